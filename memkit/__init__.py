@@ -1,0 +1,57 @@
+"""memkit: long-term memory for AI agents, and the tools to look inside it."""
+
+from memkit._errors import (
+    BackendUnavailableError,
+    ConfigError,
+    ErrorCategory,
+    InvalidInputError,
+    MemkitError,
+    NotFoundError,
+    StorageError,
+)
+from memkit._models import Health, MemoryFilter, MemoryItem, NamespaceInfo, NewMemory, Stats
+from memkit._protocols import (
+    MemoryProvider,
+    SupportsAddMany,
+    SupportsClose,
+    SupportsExport,
+    SupportsGet,
+    SupportsHealth,
+    SupportsNamespaces,
+    SupportsPaging,
+    SupportsStats,
+)
+from memkit._factory import get_memory_provider
+from memkit._sync import Memory, open
+from memkit._validate import Limits
+
+__all__ = [
+    "BackendUnavailableError",
+    "ConfigError",
+    "ErrorCategory",
+    "Health",
+    "InvalidInputError",
+    "Limits",
+    "Memory",
+    "MemkitError",
+    "MemoryFilter",
+    "MemoryItem",
+    "MemoryProvider",
+    "NamespaceInfo",
+    "NewMemory",
+    "NotFoundError",
+    "Stats",
+    "StorageError",
+    "SupportsAddMany",
+    "SupportsClose",
+    "SupportsExport",
+    "SupportsGet",
+    "SupportsHealth",
+    "SupportsNamespaces",
+    "SupportsPaging",
+    "SupportsStats",
+    "get_memory_provider",
+    "open",
+]
+
+__version__ = "0.1.0"

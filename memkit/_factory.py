@@ -1,0 +1,147 @@
+"""Turn a URL, a dict, or a config object into a provider.
+
+One registry maps provider names and URL schemes to adapter classes, imported
+lazily so a missing optional dependency only matters when that provider is asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from memkit._errors import ConfigError, missing_extra
+from memkit._protocols import MemoryProvider
+
+__all__ = ["DEFAULT_URL", "get_memory_provider", "provider_names"]
+
+DEFAULT_URL = "sqlite:///data/memory.db"
+
+
+@dataclass(frozen=True)
+class _Entry:
+    name: str
+    target: str  # "module:Class"
+    schemes: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    extra: str | None = None  # the pip extra that installs its dependencies
+    requires: str | None = None  # the importable module the extra provides
+
+
+_REGISTRY: tuple[_Entry, ...] = (
+    _Entry("memory", "memkit.adapters._memory:InMemoryAdapter", ("memory",), ("mock", "in_memory", "inmemory")),
+    _Entry("sqlite", "memkit.adapters._sqlite:SQLiteAdapter", ("sqlite",)),
+)
+
+
+def provider_names() -> list[str]:
+    """Every provider name the factory accepts."""
+    return [e.name for e in _REGISTRY]
+
+
+def _entry_by_name(name: object) -> _Entry:
+    wanted = str(name).strip().lower()
+    for entry in _REGISTRY:
+        if wanted == entry.name or wanted in entry.aliases:
+            return entry
+    raise ConfigError(f"unknown memory provider {name!r}; valid providers: {', '.join(provider_names())}")
+
+
+def _entry_by_url(url: str) -> _Entry:
+    scheme = urlsplit(url).scheme.lower()
+    for entry in _REGISTRY:
+        if scheme in entry.schemes:
+            return entry
+    schemes = sorted(s for e in _REGISTRY for s in e.schemes)
+    raise ConfigError(
+        f"unknown memory URL scheme {scheme + '://' if scheme else repr(url)};"
+        f" valid schemes: {', '.join(s + '://' for s in schemes)}"
+    )
+
+
+def _load(entry: _Entry) -> Any:
+    if entry.requires is not None:
+        try:
+            importlib.import_module(entry.requires)
+        except ImportError:
+            raise missing_extra(entry.requires, entry.extra or entry.name) from None
+    module_name, _, attr = entry.target.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def _plain(value: Any) -> Any:
+    """Deep-convert Mapping-like config (OmegaConf DictConfig included) into dicts."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _as_options(cfg: object) -> dict[str, Any]:
+    if isinstance(cfg, Mapping):
+        return dict(_plain(cfg))
+    if hasattr(cfg, "__dict__"):
+        return {k: _plain(v) for k, v in vars(cfg).items() if not k.startswith("_")}
+    raise ConfigError(
+        f"memory config must be a URL, a dict or an object with attributes, got {type(cfg).__name__}"
+    )
+
+
+def _build(entry: _Entry, options: dict[str, Any], url: str | None) -> MemoryProvider:
+    cls = _load(entry)
+    try:
+        provider = cls.from_url(url, **options) if url is not None else cls(**options)
+    except TypeError as exc:
+        raise ConfigError(f"bad options for the {entry.name!r} provider: {exc}") from None
+    if not isinstance(provider, MemoryProvider):  # pragma: no cover - guards the registry
+        raise ConfigError(f"{entry.target} does not implement MemoryProvider")
+    return provider
+
+
+def get_memory_provider(cfg: object = None) -> MemoryProvider:
+    """Build a provider from a URL, a dict, or a config object.
+
+    Parameters
+    ----------
+    cfg
+        ``None`` uses ``$MEMKIT_URL`` or ``sqlite:///data/memory.db``. A string is a
+        URL: ``memory://``, ``sqlite:///relative.db``, ``sqlite:////abs/path.db``.
+        A dict (or OmegaConf ``DictConfig``, or any object with attributes) names
+        ``provider`` and/or ``url``; every other key is passed to the adapter.
+
+    Raises
+    ------
+    ConfigError
+        Unknown provider or scheme (the message lists the valid ones) or bad options.
+    BackendUnavailableError
+        The provider's optional dependency is missing (the message names the extra).
+
+    Examples
+    --------
+    >>> get_memory_provider("memory://")
+    InMemoryAdapter(0 memories)
+    >>> get_memory_provider({"provider": "mock"})
+    InMemoryAdapter(0 memories)
+    """
+    if cfg is None:
+        cfg = os.environ.get("MEMKIT_URL") or DEFAULT_URL
+    if isinstance(cfg, str):
+        url = cfg.strip()
+        if not url:
+            raise ConfigError("memory URL is empty")
+        return _build(_entry_by_url(url), {}, url)
+    options = _as_options(cfg)
+    name = options.pop("provider", None)
+    url = options.pop("url", None)
+    if url is not None and not isinstance(url, str):
+        raise ConfigError(f"url must be a string, got {type(url).__name__}")
+    if name is None and url is None:
+        url = os.environ.get("MEMKIT_URL") or DEFAULT_URL
+    entry = _entry_by_name(name) if name is not None else _entry_by_url(url or "")
+    if url is not None and name is not None and _entry_by_url(url) is not entry:
+        raise ConfigError(f"provider {name!r} does not match the scheme of url {url!r}")
+    return _build(entry, options, url)

@@ -1,0 +1,146 @@
+"""The port (``MemoryProvider``) and the optional capabilities an adapter may add.
+
+Each capability is its own one-method protocol so callers can ask
+``isinstance(provider, SupportsStats)`` instead of catching ``AttributeError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
+
+__all__ = [
+    "MemoryProvider",
+    "SupportsAddMany",
+    "SupportsClose",
+    "SupportsExport",
+    "SupportsGet",
+    "SupportsHealth",
+    "SupportsNamespaces",
+    "SupportsPaging",
+    "SupportsStats",
+]
+
+
+@runtime_checkable
+class MemoryProvider(Protocol):
+    """Vendor-agnostic memory interface (Ports & Adapters pattern)."""
+
+    async def add(
+        self,
+        content: str,
+        user_id: str,
+        agent_id: str,
+        metadata: dict[str, Any] | None = None,
+    ) -> str:
+        """Add unstructured memory. Returns memory_id."""
+        ...
+
+    async def add_trace(
+        self,
+        agent_id: str,
+        workflow_id: str,
+        trace_data: dict[str, Any],
+        user_id: str = "system",
+    ) -> str:
+        """Add structured execution trace. Returns memory_id."""
+        ...
+
+    async def search(
+        self,
+        query: str,
+        user_id: str,
+        agent_id: str,
+        limit: int = 5,
+        filters: dict[str, Any] | None = None,
+    ) -> list[MemoryItem]:
+        """Hybrid search with namespace isolation."""
+        ...
+
+    async def get_all(
+        self,
+        user_id: str,
+        agent_id: str,
+        limit: int = 10,
+        filters: dict[str, Any] | None = None,
+    ) -> list[MemoryItem]:
+        """Retrieve all memories for agent with optional filters."""
+        ...
+
+    async def delete(self, memory_id: str) -> bool:
+        """Delete memory by ID. Returns True if deleted."""
+        ...
+
+    async def reset(self) -> bool:
+        """Full wipe (testing only). Returns True if successful."""
+        ...
+
+
+@runtime_checkable
+class SupportsGet(Protocol):
+    """Fetch one memory by id (``None`` when it does not exist)."""
+
+    async def get(self, memory_id: str) -> MemoryItem | None: ...
+
+
+@runtime_checkable
+class SupportsAddMany(Protocol):
+    """Write many memories in one transaction: all of them or none."""
+
+    async def add_many(
+        self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False
+    ) -> list[str]: ...
+
+
+@runtime_checkable
+class SupportsNamespaces(Protocol):
+    """List every (user_id, agent_id) namespace with counts and activity."""
+
+    async def namespaces(self) -> list[NamespaceInfo]: ...
+
+
+@runtime_checkable
+class SupportsStats(Protocol):
+    """Report how much the store holds."""
+
+    async def stats(self) -> Stats: ...
+
+
+@runtime_checkable
+class SupportsHealth(Protocol):
+    """Check that the store answers."""
+
+    async def health(self) -> Health: ...
+
+
+@runtime_checkable
+class SupportsExport(Protocol):
+    """Iterate every record (traces included), oldest first."""
+
+    def export(
+        self, user_id: str | None = None, agent_id: str | None = None
+    ) -> AsyncIterator[MemoryItem]: ...
+
+
+@runtime_checkable
+class SupportsPaging(Protocol):
+    """Page through a namespace newest first without loading all of it."""
+
+    async def get_page(
+        self,
+        user_id: str,
+        agent_id: str,
+        *,
+        offset: int = 0,
+        limit: int = 50,
+        filters: dict[str, Any] | None = None,
+    ) -> list[MemoryItem]: ...
+
+
+@runtime_checkable
+class SupportsClose(Protocol):
+    """Release connections and files."""
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,166 @@
+"""The one internal record shape every adapter stores, and how ``add_trace`` fills it."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from pydantic import ValidationError
+
+from memkit._errors import InvalidInputError
+from memkit._models import MemoryItem, NewMemory
+from memkit._validate import (
+    DEFAULT_LIMITS,
+    Limits,
+    check_content,
+    check_id,
+    check_metadata,
+    check_namespace,
+    check_trace_data,
+)
+
+__all__ = ["TRACE_FIELDS", "Record", "new_record", "records_from_items", "trace_record"]
+
+# Scalar fields of ``trace_data`` copied into metadata so audits can filter on them.
+TRACE_FIELDS = ("tool", "status", "step_index", "step_name", "run_id")
+
+_clock_lock = threading.Lock()
+_last_us = 0
+
+
+def now_us() -> int:
+    """Microseconds since the epoch, strictly increasing within this process.
+
+    Strictness keeps "newest first" identical to insertion order for records
+    written by one process, even when two land in the same microsecond.
+    """
+    global _last_us
+    with _clock_lock:
+        _last_us = max(time.time_ns() // 1000, _last_us + 1)
+        return _last_us
+
+
+def from_us(us: int) -> datetime:
+    return datetime.fromtimestamp(us / 1_000_000, tz=timezone.utc)
+
+
+def to_us(moment: datetime) -> int:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(round(moment.timestamp() * 1_000_000))
+
+
+@dataclass(slots=True)
+class Record:
+    id: str
+    user_id: str
+    agent_id: str
+    content: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_us: int = 0
+
+    @property
+    def created_at(self) -> datetime:
+        return from_us(self.created_us)
+
+    def to_item(self, score: float | None = None, details: dict[str, Any] | None = None) -> MemoryItem:
+        return MemoryItem(
+            id=self.id,
+            content=self.content,
+            score=score,
+            metadata=self.metadata,
+            created_at=self.created_at,
+            agent_id=self.agent_id,
+            user_id=self.user_id,
+            score_details=details,
+        )
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def new_record(
+    content: object,
+    user_id: object,
+    agent_id: object,
+    metadata: object = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> Record:
+    """Validate one memory and stamp it with an id and a time; raise before any write."""
+    user, agent = check_namespace(user_id, agent_id, limits)
+    return Record(
+        id=new_id(),
+        user_id=user,
+        agent_id=agent,
+        content=check_content(content, limits),
+        metadata=check_metadata(metadata, limits),
+        created_us=now_us(),
+    )
+
+
+def trace_record(
+    agent_id: object,
+    workflow_id: object,
+    trace_data: object,
+    user_id: object = "system",
+    limits: Limits = DEFAULT_LIMITS,
+) -> Record:
+    """Build the record ``add_trace`` stores (the seed 000 contract).
+
+    Content: ``[trace] workflow=<wf> agent=<agent> data=<json>`` so keyword search
+    finds a trace by tool, step name or parameter. Metadata: ``type="trace"``,
+    ``workflow_id``, the scalar audit fields of :data:`TRACE_FIELDS` when present,
+    the caller's ``trace_data["metadata"]``, and the whole payload under ``trace``
+    so replay never has to parse content. ``type`` and ``workflow_id`` cannot be
+    overridden by the payload.
+    """
+    workflow = check_id(workflow_id, "workflow_id", limits)
+    agent = check_id(agent_id, "agent_id", limits)
+    data = check_trace_data(trace_data)
+    extra = data.get("metadata") or {}
+    if not isinstance(extra, dict):
+        extra = {"metadata": extra}
+    payload = {k: v for k, v in data.items() if k != "metadata"}
+    payload = check_metadata(payload, limits)  # JSON-safe before it is rendered
+    meta: dict[str, Any] = dict(extra)
+    for key in TRACE_FIELDS:
+        value = payload.get(key)
+        if value is not None and not isinstance(value, (dict, list)):
+            meta[key] = value
+    meta["trace"] = payload
+    meta["type"] = "trace"
+    meta["workflow_id"] = workflow
+    rendered = json.dumps(payload, ensure_ascii=False, sort_keys=True)
+    content = f"[trace] workflow={workflow} agent={agent} data={rendered}"
+    return new_record(content, user_id, agent, meta, limits)
+
+
+def records_from_items(items: Iterable[NewMemory | Mapping[str, Any]], limits: Limits = DEFAULT_LIMITS) -> list[Record]:
+    """Validate a whole batch before anything is written; the first bad item names its index."""
+    records: list[Record] = []
+    seen: set[str] = set()
+    for index, raw in enumerate(items):
+        try:
+            item = raw if isinstance(raw, NewMemory) else NewMemory.model_validate(raw)
+        except ValidationError as exc:
+            raise InvalidInputError(f"item {index} of add_many is malformed: {exc.errors()[0]['msg']}") from None
+        try:
+            record = new_record(item.content, item.user_id, item.agent_id, item.metadata, limits)
+            if item.id is not None:
+                record.id = check_id(item.id, "id", limits)
+            if item.created_at is not None:
+                record.created_us = to_us(item.created_at)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"item {index} of add_many: {exc}") from None
+        if record.id in seen:
+            raise InvalidInputError(f"item {index} of add_many repeats id {record.id!r}")
+        seen.add(record.id)
+        records.append(record)
+    return records

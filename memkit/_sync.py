@@ -1,0 +1,221 @@
+"""``memkit.Memory``: the synchronous face of any provider.
+
+Every call is handed to one background event loop that memkit owns, and the
+caller blocks on the result. That works the same in a script (no loop), in
+Jupyter (a loop is already running on the caller's thread) and in worker
+threads, without nest_asyncio or patching anyone's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Mapping
+from typing import Any, TypeVar
+
+from memkit._factory import get_memory_provider
+from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
+from memkit._protocols import (
+    MemoryProvider,
+    SupportsAddMany,
+    SupportsClose,
+    SupportsExport,
+    SupportsGet,
+    SupportsHealth,
+    SupportsNamespaces,
+    SupportsPaging,
+    SupportsStats,
+)
+
+__all__ = ["Memory", "open", "run_sync"]
+
+T = TypeVar("T")
+
+
+class _LoopThread:
+    """One daemon thread running one event loop for every sync caller in the process."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._main, name="memkit-loop", daemon=True)
+        self.thread.start()
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+
+_runner: _LoopThread | None = None
+_runner_lock = threading.Lock()
+
+
+def _loop_thread() -> _LoopThread:
+    global _runner
+    with _runner_lock:
+        if _runner is None or not _runner.thread.is_alive():
+            _runner = _LoopThread()
+        return _runner
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on memkit's background loop and return its result (or raise its error)."""
+    runner = _loop_thread()
+    if threading.current_thread() is runner.thread:
+        coro.close()
+        raise RuntimeError(
+            "memkit's sync API was called from memkit's own event loop; await the provider's"
+            " async method instead"
+        )
+    return asyncio.run_coroutine_threadsafe(coro, runner.loop).result()
+
+
+def _require(provider: object, capability: type, method: str) -> None:
+    if not isinstance(provider, capability):
+        raise NotImplementedError(f"{provider!r} does not support {method}()")
+
+
+class Memory:
+    """Blocking calls over a :class:`~memkit.MemoryProvider`, for notebooks, widgets and scripts.
+
+    Parameters
+    ----------
+    provider
+        Any provider; build one with :func:`memkit.open` rather than by hand.
+
+    Examples
+    --------
+    >>> mem = memkit.open("memory://")
+    >>> memory_id = mem.add("TP53 is mutated in sample 7", user_id="u1", agent_id="bio")
+    >>> [hit.content for hit in mem.search("TP53", user_id="u1", agent_id="bio")]
+    ['TP53 is mutated in sample 7']
+    """
+
+    def __init__(self, provider: MemoryProvider) -> None:
+        if not isinstance(provider, MemoryProvider):
+            raise TypeError(f"Memory wraps a MemoryProvider, got {type(provider).__name__}")
+        self.provider = provider
+
+    def __repr__(self) -> str:
+        return f"Memory({self.provider!r})"
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the port ---------------------------------------------------------------
+
+    def add(self, content: str, user_id: str, agent_id: str, metadata: dict[str, Any] | None = None) -> str:
+        """Store one memory and return its id."""
+        return run_sync(self.provider.add(content, user_id, agent_id, metadata))
+
+    def add_trace(
+        self, agent_id: str, workflow_id: str, trace_data: dict[str, Any], user_id: str = "system"
+    ) -> str:
+        """Store one execution-trace step and return its id."""
+        return run_sync(self.provider.add_trace(agent_id, workflow_id, trace_data, user_id))
+
+    def search(
+        self,
+        query: str,
+        user_id: str,
+        agent_id: str,
+        limit: int = 5,
+        filters: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> list[MemoryItem]:
+        """Best matches in one namespace; ``options`` (e.g. ``mode=``) go to the adapter."""
+        search: Any = self.provider.search
+        return run_sync(search(query, user_id, agent_id, limit, filters, **options))  # type: ignore[no-any-return]
+
+    def get_all(
+        self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
+    ) -> list[MemoryItem]:
+        """One namespace's memories, newest first."""
+        return run_sync(self.provider.get_all(user_id, agent_id, limit, filters))
+
+    def delete(self, memory_id: str, **scope: str) -> bool:
+        """Delete by id; ``False`` when there was nothing to delete."""
+        delete: Any = self.provider.delete
+        return run_sync(delete(memory_id, **scope))  # type: ignore[no-any-return]
+
+    def reset(self) -> bool:
+        """Wipe the whole store."""
+        return run_sync(self.provider.reset())
+
+    # -- capabilities --------------------------------------------------------------
+
+    def get(self, memory_id: str) -> MemoryItem | None:
+        """One memory by id, or ``None``."""
+        _require(self.provider, SupportsGet, "get")
+        return run_sync(self.provider.get(memory_id))  # type: ignore[attr-defined, no-any-return]
+
+    def add_many(self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False) -> list[str]:
+        """Store many memories in one transaction."""
+        _require(self.provider, SupportsAddMany, "add_many")
+        return run_sync(self.provider.add_many(list(items), progress=progress))  # type: ignore[attr-defined, no-any-return]
+
+    def namespaces(self) -> list[NamespaceInfo]:
+        """Every (user_id, agent_id) with counts and first/last activity."""
+        _require(self.provider, SupportsNamespaces, "namespaces")
+        return run_sync(self.provider.namespaces())  # type: ignore[attr-defined, no-any-return]
+
+    def stats(self) -> Stats:
+        """How much the store holds."""
+        _require(self.provider, SupportsStats, "stats")
+        return run_sync(self.provider.stats())  # type: ignore[attr-defined, no-any-return]
+
+    def health(self) -> Health:
+        """Whether the store answers, and how fast."""
+        _require(self.provider, SupportsHealth, "health")
+        return run_sync(self.provider.health())  # type: ignore[attr-defined, no-any-return]
+
+    def get_page(
+        self,
+        user_id: str,
+        agent_id: str,
+        *,
+        offset: int = 0,
+        limit: int = 50,
+        filters: dict[str, Any] | None = None,
+    ) -> list[MemoryItem]:
+        """One page of a namespace, newest first."""
+        _require(self.provider, SupportsPaging, "get_page")
+        coro = self.provider.get_page(user_id, agent_id, offset=offset, limit=limit, filters=filters)  # type: ignore[attr-defined]
+        return run_sync(coro)  # type: ignore[no-any-return]
+
+    def export(self, user_id: str | None = None, agent_id: str | None = None) -> Iterator[MemoryItem]:
+        """Iterate every record, oldest first, without loading them all."""
+        _require(self.provider, SupportsExport, "export")
+        stream: AsyncIterator[MemoryItem] = self.provider.export(user_id, agent_id)  # type: ignore[attr-defined]
+        try:
+            while True:
+                try:
+                    yield run_sync(stream.__anext__())
+                except StopAsyncIteration:
+                    return
+        finally:
+            closer = getattr(stream, "aclose", None)
+            if closer is not None:
+                run_sync(closer())
+
+    def close(self) -> None:
+        """Release the provider's connections; the object is unusable afterwards."""
+        if isinstance(self.provider, SupportsClose):
+            run_sync(self.provider.aclose())
+
+
+def open(url_or_cfg: object = None) -> Memory:  # noqa: A001 - mirrors builtins.open on purpose
+    """Open a store and return its synchronous face.
+
+    Accepts what :func:`memkit.get_memory_provider` accepts; ``None`` opens
+    ``$MEMKIT_URL`` or ``sqlite:///data/memory.db``.
+
+    Examples
+    --------
+    >>> with memkit.open("memory://") as mem:
+    ...     mem.stats().memories
+    0
+    """
+    return Memory(get_memory_provider(url_or_cfg))

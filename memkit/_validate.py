@@ -1,0 +1,163 @@
+"""Input checks shared by every adapter, so bad input fails the same way everywhere.
+
+Every public write or read goes through these before touching a backend; a
+failure raises :class:`~memkit.InvalidInputError` and nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from memkit._errors import InvalidInputError
+
+__all__ = ["Limits", "DEFAULT_LIMITS"]
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_INT64 = 2**63
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on what one call may carry; pass your own to an adapter to change them.
+
+    Parameters
+    ----------
+    max_content_chars
+        Longest ``content`` accepted by ``add``.
+    max_id_chars
+        Longest ``user_id``, ``agent_id``, ``workflow_id`` or memory id.
+    max_metadata_bytes
+        Largest metadata, measured as compact UTF-8 JSON.
+    max_metadata_depth
+        Deepest nesting of dicts and lists inside metadata.
+    max_limit
+        Largest ``limit`` for ``search`` and ``get_all``.
+    max_query_chars
+        Longest search query.
+    """
+
+    max_content_chars: int = 100_000
+    max_id_chars: int = 256
+    max_metadata_bytes: int = 256_000
+    max_metadata_depth: int = 10
+    max_limit: int = 10_000
+    max_query_chars: int = 10_000
+
+
+DEFAULT_LIMITS = Limits()
+
+
+def check_id(value: object, name: str, limits: Limits = DEFAULT_LIMITS) -> str:
+    """A user, agent, workflow or memory id: a non-blank string without control characters."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInputError(f"{name} must not be empty")
+    if len(value) > limits.max_id_chars:
+        raise InvalidInputError(f"{name} is {len(value)} characters; the limit is {limits.max_id_chars}")
+    if _CONTROL.search(value):
+        raise InvalidInputError(f"{name} must not contain control characters")
+    return value
+
+
+def check_namespace(user_id: object, agent_id: object, limits: Limits = DEFAULT_LIMITS) -> tuple[str, str]:
+    return check_id(user_id, "user_id", limits), check_id(agent_id, "agent_id", limits)
+
+
+def check_content(content: object, limits: Limits = DEFAULT_LIMITS) -> str:
+    if not isinstance(content, str):
+        raise InvalidInputError(f"content must be a string, got {type(content).__name__}")
+    if not content.strip():
+        raise InvalidInputError("content must not be empty")
+    if len(content) > limits.max_content_chars:
+        raise InvalidInputError(
+            f"content is {len(content)} characters; the limit is {limits.max_content_chars}"
+            " (raise Limits.max_content_chars to allow more)"
+        )
+    if "\x00" in content:
+        raise InvalidInputError("content must not contain NUL characters")
+    return content
+
+
+def _check_json(value: Any, depth: int, limits: Limits, where: str) -> None:
+    if depth > limits.max_metadata_depth:
+        raise InvalidInputError(f"metadata is nested deeper than {limits.max_metadata_depth} levels at {where}")
+    if value is None or isinstance(value, (bool, str)):
+        return
+    if isinstance(value, int):
+        if not -_INT64 <= value < _INT64:
+            raise InvalidInputError(f"metadata integer at {where} does not fit in 64 bits")
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInputError(f"metadata value at {where} is {value}, which JSON cannot hold")
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidInputError(f"metadata keys must be strings; {key!r} at {where} is not")
+            _check_json(item, depth + 1, limits, f"{where}.{key}")
+        return
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _check_json(item, depth + 1, limits, f"{where}[{index}]")
+        return
+    raise InvalidInputError(
+        f"metadata value at {where} is a {type(value).__name__}, which is not JSON-serialisable"
+        " (use str, int, float, bool, None, list or dict)"
+    )
+
+
+def check_metadata(metadata: object, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
+    """Return a private JSON-normalised copy (tuples become lists) of valid metadata."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidInputError(f"metadata must be a dict, got {type(metadata).__name__}")
+    _check_json(metadata, 1, limits, "metadata")
+    encoded = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    size = len(encoded.encode("utf-8"))
+    if size > limits.max_metadata_bytes:
+        raise InvalidInputError(
+            f"metadata is {size} bytes as JSON; the limit is {limits.max_metadata_bytes}"
+        )
+    result: dict[str, Any] = json.loads(encoded)
+    return result
+
+
+def check_limit(limit: object, limits: Limits = DEFAULT_LIMITS, name: str = "limit") -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise InvalidInputError(f"{name} must be an integer, got {type(limit).__name__}")
+    if not 1 <= limit <= limits.max_limit:
+        raise InvalidInputError(f"{name} must be between 1 and {limits.max_limit}, got {limit}")
+    return limit
+
+
+def check_offset(offset: object) -> int:
+    if isinstance(offset, bool) or not isinstance(offset, int):
+        raise InvalidInputError(f"offset must be an integer, got {type(offset).__name__}")
+    if offset < 0:
+        raise InvalidInputError(f"offset must not be negative, got {offset}")
+    return offset
+
+
+def check_query(query: object, limits: Limits = DEFAULT_LIMITS) -> str:
+    """``None`` and blank queries become ``""``, which lists the namespace newest first."""
+    if query is None:
+        return ""
+    if not isinstance(query, str):
+        raise InvalidInputError(f"query must be a string or None, got {type(query).__name__}")
+    if len(query) > limits.max_query_chars:
+        raise InvalidInputError(f"query is {len(query)} characters; the limit is {limits.max_query_chars}")
+    return query.strip()
+
+
+def check_trace_data(trace_data: object) -> dict[str, Any]:
+    if not isinstance(trace_data, Mapping):
+        raise InvalidInputError(f"trace_data must be a dict, got {type(trace_data).__name__}")
+    return dict(trace_data)

@@ -1,0 +1,33 @@
+"""The adapters behind :class:`memkit.MemoryProvider`.
+
+Imported lazily: ``from memkit.adapters import Neo4jAdapter`` only needs the
+``neo4j`` driver when you ask for that name.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memkit.adapters._memory import InMemoryAdapter, MockMemoryAdapter
+    from memkit.adapters._sqlite import SQLiteAdapter
+
+__all__ = ["InMemoryAdapter", "MockMemoryAdapter", "SQLiteAdapter"]
+
+_LAZY = {
+    "InMemoryAdapter": "memkit.adapters._memory",
+    "MockMemoryAdapter": "memkit.adapters._memory",
+    "SQLiteAdapter": "memkit.adapters._sqlite",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memkit.adapters' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

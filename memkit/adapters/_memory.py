@@ -1,0 +1,213 @@
+"""A process-local adapter for tests and throwaway runs; nothing survives the process."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any
+
+from memkit._errors import InvalidInputError
+from memkit._filters import matches, parse_filters
+from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
+from memkit._records import Record, from_us, new_record, records_from_items, trace_record
+from memkit._text import bm25_scores, query_terms, tokenize
+from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_limit, check_namespace, check_offset, check_query
+
+__all__ = ["InMemoryAdapter", "MockMemoryAdapter"]
+
+
+class InMemoryAdapter:
+    """Keep memories in a dict; same rules and errors as every other adapter.
+
+    Keyword search scores whole lower-cased words with BM25 (no stemming).
+
+    Examples
+    --------
+    >>> mem = InMemoryAdapter()
+    >>> memory_id = await mem.add("TP53 is mutated in sample 7", "u1", "bio")  # doctest: +SKIP
+    """
+
+    provider_name = "memory"
+
+    def __init__(self, *, limits: Limits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
+        self._records: dict[str, Record] = {}
+        self._seq: dict[str, int] = {}
+        self._next_seq = 0
+        # A thread lock, not an asyncio one: the adapter may be driven from
+        # several event loops (sync facade, notebooks, worker threads).
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> InMemoryAdapter:
+        """``memory://`` (the factory calls this)."""
+        return cls(**options)
+
+    def __repr__(self) -> str:
+        return f"InMemoryAdapter({len(self._records)} memories)"
+
+    # -- writes ---------------------------------------------------------------
+
+    def _insert(self, records: list[Record]) -> list[str]:
+        with self._lock:
+            clash = next((r.id for r in records if r.id in self._records), None)
+            if clash is not None:
+                raise InvalidInputError(f"a memory with id {clash!r} already exists")
+            for record in records:
+                self._records[record.id] = record
+                self._seq[record.id] = self._next_seq
+                self._next_seq += 1
+        return [r.id for r in records]
+
+    async def add(
+        self, content: str, user_id: str, agent_id: str, metadata: dict[str, Any] | None = None
+    ) -> str:
+        return self._insert([new_record(content, user_id, agent_id, metadata, self.limits)])[0]
+
+    async def add_trace(
+        self, agent_id: str, workflow_id: str, trace_data: dict[str, Any], user_id: str = "system"
+    ) -> str:
+        return self._insert([trace_record(agent_id, workflow_id, trace_data, user_id, self.limits)])[0]
+
+    async def add_many(
+        self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False
+    ) -> list[str]:
+        return self._insert(records_from_items(items, self.limits))
+
+    async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
+        """Delete one memory; with ``user_id``/``agent_id`` only if it lives in that namespace."""
+        check_id(memory_id, "memory_id", self.limits)
+        with self._lock:
+            record = self._records.get(memory_id)
+            if record is None:
+                return False
+            if user_id is not None and record.user_id != user_id:
+                return False
+            if agent_id is not None and record.agent_id != agent_id:
+                return False
+            del self._records[memory_id]
+            del self._seq[memory_id]
+            return True
+
+    async def reset(self) -> bool:
+        with self._lock:
+            self._records.clear()
+            self._seq.clear()
+        return True
+
+    # -- reads ----------------------------------------------------------------
+
+    def _newest_first(self, user_id: str, agent_id: str, filters: object) -> list[Record]:
+        user, agent = check_namespace(user_id, agent_id, self.limits)
+        conditions = parse_filters(filters)
+        with self._lock:
+            rows = [
+                r
+                for r in self._records.values()
+                if r.user_id == user and r.agent_id == agent and matches(conditions, r.metadata)
+            ]
+            seq = dict(self._seq)
+        rows.sort(key=lambda r: (r.created_us, seq[r.id]), reverse=True)
+        return rows
+
+    async def search(
+        self,
+        query: str,
+        user_id: str,
+        agent_id: str,
+        limit: int = 5,
+        filters: dict[str, Any] | None = None,
+        *,
+        mode: str | None = None,
+    ) -> list[MemoryItem]:
+        """Keyword search in one namespace; an empty query lists it newest first."""
+        text = check_query(query, self.limits)
+        limit = check_limit(limit, self.limits)
+        if mode not in (None, "keyword"):
+            raise InvalidInputError(f"InMemoryAdapter supports mode='keyword' only, got {mode!r}")
+        rows = self._newest_first(user_id, agent_id, filters)
+        if not text:
+            return [r.to_item() for r in rows[:limit]]
+        terms = query_terms(text)
+        scores = bm25_scores(terms, [tokenize(r.content) for r in rows])
+        ranked = sorted(
+            ((s, i) for i, s in enumerate(scores) if s > 0.0), key=lambda p: (-p[0], p[1])
+        )[:limit]
+        return [
+            rows[i].to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
+            for rank, (score, i) in enumerate(ranked, start=1)
+        ]
+
+    async def get_all(
+        self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
+    ) -> list[MemoryItem]:
+        limit = check_limit(limit, self.limits)
+        return [r.to_item() for r in self._newest_first(user_id, agent_id, filters)[:limit]]
+
+    async def get_page(
+        self,
+        user_id: str,
+        agent_id: str,
+        *,
+        offset: int = 0,
+        limit: int = 50,
+        filters: dict[str, Any] | None = None,
+    ) -> list[MemoryItem]:
+        offset = check_offset(offset)
+        limit = check_limit(limit, self.limits)
+        rows = self._newest_first(user_id, agent_id, filters)
+        return [r.to_item() for r in rows[offset : offset + limit]]
+
+    async def get(self, memory_id: str) -> MemoryItem | None:
+        check_id(memory_id, "memory_id", self.limits)
+        record = self._records.get(memory_id)
+        return None if record is None else record.to_item()
+
+    async def namespaces(self) -> list[NamespaceInfo]:
+        spans: dict[tuple[str, str], list[int]] = {}
+        with self._lock:
+            for r in self._records.values():
+                span = spans.setdefault((r.user_id, r.agent_id), [0, r.created_us, r.created_us])
+                span[0] += 1
+                span[1] = min(span[1], r.created_us)
+                span[2] = max(span[2], r.created_us)
+        return [
+            NamespaceInfo(user_id=u, agent_id=a, count=c, first_at=from_us(lo), last_at=from_us(hi))
+            for (u, a), (c, lo, hi) in sorted(spans.items())
+        ]
+
+    async def stats(self) -> Stats:
+        with self._lock:
+            records = list(self._records.values())
+        return Stats(
+            provider=self.provider_name,
+            memories=len(records),
+            traces=sum(1 for r in records if r.metadata.get("type") == "trace"),
+            namespaces=len({(r.user_id, r.agent_id) for r in records}),
+        )
+
+    async def health(self) -> Health:
+        start = time.perf_counter()
+        with self._lock:
+            pass
+        return Health(ok=True, provider=self.provider_name, latency_ms=(time.perf_counter() - start) * 1e3)
+
+    async def export(self, user_id: str | None = None, agent_id: str | None = None) -> AsyncIterator[MemoryItem]:
+        with self._lock:
+            rows = [
+                r
+                for r in self._records.values()
+                if (user_id is None or r.user_id == user_id) and (agent_id is None or r.agent_id == agent_id)
+            ]
+            seq = dict(self._seq)
+        rows.sort(key=lambda r: (r.created_us, seq[r.id]))
+        for r in rows:
+            yield r.to_item()
+
+    async def aclose(self) -> None:
+        return None
+
+
+# The seed's name for the same adapter.
+MockMemoryAdapter = InMemoryAdapter

@@ -1,0 +1,516 @@
+"""The embedded default: one SQLite file, WAL, FTS5 keyword search, no server.
+
+All SQL runs on one worker thread per adapter, which owns the connection. That
+serialises the adapter's own calls (safe from any thread or event loop) while
+WAL and ``busy_timeout`` let several processes share the file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from memkit._errors import ConfigError, InvalidInputError, StorageError
+from memkit._filters import Condition, parse_filters, type_class
+from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
+from memkit._records import Record, from_us, new_record, records_from_items, trace_record
+from memkit._text import query_terms
+from memkit._url import query_options, sqlite_path
+from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_limit, check_namespace, check_offset, check_query
+
+__all__ = ["SQLiteAdapter"]
+
+T = TypeVar("T")
+
+SCHEMA_VERSION = 1
+
+# Each entry upgrades the schema from the previous version; never edit a shipped one.
+_MIGRATIONS: dict[int, str] = {
+    1: """
+    CREATE TABLE store_meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    CREATE TABLE memories (
+        seq        INTEGER PRIMARY KEY,      -- insertion order; FTS rowid
+        id         TEXT NOT NULL UNIQUE,
+        user_id    TEXT NOT NULL,
+        agent_id   TEXT NOT NULL,
+        content    TEXT NOT NULL,
+        metadata   TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(metadata)),
+        created_us INTEGER NOT NULL          -- microseconds since the epoch, UTC
+    );
+    CREATE INDEX memories_namespace ON memories (user_id, agent_id, created_us DESC, seq DESC);
+    CREATE VIRTUAL TABLE memories_fts USING fts5(
+        content, content='memories', content_rowid='seq', tokenize='porter unicode61'
+    );
+    CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+        INSERT INTO memories_fts (rowid, content) VALUES (new.seq, new.content);
+    END;
+    CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+        INSERT INTO memories_fts (memories_fts, rowid, content) VALUES ('delete', old.seq, old.content);
+    END;
+    """,
+}
+
+_COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
+_CHUNK = 10_000
+
+
+def _statements(script: str) -> Iterator[str]:
+    """Split a script into statements (trigger bodies included) without executescript's implicit COMMIT."""
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            yield pending.strip()
+            pending = ""
+
+
+def _row_record(row: tuple[Any, ...]) -> Record:
+    return Record(
+        id=row[1], user_id=row[2], agent_id=row[3], content=row[4],
+        metadata=json.loads(row[5]), created_us=row[6],
+    )
+
+
+def _equal_sql(cond: Condition, wanted: Any, params: list[Any]) -> str:
+    """SQL that is 1 exactly when :func:`memkit._filters._equal` is true (never NULL)."""
+    params.append(cond.json_path)
+    kind = type_class(wanted)
+    if kind == "null":
+        return "coalesce(json_type(m.metadata, ?) = 'null', 1)"
+    if kind == "bool":
+        return f"coalesce(json_type(m.metadata, ?) = '{'true' if wanted else 'false'}', 0)"
+    params.extend([cond.json_path, wanted])
+    types = "('integer', 'real')" if kind == "number" else "('text')"
+    return f"coalesce(json_type(m.metadata, ?) IN {types} AND json_extract(m.metadata, ?) = ?, 0)"
+
+
+_RANGE_SQL = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+
+
+def filter_sql(conditions: tuple[Condition, ...]) -> tuple[str, list[Any]]:
+    """Compile parsed filters to a parameterised SQL predicate over ``m.metadata``."""
+    parts: list[str] = []
+    params: list[Any] = []
+    for cond in conditions:
+        if cond.op in ("$eq", "$ne"):
+            expr = _equal_sql(cond, cond.value, params)
+            parts.append(expr if cond.op == "$eq" else f"NOT {expr}")
+        elif cond.op in ("$in", "$nin"):
+            exprs = [_equal_sql(cond, v, params) for v in cond.value] or ["0"]
+            any_of = "(" + " OR ".join(exprs) + ")"
+            parts.append(any_of if cond.op == "$in" else f"NOT {any_of}")
+        else:
+            types = "('integer', 'real')" if type_class(cond.value) == "number" else "('text')"
+            params.extend([cond.json_path, cond.json_path, cond.value])
+            parts.append(
+                f"coalesce(json_type(m.metadata, ?) IN {types}"
+                f" AND json_extract(m.metadata, ?) {_RANGE_SQL[cond.op]} ?, 0)"
+            )
+    return (" AND ".join(parts) or "1"), params
+
+
+def fts_query(text: str) -> str:
+    """An FTS5 MATCH expression that ORs the query's words, each quoted so no syntax leaks through."""
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in query_terms(text))
+
+
+class SQLiteAdapter:
+    """Memories in one SQLite file: WAL, FTS5 (porter + unicode61) ranked by ``bm25()``.
+
+    Parameters
+    ----------
+    path
+        Database file; parent folders are created. ``":memory:"`` keeps it in RAM.
+    limits
+        Input bounds (see :class:`memkit.Limits`).
+    busy_timeout_ms
+        How long a write waits for another process's lock before failing.
+
+    Examples
+    --------
+    >>> mem = SQLiteAdapter("data/memory.db")                      # doctest: +SKIP
+    >>> await mem.add("TP53 is mutated in sample 7", "u1", "bio")  # doctest: +SKIP
+    """
+
+    provider_name = "sqlite"
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = "data/memory.db",
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        busy_timeout_ms: int = 10_000,
+    ) -> None:
+        self.path = str(path)
+        self.limits = limits
+        self._busy_timeout_ms = busy_timeout_ms
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memkit-sqlite")
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        try:
+            self._executor.submit(self._open).result()
+        except BaseException:
+            self._executor.shutdown(wait=False)
+            raise
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> SQLiteAdapter:
+        """``sqlite:///relative.db``, ``sqlite:////absolute.db`` or ``sqlite://`` (in RAM)."""
+        query = query_options(url)
+        if "busy_timeout_ms" in query:
+            try:
+                options.setdefault("busy_timeout_ms", int(query.pop("busy_timeout_ms")))
+            except ValueError:
+                raise ConfigError("busy_timeout_ms in the URL must be an integer") from None
+        if query:
+            raise ConfigError(f"unknown sqlite:// URL options: {', '.join(sorted(query))}")
+        return cls(sqlite_path(url), **options)
+
+    def __repr__(self) -> str:
+        return f"SQLiteAdapter({self.path!r})"
+
+    # -- connection, on the worker thread --------------------------------------
+
+    def _open(self) -> None:
+        if self.path != ":memory:":
+            parent = Path(self.path).expanduser().resolve().parent
+            try:
+                parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(f"cannot create the folder for {self.path!r}: {exc}") from exc
+        try:
+            conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False,
+                timeout=self._busy_timeout_ms / 1000,
+            )
+        except sqlite3.Error as exc:
+            raise ConfigError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+            if self.path != ":memory:":
+                conn.execute("PRAGMA journal_mode = WAL")
+            # NORMAL is durable across application crashes in WAL mode; only a power
+            # cut can lose the last commits, and it makes small writes ~10x faster.
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._migrate(conn)
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise ConfigError(f"{self.path!r} is not a usable memkit database: {exc}") from exc
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    @staticmethod
+    def _migrate(conn: sqlite3.Connection) -> None:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise ConfigError(
+                f"this database has schema version {version}; this memkit knows up to"
+                f" {SCHEMA_VERSION}: upgrade memkit"
+            )
+        if version == SCHEMA_VERSION:
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have migrated while we waited for the lock.
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _statements(_MIGRATIONS[target]):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {target}")
+            conn.execute(
+                "INSERT OR REPLACE INTO store_meta (key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StorageError(f"{self!r} is closed")
+        return self._conn
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._closed:
+            raise StorageError(f"{self!r} is closed")
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, fn, *args)
+        except sqlite3.Error as exc:
+            raise StorageError(f"SQLite failed on {self.path!r}: {exc}") from exc
+
+    def _write(self, records: list[Record], progress: bool = False) -> list[str]:
+        db = self._db()
+        rows = (
+            (r.id, r.user_id, r.agent_id, r.content,
+             json.dumps(r.metadata, ensure_ascii=False, separators=(",", ":")), r.created_us)
+            for r in records
+        )
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(records), desc="add_many", unit="mem")
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for start in range(0, len(records), _CHUNK):
+                chunk = [next(rows) for _ in range(min(_CHUNK, len(records) - start))]
+                db.executemany(
+                    "INSERT INTO memories (id, user_id, agent_id, content, metadata, created_us)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    chunk,
+                )
+                if bar is not None:
+                    bar.update(len(chunk))
+            db.execute("COMMIT")
+        except sqlite3.IntegrityError as exc:
+            db.execute("ROLLBACK")
+            raise InvalidInputError(f"a memory with one of these ids already exists ({exc})") from None
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+        return [r.id for r in records]
+
+    # -- the port ----------------------------------------------------------------
+
+    async def add(
+        self, content: str, user_id: str, agent_id: str, metadata: dict[str, Any] | None = None
+    ) -> str:
+        record = new_record(content, user_id, agent_id, metadata, self.limits)
+        return (await self._run(self._write, [record]))[0]
+
+    async def add_trace(
+        self, agent_id: str, workflow_id: str, trace_data: dict[str, Any], user_id: str = "system"
+    ) -> str:
+        record = trace_record(agent_id, workflow_id, trace_data, user_id, self.limits)
+        return (await self._run(self._write, [record]))[0]
+
+    async def add_many(
+        self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False
+    ) -> list[str]:
+        """Validate every item, then write all of them in one transaction (or none)."""
+        records = records_from_items(items, self.limits)
+        if not records:
+            return []
+        return await self._run(self._write, records, progress)
+
+    def _select(
+        self, user_id: str, agent_id: str, conditions: tuple[Condition, ...], limit: int, offset: int = 0
+    ) -> list[Record]:
+        where, params = filter_sql(conditions)
+        sql = (
+            f"SELECT {_COLUMNS} FROM memories m WHERE m.user_id = ? AND m.agent_id = ? AND {where}"  # noqa: S608
+            " ORDER BY m.created_us DESC, m.seq DESC LIMIT ? OFFSET ?"
+        )
+        rows = self._db().execute(sql, [user_id, agent_id, *params, limit, offset]).fetchall()
+        return [_row_record(r) for r in rows]
+
+    def _keyword(
+        self, text: str, user_id: str, agent_id: str, conditions: tuple[Condition, ...], limit: int
+    ) -> list[tuple[Record, float]]:
+        match = fts_query(text)
+        if not match:
+            return []
+        where, params = filter_sql(conditions)
+        sql = (
+            f"SELECT {_COLUMNS}, bm25(memories_fts) AS rank"  # noqa: S608
+            " FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid"
+            f" WHERE memories_fts MATCH ? AND m.user_id = ? AND m.agent_id = ? AND {where}"
+            " ORDER BY rank, m.created_us DESC, m.seq DESC LIMIT ?"
+        )
+        rows = self._db().execute(sql, [match, user_id, agent_id, *params, limit]).fetchall()
+        # bm25() is lower-is-better; the port promises higher-is-better.
+        return [(_row_record(r), -float(r[7])) for r in rows]
+
+    async def search(
+        self,
+        query: str,
+        user_id: str,
+        agent_id: str,
+        limit: int = 5,
+        filters: dict[str, Any] | None = None,
+        *,
+        mode: str | None = None,
+    ) -> list[MemoryItem]:
+        """Rank one namespace's memories against ``query``; an empty query lists it newest first."""
+        text = check_query(query, self.limits)
+        limit = check_limit(limit, self.limits)
+        user, agent = check_namespace(user_id, agent_id, self.limits)
+        conditions = parse_filters(filters)
+        if mode not in (None, "keyword", "semantic", "hybrid"):
+            raise InvalidInputError(f"mode must be 'keyword', 'semantic' or 'hybrid', got {mode!r}")
+        if mode in ("semantic", "hybrid"):
+            raise ConfigError(f"mode={mode!r} needs an embedder; this SQLiteAdapter has none")
+        if not text:
+            records = await self._run(self._select, user, agent, conditions, limit)
+            return [r.to_item() for r in records]
+        hits = await self._run(self._keyword, text, user, agent, conditions, limit)
+        return [
+            r.to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
+            for rank, (r, score) in enumerate(hits, start=1)
+        ]
+
+    async def get_all(
+        self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
+    ) -> list[MemoryItem]:
+        return await self.get_page(user_id, agent_id, limit=limit, filters=filters)
+
+    async def get_page(
+        self,
+        user_id: str,
+        agent_id: str,
+        *,
+        offset: int = 0,
+        limit: int = 50,
+        filters: dict[str, Any] | None = None,
+    ) -> list[MemoryItem]:
+        limit = check_limit(limit, self.limits)
+        offset = check_offset(offset)
+        user, agent = check_namespace(user_id, agent_id, self.limits)
+        conditions = parse_filters(filters)
+        records = await self._run(self._select, user, agent, conditions, limit, offset)
+        return [r.to_item() for r in records]
+
+    def _get(self, memory_id: str) -> Record | None:
+        row = self._db().execute(f"SELECT {_COLUMNS} FROM memories m WHERE m.id = ?", (memory_id,)).fetchone()  # noqa: S608
+        return None if row is None else _row_record(row)
+
+    async def get(self, memory_id: str) -> MemoryItem | None:
+        check_id(memory_id, "memory_id", self.limits)
+        record = await self._run(self._get, memory_id)
+        return None if record is None else record.to_item()
+
+    def _delete(self, memory_id: str, user_id: str | None, agent_id: str | None) -> bool:
+        sql = "DELETE FROM memories WHERE id = ?"
+        params: list[str] = [memory_id]
+        if user_id is not None:
+            sql += " AND user_id = ?"
+            params.append(user_id)
+        if agent_id is not None:
+            sql += " AND agent_id = ?"
+            params.append(agent_id)
+        return self._db().execute(sql, params).rowcount > 0
+
+    async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
+        """Delete one memory; with ``user_id``/``agent_id`` only if it lives in that namespace."""
+        check_id(memory_id, "memory_id", self.limits)
+        return await self._run(self._delete, memory_id, user_id, agent_id)
+
+    def _reset(self) -> bool:
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("DELETE FROM memories")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return True
+
+    async def reset(self) -> bool:
+        """Delete every memory of every namespace in this file."""
+        return await self._run(self._reset)
+
+    # -- capabilities ------------------------------------------------------------
+
+    def _namespaces(self) -> list[NamespaceInfo]:
+        rows = self._db().execute(
+            "SELECT user_id, agent_id, count(*), min(created_us), max(created_us)"
+            " FROM memories GROUP BY user_id, agent_id ORDER BY user_id, agent_id"
+        ).fetchall()
+        return [
+            NamespaceInfo(user_id=u, agent_id=a, count=c, first_at=from_us(lo), last_at=from_us(hi))
+            for u, a, c, lo, hi in rows
+        ]
+
+    async def namespaces(self) -> list[NamespaceInfo]:
+        return await self._run(self._namespaces)
+
+    def _stats(self) -> Stats:
+        db = self._db()
+        memories, traces = db.execute(
+            "SELECT count(*), coalesce(sum(json_extract(metadata, '$.type') = 'trace'), 0) FROM memories"
+        ).fetchone()
+        namespaces = db.execute("SELECT count(*) FROM (SELECT 1 FROM memories GROUP BY user_id, agent_id)").fetchone()[0]
+        pages = db.execute("PRAGMA page_count").fetchone()[0] * db.execute("PRAGMA page_size").fetchone()[0]
+        return Stats(
+            provider=self.provider_name, memories=memories, traces=traces, namespaces=namespaces,
+            storage_bytes=pages, path=self.path, schema_version=SCHEMA_VERSION,
+        )
+
+    async def stats(self) -> Stats:
+        return await self._run(self._stats)
+
+    def _ping(self) -> str:
+        version = self._db().execute("PRAGMA user_version").fetchone()[0]
+        return f"schema version {version}, SQLite {sqlite3.sqlite_version}"
+
+    async def health(self) -> Health:
+        start = time.perf_counter()
+        try:
+            detail = await self._run(self._ping)
+            ok = True
+        except StorageError as exc:
+            detail, ok = str(exc), False
+        return Health(ok=ok, provider=self.provider_name, latency_ms=(time.perf_counter() - start) * 1e3, detail=detail)
+
+    def _export_chunk(
+        self, after: tuple[int, int], user_id: str | None, agent_id: str | None, size: int
+    ) -> list[tuple[Any, ...]]:
+        sql = f"SELECT {_COLUMNS} FROM memories m WHERE (m.created_us, m.seq) > (?, ?)"  # noqa: S608
+        params: list[Any] = list(after)
+        if user_id is not None:
+            sql += " AND m.user_id = ?"
+            params.append(user_id)
+        if agent_id is not None:
+            sql += " AND m.agent_id = ?"
+            params.append(agent_id)
+        sql += " ORDER BY m.created_us, m.seq LIMIT ?"
+        return self._db().execute(sql, [*params, size]).fetchall()
+
+    async def export(self, user_id: str | None = None, agent_id: str | None = None) -> AsyncIterator[MemoryItem]:
+        """Every record, oldest first, read in chunks so memory use stays flat."""
+        after = (-(2**62), -1)
+        while True:
+            rows = await self._run(self._export_chunk, after, user_id, agent_id, 2_000)
+            for row in rows:
+                yield _row_record(row).to_item()
+            if len(rows) < 2_000:
+                return
+            after = (rows[-1][6], rows[-1][0])
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        await self._run(self._close)
+        self._closed = True
+        self._executor.shutdown(wait=True)
+
+    def close(self) -> None:
+        """Close from sync code (no event loop needed)."""
+        if self._closed:
+            return
+        self._executor.submit(self._close).result()
+        self._closed = True
+        self._executor.shutdown(wait=True)
