@@ -34,6 +34,7 @@ class _Entry:
 _REGISTRY: tuple[_Entry, ...] = (
     _Entry("memory", "memkit.adapters._memory:InMemoryAdapter", ("memory",), ("mock", "in_memory", "inmemory")),
     _Entry("sqlite", "memkit.adapters._sqlite:SQLiteAdapter", ("sqlite",)),
+    _Entry("mem0", "memkit.adapters._mem0:Mem0Adapter", ("mem0", "mem0+cloud"), extra="mem0", requires="mem0"),
 )
 
 

@@ -10,15 +10,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from memkit.adapters._mem0 import Mem0Adapter
     from memkit.adapters._memory import InMemoryAdapter, MockMemoryAdapter
     from memkit.adapters._sqlite import SQLiteAdapter
 
-__all__ = ["InMemoryAdapter", "MockMemoryAdapter", "SQLiteAdapter"]
+__all__ = ["InMemoryAdapter", "Mem0Adapter", "MockMemoryAdapter", "SQLiteAdapter"]
 
 _LAZY = {
     "InMemoryAdapter": "memkit.adapters._memory",
     "MockMemoryAdapter": "memkit.adapters._memory",
     "SQLiteAdapter": "memkit.adapters._sqlite",
+    "Mem0Adapter": "memkit.adapters._mem0",
 }
 
 
