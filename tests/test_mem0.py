@@ -14,16 +14,16 @@ import sys
 import textwrap
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 pytest.importorskip("mem0", reason="the mem0 extra is not installed: pip install 'memkit[mem0]'")
 
-from memkit import ConfigError, InvalidInputError, get_memory_provider  # noqa: E402
-from memkit.adapters import Mem0Adapter  # noqa: E402
-from memkit.adapters._mem0 import decode_id, encode_id, oss_config  # noqa: E402
-from memkit.testing import ProviderConformance  # noqa: E402
+from memkit import ConfigError, InvalidInputError, get_memory_provider
+from memkit.adapters import Mem0Adapter
+from memkit.adapters._mem0 import decode_id, encode_id, oss_config
+from memkit.testing import ProviderConformance
 
 
 @pytest.fixture(scope="session")
@@ -41,13 +41,22 @@ def shared_mem0(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 class TestMem0Conformance(ProviderConformance):
-    # Each test wraps the one session store, so "reopen" would not touch the disk:
-    # test_reopen_reads_the_same_folder below reopens a real folder instead.
-    persistent = False
-    differences: dict[str, str] = {}
+    persistent = True
+    differences: ClassVar[dict[str, str]] = {
+        "test_persists_across_reopen": (
+            "search is semantic: after the reopen, search('restart') ranks the memory first (0.60)"
+            " but also returns the trace (cosine 0.117, above mem0's 0.1 threshold), where keyword"
+            " adapters return the word match only; test_reopen_reads_the_same_folder checks reopening"
+        ),
+    }
 
     @pytest.fixture
-    def make_provider(self, shared_mem0: Any, tmp_path: Path) -> Callable[[], Mem0Adapter]:
+    def make_provider(
+        self, shared_mem0: Any, tmp_path: Path, request: pytest.FixtureRequest
+    ) -> Callable[[], Mem0Adapter]:
+        if request.node.originalname == "test_persists_across_reopen":
+            # Reopening must really go back to disk: own folder, own mem0, own model load.
+            return lambda: Mem0Adapter(tmp_path / "store")
         return lambda: Mem0Adapter(tmp_path, memory=shared_mem0)
 
 
@@ -98,13 +107,18 @@ async def test_metadata_with_mem0_reserved_keys_round_trips(mem: Mem0Adapter) ->
     assert [i.id for i in await mem.search("reserved", "u", "a", filters={"user_id": "spoof"})] == [mem_id]
 
 
-async def test_search_scores_are_cosine_similarities(mem: Mem0Adapter) -> None:
-    same = await mem.add("the ribosome translates messenger RNA", "u", "a")
-    await mem.add("quarterly budget meeting moved to Friday", "u", "a")
-    hits = await mem.search("the ribosome translates messenger RNA", "u", "a", limit=2)
-    assert hits[0].id == same and hits[0].score == pytest.approx(1.0, abs=1e-4)
-    assert hits[1].score is not None and 0.0 <= hits[1].score < 0.5
+async def test_search_scores_are_cosine_similarities(mem: Mem0Adapter, shared_mem0: Any, tmp_path: Path) -> None:
+    query = "the ribosome translates messenger RNA"
+    same = await mem.add(query, "u", "a")
+    other = await mem.add("the freezer in room 4 was defrosted", "u", "a")
+    wide = Mem0Adapter(tmp_path, memory=shared_mem0, threshold=0.0)
+    hits = await wide.search(query, "u", "a", limit=2)
+    assert [h.id for h in hits] == [same, other]
+    assert hits[0].score == pytest.approx(1.0, abs=1e-6)
+    assert hits[1].score is not None and 0.0 <= hits[1].score < 0.1
     assert hits[0].score_details == {"mode": "semantic", "semantic": {"rank": 1, "score": hits[0].score}}
+    # mem0's default threshold, 0.1, drops the unrelated memory.
+    assert [h.id for h in await mem.search(query, "u", "a", limit=2)] == [same]
     with pytest.raises(InvalidInputError):
         await mem.search("x", "u", "a", mode="keyword")
 
@@ -240,7 +254,8 @@ async def test_reopen_reads_the_same_folder(tmp_path: Path) -> None:
         items = await second.get_all("u", "a")
         assert [i.id for i in items] == [trace_id, mem_id]
         assert items[1].metadata == {"gene": "TP53"}
-        assert [h.id for h in await second.search("restart", "u", "a", limit=1)] == [mem_id]
+        hits = await second.search("restart", "u", "a")
+        assert hits[0].id == mem_id and hits[0].score is not None and hits[0].score > 0.5
     finally:
         await second.aclose()
     assert (tmp_path / "store" / "qdrant").is_dir() and (tmp_path / "store" / "history.db").is_file()

@@ -360,7 +360,7 @@ class Mem0Adapter:
         the content is stored verbatim.
     threshold
         Minimum semantic similarity for a search hit (mem0's ``threshold``, 0..1).
-        Default 0.0: only memories pointing away from the query are dropped.
+        Default 0.1, mem0's own: with MiniLM, unrelated texts score about -0.1..0.1.
     memory
         An existing ``mem0.Memory`` or ``mem0.MemoryClient`` to wrap; the adapter
         then does not close it.
@@ -388,7 +388,7 @@ class Mem0Adapter:
         collection: str = _DEFAULT_COLLECTION,
         llm: Mapping[str, Any] | None = None,
         infer: bool = False,
-        threshold: float = 0.0,
+        threshold: float = 0.1,
         memory: Any = None,
         limits: Limits = DEFAULT_LIMITS,
     ) -> None:
