@@ -308,3 +308,12 @@ def test_oss_mode_makes_no_network_call(tmp_path: Path) -> None:
     assert report["modules"] == ["mem0", "torch"]  # the real stack ran
     assert report["attempts"] == []
     assert (tmp_path / "store" / "mem0_home").is_dir()  # MEM0_DIR moved next to the store
+
+
+def test_readme_mem0_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme[readme.index("## Mem0\n"):]
+    code = section[section.index("```python\n") + 10 : section.index("```\n", section.index("```python\n"))]
+    monkeypatch.chdir(tmp_path)  # the example's data/mem0 lands in a temporary folder
+    exec(compile(code, "README.md#mem0", "exec"), {})
+    assert (tmp_path / "data" / "mem0" / "qdrant").is_dir()
