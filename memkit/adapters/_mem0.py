@@ -176,9 +176,11 @@ class _OSSBackend:
 
     def add(self, content: str, user: str, agent: str, payload: dict[str, Any], infer: bool) -> str:
         response = self.memory.add(content, user_id=user, agent_id=agent, metadata=payload, infer=infer)
-        rows = _results(response)
-        if len(rows) != 1 or "id" not in rows[0]:
-            raise StorageError(f"mem0 stored {len(rows)} memories for one add (infer={infer})")
+        # infer=False stores exactly one; with inference mem0's LLM may store several
+        # facts (the port returns the first) or none (an error: nothing was remembered).
+        rows = [r for r in _results(response) if r.get("id") and r.get("event", "ADD") == "ADD"]
+        if not rows:
+            raise StorageError("mem0 stored nothing for this add (its LLM extracted no fact)")
         return str(rows[0]["id"])
 
     def get(self, memory_id: str) -> dict[str, Any] | None:
@@ -355,9 +357,9 @@ class Mem0Adapter:
         OSS mode: mem0's ``llm`` config section. Only used when ``infer=True``.
     infer
         Let mem0's LLM rewrite each add into extracted facts (needs a real ``llm``,
-        calls it over the network, and may store zero or several memories per add,
-        so it is refused unless ``llm`` or ``config`` is given). Default ``False``:
-        the content is stored verbatim.
+        calls it over the network, and may store several memories per add: ``add``
+        returns the first id; refused unless ``llm`` or ``config`` is given). Default
+        ``False``: the content is stored verbatim, one memory per add.
     threshold
         Minimum semantic similarity for a search hit (mem0's ``threshold``, 0..1).
         Default 0.1, mem0's own: with MiniLM, unrelated texts score about -0.1..0.1.
@@ -453,6 +455,10 @@ class Mem0Adapter:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ConfigError(f"cannot create the mem0 folder {self.path!r}: {exc}") from exc
+        for section in (llm or {}, (config or {}).get("llm") or {}):
+            key = (section.get("config") or {}).get("api_key") if isinstance(section, Mapping) else None
+            if isinstance(key, str):
+                self._secrets.append(key)
         cfg = dict(config) if config is not None else oss_config(
             root, model=model, embedding_dims=embedding_dims, collection=collection, llm=llm
         )
