@@ -317,3 +317,12 @@ def test_readme_mem0_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.chdir(tmp_path)  # the example's data/mem0 lands in a temporary folder
     exec(compile(code, "README.md#mem0", "exec"), {})
     assert (tmp_path / "data" / "mem0" / "qdrant").is_dir()
+
+
+def test_llm_key_in_a_bad_config_is_not_echoed(tmp_path: Path) -> None:
+    secret = "sk-test-0123456789abcdef"
+    bad = {**oss_config(tmp_path), "llm": {"provider": "nonexistent", "config": {"api_key": secret}}}
+    with pytest.raises(ConfigError) as err:
+        Mem0Adapter(tmp_path, config=bad)
+    # mem0's pydantic error echoes the llm section, key included; the adapter's does not.
+    assert secret not in str(err.value) and "Unsupported LLM provider" in str(err.value)

@@ -324,6 +324,24 @@ def _newest_first(rows: list[_Row]) -> list[_Row]:
     return sorted(rows, key=lambda r: (r.record.created_us, r.seq), reverse=True)
 
 
+_SECRET_WORDS = ("key", "secret", "password", "token", "credential")
+
+
+def _secret_values(value: Any, secret: bool = False) -> list[str]:
+    """Every string under a key that names a credential, anywhere in a config."""
+    if isinstance(value, str):
+        return [value] if secret and len(value) >= 4 else []
+    if isinstance(value, Mapping):
+        found: list[str] = []
+        for key, item in value.items():
+            named = secret or any(word in str(key).lower() for word in _SECRET_WORDS)
+            found.extend(_secret_values(item, named))
+        return found
+    if isinstance(value, (list, tuple)):
+        return [s for item in value for s in _secret_values(item, secret)]
+    return []
+
+
 def _redact(text: str, secrets: Iterable[str]) -> str:
     for secret in secrets:
         if secret:
@@ -455,17 +473,15 @@ class Mem0Adapter:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ConfigError(f"cannot create the mem0 folder {self.path!r}: {exc}") from exc
-        for section in (llm or {}, (config or {}).get("llm") or {}):
-            key = (section.get("config") or {}).get("api_key") if isinstance(section, Mapping) else None
-            if isinstance(key, str):
-                self._secrets.append(key)
+        self._secrets.extend(_secret_values(llm) + _secret_values(config))
         cfg = dict(config) if config is not None else oss_config(
             root, model=model, embedding_dims=embedding_dims, collection=collection, llm=llm
         )
         try:
             built = self._executor.submit(mem0.Memory.from_config, cfg).result()
         except Exception as exc:
-            raise ConfigError(f"mem0 could not open {self.path!r}: {type(exc).__name__}: {exc}") from None
+            message = _redact(f"{type(exc).__name__}: {exc}", self._secrets)
+            raise ConfigError(f"mem0 could not open {self.path!r}: {message}") from None
         return _OSSBackend(built, owned=True)
 
     @classmethod
