@@ -190,7 +190,7 @@ async def test_calls_do_not_block_the_event_loop(mem: Mem0Adapter) -> None:
     finally:
         task.cancel()
     # Six model calls ran meanwhile; a blocked loop would not have ticked at all.
-    assert ticks >= 5
+    assert ticks >= 20
 
 
 async def test_health_and_export(mem: Mem0Adapter) -> None:
@@ -256,6 +256,8 @@ async def test_reopen_reads_the_same_folder(tmp_path: Path) -> None:
         assert items[1].metadata == {"gene": "TP53"}
         hits = await second.search("restart", "u", "a")
         assert hits[0].id == mem_id and hits[0].score is not None and hits[0].score > 0.5
+        stats = await second.stats()
+        assert stats.memories == 2 and stats.storage_bytes is not None and stats.storage_bytes > 0
     finally:
         await second.aclose()
     assert (tmp_path / "store" / "qdrant").is_dir() and (tmp_path / "store" / "history.db").is_file()

@@ -220,8 +220,9 @@ class _OSSBackend:
 class _CloudBackend:
     mode = "cloud"
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, owned: bool) -> None:
         self.client = client
+        self.owned = owned
 
     def add(self, content: str, user: str, agent: str, payload: dict[str, Any], infer: bool) -> str:
         response = self.client.add(
@@ -265,7 +266,8 @@ class _CloudBackend:
         self.client.reset()
 
     def close(self) -> None:
-        self.client.client.close()
+        if self.owned:
+            self.client.client.close()
 
 
 # -- translating mem0 rows -----------------------------------------------------------------------
@@ -450,7 +452,7 @@ class Mem0Adapter:
             _prepare_environment(None, offline=False)
             mem0 = _import_mem0()
             if memory is not None:
-                return _CloudBackend(memory)
+                return _CloudBackend(memory, owned=False)
             key = api_key or os.environ.get("MEM0_API_KEY")
             if not key:
                 raise ConfigError("cloud mode needs an API key: pass api_key=... or set MEM0_API_KEY")
@@ -462,7 +464,7 @@ class Mem0Adapter:
                 raise BackendUnavailableError(
                     f"cannot reach the Mem0 platform at {self.path}: {_redact(str(exc), self._secrets)}"
                 ) from None
-            return _CloudBackend(client)
+            return _CloudBackend(client, owned=True)
         root = Path(path if path is not None else "data/mem0").expanduser()
         self.path = str(root)
         _prepare_environment(root, offline=config is None)
@@ -763,9 +765,15 @@ class Mem0Adapter:
             memories=len(rows),
             traces=sum(1 for r in rows if r.record.metadata.get("type") == "trace"),
             namespaces=len({(r.record.user_id, r.record.agent_id) for r in rows}),
+            storage_bytes=await self._run(self._folder_bytes),
             mode=self.mode,
             path=self.path if self.mode == "oss" else None,
         )
+
+    def _folder_bytes(self) -> int | None:
+        if self.mode != "oss" or self.path is None or not getattr(self._backend, "owned", False):
+            return None
+        return sum(f.stat().st_size for f in Path(self.path).rglob("*") if f.is_file())
 
     def _ping(self) -> str:
         # A search for a namespace that cannot exist touches the embedder and the store.
