@@ -16,7 +16,7 @@ install: $(BIN)/python
 	$(PIP) install -e .
 
 install-test: $(BIN)/python
-	$(PIP) install -e '.[dev]'
+	$(PIP) install -e '.[dev,graph]'
 
 demo: install
 	$(BIN)/memkit demo

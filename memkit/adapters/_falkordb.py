@@ -1,0 +1,186 @@
+"""FalkorDB through its native client (RESP), never its Bolt port.
+
+FalkorDB 4.16's Bolt endpoint mangles quotes, truncates floats and ignores
+transactions; the native client sends parameters in a CYPHER header that round
+trips quotes, backslashes, 100 KB strings and full float precision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+from urllib.parse import unquote, urlsplit
+
+from memkit._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError, missing_extra
+from memkit._url import query_options
+from memkit.adapters._graph import Dialect, GraphAdapter, Statement
+
+__all__ = ["FalkorDBAdapter", "FalkorDBDialect"]
+
+T = TypeVar("T")
+
+# Keyed MERGE targets and the lookups the query layer makes; FalkorDB's DDL is unnamed.
+_INDEXES = (
+    ("Memory", "id"), ("Memory", "user_id"), ("Namespace", "key"), ("Entity", "key"), ("Workflow", "key"),
+    ("Trace", "key"), ("Tool", "key"), ("Step", "id"),
+)
+
+
+class FalkorDBDialect(Dialect):
+    """FalkorDB 4.x: unnamed index DDL, ``db.idx.fulltext.*`` (RediSearch), atomic single statements."""
+
+    name = "falkordb"
+    transactional = False
+
+    def __init__(self, host: str, port: int, graph: str, password: str | None = None,
+                 socket_timeout: float = 60.0, workers: int = 4) -> None:
+        try:
+            from falkordb import FalkorDB
+        except ImportError:
+            raise missing_extra("falkordb", "graph") from None
+        self.host, self.port, self.graph_name = host, port, graph
+        self._client = FalkorDB(host=host, port=port, password=password,
+                                socket_timeout=socket_timeout, socket_connect_timeout=10.0)
+        self._graph = self._client.select_graph(graph)
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="memkit-falkordb")
+
+    def describe(self) -> str:
+        return f"falkordb://{self.host}:{self.port}/{self.graph_name}"
+
+    def schema_statements(self) -> list[str]:
+        return [
+            *(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})" for label, prop in _INDEXES),
+            "CALL db.idx.fulltext.createNodeIndex('Memory', 'content')",
+        ]
+
+    def fulltext_call(self) -> str:
+        return "CALL db.idx.fulltext.queryNodes('Memory', $query) YIELD node, score"
+
+    def fulltext_query(self, terms: Sequence[str]) -> str:
+        # RediSearch syntax: `|` is OR; the terms are \w+ tokens, so nothing else is special.
+        return "|".join(terms)
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        import redis.exceptions as rex
+
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, fn, *args)
+        except (rex.ConnectionError, rex.TimeoutError, ConnectionError, TimeoutError) as exc:
+            raise BackendUnavailableError(
+                f"FalkorDB at {self.host}:{self.port} is unreachable or dropped the connection"
+                f" ({type(exc).__name__}); nothing of the failed statement was applied"
+            ) from None
+        except rex.AuthenticationError:
+            raise ConfigError(f"FalkorDB at {self.host}:{self.port} rejected the password") from None
+        except rex.ResponseError as exc:
+            raise StorageError(f"FalkorDB rejected a query: {str(exc)[:300]}") from None
+
+    def _read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        result = self._graph.ro_query(query, params)
+        header = [h[1] if isinstance(h, (list, tuple)) else h for h in result.header]
+        names = [h.decode() if isinstance(h, bytes) else str(h) for h in header]
+        return [dict(zip(names, row, strict=True)) for row in result.result_set]
+
+    def _write(self, statements: Sequence[Statement]) -> list[list[dict[str, Any]]]:
+        out = []
+        for query, params in statements:
+            result = self._graph.query(query, params)
+            header = [h[1] if isinstance(h, (list, tuple)) else h for h in result.header]
+            names = [h.decode() if isinstance(h, bytes) else str(h) for h in header]
+            out.append([dict(zip(names, row, strict=True)) for row in result.result_set])
+        return out
+
+    async def read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        return await self._call(self._read, query, params)
+
+    async def write(self, statements: Sequence[Statement]) -> list[list[dict[str, Any]]]:
+        return await self._call(self._write, statements)
+
+    def _ensure(self) -> None:
+        import redis.exceptions as rex
+
+        for statement in self.schema_statements():
+            try:
+                self._graph.query(statement)
+            except rex.ResponseError as exc:
+                if "already indexed" not in str(exc):
+                    raise
+
+    async def ensure_schema(self) -> None:
+        await self._call(self._ensure)
+
+    async def close(self) -> None:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, self._client.close)
+        self._executor.shutdown(wait=False)
+
+
+def parse_falkordb_url(url: str) -> dict[str, Any]:
+    """``falkordb://[:password@]host:port/graph`` -> constructor keywords (never echoes the password)."""
+    parts = urlsplit(url)
+    if parts.scheme != "falkordb":
+        raise ConfigError(f"not a falkordb:// URL: {parts.scheme}://...")
+    try:
+        port = parts.port or 6379
+    except ValueError:
+        raise ConfigError("the port of the falkordb:// URL is not a number") from None
+    graph = unquote(parts.path.lstrip("/")) or "memkit"
+    options: dict[str, Any] = {"host": parts.hostname or "127.0.0.1", "port": port, "graph": graph}
+    if parts.password is not None:
+        options["password"] = unquote(parts.password)
+    for key, value in query_options(url).items():
+        if key == "socket_timeout":
+            try:
+                options[key] = float(value)
+            except ValueError:
+                raise ConfigError(f"socket_timeout must be a number, got {value!r}") from None
+        else:
+            raise ConfigError(f"unknown falkordb:// URL option {key!r}; known: socket_timeout")
+    return options
+
+
+class FalkorDBAdapter(GraphAdapter):
+    """Memories as a graph in FalkorDB, through the native ``falkordb`` client.
+
+    Parameters
+    ----------
+    host, port, graph
+        Where the server is and which graph holds the memories.
+    password
+        Redis password; defaults to ``$MEMKIT_FALKORDB_PASSWORD``. Never shown in reprs or errors.
+    **options
+        ``limits``, ``entity_fields`` (see :class:`~memkit.adapters._graph.GraphAdapter`), ``socket_timeout``.
+
+    Examples
+    --------
+    >>> mem = FalkorDBAdapter.from_url("falkordb://127.0.0.1:6379/memkit")  # doctest: +SKIP
+    """
+
+    provider_name = "falkordb"
+
+    def __init__(
+        self, host: str = "127.0.0.1", port: int = 6379, graph: str = "memkit", *,
+        password: str | None = None, socket_timeout: float = 60.0, **options: Any,
+    ) -> None:
+        if not isinstance(graph, str) or not graph.strip():
+            raise ConfigError("graph must be a non-empty name")
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+            raise ConfigError(f"port must be an integer between 1 and 65535, got {port!r}")
+        password = password if password is not None else os.environ.get("MEMKIT_FALKORDB_PASSWORD") or None
+        dialect = FalkorDBDialect(host, port, graph, password, socket_timeout)
+        try:
+            super().__init__(dialect, **options)
+        except InvalidInputError:
+            raise
+        except BaseException:
+            dialect._executor.shutdown(wait=False)
+            raise
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> FalkorDBAdapter:
+        """``falkordb://host:port/graph`` (the factory calls this)."""
+        return cls(**{**parse_falkordb_url(url), **options})

@@ -1,0 +1,565 @@
+"""One Cypher query layer for graph databases, with a small :class:`Dialect` per database.
+
+The statements below are the portable Cypher subset that runs on FalkorDB 4.x
+and Neo4j 5 (no EXISTS{}, COUNT{}, ``=~``, temporal types or map properties).
+A dialect supplies only what truly differs: index DDL, the full-text
+procedure and its query syntax, and how statements are executed (Neo4j runs a
+batch in one transaction; FalkorDB runs each statement atomically, so every
+logical write is a single statement).
+
+Every value is a parameter. Metadata is stored as one JSON string and filtered
+in Python with :func:`memkit._filters.matches`, the reference semantics, after
+Cypher has narrowed the candidates to one namespace.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import Any, ClassVar
+
+from memkit._errors import ConfigError, InvalidInputError
+from memkit._filters import Condition, matches, parse_filters
+from memkit._graphschema import DEFAULT_ENTITY_FIELDS, NODE_LABELS, RecordParts, record_parts
+from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
+from memkit._records import Record, from_us, new_record, now_us, records_from_items, trace_record
+from memkit._text import query_terms
+from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_limit, check_namespace, check_offset, check_query
+from memkit.graph import GraphBuilder, MemoryGraph
+
+__all__ = ["Dialect", "GraphAdapter", "Statement"]
+
+Statement = tuple[str, dict[str, Any]]
+
+_MEMORY_FIELDS = (
+    "m.id AS id, m.user_id AS user_id, m.agent_id AS agent_id, m.content AS content,"
+    " m.metadata AS metadata, m.created_us AS created_us"
+)
+
+# One write = one statement: the memories, their entities, their trace steps and
+# tools, and the NEXT chains of the traces it touched. ``WITH count(*)`` closes
+# each part so an empty UNWIND does not end the statement early.
+WRITE = """
+UNWIND $memories AS r
+MERGE (ns:Namespace {key: r.ns_key})
+  ON CREATE SET ns.id = r.ns_id, ns.user_id = r.user_id, ns.agent_id = r.agent_id
+CREATE (m:Memory {id: r.id, user_id: r.user_id, agent_id: r.agent_id, content: r.content,
+                  metadata: r.metadata, type: r.type, workflow_id: r.workflow_id,
+                  created_us: r.created_us, seq: r.seq})
+CREATE (ns)-[:HAS_MEMORY {id: r.rel_id}]->(m)
+WITH count(*) AS written
+UNWIND $mentions AS x
+MATCH (m:Memory {id: x.memory_id})
+MERGE (e:Entity {key: x.key})
+  ON CREATE SET e.id = x.id, e.user_id = x.user_id, e.agent_id = x.agent_id, e.kind = x.kind, e.name = x.name
+CREATE (m)-[:MENTIONS {id: x.rel_id, field: x.kind}]->(e)
+WITH written, count(*) AS mentioned
+UNWIND $steps AS s
+MATCH (m:Memory {id: s.memory_id})
+MERGE (w:Workflow {key: s.workflow_key})
+  ON CREATE SET w.id = s.workflow_node, w.user_id = s.user_id, w.agent_id = s.agent_id,
+                w.workflow_id = s.workflow_id
+MERGE (t:Trace {key: s.trace_key})
+  ON CREATE SET t.id = s.trace_node, t.user_id = s.user_id, t.agent_id = s.agent_id,
+                t.workflow_id = s.workflow_id, t.run_id = s.run_id
+MERGE (w)-[ht:HAS_TRACE]->(t)
+  ON CREATE SET ht.id = s.has_trace_id
+CREATE (st:Step {id: s.id, user_id: s.user_id, agent_id: s.agent_id, workflow_id: s.workflow_id,
+                 run_id: s.run_id, order: s.order, sort: s.sort, name: s.name, status: s.status,
+                 tool: s.tool, created_us: s.created_us})
+CREATE (t)-[:HAS_STEP {id: s.has_step_id, order: s.order}]->(st)
+CREATE (st)-[:RECORDED_AS {id: s.recorded_id}]->(m)
+WITH written, count(*) AS stepped
+UNWIND $tools AS u
+MATCH (st:Step {id: u.step_id})
+MERGE (tool:Tool {key: u.key})
+  ON CREATE SET tool.id = u.id, tool.user_id = u.user_id, tool.agent_id = u.agent_id, tool.name = u.name
+CREATE (st)-[:USES_TOOL {id: u.rel_id}]->(tool)
+WITH written, count(*) AS used
+{relink}
+RETURN written
+"""
+
+# Rebuild the NEXT chain of each trace in $traces from its steps' order.
+RELINK = """
+UNWIND $traces AS tk
+MATCH (t:Trace {key: tk})-[:HAS_STEP]->(s:Step)
+OPTIONAL MATCH (s)-[old:NEXT]->(:Step)
+DELETE old
+WITH written, tk, s
+ORDER BY s.sort, s.created_us, s.id
+WITH written, tk, collect(s) AS chain
+UNWIND range(0, size(chain) - 2) AS i
+WITH written, chain[i] AS a, chain[i + 1] AS b
+CREATE (a)-[:NEXT {id: randomUUID()}]->(b)
+WITH written, count(*) AS linked
+"""
+
+# Delete one memory (and its step), scoped when asked; report the traces it was part of.
+DELETE = """
+MATCH (m:Memory {id: $id})
+WHERE ($user_id IS NULL OR m.user_id = $user_id) AND ($agent_id IS NULL OR m.agent_id = $agent_id)
+OPTIONAL MATCH (st:Step)-[:RECORDED_AS]->(m)
+OPTIONAL MATCH (t:Trace)-[:HAS_STEP]->(st)
+WITH m, st, t.key AS tk, m.user_id AS user_id, m.agent_id AS agent_id
+DETACH DELETE m, st
+RETURN user_id, agent_id, tk
+"""
+
+# After a delete: relink the traces and drop nodes nothing points to any more.
+TIDY = """
+WITH 0 AS written
+{relink}
+OPTIONAL MATCH (t:Trace {user_id: $user_id, agent_id: $agent_id})
+OPTIONAL MATCH (t)-[r:HAS_STEP]->(:Step)
+WITH t, count(r) AS n WHERE t IS NOT NULL AND n = 0
+DETACH DELETE t
+WITH count(*) AS done
+OPTIONAL MATCH (w:Workflow {user_id: $user_id, agent_id: $agent_id})
+OPTIONAL MATCH (w)-[r:HAS_TRACE]->(:Trace)
+WITH w, count(r) AS n WHERE w IS NOT NULL AND n = 0
+DETACH DELETE w
+WITH count(*) AS done
+OPTIONAL MATCH (e:Entity {user_id: $user_id, agent_id: $agent_id})
+OPTIONAL MATCH (e)<-[r:MENTIONS]-(:Memory)
+WITH e, count(r) AS n WHERE e IS NOT NULL AND n = 0
+DETACH DELETE e
+WITH count(*) AS done
+OPTIONAL MATCH (u:Tool {user_id: $user_id, agent_id: $agent_id})
+OPTIONAL MATCH (u)<-[r:USES_TOOL]-(:Step)
+WITH u, count(r) AS n WHERE u IS NOT NULL AND n = 0
+DETACH DELETE u
+WITH count(*) AS done
+OPTIONAL MATCH (ns:Namespace {user_id: $user_id, agent_id: $agent_id})
+OPTIONAL MATCH (ns)-[r:HAS_MEMORY]->(:Memory)
+WITH ns, count(r) AS n WHERE ns IS NOT NULL AND n = 0
+DETACH DELETE ns
+RETURN count(*) AS removed
+"""
+
+RESET = "MATCH (n) DETACH DELETE n"
+
+SELECT = (
+    "MATCH (m:Memory {user_id: $user_id, agent_id: $agent_id})"
+    f" RETURN {_MEMORY_FIELDS}"
+    " ORDER BY m.created_us DESC, m.seq DESC SKIP $skip LIMIT $limit"
+)
+
+GET = f"MATCH (m:Memory {{id: $id}}) RETURN {_MEMORY_FIELDS}"
+
+EXISTING_IDS = "UNWIND $ids AS mid MATCH (m:Memory {id: mid}) RETURN m.id AS id"
+
+EXPORT = (
+    "MATCH (m:Memory)"
+    " WHERE ($user_id IS NULL OR m.user_id = $user_id) AND ($agent_id IS NULL OR m.agent_id = $agent_id)"
+    " AND (m.created_us > $after_us OR (m.created_us = $after_us AND m.seq > $after_seq))"
+    f" RETURN {_MEMORY_FIELDS}, m.seq AS seq"
+    " ORDER BY m.created_us, m.seq LIMIT $limit"
+)
+
+NAMESPACES = (
+    "MATCH (m:Memory)"
+    " RETURN m.user_id AS user_id, m.agent_id AS agent_id, count(m) AS n,"
+    " min(m.created_us) AS first_us, max(m.created_us) AS last_us"
+    " ORDER BY user_id, agent_id"
+)
+
+STATS = (
+    "MATCH (m:Memory)"
+    " WITH count(m) AS memories, sum(CASE WHEN m.type = 'trace' THEN 1 ELSE 0 END) AS traces,"
+    " collect(DISTINCT [m.user_id, m.agent_id]) AS spaces"
+    " RETURN memories, traces, size(spaces) AS namespaces"
+)
+
+PING = "RETURN 1 AS ok"
+
+# The newest memories of a scope: the seeds of a graph export.
+GRAPH_SEEDS = (
+    "MATCH (m:Memory)"
+    " WHERE ($user_id IS NULL OR m.user_id = $user_id) AND ($agent_id IS NULL OR m.agent_id = $agent_id)"
+    " AND ($workflow_id IS NULL OR m.workflow_id = $workflow_id)"
+    " WITH m ORDER BY m.created_us DESC, m.seq DESC LIMIT $limit"
+    " RETURN properties(m) AS props"
+)
+
+# One hop out of a set of nodes of one label (labels come from the schema, never from input).
+_EXPAND = (
+    "UNWIND $ids AS nid"
+    " MATCH (a:{label} {{id: nid}})-[r]-(b)"
+    " RETURN type(r) AS type, properties(r) AS rel, startNode(r).id AS source, endNode(r).id AS target,"
+    " labels(b) AS labels, properties(b) AS props"
+)
+EXPAND = {label: _EXPAND.format(label=label) for label in ("Memory", "Step", "Trace")}
+
+# Two hops from one memory through what it shares (entities, steps, tools): the
+# memories related to it. Used by the graph bench and by neighbourhood views.
+NEIGHBOURS = (
+    "MATCH (m:Memory {id: $id})-[:MENTIONS]->(e:Entity)<-[:MENTIONS]-(other:Memory)"
+    " WHERE other.id <> m.id"
+    " RETURN other.id AS id, collect(DISTINCT e.name) AS via, count(DISTINCT e) AS shared"
+    " ORDER BY shared DESC, id LIMIT $limit"
+)
+
+_PAGE = 1_000
+_EXPORT_CHUNK = 2_000
+_WRITE_CHUNK = 2_000
+
+
+class Dialect(abc.ABC):
+    """What differs between graph databases; everything else is shared Cypher.
+
+    Subclasses give the index DDL, the full-text procedure and query syntax,
+    and execution (:meth:`read`, :meth:`write`).
+    """
+
+    name: ClassVar[str] = "graph"
+    # True when :meth:`write` runs all its statements in one transaction.
+    transactional: ClassVar[bool] = False
+
+    @abc.abstractmethod
+    def schema_statements(self) -> list[str]:
+        """Index and constraint DDL, each safe to run again."""
+
+    @abc.abstractmethod
+    def fulltext_call(self) -> str:
+        """A ``CALL ... YIELD node, score`` clause over Memory.content taking ``$query``."""
+
+    @abc.abstractmethod
+    def fulltext_query(self, terms: Sequence[str]) -> str:
+        """Turn plain word tokens into the engine's OR query (tokens are ``\\w+`` only)."""
+
+    def keyword_statement(self) -> str:
+        # Full-text scores are higher-is-better on both engines.
+        return (
+            f"{self.fulltext_call()}"
+            " WITH node AS m, score"
+            " WHERE m.user_id = $user_id AND m.agent_id = $agent_id"
+            f" RETURN {_MEMORY_FIELDS}, score"
+            " ORDER BY score DESC, m.created_us DESC, m.seq DESC LIMIT $limit"
+        )
+
+    def statements(self) -> list[str]:
+        """Every Cypher statement this dialect can send (checked by the Cypher linter in tests)."""
+        return [
+            *self.schema_statements(),
+            WRITE.replace("{relink}", RELINK), WRITE.replace("{relink}", ""), DELETE, TIDY.replace("{relink}", RELINK),
+            RESET, SELECT, GET, EXISTING_IDS, EXPORT, NAMESPACES, STATS, PING, GRAPH_SEEDS,
+            *EXPAND.values(), NEIGHBOURS, self.keyword_statement(),
+        ]
+
+    @abc.abstractmethod
+    async def read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """Run one read-only statement; rows as dicts keyed by the RETURN aliases."""
+
+    @abc.abstractmethod
+    async def write(self, statements: Sequence[Statement]) -> list[list[dict[str, Any]]]:
+        """Run write statements in order (in one transaction where the database has them)."""
+
+    async def ensure_schema(self) -> None:
+        await self.write([(s, {}) for s in self.schema_statements()])
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    @abc.abstractmethod
+    def describe(self) -> str:
+        """Where the database is, without credentials."""
+
+
+def _record(row: Mapping[str, Any]) -> Record:
+    return Record(
+        id=row["id"], user_id=row["user_id"], agent_id=row["agent_id"], content=row["content"],
+        metadata=json.loads(row["metadata"]), created_us=int(row["created_us"]),
+    )
+
+
+def _write_params(parts: list[RecordParts]) -> dict[str, Any]:
+    steps = [p.step for p in parts if p.step is not None]
+    return {
+        "memories": [p.memory for p in parts],
+        "mentions": [x for p in parts for x in p.mentions],
+        "steps": steps,
+        "tools": [p.tool for p in parts if p.tool is not None],
+        "traces": sorted({s["trace_key"] for s in steps}),
+    }
+
+
+class GraphAdapter:
+    """The memkit port over a graph database; subclasses pick a :class:`Dialect`.
+
+    Parameters
+    ----------
+    dialect
+        The database seam.
+    limits
+        Input bounds (see :class:`memkit.Limits`).
+    entity_fields
+        Metadata fields whose values become ``Entity`` nodes.
+    """
+
+    provider_name = "graph"
+
+    def __init__(
+        self,
+        dialect: Dialect,
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        entity_fields: Iterable[str] = DEFAULT_ENTITY_FIELDS,
+    ) -> None:
+        if isinstance(entity_fields, str):
+            raise ConfigError("entity_fields must be a list of metadata field names, not one string")
+        self.dialect = dialect
+        self.limits = limits
+        self.entity_fields = tuple(entity_fields)
+        self._schema_ready = False
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.dialect.describe()})"
+
+    async def _ready(self) -> None:
+        if not self._schema_ready:
+            await self.dialect.ensure_schema()
+            self._schema_ready = True
+
+    async def _read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        await self._ready()
+        return await self.dialect.read(query, params)
+
+    # -- writes ------------------------------------------------------------------
+
+    async def _insert(self, records: list[Record]) -> list[str]:
+        if not records:
+            return []
+        await self._ready()
+        ids = [r.id for r in records]
+        clash = await self.dialect.read(EXISTING_IDS, {"ids": ids})
+        if clash:
+            raise InvalidInputError(f"a memory with id {clash[0]['id']!r} already exists")
+        parts = [record_parts(r, self.entity_fields, seq=now_us()) for r in records]
+        # One statement per chunk; a chunk never splits a trace's relinking from its steps.
+        chunks = [parts[i : i + _WRITE_CHUNK] for i in range(0, len(parts), _WRITE_CHUNK)]
+        statements = []
+        for chunk in chunks:
+            params = _write_params(chunk)
+            query = WRITE.replace("{relink}", RELINK if params["traces"] else "")
+            statements.append((query, params))
+        await self.dialect.write(statements)
+        return ids
+
+    async def add(
+        self, content: str, user_id: str, agent_id: str, metadata: dict[str, Any] | None = None
+    ) -> str:
+        return (await self._insert([new_record(content, user_id, agent_id, metadata, self.limits)]))[0]
+
+    async def add_trace(
+        self, agent_id: str, workflow_id: str, trace_data: dict[str, Any], user_id: str = "system"
+    ) -> str:
+        return (await self._insert([trace_record(agent_id, workflow_id, trace_data, user_id, self.limits)]))[0]
+
+    async def add_many(
+        self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False
+    ) -> list[str]:
+        """Validate every item, then write them with UNWIND batches.
+
+        On Neo4j the batches share one transaction. On FalkorDB each batch of
+        2,000 is atomic on its own (FalkorDB has no multi-statement transactions).
+        """
+        return await self._insert(records_from_items(items, self.limits))
+
+    async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
+        """Delete one memory; with ``user_id``/``agent_id`` only if it lives in that namespace."""
+        check_id(memory_id, "memory_id", self.limits)
+        await self._ready()
+        [deleted] = await self.dialect.write([(DELETE, {"id": memory_id, "user_id": user_id, "agent_id": agent_id})])
+        if not deleted:
+            return False
+        row = deleted[0]
+        traces = sorted({r["tk"] for r in deleted if r.get("tk") is not None})
+        await self.dialect.write([(
+            TIDY.replace("{relink}", RELINK),
+            {"traces": traces, "user_id": row["user_id"], "agent_id": row["agent_id"]},
+        )])
+        return True
+
+    async def reset(self) -> bool:
+        await self._ready()
+        await self.dialect.write([(RESET, {})])
+        return True
+
+    # -- reads -----------------------------------------------------------------------
+
+    async def _select(
+        self, user: str, agent: str, conditions: tuple[Condition, ...], offset: int, limit: int
+    ) -> list[Record]:
+        if not conditions:
+            rows = await self._read(SELECT, {"user_id": user, "agent_id": agent, "skip": offset, "limit": limit})
+            return [_record(r) for r in rows]
+        # Filters are applied in Python with the reference semantics, a page at a time.
+        kept: list[Record] = []
+        skip = 0
+        while len(kept) < offset + limit:
+            rows = await self._read(SELECT, {"user_id": user, "agent_id": agent, "skip": skip, "limit": _PAGE})
+            kept.extend(r for r in map(_record, rows) if matches(conditions, r.metadata))
+            if len(rows) < _PAGE:
+                break
+            skip += _PAGE
+        return kept[offset : offset + limit]
+
+    async def search(
+        self,
+        query: str,
+        user_id: str,
+        agent_id: str,
+        limit: int = 5,
+        filters: dict[str, Any] | None = None,
+        *,
+        mode: str | None = None,
+    ) -> list[MemoryItem]:
+        """Full-text search in one namespace; an empty query lists it newest first."""
+        text = check_query(query, self.limits)
+        limit = check_limit(limit, self.limits)
+        user, agent = check_namespace(user_id, agent_id, self.limits)
+        conditions = parse_filters(filters)
+        if mode not in (None, "keyword"):
+            raise InvalidInputError(f"{type(self).__name__} supports mode='keyword' only, got {mode!r}")
+        if not text:
+            return [r.to_item() for r in await self._select(user, agent, conditions, 0, limit)]
+        terms = query_terms(text)
+        if not terms:
+            return []
+        params = {
+            "query": self.dialect.fulltext_query(terms), "user_id": user, "agent_id": agent,
+            "limit": limit if not conditions else self.limits.max_limit * 10,
+        }
+        rows = await self._read(self.dialect.keyword_statement(), params)
+        hits = [(r, float(row["score"])) for row in rows if matches(conditions, (r := _record(row)).metadata)]
+        return [
+            r.to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
+            for rank, (r, score) in enumerate(hits[:limit], start=1)
+        ]
+
+    async def get_all(
+        self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
+    ) -> list[MemoryItem]:
+        return await self.get_page(user_id, agent_id, limit=limit, filters=filters)
+
+    async def get_page(
+        self,
+        user_id: str,
+        agent_id: str,
+        *,
+        offset: int = 0,
+        limit: int = 50,
+        filters: dict[str, Any] | None = None,
+    ) -> list[MemoryItem]:
+        limit = check_limit(limit, self.limits)
+        offset = check_offset(offset)
+        user, agent = check_namespace(user_id, agent_id, self.limits)
+        conditions = parse_filters(filters)
+        return [r.to_item() for r in await self._select(user, agent, conditions, offset, limit)]
+
+    async def get(self, memory_id: str) -> MemoryItem | None:
+        check_id(memory_id, "memory_id", self.limits)
+        rows = await self._read(GET, {"id": memory_id})
+        return _record(rows[0]).to_item() if rows else None
+
+    async def namespaces(self) -> list[NamespaceInfo]:
+        rows = await self._read(NAMESPACES, {})
+        return [
+            NamespaceInfo(
+                user_id=r["user_id"], agent_id=r["agent_id"], count=r["n"],
+                first_at=from_us(r["first_us"]), last_at=from_us(r["last_us"]),
+            )
+            for r in rows
+        ]
+
+    async def stats(self) -> Stats:
+        rows = await self._read(STATS, {})
+        row = rows[0] if rows else {"memories": 0, "traces": 0, "namespaces": 0}
+        return Stats(
+            provider=self.provider_name, memories=row["memories"], traces=row["traces"] or 0,
+            namespaces=row["namespaces"], location=self.dialect.describe(),
+        )
+
+    async def health(self) -> Health:
+        start = time.perf_counter()
+        try:
+            await self.dialect.read(PING, {})
+            ok, detail = True, self.dialect.describe()
+        except Exception as exc:  # health reports failures instead of raising them
+            ok, detail = False, str(exc)
+        return Health(ok=ok, provider=self.provider_name, latency_ms=(time.perf_counter() - start) * 1e3,
+                      detail=detail)
+
+    async def export(self, user_id: str | None = None, agent_id: str | None = None) -> AsyncIterator[MemoryItem]:
+        """Every record, oldest first, read in chunks (keyset paging on time and insertion order)."""
+        after_us, after_seq = -(2**62), -1
+        while True:
+            rows = await self._read(EXPORT, {
+                "user_id": user_id, "agent_id": agent_id, "after_us": after_us, "after_seq": after_seq,
+                "limit": _EXPORT_CHUNK,
+            })
+            for row in rows:
+                yield _record(row).to_item()
+            if len(rows) < _EXPORT_CHUNK:
+                return
+            after_us, after_seq = rows[-1]["created_us"], rows[-1]["seq"]
+
+    async def neighbours(self, memory_id: str, limit: int = 25) -> list[dict[str, Any]]:
+        """Memories two hops away (sharing an entity), most shared entities first."""
+        check_id(memory_id, "memory_id", self.limits)
+        limit = check_limit(limit, self.limits)
+        return await self._read(NEIGHBOURS, {"id": memory_id, "limit": limit})
+
+    async def graph(
+        self,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        workflow_id: str | None = None,
+        limit: int = 1_000,
+    ) -> MemoryGraph:
+        """Read the stored graph around the newest ``limit`` memories of a scope."""
+        seeds = await self._read(GRAPH_SEEDS, {
+            "user_id": user_id, "agent_id": agent_id, "workflow_id": workflow_id, "limit": limit,
+        })
+        out = GraphBuilder()
+        memory_ids = []
+        for row in seeds:
+            out.node("Memory", row["props"])
+            memory_ids.append(row["props"]["id"])
+        step_ids: list[str] = []
+        trace_ids: list[str] = []
+        for label, ids in (("Memory", memory_ids), ("Step", step_ids), ("Trace", trace_ids)):
+            if not ids:
+                continue
+            for start in range(0, len(ids), _PAGE):
+                rows = await self._read(EXPAND[label], {"ids": ids[start : start + _PAGE]})
+                for row in rows:
+                    other = _label(row["labels"])
+                    props = row["props"]
+                    if other is None:
+                        continue
+                    # Steps and memories enter only through their own memory.
+                    if label != "Memory" and other in ("Step", "Memory") and props["id"] not in out.nodes:
+                        continue
+                    if props["id"] not in out.nodes:
+                        out.node(other, props)
+                        if other == "Step":
+                            step_ids.append(props["id"])
+                        elif other == "Trace":
+                            trace_ids.append(props["id"])
+                    out.edge(row["type"], row["rel"]["id"], row["source"], row["target"], row["rel"])
+        return out.build()
+
+    async def aclose(self) -> None:
+        await self.dialect.close()
+
+
+def _label(labels: Sequence[str]) -> str | None:
+    for label in labels:
+        if label in NODE_LABELS:
+            return label
+    return None
+
