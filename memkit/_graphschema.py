@@ -130,14 +130,14 @@ def record_parts(record: Record, entity_fields: tuple[str, ...] = DEFAULT_ENTITY
     step_id = key_id(node_key("Step", record.id))
     tool = meta.get("tool")
     tool_name = str(tool) if isinstance(tool, (str, int, float)) and not isinstance(tool, bool) else None
-    name = meta.get("step_name")
+    step_name = meta.get("step_name")
     status = meta.get("status")
     parts.step = {
         "memory_id": record.id, "id": step_id, "user_id": user, "agent_id": agent,
         "workflow_key": wf_key, "workflow_node": wf_id, "workflow_id": workflow,
         "trace_key": tr_key, "trace_node": tr_id, "run_id": run_id,
         "order": order, "sort": UNORDERED if order is None else order,
-        "name": name if isinstance(name, str) else None,
+        "name": step_name if isinstance(step_name, str) else None,
         "status": status if isinstance(status, str) else None,
         "tool": tool_name, "created_us": record.created_us,
         "has_trace_id": edge_id("HAS_TRACE", wf_id, tr_id),

@@ -7,6 +7,7 @@ views work without a graph server. See ``docs/graph.md`` for the schema.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -174,7 +175,7 @@ def graph_from_parts(parts: Iterable[RecordParts]) -> MemoryGraph:
             out.edge("USES_TOOL", t["rel_id"], t["step_id"], t["id"])
     for chain in steps.values():
         chain.sort(key=lambda s: (s["sort"], s["created_us"], s["id"]))
-        for a, b in zip(chain, chain[1:], strict=False):
+        for a, b in itertools.pairwise(chain):
             out.edge("NEXT", edge_id("NEXT", a["id"], b["id"]), a["id"], b["id"])
     return out.build()
 

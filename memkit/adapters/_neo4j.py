@@ -32,7 +32,7 @@ class Neo4jDialect(Dialect):
             raise missing_extra("neo4j", "graph") from None
         self._uri, self.database = uri, database
         self._user = user
-        self.__auth = (user, password) if user is not None else None
+        self.__auth = (user, password or "") if user is not None else None
         # The async driver belongs to the event loop that created it.
         self._drivers: dict[int, Any] = {}
 
