@@ -72,7 +72,7 @@ class FalkorDBDialect(Dialect):
         except (rex.ConnectionError, rex.TimeoutError, ConnectionError, TimeoutError) as exc:
             raise BackendUnavailableError(
                 f"FalkorDB at {self.host}:{self.port} is unreachable or dropped the connection"
-                f" ({type(exc).__name__}); nothing of the failed statement was applied"
+                f" ({type(exc).__name__}); each write is one atomic statement, applied whole or not at all"
             ) from None
         except rex.AuthenticationError:
             raise ConfigError(f"FalkorDB at {self.host}:{self.port} rejected the password") from None

@@ -338,8 +338,10 @@ class GraphAdapter:
         if clash:
             raise InvalidInputError(f"a memory with id {clash[0]['id']!r} already exists")
         parts = [record_parts(r, self.entity_fields, seq=now_us()) for r in records]
-        # One statement per chunk; a chunk never splits a trace's relinking from its steps.
-        chunks = [parts[i : i + _WRITE_CHUNK] for i in range(0, len(parts), _WRITE_CHUNK)]
+        # Neo4j: UNWIND chunks inside one transaction. FalkorDB has no multi-statement
+        # transactions but runs each statement atomically, so the whole batch is one statement.
+        size = _WRITE_CHUNK if self.dialect.transactional else len(parts)
+        chunks = [parts[i : i + size] for i in range(0, len(parts), size)]
         statements = []
         for chunk in chunks:
             params = _write_params(chunk)
@@ -361,11 +363,7 @@ class GraphAdapter:
     async def add_many(
         self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False
     ) -> list[str]:
-        """Validate every item, then write them with UNWIND batches.
-
-        On Neo4j the batches share one transaction. On FalkorDB each batch of
-        2,000 is atomic on its own (FalkorDB has no multi-statement transactions).
-        """
+        """Validate every item, then write all of them or none (UNWIND batches, one transaction)."""
         return await self._insert(records_from_items(items, self.limits))
 
     async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:

@@ -34,8 +34,10 @@ class FalkorDBServer:
     ...     mem = memkit.open(server.url("memkit"))
     """
 
-    def __init__(self, port: int | None = None, startup_timeout: float = 30.0) -> None:
+    def __init__(self, port: int | None = None, startup_timeout: float = 30.0, *, persistent: bool = False) -> None:
         self.port = port or _free_port()
+        # persistent: an fsync-always append-only file in a temp dir that survives kill()/restart().
+        self.persistent = persistent
         self.host = "127.0.0.1"
         self.startup_timeout = startup_timeout
         self.process: subprocess.Popen[bytes] | None = None
@@ -60,11 +62,13 @@ class FalkorDBServer:
 
     def start(self) -> FalkorDBServer:
         server, module = self.binaries()
-        self._dir = tempfile.mkdtemp(prefix="memkit-falkordb-")
+        if self._dir is None:
+            self._dir = tempfile.mkdtemp(prefix="memkit-falkordb-")
         log = Path(self._dir) / "server.log"
-        with open(log, "wb") as out:
+        aof = ["--appendonly", "yes", "--appendfsync", "always"] if self.persistent else ["--appendonly", "no"]
+        with open(log, "ab") as out:
             self.process = subprocess.Popen(
-                [server, "--port", str(self.port), "--bind", self.host, "--save", "", "--appendonly", "no",
+                [server, "--port", str(self.port), "--bind", self.host, "--save", "", *aof,
                  "--dir", self._dir, "--loadmodule", module],
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             )
@@ -101,11 +105,11 @@ class FalkorDBServer:
             self.process.wait(timeout=10)
 
     def restart(self) -> FalkorDBServer:
-        """Start again on the same port after :meth:`kill` or :meth:`stop` (the data is gone: no persistence)."""
-        self.stop()
+        """Start again on the same port and folder (a ``persistent`` server replays its append-only file)."""
+        self._halt()
         return self.start()
 
-    def stop(self) -> None:
+    def _halt(self) -> None:
         if self.process is not None:
             if self.process.poll() is None:
                 self.process.terminate()
@@ -114,6 +118,10 @@ class FalkorDBServer:
                 except subprocess.TimeoutExpired:
                     self.kill()
             self.process = None
+
+    def stop(self) -> None:
+        """Stop the server and delete its folder."""
+        self._halt()
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
