@@ -30,6 +30,7 @@ __all__ = [
     "NODE_PROPERTIES",
     "RecordParts",
     "edge_id",
+    "memory_key",
     "node_key",
     "record_parts",
 ]
@@ -60,6 +61,16 @@ UNORDERED = 2**62
 def node_key(label: str, *parts: str) -> str:
     """A collision-free key: JSON keeps ``("a:b", "c")`` apart from ``("a", "b:c")``."""
     return json.dumps([label, *parts], ensure_ascii=False, separators=(",", ":"))
+
+
+def memory_key(memory_id: str) -> str:
+    """The indexed lookup key of a memory.
+
+    FalkorDB 4.16's range index trims leading and trailing whitespace from the
+    strings it stores, so an indexed ``{id: "ab"}`` also finds ``"ab "``. Lookups
+    therefore go through JSON-encoded keys, which start and end with a quote.
+    """
+    return json.dumps(memory_id, ensure_ascii=False)
 
 
 def key_id(key: str) -> str:
@@ -100,7 +111,7 @@ def record_parts(record: Record, entity_fields: tuple[str, ...] = DEFAULT_ENTITY
         "id": record.id, "user_id": user, "agent_id": agent, "content": record.content,
         "metadata": json.dumps(meta, ensure_ascii=False, separators=(",", ":")),
         "type": kind if isinstance(kind, str) else None, "workflow_id": workflow,
-        "created_us": record.created_us, "seq": seq,
+        "created_us": record.created_us, "seq": seq, "key": memory_key(record.id),
         "ns_key": ns_key, "ns_id": ns_id, "rel_id": edge_id("HAS_MEMORY", ns_id, record.id),
     }
     parts = RecordParts(memory)
@@ -115,7 +126,8 @@ def record_parts(record: Record, entity_fields: tuple[str, ...] = DEFAULT_ENTITY
             seen.add(key)
             eid = key_id(key)
             parts.mentions.append({
-                "memory_id": record.id, "key": key, "id": eid, "kind": name, "name": value,
+                "memory_id": record.id, "memory_key": memory_key(record.id), "key": key, "id": eid,
+                "kind": name, "name": value,
                 "user_id": user, "agent_id": agent, "rel_id": edge_id("MENTIONS", record.id, eid),
             })
     if workflow is None:
@@ -133,7 +145,7 @@ def record_parts(record: Record, entity_fields: tuple[str, ...] = DEFAULT_ENTITY
     step_name = meta.get("step_name")
     status = meta.get("status")
     parts.step = {
-        "memory_id": record.id, "id": step_id, "user_id": user, "agent_id": agent,
+        "memory_id": record.id, "memory_key": memory_key(record.id), "id": step_id, "user_id": user, "agent_id": agent,
         "workflow_key": wf_key, "workflow_node": wf_id, "workflow_id": workflow,
         "trace_key": tr_key, "trace_node": tr_id, "run_id": run_id,
         "order": order, "sort": UNORDERED if order is None else order,

@@ -93,7 +93,7 @@ async def test_every_adapter_builds_the_same_graph(falkordb_server: FalkorDBServ
         # give every store the same memory ids and times so the graphs are comparable
         exported = [i async for i in mem.export()]
         await mem.reset()
-        await mem.add_many([{"id": i.id.replace(i.id, f"m{n}"), "content": i.content, "user_id": i.user_id,
+        await mem.add_many([{"id": f"m{n}", "content": i.content, "user_id": i.user_id,
                              "agent_id": i.agent_id, "metadata": i.metadata,
                              "created_at": f"2024-01-01T00:00:{n:02d}Z"} for n, i in enumerate(exported)])
         assert ids

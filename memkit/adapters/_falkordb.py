@@ -23,9 +23,10 @@ __all__ = ["FalkorDBAdapter", "FalkorDBDialect"]
 T = TypeVar("T")
 
 # Keyed MERGE targets and the lookups the query layer makes; FalkorDB's DDL is unnamed.
+# Only JSON keys and UUIDs are indexed: the 4.16 range index trims whitespace from stored strings.
 _INDEXES = (
-    ("Memory", "id"), ("Memory", "user_id"), ("Namespace", "key"), ("Entity", "key"), ("Workflow", "key"),
-    ("Trace", "key"), ("Tool", "key"), ("Step", "id"),
+    ("Memory", "key"), ("Memory", "ns"), ("Namespace", "key"), ("Entity", "key"), ("Workflow", "key"),
+    ("Trace", "key"), ("Trace", "id"), ("Tool", "key"), ("Step", "id"),
 )
 
 

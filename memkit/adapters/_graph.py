@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from memkit._errors import ConfigError, InvalidInputError
 from memkit._filters import Condition, matches, parse_filters
-from memkit._graphschema import DEFAULT_ENTITY_FIELDS, NODE_LABELS, RecordParts, record_parts
+from memkit._graphschema import DEFAULT_ENTITY_FIELDS, NODE_LABELS, RecordParts, memory_key, node_key, record_parts
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._records import Record, from_us, new_record, now_us, records_from_items, trace_record
 from memkit._text import query_terms
@@ -45,19 +45,19 @@ WRITE = """
 UNWIND $memories AS r
 MERGE (ns:Namespace {key: r.ns_key})
   ON CREATE SET ns.id = r.ns_id, ns.user_id = r.user_id, ns.agent_id = r.agent_id
-CREATE (m:Memory {id: r.id, user_id: r.user_id, agent_id: r.agent_id, content: r.content,
-                  metadata: r.metadata, type: r.type, workflow_id: r.workflow_id,
+CREATE (m:Memory {id: r.id, key: r.key, ns: r.ns_key, user_id: r.user_id, agent_id: r.agent_id,
+                  content: r.content, metadata: r.metadata, type: r.type, workflow_id: r.workflow_id,
                   created_us: r.created_us, seq: r.seq})
 CREATE (ns)-[:HAS_MEMORY {id: r.rel_id}]->(m)
 WITH count(*) AS written
 UNWIND $mentions AS x
-MATCH (m:Memory {id: x.memory_id})
+MATCH (m:Memory {key: x.memory_key})
 MERGE (e:Entity {key: x.key})
   ON CREATE SET e.id = x.id, e.user_id = x.user_id, e.agent_id = x.agent_id, e.kind = x.kind, e.name = x.name
 CREATE (m)-[:MENTIONS {id: x.rel_id, field: x.kind}]->(e)
 WITH written, count(*) AS mentioned
 UNWIND $steps AS s
-MATCH (m:Memory {id: s.memory_id})
+MATCH (m:Memory {key: s.memory_key})
 MERGE (w:Workflow {key: s.workflow_key})
   ON CREATE SET w.id = s.workflow_node, w.user_id = s.user_id, w.agent_id = s.agent_id,
                 w.workflow_id = s.workflow_id
@@ -99,8 +99,8 @@ WITH written, count(*) AS linked
 
 # Delete one memory (and its step), scoped when asked; report the traces it was part of.
 DELETE = """
-MATCH (m:Memory {id: $id})
-WHERE ($user_id IS NULL OR m.user_id = $user_id) AND ($agent_id IS NULL OR m.agent_id = $agent_id)
+MATCH (m:Memory {key: $key})
+WHERE m.id = $id AND ($user_id IS NULL OR m.user_id = $user_id) AND ($agent_id IS NULL OR m.agent_id = $agent_id)
 OPTIONAL MATCH (st:Step)-[:RECORDED_AS]->(m)
 OPTIONAL MATCH (t:Trace)-[:HAS_STEP]->(st)
 WITH m, st, t.key AS tk, m.user_id AS user_id, m.agent_id AS agent_id
@@ -142,14 +142,14 @@ RETURN count(*) AS removed
 RESET = "MATCH (n) DETACH DELETE n"
 
 SELECT = (
-    "MATCH (m:Memory {user_id: $user_id, agent_id: $agent_id})"
+    "MATCH (m:Memory {ns: $ns})"
     f" RETURN {_MEMORY_FIELDS}"
     " ORDER BY m.created_us DESC, m.seq DESC SKIP $skip LIMIT $limit"
 )
 
-GET = f"MATCH (m:Memory {{id: $id}}) RETURN {_MEMORY_FIELDS}"
+GET = f"MATCH (m:Memory {{key: $key}}) RETURN {_MEMORY_FIELDS}"
 
-EXISTING_IDS = "UNWIND $ids AS mid MATCH (m:Memory {id: mid}) RETURN m.id AS id"
+EXISTING_IDS = "UNWIND $keys AS k MATCH (m:Memory {key: k}) RETURN m.id AS id"
 
 EXPORT = (
     "MATCH (m:Memory)"
@@ -187,16 +187,17 @@ GRAPH_SEEDS = (
 # One hop out of a set of nodes of one label (labels come from the schema, never from input).
 _EXPAND = (
     "UNWIND $ids AS nid"
-    " MATCH (a:{label} {{id: nid}})-[r]-(b)"
+    " MATCH (a:{label} {{{prop}: nid}})-[r]-(b)"
     " RETURN type(r) AS type, properties(r) AS rel, startNode(r).id AS source, endNode(r).id AS target,"
     " labels(b) AS labels, properties(b) AS props"
 )
-EXPAND = {label: _EXPAND.format(label=label) for label in ("Memory", "Step", "Trace")}
+EXPAND = {label: _EXPAND.format(label=label, prop=prop) for label, prop in (("Memory", "key"), ("Step", "id"),
+                                                                         ("Trace", "id"))}
 
 # Two hops from one memory through what it shares (entities, steps, tools): the
 # memories related to it. Used by the graph bench and by neighbourhood views.
 NEIGHBOURS = (
-    "MATCH (m:Memory {id: $id})-[:MENTIONS]->(e:Entity)<-[:MENTIONS]-(other:Memory)"
+    "MATCH (m:Memory {key: $key})-[:MENTIONS]->(e:Entity)<-[:MENTIONS]-(other:Memory)"
     " WHERE other.id <> m.id"
     " RETURN other.id AS id, collect(DISTINCT e.name) AS via, count(DISTINCT e) AS shared"
     " ORDER BY shared DESC, id LIMIT $limit"
@@ -235,7 +236,7 @@ class Dialect(abc.ABC):
         return (
             f"{self.fulltext_call()}"
             " WITH node AS m, score"
-            " WHERE m.user_id = $user_id AND m.agent_id = $agent_id"
+            " WHERE m.ns = $ns"
             f" RETURN {_MEMORY_FIELDS}, score"
             " ORDER BY score DESC, m.created_us DESC, m.seq DESC LIMIT $limit"
         )
@@ -334,7 +335,7 @@ class GraphAdapter:
             return []
         await self._ready()
         ids = [r.id for r in records]
-        clash = await self.dialect.read(EXISTING_IDS, {"ids": ids})
+        clash = await self.dialect.read(EXISTING_IDS, {"keys": [memory_key(i) for i in ids]})
         if clash:
             raise InvalidInputError(f"a memory with id {clash[0]['id']!r} already exists")
         parts = [record_parts(r, self.entity_fields, seq=now_us()) for r in records]
@@ -370,7 +371,9 @@ class GraphAdapter:
         """Delete one memory; with ``user_id``/``agent_id`` only if it lives in that namespace."""
         check_id(memory_id, "memory_id", self.limits)
         await self._ready()
-        [deleted] = await self.dialect.write([(DELETE, {"id": memory_id, "user_id": user_id, "agent_id": agent_id})])
+        [deleted] = await self.dialect.write([(DELETE, {
+            "key": memory_key(memory_id), "id": memory_id, "user_id": user_id, "agent_id": agent_id,
+        })])
         if not deleted:
             return False
         row = deleted[0]
@@ -391,15 +394,17 @@ class GraphAdapter:
     async def _select(
         self, user: str, agent: str, conditions: tuple[Condition, ...], offset: int, limit: int
     ) -> list[Record]:
+        ns = node_key("Namespace", user, agent)
         if not conditions:
-            rows = await self._read(SELECT, {"user_id": user, "agent_id": agent, "skip": offset, "limit": limit})
-            return [_record(r) for r in rows]
+            rows = await self._read(SELECT, {"ns": ns, "skip": offset, "limit": limit})
+            return [r for r in map(_record, rows) if (r.user_id, r.agent_id) == (user, agent)]
         # Filters are applied in Python with the reference semantics, a page at a time.
         kept: list[Record] = []
         skip = 0
         while len(kept) < offset + limit:
-            rows = await self._read(SELECT, {"user_id": user, "agent_id": agent, "skip": skip, "limit": _PAGE})
-            kept.extend(r for r in map(_record, rows) if matches(conditions, r.metadata))
+            rows = await self._read(SELECT, {"ns": ns, "skip": skip, "limit": _PAGE})
+            kept.extend(r for r in map(_record, rows)
+                        if (r.user_id, r.agent_id) == (user, agent) and matches(conditions, r.metadata))
             if len(rows) < _PAGE:
                 break
             skip += _PAGE
@@ -428,11 +433,14 @@ class GraphAdapter:
         if not terms:
             return []
         params = {
-            "query": self.dialect.fulltext_query(terms), "user_id": user, "agent_id": agent,
+            "query": self.dialect.fulltext_query(terms), "ns": node_key("Namespace", user, agent),
             "limit": limit if not conditions else self.limits.max_limit * 10,
         }
         rows = await self._read(self.dialect.keyword_statement(), params)
-        hits = [(r, float(row["score"])) for row in rows if matches(conditions, (r := _record(row)).metadata)]
+        hits = [
+            (r, float(row["score"])) for row in rows
+            if (r := _record(row)).user_id == user and r.agent_id == agent and matches(conditions, r.metadata)
+        ]
         return [
             r.to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
             for rank, (r, score) in enumerate(hits[:limit], start=1)
@@ -460,7 +468,7 @@ class GraphAdapter:
 
     async def get(self, memory_id: str) -> MemoryItem | None:
         check_id(memory_id, "memory_id", self.limits)
-        rows = await self._read(GET, {"id": memory_id})
+        rows = [r for r in await self._read(GET, {"key": memory_key(memory_id)}) if r["id"] == memory_id]
         return _record(rows[0]).to_item() if rows else None
 
     async def namespaces(self) -> list[NamespaceInfo]:
@@ -509,7 +517,7 @@ class GraphAdapter:
         """Memories two hops away (sharing an entity), most shared entities first."""
         check_id(memory_id, "memory_id", self.limits)
         limit = check_limit(limit, self.limits)
-        return await self._read(NEIGHBOURS, {"id": memory_id, "limit": limit})
+        return await self._read(NEIGHBOURS, {"key": memory_key(memory_id), "limit": limit})
 
     async def graph(
         self,
@@ -526,7 +534,7 @@ class GraphAdapter:
         memory_ids = []
         for row in seeds:
             out.node("Memory", row["props"])
-            memory_ids.append(row["props"]["id"])
+            memory_ids.append(row["props"]["key"])
         step_ids: list[str] = []
         trace_ids: list[str] = []
         for label, ids in (("Memory", memory_ids), ("Step", step_ids), ("Trace", trace_ids)):

@@ -15,8 +15,8 @@ __all__ = ["Neo4jAdapter", "Neo4jDialect"]
 
 SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
 
-_UNIQUE = (("Memory", "id"), ("Namespace", "key"), ("Entity", "key"), ("Workflow", "key"),
-           ("Trace", "key"), ("Tool", "key"), ("Step", "id"))
+_UNIQUE = (("Memory", "key"), ("Namespace", "key"), ("Entity", "key"), ("Workflow", "key"),
+           ("Trace", "key"), ("Trace", "id"), ("Tool", "key"), ("Step", "id"))
 
 
 class Neo4jDialect(Dialect):
@@ -46,7 +46,7 @@ class Neo4jDialect(Dialect):
         return [
             *(f"CREATE CONSTRAINT memkit_{label.lower()}_{prop} IF NOT EXISTS"
               f" FOR (n:{label}) REQUIRE n.{prop} IS UNIQUE" for label, prop in _UNIQUE),
-            "CREATE INDEX memkit_memory_namespace IF NOT EXISTS FOR (m:Memory) ON (m.user_id, m.agent_id)",
+            "CREATE INDEX memkit_memory_namespace IF NOT EXISTS FOR (m:Memory) ON (m.ns)",
             "CREATE FULLTEXT INDEX memkit_memory_content IF NOT EXISTS FOR (m:Memory) ON EACH [m.content]",
         ]
 
