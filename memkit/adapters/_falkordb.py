@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -43,9 +44,13 @@ class FalkorDBDialect(Dialect):
         except ImportError:
             raise missing_extra("falkordb", "graph") from None
         self.host, self.port, self.graph_name = host, port, graph
-        self._client = FalkorDB(host=host, port=port, password=password,
-                                socket_timeout=socket_timeout, socket_connect_timeout=10.0)
-        self._graph = self._client.select_graph(graph)
+        self._factory = FalkorDB
+        self.__password = password
+        self._socket_timeout = socket_timeout
+        # The client connects when built, so it is built on first use, on a worker thread.
+        self._client: Any = None
+        self._graph_handle: Any = None
+        self._connect_lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="memkit-falkordb")
 
     def describe(self) -> str:
@@ -79,6 +84,17 @@ class FalkorDBDialect(Dialect):
             raise ConfigError(f"FalkorDB at {self.host}:{self.port} rejected the password") from None
         except rex.ResponseError as exc:
             raise StorageError(f"FalkorDB rejected a query: {str(exc)[:300]}") from None
+
+    @property
+    def _graph(self) -> Any:
+        with self._connect_lock:
+            if self._graph_handle is None:
+                self._client = self._factory(
+                    host=self.host, port=self.port, password=self.__password,
+                    socket_timeout=self._socket_timeout, socket_connect_timeout=10.0,
+                )
+                self._graph_handle = self._client.select_graph(self.graph_name)
+            return self._graph_handle
 
     def _read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         result = self._graph.ro_query(query, params)
@@ -114,9 +130,15 @@ class FalkorDBDialect(Dialect):
     async def ensure_schema(self) -> None:
         await self._call(self._ensure)
 
+    def _close(self) -> None:
+        with self._connect_lock:
+            if self._client is not None:
+                self._client.close()
+            self._client = self._graph_handle = None
+
     async def close(self) -> None:
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._executor, self._client.close)
+        await loop.run_in_executor(self._executor, self._close)
         self._executor.shutdown(wait=False)
 
 

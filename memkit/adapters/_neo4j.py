@@ -25,12 +25,14 @@ class Neo4jDialect(Dialect):
     name = "neo4j"
     transactional = True
 
-    def __init__(self, uri: str, user: str | None, password: str | None, database: str | None) -> None:
+    def __init__(self, uri: str, user: str | None, password: str | None, database: str | None,
+                 max_retry_time: float = 30.0) -> None:
         try:
             import neo4j  # noqa: F401
         except ImportError:
             raise missing_extra("neo4j", "graph") from None
         self._uri, self.database = uri, database
+        self._max_retry_time = max_retry_time
         self._user = user
         self.__auth = (user, password or "") if user is not None else None
         # The async driver belongs to the event loop that created it.
@@ -63,7 +65,10 @@ class Neo4jDialect(Dialect):
         key = id(asyncio.get_running_loop())
         driver = self._drivers.get(key)
         if driver is None:
-            driver = AsyncGraphDatabase.driver(self._uri, auth=self.__auth)
+            driver = AsyncGraphDatabase.driver(
+                self._uri, auth=self.__auth, max_transaction_retry_time=self._max_retry_time,
+                connection_timeout=min(30.0, max(self._max_retry_time, 5.0)),
+            )
             self._drivers[key] = driver
         return driver
 
@@ -142,6 +147,8 @@ class Neo4jAdapter(GraphAdapter):
         Default to ``$MEMKIT_NEO4J_USER`` / ``$MEMKIT_NEO4J_PASSWORD``; never shown in reprs or errors.
     database
         Neo4j database name (the server's default when ``None``).
+    max_retry_time
+        Seconds the driver keeps retrying a transaction on transient errors or lost connections.
     **options
         ``limits``, ``entity_fields``.
 
@@ -154,7 +161,7 @@ class Neo4jAdapter(GraphAdapter):
 
     def __init__(
         self, uri: str = "neo4j://localhost:7687", *, user: str | None = None, password: str | None = None,
-        database: str | None = None, **options: Any,
+        database: str | None = None, max_retry_time: float = 30.0, **options: Any,
     ) -> None:
         if urlsplit(uri).scheme not in SCHEMES:
             raise ConfigError(f"not a Neo4j URL: use one of {', '.join(s + '://' for s in SCHEMES)}")
@@ -165,7 +172,7 @@ class Neo4jAdapter(GraphAdapter):
             password = password if password is not None else parsed.get("password")
         user = user if user is not None else os.environ.get("MEMKIT_NEO4J_USER") or None
         password = password if password is not None else os.environ.get("MEMKIT_NEO4J_PASSWORD")
-        super().__init__(Neo4jDialect(uri, user, password, database), **options)
+        super().__init__(Neo4jDialect(uri, user, password, database, max_retry_time), **options)
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> Neo4jAdapter:
