@@ -16,6 +16,7 @@ node. ``NEXT`` chains are recomputed when a trace changes.
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ _UUID_NS = uuid.UUID("5b0f3c2e-8f4c-4b8e-9a57-6d1c1f0c9a11")
 UNORDERED = 2**62
 
 
+@functools.lru_cache(maxsize=65_536)
 def node_key(label: str, *parts: str) -> str:
     """A collision-free key: JSON keeps ``("a:b", "c")`` apart from ``("a", "b:c")``."""
     return json.dumps([label, *parts], ensure_ascii=False, separators=(",", ":"))
@@ -73,6 +75,7 @@ def memory_key(memory_id: str) -> str:
     return json.dumps(memory_id, ensure_ascii=False)
 
 
+@functools.lru_cache(maxsize=65_536)
 def key_id(key: str) -> str:
     return str(uuid.uuid5(_UUID_NS, key))
 
