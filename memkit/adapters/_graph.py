@@ -185,14 +185,21 @@ GRAPH_SEEDS = (
 )
 
 # One hop out of a set of nodes of one label (labels come from the schema, never from input).
+# Edges come back as scalars; properties are fetched once per new node with NODES.
 _EXPAND = (
     "UNWIND $ids AS nid"
     " MATCH (a:{label} {{{prop}: nid}})-[r]-(b)"
-    " RETURN type(r) AS type, properties(r) AS rel, startNode(r).id AS source, endNode(r).id AS target,"
-    " labels(b) AS labels, properties(b) AS props"
+    " RETURN type(r) AS type, r.id AS id, r.order AS order, r.field AS field,"
+    " startNode(r).id AS source, endNode(r).id AS target, labels(b) AS labels, b.id AS bid, b.key AS bkey"
 )
+_LOOKUP = {"Memory": "key", "Namespace": "key", "Entity": "key", "Workflow": "key", "Trace": "key",
+           "Tool": "key", "Step": "id"}
 EXPAND = {label: _EXPAND.format(label=label, prop=prop) for label, prop in (("Memory", "key"), ("Step", "id"),
                                                                          ("Trace", "id"))}
+NODES = {
+    label: f"UNWIND $ids AS nid MATCH (n:{label} {{{prop}: nid}}) RETURN properties(n) AS props"
+    for label, prop in _LOOKUP.items() if label != "Memory"
+}
 
 # Two hops from one memory through what it shares (entities, steps, tools): the
 # memories related to it. Used by the graph bench and by neighbourhood views.
@@ -247,7 +254,7 @@ class Dialect(abc.ABC):
             *self.schema_statements(),
             WRITE.replace("{relink}", RELINK), WRITE.replace("{relink}", ""), DELETE, TIDY.replace("{relink}", RELINK),
             RESET, SELECT, GET, EXISTING_IDS, EXPORT, NAMESPACES, STATS, PING, GRAPH_SEEDS,
-            *EXPAND.values(), NEIGHBOURS, self.keyword_statement(),
+            *EXPAND.values(), *NODES.values(), NEIGHBOURS, self.keyword_statement(),
         ]
 
     @abc.abstractmethod
@@ -531,33 +538,42 @@ class GraphAdapter:
             "user_id": user_id, "agent_id": agent_id, "workflow_id": workflow_id, "limit": limit,
         })
         out = GraphBuilder()
-        memory_ids = []
+        lookups: dict[str, list[str]] = {"Memory": [], "Step": [], "Trace": []}
         for row in seeds:
             out.node("Memory", row["props"])
-            memory_ids.append(row["props"]["key"])
-        step_ids: list[str] = []
-        trace_ids: list[str] = []
-        for label, ids in (("Memory", memory_ids), ("Step", step_ids), ("Trace", trace_ids)):
-            if not ids:
-                continue
+            lookups["Memory"].append(row["props"]["key"])
+        wanted: dict[str, str] = {}  # node id -> label, for nodes whose properties are still to fetch
+        edges: list[dict[str, Any]] = []
+        for label in ("Memory", "Step", "Trace"):
+            ids = lookups[label]
             for start in range(0, len(ids), _PAGE):
                 rows = await self._read(EXPAND[label], {"ids": ids[start : start + _PAGE]})
+                new: dict[str, list[str]] = {}
                 for row in rows:
                     other = _label(row["labels"])
-                    props = row["props"]
                     if other is None:
                         continue
+                    known = row["bid"] in out.nodes or row["bid"] in wanted
                     # Steps and memories enter only through their own memory.
-                    if label != "Memory" and other in ("Step", "Memory") and props["id"] not in out.nodes:
+                    if label != "Memory" and other in ("Step", "Memory") and not known:
                         continue
-                    if props["id"] not in out.nodes:
-                        out.node(other, props)
-                        if other == "Step":
-                            step_ids.append(props["id"])
-                        elif other == "Trace":
-                            trace_ids.append(props["id"])
-                    out.edge(row["type"], row["rel"]["id"], row["source"], row["target"], row["rel"])
+                    if not known:
+                        wanted[row["bid"]] = other
+                        new.setdefault(other, []).append(row["bkey"] if _LOOKUP[other] == "key" else row["bid"])
+                        if other in lookups:
+                            lookups[other].append(row["bid"])
+                    edges.append(row)
+                await self._fetch_nodes(out, new)
+        for row in edges:
+            if row["source"] in out.nodes and row["target"] in out.nodes:
+                out.edge(row["type"], row["id"], row["source"], row["target"], row)
         return out.build()
+
+    async def _fetch_nodes(self, out: GraphBuilder, new: dict[str, list[str]]) -> None:
+        for label, keys in new.items():
+            for start in range(0, len(keys), _PAGE):
+                for row in await self._read(NODES[label], {"ids": keys[start : start + _PAGE]}):
+                    out.node(label, row["props"])
 
     async def aclose(self) -> None:
         await self.dialect.close()
