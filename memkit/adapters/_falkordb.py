@@ -62,6 +62,25 @@ class FalkorDBDialect(Dialect):
             "CALL db.idx.fulltext.createNodeIndex('Memory', 'content')",
         ]
 
+    def vector_schema_statements(self, dim: int) -> list[str]:
+        return [
+            f"CREATE VECTOR INDEX FOR (m:Memory) ON (m.embedding)"
+            f" OPTIONS {{dimension: {int(dim)}, similarityFunction: 'cosine'}}"
+        ]
+
+    def vector_value(self, expr: str) -> str:
+        return f"vecf32({expr})"
+
+    def vector_call(self) -> str:
+        return "CALL db.idx.vector.queryNodes('Memory', 'embedding', $k, vecf32($vector)) YIELD node, score"
+
+    def cosine(self, score: float) -> float:
+        # FalkorDB returns the cosine distance.
+        return 1.0 - score
+
+    async def ensure_vector_schema(self, dim: int) -> None:
+        await self._call(self._ensure, self.vector_schema_statements(dim))
+
     def fulltext_call(self) -> str:
         return "CALL db.idx.fulltext.queryNodes('Memory', $query) YIELD node, score"
 
@@ -117,10 +136,10 @@ class FalkorDBDialect(Dialect):
     async def write(self, statements: Sequence[Statement]) -> list[list[dict[str, Any]]]:
         return await self._call(self._write, statements)
 
-    def _ensure(self) -> None:
+    def _ensure(self, statements: list[str]) -> None:
         import redis.exceptions as rex
 
-        for statement in self.schema_statements():
+        for statement in statements:
             try:
                 self._graph.query(statement)
             except rex.ResponseError as exc:
@@ -128,7 +147,7 @@ class FalkorDBDialect(Dialect):
                     raise
 
     async def ensure_schema(self) -> None:
-        await self._call(self._ensure)
+        await self._call(self._ensure, self.schema_statements())
 
     def _close(self) -> None:
         with self._connect_lock:

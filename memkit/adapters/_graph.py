@@ -47,7 +47,7 @@ MERGE (ns:Namespace {key: r.ns_key})
   ON CREATE SET ns.id = r.ns_id, ns.user_id = r.user_id, ns.agent_id = r.agent_id
 CREATE (m:Memory {id: r.id, key: r.key, ns: r.ns_key, user_id: r.user_id, agent_id: r.agent_id,
                   content: r.content, metadata: r.metadata, type: r.type, workflow_id: r.workflow_id,
-                  created_us: r.created_us, seq: r.seq})
+                  created_us: r.created_us, seq: r.seq{embedding}})
 CREATE (ns)-[:HAS_MEMORY {id: r.rel_id}]->(m)
 WITH count(*) AS written
 UNWIND $mentions AS x
@@ -175,6 +175,8 @@ STATS = (
 
 PING = "RETURN 1 AS ok"
 
+COUNT_MEMORIES = "MATCH (m:Memory) RETURN count(m) AS n"
+
 # The newest memories of a scope: the seeds of a graph export.
 GRAPH_SEEDS = (
     "MATCH (m:Memory)"
@@ -238,6 +240,34 @@ class Dialect(abc.ABC):
     def fulltext_query(self, terms: Sequence[str]) -> str:
         """Turn plain word tokens into the engine's OR query (tokens are ``\\w+`` only)."""
 
+    @abc.abstractmethod
+    def vector_schema_statements(self, dim: int) -> list[str]:
+        """Vector index DDL for ``Memory.embedding`` with cosine similarity."""
+
+    @abc.abstractmethod
+    def vector_value(self, expr: str) -> str:
+        """How a list of floats is stored as a vector property."""
+
+    @abc.abstractmethod
+    def vector_call(self) -> str:
+        """A ``CALL ... YIELD node, score`` nearest-neighbour clause taking ``$k`` and ``$vector``."""
+
+    @abc.abstractmethod
+    def cosine(self, score: float) -> float:
+        """The engine's vector score as cosine similarity (higher is better)."""
+
+    def vector_statement(self) -> str:
+        return (
+            f"{self.vector_call()}"
+            " WITH node AS m, score"
+            " WHERE m.ns = $ns"
+            f" RETURN {_MEMORY_FIELDS}, score"
+        )
+
+    def write_statement(self, relink: bool, embedding: bool) -> str:
+        return WRITE.replace("{relink}", RELINK if relink else "").replace(
+            "{embedding}", f", embedding: {self.vector_value('r.embedding')}" if embedding else "")
+
     def keyword_statement(self) -> str:
         # Full-text scores are higher-is-better on both engines.
         return (
@@ -252,9 +282,11 @@ class Dialect(abc.ABC):
         """Every Cypher statement this dialect can send (checked by the Cypher linter in tests)."""
         return [
             *self.schema_statements(),
-            WRITE.replace("{relink}", RELINK), WRITE.replace("{relink}", ""), DELETE, TIDY.replace("{relink}", RELINK),
-            RESET, SELECT, GET, EXISTING_IDS, EXPORT, NAMESPACES, STATS, PING, GRAPH_SEEDS,
-            *EXPAND.values(), *NODES.values(), NEIGHBOURS, self.keyword_statement(),
+            *self.vector_schema_statements(384),
+            *(self.write_statement(relink, vec) for relink in (True, False) for vec in (True, False)),
+            DELETE, TIDY.replace("{relink}", RELINK),
+            RESET, SELECT, GET, EXISTING_IDS, EXPORT, NAMESPACES, STATS, PING, GRAPH_SEEDS, COUNT_MEMORIES,
+            *EXPAND.values(), *NODES.values(), NEIGHBOURS, self.keyword_statement(), self.vector_statement(),
         ]
 
     @abc.abstractmethod
@@ -267,6 +299,9 @@ class Dialect(abc.ABC):
 
     async def ensure_schema(self) -> None:
         await self.write([(s, {}) for s in self.schema_statements()])
+
+    async def ensure_vector_schema(self, dim: int) -> None:
+        await self.write([(s, {}) for s in self.vector_schema_statements(dim)])
 
     @abc.abstractmethod
     async def close(self) -> None: ...
@@ -305,6 +340,10 @@ class GraphAdapter:
         Input bounds (see :class:`memkit.Limits`).
     entity_fields
         Metadata fields whose values become ``Entity`` nodes.
+    embedder
+        Optional: an object with ``dim`` and ``embed(texts) -> (n, dim) array`` (L2-normalised).
+        With it every memory stores a vector, and ``search`` offers ``mode="semantic"`` and
+        ``"hybrid"`` (reciprocal-rank fusion of keyword and semantic; the default).
     """
 
     provider_name = "graph"
@@ -315,7 +354,13 @@ class GraphAdapter:
         *,
         limits: Limits = DEFAULT_LIMITS,
         entity_fields: Iterable[str] = DEFAULT_ENTITY_FIELDS,
+        embedder: Any = None,
     ) -> None:
+        if embedder is not None and not (
+            isinstance(getattr(embedder, "dim", None), int) and callable(getattr(embedder, "embed", None))
+        ):
+            raise ConfigError("embedder must have an integer `dim` and an `embed(texts)` method")
+        self.embedder = embedder
         if isinstance(entity_fields, str):
             raise ConfigError("entity_fields must be a list of metadata field names, not one string")
         self.dialect = dialect
@@ -329,6 +374,8 @@ class GraphAdapter:
     async def _ready(self) -> None:
         if not self._schema_ready:
             await self.dialect.ensure_schema()
+            if self.embedder is not None:
+                await self.dialect.ensure_vector_schema(int(self.embedder.dim))
             self._schema_ready = True
 
     async def _read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -353,7 +400,11 @@ class GraphAdapter:
         statements = []
         for chunk in chunks:
             params = _write_params(chunk)
-            query = WRITE.replace("{relink}", RELINK if params["traces"] else "")
+            if self.embedder is not None:
+                for memory, vector in zip(params["memories"], self._embed([p.memory["content"] for p in chunk]),
+                                          strict=True):
+                    memory["embedding"] = vector
+            query = self.dialect.write_statement(bool(params["traces"]), self.embedder is not None)
             statements.append((query, params))
         await self.dialect.write(statements)
         return ids
@@ -432,10 +483,56 @@ class GraphAdapter:
         limit = check_limit(limit, self.limits)
         user, agent = check_namespace(user_id, agent_id, self.limits)
         conditions = parse_filters(filters)
-        if mode not in (None, "keyword"):
-            raise InvalidInputError(f"{type(self).__name__} supports mode='keyword' only, got {mode!r}")
+        if mode not in (None, "keyword", "semantic", "hybrid"):
+            raise InvalidInputError(f"mode must be 'keyword', 'semantic' or 'hybrid', got {mode!r}")
+        if mode in ("semantic", "hybrid") and self.embedder is None:
+            raise ConfigError(f"mode={mode!r} needs an embedder; this {type(self).__name__} has none")
         if not text:
             return [r.to_item() for r in await self._select(user, agent, conditions, 0, limit)]
+        mode = mode or ("hybrid" if self.embedder is not None else "keyword")
+        if mode == "keyword":
+            hits = await self._keyword(text, user, agent, conditions, limit)
+            return [
+                r.to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
+                for rank, (r, score) in enumerate(hits, start=1)
+            ]
+        semantic = await self._semantic(text, user, agent, conditions, limit if mode == "semantic" else limit * 4)
+        if mode == "semantic":
+            return [
+                r.to_item(score, {"mode": "semantic", "semantic": {"rank": rank, "score": score}})
+                for rank, (r, score) in enumerate(semantic, start=1)
+            ]
+        keyword = await self._keyword(text, user, agent, conditions, limit * 4)
+        return _fuse(keyword, semantic, limit)
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        assert self.embedder is not None
+        matrix = self.embedder.embed(texts)
+        return [[float(x) for x in row] for row in matrix]
+
+    async def _semantic(
+        self, text: str, user: str, agent: str, conditions: tuple[Condition, ...], limit: int
+    ) -> list[tuple[Record, float]]:
+        vector = self._embed([text])[0]
+        ns = node_key("Namespace", user, agent)
+        total = (await self._read(COUNT_MEMORIES, {}))[0]["n"]
+        # The vector index ranks the whole graph: widen k until the namespace has enough hits.
+        k = min(max(limit * 10, 100), max(total, 1))
+        while True:
+            rows = await self._read(self.dialect.vector_statement(), {"k": k, "vector": vector, "ns": ns})
+            hits = [
+                (r, self.dialect.cosine(float(row["score"]))) for row in rows
+                if (r := _record(row)).user_id == user and r.agent_id == agent and matches(conditions, r.metadata)
+            ]
+            if len(hits) >= limit or k >= total:
+                break
+            k = min(k * 4, total)
+        hits.sort(key=lambda h: (-h[1], -h[0].created_us))
+        return hits[:limit]
+
+    async def _keyword(
+        self, text: str, user: str, agent: str, conditions: tuple[Condition, ...], limit: int
+    ) -> list[tuple[Record, float]]:
         terms = query_terms(text)
         if not terms:
             return []
@@ -448,10 +545,7 @@ class GraphAdapter:
             (r, float(row["score"])) for row in rows
             if (r := _record(row)).user_id == user and r.agent_id == agent and matches(conditions, r.metadata)
         ]
-        return [
-            r.to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
-            for rank, (r, score) in enumerate(hits[:limit], start=1)
-        ]
+        return hits[:limit]
 
     async def get_all(
         self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
@@ -577,6 +671,30 @@ class GraphAdapter:
 
     async def aclose(self) -> None:
         await self.dialect.close()
+
+
+_RRF_K = 60
+
+
+def _fuse(
+    keyword: list[tuple[Record, float]], semantic: list[tuple[Record, float]], limit: int
+) -> list[MemoryItem]:
+    """Reciprocal-rank fusion; ties newest first."""
+    records: dict[str, Record] = {}
+    details: dict[str, dict[str, Any]] = {}
+    fused: dict[str, float] = {}
+    for leg, hits in (("keyword", keyword), ("semantic", semantic)):
+        for rank, (record, score) in enumerate(hits, start=1):
+            records[record.id] = record
+            details.setdefault(record.id, {"mode": "hybrid"})[leg] = {"rank": rank, "score": score}
+            fused[record.id] = fused.get(record.id, 0.0) + 1.0 / (_RRF_K + rank)
+    order = sorted(fused, key=lambda i: (-fused[i], -records[i].created_us))[:limit]
+    items = []
+    for memory_id in order:
+        info = details[memory_id]
+        info["fused"] = {"score": fused[memory_id]}
+        items.append(records[memory_id].to_item(fused[memory_id], info))
+    return items
 
 
 def _label(labels: Sequence[str]) -> str | None:

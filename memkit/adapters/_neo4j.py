@@ -52,6 +52,26 @@ class Neo4jDialect(Dialect):
             "CREATE FULLTEXT INDEX memkit_memory_content IF NOT EXISTS FOR (m:Memory) ON EACH [m.content]",
         ]
 
+    def vector_schema_statements(self, dim: int) -> list[str]:
+        return [
+            "CREATE VECTOR INDEX memkit_memory_embedding IF NOT EXISTS FOR (m:Memory) ON (m.embedding)"
+            f" OPTIONS {{indexConfig: {{`vector.dimensions`: {int(dim)}, `vector.similarity_function`: 'cosine'}}}}"
+        ]
+
+    def vector_value(self, expr: str) -> str:
+        return expr
+
+    def vector_call(self) -> str:
+        return "CALL db.index.vector.queryNodes('memkit_memory_embedding', $k, $vector) YIELD node, score"
+
+    def cosine(self, score: float) -> float:
+        # Neo4j maps cosine similarity c to (1 + c) / 2.
+        return 2.0 * score - 1.0
+
+    async def ensure_vector_schema(self, dim: int) -> None:
+        for statement in self.vector_schema_statements(dim):
+            await self._session_run([(statement, {})], write=True)
+
     def fulltext_call(self) -> str:
         return "CALL db.index.fulltext.queryNodes('memkit_memory_content', $query) YIELD node, score"
 
