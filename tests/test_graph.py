@@ -161,3 +161,13 @@ async def test_bad_arguments_are_rejected(store: Any) -> None:
         await amemory_graph(store, user_id="")
     with pytest.raises(memkit.InvalidInputError):
         await amemory_graph(store, limit=0)
+
+
+async def test_traces_without_tools_or_entities_still_get_steps(store: Any) -> None:
+    # A statement part whose UNWIND is empty must not end the write early.
+    first = await store.add_trace("bio", "wf-bare", {"step_index": 0, "step_name": "fetch"}, user_id="u9")
+    second = await store.add_trace("bio", "wf-bare", {"step_index": 1, "step_name": "parse"}, user_id="u9")
+    graph = await amemory_graph(store, user_id="u9")
+    assert graph.node_types() == {"Namespace": 1, "Memory": 2, "Workflow": 1, "Trace": 1, "Step": 2}
+    step_of = {e.target: e.source for e in graph.edges if e.type == "RECORDED_AS"}
+    assert {(e.source, e.target) for e in graph.edges if e.type == "NEXT"} == {(step_of[first], step_of[second])}

@@ -40,7 +40,8 @@ _MEMORY_FIELDS = (
 
 # One write = one statement: the memories, their entities, their trace steps and
 # tools, and the NEXT chains of the traces it touched. ``WITH count(*)`` closes
-# each part so an empty UNWIND does not end the statement early.
+# each part so an empty UNWIND does not end the statement early (an aggregate with no
+# grouping key yields one row even from no rows; never carry a grouping key across).
 WRITE = """
 UNWIND $memories AS r
 MERGE (ns:Namespace {key: r.ns_key})
@@ -55,7 +56,7 @@ MATCH (m:Memory {key: x.memory_key})
 MERGE (e:Entity {key: x.key})
   ON CREATE SET e.id = x.id, e.user_id = x.user_id, e.agent_id = x.agent_id, e.kind = x.kind, e.name = x.name
 CREATE (m)-[:MENTIONS {id: x.rel_id, field: x.kind}]->(e)
-WITH written, count(*) AS mentioned
+WITH count(*) AS mentioned
 UNWIND $steps AS s
 MATCH (m:Memory {key: s.memory_key})
 MERGE (w:Workflow {key: s.workflow_key})
@@ -71,15 +72,15 @@ CREATE (st:Step {id: s.id, user_id: s.user_id, agent_id: s.agent_id, workflow_id
                  tool: s.tool, created_us: s.created_us})
 CREATE (t)-[:HAS_STEP {id: s.has_step_id, order: s.order}]->(st)
 CREATE (st)-[:RECORDED_AS {id: s.recorded_id}]->(m)
-WITH written, count(*) AS stepped
+WITH count(*) AS stepped
 UNWIND $tools AS u
 MATCH (st:Step {id: u.step_id})
 MERGE (tool:Tool {key: u.key})
   ON CREATE SET tool.id = u.id, tool.user_id = u.user_id, tool.agent_id = u.agent_id, tool.name = u.name
 CREATE (st)-[:USES_TOOL {id: u.rel_id}]->(tool)
-WITH written, count(*) AS used
+WITH count(*) AS used
 {relink}
-RETURN written
+RETURN size($memories) AS written
 """
 
 # Rebuild the NEXT chain of each trace in $traces from its steps' order.
@@ -88,13 +89,13 @@ UNWIND $traces AS tk
 MATCH (t:Trace {key: tk})-[:HAS_STEP]->(s:Step)
 OPTIONAL MATCH (s)-[old:NEXT]->(:Step)
 DELETE old
-WITH written, tk, s
+WITH tk, s
 ORDER BY s.sort, s.created_us, s.id
-WITH written, tk, collect(s) AS chain
+WITH tk, collect(s) AS chain
 UNWIND range(0, size(chain) - 2) AS i
-WITH written, chain[i] AS a, chain[i + 1] AS b
+WITH chain[i] AS a, chain[i + 1] AS b
 CREATE (a)-[:NEXT {id: randomUUID()}]->(b)
-WITH written, count(*) AS linked
+WITH count(*) AS linked
 """
 
 # Delete one memory (and its step), scoped when asked; report the traces it was part of.
@@ -110,7 +111,7 @@ RETURN user_id, agent_id, tk
 
 # After a delete: relink the traces and drop nodes nothing points to any more.
 TIDY = """
-WITH 0 AS written
+WITH 0 AS start
 {relink}
 OPTIONAL MATCH (t:Trace {user_id: $user_id, agent_id: $agent_id})
 OPTIONAL MATCH (t)-[r:HAS_STEP]->(:Step)
