@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -11,11 +12,13 @@ from typing import Any
 import pytest
 
 import memkit
-from memkit.adapters import FalkorDBAdapter, InMemoryAdapter, SQLiteAdapter
+from memkit.adapters import FalkorDBAdapter, InMemoryAdapter, Neo4jAdapter, SQLiteAdapter
 from memkit.graph import MemoryGraph, amemory_graph, memory_graph
 from memkit.testing import FalkorDBServer
 
-KINDS = ["memory", "sqlite", "falkordb"]
+NEO4J_URI = os.environ.get("MEMKIT_NEO4J_URI")
+# With a Neo4j configured, every graph test also runs there (it wipes that database first).
+KINDS = ["memory", "sqlite", "falkordb", *(["neo4j"] if NEO4J_URI else [])]
 
 
 @pytest.fixture(params=KINDS)
@@ -24,6 +27,10 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         provider: Any = InMemoryAdapter()
     elif request.param == "sqlite":
         provider = SQLiteAdapter(tmp_path / "graph.db")
+    elif request.param == "neo4j":
+        assert NEO4J_URI
+        provider = Neo4jAdapter(NEO4J_URI)
+        await provider.reset()
     else:
         server: FalkorDBServer = request.getfixturevalue("falkordb_server")
         provider = FalkorDBAdapter.from_url(server.url(f"graph-{uuid.uuid4().hex[:8]}"))
