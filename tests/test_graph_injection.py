@@ -104,3 +104,13 @@ async def test_whitespace_variants_never_share_a_namespace_or_an_id(mem: FalkorD
     assert await mem.delete("x") is True
     got = await mem.get(" x ")
     assert got is not None and got.content == "spaced id"
+
+
+async def test_racing_writers_cannot_duplicate_an_id(mem: FalkorDBAdapter) -> None:
+    import asyncio
+
+    row = {"content": "same id", "user_id": "u", "agent_id": "a", "id": "fixed-id"}
+    results = await asyncio.gather(*(mem.add_many([row]) for _ in range(8)), return_exceptions=True)
+    assert sum(r == ["fixed-id"] for r in results) == 1
+    assert all(isinstance(r, InvalidInputError) for r in results if r != ["fixed-id"])
+    assert [i.id for i in await mem.get_all("u", "a")] == ["fixed-id"]

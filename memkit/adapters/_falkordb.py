@@ -31,6 +31,9 @@ _INDEXES = (
 )
 
 
+_UNIQUE = (("Memory", "key"), ("Step", "id"))
+
+
 class FalkorDBDialect(Dialect):
     """FalkorDB 4.x: unnamed index DDL, ``db.idx.fulltext.*`` (RediSearch), atomic single statements."""
 
@@ -102,6 +105,8 @@ class FalkorDBDialect(Dialect):
         except rex.AuthenticationError:
             raise ConfigError(f"FalkorDB at {self.host}:{self.port} rejected the password") from None
         except rex.ResponseError as exc:
+            if "unique constraint violation" in str(exc):
+                raise InvalidInputError("a memory with one of these ids already exists") from None
             raise StorageError(f"FalkorDB rejected a query: {str(exc)[:300]}") from None
 
     @property
@@ -145,6 +150,15 @@ class FalkorDBDialect(Dialect):
             except rex.ResponseError as exc:
                 if "already indexed" not in str(exc):
                     raise
+        if statements == self.schema_statements():
+            # Unique constraints (over the indexes above) close the race between two writers
+            # adding the same memory id; a violating statement is rolled back whole.
+            for label, prop in _UNIQUE:
+                try:
+                    self._graph.create_node_unique_constraint(label, prop)
+                except rex.ResponseError as exc:
+                    if "already exists" not in str(exc):
+                        raise
 
     async def ensure_schema(self) -> None:
         await self._call(self._ensure, self.schema_statements())
