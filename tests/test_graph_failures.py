@@ -108,3 +108,14 @@ def test_bad_graph_urls_are_config_errors() -> None:
             memkit.get_memory_provider(url)
     with pytest.raises(ConfigError):
         FalkorDBAdapter(port=0)
+
+
+def test_a_server_that_cannot_start_says_why() -> None:
+    # The session fixture turns this RuntimeError into a failed run, never a skip.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        server = FalkorDBServer(port=taken.getsockname()[1], startup_timeout=10)
+        with pytest.raises(RuntimeError, match=r"(?s)FalkorDB did not start.*(in use|bind)"):
+            server.start()
+    assert server.process is None

@@ -86,15 +86,15 @@ class FalkorDBServer:
     def _answers(self) -> bool:
         try:
             with socket.create_connection((self.host, self.port), timeout=0.5) as sock:
-                sock.sendall(b"*2\r\n$11\r\nGRAPH.QUERY\r\n$0\r\n\r\n")  # any module reply means it is loaded
-                sock.sendall(b"*1\r\n$4\r\nPING\r\n")
+                # MODULE LIST names the loaded modules; PING marks the end of the replies.
+                sock.sendall(b"*2\r\n$6\r\nMODULE\r\n$4\r\nLIST\r\n*1\r\n$4\r\nPING\r\n")
                 data = b""
                 while b"PONG" not in data:
                     chunk = sock.recv(4096)
                     if not chunk:
                         return False
                     data += chunk
-                return b"unknown command" not in data.lower()
+                return b"graph" in data.lower() and b"-loading" not in data.lower()
         except OSError:
             return False
 
