@@ -15,8 +15,12 @@ $(BIN)/python:
 install: $(BIN)/python
 	$(PIP) install -e .
 
-install-test: $(BIN)/python
-	$(PIP) install -e '.[dev]'
+install-test: $(BIN)/python tests/cypher/node_modules/.package-lock.json
+	$(PIP) install -e '.[dev,graph]'
+
+# Neo4j's Cypher parser for tests/test_cypher_lint.py (needs the machine's Node.js and npm).
+tests/cypher/node_modules/.package-lock.json: tests/cypher/package.json tests/cypher/package-lock.json
+	cd tests/cypher && npm ci --no-audit --no-fund --loglevel=error
 
 demo: install
 	$(BIN)/memkit demo
