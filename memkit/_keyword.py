@@ -24,7 +24,7 @@ from collections.abc import Iterable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["STOPWORDS", "KeywordIndex", "analyze", "analyze_query"]
+__all__ = ["STOPWORDS", "KeywordIndex", "analyze", "analyze_query", "query_words"]
 
 # Dropped from queries (never from stored text): they match almost every memory,
 # cost the most to score, and add nothing to the ranking.
@@ -94,10 +94,18 @@ def analyze(text: str) -> list[str]:
     return [cache[t] for t in tokens]
 
 
-def analyze_query(text: str) -> list[str]:
-    """Distinct terms of a query, stopwords dropped unless the query has nothing else."""
+def query_words(text: str) -> list[str]:
+    """Distinct lower-cased words of a query, stopwords dropped unless the query has nothing else.
+
+    For backends with their own full-text engine, which stem the words themselves.
+    """
     tokens = list(dict.fromkeys(_tokens(text)))
-    kept = [t for t in tokens if t not in STOPWORDS] or tokens
+    return [t for t in tokens if t not in STOPWORDS] or tokens
+
+
+def analyze_query(text: str) -> list[str]:
+    """Distinct index terms of a query (:func:`query_words`, stemmed)."""
+    kept = query_words(text)
     _stemmer.learn(kept)
     return list(dict.fromkeys(_stemmer.cache[t] for t in kept))
 

@@ -141,6 +141,17 @@ def trace_record(
     return new_record(content, user_id, agent, meta, limits)
 
 
+def _as_datetime(value: object) -> datetime:
+    if isinstance(value, datetime):
+        return value
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            raise InvalidInputError(f"created_at {value!r} is not an ISO 8601 time") from None
+    raise InvalidInputError(f"created_at must be a datetime or an ISO 8601 string, got {type(value).__name__}")
+
+
 def records_from_items(items: Iterable[NewMemory | Mapping[str, Any]], limits: Limits = DEFAULT_LIMITS) -> list[Record]:
     """Validate a whole batch before anything is written; the first bad item names its index."""
     records: list[Record] = []
@@ -163,9 +174,7 @@ def records_from_items(items: Iterable[NewMemory | Mapping[str, Any]], limits: L
                 record.id = check_id(fields["id"], "id", limits)
             created = fields.get("created_at")
             if created is not None:
-                if not isinstance(created, datetime):
-                    raise InvalidInputError(f"created_at must be a datetime, got {type(created).__name__}")
-                record.created_us = to_us(created)
+                record.created_us = to_us(_as_datetime(created))
         except InvalidInputError as exc:
             raise InvalidInputError(f"item {index} of add_many: {exc}") from None
         if record.id in seen:

@@ -23,9 +23,9 @@ from typing import Any, ClassVar
 from memkit._errors import ConfigError, InvalidInputError
 from memkit._filters import Condition, matches, parse_filters
 from memkit._graphschema import DEFAULT_ENTITY_FIELDS, NODE_LABELS, RecordParts, memory_key, node_key, record_parts
+from memkit._keyword import query_words
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._records import Record, from_us, new_record, now_us, records_from_items, trace_record
-from memkit._text import query_terms
 from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_limit, check_namespace, check_offset, check_query
 from memkit.graph import GraphBuilder, MemoryGraph
 
@@ -534,7 +534,7 @@ class GraphAdapter:
     async def _keyword(
         self, text: str, user: str, agent: str, conditions: tuple[Condition, ...], limit: int
     ) -> list[tuple[Record, float]]:
-        terms = query_terms(text)
+        terms = query_words(text)
         if not terms:
             return []
         params = {
