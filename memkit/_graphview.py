@@ -18,13 +18,16 @@ from __future__ import annotations
 import html
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from memkit._errors import missing_extra
 
-__all__ = ["PHYSICS", "GraphEdge", "GraphNode", "GraphView", "coerce_graph", "graph_html", "graph_view", "page_html", "standalone_html"]
+__all__ = [
+    "PHYSICS", "GraphEdge", "GraphNode", "GraphView", "coerce_graph", "graph_html", "graph_view", "page_html",
+    "standalone_html",
+]
 
 # Measured in issue 7 with pyvis 0.3.2: this stabilises ~8x faster than vis-network's defaults.
 PHYSICS: dict[str, Any] = {
