@@ -178,7 +178,7 @@ def page_html(view: GraphView, height: str = "560px") -> str:
         size = 8 + 22 * (view.degree.get(node.id, 0) / top) ** 0.5
         # Plain-string titles: vis-network sets them with innerText.
         net.add_node(node.id, label=_short(node.label, 40), title=node.title or node.label, shape="dot",
-                     color=TYPE_COLOURS.get(node.type, _OTHER), size=round(size, 1), group=node.type)
+                     color=TYPE_COLOURS.get(node.type, _OTHER), size=round(size, 1))
     for edge in view.edges:
         net.add_edge(edge.source, edge.target, title=edge.type or None)
     net.set_options(json.dumps(PHYSICS))
