@@ -37,7 +37,7 @@ demo: install
 # JupyterLab on 127.0.0.1 only; the token printed in the log opens it.
 lab: install-notebook
 	@test -s data/memory.db || $(BIN)/memkit --url sqlite:///data/memory.db demo --quiet
-	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(LAB_PORT) --no-browser \
+	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(LAB_PORT) \
 		--ServerApp.root_dir=$(CURDIR) notebooks/00_tour.ipynb
 
 lint:
