@@ -13,6 +13,8 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LAB_PORT ?= 8888
+# Jupyter refuses to run as root unless told; containers and CI machines often are root.
+LAB_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,7 +39,7 @@ demo: install
 # JupyterLab on 127.0.0.1 only; the token printed in the log opens it.
 lab: install-notebook
 	@test -s data/memory.db || $(BIN)/memkit --url sqlite:///data/memory.db demo --quiet
-	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(LAB_PORT) \
+	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(LAB_PORT) $(LAB_ROOT) \
 		--ServerApp.root_dir=$(CURDIR) notebooks/00_tour.ipynb
 
 lint:

@@ -52,6 +52,7 @@ TYPE_COLOURS: dict[str, str] = {
     "workflow": "#CC79A7",
     "step": "#0072B2",
     "trace": "#0072B2",
+    "pathway": "#882255",
     "agent": "#F0E442",
     "user": "#999999",
 }
