@@ -13,6 +13,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LAB_PORT ?= 8888
+LAB_DIR ?= $(CURDIR)
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 LAB_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
@@ -40,7 +41,7 @@ demo: install
 lab: install-notebook
 	@test -s data/memory.db || $(BIN)/memkit --url sqlite:///data/memory.db demo --quiet
 	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(LAB_PORT) $(LAB_ROOT) \
-		--ServerApp.root_dir=$(CURDIR) notebooks/00_tour.ipynb
+		--ServerApp.root_dir=$(LAB_DIR) $(LAB_DIR)/notebooks/00_tour.ipynb
 
 lint:
 	$(BIN)/ruff check memkit tests bench
