@@ -224,3 +224,27 @@ def test_a_failing_store_shows_an_error_instead_of_raising(small: memkit.Memory)
     small.close()
     browser.refresh()
     assert "memkit-error" in browser.status.value
+
+
+def test_modes_a_provider_declares_are_offered_and_passed_through() -> None:
+    """No adapter on this branch has an embedder yet, so a subclass declares hybrid and records the call."""
+    from typing import Any, ClassVar
+
+    from memkit.adapters._memory import InMemoryAdapter
+
+    class Hybrid(InMemoryAdapter):
+        search_modes = ("keyword", "hybrid")
+        seen: ClassVar[list[str | None]] = []
+
+        async def search(self, *args: Any, mode: str | None = None, **kw: Any) -> list[memkit.MemoryItem]:
+            self.seen.append(mode)
+            return await super().search(*args, mode="keyword", **kw)
+
+    with memkit.Memory(Hybrid()) as mem:
+        mem.add("TP53 note", "u", "a")
+        browser = NamespaceBrowser(mem)
+        assert browser.mode.options == ("keyword", "hybrid")
+        browser.mode.value = "hybrid"
+        browser.query.value = "TP53"
+        browser.search_button.click()
+        assert Hybrid.seen == ["hybrid"] and "best hybrid matches" in browser.page_label.value

@@ -122,7 +122,7 @@ class NamespaceBrowser(Panel):
         if change["new"] is None:
             return
         user, agent = change["new"]
-        modes = search_modes(self.mem, user, agent)
+        modes = self._guard(lambda: search_modes(self.mem, user, agent)) or ["keyword"]
         self.mode.options = modes
         self.mode.value = self.mode.value if self.mode.value in modes else modes[0]
         self.offset = 0
