@@ -10,31 +10,21 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-<<<<<<< HEAD
-    from memkit.adapters._mem0 import Mem0Adapter
-=======
     from memkit.adapters._falkordb import FalkorDBAdapter
->>>>>>> main
+    from memkit.adapters._mem0 import Mem0Adapter
     from memkit.adapters._memory import InMemoryAdapter, MockMemoryAdapter
     from memkit.adapters._neo4j import Neo4jAdapter
     from memkit.adapters._sqlite import SQLiteAdapter
 
-<<<<<<< HEAD
-__all__ = ["InMemoryAdapter", "Mem0Adapter", "MockMemoryAdapter", "SQLiteAdapter"]
-=======
-__all__ = ["FalkorDBAdapter", "InMemoryAdapter", "MockMemoryAdapter", "Neo4jAdapter", "SQLiteAdapter"]
->>>>>>> main
+__all__ = ["FalkorDBAdapter", "InMemoryAdapter", "Mem0Adapter", "MockMemoryAdapter", "Neo4jAdapter", "SQLiteAdapter"]
 
 _LAZY = {
     "InMemoryAdapter": "memkit.adapters._memory",
     "MockMemoryAdapter": "memkit.adapters._memory",
     "SQLiteAdapter": "memkit.adapters._sqlite",
-<<<<<<< HEAD
-    "Mem0Adapter": "memkit.adapters._mem0",
-=======
     "FalkorDBAdapter": "memkit.adapters._falkordb",
     "Neo4jAdapter": "memkit.adapters._neo4j",
->>>>>>> main
+    "Mem0Adapter": "memkit.adapters._mem0",
 }
 
 
