@@ -72,13 +72,13 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_graph(args: argparse.Namespace) -> int:
     """Write a standalone, offline HTML graph of one namespace or one workflow."""
-    from memkit._graph_build import load_graph
     from memkit._graphview import graph_view, standalone_html
+    from memkit.graph import memory_graph
 
     if args.max_nodes < 1:
         raise memkit.InvalidInputError(f"--max-nodes must be at least 1, got {args.max_nodes}")
     with _open(args) as mem:
-        graph = load_graph(mem, args.user, args.agent, args.workflow)
+        graph = memory_graph(mem, user_id=args.user, agent_id=args.agent, workflow_id=args.workflow)
         view = graph_view(graph, args.max_nodes)
         if view.total_nodes <= 1:
             what = f"workflow {args.workflow!r}" if args.workflow else "namespace"
