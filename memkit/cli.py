@@ -61,6 +61,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     with _open(args) as mem:
         options = {"mode": args.mode} if args.mode else {}
         hits = mem.search(args.query, args.user, args.agent, args.limit, filters, **options)
+        if not hits and not args.json:
+            print(f"no matches in {args.user}/{args.agent}", file=sys.stderr)
         for hit in hits:
             if args.json:
                 print(hit.model_dump_json())
