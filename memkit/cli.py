@@ -41,10 +41,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
         for ns in mem.namespaces():
             last = ns.last_at.strftime("%Y-%m-%d %H:%M") if ns.last_at else "-"
             print(f"  {ns.user_id:<8} {ns.agent_id:<16} {ns.count:>5}  {last}")
-        query = "TP53 BLAST homologs"
-        print(f"\nsearch({query!r}, user_id='alice', agent_id='bioinformatics'):")
-        for hit in mem.search(query, "alice", "bioinformatics", limit=3):
+        notes = {"type": {"$ne": "trace"}}
+        print("\nsearch('BRCA2 BLAST hits', user_id='alice', agent_id='bioinformatics', filters=" + repr(notes) + "):")
+        for hit in mem.search("BRCA2 BLAST hits", "alice", "bioinformatics", limit=3, filters=notes):
             print(f"  {hit.score:6.2f}  {_short(hit.content)}")
+        print("\nfailed trace steps: get_all(..., filters={'type': 'trace', 'status': 'failed'}):")
+        failed = mem.get_all("alice", "bioinformatics", limit=3, filters={"type": "trace", "status": "failed"})
+        for hit in failed:
+            meta = hit.metadata
+            print(f"  {meta.get('workflow_id')} step {meta.get('step_index')} {meta.get('step_name')}:"
+                  f" {_short(str(meta.get('trace', {}).get('error')), 80)}")
     return 0
 
 
