@@ -11,7 +11,7 @@ namespace (every call timed), then the same queries (each timed) and a few
 ``bench/results/mem0_vs_sqlite.json``. Reported: p50/p95 in milliseconds, the
 Mem0/SQLite ratios, and hit@5 (the query's source memory in the top 5).
 
-What is compared: SQLite ranks with FTS5/BM25 (memkit's default has no embedder on
+What is compared: SQLite ranks with BM25 (memkit's default has no embedder on
 this branch), Mem0 with all-MiniLM-L6-v2 cosine similarity in local Qdrant. "Same
 embedder" is not possible until SQLite has dense search; the Mem0 side uses the
 MiniLM that memkit's sentence-transformers embedder would use. Timings on a shared
