@@ -785,7 +785,9 @@ class SQLiteAdapter:
         memories, traces = db.execute(
             "SELECT count(*), coalesce(sum(json_extract(metadata, '$.type') = 'trace'), 0) FROM memories"
         ).fetchone()
-        namespaces = db.execute("SELECT count(*) FROM (SELECT 1 FROM memories GROUP BY user_id, agent_id)").fetchone()[0]
+        namespaces = db.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM memories GROUP BY user_id, agent_id)"
+        ).fetchone()[0]
         pages = db.execute("PRAGMA page_count").fetchone()[0] * db.execute("PRAGMA page_size").fetchone()[0]
         name, dim = self._recorded(db)
         vectors = db.execute("SELECT count(*) FROM memory_vectors").fetchone()[0]
