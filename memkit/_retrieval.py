@@ -11,7 +11,8 @@ their matches are. We fuse *scores* instead:
   namespace (how many standard deviations above the namespace's mean similarity),
   divided by ``dense_scale`` and clipped at 0, so a memory only gains from being
   more similar than a typical memory of that namespace;
-* fused = ``(1 - alpha) * keyword + alpha * semantic``.
+* fused = ``(1 - alpha) * keyword + alpha * semantic``;
+* a memory only the semantic leg found must reach ``min_similarity`` (cosine).
 
 Candidates are the union of each leg's top ``candidates``; every candidate gets
 its real cosine (the dense leg scores the whole namespace anyway), so a keyword
@@ -51,11 +52,16 @@ class HybridConfig:
         as the best keyword hit. Default 4.0.
     candidates
         How many results each leg contributes before fusion. Default 100.
+    min_similarity
+        A memory the keyword leg did not find is only returned if its cosine
+        similarity reaches this (so a query about "restart" does not return every
+        memory of a small namespace). Default 0.3; it costs nothing on the dev set.
     """
 
     alpha: float = 0.4
     dense_scale: float = 4.0
     candidates: int = 100
+    min_similarity: float = 0.3
 
     def __post_init__(self) -> None:
         if not isinstance(self.alpha, (int, float)) or not 0.0 <= float(self.alpha) <= 1.0:
@@ -64,6 +70,8 @@ class HybridConfig:
             raise ConfigError(f"HybridConfig.dense_scale must be > 0, got {self.dense_scale!r}")
         if isinstance(self.candidates, bool) or not isinstance(self.candidates, int) or self.candidates < 1:
             raise ConfigError(f"HybridConfig.candidates must be a positive int, got {self.candidates!r}")
+        if not isinstance(self.min_similarity, (int, float)) or not -1.0 <= float(self.min_similarity) <= 1.0:
+            raise ConfigError(f"HybridConfig.min_similarity must be in [-1, 1], got {self.min_similarity!r}")
 
 
 def check_mode(mode: object, has_embedder: bool, owner: str) -> str:
@@ -209,7 +217,9 @@ def fuse(
     alpha = float(config.alpha)
     spread = dense.std if dense.std > 1e-9 else 1.0
     out: list[tuple[K, float, dict[str, Any]]] = []
-    for key in dict.fromkeys([*(k for k, _ in keyword), *dense.ranked]):
+    floor = float(config.min_similarity)
+    semantic_only = [k for k in dense.ranked if k not in kw_rank and dense.cosine[k] >= floor]
+    for key in dict.fromkeys([*(k for k, _ in keyword), *semantic_only]):
         k_rank, k_score = kw_rank.get(key, (None, None))
         k_norm = (k_score / best) if (k_score is not None and best > 0) else 0.0
         cos = dense.cosine.get(key)
