@@ -149,6 +149,15 @@ class _WordPiece:
             start = end
         return tuple(pieces)
 
+    def words(self, text: str) -> list[str]:
+        if text.isascii():
+            return _ASCII_WORD.findall(_ASCII_CONTROL.sub("", text).lower())
+        return self._split(self._normalise(text))
+
+    def count(self, text: str) -> int:
+        """WordPiece tokens in ``text``; a word the vocabulary cannot spell counts as one ([UNK])."""
+        return sum(len(self.word_ids(w)) or 1 for w in self.words(text))
+
     def encode(self, text: str) -> list[int]:
         if text.isascii():
             # Fast path, same result: in ASCII every non-alphanumeric printable is punctuation.
@@ -204,6 +213,10 @@ class StaticEmbedder:
 
     def __repr__(self) -> str:
         return f"StaticEmbedder(name={self.name!r}, dim={self.dim})"
+
+    def count_tokens(self, text: str) -> int:
+        """How many WordPiece tokens ``text`` has (unknown words count as one)."""
+        return self._tokenizer.count(text)
 
     def token_ids(self, text: str) -> list[int]:
         """The vocabulary ids the model averages for ``text``."""
