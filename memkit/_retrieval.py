@@ -102,7 +102,8 @@ def _matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     # einsum's own single-threaded SIMD loop, not BLAS: on a busy 2-core machine a
     # threaded sgemv spends more time waiting for its threads than computing
     # (measured: 24 ms vs 45 ms p50 for 100k x 256, see docs/retrieval.md).
-    return np.einsum("ij,j->i", matrix, vector.astype(np.float32, copy=False))
+    result: np.ndarray = np.einsum("ij,j->i", matrix, vector.astype(np.float32, copy=False))
+    return result
 
 
 #: Namespaces at least this large get a coarse shortlist pass (see :class:`VectorIndex`).
