@@ -33,3 +33,11 @@ class TestSQLiteAdapterWithEmbeddings(ProviderConformance):
     @pytest.fixture
     def make_provider(self, tmp_path: Path) -> Callable[[], SQLiteAdapter]:
         return lambda: SQLiteAdapter(tmp_path / "memory.db", embedder="default")
+
+
+class TestInMemoryAdapterWithEmbeddings(ProviderConformance):
+    """The in-memory adapter with the default embedder: hybrid search through the same fusion code."""
+
+    @pytest.fixture
+    def make_provider(self) -> Callable[[], InMemoryAdapter]:
+        return lambda: InMemoryAdapter(embedder="default")

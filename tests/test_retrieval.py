@@ -296,3 +296,23 @@ def test_url_option_and_sync_facade(tmp_path: Path) -> None:
         assert mem.reembed("default", progress=False) == 1
     with pytest.raises(ConfigError, match="unknown embedder"):
         memkit.open(f"sqlite:///{tmp_path}/v.db?embedder=word2vec")
+
+
+async def test_in_memory_adapter_fuses_like_sqlite(tmp_path: Path) -> None:
+    """Same fusion code: with identical keyword scores and vectors the two adapters agree on the legs."""
+    memory = memkit.get_memory_provider("memory://?embedder=default")
+    for text, meta in FACTS:
+        await memory.add(text, *NS, metadata=meta)
+    for mode in ("hybrid", "semantic"):
+        hits = await memory.search("Max the dog", *NS, mode=mode)
+        assert hits[0].content.startswith("Max the dog"), mode
+        assert hits[0].score_details["mode"] == mode  # type: ignore[index]
+    semantic = await memory.search("puppy animal", *NS, mode="semantic", filters={"topic": "pets"})
+    assert {h.metadata["topic"] for h in semantic} == {"pets"}
+    sqlite = SQLiteAdapter(tmp_path / "same.db", embedder="default")
+    for text, meta in FACTS:
+        await sqlite.add(text, *NS, metadata=meta)
+    a = [h.content for h in await memory.search("golden dog puppy", *NS, mode="semantic")]
+    b = [h.content for h in await sqlite.search("golden dog puppy", *NS, mode="semantic")]
+    assert a == b
+    await sqlite.aclose()

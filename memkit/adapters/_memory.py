@@ -7,10 +7,13 @@ import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
-from memkit._errors import InvalidInputError
+import numpy as np
+
+from memkit._errors import ConfigError, InvalidInputError
 from memkit._filters import matches, parse_filters
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._records import Record, from_us, new_record, records_from_items, trace_record
+from memkit._retrieval import HybridConfig, VectorIndex, check_mode, dense_leg, fuse
 from memkit._text import bm25_scores, query_terms, tokenize
 from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_limit, check_namespace, check_offset, check_query
 
@@ -30,8 +33,17 @@ class InMemoryAdapter:
 
     provider_name = "memory"
 
-    def __init__(self, *, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self, *, limits: Limits = DEFAULT_LIMITS, embedder: object = None, hybrid: HybridConfig | None = None
+    ) -> None:
+        from memkit.embeddings import Embedder, get_embedder
+
         self.limits = limits
+        if hybrid is not None and not isinstance(hybrid, HybridConfig):
+            raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
+        self.hybrid = hybrid or HybridConfig()
+        self.embedder: Embedder | None = None if embedder is None else get_embedder(embedder)
+        self._vectors: dict[str, np.ndarray] = {}
         self._records: dict[str, Record] = {}
         self._seq: dict[str, int] = {}
         self._next_seq = 0
@@ -41,7 +53,14 @@ class InMemoryAdapter:
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> InMemoryAdapter:
-        """``memory://`` (the factory calls this)."""
+        """``memory://`` or ``memory://?embedder=default`` (the factory calls this)."""
+        from memkit._url import query_options
+
+        query = query_options(url)
+        if "embedder" in query:
+            options.setdefault("embedder", query.pop("embedder"))
+        if query:
+            raise ConfigError(f"unknown memory:// URL options: {', '.join(sorted(query))}")
         return cls(**options)
 
     def __repr__(self) -> str:
@@ -50,6 +69,11 @@ class InMemoryAdapter:
     # -- writes ---------------------------------------------------------------
 
     def _insert(self, records: list[Record]) -> list[str]:
+        vectors = None
+        if self.embedder is not None and records:
+            vectors = np.concatenate(
+                [self.embedder.embed([r.content for r in records[i : i + 1024]]) for i in range(0, len(records), 1024)]
+            ).astype(np.float32)
         with self._lock:
             clash = next((r.id for r in records if r.id in self._records), None)
             if clash is not None:
@@ -58,6 +82,8 @@ class InMemoryAdapter:
                 self._records[record.id] = record
                 self._seq[record.id] = self._next_seq
                 self._next_seq += 1
+            if vectors is not None:
+                self._vectors.update((r.id, v) for r, v in zip(records, vectors, strict=True))
         return [r.id for r in records]
 
     async def add(
@@ -88,12 +114,14 @@ class InMemoryAdapter:
                 return False
             del self._records[memory_id]
             del self._seq[memory_id]
+            self._vectors.pop(memory_id, None)
             return True
 
     async def reset(self) -> bool:
         with self._lock:
             self._records.clear()
             self._seq.clear()
+            self._vectors.clear()
         return True
 
     # -- reads ----------------------------------------------------------------
@@ -120,24 +148,49 @@ class InMemoryAdapter:
         filters: dict[str, Any] | None = None,
         *,
         mode: str | None = None,
+        hybrid: HybridConfig | None = None,
     ) -> list[MemoryItem]:
-        """Keyword search in one namespace; an empty query lists it newest first."""
+        """Search one namespace (keyword BM25; with an embedder also semantic and hybrid, fused
+        exactly as the SQLite adapter does); an empty query lists it newest first."""
         text = check_query(query, self.limits)
         limit = check_limit(limit, self.limits)
-        if mode not in (None, "keyword"):
-            raise InvalidInputError(f"InMemoryAdapter supports mode='keyword' only, got {mode!r}")
-        rows = self._newest_first(user_id, agent_id, filters)
+        resolved = check_mode(mode, self.embedder is not None, repr(self))
+        if hybrid is not None and not isinstance(hybrid, HybridConfig):
+            raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
+        config = hybrid or self.hybrid
+        rows = self._newest_first(user_id, agent_id, filters)  # position = recency rank, breaks ties
         if not text:
             return [r.to_item() for r in rows[:limit]]
-        terms = query_terms(text)
-        scores = bm25_scores(terms, [tokenize(r.content) for r in rows])
-        ranked = sorted(
-            ((s, i) for i, s in enumerate(scores) if s > 0.0), key=lambda p: (-p[0], p[1])
-        )[:limit]
-        return [
-            rows[i].to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
-            for rank, (score, i) in enumerate(ranked, start=1)
-        ]
+        depth = limit if resolved == "keyword" else max(config.candidates, limit)
+        keyword: list[tuple[int, float]] = []
+        if resolved != "semantic":
+            scores = bm25_scores(query_terms(text), [tokenize(r.content) for r in rows])
+            keyword = [(i, s) for s, i in sorted(
+                ((s, i) for i, s in enumerate(scores) if s > 0.0), key=lambda p: (-p[0], p[1])
+            )[:depth]]
+        if resolved == "keyword":
+            return [
+                rows[i].to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
+                for rank, (i, score) in enumerate(keyword, start=1)
+            ]
+        assert self.embedder is not None
+        index = VectorIndex(self.embedder.dim)
+        with self._lock:
+            present = [(i, self._vectors[r.id]) for i, r in enumerate(rows) if r.id in self._vectors]
+        if present:
+            index.add([i for i, _ in present], np.stack([v for _, v in present]))
+        vector = self.embedder.embed([text])[0].astype(np.float32)
+        dense = dense_leg(index, vector, depth, None, [i for i, _ in keyword])
+        if resolved == "semantic":
+            ranked = sorted(dense.ranked[:limit], key=lambda i: (-dense.cosine[i], i))
+            return [
+                rows[i].to_item(
+                    dense.cosine[i], {"mode": "semantic", "semantic": {"rank": rank, "score": dense.cosine[i]}}
+                )
+                for rank, i in enumerate(ranked, start=1)
+            ]
+        fused = sorted(fuse(keyword, dense, config), key=lambda t: (-t[1], t[0]))
+        return [rows[i].to_item(score, details) for i, score, details in fused[:limit]]
 
     async def get_all(
         self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
