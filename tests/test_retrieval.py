@@ -316,3 +316,18 @@ async def test_in_memory_adapter_fuses_like_sqlite(tmp_path: Path) -> None:
     b = [h.content for h in await sqlite.search("golden dog puppy", *NS, mode="semantic")]
     assert a == b
     await sqlite.aclose()
+
+
+async def test_reembed_by_another_connection_is_noticed(tmp_path: Path) -> None:
+    path = tmp_path / "two.db"
+    first = SQLiteAdapter(path, embedder="default")
+    await first.add("a note", *NS)
+    other = SQLiteAdapter(path)
+    await other.reembed(Hashing(), progress=False)
+    with pytest.raises(ConfigError, match="hashing"):
+        await first.add("written with the old model", *NS)
+    with pytest.raises(ConfigError, match="hashing"):
+        await first.search("note", *NS, mode="semantic")
+    assert len(await other.get_all(*NS)) == 1
+    await first.aclose()
+    await other.aclose()

@@ -382,11 +382,7 @@ class SQLiteAdapter:
         """The namespace's vectors as one matrix, loaded once and kept in step with our writes."""
         assert self._embedder is not None
         db = self._db()
-        version = db.execute("PRAGMA data_version").fetchone()[0]
-        if version != self._data_version:
-            # Another connection committed: our copies may be stale.
-            self._indexes.clear()
-            self._data_version = version
+        self._sync_with_other_writers(db)
         index = self._indexes.get((user_id, agent_id))
         if index is None:
             index = VectorIndex(self._embedder.dim)
@@ -400,6 +396,20 @@ class SQLiteAdapter:
                 index.add([r[0] for r in rows], matrix.astype(np.float32))
             self._indexes[(user_id, agent_id)] = index
         return index
+
+    def _sync_with_other_writers(self, db: sqlite3.Connection) -> None:
+        """Drop cached vectors (and re-check the embedder) when another connection committed."""
+        version = db.execute("PRAGMA data_version").fetchone()[0]
+        if version == self._data_version:
+            return
+        self._indexes.clear()
+        if self._embedder is not None:
+            name, dim = self._recorded(db)
+            if name is not None and (name != self._embedder.name or dim != self._embedder.dim):
+                # Someone re-embedded the store with another model while we had it open; keep
+                # failing (the version stays unseen) until this adapter is reopened or re-embeds.
+                raise self._mismatch(name, dim, self._embedder.name, self._embedder.dim)
+        self._data_version = version
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -418,6 +428,7 @@ class SQLiteAdapter:
     def _write(self, records: list[Record], progress: bool = False) -> list[str]:
         db = self._db()
         self._check_writable()
+        self._sync_with_other_writers(db)
         vectors: np.ndarray | None = None
         if self._embedder is not None:
             # Embedded before the transaction so the write lock is held only for the inserts.
