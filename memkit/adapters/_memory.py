@@ -11,10 +11,10 @@ import numpy as np
 
 from memkit._errors import ConfigError, InvalidInputError
 from memkit._filters import matches, parse_filters
+from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._records import Record, from_us, new_record, records_from_items, trace_record
 from memkit._retrieval import HybridConfig, VectorIndex, check_mode, dense_leg, fuse
-from memkit._text import bm25_scores, query_terms, tokenize
 from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_limit, check_namespace, check_offset, check_query
 
 __all__ = ["InMemoryAdapter", "MockMemoryAdapter"]
@@ -23,7 +23,8 @@ __all__ = ["InMemoryAdapter", "MockMemoryAdapter"]
 class InMemoryAdapter:
     """Keep memories in a dict; same rules and errors as every other adapter.
 
-    Keyword search scores whole lower-cased words with BM25 (no stemming).
+    Keyword search is the same per-namespace BM25 index as the SQLite adapter's;
+    with ``embedder=`` semantic and hybrid search use the same fusion code too.
 
     Examples
     --------
@@ -46,6 +47,8 @@ class InMemoryAdapter:
         self._vectors: dict[str, np.ndarray] = {}
         self._records: dict[str, Record] = {}
         self._seq: dict[str, int] = {}
+        self._by_seq: dict[int, Record] = {}
+        self._indexes: dict[tuple[str, str], KeywordIndex] = {}
         self._next_seq = 0
         # A thread lock, not an asyncio one: the adapter may be driven from
         # several event loops (sync facade, notebooks, worker threads).
@@ -81,6 +84,9 @@ class InMemoryAdapter:
             for record in records:
                 self._records[record.id] = record
                 self._seq[record.id] = self._next_seq
+                self._by_seq[self._next_seq] = record
+                index = self._indexes.setdefault((record.user_id, record.agent_id), KeywordIndex())
+                index.add(self._next_seq, record.content, record.created_us)
                 self._next_seq += 1
             if vectors is not None:
                 self._vectors.update((r.id, v) for r, v in zip(records, vectors, strict=True))
@@ -113,7 +119,9 @@ class InMemoryAdapter:
             if agent_id is not None and record.agent_id != agent_id:
                 return False
             del self._records[memory_id]
-            del self._seq[memory_id]
+            seq = self._seq.pop(memory_id)
+            del self._by_seq[seq]
+            self._indexes[(record.user_id, record.agent_id)].remove(seq)
             self._vectors.pop(memory_id, None)
             return True
 
@@ -121,6 +129,8 @@ class InMemoryAdapter:
         with self._lock:
             self._records.clear()
             self._seq.clear()
+            self._by_seq.clear()
+            self._indexes.clear()
             self._vectors.clear()
         return True
 
@@ -158,29 +168,41 @@ class InMemoryAdapter:
         if hybrid is not None and not isinstance(hybrid, HybridConfig):
             raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
         config = hybrid or self.hybrid
-        rows = self._newest_first(user_id, agent_id, filters)  # position = recency rank, breaks ties
         if not text:
+            rows = self._newest_first(user_id, agent_id, filters)
             return [r.to_item() for r in rows[:limit]]
+        user, agent = check_namespace(user_id, agent_id, self.limits)
+        conditions = parse_filters(filters)
         depth = limit if resolved == "keyword" else max(config.candidates, limit)
-        keyword: list[tuple[int, float]] = []
+        terms = analyze_query(text)
+        hits: list[tuple[Record, float]] = []
         if resolved != "semantic":
-            scores = bm25_scores(query_terms(text), [tokenize(r.content) for r in rows])
-            keyword = [(i, s) for s, i in sorted(
-                ((s, i) for i, s in enumerate(scores) if s > 0.0), key=lambda p: (-p[0], p[1])
-            )[:depth]]
+            with self._lock:
+                index = self._indexes.get((user, agent))
+                if index is not None and terms:
+                    seqs, scores = index.top(terms, len(index))
+                    for seq, score in zip(seqs.tolist(), scores.tolist(), strict=True):
+                        record = self._by_seq[seq]
+                        if matches(conditions, record.metadata):
+                            hits.append((record, score))
+                            if len(hits) == depth:
+                                break
         if resolved == "keyword":
             return [
-                rows[i].to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
-                for rank, (i, score) in enumerate(keyword, start=1)
+                record.to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
+                for rank, (record, score) in enumerate(hits, start=1)
             ]
         assert self.embedder is not None
-        index = VectorIndex(self.embedder.dim)
+        rows = self._newest_first(user, agent, filters)  # position = recency rank, breaks ties
+        position = {r.id: i for i, r in enumerate(rows)}
+        keyword = [(position[r.id], score) for r, score in hits if r.id in position]
+        vectors = VectorIndex(self.embedder.dim)
         with self._lock:
             present = [(i, self._vectors[r.id]) for i, r in enumerate(rows) if r.id in self._vectors]
         if present:
-            index.add([i for i, _ in present], np.stack([v for _, v in present]))
-        vector = self.embedder.embed([text])[0].astype(np.float32)
-        dense = dense_leg(index, vector, depth, None, [i for i, _ in keyword])
+            vectors.add([i for i, _ in present], np.stack([v for _, v in present]))
+        query_vector = self.embedder.embed([text])[0].astype(np.float32)
+        dense = dense_leg(vectors, query_vector, depth, None, [i for i, _ in keyword])
         if resolved == "semantic":
             ranked = sorted(dense.ranked[:limit], key=lambda i: (-dense.cosine[i], i))
             return [

@@ -1,4 +1,4 @@
-"""The embedded default: one SQLite file, WAL, FTS5 keyword search, no server.
+"""The embedded default: one SQLite file, WAL, BM25 keyword search, no server.
 
 All SQL runs on one worker thread per adapter, which owns the connection. That
 serialises the adapter's own calls (safe from any thread or event loop) while
@@ -12,6 +12,7 @@ import json
 import os
 import sqlite3
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,10 +22,10 @@ import numpy as np
 
 from memkit._errors import ConfigError, InvalidInputError, StorageError
 from memkit._filters import Condition, parse_filters, type_class
+from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._records import Record, from_us, new_record, records_from_items, trace_record
 from memkit._retrieval import DenseScores, HybridConfig, VectorIndex, check_mode, dense_leg, fuse
-from memkit._text import query_terms
 from memkit._url import query_options, sqlite_path
 from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_limit, check_namespace, check_offset, check_query
 
@@ -42,24 +43,15 @@ _MIGRATIONS: dict[int, str] = {
         value TEXT NOT NULL
     );
     CREATE TABLE memories (
-        seq        INTEGER PRIMARY KEY,      -- insertion order; FTS rowid
+        seq        INTEGER PRIMARY KEY,      -- insertion order; the keyword index's key
         id         TEXT NOT NULL UNIQUE,
         user_id    TEXT NOT NULL,
         agent_id   TEXT NOT NULL,
         content    TEXT NOT NULL,
-        metadata   TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(metadata)),
+        metadata   TEXT NOT NULL DEFAULT '{}',  -- JSON, validated before it gets here
         created_us INTEGER NOT NULL          -- microseconds since the epoch, UTC
     );
     CREATE INDEX memories_namespace ON memories (user_id, agent_id, created_us DESC, seq DESC);
-    CREATE VIRTUAL TABLE memories_fts USING fts5(
-        content, content='memories', content_rowid='seq', tokenize='porter unicode61'
-    );
-    CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
-        INSERT INTO memories_fts (rowid, content) VALUES (new.seq, new.content);
-    END;
-    CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
-        INSERT INTO memories_fts (memories_fts, rowid, content) VALUES ('delete', old.seq, old.content);
-    END;
     """,
     2: """
     CREATE TABLE memory_vectors (
@@ -131,11 +123,6 @@ def filter_sql(conditions: tuple[Condition, ...]) -> tuple[str, list[Any]]:
     return (" AND ".join(parts) or "1"), params
 
 
-def fts_query(text: str) -> str:
-    """An FTS5 MATCH expression that ORs the query's words, each quoted so no syntax leaks through."""
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in query_terms(text))
-
-
 _EMBED_BATCH = 1_024
 
 
@@ -144,8 +131,11 @@ def _blob(vector: np.ndarray) -> bytes:
 
 
 class SQLiteAdapter:
-    """Memories in one SQLite file: WAL, FTS5 (porter + unicode61) ranked by ``bm25()``,
-    and with an embedder, vectors for semantic and hybrid search.
+    """Memories in one SQLite file (WAL), keyword search by BM25 with porter + unicode61 analysis.
+
+    The keyword index of a namespace is built in memory on its first search and
+    kept current from then on (this process's writes directly, other processes'
+    through ``PRAGMA data_version``); see :mod:`memkit._keyword`.
 
     Parameters
     ----------
@@ -155,6 +145,9 @@ class SQLiteAdapter:
         Input bounds (see :class:`memkit.Limits`).
     busy_timeout_ms
         How long a write waits for another process's lock before failing.
+    max_indexed
+        Most memories kept in in-memory keyword indexes (least recently searched
+        namespaces are dropped first and rebuilt when searched again).
     embedder
         ``None``, ``"default"`` (the shipped static model), ``"st:/model/folder"``
         or an :class:`memkit.embeddings.Embedder`. The store records which
@@ -166,9 +159,8 @@ class SQLiteAdapter:
 
     Examples
     --------
-    >>> mem = SQLiteAdapter("data/memory.db", embedder="default")  # doctest: +SKIP
+    >>> mem = SQLiteAdapter("data/memory.db")                      # doctest: +SKIP
     >>> await mem.add("TP53 is mutated in sample 7", "u1", "bio")  # doctest: +SKIP
-    >>> await mem.search("p53 mutation", "u1", "bio", mode="hybrid")  # doctest: +SKIP
     """
 
     provider_name = "sqlite"
@@ -179,22 +171,27 @@ class SQLiteAdapter:
         *,
         limits: Limits = DEFAULT_LIMITS,
         busy_timeout_ms: int = 10_000,
+        max_indexed: int = 2_000_000,
         embedder: object = None,
         hybrid: HybridConfig | None = None,
     ) -> None:
         from memkit.embeddings import Embedder, get_embedder
 
-        self.path = str(path)
-        self.limits = limits
-        self._busy_timeout_ms = busy_timeout_ms
         if hybrid is not None and not isinstance(hybrid, HybridConfig):
             raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
         self.hybrid = hybrid or HybridConfig()
         self._embedder: Embedder | None = None if embedder is None else get_embedder(embedder)
         # The embedder this file's vectors came from when we could not load it: writes are refused.
         self._foreign_embedder: str | None = None
-        self._indexes: dict[tuple[str, str], VectorIndex] = {}
-        self._data_version = -1
+        self._vector_indexes: dict[tuple[str, str], VectorIndex] = {}
+        self._vector_version = -1
+        self.path = str(path)
+        self.limits = limits
+        self._busy_timeout_ms = busy_timeout_ms
+        self._max_indexed = max_indexed
+        self._indexes: OrderedDict[tuple[str, str], KeywordIndex] = OrderedDict()
+        self._seen_seq = 0
+        self._data_version: int | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memkit-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._closed = False
@@ -246,6 +243,8 @@ class SQLiteAdapter:
             # cut can lose the last commits, and it makes small writes ~10x faster.
             conn.execute("PRAGMA synchronous = NORMAL")
             self._migrate(conn)
+            self._seen_seq = conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
+            self._data_version = conn.execute("PRAGMA data_version").fetchone()[0]
             self._conn = conn
             self._bind_embedder(conn)
         except sqlite3.DatabaseError as exc:
@@ -378,12 +377,12 @@ class SQLiteAdapter:
                 ".reembed(<embedder>)"
             )
 
-    def _index(self, user_id: str, agent_id: str) -> VectorIndex:
+    def _vector_index(self, user_id: str, agent_id: str) -> VectorIndex:
         """The namespace's vectors as one matrix, loaded once and kept in step with our writes."""
         assert self._embedder is not None
         db = self._db()
         self._sync_with_other_writers(db)
-        index = self._indexes.get((user_id, agent_id))
+        index = self._vector_indexes.get((user_id, agent_id))
         if index is None:
             index = VectorIndex(self._embedder.dim)
             rows = db.execute(
@@ -394,22 +393,22 @@ class SQLiteAdapter:
             if rows:
                 matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
                 index.add([r[0] for r in rows], matrix.astype(np.float32))
-            self._indexes[(user_id, agent_id)] = index
+            self._vector_indexes[(user_id, agent_id)] = index
         return index
 
     def _sync_with_other_writers(self, db: sqlite3.Connection) -> None:
         """Drop cached vectors (and re-check the embedder) when another connection committed."""
         version = db.execute("PRAGMA data_version").fetchone()[0]
-        if version == self._data_version:
+        if version == self._vector_version:
             return
-        self._indexes.clear()
+        self._vector_indexes.clear()
         if self._embedder is not None:
             name, dim = self._recorded(db)
             if name is not None and (name != self._embedder.name or dim != self._embedder.dim):
                 # Someone re-embedded the store with another model while we had it open; keep
                 # failing (the version stays unseen) until this adapter is reopened or re-embeds.
                 raise self._mismatch(name, dim, self._embedder.name, self._embedder.dim)
-        self._data_version = version
+        self._vector_version = version
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -436,6 +435,11 @@ class SQLiteAdapter:
                 [self._vectors([r.content for r in records[i : i + _EMBED_BATCH]])
                  for i in range(0, len(records), _EMBED_BATCH)]
             )
+        rows = (
+            (r.id, r.user_id, r.agent_id, r.content,
+             r.metadata_json or json.dumps(r.metadata, ensure_ascii=False, separators=(",", ":")), r.created_us)
+            for r in records
+        )
         bar = None
         if progress:
             from tqdm.auto import tqdm
@@ -443,23 +447,20 @@ class SQLiteAdapter:
             bar = tqdm(total=len(records), desc="add_many", unit="mem")
         db.execute("BEGIN IMMEDIATE")
         try:
-            # Explicit seqs (we hold the write lock) so vectors can be keyed without a read-back.
-            base = db.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0] + 1
+            self._refresh_indexes()  # under the write lock: nobody can add rows until we commit
+            last_seq = db.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
             for start in range(0, len(records), _CHUNK):
-                chunk = records[start : start + _CHUNK]
+                chunk = [next(rows) for _ in range(min(_CHUNK, len(records) - start))]
                 db.executemany(
-                    "INSERT INTO memories (seq, id, user_id, agent_id, content, metadata, created_us)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        (base + start + i, r.id, r.user_id, r.agent_id, r.content,
-                         json.dumps(r.metadata, ensure_ascii=False, separators=(",", ":")), r.created_us)
-                        for i, r in enumerate(chunk)
-                    ],
+                    "INSERT INTO memories (id, user_id, agent_id, content, metadata, created_us)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    chunk,
                 )
                 if vectors is not None:
+                    # Same rowid rule as the keyword index below: max + 1, in insertion order.
                     db.executemany(
                         "INSERT OR REPLACE INTO memory_vectors (seq, vector) VALUES (?, ?)",
-                        [(base + start + i, _blob(vectors[start + i])) for i in range(len(chunk))],
+                        [(last_seq + 1 + start + i, _blob(vectors[start + i])) for i in range(len(chunk))],
                     )
                 if bar is not None:
                     bar.update(len(chunk))
@@ -473,14 +474,64 @@ class SQLiteAdapter:
         finally:
             if bar is not None:
                 bar.close()
-        if vectors is not None and self._indexes:
+        # rowids of an INTEGER PRIMARY KEY table are max + 1, in insertion order
+        for offset, record in enumerate(records, start=last_seq + 1):
+            index = self._indexes.get((record.user_id, record.agent_id))
+            if index is not None:
+                index.add(offset, record.content, record.created_us)
+        self._seen_seq = last_seq + len(records)
+        if vectors is not None and self._vector_indexes:
             groups: dict[tuple[str, str], list[int]] = {}
             for i, r in enumerate(records):
-                if (r.user_id, r.agent_id) in self._indexes:
+                if (r.user_id, r.agent_id) in self._vector_indexes:
                     groups.setdefault((r.user_id, r.agent_id), []).append(i)
             for key, positions in groups.items():
-                self._indexes[key].add([base + i for i in positions], vectors[positions])
+                self._vector_indexes[key].add([last_seq + 1 + i for i in positions], vectors[positions])
         return [r.id for r in records]
+
+    # -- keyword indexes, on the worker thread -----------------------------------
+
+    def _refresh_indexes(self) -> None:
+        """Bring cached indexes up to date with rows other connections committed."""
+        db = self._db()
+        version = db.execute("PRAGMA data_version").fetchone()[0]
+        if version == self._data_version:
+            return
+        self._data_version = version
+        if not self._indexes:
+            self._seen_seq = db.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
+            return
+        rows = db.execute(
+            "SELECT seq, user_id, agent_id, content, created_us FROM memories WHERE seq > ? ORDER BY seq",
+            (self._seen_seq,),
+        ).fetchall()
+        for seq, user, agent, content, created in rows:
+            index = self._indexes.get((user, agent))
+            if index is not None:
+                index.add(seq, content, created)
+        if rows:
+            self._seen_seq = rows[-1][0]
+        # another connection may also have deleted rows: drop any index whose size disagrees
+        for key, index in list(self._indexes.items()):
+            count = db.execute("SELECT count(*) FROM memories WHERE user_id = ? AND agent_id = ?", key).fetchone()[0]
+            if count != len(index):
+                del self._indexes[key]
+
+    def _index(self, user_id: str, agent_id: str) -> KeywordIndex:
+        self._refresh_indexes()
+        key = (user_id, agent_id)
+        index = self._indexes.get(key)
+        if index is not None:
+            self._indexes.move_to_end(key)
+            return index
+        index = KeywordIndex()
+        index.add_many(self._db().execute(
+            "SELECT seq, content, created_us FROM memories WHERE user_id = ? AND agent_id = ?", key
+        ))
+        self._indexes[key] = index
+        while len(self._indexes) > 1 and sum(len(i) for i in self._indexes.values()) > self._max_indexed:
+            self._indexes.popitem(last=False)
+        return index
 
     # -- the port ----------------------------------------------------------------
 
@@ -524,19 +575,29 @@ class SQLiteAdapter:
     def _keyword_rows(
         self, text: str, user_id: str, agent_id: str, conditions: tuple[Condition, ...], limit: int
     ) -> list[tuple[int, Record, float]]:
-        match = fts_query(text)
-        if not match:
+        terms = analyze_query(text)
+        if not terms:
             return []
+        index = self._index(user_id, agent_id)
         where, params = filter_sql(conditions)
         sql = (
-            f"SELECT {_COLUMNS}, bm25(memories_fts) AS rank"  # noqa: S608
-            " FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid"
-            f" WHERE memories_fts MATCH ? AND m.user_id = ? AND m.agent_id = ? AND {where}"
-            " ORDER BY rank, m.created_us DESC, m.seq DESC LIMIT ?"
+            f"SELECT {_COLUMNS} FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?))"  # noqa: S608
+            f" AND m.user_id = ? AND m.agent_id = ? AND {where}"
         )
-        rows = self._db().execute(sql, [match, user_id, agent_id, *params, limit]).fetchall()
-        # bm25() is lower-is-better; the port promises higher-is-better.
-        return [(int(r[0]), _row_record(r), -float(r[7])) for r in rows]
+        want = limit
+        while True:
+            # Filters are checked on the best candidates first, widening until enough pass.
+            seqs, scores = index.top(terms, want if conditions else limit)
+            found = {
+                row[0]: _row_record(row)
+                for row in self._db().execute(sql, [json.dumps(seqs.tolist()), user_id, agent_id, *params])
+            }
+            hits = [
+                (s, found[s], float(score)) for s, score in zip(seqs.tolist(), scores, strict=True) if s in found
+            ]
+            if len(hits) >= limit or len(seqs) < want or not conditions:
+                return hits[:limit]
+            want *= 8
 
     def _records_by_seq(self, seqs: Iterable[int]) -> dict[int, Record]:
         wanted = list(seqs)
@@ -562,7 +623,7 @@ class SQLiteAdapter:
         self, query: np.ndarray, user_id: str, agent_id: str, conditions: tuple[Condition, ...],
         depth: int, extra: list[int],
     ) -> DenseScores:
-        index = self._index(user_id, agent_id)
+        index = self._vector_index(user_id, agent_id)
         allowed = None if not conditions else (lambda seqs: self._allowed(seqs, conditions))
         return dense_leg(index, query, depth, allowed, extra)
 
@@ -692,7 +753,7 @@ class SQLiteAdapter:
             if bar is not None:
                 bar.close()
         self._foreign_embedder = None
-        self._indexes.clear()
+        self._vector_indexes.clear()
         return done
 
     async def reembed(self, embedder: object = "default", *, progress: bool = True) -> int:
@@ -737,7 +798,7 @@ class SQLiteAdapter:
         return None if record is None else record.to_item()
 
     def _delete(self, memory_id: str, user_id: str | None, agent_id: str | None) -> bool:
-        sql = "SELECT seq, user_id, agent_id FROM memories WHERE id = ?"
+        sql = "DELETE FROM memories WHERE id = ?"
         params: list[str] = [memory_id]
         if user_id is not None:
             sql += " AND user_id = ?"
@@ -745,14 +806,15 @@ class SQLiteAdapter:
         if agent_id is not None:
             sql += " AND agent_id = ?"
             params.append(agent_id)
-        row = self._db().execute(sql, params).fetchone()
-        if row is None:
-            return False
-        deleted = self._db().execute("DELETE FROM memories WHERE seq = ?", (row[0],)).rowcount > 0
-        index = self._indexes.get((row[1], row[2]))
-        if deleted and index is not None:
-            index.remove([row[0]])
-        return deleted
+        deleted = self._db().execute(sql + " RETURNING seq, user_id, agent_id", params).fetchall()
+        for seq, user, agent in deleted:
+            index = self._indexes.get((user, agent))
+            if index is not None:
+                index.remove(seq)
+            vectors = self._vector_indexes.get((user, agent))
+            if vectors is not None:
+                vectors.remove([seq])
+        return bool(deleted)
 
     async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
         """Delete one memory; with ``user_id``/``agent_id`` only if it lives in that namespace."""
@@ -768,8 +830,8 @@ class SQLiteAdapter:
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        finally:
-            self._indexes.clear()
+        self._indexes.clear()
+        self._vector_indexes.clear()
         return True
 
     async def reset(self) -> bool:
