@@ -45,7 +45,7 @@ class HybridConfig:
     ----------
     alpha
         Weight of the semantic leg in ``[0, 1]`` (0 = keyword only, 1 = semantic
-        only, as in seed 004). Default 0.3.
+        only, as in seed 004). Default 0.35.
     dense_scale
         Divides the semantic z-score before fusion: a memory ``dense_scale``
         standard deviations above the namespace's mean similarity counts as much
@@ -58,7 +58,7 @@ class HybridConfig:
         memory of a small namespace). Default 0.3; it costs nothing on the dev set.
     """
 
-    alpha: float = 0.3
+    alpha: float = 0.35
     dense_scale: float = 4.0
     candidates: int = 100
     min_similarity: float = 0.3
