@@ -582,7 +582,8 @@ class SQLiteAdapter:
         where, params = filter_sql(conditions)
         sql = (
             f"SELECT {_COLUMNS} FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?))"  # noqa: S608
-            f" AND m.user_id = ? AND m.agent_id = ? AND {where}"
+            # unary + keeps the planner on the seq primary key: the namespace index would scan it all
+            f" AND +m.user_id = ? AND +m.agent_id = ? AND {where}"
         )
         want = limit
         while True:
