@@ -41,10 +41,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
         for ns in mem.namespaces():
             last = ns.last_at.strftime("%Y-%m-%d %H:%M") if ns.last_at else "-"
             print(f"  {ns.user_id:<8} {ns.agent_id:<16} {ns.count:>5}  {last}")
-        query = "TP53 BLAST homologs"
-        print(f"\nsearch({query!r}, user_id='alice', agent_id='bioinformatics'):")
-        for hit in mem.search(query, "alice", "bioinformatics", limit=3):
+        notes = {"type": {"$ne": "trace"}}
+        print("\nsearch('BRCA2 BLAST hits', user_id='alice', agent_id='bioinformatics', filters=" + repr(notes) + "):")
+        for hit in mem.search("BRCA2 BLAST hits", "alice", "bioinformatics", limit=3, filters=notes):
             print(f"  {hit.score:6.2f}  {_short(hit.content)}")
+        print("\nfailed trace steps: get_all(..., filters={'type': 'trace', 'status': 'failed'}):")
+        failed = mem.get_all("alice", "bioinformatics", limit=3, filters={"type": "trace", "status": "failed"})
+        for hit in failed:
+            meta = hit.metadata
+            print(f"  {meta.get('workflow_id')} step {meta.get('step_index')} {meta.get('step_name')}:"
+                  f" {_short(str(meta.get('trace', {}).get('error')), 80)}")
     return 0
 
 
@@ -61,6 +67,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     with _open(args) as mem:
         options = {"mode": args.mode} if args.mode else {}
         hits = mem.search(args.query, args.user, args.agent, args.limit, filters, **options)
+        if not hits and not args.json:
+            print(f"no matches in {args.user}/{args.agent}", file=sys.stderr)
         for hit in hits:
             if args.json:
                 print(hit.model_dump_json())
@@ -72,13 +80,13 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_graph(args: argparse.Namespace) -> int:
     """Write a standalone, offline HTML graph of one namespace or one workflow."""
-    from memkit._graph_build import load_graph
     from memkit._graphview import graph_view, standalone_html
+    from memkit.graph import memory_graph
 
     if args.max_nodes < 1:
         raise memkit.InvalidInputError(f"--max-nodes must be at least 1, got {args.max_nodes}")
     with _open(args) as mem:
-        graph = load_graph(mem, args.user, args.agent, args.workflow)
+        graph = memory_graph(mem, user_id=args.user, agent_id=args.agent, workflow_id=args.workflow)
         view = graph_view(graph, args.max_nodes)
         if view.total_nodes <= 1:
             what = f"workflow {args.workflow!r}" if args.workflow else "namespace"

@@ -11,7 +11,6 @@ import networkx as nx
 import pytest
 
 import memkit
-from memkit._graph_build import namespace_graph
 from memkit._graphview import (
     PHYSICS,
     TYPE_COLOURS,
@@ -22,6 +21,7 @@ from memkit._graphview import (
     graph_view,
     standalone_html,
 )
+from memkit.graph import memory_graph
 
 HOSTILE = '<img src=x onerror="window.__pwned=1">'
 
@@ -136,8 +136,8 @@ def test_namespace_graph_from_the_port() -> None:
         mem.add("BLAST of TP53", "u1", "bio", {"gene": "TP53", "tool": "blast"})
         mem.add("KRAS variant", "u1", "bio", {"gene": "KRAS"})
         mem.add("other namespace", "u2", "bio", {"gene": "MYC"})
-        graph = namespace_graph(mem, "u1", "bio")
-    kinds = sorted((n.type, n.label) for n in graph.nodes)
-    assert kinds == [("gene", "KRAS"), ("gene", "TP53"), ("memory", "BLAST of TP53"), ("memory", "KRAS variant"),
-                     ("namespace", "u1/bio"), ("tool", "blast")]
+        graph = graph_view(memory_graph(mem, user_id="u1", agent_id="bio"), 100)
+    kinds = sorted(n.type for n in graph.nodes)
+    assert kinds == ["Entity", "Entity", "Entity", "Memory", "Memory", "Namespace"]
+    assert "MYC" not in str([n.label for n in graph.nodes])  # the other namespace stays out
     assert len(graph.edges) == 5

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import ipywidgets as w
 
 from memkit._errors import ConfigError, InvalidInputError, MemkitError
+from memkit._models import MemoryItem
 from memkit._sync import Memory
 
 __all__ = ["Panel", "esc", "short", "status_html", "table_html"]
@@ -93,3 +94,27 @@ class Panel:
         except (MemkitError, ValueError) as exc:
             self.status.value = status_html(f"{type(exc).__name__}: {exc}", "error")
             return None
+
+
+_PAGE = 500
+
+
+def _pages(mem: Memory, user: str, agent: str, limit: int, filters: dict[str, Any] | None = None) -> list[MemoryItem]:
+    items: list[MemoryItem] = []
+    while len(items) < limit:
+        page = mem.get_page(user, agent, offset=len(items), limit=min(_PAGE, limit - len(items)), filters=filters)
+        items.extend(page)
+        if len(page) < min(_PAGE, limit - len(items) + len(page)):
+            break
+    return items
+
+
+def workflows(mem: Memory, max_traces: int = 5000) -> list[tuple[str, str, str]]:
+    """(user_id, agent_id, workflow_id) of the traces in the store, scanning at most ``max_traces`` per namespace."""
+    found: dict[tuple[str, str, str], None] = {}
+    for ns in mem.namespaces():
+        for item in _pages(mem, ns.user_id, ns.agent_id, max_traces, {"type": "trace"}):
+            wf = item.metadata.get("workflow_id")
+            if wf is not None:
+                found[(ns.user_id, ns.agent_id, str(wf))] = None
+    return sorted(found)

@@ -7,11 +7,11 @@ from typing import Any
 
 import ipywidgets as w
 
-from memkit._graph_build import load_graph
-from memkit._graph_build import workflows as list_workflows
 from memkit._graphview import GraphView, graph_html, graph_view
 from memkit._sync import Memory
+from memkit.graph import memory_graph
 from memkit.widgets._common import Panel, status_html
+from memkit.widgets._common import workflows as list_workflows
 
 __all__ = ["GraphExplorer"]
 
@@ -34,7 +34,7 @@ class GraphExplorer(Panel):
 
     def __init__(self, mem: Memory, graph: GraphFn | None = None, max_nodes: int = 150) -> None:
         self.mem = mem
-        self._graph_fn: GraphFn = graph or load_graph
+        self._graph_fn: GraphFn = graph or _load_graph
         self.view: GraphView | None = None
 
         self.scope = w.ToggleButtons(options=["namespace", "workflow"], value="namespace")
@@ -97,3 +97,7 @@ class GraphExplorer(Panel):
 
     def summary(self) -> str:
         return f"GraphExplorer: {self.view.message}" if self.view else "GraphExplorer: nothing drawn yet"
+
+
+def _load_graph(mem: Memory, user_id: str, agent_id: str, workflow_id: str | None = None) -> Any:
+    return memory_graph(mem, user_id=user_id, agent_id=agent_id, workflow_id=workflow_id)

@@ -13,9 +13,9 @@ from typing import Any
 import ipywidgets as w
 import pandas as pd
 
-from memkit._graph_build import workflows as list_workflows
 from memkit._sync import Memory
 from memkit.widgets._common import Panel, esc, pretty, status_html, table_html
+from memkit.widgets._common import workflows as list_workflows
 
 __all__ = ["TRACE_COLUMNS", "TraceReplay", "trace_frame"]
 
