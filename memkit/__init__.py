@@ -1,5 +1,6 @@
 """memkit: long-term memory for AI agents, and the tools to look inside it."""
 
+from memkit._context import ContextWindow, build_context
 from memkit._errors import (
     BackendUnavailableError,
     ConfigError,
@@ -22,14 +23,17 @@ from memkit._protocols import (
     SupportsPaging,
     SupportsStats,
 )
+from memkit._retrieval import HybridConfig
 from memkit._sync import Memory, open
 from memkit._validate import Limits
 
 __all__ = [
     "BackendUnavailableError",
     "ConfigError",
+    "ContextWindow",
     "ErrorCategory",
     "Health",
+    "HybridConfig",
     "InvalidInputError",
     "Limits",
     "MemkitError",
@@ -50,6 +54,7 @@ __all__ = [
     "SupportsNamespaces",
     "SupportsPaging",
     "SupportsStats",
+    "build_context",
     "get_memory_provider",
     "open",
 ]
