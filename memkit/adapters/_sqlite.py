@@ -581,23 +581,22 @@ class SQLiteAdapter:
         index = self._index(user_id, agent_id)
         where, params = filter_sql(conditions)
         sql = (
-            f"SELECT {_COLUMNS} FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?))"  # noqa: S608
+            "SELECT m.seq FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?))"  # noqa: S608
             # unary + keeps the planner on the seq primary key: the namespace index would scan it all
             f" AND +m.user_id = ? AND +m.agent_id = ? AND {where}"
         )
         want = limit
         while True:
-            # Filters are checked on the best candidates first, widening until enough pass.
+            # Filters are checked on the best candidates first, widening until enough pass; only the
+            # seqs come back from that check, full rows are read for the hits alone.
             seqs, scores = index.top(terms, want if conditions else limit)
-            found = {
-                row[0]: _row_record(row)
-                for row in self._db().execute(sql, [json.dumps(seqs.tolist()), user_id, agent_id, *params])
-            }
-            hits = [
-                (s, found[s], float(score)) for s, score in zip(seqs.tolist(), scores, strict=True) if s in found
-            ]
-            if len(hits) >= limit or len(seqs) < want or not conditions:
-                return hits[:limit]
+            db = self._db()
+            passed = {row[0] for row in db.execute(sql, [json.dumps(seqs.tolist()), user_id, agent_id, *params])}
+            ranked = [(s, float(score)) for s, score in zip(seqs.tolist(), scores, strict=True) if s in passed]
+            if len(ranked) >= limit or len(seqs) < want or not conditions:
+                ranked = ranked[:limit]
+                rows = self._records_by_seq(s for s, _ in ranked)
+                return [(s, rows[s], score) for s, score in ranked if s in rows]
             want *= 8
 
     def _records_by_seq(self, seqs: Iterable[int]) -> dict[int, Record]:
