@@ -81,7 +81,7 @@ async def _export_trace_columns(
 ) -> dict[str, Any]:
     """The generic path: stream ``export()`` and keep the traces, as columns."""
     if not isinstance(provider, SupportsExport):
-        raise NotImplementedError(f"{provider!r} cannot list its records (no export()); traces_frame needs it")
+        raise NotImplementedError(f"{provider!r} cannot list its records (no export()), which traces need")
     cols: dict[str, list[Any]] = {name: [] for name in (*_TEXT, *_NUMBERS)}
     extra: dict[str, dict[int, Any]] = {}
     stream: AsyncIterator[Any] = provider.export(user_id, agent_id)
@@ -203,7 +203,9 @@ def traces_frame(
 # -- memories and namespaces -----------------------------------------------------------
 
 
-async def _collect(provider: MemoryProvider, user_id: str, agent_id: str, filters: dict[str, Any] | None) -> list[Any]:
+async def _collect(
+    provider: MemoryProvider, user_id: str, agent_id: str, filters: dict[str, Any] | None
+) -> list[Any]:
     if isinstance(provider, SupportsPaging):
         items: list[Any] = []
         offset = 0
@@ -335,7 +337,7 @@ class ReplayState:
     steps: pd.DataFrame
     """Every step so far, this one included."""
     history: ExecutionHistory
-    """The same steps as an in-memory :class:`~memkit.traces.ExecutionHistory` (summaries, failure patterns)."""
+    """The same steps as an :class:`~memkit.traces.ExecutionHistory` (summaries, failure patterns)."""
 
 
 def _item(row: pd.Series) -> ExecutionItem:

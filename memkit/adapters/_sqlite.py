@@ -580,7 +580,8 @@ class SQLiteAdapter:
         import numpy as np
 
         db = self._db()
-        where, params = ["1"], []
+        where: list[str] = ["1"]
+        params: list[Any] = []
         for column, value in (("workflow_id", workflow_id), ("agent_id", agent_id),
                               ("user_id", user_id), ("status", status)):
             if value is not None:
