@@ -9,6 +9,7 @@ from memkit._errors import (
     NotFoundError,
     StorageError,
 )
+from memkit._factory import get_memory_provider
 from memkit._models import Health, MemoryFilter, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._protocols import (
     MemoryProvider,
@@ -21,7 +22,6 @@ from memkit._protocols import (
     SupportsPaging,
     SupportsStats,
 )
-from memkit._factory import get_memory_provider
 from memkit._sync import Memory, open
 from memkit._validate import Limits
 
@@ -32,8 +32,8 @@ __all__ = [
     "Health",
     "InvalidInputError",
     "Limits",
-    "Memory",
     "MemkitError",
+    "Memory",
     "MemoryFilter",
     "MemoryItem",
     "MemoryProvider",

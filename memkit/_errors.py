@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 __all__ = [
     "BackendUnavailableError",
@@ -15,7 +15,7 @@ __all__ = [
 ]
 
 
-class ErrorCategory(str, Enum):
+class ErrorCategory(StrEnum):
     """What kind of failure a :class:`MemkitError` reports."""
 
     INVALID_INPUT = "invalid_input"

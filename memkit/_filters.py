@@ -31,7 +31,7 @@ from typing import Any, Literal
 from memkit._errors import InvalidInputError
 from memkit._models import MemoryFilter
 
-__all__ = ["Condition", "OPERATORS", "matches", "parse_filters", "type_class"]
+__all__ = ["OPERATORS", "Condition", "matches", "parse_filters", "type_class"]
 
 OPERATORS = ("$eq", "$ne", "$in", "$nin", "$gt", "$gte", "$lt", "$lte")
 _RANGE = ("$gt", "$gte", "$lt", "$lte")

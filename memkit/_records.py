@@ -9,7 +9,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -141,13 +141,13 @@ def now_us() -> int:
 
 
 def from_us(us: int) -> datetime:
-    return datetime.fromtimestamp(us / 1_000_000, tz=timezone.utc)
+    return datetime.fromtimestamp(us / 1_000_000, tz=UTC)
 
 
 def to_us(moment: datetime) -> int:
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return int(round(moment.timestamp() * 1_000_000))
+        moment = moment.replace(tzinfo=UTC)
+    return round(moment.timestamp() * 1_000_000)
 
 
 @dataclass(slots=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Mapping
+from collections.abc import Coroutine, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from memkit._factory import get_memory_provider
@@ -69,9 +69,13 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run_coroutine_threadsafe(coro, runner.loop).result()
 
 
-def _require(provider: object, capability: type, method: str) -> None:
+P = TypeVar("P")
+
+
+def _require(provider: object, capability: type[P], method: str) -> P:
     if not isinstance(provider, capability):
         raise NotImplementedError(f"{provider!r} does not support {method}()")
+    return provider
 
 
 class Memory:
@@ -127,7 +131,8 @@ class Memory:
     ) -> list[MemoryItem]:
         """Best matches in one namespace; ``options`` (e.g. ``mode=``) go to the adapter."""
         search: Any = self.provider.search
-        return run_sync(search(query, user_id, agent_id, limit, filters, **options))  # type: ignore[no-any-return]
+        result: list[MemoryItem] = run_sync(search(query, user_id, agent_id, limit, filters, **options))
+        return result
 
     def get_all(
         self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
@@ -138,7 +143,8 @@ class Memory:
     def delete(self, memory_id: str, **scope: str) -> bool:
         """Delete by id; ``False`` when there was nothing to delete."""
         delete: Any = self.provider.delete
-        return run_sync(delete(memory_id, **scope))  # type: ignore[no-any-return]
+        deleted: bool = run_sync(delete(memory_id, **scope))
+        return deleted
 
     def reset(self) -> bool:
         """Wipe the whole store."""
@@ -148,28 +154,23 @@ class Memory:
 
     def get(self, memory_id: str) -> MemoryItem | None:
         """One memory by id, or ``None``."""
-        _require(self.provider, SupportsGet, "get")
-        return run_sync(self.provider.get(memory_id))  # type: ignore[attr-defined, no-any-return]
+        return run_sync(_require(self.provider, SupportsGet, "get").get(memory_id))
 
     def add_many(self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False) -> list[str]:
         """Store many memories in one transaction."""
-        _require(self.provider, SupportsAddMany, "add_many")
-        return run_sync(self.provider.add_many(list(items), progress=progress))  # type: ignore[attr-defined, no-any-return]
+        return run_sync(_require(self.provider, SupportsAddMany, "add_many").add_many(list(items), progress=progress))
 
     def namespaces(self) -> list[NamespaceInfo]:
         """Every (user_id, agent_id) with counts and first/last activity."""
-        _require(self.provider, SupportsNamespaces, "namespaces")
-        return run_sync(self.provider.namespaces())  # type: ignore[attr-defined, no-any-return]
+        return run_sync(_require(self.provider, SupportsNamespaces, "namespaces").namespaces())
 
     def stats(self) -> Stats:
         """How much the store holds."""
-        _require(self.provider, SupportsStats, "stats")
-        return run_sync(self.provider.stats())  # type: ignore[attr-defined, no-any-return]
+        return run_sync(_require(self.provider, SupportsStats, "stats").stats())
 
     def health(self) -> Health:
         """Whether the store answers, and how fast."""
-        _require(self.provider, SupportsHealth, "health")
-        return run_sync(self.provider.health())  # type: ignore[attr-defined, no-any-return]
+        return run_sync(_require(self.provider, SupportsHealth, "health").health())
 
     def get_page(
         self,
@@ -181,18 +182,20 @@ class Memory:
         filters: dict[str, Any] | None = None,
     ) -> list[MemoryItem]:
         """One page of a namespace, newest first."""
-        _require(self.provider, SupportsPaging, "get_page")
-        coro = self.provider.get_page(user_id, agent_id, offset=offset, limit=limit, filters=filters)  # type: ignore[attr-defined]
-        return run_sync(coro)  # type: ignore[no-any-return]
+        pager = _require(self.provider, SupportsPaging, "get_page")
+        return run_sync(pager.get_page(user_id, agent_id, offset=offset, limit=limit, filters=filters))
 
     def export(self, user_id: str | None = None, agent_id: str | None = None) -> Iterator[MemoryItem]:
         """Iterate every record, oldest first, without loading them all."""
-        _require(self.provider, SupportsExport, "export")
-        stream: AsyncIterator[MemoryItem] = self.provider.export(user_id, agent_id)  # type: ignore[attr-defined]
+        stream = _require(self.provider, SupportsExport, "export").export(user_id, agent_id)
+
+        async def pull() -> MemoryItem:
+            return await stream.__anext__()
+
         try:
             while True:
                 try:
-                    yield run_sync(stream.__anext__())
+                    yield run_sync(pull())
                 except StopAsyncIteration:
                     return
         finally:
@@ -206,7 +209,7 @@ class Memory:
             run_sync(self.provider.aclose())
 
 
-def open(url_or_cfg: object = None) -> Memory:  # noqa: A001 - mirrors builtins.open on purpose
+def open(url_or_cfg: object = None) -> Memory:
     """Open a store and return its synchronous face.
 
     Accepts what :func:`memkit.get_memory_provider` accepts; ``None`` opens

@@ -15,7 +15,7 @@ from typing import Any
 
 from memkit._errors import InvalidInputError
 
-__all__ = ["Limits", "DEFAULT_LIMITS"]
+__all__ = ["DEFAULT_LIMITS", "Limits"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _INT64 = 2**63

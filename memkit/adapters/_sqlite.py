@@ -521,7 +521,9 @@ class SQLiteAdapter:
         memories, traces = db.execute(
             "SELECT count(*), coalesce(sum(json_extract(metadata, '$.type') = 'trace'), 0) FROM memories"
         ).fetchone()
-        namespaces = db.execute("SELECT count(*) FROM (SELECT 1 FROM memories GROUP BY user_id, agent_id)").fetchone()[0]
+        namespaces = db.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM memories GROUP BY user_id, agent_id)"
+        ).fetchone()[0]
         pages = db.execute("PRAGMA page_count").fetchone()[0] * db.execute("PRAGMA page_size").fetchone()[0]
         return Stats(
             provider=self.provider_name, memories=memories, traces=traces, namespaces=namespaces,

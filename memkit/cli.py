@@ -1,0 +1,115 @@
+"""The ``memkit`` command: ``memkit demo``, ``memkit stats``, ``memkit search``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+
+import memkit
+from memkit._errors import MemkitError
+
+__all__ = ["main"]
+
+
+def _short(text: str, width: int = 110) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _open(args: argparse.Namespace) -> memkit.Memory:
+    return memkit.open(args.url)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Load the demo sample into the store (unless it already has memories), then show it."""
+    from memkit._demo import demo_items
+
+    with _open(args) as mem:
+        before = mem.stats()
+        if before.memories == 0 or args.force:
+            if args.force:
+                mem.reset()
+            mem.add_many(demo_items(), progress=not args.quiet)
+            print(f"Loaded the demo sample into {mem.provider!r}.")
+        else:
+            print(f"{mem.provider!r} already holds {before.memories} memories; showing them (use --force to reload).")
+        stats = mem.stats()
+        print(f"\n{stats.memories} memories ({stats.traces} trace steps) in {stats.namespaces} namespaces:")
+        print(f"  {'user':<8} {'agent':<16} {'count':>5}  last activity")
+        for ns in mem.namespaces():
+            last = ns.last_at.strftime("%Y-%m-%d %H:%M") if ns.last_at else "-"
+            print(f"  {ns.user_id:<8} {ns.agent_id:<16} {ns.count:>5}  {last}")
+        query = "TP53 BLAST homologs"
+        print(f"\nsearch({query!r}, user_id='alice', agent_id='bioinformatics'):")
+        for hit in mem.search(query, "alice", "bioinformatics", limit=3):
+            print(f"  {hit.score:6.2f}  {_short(hit.content)}")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    """Print counts and storage size (JSON)."""
+    with _open(args) as mem:
+        print(json.dumps(mem.stats().model_dump(), indent=2, default=str))
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    """Search one namespace and print the hits (JSON lines with --json)."""
+    filters = json.loads(args.filters) if args.filters else None
+    with _open(args) as mem:
+        options = {"mode": args.mode} if args.mode else {}
+        hits = mem.search(args.query, args.user, args.agent, args.limit, filters, **options)
+        for hit in hits:
+            if args.json:
+                print(hit.model_dump_json())
+            else:
+                score = f"{hit.score:6.2f}" if hit.score is not None else "     -"
+                print(f"{score}  {hit.id}  {_short(hit.content)}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memkit", description="Long-term memory for AI agents: load, inspect and search a store."
+    )
+    parser.add_argument(
+        "--url", default=None,
+        help="store to open (default: $MEMKIT_URL or sqlite:///data/memory.db); e.g. memory://, sqlite:///x.db",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = sub.add_parser("demo", help="load the demo research-agent sample and show a summary and a search")
+    demo.add_argument("--force", action="store_true", help="wipe the store and reload the sample")
+    demo.add_argument("--quiet", action="store_true", help="no progress bar")
+    demo.set_defaults(func=cmd_demo)
+
+    stats = sub.add_parser("stats", help="print how much the store holds")
+    stats.set_defaults(func=cmd_stats)
+
+    search = sub.add_parser("search", help="search one namespace")
+    search.add_argument("query")
+    search.add_argument("--user", required=True, help="user_id of the namespace")
+    search.add_argument("--agent", required=True, help="agent_id of the namespace")
+    search.add_argument("--limit", type=int, default=5)
+    search.add_argument("--filters", help='metadata filter as JSON, e.g. \'{"gene": "TP53"}\'')
+    search.add_argument("--mode", choices=["keyword", "semantic", "hybrid"], help="retrieval mode")
+    search.add_argument("--json", action="store_true", help="one JSON object per hit")
+    search.set_defaults(func=cmd_search)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``memkit`` console script."""
+    args = build_parser().parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except (MemkitError, json.JSONDecodeError) as exc:
+        print(f"memkit: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

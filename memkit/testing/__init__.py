@@ -1,0 +1,24 @@
+"""The conformance suite every memkit adapter passes: ours, and yours.
+
+Subclass :class:`ProviderConformance` in a test module and give it a
+``make_provider`` fixture that returns a zero-argument callable building a
+provider (each call on the same storage, so persistence can be checked)::
+
+    import pytest
+    from memkit.testing import ProviderConformance
+
+    class TestMyAdapter(ProviderConformance):
+        persistent = True
+
+        @pytest.fixture
+        def make_provider(self, tmp_path):
+            return lambda: MyAdapter(tmp_path / "store")
+
+Tests use fresh random namespaces, so a shared server is fine. Where an
+adapter deliberately differs, name the test in ``differences`` with the reason:
+the test is then expected to fail (strict xfail), so the note cannot go stale.
+"""
+
+from memkit.testing._conformance import ProviderConformance
+
+__all__ = ["ProviderConformance"]

@@ -1,0 +1,139 @@
+"""What only the SQLite adapter promises: one file, WAL, migrations, many processes."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import memkit
+from memkit import ConfigError, InvalidInputError, Limits, StorageError
+from memkit.adapters import SQLiteAdapter
+from memkit.adapters._sqlite import SCHEMA_VERSION
+
+
+async def test_file_is_wal_with_schema_version(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    adapter = SQLiteAdapter(path)
+    await adapter.add("x", "u", "a")
+    await adapter.aclose()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+    assert {"memories", "memories_fts", "store_meta"} <= tables
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "future.db"
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(ConfigError, match="upgrade memkit"):
+        SQLiteAdapter(path)
+
+
+def test_not_a_database_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "garbage.db"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(ConfigError, match="not a usable memkit database"):
+        SQLiteAdapter(path)
+
+
+def test_reopening_does_not_rerun_migrations(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    for _ in range(3):
+        SQLiteAdapter(path).close()
+    conn = sqlite3.connect(path)
+    row = conn.execute("SELECT value FROM store_meta WHERE key = 'schema_version'").fetchone()
+    assert row[0] == str(SCHEMA_VERSION)
+
+
+async def test_closed_adapter_raises_storage_error(tmp_path: Path) -> None:
+    adapter = SQLiteAdapter(tmp_path / "m.db")
+    await adapter.aclose()
+    with pytest.raises(StorageError, match="closed"):
+        await adapter.add("x", "u", "a")
+    await adapter.aclose()  # idempotent
+
+
+async def test_custom_limits_apply(tmp_path: Path) -> None:
+    adapter = SQLiteAdapter(tmp_path / "m.db", limits=Limits(max_content_chars=10, max_limit=3))
+    await adapter.add("0123456789", "u", "a")
+    with pytest.raises(InvalidInputError, match="limit is 10"):
+        await adapter.add("0123456789x", "u", "a")
+    with pytest.raises(InvalidInputError, match="between 1 and 3"):
+        await adapter.get_all("u", "a", limit=4)
+    assert len(await adapter.get_all("u", "a", limit=3)) == 1
+    await adapter.aclose()
+
+
+async def test_add_many_progress_bar_and_single_transaction(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    adapter = SQLiteAdapter(tmp_path / "m.db")
+    rows = [{"content": f"row {i}", "user_id": "u", "agent_id": "a"} for i in range(25_000)]
+    ids = await adapter.add_many(rows, progress=True)
+    assert len(ids) == 25_000
+    assert "add_many" in capsys.readouterr().err
+    # a bad last row rolls back the whole batch, even across internal chunks
+    rows = [{"content": f"more {i}", "user_id": "u", "agent_id": "a"} for i in range(15_000)]
+    rows.append({"content": "dup", "user_id": "u", "agent_id": "a", "id": ids[0]})
+    with pytest.raises(InvalidInputError):
+        await adapter.add_many(rows)
+    assert (await adapter.stats()).memories == 25_000
+    await adapter.aclose()
+
+
+def test_several_processes_write_one_file(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    SQLiteAdapter(path).close()
+    script = textwrap.dedent(
+        f"""
+        import sys, memkit
+        mem = memkit.open("sqlite:///{path}")
+        for i in range(60):
+            mem.add(f"process {{sys.argv[1]}} note {{i}}", "u", "p" + sys.argv[1])
+        mem.add_many([{{"content": f"batch {{i}}", "user_id": "u", "agent_id": "p" + sys.argv[1]}} for i in range(200)])
+        mem.close()
+        """
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(n)]) for n in range(4)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    with memkit.open(f"sqlite:///{path}") as mem:
+        counts = {ns.agent_id: ns.count for ns in mem.namespaces()}
+        assert counts == {f"p{n}": 260 for n in range(4)}
+        assert len(mem.search("note", "u", "p2", limit=100)) == 60
+
+
+def test_several_processes_create_one_new_file(tmp_path: Path) -> None:
+    """Migrations race safely: four processes open the same brand-new file at once."""
+    path = tmp_path / "new.db"
+    script = f"import memkit; m = memkit.open('sqlite:///{path}'); m.add('hi', 'u', 'a'); m.close()"
+    procs = [subprocess.Popen([sys.executable, "-c", script]) for _ in range(4)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    with memkit.open(f"sqlite:///{path}") as mem:
+        assert mem.stats().memories == 4
+
+
+async def test_deleted_memories_leave_the_keyword_index(tmp_path: Path) -> None:
+    adapter = SQLiteAdapter(tmp_path / "m.db")
+    gone = await adapter.add("ephemeral kinase", "u", "a")
+    await adapter.add("durable kinase", "u", "a")
+    await adapter.delete(gone)
+    assert [h.content for h in await adapter.search("kinase", "u", "a")] == ["durable kinase"]
+    await adapter.reset()
+    assert await adapter.search("kinase", "u", "a") == []
+    conn = sqlite3.connect(tmp_path / "m.db")
+    assert conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'kinase'").fetchone()[0] == 0
+    await adapter.aclose()
+
+
+async def test_porter_stemming_matches_word_forms(tmp_path: Path) -> None:
+    adapter = SQLiteAdapter(tmp_path / "m.db")
+    target = await adapter.add("The aligner mapped reads to the reference", "u", "a")
+    await adapter.add("Unrelated lunch note", "u", "a")
+    assert [h.id for h in await adapter.search("mapping read", "u", "a")] == [target]
+    await adapter.aclose()
