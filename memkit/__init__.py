@@ -10,6 +10,7 @@ from memkit._errors import (
     StorageError,
 )
 from memkit._factory import get_memory_provider
+from memkit._io import export_jsonl, import_history, import_jsonl
 from memkit._models import Health, MemoryFilter, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._protocols import (
     MemoryProvider,
@@ -50,7 +51,10 @@ __all__ = [
     "SupportsNamespaces",
     "SupportsPaging",
     "SupportsStats",
+    "export_jsonl",
     "get_memory_provider",
+    "import_history",
+    "import_jsonl",
     "open",
 ]
 

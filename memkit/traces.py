@@ -28,6 +28,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import json
+import os
 import sys
 import threading
 import time
@@ -433,13 +434,13 @@ class ExecutionHistory:
             "summary": self.get_execution_summary(),
         }
 
-    def save_to_file(self, filepath: str | Path) -> None:
+    def save_to_file(self, filepath: str | os.PathLike[str]) -> None:
         """Write :meth:`to_dict` as JSON (the seed framework's file format)."""
         with Path(filepath).open("w", encoding="utf-8") as f:
             json.dump(self.to_dict(), f, indent=2, default=str)
 
     @classmethod
-    def load_from_file(cls, filepath: str | Path, **options: Any) -> ExecutionHistory:
+    def load_from_file(cls, filepath: str | os.PathLike[str], **options: Any) -> ExecutionHistory:
         """Read a :meth:`save_to_file` JSON; ``options`` (e.g. ``memory_provider``) go to the constructor.
 
         Loading never writes traces; use :func:`memkit.import_history` to store them.

@@ -112,7 +112,8 @@ _MIGRATIONS: dict[int, str] = {
         DELETE FROM trace_steps WHERE seq = old.seq;
     END;
     INSERT INTO trace_steps
-        SELECT seq, id, user_id, agent_id, created_us, json_extract(metadata, '$.workflow_id'), json_extract(metadata, '$.trace.step_index'),
+        SELECT seq, id, user_id, agent_id, created_us,
+               json_extract(metadata, '$.workflow_id'), json_extract(metadata, '$.trace.step_index'),
                json_extract(metadata, '$.trace.step_name'), json_extract(metadata, '$.trace.tool'),
                json_extract(metadata, '$.trace.status'),
                CAST(round(json_extract(metadata, '$.trace.timestamp') * 1e6) AS INTEGER),
