@@ -59,24 +59,30 @@ _MIGRATIONS: dict[int, str] = {
     END;
     """,
     # Traces as typed columns, kept by triggers, so a million steps read as columns
-    # without parsing each record's metadata JSON (see trace_columns).
+    # without parsing each record's metadata JSON (see trace_columns). Repetitive text
+    # (namespaces, workflow, step, tool, status) is stored as codes into trace_dict:
+    # integers travel out of SQLite several times faster than strings.
     2: """
+    CREATE TABLE trace_dict (
+        code INTEGER PRIMARY KEY,
+        text TEXT NOT NULL UNIQUE
+    );
     CREATE TABLE trace_steps (
         seq         INTEGER PRIMARY KEY,     -- memories.seq
-        id          TEXT NOT NULL,           -- copies of memories' columns so reads never touch
-        user_id     TEXT NOT NULL,           -- the (large) memories rows
-        agent_id    TEXT NOT NULL,
-        created_us  INTEGER NOT NULL,
-        workflow_id TEXT,
+        id          TEXT NOT NULL,           -- memories.id
+        created_us  INTEGER NOT NULL,        -- memories.created_us
+        user_id     INTEGER NOT NULL,        -- codes into trace_dict from here on
+        agent_id    INTEGER NOT NULL,
+        workflow_id INTEGER,
+        run_id      INTEGER,
+        step_name   INTEGER,
+        tool        INTEGER,
+        status      INTEGER,
         step_index  INTEGER,
-        step_name   TEXT,
-        tool        TEXT,
-        status      TEXT,
         started_us  INTEGER,                 -- trace timestamp, microseconds since the epoch
-        duration_us INTEGER,                 -- integers: SQLite prints them far faster than floats
+        duration_us INTEGER,
         retry_count INTEGER,
         error       TEXT,
-        run_id      TEXT,
         parameters  TEXT,                    -- JSON
         result      TEXT                     -- JSON
     );
@@ -86,48 +92,64 @@ _MIGRATIONS: dict[int, str] = {
         key  TEXT NOT NULL,
         PRIMARY KEY (kind, key)
     ) WITHOUT ROWID;
+    CREATE VIEW trace_source AS SELECT
+        seq, id, created_us, user_id, agent_id,
+        json_extract(metadata, '$.workflow_id') AS workflow_id,
+        json_extract(metadata, '$.run_id') AS run_id,
+        json_extract(metadata, '$.trace.step_name') AS step_name,
+        json_extract(metadata, '$.trace.tool') AS tool,
+        json_extract(metadata, '$.trace.status') AS status,
+        json_extract(metadata, '$.trace.step_index') AS step_index,
+        CAST(round(json_extract(metadata, '$.trace.timestamp') * 1e6) AS INTEGER) AS started_us,
+        CAST(round(json_extract(metadata, '$.trace.duration') * 1e6) AS INTEGER) AS duration_us,
+        json_extract(metadata, '$.trace.retry_count') AS retry_count,
+        json_extract(metadata, '$.trace.error') AS error,
+        CASE json_type(metadata, '$.trace.parameters') WHEN 'object' THEN metadata -> '$.trace.parameters' END
+            AS parameters,
+        CASE json_type(metadata, '$.trace.result') WHEN 'object' THEN metadata -> '$.trace.result' END AS result
+    FROM memories WHERE json_extract(metadata, '$.type') = 'trace';
     CREATE TRIGGER trace_steps_insert AFTER INSERT ON memories
     WHEN json_extract(new.metadata, '$.type') = 'trace' BEGIN
-        INSERT INTO trace_steps VALUES (
-            new.seq, new.id, new.user_id, new.agent_id, new.created_us,
-            json_extract(new.metadata, '$.workflow_id'),
-            json_extract(new.metadata, '$.trace.step_index'),
-            json_extract(new.metadata, '$.trace.step_name'),
-            json_extract(new.metadata, '$.trace.tool'),
-            json_extract(new.metadata, '$.trace.status'),
-            CAST(round(json_extract(new.metadata, '$.trace.timestamp') * 1e6) AS INTEGER),
-            CAST(round(json_extract(new.metadata, '$.trace.duration') * 1e6) AS INTEGER),
-            json_extract(new.metadata, '$.trace.retry_count'),
-            json_extract(new.metadata, '$.trace.error'),
-            json_extract(new.metadata, '$.run_id'),
-            new.metadata -> '$.trace.parameters',
-            new.metadata -> '$.trace.result'
-        );
-        INSERT OR IGNORE INTO trace_keys SELECT 'params', key FROM json_each(new.metadata, '$.trace.parameters')
-            WHERE json_type(new.metadata, '$.trace.parameters') = 'object';
-        INSERT OR IGNORE INTO trace_keys SELECT 'result', key FROM json_each(new.metadata, '$.trace.result')
-            WHERE json_type(new.metadata, '$.trace.result') = 'object';
+        INSERT OR IGNORE INTO trace_dict (text)
+            SELECT value FROM trace_source s, json_each(json_array(
+                s.user_id, s.agent_id, s.workflow_id, s.run_id, s.step_name, s.tool, s.status))
+            WHERE s.seq = new.seq AND json_each.type = 'text';
+        INSERT INTO trace_steps
+            SELECT seq, id, created_us,
+                (SELECT code FROM trace_dict WHERE text = s.user_id),
+                (SELECT code FROM trace_dict WHERE text = s.agent_id),
+                (SELECT code FROM trace_dict WHERE text = s.workflow_id),
+                (SELECT code FROM trace_dict WHERE text = s.run_id),
+                (SELECT code FROM trace_dict WHERE text = s.step_name),
+                (SELECT code FROM trace_dict WHERE text = s.tool),
+                (SELECT code FROM trace_dict WHERE text = s.status),
+                step_index, started_us, duration_us, retry_count, error, parameters, result
+            FROM trace_source s WHERE s.seq = new.seq;
+        INSERT OR IGNORE INTO trace_keys SELECT 'params', j.key FROM trace_steps t, json_each(t.parameters) j
+            WHERE t.seq = new.seq;
+        INSERT OR IGNORE INTO trace_keys SELECT 'result', j.key FROM trace_steps t, json_each(t.result) j
+            WHERE t.seq = new.seq;
     END;
     CREATE TRIGGER trace_steps_delete AFTER DELETE ON memories BEGIN
         DELETE FROM trace_steps WHERE seq = old.seq;
     END;
+    INSERT OR IGNORE INTO trace_dict (text)
+        SELECT value FROM trace_source s, json_each(json_array(
+            s.user_id, s.agent_id, s.workflow_id, s.run_id, s.step_name, s.tool, s.status))
+        WHERE json_each.type = 'text';
     INSERT INTO trace_steps
-        SELECT seq, id, user_id, agent_id, created_us,
-               json_extract(metadata, '$.workflow_id'), json_extract(metadata, '$.trace.step_index'),
-               json_extract(metadata, '$.trace.step_name'), json_extract(metadata, '$.trace.tool'),
-               json_extract(metadata, '$.trace.status'),
-               CAST(round(json_extract(metadata, '$.trace.timestamp') * 1e6) AS INTEGER),
-               CAST(round(json_extract(metadata, '$.trace.duration') * 1e6) AS INTEGER),
-               json_extract(metadata, '$.trace.retry_count'),
-               json_extract(metadata, '$.trace.error'), json_extract(metadata, '$.run_id'),
-               metadata -> '$.trace.parameters', metadata -> '$.trace.result'
-        FROM memories WHERE json_extract(metadata, '$.type') = 'trace';
-    INSERT OR IGNORE INTO trace_keys
-        SELECT 'params', j.key FROM memories m, json_each(m.metadata, '$.trace.parameters') j
-        WHERE json_extract(m.metadata, '$.type') = 'trace' AND json_type(m.metadata, '$.trace.parameters') = 'object';
-    INSERT OR IGNORE INTO trace_keys
-        SELECT 'result', j.key FROM memories m, json_each(m.metadata, '$.trace.result') j
-        WHERE json_extract(m.metadata, '$.type') = 'trace' AND json_type(m.metadata, '$.trace.result') = 'object';
+        SELECT seq, id, created_us,
+            (SELECT code FROM trace_dict WHERE text = s.user_id),
+            (SELECT code FROM trace_dict WHERE text = s.agent_id),
+            (SELECT code FROM trace_dict WHERE text = s.workflow_id),
+            (SELECT code FROM trace_dict WHERE text = s.run_id),
+            (SELECT code FROM trace_dict WHERE text = s.step_name),
+            (SELECT code FROM trace_dict WHERE text = s.tool),
+            (SELECT code FROM trace_dict WHERE text = s.status),
+            step_index, started_us, duration_us, retry_count, error, parameters, result
+        FROM trace_source s;
+    INSERT OR IGNORE INTO trace_keys SELECT 'params', j.key FROM trace_steps t, json_each(t.parameters) j;
+    INSERT OR IGNORE INTO trace_keys SELECT 'result', j.key FROM trace_steps t, json_each(t.result) j;
     """,
 }
 
@@ -136,7 +158,8 @@ _TRACE_NUMBERS = ("seq", "created_us", "step_index", "started_us", "duration_us"
 _COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
 _CHUNK = 10_000
 
-_TRACE_TEXTS = ("id", "user_id", "agent_id", "workflow_id", "run_id", "step_name", "tool", "status", "error")
+_TRACE_CODES = ("user_id", "agent_id", "workflow_id", "run_id", "step_name", "tool", "status")
+_TRACE_TEXTS = ("id", "error")
 
 
 def _statements(script: str) -> Iterator[str]:
@@ -588,17 +611,18 @@ class SQLiteAdapter:
         for column, value in (("workflow_id", workflow_id), ("agent_id", agent_id),
                               ("user_id", user_id), ("status", status)):
             if value is not None:
-                where.append(f"{column} = ?")
+                where.append(f"{column} = (SELECT code FROM trace_dict WHERE text = ?)")  # noqa: S608
                 params.append(value)
         if since_us is not None:
             where.append("created_us >= ?")
             params.append(since_us)
         # One scan of the compact trace_steps table; each column comes back as ONE string
-        # (numbers comma-separated for numpy; text split on the unit separator, JSON for
-        # params/result cells), several times faster than a Python tuple per row.
+        # (numbers and text codes comma-separated for numpy; ids split on the unit separator;
+        # JSON arrays for params/result cells): several times faster than a tuple per row.
         exprs = [f"coalesce(group_concat(coalesce({n}, 'nan'), ','), '')" for n in _TRACE_NUMBERS]
+        exprs += [f"coalesce(group_concat(coalesce({n}, 0), ','), '')" for n in _TRACE_CODES]
         exprs += [f"group_concat(coalesce({n}, char(30)), char(31))" for n in _TRACE_TEXTS]
-        names = [*_TRACE_NUMBERS, *_TRACE_TEXTS]
+        names = [*_TRACE_NUMBERS, *_TRACE_CODES, *_TRACE_TEXTS]
         keys = db.execute("SELECT kind, key FROM trace_keys ORDER BY kind, key").fetchall()
         key_params: list[str] = []
         for kind, key in keys:
@@ -611,10 +635,18 @@ class SQLiteAdapter:
         sql = f"SELECT count(*), {', '.join(exprs)} FROM trace_steps WHERE {' AND '.join(where)}"  # noqa: S608
         # Placeholders of the select list come before those of the WHERE clause.
         count, *texts = db.execute(sql, [*key_params, *params]).fetchone()
+        # Code 0 never occurs (INTEGER PRIMARY KEY starts at 1): it stands for "no value".
+        dictionary = db.execute("SELECT code, text FROM trace_dict").fetchall()
+        lookup = np.empty(max((c for c, _ in dictionary), default=0) + 1, dtype=object)
+        for code, text in dictionary:
+            lookup[code] = text
         out: dict[str, Any] = {}
         for name, text in zip(names, texts, strict=True):
             if name in _TRACE_NUMBERS:
                 out[name] = np.fromstring(text, sep=",") if count else np.zeros(0)
+            elif name in _TRACE_CODES:
+                codes = np.fromstring(text, sep=",", dtype=np.int64) if count else np.zeros(0, dtype=np.int64)
+                out[name] = lookup[codes]
             elif name in _TRACE_TEXTS:
                 cells = text.split("\x1f") if count else []
                 if len(cells) != count:  # a value contained the separator: ask again, as JSON
