@@ -340,6 +340,10 @@ class ReplayState:
     """The same steps as an :class:`~memkit.traces.ExecutionHistory` (summaries, failure patterns)."""
 
 
+def _missing(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value))
+
+
 def _item(row: pd.Series) -> ExecutionItem:
     params = {k.split(".", 1)[1]: v for k, v in row.items() if isinstance(k, str) and k.startswith("params.")}
     result = {k.split(".", 1)[1]: v for k, v in row.items() if isinstance(k, str) and k.startswith("result.")}
@@ -348,10 +352,10 @@ def _item(row: pd.Series) -> ExecutionItem:
         step_name=row["step_name"],
         tool=row["tool"],
         status=ExecutionStatus(row["status"]),
-        result={k: v for k, v in result.items() if v is not None} or None,
-        error=row["error"],
+        result={k: v for k, v in result.items() if not _missing(v)} or None,
+        error=None if _missing(row["error"]) else row["error"],
         timestamp=row["started_at"].timestamp() if pd.notna(row["started_at"]) else float("nan"),
-        parameters={k: v for k, v in params.items() if v is not None} or None,
+        parameters={k: v for k, v in params.items() if not _missing(v)} or None,
         duration=None if pd.isna(row["duration_s"]) else float(row["duration_s"]),
         retry_count=0 if pd.isna(retry) else int(retry),
     )
