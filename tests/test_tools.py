@@ -153,7 +153,8 @@ def test_dispatch_invalid_arguments_returns_error(memory_tools: MemoryTools) -> 
     result = dispatcher.dispatch("write", {"wrong_param": "value"})
     assert result.startswith("Error: Invalid arguments for tool 'write': ")
     assert "wrong_param" in result
-    assert dispatcher.dispatch("write", {"key": 1, "value": "v"}).startswith("Error: Invalid arguments for tool 'write'")
+    wrong_type = dispatcher.dispatch("write", {"key": 1, "value": "v"})
+    assert wrong_type.startswith("Error: Invalid arguments for tool 'write'")
     assert dispatcher.dispatch("read", "{not json").startswith("Error: Invalid arguments for tool 'read'")
     assert dispatcher.dispatch("read", ["k"]) == (  # type: ignore[arg-type]
         "Error: Invalid arguments for tool 'read': arguments must be a JSON object"
