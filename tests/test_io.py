@@ -151,3 +151,17 @@ def test_cli_export_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert "error" in capsys.readouterr().err
     with memkit.open(dst) as mem:
         assert mem.stats().memories == 6 and mem.stats().traces == 3
+
+
+def test_readme_traces_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    code = readme.split("<!-- readme-traces -->\n```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {}
+    exec(compile(code, "README.md", "exec"), namespace)  # the README's own example
+    df = namespace["df"]
+    assert list(df["step_name"]) == ["run_blast", "fetch_pdb"]  # type: ignore[index]
+    assert len(namespace["hits"]) == 1  # type: ignore[arg-type]
+    assert len(namespace["tools"]) == 7  # type: ignore[arg-type]
+    assert (tmp_path / "backup.jsonl").exists() and (tmp_path / "data" / "memory.db").exists()
+    assert "sk-1" not in (tmp_path / "backup.jsonl").read_text()
