@@ -263,11 +263,14 @@ class ExecutionHistory:
             The store refused this write (write-through) or an earlier queued one.
         """
         self._raise_failures()
+        if self._provider is not None and threading.current_thread() is _loop_thread().thread:
+            raise RuntimeError("add_item was called on memkit's own event loop; await aadd_item() instead")
         index = self._append(item)
         if self._provider is None:
             return
         data = self._trace_data(item, index, extra)
-        loop = _loop_thread().loop
+        runner = _loop_thread()
+        loop = runner.loop
         if not self.write_behind:
             future = asyncio.run_coroutine_threadsafe(self._store(item, data), loop)
             try:

@@ -353,3 +353,16 @@ def test_history_without_provider_stores_nothing_and_never_fails() -> None:
     history.flush()
     history.close()
     assert len(history.items) == 1
+
+
+def test_add_item_on_memkits_own_loop_is_refused_not_deadlocked() -> None:
+    from memkit._sync import run_sync
+
+    history = ExecutionHistory(memory_provider=InMemoryAdapter(), workflow_id="wf", agent_id="a")
+
+    async def inside() -> None:
+        history.add_item(_item())
+
+    with pytest.raises(RuntimeError, match="aadd_item"):
+        run_sync(inside())
+    assert history.items == []
