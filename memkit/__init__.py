@@ -22,6 +22,7 @@ from memkit._protocols import (
     SupportsNamespaces,
     SupportsPaging,
     SupportsStats,
+    SupportsTraceColumns,
 )
 from memkit._sync import Memory, open
 from memkit._validate import Limits
@@ -51,6 +52,7 @@ __all__ = [
     "SupportsNamespaces",
     "SupportsPaging",
     "SupportsStats",
+    "SupportsTraceColumns",
     "export_jsonl",
     "get_memory_provider",
     "import_history",
