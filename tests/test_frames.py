@@ -79,8 +79,9 @@ def test_empty_store_gives_an_empty_frame_with_the_columns() -> None:
     assert df.empty and list(df.columns) == list(frames.TRACE_COLUMNS)
 
 
-def test_sqlite_fast_path_equals_the_generic_path(tmp_path: Path) -> None:
-    store = SQLiteAdapter(tmp_path / "x.db")
+@pytest.mark.parametrize("in_ram", [False, True], ids=["file", "ram"])
+def test_sqlite_fast_path_equals_the_generic_path(tmp_path: Path, in_ram: bool) -> None:
+    store = SQLiteAdapter(":memory:" if in_ram else tmp_path / "x.db")
     history = ExecutionHistory(memory_provider=store, workflow_id="wf", agent_id="a")
     _record(history)
     history.add_item(history.items[0].__class__(step_name="odd\x1fname", tool="t", status="skipped"))  # type: ignore[arg-type]

@@ -619,22 +619,63 @@ class SQLiteAdapter:
         # One scan of the compact trace_steps table; each column comes back as ONE string
         # (numbers and text codes comma-separated for numpy; ids split on the unit separator;
         # JSON arrays for params/result cells): several times faster than a tuple per row.
-        exprs = [f"coalesce(group_concat(coalesce({n}, 'nan'), ','), '')" for n in _TRACE_NUMBERS]
-        exprs += [f"coalesce(group_concat(coalesce({n}, 0), ','), '')" for n in _TRACE_CODES]
-        exprs += [f"group_concat(coalesce({n}, char(30)), char(31))" for n in _TRACE_TEXTS]
-        names = [*_TRACE_NUMBERS, *_TRACE_CODES, *_TRACE_TEXTS]
+        seq_expr = "coalesce(group_concat(seq, ','), '')"
+        base = [f"coalesce(group_concat(coalesce({n}, 'nan'), ','), '')" for n in _TRACE_NUMBERS]
+        base += [f"coalesce(group_concat(coalesce({n}, 0), ','), '')" for n in _TRACE_CODES]
+        base += [f"group_concat(coalesce({n}, char(30)), char(31))" for n in _TRACE_TEXTS]
+        base_names = [*_TRACE_NUMBERS, *_TRACE_CODES, *_TRACE_TEXTS]
         keys = db.execute("SELECT kind, key FROM trace_keys ORDER BY kind, key").fetchall()
+        key_names: list[str] = []
+        key_exprs: list[str] = [seq_expr]
         key_params: list[str] = []
         for kind, key in keys:
             if '"' in key:  # not addressable by a JSON path; such a key stays inside the JSON cell
                 continue
             column = "parameters" if kind == "params" else "result"
-            names.append(f"{kind}.{key}")
-            exprs.append(f"'[' || coalesce(group_concat(coalesce({column} -> ?, 'null'), ','), '') || ']'")
+            key_names.append(f"{kind}.{key}")
+            key_exprs.append(f"'[' || coalesce(group_concat(coalesce({column} -> ?, 'null'), ','), '') || ']'")
             key_params.append(f'$."{key}"')
-        sql = f"SELECT count(*), {', '.join(exprs)} FROM trace_steps WHERE {' AND '.join(where)}"  # noqa: S608
-        # Placeholders of the select list come before those of the WHERE clause.
-        count, *texts = db.execute(sql, [*key_params, *params]).fetchone()
+        condition = " AND ".join(where)
+
+        def query(conn: sqlite3.Connection, exprs: list[str], select_params: list[str]) -> tuple[Any, ...]:
+            sql = f"SELECT count(*), {', '.join(exprs)} FROM trace_steps WHERE {condition}"  # noqa: S608
+            # Placeholders of the select list come before those of the WHERE clause.
+            row: tuple[Any, ...] = conn.execute(sql, [*select_params, *params]).fetchone()
+            return row
+
+        # Parsing params/result JSON is the costliest part: on a file store, a second (read-only)
+        # connection does it on another core while this one reads the rest (sqlite3 releases the
+        # GIL while it steps). Both scans must see the same rows; their seq columns prove it.
+        keyed: tuple[Any, ...] | None = None
+        if key_names and self.path != ":memory:":
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                def side() -> tuple[Any, ...]:
+                    conn = sqlite3.connect(f"file:{Path(self.path).resolve()}?mode=ro", uri=True,
+                                           timeout=self._busy_timeout_ms / 1000)
+                    try:
+                        return query(conn, key_exprs, key_params)
+                    finally:
+                        conn.close()
+
+                pending = pool.submit(side)
+                count, *texts = query(db, base, [])
+                try:
+                    keyed = pending.result()
+                except sqlite3.Error:
+                    keyed = None
+            if keyed is not None and keyed[1] != texts[0]:  # a write landed between the scans
+                keyed = None
+        else:
+            count, *texts = query(db, base, [])
+        if key_names and keyed is None:
+            db.execute("BEGIN")  # one read transaction: both scans see the same snapshot
+            try:
+                count, *texts = query(db, base, [])
+                keyed = query(db, key_exprs, key_params)
+            finally:
+                db.execute("COMMIT")
+        names = base_names + key_names
+        texts = texts + (list(keyed[2:]) if keyed is not None else [])
         # Code 0 never occurs (INTEGER PRIMARY KEY starts at 1): it stands for "no value".
         dictionary = db.execute("SELECT code, text FROM trace_dict").fetchall()
         lookup = np.empty(max((c for c, _ in dictionary), default=0) + 1, dtype=object)
@@ -651,7 +692,7 @@ class SQLiteAdapter:
                 cells = text.split("\x1f") if count else []
                 if len(cells) != count:  # a value contained the separator: ask again, as JSON
                     sql = f"SELECT '[' || group_concat(json_quote({name}), ',') || ']' FROM trace_steps"  # noqa: S608
-                    cells = json.loads(db.execute(f"{sql} WHERE {' AND '.join(where)}", params).fetchone()[0])
+                    cells = json.loads(db.execute(f"{sql} WHERE {condition}", params).fetchone()[0])
                 else:
                     cells = [None if c == "\x1e" else c for c in cells]
                 out[name] = cells
