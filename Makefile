@@ -1,12 +1,21 @@
 # Two commands do all the set-up on a fresh machine:
-#   make demo   load the sample research-agent memories into data/memory.db and search them
-#   make test   install what the tests need and run lint, type check and the whole suite
+#   make lab    load the demo store (if absent) and open JupyterLab at notebooks/00_tour.ipynb
+#   make test   install what the tests need and run lint, type check, the suite and the notebooks
+# (make demo loads the sample and searches it from the command line.)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo test lint typecheck pytest bench clean install install-test
+.PHONY: demo lab test lint typecheck pytest nbval bench clean install install-notebook install-test chromium
+
+# The browser check drives Debian's chromium through Playwright (never `playwright install`).
+CHROMIUM ?= /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+LAB_PORT ?= 8888
+LAB_DIR ?= $(CURDIR)
+# Jupyter refuses to run as root unless told; containers and CI machines often are root.
+LAB_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,11 +24,28 @@ $(BIN)/python:
 install: $(BIN)/python
 	$(PIP) install -e .
 
-install-test: $(BIN)/python
-	$(PIP) install -e '.[dev]'
+install-notebook: $(BIN)/python
+	$(PIP) install -e '.[notebook]'
+
+install-test: $(BIN)/python chromium tests/cypher/node_modules/.package-lock.json
+	$(PIP) install -e '.[dev,graph,notebook]'
+
+# Neo4j's Cypher parser for tests/test_cypher_lint.py (needs the machine's Node.js and npm).
+tests/cypher/node_modules/.package-lock.json: tests/cypher/package.json tests/cypher/package-lock.json
+	cd tests/cypher && npm ci --no-audit --no-fund --loglevel=error
+
+chromium:
+	@test -x $(CHROMIUM) || { $(SUDO) apt-get update -q && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; }
 
 demo: install
 	$(BIN)/memkit demo
+
+# JupyterLab on 127.0.0.1 only; the token printed in the log opens it.
+lab: install-notebook
+	@test -s data/memory.db || $(BIN)/memkit --url sqlite:///data/memory.db demo --quiet
+	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(LAB_PORT) $(LAB_ROOT) \
+		--ServerApp.root_dir=$(LAB_DIR) $(LAB_DIR)/notebooks/00_tour.ipynb
 
 lint:
 	$(BIN)/ruff check memkit tests bench
@@ -30,7 +56,12 @@ typecheck:
 pytest:
 	$(BIN)/python -m pytest
 
-test: install-test lint typecheck pytest
+# The notebooks run and their committed outputs are compared (ids, times, paths sanitised).
+nbval:
+	$(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-current-env \
+		--nbval-sanitize-with notebooks/sanitize.cfg notebooks/
+
+test: install-test lint typecheck pytest nbval
 
 bench: install
 	$(BIN)/python bench/run.py

@@ -34,6 +34,9 @@ class _Entry:
 _REGISTRY: tuple[_Entry, ...] = (
     _Entry("memory", "memkit.adapters._memory:InMemoryAdapter", ("memory",), ("mock", "in_memory", "inmemory")),
     _Entry("sqlite", "memkit.adapters._sqlite:SQLiteAdapter", ("sqlite",)),
+    _Entry("falkordb", "memkit.adapters._falkordb:FalkorDBAdapter", ("falkordb",), (), "graph", "falkordb"),
+    _Entry("neo4j", "memkit.adapters._neo4j:Neo4jAdapter",
+           ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc"), (), "graph", "neo4j"),
 )
 
 

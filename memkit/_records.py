@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import ValidationError
-
 from memkit._errors import InvalidInputError
 from memkit._models import MemoryItem, NewMemory
 from memkit._validate import (
@@ -24,6 +22,7 @@ from memkit._validate import (
     check_metadata,
     check_namespace,
     check_trace_data,
+    encode_metadata,
 )
 
 __all__ = [
@@ -124,6 +123,8 @@ def get_trace_redactor() -> TraceRedactor | None:
     return _redactor
 
 
+
+_NEW_MEMORY_FIELDS = frozenset(NewMemory.model_fields)
 _clock_lock = threading.Lock()
 _last_us = 0
 
@@ -158,6 +159,7 @@ class Record:
     content: str
     metadata: dict[str, Any] = field(default_factory=dict)
     created_us: int = 0
+    metadata_json: str | None = None  # the validated encoding, kept so stores need not encode twice
 
     @property
     def created_at(self) -> datetime:
@@ -189,13 +191,11 @@ def new_record(
 ) -> Record:
     """Validate one memory and stamp it with an id and a time; raise before any write."""
     user, agent = check_namespace(user_id, agent_id, limits)
+    text = check_content(content, limits)
+    meta, encoded = encode_metadata(metadata, limits)
     return Record(
-        id=new_id(),
-        user_id=user,
-        agent_id=agent,
-        content=check_content(content, limits),
-        metadata=check_metadata(metadata, limits),
-        created_us=now_us(),
+        id=new_id(), user_id=user, agent_id=agent, content=text, metadata=meta,
+        created_us=now_us(), metadata_json=encoded,
     )
 
 
@@ -244,21 +244,40 @@ def trace_record(
     return new_record(content, user_id, agent, meta, limits)
 
 
+def _as_datetime(value: object) -> datetime:
+    if isinstance(value, datetime):
+        return value
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            raise InvalidInputError(f"created_at {value!r} is not an ISO 8601 time") from None
+    raise InvalidInputError(f"created_at must be a datetime or an ISO 8601 string, got {type(value).__name__}")
+
+
 def records_from_items(items: Iterable[NewMemory | Mapping[str, Any]], limits: Limits = DEFAULT_LIMITS) -> list[Record]:
     """Validate a whole batch before anything is written; the first bad item names its index."""
     records: list[Record] = []
     seen: set[str] = set()
     for index, raw in enumerate(items):
+        if isinstance(raw, NewMemory):
+            fields: Mapping[str, Any] = raw.model_dump()
+        elif isinstance(raw, Mapping):
+            fields = raw
+            unknown = set(fields) - _NEW_MEMORY_FIELDS
+            if unknown:
+                raise InvalidInputError(f"item {index} of add_many has unknown fields: {', '.join(sorted(unknown))}")
+        else:
+            raise InvalidInputError(f"item {index} of add_many must be a dict or NewMemory, got {type(raw).__name__}")
         try:
-            item = raw if isinstance(raw, NewMemory) else NewMemory.model_validate(raw)
-        except ValidationError as exc:
-            raise InvalidInputError(f"item {index} of add_many is malformed: {exc.errors()[0]['msg']}") from None
-        try:
-            record = new_record(item.content, item.user_id, item.agent_id, item.metadata, limits)
-            if item.id is not None:
-                record.id = check_id(item.id, "id", limits)
-            if item.created_at is not None:
-                record.created_us = to_us(item.created_at)
+            record = new_record(
+                fields.get("content"), fields.get("user_id"), fields.get("agent_id"), fields.get("metadata"), limits
+            )
+            if fields.get("id") is not None:
+                record.id = check_id(fields["id"], "id", limits)
+            created = fields.get("created_at")
+            if created is not None:
+                record.created_us = to_us(_as_datetime(created))
         except InvalidInputError as exc:
             raise InvalidInputError(f"item {index} of add_many: {exc}") from None
         if record.id in seen:

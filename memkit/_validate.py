@@ -113,21 +113,44 @@ def _check_json(value: Any, depth: int, limits: Limits, where: str) -> None:
     )
 
 
-def check_metadata(metadata: object, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
-    """Return a private JSON-normalised copy (tuples become lists) of valid metadata."""
+def _flat_scalars(metadata: Mapping[Any, Any]) -> bool:
+    """True for the common case (string keys, scalar values) that needs no deep walk or copy."""
+    for key, value in metadata.items():
+        kind = type(value)
+        if type(key) is not str:
+            return False
+        if kind is int:
+            if not -_INT64 <= value < _INT64:
+                return False
+        elif kind is float:
+            if not math.isfinite(value):
+                return False
+        elif kind is not str and kind is not bool and value is not None:
+            return False
+    return True
+
+
+def encode_metadata(metadata: object, limits: Limits = DEFAULT_LIMITS) -> tuple[dict[str, Any], str]:
+    """Validate metadata; return a private JSON-normalised copy and its compact JSON text."""
     if metadata is None:
-        return {}
+        return {}, "{}"
     if not isinstance(metadata, Mapping):
         raise InvalidInputError(f"metadata must be a dict, got {type(metadata).__name__}")
-    _check_json(metadata, 1, limits, "metadata")
+    flat = _flat_scalars(metadata)
+    if not flat:
+        _check_json(metadata, 1, limits, "metadata")
     encoded = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    size = len(encoded.encode("utf-8"))
+    size = len(encoded) if encoded.isascii() else len(encoded.encode("utf-8"))
     if size > limits.max_metadata_bytes:
-        raise InvalidInputError(
-            f"metadata is {size} bytes as JSON; the limit is {limits.max_metadata_bytes}"
-        )
-    result: dict[str, Any] = json.loads(encoded)
-    return result
+        raise InvalidInputError(f"metadata is {size} bytes as JSON; the limit is {limits.max_metadata_bytes}")
+    # Scalars are immutable, so a shallow copy is already private; anything nested is rebuilt from JSON.
+    result: dict[str, Any] = dict(metadata) if flat else json.loads(encoded)
+    return result, encoded
+
+
+def check_metadata(metadata: object, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
+    """Return a private JSON-normalised copy (tuples become lists) of valid metadata."""
+    return encode_metadata(metadata, limits)[0]
 
 
 def check_limit(limit: object, limits: Limits = DEFAULT_LIMITS, name: str = "limit") -> int:

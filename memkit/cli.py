@@ -1,4 +1,4 @@
-"""The ``memkit`` command: ``demo``, ``stats``, ``search``, ``export``, ``import``."""
+"""The ``memkit`` command: ``demo``, ``stats``, ``search``, ``graph``, ``export``, ``import``."""
 
 from __future__ import annotations
 
@@ -41,10 +41,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
         for ns in mem.namespaces():
             last = ns.last_at.strftime("%Y-%m-%d %H:%M") if ns.last_at else "-"
             print(f"  {ns.user_id:<8} {ns.agent_id:<16} {ns.count:>5}  {last}")
-        query = "TP53 BLAST homologs"
-        print(f"\nsearch({query!r}, user_id='alice', agent_id='bioinformatics'):")
-        for hit in mem.search(query, "alice", "bioinformatics", limit=3):
+        notes = {"type": {"$ne": "trace"}}
+        print("\nsearch('BRCA2 BLAST hits', user_id='alice', agent_id='bioinformatics', filters=" + repr(notes) + "):")
+        for hit in mem.search("BRCA2 BLAST hits", "alice", "bioinformatics", limit=3, filters=notes):
             print(f"  {hit.score:6.2f}  {_short(hit.content)}")
+        print("\nfailed trace steps: get_all(..., filters={'type': 'trace', 'status': 'failed'}):")
+        failed = mem.get_all("alice", "bioinformatics", limit=3, filters={"type": "trace", "status": "failed"})
+        for hit in failed:
+            meta = hit.metadata
+            print(f"  {meta.get('workflow_id')} step {meta.get('step_index')} {meta.get('step_name')}:"
+                  f" {_short(str(meta.get('trace', {}).get('error')), 80)}")
     return 0
 
 
@@ -61,6 +67,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     with _open(args) as mem:
         options = {"mode": args.mode} if args.mode else {}
         hits = mem.search(args.query, args.user, args.agent, args.limit, filters, **options)
+        if not hits and not args.json:
+            print(f"no matches in {args.user}/{args.agent}", file=sys.stderr)
         for hit in hits:
             if args.json:
                 print(hit.model_dump_json())
@@ -93,6 +101,26 @@ def cmd_import(args: argparse.Namespace) -> int:
         else:
             count = memkit.import_jsonl(mem, args.path, progress=not args.quiet)
             print(f"Imported {count} records from {args.path}.")
+    return 0
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    """Write a standalone, offline HTML graph of one namespace or one workflow."""
+    from memkit._graphview import graph_view, standalone_html
+    from memkit.graph import memory_graph
+
+    if args.max_nodes < 1:
+        raise memkit.InvalidInputError(f"--max-nodes must be at least 1, got {args.max_nodes}")
+    with _open(args) as mem:
+        graph = memory_graph(mem, user_id=args.user, agent_id=args.agent, workflow_id=args.workflow)
+        view = graph_view(graph, args.max_nodes)
+        if view.total_nodes <= 1:
+            what = f"workflow {args.workflow!r}" if args.workflow else "namespace"
+            raise memkit.NotFoundError(f"nothing to draw: {what} of {args.user}/{args.agent} has no memories")
+        title = f"workflow {args.workflow}" if args.workflow else f"namespace {args.user} / {args.agent}"
+        with open(args.html, "w", encoding="utf-8") as fh:
+            fh.write(standalone_html(view, title=title))
+    print(f"wrote {args.html}: {title}, {view.message}, {len(view.edges)} edges")
     return 0
 
 
@@ -141,6 +169,25 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument("--run-id", help="run_id label of the imported history")
     load.add_argument("--quiet", action="store_true", help="no progress bar")
     load.set_defaults(func=cmd_import)
+
+    graph = sub.add_parser(
+        "graph", help="write an offline HTML graph of a namespace or a workflow",
+        description="Draw one namespace (memories and the genes, tools and topics they mention) or one\n"
+        "workflow (its steps in order and the tools they used) as a standalone HTML file that\n"
+        "loads nothing from the network; open it in any browser. Colour = node type,\n"
+        "size = number of connections.",
+        epilog="example: memkit graph --user alice --agent bioinformatics --html alice.html\n"
+        "         memkit graph --user alice --agent bioinformatics \\\n"
+        "             --workflow variant-calling-alice-1 --html run.html",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    graph.add_argument("--html", required=True, metavar="OUT.html", help="file to write")
+    graph.add_argument("--user", required=True, help="user_id of the namespace")
+    graph.add_argument("--agent", required=True, help="agent_id of the namespace")
+    graph.add_argument("--workflow", help="draw this workflow's trace instead of the whole namespace")
+    graph.add_argument("--max-nodes", type=int, default=300,
+                       help="keep at most this many nodes, most connected first (default: 300)")
+    graph.set_defaults(func=cmd_graph)
     return parser
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from memkit import InvalidInputError, MemoryFilter
 from memkit._filters import matches, parse_filters
-from memkit.adapters._sqlite import filter_sql, fts_query
+from memkit.adapters._sqlite import filter_sql
 
 scalars = st.one_of(
     st.none(),
@@ -108,29 +108,6 @@ def test_reference_semantics(spec: dict[str, Any], meta: dict[str, Any], expecte
 def test_bad_filters_raise(bad: Any) -> None:
     with pytest.raises(InvalidInputError):
         parse_filters(bad)
-
-
-@pytest.mark.parametrize(
-    ("query", "expected"),
-    [
-        ("TP53 homologs", '"tp53" OR "homologs"'),
-        ('say "hi" NEAR(x) OR *', '"say" OR "hi" OR "near" OR "x"'),
-        ("the and of", '"the" OR "and" OR "of"'),
-        ("???", ""),
-    ],
-)
-def test_fts_query_quotes_every_word(query: str, expected: str) -> None:
-    assert fts_query(query) == expected
-
-
-def test_fts_query_never_breaks_sqlite() -> None:
-    conn = sqlite3.connect(":memory:")
-    conn.execute("CREATE VIRTUAL TABLE t USING fts5(c, tokenize='porter unicode61')")
-    conn.execute("INSERT INTO t VALUES ('hello world')")
-    for query in ['"', "a\"b", "NEAR(", "col:x", "-x", "^x", "x*", "AND OR NOT", "ü é ß", "a'b"]:
-        match = fts_query(query)
-        if match:
-            conn.execute("SELECT * FROM t WHERE t MATCH ?", (match,)).fetchall()
 
 
 def test_asyncio_is_not_needed_to_parse() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import subprocess
 import sys
@@ -25,7 +26,7 @@ async def test_file_is_wal_with_schema_version(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
-    assert {"memories", "memories_fts", "store_meta"} <= tables
+    assert tables == {"memories", "store_meta"}
 
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
@@ -126,8 +127,37 @@ async def test_deleted_memories_leave_the_keyword_index(tmp_path: Path) -> None:
     assert [h.content for h in await adapter.search("kinase", "u", "a")] == ["durable kinase"]
     await adapter.reset()
     assert await adapter.search("kinase", "u", "a") == []
-    conn = sqlite3.connect(tmp_path / "m.db")
-    assert conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'kinase'").fetchone()[0] == 0
+    await adapter.aclose()
+
+
+async def test_keyword_index_follows_other_processes(tmp_path: Path) -> None:
+    """A search sees rows another process added or deleted after this process built its index."""
+    path = tmp_path / "shared.db"
+    adapter = SQLiteAdapter(path)
+    first = await adapter.add("kinase screen one", "u", "a")
+    assert [h.id for h in await adapter.search("kinase", "u", "a")] == [first]  # index built now
+    script = textwrap.dedent(
+        f"""
+        import memkit
+        with memkit.open("sqlite:///{path}") as mem:
+            mem.add("kinase screen two", "u", "a")
+            mem.delete({first!r})
+            mem.add("kinase elsewhere", "u", "other")
+        """
+    )
+    await asyncio.to_thread(subprocess.run, [sys.executable, "-c", script], check=True, timeout=120)
+    hits = await adapter.search("kinase", "u", "a", limit=10)
+    assert [h.content for h in hits] == ["kinase screen two"]
+    await adapter.aclose()
+
+
+async def test_index_memory_is_bounded(tmp_path: Path) -> None:
+    adapter = SQLiteAdapter(tmp_path / "m.db", max_indexed=50)
+    for agent in ("a", "b", "c"):
+        await adapter.add_many([{"content": f"{agent} note {i}", "user_id": "u", "agent_id": agent} for i in range(30)])
+        assert len(await adapter.search("note", "u", agent, limit=100)) == 30
+    assert len(adapter._indexes) == 1  # the two least recently searched were dropped
+    assert len(await adapter.search("note", "u", "a", limit=100)) == 30  # and rebuild on demand
     await adapter.aclose()
 
 

@@ -10,15 +10,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from memkit.adapters._falkordb import FalkorDBAdapter
     from memkit.adapters._memory import InMemoryAdapter, MockMemoryAdapter
+    from memkit.adapters._neo4j import Neo4jAdapter
     from memkit.adapters._sqlite import SQLiteAdapter
 
-__all__ = ["InMemoryAdapter", "MockMemoryAdapter", "SQLiteAdapter"]
+__all__ = ["FalkorDBAdapter", "InMemoryAdapter", "MockMemoryAdapter", "Neo4jAdapter", "SQLiteAdapter"]
 
 _LAZY = {
     "InMemoryAdapter": "memkit.adapters._memory",
     "MockMemoryAdapter": "memkit.adapters._memory",
     "SQLiteAdapter": "memkit.adapters._sqlite",
+    "FalkorDBAdapter": "memkit.adapters._falkordb",
+    "Neo4jAdapter": "memkit.adapters._neo4j",
 }
 
 

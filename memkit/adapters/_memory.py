@@ -9,9 +9,9 @@ from typing import Any
 
 from memkit._errors import InvalidInputError
 from memkit._filters import matches, parse_filters
+from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._records import Record, from_us, new_record, records_from_items, trace_record
-from memkit._text import bm25_scores, query_terms, tokenize
 from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_limit, check_namespace, check_offset, check_query
 
 __all__ = ["InMemoryAdapter", "MockMemoryAdapter"]
@@ -20,7 +20,7 @@ __all__ = ["InMemoryAdapter", "MockMemoryAdapter"]
 class InMemoryAdapter:
     """Keep memories in a dict; same rules and errors as every other adapter.
 
-    Keyword search scores whole lower-cased words with BM25 (no stemming).
+    Keyword search is the same per-namespace BM25 index as the SQLite adapter's.
 
     Examples
     --------
@@ -34,6 +34,8 @@ class InMemoryAdapter:
         self.limits = limits
         self._records: dict[str, Record] = {}
         self._seq: dict[str, int] = {}
+        self._by_seq: dict[int, Record] = {}
+        self._indexes: dict[tuple[str, str], KeywordIndex] = {}
         self._next_seq = 0
         # A thread lock, not an asyncio one: the adapter may be driven from
         # several event loops (sync facade, notebooks, worker threads).
@@ -57,6 +59,9 @@ class InMemoryAdapter:
             for record in records:
                 self._records[record.id] = record
                 self._seq[record.id] = self._next_seq
+                self._by_seq[self._next_seq] = record
+                index = self._indexes.setdefault((record.user_id, record.agent_id), KeywordIndex())
+                index.add(self._next_seq, record.content, record.created_us)
                 self._next_seq += 1
         return [r.id for r in records]
 
@@ -87,13 +92,17 @@ class InMemoryAdapter:
             if agent_id is not None and record.agent_id != agent_id:
                 return False
             del self._records[memory_id]
-            del self._seq[memory_id]
+            seq = self._seq.pop(memory_id)
+            del self._by_seq[seq]
+            self._indexes[(record.user_id, record.agent_id)].remove(seq)
             return True
 
     async def reset(self) -> bool:
         with self._lock:
             self._records.clear()
             self._seq.clear()
+            self._by_seq.clear()
+            self._indexes.clear()
         return True
 
     # -- reads ----------------------------------------------------------------
@@ -126,17 +135,26 @@ class InMemoryAdapter:
         limit = check_limit(limit, self.limits)
         if mode not in (None, "keyword"):
             raise InvalidInputError(f"InMemoryAdapter supports mode='keyword' only, got {mode!r}")
-        rows = self._newest_first(user_id, agent_id, filters)
         if not text:
+            rows = self._newest_first(user_id, agent_id, filters)
             return [r.to_item() for r in rows[:limit]]
-        terms = query_terms(text)
-        scores = bm25_scores(terms, [tokenize(r.content) for r in rows])
-        ranked = sorted(
-            ((s, i) for i, s in enumerate(scores) if s > 0.0), key=lambda p: (-p[0], p[1])
-        )[:limit]
+        user, agent = check_namespace(user_id, agent_id, self.limits)
+        conditions = parse_filters(filters)
+        terms = analyze_query(text)
+        hits: list[tuple[Record, float]] = []
+        with self._lock:
+            index = self._indexes.get((user, agent))
+            if index is not None and terms:
+                seqs, scores = index.top(terms, len(index))
+                for seq, score in zip(seqs.tolist(), scores.tolist(), strict=True):
+                    record = self._by_seq[seq]
+                    if matches(conditions, record.metadata):
+                        hits.append((record, score))
+                        if len(hits) == limit:
+                            break
         return [
-            rows[i].to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
-            for rank, (score, i) in enumerate(ranked, start=1)
+            record.to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
+            for rank, (record, score) in enumerate(hits, start=1)
         ]
 
     async def get_all(

@@ -1,4 +1,4 @@
-"""The embedded default: one SQLite file, WAL, FTS5 keyword search, no server.
+"""The embedded default: one SQLite file, WAL, BM25 keyword search, no server.
 
 All SQL runs on one worker thread per adapter, which owns the connection. That
 serialises the adapter's own calls (safe from any thread or event loop) while
@@ -12,6 +12,7 @@ import json
 import os
 import sqlite3
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,9 +20,9 @@ from typing import Any, TypeVar
 
 from memkit._errors import ConfigError, InvalidInputError, StorageError
 from memkit._filters import Condition, parse_filters, type_class
+from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._records import Record, from_us, new_record, records_from_items, trace_record
-from memkit._text import query_terms
 from memkit._url import query_options, sqlite_path
 from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_limit, check_namespace, check_offset, check_query
 
@@ -39,24 +40,15 @@ _MIGRATIONS: dict[int, str] = {
         value TEXT NOT NULL
     );
     CREATE TABLE memories (
-        seq        INTEGER PRIMARY KEY,      -- insertion order; FTS rowid
+        seq        INTEGER PRIMARY KEY,      -- insertion order; the keyword index's key
         id         TEXT NOT NULL UNIQUE,
         user_id    TEXT NOT NULL,
         agent_id   TEXT NOT NULL,
         content    TEXT NOT NULL,
-        metadata   TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(metadata)),
+        metadata   TEXT NOT NULL DEFAULT '{}',  -- JSON, validated before it gets here
         created_us INTEGER NOT NULL          -- microseconds since the epoch, UTC
     );
     CREATE INDEX memories_namespace ON memories (user_id, agent_id, created_us DESC, seq DESC);
-    CREATE VIRTUAL TABLE memories_fts USING fts5(
-        content, content='memories', content_rowid='seq', tokenize='porter unicode61'
-    );
-    CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
-        INSERT INTO memories_fts (rowid, content) VALUES (new.seq, new.content);
-    END;
-    CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
-        INSERT INTO memories_fts (memories_fts, rowid, content) VALUES ('delete', old.seq, old.content);
-    END;
     """,
     # Traces as typed columns, kept by triggers, so a million steps read as columns
     # without parsing each record's metadata JSON (see trace_columns). Repetitive text
@@ -217,13 +209,12 @@ def filter_sql(conditions: tuple[Condition, ...]) -> tuple[str, list[Any]]:
     return (" AND ".join(parts) or "1"), params
 
 
-def fts_query(text: str) -> str:
-    """An FTS5 MATCH expression that ORs the query's words, each quoted so no syntax leaks through."""
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in query_terms(text))
-
-
 class SQLiteAdapter:
-    """Memories in one SQLite file: WAL, FTS5 (porter + unicode61) ranked by ``bm25()``.
+    """Memories in one SQLite file (WAL), keyword search by BM25 with porter + unicode61 analysis.
+
+    The keyword index of a namespace is built in memory on its first search and
+    kept current from then on (this process's writes directly, other processes'
+    through ``PRAGMA data_version``); see :mod:`memkit._keyword`.
 
     Parameters
     ----------
@@ -233,6 +224,9 @@ class SQLiteAdapter:
         Input bounds (see :class:`memkit.Limits`).
     busy_timeout_ms
         How long a write waits for another process's lock before failing.
+    max_indexed
+        Most memories kept in in-memory keyword indexes (least recently searched
+        namespaces are dropped first and rebuilt when searched again).
 
     Examples
     --------
@@ -248,10 +242,15 @@ class SQLiteAdapter:
         *,
         limits: Limits = DEFAULT_LIMITS,
         busy_timeout_ms: int = 10_000,
+        max_indexed: int = 2_000_000,
     ) -> None:
         self.path = str(path)
         self.limits = limits
         self._busy_timeout_ms = busy_timeout_ms
+        self._max_indexed = max_indexed
+        self._indexes: OrderedDict[tuple[str, str], KeywordIndex] = OrderedDict()
+        self._seen_seq = 0
+        self._data_version: int | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memkit-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._closed = False
@@ -301,6 +300,8 @@ class SQLiteAdapter:
             # cut can lose the last commits, and it makes small writes ~10x faster.
             conn.execute("PRAGMA synchronous = NORMAL")
             self._migrate(conn)
+            self._seen_seq = conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
+            self._data_version = conn.execute("PRAGMA data_version").fetchone()[0]
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise ConfigError(f"{self.path!r} is not a usable memkit database: {exc}") from exc
@@ -354,7 +355,7 @@ class SQLiteAdapter:
         db = self._db()
         rows = (
             (r.id, r.user_id, r.agent_id, r.content,
-             json.dumps(r.metadata, ensure_ascii=False, separators=(",", ":")), r.created_us)
+             r.metadata_json or json.dumps(r.metadata, ensure_ascii=False, separators=(",", ":")), r.created_us)
             for r in records
         )
         bar = None
@@ -364,6 +365,8 @@ class SQLiteAdapter:
             bar = tqdm(total=len(records), desc="add_many", unit="mem")
         db.execute("BEGIN IMMEDIATE")
         try:
+            self._refresh_indexes()  # under the write lock: nobody can add rows until we commit
+            last_seq = db.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
             for start in range(0, len(records), _CHUNK):
                 chunk = [next(rows) for _ in range(min(_CHUNK, len(records) - start))]
                 db.executemany(
@@ -383,7 +386,57 @@ class SQLiteAdapter:
         finally:
             if bar is not None:
                 bar.close()
+        # rowids of an INTEGER PRIMARY KEY table are max + 1, in insertion order
+        for offset, record in enumerate(records, start=last_seq + 1):
+            index = self._indexes.get((record.user_id, record.agent_id))
+            if index is not None:
+                index.add(offset, record.content, record.created_us)
+        self._seen_seq = last_seq + len(records)
         return [r.id for r in records]
+
+    # -- keyword indexes, on the worker thread -----------------------------------
+
+    def _refresh_indexes(self) -> None:
+        """Bring cached indexes up to date with rows other connections committed."""
+        db = self._db()
+        version = db.execute("PRAGMA data_version").fetchone()[0]
+        if version == self._data_version:
+            return
+        self._data_version = version
+        if not self._indexes:
+            self._seen_seq = db.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
+            return
+        rows = db.execute(
+            "SELECT seq, user_id, agent_id, content, created_us FROM memories WHERE seq > ? ORDER BY seq",
+            (self._seen_seq,),
+        ).fetchall()
+        for seq, user, agent, content, created in rows:
+            index = self._indexes.get((user, agent))
+            if index is not None:
+                index.add(seq, content, created)
+        if rows:
+            self._seen_seq = rows[-1][0]
+        # another connection may also have deleted rows: drop any index whose size disagrees
+        for key, index in list(self._indexes.items()):
+            count = db.execute("SELECT count(*) FROM memories WHERE user_id = ? AND agent_id = ?", key).fetchone()[0]
+            if count != len(index):
+                del self._indexes[key]
+
+    def _index(self, user_id: str, agent_id: str) -> KeywordIndex:
+        self._refresh_indexes()
+        key = (user_id, agent_id)
+        index = self._indexes.get(key)
+        if index is not None:
+            self._indexes.move_to_end(key)
+            return index
+        index = KeywordIndex()
+        index.add_many(self._db().execute(
+            "SELECT seq, content, created_us FROM memories WHERE user_id = ? AND agent_id = ?", key
+        ))
+        self._indexes[key] = index
+        while len(self._indexes) > 1 and sum(len(i) for i in self._indexes.values()) > self._max_indexed:
+            self._indexes.popitem(last=False)
+        return index
 
     # -- the port ----------------------------------------------------------------
 
@@ -422,19 +475,27 @@ class SQLiteAdapter:
     def _keyword(
         self, text: str, user_id: str, agent_id: str, conditions: tuple[Condition, ...], limit: int
     ) -> list[tuple[Record, float]]:
-        match = fts_query(text)
-        if not match:
+        terms = analyze_query(text)
+        if not terms:
             return []
+        index = self._index(user_id, agent_id)
         where, params = filter_sql(conditions)
         sql = (
-            f"SELECT {_COLUMNS}, bm25(memories_fts) AS rank"  # noqa: S608
-            " FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid"
-            f" WHERE memories_fts MATCH ? AND m.user_id = ? AND m.agent_id = ? AND {where}"
-            " ORDER BY rank, m.created_us DESC, m.seq DESC LIMIT ?"
+            f"SELECT {_COLUMNS} FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?))"  # noqa: S608
+            f" AND m.user_id = ? AND m.agent_id = ? AND {where}"
         )
-        rows = self._db().execute(sql, [match, user_id, agent_id, *params, limit]).fetchall()
-        # bm25() is lower-is-better; the port promises higher-is-better.
-        return [(_row_record(r), -float(r[7])) for r in rows]
+        want = limit
+        while True:
+            # Filters are checked on the best candidates first, widening until enough pass.
+            seqs, scores = index.top(terms, want if conditions else limit)
+            found = {
+                row[0]: _row_record(row)
+                for row in self._db().execute(sql, [json.dumps(seqs.tolist()), user_id, agent_id, *params])
+            }
+            hits = [(found[s], float(score)) for s, score in zip(seqs.tolist(), scores, strict=True) if s in found]
+            if len(hits) >= limit or len(seqs) < want or not conditions:
+                return hits[:limit]
+            want *= 8
 
     async def search(
         self,
@@ -503,7 +564,12 @@ class SQLiteAdapter:
         if agent_id is not None:
             sql += " AND agent_id = ?"
             params.append(agent_id)
-        return self._db().execute(sql, params).rowcount > 0
+        deleted = self._db().execute(sql + " RETURNING seq, user_id, agent_id", params).fetchall()
+        for seq, user, agent in deleted:
+            index = self._indexes.get((user, agent))
+            if index is not None:
+                index.remove(seq)
+        return bool(deleted)
 
     async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
         """Delete one memory; with ``user_id``/``agent_id`` only if it lives in that namespace."""
@@ -519,6 +585,7 @@ class SQLiteAdapter:
         except BaseException:
             db.execute("ROLLBACK")
             raise
+        self._indexes.clear()
         return True
 
     async def reset(self) -> bool:

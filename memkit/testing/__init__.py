@@ -20,5 +20,6 @@ the test is then expected to fail (strict xfail), so the note cannot go stale.
 """
 
 from memkit.testing._conformance import ProviderConformance
+from memkit.testing._falkordb import FalkorDBServer
 
-__all__ = ["ProviderConformance"]
+__all__ = ["FalkorDBServer", "ProviderConformance"]

@@ -1,0 +1,237 @@
+"""Keyword retrieval: one BM25 index per namespace, in numpy, shared by every adapter.
+
+Text is analysed like SQLite FTS5's ``porter unicode61`` tokenizer (lower-case,
+diacritics removed, split on anything that is not a letter or digit, Porter
+stemming of tokens longer than two characters) and scored with FTS5's
+``bm25()`` formula (k1 = 1.2, b = 0.75, idf floored at 1e-6).
+
+Unlike FTS5, which scores every matching row, the index scores a query with a
+few vectorised operations over the query terms' posting arrays, so a query
+whose words appear in a third of a 100,000-memory namespace still costs about a
+millisecond. Statistics (N, document frequency, average length) are those of
+the namespace alone: one tenant's memories never change another's ranking.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+import threading
+from collections import Counter
+from collections.abc import Iterable
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["STOPWORDS", "KeywordIndex", "analyze", "analyze_query", "query_words"]
+
+# Dropped from queries (never from stored text): they match almost every memory,
+# cost the most to score, and add nothing to the ranking.
+STOPWORDS = frozenset(
+    [
+        "a", "about", "above", "after", "again", "all", "am", "an", "and", "any", "are", "as", "at", "be",
+        "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could",
+        "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had",
+        "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how",
+        "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself",
+        "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours",
+        "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that",
+        "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those",
+        "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when",
+        "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours",
+        "yourself", "yourselves"
+    ]
+)
+
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+K1, B = 1.2, 0.75
+
+
+class _Stemmer:
+    """Porter stemming by SQLite's own FTS5 ``porter unicode61`` tokenizer (C, exact, offline).
+
+    Unknown tokens are inserted into a scratch FTS5 table and read back through
+    ``fts5vocab``; results are cached, so each distinct word is stemmed once per process.
+    """
+
+    def __init__(self) -> None:
+        self._db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        self._db.execute("CREATE VIRTUAL TABLE words USING fts5(word, tokenize='porter unicode61')")
+        self._db.execute("CREATE VIRTUAL TABLE terms USING fts5vocab(words, 'instance')")
+        self._lock = threading.Lock()
+        self.cache: dict[str, str] = {}
+
+    def learn(self, tokens: Iterable[str]) -> None:
+        unknown = list({t for t in tokens if t not in self.cache})
+        if not unknown:
+            return
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN")
+            db.executemany("INSERT INTO words (rowid, word) VALUES (?, ?)", enumerate(unknown))
+            found = dict(db.execute("SELECT doc, term FROM terms WHERE offset = 0"))
+            db.execute("DELETE FROM words")
+            db.execute("COMMIT")
+            if len(self.cache) > 2_000_000:  # bound memory on pathological vocabularies
+                self.cache.clear()
+            for row, token in enumerate(unknown):
+                self.cache[token] = found.get(row, token)
+
+
+_stemmer = _Stemmer()
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+def analyze(text: str) -> list[str]:
+    """The index terms of ``text``, in order (repeats kept)."""
+    tokens = _tokens(text)
+    _stemmer.learn(tokens)
+    cache = _stemmer.cache
+    return [cache[t] for t in tokens]
+
+
+def query_words(text: str) -> list[str]:
+    """Distinct lower-cased words of a query, stopwords dropped unless the query has nothing else.
+
+    For backends with their own full-text engine, which stem the words themselves.
+    """
+    tokens = list(dict.fromkeys(_tokens(text)))
+    return [t for t in tokens if t not in STOPWORDS] or tokens
+
+
+def analyze_query(text: str) -> list[str]:
+    """Distinct index terms of a query (:func:`query_words`, stemmed)."""
+    kept = query_words(text)
+    _stemmer.learn(kept)
+    return list(dict.fromkeys(_stemmer.cache[t] for t in kept))
+
+
+class KeywordIndex:
+    """BM25 over one namespace: documents are appended, deleted ones are masked out.
+
+    ``key`` is the store's own row key (an int that grows with insertion) and
+    ``order`` the creation time; ties in score go to the larger ``(order, key)``,
+    which is "newest first".
+    """
+
+    def __init__(self) -> None:
+        self._slot: dict[int, int] = {}
+        self._keys: list[int] = []
+        self._order: list[int] = []
+        self._lengths: list[int] = []
+        self._alive: list[bool] = []
+        self._postings: dict[str, tuple[list[int], list[int]]] = {}
+        self._live = 0
+        self._total_length = 0
+        self._frozen: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
+        self._arrays: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64],
+                            npt.NDArray[np.bool_]] | None = None
+
+    def __len__(self) -> int:
+        return self._live
+
+    def __contains__(self, key: int) -> bool:
+        return key in self._slot and self._alive[self._slot[key]]
+
+    def add(self, key: int, text: str, order: int) -> None:
+        """Index one document; adding a key twice is a no-op."""
+        if key not in self._slot:
+            self._add(key, analyze(text), order)
+
+    def _add(self, key: int, terms: list[str], order: int) -> None:
+        slot = len(self._keys)
+        self._slot[key] = slot
+        self._keys.append(key)
+        self._order.append(order)
+        self._lengths.append(len(terms))
+        self._alive.append(True)
+        self._live += 1
+        self._total_length += len(terms)
+        postings, frozen = self._postings, self._frozen
+        for term, tf in Counter(terms).items():
+            entry = postings.get(term)
+            if entry is None:
+                postings[term] = ([slot], [tf])
+            else:
+                entry[0].append(slot)
+                entry[1].append(tf)
+                if term in frozen:
+                    del frozen[term]
+        self._arrays = None
+
+    def add_many(self, rows: Iterable[tuple[int, str, int]]) -> None:
+        """Index many documents, stemming their new words in one batch."""
+        fresh = [(key, _tokens(text), order) for key, text, order in rows if key not in self._slot]
+        _stemmer.learn(t for _, tokens, _ in fresh for t in tokens)
+        cache = _stemmer.cache
+        for key, tokens, order in fresh:
+            if key not in self._slot:
+                self._add(key, [cache[t] for t in tokens], order)
+
+    def remove(self, key: int) -> bool:
+        slot = self._slot.get(key)
+        if slot is None or not self._alive[slot]:
+            return False
+        self._alive[slot] = False
+        self._live -= 1
+        self._total_length -= self._lengths[slot]
+        self._arrays = None
+        return True
+
+    def _columns(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64],
+                                npt.NDArray[np.bool_]]:
+        if self._arrays is None:
+            self._arrays = (
+                np.asarray(self._keys, dtype=np.int64),
+                np.asarray(self._order, dtype=np.int64),
+                np.asarray(self._lengths, dtype=np.float64),
+                np.asarray(self._alive, dtype=np.bool_),
+            )
+        return self._arrays
+
+    def _posting(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
+        frozen = self._frozen.get(term)
+        if frozen is None:
+            raw = self._postings.get(term)
+            if raw is None:
+                return None
+            frozen = (np.asarray(raw[0], dtype=np.int64), np.asarray(raw[1], dtype=np.float64))
+            self._frozen[term] = frozen
+        return frozen
+
+    def top(self, terms: list[str], k: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """Keys of the ``k`` best live documents matching any term, best first, with their BM25 scores."""
+        keys, order, lengths, alive = self._columns()
+        n = self._live
+        if n == 0 or not terms:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+        norm = K1 * (1.0 - B + B * lengths / (self._total_length / n or 1.0))
+        scores = np.zeros(len(keys), dtype=np.float64)
+        any_deleted = self._live < len(keys)
+        for term in terms:
+            posting = self._posting(term)
+            if posting is None:
+                continue
+            slots, tf = posting
+            if any_deleted:
+                live = alive[slots]
+                slots, tf = slots[live], tf[live]
+            df = len(slots)
+            if df == 0:
+                continue
+            idf = math.log((n - df + 0.5) / (df + 0.5))
+            idf = idf if idf > 0 else 1e-6  # FTS5's floor: a match always scores above zero
+            scores[slots] += idf * tf * (K1 + 1.0) / (tf + norm[slots])
+        hits = np.flatnonzero(scores)
+        if len(hits) > k:
+            # keep everything tied with the k-th score so the tie-break below stays exact
+            kth = np.partition(scores[hits], len(hits) - k)[len(hits) - k]
+            hits = hits[scores[hits] >= kth]
+        # best score first; ties newest first (larger creation time, then larger key)
+        ranking = np.lexsort((-keys[hits], -order[hits], -scores[hits]))[:k]
+        best = hits[ranking]
+        return keys[best], scores[best]

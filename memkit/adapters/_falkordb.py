@@ -1,0 +1,242 @@
+"""FalkorDB through its native client (RESP), never its Bolt port.
+
+FalkorDB 4.16's Bolt endpoint mangles quotes, truncates floats and ignores
+transactions; the native client sends parameters in a CYPHER header that round
+trips quotes, backslashes, 100 KB strings and full float precision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+from urllib.parse import unquote, urlsplit
+
+from memkit._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError, missing_extra
+from memkit._url import query_options
+from memkit.adapters._graph import Dialect, GraphAdapter, Statement
+
+__all__ = ["FalkorDBAdapter", "FalkorDBDialect"]
+
+T = TypeVar("T")
+
+# Keyed MERGE targets and the lookups the query layer makes; FalkorDB's DDL is unnamed.
+# Only JSON keys and UUIDs are indexed: the 4.16 range index trims whitespace from stored strings.
+_INDEXES = (
+    ("Memory", "key"), ("Memory", "ns"), ("Namespace", "key"), ("Entity", "key"), ("Workflow", "key"),
+    ("Trace", "key"), ("Trace", "id"), ("Tool", "key"), ("Step", "id"),
+)
+
+
+_UNIQUE = (("Memory", "key"), ("Step", "id"))
+
+
+class FalkorDBDialect(Dialect):
+    """FalkorDB 4.x: unnamed index DDL, ``db.idx.fulltext.*`` (RediSearch), atomic single statements."""
+
+    name = "falkordb"
+    transactional = False
+
+    def __init__(self, host: str, port: int, graph: str, password: str | None = None,
+                 socket_timeout: float = 60.0, workers: int = 4) -> None:
+        try:
+            from falkordb import FalkorDB
+        except ImportError:
+            raise missing_extra("falkordb", "graph") from None
+        self.host, self.port, self.graph_name = host, port, graph
+        self._factory = FalkorDB
+        self.__password = password
+        self._socket_timeout = socket_timeout
+        # The client connects when built, so it is built on first use, on a worker thread.
+        self._client: Any = None
+        self._graph_handle: Any = None
+        self._connect_lock = threading.Lock()
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="memkit-falkordb")
+
+    def describe(self) -> str:
+        return f"falkordb://{self.host}:{self.port}/{self.graph_name}"
+
+    def schema_statements(self) -> list[str]:
+        return [
+            *(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})" for label, prop in _INDEXES),
+            "CALL db.idx.fulltext.createNodeIndex('Memory', 'content')",
+        ]
+
+    def vector_schema_statements(self, dim: int) -> list[str]:
+        return [
+            f"CREATE VECTOR INDEX FOR (m:Memory) ON (m.embedding)"
+            f" OPTIONS {{dimension: {int(dim)}, similarityFunction: 'cosine'}}"
+        ]
+
+    def vector_value(self, expr: str) -> str:
+        return f"vecf32({expr})"
+
+    def vector_call(self) -> str:
+        return "CALL db.idx.vector.queryNodes('Memory', 'embedding', $k, vecf32($vector)) YIELD node, score"
+
+    def cosine(self, score: float) -> float:
+        # FalkorDB returns the cosine distance.
+        return 1.0 - score
+
+    async def ensure_vector_schema(self, dim: int) -> None:
+        await self._call(self._ensure, self.vector_schema_statements(dim))
+
+    def fulltext_call(self) -> str:
+        return "CALL db.idx.fulltext.queryNodes('Memory', $query) YIELD node, score"
+
+    def fulltext_query(self, terms: Sequence[str]) -> str:
+        # RediSearch syntax: `|` is OR; the terms are \w+ tokens, so nothing else is special.
+        return "|".join(terms)
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        import redis.exceptions as rex
+
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, fn, *args)
+        except (rex.ConnectionError, rex.TimeoutError, ConnectionError, TimeoutError) as exc:
+            raise BackendUnavailableError(
+                f"FalkorDB at {self.host}:{self.port} is unreachable or dropped the connection"
+                f" ({type(exc).__name__}); each write is one atomic statement, applied whole or not at all"
+            ) from None
+        except rex.AuthenticationError:
+            raise ConfigError(f"FalkorDB at {self.host}:{self.port} rejected the password") from None
+        except rex.ResponseError as exc:
+            if "unique constraint violation" in str(exc):
+                raise InvalidInputError("a memory with one of these ids already exists") from None
+            raise StorageError(f"FalkorDB rejected a query: {str(exc)[:300]}") from None
+
+    @property
+    def _graph(self) -> Any:
+        with self._connect_lock:
+            if self._graph_handle is None:
+                self._client = self._factory(
+                    host=self.host, port=self.port, password=self.__password,
+                    socket_timeout=self._socket_timeout, socket_connect_timeout=10.0,
+                )
+                self._graph_handle = self._client.select_graph(self.graph_name)
+            return self._graph_handle
+
+    def _read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        result = self._graph.ro_query(query, params)
+        header = [h[1] if isinstance(h, (list, tuple)) else h for h in result.header]
+        names = [h.decode() if isinstance(h, bytes) else str(h) for h in header]
+        return [dict(zip(names, row, strict=True)) for row in result.result_set]
+
+    def _write(self, statements: Sequence[Statement]) -> list[list[dict[str, Any]]]:
+        out = []
+        for query, params in statements:
+            result = self._graph.query(query, params)
+            header = [h[1] if isinstance(h, (list, tuple)) else h for h in result.header]
+            names = [h.decode() if isinstance(h, bytes) else str(h) for h in header]
+            out.append([dict(zip(names, row, strict=True)) for row in result.result_set])
+        return out
+
+    async def read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        return await self._call(self._read, query, params)
+
+    async def write(self, statements: Sequence[Statement]) -> list[list[dict[str, Any]]]:
+        return await self._call(self._write, statements)
+
+    def _ensure(self, statements: list[str]) -> None:
+        import redis.exceptions as rex
+
+        for statement in statements:
+            try:
+                self._graph.query(statement)
+            except rex.ResponseError as exc:
+                if "already indexed" not in str(exc):
+                    raise
+        if statements == self.schema_statements():
+            # Unique constraints (over the indexes above) close the race between two writers
+            # adding the same memory id; a violating statement is rolled back whole.
+            for label, prop in _UNIQUE:
+                try:
+                    self._graph.create_node_unique_constraint(label, prop)
+                except rex.ResponseError as exc:
+                    if "already exists" not in str(exc):
+                        raise
+
+    async def ensure_schema(self) -> None:
+        await self._call(self._ensure, self.schema_statements())
+
+    def _close(self) -> None:
+        with self._connect_lock:
+            if self._client is not None:
+                self._client.close()
+            self._client = self._graph_handle = None
+
+    async def close(self) -> None:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, self._close)
+        self._executor.shutdown(wait=False)
+
+
+def parse_falkordb_url(url: str) -> dict[str, Any]:
+    """``falkordb://[:password@]host:port/graph`` -> constructor keywords (never echoes the password)."""
+    parts = urlsplit(url)
+    if parts.scheme != "falkordb":
+        raise ConfigError(f"not a falkordb:// URL: {parts.scheme}://...")
+    try:
+        port = parts.port or 6379
+    except ValueError:
+        raise ConfigError("the port of the falkordb:// URL is not a number") from None
+    graph = unquote(parts.path.lstrip("/")) or "memkit"
+    options: dict[str, Any] = {"host": parts.hostname or "127.0.0.1", "port": port, "graph": graph}
+    if parts.password is not None:
+        options["password"] = unquote(parts.password)
+    for key, value in query_options(url).items():
+        if key == "socket_timeout":
+            try:
+                options[key] = float(value)
+            except ValueError:
+                raise ConfigError(f"socket_timeout must be a number, got {value!r}") from None
+        else:
+            raise ConfigError(f"unknown falkordb:// URL option {key!r}; known: socket_timeout")
+    return options
+
+
+class FalkorDBAdapter(GraphAdapter):
+    """Memories as a graph in FalkorDB, through the native ``falkordb`` client.
+
+    Parameters
+    ----------
+    host, port, graph
+        Where the server is and which graph holds the memories.
+    password
+        Redis password; defaults to ``$MEMKIT_FALKORDB_PASSWORD``. Never shown in reprs or errors.
+    **options
+        ``limits``, ``entity_fields`` (see :class:`~memkit.adapters._graph.GraphAdapter`), ``socket_timeout``.
+
+    Examples
+    --------
+    >>> mem = FalkorDBAdapter.from_url("falkordb://127.0.0.1:6379/memkit")  # doctest: +SKIP
+    """
+
+    provider_name = "falkordb"
+
+    def __init__(
+        self, host: str = "127.0.0.1", port: int = 6379, graph: str = "memkit", *,
+        password: str | None = None, socket_timeout: float = 60.0, **options: Any,
+    ) -> None:
+        if not isinstance(graph, str) or not graph.strip():
+            raise ConfigError("graph must be a non-empty name")
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+            raise ConfigError(f"port must be an integer between 1 and 65535, got {port!r}")
+        password = password if password is not None else os.environ.get("MEMKIT_FALKORDB_PASSWORD") or None
+        dialect = FalkorDBDialect(host, port, graph, password, socket_timeout)
+        try:
+            super().__init__(dialect, **options)
+        except InvalidInputError:
+            raise
+        except BaseException:
+            dialect._executor.shutdown(wait=False)
+            raise
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> FalkorDBAdapter:
+        """``falkordb://host:port/graph`` (the factory calls this)."""
+        return cls(**{**parse_falkordb_url(url), **options})

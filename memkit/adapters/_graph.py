@@ -1,0 +1,706 @@
+"""One Cypher query layer for graph databases, with a small :class:`Dialect` per database.
+
+The statements below are the portable Cypher subset that runs on FalkorDB 4.x
+and Neo4j 5 (no EXISTS{}, COUNT{}, ``=~``, temporal types or map properties).
+A dialect supplies only what truly differs: index DDL, the full-text
+procedure and its query syntax, and how statements are executed (Neo4j runs a
+batch in one transaction; FalkorDB runs each statement atomically, so every
+logical write is a single statement).
+
+Every value is a parameter. Metadata is stored as one JSON string and filtered
+in Python with :func:`memkit._filters.matches`, the reference semantics, after
+Cypher has narrowed the candidates to one namespace.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import Any, ClassVar
+
+from memkit._errors import ConfigError, InvalidInputError
+from memkit._filters import Condition, matches, parse_filters
+from memkit._graphschema import DEFAULT_ENTITY_FIELDS, NODE_LABELS, RecordParts, memory_key, node_key, record_parts
+from memkit._keyword import query_words
+from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
+from memkit._records import Record, from_us, new_record, now_us, records_from_items, trace_record
+from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_limit, check_namespace, check_offset, check_query
+from memkit.graph import GraphBuilder, MemoryGraph
+
+__all__ = ["Dialect", "GraphAdapter", "Statement"]
+
+Statement = tuple[str, dict[str, Any]]
+
+_MEMORY_FIELDS = (
+    "m.id AS id, m.user_id AS user_id, m.agent_id AS agent_id, m.content AS content,"
+    " m.metadata AS metadata, m.created_us AS created_us"
+)
+
+# One write = one statement: the memories, their entities, their trace steps and
+# tools, and the NEXT chains of the traces it touched. ``WITH count(*)`` closes
+# each part so an empty UNWIND does not end the statement early (an aggregate with no
+# grouping key yields one row even from no rows; never carry a grouping key across).
+WRITE = """
+UNWIND $memories AS r
+MERGE (ns:Namespace {key: r.ns_key})
+  ON CREATE SET ns.id = r.ns_id, ns.user_id = r.user_id, ns.agent_id = r.agent_id
+CREATE (m:Memory {id: r.id, key: r.key, ns: r.ns_key, user_id: r.user_id, agent_id: r.agent_id,
+                  content: r.content, metadata: r.metadata, type: r.type, workflow_id: r.workflow_id,
+                  created_us: r.created_us, seq: r.seq{embedding}})
+CREATE (ns)-[:HAS_MEMORY {id: r.rel_id}]->(m)
+WITH count(*) AS written
+UNWIND $mentions AS x
+MATCH (m:Memory {key: x.memory_key})
+MERGE (e:Entity {key: x.key})
+  ON CREATE SET e.id = x.id, e.user_id = x.user_id, e.agent_id = x.agent_id, e.kind = x.kind, e.name = x.name
+CREATE (m)-[:MENTIONS {id: x.rel_id, field: x.kind}]->(e)
+WITH count(*) AS mentioned
+UNWIND $steps AS s
+MATCH (m:Memory {key: s.memory_key})
+MERGE (w:Workflow {key: s.workflow_key})
+  ON CREATE SET w.id = s.workflow_node, w.user_id = s.user_id, w.agent_id = s.agent_id,
+                w.workflow_id = s.workflow_id
+MERGE (t:Trace {key: s.trace_key})
+  ON CREATE SET t.id = s.trace_node, t.user_id = s.user_id, t.agent_id = s.agent_id,
+                t.workflow_id = s.workflow_id, t.run_id = s.run_id
+MERGE (w)-[ht:HAS_TRACE]->(t)
+  ON CREATE SET ht.id = s.has_trace_id
+CREATE (st:Step {id: s.id, user_id: s.user_id, agent_id: s.agent_id, workflow_id: s.workflow_id,
+                 run_id: s.run_id, order: s.order, sort: s.sort, name: s.name, status: s.status,
+                 tool: s.tool, created_us: s.created_us})
+CREATE (t)-[:HAS_STEP {id: s.has_step_id, order: s.order}]->(st)
+CREATE (st)-[:RECORDED_AS {id: s.recorded_id}]->(m)
+WITH count(*) AS stepped
+UNWIND $tools AS u
+MATCH (st:Step {id: u.step_id})
+MERGE (tool:Tool {key: u.key})
+  ON CREATE SET tool.id = u.id, tool.user_id = u.user_id, tool.agent_id = u.agent_id, tool.name = u.name
+CREATE (st)-[:USES_TOOL {id: u.rel_id}]->(tool)
+WITH count(*) AS used
+{relink}
+RETURN size($memories) AS written
+"""
+
+# Rebuild the NEXT chain of each trace in $traces from its steps' order.
+RELINK = """
+UNWIND $traces AS tk
+MATCH (t:Trace {key: tk})-[:HAS_STEP]->(s:Step)
+OPTIONAL MATCH (s)-[old:NEXT]->(:Step)
+DELETE old
+WITH tk, s
+ORDER BY s.sort, s.created_us, s.id
+WITH tk, collect(s) AS chain
+UNWIND range(0, size(chain) - 2) AS i
+WITH chain[i] AS a, chain[i + 1] AS b
+CREATE (a)-[:NEXT {id: randomUUID()}]->(b)
+WITH count(*) AS linked
+"""
+
+# Delete one memory (and its step), scoped when asked; report the traces it was part of.
+DELETE = """
+MATCH (m:Memory {key: $key})
+WHERE m.id = $id AND ($user_id IS NULL OR m.user_id = $user_id) AND ($agent_id IS NULL OR m.agent_id = $agent_id)
+OPTIONAL MATCH (st:Step)-[:RECORDED_AS]->(m)
+OPTIONAL MATCH (t:Trace)-[:HAS_STEP]->(st)
+WITH m, st, t.key AS tk, m.user_id AS user_id, m.agent_id AS agent_id
+DETACH DELETE m, st
+RETURN user_id, agent_id, tk
+"""
+
+# After a delete: relink the traces and drop nodes nothing points to any more.
+TIDY = """
+WITH 0 AS start
+{relink}
+OPTIONAL MATCH (t:Trace {user_id: $user_id, agent_id: $agent_id})
+OPTIONAL MATCH (t)-[r:HAS_STEP]->(:Step)
+WITH t, count(r) AS n WHERE t IS NOT NULL AND n = 0
+DETACH DELETE t
+WITH count(*) AS done
+OPTIONAL MATCH (w:Workflow {user_id: $user_id, agent_id: $agent_id})
+OPTIONAL MATCH (w)-[r:HAS_TRACE]->(:Trace)
+WITH w, count(r) AS n WHERE w IS NOT NULL AND n = 0
+DETACH DELETE w
+WITH count(*) AS done
+OPTIONAL MATCH (e:Entity {user_id: $user_id, agent_id: $agent_id})
+OPTIONAL MATCH (e)<-[r:MENTIONS]-(:Memory)
+WITH e, count(r) AS n WHERE e IS NOT NULL AND n = 0
+DETACH DELETE e
+WITH count(*) AS done
+OPTIONAL MATCH (u:Tool {user_id: $user_id, agent_id: $agent_id})
+OPTIONAL MATCH (u)<-[r:USES_TOOL]-(:Step)
+WITH u, count(r) AS n WHERE u IS NOT NULL AND n = 0
+DETACH DELETE u
+WITH count(*) AS done
+OPTIONAL MATCH (ns:Namespace {user_id: $user_id, agent_id: $agent_id})
+OPTIONAL MATCH (ns)-[r:HAS_MEMORY]->(:Memory)
+WITH ns, count(r) AS n WHERE ns IS NOT NULL AND n = 0
+DETACH DELETE ns
+RETURN count(*) AS removed
+"""
+
+RESET = "MATCH (n) DETACH DELETE n"
+
+SELECT = (
+    "MATCH (m:Memory {ns: $ns})"
+    f" RETURN {_MEMORY_FIELDS}"
+    " ORDER BY m.created_us DESC, m.seq DESC SKIP $skip LIMIT $limit"
+)
+
+GET = f"MATCH (m:Memory {{key: $key}}) RETURN {_MEMORY_FIELDS}"
+
+EXISTING_IDS = "UNWIND $keys AS k MATCH (m:Memory {key: k}) RETURN m.id AS id"
+
+EXPORT = (
+    "MATCH (m:Memory)"
+    " WHERE ($user_id IS NULL OR m.user_id = $user_id) AND ($agent_id IS NULL OR m.agent_id = $agent_id)"
+    " AND (m.created_us > $after_us OR (m.created_us = $after_us AND m.seq > $after_seq))"
+    f" RETURN {_MEMORY_FIELDS}, m.seq AS seq"
+    " ORDER BY m.created_us, m.seq LIMIT $limit"
+)
+
+NAMESPACES = (
+    "MATCH (m:Memory)"
+    " RETURN m.user_id AS user_id, m.agent_id AS agent_id, count(m) AS n,"
+    " min(m.created_us) AS first_us, max(m.created_us) AS last_us"
+    " ORDER BY user_id, agent_id"
+)
+
+STATS = (
+    "MATCH (m:Memory)"
+    " WITH count(m) AS memories, sum(CASE WHEN m.type = 'trace' THEN 1 ELSE 0 END) AS traces,"
+    " collect(DISTINCT [m.user_id, m.agent_id]) AS spaces"
+    " RETURN memories, traces, size(spaces) AS namespaces"
+)
+
+PING = "RETURN 1 AS ok"
+
+COUNT_MEMORIES = "MATCH (m:Memory) RETURN count(m) AS n"
+
+# The newest memories of a scope: the seeds of a graph export.
+GRAPH_SEEDS = (
+    "MATCH (m:Memory)"
+    " WHERE ($user_id IS NULL OR m.user_id = $user_id) AND ($agent_id IS NULL OR m.agent_id = $agent_id)"
+    " AND ($workflow_id IS NULL OR m.workflow_id = $workflow_id)"
+    " WITH m ORDER BY m.created_us DESC, m.seq DESC LIMIT $limit"
+    " RETURN properties(m) AS props"
+)
+
+# One hop out of a set of nodes of one label (labels come from the schema, never from input).
+# Edges come back as scalars; properties are fetched once per new node with NODES.
+_EXPAND = (
+    "UNWIND $ids AS nid"
+    " MATCH (a:{label} {{{prop}: nid}})-[r]-(b)"
+    " RETURN type(r) AS type, r.id AS id, r.order AS order, r.field AS field,"
+    " startNode(r).id AS source, endNode(r).id AS target, labels(b) AS labels, b.id AS bid, b.key AS bkey"
+)
+_LOOKUP = {"Memory": "key", "Namespace": "key", "Entity": "key", "Workflow": "key", "Trace": "key",
+           "Tool": "key", "Step": "id"}
+EXPAND = {label: _EXPAND.format(label=label, prop=prop) for label, prop in (("Memory", "key"), ("Step", "id"),
+                                                                         ("Trace", "id"))}
+NODES = {
+    label: f"UNWIND $ids AS nid MATCH (n:{label} {{{prop}: nid}}) RETURN properties(n) AS props"
+    for label, prop in _LOOKUP.items() if label != "Memory"
+}
+
+# Two hops from one memory through what it shares (entities, steps, tools): the
+# memories related to it. Used by the graph bench and by neighbourhood views.
+NEIGHBOURS = (
+    "MATCH (m:Memory {key: $key})-[:MENTIONS]->(e:Entity)<-[:MENTIONS]-(other:Memory)"
+    " WHERE other.id <> m.id"
+    " RETURN other.id AS id, collect(DISTINCT e.name) AS via, count(DISTINCT e) AS shared"
+    " ORDER BY shared DESC, id LIMIT $limit"
+)
+
+_PAGE = 1_000
+_EXPORT_CHUNK = 2_000
+_WRITE_CHUNK = 2_000
+
+
+class Dialect(abc.ABC):
+    """What differs between graph databases; everything else is shared Cypher.
+
+    Subclasses give the index DDL, the full-text procedure and query syntax,
+    and execution (:meth:`read`, :meth:`write`).
+    """
+
+    name: ClassVar[str] = "graph"
+    # True when :meth:`write` runs all its statements in one transaction.
+    transactional: ClassVar[bool] = False
+
+    @abc.abstractmethod
+    def schema_statements(self) -> list[str]:
+        """Index and constraint DDL, each safe to run again."""
+
+    @abc.abstractmethod
+    def fulltext_call(self) -> str:
+        """A ``CALL ... YIELD node, score`` clause over Memory.content taking ``$query``."""
+
+    @abc.abstractmethod
+    def fulltext_query(self, terms: Sequence[str]) -> str:
+        """Turn plain word tokens into the engine's OR query (tokens are ``\\w+`` only)."""
+
+    @abc.abstractmethod
+    def vector_schema_statements(self, dim: int) -> list[str]:
+        """Vector index DDL for ``Memory.embedding`` with cosine similarity."""
+
+    @abc.abstractmethod
+    def vector_value(self, expr: str) -> str:
+        """How a list of floats is stored as a vector property."""
+
+    @abc.abstractmethod
+    def vector_call(self) -> str:
+        """A ``CALL ... YIELD node, score`` nearest-neighbour clause taking ``$k`` and ``$vector``."""
+
+    @abc.abstractmethod
+    def cosine(self, score: float) -> float:
+        """The engine's vector score as cosine similarity (higher is better)."""
+
+    def vector_statement(self) -> str:
+        return (
+            f"{self.vector_call()}"
+            " WITH node AS m, score"
+            " WHERE m.ns = $ns"
+            f" RETURN {_MEMORY_FIELDS}, score"
+        )
+
+    def write_statement(self, relink: bool, embedding: bool) -> str:
+        return WRITE.replace("{relink}", RELINK if relink else "").replace(
+            "{embedding}", f", embedding: {self.vector_value('r.embedding')}" if embedding else "")
+
+    def keyword_statement(self) -> str:
+        # Full-text scores are higher-is-better on both engines.
+        return (
+            f"{self.fulltext_call()}"
+            " WITH node AS m, score"
+            " WHERE m.ns = $ns"
+            f" RETURN {_MEMORY_FIELDS}, score"
+            " ORDER BY score DESC, m.created_us DESC, m.seq DESC LIMIT $limit"
+        )
+
+    def statements(self) -> list[str]:
+        """Every Cypher statement this dialect can send (checked by the Cypher linter in tests)."""
+        return [
+            *self.schema_statements(),
+            *self.vector_schema_statements(384),
+            *(self.write_statement(relink, vec) for relink in (True, False) for vec in (True, False)),
+            DELETE, TIDY.replace("{relink}", RELINK),
+            RESET, SELECT, GET, EXISTING_IDS, EXPORT, NAMESPACES, STATS, PING, GRAPH_SEEDS, COUNT_MEMORIES,
+            *EXPAND.values(), *NODES.values(), NEIGHBOURS, self.keyword_statement(), self.vector_statement(),
+        ]
+
+    @abc.abstractmethod
+    async def read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """Run one read-only statement; rows as dicts keyed by the RETURN aliases."""
+
+    @abc.abstractmethod
+    async def write(self, statements: Sequence[Statement]) -> list[list[dict[str, Any]]]:
+        """Run write statements in order (in one transaction where the database has them)."""
+
+    async def ensure_schema(self) -> None:
+        await self.write([(s, {}) for s in self.schema_statements()])
+
+    async def ensure_vector_schema(self, dim: int) -> None:
+        await self.write([(s, {}) for s in self.vector_schema_statements(dim)])
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    @abc.abstractmethod
+    def describe(self) -> str:
+        """Where the database is, without credentials."""
+
+
+def _record(row: Mapping[str, Any]) -> Record:
+    return Record(
+        id=row["id"], user_id=row["user_id"], agent_id=row["agent_id"], content=row["content"],
+        metadata=json.loads(row["metadata"]), created_us=int(row["created_us"]),
+    )
+
+
+def _write_params(parts: list[RecordParts]) -> dict[str, Any]:
+    steps = [p.step for p in parts if p.step is not None]
+    return {
+        "memories": [p.memory for p in parts],
+        "mentions": [x for p in parts for x in p.mentions],
+        "steps": steps,
+        "tools": [p.tool for p in parts if p.tool is not None],
+        "traces": sorted({s["trace_key"] for s in steps}),
+    }
+
+
+class GraphAdapter:
+    """The memkit port over a graph database; subclasses pick a :class:`Dialect`.
+
+    Parameters
+    ----------
+    dialect
+        The database seam.
+    limits
+        Input bounds (see :class:`memkit.Limits`).
+    entity_fields
+        Metadata fields whose values become ``Entity`` nodes.
+    embedder
+        Optional: an object with ``dim`` and ``embed(texts) -> (n, dim) array`` (L2-normalised).
+        With it every memory stores a vector, and ``search`` offers ``mode="semantic"`` and
+        ``"hybrid"`` (reciprocal-rank fusion of keyword and semantic; the default).
+    """
+
+    provider_name = "graph"
+
+    def __init__(
+        self,
+        dialect: Dialect,
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        entity_fields: Iterable[str] = DEFAULT_ENTITY_FIELDS,
+        embedder: Any = None,
+    ) -> None:
+        if embedder is not None and not (
+            isinstance(getattr(embedder, "dim", None), int) and callable(getattr(embedder, "embed", None))
+        ):
+            raise ConfigError("embedder must have an integer `dim` and an `embed(texts)` method")
+        self.embedder = embedder
+        if isinstance(entity_fields, str):
+            raise ConfigError("entity_fields must be a list of metadata field names, not one string")
+        self.dialect = dialect
+        self.limits = limits
+        self.entity_fields = tuple(entity_fields)
+        self._schema_ready = False
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.dialect.describe()})"
+
+    async def _ready(self) -> None:
+        if not self._schema_ready:
+            await self.dialect.ensure_schema()
+            if self.embedder is not None:
+                await self.dialect.ensure_vector_schema(int(self.embedder.dim))
+            self._schema_ready = True
+
+    async def _read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        await self._ready()
+        return await self.dialect.read(query, params)
+
+    # -- writes ------------------------------------------------------------------
+
+    async def _insert(self, records: list[Record]) -> list[str]:
+        if not records:
+            return []
+        await self._ready()
+        ids = [r.id for r in records]
+        clash = await self.dialect.read(EXISTING_IDS, {"keys": [memory_key(i) for i in ids]})
+        if clash:
+            raise InvalidInputError(f"a memory with id {clash[0]['id']!r} already exists")
+        parts = [record_parts(r, self.entity_fields, seq=now_us()) for r in records]
+        # Neo4j: UNWIND chunks inside one transaction. FalkorDB has no multi-statement
+        # transactions but runs each statement atomically, so the whole batch is one statement.
+        size = _WRITE_CHUNK if self.dialect.transactional else len(parts)
+        chunks = [parts[i : i + size] for i in range(0, len(parts), size)]
+        statements = []
+        for chunk in chunks:
+            params = _write_params(chunk)
+            if self.embedder is not None:
+                for memory, vector in zip(params["memories"], self._embed([p.memory["content"] for p in chunk]),
+                                          strict=True):
+                    memory["embedding"] = vector
+            query = self.dialect.write_statement(bool(params["traces"]), self.embedder is not None)
+            statements.append((query, params))
+        await self.dialect.write(statements)
+        return ids
+
+    async def add(
+        self, content: str, user_id: str, agent_id: str, metadata: dict[str, Any] | None = None
+    ) -> str:
+        return (await self._insert([new_record(content, user_id, agent_id, metadata, self.limits)]))[0]
+
+    async def add_trace(
+        self, agent_id: str, workflow_id: str, trace_data: dict[str, Any], user_id: str = "system"
+    ) -> str:
+        return (await self._insert([trace_record(agent_id, workflow_id, trace_data, user_id, self.limits)]))[0]
+
+    async def add_many(
+        self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False
+    ) -> list[str]:
+        """Validate every item, then write all of them or none (UNWIND batches, one transaction)."""
+        return await self._insert(records_from_items(items, self.limits))
+
+    async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
+        """Delete one memory; with ``user_id``/``agent_id`` only if it lives in that namespace."""
+        check_id(memory_id, "memory_id", self.limits)
+        await self._ready()
+        [deleted] = await self.dialect.write([(DELETE, {
+            "key": memory_key(memory_id), "id": memory_id, "user_id": user_id, "agent_id": agent_id,
+        })])
+        if not deleted:
+            return False
+        row = deleted[0]
+        traces = sorted({r["tk"] for r in deleted if r.get("tk") is not None})
+        await self.dialect.write([(
+            TIDY.replace("{relink}", RELINK),
+            {"traces": traces, "user_id": row["user_id"], "agent_id": row["agent_id"]},
+        )])
+        return True
+
+    async def reset(self) -> bool:
+        await self._ready()
+        await self.dialect.write([(RESET, {})])
+        return True
+
+    # -- reads -----------------------------------------------------------------------
+
+    async def _select(
+        self, user: str, agent: str, conditions: tuple[Condition, ...], offset: int, limit: int
+    ) -> list[Record]:
+        ns = node_key("Namespace", user, agent)
+        if not conditions:
+            rows = await self._read(SELECT, {"ns": ns, "skip": offset, "limit": limit})
+            return [r for r in map(_record, rows) if (r.user_id, r.agent_id) == (user, agent)]
+        # Filters are applied in Python with the reference semantics, a page at a time.
+        kept: list[Record] = []
+        skip = 0
+        while len(kept) < offset + limit:
+            rows = await self._read(SELECT, {"ns": ns, "skip": skip, "limit": _PAGE})
+            kept.extend(r for r in map(_record, rows)
+                        if (r.user_id, r.agent_id) == (user, agent) and matches(conditions, r.metadata))
+            if len(rows) < _PAGE:
+                break
+            skip += _PAGE
+        return kept[offset : offset + limit]
+
+    async def search(
+        self,
+        query: str,
+        user_id: str,
+        agent_id: str,
+        limit: int = 5,
+        filters: dict[str, Any] | None = None,
+        *,
+        mode: str | None = None,
+    ) -> list[MemoryItem]:
+        """Full-text search in one namespace; an empty query lists it newest first."""
+        text = check_query(query, self.limits)
+        limit = check_limit(limit, self.limits)
+        user, agent = check_namespace(user_id, agent_id, self.limits)
+        conditions = parse_filters(filters)
+        if mode not in (None, "keyword", "semantic", "hybrid"):
+            raise InvalidInputError(f"mode must be 'keyword', 'semantic' or 'hybrid', got {mode!r}")
+        if mode in ("semantic", "hybrid") and self.embedder is None:
+            raise ConfigError(f"mode={mode!r} needs an embedder; this {type(self).__name__} has none")
+        if not text:
+            return [r.to_item() for r in await self._select(user, agent, conditions, 0, limit)]
+        mode = mode or ("hybrid" if self.embedder is not None else "keyword")
+        if mode == "keyword":
+            hits = await self._keyword(text, user, agent, conditions, limit)
+            return [
+                r.to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
+                for rank, (r, score) in enumerate(hits, start=1)
+            ]
+        semantic = await self._semantic(text, user, agent, conditions, limit if mode == "semantic" else limit * 4)
+        if mode == "semantic":
+            return [
+                r.to_item(score, {"mode": "semantic", "semantic": {"rank": rank, "score": score}})
+                for rank, (r, score) in enumerate(semantic, start=1)
+            ]
+        keyword = await self._keyword(text, user, agent, conditions, limit * 4)
+        return _fuse(keyword, semantic, limit)
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        assert self.embedder is not None
+        matrix = self.embedder.embed(texts)
+        return [[float(x) for x in row] for row in matrix]
+
+    async def _semantic(
+        self, text: str, user: str, agent: str, conditions: tuple[Condition, ...], limit: int
+    ) -> list[tuple[Record, float]]:
+        vector = self._embed([text])[0]
+        ns = node_key("Namespace", user, agent)
+        total = (await self._read(COUNT_MEMORIES, {}))[0]["n"]
+        # The vector index ranks the whole graph: widen k until the namespace has enough hits.
+        k = min(max(limit * 10, 100), max(total, 1))
+        while True:
+            rows = await self._read(self.dialect.vector_statement(), {"k": k, "vector": vector, "ns": ns})
+            hits = [
+                (r, self.dialect.cosine(float(row["score"]))) for row in rows
+                if (r := _record(row)).user_id == user and r.agent_id == agent and matches(conditions, r.metadata)
+            ]
+            if len(hits) >= limit or k >= total:
+                break
+            k = min(k * 4, total)
+        hits.sort(key=lambda h: (-h[1], -h[0].created_us))
+        return hits[:limit]
+
+    async def _keyword(
+        self, text: str, user: str, agent: str, conditions: tuple[Condition, ...], limit: int
+    ) -> list[tuple[Record, float]]:
+        terms = query_words(text)
+        if not terms:
+            return []
+        params = {
+            "query": self.dialect.fulltext_query(terms), "ns": node_key("Namespace", user, agent),
+            "limit": limit if not conditions else self.limits.max_limit * 10,
+        }
+        rows = await self._read(self.dialect.keyword_statement(), params)
+        hits = [
+            (r, float(row["score"])) for row in rows
+            if (r := _record(row)).user_id == user and r.agent_id == agent and matches(conditions, r.metadata)
+        ]
+        return hits[:limit]
+
+    async def get_all(
+        self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
+    ) -> list[MemoryItem]:
+        return await self.get_page(user_id, agent_id, limit=limit, filters=filters)
+
+    async def get_page(
+        self,
+        user_id: str,
+        agent_id: str,
+        *,
+        offset: int = 0,
+        limit: int = 50,
+        filters: dict[str, Any] | None = None,
+    ) -> list[MemoryItem]:
+        limit = check_limit(limit, self.limits)
+        offset = check_offset(offset)
+        user, agent = check_namespace(user_id, agent_id, self.limits)
+        conditions = parse_filters(filters)
+        return [r.to_item() for r in await self._select(user, agent, conditions, offset, limit)]
+
+    async def get(self, memory_id: str) -> MemoryItem | None:
+        check_id(memory_id, "memory_id", self.limits)
+        rows = [r for r in await self._read(GET, {"key": memory_key(memory_id)}) if r["id"] == memory_id]
+        return _record(rows[0]).to_item() if rows else None
+
+    async def namespaces(self) -> list[NamespaceInfo]:
+        rows = await self._read(NAMESPACES, {})
+        return [
+            NamespaceInfo(
+                user_id=r["user_id"], agent_id=r["agent_id"], count=r["n"],
+                first_at=from_us(r["first_us"]), last_at=from_us(r["last_us"]),
+            )
+            for r in rows
+        ]
+
+    async def stats(self) -> Stats:
+        rows = await self._read(STATS, {})
+        row = rows[0] if rows else {"memories": 0, "traces": 0, "namespaces": 0}
+        return Stats(
+            provider=self.provider_name, memories=row["memories"], traces=row["traces"] or 0,
+            namespaces=row["namespaces"], location=self.dialect.describe(),
+        )
+
+    async def health(self) -> Health:
+        start = time.perf_counter()
+        try:
+            await self.dialect.read(PING, {})
+            ok, detail = True, self.dialect.describe()
+        except Exception as exc:  # health reports failures instead of raising them
+            ok, detail = False, str(exc)
+        return Health(ok=ok, provider=self.provider_name, latency_ms=(time.perf_counter() - start) * 1e3,
+                      detail=detail)
+
+    async def export(self, user_id: str | None = None, agent_id: str | None = None) -> AsyncIterator[MemoryItem]:
+        """Every record, oldest first, read in chunks (keyset paging on time and insertion order)."""
+        after_us, after_seq = -(2**62), -1
+        while True:
+            rows = await self._read(EXPORT, {
+                "user_id": user_id, "agent_id": agent_id, "after_us": after_us, "after_seq": after_seq,
+                "limit": _EXPORT_CHUNK,
+            })
+            for row in rows:
+                yield _record(row).to_item()
+            if len(rows) < _EXPORT_CHUNK:
+                return
+            after_us, after_seq = rows[-1]["created_us"], rows[-1]["seq"]
+
+    async def neighbours(self, memory_id: str, limit: int = 25) -> list[dict[str, Any]]:
+        """Memories two hops away (sharing an entity), most shared entities first."""
+        check_id(memory_id, "memory_id", self.limits)
+        limit = check_limit(limit, self.limits)
+        return await self._read(NEIGHBOURS, {"key": memory_key(memory_id), "limit": limit})
+
+    async def graph(
+        self,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        workflow_id: str | None = None,
+        limit: int = 1_000,
+    ) -> MemoryGraph:
+        """Read the stored graph around the newest ``limit`` memories of a scope."""
+        seeds = await self._read(GRAPH_SEEDS, {
+            "user_id": user_id, "agent_id": agent_id, "workflow_id": workflow_id, "limit": limit,
+        })
+        out = GraphBuilder()
+        lookups: dict[str, list[str]] = {"Memory": [], "Step": [], "Trace": []}
+        for row in seeds:
+            out.node("Memory", row["props"])
+            lookups["Memory"].append(row["props"]["key"])
+        wanted: dict[str, str] = {}  # node id -> label, for nodes whose properties are still to fetch
+        edges: list[dict[str, Any]] = []
+        for label in ("Memory", "Step", "Trace"):
+            ids = lookups[label]
+            for start in range(0, len(ids), _PAGE):
+                rows = await self._read(EXPAND[label], {"ids": ids[start : start + _PAGE]})
+                new: dict[str, list[str]] = {}
+                for row in rows:
+                    other = _label(row["labels"])
+                    if other is None:
+                        continue
+                    known = row["bid"] in out.nodes or row["bid"] in wanted
+                    # Steps and memories enter only through their own memory.
+                    if label != "Memory" and other in ("Step", "Memory") and not known:
+                        continue
+                    if not known:
+                        wanted[row["bid"]] = other
+                        new.setdefault(other, []).append(row["bkey"] if _LOOKUP[other] == "key" else row["bid"])
+                        if other in lookups:
+                            lookups[other].append(row["bid"])
+                    edges.append(row)
+                await self._fetch_nodes(out, new)
+        for row in edges:
+            if row["source"] in out.nodes and row["target"] in out.nodes:
+                out.edge(row["type"], row["id"], row["source"], row["target"], row)
+        return out.build()
+
+    async def _fetch_nodes(self, out: GraphBuilder, new: dict[str, list[str]]) -> None:
+        for label, keys in new.items():
+            for start in range(0, len(keys), _PAGE):
+                for row in await self._read(NODES[label], {"ids": keys[start : start + _PAGE]}):
+                    out.node(label, row["props"])
+
+    async def aclose(self) -> None:
+        await self.dialect.close()
+
+
+_RRF_K = 60
+
+
+def _fuse(
+    keyword: list[tuple[Record, float]], semantic: list[tuple[Record, float]], limit: int
+) -> list[MemoryItem]:
+    """Reciprocal-rank fusion; ties newest first."""
+    records: dict[str, Record] = {}
+    details: dict[str, dict[str, Any]] = {}
+    fused: dict[str, float] = {}
+    for leg, hits in (("keyword", keyword), ("semantic", semantic)):
+        for rank, (record, score) in enumerate(hits, start=1):
+            records[record.id] = record
+            details.setdefault(record.id, {"mode": "hybrid"})[leg] = {"rank": rank, "score": score}
+            fused[record.id] = fused.get(record.id, 0.0) + 1.0 / (_RRF_K + rank)
+    order = sorted(fused, key=lambda i: (-fused[i], -records[i].created_us))[:limit]
+    items = []
+    for memory_id in order:
+        info = details[memory_id]
+        info["fused"] = {"score": fused[memory_id]}
+        items.append(records[memory_id].to_item(fused[memory_id], info))
+    return items
+
+
+def _label(labels: Sequence[str]) -> str | None:
+    for label in labels:
+        if label in NODE_LABELS:
+            return label
+    return None
+

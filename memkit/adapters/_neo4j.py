@@ -1,0 +1,200 @@
+"""Neo4j 5 through the official async driver (Bolt): the same query layer as FalkorDB."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from memkit._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError, missing_extra
+from memkit.adapters._graph import Dialect, GraphAdapter, Statement
+
+__all__ = ["Neo4jAdapter", "Neo4jDialect"]
+
+SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
+
+_UNIQUE = (("Memory", "key"), ("Namespace", "key"), ("Entity", "key"), ("Workflow", "key"),
+           ("Trace", "key"), ("Trace", "id"), ("Tool", "key"), ("Step", "id"))
+
+
+class Neo4jDialect(Dialect):
+    """Neo4j 5: named ``IF NOT EXISTS`` DDL, Lucene full-text, one transaction per write."""
+
+    name = "neo4j"
+    transactional = True
+
+    def __init__(self, uri: str, user: str | None, password: str | None, database: str | None,
+                 max_retry_time: float = 30.0) -> None:
+        try:
+            import neo4j  # noqa: F401
+        except ImportError:
+            raise missing_extra("neo4j", "graph") from None
+        self._uri, self.database = uri, database
+        self._max_retry_time = max_retry_time
+        self._user = user
+        self.__auth = (user, password or "") if user is not None else None
+        # The async driver belongs to the event loop that created it.
+        self._drivers: dict[int, Any] = {}
+
+    def describe(self) -> str:
+        parts = urlsplit(self._uri)
+        host = parts.hostname or "localhost"
+        port = f":{parts.port}" if parts.port else ""
+        return f"{parts.scheme}://{host}{port}/{self.database or ''}"
+
+    def schema_statements(self) -> list[str]:
+        return [
+            *(f"CREATE CONSTRAINT memkit_{label.lower()}_{prop} IF NOT EXISTS"
+              f" FOR (n:{label}) REQUIRE n.{prop} IS UNIQUE" for label, prop in _UNIQUE),
+            "CREATE INDEX memkit_memory_namespace IF NOT EXISTS FOR (m:Memory) ON (m.ns)",
+            "CREATE FULLTEXT INDEX memkit_memory_content IF NOT EXISTS FOR (m:Memory) ON EACH [m.content]",
+        ]
+
+    def vector_schema_statements(self, dim: int) -> list[str]:
+        return [
+            "CREATE VECTOR INDEX memkit_memory_embedding IF NOT EXISTS FOR (m:Memory) ON (m.embedding)"
+            f" OPTIONS {{indexConfig: {{`vector.dimensions`: {int(dim)}, `vector.similarity_function`: 'cosine'}}}}"
+        ]
+
+    def vector_value(self, expr: str) -> str:
+        return expr
+
+    def vector_call(self) -> str:
+        return "CALL db.index.vector.queryNodes('memkit_memory_embedding', $k, $vector) YIELD node, score"
+
+    def cosine(self, score: float) -> float:
+        # Neo4j maps cosine similarity c to (1 + c) / 2.
+        return 2.0 * score - 1.0
+
+    async def ensure_vector_schema(self, dim: int) -> None:
+        for statement in self.vector_schema_statements(dim):
+            await self._session_run([(statement, {})], write=True)
+
+    def fulltext_call(self) -> str:
+        return "CALL db.index.fulltext.queryNodes('memkit_memory_content', $query) YIELD node, score"
+
+    def fulltext_query(self, terms: Sequence[str]) -> str:
+        # Lucene: lower-case \w+ tokens are never operators; OR them.
+        return " OR ".join(terms)
+
+    def _driver(self) -> Any:
+        from neo4j import AsyncGraphDatabase
+
+        key = id(asyncio.get_running_loop())
+        driver = self._drivers.get(key)
+        if driver is None:
+            driver = AsyncGraphDatabase.driver(
+                self._uri, auth=self.__auth, max_transaction_retry_time=self._max_retry_time,
+                connection_timeout=min(30.0, max(self._max_retry_time, 5.0)),
+            )
+            self._drivers[key] = driver
+        return driver
+
+    async def _session_run(self, statements: Sequence[Statement], write: bool) -> list[list[dict[str, Any]]]:
+        from neo4j import exceptions as nex
+
+        async def work(tx: Any) -> list[list[dict[str, Any]]]:
+            out = []
+            for query, params in statements:
+                result = await tx.run(query, params)
+                out.append(await result.data())
+            return out
+
+        try:
+            async with self._driver().session(database=self.database) as session:
+                if write:
+                    return await session.execute_write(work)  # type: ignore[no-any-return]
+                return await session.execute_read(work)  # type: ignore[no-any-return]
+        except nex.AuthError:
+            raise ConfigError(f"Neo4j at {self.describe()} rejected the credentials of user {self._user!r}") from None
+        except nex.ConstraintError as exc:
+            raise InvalidInputError(f"Neo4j refused a duplicate: {exc.message}") from None
+        except (nex.ServiceUnavailable, nex.SessionExpired, OSError) as exc:
+            raise BackendUnavailableError(
+                f"Neo4j at {self.describe()} is unreachable ({type(exc).__name__}); the transaction was rolled back"
+            ) from None
+        except nex.Neo4jError as exc:
+            raise StorageError(f"Neo4j rejected a query: {exc.code}: {exc.message}") from None
+
+    async def read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        return (await self._session_run([(query, params)], write=False))[0]
+
+    async def write(self, statements: Sequence[Statement]) -> list[list[dict[str, Any]]]:
+        return await self._session_run(statements, write=True)
+
+    async def ensure_schema(self) -> None:
+        # DDL cannot share a transaction with other statements in Neo4j.
+        for statement in self.schema_statements():
+            await self._session_run([(statement, {})], write=True)
+
+    async def close(self) -> None:
+        drivers, self._drivers = list(self._drivers.values()), {}
+        for driver in drivers:
+            await driver.close()
+
+
+def parse_neo4j_url(url: str) -> dict[str, Any]:
+    """``neo4j://[user:password@]host:port[/database]`` -> constructor keywords."""
+    parts = urlsplit(url)
+    if parts.scheme not in SCHEMES:
+        raise ConfigError(f"not a Neo4j URL: {parts.scheme}://... (use one of {', '.join(SCHEMES)})")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ConfigError("the port of the Neo4j URL is not a number") from None
+    host = parts.hostname or "localhost"
+    options: dict[str, Any] = {"uri": f"{parts.scheme}://{host}{f':{port}' if port else ''}"}
+    if parts.username:
+        options["user"] = unquote(parts.username)
+    if parts.password is not None:
+        options["password"] = unquote(parts.password)
+    database = unquote(parts.path.lstrip("/"))
+    if database:
+        options["database"] = database
+    return options
+
+
+class Neo4jAdapter(GraphAdapter):
+    """Memories as a graph in Neo4j 5.x, through the official async ``neo4j`` driver.
+
+    Parameters
+    ----------
+    uri
+        ``neo4j://``, ``neo4j+s://`` or ``bolt://`` address (no credentials needed in it).
+    user, password
+        Default to ``$MEMKIT_NEO4J_USER`` / ``$MEMKIT_NEO4J_PASSWORD``; never shown in reprs or errors.
+    database
+        Neo4j database name (the server's default when ``None``).
+    max_retry_time
+        Seconds the driver keeps retrying a transaction on transient errors or lost connections.
+    **options
+        ``limits``, ``entity_fields``.
+
+    Examples
+    --------
+    >>> mem = Neo4jAdapter.from_url("neo4j://localhost:7687")  # doctest: +SKIP
+    """
+
+    provider_name = "neo4j"
+
+    def __init__(
+        self, uri: str = "neo4j://localhost:7687", *, user: str | None = None, password: str | None = None,
+        database: str | None = None, max_retry_time: float = 30.0, **options: Any,
+    ) -> None:
+        if urlsplit(uri).scheme not in SCHEMES:
+            raise ConfigError(f"not a Neo4j URL: use one of {', '.join(s + '://' for s in SCHEMES)}")
+        if urlsplit(uri).password is not None or urlsplit(uri).username is not None:
+            parsed = parse_neo4j_url(uri)
+            uri = parsed.pop("uri")
+            user = user if user is not None else parsed.get("user")
+            password = password if password is not None else parsed.get("password")
+        user = user if user is not None else os.environ.get("MEMKIT_NEO4J_USER") or None
+        password = password if password is not None else os.environ.get("MEMKIT_NEO4J_PASSWORD")
+        super().__init__(Neo4jDialect(uri, user, password, database, max_retry_time), **options)
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> Neo4jAdapter:
+        """``neo4j://user:password@host:7687/database`` (the factory calls this)."""
+        return cls(**{**parse_neo4j_url(url), **options})

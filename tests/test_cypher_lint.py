@@ -1,0 +1,95 @@
+"""Every Cypher statement the Neo4j dialect can send, checked by Neo4j's own parser.
+
+No Neo4j server runs here, so ``@neo4j-cypher/language-support`` (installed by
+``make test`` under tests/cypher/) parses each statement and checks every
+function and procedure against Neo4j 5's registry. The statements come from the
+code (``Dialect.statements()``), and a recording run on FalkorDB proves that list
+covers everything the shared query layer actually sends.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memkit.adapters import FalkorDBAdapter
+from memkit.adapters._neo4j import Neo4jDialect
+from memkit.testing import FalkorDBServer
+
+LINT_DIR = Path(__file__).parent / "cypher"
+
+
+def lint(statements: list[str]) -> list[dict[str, Any]]:
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("Node.js is not installed: the Cypher lint needs it (apt-get install nodejs)")
+    if not (LINT_DIR / "node_modules" / "@neo4j-cypher" / "language-support").exists():
+        pytest.fail("the Cypher linter is not installed: run `make install-test` (npm ci in tests/cypher)")
+    done = subprocess.run(
+        [node, str(LINT_DIR / "lint.cjs")], input=json.dumps(statements), capture_output=True,
+        text=True, cwd=LINT_DIR, timeout=120, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report: list[dict[str, Any]] = json.loads(done.stdout)
+    return report
+
+
+def test_the_linter_catches_errors() -> None:
+    report = lint(["MATCH (n RETURN n", "RETURN nosuchfunction(1)", "CALL db.idx.fulltext.queryNodes('M', $q)",
+                   "RETURN vecf32([1.0])", "MATCH (n:Memory {id: $id}) RETURN n.id"])
+    assert [bool(r["errors"]) for r in report] == [True, True, True, True, False]
+
+
+def test_every_neo4j_statement_is_valid_cypher_5() -> None:
+    statements = Neo4jDialect("neo4j://localhost:7687", None, None, None).statements()
+    assert len(statements) >= 20
+    report = lint(statements)
+    failures = [(statements[r["index"]], r["errors"]) for r in report if r["errors"]]
+    assert not failures, "\n\n".join(f"{query}\n-> {errors}" for query, errors in failures)
+
+
+async def test_statements_list_covers_what_the_adapter_sends(falkordb_server: FalkorDBServer) -> None:
+    mem = FalkorDBAdapter.from_url(falkordb_server.url(f"record-{uuid.uuid4().hex[:8]}"))
+    sent: list[str] = []
+    dialect = mem.dialect
+    read, write = dialect.read, dialect.write
+
+    async def record_read(query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        sent.append(query)
+        return await read(query, params)
+
+    async def record_write(statements: Any) -> list[list[dict[str, Any]]]:
+        sent.extend(q for q, _ in statements)
+        return await write(statements)
+
+    dialect.read = record_read  # type: ignore[method-assign]
+    dialect.write = record_write  # type: ignore[method-assign]
+    try:
+        a = await mem.add("TP53 knockdown in HeLa", "u", "a", {"gene": "TP53"})
+        t = await mem.add_trace("a", "wf", {"tool": "blast", "step_index": 0}, user_id="u")
+        await mem.add_many([{"content": "more", "user_id": "u", "agent_id": "a"}])
+        await mem.search("TP53", "u", "a")
+        await mem.search("", "u", "a", filters={"gene": "TP53"})
+        await mem.get_page("u", "a", offset=1, limit=2)
+        await mem.get(a)
+        await mem.namespaces()
+        await mem.stats()
+        await mem.health()
+        _ = [i async for i in mem.export()]
+        await mem.neighbours(a)
+        await mem.graph(user_id="u")
+        await mem.delete(t)
+        await mem.delete(a, user_id="u", agent_id="a")
+        await mem.reset()
+    finally:
+        await mem.aclose()
+    known = set(dialect.statements())
+    unknown = [q for q in sent if q not in known]
+    assert not unknown, unknown
+    assert len(set(sent)) >= 15

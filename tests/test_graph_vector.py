@@ -1,0 +1,76 @@
+"""Vector search on FalkorDB (vecf32 + db.idx.vector.queryNodes), scored as cosine similarity.
+
+The embedder here is a deterministic bag-of-words hash: these tests check the
+vector plumbing (storage, index, score direction, namespaces, filters), not
+retrieval quality, so no model is needed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from collections.abc import AsyncIterator, Sequence
+
+import numpy as np
+import pytest
+
+from memkit import ConfigError
+from memkit.adapters import FalkorDBAdapter
+from memkit.testing import FalkorDBServer
+
+
+class HashEmbedder:
+    name = "hash-bow-64"
+    dim = 64
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                out[row, int(hashlib.sha1(word.encode()).hexdigest(), 16) % self.dim] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms == 0, 1.0, norms)
+
+
+@pytest.fixture
+async def mem(falkordb_server: FalkorDBServer) -> AsyncIterator[FalkorDBAdapter]:
+    adapter = FalkorDBAdapter.from_url(falkordb_server.url(f"vec-{uuid.uuid4().hex[:8]}"), embedder=HashEmbedder())
+    yield adapter
+    await adapter.aclose()
+
+
+async def test_semantic_search_scores_cosine_and_stays_in_its_namespace(mem: FalkorDBAdapter) -> None:
+    # many near-identical memories elsewhere, so the global top-k must be widened
+    await mem.add_many([{"content": "tumour suppressor TP53 knockdown", "user_id": f"other{i}", "agent_id": "a"}
+                        for i in range(300)])
+    target = await mem.add("tumour suppressor TP53 knockdown", "u", "a", {"k": 1})
+    await mem.add("lunch options near the lab", "u", "a", {"k": 2})
+    hits = await mem.search("TP53 knockdown tumour suppressor", "u", "a", mode="semantic")
+    assert hits[0].id == target and len(hits) == 2
+    assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert hits[0].score > hits[1].score  # type: ignore[operator]
+    assert hits[0].score_details == {"mode": "semantic", "semantic": {"rank": 1, "score": hits[0].score}}
+    assert all(h.user_id == "u" for h in hits)
+    filtered = await mem.search("TP53 knockdown", "u", "a", mode="semantic", filters={"k": 2})
+    assert [h.metadata["k"] for h in filtered] == [2]
+
+
+async def test_hybrid_is_the_default_with_an_embedder(mem: FalkorDBAdapter) -> None:
+    target = await mem.add("BLAST found homologs of TP53", "u", "a")
+    await mem.add("the executor restarted a container", "u", "a")
+    hits = await mem.search("TP53 homologs", "u", "a")
+    assert hits[0].id == target
+    assert hits[0].score_details is not None and hits[0].score_details["mode"] == "hybrid"
+    assert {"keyword", "semantic", "fused"} <= set(hits[0].score_details)
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
+
+
+async def test_semantic_needs_an_embedder(falkordb_server: FalkorDBServer) -> None:
+    plain = FalkorDBAdapter.from_url(falkordb_server.url(f"novec-{uuid.uuid4().hex[:8]}"))
+    with pytest.raises(ConfigError):
+        await plain.search("x", "u", "a", mode="semantic")
+    await plain.aclose()
+    with pytest.raises(ConfigError):
+        FalkorDBAdapter.from_url(falkordb_server.url("x"), embedder="not an embedder")

@@ -1,0 +1,78 @@
+"""The keyword index reproduces SQLite FTS5's porter + unicode61 analysis and its bm25() ranking."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+
+from memkit._keyword import KeywordIndex, analyze, analyze_query
+
+WORDS = (
+    "the aligner mapped reads to the reference genome while BLAST searched homologs of TP53 "
+    "ecology psychology incredibly trekked café naïve résumé Straße kinases phosphorylation "
+    "is as us variant variants calling called caller sample samples sampling 2026 e-value"
+).split()
+WORDS = list(dict.fromkeys(WORDS))
+
+
+def _fts_terms(words: list[str]) -> dict[str, list[str]]:
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE f USING fts5(c, tokenize='porter unicode61')")
+    db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(f, 'instance')")
+    db.executemany("INSERT INTO f (rowid, c) VALUES (?, ?)", list(enumerate(words)))
+    out: dict[str, list[str]] = {w: [] for w in words}
+    for term, doc in db.execute("SELECT term, doc FROM v ORDER BY doc, offset"):
+        out[words[doc]].append(term)
+    return out
+
+
+def test_analysis_matches_fts5() -> None:
+    expected = _fts_terms(WORDS)
+    for word in WORDS:
+        assert analyze(word) == expected[word], word
+
+
+def test_query_analysis_drops_stopwords_unless_nothing_is_left() -> None:
+    assert analyze_query("What did the aligner map?") == ["align", "map"]
+    assert analyze_query("the and of") == ["the", "and", "of"]
+    assert analyze_query("???") == []
+
+
+def test_bm25_ranking_and_scores_match_fts5() -> None:
+    rng = random.Random(3)
+    # every word in well under half the documents: above that bm25's idf is floored to 1e-6
+    vocab = ["kinase", "screen", "tumour", "sample", "read", "align", "genome", "variant", "call", "blast"]
+    vocab += [f"w{i}" for i in range(60)]
+    docs = [" ".join(rng.choices(vocab, k=rng.randint(3, 12))) for _ in range(300)]
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE f USING fts5(c, tokenize='porter unicode61')")
+    db.executemany("INSERT INTO f (rowid, c) VALUES (?, ?)", list(enumerate(docs, start=1)))
+    index = KeywordIndex()
+    index.add_many((i, d, i) for i, d in enumerate(docs, start=1))
+    for query in ["kinase screen", "tumour", "variant calling blast", "aligned genomes"]:
+        terms = analyze_query(query)
+        match = " OR ".join(f'"{w}"' for w in query.split())  # FTS5 stems the query words itself
+        fts = db.execute(
+            "SELECT rowid, -bm25(f) FROM f WHERE f MATCH ? ORDER BY bm25(f), rowid DESC LIMIT 20", (match,)
+        ).fetchall()
+        keys, scores = index.top(terms, 20)
+        assert keys.tolist() == [r[0] for r in fts], query
+        assert [round(s, 9) for s in scores.tolist()] == [round(r[1], 9) for r in fts], query
+
+
+def test_deleted_documents_stop_matching_and_stop_counting() -> None:
+    index = KeywordIndex()
+    index.add_many([(1, "rare kinase", 1), (2, "kinase", 2), (3, "other", 3)])
+    assert index.top(["kinas"], 10)[0].tolist() == [2, 1]
+    assert index.remove(2) and not index.remove(2)
+    assert index.top(["kinas"], 10)[0].tolist() == [1]
+    assert len(index) == 2 and 2 not in index
+    index.add(1, "ignored: the key exists", 9)
+    assert index.top(["ignor"], 10)[0].tolist() == []
+
+
+def test_ties_are_newest_first() -> None:
+    index = KeywordIndex()
+    index.add_many([(1, "same words", 10), (2, "same words", 30), (3, "same words", 20)])
+    assert index.top(["same"], 3)[0].tolist() == [2, 3, 1]
+    assert index.top(["same"], 2)[0].tolist() == [2, 3]
