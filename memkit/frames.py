@@ -157,7 +157,9 @@ def _trace_frame(cols: dict[str, Any]) -> pd.DataFrame:
     for name in sorted(k for k in cols if k.startswith(("params.", "result."))):
         values = take(cols[name])
         if any(v is not None for v in values):  # keys seen only in other workflows' steps
-            data[name] = values
+            cells = np.empty(n, dtype=object)  # object cells on every path: lists stay lists
+            cells[:] = values
+            data[name] = cells
     frame = pd.DataFrame(data, index=pd.Index(take(cols["id"]), name="step_id", dtype=object))
     for name in ("workflow_id", "agent_id", "user_id", "run_id", "step_name", "tool", "status", "error"):
         frame[name] = frame[name].astype(object)

@@ -57,6 +57,9 @@ def test_traces_frame_shape(mem: memkit.Memory) -> None:
     assert first["params.ids"] == [1, 2] and first["result.hits"] == 3 and first["run_id"] == "r1"
     assert df.iloc[1]["error"] == "TimeoutError: network timeout"
     assert (df["duration_s"] >= 0).all()
+    lists = [v for v in df["params.ids"] if isinstance(v, list)]
+    assert len(lists) == 2 and lists[0] is not lists[1]  # equal cells are still separate objects
+    assert df["params.db"].dtype == object
     assert (df["ended_at"] >= df["started_at"]).all()
     ids = {m.id for m in mem.get_all("u1", "bio", limit=50, filters={"type": "trace"})}
     assert set(df[df.agent_id == "bio"].index) == ids

@@ -147,6 +147,26 @@ _MIGRATIONS: dict[int, str] = {
 
 # Columns of trace_columns(): numbers come back as float64 arrays (NaN = missing), text as lists.
 _TRACE_NUMBERS = ("seq", "created_us", "step_index", "started_us", "duration_us", "retry_count")
+def _decode_json_cells(text: str, count: int) -> Any:
+    """JSON values joined by the unit separator -> object array; each distinct value parsed once."""
+    import numpy as np
+    import pandas as pd
+
+    if not count:
+        return np.empty(0, dtype=object)
+    cells = np.array(text.split("\x1f"), dtype=object)
+    codes, uniques = pd.factorize(cells)
+    if any(u[:1] in ("[", "{") for u in uniques):
+        # Containers must not be shared between rows (a caller may mutate one cell): parse
+        # every cell, in one json.loads call.
+        decoded = np.empty(len(cells), dtype=object)
+        decoded[:] = json.loads("[" + text.replace("\x1f", ",") + "]")
+        return decoded
+    values = np.empty(len(uniques), dtype=object)
+    values[:] = [json.loads(u) for u in uniques]
+    return values[codes]
+
+
 _COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
 _CHUNK = 10_000
 
@@ -686,7 +706,7 @@ class SQLiteAdapter:
         # One scan of the compact trace_steps table; each column comes back as ONE string
         # (numbers and text codes comma-separated for numpy; ids split on the unit separator;
         # JSON arrays for params/result cells): several times faster than a tuple per row.
-        seq_expr = "coalesce(group_concat(seq, ','), '')"
+        seq_expr = "coalesce(group_concat(coalesce(seq, 'nan'), ','), '')"
         base = [f"coalesce(group_concat(coalesce({n}, 'nan'), ','), '')" for n in _TRACE_NUMBERS]
         base += [f"coalesce(group_concat(coalesce({n}, 0), ','), '')" for n in _TRACE_CODES]
         base += [f"group_concat(coalesce({n}, char(30)), char(31))" for n in _TRACE_TEXTS]
@@ -700,7 +720,8 @@ class SQLiteAdapter:
                 continue
             column = "parameters" if kind == "params" else "result"
             key_names.append(f"{kind}.{key}")
-            key_exprs.append(f"'[' || coalesce(group_concat(coalesce({column} -> ?, 'null'), ','), '') || ']'")
+            # JSON texts never hold a raw control character, so the unit separator is safe.
+            key_exprs.append(f"coalesce(group_concat(coalesce({column} -> ?, 'null'), char(31)), '')")
             key_params.append(f'$."{key}"')
         condition = " AND ".join(where)
 
@@ -764,7 +785,7 @@ class SQLiteAdapter:
                     cells = [None if c == "\x1e" else c for c in cells]
                 out[name] = cells
             else:
-                out[name] = json.loads(text)
+                out[name] = _decode_json_cells(text, count)
         return out
 
     async def trace_columns(
