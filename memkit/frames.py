@@ -154,15 +154,19 @@ def _trace_frame(cols: dict[str, Any]) -> pd.DataFrame:
         "error": take(cols["error"]),
         "created_at": pd.to_datetime(take(cols["created_us"]), unit="us", utc=True),
     }
+    extras: dict[str, Any] = {}
     for name in sorted(k for k in cols if k.startswith(("params.", "result."))):
         values = take(cols[name])
         if any(v is not None for v in values):  # keys seen only in other workflows' steps
             cells = np.empty(n, dtype=object)  # object cells on every path: lists stay lists
             cells[:] = values
-            data[name] = cells
+            extras[name] = cells
     frame = pd.DataFrame(data, index=pd.Index(take(cols["id"]), name="step_id", dtype=object))
+    index = frame.index
     for name in ("workflow_id", "agent_id", "user_id", "run_id", "step_name", "tool", "status", "error"):
         frame[name] = frame[name].astype(object)
+    for name, cells in extras.items():  # pandas would infer a string dtype; cells stay Python objects
+        frame[name] = pd.Series(cells, index=index, dtype=object)
     return frame
 
 
