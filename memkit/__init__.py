@@ -1,5 +1,6 @@
 """memkit: long-term memory for AI agents, and the tools to look inside it."""
 
+from memkit._context import ContextWindow, build_context
 from memkit._errors import (
     BackendUnavailableError,
     ConfigError,
@@ -24,14 +25,17 @@ from memkit._protocols import (
     SupportsStats,
     SupportsTraceColumns,
 )
+from memkit._retrieval import HybridConfig
 from memkit._sync import Memory, open
 from memkit._validate import Limits
 
 __all__ = [
     "BackendUnavailableError",
     "ConfigError",
+    "ContextWindow",
     "ErrorCategory",
     "Health",
+    "HybridConfig",
     "InvalidInputError",
     "Limits",
     "MemkitError",
@@ -53,6 +57,7 @@ __all__ = [
     "SupportsPaging",
     "SupportsStats",
     "SupportsTraceColumns",
+    "build_context",
     "export_jsonl",
     "get_memory_provider",
     "import_history",

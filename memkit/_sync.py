@@ -13,6 +13,7 @@ import threading
 from collections.abc import Coroutine, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
+from memkit._errors import ConfigError
 from memkit._factory import get_memory_provider
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._protocols import (
@@ -133,6 +134,22 @@ class Memory:
         search: Any = self.provider.search
         result: list[MemoryItem] = run_sync(search(query, user_id, agent_id, limit, filters, **options))
         return result
+
+    def build_context(
+        self, query: str, user_id: str, agent_id: str, token_budget: int = 1_000, **options: Any
+    ) -> Any:
+        """The best memories that fit ``token_budget``, rendered (see :func:`memkit.build_context`)."""
+        from memkit._context import build_context
+
+        return run_sync(build_context(self.provider, query, user_id, agent_id, token_budget, **options))
+
+    def reembed(self, embedder: object = "default", *, progress: bool = True) -> int:
+        """Re-embed every memory with ``embedder`` (adapters with vectors only)."""
+        reembed: Any = getattr(self.provider, "reembed", None)
+        if reembed is None:
+            raise ConfigError(f"{type(self.provider).__name__} stores no vectors; nothing to re-embed")
+        done: int = run_sync(reembed(embedder, progress=progress))
+        return done
 
     def get_all(
         self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None

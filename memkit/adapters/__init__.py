@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memkit.adapters._falkordb import FalkorDBAdapter
+    from memkit.adapters._mem0 import Mem0Adapter
     from memkit.adapters._memory import InMemoryAdapter, MockMemoryAdapter
     from memkit.adapters._neo4j import Neo4jAdapter
     from memkit.adapters._sqlite import SQLiteAdapter
 
-__all__ = ["FalkorDBAdapter", "InMemoryAdapter", "MockMemoryAdapter", "Neo4jAdapter", "SQLiteAdapter"]
+__all__ = ["FalkorDBAdapter", "InMemoryAdapter", "Mem0Adapter", "MockMemoryAdapter", "Neo4jAdapter", "SQLiteAdapter"]
 
 _LAZY = {
     "InMemoryAdapter": "memkit.adapters._memory",
@@ -23,6 +24,7 @@ _LAZY = {
     "SQLiteAdapter": "memkit.adapters._sqlite",
     "FalkorDBAdapter": "memkit.adapters._falkordb",
     "Neo4jAdapter": "memkit.adapters._neo4j",
+    "Mem0Adapter": "memkit.adapters._mem0",
 }
 
 

@@ -7,11 +7,14 @@ import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
-from memkit._errors import InvalidInputError
+import numpy as np
+
+from memkit._errors import ConfigError, InvalidInputError
 from memkit._filters import matches, parse_filters
 from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._records import Record, from_us, new_record, records_from_items, trace_record
+from memkit._retrieval import HybridConfig, VectorIndex, check_mode, dense_leg, fuse
 from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_limit, check_namespace, check_offset, check_query
 
 __all__ = ["InMemoryAdapter", "MockMemoryAdapter"]
@@ -20,7 +23,8 @@ __all__ = ["InMemoryAdapter", "MockMemoryAdapter"]
 class InMemoryAdapter:
     """Keep memories in a dict; same rules and errors as every other adapter.
 
-    Keyword search is the same per-namespace BM25 index as the SQLite adapter's.
+    Keyword search is the same per-namespace BM25 index as the SQLite adapter's;
+    with ``embedder=`` semantic and hybrid search use the same fusion code too.
 
     Examples
     --------
@@ -30,8 +34,17 @@ class InMemoryAdapter:
 
     provider_name = "memory"
 
-    def __init__(self, *, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self, *, limits: Limits = DEFAULT_LIMITS, embedder: object = None, hybrid: HybridConfig | None = None
+    ) -> None:
+        from memkit.embeddings import Embedder, get_embedder
+
         self.limits = limits
+        if hybrid is not None and not isinstance(hybrid, HybridConfig):
+            raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
+        self.hybrid = hybrid or HybridConfig()
+        self.embedder: Embedder | None = None if embedder is None else get_embedder(embedder)
+        self._vectors: dict[str, np.ndarray] = {}
         self._records: dict[str, Record] = {}
         self._seq: dict[str, int] = {}
         self._by_seq: dict[int, Record] = {}
@@ -43,7 +56,14 @@ class InMemoryAdapter:
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> InMemoryAdapter:
-        """``memory://`` (the factory calls this)."""
+        """``memory://`` or ``memory://?embedder=default`` (the factory calls this)."""
+        from memkit._url import query_options
+
+        query = query_options(url)
+        if "embedder" in query:
+            options.setdefault("embedder", query.pop("embedder"))
+        if query:
+            raise ConfigError(f"unknown memory:// URL options: {', '.join(sorted(query))}")
         return cls(**options)
 
     def __repr__(self) -> str:
@@ -52,6 +72,11 @@ class InMemoryAdapter:
     # -- writes ---------------------------------------------------------------
 
     def _insert(self, records: list[Record]) -> list[str]:
+        vectors = None
+        if self.embedder is not None and records:
+            vectors = np.concatenate(
+                [self.embedder.embed([r.content for r in records[i : i + 1024]]) for i in range(0, len(records), 1024)]
+            ).astype(np.float32)
         with self._lock:
             clash = next((r.id for r in records if r.id in self._records), None)
             if clash is not None:
@@ -63,6 +88,8 @@ class InMemoryAdapter:
                 index = self._indexes.setdefault((record.user_id, record.agent_id), KeywordIndex())
                 index.add(self._next_seq, record.content, record.created_us)
                 self._next_seq += 1
+            if vectors is not None:
+                self._vectors.update((r.id, v) for r, v in zip(records, vectors, strict=True))
         return [r.id for r in records]
 
     async def add(
@@ -95,6 +122,7 @@ class InMemoryAdapter:
             seq = self._seq.pop(memory_id)
             del self._by_seq[seq]
             self._indexes[(record.user_id, record.agent_id)].remove(seq)
+            self._vectors.pop(memory_id, None)
             return True
 
     async def reset(self) -> bool:
@@ -103,6 +131,7 @@ class InMemoryAdapter:
             self._seq.clear()
             self._by_seq.clear()
             self._indexes.clear()
+            self._vectors.clear()
         return True
 
     # -- reads ----------------------------------------------------------------
@@ -129,33 +158,61 @@ class InMemoryAdapter:
         filters: dict[str, Any] | None = None,
         *,
         mode: str | None = None,
+        hybrid: HybridConfig | None = None,
     ) -> list[MemoryItem]:
-        """Keyword search in one namespace; an empty query lists it newest first."""
+        """Search one namespace (keyword BM25; with an embedder also semantic and hybrid, fused
+        exactly as the SQLite adapter does); an empty query lists it newest first."""
         text = check_query(query, self.limits)
         limit = check_limit(limit, self.limits)
-        if mode not in (None, "keyword"):
-            raise InvalidInputError(f"InMemoryAdapter supports mode='keyword' only, got {mode!r}")
+        resolved = check_mode(mode, self.embedder is not None, repr(self))
+        if hybrid is not None and not isinstance(hybrid, HybridConfig):
+            raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
+        config = hybrid or self.hybrid
         if not text:
             rows = self._newest_first(user_id, agent_id, filters)
             return [r.to_item() for r in rows[:limit]]
         user, agent = check_namespace(user_id, agent_id, self.limits)
         conditions = parse_filters(filters)
+        depth = limit if resolved == "keyword" else max(config.candidates, limit)
         terms = analyze_query(text)
         hits: list[tuple[Record, float]] = []
+        if resolved != "semantic":
+            with self._lock:
+                index = self._indexes.get((user, agent))
+                if index is not None and terms:
+                    seqs, scores = index.top(terms, len(index))
+                    for seq, score in zip(seqs.tolist(), scores.tolist(), strict=True):
+                        record = self._by_seq[seq]
+                        if matches(conditions, record.metadata):
+                            hits.append((record, score))
+                            if len(hits) == depth:
+                                break
+        if resolved == "keyword":
+            return [
+                record.to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
+                for rank, (record, score) in enumerate(hits, start=1)
+            ]
+        assert self.embedder is not None
+        rows = self._newest_first(user, agent, filters)  # position = recency rank, breaks ties
+        position = {r.id: i for i, r in enumerate(rows)}
+        keyword = [(position[r.id], score) for r, score in hits if r.id in position]
+        vectors = VectorIndex(self.embedder.dim)
         with self._lock:
-            index = self._indexes.get((user, agent))
-            if index is not None and terms:
-                seqs, scores = index.top(terms, len(index))
-                for seq, score in zip(seqs.tolist(), scores.tolist(), strict=True):
-                    record = self._by_seq[seq]
-                    if matches(conditions, record.metadata):
-                        hits.append((record, score))
-                        if len(hits) == limit:
-                            break
-        return [
-            record.to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
-            for rank, (record, score) in enumerate(hits, start=1)
-        ]
+            present = [(i, self._vectors[r.id]) for i, r in enumerate(rows) if r.id in self._vectors]
+        if present:
+            vectors.add([i for i, _ in present], np.stack([v for _, v in present]))
+        query_vector = self.embedder.embed([text])[0].astype(np.float32)
+        dense = dense_leg(vectors, query_vector, depth, None, [i for i, _ in keyword])
+        if resolved == "semantic":
+            ranked = sorted(dense.ranked[:limit], key=lambda i: (-dense.cosine[i], i))
+            return [
+                rows[i].to_item(
+                    dense.cosine[i], {"mode": "semantic", "semantic": {"rank": rank, "score": dense.cosine[i]}}
+                )
+                for rank, i in enumerate(ranked, start=1)
+            ]
+        fused = sorted(fuse(keyword, dense, config), key=lambda t: (-t[1], t[0]))
+        return [rows[i].to_item(score, details) for i, score, details in fused[:limit]]
 
     async def get_all(
         self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None

@@ -18,11 +18,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
+
 from memkit._errors import ConfigError, InvalidInputError, StorageError
 from memkit._filters import Condition, parse_filters, type_class
 from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._records import Record, from_us, new_record, records_from_items, trace_record
+from memkit._retrieval import DenseScores, HybridConfig, VectorIndex, check_mode, dense_leg, fuse
 from memkit._url import query_options, sqlite_path
 from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_limit, check_namespace, check_offset, check_query
 
@@ -30,7 +33,7 @@ __all__ = ["SQLiteAdapter"]
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Each entry upgrades the schema from the previous version; never edit a shipped one.
 _MIGRATIONS: dict[int, str] = {
@@ -50,11 +53,20 @@ _MIGRATIONS: dict[int, str] = {
     );
     CREATE INDEX memories_namespace ON memories (user_id, agent_id, created_us DESC, seq DESC);
     """,
+    2: """
+    CREATE TABLE memory_vectors (
+        seq    INTEGER PRIMARY KEY,          -- memories.seq
+        vector BLOB NOT NULL                 -- float32 little-endian, store_meta embedder_dim values
+    );
+    CREATE TRIGGER memories_vectors_delete AFTER DELETE ON memories BEGIN
+        DELETE FROM memory_vectors WHERE seq = old.seq;
+    END;
+    """,
     # Traces as typed columns, kept by triggers, so a million steps read as columns
     # without parsing each record's metadata JSON (see trace_columns). Repetitive text
     # (namespaces, workflow, step, tool, status) is stored as codes into trace_dict:
     # integers travel out of SQLite several times faster than strings.
-    2: """
+    3: """
     CREATE TABLE trace_dict (
         code INTEGER PRIMARY KEY,
         text TEXT NOT NULL UNIQUE
@@ -229,6 +241,13 @@ def filter_sql(conditions: tuple[Condition, ...]) -> tuple[str, list[Any]]:
     return (" AND ".join(parts) or "1"), params
 
 
+_EMBED_BATCH = 1_024
+
+
+def _blob(vector: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vector, dtype="<f4").tobytes()
+
+
 class SQLiteAdapter:
     """Memories in one SQLite file (WAL), keyword search by BM25 with porter + unicode61 analysis.
 
@@ -247,6 +266,14 @@ class SQLiteAdapter:
     max_indexed
         Most memories kept in in-memory keyword indexes (least recently searched
         namespaces are dropped first and rebuilt when searched again).
+    embedder
+        ``None``, ``"default"`` (the shipped static model), ``"st:/model/folder"``
+        or an :class:`memkit.embeddings.Embedder`. The store records which
+        embedder made its vectors and refuses another one (see :meth:`reembed`).
+        With ``None`` a store whose vectors came from the default model keeps
+        using it; any other store stays keyword-only.
+    hybrid
+        Fusion knobs for ``mode="hybrid"`` (:class:`memkit.HybridConfig`).
 
     Examples
     --------
@@ -263,7 +290,19 @@ class SQLiteAdapter:
         limits: Limits = DEFAULT_LIMITS,
         busy_timeout_ms: int = 10_000,
         max_indexed: int = 2_000_000,
+        embedder: object = None,
+        hybrid: HybridConfig | None = None,
     ) -> None:
+        from memkit.embeddings import Embedder, get_embedder
+
+        if hybrid is not None and not isinstance(hybrid, HybridConfig):
+            raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
+        self.hybrid = hybrid or HybridConfig()
+        self._embedder: Embedder | None = None if embedder is None else get_embedder(embedder)
+        # The embedder this file's vectors came from when we could not load it: writes are refused.
+        self._foreign_embedder: str | None = None
+        self._vector_indexes: dict[tuple[str, str], VectorIndex] = {}
+        self._vector_version = -1
         self.path = str(path)
         self.limits = limits
         self._busy_timeout_ms = busy_timeout_ms
@@ -284,6 +323,8 @@ class SQLiteAdapter:
     def from_url(cls, url: str, **options: Any) -> SQLiteAdapter:
         """``sqlite:///relative.db``, ``sqlite:////absolute.db`` or ``sqlite://`` (in RAM)."""
         query = query_options(url)
+        if "embedder" in query:
+            options.setdefault("embedder", query.pop("embedder"))
         if "busy_timeout_ms" in query:
             try:
                 options.setdefault("busy_timeout_ms", int(query.pop("busy_timeout_ms")))
@@ -322,13 +363,16 @@ class SQLiteAdapter:
             self._migrate(conn)
             self._seen_seq = conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
             self._data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+            self._conn = conn
+            self._bind_embedder(conn)
         except sqlite3.DatabaseError as exc:
+            self._conn = None
             conn.close()
             raise ConfigError(f"{self.path!r} is not a usable memkit database: {exc}") from exc
         except BaseException:
+            self._conn = None
             conn.close()
             raise
-        self._conn = conn
 
     @staticmethod
     def _migrate(conn: sqlite3.Connection) -> None:
@@ -357,6 +401,133 @@ class SQLiteAdapter:
             conn.execute("ROLLBACK")
             raise
 
+    # -- embedder bookkeeping, on the worker thread --------------------------------
+
+    @staticmethod
+    def _recorded(conn: sqlite3.Connection) -> tuple[str | None, int | None]:
+        rows = dict(
+            conn.execute(
+                "SELECT key, value FROM store_meta WHERE key IN ('embedder_name', 'embedder_dim')"
+            ).fetchall()
+        )
+        dim = rows.get("embedder_dim")
+        return rows.get("embedder_name"), (int(dim) if dim is not None else None)
+
+    def _mismatch(self, name: str, dim: int | None, wanted: str, wanted_dim: int) -> ConfigError:
+        return ConfigError(
+            f"{self.path!r} holds vectors made by embedder {name!r} (dim {dim}), not {wanted!r}"
+            f" (dim {wanted_dim}); memkit never mixes two embedders in one store. Open it with"
+            f" embedder={name!r}, or re-embed every memory with the new one:"
+            f" SQLiteAdapter({self.path!r}).reembed(<embedder>)"
+            f" (from the shell: memkit.open({('sqlite:///' + self.path)!r}).reembed(<embedder>))"
+        )
+
+    def _bind_embedder(self, conn: sqlite3.Connection) -> None:
+        from memkit.embeddings import DEFAULT_EMBEDDER, get_embedder
+
+        name, dim = self._recorded(conn)
+        if self._embedder is None:
+            if name == DEFAULT_EMBEDDER:
+                self._embedder = get_embedder("default")
+            elif name is not None:
+                self._foreign_embedder = name
+                return
+            else:
+                return
+        emb = self._embedder
+        if name is not None:
+            if name != emb.name or dim != emb.dim:
+                raise self._mismatch(name, dim, emb.name, emb.dim)
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            name, dim = self._recorded(conn)  # another process may have bound one meanwhile
+            if name is not None and (name != emb.name or dim != emb.dim):
+                raise self._mismatch(name, dim, emb.name, emb.dim)
+            if name is None:
+                # A keyword-only store gains vectors for what it already holds.
+                self._embed_rows(conn, "SELECT seq, content FROM memories WHERE seq > ? ORDER BY seq LIMIT ?")
+                self._record_embedder(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _record_embedder(self, conn: sqlite3.Connection) -> None:
+        assert self._embedder is not None
+        conn.executemany(
+            "INSERT OR REPLACE INTO store_meta (key, value) VALUES (?, ?)",
+            [("embedder_name", self._embedder.name), ("embedder_dim", str(self._embedder.dim))],
+        )
+
+    def _embed_rows(self, conn: sqlite3.Connection, sql: str, bar: Any = None) -> int:
+        """Embed and store every row ``sql`` pages through (``seq > ? ... LIMIT ?``)."""
+        assert self._embedder is not None
+        after, done = -1, 0
+        while True:
+            rows = conn.execute(sql, (after, _EMBED_BATCH)).fetchall()
+            if not rows:
+                return done
+            vectors = self._vectors([r[1] for r in rows])
+            conn.executemany(
+                "INSERT OR REPLACE INTO memory_vectors (seq, vector) VALUES (?, ?)",
+                [(r[0], _blob(v)) for r, v in zip(rows, vectors, strict=True)],
+            )
+            after, done = rows[-1][0], done + len(rows)
+            if bar is not None:
+                bar.update(len(rows))
+
+    def _vectors(self, texts: list[str]) -> np.ndarray:
+        assert self._embedder is not None
+        vectors = np.asarray(self._embedder.embed(texts), dtype=np.float32)
+        if vectors.shape != (len(texts), self._embedder.dim):
+            raise ConfigError(
+                f"embedder {self._embedder.name!r} returned shape {vectors.shape},"
+                f" expected {(len(texts), self._embedder.dim)}"
+            )
+        return vectors
+
+    def _check_writable(self) -> None:
+        if self._foreign_embedder is not None:
+            raise ConfigError(
+                f"{self.path!r} holds vectors made by embedder {self._foreign_embedder!r}; open it with"
+                f" embedder=<that embedder> to write, or re-embed with SQLiteAdapter({self.path!r})"
+                ".reembed(<embedder>)"
+            )
+
+    def _vector_index(self, user_id: str, agent_id: str) -> VectorIndex:
+        """The namespace's vectors as one matrix, loaded once and kept in step with our writes."""
+        assert self._embedder is not None
+        db = self._db()
+        self._sync_with_other_writers(db)
+        index = self._vector_indexes.get((user_id, agent_id))
+        if index is None:
+            index = VectorIndex(self._embedder.dim)
+            rows = db.execute(
+                "SELECT v.seq, v.vector FROM memory_vectors v JOIN memories m ON m.seq = v.seq"
+                " WHERE m.user_id = ? AND m.agent_id = ? ORDER BY v.seq",
+                (user_id, agent_id),
+            ).fetchall()
+            if rows:
+                matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
+                index.add([r[0] for r in rows], matrix.astype(np.float32))
+            self._vector_indexes[(user_id, agent_id)] = index
+        return index
+
+    def _sync_with_other_writers(self, db: sqlite3.Connection) -> None:
+        """Drop cached vectors (and re-check the embedder) when another connection committed."""
+        version = db.execute("PRAGMA data_version").fetchone()[0]
+        if version == self._vector_version:
+            return
+        self._vector_indexes.clear()
+        if self._embedder is not None:
+            name, dim = self._recorded(db)
+            if name is not None and (name != self._embedder.name or dim != self._embedder.dim):
+                # Someone re-embedded the store with another model while we had it open; keep
+                # failing (the version stays unseen) until this adapter is reopened or re-embeds.
+                raise self._mismatch(name, dim, self._embedder.name, self._embedder.dim)
+        self._vector_version = version
+
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
             raise StorageError(f"{self!r} is closed")
@@ -373,6 +544,15 @@ class SQLiteAdapter:
 
     def _write(self, records: list[Record], progress: bool = False) -> list[str]:
         db = self._db()
+        self._check_writable()
+        self._sync_with_other_writers(db)
+        vectors: np.ndarray | None = None
+        if self._embedder is not None:
+            # Embedded before the transaction so the write lock is held only for the inserts.
+            vectors = np.concatenate(
+                [self._vectors([r.content for r in records[i : i + _EMBED_BATCH]])
+                 for i in range(0, len(records), _EMBED_BATCH)]
+            )
         rows = (
             (r.id, r.user_id, r.agent_id, r.content,
              r.metadata_json or json.dumps(r.metadata, ensure_ascii=False, separators=(",", ":")), r.created_us)
@@ -394,6 +574,12 @@ class SQLiteAdapter:
                     " VALUES (?, ?, ?, ?, ?, ?)",
                     chunk,
                 )
+                if vectors is not None:
+                    # Same rowid rule as the keyword index below: max + 1, in insertion order.
+                    db.executemany(
+                        "INSERT OR REPLACE INTO memory_vectors (seq, vector) VALUES (?, ?)",
+                        [(last_seq + 1 + start + i, _blob(vectors[start + i])) for i in range(len(chunk))],
+                    )
                 if bar is not None:
                     bar.update(len(chunk))
             db.execute("COMMIT")
@@ -412,6 +598,13 @@ class SQLiteAdapter:
             if index is not None:
                 index.add(offset, record.content, record.created_us)
         self._seen_seq = last_seq + len(records)
+        if vectors is not None and self._vector_indexes:
+            groups: dict[tuple[str, str], list[int]] = {}
+            for i, r in enumerate(records):
+                if (r.user_id, r.agent_id) in self._vector_indexes:
+                    groups.setdefault((r.user_id, r.agent_id), []).append(i)
+            for key, positions in groups.items():
+                self._vector_indexes[key].add([last_seq + 1 + i for i in positions], vectors[positions])
         return [r.id for r in records]
 
     # -- keyword indexes, on the worker thread -----------------------------------
@@ -495,6 +688,11 @@ class SQLiteAdapter:
     def _keyword(
         self, text: str, user_id: str, agent_id: str, conditions: tuple[Condition, ...], limit: int
     ) -> list[tuple[Record, float]]:
+        return [(r, score) for _, r, score in self._keyword_rows(text, user_id, agent_id, conditions, limit)]
+
+    def _keyword_rows(
+        self, text: str, user_id: str, agent_id: str, conditions: tuple[Condition, ...], limit: int
+    ) -> list[tuple[int, Record, float]]:
         terms = analyze_query(text)
         if not terms:
             return []
@@ -502,7 +700,8 @@ class SQLiteAdapter:
         where, params = filter_sql(conditions)
         sql = (
             f"SELECT {_COLUMNS} FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?))"  # noqa: S608
-            f" AND m.user_id = ? AND m.agent_id = ? AND {where}"
+            # unary + keeps the planner on the seq primary key: the namespace index would scan it all
+            f" AND +m.user_id = ? AND +m.agent_id = ? AND {where}"
         )
         want = limit
         while True:
@@ -512,10 +711,78 @@ class SQLiteAdapter:
                 row[0]: _row_record(row)
                 for row in self._db().execute(sql, [json.dumps(seqs.tolist()), user_id, agent_id, *params])
             }
-            hits = [(found[s], float(score)) for s, score in zip(seqs.tolist(), scores, strict=True) if s in found]
+            hits = [
+                (s, found[s], float(score)) for s, score in zip(seqs.tolist(), scores, strict=True) if s in found
+            ]
             if len(hits) >= limit or len(seqs) < want or not conditions:
                 return hits[:limit]
             want *= 8
+
+    def _records_by_seq(self, seqs: Iterable[int]) -> dict[int, Record]:
+        wanted = list(seqs)
+        found: dict[int, Record] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db().execute(f"SELECT {_COLUMNS} FROM memories m WHERE m.seq IN ({marks})", chunk)  # noqa: S608
+            found.update((int(r[0]), _row_record(r)) for r in rows)
+        return found
+
+    def _allowed(self, seqs: list[int], conditions: tuple[Condition, ...]) -> set[int]:
+        where, params = filter_sql(conditions)
+        allowed: set[int] = set()
+        for start in range(0, len(seqs), 500):
+            chunk = seqs[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT m.seq FROM memories m WHERE m.seq IN ({marks}) AND {where}"  # noqa: S608
+            allowed.update(int(r[0]) for r in self._db().execute(sql, [*chunk, *params]))
+        return allowed
+
+    def _dense(
+        self, query: np.ndarray, user_id: str, agent_id: str, conditions: tuple[Condition, ...],
+        depth: int, extra: list[int],
+    ) -> DenseScores:
+        index = self._vector_index(user_id, agent_id)
+        allowed = None if not conditions else (lambda seqs: self._allowed(seqs, conditions))
+        return dense_leg(index, query, depth, allowed, extra)
+
+    def _ranked(
+        self, mode: str, text: str | None, vector: np.ndarray | None, user_id: str, agent_id: str,
+        conditions: tuple[Condition, ...], limit: int, config: HybridConfig,
+    ) -> list[MemoryItem]:
+        """One search, start to finish, on the worker thread (index and connection live here)."""
+        if mode == "keyword":
+            assert text is not None
+            hits = self._keyword_rows(text, user_id, agent_id, conditions, limit)
+            return [
+                r.to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
+                for rank, (_, r, score) in enumerate(hits, start=1)
+            ]
+        if vector is None:
+            assert text is not None
+            vector = self._vectors([text])[0]
+        if mode == "semantic":
+            dense = self._dense(vector, user_id, agent_id, conditions, limit, [])
+            records = self._records_by_seq(dense.ranked)
+            ranked = sorted(
+                dense.ranked, key=lambda q: (-dense.cosine[q], -records[q].created_us, -q)
+            )
+            return [
+                records[q].to_item(
+                    dense.cosine[q],
+                    {"mode": "semantic", "semantic": {"rank": rank, "score": dense.cosine[q]}},
+                )
+                for rank, q in enumerate(ranked, start=1)
+            ]
+        assert text is not None
+        depth = max(config.candidates, limit)
+        hits = self._keyword_rows(text, user_id, agent_id, conditions, depth)
+        dense = self._dense(vector, user_id, agent_id, conditions, depth, [q for q, _, _ in hits])
+        fused = fuse([(q, score) for q, _, score in hits], dense, config)
+        records = {q: r for q, r, _ in hits}
+        records.update(self._records_by_seq(q for q, _, _ in fused if q not in records))
+        fused.sort(key=lambda t: (-t[1], -records[t[0]].created_us, -t[0]))
+        return [records[q].to_item(score, details) for q, score, details in fused[:limit]]
 
     async def search(
         self,
@@ -526,24 +793,98 @@ class SQLiteAdapter:
         filters: dict[str, Any] | None = None,
         *,
         mode: str | None = None,
+        hybrid: HybridConfig | None = None,
     ) -> list[MemoryItem]:
-        """Rank one namespace's memories against ``query``; an empty query lists it newest first."""
+        """Rank one namespace's memories against ``query``; an empty query lists it newest first.
+
+        ``mode``: ``"hybrid"`` (the default with an embedder: keyword and semantic
+        legs fused as in :class:`memkit.HybridConfig`), ``"keyword"`` (FTS5 BM25,
+        the default without one) or ``"semantic"`` (cosine). Filters apply in every
+        mode. Each result's ``score_details`` says which leg found it and how.
+        """
         text = check_query(query, self.limits)
         limit = check_limit(limit, self.limits)
         user, agent = check_namespace(user_id, agent_id, self.limits)
         conditions = parse_filters(filters)
-        if mode not in (None, "keyword", "semantic", "hybrid"):
-            raise InvalidInputError(f"mode must be 'keyword', 'semantic' or 'hybrid', got {mode!r}")
-        if mode in ("semantic", "hybrid"):
-            raise ConfigError(f"mode={mode!r} needs an embedder; this SQLiteAdapter has none")
+        resolved = check_mode(mode, self._embedder is not None, repr(self))
+        if hybrid is not None and not isinstance(hybrid, HybridConfig):
+            raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
         if not text:
             records = await self._run(self._select, user, agent, conditions, limit)
             return [r.to_item() for r in records]
-        hits = await self._run(self._keyword, text, user, agent, conditions, limit)
-        return [
-            r.to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
-            for rank, (r, score) in enumerate(hits, start=1)
-        ]
+        return await self._run(
+            self._ranked, resolved, text, None, user, agent, conditions, limit, hybrid or self.hybrid
+        )
+
+    async def search_by_vector(
+        self,
+        vector: Any,
+        user_id: str,
+        agent_id: str,
+        limit: int = 5,
+        filters: dict[str, Any] | None = None,
+    ) -> list[MemoryItem]:
+        """Semantic search with a vector you computed (same embedder and dimension as the store)."""
+        if self._embedder is None:
+            raise ConfigError(f"search_by_vector needs an embedder; {self!r} has none")
+        try:
+            query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        except (TypeError, ValueError):
+            raise InvalidInputError("vector must be a sequence of numbers") from None
+        if query.shape != (self._embedder.dim,) or not np.all(np.isfinite(query)):
+            raise InvalidInputError(f"vector must hold {self._embedder.dim} finite numbers")
+        norm = float(np.linalg.norm(query))
+        if norm == 0.0:
+            raise InvalidInputError("vector must not be all zeros")
+        limit = check_limit(limit, self.limits)
+        user, agent = check_namespace(user_id, agent_id, self.limits)
+        conditions = parse_filters(filters)
+        return await self._run(
+            self._ranked, "semantic", None, query / norm, user, agent, conditions, limit, self.hybrid
+        )
+
+    @property
+    def embedder(self) -> Any:
+        """The :class:`memkit.embeddings.Embedder` in use, or ``None`` (keyword only)."""
+        return self._embedder
+
+    def _reembed(self, embedder: Any, progress: bool) -> int:
+        db = self._db()
+        previous = self._embedder
+        total = db.execute("SELECT count(*) FROM memories").fetchone()[0]
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=total, desc=f"reembed ({embedder.name})", unit="mem")
+        self._embedder = embedder
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("DELETE FROM memory_vectors")
+            done = self._embed_rows(db, "SELECT seq, content FROM memories WHERE seq > ? ORDER BY seq LIMIT ?", bar)
+            self._record_embedder(db)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            self._embedder = previous
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+        self._foreign_embedder = None
+        self._vector_indexes.clear()
+        return done
+
+    async def reembed(self, embedder: object = "default", *, progress: bool = True) -> int:
+        """Replace every vector with ``embedder``'s (one transaction) and use it from now on.
+
+        This is how a store moves to another embedding model: open it without
+        ``embedder`` (or with the old one) and call ``reembed(new)``. Returns the
+        number of memories embedded; ``progress`` shows a tqdm bar.
+        """
+        from memkit.embeddings import get_embedder
+
+        return await self._run(self._reembed, get_embedder(embedder), progress)
 
     async def get_all(
         self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
@@ -589,6 +930,9 @@ class SQLiteAdapter:
             index = self._indexes.get((user, agent))
             if index is not None:
                 index.remove(seq)
+            vectors = self._vector_indexes.get((user, agent))
+            if vectors is not None:
+                vectors.remove([seq])
         return bool(deleted)
 
     async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
@@ -606,6 +950,7 @@ class SQLiteAdapter:
             db.execute("ROLLBACK")
             raise
         self._indexes.clear()
+        self._vector_indexes.clear()
         return True
 
     async def reset(self) -> bool:
@@ -636,9 +981,12 @@ class SQLiteAdapter:
             "SELECT count(*) FROM (SELECT 1 FROM memories GROUP BY user_id, agent_id)"
         ).fetchone()[0]
         pages = db.execute("PRAGMA page_count").fetchone()[0] * db.execute("PRAGMA page_size").fetchone()[0]
+        name, dim = self._recorded(db)
+        vectors = db.execute("SELECT count(*) FROM memory_vectors").fetchone()[0]
         return Stats(
             provider=self.provider_name, memories=memories, traces=traces, namespaces=namespaces,
             storage_bytes=pages, path=self.path, schema_version=SCHEMA_VERSION,
+            embedder=name, embedder_dim=dim, vectors=vectors,
         )
 
     async def stats(self) -> Stats:

