@@ -11,6 +11,7 @@ from memkit._errors import (
     StorageError,
 )
 from memkit._factory import get_memory_provider
+from memkit._io import export_jsonl, import_history, import_jsonl
 from memkit._models import Health, MemoryFilter, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._protocols import (
     MemoryProvider,
@@ -22,6 +23,7 @@ from memkit._protocols import (
     SupportsNamespaces,
     SupportsPaging,
     SupportsStats,
+    SupportsTraceColumns,
 )
 from memkit._retrieval import HybridConfig
 from memkit._sync import Memory, open
@@ -54,8 +56,12 @@ __all__ = [
     "SupportsNamespaces",
     "SupportsPaging",
     "SupportsStats",
+    "SupportsTraceColumns",
     "build_context",
+    "export_jsonl",
     "get_memory_provider",
+    "import_history",
+    "import_jsonl",
     "open",
 ]
 

@@ -21,6 +21,7 @@ __all__ = [
     "SupportsNamespaces",
     "SupportsPaging",
     "SupportsStats",
+    "SupportsTraceColumns",
 ]
 
 
@@ -144,3 +145,25 @@ class SupportsClose(Protocol):
     """Release connections and files."""
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class SupportsTraceColumns(Protocol):
+    """Read every trace step as columns (a fast path for :func:`memkit.frames.traces_frame`).
+
+    Returns ``{column: sequence}`` of equal length (numbers may be float64 numpy arrays
+    with NaN for missing, text columns lists): ``seq`` (storage order), ``id``,
+    ``user_id``, ``agent_id``, ``created_us``, ``workflow_id``, ``run_id``, ``step_index``,
+    ``step_name``, ``tool``, ``status``, ``timestamp``, ``duration``, ``retry_count``,
+    ``error`` and one ``params.<key>`` / ``result.<key>`` column per key seen in the store.
+    """
+
+    async def trace_columns(
+        self,
+        *,
+        workflow_id: str | None = None,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        status: str | None = None,
+        since_us: int | None = None,
+    ) -> dict[str, Any]: ...

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -24,10 +25,104 @@ from memkit._validate import (
     encode_metadata,
 )
 
-__all__ = ["TRACE_FIELDS", "Record", "new_record", "records_from_items", "trace_record"]
+__all__ = [
+    "REDACTED",
+    "TRACE_FIELDS",
+    "Record",
+    "Redactor",
+    "get_trace_redactor",
+    "new_record",
+    "records_from_items",
+    "set_trace_redactor",
+    "trace_record",
+]
 
 # Scalar fields of ``trace_data`` copied into metadata so audits can filter on them.
 TRACE_FIELDS = ("tool", "status", "step_index", "step_name", "run_id")
+
+REDACTED = "[REDACTED]"
+
+# Matched with re.search against the lower-cased key. ``token$`` catches access_token
+# and accessToken but not max_tokens / token_count, which are ordinary LLM parameters.
+DEFAULT_SECRET_KEYS = (
+    r"api[_\-]?key",
+    r"token$",
+    r"passw(or)?d",
+    r"secret",
+    r"authorization",
+    r"credential",
+    r"private[_\-]?key",
+    r"access[_\-]?key",
+    r"cookie",
+)
+
+
+class Redactor:
+    """Replace the values of secret-looking keys, at any depth, before a trace is stored.
+
+    Parameters
+    ----------
+    patterns
+        Regular expressions searched in each lower-cased dict key; a match replaces
+        the value (whatever its type) with ``replacement``.
+    replacement
+        What a secret value becomes.
+
+    Examples
+    --------
+    >>> Redactor()({"db": {"password": "hunter2", "host": "x"}})
+    {'db': {'password': '[REDACTED]', 'host': 'x'}}
+    """
+
+    def __init__(self, patterns: Iterable[str] = DEFAULT_SECRET_KEYS, replacement: Any = REDACTED) -> None:
+        self.patterns = tuple(patterns)
+        self.replacement = replacement
+        self._regex = re.compile("|".join(f"(?:{p})" for p in self.patterns)) if self.patterns else None
+
+    def __repr__(self) -> str:
+        return f"Redactor({self.patterns!r})"
+
+    def is_secret(self, key: str) -> bool:
+        return self._regex is not None and self._regex.search(key.lower()) is not None
+
+    def __call__(self, data: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = self._walk(data)
+        return result
+
+    def _walk(self, value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {
+                k: (self.replacement if isinstance(k, str) and self.is_secret(k) else self._walk(v))
+                for k, v in value.items()
+            }
+        if isinstance(value, (list, tuple)):
+            return [self._walk(v) for v in value]
+        return value
+
+
+TraceRedactor = Callable[[dict[str, Any]], dict[str, Any]]
+_redactor: TraceRedactor | None = Redactor()
+_redactor_lock = threading.Lock()
+
+
+def set_trace_redactor(redactor: TraceRedactor | None) -> TraceRedactor | None:
+    """Install the process-wide hook every ``add_trace`` applies; ``None`` turns redaction off.
+
+    Returns the previous hook so a caller can restore it.
+    """
+    global _redactor
+    if redactor is not None and not callable(redactor):
+        raise InvalidInputError(f"a trace redactor must be callable or None, got {type(redactor).__name__}")
+    with _redactor_lock:
+        previous, _redactor = _redactor, redactor
+    return previous
+
+
+def get_trace_redactor() -> TraceRedactor | None:
+    """The hook ``add_trace`` currently applies (a :class:`Redactor` by default)."""
+    return _redactor
+
+
 
 _NEW_MEMORY_FIELDS = frozenset(NewMemory.model_fields)
 _clock_lock = threading.Lock()
@@ -118,11 +213,19 @@ def trace_record(
     ``workflow_id``, the scalar audit fields of :data:`TRACE_FIELDS` when present,
     the caller's ``trace_data["metadata"]``, and the whole payload under ``trace``
     so replay never has to parse content. ``type`` and ``workflow_id`` cannot be
-    overridden by the payload.
+    overridden by the payload. The process-wide redactor (see
+    :func:`set_trace_redactor`) runs first, so secrets reach neither content nor
+    metadata.
     """
     workflow = check_id(workflow_id, "workflow_id", limits)
     agent = check_id(agent_id, "agent_id", limits)
     data = check_trace_data(trace_data)
+    redactor = _redactor
+    if redactor is not None:
+        redacted = redactor(data)
+        if not isinstance(redacted, dict):
+            raise InvalidInputError(f"the trace redactor returned {type(redacted).__name__}, not a dict")
+        data = redacted
     extra = data.get("metadata") or {}
     if not isinstance(extra, dict):
         extra = {"metadata": extra}

@@ -1,4 +1,4 @@
-"""The ``memkit`` command: ``memkit demo``, ``memkit stats``, ``memkit search``, ``memkit graph``."""
+"""The ``memkit`` command: ``demo``, ``stats``, ``search``, ``graph``, ``export``, ``import``."""
 
 from __future__ import annotations
 
@@ -78,6 +78,32 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write every record to a JSON Lines file."""
+    with _open(args) as mem:
+        count = memkit.export_jsonl(mem, args.path, user_id=args.user, agent_id=args.agent, progress=not args.quiet)
+    print(f"Exported {count} records to {args.path}.")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Load a JSON Lines export, or (with --history) a seed ExecutionHistory JSON file as traces."""
+    with _open(args) as mem:
+        if args.history:
+            if not args.workflow or not args.agent:
+                print("memkit: error: --history needs --workflow and --agent", file=sys.stderr)
+                return 2
+            ids = memkit.import_history(
+                mem, args.path, workflow_id=args.workflow, agent_id=args.agent,
+                user_id=args.user or "system", run_id=args.run_id, progress=not args.quiet,
+            )
+            print(f"Imported {len(ids)} trace steps of workflow {args.workflow!r} from {args.path}.")
+        else:
+            count = memkit.import_jsonl(mem, args.path, progress=not args.quiet)
+            print(f"Imported {count} records from {args.path}.")
+    return 0
+
+
 def cmd_graph(args: argparse.Namespace) -> int:
     """Write a standalone, offline HTML graph of one namespace or one workflow."""
     from memkit._graphview import graph_view, standalone_html
@@ -125,6 +151,24 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--mode", choices=["keyword", "semantic", "hybrid"], help="retrieval mode")
     search.add_argument("--json", action="store_true", help="one JSON object per hit")
     search.set_defaults(func=cmd_search)
+
+    export = sub.add_parser("export", help="write every record to a JSON Lines file")
+    export.add_argument("path")
+    export.add_argument("--user", help="only this user_id")
+    export.add_argument("--agent", help="only this agent_id")
+    export.add_argument("--quiet", action="store_true", help="no progress bar")
+    export.set_defaults(func=cmd_export)
+
+    load = sub.add_parser("import", help="load a JSON Lines export (all or nothing)")
+    load.add_argument("path")
+    load.add_argument("--history", action="store_true",
+                      help="the file is an ExecutionHistory.save_to_file JSON: store its items as traces")
+    load.add_argument("--workflow", help="workflow_id of the imported history")
+    load.add_argument("--agent", help="agent_id of the imported history")
+    load.add_argument("--user", help="user_id of the imported history (default: system)")
+    load.add_argument("--run-id", help="run_id label of the imported history")
+    load.add_argument("--quiet", action="store_true", help="no progress bar")
+    load.set_defaults(func=cmd_import)
 
     graph = sub.add_parser(
         "graph", help="write an offline HTML graph of a namespace or a workflow",

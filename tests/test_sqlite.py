@@ -26,7 +26,9 @@ async def test_file_is_wal_with_schema_version(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
-    assert tables == {"memories", "store_meta", "memory_vectors"}
+    assert tables == {
+        "memories", "store_meta", "memory_vectors", "trace_steps", "trace_dict", "trace_keys", "trace_source",
+    }
 
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:

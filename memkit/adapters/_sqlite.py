@@ -33,7 +33,7 @@ __all__ = ["SQLiteAdapter"]
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Each entry upgrades the schema from the previous version; never edit a shipped one.
 _MIGRATIONS: dict[int, str] = {
@@ -62,10 +62,128 @@ _MIGRATIONS: dict[int, str] = {
         DELETE FROM memory_vectors WHERE seq = old.seq;
     END;
     """,
+    # Traces as typed columns, kept by triggers, so a million steps read as columns
+    # without parsing each record's metadata JSON (see trace_columns). Repetitive text
+    # (namespaces, workflow, step, tool, status) is stored as codes into trace_dict:
+    # integers travel out of SQLite several times faster than strings.
+    3: """
+    CREATE TABLE trace_dict (
+        code INTEGER PRIMARY KEY,
+        text TEXT NOT NULL UNIQUE
+    );
+    CREATE TABLE trace_steps (
+        seq         INTEGER PRIMARY KEY,     -- memories.seq
+        id          TEXT NOT NULL,           -- memories.id
+        created_us  INTEGER NOT NULL,        -- memories.created_us
+        user_id     INTEGER NOT NULL,        -- codes into trace_dict from here on
+        agent_id    INTEGER NOT NULL,
+        workflow_id INTEGER,
+        run_id      INTEGER,
+        step_name   INTEGER,
+        tool        INTEGER,
+        status      INTEGER,
+        step_index  INTEGER,
+        started_us  INTEGER,                 -- trace timestamp, microseconds since the epoch
+        duration_us INTEGER,
+        retry_count INTEGER,
+        error       TEXT,
+        parameters  TEXT,                    -- JSON
+        result      TEXT                     -- JSON
+    );
+    CREATE INDEX trace_steps_workflow ON trace_steps (workflow_id);
+    CREATE TABLE trace_keys (
+        kind TEXT NOT NULL,                  -- 'params' or 'result'
+        key  TEXT NOT NULL,
+        PRIMARY KEY (kind, key)
+    ) WITHOUT ROWID;
+    CREATE VIEW trace_source AS SELECT
+        seq, id, created_us, user_id, agent_id,
+        json_extract(metadata, '$.workflow_id') AS workflow_id,
+        json_extract(metadata, '$.run_id') AS run_id,
+        json_extract(metadata, '$.trace.step_name') AS step_name,
+        json_extract(metadata, '$.trace.tool') AS tool,
+        json_extract(metadata, '$.trace.status') AS status,
+        json_extract(metadata, '$.trace.step_index') AS step_index,
+        CAST(round(json_extract(metadata, '$.trace.timestamp') * 1e6) AS INTEGER) AS started_us,
+        CAST(round(json_extract(metadata, '$.trace.duration') * 1e6) AS INTEGER) AS duration_us,
+        json_extract(metadata, '$.trace.retry_count') AS retry_count,
+        json_extract(metadata, '$.trace.error') AS error,
+        CASE json_type(metadata, '$.trace.parameters') WHEN 'object' THEN metadata -> '$.trace.parameters' END
+            AS parameters,
+        CASE json_type(metadata, '$.trace.result') WHEN 'object' THEN metadata -> '$.trace.result' END AS result
+    FROM memories WHERE json_extract(metadata, '$.type') = 'trace';
+    CREATE TRIGGER trace_steps_insert AFTER INSERT ON memories
+    WHEN json_extract(new.metadata, '$.type') = 'trace' BEGIN
+        INSERT OR IGNORE INTO trace_dict (text)
+            SELECT value FROM trace_source s, json_each(json_array(
+                s.user_id, s.agent_id, s.workflow_id, s.run_id, s.step_name, s.tool, s.status))
+            WHERE s.seq = new.seq AND json_each.type = 'text';
+        INSERT INTO trace_steps
+            SELECT seq, id, created_us,
+                (SELECT code FROM trace_dict WHERE text = s.user_id),
+                (SELECT code FROM trace_dict WHERE text = s.agent_id),
+                (SELECT code FROM trace_dict WHERE text = s.workflow_id),
+                (SELECT code FROM trace_dict WHERE text = s.run_id),
+                (SELECT code FROM trace_dict WHERE text = s.step_name),
+                (SELECT code FROM trace_dict WHERE text = s.tool),
+                (SELECT code FROM trace_dict WHERE text = s.status),
+                step_index, started_us, duration_us, retry_count, error, parameters, result
+            FROM trace_source s WHERE s.seq = new.seq;
+        INSERT OR IGNORE INTO trace_keys SELECT 'params', j.key FROM trace_steps t, json_each(t.parameters) j
+            WHERE t.seq = new.seq;
+        INSERT OR IGNORE INTO trace_keys SELECT 'result', j.key FROM trace_steps t, json_each(t.result) j
+            WHERE t.seq = new.seq;
+    END;
+    CREATE TRIGGER trace_steps_delete AFTER DELETE ON memories BEGIN
+        DELETE FROM trace_steps WHERE seq = old.seq;
+    END;
+    INSERT OR IGNORE INTO trace_dict (text)
+        SELECT value FROM trace_source s, json_each(json_array(
+            s.user_id, s.agent_id, s.workflow_id, s.run_id, s.step_name, s.tool, s.status))
+        WHERE json_each.type = 'text';
+    INSERT INTO trace_steps
+        SELECT seq, id, created_us,
+            (SELECT code FROM trace_dict WHERE text = s.user_id),
+            (SELECT code FROM trace_dict WHERE text = s.agent_id),
+            (SELECT code FROM trace_dict WHERE text = s.workflow_id),
+            (SELECT code FROM trace_dict WHERE text = s.run_id),
+            (SELECT code FROM trace_dict WHERE text = s.step_name),
+            (SELECT code FROM trace_dict WHERE text = s.tool),
+            (SELECT code FROM trace_dict WHERE text = s.status),
+            step_index, started_us, duration_us, retry_count, error, parameters, result
+        FROM trace_source s;
+    INSERT OR IGNORE INTO trace_keys SELECT 'params', j.key FROM trace_steps t, json_each(t.parameters) j;
+    INSERT OR IGNORE INTO trace_keys SELECT 'result', j.key FROM trace_steps t, json_each(t.result) j;
+    """,
 }
+
+# Columns of trace_columns(): numbers come back as float64 arrays (NaN = missing), text as lists.
+_TRACE_NUMBERS = ("seq", "created_us", "step_index", "started_us", "duration_us", "retry_count")
+def _decode_json_cells(text: str, count: int) -> Any:
+    """JSON values joined by the unit separator -> object array; each distinct value parsed once."""
+    import numpy as np
+    import pandas as pd
+
+    if not count:
+        return np.empty(0, dtype=object)
+    cells = np.array(text.split("\x1f"), dtype=object)
+    codes, uniques = pd.factorize(cells)
+    if any(u[:1] in ("[", "{") for u in uniques):
+        # Containers must not be shared between rows (a caller may mutate one cell): parse
+        # every cell, in one json.loads call.
+        decoded = np.empty(len(cells), dtype=object)
+        decoded[:] = json.loads("[" + text.replace("\x1f", ",") + "]")
+        return decoded
+    values = np.empty(len(uniques), dtype=object)
+    values[:] = [json.loads(u) for u in uniques]
+    return values[codes]
+
 
 _COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
 _CHUNK = 10_000
+
+_TRACE_CODES = ("user_id", "agent_id", "workflow_id", "run_id", "step_name", "tool", "status")
+_TRACE_TEXTS = ("id", "error")
 
 
 def _statements(script: str) -> Iterator[str]:
@@ -910,6 +1028,124 @@ class SQLiteAdapter:
             if len(rows) < 2_000:
                 return
             after = (rows[-1][6], rows[-1][0])
+
+    def _trace_columns(
+        self,
+        workflow_id: str | None,
+        agent_id: str | None,
+        user_id: str | None,
+        status: str | None,
+        since_us: int | None,
+    ) -> dict[str, Any]:
+        import numpy as np
+
+        db = self._db()
+        where: list[str] = ["1"]
+        params: list[Any] = []
+        for column, value in (("workflow_id", workflow_id), ("agent_id", agent_id),
+                              ("user_id", user_id), ("status", status)):
+            if value is not None:
+                where.append(f"{column} = (SELECT code FROM trace_dict WHERE text = ?)")  # noqa: S608
+                params.append(value)
+        if since_us is not None:
+            where.append("created_us >= ?")
+            params.append(since_us)
+        # One scan of the compact trace_steps table; each column comes back as ONE string
+        # (numbers and text codes comma-separated for numpy; ids split on the unit separator;
+        # JSON arrays for params/result cells): several times faster than a tuple per row.
+        seq_expr = "coalesce(group_concat(coalesce(seq, 'nan'), ','), '')"
+        base = [f"coalesce(group_concat(coalesce({n}, 'nan'), ','), '')" for n in _TRACE_NUMBERS]
+        base += [f"coalesce(group_concat(coalesce({n}, 0), ','), '')" for n in _TRACE_CODES]
+        base += [f"group_concat(coalesce({n}, char(30)), char(31))" for n in _TRACE_TEXTS]
+        base_names = [*_TRACE_NUMBERS, *_TRACE_CODES, *_TRACE_TEXTS]
+        keys = db.execute("SELECT kind, key FROM trace_keys ORDER BY kind, key").fetchall()
+        key_names: list[str] = []
+        key_exprs: list[str] = [seq_expr]
+        key_params: list[str] = []
+        for kind, key in keys:
+            if '"' in key:  # not addressable by a JSON path; such a key stays inside the JSON cell
+                continue
+            column = "parameters" if kind == "params" else "result"
+            key_names.append(f"{kind}.{key}")
+            # JSON texts never hold a raw control character, so the unit separator is safe.
+            key_exprs.append(f"coalesce(group_concat(coalesce({column} -> ?, 'null'), char(31)), '')")
+            key_params.append(f'$."{key}"')
+        condition = " AND ".join(where)
+
+        def query(conn: sqlite3.Connection, exprs: list[str], select_params: list[str]) -> tuple[Any, ...]:
+            sql = f"SELECT count(*), {', '.join(exprs)} FROM trace_steps WHERE {condition}"  # noqa: S608
+            # Placeholders of the select list come before those of the WHERE clause.
+            row: tuple[Any, ...] = conn.execute(sql, [*select_params, *params]).fetchone()
+            return row
+
+        # Parsing params/result JSON is the costliest part: on a file store, a second (read-only)
+        # connection does it on another core while this one reads the rest (sqlite3 releases the
+        # GIL while it steps). Both scans must see the same rows; their seq columns prove it.
+        keyed: tuple[Any, ...] | None = None
+        if key_names and self.path != ":memory:":
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                def side() -> tuple[Any, ...]:
+                    conn = sqlite3.connect(f"file:{Path(self.path).resolve()}?mode=ro", uri=True,
+                                           timeout=self._busy_timeout_ms / 1000)
+                    try:
+                        return query(conn, key_exprs, key_params)
+                    finally:
+                        conn.close()
+
+                pending = pool.submit(side)
+                count, *texts = query(db, base, [])
+                try:
+                    keyed = pending.result()
+                except sqlite3.Error:
+                    keyed = None
+            if keyed is not None and keyed[1] != texts[0]:  # a write landed between the scans
+                keyed = None
+        else:
+            count, *texts = query(db, base, [])
+        if key_names and keyed is None:
+            db.execute("BEGIN")  # one read transaction: both scans see the same snapshot
+            try:
+                count, *texts = query(db, base, [])
+                keyed = query(db, key_exprs, key_params)
+            finally:
+                db.execute("COMMIT")
+        names = base_names + key_names
+        texts = texts + (list(keyed[2:]) if keyed is not None else [])
+        # Code 0 never occurs (INTEGER PRIMARY KEY starts at 1): it stands for "no value".
+        dictionary = db.execute("SELECT code, text FROM trace_dict").fetchall()
+        lookup = np.empty(max((c for c, _ in dictionary), default=0) + 1, dtype=object)
+        for code, text in dictionary:
+            lookup[code] = text
+        out: dict[str, Any] = {}
+        for name, text in zip(names, texts, strict=True):
+            if name in _TRACE_NUMBERS:
+                out[name] = np.fromstring(text, sep=",") if count else np.zeros(0)
+            elif name in _TRACE_CODES:
+                codes = np.fromstring(text, sep=",", dtype=np.int64) if count else np.zeros(0, dtype=np.int64)
+                out[name] = lookup[codes]
+            elif name in _TRACE_TEXTS:
+                cells = text.split("\x1f") if count else []
+                if len(cells) != count:  # a value contained the separator: ask again, as JSON
+                    sql = f"SELECT '[' || group_concat(json_quote({name}), ',') || ']' FROM trace_steps"  # noqa: S608
+                    cells = json.loads(db.execute(f"{sql} WHERE {condition}", params).fetchone()[0])
+                else:
+                    cells = [None if c == "\x1e" else c for c in cells]
+                out[name] = cells
+            else:
+                out[name] = _decode_json_cells(text, count)
+        return out
+
+    async def trace_columns(
+        self,
+        *,
+        workflow_id: str | None = None,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        status: str | None = None,
+        since_us: int | None = None,
+    ) -> dict[str, Any]:
+        """Every trace step as columns (see :class:`memkit.SupportsTraceColumns`), in storage order."""
+        return await self._run(self._trace_columns, workflow_id, agent_id, user_id, status, since_us)
 
     def _close(self) -> None:
         if self._conn is not None:

@@ -1,0 +1,98 @@
+"""How long ``memkit.frames.traces_frame`` takes to turn N stored trace steps into a DataFrame.
+
+    python bench/frames.py                 # 1,000,000 steps (builds the store once: minutes)
+    python bench/frames.py --steps 100000  # quicker
+
+The store is built once with ``add_many`` in ``bench/.cache/`` and reused. Each step has
+3 parameters (one a list) and 2 result keys, 10% of steps fail. Reports the median of
+``--repeat`` runs for the SQLite fast path (``trace_columns``) and, for comparison, the
+generic ``export()`` path on the in-memory adapter with a tenth of the steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from memkit import frames
+from memkit._records import trace_record
+from memkit.adapters._memory import InMemoryAdapter
+from memkit.adapters._sqlite import SQLiteAdapter
+
+TOOLS = ("blast", "fetch_pdb", "align", "summarize", "search_pubmed")
+
+
+def steps(n: int) -> list[dict[str, Any]]:
+    items = []
+    base = 1.79e9
+    for i in range(n):
+        ok = i % 10 != 7
+        data = {
+            "step_name": f"step_{i % 20}",
+            "tool": TOOLS[i % 5],
+            "status": "success" if ok else "failed",
+            "result": {"hits": i % 7, "ids": [i, i + 1]} if ok else None,
+            "error": None if ok else "network timeout",
+            "timestamp": base + i * 0.5,
+            "parameters": {"query": "TP53", "db": "nr", "evalue": 0.001},
+            "duration": 0.1 + (i % 10) / 10,
+            "retry_count": i % 2,
+            "step_index": i % 20,
+        }
+        record = trace_record(f"agent{i % 3}", f"wf{i // 20}", data, "system")
+        items.append({"content": record.content, "user_id": record.user_id, "agent_id": record.agent_id,
+                      "metadata": record.metadata})
+    return items
+
+
+async def fill(adapter: Any, n: int) -> None:
+    chunk = 50_000
+    for start in range(0, n, chunk):
+        await adapter.add_many(steps(min(chunk, n - start)))
+
+
+def timed(fn: Any, repeat: int) -> tuple[float, int]:
+    runs, rows = [], 0
+    for _ in range(repeat):
+        start = time.perf_counter()
+        rows = len(fn())
+        runs.append(time.perf_counter() - start)
+    return statistics.median(runs), rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+
+    cache = Path(__file__).parent / ".cache"
+    cache.mkdir(exist_ok=True)
+    path = cache / f"frames_{args.steps}.db"
+    store = SQLiteAdapter(path)
+    have = asyncio.run(store.stats()).traces
+    if have != args.steps:
+        asyncio.run(store.reset())
+        start = time.perf_counter()
+        asyncio.run(fill(store, args.steps))
+        print(f"built {path} with {args.steps:,} steps in {time.perf_counter() - start:.0f} s")
+
+    median, rows = timed(lambda: frames.traces_frame(store), args.repeat)
+    print(f"sqlite  traces_frame: {rows:,} rows in {median:.2f} s (median of {args.repeat})")
+    median, rows = timed(lambda: frames.traces_frame(store, workflow_id="wf7"), args.repeat)
+    print(f"sqlite  traces_frame(workflow_id=...): {rows:,} rows in {median * 1e3:.1f} ms")
+    store.close()
+
+    small = args.steps // 10
+    memory = InMemoryAdapter()
+    asyncio.run(fill(memory, small))
+    median, rows = timed(lambda: frames.traces_frame(memory), max(1, args.repeat // 2))
+    print(f"memory  traces_frame (generic export path): {rows:,} rows in {median:.2f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""Move whole stores in and out as JSON Lines, and import the seed framework's history files.
+
+One JSON object per line: ``id, user_id, agent_id, content, metadata, created_at``
+(ISO 8601, UTC, microseconds). Exporting and importing into an empty store gives
+back the same records: same ids, namespaces, content, metadata and times.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memkit._errors import InvalidInputError
+from memkit._models import NewMemory
+from memkit._protocols import MemoryProvider, SupportsAddMany, SupportsExport, SupportsStats
+from memkit._records import from_us, trace_record
+from memkit._sync import Memory, run_sync
+
+__all__ = ["export_jsonl", "import_history", "import_jsonl"]
+
+_FIELDS = ("id", "user_id", "agent_id", "content", "metadata", "created_at")
+
+
+def _provider(mem: MemoryProvider | Memory) -> MemoryProvider:
+    provider = mem.provider if isinstance(mem, Memory) else mem
+    if not isinstance(provider, MemoryProvider):
+        raise TypeError(f"expected a MemoryProvider or memkit.Memory, got {type(mem).__name__}")
+    return provider
+
+
+async def _export(
+    provider: MemoryProvider, path: Path, user_id: str | None, agent_id: str | None, progress: bool
+) -> int:
+    if not isinstance(provider, SupportsExport):
+        raise NotImplementedError(f"{provider!r} cannot list its records (no export())")
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        total = (await provider.stats()).memories if isinstance(provider, SupportsStats) else None
+        bar = tqdm(total=None if user_id or agent_id else total, desc="export", unit="mem")
+    count = 0
+    tmp = path.with_name(path.name + ".part")
+    try:
+        with tmp.open("w", encoding="utf-8") as out:
+            async for item in provider.export(user_id, agent_id):
+                created = item.created_at.isoformat(timespec="microseconds") if item.created_at else None
+                row = {
+                    "id": item.id, "user_id": item.user_id, "agent_id": item.agent_id,
+                    "content": item.content, "metadata": item.metadata, "created_at": created,
+                }
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                count += 1
+                if bar is not None:
+                    bar.update(1)
+        os.replace(tmp, path)  # a half-written file never takes the target's name
+    finally:
+        tmp.unlink(missing_ok=True)
+        if bar is not None:
+            bar.close()
+    return count
+
+
+def export_jsonl(
+    mem: MemoryProvider | Memory,
+    path: str | os.PathLike[str],
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    progress: bool = True,
+) -> int:
+    """Write every record (traces included), oldest first, to ``path``; returns how many.
+
+    ``user_id``/``agent_id`` narrow the export to matching namespaces.
+
+    Examples
+    --------
+    >>> memkit.export_jsonl(mem, "backup.jsonl")   # doctest: +SKIP
+    """
+    return run_sync(_export(_provider(mem), Path(path), user_id, agent_id, progress))
+
+
+def _read_jsonl(path: Path) -> list[NewMemory]:
+    items: list[NewMemory] = []
+    with path.open(encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InvalidInputError(f"{path}:{number} is not JSON: {exc}") from None
+            if not isinstance(row, dict) or not {"user_id", "agent_id", "content"} <= row.keys():
+                raise InvalidInputError(f"{path}:{number} needs user_id, agent_id and content")
+            unknown = set(row) - set(_FIELDS)
+            if unknown:
+                raise InvalidInputError(f"{path}:{number} has unknown fields: {', '.join(sorted(unknown))}")
+            try:
+                created = datetime.fromisoformat(row["created_at"]) if row.get("created_at") else None
+            except (TypeError, ValueError):
+                raise InvalidInputError(f"{path}:{number}: created_at is not an ISO 8601 time") from None
+            items.append(
+                NewMemory(
+                    id=row.get("id"), user_id=row["user_id"], agent_id=row["agent_id"],
+                    content=row["content"], metadata=row.get("metadata"), created_at=created,
+                )
+            )
+    return items
+
+
+def import_jsonl(mem: MemoryProvider | Memory, path: str | os.PathLike[str], *, progress: bool = True) -> int:
+    """Load an :func:`export_jsonl` file; returns how many records were written.
+
+    All or nothing: the whole file is validated and written in one ``add_many``, so a bad
+    line or an id the store already holds raises :class:`~memkit.InvalidInputError` and
+    writes nothing.
+    """
+    provider = _provider(mem)
+    if not isinstance(provider, SupportsAddMany):
+        raise NotImplementedError(f"{provider!r} cannot import (no add_many())")
+    items = _read_jsonl(Path(path))
+    return len(run_sync(provider.add_many(items, progress=progress)))
+
+
+def import_history(
+    mem: MemoryProvider | Memory,
+    source: str | os.PathLike[str] | Mapping[str, Any],
+    *,
+    workflow_id: str,
+    agent_id: str,
+    user_id: str = "system",
+    run_id: str | None = None,
+    progress: bool = False,
+) -> list[str]:
+    """Store a seed-framework ``ExecutionHistory.save_to_file`` JSON as traces of one workflow.
+
+    Each item becomes the record ``add_trace`` would have written (same content, metadata
+    and redaction), with ``step_index`` = its position and the store time = its
+    ``timestamp``, so :func:`memkit.frames.traces_frame` replays it in order. All items
+    are validated first and written in one ``add_many`` (all or nothing).
+    """
+    from memkit.traces import ExecutionHistory
+
+    if isinstance(source, Mapping):
+        history = ExecutionHistory.from_dict(source)
+    else:
+        try:
+            history = ExecutionHistory.load_from_file(source)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(f"{source} is not JSON: {exc}") from None
+    provider = _provider(mem)
+    if not isinstance(provider, SupportsAddMany):
+        raise NotImplementedError(f"{provider!r} cannot import (no add_many())")
+    items: list[NewMemory] = []
+    for index, item in enumerate(history.items):
+        data = item.to_dict()
+        data["step_index"] = index
+        if run_id is not None:
+            data["run_id"] = run_id
+        record = trace_record(agent_id, workflow_id, data, user_id)
+        stamp = item.timestamp
+        created = from_us(round(stamp * 1e6)) if isinstance(stamp, (int, float)) else None
+        items.append(
+            NewMemory(
+                content=record.content, user_id=record.user_id, agent_id=record.agent_id,
+                metadata=record.metadata, created_at=created,
+            )
+        )
+    return run_sync(provider.add_many(items, progress=progress))

@@ -1,0 +1,390 @@
+"""pandas views of a store: traces (one row per step), memories, namespaces, and audits.
+
+Every function takes a provider or a :class:`memkit.Memory`. Trace frames follow the
+convention of Arize Phoenix's spans DataFrame: one row per step, indexed by its id,
+snake_case columns, and nested attributes flattened to dotted columns
+(``params.<key>``, ``result.<key>``; lists and dicts stay as object cells).
+
+Columns of :func:`traces_frame`, in this order: ``workflow_id, agent_id, user_id,
+run_id, step_index, step_name, tool, status, started_at, ended_at, duration_s,
+retry_count, error, created_at``, then ``params.*`` and ``result.*`` sorted by name.
+``started_at``/``ended_at``/``created_at`` are tz-aware UTC; rows are in replay
+order (the order the steps were stored).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from memkit._protocols import (
+    MemoryProvider,
+    SupportsExport,
+    SupportsNamespaces,
+    SupportsPaging,
+    SupportsTraceColumns,
+)
+from memkit._records import to_us
+from memkit._sync import Memory, run_sync
+from memkit.traces import ExecutionHistory, ExecutionItem, ExecutionStatus, categorize_error
+
+__all__ = [
+    "TRACE_COLUMNS",
+    "ReplayState",
+    "failure_patterns",
+    "memories_frame",
+    "namespaces_frame",
+    "replay",
+    "tool_stats",
+    "traces_frame",
+]
+
+TRACE_COLUMNS = (
+    "workflow_id", "agent_id", "user_id", "run_id", "step_index", "step_name", "tool", "status",
+    "started_at", "ended_at", "duration_s", "retry_count", "error", "created_at",
+)
+_TEXT = ("id", "user_id", "agent_id", "workflow_id", "run_id", "step_name", "tool", "status", "error")
+_NUMBERS = ("seq", "created_us", "step_index", "started_us", "duration_us", "retry_count")
+
+
+def _provider(mem: MemoryProvider | Memory) -> MemoryProvider:
+    provider = mem.provider if isinstance(mem, Memory) else mem
+    if not isinstance(provider, MemoryProvider):
+        raise TypeError(f"expected a MemoryProvider or memkit.Memory, got {type(mem).__name__}")
+    return provider
+
+
+def _since_us(since: datetime | str | float | None) -> int | None:
+    if since is None:
+        return None
+    if isinstance(since, (int, float)) and not isinstance(since, bool):
+        return int(since * 1_000_000)
+    stamp = pd.Timestamp(since)
+    return to_us(stamp.to_pydatetime())
+
+
+# -- traces --------------------------------------------------------------------------
+
+
+async def _export_trace_columns(
+    provider: MemoryProvider,
+    workflow_id: str | None,
+    agent_id: str | None,
+    user_id: str | None,
+    status: str | None,
+    since_us: int | None,
+) -> dict[str, Any]:
+    """The generic path: stream ``export()`` and keep the traces, as columns."""
+    if not isinstance(provider, SupportsExport):
+        raise NotImplementedError(f"{provider!r} cannot list its records (no export()), which traces need")
+    cols: dict[str, list[Any]] = {name: [] for name in (*_TEXT, *_NUMBERS)}
+    extra: dict[str, dict[int, Any]] = {}
+    stream: AsyncIterator[Any] = provider.export(user_id, agent_id)
+    n = 0
+    async for item in stream:
+        meta = item.metadata
+        if meta.get("type") != "trace":
+            continue
+        trace = meta.get("trace") or {}
+        if workflow_id is not None and meta.get("workflow_id") != workflow_id:
+            continue
+        if status is not None and trace.get("status") != status:
+            continue
+        created_us = to_us(item.created_at) if item.created_at is not None else None
+        if since_us is not None and (created_us is None or created_us < since_us):
+            continue
+        stamp, duration = trace.get("timestamp"), trace.get("duration")
+        row = {
+            "id": item.id, "user_id": item.user_id, "agent_id": item.agent_id,
+            "workflow_id": meta.get("workflow_id"), "run_id": meta.get("run_id"),
+            "step_name": trace.get("step_name"), "tool": trace.get("tool"), "status": trace.get("status"),
+            "error": trace.get("error"), "seq": n, "created_us": created_us,
+            "step_index": trace.get("step_index"), "retry_count": trace.get("retry_count"),
+            "started_us": None if not isinstance(stamp, (int, float)) else round(stamp * 1e6),
+            "duration_us": None if not isinstance(duration, (int, float)) else round(duration * 1e6),
+        }
+        for name, value in row.items():
+            cols[name].append(value)
+        for kind, key in (("params", "parameters"), ("result", "result")):
+            nested = trace.get(key)
+            if isinstance(nested, dict):
+                for k, v in nested.items():
+                    extra.setdefault(f"{kind}.{k}", {})[n] = v
+        n += 1
+    out: dict[str, Any] = dict(cols)
+    for name in _NUMBERS:
+        out[name] = np.array([np.nan if v is None else v for v in cols[name]], dtype=np.float64)
+    for name, cells in sorted(extra.items()):
+        out[name] = [cells.get(i) for i in range(n)]
+    return out
+
+
+def _trace_frame(cols: dict[str, Any]) -> pd.DataFrame:
+    n = len(cols["id"])
+    order = np.lexsort((cols["seq"], cols["created_us"])) if n else np.zeros(0, dtype=np.int64)
+    in_order = bool(n == 0 or np.all(order == np.arange(n)))
+
+    def take(values: Any) -> Any:
+        if in_order:
+            return values
+        if isinstance(values, np.ndarray):
+            return values[order]
+        return [values[i] for i in order]
+
+    started = pd.to_datetime(take(cols["started_us"]), unit="us", utc=True)
+    duration = take(cols["duration_us"]) / 1e6
+    data: dict[str, Any] = {
+        "workflow_id": take(cols["workflow_id"]),
+        "agent_id": take(cols["agent_id"]),
+        "user_id": take(cols["user_id"]),
+        "run_id": take(cols["run_id"]),
+        "step_index": pd.array(take(cols["step_index"]), dtype="Float64").astype("Int64"),
+        "step_name": take(cols["step_name"]),
+        "tool": take(cols["tool"]),
+        "status": take(cols["status"]),
+        "started_at": started,
+        "ended_at": (started + pd.to_timedelta(duration, unit="s")).astype("datetime64[us, UTC]"),
+        "duration_s": duration,
+        "retry_count": pd.array(take(cols["retry_count"]), dtype="Float64").astype("Int64"),
+        "error": take(cols["error"]),
+        "created_at": pd.to_datetime(take(cols["created_us"]), unit="us", utc=True),
+    }
+    extras: dict[str, Any] = {}
+    for name in sorted(k for k in cols if k.startswith(("params.", "result."))):
+        values = take(cols[name])
+        if any(v is not None for v in values):  # keys seen only in other workflows' steps
+            cells = np.empty(n, dtype=object)  # object cells on every path: lists stay lists
+            cells[:] = values
+            extras[name] = cells
+    frame = pd.DataFrame(data, index=pd.Index(take(cols["id"]), name="step_id", dtype=object))
+    index = frame.index
+    for name in ("workflow_id", "agent_id", "user_id", "run_id", "step_name", "tool", "status", "error"):
+        frame[name] = frame[name].astype(object)
+    for name, cells in extras.items():  # pandas would infer a string dtype; cells stay Python objects
+        frame[name] = pd.Series(cells, index=index, dtype=object)
+    return frame
+
+
+def traces_frame(
+    mem: MemoryProvider | Memory,
+    workflow_id: str | None = None,
+    agent_id: str | None = None,
+    user_id: str | None = None,
+    status: str | ExecutionStatus | None = None,
+    since: datetime | str | float | None = None,
+) -> pd.DataFrame:
+    """Every stored trace step as one row, in replay order (see the module docstring).
+
+    Parameters
+    ----------
+    mem
+        A provider or :class:`memkit.Memory`.
+    workflow_id, agent_id, user_id, status
+        Keep only matching steps.
+    since
+        Keep steps stored at or after this moment (datetime, ISO string or epoch seconds).
+
+    Examples
+    --------
+    >>> df = traces_frame(mem, workflow_id="wf1")              # doctest: +SKIP
+    >>> df.groupby("tool").duration_s.describe()               # doctest: +SKIP
+    """
+    provider = _provider(mem)
+    state = None if status is None else ExecutionStatus(status).value
+    since_us = _since_us(since)
+    if isinstance(provider, SupportsTraceColumns):
+        coro = provider.trace_columns(
+            workflow_id=workflow_id, agent_id=agent_id, user_id=user_id, status=state, since_us=since_us
+        )
+    else:
+        coro = _export_trace_columns(provider, workflow_id, agent_id, user_id, state, since_us)
+    return _trace_frame(run_sync(coro))
+
+
+# -- memories and namespaces -----------------------------------------------------------
+
+
+async def _collect(
+    provider: MemoryProvider, user_id: str, agent_id: str, filters: dict[str, Any] | None
+) -> list[Any]:
+    if isinstance(provider, SupportsPaging):
+        items: list[Any] = []
+        offset = 0
+        while True:
+            page = await provider.get_page(user_id, agent_id, offset=offset, limit=1000, filters=filters)
+            items.extend(page)
+            if len(page) < 1000:
+                return items
+            offset += len(page)
+    return await provider.get_all(user_id, agent_id, limit=10_000, filters=filters)
+
+
+def memories_frame(
+    mem: MemoryProvider | Memory,
+    user_id: str,
+    agent_id: str,
+    *,
+    filters: dict[str, Any] | None = None,
+    include_traces: bool = True,
+) -> pd.DataFrame:
+    """One namespace's memories, newest first, indexed by ``memory_id``.
+
+    Columns: ``user_id, agent_id, content, created_at`` (tz-aware UTC), then the metadata
+    flattened to ``metadata.<key>`` (dotted paths for nested dicts; lists stay object cells).
+    """
+    provider = _provider(mem)
+    items = run_sync(_collect(provider, user_id, agent_id, filters))
+    if not include_traces:
+        items = [i for i in items if i.metadata.get("type") != "trace"]
+    base = pd.DataFrame(
+        {
+            "user_id": [i.user_id for i in items],
+            "agent_id": [i.agent_id for i in items],
+            "content": [i.content for i in items],
+            "created_at": pd.to_datetime([i.created_at for i in items], utc=True),
+        },
+        index=pd.Index([i.id for i in items], name="memory_id", dtype=object),
+    )
+    if not items:
+        return base
+    meta = pd.json_normalize([i.metadata for i in items], sep=".")
+    meta.columns = [f"metadata.{c}" for c in meta.columns]
+    meta.index = base.index
+    return pd.concat([base, meta[sorted(meta.columns)]], axis=1)
+
+
+def namespaces_frame(mem: MemoryProvider | Memory) -> pd.DataFrame:
+    """Every ``(user_id, agent_id)`` with ``count``, ``first_at`` and ``last_at``."""
+    provider = _provider(mem)
+    if not isinstance(provider, SupportsNamespaces):
+        raise NotImplementedError(f"{provider!r} cannot list its namespaces")
+    rows = run_sync(provider.namespaces())
+    return pd.DataFrame(
+        {
+            "user_id": [r.user_id for r in rows],
+            "agent_id": [r.agent_id for r in rows],
+            "count": pd.array([r.count for r in rows], dtype="int64"),
+            "first_at": pd.to_datetime([r.first_at for r in rows], utc=True),
+            "last_at": pd.to_datetime([r.last_at for r in rows], utc=True),
+        }
+    )
+
+
+# -- audits ------------------------------------------------------------------------------
+
+
+def _frame(source: pd.DataFrame | MemoryProvider | Memory, **filters: Any) -> pd.DataFrame:
+    return source if isinstance(source, pd.DataFrame) else traces_frame(source, **filters)
+
+
+def tool_stats(source: pd.DataFrame | MemoryProvider | Memory, **filters: Any) -> pd.DataFrame:
+    """Per tool: ``steps, successes, failures, success_rate, retries`` and duration
+    ``duration_mean_s, duration_p50_s, duration_p90_s, duration_p99_s``.
+
+    ``source`` is a :func:`traces_frame` or a store (``filters`` go to :func:`traces_frame`).
+    """
+    df = _frame(source, **filters)
+    columns = [
+        "steps", "successes", "failures", "success_rate", "retries",
+        "duration_mean_s", "duration_p50_s", "duration_p90_s", "duration_p99_s",
+    ]
+    if df.empty:
+        return pd.DataFrame(columns=columns, index=pd.Index([], name="tool"))
+    grouped = df.groupby("tool", sort=True, dropna=False)
+    duration = grouped["duration_s"]
+    out = pd.DataFrame(
+        {
+            "steps": grouped.size(),
+            "successes": grouped["status"].apply(lambda s: int((s == "success").sum())),
+            "failures": grouped["status"].apply(lambda s: int((s == "failed").sum())),
+            "retries": grouped["retry_count"].sum().astype("int64"),
+            "duration_mean_s": duration.mean(),
+            "duration_p50_s": duration.quantile(0.5),
+            "duration_p90_s": duration.quantile(0.9),
+            "duration_p99_s": duration.quantile(0.99),
+        }
+    )
+    out["success_rate"] = out["successes"] / out["steps"]
+    return out[columns]
+
+
+def failure_patterns(source: pd.DataFrame | MemoryProvider | Memory, **filters: Any) -> pd.DataFrame:
+    """Failed steps per category (the seed framework's: network_error, validation_error,
+    parameter_error, criteria_failure, execution_error, unknown) and tool: ``category, tool, count``,
+    most frequent first.
+    """
+    df = _frame(source, **filters)
+    failed = df[df["status"] == "failed"]
+    if failed.empty:
+        return pd.DataFrame({"category": pd.Series(dtype=object), "tool": pd.Series(dtype=object),
+                             "count": pd.Series(dtype="int64")})
+    categories = {e: categorize_error(e) for e in failed["error"].unique()}
+    cat = failed["error"].map(lambda e: categories[e])
+    counts = (
+        pd.DataFrame({"category": cat, "tool": failed["tool"]})
+        .groupby(["category", "tool"], dropna=False).size().rename("count").reset_index()
+    )
+    return counts.sort_values(["count", "category", "tool"], ascending=[False, True, True], ignore_index=True)
+
+
+@dataclass
+class ReplayState:
+    """The workflow as it stood after one step."""
+
+    position: int
+    """0 for the first step stored, then 1, 2, ..."""
+    step: pd.Series
+    """The step just taken (a :func:`traces_frame` row)."""
+    steps: pd.DataFrame
+    """Every step so far, this one included."""
+    history: ExecutionHistory
+    """The same steps as an :class:`~memkit.traces.ExecutionHistory` (summaries, failure patterns)."""
+
+
+def _missing(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value))
+
+
+def _item(row: pd.Series) -> ExecutionItem:
+    params = {k.split(".", 1)[1]: v for k, v in row.items() if isinstance(k, str) and k.startswith("params.")}
+    result = {k.split(".", 1)[1]: v for k, v in row.items() if isinstance(k, str) and k.startswith("result.")}
+    retry = row["retry_count"]
+    return ExecutionItem(
+        step_name=row["step_name"],
+        tool=row["tool"],
+        status=ExecutionStatus(row["status"]),
+        result={k: v for k, v in result.items() if not _missing(v)} or None,
+        error=None if _missing(row["error"]) else row["error"],
+        timestamp=row["started_at"].timestamp() if pd.notna(row["started_at"]) else float("nan"),
+        parameters={k: v for k, v in params.items() if not _missing(v)} or None,
+        duration=None if pd.isna(row["duration_s"]) else float(row["duration_s"]),
+        retry_count=0 if pd.isna(retry) else int(retry),
+    )
+
+
+def replay(
+    mem: MemoryProvider | Memory | pd.DataFrame, workflow_id: str, **filters: Any
+) -> Iterator[ReplayState]:
+    """Walk one workflow step by step, yielding the state after each step.
+
+    Examples
+    --------
+    >>> for state in replay(mem, "wf1"):                                  # doctest: +SKIP
+    ...     print(state.position, state.step.step_name, state.history.get_failure_patterns())
+    """
+    if isinstance(mem, pd.DataFrame):
+        df = mem[mem["workflow_id"] == workflow_id]
+    else:
+        df = traces_frame(mem, workflow_id=workflow_id, **filters)
+    items: list[ExecutionItem] = []
+    for position in range(len(df)):
+        row = df.iloc[position]
+        items.append(_item(row))
+        # A fresh history per state, so a state kept by the caller never changes afterwards.
+        history = ExecutionHistory(items=list(items), workflow_id=workflow_id)
+        yield ReplayState(position=position, step=row, steps=df.iloc[: position + 1], history=history)

@@ -1,0 +1,564 @@
+"""Execution traces: the seed agent framework's ``ExecutionHistory``, persisted step by step.
+
+Every :meth:`ExecutionHistory.add_item` becomes one ``add_trace`` call on the
+history's ``memory_provider``. Two write modes, both lossless:
+
+* write-through (default): ``add_item`` returns once the step is stored and
+  raises :class:`TraceWriteError` if the store refused it. It runs the write on
+  memkit's background loop, so it works the same from a script, a worker thread
+  and a Jupyter cell (whose loop is running on the caller's thread).
+* write-behind (``write_behind=True``): ``add_item`` queues the write and returns
+  at once; writes land in order; :meth:`ExecutionHistory.flush`, ``close()`` and
+  leaving a ``with`` block wait for every queued write and raise
+  :class:`TraceWriteError` naming each step that failed. A failure also makes the
+  next ``add_item`` raise, so a broken store cannot go unnoticed for long.
+
+Async code can ``await history.aadd_item(item)`` instead, which writes on the
+caller's own loop.
+
+Retries: one trace per step outcome, not per attempt. A step retried by
+:meth:`ExecutionHistory.retrying` is stored once, with ``retry_count`` and the
+earlier attempts' errors under ``retry_errors``; that keeps "one row per step"
+in :func:`memkit.frames.traces_frame` without losing why it needed retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import json
+import os
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from memkit._errors import InvalidInputError, StorageError
+from memkit._protocols import MemoryProvider
+from memkit._records import REDACTED, Redactor, get_trace_redactor, set_trace_redactor
+from memkit._sync import Memory, _loop_thread
+
+__all__ = [
+    "REDACTED",
+    "ExecutionHistory",
+    "ExecutionItem",
+    "ExecutionStatus",
+    "Redactor",
+    "Step",
+    "TraceWriteError",
+    "categorize_error",
+    "get_trace_redactor",
+    "set_trace_redactor",
+]
+
+FAILURE_CATEGORIES = (
+    "network_error", "validation_error", "parameter_error", "criteria_failure", "execution_error",
+)
+
+
+class ExecutionStatus(StrEnum):
+    """Outcome of one step (values are what traces store under ``status``)."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCESS = "success"
+    FAILED = "failed"
+    RETRYING = "retrying"
+    SKIPPED = "skipped"
+
+
+@dataclass
+class ExecutionItem:
+    """One executed step, as the seed framework records it."""
+
+    step_name: str
+    tool: str
+    status: ExecutionStatus
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    timestamp: float = field(default_factory=lambda: datetime.now(UTC).timestamp())
+    parameters: dict[str, Any] | None = None
+    duration: float | None = None
+    retry_count: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step_name": self.step_name,
+            "tool": self.tool,
+            "status": ExecutionStatus(self.status).value,
+            "result": self.result,
+            "error": self.error,
+            "timestamp": self.timestamp,
+            "parameters": self.parameters,
+            "duration": self.duration,
+            "retry_count": self.retry_count,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ExecutionItem:
+        try:
+            return cls(
+                step_name=data["step_name"],
+                tool=data["tool"],
+                status=ExecutionStatus(data["status"]),
+                result=data.get("result"),
+                error=data.get("error"),
+                timestamp=data.get("timestamp", datetime.now(UTC).timestamp()),
+                parameters=data.get("parameters"),
+                duration=data.get("duration"),
+                retry_count=data.get("retry_count", 0),
+            )
+        except KeyError as exc:
+            raise InvalidInputError(f"an execution item needs {exc.args[0]!r}") from None
+        except ValueError as exc:
+            raise InvalidInputError(f"bad execution item: {exc}") from None
+
+
+def categorize_error(error: str | None) -> str:
+    """The seed framework's failure categories, decided by keywords in the message."""
+    if not error:
+        return "unknown"
+    text = error.lower()
+    if "timeout" in text or "network" in text:
+        return "network_error"
+    if "validation" in text or "schema" in text:
+        return "validation_error"
+    if "parameter" in text or "config" in text:
+        return "parameter_error"
+    if "success_criteria" in text:
+        return "criteria_failure"
+    return "execution_error"
+
+
+class TraceWriteError(StorageError):
+    """Storing one or more steps failed; ``failures`` pairs each item with its error."""
+
+    def __init__(self, failures: list[tuple[ExecutionItem, BaseException]]) -> None:
+        self.failures = failures
+        first_item, first_exc = failures[0]
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        super().__init__(
+            f"could not store the trace of step {first_item.step_name!r}{more}:"
+            f" {type(first_exc).__name__}: {first_exc}"
+        )
+
+
+_pending_histories: weakref.WeakSet[ExecutionHistory] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    # A write-behind history the caller forgot to close: finish its writes rather
+    # than lose them, and say loudly if any failed (nobody is left to raise to).
+    for history in list(_pending_histories):
+        try:
+            history.flush()
+        except Exception as exc:
+            print(f"memkit: {exc}", file=sys.stderr)
+
+
+@dataclass(eq=False)
+class ExecutionHistory:
+    """History of a workflow's steps; with ``memory_provider`` every step is also stored.
+
+    Parameters
+    ----------
+    memory_provider
+        A :class:`~memkit.MemoryProvider` or :class:`memkit.Memory`; ``None`` keeps
+        the history in memory only (the seed framework's behaviour).
+    workflow_id, agent_id, user_id, run_id
+        Where the traces go and how they are labelled (``run_id`` is optional).
+    write_behind
+        Queue writes and return at once; see the module docstring.
+
+    Examples
+    --------
+    >>> history = ExecutionHistory(memory_provider=mem, workflow_id="wf1", agent_id="bio")  # doctest: +SKIP
+    >>> with history.step("run_blast", tool="blast", parameters={"db": "nr"}) as step:   # doctest: +SKIP
+    ...     step.result = {"hits": 3}
+    """
+
+    SUCCESS_RATE_THRESHOLD = 0.8
+
+    items: list[ExecutionItem] = field(default_factory=list)
+    start_time: float = field(default_factory=lambda: datetime.now(UTC).timestamp())
+    end_time: float | None = None
+    memory_provider: MemoryProvider | Memory | None = None
+    workflow_id: str | None = None
+    agent_id: str | None = None
+    user_id: str = "system"
+    run_id: str | None = None
+    write_behind: bool = False
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tail: concurrent.futures.Future[Any] | None = None
+        self._pending: set[concurrent.futures.Future[Any]] = set()
+        self._failures: list[tuple[ExecutionItem, BaseException]] = []
+        self._next_index = len(self.items)
+
+    # -- persistence -------------------------------------------------------------
+
+    @property
+    def _provider(self) -> MemoryProvider | None:
+        mem = self.memory_provider
+        return mem.provider if isinstance(mem, Memory) else mem
+
+    def _trace_data(self, item: ExecutionItem, index: int, extra: Mapping[str, Any] | None) -> dict[str, Any]:
+        data = item.to_dict()
+        data["step_index"] = index
+        if self.run_id is not None:
+            data["run_id"] = self.run_id
+        if extra:
+            data.update(extra)
+        return data
+
+    async def _store(self, item: ExecutionItem, data: dict[str, Any]) -> str:
+        provider = self._provider
+        assert provider is not None
+        return await provider.add_trace(
+            agent_id=self.agent_id or "unknown_agent",
+            workflow_id=self.workflow_id or "unknown_workflow",
+            trace_data=data,
+            user_id=self.user_id,
+        )
+
+    async def _store_after(
+        self, previous: concurrent.futures.Future[Any] | None, item: ExecutionItem, data: dict[str, Any]
+    ) -> str:
+        if previous is not None:
+            # Keep write-behind in step order; the previous write's own error is reported separately.
+            await asyncio.wait([asyncio.wrap_future(previous)])
+        return await self._store(item, data)
+
+    def _raise_failures(self) -> None:
+        with self._lock:
+            failures, self._failures = self._failures, []
+        if failures:
+            raise TraceWriteError(failures)
+
+    def _append(self, item: ExecutionItem) -> int:
+        if not isinstance(item, ExecutionItem):
+            raise InvalidInputError(f"add_item takes an ExecutionItem, got {type(item).__name__}")
+        with self._lock:
+            index = self._next_index
+            self._next_index += 1
+            self.items.append(item)
+        return index
+
+    def add_item(self, item: ExecutionItem, *, extra: Mapping[str, Any] | None = None) -> None:
+        """Append ``item`` and store it as a trace (see the module docstring for when).
+
+        Raises
+        ------
+        TraceWriteError
+            The store refused this write (write-through) or an earlier queued one.
+        """
+        self._raise_failures()
+        if self._provider is not None and threading.current_thread() is _loop_thread().thread:
+            raise RuntimeError("add_item was called on memkit's own event loop; await aadd_item() instead")
+        index = self._append(item)
+        if self._provider is None:
+            return
+        data = self._trace_data(item, index, extra)
+        runner = _loop_thread()
+        loop = runner.loop
+        if not self.write_behind:
+            future = asyncio.run_coroutine_threadsafe(self._store(item, data), loop)
+            try:
+                future.result()
+            except Exception as exc:
+                raise TraceWriteError([(item, exc)]) from exc
+            return
+        with self._lock:
+            future = asyncio.run_coroutine_threadsafe(self._store_after(self._tail, item, data), loop)
+            self._tail = future
+            self._pending.add(future)
+        _pending_histories.add(self)
+        future.add_done_callback(lambda f: self._settled(f, item))
+
+    def _settled(self, future: concurrent.futures.Future[Any], item: ExecutionItem) -> None:
+        with self._lock:
+            self._pending.discard(future)
+            exc = None if future.cancelled() else future.exception()
+            if future.cancelled():
+                exc = StorageError("the write was cancelled")
+            if exc is not None:
+                self._failures.append((item, exc))
+
+    async def aadd_item(self, item: ExecutionItem, *, extra: Mapping[str, Any] | None = None) -> None:
+        """Async :meth:`add_item`: store on the caller's loop and return once stored."""
+        await self.aflush()
+        index = self._append(item)
+        if self._provider is None:
+            return
+        try:
+            await self._store(item, self._trace_data(item, index, extra))
+        except Exception as exc:
+            raise TraceWriteError([(item, exc)]) from exc
+
+    def flush(self) -> None:
+        """Return once every queued write is stored; raise :class:`TraceWriteError` if any failed."""
+        with self._lock:
+            pending = list(self._pending)
+        concurrent.futures.wait(pending)
+        # Done callbacks may still be running on the loop thread; wait until they have filed.
+        while True:
+            with self._lock:
+                if not any(f in self._pending for f in pending):
+                    break
+            time.sleep(0.001)
+        _pending_histories.discard(self)
+        self._raise_failures()
+
+    async def aflush(self) -> None:
+        """Async :meth:`flush` (does not block the caller's loop)."""
+        with self._lock:
+            pending = list(self._pending)
+        if pending:
+            await asyncio.wait([asyncio.wrap_future(f) for f in pending])
+        await asyncio.to_thread(self.flush)
+
+    def close(self) -> None:
+        """Flush and mark the workflow finished."""
+        self.flush()
+        if self.end_time is None:
+            self.finish()
+
+    def __enter__(self) -> ExecutionHistory:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except TraceWriteError as write_error:
+            # The body's exception wins; the write failure rides along as a note.
+            exc.add_note(str(write_error))
+
+    async def __aenter__(self) -> ExecutionHistory:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await asyncio.to_thread(self.__exit__, exc_type, exc, tb)
+
+    # -- recording helpers ---------------------------------------------------------
+
+    def step(self, step_name: str, tool: str, parameters: dict[str, Any] | None = None) -> Step:
+        """A context manager that times one step and records its outcome.
+
+        Success is recorded as ``SUCCESS``; an exception is recorded as ``FAILED``
+        (``error`` = ``"<Type>: <message>"``) and re-raised. Set ``step.result``
+        inside the block; bump ``step.retry_count`` if you retry by hand.
+        Works with ``with`` and ``async with``.
+        """
+        return Step(self, step_name, tool, parameters)
+
+    def retrying(
+        self,
+        step_name: str,
+        tool: str,
+        parameters: dict[str, Any] | None = None,
+        *,
+        max_retries: int = 3,
+        retry_on: type[BaseException] | tuple[type[BaseException], ...] = Exception,
+    ) -> Iterator[Step]:
+        """Attempts of one step: ``for step in history.retrying(...): with step: ...``.
+
+        A failing attempt is swallowed while retries remain; the step is stored
+        once, with its final status, ``retry_count`` and ``retry_errors``.
+        """
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise InvalidInputError(f"max_retries must be a non-negative integer, got {max_retries!r}")
+        step = Step(self, step_name, tool, parameters, max_retries=max_retries, retry_on=retry_on)
+        while not step.done:
+            exits = step._exits
+            yield step
+            if step._exits == exits:
+                raise RuntimeError("use each step that retrying() yields as `with step:`")
+
+    # -- the seed framework's queries ---------------------------------------------
+
+    def get_successful_steps(self) -> list[ExecutionItem]:
+        return [i for i in self.items if i.status == ExecutionStatus.SUCCESS]
+
+    def get_failed_steps(self) -> list[ExecutionItem]:
+        return [i for i in self.items if i.status == ExecutionStatus.FAILED]
+
+    def get_step_by_name(self, step_name: str) -> ExecutionItem | None:
+        return next((i for i in self.items if i.step_name == step_name), None)
+
+    def get_tool_usage_count(self, tool_name: str) -> int:
+        return sum(1 for i in self.items if i.tool == tool_name)
+
+    def get_failure_patterns(self) -> dict[str, int]:
+        """Failed steps per category (network, validation, parameter, criteria, execution)."""
+        patterns: dict[str, int] = {}
+        for item in self.get_failed_steps():
+            category = categorize_error(item.error)
+            patterns[category] = patterns.get(category, 0) + 1
+        return patterns
+
+    def get_execution_summary(self) -> dict[str, Any]:
+        total = len(self.items)
+        successful = len(self.get_successful_steps())
+        return {
+            "total_steps": total,
+            "successful_steps": successful,
+            "failed_steps": len(self.get_failed_steps()),
+            "success_rate": successful / total if total else 0,
+            "duration": None if self.end_time is None else self.end_time - self.start_time,
+            "failure_patterns": self.get_failure_patterns(),
+            "tools_used": sorted({i.tool for i in self.items}),
+        }
+
+    def finish(self) -> None:
+        self.end_time = datetime.now(UTC).timestamp()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "items": [i.to_dict() for i in self.items],
+            "start_time": self.start_time,
+            "end_time": self.end_time,
+            "summary": self.get_execution_summary(),
+        }
+
+    def save_to_file(self, filepath: str | os.PathLike[str]) -> None:
+        """Write :meth:`to_dict` as JSON (the seed framework's file format)."""
+        with Path(filepath).open("w", encoding="utf-8") as f:
+            json.dump(self.to_dict(), f, indent=2, default=str)
+
+    @classmethod
+    def load_from_file(cls, filepath: str | os.PathLike[str], **options: Any) -> ExecutionHistory:
+        """Read a :meth:`save_to_file` JSON; ``options`` (e.g. ``memory_provider``) go to the constructor.
+
+        Loading never writes traces; use :func:`memkit.import_history` to store them.
+        """
+        with Path(filepath).open(encoding="utf-8") as f:
+            data = json.load(f)
+        return cls.from_dict(data, **options)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], **options: Any) -> ExecutionHistory:
+        if not isinstance(data, Mapping) or not isinstance(data.get("items", []), list):
+            raise InvalidInputError("an execution history must be a JSON object with an 'items' list")
+        history = cls(**options)
+        history.start_time = data.get("start_time", history.start_time)
+        history.end_time = data.get("end_time")
+        history.items.extend(ExecutionItem.from_dict(raw) for raw in data.get("items", []))
+        history._next_index = len(history.items)
+        return history
+
+
+class Step:
+    """Times one step (and its retries) and records it on exit; made by :meth:`ExecutionHistory.step`."""
+
+    def __init__(
+        self,
+        history: ExecutionHistory,
+        step_name: str,
+        tool: str,
+        parameters: dict[str, Any] | None,
+        *,
+        max_retries: int = 0,
+        retry_on: type[BaseException] | tuple[type[BaseException], ...] = Exception,
+    ) -> None:
+        self.history = history
+        self.step_name = step_name
+        self.tool = tool
+        self.parameters = parameters
+        self.result: dict[str, Any] | None = None
+        self.retry_count = 0
+        self.retry_errors: list[str] = []
+        self.max_retries = max_retries
+        self.retry_on = retry_on
+        self.done = False
+        self.item: ExecutionItem | None = None
+        self._timestamp: float | None = None
+        self._started: float | None = None
+        self._exits = 0
+
+    @property
+    def attempt(self) -> int:
+        """1 for the first attempt, 2 for the first retry, ..."""
+        return self.retry_count + 1
+
+    def _begin(self) -> None:
+        if self.done:
+            raise RuntimeError(f"step {self.step_name!r} has already been recorded")
+        if self._started is None:
+            self._timestamp = datetime.now(UTC).timestamp()
+            self._started = time.perf_counter()
+
+    def _finish(self, exc: BaseException | None) -> tuple[ExecutionItem | None, bool]:
+        """Return the item to record (None while retrying) and whether to swallow ``exc``."""
+        self._exits += 1
+        if exc is not None and isinstance(exc, self.retry_on) and self.retry_count < self.max_retries:
+            self.retry_errors.append(f"{type(exc).__name__}: {exc}")
+            self.retry_count += 1
+            return None, True
+        assert self._started is not None and self._timestamp is not None
+        self.done = True
+        self.item = ExecutionItem(
+            step_name=self.step_name,
+            tool=self.tool,
+            status=ExecutionStatus.SUCCESS if exc is None else ExecutionStatus.FAILED,
+            result=self.result,
+            error=None if exc is None else f"{type(exc).__name__}: {exc}",
+            timestamp=self._timestamp,
+            parameters=self.parameters,
+            duration=time.perf_counter() - self._started,
+            retry_count=self.retry_count,
+        )
+        return self.item, False
+
+    def _extra(self) -> dict[str, Any] | None:
+        return {"retry_errors": list(self.retry_errors)} if self.retry_errors else None
+
+    def __enter__(self) -> Step:
+        self._begin()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        item, swallow = self._finish(exc)
+        if item is not None:
+            try:
+                self.history.add_item(item, extra=self._extra())
+            except TraceWriteError as write_error:
+                if exc is None:
+                    raise
+                exc.add_note(str(write_error))
+        return swallow
+
+    async def __aenter__(self) -> Step:
+        self._begin()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        item, swallow = self._finish(exc)
+        if item is not None:
+            try:
+                await self.history.aadd_item(item, extra=self._extra())
+            except TraceWriteError as write_error:
+                if exc is None:
+                    raise
+                exc.add_note(str(write_error))
+        return swallow

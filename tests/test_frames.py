@@ -1,0 +1,182 @@
+"""memkit.frames on both adapters: the SQLite fast path and the generic export path agree."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import memkit
+from memkit import frames
+from memkit.adapters import _sqlite
+from memkit.adapters._memory import InMemoryAdapter
+from memkit.adapters._sqlite import SQLiteAdapter
+from memkit.traces import ExecutionHistory
+
+
+def _record(history: ExecutionHistory) -> None:
+    with history.step("run_blast", tool="blast", parameters={"db": "nr", "ids": [1, 2]}) as step:
+        step.result = {"hits": 3}
+    with pytest.raises(TimeoutError), history.step("fetch", tool="pdb", parameters={"id": "1abc"}):
+        raise TimeoutError("network timeout")
+    for step in history.retrying("align", tool="muscle", max_retries=2):
+        with step:
+            if step.attempt == 1:
+                raise ValueError("schema validation failed")
+            step.result = {"score": 0.9}
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def mem(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[memkit.Memory]:
+    url = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path / 'f.db'}"
+    with memkit.open(url) as m:
+        _record(ExecutionHistory(memory_provider=m, workflow_id="wf1", agent_id="bio", user_id="u1", run_id="r1"))
+        _record(ExecutionHistory(memory_provider=m, workflow_id="wf2", agent_id="chem", user_id="u1"))
+        m.add("a plain note", "u1", "bio", {"topic": "TP53"})
+        yield m
+
+
+def test_traces_frame_shape(mem: memkit.Memory) -> None:
+    df = frames.traces_frame(mem)
+    assert df.index.name == "step_id" and len(df) == 6
+    assert list(df.columns[: len(frames.TRACE_COLUMNS)]) == list(frames.TRACE_COLUMNS)
+    assert sorted(df.columns[len(frames.TRACE_COLUMNS) :]) == [
+        "params.db", "params.id", "params.ids", "result.hits", "result.score",
+    ]
+    assert str(df["started_at"].dt.tz) == "UTC" and str(df["created_at"].dt.tz) == "UTC"
+    assert list(df["step_name"]) == ["run_blast", "fetch", "align"] * 2  # replay order
+    assert list(df["step_index"]) == [0, 1, 2, 0, 1, 2]
+    assert list(df["retry_count"]) == [0, 0, 1] * 2
+    assert list(df["status"]) == ["success", "failed", "success"] * 2
+    first = df.iloc[0]
+    assert first["params.ids"] == [1, 2] and first["result.hits"] == 3 and first["run_id"] == "r1"
+    assert df.iloc[1]["error"] == "TimeoutError: network timeout"
+    assert (df["duration_s"] >= 0).all()
+    lists = [v for v in df["params.ids"] if isinstance(v, list)]
+    assert len(lists) == 2 and lists[0] is not lists[1]  # equal cells are still separate objects
+    assert df["params.db"].dtype == object
+    assert (df["ended_at"] >= df["started_at"]).all()
+    ids = {m.id for m in mem.get_all("u1", "bio", limit=50, filters={"type": "trace"})}
+    assert set(df[df.agent_id == "bio"].index) == ids
+
+
+def test_traces_frame_filters(mem: memkit.Memory) -> None:
+    assert set(frames.traces_frame(mem, workflow_id="wf2")["agent_id"]) == {"chem"}
+    assert len(frames.traces_frame(mem, agent_id="bio")) == 3
+    assert len(frames.traces_frame(mem, user_id="nobody")) == 0
+    failed = frames.traces_frame(mem, status="failed")
+    assert list(failed["tool"]) == ["pdb", "pdb"]
+    assert len(frames.traces_frame(mem, since=datetime(2100, 1, 1, tzinfo=UTC))) == 0
+    assert len(frames.traces_frame(mem, since="2000-01-01T00:00:00Z")) == 6
+    with pytest.raises(ValueError):
+        frames.traces_frame(mem, status="exploded")
+
+
+def test_empty_store_gives_an_empty_frame_with_the_columns() -> None:
+    df = frames.traces_frame(InMemoryAdapter())
+    assert df.empty and list(df.columns) == list(frames.TRACE_COLUMNS)
+
+
+@pytest.mark.parametrize("in_ram", [False, True], ids=["file", "ram"])
+def test_sqlite_fast_path_equals_the_generic_path(tmp_path: Path, in_ram: bool) -> None:
+    store = SQLiteAdapter(":memory:" if in_ram else tmp_path / "x.db")
+    history = ExecutionHistory(memory_provider=store, workflow_id="wf", agent_id="a")
+    _record(history)
+    history.add_item(history.items[0].__class__(step_name="odd\x1fname", tool="t", status="skipped"))  # type: ignore[arg-type]
+    fast = frames.traces_frame(store)
+    slow = frames._trace_frame(asyncio.run(frames._export_trace_columns(store, None, None, None, None, None)))
+    pd.testing.assert_frame_equal(fast, slow)
+    assert fast.iloc[-1]["step_name"] == "odd\x1fname"
+    store.close()
+
+
+def test_migration_backfills_existing_traces(tmp_path: Path) -> None:
+    path = tmp_path / "v1.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    for statement in _sqlite._statements(_sqlite._MIGRATIONS[1]):
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    # Write a trace with a schema-1 store's contract: rows only in memories.
+    store = SQLiteAdapter.__new__(SQLiteAdapter)
+    record = memkit._records.trace_record("a", "wf", {"tool": "blast", "step_name": "s", "parameters": {"k": 1}})
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(
+        "INSERT INTO memories (id, user_id, agent_id, content, metadata, created_us) VALUES (?, ?, ?, ?, ?, ?)",
+        (record.id, record.user_id, record.agent_id, record.content, memkit._records.json.dumps(record.metadata),
+         record.created_us),
+    )
+    conn.close()
+    del store
+    upgraded = SQLiteAdapter(path)
+    df = frames.traces_frame(upgraded)
+    assert list(df.index) == [record.id] and df.iloc[0]["params.k"] == 1 and df.iloc[0]["tool"] == "blast"
+    upgraded.close()
+
+
+def test_deleting_a_trace_removes_its_row(tmp_path: Path) -> None:
+    with memkit.open(f"sqlite:///{tmp_path / 'd.db'}") as m:
+        _record(ExecutionHistory(memory_provider=m, workflow_id="wf", agent_id="a"))
+        step_id = frames.traces_frame(m).index[0]
+        assert m.delete(step_id)
+        assert step_id not in frames.traces_frame(m).index
+        m.reset()
+        assert frames.traces_frame(m).empty
+
+
+def test_memories_frame(mem: memkit.Memory) -> None:
+    df = frames.memories_frame(mem, "u1", "bio")
+    assert df.index.name == "memory_id" and len(df) == 4
+    assert df.iloc[0]["content"] == "a plain note"  # newest first
+    assert df.iloc[0]["metadata.topic"] == "TP53"
+    assert str(df["created_at"].dt.tz) == "UTC"
+    notes = frames.memories_frame(mem, "u1", "bio", include_traces=False)
+    assert list(notes["content"]) == ["a plain note"]
+    only = frames.memories_frame(mem, "u1", "bio", filters={"topic": "TP53"})
+    assert len(only) == 1
+    assert frames.memories_frame(mem, "u1", "nobody").empty
+
+
+def test_namespaces_frame(mem: memkit.Memory) -> None:
+    df = frames.namespaces_frame(mem)
+    assert list(df.columns) == ["user_id", "agent_id", "count", "first_at", "last_at"]
+    assert dict(zip(df["agent_id"], df["count"], strict=True)) == {"bio": 4, "chem": 3}
+
+
+def test_tool_stats(mem: memkit.Memory) -> None:
+    stats = frames.tool_stats(mem)
+    assert list(stats.index) == ["blast", "muscle", "pdb"]
+    assert stats.loc["pdb", "success_rate"] == 0.0 and stats.loc["blast", "success_rate"] == 1.0
+    assert stats.loc["muscle", "retries"] == 2 and stats.loc["blast", "steps"] == 2
+    assert (stats["duration_p50_s"] <= stats["duration_p99_s"]).all()
+    one = frames.tool_stats(frames.traces_frame(mem, workflow_id="wf1"))
+    assert one["steps"].sum() == 3
+    assert frames.tool_stats(InMemoryAdapter()).empty
+
+
+def test_failure_patterns(mem: memkit.Memory) -> None:
+    df = frames.failure_patterns(mem)
+    assert df.to_dict("records") == [{"category": "network_error", "tool": "pdb", "count": 2}]
+    assert frames.failure_patterns(mem, status="success").empty
+
+
+def test_replay_yields_the_state_after_each_step(mem: memkit.Memory) -> None:
+    states = list(frames.replay(mem, "wf1"))
+    assert [s.position for s in states] == [0, 1, 2]
+    assert [s.step["step_name"] for s in states] == ["run_blast", "fetch", "align"]
+    assert [len(s.steps) for s in states] == [1, 2, 3]
+    assert [s.history.get_execution_summary()["failed_steps"] for s in states] == [0, 1, 1]
+    assert states[1].history.get_failure_patterns() == {"network_error": 1}
+    assert states[0].history.items[0].parameters == {"db": "nr", "ids": [1, 2]}
+    assert list(frames.replay(frames.traces_frame(mem), "wf2"))[-1].step["tool"] == "muscle"
+    assert list(frames.replay(mem, "missing")) == []
+
+
+def test_rejects_what_is_not_a_store() -> None:
+    with pytest.raises(TypeError):
+        frames.traces_frame(object())  # type: ignore[arg-type]
