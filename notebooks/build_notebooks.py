@@ -213,7 +213,7 @@ MEMORY_GRAPH = [
          "print(dict(sorted(ns_graph.node_types().items())))\n"
          "print(dict(sorted(ns_graph.edge_types().items())))"),
     code("nodes = ns_graph.nodes_frame()\nprint(list(nodes.columns))\n"
-         'nodes[nodes.type == "Entity"].sort_values("id")[["id", "type"]].head(8).reset_index(drop=True)'),
+         'nodes[nodes.type == "Entity"].sort_values(["kind", "name"])[["kind", "name"]].reset_index(drop=True)'),
     code("edges = ns_graph.edges_frame()\nprint(list(edges.columns))\n"
          'edges.groupby("type").size().rename("edges")'),
     md("## A workflow\n\nOne run: the workflow, its trace records, one step per trace linked in order, and the "
@@ -223,7 +223,7 @@ MEMORY_GRAPH = [
          "print(dict(sorted(wf_graph.node_types().items())))\n"
          "print(dict(sorted(wf_graph.edge_types().items())))\n"
          "wf_nodes = wf_graph.nodes_frame()\n"
-         'sorted(wf_nodes.loc[wf_nodes.type == "Tool", "id"])'),
+         'sorted(wf_nodes.loc[wf_nodes.type == "Tool", "name"])'),
     md("## The safe graph view\n\nColour is the node type, size the number of connections; a node cap says what "
        "it left out. The page embeds vis-network (nothing is fetched) and shows memory text as text."),
     code("import re\n\nfrom memkit.widgets import GraphExplorer\n\n"
@@ -244,8 +244,9 @@ MEMORY_GRAPH = [
          "print(len(g_ns.nodes), \"nodes,\", len(g_ns.edges), \"edges\")\n"
          "print(\"same node types:\", g_ns.node_types() == ns_graph.node_types())\n"
          "print(\"same edge types:\", g_ns.edge_types() == ns_graph.edge_types())\n"
-         "print(\"same entities:\", sorted(n.id for n in g_ns.nodes if n.type == \"Entity\")\n"
-         "      == sorted(n.id for n in ns_graph.nodes if n.type == \"Entity\"))"),
+         "print(\"same nodes:\", {(n.id, n.type) for n in g_ns.nodes} == {(n.id, n.type) for n in ns_graph.nodes})\n"
+         "print(\"same edges:\", {(e.type, e.source, e.target) for e in g_ns.edges}\n"
+         "      == {(e.type, e.source, e.target) for e in ns_graph.edges})"),
     code('g_wf = memory_graph(gmem, user_id="alice", agent_id="bioinformatics",\n'
          '                    workflow_id="variant-calling-alice-1")\n'
          "print(dict(sorted(g_wf.node_types().items())))\n"
