@@ -758,10 +758,10 @@ class SQLiteAdapter:
         """One search, start to finish, on the worker thread (index and connection live here)."""
         if mode == "keyword":
             assert text is not None
-            hits = self._keyword_rows(text, user_id, agent_id, conditions, limit)
+            rows = self._keyword_rows(text, user_id, agent_id, conditions, limit)
             return [
                 r.to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
-                for rank, (_, r, score) in enumerate(hits, start=1)
+                for rank, (_, r, score) in enumerate(rows, start=1)
             ]
         if vector is None:
             assert text is not None
