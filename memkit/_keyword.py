@@ -164,13 +164,56 @@ class KeywordIndex:
         self._arrays = None
 
     def add_many(self, rows: Iterable[tuple[int, str, int]]) -> None:
-        """Index many documents, stemming their new words in one batch."""
-        fresh = [(key, _tokens(text), order) for key, text, order in rows if key not in self._slot]
+        """Index many documents: new words are stemmed in one batch, postings built with numpy."""
+        fresh: list[tuple[int, list[str], int]] = []
+        seen: set[int] = set()
+        for key, text, order in rows:
+            if key not in self._slot and key not in seen:
+                seen.add(key)
+                fresh.append((key, _tokens(text), order))
+        if not fresh:
+            return
         _stemmer.learn(t for _, tokens, _ in fresh for t in tokens)
         cache = _stemmer.cache
-        for key, tokens, order in fresh:
-            if key not in self._slot:
-                self._add(key, [cache[t] for t in tokens], order)
+        term_ids: dict[str, int] = {}
+        ids: list[int] = []
+        docs: list[int] = []
+        for slot, (key, tokens, order) in enumerate(fresh, start=len(self._keys)):
+            self._slot[key] = slot
+            self._keys.append(key)
+            self._order.append(order)
+            self._lengths.append(len(tokens))
+            self._alive.append(True)
+            self._total_length += len(tokens)
+            ids.extend([term_ids.setdefault(cache[t], len(term_ids)) for t in tokens])
+            docs.extend([slot] * len(tokens))
+        self._live += len(fresh)
+        self._arrays = None
+        if not ids:
+            return
+        # (term, doc) pairs sorted by term then doc; runs of equal pairs are term frequencies
+        term_col, doc_col = np.asarray(ids, dtype=np.int64), np.asarray(docs, dtype=np.int64)
+        by_pair = np.lexsort((doc_col, term_col))
+        term_col, doc_col = term_col[by_pair], doc_col[by_pair]
+        first = np.ones(len(term_col), dtype=np.bool_)
+        first[1:] = (term_col[1:] != term_col[:-1]) | (doc_col[1:] != doc_col[:-1])
+        starts = np.flatnonzero(first)
+        pair_terms, pair_docs = term_col[starts], doc_col[starts]
+        pair_tfs = np.diff(np.append(starts, len(term_col)))
+        term_starts = np.flatnonzero(np.r_[True, pair_terms[1:] != pair_terms[:-1]])
+        term_ends = np.append(term_starts[1:], len(pair_terms))
+        names = list(term_ids)  # insertion order is id order
+        postings, frozen = self._postings, self._frozen
+        for lo, hi in zip(term_starts.tolist(), term_ends.tolist(), strict=True):
+            term = names[int(pair_terms[lo])]
+            slots, tfs = pair_docs[lo:hi].tolist(), pair_tfs[lo:hi].tolist()
+            entry = postings.get(term)
+            if entry is None:
+                postings[term] = (slots, tfs)
+            else:
+                entry[0].extend(slots)
+                entry[1].extend(tfs)
+                frozen.pop(term, None)
 
     def remove(self, key: int) -> bool:
         slot = self._slot.get(key)

@@ -70,13 +70,13 @@ TOUR = [
     md("## A trace\n\nEach workflow run is stored as one trace record per step. The **Traces** tab replays it; "
        "here is its step table and the step the slider points at."),
     code('replay = dash.replay\nreplay.workflow.value = ("alice", "bioinformatics", "variant-calling-alice-1")\n'
-         'replay.frame[["step_index", "step_name", "tool", "status", "duration", "retry_count", "error"]]'),
+         'replay.frame[["step_index", "step_name", "tool", "status", "duration_s", "retry_count", "error"]]'),
     code("replay.next_button.click()\nreplay.next_button.click()\nrow = replay.frame.iloc[replay.step.value]\n"
          'print(f"step {replay.step.value + 1}: {row.step_name} with {row.tool} -> {row.status}")'),
     md("Across all runs, which tools fail and how?"),
-    code("import pandas as pd\n\nfrom memkit.widgets._traces import failure_patterns, tool_stats, trace_frame\n\n"
-         "runs = pd.concat([trace_frame(mem, *key) for _, key in replay.workflow.options], ignore_index=True)\n"
-         "tool_stats(runs).sort_values(\"failure_rate\", ascending=False).head(6)"),
+    code("from memkit.frames import failure_patterns, tool_stats, traces_frame\n\n"
+         "runs = traces_frame(mem)  # every step of every run, one row each\n"
+         "tool_stats(runs).sort_values(\"success_rate\").head(6).round(2)"),
     code("failure_patterns(runs)"),
     md("## The graph\n\nA namespace: its memories and the genes, tools and topics they mention. Colour is the node "
        "type, size the number of connections. The view is offline: vis-network is embedded, nothing is fetched, "
@@ -85,7 +85,8 @@ TOUR = [
          "explorer.draw_button.click()\nprint(explorer.view.message)\n"
          "print(sorted({node.type for node in explorer.view.nodes}))"),
     code("from IPython.display import HTML\n\nHTML(explorer.view_html.value)", ignore_output=True),
-    md("Next: `01_namespaces.ipynb` goes through the namespace browser in detail."),
+    md("Next: `01_namespaces.ipynb` goes through the namespace browser in detail, `02_trace_audit.ipynb` "
+       "audits the traces and `03_memory_graph.ipynb` explores the graph (also on a graph database)."),
 ]
 
 NAMESPACES = [
@@ -128,6 +129,138 @@ NAMESPACES = [
          "print(browser.detail.value[browser.detail.value.index('<pre'):][:160])"),
 ]
 
+STRIP_TAGS = '''\
+import html
+import re
+
+
+def text(markup: str) -> str:
+    """A panel's HTML as plain text, to print."""
+    return html.unescape(re.sub(r"\\s+", " ", re.sub(r"<[^>]+>", " ", markup)).strip())'''
+
+TRACE_AUDIT = [
+    md("# Auditing traces\n\nEvery step an agent runs can be stored as a trace record "
+       "(`ExecutionHistory`, `add_trace`). `memkit.frames` turns them into pandas: `traces_frame` (one row "
+       "per step), `replay` (the run step by step), `tool_stats` and `failure_patterns`. `TraceReplay` is the "
+       "same in a panel."),
+    code(SETUP),
+    code("from memkit.frames import TRACE_COLUMNS, failure_patterns, replay, tool_stats, traces_frame\n\n"
+         "runs = traces_frame(mem)\n"
+         "print(f\"{len(runs)} steps in {runs.workflow_id.nunique()} runs of \"\n"
+         "      f\"{runs.workflow_id.str.rsplit('-', n=2).str[0].nunique()} workflows\")\n"
+         "print(list(runs.columns))"),
+    md("## One run, step by step\n\nThe steps of one run, in the order they were stored:"),
+    code('steps = traces_frame(mem, workflow_id="variant-calling-alice-1")\n'
+         'steps[["step_index", "step_name", "tool", "status", "duration_s", "retry_count", "error"]]'
+         ".reset_index(drop=True)"),
+    code("for state in replay(steps, \"variant-calling-alice-1\"):\n"
+         "    step = state.step\n"
+         "    print(f\"{state.position}: {step.step_name:<16} {step.tool:<12} {step.status:<8}\"\n"
+         "          f\" {step.duration_s:5.2f} s  failures so far: {state.history.get_failure_patterns()}\")"),
+    md("The same in the panel: the slider (or play / next) replays the run; the current step shows its "
+       "parameters, result, error and duration."),
+    code(STRIP_TAGS + "\n\n"
+         "from memkit.widgets import TraceReplay\n\n"
+         "panel = TraceReplay(mem)\n"
+         'panel.workflow.value = ("alice", "bioinformatics", "variant-calling-alice-1")\n'
+         "panel.next_button.click()\n"
+         "print(text(panel.status.value))\n"
+         "print(text(panel.step_view.value))"),
+    code("panel.step.value = panel.step.max\nprint(text(panel.step_view.value))"),
+    md("## Per-tool statistics\n\nAcross every run: how often each tool is used, fails and is retried, and how "
+       "long it takes."),
+    code("tool_stats(runs).round(2)"),
+    md("## Failure patterns\n\nFailed steps by category (network, validation, parameter, criteria, execution) "
+       "and tool:"),
+    code("failure_patterns(runs)"),
+    code('failed = runs[runs.status == "failed"]\n'
+         'failed.groupby("workflow_id").size().rename("failed_steps").sort_index()'),
+    md("## Export\n\nThe panel's step frame (and any frame) goes to CSV; here into a temporary directory."),
+    code('import pandas as pd\n\n'
+         'out = Path(tempfile.mkdtemp(prefix="memkit-csv-")) / "variant-calling-alice-1.csv"\n'
+         "panel.export(str(out))\n"
+         "print(text(panel.status.value))\n"
+         'back = pd.read_csv(out, index_col="step_id")\n'
+         "print(len(back), \"rows;\", list(back.columns[: len(TRACE_COLUMNS)]) == list(TRACE_COLUMNS))\n"
+         "print(back.step_name.tolist() == steps.step_name.tolist())"),
+]
+
+GRAPH_SETUP = """import os
+
+from memkit.testing import FalkorDBServer
+
+# With MEMKIT_NEO4J_URI set, this part runs on that Neo4j (wiped first, like the test suite does);
+# otherwise on a FalkorDB server started here on a free 127.0.0.1 port, without persistence.
+neo4j_uri = os.environ.get("MEMKIT_NEO4J_URI")
+server = None if neo4j_uri else FalkorDBServer().start()
+graph_url = neo4j_uri or server.url("notebook")
+gmem = memkit.open(graph_url)
+gmem.reset()
+gmem.add_many(demo_items())
+gstats = gmem.stats()
+print(f"{gstats.memories} memories ({gstats.traces} trace steps) in {gstats.namespaces} namespaces")"""
+
+MEMORY_GRAPH = [
+    md("# The memory graph\n\n`memkit.graph.memory_graph` gives the typed nodes and edges of any store: "
+       "memories, their namespace, the genes / tools / topics they mention, and workflows with their steps "
+       "in order. Graph databases (FalkorDB, Neo4j) return what they store; SQLite and the in-memory store "
+       "build the same graph from their rows."),
+    code(SETUP),
+    md("## A namespace on the embedded store"),
+    code("from memkit.graph import memory_graph\n\n"
+         'ns_graph = memory_graph(mem, user_id="alice", agent_id="bioinformatics")\n'
+         "print(len(ns_graph.nodes), \"nodes,\", len(ns_graph.edges), \"edges\")\n"
+         "print(dict(sorted(ns_graph.node_types().items())))\n"
+         "print(dict(sorted(ns_graph.edge_types().items())))"),
+    code("nodes = ns_graph.nodes_frame()\nprint(list(nodes.columns))\n"
+         'nodes[nodes.type == "Entity"].sort_values(["kind", "name"])[["kind", "name"]].reset_index(drop=True)'),
+    code("edges = ns_graph.edges_frame()\nprint(list(edges.columns))\n"
+         'edges.groupby("type").size().rename("edges")'),
+    md("## A workflow\n\nOne run: the workflow, its trace records, one step per trace linked in order, and the "
+       "tools the steps used."),
+    code('wf_graph = memory_graph(mem, user_id="alice", agent_id="bioinformatics",\n'
+         '                        workflow_id="variant-calling-alice-1")\n'
+         "print(dict(sorted(wf_graph.node_types().items())))\n"
+         "print(dict(sorted(wf_graph.edge_types().items())))\n"
+         "wf_nodes = wf_graph.nodes_frame()\n"
+         'sorted(wf_nodes.loc[wf_nodes.type == "Tool", "name"])'),
+    md("## The safe graph view\n\nColour is the node type, size the number of connections; a node cap says what "
+       "it left out. The page embeds vis-network (nothing is fetched) and shows memory text as text."),
+    code("import re\n\nfrom memkit.widgets import GraphExplorer\n\n"
+         "explorer = GraphExplorer(mem, max_nodes=60)\n"
+         'explorer.namespace.value = ("alice", "bioinformatics")\n'
+         "explorer.draw_button.click()\n"
+         "print(explorer.view.message)\n"
+         "print(\"external resources:\", re.findall(r\"(?:src|href)=[\\\"']?https?://\", explorer.view_html.value))"),
+    code("from IPython.display import HTML\n\nHTML(explorer.view_html.value)", ignore_output=True),
+    code('explorer.scope.value = "workflow"\n'
+         'explorer.workflow.value = ("alice", "bioinformatics", "variant-calling-alice-1")\n'
+         "explorer.draw_button.click()\nprint(explorer.view.message)\n"
+         "print(sorted({node.type for node in explorer.view.nodes}))"),
+    md("## The same on a graph database\n\nThe FalkorDB adapter stores the graph natively. Load the same demo "
+       "sample and ask the same questions: the answers match the embedded store."),
+    code(GRAPH_SETUP),
+    code('g_ns = memory_graph(gmem, user_id="alice", agent_id="bioinformatics")\n'
+         "print(len(g_ns.nodes), \"nodes,\", len(g_ns.edges), \"edges\")\n"
+         "print(\"same node types:\", g_ns.node_types() == ns_graph.node_types())\n"
+         "print(\"same edge types:\", g_ns.edge_types() == ns_graph.edge_types())\n"
+         "print(\"same nodes:\", {(n.id, n.type) for n in g_ns.nodes} == {(n.id, n.type) for n in ns_graph.nodes})\n"
+         "print(\"same edges:\", {(e.type, e.source, e.target) for e in g_ns.edges}\n"
+         "      == {(e.type, e.source, e.target) for e in ns_graph.edges})"),
+    code('g_wf = memory_graph(gmem, user_id="alice", agent_id="bioinformatics",\n'
+         '                    workflow_id="variant-calling-alice-1")\n'
+         "print(dict(sorted(g_wf.node_types().items())))\n"
+         "print(\"same as embedded:\", g_wf.node_types() == wf_graph.node_types()\n"
+         "      and g_wf.edge_types() == wf_graph.edge_types())"),
+    code("g_explorer = GraphExplorer(gmem, max_nodes=60)\n"
+         'g_explorer.namespace.value = ("alice", "bioinformatics")\n'
+         "g_explorer.draw_button.click()\nprint(g_explorer.view.message)"),
+    code("HTML(g_explorer.view_html.value)", ignore_output=True),
+    md("Close the store and stop the server this notebook started."),
+    code("gmem.close()\nif server is not None:\n    server.stop()\n"
+         "print(\"graph store closed\")"),
+]
+
 
 def build(name: str, cells: list[nbformat.NotebookNode]) -> None:
     nb = nbformat.v4.new_notebook(cells=cells)
@@ -145,6 +278,8 @@ def build(name: str, cells: list[nbformat.NotebookNode]) -> None:
 
 if __name__ == "__main__":
     wanted = sys.argv[1:]
-    for name, cells in [("00_tour.ipynb", TOUR), ("01_namespaces.ipynb", NAMESPACES)]:
+    notebooks = [("00_tour.ipynb", TOUR), ("01_namespaces.ipynb", NAMESPACES),
+                 ("02_trace_audit.ipynb", TRACE_AUDIT), ("03_memory_graph.ipynb", MEMORY_GRAPH)]
+    for name, cells in notebooks:
         if not wanted or name in wanted:
             build(name, cells)

@@ -178,3 +178,16 @@ async def test_traces_without_tools_or_entities_still_get_steps(store: Any) -> N
     assert graph.node_types() == {"Namespace": 1, "Memory": 2, "Workflow": 1, "Trace": 1, "Step": 2}
     step_of = {e.target: e.source for e in graph.edges if e.type == "RECORDED_AS"}
     assert {(e.source, e.target) for e in graph.edges if e.type == "NEXT"} == {(step_of[first], step_of[second])}
+
+
+async def test_add_many_of_one_run_keeps_every_step(store: Any) -> None:
+    # FalkorDB 4.16 once dropped all but one step of a run written in one add_many batch.
+    items = [{"content": f"step {n}", "user_id": "u7", "agent_id": "bio",
+              "metadata": {"type": "trace", "workflow_id": "wf-batch", "run_id": "r1", "step_index": n,
+                           "step_name": f"s{n}", "tool": f"tool{n % 2}", "status": "success"}}
+             for n in range(5)]
+    await store.add_many(items)
+    graph = await amemory_graph(store, user_id="u7", workflow_id="wf-batch")
+    assert graph.node_types() == {"Namespace": 1, "Memory": 5, "Entity": 2, "Workflow": 1, "Trace": 1,
+                                  "Step": 5, "Tool": 2}
+    assert graph.edge_types()["NEXT"] == 4 and graph.edge_types()["USES_TOOL"] == 5

@@ -11,6 +11,7 @@ import pytest
 
 import memkit
 from memkit._demo import demo_items
+from memkit.frames import TRACE_COLUMNS, failure_patterns, traces_frame
 from memkit.widgets import Dashboard, GraphExplorer, NamespaceBrowser, TraceReplay
 from memkit.widgets._static import snapshot_html
 
@@ -146,11 +147,21 @@ def test_trace_replay_steps_through_a_run(demo: memkit.Memory, tmp_path: Path) -
     assert len(labels) == 18  # 3 users x 2 runs x 3 workflows in the demo sample
     replay.workflow.value = ("alice", "bioinformatics", "variant-calling-alice-1")
     frame = replay.frame
+    expected = traces_frame(demo, workflow_id="variant-calling-alice-1", agent_id="bioinformatics",
+                            user_id="alice")
+    pd.testing.assert_frame_equal(frame, expected)
+    assert list(frame.columns[: len(TRACE_COLUMNS)]) == list(TRACE_COLUMNS)
     assert list(frame["step_index"]) == list(range(len(frame)))
     assert replay.step.max == len(frame) - 1
+    for column in TRACE_COLUMNS:  # the step table shows the traces_frame columns
+        assert f">{column}</th>" in replay.table.value
     assert f"step 1 of {len(frame)}: fetch_reads" in replay.step_view.value
+    first = frame.iloc[0]
+    for key in (k for k in frame.columns if k.startswith("params.") and pd.notna(first[k])):
+        assert f"&quot;{key.split('.', 1)[1]}&quot;" in replay.step_view.value
     replay.next_button.click()
     assert "quality_check" in replay.step_view.value and replay.step.value == 1
+    assert f"{frame.iloc[1]['duration_s']:.3f}".rstrip("0") in replay.step_view.value
     replay.prev_button.click()
     replay.prev_button.click()
     assert replay.step.value == 0
@@ -163,34 +174,39 @@ def test_trace_replay_steps_through_a_run(demo: memkit.Memory, tmp_path: Path) -
     with out.open() as fh:
         rows = list(csv.DictReader(fh))
     assert [r["step_name"] for r in rows] == list(frame["step_name"])
+    assert [r["step_id"] for r in rows] == list(frame.index)
+    assert set(TRACE_COLUMNS) <= set(rows[0])
     assert "wrote" in replay.status.value
 
 
 def test_trace_replay_failure_patterns_and_tool_stats(tmp_path: Path) -> None:
     with memkit.open(f"sqlite:///{tmp_path / 't.db'}") as mem:
         steps = [("fetch", "entrez", "success", None), ("blast", "blast", "failed", "ConnectionError: timeout"),
-                 ("blast", "blast", "failed", "ConnectionError: reset"), ("blast", "blast", "success", None)]
+                 ("blast", "blast", "failed", "network timeout"), ("blast", "blast", "success", None)]
         for index, (name, tool, status, error) in enumerate(steps):
             mem.add_trace("bio", "wf-1", {"step_name": name, "tool": tool, "status": status, "error": error,
                                           "step_index": index, "duration": 1.5, "retry_count": 0}, user_id="u1")
         replay = TraceReplay(mem)
         assert replay.workflow.value == ("u1", "bio", "wf-1")
         assert "4 steps, 2 failed" in replay.status.value
-        assert "ConnectionError" in replay.patterns.value and ">2<" in replay.patterns.value
-        assert ">0.67<" in replay.stats.value  # blast failed 2 of 3
+        patterns = failure_patterns(replay.frame)
+        assert patterns.to_dict("records") == [{"category": "network_error", "tool": "blast", "count": 2}]
+        assert ">network_error<" in replay.patterns.value and ">2<" in replay.patterns.value
+        assert ">success_rate</th>" in replay.stats.value and ">0.333<" in replay.stats.value  # blast 1 of 3
+        replay.step.value = 2
+        assert "2 of 3 steps failed so far" in replay.step_view.value
+        assert "network timeout" in replay.step_view.value
 
 
-def test_trace_replay_takes_any_frame_producer(demo: memkit.Memory) -> None:
-    calls: list[tuple[str, str, str]] = []
-
-    def frame(mem: memkit.Memory, user: str, agent: str, wf: str) -> pd.DataFrame:
-        calls.append((user, agent, wf))
-        return pd.DataFrame([{"step_name": "<b>x</b>", "tool": "t", "status": "success", "duration": 1.0,
-                              "retry_count": 0, "error": None, "parameters": {}, "result": {}}])
-
-    replay = TraceReplay(demo, frame=frame, workflows=lambda m: [("u", "a", "wf")])
-    assert calls == [("u", "a", "wf")]
-    assert "&lt;b&gt;x&lt;/b&gt;" in replay.step_view.value and "<b>x</b>" not in replay.table.value
+def test_trace_replay_escapes_trace_text(tmp_path: Path) -> None:
+    with memkit.open(f"sqlite:///{tmp_path / 't.db'}") as mem:
+        mem.add_trace("bio", "wf-<b>", {"step_name": "<b>x</b>", "tool": HOSTILE, "status": "failed",
+                                         "error": HOSTILE, "parameters": {"q": HOSTILE},
+                                         "result": {"r": "<i>r</i>"}}, user_id="u1")
+        replay = TraceReplay(mem)
+        html = replay.step_view.value + replay.table.value + replay.stats.value + replay.patterns.value
+        assert "&lt;b&gt;x&lt;/b&gt;" in replay.step_view.value
+        assert "<b>x</b>" not in html and "<img" not in html and "<script" not in html and "<i>r" not in html
 
 
 def test_graph_explorer_caps_nodes_and_switches_scope(demo: memkit.Memory) -> None:

@@ -57,8 +57,7 @@ MERGE (e:Entity {key: x.key})
   ON CREATE SET e.id = x.id, e.user_id = x.user_id, e.agent_id = x.agent_id, e.kind = x.kind, e.name = x.name
 CREATE (m)-[:MENTIONS {id: x.rel_id, field: x.kind}]->(e)
 WITH count(*) AS mentioned
-UNWIND $steps AS s
-MATCH (m:Memory {key: s.memory_key})
+UNWIND $trace_rows AS s
 MERGE (w:Workflow {key: s.workflow_key})
   ON CREATE SET w.id = s.workflow_node, w.user_id = s.user_id, w.agent_id = s.agent_id,
                 w.workflow_id = s.workflow_id
@@ -67,6 +66,10 @@ MERGE (t:Trace {key: s.trace_key})
                 t.workflow_id = s.workflow_id, t.run_id = s.run_id
 MERGE (w)-[ht:HAS_TRACE]->(t)
   ON CREATE SET ht.id = s.has_trace_id
+WITH count(*) AS traced
+UNWIND $steps AS s
+MATCH (m:Memory {key: s.memory_key})
+MATCH (t:Trace {key: s.trace_key})
 CREATE (st:Step {id: s.id, user_id: s.user_id, agent_id: s.agent_id, workflow_id: s.workflow_id,
                  run_id: s.run_id, order: s.order, sort: s.sort, name: s.name, status: s.status,
                  tool: s.tool, created_us: s.created_us})
@@ -321,9 +324,13 @@ def _record(row: Mapping[str, Any]) -> Record:
 
 def _write_params(parts: list[RecordParts]) -> dict[str, Any]:
     steps = [p.step for p in parts if p.step is not None]
+    # One row per trace: FalkorDB 4.16 drops the later rows of an UNWIND whose MERGE of a
+    # relationship with ON CREATE SET matches the edge an earlier row created.
+    trace_rows = list({s["trace_key"]: s for s in steps}.values())
     return {
         "memories": [p.memory for p in parts],
         "mentions": [x for p in parts for x in p.mentions],
+        "trace_rows": trace_rows,
         "steps": steps,
         "tools": [p.tool for p in parts if p.tool is not None],
         "traces": sorted({s["trace_key"] for s in steps}),

@@ -693,6 +693,14 @@ class SQLiteAdapter:
     def _keyword_rows(
         self, text: str, user_id: str, agent_id: str, conditions: tuple[Condition, ...], limit: int
     ) -> list[tuple[int, Record, float]]:
+        ranked = self._keyword_ranked(text, user_id, agent_id, conditions, limit)
+        rows = self._records_by_seq(s for s, _ in ranked)
+        return [(s, rows[s], score) for s, score in ranked if s in rows]
+
+    def _keyword_ranked(
+        self, text: str, user_id: str, agent_id: str, conditions: tuple[Condition, ...], limit: int
+    ) -> list[tuple[int, float]]:
+        """The keyword leg: ``(seq, bm25)`` of the best ``limit`` memories that pass the filters."""
         terms = analyze_query(text)
         if not terms:
             return []
@@ -712,9 +720,7 @@ class SQLiteAdapter:
             passed = {row[0] for row in db.execute(sql, [json.dumps(seqs.tolist()), user_id, agent_id, *params])}
             ranked = [(s, float(score)) for s, score in zip(seqs.tolist(), scores, strict=True) if s in passed]
             if len(ranked) >= limit or len(seqs) < want or not conditions:
-                ranked = ranked[:limit]
-                rows = self._records_by_seq(s for s, _ in ranked)
-                return [(s, rows[s], score) for s, score in ranked if s in rows]
+                return ranked[:limit]
             want *= 8
 
     def _records_by_seq(self, seqs: Iterable[int]) -> dict[int, Record]:
@@ -752,10 +758,10 @@ class SQLiteAdapter:
         """One search, start to finish, on the worker thread (index and connection live here)."""
         if mode == "keyword":
             assert text is not None
-            hits = self._keyword_rows(text, user_id, agent_id, conditions, limit)
+            rows = self._keyword_rows(text, user_id, agent_id, conditions, limit)
             return [
                 r.to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
-                for rank, (_, r, score) in enumerate(hits, start=1)
+                for rank, (_, r, score) in enumerate(rows, start=1)
             ]
         if vector is None:
             assert text is not None
@@ -775,13 +781,19 @@ class SQLiteAdapter:
             ]
         assert text is not None
         depth = max(config.candidates, limit)
-        hits = self._keyword_rows(text, user_id, agent_id, conditions, depth)
-        dense = self._dense(vector, user_id, agent_id, conditions, depth, [q for q, _, _ in hits])
-        fused = fuse([(q, score) for q, _, score in hits], dense, config)
-        records = {q: r for q, r, _ in hits}
-        records.update(self._records_by_seq(q for q, _, _ in fused if q not in records))
-        fused.sort(key=lambda t: (-t[1], -records[t[0]].created_us, -t[0]))
-        return [records[q].to_item(score, details) for q, score, details in fused[:limit]]
+        hits = self._keyword_ranked(text, user_id, agent_id, conditions, depth)
+        dense = self._dense(vector, user_id, agent_id, conditions, depth, [q for q, _ in hits])
+        fused = fuse(hits, dense, config)
+        # Ties go newest first, so creation times are needed for every candidate; whole rows
+        # (JSON metadata and all) only for the ones returned.
+        created = dict(self._db().execute(
+            "SELECT seq, created_us FROM memories WHERE seq IN (SELECT value FROM json_each(?))",
+            (json.dumps([q for q, _, _ in fused]),),
+        ))
+        fused.sort(key=lambda t: (-t[1], -created.get(t[0], 0), -t[0]))
+        top = fused[:limit]
+        records = self._records_by_seq(q for q, _, _ in top)
+        return [records[q].to_item(score, details) for q, score, details in top if q in records]
 
     async def search(
         self,

@@ -1,82 +1,46 @@
-"""``TraceReplay``: step through one workflow run, with per-tool stats and failure patterns.
+"""``TraceReplay``: step through one workflow run with the :mod:`memkit.frames` helpers.
 
-The step table comes from a frame-producing callable so ``memkit.frames.traces_frame``
-plugs in unchanged; :func:`trace_frame` is the port-only default until then.
+The step table is :func:`memkit.frames.traces_frame` of the chosen workflow, the replay
+is :func:`memkit.frames.replay`, and the summaries are :func:`memkit.frames.tool_stats`
+and :func:`memkit.frames.failure_patterns` of the same frame.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as w
 import pandas as pd
 
 from memkit._sync import Memory
+from memkit.frames import TRACE_COLUMNS, ReplayState, failure_patterns, replay, tool_stats, traces_frame
 from memkit.widgets._common import Panel, esc, pretty, status_html, table_html
 from memkit.widgets._common import workflows as list_workflows
 
-__all__ = ["TRACE_COLUMNS", "TraceReplay", "trace_frame"]
-
-TRACE_COLUMNS = ["step_index", "step_name", "tool", "status", "duration", "retry_count", "error",
-                 "parameters", "result", "run_id", "created_at", "memory_id"]
-
-FrameFn = Callable[[Memory, str, str, str], pd.DataFrame]
-WorkflowsFn = Callable[[Memory], list[tuple[str, str, str]]]
+__all__ = ["TraceReplay"]
 
 
-def trace_frame(mem: Memory, user_id: str, agent_id: str, workflow_id: str, max_steps: int = 2000) -> pd.DataFrame:
-    """The steps of one workflow, oldest first, one row per trace record (``TRACE_COLUMNS``)."""
-    rows: list[dict[str, Any]] = []
-    filters = {"type": "trace", "workflow_id": workflow_id}
-    offset = 0
-    while offset < max_steps:
-        page = mem.get_page(user_id, agent_id, offset=offset, limit=500, filters=filters)
-        for item in page:
-            t = item.metadata.get("trace") or {}
-            rows.append({
-                "step_index": t.get("step_index"), "step_name": t.get("step_name"), "tool": t.get("tool"),
-                "status": t.get("status"), "duration": t.get("duration"), "retry_count": t.get("retry_count", 0),
-                "error": t.get("error"), "parameters": t.get("parameters"), "result": t.get("result"),
-                "run_id": t.get("run_id"), "created_at": item.created_at, "memory_id": item.id,
-            })
-        offset += len(page)
-        if len(page) < 500:
-            break
-    rows.reverse()
-    return pd.DataFrame(rows, columns=TRACE_COLUMNS)
-
-
-def tool_stats(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per tool: steps, failures, failure rate, retries and mean duration."""
-    if frame.empty:
-        return pd.DataFrame(columns=["tool", "steps", "failures", "failure_rate", "retries", "mean_duration"])
-    failed = frame["status"].eq("failed")
-    stats = frame.assign(failed=failed).groupby("tool", sort=True).agg(
-        steps=("step_name", "size"), failures=("failed", "sum"), retries=("retry_count", "sum"),
-        mean_duration=("duration", "mean"),
-    )
-    stats["failure_rate"] = (stats["failures"] / stats["steps"]).round(2)
-    stats["mean_duration"] = stats["mean_duration"].round(2)
-    return stats.reset_index()[["tool", "steps", "failures", "failure_rate", "retries", "mean_duration"]]
-
-
-def failure_patterns(frame: pd.DataFrame) -> pd.DataFrame:
-    """Failed steps grouped by error class (the text before the first ':') and tool."""
-    failed = frame[frame["status"].eq("failed")]
-    if failed.empty:
-        return pd.DataFrame(columns=["error_class", "tool", "count"])
-    kinds = failed["error"].fillna("unknown").astype(str).str.split(":", n=1).str[0]
-    out = failed.assign(error_class=kinds).groupby(["error_class", "tool"]).size().rename("count")
-    return out.reset_index().sort_values(["count", "error_class"], ascending=[False, True], ignore_index=True)
+def _cell(value: Any) -> object:
+    if value is None or value is pd.NA or (isinstance(value, float) and pd.isna(value)):
+        return ""
+    if isinstance(value, float):
+        return round(value, 3)
+    return value
 
 
 def _frame_table(frame: pd.DataFrame, current: int | None = None) -> str:
+    """Every cell escaped by ``table_html``; ``current`` marks the replayed row."""
     headers = [str(c) for c in frame.columns]
-    rows = [[("▶ " if n == current else "") + str(v) if i == 0 else v for i, v in enumerate(r)]
+    rows = [[("▶ " if n == current else "") + str(_cell(v)) if i == 0 else _cell(v) for i, v in enumerate(r)]
             for n, r in enumerate(frame.itertuples(index=False, name=None))]
     return table_html(headers, rows)
+
+
+def _nested(step: pd.Series, prefix: str) -> dict[str, Any]:
+    """The ``params.*`` or ``result.*`` cells of one row as a dict (missing keys left out)."""
+    return {str(k)[len(prefix):]: v for k, v in step.items()
+            if str(k).startswith(prefix) and _cell(v) != ""}
 
 
 class TraceReplay(Panel):
@@ -86,19 +50,12 @@ class TraceReplay(Panel):
     ----------
     mem
         An open store.
-    frame
-        ``frame(mem, user_id, agent_id, workflow_id) -> DataFrame`` of steps, oldest
-        first, with at least step_name, tool, status, duration, error, parameters,
-        result (default: :func:`trace_frame`).
-    workflows
-        ``workflows(mem) -> [(user_id, agent_id, workflow_id), ...]``.
     """
 
-    def __init__(self, mem: Memory, frame: FrameFn | None = None, workflows: WorkflowsFn | None = None) -> None:
+    def __init__(self, mem: Memory) -> None:
         self.mem = mem
-        self._frame_fn: FrameFn = frame or trace_frame
-        self._workflows_fn: WorkflowsFn = workflows or list_workflows
-        self.frame = pd.DataFrame(columns=TRACE_COLUMNS)
+        self.frame = pd.DataFrame(columns=list(TRACE_COLUMNS))
+        self.states: list[ReplayState] = []
 
         self.workflow = w.Dropdown(description="workflow", layout=w.Layout(width="560px"))
         self.status = w.HTML()
@@ -131,7 +88,7 @@ class TraceReplay(Panel):
 
     def refresh(self) -> None:
         """Reload the list of workflows."""
-        found = self._guard(lambda: self._workflows_fn(self.mem))
+        found = self._guard(lambda: list_workflows(self.mem))
         if found is None:
             return
         self.workflow.options = [(f"{wf}  ({u} / {a})", (u, a, wf)) for u, a, wf in found]
@@ -141,56 +98,59 @@ class TraceReplay(Panel):
             self.status.value = status_html("no traces in this store")
 
     def load(self) -> None:
-        """Load the selected workflow's steps and show step 1."""
+        """Load the selected workflow's steps (``traces_frame``) and show step 1."""
         if self.workflow.value is None:
             return
         user, agent, wf = self.workflow.value
-        frame = self._guard(lambda: self._frame_fn(self.mem, user, agent, wf))
+        frame = self._guard(lambda: traces_frame(self.mem, workflow_id=wf, agent_id=agent, user_id=user))
         if frame is None:
             return
-        self.frame = frame.reset_index(drop=True)
-        last = max(len(self.frame) - 1, 0)
+        self.frame = frame
+        self.states = list(replay(frame, wf))
+        last = max(len(frame) - 1, 0)
         self.step.value = 0
         self.step.max = self.play.max = last
-        self.stats.value = _frame_table(tool_stats(self.frame))
-        pats = failure_patterns(self.frame)
+        self.stats.value = _frame_table(tool_stats(frame).reset_index())
+        pats = failure_patterns(frame)
         self.patterns.value = _frame_table(pats) if not pats.empty else status_html("no failed steps")
-        failed = int(self.frame["status"].eq("failed").sum()) if len(self.frame) else 0
-        self.status.value = status_html(f"{len(self.frame)} steps, {failed} failed", "error" if failed else "ok")
+        failed = int(frame["status"].eq("failed").sum())
+        self.status.value = status_html(f"{len(frame)} steps, {failed} failed", "error" if failed else "ok")
         self._show_step()
 
     def _move(self, delta: int) -> None:
         self.step.value = min(max(self.step.value + delta, 0), self.step.max)
 
     def _show_step(self) -> None:
-        cols = [c for c in ("step_index", "step_name", "tool", "status", "duration", "retry_count", "error")
-                if c in self.frame.columns]
-        if self.frame.empty:
+        if not self.states:
             self.step_view.value = self.table.value = ""
             return
-        n = self.step.value
-        row = self.frame.iloc[n]
-        colour = "#b42318" if row.get("status") == "failed" else "#1a7f37"
+        n = min(self.step.value, len(self.states) - 1)
+        state = self.states[n]
+        row = state.step
+        failed_so_far = len(state.history.get_failed_steps())
+        colour = "#b42318" if row["status"] == "failed" else "#1a7f37"
+        error = _cell(row["error"])
         self.step_view.value = (
             f'<div class="memkit-step" style="border-left:4px solid {colour};padding-left:8px">'
-            f"<b>step {n + 1} of {len(self.frame)}: {esc(row.get('step_name'))}</b> · tool {esc(row.get('tool'))}"
-            f" · <span style=\"color:{colour}\">{esc(row.get('status'))}</span>"
-            f" · {esc(row.get('duration'))} s · retries {esc(row.get('retry_count'))}"
-            f"<br><b>parameters</b><pre>{esc(pretty(row.get('parameters')))}</pre>"
-            f"<b>result</b><pre>{esc(pretty(row.get('result')))}</pre>"
-            + (f"<b>error</b><pre>{esc(row.get('error'))}</pre>" if row.get("error") else "")
+            f"<b>step {n + 1} of {len(self.states)}: {esc(row['step_name'])}</b> · tool {esc(row['tool'])}"
+            f" · <span style=\"color:{colour}\">{esc(row['status'])}</span>"
+            f" · {esc(_cell(row['duration_s']))} s · retries {esc(_cell(row['retry_count']))}"
+            f" · {failed_so_far} of {n + 1} steps failed so far"
+            f"<br><b>params</b><pre>{esc(pretty(_nested(row, 'params.')))}</pre>"
+            f"<b>result</b><pre>{esc(pretty(_nested(row, 'result.')))}</pre>"
+            + (f"<b>error</b><pre>{esc(error)}</pre>" if error != "" else "")
             + "</div>"
         )
-        self.table.value = _frame_table(self.frame[cols], current=n)
+        self.table.value = _frame_table(self.frame[list(TRACE_COLUMNS)], current=n)
 
     def export(self, path: str | None = None) -> str | None:
-        """Write the step table to CSV and return the path."""
+        """Write the step frame (``step_id`` index and every column) to CSV and return the path."""
         target = path or self.csv_path.value.strip()
         if not target:
             self.status.value = status_html("give a file name for the CSV", "error")
             return None
         try:
-            self.frame.to_csv(target, index=False)
+            self.frame.to_csv(target)
         except OSError as exc:
             self.status.value = status_html(f"could not write {target}: {exc}", "error")
             return None
