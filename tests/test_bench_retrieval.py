@@ -71,3 +71,38 @@ def test_scale_mode_runs_small(harness: ModuleType, tmp_path: Path) -> None:
     assert report["memories"] == 500
     assert set(report["search_ms"]) == {"semantic", "semantic+filter"}
     assert report["single_add_ms"]["p50"] > 0
+
+
+def test_conversation_subset_keeps_the_first_conversations(harness: ModuleType) -> None:
+    report = harness.main(["--data", str(TINY), "--conversations", "1", "--modes", "keyword"])
+    assert report["provider"] == "sqlite" and report["conversations"] == 1
+    assert report["memories"] == 7 and report["questions"] == 4
+    assert set(report["modes"]) == {"keyword"}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--provider", "mem0", "--modes", "keyword"],  # Mem0 has no keyword index
+        ["--provider", "mem0", "--modes", "semantic,hybrid"],
+        ["--provider", "mem0", "--scale", "100"],
+        ["--provider", "chroma"],
+        ["--conversations", "-1"],
+    ],
+)
+def test_bad_arguments_are_refused_before_any_work(
+    harness: ModuleType, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The Mem0 path itself (about 15 s on the tiny sample, mostly loading torch and mem0) is run by
+    # `python bench/retrieval.py --provider mem0`; docs/mem0.md has its LoCoMo numbers.
+    with pytest.raises(SystemExit) as exit_info:
+        harness.main(["--data", str(TINY), *argv])
+    assert exit_info.value.code == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_st_minilm_names_the_folder_mem0_uses(harness: ModuleType) -> None:
+    from memkit.adapters._mem0 import default_model_path
+
+    assert harness.resolve_embedder("st:minilm") == "st:" + default_model_path()
+    assert harness.resolve_embedder("default") == "default"
