@@ -11,9 +11,10 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from memkit._errors import InvalidInputError
+from memkit._filters import Condition, parse_filters
 
 __all__ = ["DEFAULT_LIMITS", "Limits"]
 
@@ -184,3 +185,24 @@ def check_trace_data(trace_data: object) -> dict[str, Any]:
     if not isinstance(trace_data, Mapping):
         raise InvalidInputError(f"trace_data must be a dict, got {type(trace_data).__name__}")
     return dict(trace_data)
+
+
+class Read(NamedTuple):
+    """A validated read of one namespace: what every adapter's ``get_page`` starts from."""
+
+    user: str
+    agent: str
+    limit: int
+    offset: int
+    conditions: tuple[Condition, ...]
+
+
+def check_read(
+    user_id: object, agent_id: object, limit: object, filters: object, limits: Limits = DEFAULT_LIMITS,
+    offset: object = 0,
+) -> Read:
+    """Validate a namespace read in one place, so every adapter rejects the same things."""
+    checked_limit = check_limit(limit, limits)
+    checked_offset = check_offset(offset)
+    user, agent = check_namespace(user_id, agent_id, limits)
+    return Read(user, agent, checked_limit, checked_offset, parse_filters(filters))

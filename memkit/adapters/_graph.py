@@ -26,7 +26,15 @@ from memkit._graphschema import DEFAULT_ENTITY_FIELDS, NODE_LABELS, RecordParts,
 from memkit._keyword import query_words
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._records import Record, from_us, new_record, now_us, records_from_items, trace_record
-from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_limit, check_namespace, check_offset, check_query
+from memkit._validate import (
+    DEFAULT_LIMITS,
+    Limits,
+    check_id,
+    check_limit,
+    check_namespace,
+    check_query,
+    check_read,
+)
 from memkit.graph import GraphBuilder, MemoryGraph
 
 __all__ = ["Dialect", "GraphAdapter", "Statement"]
@@ -569,11 +577,9 @@ class GraphAdapter:
         limit: int = 50,
         filters: dict[str, Any] | None = None,
     ) -> list[MemoryItem]:
-        limit = check_limit(limit, self.limits)
-        offset = check_offset(offset)
-        user, agent = check_namespace(user_id, agent_id, self.limits)
-        conditions = parse_filters(filters)
-        return [r.to_item() for r in await self._select(user, agent, conditions, offset, limit)]
+        read = check_read(user_id, agent_id, limit, filters, self.limits, offset)
+        records = await self._select(read.user, read.agent, read.conditions, read.offset, read.limit)
+        return [r.to_item() for r in records]
 
     async def get(self, memory_id: str) -> MemoryItem | None:
         check_id(memory_id, "memory_id", self.limits)

@@ -38,7 +38,15 @@ from memkit._filters import Condition, matches, parse_filters
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._records import Record, from_us, new_record, now_us, records_from_items, to_us, trace_record
 from memkit._url import query_options
-from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_limit, check_namespace, check_offset, check_query
+from memkit._validate import (
+    DEFAULT_LIMITS,
+    Limits,
+    check_id,
+    check_limit,
+    check_namespace,
+    check_query,
+    check_read,
+)
 
 __all__ = ["Mem0Adapter", "decode_id", "encode_id"]
 
@@ -726,12 +734,9 @@ class Mem0Adapter:
         limit: int = 50,
         filters: dict[str, Any] | None = None,
     ) -> list[MemoryItem]:
-        limit = check_limit(limit, self.limits)
-        offset = check_offset(offset)
-        user, agent = check_namespace(user_id, agent_id, self.limits)
-        conditions = parse_filters(filters)
-        rows = await self._run(self._namespace_rows, user, agent, conditions)
-        return [r.item() for r in rows[offset : offset + limit]]
+        read = check_read(user_id, agent_id, limit, filters, self.limits, offset)
+        rows = await self._run(self._namespace_rows, read.user, read.agent, read.conditions)
+        return [r.item() for r in rows[read.offset : read.offset + read.limit]]
 
     def _get(self, memory_id: str) -> _Row | None:
         raw = self._backend.get(memory_id)

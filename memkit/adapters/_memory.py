@@ -15,7 +15,15 @@ from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._records import Record, from_us, new_record, records_from_items, trace_record
 from memkit._retrieval import HybridConfig, VectorIndex, check_mode, dense_leg, fuse
-from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_limit, check_namespace, check_offset, check_query
+from memkit._validate import (
+    DEFAULT_LIMITS,
+    Limits,
+    check_id,
+    check_limit,
+    check_namespace,
+    check_query,
+    check_read,
+)
 
 __all__ = ["InMemoryAdapter", "MockMemoryAdapter"]
 
@@ -229,10 +237,9 @@ class InMemoryAdapter:
         limit: int = 50,
         filters: dict[str, Any] | None = None,
     ) -> list[MemoryItem]:
-        offset = check_offset(offset)
-        limit = check_limit(limit, self.limits)
-        rows = self._newest_first(user_id, agent_id, filters)
-        return [r.to_item() for r in rows[offset : offset + limit]]
+        read = check_read(user_id, agent_id, limit, filters, self.limits, offset)
+        rows = self._newest_first(read.user, read.agent, filters)
+        return [r.to_item() for r in rows[read.offset : read.offset + read.limit]]
 
     async def get(self, memory_id: str) -> MemoryItem | None:
         check_id(memory_id, "memory_id", self.limits)

@@ -27,7 +27,15 @@ from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._records import Record, from_us, new_record, records_from_items, trace_record
 from memkit._retrieval import DenseScores, HybridConfig, VectorIndex, check_mode, dense_leg, fuse
 from memkit._url import query_options, sqlite_path
-from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_limit, check_namespace, check_offset, check_query
+from memkit._validate import (
+    DEFAULT_LIMITS,
+    Limits,
+    check_id,
+    check_limit,
+    check_namespace,
+    check_query,
+    check_read,
+)
 
 __all__ = ["SQLiteAdapter"]
 
@@ -911,11 +919,8 @@ class SQLiteAdapter:
         limit: int = 50,
         filters: dict[str, Any] | None = None,
     ) -> list[MemoryItem]:
-        limit = check_limit(limit, self.limits)
-        offset = check_offset(offset)
-        user, agent = check_namespace(user_id, agent_id, self.limits)
-        conditions = parse_filters(filters)
-        records = await self._run(self._select, user, agent, conditions, limit, offset)
+        read = check_read(user_id, agent_id, limit, filters, self.limits, offset)
+        records = await self._run(self._select, read.user, read.agent, read.conditions, read.limit, read.offset)
         return [r.to_item() for r in records]
 
     def _get(self, memory_id: str) -> Record | None:
