@@ -4,7 +4,8 @@
     python bench/frames.py --steps 100000  # quicker
 
 The store is built once with ``add_many`` in ``bench/.cache/`` and reused. Each step has
-3 parameters (one a list) and 2 result keys, 10% of steps fail. Reports the median of
+3 parameters (one a list, the same on every step) and 2 result keys (one a list, unique per
+step); 10% of steps fail. Reports the median of
 ``--repeat`` runs for the SQLite fast path (``trace_columns``) and, for comparison, the
 generic ``export()`` path on the in-memory adapter with a tenth of the steps.
 """
@@ -26,10 +27,10 @@ from memkit.adapters._sqlite import SQLiteAdapter
 TOOLS = ("blast", "fetch_pdb", "align", "summarize", "search_pubmed")
 
 
-def steps(n: int) -> list[dict[str, Any]]:
+def steps(start: int, n: int) -> list[dict[str, Any]]:
     items = []
     base = 1.79e9
-    for i in range(n):
+    for i in range(start, start + n):
         ok = i % 10 != 7
         data = {
             "step_name": f"step_{i % 20}",
@@ -38,7 +39,7 @@ def steps(n: int) -> list[dict[str, Any]]:
             "result": {"hits": i % 7, "ids": [i, i + 1]} if ok else None,
             "error": None if ok else "network timeout",
             "timestamp": base + i * 0.5,
-            "parameters": {"query": "TP53", "db": "nr", "evalue": 0.001},
+            "parameters": {"query": f"gene{i % 50}", "databases": ["nr", "pdb"], "evalue": 0.001},
             "duration": 0.1 + (i % 10) / 10,
             "retry_count": i % 2,
             "step_index": i % 20,
@@ -52,7 +53,7 @@ def steps(n: int) -> list[dict[str, Any]]:
 async def fill(adapter: Any, n: int) -> None:
     chunk = 50_000
     for start in range(0, n, chunk):
-        await adapter.add_many(steps(min(chunk, n - start)))
+        await adapter.add_many(steps(start, min(chunk, n - start)))
 
 
 def timed(fn: Any, repeat: int) -> tuple[float, int]:
@@ -72,7 +73,7 @@ def main() -> None:
 
     cache = Path(__file__).parent / ".cache"
     cache.mkdir(exist_ok=True)
-    path = cache / f"frames_{args.steps}.db"
+    path = cache / f"frames_{args.steps}_v2.db"  # v2: the step data above
     store = SQLiteAdapter(path)
     have = asyncio.run(store.stats()).traces
     if have != args.steps:

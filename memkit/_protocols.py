@@ -151,11 +151,13 @@ class SupportsClose(Protocol):
 class SupportsTraceColumns(Protocol):
     """Read every trace step as columns (a fast path for :func:`memkit.frames.traces_frame`).
 
-    Returns ``{column: sequence}`` of equal length (numbers may be float64 numpy arrays
-    with NaN for missing, text columns lists): ``seq`` (storage order), ``id``,
-    ``user_id``, ``agent_id``, ``created_us``, ``workflow_id``, ``run_id``, ``step_index``,
-    ``step_name``, ``tool``, ``status``, ``timestamp``, ``duration``, ``retry_count``,
-    ``error`` and one ``params.<key>`` / ``result.<key>`` column per key seen in the store.
+    Returns ``{column: sequence}`` of equal length, in storage order. Numbers are int64
+    numpy arrays whose missing values are int64's minimum (numpy's NaT): ``seq`` (storage
+    order), ``created_us``, ``step_index``, ``started_us``, ``duration_us`` (microseconds),
+    ``retry_count``. Text columns are sequences of ``str | None``: ``id``, ``user_id``,
+    ``agent_id``, ``workflow_id``, ``run_id``, ``step_name``, ``tool``, ``status``,
+    ``error``. Then one object column ``params.<key>`` / ``result.<key>`` per key of the
+    steps returned.
     """
 
     async def trace_columns(

@@ -71,6 +71,13 @@ def _since_us(since: datetime | str | float | None) -> int | None:
 # -- traces --------------------------------------------------------------------------
 
 
+_NA = np.iinfo(np.int64).min  # a missing number in trace columns; numpy reads it as NaT
+
+
+def _int_or_na(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and _NA < value < 2**63 else _NA
+
+
 async def _export_trace_columns(
     provider: MemoryProvider,
     workflow_id: str | None,
@@ -118,55 +125,67 @@ async def _export_trace_columns(
         n += 1
     out: dict[str, Any] = dict(cols)
     for name in _NUMBERS:
-        out[name] = np.array([np.nan if v is None else v for v in cols[name]], dtype=np.float64)
+        out[name] = np.fromiter((_int_or_na(v) for v in cols[name]), dtype=np.int64, count=n)
     for name, cells in sorted(extra.items()):
-        out[name] = [cells.get(i) for i in range(n)]
+        out[name] = np.fromiter((cells.get(i) for i in range(n)), dtype=object, count=n)
     return out
 
 
+def _nullable_int(values: np.ndarray) -> Any:
+    return pd.arrays.IntegerArray(values, values == _NA)
+
+
+def _utc(values: np.ndarray) -> pd.DatetimeIndex:
+    return pd.DatetimeIndex(values.view("datetime64[us]")).tz_localize("UTC")
+
+
 def _trace_frame(cols: dict[str, Any]) -> pd.DataFrame:
+    """Columns from ``trace_columns`` (numbers as int64 arrays, missing = int64's minimum) -> frame."""
     n = len(cols["id"])
-    order = np.lexsort((cols["seq"], cols["created_us"])) if n else np.zeros(0, dtype=np.int64)
-    in_order = bool(n == 0 or np.all(order == np.arange(n)))
+    created, seq = cols["created_us"], cols["seq"]
+    later = (created[1:] > created[:-1]) | ((created[1:] == created[:-1]) & (seq[1:] > seq[:-1]))
+    in_order = bool(n < 2 or np.all(later))
+    order = None if in_order else np.lexsort((seq, created))
 
     def take(values: Any) -> Any:
-        if in_order:
+        if order is None:
             return values
         if isinstance(values, np.ndarray):
             return values[order]
         return [values[i] for i in order]
 
-    started = pd.to_datetime(take(cols["started_us"]), unit="us", utc=True)
-    duration = take(cols["duration_us"]) / 1e6
+    started, duration = take(cols["started_us"]), take(cols["duration_us"])
+    missing = (started == _NA) | (duration == _NA)
+    ended = np.where(missing, _NA, started + np.where(missing, 0, duration))
     data: dict[str, Any] = {
         "workflow_id": take(cols["workflow_id"]),
         "agent_id": take(cols["agent_id"]),
         "user_id": take(cols["user_id"]),
         "run_id": take(cols["run_id"]),
-        "step_index": pd.array(take(cols["step_index"]), dtype="Float64").astype("Int64"),
+        "step_index": _nullable_int(take(cols["step_index"])),
         "step_name": take(cols["step_name"]),
         "tool": take(cols["tool"]),
         "status": take(cols["status"]),
-        "started_at": started,
-        "ended_at": (started + pd.to_timedelta(duration, unit="s")).astype("datetime64[us, UTC]"),
-        "duration_s": duration,
-        "retry_count": pd.array(take(cols["retry_count"]), dtype="Float64").astype("Int64"),
+        "started_at": _utc(started),
+        "ended_at": _utc(ended),
+        "duration_s": np.where(duration == _NA, np.nan, duration / 1e6),
+        "retry_count": _nullable_int(take(cols["retry_count"])),
         "error": take(cols["error"]),
-        "created_at": pd.to_datetime(take(cols["created_us"]), unit="us", utc=True),
+        "created_at": _utc(take(created)),
     }
+    index = pd.Index(take(cols["id"]), name="step_id", dtype=object)
+    frame = pd.DataFrame(data, index=index)
+    for name in ("workflow_id", "agent_id", "user_id", "run_id", "step_name", "tool", "status", "error"):
+        if frame[name].dtype != object:
+            frame[name] = frame[name].astype(object)
     extras: dict[str, Any] = {}
     for name in sorted(k for k in cols if k.startswith(("params.", "result."))):
-        values = take(cols[name])
-        if any(v is not None for v in values):  # keys seen only in other workflows' steps
-            cells = np.empty(n, dtype=object)  # object cells on every path: lists stay lists
-            cells[:] = values
-            extras[name] = cells
-    frame = pd.DataFrame(data, index=pd.Index(take(cols["id"]), name="step_id", dtype=object))
-    index = frame.index
-    for name in ("workflow_id", "agent_id", "user_id", "run_id", "step_name", "tool", "status", "error"):
-        frame[name] = frame[name].astype(object)
-    for name, cells in extras.items():  # pandas would infer a string dtype; cells stay Python objects
-        frame[name] = pd.Series(cells, index=index, dtype=object)
+        cells = take(cols[name])
+        if any(v is not None for v in cells):  # keys seen only in other workflows' steps
+            # pandas would infer a string dtype; cells stay Python objects (lists stay lists).
+            extras[name] = pd.Series(cells, index=index, dtype=object, copy=False)
+    if extras:
+        frame = pd.concat([frame, pd.DataFrame(extras, index=index)], axis=1)
     return frame
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -88,34 +89,55 @@ def test_sqlite_fast_path_equals_the_generic_path(tmp_path: Path, in_ram: bool) 
     history = ExecutionHistory(memory_provider=store, workflow_id="wf", agent_id="a")
     _record(history)
     history.add_item(history.items[0].__class__(step_name="odd\x1fname", tool="t", status="skipped"))  # type: ignore[arg-type]
+    # Odd values the packed numbers and joined cells must survive: a separator inside an
+    # error, int64's minimum (the missing marker) and a fractional count (missing in
+    # both paths), nested containers twice.
+    odd = {"step_name": "s", "tool": "t", "status": "failed", "error": "bad\x1fsep\x1e", "step_index": -(2**63),
+           "retry_count": 1.5, "duration": None, "parameters": {"deep": {"a": [1, {"b": 2}]}, "q": "x"}}
+    for _ in range(2):
+        asyncio.run(store.add_trace("a", "wf", odd))
     fast = frames.traces_frame(store)
     slow = frames._trace_frame(asyncio.run(frames._export_trace_columns(store, None, None, None, None, None)))
     pd.testing.assert_frame_equal(fast, slow)
-    assert fast.iloc[-1]["step_name"] == "odd\x1fname"
+    assert fast.iloc[3]["step_name"] == "odd\x1fname"
+    last = fast.iloc[-1]
+    assert last["error"] == "bad\x1fsep\x1e" and last["params.deep"] == {"a": [1, {"b": 2}]}
+    assert pd.isna(last["step_index"]) and pd.isna(last["retry_count"]) and pd.isna(last["ended_at"])
+    # Equal nested cells are separate objects at every depth.
+    assert fast.iloc[-1]["params.deep"]["a"] is not fast.iloc[-2]["params.deep"]["a"]
     store.close()
 
 
-def test_migration_backfills_existing_traces(tmp_path: Path) -> None:
-    path = tmp_path / "v1.db"
+@pytest.mark.parametrize("version", [1, 3])
+def test_migration_backfills_existing_traces(tmp_path: Path, version: int) -> None:
+    path = tmp_path / f"v{version}.db"
     conn = sqlite3.connect(path, isolation_level=None)
-    for statement in _sqlite._statements(_sqlite._MIGRATIONS[1]):
-        conn.execute(statement)
-    conn.execute("PRAGMA user_version = 1")
+    for target in range(1, version + 1):
+        for statement in _sqlite._statements(_sqlite._MIGRATIONS[target]):
+            conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {version}")
+    # Write traces with that schema's contract (its triggers, if any, fill its tables).
+    records = [
+        memkit._records.trace_record("a", "wf", {"tool": "blast", "step_name": "s", "parameters": {"k": 1},
+                                                  "step_index": i, "duration": 0.5, "timestamp": 1.7e9})
+        for i in range(2)
+    ]
+    for record in records:
+        conn.execute(
+            "INSERT INTO memories (id, user_id, agent_id, content, metadata, created_us)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (record.id, record.user_id, record.agent_id, record.content, json.dumps(record.metadata),
+             record.created_us),
+        )
     conn.close()
-    # Write a trace with a schema-1 store's contract: rows only in memories.
-    store = SQLiteAdapter.__new__(SQLiteAdapter)
-    record = memkit._records.trace_record("a", "wf", {"tool": "blast", "step_name": "s", "parameters": {"k": 1}})
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute(
-        "INSERT INTO memories (id, user_id, agent_id, content, metadata, created_us) VALUES (?, ?, ?, ?, ?, ?)",
-        (record.id, record.user_id, record.agent_id, record.content, memkit._records.json.dumps(record.metadata),
-         record.created_us),
-    )
-    conn.close()
-    del store
     upgraded = SQLiteAdapter(path)
     df = frames.traces_frame(upgraded)
-    assert list(df.index) == [record.id] and df.iloc[0]["params.k"] == 1 and df.iloc[0]["tool"] == "blast"
+    assert list(df.index) == [r.id for r in records] and list(df["params.k"]) == [1, 1]
+    assert list(df["tool"]) == ["blast", "blast"] and list(df["step_index"]) == [0, 1]
+    assert list(df["duration_s"]) == [0.5, 0.5]
+    # New traces go through the new trigger and read back alongside the migrated ones.
+    asyncio.run(upgraded.add_trace("a", "wf", {"tool": "align", "step_name": "t", "step_index": 2}))
+    assert list(frames.traces_frame(upgraded)["tool"]) == ["blast", "blast", "align"]
     upgraded.close()
 
 

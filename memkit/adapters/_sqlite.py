@@ -8,13 +8,16 @@ WAL and ``busy_timeout`` let several processes share the file.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import sqlite3
+import struct
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -41,7 +44,7 @@ __all__ = ["SQLiteAdapter"]
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # Each entry upgrades the schema from the previous version; never edit a shipped one.
 _MIGRATIONS: dict[int, str] = {
@@ -163,36 +166,159 @@ _MIGRATIONS: dict[int, str] = {
     INSERT OR IGNORE INTO trace_keys SELECT 'params', j.key FROM trace_steps t, json_each(t.parameters) j;
     INSERT OR IGNORE INTO trace_keys SELECT 'result', j.key FROM trace_steps t, json_each(t.result) j;
     """,
+    # A million steps must become a frame in a second or two (issue 4). What leaves SQLite
+    # fast is few values: so each step keeps its numbers and text codes packed in one blob
+    # (see _pack_trace_numbers) and its id, error, parameters and result as JSON texts joined
+    # by the unit separator in one cell; reading is one pass with two group_concat()s. Only
+    # the columns filters need stay as columns. The trigger calls a function that each
+    # memkit connection registers, so trace memories must be written through memkit (plain
+    # sqlite3 gets "no such function"). params/result keys come from the JSON: trace_keys goes.
+    4: """
+    DROP TRIGGER trace_steps_insert;
+    DROP TRIGGER trace_steps_delete;
+    DROP TABLE trace_keys;
+    ALTER TABLE trace_steps RENAME TO trace_steps_v3;
+    CREATE TABLE trace_steps (
+        seq         INTEGER PRIMARY KEY,     -- memories.seq
+        created_us  INTEGER NOT NULL,        -- memories.created_us
+        user_id     INTEGER NOT NULL,        -- codes into trace_dict, for filters
+        agent_id    INTEGER NOT NULL,
+        workflow_id INTEGER,
+        status      INTEGER,
+        numbers     BLOB NOT NULL,           -- _TRACE_NUMBERS as little-endian int64
+        cells       TEXT NOT NULL            -- id, then error, parameters, result as JSON; char(31) between
+    );
+    INSERT INTO trace_steps
+        SELECT seq, created_us, user_id, agent_id, workflow_id, status,
+            memkit_pack_trace_numbers(seq, created_us, user_id, agent_id, workflow_id, run_id, step_name,
+                tool, status, step_index, started_us, duration_us, retry_count),
+            id || char(31) || json_quote(error) || char(31) || coalesce(parameters, 'null') || char(31)
+                || coalesce(result, 'null')
+        FROM trace_steps_v3;
+    DROP TABLE trace_steps_v3;
+    CREATE INDEX trace_steps_workflow ON trace_steps (workflow_id);
+    CREATE TRIGGER trace_steps_insert AFTER INSERT ON memories
+    WHEN json_extract(new.metadata, '$.type') = 'trace' BEGIN
+        INSERT OR IGNORE INTO trace_dict (text)
+            SELECT value FROM trace_source s, json_each(json_array(
+                s.user_id, s.agent_id, s.workflow_id, s.run_id, s.step_name, s.tool, s.status))
+            WHERE s.seq = new.seq AND json_each.type = 'text';
+        INSERT INTO trace_steps
+            SELECT seq, created_us, user_id, agent_id, workflow_id, status,
+                memkit_pack_trace_numbers(seq, created_us, user_id, agent_id, workflow_id, run_id, step_name,
+                    tool, status, step_index, started_us, duration_us, retry_count),
+                cells
+            FROM (SELECT seq, created_us,
+                (SELECT code FROM trace_dict WHERE text = s.user_id) AS user_id,
+                (SELECT code FROM trace_dict WHERE text = s.agent_id) AS agent_id,
+                (SELECT code FROM trace_dict WHERE text = s.workflow_id) AS workflow_id,
+                (SELECT code FROM trace_dict WHERE text = s.run_id) AS run_id,
+                (SELECT code FROM trace_dict WHERE text = s.step_name) AS step_name,
+                (SELECT code FROM trace_dict WHERE text = s.tool) AS tool,
+                (SELECT code FROM trace_dict WHERE text = s.status) AS status,
+                step_index, started_us, duration_us, retry_count,
+                id || char(31) || json_quote(error) || char(31) || coalesce(parameters, 'null') || char(31)
+                    || coalesce(result, 'null') AS cells
+            FROM trace_source s WHERE s.seq = new.seq);
+    END;
+    CREATE TRIGGER trace_steps_delete AFTER DELETE ON memories BEGIN
+        DELETE FROM trace_steps WHERE seq = old.seq;
+    END;
+    """,
 }
 
-# Columns of trace_columns(): numbers come back as float64 arrays (NaN = missing), text as lists.
-_TRACE_NUMBERS = ("seq", "created_us", "step_index", "started_us", "duration_us", "retry_count")
-def _decode_json_cells(text: str, count: int) -> Any:
-    """JSON values joined by the unit separator -> object array; each distinct value parsed once."""
-    import numpy as np
+# The packed numbers of a trace step, in this order, as little-endian int64; a missing value
+# is int64's minimum, which is also numpy's NaT, so timestamps need no extra pass.
+_TRACE_NUMBERS = (
+    "seq", "created_us", "user_id", "agent_id", "workflow_id", "run_id", "step_name", "tool", "status",
+    "step_index", "started_us", "duration_us", "retry_count",
+)
+_TRACE_CODES = frozenset(("user_id", "agent_id", "workflow_id", "run_id", "step_name", "tool", "status"))
+_PACKED = struct.Struct(f"<{len(_TRACE_NUMBERS)}q")
+_MISSING = -(2**63)
+
+
+def _pack_trace_numbers(*values: object) -> bytes:
+    """SQL function for the trace trigger; must never raise (that would abort the write)."""
+    return _PACKED.pack(*(v if type(v) is int and _MISSING < v < 2**63 else _MISSING for v in values))
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC while millions of cells are made: its passes over them cost ~2x."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _nesting(value: Any) -> int:
+    """0 for a JSON scalar, 1 for a list or dict of scalars, 2 for deeper containers."""
+    if isinstance(value, list):
+        return 2 if any(isinstance(v, (list, dict)) for v in value) else 1
+    if isinstance(value, dict):
+        return 2 if any(isinstance(v, (list, dict)) for v in value.values()) else 1
+    return 0
+
+
+def _parse_distinct(cells: list[str]) -> tuple[np.ndarray, list[Any]]:
+    """JSON texts -> (code per cell, parsed value per distinct text): each text parsed once."""
     import pandas as pd
 
-    if not count:
-        return np.empty(0, dtype=object)
-    cells = np.array(text.split("\x1f"), dtype=object)
-    codes, uniques = pd.factorize(cells)
-    if any(u[:1] in ("[", "{") for u in uniques):
-        # Containers must not be shared between rows (a caller may mutate one cell): parse
-        # every cell, in one json.loads call.
-        decoded = np.empty(len(cells), dtype=object)
-        decoded[:] = json.loads("[" + text.replace("\x1f", ",") + "]")
-        return decoded
-    values = np.empty(len(uniques), dtype=object)
-    values[:] = [json.loads(u) for u in uniques]
-    return values[codes]
+    codes, uniques = pd.factorize(np.array(cells, dtype=object))
+    return codes, json.loads("[" + ",".join(uniques) + "]")
+
+
+def _take(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """``values[codes]``, but a list or dict that several rows would share is copied per row,
+    so mutating one cell never changes another row."""
+    column: np.ndarray = values[codes]
+    shared = np.bincount(codes, minlength=len(values)) > 1
+    if not shared.any():
+        return column
+    nesting = np.fromiter((_nesting(v) for v in values), dtype=np.int8, count=len(values))
+    flat = shared & (nesting == 1)
+    if flat.any():  # a shallow copy is a full one
+        rows = np.flatnonzero(flat[codes])
+        column[rows] = np.fromiter((v.copy() for v in column[rows]), dtype=object, count=len(rows))
+    deep = shared & (nesting == 2)
+    if deep.any():
+        rows = np.flatnonzero(deep[codes])
+        texts = np.array([json.dumps(v) if d else "" for v, d in zip(values, deep, strict=True)], dtype=object)
+        column[rows] = np.fromiter(json.loads("[" + ",".join(texts[codes[rows]]) + "]"), dtype=object,
+                                   count=len(rows))
+    return column
+
+
+def _json_column(cells: list[str]) -> np.ndarray:
+    codes, parsed = _parse_distinct(cells)
+    return _take(np.fromiter(parsed, dtype=object, count=len(parsed)), codes)
+
+
+def _object_columns(cells: list[str], prefix: str) -> dict[str, np.ndarray]:
+    """JSON objects (or ``null``), one per row -> one object column per key."""
+    if not cells:
+        return {}
+    codes, parsed = _parse_distinct(cells)
+    keys: dict[str, None] = {}
+    for obj in parsed:
+        if isinstance(obj, dict):
+            keys.update(dict.fromkeys(obj))
+    return {
+        f"{prefix}.{key}": _take(
+            np.fromiter((o.get(key) if isinstance(o, dict) else None for o in parsed), dtype=object,
+                        count=len(parsed)),
+            codes,
+        )
+        for key in keys
+    }
 
 
 _COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
 _CHUNK = 10_000
-
-_TRACE_CODES = ("user_id", "agent_id", "workflow_id", "run_id", "step_name", "tool", "status")
-_TRACE_TEXTS = ("id", "error")
-
 
 def _statements(script: str) -> Iterator[str]:
     """Split a script into statements (trigger bodies included) without executescript's implicit COMMIT."""
@@ -368,6 +494,9 @@ class SQLiteAdapter:
             # NORMAL is durable across application crashes in WAL mode; only a power
             # cut can lose the last commits, and it makes small writes ~10x faster.
             conn.execute("PRAGMA synchronous = NORMAL")
+            conn.create_function(
+                "memkit_pack_trace_numbers", len(_TRACE_NUMBERS), _pack_trace_numbers, deterministic=True
+            )
             self._migrate(conn)
             self._seen_seq = conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
             self._data_version = conn.execute("PRAGMA data_version").fetchone()[0]
@@ -961,6 +1090,7 @@ class SQLiteAdapter:
         db.execute("BEGIN IMMEDIATE")
         try:
             db.execute("DELETE FROM memories")
+            db.execute("DELETE FROM trace_dict")  # names of users, workflows and tools go too
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -1054,8 +1184,6 @@ class SQLiteAdapter:
         status: str | None,
         since_us: int | None,
     ) -> dict[str, Any]:
-        import numpy as np
-
         db = self._db()
         where: list[str] = ["1"]
         params: list[Any] = []
@@ -1067,89 +1195,40 @@ class SQLiteAdapter:
         if since_us is not None:
             where.append("created_us >= ?")
             params.append(since_us)
-        # One scan of the compact trace_steps table; each column comes back as ONE string
-        # (numbers and text codes comma-separated for numpy; ids split on the unit separator;
-        # JSON arrays for params/result cells): several times faster than a tuple per row.
-        seq_expr = "coalesce(group_concat(coalesce(seq, 'nan'), ','), '')"
-        base = [f"coalesce(group_concat(coalesce({n}, 'nan'), ','), '')" for n in _TRACE_NUMBERS]
-        base += [f"coalesce(group_concat(coalesce({n}, 0), ','), '')" for n in _TRACE_CODES]
-        base += [f"group_concat(coalesce({n}, char(30)), char(31))" for n in _TRACE_TEXTS]
-        base_names = [*_TRACE_NUMBERS, *_TRACE_CODES, *_TRACE_TEXTS]
-        keys = db.execute("SELECT kind, key FROM trace_keys ORDER BY kind, key").fetchall()
-        key_names: list[str] = []
-        key_exprs: list[str] = [seq_expr]
-        key_params: list[str] = []
-        for kind, key in keys:
-            if '"' in key:  # not addressable by a JSON path; such a key stays inside the JSON cell
-                continue
-            column = "parameters" if kind == "params" else "result"
-            key_names.append(f"{kind}.{key}")
-            # JSON texts never hold a raw control character, so the unit separator is safe.
-            key_exprs.append(f"coalesce(group_concat(coalesce({column} -> ?, 'null'), char(31)), '')")
-            key_params.append(f'$."{key}"')
         condition = " AND ".join(where)
-
-        def query(conn: sqlite3.Connection, exprs: list[str], select_params: list[str]) -> tuple[Any, ...]:
-            sql = f"SELECT count(*), {', '.join(exprs)} FROM trace_steps WHERE {condition}"  # noqa: S608
-            # Placeholders of the select list come before those of the WHERE clause.
-            row: tuple[Any, ...] = conn.execute(sql, [*select_params, *params]).fetchone()
-            return row
-
-        # Parsing params/result JSON is the costliest part: on a file store, a second (read-only)
-        # connection does it on another core while this one reads the rest (sqlite3 releases the
-        # GIL while it steps). Both scans must see the same rows; their seq columns prove it.
-        keyed: tuple[Any, ...] | None = None
-        if key_names and self.path != ":memory:":
-            with ThreadPoolExecutor(max_workers=1) as pool:
-                def side() -> tuple[Any, ...]:
-                    conn = sqlite3.connect(f"file:{Path(self.path).resolve()}?mode=ro", uri=True,
-                                           timeout=self._busy_timeout_ms / 1000)
-                    try:
-                        return query(conn, key_exprs, key_params)
-                    finally:
-                        conn.close()
-
-                pending = pool.submit(side)
-                count, *texts = query(db, base, [])
-                try:
-                    keyed = pending.result()
-                except sqlite3.Error:
-                    keyed = None
-            if keyed is not None and keyed[1] != texts[0]:  # a write landed between the scans
-                keyed = None
-        else:
-            count, *texts = query(db, base, [])
-        if key_names and keyed is None:
-            db.execute("BEGIN")  # one read transaction: both scans see the same snapshot
-            try:
-                count, *texts = query(db, base, [])
-                keyed = query(db, key_exprs, key_params)
-            finally:
-                db.execute("COMMIT")
-        names = base_names + key_names
-        texts = texts + (list(keyed[2:]) if keyed is not None else [])
+        # Fixed text; every value is bound.
+        sql = (
+            "SELECT count(*), CAST(group_concat(numbers, '') AS BLOB), group_concat(cells, char(31))"  # noqa: S608
+            f" FROM trace_steps WHERE {condition}"
+        )
+        db.execute("BEGIN")  # steps and dictionary from one snapshot
+        try:
+            count, packed, joined = db.execute(sql, params).fetchone()
+            dictionary = db.execute("SELECT code, text FROM trace_dict").fetchall()
+            with _gc_paused():
+                fields = joined.split("\x1f") if count else []
+                if len(fields) != 4 * count:  # an id held the separator (not written by memkit)
+                    rows = db.execute(f"SELECT cells FROM trace_steps WHERE {condition}", params)  # noqa: S608
+                    fields = [field for (cell,) in rows for field in cell.rsplit("\x1f", 3)]
+        finally:
+            db.execute("COMMIT")
+        width = len(_TRACE_NUMBERS)
+        if len(packed or b"") != count * width * 8:
+            raise StorageError(f"{self.path!r}: trace_steps.numbers is damaged; the file was not written by memkit")
+        table = np.frombuffer(packed or b"", dtype="<i8").reshape(count, width)
         # Code 0 never occurs (INTEGER PRIMARY KEY starts at 1): it stands for "no value".
-        dictionary = db.execute("SELECT code, text FROM trace_dict").fetchall()
         lookup = np.empty(max((c for c, _ in dictionary), default=0) + 1, dtype=object)
         for code, text in dictionary:
             lookup[code] = text
         out: dict[str, Any] = {}
-        for name, text in zip(names, texts, strict=True):
-            if name in _TRACE_NUMBERS:
-                out[name] = np.fromstring(text, sep=",") if count else np.zeros(0)
-            elif name in _TRACE_CODES:
-                codes = np.fromstring(text, sep=",", dtype=np.int64) if count else np.zeros(0, dtype=np.int64)
-                out[name] = lookup[codes]
-            elif name in _TRACE_TEXTS:
-                cells = text.split("\x1f") if count else []
-                if len(cells) != count:  # a value contained the separator: ask again, as JSON
-                    sql = f"SELECT '[' || group_concat(json_quote({name}), ',') || ']' FROM trace_steps"  # noqa: S608
-                    cells = json.loads(db.execute(f"{sql} WHERE {condition}", params).fetchone()[0])
-                else:
-                    cells = [None if c == "\x1e" else c for c in cells]
-                out[name] = cells
-            else:
-                out[name] = _decode_json_cells(text, count)
+        for j, name in enumerate(_TRACE_NUMBERS):
+            numbers = np.ascontiguousarray(table[:, j])
+            out[name] = lookup[np.where(numbers == _MISSING, 0, numbers)] if name in _TRACE_CODES else numbers
+        with _gc_paused():
+            out["id"] = fields[0::4]
+            out["error"] = _json_column(fields[1::4])
+            out.update(_object_columns(fields[2::4], "params"))
+            out.update(_object_columns(fields[3::4], "result"))
         return out
 
     async def trace_columns(
