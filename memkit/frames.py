@@ -157,27 +157,28 @@ def _trace_frame(cols: dict[str, Any]) -> pd.DataFrame:
     started, duration = take(cols["started_us"]), take(cols["duration_us"])
     missing = (started == _NA) | (duration == _NA)
     ended = np.where(missing, _NA, started + np.where(missing, 0, duration))
+    index = pd.Index(take(cols["id"]), name="step_id", dtype=object)
+
+    def text(name: str) -> pd.Series:  # pandas would infer its string dtype; cells stay str | None
+        return pd.Series(take(cols[name]), index=index, dtype=object, copy=False)
+
     data: dict[str, Any] = {
-        "workflow_id": take(cols["workflow_id"]),
-        "agent_id": take(cols["agent_id"]),
-        "user_id": take(cols["user_id"]),
-        "run_id": take(cols["run_id"]),
+        "workflow_id": text("workflow_id"),
+        "agent_id": text("agent_id"),
+        "user_id": text("user_id"),
+        "run_id": text("run_id"),
         "step_index": _nullable_int(take(cols["step_index"])),
-        "step_name": take(cols["step_name"]),
-        "tool": take(cols["tool"]),
-        "status": take(cols["status"]),
+        "step_name": text("step_name"),
+        "tool": text("tool"),
+        "status": text("status"),
         "started_at": _utc(started),
         "ended_at": _utc(ended),
         "duration_s": np.where(duration == _NA, np.nan, duration / 1e6),
         "retry_count": _nullable_int(take(cols["retry_count"])),
-        "error": take(cols["error"]),
+        "error": text("error"),
         "created_at": _utc(take(created)),
     }
-    index = pd.Index(take(cols["id"]), name="step_id", dtype=object)
-    frame = pd.DataFrame(data, index=index)
-    for name in ("workflow_id", "agent_id", "user_id", "run_id", "step_name", "tool", "status", "error"):
-        if frame[name].dtype != object:
-            frame[name] = frame[name].astype(object)
+    frame = pd.DataFrame(data, index=index, copy=False)
     extras: dict[str, Any] = {}
     for name in sorted(k for k in cols if k.startswith(("params.", "result."))):
         cells = take(cols[name])

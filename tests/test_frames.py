@@ -108,6 +108,26 @@ def test_sqlite_fast_path_equals_the_generic_path(tmp_path: Path, in_ram: bool) 
     store.close()
 
 
+@pytest.mark.parametrize("repeated", [True, False], ids=["repeated", "distinct"])
+def test_json_cells_are_never_shared_between_rows(tmp_path: Path, repeated: bool) -> None:
+    # Repeated cells are parsed once per distinct text, distinct ones one by one: both must
+    # give every row its own lists and dicts.
+    store = SQLiteAdapter(tmp_path / "x.db")
+    for i in range(40):
+        params = {"flat": [1, 2], "deep": {"a": [1, {"b": 2}]}, "n": 0 if repeated else i}
+        asyncio.run(store.add_trace("a", "wf", {"tool": "t", "step_name": "s", "parameters": params,
+                                                "error": "boom" if repeated else f"boom {i}"}))
+    df = frames.traces_frame(store)
+    store.close()
+    assert len(df) == 40 and list(df["params.n"]) == ([0] * 40 if repeated else list(range(40)))
+    assert set(df["error"]) == ({"boom"} if repeated else {f"boom {i}" for i in range(40)})
+    for name in ("params.flat", "params.deep"):
+        assert len({id(cell) for cell in df[name]}) == 40
+    assert len({id(cell["a"][1]) for cell in df["params.deep"]}) == 40
+    df.iloc[0]["params.deep"]["a"].append(3)
+    assert df.iloc[1]["params.deep"] == {"a": [1, {"b": 2}]}
+
+
 @pytest.mark.parametrize("version", [1, 3])
 def test_migration_backfills_existing_traces(tmp_path: Path, version: int) -> None:
     path = tmp_path / f"v{version}.db"

@@ -18,6 +18,8 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from itertools import repeat
+from operator import methodcaller
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -264,57 +266,95 @@ def _nesting(value: Any) -> int:
     return 0
 
 
-def _parse_distinct(cells: list[str]) -> tuple[np.ndarray, list[Any]]:
-    """JSON texts -> (code per cell, parsed value per distinct text): each text parsed once."""
+def _parse(cells: list[str]) -> tuple[np.ndarray | None, list[Any]]:
+    """JSON texts -> (codes, values): ``values[codes[i]]`` is cell i, each distinct text parsed once.
+
+    Mostly distinct cells (judged on a sample) are parsed one by one instead (codes ``None``):
+    hashing a million distinct texts costs more than it saves.
+    """
     import pandas as pd
 
+    sample = cells[:: max(1, len(cells) // 2_000)]
+    if len(set(sample)) > len(sample) // 2:
+        return None, json.loads("[" + ",".join(cells) + "]")
     codes, uniques = pd.factorize(np.array(cells, dtype=object))
     return codes, json.loads("[" + ",".join(uniques) + "]")
 
 
-def _take(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """``values[codes]``, but a list or dict that several rows would share is copied per row,
-    so mutating one cell never changes another row."""
-    column: np.ndarray = values[codes]
-    shared = np.bincount(codes, minlength=len(values)) > 1
-    if not shared.any():
-        return column
-    nesting = np.fromiter((_nesting(v) for v in values), dtype=np.int8, count=len(values))
-    flat = shared & (nesting == 1)
-    if flat.any():  # a shallow copy is a full one
-        rows = np.flatnonzero(flat[codes])
-        column[rows] = np.fromiter((v.copy() for v in column[rows]), dtype=object, count=len(rows))
-    deep = shared & (nesting == 2)
-    if deep.any():
-        rows = np.flatnonzero(deep[codes])
-        texts = np.array([json.dumps(v) if d else "" for v, d in zip(values, deep, strict=True)], dtype=object)
+def _column(values: list[Any], codes: np.ndarray | None) -> np.ndarray:
+    """One object cell per row; a list or dict that several rows would share is copied per
+    row, so mutating one cell never changes another row."""
+    cells = np.fromiter(values, dtype=object, count=len(values))
+    if codes is None:
+        return cells
+    column: np.ndarray = cells[codes]
+    shared = np.flatnonzero(np.bincount(codes, minlength=len(cells)) > 1)
+    nesting = np.zeros(len(cells), dtype=np.int8)
+    nesting[shared] = [_nesting(v) for v in cells[shared]]
+    if (nesting == 1).any():  # a shallow copy is a full one
+        rows = np.flatnonzero(nesting[codes] == 1)
+        column[rows] = np.fromiter(map(_copy, column[rows]), dtype=object, count=len(rows))
+    if (nesting == 2).any():
+        rows = np.flatnonzero(nesting[codes] == 2)
+        texts = np.array([json.dumps(v) if n == 2 else "" for v, n in zip(cells, nesting, strict=True)],
+                         dtype=object)
         column[rows] = np.fromiter(json.loads("[" + ",".join(texts[codes[rows]]) + "]"), dtype=object,
                                    count=len(rows))
     return column
 
 
 def _json_column(cells: list[str]) -> np.ndarray:
-    codes, parsed = _parse_distinct(cells)
-    return _take(np.fromiter(parsed, dtype=object, count=len(parsed)), codes)
+    codes, values = _parse(cells)
+    return _column(values, codes)
 
 
 def _object_columns(cells: list[str], prefix: str) -> dict[str, np.ndarray]:
     """JSON objects (or ``null``), one per row -> one object column per key."""
     if not cells:
         return {}
-    codes, parsed = _parse_distinct(cells)
-    keys: dict[str, None] = {}
-    for obj in parsed:
-        if isinstance(obj, dict):
-            keys.update(dict.fromkeys(obj))
-    return {
-        f"{prefix}.{key}": _take(
-            np.fromiter((o.get(key) if isinstance(o, dict) else None for o in parsed), dtype=object,
-                        count=len(parsed)),
-            codes,
-        )
-        for key in keys
-    }
+    codes, parsed = _parse(cells)
+    objects = [o if type(o) is dict else _NO_KEYS for o in parsed]
+    keys = sorted(set().union(*objects))
+    return {f"{prefix}.{key}": _column(list(map(dict.get, objects, repeat(key))), codes) for key in keys}
+
+
+_TRACE_CHUNK = 65_536
+_copy = methodcaller("copy")
+_NO_KEYS: dict[str, Any] = {}
+
+
+def _decode_trace_fields(fields: list[str]) -> dict[str, Any]:
+    """The unit-separated cells of some steps (id, error, params, result) -> columns."""
+    with _gc_paused():
+        return {
+            "id": fields[0::4],
+            "error": _json_column(fields[1::4]),
+            **_object_columns(fields[2::4], "params"),
+            **_object_columns(fields[3::4], "result"),
+        }
+
+
+def _decode_trace_chunk(count: int, packed: bytes | None, joined: str | None, path: str) -> dict[str, Any]:
+    """One chunk of trace_steps -> columns; codes stay codes (0 = none) until the dictionary is read.
+
+    When the cells do not split into four per step, the result holds ``"cells"`` instead of
+    the text columns and the caller reads that chunk again row by row.
+    """
+    width = len(_TRACE_NUMBERS)
+    if len(packed or b"") != count * width * 8:
+        raise StorageError(f"{path!r}: trace_steps.numbers is damaged; the file was not written by memkit")
+    table = np.frombuffer(packed or b"", dtype="<i8").reshape(count, width)
+    out: dict[str, Any] = {}
+    for j, name in enumerate(_TRACE_NUMBERS):
+        numbers = np.ascontiguousarray(table[:, j])
+        out[name] = np.where(numbers == _MISSING, 0, numbers) if name in _TRACE_CODES else numbers
+    fields = joined.split("\x1f") if count and joined is not None else []
+    if len(fields) != 4 * count:
+        out["cells"] = True
+        out["id"] = [None] * count
+        return out
+    out.update(_decode_trace_fields(fields))
+    return out
 
 
 _COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
@@ -1196,39 +1236,67 @@ class SQLiteAdapter:
             where.append("created_us >= ?")
             params.append(since_us)
         condition = " AND ".join(where)
-        # Fixed text; every value is bound.
-        sql = (
-            "SELECT count(*), CAST(group_concat(numbers, '') AS BLOB), group_concat(cells, char(31))"  # noqa: S608
-            f" FROM trace_steps WHERE {condition}"
-        )
-        db.execute("BEGIN")  # steps and dictionary from one snapshot
+        db.execute("BEGIN")  # every chunk and the dictionary from one snapshot
         try:
-            count, packed, joined = db.execute(sql, params).fetchone()
-            dictionary = db.execute("SELECT code, text FROM trace_dict").fetchall()
-            with _gc_paused():
-                fields = joined.split("\x1f") if count else []
-                if len(fields) != 4 * count:  # an id held the separator (not written by memkit)
-                    rows = db.execute(f"SELECT cells FROM trace_steps WHERE {condition}", params)  # noqa: S608
-                    fields = [field for (cell,) in rows for field in cell.rsplit("\x1f", 3)]
+            low, high = db.execute(
+                f"SELECT min(seq), max(seq) FROM trace_steps WHERE {condition}", params  # noqa: S608
+            ).fetchone()
+            if low is None:
+                return {"id": [], "error": [], **{name: np.zeros(0, dtype=np.int64) for name in _TRACE_NUMBERS}}
+            # Chunks by seq range, pipelined: while this thread parses one chunk, another
+            # reads the next from SQLite (sqlite3 releases the GIL while it steps; one thread
+            # at a time uses the connection).
+            chunk_count = max(1, min(16, (high - low) // _TRACE_CHUNK + 1))
+            edges: list[int] = np.linspace(low - 1, high, chunk_count + 1).astype(np.int64).tolist()
+            sql = (
+                "SELECT count(*), CAST(group_concat(numbers, '') AS BLOB), group_concat(cells, char(31))"  # noqa: S608
+                f" FROM trace_steps WHERE {condition} AND seq > ? AND seq <= ?"
+            )
+
+            def fetch(i: int) -> tuple[Any, ...]:
+                row: tuple[Any, ...] = db.execute(sql, [*params, edges[i], edges[i + 1]]).fetchone()
+                return row
+
+            chunks: list[dict[str, Any]] = []
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                pending = pool.submit(fetch, 0)
+                for i in range(chunk_count):
+                    count, packed, joined = pending.result()
+                    if i + 1 < chunk_count:
+                        pending = pool.submit(fetch, i + 1)
+                    chunks.append(_decode_trace_chunk(count, packed, joined, self.path))
+            for i, chunk in enumerate(chunks):
+                if chunk.pop("cells", False):  # an id held the separator (a row not written by memkit)
+                    rows = db.execute(
+                        f"SELECT cells FROM trace_steps WHERE {condition} AND seq > ? AND seq <= ?",  # noqa: S608
+                        [*params, edges[i], edges[i + 1]],
+                    )
+                    chunk.update(_decode_trace_fields([f for (cell,) in rows for f in cell.rsplit("\x1f", 3)]))
+            steps = sum(len(c["id"]) for c in chunks)
+            if steps >= db.execute("SELECT count(*) FROM trace_dict").fetchone()[0]:
+                dictionary = db.execute("SELECT code, text FROM trace_dict").fetchall()
+            else:  # a few steps of a big store: only the texts they use
+                codes = np.unique(np.concatenate([c[name] for c in chunks for name in _TRACE_CODES]))
+                dictionary = db.execute(
+                    "SELECT code, text FROM trace_dict WHERE code IN (SELECT value FROM json_each(?))",
+                    (json.dumps(codes[codes > 0].tolist()),),
+                ).fetchall()
         finally:
             db.execute("COMMIT")
-        width = len(_TRACE_NUMBERS)
-        if len(packed or b"") != count * width * 8:
-            raise StorageError(f"{self.path!r}: trace_steps.numbers is damaged; the file was not written by memkit")
-        table = np.frombuffer(packed or b"", dtype="<i8").reshape(count, width)
         # Code 0 never occurs (INTEGER PRIMARY KEY starts at 1): it stands for "no value".
         lookup = np.empty(max((c for c, _ in dictionary), default=0) + 1, dtype=object)
         for code, text in dictionary:
             lookup[code] = text
         out: dict[str, Any] = {}
-        for j, name in enumerate(_TRACE_NUMBERS):
-            numbers = np.ascontiguousarray(table[:, j])
-            out[name] = lookup[np.where(numbers == _MISSING, 0, numbers)] if name in _TRACE_CODES else numbers
-        with _gc_paused():
-            out["id"] = fields[0::4]
-            out["error"] = _json_column(fields[1::4])
-            out.update(_object_columns(fields[2::4], "params"))
-            out.update(_object_columns(fields[3::4], "result"))
+        names = dict.fromkeys(name for chunk in chunks for name in chunk)
+        for name in names:
+            parts = [c[name] if name in c else np.full(len(c["id"]), None, dtype=object) for c in chunks]
+            if name == "id":
+                out[name] = [value for part in parts for value in part]
+            else:
+                out[name] = np.concatenate(parts) if len(parts) > 1 else parts[0]
+            if name in _TRACE_CODES:
+                out[name] = lookup[out[name]]
         return out
 
     async def trace_columns(
