@@ -257,6 +257,9 @@ async def test_a_new_store_embeds_with_the_default_model_unless_told_not_to(tmp_
         with memkit.open(url) as sync:
             assert sync.provider.embedder is None  # type: ignore[attr-defined]
     assert SQLiteAdapter(":memory:").embedder is not None
+    # the in-memory adapter stays keyword-only unless asked (docs/retrieval.md)
+    assert memkit.open("memory://").provider.embedder is None  # type: ignore[attr-defined]
+    assert memkit.open("memory://?embedder=none").provider.embedder is None  # type: ignore[attr-defined]
 
 
 async def test_keyword_only_stays_keyword_only_when_reopened(tmp_path: Path) -> None:
