@@ -3,7 +3,7 @@
 An :class:`Embedder` turns a batch of texts into an L2-normalised float32 matrix.
 The default, :class:`StaticEmbedder`, needs only numpy at run time: it looks up
 one vector per WordPiece token in a table that ships with memkit (distilled from
-all-MiniLM-L6-v2 with model2vec, see ``scripts/build_static_embedder.py``) and
+all-MiniLM-L6-v2 the way model2vec does, see ``scripts/build_static_embedder.py``) and
 averages them. No network, no torch, well under a millisecond per text.
 
 Examples
