@@ -53,7 +53,7 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp, memkit.open(f"sqlite:///{Path(tmp) / 'big.db'}") as mem:
+    with tempfile.TemporaryDirectory() as tmp, memkit.open(f"sqlite:///{Path(tmp) / 'big.db'}?embedder=none") as mem:
         start = time.perf_counter()
         _fill(mem, args.memories)
         print(f"store: {mem.stats().memories:,} memories, filled in {time.perf_counter() - start:.1f} s")

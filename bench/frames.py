@@ -74,7 +74,7 @@ def main() -> None:
     cache = Path(__file__).parent / ".cache"
     cache.mkdir(exist_ok=True)
     path = cache / f"frames_{args.steps}_v2.db"  # v2: the step data above
-    store = SQLiteAdapter(path)
+    store = SQLiteAdapter(path, embedder=None)  # measures frames, not embedding
     have = asyncio.run(store.stats()).traces
     if have != args.steps:
         asyncio.run(store.reset())

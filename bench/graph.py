@@ -64,7 +64,7 @@ async def main(n: int, repeats: int) -> dict[str, Any]:
             sizes["export_nodes"], sizes["export_edges"] = len(graph.nodes), len(graph.edges)
             await mem.aclose()
 
-            sqlite = SQLiteAdapter(":memory:")
+            sqlite = SQLiteAdapter(":memory:", embedder=None)  # graph export only
             await sqlite.add_many(data)
             seconds, rebuilt = await timed(amemory_graph(sqlite, user_id="u1", agent_id="bio", limit=n))
             results["sqlite_export_ns_s"].append(seconds)

@@ -121,7 +121,7 @@ async def bench(sizes: list[int], max_queries: int, threads: int | None) -> dict
         texts, queries = corpus(size)
         row: dict[str, Any] = {}
         with tempfile.TemporaryDirectory() as tmp:
-            keyword = SQLiteAdapter(Path(tmp) / "kw.db")
+            keyword = SQLiteAdapter(Path(tmp) / "kw.db", embedder=None)
             row["sqlite-kw"] = await run_one(keyword, texts, queries, max_queries, mode="keyword")
             await keyword.aclose()
             dense = SQLiteAdapter(Path(tmp) / "st.db", embedder=embedder)

@@ -76,7 +76,9 @@ CORPORA = {"varied": make_varied, "templates": make_texts}
 
 def adapter_factories(tmp: Path) -> dict[str, Callable[[int], Any]]:
     return {
-        "sqlite": lambda size: SQLiteAdapter(tmp / f"bench-{size}-{time.monotonic_ns()}.db"),
+        # keyword-only, like the in-memory adapter, so the two compare (bench/retrieval.py --scale
+        # measures the default, embedding store)
+        "sqlite": lambda size: SQLiteAdapter(tmp / f"bench-{size}-{time.monotonic_ns()}.db", embedder=None),
         "memory": lambda size: InMemoryAdapter(),
     }
 

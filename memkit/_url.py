@@ -23,3 +23,8 @@ def sqlite_path(url: str) -> str:
 def query_options(url: str) -> dict[str, str]:
     """The ``?key=value`` options of a URL."""
     return dict(parse_qsl(urlsplit(url).query, keep_blank_values=True))
+
+
+def embedder_option(value: str) -> str | None:
+    """``?embedder=`` in a URL: ``none`` (or empty) asks for a keyword-only store."""
+    return None if value.strip().lower() in ("", "none") else value

@@ -3,7 +3,7 @@
 An :class:`Embedder` turns a batch of texts into an L2-normalised float32 matrix.
 The default, :class:`StaticEmbedder`, needs only numpy at run time: it looks up
 one vector per WordPiece token in a table that ships with memkit (distilled from
-all-MiniLM-L6-v2 with model2vec, see ``scripts/build_static_embedder.py``) and
+all-MiniLM-L6-v2 the way model2vec does, see ``scripts/build_static_embedder.py``) and
 averages them. No network, no torch, well under a millisecond per text.
 
 Examples
@@ -40,7 +40,9 @@ __all__ = [
 _STATIC_DIR = Path(__file__).parent / "_static" / "minilm-l6-static"
 
 #: The name stored in a database made with the shipped static model.
-DEFAULT_EMBEDDER = "static-minilm-l6-d256"
+DEFAULT_EMBEDDER = "static-minilm-l6-cls-d384"
+#: Names of earlier shipped models: their stores open keyword-only until ``reembed("default")``.
+RETIRED_DEFAULTS = frozenset({"static-minilm-l6-d256"})
 
 
 @runtime_checkable
@@ -312,7 +314,7 @@ _NAMES = ("default", "static", DEFAULT_EMBEDDER)
 def get_embedder(spec: object) -> Embedder:
     """Resolve an embedder option: an :class:`Embedder`, or a name.
 
-    Names: ``"default"``, ``"static"`` or ``"static-minilm-l6"`` (the shipped
+    Names: ``"default"``, ``"static"`` or :data:`DEFAULT_EMBEDDER` (the shipped
     static model, loaded once per process), or ``"st:<folder>"`` /
     ``"sentence-transformers:<folder>"`` for a local sentence-transformers model.
     """

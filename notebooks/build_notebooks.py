@@ -52,8 +52,9 @@ TOUR = [
     md("## The dashboard\n\nThree tabs: **Namespaces** (page through memories, search, open one, delete), "
        "**Traces** (replay a workflow step by step), **Graph** (a namespace or a workflow as a network)."),
     code("from memkit.widgets import Dashboard\n\ndash = Dashboard(mem)\ndash"),
-    md("## A search\n\nKeyword search ranks one namespace's memories (BM25); the filter leaves the trace steps "
-       "out; `score_details` says how each hit was found."),
+    md("## A search\n\nA new SQLite store embeds its memories with memkit's default model, so search is "
+       "hybrid: BM25 keyword scores and vector similarity fused; the filter leaves the trace steps out; "
+       "`score_details` says how each hit was found (which leg, each leg's rank and score)."),
     code('not_traces = {"type": {"$ne": "trace"}}\n'
          'hits = mem.search("TP53 BLAST homologs", user_id="alice", agent_id="bioinformatics", limit=3,\n'
          '                  filters=not_traces)\n'
@@ -111,8 +112,9 @@ NAMESPACES = [
          "print(browser.status.value)"),
     code('browser.filters.value = \'{"gene": {"$in": ["TP53", "KRAS"]}}\'\nbrowser.search_button.click()\n'
          "print(browser.page_label.value, sorted({item.metadata['gene'] for item in browser.items}))"),
-    md("## Search modes\n\nOnly the modes the store supports are offered: the plain SQLite store has keyword "
-       "search; a store with an embedder adds semantic and hybrid."),
+    md("## Search modes\n\nOnly the modes the store supports are offered: a store with an embedder (the "
+       "default for a new SQLite store) has keyword, semantic and hybrid, preselecting hybrid; a keyword-only "
+       "store (`?embedder=none`) has keyword search alone."),
     code('browser.filters.value = ""\nbrowser.query.value = "orthologues vertebrates"\n'
          "print(browser.mode.options)\nbrowser.search_button.click()\n"
          "for item in browser.items[:3]:\n    print(f'{item.score:5.2f}  {item.content[:90]}')"),

@@ -37,7 +37,7 @@ def test_default_is_the_shipped_static_model(static: StaticEmbedder) -> None:
     assert isinstance(emb, Embedder)
     assert get_embedder("static") is emb
     assert emb.name == DEFAULT_EMBEDDER == static.name
-    assert emb.dim == 256
+    assert emb.dim == 384
 
 
 def test_vectors_are_unit_float32_and_deterministic(static: StaticEmbedder) -> None:

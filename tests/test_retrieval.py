@@ -52,7 +52,7 @@ async def mem(tmp_path: Path) -> AsyncIterator[SQLiteAdapter]:
 async def test_hybrid_is_the_default_with_an_embedder(mem: SQLiteAdapter) -> None:
     hits = await mem.search("dog", *NS)
     assert hits and all(h.score_details and h.score_details["mode"] == "hybrid" for h in hits)
-    plain = SQLiteAdapter(":memory:")
+    plain = SQLiteAdapter(":memory:", embedder=None)
     await plain.add("dog", *NS)
     [hit] = await plain.search("dog", *NS)
     assert hit.score_details == {"mode": "keyword", "keyword": {"rank": 1, "score": hit.score}}
@@ -92,7 +92,7 @@ async def test_score_details_name_each_leg(mem: SQLiteAdapter) -> None:
 async def test_semantic_only_hits_need_min_similarity(mem: SQLiteAdapter) -> None:
     hits = await mem.search("zebra", *NS)
     assert all(h.score_details["keyword"]["rank"] is not None  # type: ignore[index]
-               or h.score_details["semantic"]["score"] >= 0.3 for h in hits)  # type: ignore[index]
+               or h.score_details["semantic"]["score"] >= HybridConfig().min_similarity for h in hits)  # type: ignore[index]
     strict = await mem.search("puppy", *NS, hybrid=HybridConfig(min_similarity=1.0))
     assert all("puppy" in h.content for h in strict)
 
@@ -183,7 +183,7 @@ async def test_store_records_its_embedder_and_refuses_another(tmp_path: Path) ->
     mem = SQLiteAdapter(path, embedder="default")
     await mem.add("a note", *NS)
     stats = await mem.stats()
-    assert (stats.embedder, stats.embedder_dim, stats.vectors) == (DEFAULT_EMBEDDER, 256, 1)  # type: ignore[attr-defined]
+    assert (stats.embedder, stats.embedder_dim, stats.vectors) == (DEFAULT_EMBEDDER, 384, 1)  # type: ignore[attr-defined]
     await mem.aclose()
     with pytest.raises(ConfigError, match="reembed") as err:
         SQLiteAdapter(path, embedder=Hashing())
@@ -228,17 +228,80 @@ async def test_reembed_switches_the_model(tmp_path: Path) -> None:
     await reopened.aclose()
     conn = sqlite3.connect(path)
     meta = dict(conn.execute("SELECT key, value FROM store_meta").fetchall())
-    assert (meta["embedder_name"], meta["embedder_dim"]) == (DEFAULT_EMBEDDER, "256")
+    assert (meta["embedder_name"], meta["embedder_dim"]) == (DEFAULT_EMBEDDER, "384")
 
 
 async def test_keyword_store_gains_vectors_when_opened_with_an_embedder(tmp_path: Path) -> None:
     path = tmp_path / "k.db"
-    plain = SQLiteAdapter(path)
+    plain = SQLiteAdapter(path, embedder=None)
     first = await plain.add("Caroline adopted a golden retriever puppy", *NS)
     await plain.aclose()
     mem = SQLiteAdapter(path, embedder="default")
     assert [h.id for h in await mem.search("dog", *NS, mode="semantic")] == [first]
     await mem.aclose()
+    again = SQLiteAdapter(path)  # it records the model now
+    assert again.embedder is not None and again.embedder.name == DEFAULT_EMBEDDER
+    await again.aclose()
+
+
+async def test_a_new_store_embeds_with_the_default_model_unless_told_not_to(tmp_path: Path) -> None:
+    mem = SQLiteAdapter(tmp_path / "new.db")
+    assert mem.embedder is not None and mem.embedder.name == DEFAULT_EMBEDDER
+    await mem.add("Caroline adopted a golden retriever puppy", *NS)
+    [hit] = await mem.search("dog", *NS)
+    assert hit.score_details is not None and hit.score_details["mode"] == "hybrid"
+    await mem.aclose()
+    with memkit.open(f"sqlite:///{tmp_path / 'url.db'}") as sync:
+        assert sync.provider.embedder is not None  # type: ignore[attr-defined]
+    for url in (f"sqlite:///{tmp_path / 'none.db'}?embedder=none", f"sqlite:///{tmp_path / 'none2.db'}?embedder=None"):
+        with memkit.open(url) as sync:
+            assert sync.provider.embedder is None  # type: ignore[attr-defined]
+    assert SQLiteAdapter(":memory:").embedder is not None
+    # the in-memory adapter stays keyword-only unless asked (docs/retrieval.md)
+    assert memkit.open("memory://").provider.embedder is None  # type: ignore[attr-defined]
+    assert memkit.open("memory://?embedder=none").provider.embedder is None  # type: ignore[attr-defined]
+
+
+async def test_keyword_only_stays_keyword_only_when_reopened(tmp_path: Path) -> None:
+    empty, full = tmp_path / "empty.db", tmp_path / "full.db"
+    SQLiteAdapter(empty, embedder=None).close()
+    again = SQLiteAdapter(empty)  # empty, but it was made keyword-only on purpose
+    assert again.embedder is None
+    await again.aclose()
+    mem = SQLiteAdapter(full, embedder=None)
+    await mem.add("a note about kinases", *NS)
+    await mem.aclose()
+    reopened = SQLiteAdapter(full)
+    assert reopened.embedder is None
+    assert (await reopened.search("kinases", *NS))[0].score_details["mode"] == "keyword"  # type: ignore[index]
+    await reopened.add("writes stay keyword-only", *NS)
+    assert (await reopened.stats()).vectors == 0  # type: ignore[attr-defined]
+    await reopened.aclose()
+
+
+async def test_a_store_with_vectors_keeps_them_under_embedder_none(tmp_path: Path) -> None:
+    path = tmp_path / "v.db"
+    SQLiteAdapter(path).close()
+    mem = SQLiteAdapter(path, embedder=None)  # never writes a memory without its vector
+    assert mem.embedder is not None and mem.embedder.name == DEFAULT_EMBEDDER
+    await mem.add("a note", *NS)
+    assert (await mem.stats()).vectors == 1  # type: ignore[attr-defined]
+    await mem.aclose()
+
+
+async def test_a_store_of_an_earlier_default_model_says_how_to_move(tmp_path: Path) -> None:
+    path = tmp_path / "old-model.db"
+    mem = SQLiteAdapter(path, embedder=Hashing(name="static-minilm-l6-d256", dim=256))
+    first = await mem.add("Caroline adopted a golden retriever puppy", *NS)
+    await mem.aclose()
+    old = SQLiteAdapter(path)
+    assert old.embedder is None  # readable keyword-only
+    assert [h.id for h in await old.search("puppy", *NS)] == [first]
+    with pytest.raises(ConfigError, match=r"earlier memkit.*reembed\('default'\)"):
+        await old.add("another", *NS)
+    assert await old.reembed("default", progress=False) == 1
+    assert [h.id for h in await old.search("dog", *NS, mode="semantic")] == [first]
+    await old.aclose()
 
 
 async def test_schema_1_database_migrates(tmp_path: Path) -> None:

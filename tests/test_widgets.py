@@ -100,14 +100,30 @@ def test_bad_filter_shows_a_clear_error_and_keeps_the_table(small: memkit.Memory
 def test_search_offers_only_the_modes_the_store_supports_and_shows_scores(small: memkit.Memory) -> None:
     browser = NamespaceBrowser(small)
     browser.namespace.value = ("u1", "bio")
-    assert browser.mode.options == ("keyword",)  # the plain SQLite adapter has no embedder
+    # A new SQLite store embeds with the default model: every mode, hybrid preselected.
+    assert browser.mode.options == ("keyword", "semantic", "hybrid") and browser.mode.value == "hybrid"
     browser.query.value = "TP53"
     browser.search_button.click()
-    assert len(browser.items) == 4 and all(i.score is not None for i in browser.items)
+    assert browser.items and all(i.score is not None for i in browser.items)
+    assert {i.content for i in browser.items[:4]} == {f"note {n:02d} about TP53" for n in (0, 3, 6, 9)}
     assert "<th" in browser.table.value and ">score<" in browser.table.value
     browser.rows.value = browser.items[0].id
-    assert "&quot;mode&quot;: &quot;keyword&quot;" in browser.detail.value
+    assert "&quot;mode&quot;: &quot;hybrid&quot;" in browser.detail.value
     assert "&quot;rank&quot;: 1" in browser.detail.value
+
+
+def test_a_keyword_only_store_offers_keyword_search_only(tmp_path: Path) -> None:
+    with memkit.open(f"sqlite:///{tmp_path / 'kw.db'}?embedder=none") as mem:
+        for n in range(4):
+            mem.add(f"note {n} about TP53", "u1", "bio")
+        browser = NamespaceBrowser(mem)
+        browser.namespace.value = ("u1", "bio")
+        assert browser.mode.options == ("keyword",)
+        browser.query.value = "TP53"
+        browser.search_button.click()
+        assert len(browser.items) == 4 and all(i.score is not None for i in browser.items)
+        browser.rows.value = browser.items[0].id
+        assert "&quot;mode&quot;: &quot;keyword&quot;" in browser.detail.value
 
 
 def test_memory_text_is_escaped_everywhere(small: memkit.Memory) -> None:

@@ -65,11 +65,11 @@ class InMemoryAdapter:
     @classmethod
     def from_url(cls, url: str, **options: Any) -> InMemoryAdapter:
         """``memory://`` or ``memory://?embedder=default`` (the factory calls this)."""
-        from memkit._url import query_options
+        from memkit._url import embedder_option, query_options
 
         query = query_options(url)
         if "embedder" in query:
-            options.setdefault("embedder", query.pop("embedder"))
+            options.setdefault("embedder", embedder_option(query.pop("embedder")))
         if query:
             raise ConfigError(f"unknown memory:// URL options: {', '.join(sorted(query))}")
         return cls(**options)

@@ -31,7 +31,7 @@ from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._records import Record, from_us, new_record, records_from_items, trace_record
 from memkit._retrieval import DenseScores, HybridConfig, VectorIndex, check_mode, dense_leg, fuse
-from memkit._url import query_options, sqlite_path
+from memkit._url import embedder_option, query_options, sqlite_path
 from memkit._validate import (
     DEFAULT_LIMITS,
     Limits,
@@ -43,6 +43,9 @@ from memkit._validate import (
 )
 
 __all__ = ["SQLiteAdapter"]
+
+# ``embedder`` left out (as opposed to ``embedder=None``): see SQLiteAdapter.
+_UNSET: Any = object()
 
 T = TypeVar("T")
 
@@ -441,11 +444,15 @@ class SQLiteAdapter:
         Most memories kept in in-memory keyword indexes (least recently searched
         namespaces are dropped first and rebuilt when searched again).
     embedder
-        ``None``, ``"default"`` (the shipped static model), ``"st:/model/folder"``
-        or an :class:`memkit.embeddings.Embedder`. The store records which
-        embedder made its vectors and refuses another one (see :meth:`reembed`).
-        With ``None`` a store whose vectors came from the default model keeps
-        using it; any other store stays keyword-only.
+        Left out: a new store gets the shipped static model (so search is hybrid)
+        and an existing store keeps what it records (vectors from the default
+        model, or keyword-only). ``None`` (URL ``?embedder=none``): a new store is
+        keyword-only and stays so when reopened without ``embedder=``. ``"default"``
+        (the shipped static model), ``"st:/model/folder"`` or an
+        :class:`memkit.embeddings.Embedder`: a keyword-only store gains vectors for
+        what it holds. The store records which embedder made its vectors and
+        refuses another one (see :meth:`reembed`); a store with vectors is never
+        written without them, whatever ``embedder`` says.
     hybrid
         Fusion knobs for ``mode="hybrid"`` (:class:`memkit.HybridConfig`).
 
@@ -464,7 +471,7 @@ class SQLiteAdapter:
         limits: Limits = DEFAULT_LIMITS,
         busy_timeout_ms: int = 10_000,
         max_indexed: int = 2_000_000,
-        embedder: object = None,
+        embedder: object = _UNSET,
         hybrid: HybridConfig | None = None,
     ) -> None:
         from memkit.embeddings import Embedder, get_embedder
@@ -472,7 +479,9 @@ class SQLiteAdapter:
         if hybrid is not None and not isinstance(hybrid, HybridConfig):
             raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
         self.hybrid = hybrid or HybridConfig()
-        self._embedder: Embedder | None = None if embedder is None else get_embedder(embedder)
+        # Unset: the store decides (new stores get the default model); None: keyword-only if new.
+        self._embedder_unset = embedder is _UNSET
+        self._embedder: Embedder | None = None if embedder is None or embedder is _UNSET else get_embedder(embedder)
         # The embedder this file's vectors came from when we could not load it: writes are refused.
         self._foreign_embedder: str | None = None
         self._vector_indexes: dict[tuple[str, str], VectorIndex] = {}
@@ -498,7 +507,7 @@ class SQLiteAdapter:
         """``sqlite:///relative.db``, ``sqlite:////absolute.db`` or ``sqlite://`` (in RAM)."""
         query = query_options(url)
         if "embedder" in query:
-            options.setdefault("embedder", query.pop("embedder"))
+            options.setdefault("embedder", embedder_option(query.pop("embedder")))
         if "busy_timeout_ms" in query:
             try:
                 options.setdefault("busy_timeout_ms", int(query.pop("busy_timeout_ms")))
@@ -599,6 +608,12 @@ class SQLiteAdapter:
             f" (from the shell: memkit.open({('sqlite:///' + self.path)!r}).reembed(<embedder>))"
         )
 
+    @staticmethod
+    def _is_new(conn: sqlite3.Connection) -> bool:
+        """No memories and no recorded choice of embedder (or of none) yet."""
+        marked = conn.execute("SELECT 1 FROM store_meta WHERE key = 'keyword_only'").fetchone()
+        return marked is None and conn.execute("SELECT 1 FROM memories LIMIT 1").fetchone() is None
+
     def _bind_embedder(self, conn: sqlite3.Connection) -> None:
         from memkit.embeddings import DEFAULT_EMBEDDER, get_embedder
 
@@ -609,7 +624,14 @@ class SQLiteAdapter:
             elif name is not None:
                 self._foreign_embedder = name
                 return
+            elif self._embedder_unset and self._is_new(conn):
+                # A new store gets the shipped static model: hybrid search by default.
+                self._embedder = get_embedder("default")
             else:
+                if not self._embedder_unset and self._is_new(conn):
+                    # embedder=None on a new store: remember it, so reopening without
+                    # embedder= keeps it keyword-only even while it is empty.
+                    conn.execute("INSERT OR IGNORE INTO store_meta (key, value) VALUES ('keyword_only', '1')")
                 return
         emb = self._embedder
         if name is not None:
@@ -625,6 +647,7 @@ class SQLiteAdapter:
                 # A keyword-only store gains vectors for what it already holds.
                 self._embed_rows(conn, "SELECT seq, content FROM memories WHERE seq > ? ORDER BY seq LIMIT ?")
                 self._record_embedder(conn)
+                conn.execute("DELETE FROM store_meta WHERE key = 'keyword_only'")
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -665,6 +688,14 @@ class SQLiteAdapter:
         return vectors
 
     def _check_writable(self) -> None:
+        from memkit.embeddings import RETIRED_DEFAULTS
+
+        if self._foreign_embedder in RETIRED_DEFAULTS:
+            raise ConfigError(
+                f"{self.path!r} holds vectors made by {self._foreign_embedder!r}, the default model of an"
+                " earlier memkit; re-embed it with this one (a few seconds per 100k memories):"
+                f" SQLiteAdapter({self.path!r}).reembed('default')"
+            )
         if self._foreign_embedder is not None:
             raise ConfigError(
                 f"{self.path!r} holds vectors made by embedder {self._foreign_embedder!r}; open it with"

@@ -123,8 +123,11 @@ class NamespaceBrowser(Panel):
             return
         user, agent = change["new"]
         modes = self._guard(lambda: search_modes(self.mem, user, agent)) or ["keyword"]
+        # Keep a mode the user picked (there was a choice to make); otherwise the store's own
+        # default: hybrid when it has vectors.
+        chosen = self.mode.value if len(self.mode.options) > 1 else None
         self.mode.options = modes
-        self.mode.value = self.mode.value if self.mode.value in modes else modes[0]
+        self.mode.value = chosen if chosen in modes else ("hybrid" if "hybrid" in modes else modes[0])
         self.offset = 0
         self.query.value = ""
         self.show_page()
