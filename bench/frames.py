@@ -15,10 +15,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._util import percentiles, time_each
 from memkit import frames
 from memkit._records import trace_record
 from memkit.adapters._memory import InMemoryAdapter
@@ -56,19 +61,21 @@ async def fill(adapter: Any, n: int) -> None:
         await adapter.add_many(steps(start, min(chunk, n - start)))
 
 
-def timed(fn: Any, repeat: int) -> tuple[float, int]:
+def timed(fn: Any, repeat: int) -> tuple[float, int, float]:
+    """Median and slowest of ``repeat`` runs, and the row count."""
     runs, rows = [], 0
     for _ in range(repeat):
         start = time.perf_counter()
         rows = len(fn())
         runs.append(time.perf_counter() - start)
-    return statistics.median(runs), rows
+    return statistics.median(runs), rows, max(runs)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--writes", type=int, default=2_000, help="single add_trace calls to time")
     args = parser.parse_args()
 
     cache = Path(__file__).parent / ".cache"
@@ -82,16 +89,30 @@ def main() -> None:
         asyncio.run(fill(store, args.steps))
         print(f"built {path} with {args.steps:,} steps in {time.perf_counter() - start:.0f} s")
 
-    median, rows = timed(lambda: frames.traces_frame(store), args.repeat)
-    print(f"sqlite  traces_frame: {rows:,} rows in {median:.2f} s (median of {args.repeat})")
-    median, rows = timed(lambda: frames.traces_frame(store, workflow_id="wf7"), args.repeat)
+    median, rows, slowest = timed(lambda: frames.traces_frame(store), args.repeat)
+    print(f"sqlite  traces_frame: {rows:,} rows in {median:.2f} s (median of {args.repeat}, slowest {slowest:.2f} s)")
+    median, rows, _ = timed(lambda: frames.traces_frame(store, workflow_id="wf7"), args.repeat)
     print(f"sqlite  traces_frame(workflow_id=...): {rows:,} rows in {median * 1e3:.1f} ms")
     store.close()
+
+    # What the trace tables cost each write: single add_trace calls into a fresh file.
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = SQLiteAdapter(Path(tmp) / "w.db", embedder=None)
+        data = steps(0, args.writes)
+
+        async def write_all() -> list[float]:
+            calls = [lambda d=d: fresh.add_trace(d["agent_id"], d["metadata"]["workflow_id"], d["metadata"]["trace"])
+                     for d in data]
+            return await time_each(calls)
+
+        stats = percentiles(asyncio.run(write_all()))
+        fresh.close()
+    print(f"sqlite  single add_trace: p50 {stats['p50_ms']:.2f} ms, p95 {stats['p95_ms']:.2f} ms (n={stats['n']})")
 
     small = args.steps // 10
     memory = InMemoryAdapter()
     asyncio.run(fill(memory, small))
-    median, rows = timed(lambda: frames.traces_frame(memory), max(1, args.repeat // 2))
+    median, rows, _ = timed(lambda: frames.traces_frame(memory), max(1, args.repeat // 2))
     print(f"memory  traces_frame (generic export path): {rows:,} rows in {median:.2f} s")
 
 

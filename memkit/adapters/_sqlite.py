@@ -328,13 +328,12 @@ _NO_KEYS: dict[str, Any] = {}
 
 def _decode_trace_fields(fields: list[str]) -> dict[str, Any]:
     """The unit-separated cells of some steps (id, error, params, result) -> columns."""
-    with _gc_paused():
-        return {
-            "id": fields[0::4],
-            "error": _json_column(fields[1::4]),
-            **_object_columns(fields[2::4], "params"),
-            **_object_columns(fields[3::4], "result"),
-        }
+    return {
+        "id": fields[0::4],
+        "error": _json_column(fields[1::4]),
+        **_object_columns(fields[2::4], "params"),
+        **_object_columns(fields[3::4], "result"),
+    }
 
 
 def _decode_trace_chunk(count: int, packed: bytes | None, joined: str | None, path: str) -> dict[str, Any]:
@@ -1268,6 +1267,10 @@ class SQLiteAdapter:
             params.append(since_us)
         condition = " AND ".join(where)
         db.execute("BEGIN")  # every chunk and the dictionary from one snapshot
+        with _gc_paused():
+            return self._read_trace_columns(db, condition, params)
+
+    def _read_trace_columns(self, db: sqlite3.Connection, condition: str, params: list[Any]) -> dict[str, Any]:
         try:
             low, high = db.execute(
                 f"SELECT min(seq), max(seq) FROM trace_steps WHERE {condition}", params  # noqa: S608
