@@ -8,18 +8,13 @@ WAL and ``busy_timeout`` let several processes share the file.
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 import os
 import sqlite3
-import struct
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from itertools import repeat
-from operator import methodcaller
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,6 +35,15 @@ from memkit._validate import (
     check_namespace,
     check_query,
     check_read,
+)
+from memkit.adapters._trace_columns import (
+    TRACE_CHUNK,
+    TRACE_CODES,
+    TRACE_NUMBERS,
+    decode_trace_chunk,
+    decode_trace_fields,
+    gc_paused,
+    pack_trace_numbers,
 )
 
 __all__ = ["SQLiteAdapter"]
@@ -173,7 +177,7 @@ _MIGRATIONS: dict[int, str] = {
     """,
     # A million steps must become a frame in a second or two (issue 4). What leaves SQLite
     # fast is few values: so each step keeps its numbers and text codes packed in one blob
-    # (see _pack_trace_numbers) and its id, error, parameters and result as JSON texts joined
+    # (see pack_trace_numbers) and its id, error, parameters and result as JSON texts joined
     # by the unit separator in one cell; reading is one pass with two group_concat()s. Only
     # the columns filters need stay as columns. The trigger calls a function that each
     # memkit connection registers, so trace memories must be written through memkit (plain
@@ -190,12 +194,12 @@ _MIGRATIONS: dict[int, str] = {
         agent_id    INTEGER NOT NULL,
         workflow_id INTEGER,
         status      INTEGER,
-        numbers     BLOB NOT NULL,           -- _TRACE_NUMBERS as little-endian int64
+        numbers     BLOB NOT NULL,           -- TRACE_NUMBERS as little-endian int64
         cells       TEXT NOT NULL            -- id, then error, parameters, result as JSON; char(31) between
     );
     INSERT INTO trace_steps
         SELECT seq, created_us, user_id, agent_id, workflow_id, status,
-            memkit_pack_trace_numbers(seq, created_us, user_id, agent_id, workflow_id, run_id, step_name,
+            memkitpack_trace_numbers(seq, created_us, user_id, agent_id, workflow_id, run_id, step_name,
                 tool, status, step_index, started_us, duration_us, retry_count),
             id || char(31) || json_quote(error) || char(31) || coalesce(parameters, 'null') || char(31)
                 || coalesce(result, 'null')
@@ -210,7 +214,7 @@ _MIGRATIONS: dict[int, str] = {
             WHERE s.seq = new.seq AND json_each.type = 'text';
         INSERT INTO trace_steps
             SELECT seq, created_us, user_id, agent_id, workflow_id, status,
-                memkit_pack_trace_numbers(seq, created_us, user_id, agent_id, workflow_id, run_id, step_name,
+                memkitpack_trace_numbers(seq, created_us, user_id, agent_id, workflow_id, run_id, step_name,
                     tool, status, step_index, started_us, duration_us, retry_count),
                 cells
             FROM (SELECT seq, created_us,
@@ -232,135 +236,9 @@ _MIGRATIONS: dict[int, str] = {
     """,
 }
 
-# The packed numbers of a trace step, in this order, as little-endian int64; a missing value
-# is int64's minimum, which is also numpy's NaT, so timestamps need no extra pass.
-_TRACE_NUMBERS = (
-    "seq", "created_us", "user_id", "agent_id", "workflow_id", "run_id", "step_name", "tool", "status",
-    "step_index", "started_us", "duration_us", "retry_count",
-)
-_TRACE_CODES = frozenset(("user_id", "agent_id", "workflow_id", "run_id", "step_name", "tool", "status"))
-_PACKED = struct.Struct(f"<{len(_TRACE_NUMBERS)}q")
-_MISSING = -(2**63)
-
-
-def _pack_trace_numbers(*values: object) -> bytes:
-    """SQL function for the trace trigger; must never raise (that would abort the write)."""
-    return _PACKED.pack(*(v if type(v) is int and _MISSING < v < 2**63 else _MISSING for v in values))
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while millions of cells are made: its passes over them cost ~2x."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def _nesting(value: Any) -> int:
-    """0 for a JSON scalar, 1 for a list or dict of scalars, 2 for deeper containers."""
-    if isinstance(value, list):
-        return 2 if any(isinstance(v, (list, dict)) for v in value) else 1
-    if isinstance(value, dict):
-        return 2 if any(isinstance(v, (list, dict)) for v in value.values()) else 1
-    return 0
-
-
-def _parse(cells: list[str]) -> tuple[np.ndarray | None, list[Any]]:
-    """JSON texts -> (codes, values): ``values[codes[i]]`` is cell i, each distinct text parsed once.
-
-    Mostly distinct cells (judged on a sample) are parsed one by one instead (codes ``None``):
-    hashing a million distinct texts costs more than it saves.
-    """
-    import pandas as pd
-
-    sample = cells[:: max(1, len(cells) // 2_000)]
-    if len(set(sample)) > len(sample) // 2:
-        return None, json.loads("[" + ",".join(cells) + "]")
-    codes, uniques = pd.factorize(np.array(cells, dtype=object))
-    return codes, json.loads("[" + ",".join(uniques) + "]")
-
-
-def _column(values: list[Any], codes: np.ndarray | None) -> np.ndarray:
-    """One object cell per row; a list or dict that several rows would share is copied per
-    row, so mutating one cell never changes another row."""
-    cells = np.fromiter(values, dtype=object, count=len(values))
-    if codes is None:
-        return cells
-    column: np.ndarray = cells[codes]
-    shared = np.flatnonzero(np.bincount(codes, minlength=len(cells)) > 1)
-    nesting = np.zeros(len(cells), dtype=np.int8)
-    nesting[shared] = [_nesting(v) for v in cells[shared]]
-    if (nesting == 1).any():  # a shallow copy is a full one
-        rows = np.flatnonzero(nesting[codes] == 1)
-        column[rows] = np.fromiter(map(_copy, column[rows]), dtype=object, count=len(rows))
-    if (nesting == 2).any():
-        rows = np.flatnonzero(nesting[codes] == 2)
-        texts = np.array([json.dumps(v) if n == 2 else "" for v, n in zip(cells, nesting, strict=True)],
-                         dtype=object)
-        column[rows] = np.fromiter(json.loads("[" + ",".join(texts[codes[rows]]) + "]"), dtype=object,
-                                   count=len(rows))
-    return column
-
-
-def _json_column(cells: list[str]) -> np.ndarray:
-    codes, values = _parse(cells)
-    return _column(values, codes)
-
-
-def _object_columns(cells: list[str], prefix: str) -> dict[str, np.ndarray]:
-    """JSON objects (or ``null``), one per row -> one object column per key."""
-    if not cells:
-        return {}
-    codes, parsed = _parse(cells)
-    objects = [o if type(o) is dict else _NO_KEYS for o in parsed]
-    keys = sorted(set().union(*objects))
-    return {f"{prefix}.{key}": _column(list(map(dict.get, objects, repeat(key))), codes) for key in keys}
-
-
-_TRACE_CHUNK = 65_536
-_copy = methodcaller("copy")
-_NO_KEYS: dict[str, Any] = {}
-
-
-def _decode_trace_fields(fields: list[str]) -> dict[str, Any]:
-    """The unit-separated cells of some steps (id, error, params, result) -> columns."""
-    return {
-        "id": fields[0::4],
-        "error": _json_column(fields[1::4]),
-        **_object_columns(fields[2::4], "params"),
-        **_object_columns(fields[3::4], "result"),
-    }
-
-
-def _decode_trace_chunk(count: int, packed: bytes | None, joined: str | None, path: str) -> dict[str, Any]:
-    """One chunk of trace_steps -> columns; codes stay codes (0 = none) until the dictionary is read.
-
-    When the cells do not split into four per step, the result holds ``"cells"`` instead of
-    the text columns and the caller reads that chunk again row by row.
-    """
-    width = len(_TRACE_NUMBERS)
-    if len(packed or b"") != count * width * 8:
-        raise StorageError(f"{path!r}: trace_steps.numbers is damaged; the file was not written by memkit")
-    table = np.frombuffer(packed or b"", dtype="<i8").reshape(count, width)
-    out: dict[str, Any] = {}
-    for j, name in enumerate(_TRACE_NUMBERS):
-        numbers = np.ascontiguousarray(table[:, j])
-        out[name] = np.where(numbers == _MISSING, 0, numbers) if name in _TRACE_CODES else numbers
-    fields = joined.split("\x1f") if count and joined is not None else []
-    if len(fields) != 4 * count:
-        out["cells"] = True
-        out["id"] = [None] * count
-        return out
-    out.update(_decode_trace_fields(fields))
-    return out
-
-
 _COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
 _CHUNK = 10_000
+
 
 def _statements(script: str) -> Iterator[str]:
     """Split a script into statements (trigger bodies included) without executescript's implicit COMMIT."""
@@ -543,7 +421,7 @@ class SQLiteAdapter:
             # cut can lose the last commits, and it makes small writes ~10x faster.
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.create_function(
-                "memkit_pack_trace_numbers", len(_TRACE_NUMBERS), _pack_trace_numbers, deterministic=True
+                "memkitpack_trace_numbers", len(TRACE_NUMBERS), pack_trace_numbers, deterministic=True
             )
             self._migrate(conn)
             self._seen_seq = conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
@@ -1267,7 +1145,7 @@ class SQLiteAdapter:
             params.append(since_us)
         condition = " AND ".join(where)
         db.execute("BEGIN")  # every chunk and the dictionary from one snapshot
-        with _gc_paused():
+        with gc_paused():
             return self._read_trace_columns(db, condition, params)
 
     def _read_trace_columns(self, db: sqlite3.Connection, condition: str, params: list[Any]) -> dict[str, Any]:
@@ -1276,11 +1154,11 @@ class SQLiteAdapter:
                 f"SELECT min(seq), max(seq) FROM trace_steps WHERE {condition}", params  # noqa: S608
             ).fetchone()
             if low is None:
-                return {"id": [], "error": [], **{name: np.zeros(0, dtype=np.int64) for name in _TRACE_NUMBERS}}
+                return {"id": [], "error": [], **{name: np.zeros(0, dtype=np.int64) for name in TRACE_NUMBERS}}
             # Chunks by seq range, pipelined: while this thread parses one chunk, another
             # reads the next from SQLite (sqlite3 releases the GIL while it steps; one thread
             # at a time uses the connection).
-            chunk_count = max(1, min(16, (high - low) // _TRACE_CHUNK + 1))
+            chunk_count = max(1, min(16, (high - low) // TRACE_CHUNK + 1))
             edges: list[int] = np.linspace(low - 1, high, chunk_count + 1).astype(np.int64).tolist()
             sql = (
                 "SELECT count(*), CAST(group_concat(numbers, '') AS BLOB), group_concat(cells, char(31))"  # noqa: S608
@@ -1298,19 +1176,19 @@ class SQLiteAdapter:
                     count, packed, joined = pending.result()
                     if i + 1 < chunk_count:
                         pending = pool.submit(fetch, i + 1)
-                    chunks.append(_decode_trace_chunk(count, packed, joined, self.path))
+                    chunks.append(decode_trace_chunk(count, packed, joined, self.path))
             for i, chunk in enumerate(chunks):
                 if chunk.pop("cells", False):  # an id held the separator (a row not written by memkit)
                     rows = db.execute(
                         f"SELECT cells FROM trace_steps WHERE {condition} AND seq > ? AND seq <= ?",  # noqa: S608
                         [*params, edges[i], edges[i + 1]],
                     )
-                    chunk.update(_decode_trace_fields([f for (cell,) in rows for f in cell.rsplit("\x1f", 3)]))
+                    chunk.update(decode_trace_fields([f for (cell,) in rows for f in cell.rsplit("\x1f", 3)]))
             steps = sum(len(c["id"]) for c in chunks)
             if steps >= db.execute("SELECT count(*) FROM trace_dict").fetchone()[0]:
                 dictionary = db.execute("SELECT code, text FROM trace_dict").fetchall()
             else:  # a few steps of a big store: only the texts they use
-                codes = np.unique(np.concatenate([c[name] for c in chunks for name in _TRACE_CODES]))
+                codes = np.unique(np.concatenate([c[name] for c in chunks for name in TRACE_CODES]))
                 dictionary = db.execute(
                     "SELECT code, text FROM trace_dict WHERE code IN (SELECT value FROM json_each(?))",
                     (json.dumps(codes[codes > 0].tolist()),),
@@ -1329,7 +1207,7 @@ class SQLiteAdapter:
                 out[name] = [value for part in parts for value in part]
             else:
                 out[name] = np.concatenate(parts) if len(parts) > 1 else parts[0]
-            if name in _TRACE_CODES:
+            if name in TRACE_CODES:
                 out[name] = lookup[out[name]]
         return out
 
