@@ -199,7 +199,7 @@ _MIGRATIONS: dict[int, str] = {
     );
     INSERT INTO trace_steps
         SELECT seq, created_us, user_id, agent_id, workflow_id, status,
-            memkitpack_trace_numbers(seq, created_us, user_id, agent_id, workflow_id, run_id, step_name,
+            memkit_pack_trace_numbers(seq, created_us, user_id, agent_id, workflow_id, run_id, step_name,
                 tool, status, step_index, started_us, duration_us, retry_count),
             id || char(31) || json_quote(error) || char(31) || coalesce(parameters, 'null') || char(31)
                 || coalesce(result, 'null')
@@ -214,7 +214,7 @@ _MIGRATIONS: dict[int, str] = {
             WHERE s.seq = new.seq AND json_each.type = 'text';
         INSERT INTO trace_steps
             SELECT seq, created_us, user_id, agent_id, workflow_id, status,
-                memkitpack_trace_numbers(seq, created_us, user_id, agent_id, workflow_id, run_id, step_name,
+                memkit_pack_trace_numbers(seq, created_us, user_id, agent_id, workflow_id, run_id, step_name,
                     tool, status, step_index, started_us, duration_us, retry_count),
                 cells
             FROM (SELECT seq, created_us,
@@ -421,7 +421,7 @@ class SQLiteAdapter:
             # cut can lose the last commits, and it makes small writes ~10x faster.
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.create_function(
-                "memkitpack_trace_numbers", len(TRACE_NUMBERS), pack_trace_numbers, deterministic=True
+                "memkit_pack_trace_numbers", len(TRACE_NUMBERS), pack_trace_numbers, deterministic=True
             )
             self._migrate(conn)
             self._seen_seq = conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
