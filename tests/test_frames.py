@@ -56,7 +56,7 @@ def test_traces_frame_shape(mem: memkit.Memory) -> None:
     assert list(df["status"]) == ["success", "failed", "success"] * 2
     first = df.iloc[0]
     assert first["params.ids"] == [1, 2] and first["result.hits"] == 3 and first["run_id"] == "r1"
-    assert df.iloc[1]["error"] == "TimeoutError: network timeout"
+    assert df.iloc[1]["error"] == "TimeoutError: network timeout" and df.iloc[0]["error"] is None
     assert (df["duration_s"] >= 0).all()
     lists = [v for v in df["params.ids"] if isinstance(v, list)]
     assert len(lists) == 2 and lists[0] is not lists[1]  # equal cells are still separate objects
