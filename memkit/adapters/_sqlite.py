@@ -1143,12 +1143,11 @@ class SQLiteAdapter:
         if since_us is not None:
             where.append("created_us >= ?")
             params.append(since_us)
-        condition = " AND ".join(where)
-        db.execute("BEGIN")  # every chunk and the dictionary from one snapshot
         with gc_paused():
-            return self._read_trace_columns(db, condition, params)
+            return self._read_trace_columns(db, " AND ".join(where), params)
 
     def _read_trace_columns(self, db: sqlite3.Connection, condition: str, params: list[Any]) -> dict[str, Any]:
+        db.execute("BEGIN")  # every chunk and the dictionary from one snapshot
         try:
             low, high = db.execute(
                 f"SELECT min(seq), max(seq) FROM trace_steps WHERE {condition}", params  # noqa: S608
