@@ -182,6 +182,8 @@ _MIGRATIONS: dict[int, str] = {
     # the columns filters need stay as columns. The trigger calls a function that each
     # memkit connection registers, so trace memories must be written through memkit (plain
     # sqlite3 gets "no such function"). params/result keys come from the JSON: trace_keys goes.
+    # The new trigger repeats part of migration 3's on purpose: a shipped migration is history,
+    # so neither shares text with a later one.
     4: """
     DROP TRIGGER trace_steps_insert;
     DROP TRIGGER trace_steps_delete;
