@@ -16,15 +16,18 @@ from memkit._models import Health, MemoryFilter, MemoryItem, NamespaceInfo, NewM
 from memkit._protocols import (
     MemoryProvider,
     SupportsAddMany,
+    SupportsAsOf,
     SupportsClose,
     SupportsExport,
     SupportsGet,
     SupportsHealth,
     SupportsNamespaces,
     SupportsPaging,
+    SupportsRecalls,
     SupportsStats,
     SupportsTraceColumns,
 )
+from memkit._recall import Recall, RecalledMemory, recall_scope
 from memkit._retrieval import HybridConfig
 from memkit._sync import Memory, open
 from memkit._validate import Limits
@@ -46,15 +49,19 @@ __all__ = [
     "NamespaceInfo",
     "NewMemory",
     "NotFoundError",
+    "Recall",
+    "RecalledMemory",
     "Stats",
     "StorageError",
     "SupportsAddMany",
+    "SupportsAsOf",
     "SupportsClose",
     "SupportsExport",
     "SupportsGet",
     "SupportsHealth",
     "SupportsNamespaces",
     "SupportsPaging",
+    "SupportsRecalls",
     "SupportsStats",
     "SupportsTraceColumns",
     "build_context",
@@ -63,6 +70,7 @@ __all__ = [
     "import_history",
     "import_jsonl",
     "open",
+    "recall_scope",
 ]
 
 __version__ = "0.1.0"

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from memkit import _recall
 from memkit._errors import InvalidInputError
 from memkit._models import MemoryItem
 
@@ -59,6 +60,15 @@ def _render_line(item: MemoryItem, template: str) -> str:
     return template.format(content=item.content, date=date, id=item.id, score=item.score, metadata=item.metadata)
 
 
+def _resolved_mode(provider: Any, mode: str | None, hits: list[MemoryItem]) -> str:
+    if mode is not None:
+        return mode
+    for item in hits:
+        if item.score_details and isinstance(item.score_details.get("mode"), str):
+            return str(item.score_details["mode"])
+    return "hybrid" if getattr(provider, "embedder", None) is not None else "keyword"
+
+
 async def build_context(
     provider: Any,
     query: str,
@@ -86,6 +96,9 @@ async def build_context(
     ``token_count`` is the count of the whole rendered ``text`` and never exceeds
     ``token_budget``.
 
+    Recorded as one recall (``kind="context"``) holding the memories that went into
+    ``text`` when recording is on (see :func:`memkit.recall_scope`).
+
     Examples
     --------
     >>> window = await build_context(mem, "TP53 results", "u1", "bio", 200)  # doctest: +SKIP
@@ -100,7 +113,9 @@ async def build_context(
     options: dict[str, Any] = {"limit": candidates, "filters": filters}
     if mode is not None:
         options["mode"] = mode
-    hits: list[MemoryItem] = await provider.search(query, user_id, agent_id, **options)
+    # The search is not recorded on its own: the recall is the context built from it (below).
+    with _recall.paused():
+        hits: list[MemoryItem] = await provider.search(query, user_id, agent_id, **options)
 
     unique: list[MemoryItem] = []
     seen: list[frozenset[str]] = []
@@ -137,7 +152,15 @@ async def build_context(
         text = "\n".join(lines) if chosen else ""
         total = count_tokens(text) if text else 0
         dropped += 1
+    rank = {item.id: position for position, item in enumerate(hits, start=1)}
+    kept = [item for item, _ in chosen]
+    _recall.record(
+        provider, kind="context", query=query, user_id=user_id, agent_id=agent_id,
+        mode=_resolved_mode(provider, mode, hits), filters=filters, limit=candidates, hits=kept,
+        ranks=[rank[item.id] for item in kept],
+        options={"token_budget": token_budget, "order": order, "dedup_threshold": dedup_threshold},
+    )
     return ContextWindow(
-        query=query, items=[item for item, _ in chosen], text=text, token_count=total,
+        query=query, items=kept, text=text, token_count=total,
         token_budget=token_budget, order=order, candidates=len(hits), duplicates=duplicates, dropped=dropped,
     )

@@ -3,6 +3,9 @@
 One JSON object per line: ``id, user_id, agent_id, content, metadata, created_at``
 (ISO 8601, UTC, microseconds). Exporting and importing into an empty store gives
 back the same records: same ids, namespaces, content, metadata and times.
+
+Recalls (on stores that keep them) follow the memories, one ``{"recall": {...}}``
+line each, oldest first; they come back byte for byte.
 """
 
 from __future__ import annotations
@@ -14,9 +17,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from memkit import _recall
 from memkit._errors import InvalidInputError
 from memkit._models import NewMemory
-from memkit._protocols import MemoryProvider, SupportsAddMany, SupportsExport, SupportsStats
+from memkit._protocols import MemoryProvider, SupportsAddMany, SupportsExport, SupportsRecalls, SupportsStats
 from memkit._records import from_us, trace_record
 from memkit._sync import Memory, run_sync
 
@@ -57,6 +63,10 @@ async def _export(
                 count += 1
                 if bar is not None:
                     bar.update(1)
+            if isinstance(provider, SupportsRecalls):
+                for recall in await provider.recalls(user_id=user_id, agent_id=agent_id):
+                    out.write('{"recall":' + _recall.dumps(recall) + "}\n")
+                    count += 1
         os.replace(tmp, path)  # a half-written file never takes the target's name
     finally:
         tmp.unlink(missing_ok=True)
@@ -73,7 +83,7 @@ def export_jsonl(
     agent_id: str | None = None,
     progress: bool = True,
 ) -> int:
-    """Write every record (traces included), oldest first, to ``path``; returns how many.
+    """Write every record (traces included), oldest first, then the recalls, to ``path``; returns how many lines.
 
     ``user_id``/``agent_id`` narrow the export to matching namespaces.
 
@@ -84,8 +94,9 @@ def export_jsonl(
     return run_sync(_export(_provider(mem), Path(path), user_id, agent_id, progress))
 
 
-def _read_jsonl(path: Path) -> list[NewMemory]:
+def _read_jsonl(path: Path) -> tuple[list[NewMemory], list[_recall.Recall]]:
     items: list[NewMemory] = []
+    recalls: list[_recall.Recall] = []
     with path.open(encoding="utf-8") as f:
         for number, line in enumerate(f, start=1):
             if not line.strip():
@@ -94,6 +105,12 @@ def _read_jsonl(path: Path) -> list[NewMemory]:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise InvalidInputError(f"{path}:{number} is not JSON: {exc}") from None
+            if isinstance(row, dict) and set(row) == {"recall"}:
+                try:
+                    recalls.append(_recall.Recall.model_validate(row["recall"]))
+                except ValidationError as exc:
+                    raise InvalidInputError(f"{path}:{number} is not a valid recall: {exc}") from None
+                continue
             if not isinstance(row, dict) or not {"user_id", "agent_id", "content"} <= row.keys():
                 raise InvalidInputError(f"{path}:{number} needs user_id, agent_id and content")
             unknown = set(row) - set(_FIELDS)
@@ -109,7 +126,7 @@ def _read_jsonl(path: Path) -> list[NewMemory]:
                     content=row["content"], metadata=row.get("metadata"), created_at=created,
                 )
             )
-    return items
+    return items, recalls
 
 
 def import_jsonl(mem: MemoryProvider | Memory, path: str | os.PathLike[str], *, progress: bool = True) -> int:
@@ -117,13 +134,24 @@ def import_jsonl(mem: MemoryProvider | Memory, path: str | os.PathLike[str], *, 
 
     All or nothing: the whole file is validated and written in one ``add_many``, so a bad
     line or an id the store already holds raises :class:`~memkit.InvalidInputError` and
-    writes nothing.
+    writes nothing. Recalls are checked the same way first and written after the memories.
     """
     provider = _provider(mem)
     if not isinstance(provider, SupportsAddMany):
         raise NotImplementedError(f"{provider!r} cannot import (no add_many())")
-    items = _read_jsonl(Path(path))
-    return len(run_sync(provider.add_many(items, progress=progress)))
+    items, recalls = _read_jsonl(Path(path))
+    keeper = provider if isinstance(provider, SupportsRecalls) else None
+    if recalls:
+        if keeper is None:
+            raise NotImplementedError(f"{provider!r} cannot keep the file's recalls (no add_recalls())")
+        checked = _recall.checked_recalls(recalls)
+        taken = [r.id for r in checked if run_sync(keeper.get_recall(r.id)) is not None]
+        if taken:
+            raise InvalidInputError(f"the store already holds recall {taken[0]!r}")
+    written = len(run_sync(provider.add_many(items, progress=progress)))
+    if recalls and keeper is not None:
+        written += run_sync(keeper.add_recalls(recalls))
+    return written
 
 
 def import_history(

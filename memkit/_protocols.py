@@ -7,19 +7,23 @@ Each capability is its own one-method protocol so callers can ask
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Mapping
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
+from memkit._recall import Recall
 
 __all__ = [
     "MemoryProvider",
     "SupportsAddMany",
+    "SupportsAsOf",
     "SupportsClose",
     "SupportsExport",
     "SupportsGet",
     "SupportsHealth",
     "SupportsNamespaces",
     "SupportsPaging",
+    "SupportsRecalls",
     "SupportsStats",
     "SupportsTraceColumns",
 ]
@@ -169,3 +173,54 @@ class SupportsTraceColumns(Protocol):
         status: str | None = None,
         since_us: int | None = None,
     ) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class SupportsRecalls(Protocol):
+    """Keep recalls: what each search returned, at which step (see :mod:`memkit._recall`).
+
+    ``record_recalls`` is the store's setting for searches made outside any step scope
+    (off unless the store was opened with ``record_recalls=True``); inside a scope every
+    search is recorded. ``recalls`` lists them oldest first; with ``user_id``/``agent_id``
+    only that namespace's. ``add_recalls`` writes recalls as given (imports), all or none.
+    """
+
+    record_recalls: bool
+
+    async def recalls(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        workflow_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[Recall]: ...
+
+    async def get_recall(self, recall_id: str) -> Recall | None: ...
+
+    async def add_recalls(self, recalls: Iterable[Recall]) -> int: ...
+
+
+@runtime_checkable
+class SupportsAsOf(Protocol):
+    """``search(..., as_of=datetime)``: rank only the memories that existed at that time.
+
+    Memories added after ``as_of`` are left out. What it cannot know: a memory deleted
+    before the call is gone from the store, so it is missing from the answer even if it
+    existed at ``as_of`` (a recall made back then keeps its snapshot).
+    ``searches_as_of`` is ``True`` on adapters that implement it.
+    """
+
+    searches_as_of: bool
+
+    async def search(
+        self,
+        query: str,
+        user_id: str,
+        agent_id: str,
+        limit: int = 5,
+        filters: dict[str, Any] | None = None,
+        *,
+        mode: str | None = None,
+        as_of: datetime | None = None,
+    ) -> list[MemoryItem]: ...

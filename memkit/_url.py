@@ -28,3 +28,13 @@ def query_options(url: str) -> dict[str, str]:
 def embedder_option(value: str) -> str | None:
     """``?embedder=`` in a URL: ``none`` (or empty) asks for a keyword-only store."""
     return None if value.strip().lower() in ("", "none") else value
+
+
+def bool_option(name: str, value: str) -> bool:
+    """``?name=true`` / ``false`` (also 1/0, yes/no, on/off) in a URL."""
+    lowered = value.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} in the URL must be true or false")

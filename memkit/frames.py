@@ -22,26 +22,38 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from memkit import _recall
+from memkit._errors import NotFoundError
+from memkit._models import MemoryItem
 from memkit._protocols import (
     MemoryProvider,
     SupportsExport,
+    SupportsGet,
     SupportsNamespaces,
     SupportsPaging,
+    SupportsRecalls,
     SupportsTraceColumns,
 )
+from memkit._recall import Recall, RecalledMemory
 from memkit._records import to_us
 from memkit._sync import Memory, run_sync
 from memkit.traces import ExecutionHistory, ExecutionItem, ExecutionStatus, categorize_error
 
 __all__ = [
+    "RECALL_COLUMNS",
+    "REPLAY_COLUMNS",
     "TRACE_COLUMNS",
     "ReplayState",
     "failure_patterns",
     "memories_frame",
     "namespaces_frame",
+    "recall_counts",
+    "recalls_frame",
     "replay",
+    "replay_recall",
     "tool_stats",
     "traces_frame",
+    "with_recall_counts",
 ]
 
 TRACE_COLUMNS = (
@@ -197,6 +209,8 @@ def traces_frame(
     user_id: str | None = None,
     status: str | ExecutionStatus | None = None,
     since: datetime | str | float | None = None,
+    *,
+    recalls: bool = False,
 ) -> pd.DataFrame:
     """Every stored trace step as one row, in replay order (see the module docstring).
 
@@ -208,6 +222,9 @@ def traces_frame(
         Keep only matching steps.
     since
         Keep steps stored at or after this moment (datetime, ISO string or epoch seconds).
+    recalls
+        Add ``recalls`` (searches the step made) and ``recalled`` (memories they returned)
+        per step, from a store that keeps recalls (see :func:`with_recall_counts`).
 
     Examples
     --------
@@ -223,7 +240,8 @@ def traces_frame(
         )
     else:
         coro = _export_trace_columns(provider, workflow_id, agent_id, user_id, state, since_us)
-    return _trace_frame(run_sync(coro))
+    frame = _trace_frame(run_sync(coro))
+    return with_recall_counts(frame, provider) if recalls else frame
 
 
 # -- memories and namespaces -----------------------------------------------------------
@@ -408,3 +426,230 @@ def replay(
         # A fresh history per state, so a state kept by the caller never changes afterwards.
         history = ExecutionHistory(items=list(items), workflow_id=workflow_id)
         yield ReplayState(position=position, step=row, steps=df.iloc[: position + 1], history=history)
+
+
+# -- recalls: what each step retrieved ---------------------------------------------------
+
+RECALL_COLUMNS = (
+    "recall_id", "created_at", "user_id", "agent_id", "workflow_id", "run_id", "step_index", "step_name",
+    "attempt", "kind", "query", "mode", "limit", "as_of", "rank", "memory_id", "score", "legs",
+    "keyword_rank", "keyword_score", "semantic_rank", "semantic_score", "content", "details",
+)
+"""Columns of :func:`recalls_frame`, in order."""
+
+_LEGS = ("keyword", "semantic")
+
+
+def _recalls_of(
+    provider: MemoryProvider, *, user_id: str | None = None, agent_id: str | None = None,
+    workflow_id: str | None = None, run_id: str | None = None,
+) -> list[Recall]:
+    if not isinstance(provider, SupportsRecalls):
+        raise NotImplementedError(f"{provider!r} does not keep recalls")
+    return run_sync(provider.recalls(user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id))
+
+
+def _leg(details: dict[str, Any] | None, leg: str, field: str) -> Any:
+    part = (details or {}).get(leg)
+    value = part.get(field) if isinstance(part, dict) else None
+    return np.nan if value is None else value
+
+
+def recalls_frame(
+    mem: MemoryProvider | Memory,
+    workflow_id: str | None = None,
+    *,
+    run_id: str | None = None,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+) -> pd.DataFrame:
+    """One row per (recall, memory it returned): which step recalled what, at what rank and score.
+
+    Columns are :data:`RECALL_COLUMNS`: the recall (``recall_id``, ``created_at``, the
+    namespace searched, the step: ``workflow_id, run_id, step_index, step_name,
+    attempt``; ``kind`` is ``search`` or ``context``; ``query, mode, limit, as_of``), then
+    the memory (``rank`` 1 = best, ``memory_id``, ``score``, ``legs``: the retrieval legs
+    that found it, per-leg ranks and scores, ``content`` as it was returned, and the full
+    ``details``). A recall that returned nothing is one row with an empty memory. Rows are
+    in recording order, then rank. ``user_id``/``agent_id`` keep one namespace's recalls.
+
+    Examples
+    --------
+    >>> df = recalls_frame(mem, workflow_id="wf1")                       # doctest: +SKIP
+    >>> df.groupby("step_name").memory_id.nunique()                       # doctest: +SKIP
+    """
+    provider = _provider(mem)
+    rows: list[dict[str, Any]] = []
+    for recall in _recalls_of(provider, user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id):
+        head = {
+            "recall_id": recall.id, "created_at": recall.created_at, "user_id": recall.user_id,
+            "agent_id": recall.agent_id, "workflow_id": recall.workflow_id, "run_id": recall.run_id,
+            "step_index": recall.step_index, "step_name": recall.step_name, "attempt": recall.attempt,
+            "kind": recall.kind, "query": recall.query, "mode": recall.mode, "limit": recall.limit,
+            "as_of": recall.as_of,
+        }
+        hits: list[RecalledMemory | None] = list(recall.hits) or [None]
+        for hit in hits:
+            row = dict(head)
+            if hit is None:
+                row.update(rank=None, memory_id=None, score=np.nan, legs="", content=None, details=None)
+            else:
+                found = [leg for leg in _LEGS if not pd.isna(_leg(hit.details, leg, "rank"))]
+                row.update(
+                    rank=hit.rank, memory_id=hit.id, score=np.nan if hit.score is None else hit.score,
+                    legs=", ".join(found), content=hit.content, details=hit.details,
+                )
+            for leg in _LEGS:
+                row[f"{leg}_rank"] = np.nan if hit is None else _leg(hit.details, leg, "rank")
+                row[f"{leg}_score"] = np.nan if hit is None else _leg(hit.details, leg, "score")
+            rows.append(row)
+    frame = pd.DataFrame(rows, columns=list(RECALL_COLUMNS))
+    for column in ("created_at", "as_of"):
+        frame[column] = pd.to_datetime(frame[column], utc=True)
+    for column in ("step_index", "attempt", "rank", "limit", "keyword_rank", "semantic_rank"):
+        frame[column] = pd.array(frame[column].astype("Float64"), dtype="Int64")
+    for column in ("score", "keyword_score", "semantic_score"):
+        frame[column] = frame[column].astype("float64")
+    return frame
+
+
+def recall_counts(mem: MemoryProvider | Memory, workflow_id: str | None = None) -> pd.DataFrame:
+    """Recalls per step: ``workflow_id, run_id, step_index, recalls, recalled`` (memories returned).
+
+    Counts every namespace's recalls of the workflow's steps; join it to
+    :func:`traces_frame` on ``workflow_id, run_id, step_index`` (as ``traces_frame(...,
+    recalls=True)`` does).
+    """
+    provider = _provider(mem)
+    recalls = [r for r in _recalls_of(provider, workflow_id=workflow_id) if r.step_index is not None]
+    frame = pd.DataFrame(
+        {
+            "workflow_id": [r.workflow_id for r in recalls],
+            "run_id": [r.run_id for r in recalls],
+            "step_index": [r.step_index for r in recalls],
+            "recalled": [len(r.hits) for r in recalls],
+        },
+        columns=["workflow_id", "run_id", "step_index", "recalled"],
+    )
+    counts = (
+        frame.groupby(["workflow_id", "run_id", "step_index"], dropna=False, sort=False)
+        .agg(recalls=("recalled", "size"), recalled=("recalled", "sum"))
+        .reset_index()
+    )
+    counts["step_index"] = counts["step_index"].astype("int64")
+    counts["recalls"] = counts["recalls"].astype("int64")
+    counts["recalled"] = counts["recalled"].astype("int64")
+    return counts
+
+
+def with_recall_counts(steps: pd.DataFrame, mem: MemoryProvider | Memory) -> pd.DataFrame:
+    """``steps`` (a :func:`traces_frame`) with ``recalls`` and ``recalled`` per step (0 when none)."""
+    workflows = steps["workflow_id"].dropna().unique()
+    workflow = str(workflows[0]) if len(workflows) == 1 else None
+    counts = recall_counts(mem, workflow)
+    key = ["workflow_id", "run_id", "step_index"]
+    left = steps[key].astype(object).where(steps[key].notna(), None)
+    right = counts[key].astype(object).where(counts[key].notna(), None)
+    merged = left.reset_index(drop=True).merge(
+        pd.concat([right, counts[["recalls", "recalled"]]], axis=1), on=key, how="left"
+    )
+    out = steps.copy()
+    out["recalls"] = merged["recalls"].fillna(0).astype("int64").to_numpy()
+    out["recalled"] = merged["recalled"].fillna(0).astype("int64").to_numpy()
+    return out
+
+
+REPLAY_COLUMNS = ("memory_id", "change", "old_rank", "new_rank", "old_score", "new_score", "deleted", "content")
+"""Columns of :func:`replay_recall`, in order."""
+
+
+async def _rerun(provider: MemoryProvider, recall: Recall) -> list[tuple[int, MemoryItem]]:
+    if recall.kind == "context":
+        from memkit._context import build_context
+
+        options = recall.options or {}
+        window = await build_context(
+            provider, recall.query, recall.user_id, recall.agent_id,
+            int(options.get("token_budget", 1_000)), candidates=recall.limit, filters=recall.filters,
+            mode=recall.mode, order=options.get("order", "relevance"),
+            dedup_threshold=float(options.get("dedup_threshold", 0.9)),
+        )
+        with _recall.paused():
+            ranked = await provider.search(
+                recall.query, recall.user_id, recall.agent_id, limit=recall.limit, filters=recall.filters,
+                mode=recall.mode,  # type: ignore[call-arg]
+            )
+        rank = {item.id: position for position, item in enumerate(ranked, start=1)}
+        return [(rank.get(item.id, 0), item) for item in window.items]
+    hits = await provider.search(
+        recall.query, recall.user_id, recall.agent_id, limit=recall.limit, filters=recall.filters,
+        mode=recall.mode,  # type: ignore[call-arg]
+    )
+    return list(enumerate(hits, start=1))
+
+
+async def _replay(provider: MemoryProvider, recall_id: str) -> tuple[Recall, list[tuple[int, MemoryItem]], set[str]]:
+    if not isinstance(provider, SupportsRecalls):
+        raise NotImplementedError(f"{provider!r} does not keep recalls")
+    recall = await provider.get_recall(recall_id)
+    if recall is None:
+        raise NotFoundError(f"no recall with id {recall_id!r}")
+    with _recall.paused():
+        now = await _rerun(provider, recall)
+    returned = {item.id for _, item in now}
+    deleted: set[str] = set()
+    if isinstance(provider, SupportsGet):
+        for hit in recall.hits:
+            if hit.id not in returned and await provider.get(hit.id) is None:
+                deleted.add(hit.id)
+    return recall, now, deleted
+
+
+def replay_recall(mem: MemoryProvider | Memory, recall_id: str) -> pd.DataFrame:
+    """Run a recorded recall again now and say what changed: would the step get the same memories?
+
+    The same query, namespace, mode, filters and limit (for a context recall, the same
+    budget and candidates through :func:`memkit.build_context`) against the store as it
+    is today, with today's embedder and fusion settings. One row per memory in either
+    answer (columns :data:`REPLAY_COLUMNS`), today's order first, then the ones gone:
+
+    * ``change``: ``same`` (same rank), ``up``/``down`` (ranked better/worse now),
+      ``new`` (returned now, not then), ``gone`` (returned then, not now);
+    * ``deleted``: a gone memory no longer exists in the store (``content`` is then its
+      snapshot from the recall; otherwise today's text).
+
+    The replay itself is not recorded.
+    """
+    provider = _provider(mem)
+    with _recall.paused():
+        recall, now, deleted = run_sync(_replay(provider, recall_id))
+    old = {hit.id: hit for hit in recall.hits}
+    rows: list[dict[str, Any]] = []
+    for new_rank, item in now:
+        before = old.get(item.id)
+        if before is None:
+            change = "new"
+        elif new_rank == before.rank:
+            change = "same"
+        else:
+            change = "up" if new_rank < before.rank else "down"
+        rows.append({
+            "memory_id": item.id, "change": change, "old_rank": None if before is None else before.rank,
+            "new_rank": new_rank, "old_score": None if before is None else before.score, "new_score": item.score,
+            "deleted": False, "content": item.content,
+        })
+    returned = {item.id for _, item in now}
+    for hit in recall.hits:
+        if hit.id not in returned:
+            rows.append({
+                "memory_id": hit.id, "change": "gone", "old_rank": hit.rank, "new_rank": None,
+                "old_score": hit.score, "new_score": None, "deleted": hit.id in deleted, "content": hit.content,
+            })
+    frame = pd.DataFrame(rows, columns=list(REPLAY_COLUMNS))
+    for column in ("old_rank", "new_rank"):
+        frame[column] = pd.array(frame[column].astype("Float64"), dtype="Int64")
+    for column in ("old_score", "new_score"):
+        frame[column] = frame[column].astype("float64")
+    frame["deleted"] = frame["deleted"].astype(bool)
+    frame.attrs["recall"] = recall
+    return frame

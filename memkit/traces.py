@@ -43,6 +43,7 @@ from typing import Any
 
 from memkit._errors import InvalidInputError, StorageError
 from memkit._protocols import MemoryProvider
+from memkit._recall import RecallScope, step_scope
 from memkit._records import REDACTED, Redactor, get_trace_redactor, set_trace_redactor
 from memkit._sync import Memory, _loop_thread
 
@@ -245,12 +246,19 @@ class ExecutionHistory:
         if failures:
             raise TraceWriteError(failures)
 
-    def _append(self, item: ExecutionItem) -> int:
-        if not isinstance(item, ExecutionItem):
-            raise InvalidInputError(f"add_item takes an ExecutionItem, got {type(item).__name__}")
+    def _reserve(self) -> int:
         with self._lock:
             index = self._next_index
             self._next_index += 1
+        return index
+
+    def _append(self, item: ExecutionItem, index: int | None = None) -> int:
+        if not isinstance(item, ExecutionItem):
+            raise InvalidInputError(f"add_item takes an ExecutionItem, got {type(item).__name__}")
+        with self._lock:
+            if index is None:
+                index = self._next_index
+                self._next_index += 1
             self.items.append(item)
         return index
 
@@ -262,10 +270,13 @@ class ExecutionHistory:
         TraceWriteError
             The store refused this write (write-through) or an earlier queued one.
         """
+        self._add(item, extra, None)
+
+    def _add(self, item: ExecutionItem, extra: Mapping[str, Any] | None, reserved: int | None) -> None:
         self._raise_failures()
         if self._provider is not None and threading.current_thread() is _loop_thread().thread:
             raise RuntimeError("add_item was called on memkit's own event loop; await aadd_item() instead")
-        index = self._append(item)
+        index = self._append(item, reserved)
         if self._provider is None:
             return
         data = self._trace_data(item, index, extra)
@@ -296,8 +307,11 @@ class ExecutionHistory:
 
     async def aadd_item(self, item: ExecutionItem, *, extra: Mapping[str, Any] | None = None) -> None:
         """Async :meth:`add_item`: store on the caller's loop and return once stored."""
+        await self._aadd(item, extra, None)
+
+    async def _aadd(self, item: ExecutionItem, extra: Mapping[str, Any] | None, reserved: int | None) -> None:
         await self.aflush()
-        index = self._append(item)
+        index = self._append(item, reserved)
         if self._provider is None:
             return
         try:
@@ -491,6 +505,8 @@ class Step:
         self._timestamp: float | None = None
         self._started: float | None = None
         self._exits = 0
+        self._index: int | None = None
+        self._scopes: list[Any] = []
 
     @property
     def attempt(self) -> int:
@@ -503,6 +519,19 @@ class Step:
         if self._started is None:
             self._timestamp = datetime.now(UTC).timestamp()
             self._started = time.perf_counter()
+            # The index is taken when the step starts, so searches made inside it (recorded
+            # as recalls while it runs) already know which step they belong to.
+            self._index = self.history._reserve()
+        history = self.history
+        scope = step_scope(RecallScope(
+            workflow_id=history.workflow_id or "unknown_workflow", run_id=history.run_id,
+            step_index=self._index, step_name=self.step_name, attempt=self.attempt,
+        ))
+        scope.__enter__()
+        self._scopes.append(scope)
+
+    def _leave_scope(self) -> None:
+        self._scopes.pop().__exit__(None, None, None)
 
     def _finish(self, exc: BaseException | None) -> tuple[ExecutionItem | None, bool]:
         """Return the item to record (None while retrying) and whether to swallow ``exc``."""
@@ -536,10 +565,11 @@ class Step:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool:
+        self._leave_scope()
         item, swallow = self._finish(exc)
         if item is not None:
             try:
-                self.history.add_item(item, extra=self._extra())
+                self.history._add(item, self._extra(), self._index)
             except TraceWriteError as write_error:
                 if exc is None:
                     raise
@@ -553,10 +583,11 @@ class Step:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool:
+        self._leave_scope()
         item, swallow = self._finish(exc)
         if item is not None:
             try:
-                await self.history.aadd_item(item, extra=self._extra())
+                await self.history._aadd(item, self._extra(), self._index)
             except TraceWriteError as write_error:
                 if exc is None:
                     raise

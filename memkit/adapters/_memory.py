@@ -5,14 +5,17 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 
+from memkit import _recall
 from memkit._errors import ConfigError, InvalidInputError
 from memkit._filters import matches, parse_filters
 from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
+from memkit._recall import Recall, check_as_of, checked_recalls
 from memkit._records import Record, from_us, new_record, records_from_items, trace_record
 from memkit._retrieval import HybridConfig, VectorIndex, check_mode, dense_leg, fuse
 from memkit._validate import (
@@ -41,12 +44,22 @@ class InMemoryAdapter:
     """
 
     provider_name = "memory"
+    searches_as_of = True
 
     def __init__(
-        self, *, limits: Limits = DEFAULT_LIMITS, embedder: object = None, hybrid: HybridConfig | None = None
+        self,
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        embedder: object = None,
+        hybrid: HybridConfig | None = None,
+        record_recalls: bool = False,
     ) -> None:
         from memkit.embeddings import Embedder, get_embedder
 
+        if not isinstance(record_recalls, bool):
+            raise ConfigError(f"record_recalls must be True or False, got {record_recalls!r}")
+        self.record_recalls = record_recalls
+        self._recalls: dict[str, Recall] = {}
         self.limits = limits
         if hybrid is not None and not isinstance(hybrid, HybridConfig):
             raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
@@ -64,12 +77,14 @@ class InMemoryAdapter:
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> InMemoryAdapter:
-        """``memory://`` or ``memory://?embedder=default`` (the factory calls this)."""
-        from memkit._url import embedder_option, query_options
+        """``memory://`` or ``memory://?embedder=default&record_recalls=true`` (the factory calls this)."""
+        from memkit._url import bool_option, embedder_option, query_options
 
         query = query_options(url)
         if "embedder" in query:
             options.setdefault("embedder", embedder_option(query.pop("embedder")))
+        if "record_recalls" in query:
+            options.setdefault("record_recalls", bool_option("record_recalls", query.pop("record_recalls")))
         if query:
             raise ConfigError(f"unknown memory:// URL options: {', '.join(sorted(query))}")
         return cls(**options)
@@ -140,11 +155,12 @@ class InMemoryAdapter:
             self._by_seq.clear()
             self._indexes.clear()
             self._vectors.clear()
+            self._recalls.clear()
         return True
 
     # -- reads ----------------------------------------------------------------
 
-    def _newest_first(self, user_id: str, agent_id: str, filters: object) -> list[Record]:
+    def _newest_first(self, user_id: str, agent_id: str, filters: object, until_us: int | None = None) -> list[Record]:
         user, agent = check_namespace(user_id, agent_id, self.limits)
         conditions = parse_filters(filters)
         with self._lock:
@@ -152,6 +168,7 @@ class InMemoryAdapter:
                 r
                 for r in self._records.values()
                 if r.user_id == user and r.agent_id == agent and matches(conditions, r.metadata)
+                and (until_us is None or r.created_us <= until_us)
             ]
             seq = dict(self._seq)
         rows.sort(key=lambda r: (r.created_us, seq[r.id]), reverse=True)
@@ -167,17 +184,32 @@ class InMemoryAdapter:
         *,
         mode: str | None = None,
         hybrid: HybridConfig | None = None,
+        as_of: datetime | None = None,
     ) -> list[MemoryItem]:
         """Search one namespace (keyword BM25; with an embedder also semantic and hybrid, fused
-        exactly as the SQLite adapter does); an empty query lists it newest first."""
+        exactly as the SQLite adapter does); an empty query lists it newest first.
+
+        ``as_of``: only memories that existed then (see :class:`memkit.SupportsAsOf`).
+        """
         text = check_query(query, self.limits)
         limit = check_limit(limit, self.limits)
         resolved = check_mode(mode, self.embedder is not None, repr(self))
         if hybrid is not None and not isinstance(hybrid, HybridConfig):
             raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
-        config = hybrid or self.hybrid
+        until_us = check_as_of(as_of)
+        hits = self._search(text, user_id, agent_id, limit, filters, resolved, hybrid or self.hybrid, until_us)
+        _recall.record(
+            self, query=text, user_id=user_id, agent_id=agent_id, mode=resolved, filters=filters,
+            limit=limit, hits=hits, as_of=as_of,
+        )
+        return hits
+
+    def _search(
+        self, text: str, user_id: str, agent_id: str, limit: int, filters: object, resolved: str,
+        config: HybridConfig, until_us: int | None,
+    ) -> list[MemoryItem]:
         if not text:
-            rows = self._newest_first(user_id, agent_id, filters)
+            rows = self._newest_first(user_id, agent_id, filters, until_us)
             return [r.to_item() for r in rows[:limit]]
         user, agent = check_namespace(user_id, agent_id, self.limits)
         conditions = parse_filters(filters)
@@ -190,18 +222,18 @@ class InMemoryAdapter:
                 if index is not None and terms:
                     seqs, scores = index.top(terms, len(index))
                     for seq, score in zip(seqs.tolist(), scores.tolist(), strict=True):
-                        record = self._by_seq[seq]
-                        if matches(conditions, record.metadata):
-                            hits.append((record, score))
+                        found = self._by_seq[seq]
+                        if matches(conditions, found.metadata) and (until_us is None or found.created_us <= until_us):
+                            hits.append((found, score))
                             if len(hits) == depth:
                                 break
         if resolved == "keyword":
             return [
-                record.to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
-                for rank, (record, score) in enumerate(hits, start=1)
+                found.to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
+                for rank, (found, score) in enumerate(hits, start=1)
             ]
         assert self.embedder is not None
-        rows = self._newest_first(user, agent, filters)  # position = recency rank, breaks ties
+        rows = self._newest_first(user, agent, filters, until_us)  # position = recency rank, breaks ties
         position = {r.id: i for i, r in enumerate(rows)}
         keyword = [(position[r.id], score) for r, score in hits if r.id in position]
         vectors = VectorIndex(self.embedder.dim)
@@ -289,6 +321,44 @@ class InMemoryAdapter:
 
     async def aclose(self) -> None:
         return None
+
+    # -- recalls ------------------------------------------------------------------
+
+    def _keep_recall(self, recall: Recall) -> None:
+        with self._lock:
+            self._recalls[recall.id] = recall
+
+    async def recalls(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        workflow_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[Recall]:
+        """Recorded recalls, oldest first (see :class:`memkit.SupportsRecalls`)."""
+        with self._lock:
+            kept = list(self._recalls.values())
+        return [
+            r for r in kept
+            if (user_id is None or r.user_id == user_id) and (agent_id is None or r.agent_id == agent_id)
+            and (workflow_id is None or r.workflow_id == workflow_id) and (run_id is None or r.run_id == run_id)
+        ]
+
+    async def get_recall(self, recall_id: str) -> Recall | None:
+        check_id(recall_id, "recall_id", self.limits)
+        with self._lock:
+            return self._recalls.get(recall_id)
+
+    async def add_recalls(self, recalls: Iterable[Recall]) -> int:
+        """Store recalls as given (an import); a recall id the store holds already refuses them all."""
+        batch = checked_recalls(recalls, self.limits)
+        with self._lock:
+            clash = next((r.id for r in batch if r.id in self._recalls), None)
+            if clash is not None:
+                raise InvalidInputError(f"a recall with id {clash!r} already exists")
+            self._recalls.update((r.id, r) for r in batch)
+        return len(batch)
 
 
 # The seed's name for the same adapter.

@@ -12,18 +12,22 @@ import json
 import os
 import sqlite3
 import time
+import warnings
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime
 from typing import Any, TypeVar
 
 import numpy as np
 
+from memkit import _recall
 from memkit._errors import ConfigError, InvalidInputError, StorageError
 from memkit._filters import parse_filters
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
-from memkit._records import Record, from_us, new_record, records_from_items, trace_record
+from memkit._recall import Recall, check_as_of, checked_recalls
+from memkit._records import Record, from_us, new_record, records_from_items, to_us, trace_record
 from memkit._retrieval import HybridConfig, check_mode
-from memkit._url import embedder_option, query_options, sqlite_path
+from memkit._url import bool_option, embedder_option, query_options, sqlite_path
 from memkit._validate import (
     DEFAULT_LIMITS,
     Limits,
@@ -36,11 +40,17 @@ from memkit._validate import (
 from memkit.adapters._sqlite._keywords import KeywordCache
 from memkit.adapters._sqlite._schema import SCHEMA_VERSION, connect
 from memkit.adapters._sqlite._search import ranked
-from memkit.adapters._sqlite._sql import COLUMNS, row_record, select
+from memkit.adapters._sqlite._sql import COLUMNS, created_by, row_record, select
 from memkit.adapters._sqlite._traces import trace_columns
 from memkit.adapters._sqlite._vectors import Vectors, blob, recorded
 
 __all__ = ["SQLiteAdapter"]
+
+
+def _warn_if_failed(future: Future[int]) -> None:
+    exc = None if future.cancelled() else future.exception()
+    if exc is not None:
+        warnings.warn(f"memkit could not record a recall: {type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=1)
 
 # ``embedder`` left out (as opposed to ``embedder=None``): see SQLiteAdapter.
 _UNSET: Any = object()
@@ -80,6 +90,10 @@ class SQLiteAdapter:
         written without them, whatever ``embedder`` says.
     hybrid
         Fusion knobs for ``mode="hybrid"`` (:class:`memkit.HybridConfig`).
+    record_recalls
+        Record searches made outside any step scope as recalls too (URL
+        ``?record_recalls=true``); inside a step they are always recorded. See
+        :class:`memkit.SupportsRecalls`.
 
     Examples
     --------
@@ -88,6 +102,7 @@ class SQLiteAdapter:
     """
 
     provider_name = "sqlite"
+    searches_as_of = True
 
     def __init__(
         self,
@@ -98,9 +113,13 @@ class SQLiteAdapter:
         max_indexed: int = 2_000_000,
         embedder: object = _UNSET,
         hybrid: HybridConfig | None = None,
+        record_recalls: bool = False,
     ) -> None:
         from memkit.embeddings import get_embedder
 
+        if not isinstance(record_recalls, bool):
+            raise ConfigError(f"record_recalls must be True or False, got {record_recalls!r}")
+        self.record_recalls = record_recalls
         if hybrid is not None and not isinstance(hybrid, HybridConfig):
             raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
         self.hybrid = hybrid or HybridConfig()
@@ -125,6 +144,8 @@ class SQLiteAdapter:
         query = query_options(url)
         if "embedder" in query:
             options.setdefault("embedder", embedder_option(query.pop("embedder")))
+        if "record_recalls" in query:
+            options.setdefault("record_recalls", bool_option("record_recalls", query.pop("record_recalls")))
         if "busy_timeout_ms" in query:
             try:
                 options.setdefault("busy_timeout_ms", int(query.pop("busy_timeout_ms")))
@@ -257,6 +278,7 @@ class SQLiteAdapter:
         *,
         mode: str | None = None,
         hybrid: HybridConfig | None = None,
+        as_of: datetime | None = None,
     ) -> list[MemoryItem]:
         """Rank one namespace's memories against ``query``; an empty query lists it newest first.
 
@@ -264,6 +286,7 @@ class SQLiteAdapter:
         legs fused as in :class:`memkit.HybridConfig`), ``"keyword"`` (BM25, the
         default without one) or ``"semantic"`` (cosine). Filters apply in every
         mode. Each result's ``score_details`` says which leg found it and how.
+        ``as_of``: only memories that existed then (see :class:`memkit.SupportsAsOf`).
         """
         text = check_query(query, self.limits)
         limit = check_limit(limit, self.limits)
@@ -272,12 +295,21 @@ class SQLiteAdapter:
         resolved = check_mode(mode, self.embedder is not None, repr(self))
         if hybrid is not None and not isinstance(hybrid, HybridConfig):
             raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
+        until_us = check_as_of(as_of)
+        if until_us is not None:
+            conditions = (*conditions, created_by(until_us))
         if not text:
             records = await self._run(self._select, user, agent, conditions, limit)
-            return [r.to_item() for r in records]
-        return await self._run(
-            self._ranked, resolved, text, None, user, agent, conditions, limit, hybrid or self.hybrid
+            hits = [r.to_item() for r in records]
+        else:
+            hits = await self._run(
+                self._ranked, resolved, text, None, user, agent, conditions, limit, hybrid or self.hybrid
+            )
+        _recall.record(
+            self, query=text, user_id=user, agent_id=agent, mode=resolved, filters=filters,
+            limit=limit, hits=hits, as_of=as_of,
         )
+        return hits
 
     async def search_by_vector(
         self,
@@ -402,6 +434,7 @@ class SQLiteAdapter:
         try:
             db.execute("DELETE FROM memories")
             db.execute("DELETE FROM trace_dict")  # names of users, workflows and tools go too
+            db.execute("DELETE FROM recalls")
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -501,6 +534,76 @@ class SQLiteAdapter:
     ) -> dict[str, Any]:
         """Every trace step as columns (see :class:`memkit.SupportsTraceColumns`), in storage order."""
         return await self._run(self._trace_columns, workflow_id, agent_id, user_id, status, since_us)
+
+    # -- recalls, written behind the search on the worker thread ---------------------
+
+    def _insert_recalls(self, recalls: list[Recall]) -> int:
+        rows = [
+            (r.id, to_us(r.created_at), r.user_id, r.agent_id, r.workflow_id, r.run_id, r.step_index,
+             _recall.dumps(r))
+            for r in recalls
+        ]
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany(
+                "INSERT INTO recalls (id, created_us, user_id, agent_id, workflow_id, run_id, step_index, body)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            db.execute("COMMIT")
+        except sqlite3.IntegrityError as exc:
+            db.execute("ROLLBACK")
+            raise InvalidInputError(f"a recall with one of these ids already exists ({exc})") from None
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return len(rows)
+
+    def _keep_recall(self, recall: Recall) -> None:
+        # Queued on the worker, not awaited: the search returns at once, and the worker runs
+        # calls in order, so any later read of this store sees the recall.
+        if self._closed:
+            return
+        future = self._executor.submit(self._insert_recalls, [recall])
+        future.add_done_callback(_warn_if_failed)
+
+    def _recalls(
+        self, user_id: str | None, agent_id: str | None, workflow_id: str | None, run_id: str | None,
+        recall_id: str | None,
+    ) -> list[str]:
+        sql = "SELECT body FROM recalls WHERE 1"
+        params: list[Any] = []
+        for column, value in (
+            ("user_id", user_id), ("agent_id", agent_id), ("workflow_id", workflow_id), ("run_id", run_id),
+            ("id", recall_id),
+        ):
+            if value is not None:
+                sql += f" AND {column} = ?"
+                params.append(value)
+        return [row[0] for row in self._db().execute(sql + " ORDER BY seq", params)]
+
+    async def recalls(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        workflow_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[Recall]:
+        """Recorded recalls, oldest first (see :class:`memkit.SupportsRecalls`)."""
+        bodies = await self._run(self._recalls, user_id, agent_id, workflow_id, run_id, None)
+        return [_recall.loads(body) for body in bodies]
+
+    async def get_recall(self, recall_id: str) -> Recall | None:
+        check_id(recall_id, "recall_id", self.limits)
+        bodies = await self._run(self._recalls, None, None, None, None, recall_id)
+        return _recall.loads(bodies[0]) if bodies else None
+
+    async def add_recalls(self, recalls: Iterable[Recall]) -> int:
+        """Store recalls as given (an import), in one transaction; an id already stored refuses them all."""
+        batch = checked_recalls(recalls, self.limits)
+        return await self._run(self._insert_recalls, batch) if batch else 0
 
     def _close(self) -> None:
         if self._conn is not None:

@@ -11,7 +11,7 @@ from memkit.adapters._sqlite._traces import TRACE_NUMBERS, pack_trace_numbers
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "migrate", "statements"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Each entry upgrades the schema from the previous version; never edit a shipped one.
 MIGRATIONS: dict[int, str] = {
@@ -193,6 +193,24 @@ MIGRATIONS: dict[int, str] = {
     CREATE TRIGGER trace_steps_delete AFTER DELETE ON memories BEGIN
         DELETE FROM trace_steps WHERE seq = old.seq;
     END;
+    """,
+    # Recalls: what each search returned at which step. The whole recall is one JSON body
+    # (hits with their text snapshots: a recall outlives the memories it names, so nothing
+    # here refers to memories.seq); the columns are what reads filter on.
+    5: """
+    CREATE TABLE recalls (
+        seq         INTEGER PRIMARY KEY,     -- recording order
+        id          TEXT NOT NULL UNIQUE,
+        created_us  INTEGER NOT NULL,
+        user_id     TEXT NOT NULL,           -- the namespace searched
+        agent_id    TEXT NOT NULL,
+        workflow_id TEXT,
+        run_id      TEXT,
+        step_index  INTEGER,
+        body        TEXT NOT NULL            -- memkit._recall.dumps(recall)
+    );
+    CREATE INDEX recalls_namespace ON recalls (user_id, agent_id, seq);
+    CREATE INDEX recalls_workflow ON recalls (workflow_id, run_id, step_index);
     """,
 }
 

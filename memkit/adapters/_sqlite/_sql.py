@@ -10,7 +10,7 @@ from typing import Any
 from memkit._filters import Condition, type_class
 from memkit._records import Record
 
-__all__ = ["COLUMNS", "allowed", "filter_sql", "records_by_seq", "row_record", "select"]
+__all__ = ["COLUMNS", "allowed", "created_by", "filter_sql", "records_by_seq", "row_record", "select"]
 
 COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
 
@@ -35,6 +35,16 @@ def _equal_sql(cond: Condition, wanted: Any, params: list[Any]) -> str:
     return f"coalesce(json_type(m.metadata, ?) IN {types} AND json_extract(m.metadata, ?) = ?, 0)"
 
 
+# Not a metadata operator (the filter parser never makes it): ``search(as_of=...)`` rides on
+# the filter machinery so every leg and the empty-query listing honour it the same way.
+_CREATED_BY = "$created_by"
+
+
+def created_by(until_us: int) -> Condition:
+    """A condition that holds for memories created at or before ``until_us``."""
+    return Condition(path=(), op=_CREATED_BY, value=int(until_us))
+
+
 _RANGE_SQL = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
 
@@ -43,7 +53,10 @@ def filter_sql(conditions: tuple[Condition, ...]) -> tuple[str, list[Any]]:
     parts: list[str] = []
     params: list[Any] = []
     for cond in conditions:
-        if cond.op in ("$eq", "$ne"):
+        if cond.op == _CREATED_BY:
+            parts.append("m.created_us <= ?")
+            params.append(cond.value)
+        elif cond.op in ("$eq", "$ne"):
             expr = _equal_sql(cond, cond.value, params)
             parts.append(expr if cond.op == "$eq" else f"NOT {expr}")
         elif cond.op in ("$in", "$nin"):

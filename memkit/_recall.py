@@ -1,0 +1,299 @@
+"""Recalls: what a search returned, to whom, at which step of which workflow.
+
+A recall is written by the store that answered the search, in the namespace that was
+searched, so reading recalls obeys the same isolation as reading memories. Each hit
+keeps a snapshot of the text it had when returned: the record stays true after the
+memory is deleted, edited by a re-import, or re-ranked by a re-embed.
+
+When a search is recorded:
+
+* inside a step scope (:meth:`memkit.traces.ExecutionHistory.step`, ``retrying``, or
+  :func:`recall_scope`), always; the recall carries the scope's workflow, run and step;
+* outside any scope, only when the store was opened with ``record_recalls=True``;
+* never inside :func:`paused` (replays and :func:`memkit.build_context`'s own search,
+  which records the context it built instead).
+
+The scope is a :class:`contextvars.ContextVar`: tasks, ``asyncio.to_thread`` and
+memkit's sync facade (whose calls run on memkit's loop in a copy of the caller's
+context) all see the scope of the code that made the call. A bare
+``threading.Thread`` starts with an empty context; run its target through
+``contextvars.copy_context().run`` to carry a scope into it.
+
+Recording never changes a search's results: a recall that cannot be built or stored
+is reported with a :class:`RuntimeWarning` and the search returns as usual.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar, Token
+from dataclasses import dataclass
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from memkit._errors import InvalidInputError
+from memkit._models import MemoryFilter, MemoryItem
+from memkit._records import from_us, new_id, now_us, to_us
+from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_namespace
+
+__all__ = [
+    "Recall",
+    "RecallScope",
+    "RecalledMemory",
+    "check_as_of",
+    "checked_recalls",
+    "current_scope",
+    "dumps",
+    "loads",
+    "paused",
+    "recall_scope",
+    "record",
+    "step_scope",
+]
+
+
+class RecalledMemory(BaseModel):
+    """One memory a recall returned: its rank (1 = best), score, legs and text at the time."""
+
+    id: str
+    rank: int
+    score: float | None = None
+    details: dict[str, Any] | None = None
+    content: str
+
+
+class Recall(BaseModel):
+    """One recorded ``search`` (``kind="search"``) or ``build_context`` (``kind="context"``).
+
+    ``mode`` is the mode the search ran in (``"keyword"``, ``"semantic"``, ``"hybrid"``),
+    ``filters`` the metadata filters as given. For a context recall, ``hits`` are the
+    memories that went into the prompt (with their rank among the candidates) and
+    ``options`` its budget and candidate count. ``workflow_id``, ``run_id``,
+    ``step_index``, ``step_name`` and ``attempt`` say which step recalled it (``None``
+    outside a step).
+    """
+
+    id: str
+    created_at: datetime
+    user_id: str
+    agent_id: str
+    kind: Literal["search", "context"] = "search"
+    query: str
+    mode: str
+    filters: dict[str, Any] | None = None
+    limit: int
+    as_of: datetime | None = None
+    options: dict[str, Any] | None = None
+    workflow_id: str | None = None
+    run_id: str | None = None
+    step_index: int | None = None
+    step_name: str | None = None
+    attempt: int | None = None
+    hits: list[RecalledMemory] = Field(default_factory=list)
+
+
+def dumps(recall: Recall) -> str:
+    """The one JSON encoding of a recall (stores and the JSONL export use it, so it round-trips)."""
+    return json.dumps(recall.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
+
+
+def loads(text: str) -> Recall:
+    return Recall.model_validate_json(text)
+
+
+@dataclass(frozen=True, slots=True)
+class RecallScope:
+    """Where searches made now belong: a workflow, its run, and a step."""
+
+    workflow_id: str | None = None
+    run_id: str | None = None
+    step_index: int | None = None
+    step_name: str | None = None
+    attempt: int | None = None
+
+
+_SCOPE: ContextVar[RecallScope | None] = ContextVar("memkit_recall_scope", default=None)
+_PAUSED: ContextVar[bool] = ContextVar("memkit_recall_paused", default=False)
+
+
+def current_scope() -> RecallScope | None:
+    """The scope searches made here are recorded under (``None`` outside any)."""
+    return _SCOPE.get()
+
+
+class _Scoped:
+    """Sets a scope for a ``with`` or ``async with`` block (the same task or thread must leave it)."""
+
+    def __init__(self, scope: RecallScope) -> None:
+        self.scope = scope
+        self._tokens: list[Token[RecallScope | None]] = []
+
+    def __enter__(self) -> RecallScope:
+        self._tokens.append(_SCOPE.set(self.scope))
+        return self.scope
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        _SCOPE.reset(self._tokens.pop())
+
+    async def __aenter__(self) -> RecallScope:
+        return self.__enter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+
+def _optional_text(value: object, name: str) -> str | None:
+    return None if value is None else check_id(value, name)
+
+
+def recall_scope(
+    workflow_id: str | None = None,
+    *,
+    step: str | None = None,
+    step_index: int | None = None,
+    run_id: str | None = None,
+) -> _Scoped:
+    """Record every search made in this block as a recall of ``workflow_id``'s ``step``.
+
+    For agents that do not use :class:`memkit.traces.ExecutionHistory` (whose steps set
+    the scope themselves). Works with ``with`` and ``async with``; scopes nest (the
+    innermost wins). Inside a scope searches are recorded whatever the store's
+    ``record_recalls`` setting.
+
+    Examples
+    --------
+    >>> with memkit.recall_scope("wf-42", step="plan"):          # doctest: +SKIP
+    ...     hits = mem.search("TP53", user_id="u1", agent_id="bio")
+    """
+    if step_index is not None and (
+        isinstance(step_index, bool) or not isinstance(step_index, int) or step_index < 0
+    ):
+        raise InvalidInputError(f"step_index must be a non-negative int, got {step_index!r}")
+    scope = RecallScope(
+        workflow_id=_optional_text(workflow_id, "workflow_id"),
+        run_id=_optional_text(run_id, "run_id"),
+        step_index=step_index,
+        step_name=_optional_text(step, "step"),
+    )
+    return _Scoped(scope)
+
+
+def step_scope(scope: RecallScope) -> _Scoped:
+    """The scope a trace step sets (already validated by the history)."""
+    return _Scoped(scope)
+
+
+@contextmanager
+def paused() -> Iterator[None]:
+    """Searches in this block are not recorded (replays, and the search inside build_context)."""
+    token = _PAUSED.set(True)
+    try:
+        yield
+    finally:
+        _PAUSED.reset(token)
+
+
+def _filters_json(filters: object) -> dict[str, Any] | None:
+    if filters is None:
+        return None
+    if isinstance(filters, MemoryFilter):
+        return dict(filters.metadata) or None
+    return dict(filters) if isinstance(filters, dict) else None
+
+
+def record(
+    store: object,
+    *,
+    query: str,
+    user_id: str,
+    agent_id: str,
+    mode: str,
+    filters: object,
+    limit: int,
+    hits: Sequence[MemoryItem],
+    as_of: datetime | None = None,
+    kind: Literal["search", "context"] = "search",
+    options: dict[str, Any] | None = None,
+    ranks: Sequence[int] | None = None,
+) -> None:
+    """Record one recall on ``store`` if recording is on here; never raises, never touches ``hits``.
+
+    ``ranks`` overrides the 1..n ranks (a context keeps its memories' ranks among the candidates).
+    """
+    if _PAUSED.get():
+        return
+    scope = _SCOPE.get()
+    if scope is None and not getattr(store, "record_recalls", False):
+        return
+    keep = getattr(store, "_keep_recall", None)
+    if keep is None:
+        return
+    try:
+        recall = Recall(
+            id=new_id(),
+            created_at=from_us(now_us()),
+            user_id=user_id,
+            agent_id=agent_id,
+            kind=kind,
+            query=query,
+            mode=mode,
+            filters=_filters_json(filters),
+            limit=limit,
+            as_of=None if as_of is None else from_us(to_us(as_of)),
+            options=options,
+            workflow_id=None if scope is None else scope.workflow_id,
+            run_id=None if scope is None else scope.run_id,
+            step_index=None if scope is None else scope.step_index,
+            step_name=None if scope is None else scope.step_name,
+            attempt=None if scope is None else scope.attempt,
+            hits=[
+                RecalledMemory(
+                    id=item.id,
+                    rank=rank if ranks is None else ranks[position],
+                    score=item.score,
+                    details=None if item.score_details is None else dict(item.score_details),
+                    content=item.content,
+                )
+                for position, (rank, item) in enumerate(enumerate(hits, start=1))
+            ],
+        )
+        keep(recall)
+    except Exception as exc:  # a recording failure must not fail (or change) the search
+        warnings.warn(f"memkit could not record a recall: {type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=3)
+
+
+def checked_recalls(recalls: Iterable[Recall], limits: Limits = DEFAULT_LIMITS) -> list[Recall]:
+    """Recalls to import, checked like any other write (namespaces, ids, no duplicates in the batch)."""
+    if isinstance(recalls, (str, bytes, Recall)) or not isinstance(recalls, Iterable):
+        raise InvalidInputError("add_recalls takes an iterable of Recall")
+    batch: list[Recall] = []
+    seen: set[str] = set()
+    for recall in recalls:
+        if not isinstance(recall, Recall):
+            raise InvalidInputError(f"add_recalls takes Recall objects, got {type(recall).__name__}")
+        check_id(recall.id, "recall id", limits)
+        check_namespace(recall.user_id, recall.agent_id, limits)
+        if recall.id in seen:
+            raise InvalidInputError(f"recall id {recall.id!r} appears twice")
+        seen.add(recall.id)
+        batch.append(recall)
+    return batch
+
+
+def check_as_of(as_of: object) -> int | None:
+    """``as_of`` as microseconds since the epoch (a naive datetime is taken as UTC)."""
+    if as_of is None:
+        return None
+    if not isinstance(as_of, datetime):
+        raise InvalidInputError(f"as_of must be a datetime, got {type(as_of).__name__}")
+    return to_us(as_of)

@@ -1,0 +1,412 @@
+"""Recalls: every search a step makes is recorded, shown per step, and replayed against today's store."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+import warnings
+from collections.abc import AsyncIterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import memkit
+from memkit import InvalidInputError, Recall, SupportsAsOf, SupportsRecalls
+from memkit.adapters._memory import InMemoryAdapter
+from memkit.adapters._sqlite import SQLiteAdapter
+from memkit.frames import recalls_frame, replay_recall, traces_frame
+from memkit.traces import ExecutionHistory
+
+NS = ("u1", "bio")
+FACTS = (
+    "TP53 is mutated in sample 7",
+    "BRCA1 carries a frameshift in sample 3",
+    "sample 7 was sequenced on a NovaSeq",
+    "TP53 loss correlates with poor response",
+    "KRAS G12D found in the pancreatic line",
+)
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
+    if request.param == "memory":
+        yield InMemoryAdapter()
+        return
+    adapter = SQLiteAdapter(tmp_path / "recalls.db", embedder=None)
+    yield adapter
+    await adapter.aclose()
+
+
+async def _fill(store: Any, facts: Sequence[str] = FACTS, ns: tuple[str, str] = NS) -> list[str]:
+    return [await store.add(text, *ns) for text in facts]
+
+
+def test_capabilities_are_declared() -> None:
+    assert isinstance(InMemoryAdapter(), SupportsRecalls)
+    assert isinstance(InMemoryAdapter(), SupportsAsOf)
+    sqlite = SQLiteAdapter(":memory:", embedder=None)
+    assert isinstance(sqlite, SupportsRecalls) and isinstance(sqlite, SupportsAsOf)
+    sqlite.close()
+
+
+# -- steps and scopes --------------------------------------------------------------------
+
+
+async def test_async_steps_record_their_searches(store: Any) -> None:
+    ids = await _fill(store)
+    history = ExecutionHistory(memory_provider=store, workflow_id="wf", agent_id="bio", run_id="r1")
+    async with history.step("plan", tool="llm"):
+        await store.search("TP53", *NS, limit=2)
+    async with history.step("fetch", tool="db"):
+        await store.search("BRCA1 frameshift", *NS)
+        await store.search("KRAS", *NS)
+    recalls = await store.recalls(workflow_id="wf")
+    assert [(r.step_name, r.step_index, r.run_id, r.query) for r in recalls] == [
+        ("plan", 0, "r1", "TP53"), ("fetch", 1, "r1", "BRCA1 frameshift"), ("fetch", 1, "r1", "KRAS"),
+    ]
+    first = recalls[0]
+    assert (first.user_id, first.agent_id, first.mode, first.limit, first.kind) == ("u1", "bio", "keyword", 2, "search")
+    assert [h.rank for h in first.hits] == [1, 2]
+    assert {h.id for h in first.hits} == {ids[0], ids[3]}
+    assert all(h.details is not None and h.details["keyword"]["rank"] == h.rank for h in first.hits)
+    assert all(h.score is not None and h.score > 0 for h in first.hits)
+    # steps and recalls agree on which step is which
+    steps = traces_frame(store, workflow_id="wf", recalls=True)
+    assert steps[["step_name", "step_index", "recalls", "recalled"]].values.tolist() == [
+        ["plan", 0, 1, 2], ["fetch", 1, 2, 2],
+    ]
+
+
+async def test_search_results_are_the_same_recorded_or_not(store: Any) -> None:
+    await _fill(store)
+    plain = await store.search("TP53 sample", *NS, limit=3)
+    with memkit.recall_scope("wf", step="s"):
+        recorded = await store.search("TP53 sample", *NS, limit=3)
+    assert [(h.id, h.score, h.score_details) for h in recorded] == [(h.id, h.score, h.score_details) for h in plain]
+    (recall,) = await store.recalls()
+    assert [(h.id, h.score, h.content) for h in recall.hits] == [(h.id, h.score, h.content) for h in plain]
+
+
+async def test_recording_off_records_nothing(store: Any) -> None:
+    await _fill(store)
+    await store.search("TP53", *NS)
+    await store.search("", *NS)
+    assert await store.recalls() == []
+    store.record_recalls = True
+    await store.search("TP53", *NS)
+    (recall,) = await store.recalls()
+    assert recall.workflow_id is None and recall.step_index is None
+
+
+def test_sync_steps_through_the_facade(tmp_path: Path) -> None:
+    for url in ("memory://", f"sqlite:///{tmp_path / 'sync.db'}?embedder=none"):
+        with memkit.open(url) as mem:
+            for text in FACTS:
+                mem.add(text, *NS)
+            with ExecutionHistory(memory_provider=mem, workflow_id="wf", agent_id="bio") as history:
+                with history.step("one", tool="t"):
+                    mem.search("TP53", *NS)
+                with history.step("two", tool="t"):
+                    mem.search("NovaSeq", *NS)
+            mem.search("outside", *NS)  # no scope, recording off: not kept
+            df = recalls_frame(mem, "wf")
+            assert df.groupby("step_name", sort=False)["query"].first().to_dict() == {"one": "TP53", "two": "NovaSeq"}
+            assert df.step_index.tolist() == [0, 0, 1]
+            assert len(recalls_frame(mem)) == 3
+
+
+def test_retrying_records_each_attempt_under_one_step() -> None:
+    with memkit.open("memory://") as mem:
+        for text in FACTS:
+            mem.add(text, *NS)
+        history = ExecutionHistory(memory_provider=mem, workflow_id="wf", agent_id="bio")
+        for step in history.retrying("fetch", tool="db", max_retries=2):
+            with step:
+                mem.search("TP53", *NS)
+                if step.attempt < 2:
+                    raise ConnectionError("flaky")
+        df = recalls_frame(mem, "wf").drop_duplicates("recall_id")
+        assert df[["step_name", "step_index", "attempt"]].values.tolist() == [["fetch", 0, 1], ["fetch", 0, 2]]
+        assert traces_frame(mem, recalls=True)["recalls"].tolist() == [2]
+
+
+def test_threads_that_copy_the_context_and_threads_with_their_own_steps() -> None:
+    with memkit.open("memory://") as mem:
+        for text in FACTS:
+            mem.add(text, *NS)
+        history = ExecutionHistory(memory_provider=mem, workflow_id="wf", agent_id="bio")
+        with history.step("fan_out", tool="pool"), ThreadPoolExecutor(4) as pool:
+            futures = [
+                pool.submit(contextvars.copy_context().run, mem.search, query, *NS) for query in ("TP53", "KRAS")
+            ]
+            for future in futures:
+                future.result()
+
+        def worker(name: str) -> None:
+            with history.step(name, tool="thread"):
+                mem.search(name, *NS)
+
+        threads = [threading.Thread(target=worker, args=(q,)) for q in ("BRCA1", "NovaSeq")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        df = recalls_frame(mem, "wf")
+        by_step = df.groupby("step_name")["query"].agg(lambda q: sorted(set(q))).to_dict()
+        assert by_step == {"fan_out": ["KRAS", "TP53"], "BRCA1": ["BRCA1"], "NovaSeq": ["NovaSeq"]}
+        steps = traces_frame(mem, recalls=True).set_index("step_name")
+        assert steps.loc["fan_out", "recalls"] == 2
+        # each thread's recall points at that thread's own step
+        for name in ("BRCA1", "NovaSeq"):
+            assert df[df["query"] == name].step_index.iloc[0] == steps.loc[name, "step_index"]
+
+
+async def test_async_tasks_and_to_thread_inherit_the_scope(store: Any) -> None:
+    await _fill(store)
+    history = ExecutionHistory(memory_provider=store, workflow_id="wf", agent_id="bio")
+    async with history.step("gather", tool="llm"):
+        await asyncio.gather(store.search("TP53", *NS), store.search("KRAS", *NS))
+        await asyncio.to_thread(lambda: memkit.Memory(store).search("BRCA1", *NS))
+    recalls = await store.recalls(workflow_id="wf")
+    assert sorted(r.query for r in recalls) == ["BRCA1", "KRAS", "TP53"]
+    assert {(r.step_name, r.step_index) for r in recalls} == {("gather", 0)}
+
+
+async def test_jupyter_running_loop_with_the_sync_facade(tmp_path: Path) -> None:
+    # A notebook cell: a loop runs on this thread, and the user calls the sync API.
+    assert asyncio.get_running_loop().is_running()
+    with memkit.open(f"sqlite:///{tmp_path / 'nb.db'}?embedder=none") as mem:
+        for text in FACTS:
+            mem.add(text, *NS)
+        history = ExecutionHistory(memory_provider=mem, workflow_id="nb", agent_id="bio")
+        with history.step("cell", tool="jupyter"):
+            mem.search("TP53", *NS)
+        with memkit.recall_scope("nb", step="by hand", step_index=7):
+            mem.search("KRAS", *NS)
+        df = recalls_frame(mem, "nb")
+        assert df.drop_duplicates("recall_id")[["step_name", "step_index", "query"]].values.tolist() == [
+            ["cell", 0, "TP53"], ["by hand", 7, "KRAS"],
+        ]
+
+
+def test_recall_scope_rejects_bad_input() -> None:
+    with pytest.raises(InvalidInputError):
+        memkit.recall_scope("wf\x00", step="s")
+    with pytest.raises(InvalidInputError):
+        memkit.recall_scope("wf", step_index=-1)
+    with pytest.raises(InvalidInputError):
+        memkit.recall_scope(123)  # type: ignore[arg-type]
+
+
+async def test_as_of_must_be_a_datetime(store: Any) -> None:
+    with pytest.raises(InvalidInputError, match="as_of"):
+        await store.search("x", *NS, as_of="yesterday")
+
+
+async def test_build_context_is_recorded_as_what_went_into_the_prompt(store: Any) -> None:
+    await _fill(store)
+    with memkit.recall_scope("wf", step="prompt"):
+        window = await memkit.build_context(store, "TP53 sample", *NS, token_budget=20)
+    (recall,) = await store.recalls()  # one recall: the context, not the search under it
+    assert recall.kind == "context"
+    assert [h.id for h in recall.hits] == [i.id for i in window.items]
+    assert recall.options == {"token_budget": 20, "order": "relevance", "dedup_threshold": 0.9}
+    assert len(window.items) < window.candidates  # the budget left candidates out: they are not in the recall
+
+
+# -- storage: snapshots, namespaces, export ----------------------------------------------
+
+
+async def test_a_deleted_memory_keeps_its_snapshot(store: Any) -> None:
+    ids = await _fill(store)
+    with memkit.recall_scope("wf", step="s"):
+        await store.search("TP53", *NS)
+    assert await store.delete(ids[0])
+    df = recalls_frame(store)
+    row = df[df.memory_id == ids[0]].iloc[0]
+    assert row.content == FACTS[0] and row["rank"] >= 1
+
+
+async def test_no_recall_leaks_across_namespaces(store: Any) -> None:
+    await _fill(store)
+    await _fill(store, ("TP53 in the other tenant",), ("u2", "bio"))
+    with memkit.recall_scope("wf", step="s"):
+        await store.search("TP53", *NS)
+        await store.search("TP53", "u2", "bio")
+    mine = await store.recalls(user_id="u1", agent_id="bio")
+    theirs = await store.recalls(user_id="u2", agent_id="bio")
+    assert len(mine) == len(theirs) == 1
+    assert all(h.content != "TP53 in the other tenant" for h in mine[0].hits)
+    assert [h.content for h in theirs[0].hits] == ["TP53 in the other tenant"]
+    assert recalls_frame(store, user_id="u2").content.tolist() == ["TP53 in the other tenant"]
+    assert await store.recalls(user_id="u1", agent_id="other") == []
+
+
+async def test_jsonl_round_trip_keeps_recalls_byte_identical(store: Any, tmp_path: Path) -> None:
+    await _fill(store)
+    with memkit.recall_scope("wf", step="s", run_id="r"):
+        await store.search("TP53 sample", *NS)
+        await store.search("nothing matches this", *NS)
+        await memkit.build_context(store, "KRAS", *NS, token_budget=50)
+    first = tmp_path / "a.jsonl"
+    second = tmp_path / "b.jsonl"
+    memkit.export_jsonl(store, first, progress=False)
+    target = SQLiteAdapter(tmp_path / "copy.db", embedder=None)
+    try:
+        assert memkit.import_jsonl(target, first, progress=False) == len(FACTS) + 3
+        memkit.export_jsonl(target, second, progress=False)
+        copy = InMemoryAdapter()
+        memkit.import_jsonl(copy, second, progress=False)
+        third = tmp_path / "c.jsonl"
+        memkit.export_jsonl(copy, third, progress=False)
+    finally:
+        await target.aclose()
+    recall_lines = [line for line in first.read_bytes().splitlines() if line.startswith(b'{"recall":')]
+    assert len(recall_lines) == 3
+    assert first.read_bytes() == second.read_bytes() == third.read_bytes()
+    # a second import refuses the recall ids it already holds and writes nothing
+    again = InMemoryAdapter()
+    memkit.import_jsonl(again, first, progress=False)
+    before = len(await again.recalls())
+    with pytest.raises(InvalidInputError):
+        memkit.import_jsonl(again, first, progress=False)
+    assert len(await again.recalls()) == before
+
+
+def test_a_bad_recall_line_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"recall": {"id": "x", "query": 3}}\n', encoding="utf-8")
+    with pytest.raises(InvalidInputError, match=r"bad\.jsonl:1"):
+        memkit.import_jsonl(InMemoryAdapter(), path, progress=False)
+
+
+async def test_recalls_survive_reopening_and_reset_clears_them(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    store = SQLiteAdapter(path, embedder=None)
+    await _fill(store)
+    with memkit.recall_scope("wf", step="s"):
+        await store.search("TP53", *NS)
+    await store.aclose()
+    store = SQLiteAdapter(path)
+    (recall,) = await store.recalls()
+    assert await store.get_recall(recall.id) == recall
+    await store.reset()
+    assert await store.recalls() == []
+    await store.aclose()
+
+
+async def test_a_failing_recall_write_warns_and_the_search_still_answers(store: Any) -> None:
+    await _fill(store)
+
+    def broken(recall: Recall) -> None:
+        raise OSError("disk full")
+
+    store._keep_recall = broken
+    with memkit.recall_scope("wf", step="s"), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        hits = await store.search("TP53", *NS)
+    assert len(hits) == 2
+    assert any("could not record a recall" in str(w.message) for w in caught)
+
+
+# -- replay and as_of ---------------------------------------------------------------------
+
+
+async def test_replay_reports_new_gone_and_moved(store: Any) -> None:
+    ids = await _fill(store)
+    with memkit.recall_scope("wf", step="s"):
+        await store.search("TP53 sample", *NS, limit=3)
+    (recall,) = await store.recalls()
+    same = replay_recall(store, recall.id)
+    assert set(same.change) == {"same"}
+    old = {h.id: h.rank for h in recall.hits}
+    top = recall.hits[0].id
+    assert await store.delete(top)
+    newcomer = await store.add("TP53 TP53 sample sample TP53 in sample 9", *NS)
+    diff = replay_recall(store, recall.id).set_index("memory_id")
+    assert diff.loc[newcomer, "change"] == "new" and diff.loc[newcomer, "new_rank"] == 1
+    assert pd.isna(diff.loc[newcomer, "old_rank"])
+    assert diff.loc[top, "change"] == "gone" and bool(diff.loc[top, "deleted"])
+    assert diff.loc[top, "content"] in FACTS and diff.loc[top, "old_rank"] == 1
+    for memory_id, row in diff.iterrows():
+        if memory_id in old and row.change != "gone":
+            expected = "same" if row.new_rank == old[memory_id] else ("up" if row.new_rank < old[memory_id] else "down")
+            assert row.change == expected
+    assert await store.recalls() == [recall]  # replays are not recorded
+    assert ids  # the store held the facts the recall ranked
+
+
+async def test_replay_after_a_reembed_reports_moves(tmp_path: Path) -> None:
+    store = SQLiteAdapter(tmp_path / "e.db", embedder="default")
+    try:
+        texts = ["a puppy played in the park", "the dog chased a ball", "kinase inhibitors in trial",
+                 "stock prices fell", "my cat sleeps all day", "a golden retriever puppy"]
+        for text in texts:
+            await store.add(text, *NS)
+        with memkit.recall_scope("wf", step="s"):
+            await store.search("young dog", *NS, mode="semantic", limit=6)
+        (recall,) = await store.recalls()
+        assert await store.reembed(_Hashing(), progress=False) == len(texts)
+        diff = replay_recall(store, recall.id)
+        assert diff.attrs["recall"].mode == "semantic"
+        moved = diff[diff.change.isin(["up", "down"])]
+        assert len(moved) >= 2
+        for _, row in moved.iterrows():
+            assert (row.new_rank < row.old_rank) == (row.change == "up")
+        assert set(diff.change) <= {"same", "up", "down"}  # six of six: nothing new or gone
+    finally:
+        await store.aclose()
+
+
+async def test_replay_of_an_unknown_recall_is_not_found(store: Any) -> None:
+    with pytest.raises(memkit.NotFoundError):
+        replay_recall(store, "no-such-recall")
+
+
+async def test_as_of_excludes_later_memories(store: Any) -> None:
+    early = await store.add("TP53 early finding", *NS)
+    await asyncio.sleep(0.002)
+    cut = datetime.now(UTC)
+    await asyncio.sleep(0.002)
+    late = await store.add("TP53 late finding", *NS)
+    now_ids = {h.id for h in await store.search("TP53", *NS)}
+    then = await store.search("TP53", *NS, as_of=cut)
+    assert now_ids == {early, late}
+    assert [h.id for h in then] == [early]
+    assert [h.id for h in await store.search("", *NS, as_of=cut)] == [early]
+    assert [h.id for h in await store.search("TP53", *NS, as_of=cut, filters={"type": {"$ne": "trace"}})] == [early]
+    with memkit.recall_scope("wf", step="s"):
+        await store.search("TP53", *NS, as_of=cut)
+    (recall,) = await store.recalls()
+    assert recall.as_of is not None and abs((recall.as_of - cut).total_seconds()) < 1e-5
+
+
+async def test_as_of_in_semantic_and_hybrid_modes(tmp_path: Path) -> None:
+    for store in (SQLiteAdapter(tmp_path / "h.db", embedder="default"), InMemoryAdapter(embedder="default")):
+        early = await store.add("a golden retriever puppy", *NS)
+        await asyncio.sleep(0.002)
+        cut = datetime.now(UTC)
+        await asyncio.sleep(0.002)
+        await store.add("a puppy and a dog", *NS)
+        for mode in ("semantic", "hybrid"):
+            assert [h.id for h in await store.search("puppy dog", *NS, mode=mode, as_of=cut)] == [early]
+        await store.aclose()
+
+
+class _Hashing:
+    """A deterministic hashed bag of words: a second embedder to move to (re-embed), not for quality."""
+
+    name, dim = "hashing", 16
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                out[row, sum(map(ord, word)) % self.dim] += 1.0
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
