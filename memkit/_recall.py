@@ -46,10 +46,14 @@ __all__ = [
     "Recall",
     "RecallScope",
     "RecalledMemory",
+    "body_of",
     "check_as_of",
     "checked_recalls",
     "current_scope",
     "dumps",
+    "encode",
+    "finish",
+    "from_body",
     "loads",
     "paused",
     "recall_scope",
@@ -98,13 +102,43 @@ class Recall(BaseModel):
     hits: list[RecalledMemory] = Field(default_factory=list)
 
 
+_HIT_FIELDS = ("id", "rank", "score", "details", "content")
+
+
+def finish(body: dict[str, Any]) -> dict[str, Any]:
+    """A recorded body with its hits as dicts (recording leaves them as tuples); idempotent."""
+    hits = body["hits"]
+    if hits and isinstance(hits[0], tuple):
+        body["hits"] = [dict(zip(_HIT_FIELDS, hit, strict=True)) for hit in hits]
+    return body
+
+
+def _copy_details(details: dict[str, Any] | None) -> dict[str, Any] | None:
+    if details is None:
+        return None
+    return {k: v.copy() if type(v) is dict else v for k, v in details.items()}
+
+
+def encode(body: dict[str, Any]) -> str:
+    """The one JSON text of a recall body (what stores keep and the JSONL export writes)."""
+    return json.dumps(finish(body), ensure_ascii=False, separators=(",", ":"))
+
+
+def body_of(recall: Recall) -> dict[str, Any]:
+    """A recall as the JSON-ready dict stores keep."""
+    return recall.model_dump(mode="json")
+
+
 def dumps(recall: Recall) -> str:
-    """The one JSON encoding of a recall (stores and the JSONL export use it, so it round-trips)."""
-    return json.dumps(recall.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
+    return encode(body_of(recall))
 
 
 def loads(text: str) -> Recall:
     return Recall.model_validate_json(text)
+
+
+def from_body(body: dict[str, Any]) -> Recall:
+    return Recall.model_validate(finish(body))
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,9 +240,9 @@ def paused() -> Iterator[None]:
 def _filters_json(filters: object) -> dict[str, Any] | None:
     if filters is None:
         return None
-    if isinstance(filters, MemoryFilter):
-        return dict(filters.metadata) or None
-    return dict(filters) if isinstance(filters, dict) else None
+    raw = filters.metadata if isinstance(filters, MemoryFilter) else filters
+    # A copy through JSON: the caller's dict may change after the search; the recall must not.
+    return json.loads(json.dumps(raw)) if isinstance(raw, dict) and raw else None
 
 
 def record(
@@ -239,35 +273,34 @@ def record(
     if keep is None:
         return
     try:
-        recall = Recall(
-            id=new_id(),
-            created_at=from_us(now_us()),
-            user_id=user_id,
-            agent_id=agent_id,
-            kind=kind,
-            query=query,
-            mode=mode,
-            filters=_filters_json(filters),
-            limit=limit,
-            as_of=None if as_of is None else from_us(to_us(as_of)),
-            options=options,
-            workflow_id=None if scope is None else scope.workflow_id,
-            run_id=None if scope is None else scope.run_id,
-            step_index=None if scope is None else scope.step_index,
-            step_name=None if scope is None else scope.step_name,
-            attempt=None if scope is None else scope.attempt,
-            hits=[
-                RecalledMemory(
-                    id=item.id,
-                    rank=rank if ranks is None else ranks[position],
-                    score=item.score,
-                    details=None if item.score_details is None else dict(item.score_details),
-                    content=item.content,
-                )
-                for position, (rank, item) in enumerate(enumerate(hits, start=1))
+        # A plain dict in Recall's field order, its hits as tuples (see finish): this runs on
+        # every recorded search's path; the model and JSON are made off it, when the store
+        # writes or reads recalls. Score details (two levels deep at most) are copied so a
+        # caller editing a returned item cannot edit the snapshot.
+        body = {
+            "id": new_id(),
+            "created_at": from_us(now_us()).isoformat(),
+            "user_id": user_id,
+            "agent_id": agent_id,
+            "kind": kind,
+            "query": query,
+            "mode": mode,
+            "filters": _filters_json(filters),
+            "limit": limit,
+            "as_of": None if as_of is None else from_us(to_us(as_of)).isoformat(),
+            "options": options,
+            "workflow_id": None if scope is None else scope.workflow_id,
+            "run_id": None if scope is None else scope.run_id,
+            "step_index": None if scope is None else scope.step_index,
+            "step_name": None if scope is None else scope.step_name,
+            "attempt": None if scope is None else scope.attempt,
+            "hits": [
+                (item.id, position + 1 if ranks is None else ranks[position], item.score,
+                 _copy_details(item.score_details), item.content)
+                for position, item in enumerate(hits)
             ],
-        )
-        keep(recall)
+        }
+        keep(body)
     except Exception as exc:  # a recording failure must not fail (or change) the search
         warnings.warn(f"memkit could not record a recall: {type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=3)
 

@@ -59,7 +59,7 @@ class InMemoryAdapter:
         if not isinstance(record_recalls, bool):
             raise ConfigError(f"record_recalls must be True or False, got {record_recalls!r}")
         self.record_recalls = record_recalls
-        self._recalls: dict[str, Recall] = {}
+        self._recalls: dict[str, dict[str, Any]] = {}  # recall bodies, recording order
         self.limits = limits
         if hybrid is not None and not isinstance(hybrid, HybridConfig):
             raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
@@ -324,9 +324,9 @@ class InMemoryAdapter:
 
     # -- recalls ------------------------------------------------------------------
 
-    def _keep_recall(self, recall: Recall) -> None:
+    def _keep_recall(self, body: dict[str, Any]) -> None:
         with self._lock:
-            self._recalls[recall.id] = recall
+            self._recalls[body["id"]] = body
 
     async def recalls(
         self,
@@ -340,15 +340,16 @@ class InMemoryAdapter:
         with self._lock:
             kept = list(self._recalls.values())
         return [
-            r for r in kept
-            if (user_id is None or r.user_id == user_id) and (agent_id is None or r.agent_id == agent_id)
-            and (workflow_id is None or r.workflow_id == workflow_id) and (run_id is None or r.run_id == run_id)
+            _recall.from_body(b) for b in kept
+            if (user_id is None or b["user_id"] == user_id) and (agent_id is None or b["agent_id"] == agent_id)
+            and (workflow_id is None or b["workflow_id"] == workflow_id) and (run_id is None or b["run_id"] == run_id)
         ]
 
     async def get_recall(self, recall_id: str) -> Recall | None:
         check_id(recall_id, "recall_id", self.limits)
         with self._lock:
-            return self._recalls.get(recall_id)
+            body = self._recalls.get(recall_id)
+        return None if body is None else _recall.from_body(body)
 
     async def add_recalls(self, recalls: Iterable[Recall]) -> int:
         """Store recalls as given (an import); a recall id the store holds already refuses them all."""
@@ -357,7 +358,7 @@ class InMemoryAdapter:
             clash = next((r.id for r in batch if r.id in self._recalls), None)
             if clash is not None:
                 raise InvalidInputError(f"a recall with id {clash!r} already exists")
-            self._recalls.update((r.id, r) for r in batch)
+            self._recalls.update((r.id, _recall.body_of(r)) for r in batch)
         return len(batch)
 
 

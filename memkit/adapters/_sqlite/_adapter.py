@@ -8,13 +8,15 @@ WAL and ``busy_timeout`` let several processes share the file.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sqlite3
+import threading
 import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -47,10 +49,6 @@ from memkit.adapters._sqlite._vectors import Vectors, blob, recorded
 __all__ = ["SQLiteAdapter"]
 
 
-def _warn_if_failed(future: Future[int]) -> None:
-    exc = None if future.cancelled() else future.exception()
-    if exc is not None:
-        warnings.warn(f"memkit could not record a recall: {type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=1)
 
 # ``embedder`` left out (as opposed to ``embedder=None``): see SQLiteAdapter.
 _UNSET: Any = object()
@@ -58,6 +56,9 @@ _UNSET: Any = object()
 T = TypeVar("T")
 
 _CHUNK = 10_000
+
+_RECALL_BATCH = 256
+_RECALL_DELAY_S = 0.2
 
 
 class SQLiteAdapter:
@@ -132,6 +133,9 @@ class SQLiteAdapter:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memkit-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._closed = False
+        self._recall_lock = threading.Lock()
+        self._pending_recalls: list[dict[str, Any]] = []
+        self._recall_timer: threading.Timer | None = None
         try:
             self._executor.submit(self._open).result()
         except BaseException:
@@ -429,6 +433,7 @@ class SQLiteAdapter:
         return await self._run(self._delete, memory_id, user_id, agent_id)
 
     def _reset(self) -> bool:
+        self._flush_recalls()  # recorded before the reset: they go with everything else
         db = self._db()
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -535,13 +540,13 @@ class SQLiteAdapter:
         """Every trace step as columns (see :class:`memkit.SupportsTraceColumns`), in storage order."""
         return await self._run(self._trace_columns, workflow_id, agent_id, user_id, status, since_us)
 
-    # -- recalls, written behind the search on the worker thread ---------------------
+    # -- recalls, written behind the searches, in batches, on the worker thread --------
 
-    def _insert_recalls(self, recalls: list[Recall]) -> int:
+    def _insert_recalls(self, bodies: list[dict[str, Any]]) -> int:
         rows = [
-            (r.id, to_us(r.created_at), r.user_id, r.agent_id, r.workflow_id, r.run_id, r.step_index,
-             _recall.dumps(r))
-            for r in recalls
+            (b["id"], to_us(datetime.fromisoformat(b["created_at"])), b["user_id"], b["agent_id"],
+             b["workflow_id"], b["run_id"], b["step_index"], _recall.encode(b))
+            for b in bodies
         ]
         db = self._db()
         db.execute("BEGIN IMMEDIATE")
@@ -560,13 +565,41 @@ class SQLiteAdapter:
             raise
         return len(rows)
 
-    def _keep_recall(self, recall: Recall) -> None:
-        # Queued on the worker, not awaited: the search returns at once, and the worker runs
-        # calls in order, so any later read of this store sees the recall.
-        if self._closed:
-            return
-        future = self._executor.submit(self._insert_recalls, [recall])
-        future.add_done_callback(_warn_if_failed)
+    def _flush_recalls(self) -> None:
+        """Write the recalls recorded so far (on the worker thread, before any read of recalls)."""
+        with self._recall_lock:
+            pending, self._pending_recalls = self._pending_recalls, []
+            if self._recall_timer is not None:
+                self._recall_timer.cancel()
+                self._recall_timer = None
+        if pending:
+            try:
+                self._insert_recalls(pending)
+            except (sqlite3.Error, StorageError) as exc:
+                warnings.warn(
+                    f"memkit could not record {len(pending)} recall(s) in {self.path!r}: {exc}",
+                    RuntimeWarning, stacklevel=1,
+                )
+
+    def _submit_flush(self) -> None:
+        # RuntimeError: the store is closing, and _close flushes what is left.
+        with contextlib.suppress(RuntimeError):
+            if not self._closed:
+                self._executor.submit(self._flush_recalls)
+
+    def _keep_recall(self, body: dict[str, Any]) -> None:
+        # One transaction per recall would cost more than a keyword search: recalls queue
+        # and are written together, _RECALL_BATCH at a time or _RECALL_DELAY_S after the
+        # first, and always before recalls are read or the store closes.
+        with self._recall_lock:
+            self._pending_recalls.append(body)
+            count = len(self._pending_recalls)
+            if count == 1 and self._recall_timer is None:
+                self._recall_timer = threading.Timer(_RECALL_DELAY_S, self._submit_flush)
+                self._recall_timer.daemon = True
+                self._recall_timer.start()
+        if count == _RECALL_BATCH:
+            self._submit_flush()
 
     def _recalls(
         self, user_id: str | None, agent_id: str | None, workflow_id: str | None, run_id: str | None,
@@ -581,6 +614,7 @@ class SQLiteAdapter:
             if value is not None:
                 sql += f" AND {column} = ?"
                 params.append(value)
+        self._flush_recalls()
         return [row[0] for row in self._db().execute(sql + " ORDER BY seq", params)]
 
     async def recalls(
@@ -602,11 +636,16 @@ class SQLiteAdapter:
 
     async def add_recalls(self, recalls: Iterable[Recall]) -> int:
         """Store recalls as given (an import), in one transaction; an id already stored refuses them all."""
-        batch = checked_recalls(recalls, self.limits)
-        return await self._run(self._insert_recalls, batch) if batch else 0
+        batch = [_recall.body_of(r) for r in checked_recalls(recalls, self.limits)]
+        return await self._run(self._import_recalls, batch) if batch else 0
+
+    def _import_recalls(self, bodies: list[dict[str, Any]]) -> int:
+        self._flush_recalls()
+        return self._insert_recalls(bodies)
 
     def _close(self) -> None:
         if self._conn is not None:
+            self._flush_recalls()
             self._conn.close()
             self._conn = None
 

@@ -1,0 +1,116 @@
+"""What recording recalls costs a SQLite search: the same queries with recording off and on.
+
+    python bench/recalls.py                          # 10k and 100k memories, keyword and hybrid
+    python bench/recalls.py --sizes 10000 --modes keyword
+
+For each store size and mode, the same query list runs in alternating blocks: a block
+with recording off, then a block inside a step scope (every search writes a recall with
+its hits' text snapshots), ``--rounds`` times. The recall write is queued on the
+adapter's worker thread behind the search, so it can slow the *next* search rather than
+this one: besides the per-search median (``p50``), the table reports each block's wall
+time per search (``block``) and the process's CPU time per search (``cpu``, both threads;
+the steadiest figure on a shared machine), both including every queued write, each as
+the median over blocks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import memkit
+from bench._util import dump, print_table
+from bench.run import make_queries, make_texts
+from memkit.adapters._sqlite import SQLiteAdapter
+
+NS = ("bench_user", "bench_agent")
+
+
+async def build(path: Path, n: int, embedder: object) -> SQLiteAdapter:
+    store = SQLiteAdapter(path, embedder=embedder)
+    texts = make_texts(n, seed=n)
+    rows = [{"content": t, "user_id": NS[0], "agent_id": NS[1], "metadata": m} for t, m in texts]
+    for start in range(0, n, 20_000):
+        await store.add_many(rows[start : start + 20_000])
+    return store
+
+
+async def block(
+    store: SQLiteAdapter, queries: list[str], mode: str, limit: int
+) -> tuple[list[float], float, float]:
+    """Each search's wall time, and the block's wall and CPU time per search, queued recall writes included."""
+    times = []
+    start, cpu = time.perf_counter(), time.process_time()
+    for query in queries:
+        t0 = time.perf_counter()
+        await store.search(query, *NS, limit=limit, mode=mode)
+        times.append(time.perf_counter() - t0)
+    await store.recalls(workflow_id="settle")  # reading recalls writes the queued ones first
+    n = len(queries)
+    return times, (time.perf_counter() - start) / n, (time.process_time() - cpu) / n
+
+
+async def bench(n: int, mode: str, limit: int, rounds: int, queries_per_block: int, tmp: Path) -> dict[str, Any]:
+    store = await build(tmp / f"bench_{n}_{mode}.db", n, None if mode == "keyword" else "default")
+    queries = make_queries(make_texts(n, seed=n), queries_per_block, seed=7)
+    await block(store, queries, mode, limit)  # warm the indexes and caches
+    runs: dict[str, tuple[list[float], list[float], list[float]]] = {"off": ([], [], []), "on": ([], [], [])}
+    for round_ in range(rounds):
+        # Alternate which goes first so drift in the machine's load hits both alike.
+        for state in ("on", "off") if round_ % 2 else ("off", "on"):
+            scope = memkit.recall_scope("bench", step=f"round {round_}") if state == "on" else contextlib.nullcontext()
+            with scope:
+                times, wall, cpu = await block(store, queries, mode, limit)
+            runs[state][0].extend(times)
+            runs[state][1].append(wall)
+            runs[state][2].append(cpu)
+    recalls = len(await store.recalls())
+    await store.aclose()
+    row: dict[str, Any] = {"memories": n, "mode": mode, "limit": limit, "searches": 2 * rounds * len(queries),
+                           "recalls": recalls}
+    for label, index in (("p50", 0), ("block", 1), ("cpu", 2)):
+        off, on = statistics.median(runs["off"][index]), statistics.median(runs["on"][index])
+        row[f"{label}_off_ms"] = round(off * 1e3, 3)
+        row[f"{label}_on_ms"] = round(on * 1e3, 3)
+        row[f"{label}_overhead_%"] = round(100 * (on - off) / off, 1)
+    return row
+
+
+async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for n in args.sizes:
+            for mode in args.modes:
+                rows.append(await bench(n, mode, args.limit, args.rounds, args.queries, Path(folder)))
+                print(rows[-1], file=sys.stderr)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[10_000, 100_000])
+    parser.add_argument("--modes", type=lambda s: s.split(","), default=["keyword", "hybrid"])
+    parser.add_argument("--limit", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--queries", type=int, default=25, help="queries per block")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    rows = asyncio.run(main_async(args))
+    print_table(rows, list(rows[0]))
+    text = dump(rows)
+    print(text)
+    if args.out is not None:
+        args.out.write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
