@@ -25,8 +25,10 @@ from memkit._protocols import (
     SupportsHealth,
     SupportsNamespaces,
     SupportsPaging,
+    SupportsRecalls,
     SupportsStats,
 )
+from memkit._recall import Recall
 
 __all__ = ["Memory", "open", "run_sync"]
 
@@ -180,6 +182,18 @@ class Memory:
     def namespaces(self) -> list[NamespaceInfo]:
         """Every (user_id, agent_id) with counts and first/last activity."""
         return run_sync(_require(self.provider, SupportsNamespaces, "namespaces").namespaces())
+
+    def recalls(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        workflow_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[Recall]:
+        """Recorded recalls, oldest first (see :class:`memkit.SupportsRecalls`)."""
+        keeper = _require(self.provider, SupportsRecalls, "recalls")
+        return run_sync(keeper.recalls(user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id))
 
     def stats(self) -> Stats:
         """How much the store holds."""

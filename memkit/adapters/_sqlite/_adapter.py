@@ -15,6 +15,7 @@ import sqlite3
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -59,6 +60,23 @@ _CHUNK = 10_000
 
 _RECALL_BATCH = 256
 _RECALL_DELAY_S = 0.2
+
+
+def _flush_later(adapter_ref: weakref.ref[SQLiteAdapter], wake: threading.Event) -> None:
+    """One thread per adapter that records recalls: write them _RECALL_DELAY_S after the first is queued.
+
+    A thread rather than a timer per batch: starting a thread costs more than a search on a
+    busy machine. It holds the adapter weakly and ends when the adapter closes or is collected.
+    """
+    while True:
+        wake.wait()
+        time.sleep(_RECALL_DELAY_S)
+        wake.clear()
+        adapter = adapter_ref()
+        if adapter is None or adapter._closed:
+            return
+        adapter._submit_flush()
+        del adapter
 
 
 class SQLiteAdapter:
@@ -135,7 +153,8 @@ class SQLiteAdapter:
         self._closed = False
         self._recall_lock = threading.Lock()
         self._pending_recalls: list[dict[str, Any]] = []
-        self._recall_timer: threading.Timer | None = None
+        self._recall_wake = threading.Event()
+        self._recall_flusher: threading.Thread | None = None
         try:
             self._executor.submit(self._open).result()
         except BaseException:
@@ -569,9 +588,6 @@ class SQLiteAdapter:
         """Write the recalls recorded so far (on the worker thread, before any read of recalls)."""
         with self._recall_lock:
             pending, self._pending_recalls = self._pending_recalls, []
-            if self._recall_timer is not None:
-                self._recall_timer.cancel()
-                self._recall_timer = None
         if pending:
             try:
                 self._insert_recalls(pending)
@@ -594,12 +610,16 @@ class SQLiteAdapter:
         with self._recall_lock:
             self._pending_recalls.append(body)
             count = len(self._pending_recalls)
-            if count == 1 and self._recall_timer is None:
-                self._recall_timer = threading.Timer(_RECALL_DELAY_S, self._submit_flush)
-                self._recall_timer.daemon = True
-                self._recall_timer.start()
+            if self._recall_flusher is None:
+                self._recall_flusher = threading.Thread(
+                    target=_flush_later, args=(weakref.ref(self), self._recall_wake),
+                    name="memkit-sqlite-recalls", daemon=True,
+                )
+                self._recall_flusher.start()
         if count == _RECALL_BATCH:
             self._submit_flush()
+        elif count == 1:
+            self._recall_wake.set()
 
     def _recalls(
         self, user_id: str | None, agent_id: str | None, workflow_id: str | None, run_id: str | None,
@@ -654,6 +674,7 @@ class SQLiteAdapter:
             return
         await self._run(self._close)
         self._closed = True
+        self._recall_wake.set()
         self._executor.shutdown(wait=True)
 
     def close(self) -> None:
@@ -662,4 +683,5 @@ class SQLiteAdapter:
             return
         self._executor.submit(self._close).result()
         self._closed = True
+        self._recall_wake.set()
         self._executor.shutdown(wait=True)
