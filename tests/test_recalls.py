@@ -410,3 +410,24 @@ class _Hashing:
             for word in text.lower().split():
                 out[row, sum(map(ord, word)) % self.dim] += 1.0
         return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+
+
+async def test_sqlite_writes_queued_recalls_without_being_asked(tmp_path: Path) -> None:
+    import sqlite3
+
+    store = SQLiteAdapter(tmp_path / "behind.db", embedder=None)
+    try:
+        await _fill(store)
+        with memkit.recall_scope("wf", step="s"):
+            await store.search("TP53", *NS)
+        # another process's view of the file: the recall lands there on its own, shortly
+        other = sqlite3.connect(tmp_path / "behind.db")
+        deadline = asyncio.get_running_loop().time() + 10
+        count = 0
+        while count == 0 and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
+            count = other.execute("SELECT count(*) FROM recalls WHERE workflow_id = 'wf'").fetchone()[0]
+        other.close()
+        assert count == 1
+    finally:
+        await store.aclose()
