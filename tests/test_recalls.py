@@ -431,3 +431,33 @@ async def test_sqlite_writes_queued_recalls_without_being_asked(tmp_path: Path) 
         assert count == 1
     finally:
         await store.aclose()
+
+
+def test_record_recalls_setting_from_the_url_and_the_constructor(tmp_path: Path) -> None:
+    with memkit.open("memory://?record_recalls=true") as mem:
+        mem.add("TP53 is mutated", *NS)
+        mem.search("TP53", *NS)
+        assert [r.query for r in mem.recalls()] == ["TP53"]
+    with memkit.open(f"sqlite:///{tmp_path / 'on.db'}?record_recalls=yes&embedder=none") as mem:
+        mem.add("TP53 is mutated", *NS)
+        mem.search("TP53", *NS)
+        assert [r.query for r in mem.recalls(user_id="u1", agent_id="bio")] == ["TP53"]
+    with pytest.raises(memkit.ConfigError, match="record_recalls"):
+        memkit.open("memory://?record_recalls=maybe")
+    with pytest.raises(memkit.ConfigError, match="record_recalls"):
+        InMemoryAdapter(record_recalls="yes")  # type: ignore[arg-type]
+    with pytest.raises(memkit.ConfigError, match="record_recalls"):
+        SQLiteAdapter(":memory:", record_recalls=1)  # type: ignore[arg-type]
+
+
+async def test_filters_are_recorded_as_given_and_replayed(store: Any) -> None:
+    await store.add("TP53 in tumour", *NS, metadata={"tissue": "tumour"})
+    await store.add("TP53 in blood", *NS, metadata={"tissue": "blood"})
+    wanted = {"tissue": {"$in": ["tumour"]}}
+    with memkit.recall_scope("wf", step="s"):
+        hits = await store.search("TP53", *NS, filters=wanted)
+    wanted["tissue"]["$in"].append("blood")  # the caller's dict changes later; the recall must not
+    (recall,) = await store.recalls()
+    assert recall.filters == {"tissue": {"$in": ["tumour"]}}
+    assert [h.content for h in hits] == ["TP53 in tumour"]
+    assert replay_recall(store, recall.id).change.tolist() == ["same"]
