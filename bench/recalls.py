@@ -10,7 +10,11 @@ adapter's worker thread behind the search, so it can slow the *next* search rath
 this one: besides the per-search median (``p50``), the table reports each block's wall
 time per search (``block``) and the process's CPU time per search (``cpu``, both threads;
 the steadiest figure on a shared machine), both including every queued write, each as
-the median over blocks.
+the median over blocks; then ``recording_cpu_ms``, the CPU time measured inside recording
+itself (building each recall on the caller's thread, encoding and inserting them on the
+worker) per recorded search, and that as a share of a search's CPU time with recording off.
+Differences of wall times swing by tens of percent on a loaded machine; the last two
+columns do not.
 """
 
 from __future__ import annotations
@@ -22,12 +26,14 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import memkit
+import memkit._recall
 from bench._util import dump, print_table
 from bench.run import make_queries, make_texts
 from memkit.adapters._sqlite import SQLiteAdapter
@@ -59,8 +65,29 @@ async def block(
     return times, (time.perf_counter() - start) / n, (time.process_time() - cpu) / n
 
 
+class Meter:
+    """CPU time spent inside recording itself (building recalls on the caller, writing them on the worker)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds += time.thread_time() - start
+
+        return timed
+
+
 async def bench(n: int, mode: str, limit: int, rounds: int, queries_per_block: int, tmp: Path) -> dict[str, Any]:
     store = await build(tmp / f"bench_{n}_{mode}.db", n, None if mode == "keyword" else "default")
+    meter = Meter()
+    record = memkit._recall.record
+    memkit._recall.record = meter.wrap(record)  # type: ignore[assignment]
+    store._flush_recalls = meter.wrap(store._flush_recalls)
     queries = make_queries(make_texts(n, seed=n), queries_per_block, seed=7)
     await block(store, queries, mode, limit)  # warm the indexes and caches
     runs: dict[str, tuple[list[float], list[float], list[float]]] = {"off": ([], [], []), "on": ([], [], [])}
@@ -75,6 +102,7 @@ async def bench(n: int, mode: str, limit: int, rounds: int, queries_per_block: i
             runs[state][2].append(cpu)
     recalls = len(await store.recalls())
     await store.aclose()
+    memkit._recall.record = record  # type: ignore[assignment]
     row: dict[str, Any] = {"memories": n, "mode": mode, "limit": limit, "searches": 2 * rounds * len(queries),
                            "recalls": recalls}
     for label, index in (("p50", 0), ("block", 1), ("cpu", 2)):
@@ -82,6 +110,9 @@ async def bench(n: int, mode: str, limit: int, rounds: int, queries_per_block: i
         row[f"{label}_off_ms"] = round(off * 1e3, 3)
         row[f"{label}_on_ms"] = round(on * 1e3, 3)
         row[f"{label}_overhead_%"] = round(100 * (on - off) / off, 1)
+    recorded = len(runs["on"][0])
+    row["recording_cpu_ms"] = round(meter.seconds / recorded * 1e3, 3)
+    row["recording_%_of_search_cpu"] = round(100 * meter.seconds / recorded / statistics.median(runs["off"][2]), 1)
     return row
 
 

@@ -26,6 +26,7 @@ is reported with a :class:`RuntimeWarning` and the search returns as usual.
 from __future__ import annotations
 
 import json
+import secrets
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -40,7 +41,7 @@ from pydantic import BaseModel, Field
 
 from memkit._errors import InvalidInputError
 from memkit._models import MemoryFilter, MemoryItem
-from memkit._records import from_us, new_id, now_us, to_us
+from memkit._records import from_us, now_us, to_us
 from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_namespace
 
 __all__ = [
@@ -107,7 +108,10 @@ _HIT_FIELDS = ("id", "rank", "score", "details", "content")
 
 
 def finish(body: dict[str, Any]) -> dict[str, Any]:
-    """A recorded body with its hits as dicts (recording leaves them as tuples); idempotent."""
+    """A recorded body as Recall's JSON: hits as dicts, the time in ISO 8601 (recording leaves
+    tuples and microseconds, cheaper on the search's path); idempotent."""
+    if isinstance(body["created_at"], int):
+        body["created_at"] = from_us(body["created_at"]).isoformat()
     hits = body["hits"]
     if hits and isinstance(hits[0], tuple):
         body["hits"] = [dict(zip(_HIT_FIELDS, hit, strict=True)) for hit in hits]
@@ -283,8 +287,8 @@ def record(
         # writes or reads recalls. Score details (two levels deep at most) are copied so a
         # caller editing a returned item cannot edit the snapshot.
         body = {
-            "id": new_id(),
-            "created_at": from_us(now_us()).isoformat(),
+            "id": secrets.token_hex(16),
+            "created_at": now_us(),  # made an ISO time by finish()
             "user_id": user_id,
             "agent_id": agent_id,
             "kind": kind,

@@ -565,7 +565,7 @@ class SQLiteAdapter:
         rows = [
             (b["id"], to_us(datetime.fromisoformat(b["created_at"])), b["user_id"], b["agent_id"],
              b["workflow_id"], b["run_id"], b["step_index"], _recall.encode(b))
-            for b in bodies
+            for b in map(_recall.finish, bodies)
         ]
         db = self._db()
         db.execute("BEGIN IMMEDIATE")
