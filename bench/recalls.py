@@ -86,8 +86,8 @@ async def bench(n: int, mode: str, limit: int, rounds: int, queries_per_block: i
     store = await build(tmp / f"bench_{n}_{mode}.db", n, None if mode == "keyword" else "default")
     meter = Meter()
     record = memkit._recall.record
-    memkit._recall.record = meter.wrap(record)  # type: ignore[assignment]
-    store._flush_recalls = meter.wrap(store._flush_recalls)
+    memkit._recall.record = meter.wrap(record)
+    store._flush_recalls = meter.wrap(store._flush_recalls)  # type: ignore[method-assign]
     queries = make_queries(make_texts(n, seed=n), queries_per_block, seed=7)
     await block(store, queries, mode, limit)  # warm the indexes and caches
     runs: dict[str, tuple[list[float], list[float], list[float]]] = {"off": ([], [], []), "on": ([], [], [])}
@@ -102,7 +102,7 @@ async def bench(n: int, mode: str, limit: int, rounds: int, queries_per_block: i
             runs[state][2].append(cpu)
     recalls = len(await store.recalls())
     await store.aclose()
-    memkit._recall.record = record  # type: ignore[assignment]
+    memkit._recall.record = record
     row: dict[str, Any] = {"memories": n, "mode": mode, "limit": limit, "searches": 2 * rounds * len(queries),
                            "recalls": recalls}
     for label, index in (("p50", 0), ("block", 1), ("cpu", 2)):
