@@ -182,7 +182,8 @@ class SupportsRecalls(Protocol):
     ``record_recalls`` is the store's setting for searches made outside any step scope
     (off unless the store was opened with ``record_recalls=True``); inside a scope every
     search is recorded. ``recalls`` lists them oldest first; with ``user_id``/``agent_id``
-    only that namespace's. ``add_recalls`` writes recalls as given (imports), all or none.
+    only that namespace's (``get_recall`` likewise). ``add_recalls`` writes recalls as given
+    (imports), all or none.
     """
 
     record_recalls: bool
@@ -196,7 +197,9 @@ class SupportsRecalls(Protocol):
         run_id: str | None = None,
     ) -> list[Recall]: ...
 
-    async def get_recall(self, recall_id: str) -> Recall | None: ...
+    async def get_recall(
+        self, recall_id: str, *, user_id: str | None = None, agent_id: str | None = None
+    ) -> Recall | None: ...
 
     async def add_recalls(self, recalls: Iterable[Recall]) -> int: ...
 

@@ -76,6 +76,8 @@ async def test_async_steps_record_their_searches(store: Any) -> None:
     assert {h.id for h in first.hits} == {ids[0], ids[3]}
     assert all(h.details is not None and h.details["keyword"]["rank"] == h.rank for h in first.hits)
     assert all(h.score is not None and h.score > 0 for h in first.hits)
+    first.hits[0].details["keyword"]["rank"] = 99  # type: ignore[index]  # editing a copy read back
+    assert (await store.recalls(workflow_id="wf"))[0].hits[0].details["keyword"]["rank"] == 1  # type: ignore[index]
     # steps and recalls agree on which step is which
     steps = traces_frame(store, workflow_id="wf", recalls=True)
     assert steps[["step_name", "step_index", "recalls", "recalled"]].values.tolist() == [
@@ -246,6 +248,8 @@ async def test_no_recall_leaks_across_namespaces(store: Any) -> None:
     assert [h.content for h in theirs[0].hits] == ["TP53 in the other tenant"]
     assert recalls_frame(store, user_id="u2").content.tolist() == ["TP53 in the other tenant"]
     assert await store.recalls(user_id="u1", agent_id="other") == []
+    assert await store.get_recall(theirs[0].id, user_id="u1", agent_id="bio") is None
+    assert await store.get_recall(theirs[0].id, user_id="u2", agent_id="bio") == theirs[0]
 
 
 async def test_jsonl_round_trip_keeps_recalls_byte_identical(store: Any, tmp_path: Path) -> None:

@@ -339,17 +339,23 @@ class InMemoryAdapter:
         """Recorded recalls, oldest first (see :class:`memkit.SupportsRecalls`)."""
         with self._lock:
             kept = list(self._recalls.values())
+        # Through JSON, as SQLite does: a caller editing a returned recall cannot edit the stored one.
         return [
-            _recall.from_body(b) for b in kept
+            _recall.loads(_recall.encode(b)) for b in kept
             if (user_id is None or b["user_id"] == user_id) and (agent_id is None or b["agent_id"] == agent_id)
             and (workflow_id is None or b["workflow_id"] == workflow_id) and (run_id is None or b["run_id"] == run_id)
         ]
 
-    async def get_recall(self, recall_id: str) -> Recall | None:
+    async def get_recall(
+        self, recall_id: str, *, user_id: str | None = None, agent_id: str | None = None
+    ) -> Recall | None:
+        """One recall; with ``user_id``/``agent_id`` only if it lives in that namespace."""
         check_id(recall_id, "recall_id", self.limits)
         with self._lock:
             body = self._recalls.get(recall_id)
-        return None if body is None else _recall.from_body(body)
+        if body is None or user_id not in (None, body["user_id"]) or agent_id not in (None, body["agent_id"]):
+            return None
+        return _recall.loads(_recall.encode(body))
 
     async def add_recalls(self, recalls: Iterable[Recall]) -> int:
         """Store recalls as given (an import); a recall id the store holds already refuses them all."""

@@ -649,9 +649,12 @@ class SQLiteAdapter:
         bodies = await self._run(self._recalls, user_id, agent_id, workflow_id, run_id, None)
         return [_recall.loads(body) for body in bodies]
 
-    async def get_recall(self, recall_id: str) -> Recall | None:
+    async def get_recall(
+        self, recall_id: str, *, user_id: str | None = None, agent_id: str | None = None
+    ) -> Recall | None:
+        """One recall; with ``user_id``/``agent_id`` only if it lives in that namespace."""
         check_id(recall_id, "recall_id", self.limits)
-        bodies = await self._run(self._recalls, None, None, None, None, recall_id)
+        bodies = await self._run(self._recalls, user_id, agent_id, None, None, recall_id)
         return _recall.loads(bodies[0]) if bodies else None
 
     async def add_recalls(self, recalls: Iterable[Recall]) -> int:
