@@ -51,11 +51,10 @@ __all__ = [
     "body_of",
     "check_as_of",
     "checked_recalls",
+    "created_us",
     "current_scope",
     "dumps",
     "encode",
-    "finish",
-    "from_body",
     "loads",
     "paused",
     "recall_scope",
@@ -106,16 +105,11 @@ class Recall(BaseModel):
 
 _HIT_FIELDS = ("id", "rank", "score", "details", "content")
 
-
-def finish(body: dict[str, Any]) -> dict[str, Any]:
-    """A recorded body as Recall's JSON: hits as dicts, the time in ISO 8601 (recording leaves
-    tuples and microseconds, cheaper on the search's path); idempotent."""
-    if isinstance(body["created_at"], int):
-        body["created_at"] = from_us(body["created_at"]).isoformat()
-    hits = body["hits"]
-    if hits and isinstance(hits[0], tuple):
-        body["hits"] = [dict(zip(_HIT_FIELDS, hit, strict=True)) for hit in hits]
-    return body
+# How stores keep a recall: Recall's fields as a JSON object, except ``created_at`` (microseconds
+# since the epoch while queued, ISO 8601 once encoded) and ``hits``, kept as arrays
+# ``[id, rank, score, details, content]``: building and encoding them sits on the path of every
+# recorded search, and arrays are cheaper than objects. The JSONL export writes the model's
+# own shape (:func:`dumps`).
 
 
 def _copy_details(details: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -124,30 +118,35 @@ def _copy_details(details: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: v.copy() if type(v) is dict else v for k, v in details.items()}
 
 
-def encode(body: dict[str, Any]) -> str:
-    """The one JSON text of a recall body (what stores keep and the JSONL export writes).
+def created_us(body: dict[str, Any]) -> int:
+    stamp = body["created_at"]
+    return stamp if isinstance(stamp, int) else to_us(datetime.fromisoformat(stamp))
 
-    pydantic-core's encoder: five times faster than the json module's on a recall, and
-    encoding sits on the path of every recorded search.
-    """
-    return pydantic_core.to_json(finish(body)).decode()
+
+def encode(body: dict[str, Any]) -> str:
+    """The stored JSON text of a recall body (pydantic-core's encoder: five times the json module's)."""
+    if isinstance(body["created_at"], int):
+        body = {**body, "created_at": from_us(body["created_at"]).isoformat()}
+    return pydantic_core.to_json(body).decode()
 
 
 def body_of(recall: Recall) -> dict[str, Any]:
-    """A recall as the JSON-ready dict stores keep."""
-    return recall.model_dump(mode="json")
-
-
-def dumps(recall: Recall) -> str:
-    return encode(body_of(recall))
+    """A recall as stores keep it (for imports)."""
+    body = recall.model_dump(mode="json")
+    body["hits"] = [[hit[field] for field in _HIT_FIELDS] for hit in body["hits"]]
+    return body
 
 
 def loads(text: str) -> Recall:
-    return Recall.model_validate_json(text)
+    """A stored recall, read back."""
+    body = json.loads(text)
+    body["hits"] = [dict(zip(_HIT_FIELDS, hit, strict=True)) for hit in body["hits"]]
+    return Recall.model_validate(body)
 
 
-def from_body(body: dict[str, Any]) -> Recall:
-    return Recall.model_validate(finish(body))
+def dumps(recall: Recall) -> str:
+    """A recall as one JSON object in the model's shape (the JSONL export's recall lines)."""
+    return pydantic_core.to_json(recall.model_dump(mode="json")).decode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,13 +281,12 @@ def record(
     if keep is None:
         return
     try:
-        # A plain dict in Recall's field order, its hits as tuples (see finish): this runs on
-        # every recorded search's path; the model and JSON are made off it, when the store
-        # writes or reads recalls. Score details (two levels deep at most) are copied so a
-        # caller editing a returned item cannot edit the snapshot.
+        # The stored shape (see encode): this runs on every recorded search's path; the JSON
+        # is made when the store writes. Score details (two levels deep at most) are copied
+        # so a caller editing a returned item cannot edit the snapshot.
         body = {
             "id": secrets.token_hex(16),
-            "created_at": now_us(),  # made an ISO time by finish()
+            "created_at": now_us(),
             "user_id": user_id,
             "agent_id": agent_id,
             "kind": kind,
@@ -304,8 +302,8 @@ def record(
             "step_name": None if scope is None else scope.step_name,
             "attempt": None if scope is None else scope.attempt,
             "hits": [
-                (item.id, position + 1 if ranks is None else ranks[position], item.score,
-                 _copy_details(item.score_details), item.content)
+                [item.id, position + 1 if ranks is None else ranks[position], item.score,
+                 _copy_details(item.score_details), item.content]
                 for position, item in enumerate(hits)
             ],
         }

@@ -28,7 +28,7 @@ from memkit._errors import ConfigError, InvalidInputError, StorageError
 from memkit._filters import parse_filters
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._recall import Recall, check_as_of, checked_recalls
-from memkit._records import Record, from_us, new_record, records_from_items, to_us, trace_record
+from memkit._records import Record, from_us, new_record, records_from_items, trace_record
 from memkit._retrieval import HybridConfig, check_mode
 from memkit._url import bool_option, embedder_option, query_options, sqlite_path
 from memkit._validate import (
@@ -563,9 +563,9 @@ class SQLiteAdapter:
 
     def _insert_recalls(self, bodies: list[dict[str, Any]]) -> int:
         rows = [
-            (b["id"], to_us(datetime.fromisoformat(b["created_at"])), b["user_id"], b["agent_id"],
-             b["workflow_id"], b["run_id"], b["step_index"], _recall.encode(b))
-            for b in map(_recall.finish, bodies)
+            (b["id"], _recall.created_us(b), b["user_id"], b["agent_id"], b["workflow_id"], b["run_id"],
+             b["step_index"], _recall.encode(b))
+            for b in bodies
         ]
         db = self._db()
         db.execute("BEGIN IMMEDIATE")

@@ -207,7 +207,7 @@ MIGRATIONS: dict[int, str] = {
         workflow_id TEXT,
         run_id      TEXT,
         step_index  INTEGER,
-        body        TEXT NOT NULL            -- memkit._recall.dumps(recall)
+        body        TEXT NOT NULL            -- memkit._recall.encode: JSON, hits as arrays
     );
     CREATE INDEX recalls_namespace ON recalls (user_id, agent_id, seq);
     CREATE INDEX recalls_workflow ON recalls (workflow_id, run_id, step_index);
