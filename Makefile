@@ -28,7 +28,7 @@ install-notebook: $(BIN)/python
 	$(PIP) install -e '.[notebook]'
 
 install-test: $(BIN)/python install-mem0 chromium tests/cypher/node_modules/.package-lock.json
-	$(PIP) install -e '.[dev,graph,notebook,embeddings,agents]'
+	$(PIP) install -e '.[dev,graph,notebook,embeddings,agents,mcp]'
 
 # Neo4j's Cypher parser for tests/test_cypher_lint.py (needs the machine's Node.js and npm).
 tests/cypher/node_modules/.package-lock.json: tests/cypher/package.json tests/cypher/package-lock.json
