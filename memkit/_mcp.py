@@ -123,7 +123,6 @@ class _Tool:
     required: list[str]
     run: Callable[..., Awaitable[Any]]
     writes: bool = False
-    namespaced: bool = True
 
 
 _STEP_SCHEMA: dict[str, Any] = {
@@ -277,7 +276,7 @@ class McpMemory:
     def input_schema(self, tool: _Tool) -> dict[str, Any]:
         properties = dict(tool.properties)
         required = list(tool.required)
-        if tool.namespaced and self.access.choose:
+        if self.access.choose:
             properties["namespace"] = {
                 "type": "string", "enum": list(self.access.namespaces),
                 "description": "Which namespace (user/agent) to use"
@@ -295,7 +294,8 @@ class McpMemory:
                 raise ConfigError(f"{name} is refused: this server is read-only (started with --read-only)")
             raise InvalidInputError(f"unknown tool {name!r}; tools: {', '.join(t.name for t in self.listed())}")
         args = dict(arguments or {})
-        ns = self.access.resolve(args.pop("namespace", None))
+        # Only a server with an allow list takes a namespace argument; elsewhere it is an unknown argument.
+        ns = self.access.resolve(args.pop("namespace", None) if self.access.choose else None)
         unknown = sorted(set(args) - set(tool.properties))
         if unknown:
             raise InvalidInputError(f"{name} got unknown argument(s) {unknown}; it takes {sorted(tool.properties)}")
@@ -464,6 +464,7 @@ async def _serve(url: str | None, access: Access, http_port: int | None) -> None
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind(("127.0.0.1", http_port))
+            sock.listen(128)  # clients that connect before uvicorn is up wait in the backlog
             port = sock.getsockname()[1]
             print(f"memkit mcp: serving {', '.join(access.namespaces)} at http://127.0.0.1:{port}/mcp",
                   file=sys.stderr, flush=True)
