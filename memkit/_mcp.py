@@ -17,6 +17,7 @@ with ``%`` and ``/`` inside an id percent-encoded, so the label is unambiguous.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import socket
@@ -482,4 +483,5 @@ def serve(url: str | None, access: Access, http_port: int | None = None) -> None
     except ImportError:
         raise missing_extra("mcp", "mcp") from None
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    asyncio.run(_serve(url, access, http_port))
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a person stops a server started by hand
+        asyncio.run(_serve(url, access, http_port))

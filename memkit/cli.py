@@ -128,6 +128,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     """Serve the store to MCP clients (stdio, or streamable HTTP on 127.0.0.1 with --http PORT)."""
     from memkit._mcp import Access, serve
 
+    if args.http is not None and not 0 <= args.http <= 65535:
+        raise memkit.InvalidInputError(f"--http must be a port between 0 and 65535, got {args.http}")
     access = Access.from_flags(args.user, args.agent, args.allow, args.read_only)
     serve(args.url, access, args.http)
     return 0

@@ -365,21 +365,32 @@ async def test_the_stdio_server_exits_cleanly_when_its_client_vanishes_mid_call(
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+
+    def call(request_id: int, name: str, arguments: dict[str, Any]) -> bytes:
+        message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                   "params": {"name": name, "arguments": arguments}}
+        return json.dumps(message).encode() + b"\n"
+
+    async def answer(request_id: int) -> dict[str, Any]:
+        while True:
+            reply: dict[str, Any] = json.loads(await asyncio.wait_for(proc.stdout.readline(), 120))  # type: ignore[union-attr]
+            if reply.get("id") == request_id:
+                return reply
+            assert "error" in reply, reply  # only a refusal of the hostile message may come first
+
     try:
-        messages = [
-            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-             "params": {"name": "remember", "arguments": {"content": "written before the hang-up"}}},
-            {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-             "params": {"name": "recall", "arguments": {"query": "TP53", "limit": 1000}}},
-        ]
-        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+        proc.stdin.write(json.dumps(hello).encode() + b"\n")
+        proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        assert "result" in await answer(1)
+        # A lone surrogate cannot be stored anywhere; it must neither land nor stop the server.
+        proc.stdin.write(call(2, "remember", {"content": "lone surrogate \ud800"}))
+        proc.stdin.write(call(3, "remember", {"content": "written before the hang-up"}))
+        assert not (await answer(3))["result"]["isError"]
+        proc.stdin.write(call(4, "recall", {"query": "TP53", "limit": 1000}))
         await proc.stdin.drain()
-        first = json.loads(await asyncio.wait_for(proc.stdout.readline(), 120))
-        assert first["id"] == 1
-        proc.stdin.close()  # the client is gone while its calls are in flight
+        proc.stdin.close()  # the client is gone while its call is in flight
         code = await asyncio.wait_for(proc.wait(), 60)
         stderr = (await proc.stderr.read()).decode()
     finally:
@@ -389,8 +400,8 @@ async def test_the_stdio_server_exits_cleanly_when_its_client_vanishes_mid_call(
     assert code == 0, stderr
     assert "Traceback" not in stderr
     with memkit.open(url) as mem:
-        assert mem.stats().memories in (2000, 2001)  # the write landed whole or not at all
-        assert all(m.content for m in mem.get_all("alice", "bio", limit=5))
+        assert mem.stats().memories == 2001
+        assert mem.get_all("alice", "bio", limit=1)[0].content == "written before the hang-up"
 
 
 def test_the_command_line_refuses_an_unsafe_or_unclear_namespace(db: tuple[str, Path]) -> None:
@@ -401,6 +412,7 @@ def test_the_command_line_refuses_an_unsafe_or_unclear_namespace(db: tuple[str, 
         (["--allow", "alice"], "user/agent"),
         (["--allow", "a/b/c"], "user/agent"),
         (["--user", "alice", "--agent", "bad\x1bid"], "control characters"),
+        (["--user", "alice", "--agent", "bio", "--http", "70000"], "between 0 and 65535"),
     ]
     for flags, expected in cases:
         run = subprocess.run([*MEMKIT, "--url", url, "mcp", *flags], capture_output=True, text=True, timeout=120,
@@ -448,3 +460,10 @@ def test_the_pydantic_ai_example_runs(tmp_path: Path, monkeypatch: pytest.Monkey
     exec(compile(code, str(DOCS), "exec"), scope)
     output = json.loads(scope["result"].output)
     assert [m["content"] for m in output["list_recent"]["results"]] == ["TP53 is mutated in sample 7"]
+
+
+def test_the_readme_registers_the_server_as_the_docs_do() -> None:
+    readme = (DOCS.parent.parent / "README.md").read_text()
+    start = readme.index("<!-- readme-mcp -->")
+    snippet = re.search(r"```json\n(.*?)```", readme[start:], flags=re.S).group(1)  # type: ignore[union-attr]
+    assert json.loads(snippet) == json.loads(_docs_block("<!-- client config -->", "json"))
