@@ -290,10 +290,10 @@ class McpMemory:
     async def call(self, name: str, arguments: Mapping[str, Any] | None) -> Any:
         """Run a tool; raises a :class:`MemkitError` for anything the caller got wrong."""
         tool = self.tools.get(name)
-        if tool is None or (tool.writes and self.access.read_only):
-            if tool is not None:
-                raise ConfigError(f"{name} is refused: this server is read-only (started with --read-only)")
+        if tool is None:
             raise InvalidInputError(f"unknown tool {name!r}; tools: {', '.join(t.name for t in self.listed())}")
+        if tool.writes and self.access.read_only:
+            raise ConfigError(f"{name} is refused: this server is read-only (started with --read-only)")
         args = dict(arguments or {})
         # Only a server with an allow list takes a namespace argument; elsewhere it is an unknown argument.
         ns = self.access.resolve(args.pop("namespace", None) if self.access.choose else None)
