@@ -467,3 +467,28 @@ def test_the_readme_registers_the_server_as_the_docs_do() -> None:
     start = readme.index("<!-- readme-mcp -->")
     snippet = re.search(r"```json\n(.*?)```", readme[start:], flags=re.S).group(1)  # type: ignore[union-attr]
     assert json.loads(snippet) == json.loads(_docs_block("<!-- client config -->", "json"))
+
+
+async def test_ids_with_a_slash_are_percent_encoded_and_stay_apart(db: tuple[str, Path]) -> None:
+    from memkit._mcp import Access, McpMemory
+
+    url, path = db
+    access = Access.from_flags(None, None, ["a%2Fb/c", "a/b%2Fc"])
+    assert access.namespaces == {"a%2Fb/c": ("a/b", "c"), "a/b%2Fc": ("a", "b/c")}
+    provider = memkit.get_memory_provider(url)
+    memory = McpMemory(provider, access, kv_path=str(path))
+    try:
+        step = {"step_index": 1, "tool": "bwa", "status": "success"}
+        await memory.call("record_step", {"namespace": "a%2Fb/c", "workflow_id": "wf/1", "step": step})
+        await memory.call("write", {"namespace": "a%2Fb/c", "key": "k", "value": "1"})
+        assert await memory.call("read", {"namespace": "a/b%2Fc", "key": "k"}) == "Error: Key 'k' not found"
+        assert await memory.read("memkit://namespace/a%2Fb/c/workflow/wf%2F1") == "step 1 · bwa · success"
+        with pytest.raises(memkit.NotFoundError):
+            await memory.read("memkit://namespace/a/b%2Fc/workflow/wf%2F1")
+        with pytest.raises(memkit.InvalidInputError):
+            await memory.read("memkit://namespace/a/b/c/workflow/wf%2F1")
+    finally:
+        memory.close()
+        await provider.aclose()  # type: ignore[attr-defined]
+    with MemoryTools(str(path), run_id="a%2Fb/c") as kv:
+        assert kv.read("k") == "1"
