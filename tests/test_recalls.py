@@ -465,3 +465,32 @@ async def test_filters_are_recorded_as_given_and_replayed(store: Any) -> None:
     assert recall.filters == {"tissue": {"$in": ["tumour"]}}
     assert [h.content for h in hits] == ["TP53 in tumour"]
     assert replay_recall(store, recall.id).change.tolist() == ["same"]
+
+
+def test_nested_steps_each_own_their_searches() -> None:
+    with memkit.open("memory://") as mem:
+        for text in FACTS:
+            mem.add(text, *NS)
+        history = ExecutionHistory(memory_provider=mem, workflow_id="wf", agent_id="bio")
+        with history.step("outer", tool="plan"):
+            mem.search("TP53", *NS)
+            with history.step("inner", tool="fetch"):
+                mem.search("KRAS", *NS)
+            mem.search("BRCA1", *NS)
+        df = recalls_frame(mem, "wf").drop_duplicates("recall_id")
+        assert df[["query", "step_name", "step_index"]].values.tolist() == [
+            ["TP53", "outer", 0], ["KRAS", "inner", 1], ["BRCA1", "outer", 0],
+        ]
+        steps = traces_frame(mem, recalls=True).set_index("step_name")
+        assert steps.loc["outer", "step_index"] == 0 and steps.loc["outer", "recalls"] == 2
+        assert steps.loc["inner", "step_index"] == 1 and steps.loc["inner", "recalls"] == 1
+
+
+def test_frames_of_a_store_without_recalls_or_traces() -> None:
+    with memkit.open("memory://") as mem:
+        assert recalls_frame(mem).empty and list(recalls_frame(mem).columns) == list(memkit.frames.RECALL_COLUMNS)
+        assert traces_frame(mem, recalls=True).empty
+        with ExecutionHistory(memory_provider=mem, workflow_id="wf", agent_id="bio") as history:
+            with history.step("quiet", tool="t"):
+                pass
+        assert traces_frame(mem, recalls=True)[["recalls", "recalled"]].values.tolist() == [[0, 0]]
