@@ -490,7 +490,7 @@ def test_frames_of_a_store_without_recalls_or_traces() -> None:
     with memkit.open("memory://") as mem:
         assert recalls_frame(mem).empty and list(recalls_frame(mem).columns) == list(memkit.frames.RECALL_COLUMNS)
         assert traces_frame(mem, recalls=True).empty
-        with ExecutionHistory(memory_provider=mem, workflow_id="wf", agent_id="bio") as history:
-            with history.step("quiet", tool="t"):
-                pass
+        history = ExecutionHistory(memory_provider=mem, workflow_id="wf", agent_id="bio")
+        with history.step("quiet", tool="t"):
+            pass
         assert traces_frame(mem, recalls=True)[["recalls", "recalled"]].values.tolist() == [[0, 0]]
