@@ -174,16 +174,23 @@ class _Scoped:
 
     def __init__(self, scope: RecallScope) -> None:
         self.scope = scope
-        self._tokens: list[Token[RecallScope | None]] = []
+        self._tokens: list[tuple[Token[RecallScope | None], RecallScope | None]] = []
 
     def __enter__(self) -> RecallScope:
-        self._tokens.append(_SCOPE.set(self.scope))
+        previous = _SCOPE.get()
+        self._tokens.append((_SCOPE.set(self.scope), previous))
         return self.scope
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        _SCOPE.reset(self._tokens.pop())
+        token, previous = self._tokens.pop()
+        try:
+            _SCOPE.reset(token)
+        except ValueError:
+            # Left in another context than it was entered in (say, entered in one notebook
+            # cell and left in the next): restore what this block replaced, here.
+            _SCOPE.set(previous)
 
     async def __aenter__(self) -> RecallScope:
         return self.__enter__()

@@ -494,3 +494,19 @@ def test_frames_of_a_store_without_recalls_or_traces() -> None:
         with history.step("quiet", tool="t"):
             pass
         assert traces_frame(mem, recalls=True)[["recalls", "recalled"]].values.tolist() == [[0, 0]]
+
+
+def test_a_scope_left_in_another_context_still_ends() -> None:
+    scope = memkit.recall_scope("wf", step="cell 1")
+    entered = contextvars.copy_context()
+    entered.run(scope.__enter__)
+    assert entered.run(_recall_scope_now) == ("wf", "cell 1")
+    scope.__exit__(None, None, None)  # another context, as in the next notebook cell
+    assert _recall_scope_now() is None
+
+
+def _recall_scope_now() -> tuple[str | None, str | None] | None:
+    from memkit._recall import current_scope
+
+    scope = current_scope()
+    return None if scope is None else (scope.workflow_id, scope.step_name)
