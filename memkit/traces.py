@@ -27,6 +27,8 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextlib
+import contextvars
 import json
 import os
 import sys
@@ -154,6 +156,13 @@ class TraceWriteError(StorageError):
 
 _pending_histories: weakref.WeakSet[ExecutionHistory] = weakref.WeakSet()
 
+# A Step takes its index when it starts (its searches are recorded as recalls of that index
+# while it runs) and hands it to add_item / aadd_item when it ends, through this variable,
+# so those public methods keep their signatures.
+_RESERVED_INDEX: contextvars.ContextVar[tuple[ExecutionHistory, int] | None] = contextvars.ContextVar(
+    "memkit_reserved_step_index", default=None
+)
+
 
 @atexit.register
 def _flush_at_exit() -> None:
@@ -252,11 +261,14 @@ class ExecutionHistory:
             self._next_index += 1
         return index
 
-    def _append(self, item: ExecutionItem, index: int | None = None) -> int:
+    def _append(self, item: ExecutionItem) -> int:
         if not isinstance(item, ExecutionItem):
             raise InvalidInputError(f"add_item takes an ExecutionItem, got {type(item).__name__}")
+        reserved = _RESERVED_INDEX.get()
         with self._lock:
-            if index is None:
+            if reserved is not None and reserved[0] is self:
+                index = reserved[1]
+            else:
                 index = self._next_index
                 self._next_index += 1
             self.items.append(item)
@@ -270,13 +282,10 @@ class ExecutionHistory:
         TraceWriteError
             The store refused this write (write-through) or an earlier queued one.
         """
-        self._add(item, extra, None)
-
-    def _add(self, item: ExecutionItem, extra: Mapping[str, Any] | None, reserved: int | None) -> None:
         self._raise_failures()
         if self._provider is not None and threading.current_thread() is _loop_thread().thread:
             raise RuntimeError("add_item was called on memkit's own event loop; await aadd_item() instead")
-        index = self._append(item, reserved)
+        index = self._append(item)
         if self._provider is None:
             return
         data = self._trace_data(item, index, extra)
@@ -307,11 +316,8 @@ class ExecutionHistory:
 
     async def aadd_item(self, item: ExecutionItem, *, extra: Mapping[str, Any] | None = None) -> None:
         """Async :meth:`add_item`: store on the caller's loop and return once stored."""
-        await self._aadd(item, extra, None)
-
-    async def _aadd(self, item: ExecutionItem, extra: Mapping[str, Any] | None, reserved: int | None) -> None:
         await self.aflush()
-        index = self._append(item, reserved)
+        index = self._append(item)
         if self._provider is None:
             return
         try:
@@ -533,6 +539,16 @@ class Step:
     def _leave_scope(self) -> None:
         self._scopes.pop().__exit__(None, None, None)
 
+    @contextlib.contextmanager
+    def _reserved(self) -> Iterator[None]:
+        """Store this step under the index it took when it started (see _RESERVED_INDEX)."""
+        assert self._index is not None
+        token = _RESERVED_INDEX.set((self.history, self._index))
+        try:
+            yield
+        finally:
+            _RESERVED_INDEX.reset(token)
+
     def _finish(self, exc: BaseException | None) -> tuple[ExecutionItem | None, bool]:
         """Return the item to record (None while retrying) and whether to swallow ``exc``."""
         self._exits += 1
@@ -569,7 +585,8 @@ class Step:
         item, swallow = self._finish(exc)
         if item is not None:
             try:
-                self.history._add(item, self._extra(), self._index)
+                with self._reserved():
+                    self.history.add_item(item, extra=self._extra())
             except TraceWriteError as write_error:
                 if exc is None:
                     raise
@@ -587,7 +604,8 @@ class Step:
         item, swallow = self._finish(exc)
         if item is not None:
             try:
-                await self.history._aadd(item, self._extra(), self._index)
+                with self._reserved():
+                    await self.history.aadd_item(item, extra=self._extra())
             except TraceWriteError as write_error:
                 if exc is None:
                     raise
