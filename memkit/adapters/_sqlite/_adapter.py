@@ -33,7 +33,7 @@ from memkit._validate import (
     check_query,
     check_read,
 )
-from memkit.adapters._sqlite._keywords import KeywordCache
+from memkit.adapters._sqlite._keywords import KeywordCache, feed_head
 from memkit.adapters._sqlite._schema import SCHEMA_VERSION, connect
 from memkit.adapters._sqlite._search import ranked
 from memkit.adapters._sqlite._sql import COLUMNS, row_record, select
@@ -142,7 +142,6 @@ class SQLiteAdapter:
     def _open(self) -> None:
         conn = connect(self.path, self._busy_timeout_ms)
         try:
-            self._keywords.start(conn)
             self._vectors.bind(conn)
         except sqlite3.DatabaseError as exc:
             conn.close()
@@ -184,8 +183,9 @@ class SQLiteAdapter:
             bar = tqdm(total=len(records), desc="add_many", unit="mem")
         db.execute("BEGIN IMMEDIATE")
         try:
-            self._keywords.refresh(db)  # under the write lock: nobody can add rows until we commit
-            last_seq = db.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
+            # Under the write lock nobody else can insert until we commit, so our rows take
+            # the seqs right after the last one handed out, in insertion order.
+            last_seq = feed_head(db)[0]
             for start in range(0, len(records), _CHUNK):
                 chunk = [next(rows) for _ in range(min(_CHUNK, len(records) - start))]
                 db.executemany(
@@ -194,7 +194,6 @@ class SQLiteAdapter:
                     chunk,
                 )
                 if vectors is not None:
-                    # Same rowid rule as the keyword index below: max + 1, in insertion order.
                     db.executemany(
                         "INSERT OR REPLACE INTO memory_vectors (seq, vector) VALUES (?, ?)",
                         [(last_seq + 1 + start + i, blob(vectors[start + i])) for i in range(len(chunk))],
@@ -211,11 +210,8 @@ class SQLiteAdapter:
         finally:
             if bar is not None:
                 bar.close()
-        # rowids of an INTEGER PRIMARY KEY table are max + 1, in insertion order
-        seqs = range(last_seq + 1, last_seq + 1 + len(records))
-        self._keywords.added(seqs, records)
         if vectors is not None:
-            self._vectors.added(seqs, records, vectors)
+            self._vectors.added(range(last_seq + 1, last_seq + 1 + len(records)), records, vectors)
         return [r.id for r in records]
 
     # -- the port ----------------------------------------------------------------
@@ -387,7 +383,6 @@ class SQLiteAdapter:
             params.append(agent_id)
         deleted = self._db().execute(sql + " RETURNING seq, user_id, agent_id", params).fetchall()
         for seq, user, agent in deleted:
-            self._keywords.removed(seq, user, agent)
             self._vectors.removed(seq, user, agent)
         return bool(deleted)
 

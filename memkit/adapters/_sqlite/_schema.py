@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from memkit._errors import ConfigError
@@ -11,10 +11,10 @@ from memkit.adapters._sqlite._traces import TRACE_NUMBERS, pack_trace_numbers
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "migrate", "statements"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Each entry upgrades the schema from the previous version; never edit a shipped one.
-MIGRATIONS: dict[int, str] = {
+MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
     1: """
     CREATE TABLE store_meta (
         key   TEXT PRIMARY KEY,
@@ -196,6 +196,67 @@ MIGRATIONS: dict[int, str] = {
     """,
 }
 
+_MEMORIES_V5 = """
+CREATE TABLE memories_v5 (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,  -- never handed out twice, even after a delete
+    id         TEXT NOT NULL UNIQUE,
+    user_id    TEXT NOT NULL,
+    agent_id   TEXT NOT NULL,
+    content    TEXT NOT NULL,
+    metadata   TEXT NOT NULL DEFAULT '{}',
+    created_us INTEGER NOT NULL
+)
+"""
+
+_DELETIONS_V5 = """
+CREATE TABLE memory_deletions (
+    change   INTEGER PRIMARY KEY AUTOINCREMENT,  -- the feed's position
+    seq      INTEGER NOT NULL,                   -- memories.seq of the deleted memory
+    user_id  TEXT NOT NULL,
+    agent_id TEXT NOT NULL
+);
+CREATE TRIGGER memories_deletions AFTER DELETE ON memories BEGIN
+    INSERT INTO memory_deletions (seq, user_id, agent_id) VALUES (old.seq, old.user_id, old.agent_id);
+END;
+"""
+
+
+def _never_reuse_seqs(conn: sqlite3.Connection) -> None:
+    """Make ``memories.seq`` AUTOINCREMENT and log deletions: the change feed caches consume.
+
+    A plain INTEGER PRIMARY KEY hands the next row the number of a just-deleted newest
+    row, so a cache keyed by seq could not tell the new memory from the deleted one.
+    SQLite cannot add AUTOINCREMENT to a table, so the table is rebuilt; its indexes,
+    triggers and the view over it are re-created from their own stored definitions.
+    """
+    kept = [
+        sql for (sql,) in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND type IN ('index', 'trigger')"
+            " AND tbl_name = 'memories' ORDER BY type, name"
+        )
+    ]
+    views = [
+        (name, sql) for name, sql in conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'view'")
+    ]
+    for name, _ in views:
+        conn.execute(f'DROP VIEW "{name}"')
+    conn.execute(_MEMORIES_V5)
+    conn.execute(
+        "INSERT INTO memories_v5 (seq, id, user_id, agent_id, content, metadata, created_us)"
+        " SELECT seq, id, user_id, agent_id, content, metadata, created_us FROM memories ORDER BY seq"
+    )
+    conn.execute("DROP TABLE memories")
+    conn.execute("ALTER TABLE memories_v5 RENAME TO memories")
+    for sql in kept:
+        conn.execute(sql)
+    for _, sql in views:
+        conn.execute(sql)
+    for statement in statements(_DELETIONS_V5):
+        conn.execute(statement)
+
+
+MIGRATIONS[5] = _never_reuse_seqs
+
 
 def statements(script: str) -> Iterator[str]:
     """Split a script into statements (trigger bodies included) without executescript's implicit COMMIT."""
@@ -253,8 +314,12 @@ def migrate(conn: sqlite3.Connection) -> None:
         # Another process may have migrated while we waited for the lock.
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         for target in range(version + 1, SCHEMA_VERSION + 1):
-            for statement in statements(MIGRATIONS[target]):
-                conn.execute(statement)
+            step = MIGRATIONS[target]
+            if callable(step):
+                step(conn)
+            else:
+                for statement in statements(step):
+                    conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {target}")
         conn.execute(
             "INSERT OR REPLACE INTO store_meta (key, value) VALUES ('schema_version', ?)",
