@@ -235,3 +235,24 @@ def test_two_processes_agree_with_the_reference(workers: tuple[_Worker, _Worker]
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     )
     Store.TestCase().runTest()
+
+
+async def test_another_writer_costs_no_query_per_cached_namespace(tmp_path: Path) -> None:
+    path = tmp_path / "many.db"
+    mem = SQLiteAdapter(path, embedder=None)
+    await mem.add_many([{"content": f"note {i}", "user_id": f"u{i}", "agent_id": "a"} for i in range(60)])
+    for i in range(60):
+        assert len(await mem.search("note", f"u{i}", "a")) == 1  # 60 namespaces cached
+    other = SQLiteAdapter(path, embedder=None)
+    await other.add("note from elsewhere", "u0", "a")
+    await other.aclose()
+    statements: list[str] = []
+    assert mem._conn is not None
+    mem._conn.set_trace_callback(statements.append)
+    try:
+        await mem.add("one more note", "u1", "a")
+        assert len(await mem.search("note", "u0", "a")) == 2
+    finally:
+        mem._conn.set_trace_callback(None)
+    assert len(statements) < 20, statements  # a constant handful, not one per namespace
+    await mem.aclose()
