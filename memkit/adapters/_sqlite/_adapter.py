@@ -34,7 +34,7 @@ from memkit._validate import (
     check_read,
 )
 from memkit.adapters._sqlite._keywords import KeywordCache, feed_head
-from memkit.adapters._sqlite._schema import SCHEMA_VERSION, connect
+from memkit.adapters._sqlite._schema import SCHEMA_VERSION, connect, write_transaction
 from memkit.adapters._sqlite._search import ranked
 from memkit.adapters._sqlite._sql import COLUMNS, row_record, select
 from memkit.adapters._sqlite._traces import trace_columns
@@ -181,32 +181,27 @@ class SQLiteAdapter:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=len(records), desc="add_many", unit="mem")
-        db.execute("BEGIN IMMEDIATE")
         try:
-            # Under the write lock nobody else can insert until we commit, so our rows take
-            # the seqs right after the last one handed out, in insertion order.
-            last_seq = feed_head(db)[0]
-            for start in range(0, len(records), _CHUNK):
-                chunk = [next(rows) for _ in range(min(_CHUNK, len(records) - start))]
-                db.executemany(
-                    "INSERT INTO memories (id, user_id, agent_id, content, metadata, created_us)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    chunk,
-                )
-                if vectors is not None:
+            with write_transaction(db):
+                # Under the write lock nobody else can insert until we commit, so our rows take
+                # the seqs right after the last one handed out, in insertion order.
+                last_seq = feed_head(db)[0]
+                for start in range(0, len(records), _CHUNK):
+                    chunk = [next(rows) for _ in range(min(_CHUNK, len(records) - start))]
                     db.executemany(
-                        "INSERT OR REPLACE INTO memory_vectors (seq, vector) VALUES (?, ?)",
-                        [(last_seq + 1 + start + i, blob(vectors[start + i])) for i in range(len(chunk))],
+                        "INSERT INTO memories (id, user_id, agent_id, content, metadata, created_us)"
+                        " VALUES (?, ?, ?, ?, ?, ?)",
+                        chunk,
                     )
-                if bar is not None:
-                    bar.update(len(chunk))
-            db.execute("COMMIT")
+                    if vectors is not None:
+                        db.executemany(
+                            "INSERT OR REPLACE INTO memory_vectors (seq, vector) VALUES (?, ?)",
+                            [(last_seq + 1 + start + i, blob(vectors[start + i])) for i in range(len(chunk))],
+                        )
+                    if bar is not None:
+                        bar.update(len(chunk))
         except sqlite3.IntegrityError as exc:
-            db.execute("ROLLBACK")
             raise InvalidInputError(f"a memory with one of these ids already exists ({exc})") from None
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
         finally:
             if bar is not None:
                 bar.close()
@@ -318,13 +313,11 @@ class SQLiteAdapter:
 
             bar = tqdm(total=total, desc=f"reembed ({embedder.name})", unit="mem")
         self._vectors.embedder = embedder
-        db.execute("BEGIN IMMEDIATE")
         try:
-            db.execute("DELETE FROM memory_vectors")
-            done = self._vectors.embed_all(db, bar)
-            db.execute("COMMIT")
+            with write_transaction(db):
+                db.execute("DELETE FROM memory_vectors")
+                done = self._vectors.embed_all(db, bar)
         except BaseException:
-            db.execute("ROLLBACK")
             self._vectors.embedder = previous
             raise
         finally:
@@ -393,14 +386,9 @@ class SQLiteAdapter:
 
     def _reset(self) -> bool:
         db = self._db()
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(db):
             db.execute("DELETE FROM memories")
             db.execute("DELETE FROM trace_dict")  # names of users, workflows and tools go too
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
         self._keywords.clear()
         self._vectors.clear()
         return True

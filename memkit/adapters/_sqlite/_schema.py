@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from memkit._errors import ConfigError
 from memkit.adapters._sqlite._traces import TRACE_NUMBERS, pack_trace_numbers
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "migrate", "statements"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "migrate", "statements", "write_transaction"]
 
 SCHEMA_VERSION = 5
 
@@ -258,6 +259,25 @@ def _never_reuse_seqs(conn: sqlite3.Connection) -> None:
 MIGRATIONS[5] = _never_reuse_seqs
 
 
+@contextmanager
+def write_transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``; on any error roll back if SQLite has not already.
+
+    SQLite ends the transaction itself on some errors (a full disk while writing the
+    WAL, for one); rolling back again would raise "no transaction is active" and hide
+    the error that says what happened.
+    """
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            with suppress(sqlite3.Error):  # the error being raised is the one worth reporting
+                db.execute("ROLLBACK")
+        raise
+
+
 def statements(script: str) -> Iterator[str]:
     """Split a script into statements (trigger bodies included) without executescript's implicit COMMIT."""
     pending = ""
@@ -309,8 +329,7 @@ def migrate(conn: sqlite3.Connection) -> None:
         )
     if version == SCHEMA_VERSION:
         return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with write_transaction(conn):
         # Another process may have migrated while we waited for the lock.
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         for target in range(version + 1, SCHEMA_VERSION + 1):
@@ -325,7 +344,3 @@ def migrate(conn: sqlite3.Connection) -> None:
             "INSERT OR REPLACE INTO store_meta (key, value) VALUES ('schema_version', ?)",
             (str(SCHEMA_VERSION),),
         )
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
