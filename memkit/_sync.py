@@ -128,10 +128,14 @@ class Memory:
         agent_id: str,
         limit: int = 5,
         filters: dict[str, Any] | None = None,
+        *,
+        mode: str | None = None,
         **options: Any,
     ) -> list[MemoryItem]:
-        """Best matches in one namespace; ``options`` (e.g. ``mode=``) go to the adapter."""
-        search: Any = self.provider.search
+        """Best matches in one namespace; other ``options`` (e.g. ``hybrid=``) go to the adapter."""
+        if mode is not None:  # left out otherwise, so a provider written to the first port still works
+            options["mode"] = mode
+        search: Any = self.provider.search  # options beyond the port's are the adapter's own
         result: list[MemoryItem] = run_sync(search(query, user_id, agent_id, limit, filters, **options))
         return result
 
@@ -157,11 +161,9 @@ class Memory:
         """One namespace's memories, newest first."""
         return run_sync(self.provider.get_all(user_id, agent_id, limit, filters))
 
-    def delete(self, memory_id: str, **scope: str) -> bool:
-        """Delete by id; ``False`` when there was nothing to delete."""
-        delete: Any = self.provider.delete
-        deleted: bool = run_sync(delete(memory_id, **scope))
-        return deleted
+    def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
+        """Delete by id (only within ``user_id``/``agent_id`` when given); ``False`` when nothing was deleted."""
+        return run_sync(self.provider.delete(memory_id, user_id=user_id, agent_id=agent_id))
 
     def reset(self) -> bool:
         """Wipe the whole store."""

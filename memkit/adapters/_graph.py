@@ -26,6 +26,7 @@ from memkit._graphschema import DEFAULT_ENTITY_FIELDS, NODE_LABELS, RecordParts,
 from memkit._keyword import query_words
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._records import Record, from_us, new_record, now_us, records_from_items, trace_record
+from memkit._retrieval import HybridConfig, check_hybrid, check_mode, modes_for
 from memkit._validate import (
     DEFAULT_LIMITS,
     Limits,
@@ -34,6 +35,7 @@ from memkit._validate import (
     check_namespace,
     check_query,
     check_read,
+    check_scope,
 )
 from memkit.graph import GraphBuilder, MemoryGraph
 
@@ -372,6 +374,10 @@ class GraphAdapter:
         entity_fields: Iterable[str] = DEFAULT_ENTITY_FIELDS,
         embedder: Any = None,
     ) -> None:
+        if isinstance(embedder, str):  # a name, as sqlite:// and falkordb:// URLs give it
+            from memkit.embeddings import get_embedder
+
+            embedder = get_embedder(embedder)
         if embedder is not None and not (
             isinstance(getattr(embedder, "dim", None), int) and callable(getattr(embedder, "embed", None))
         ):
@@ -443,7 +449,7 @@ class GraphAdapter:
 
     async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
         """Delete one memory; with ``user_id``/``agent_id`` only if it lives in that namespace."""
-        check_id(memory_id, "memory_id", self.limits)
+        memory_id, user_id, agent_id = check_scope(memory_id, user_id, agent_id, self.limits)
         await self._ready()
         [deleted] = await self.dialect.write([(DELETE, {
             "key": memory_key(memory_id), "id": memory_id, "user_id": user_id, "agent_id": agent_id,
@@ -493,33 +499,39 @@ class GraphAdapter:
         filters: dict[str, Any] | None = None,
         *,
         mode: str | None = None,
+        hybrid: HybridConfig | None = None,
     ) -> list[MemoryItem]:
-        """Full-text search in one namespace; an empty query lists it newest first."""
+        """Full-text search in one namespace; an empty query lists it newest first.
+
+        ``hybrid`` sets how many candidates each leg contributes (``candidates``).
+        """
         text = check_query(query, self.limits)
         limit = check_limit(limit, self.limits)
         user, agent = check_namespace(user_id, agent_id, self.limits)
         conditions = parse_filters(filters)
-        if mode not in (None, "keyword", "semantic", "hybrid"):
-            raise InvalidInputError(f"mode must be 'keyword', 'semantic' or 'hybrid', got {mode!r}")
-        if mode in ("semantic", "hybrid") and self.embedder is None:
-            raise ConfigError(f"mode={mode!r} needs an embedder; this {type(self).__name__} has none")
+        mode = check_mode(mode, self.search_modes, type(self).__name__)
+        depth = max((check_hybrid(hybrid) or HybridConfig()).candidates, limit)
         if not text:
             return [r.to_item() for r in await self._select(user, agent, conditions, 0, limit)]
-        mode = mode or ("hybrid" if self.embedder is not None else "keyword")
         if mode == "keyword":
             hits = await self._keyword(text, user, agent, conditions, limit)
             return [
                 r.to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
                 for rank, (r, score) in enumerate(hits, start=1)
             ]
-        semantic = await self._semantic(text, user, agent, conditions, limit if mode == "semantic" else limit * 4)
+        semantic = await self._semantic(text, user, agent, conditions, limit if mode == "semantic" else depth)
         if mode == "semantic":
             return [
                 r.to_item(score, {"mode": "semantic", "semantic": {"rank": rank, "score": score}})
                 for rank, (r, score) in enumerate(semantic, start=1)
             ]
-        keyword = await self._keyword(text, user, agent, conditions, limit * 4)
+        keyword = await self._keyword(text, user, agent, conditions, depth)
         return _fuse(keyword, semantic, limit)
+
+    @property
+    def search_modes(self) -> tuple[str, ...]:
+        """The ``mode=`` values :meth:`search` answers (all three with an embedder, else keyword)."""
+        return modes_for(self.embedder is not None)
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
         assert self.embedder is not None
@@ -700,7 +712,9 @@ def _fuse(
     for leg, hits in (("keyword", keyword), ("semantic", semantic)):
         for rank, (record, score) in enumerate(hits, start=1):
             records[record.id] = record
-            details.setdefault(record.id, {"mode": "hybrid"})[leg] = {"rank": rank, "score": score}
+            info = details.setdefault(record.id, {"mode": "hybrid", "found_by": []})
+            info["found_by"].append(leg)
+            info[leg] = {"rank": rank, "score": score}
             fused[record.id] = fused.get(record.id, 0.0) + 1.0 / (_RRF_K + rank)
     order = sorted(fused, key=lambda i: (-fused[i], -records[i].created_us))[:limit]
     items = []

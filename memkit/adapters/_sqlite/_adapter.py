@@ -22,7 +22,7 @@ from memkit._errors import ConfigError, InvalidInputError, StorageError
 from memkit._filters import parse_filters
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._records import Record, from_us, new_record, records_from_items, trace_record
-from memkit._retrieval import HybridConfig, check_mode
+from memkit._retrieval import HybridConfig, check_hybrid, check_mode, modes_for
 from memkit._url import embedder_option, query_options, sqlite_path
 from memkit._validate import (
     DEFAULT_LIMITS,
@@ -32,6 +32,7 @@ from memkit._validate import (
     check_namespace,
     check_query,
     check_read,
+    check_scope,
 )
 from memkit.adapters._sqlite._keywords import KeywordCache, feed_head
 from memkit.adapters._sqlite._schema import SCHEMA_VERSION, connect, write_transaction
@@ -260,9 +261,8 @@ class SQLiteAdapter:
         limit = check_limit(limit, self.limits)
         user, agent = check_namespace(user_id, agent_id, self.limits)
         conditions = parse_filters(filters)
-        resolved = check_mode(mode, self.embedder is not None, repr(self))
-        if hybrid is not None and not isinstance(hybrid, HybridConfig):
-            raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
+        resolved = check_mode(mode, self.search_modes, repr(self))
+        check_hybrid(hybrid)
         if not text:
             records = await self._run(self._select, user, agent, conditions, limit)
             return [r.to_item() for r in records]
@@ -297,6 +297,11 @@ class SQLiteAdapter:
         return await self._run(
             self._ranked, "semantic", None, query / norm, user, agent, conditions, limit, self.hybrid
         )
+
+    @property
+    def search_modes(self) -> tuple[str, ...]:
+        """The ``mode=`` values :meth:`search` answers (all three with an embedder, else keyword)."""
+        return modes_for(self.embedder is not None)
 
     @property
     def embedder(self) -> Any:
@@ -381,8 +386,7 @@ class SQLiteAdapter:
 
     async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
         """Delete one memory; with ``user_id``/``agent_id`` only if it lives in that namespace."""
-        check_id(memory_id, "memory_id", self.limits)
-        return await self._run(self._delete, memory_id, user_id, agent_id)
+        return await self._run(self._delete, *check_scope(memory_id, user_id, agent_id, self.limits))
 
     def _reset(self) -> bool:
         db = self._db()
