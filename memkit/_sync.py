@@ -9,6 +9,7 @@ threads, without nest_asyncio or patching anyone's loop.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Coroutine, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
@@ -56,6 +57,16 @@ def _loop_thread() -> _LoopThread:
         if _runner is None or not _runner.thread.is_alive():
             _runner = _LoopThread()
         return _runner
+
+
+def on_loop_thread() -> bool:
+    """True on memkit's own loop thread, where blocking on that loop would deadlock."""
+    return threading.current_thread() is _loop_thread().thread
+
+
+def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    """Schedule ``coro`` on memkit's background loop; the future settles when it is done."""
+    return asyncio.run_coroutine_threadsafe(coro, _loop_thread().loop)
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
