@@ -101,7 +101,10 @@ _WORKER = textwrap.dedent("""
             if op == "open":
                 if store is not None:
                     await store.aclose()
-                store = SQLiteAdapter(cmd["path"], embedder=None)
+                # One cached namespace and every index saved: switching namespace reloads a
+                # saved index and replays the feed from its position, so that path is checked too.
+                store = SQLiteAdapter(cmd["path"], embedder=None, max_indexed=1)
+                store._keywords.resave_min = 1
                 out = None
             elif op == "add":
                 new = await store.add(cmd["content"], cmd["user_id"], cmd["agent_id"])
@@ -256,3 +259,22 @@ async def test_another_writer_costs_no_query_per_cached_namespace(tmp_path: Path
         mem._conn.set_trace_callback(None)
     assert len(statements) < 20, statements  # a constant handful, not one per namespace
     await mem.aclose()
+
+
+async def test_a_saved_index_is_loaded_and_brought_up_to_date(tmp_path: Path) -> None:
+    path = tmp_path / "saved.db"
+    first = SQLiteAdapter(path, embedder=None)
+    ids = await first.add_many([{"content": f"kinase note {i}", "user_id": "u", "agent_id": "a"} for i in range(1_200)])
+    assert len(await first.search("kinase", "u", "a", limit=2_000)) == 1_200  # built, then saved
+    await first.aclose()
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT count(*) FROM keyword_snapshots").fetchone()[0] == 1
+    conn.close()
+    writer = SQLiteAdapter(path, embedder=None)  # changes after the save, from another handle
+    assert await writer.delete(ids[0])
+    late = await writer.add("kinase written late", "u", "a")
+    await writer.aclose()
+    second = SQLiteAdapter(path, embedder=None)
+    found = {h.id for h in await second.search("kinase", "u", "a", limit=2_000)}
+    assert late in found and ids[0] not in found and len(found) == 1_200
+    await second.aclose()

@@ -393,6 +393,7 @@ class SQLiteAdapter:
         with write_transaction(db):
             db.execute("DELETE FROM memories")
             db.execute("DELETE FROM trace_dict")  # names of users, workflows and tools go too
+            db.execute("DELETE FROM keyword_snapshots")
         self._keywords.clear()
         self._vectors.clear()
         return True

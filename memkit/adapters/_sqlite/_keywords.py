@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from memkit._keyword import KeywordIndex
+from memkit.adapters._sqlite._schema import write_transaction
 
 __all__ = ["KeywordCache", "feed_head", "snapshot"]
 
@@ -44,8 +45,11 @@ def snapshot(db: sqlite3.Connection) -> Iterator[None]:
 class KeywordCache:
     """In-memory BM25 indexes, least recently searched dropped first past ``max_indexed`` memories."""
 
-    def __init__(self, max_indexed: int) -> None:
+    def __init__(self, max_indexed: int, resave_min: int = 1_000) -> None:
         self.max_indexed = max_indexed
+        # An index is saved when building or loading it took this many changes (or a quarter
+        # of its size): a new process then loads it instead of analysing every text again.
+        self.resave_min = resave_min
         self._indexes: OrderedDict[tuple[str, str], KeywordIndex] = OrderedDict()
         self._seq = 0  # every cached index holds the store as of this seq ...
         self._change = 0  # ... and this deletion
@@ -76,7 +80,8 @@ class KeywordCache:
         self._seq, self._change = seq, change
 
     def index(self, db: sqlite3.Connection, user_id: str, agent_id: str) -> KeywordIndex:
-        """The namespace's index as of now (built on first use, then kept by the feed)."""
+        """The namespace's index as of now: cached, else loaded as saved and brought up to
+        date from the feed, else built from the namespace's texts (and saved for next time)."""
         key = (user_id, agent_id)
         with snapshot(db):
             self._catch_up(db)
@@ -84,15 +89,53 @@ class KeywordCache:
             if index is not None:
                 self._indexes.move_to_end(key)
                 return index
-            index = KeywordIndex()
-            index.add_many(db.execute(
-                "SELECT seq, content, created_us FROM memories WHERE user_id = ? AND agent_id = ? AND seq <= ?",
-                (user_id, agent_id, self._seq),
-            ))
+            index, replayed = self._load(db, user_id, agent_id)
+            position = (self._seq, self._change)
+        if replayed and replayed >= max(self.resave_min, len(index) // 4):
+            _save(db, user_id, agent_id, position, index)
         self._indexes[key] = index
         while len(self._indexes) > 1 and sum(len(i) for i in self._indexes.values()) > self.max_indexed:
             self._indexes.popitem(last=False)
         return index
 
+    def _load(self, db: sqlite3.Connection, user_id: str, agent_id: str) -> tuple[KeywordIndex, int]:
+        """The namespace's index at our feed position, and how many changes that took past the saved one."""
+        saved = db.execute(
+            "SELECT seq, change, data FROM keyword_snapshots WHERE user_id = ? AND agent_id = ?", (user_id, agent_id)
+        ).fetchone()
+        seq, change = (saved[0], saved[1]) if saved else (0, self._change)
+        index = KeywordIndex.from_bytes(saved[2]) if saved else KeywordIndex()
+        rows = db.execute(
+            "SELECT seq, content, created_us FROM memories"
+            " WHERE user_id = ? AND agent_id = ? AND seq > ? AND seq <= ?",
+            (user_id, agent_id, seq, self._seq),
+        ).fetchall()
+        index.add_many(rows)
+        gone = db.execute(
+            "SELECT seq FROM memory_deletions WHERE change > ? AND change <= ? AND user_id = ? AND agent_id = ?",
+            (change, self._change, user_id, agent_id),
+        ).fetchall()
+        for (key,) in gone:
+            index.remove(key)
+        return index, len(rows) + len(gone)
+
     def clear(self) -> None:
         self._indexes.clear()
+
+
+def _save(db: sqlite3.Connection, user_id: str, agent_id: str, position: tuple[int, int], index: KeywordIndex) -> None:
+    """Save ``index`` at feed ``position``; skipped when another writer holds the lock (a search never waits)."""
+    data = index.to_bytes()
+    timeout = db.execute("PRAGMA busy_timeout").fetchone()[0]
+    db.execute("PRAGMA busy_timeout = 0")
+    try:
+        with write_transaction(db):
+            db.execute(
+                "INSERT OR REPLACE INTO keyword_snapshots (user_id, agent_id, seq, change, data)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (user_id, agent_id, *position, data),
+            )
+    except sqlite3.OperationalError:
+        pass  # busy or read-only: the next process builds it again, nothing is wrong
+    finally:
+        db.execute(f"PRAGMA busy_timeout = {int(timeout)}")

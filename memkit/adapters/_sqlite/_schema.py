@@ -219,11 +219,20 @@ CREATE TABLE memory_deletions (
 CREATE TRIGGER memories_deletions AFTER DELETE ON memories BEGIN
     INSERT INTO memory_deletions (seq, user_id, agent_id) VALUES (old.seq, old.user_id, old.agent_id);
 END;
+CREATE TABLE keyword_snapshots (
+    user_id  TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    seq      INTEGER NOT NULL,  -- the feed position the saved index holds
+    change   INTEGER NOT NULL,
+    data     BLOB NOT NULL,     -- KeywordIndex.to_bytes()
+    PRIMARY KEY (user_id, agent_id)
+);
 """
 
 
 def _never_reuse_seqs(conn: sqlite3.Connection) -> None:
-    """Make ``memories.seq`` AUTOINCREMENT and log deletions: the change feed caches consume.
+    """Make ``memories.seq`` AUTOINCREMENT and log deletions: the change feed caches consume
+    (and keyword indexes saved at a feed position, so a new process need not rebuild them).
 
     A plain INTEGER PRIMARY KEY hands the next row the number of a just-deleted newest
     row, so a cache keyed by seq could not tell the new memory from the deleted one.
