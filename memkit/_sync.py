@@ -239,6 +239,14 @@ class Memory:
             run_sync(self.provider.aclose())
 
 
+def provider_of(mem: object) -> MemoryProvider:
+    """The provider behind ``mem`` (a :class:`Memory` or a provider itself); a clear error otherwise."""
+    provider = mem.provider if isinstance(mem, Memory) else mem
+    if not isinstance(provider, MemoryProvider):
+        raise TypeError(f"expected a MemoryProvider or memkit.Memory, got {type(mem).__name__}")
+    return provider
+
+
 def open(url_or_cfg: object = None) -> Memory:
     """Open a store and return its synchronous face.
 

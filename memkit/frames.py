@@ -30,7 +30,7 @@ from memkit._protocols import (
     SupportsTraceColumns,
 )
 from memkit._records import to_us
-from memkit._sync import Memory, run_sync
+from memkit._sync import Memory, provider_of, run_sync
 from memkit.traces import ExecutionHistory, ExecutionItem, ExecutionStatus, categorize_error
 
 __all__ = [
@@ -52,11 +52,7 @@ _TEXT = ("id", "user_id", "agent_id", "workflow_id", "run_id", "step_name", "too
 _NUMBERS = ("seq", "created_us", "step_index", "started_us", "duration_us", "retry_count")
 
 
-def _provider(mem: MemoryProvider | Memory) -> MemoryProvider:
-    provider = mem.provider if isinstance(mem, Memory) else mem
-    if not isinstance(provider, MemoryProvider):
-        raise TypeError(f"expected a MemoryProvider or memkit.Memory, got {type(mem).__name__}")
-    return provider
+_provider = provider_of
 
 
 def _since_us(since: datetime | str | float | None) -> int | None:

@@ -50,7 +50,7 @@ from typing import Any
 from memkit._errors import InvalidInputError, StorageError
 from memkit._protocols import MemoryProvider
 from memkit._records import REDACTED, Redactor, get_trace_redactor, set_trace_redactor
-from memkit._sync import Memory, on_loop_thread, submit
+from memkit._sync import Memory, on_loop_thread, provider_of, submit
 
 __all__ = [
     "REDACTED",
@@ -229,8 +229,7 @@ class ExecutionHistory:
 
     @property
     def _provider(self) -> MemoryProvider | None:
-        mem = self.memory_provider
-        return mem.provider if isinstance(mem, Memory) else mem
+        return None if self.memory_provider is None else provider_of(self.memory_provider)
 
     def _trace_data(self, item: ExecutionItem, index: int, extra: Mapping[str, Any] | None) -> dict[str, Any]:
         data = item.to_dict()

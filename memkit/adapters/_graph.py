@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import abc
 import json
-import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -37,6 +36,7 @@ from memkit._validate import (
     check_read,
     check_scope,
 )
+from memkit.adapters._plumbing import timed_health
 from memkit.graph import GraphBuilder, MemoryGraph
 
 __all__ = ["Dialect", "GraphAdapter", "Statement"]
@@ -617,14 +617,11 @@ class GraphAdapter:
         )
 
     async def health(self) -> Health:
-        start = time.perf_counter()
-        try:
+        async def ping() -> str:
             await self.dialect.read(PING, {})
-            ok, detail = True, self.dialect.describe()
-        except Exception as exc:  # health reports failures instead of raising them
-            ok, detail = False, str(exc)
-        return Health(ok=ok, provider=self.provider_name, latency_ms=(time.perf_counter() - start) * 1e3,
-                      detail=detail)
+            return self.dialect.describe()
+
+        return await timed_health(self.provider_name, ping)
 
     async def export(self, user_id: str | None = None, agent_id: str | None = None) -> AsyncIterator[MemoryItem]:
         """Every record, oldest first, read in chunks (keyset paging on time and insertion order)."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
@@ -25,6 +24,7 @@ from memkit._validate import (
     check_read,
     check_scope,
 )
+from memkit.adapters._plumbing import timed_health
 
 __all__ = ["InMemoryAdapter", "MockMemoryAdapter"]
 
@@ -274,10 +274,11 @@ class InMemoryAdapter:
         )
 
     async def health(self) -> Health:
-        start = time.perf_counter()
-        with self._lock:
-            pass
-        return Health(ok=True, provider=self.provider_name, latency_ms=(time.perf_counter() - start) * 1e3)
+        async def ping() -> str:
+            with self._lock:  # answers once no writer holds the store
+                return f"{len(self._records)} memories in this process"
+
+        return await timed_health(self.provider_name, ping)
 
     async def export(self, user_id: str | None = None, agent_id: str | None = None) -> AsyncIterator[MemoryItem]:
         with self._lock:

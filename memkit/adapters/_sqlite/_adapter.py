@@ -11,7 +11,6 @@ import asyncio
 import json
 import os
 import sqlite3
-import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -34,6 +33,7 @@ from memkit._validate import (
     check_read,
     check_scope,
 )
+from memkit.adapters._plumbing import timed_health
 from memkit.adapters._sqlite._keywords import KeywordCache, feed_head
 from memkit.adapters._sqlite._schema import SCHEMA_VERSION, connect, write_transaction
 from memkit.adapters._sqlite._search import ranked
@@ -442,13 +442,7 @@ class SQLiteAdapter:
         return f"schema version {version}, SQLite {sqlite3.sqlite_version}"
 
     async def health(self) -> Health:
-        start = time.perf_counter()
-        try:
-            detail = await self._run(self._ping)
-            ok = True
-        except StorageError as exc:
-            detail, ok = str(exc), False
-        return Health(ok=ok, provider=self.provider_name, latency_ms=(time.perf_counter() - start) * 1e3, detail=detail)
+        return await timed_health(self.provider_name, lambda: self._run(self._ping), (StorageError,))
 
     def _export_chunk(
         self, after: tuple[int, int], user_id: str | None, agent_id: str | None, size: int
