@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from memkit._errors import ConfigError, InvalidInputError
-from memkit._filters import Condition, matches, parse_filters
+from memkit._filters import Condition, matches
 from memkit._graphschema import DEFAULT_ENTITY_FIELDS, NODE_LABELS, RecordParts, memory_key, node_key, record_parts
 from memkit._keyword import query_words
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
@@ -31,7 +31,6 @@ from memkit._validate import (
     Limits,
     check_id,
     check_limit,
-    check_namespace,
     check_query,
     check_read,
     check_scope,
@@ -506,9 +505,7 @@ class GraphAdapter:
         ``hybrid`` sets how many candidates each leg contributes (``candidates``).
         """
         text = check_query(query, self.limits)
-        limit = check_limit(limit, self.limits)
-        user, agent = check_namespace(user_id, agent_id, self.limits)
-        conditions = parse_filters(filters)
+        user, agent, limit, _, conditions = check_read(user_id, agent_id, limit, filters, self.limits)
         mode = check_mode(mode, self.search_modes, type(self).__name__)
         depth = max((check_hybrid(hybrid) or HybridConfig()).candidates, limit)
         if not text:

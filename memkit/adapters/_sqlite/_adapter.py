@@ -18,7 +18,6 @@ from typing import Any, TypeVar
 import numpy as np
 
 from memkit._errors import ConfigError, InvalidInputError, StorageError
-from memkit._filters import parse_filters
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._records import Record, from_us, new_record, records_from_items, trace_record
 from memkit._retrieval import HybridConfig, check_hybrid, check_mode, modes_for
@@ -27,8 +26,6 @@ from memkit._validate import (
     DEFAULT_LIMITS,
     Limits,
     check_id,
-    check_limit,
-    check_namespace,
     check_query,
     check_read,
     check_scope,
@@ -141,16 +138,7 @@ class SQLiteAdapter:
     # -- connection, on the worker thread --------------------------------------
 
     def _open(self) -> None:
-        conn = connect(self.path, self._busy_timeout_ms)
-        try:
-            self._vectors.bind(conn)
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise ConfigError(f"{self.path!r} is not a usable memkit database: {exc}") from exc
-        except BaseException:
-            conn.close()
-            raise
-        self._conn = conn
+        self._conn = connect(self.path, self._busy_timeout_ms, self._vectors.bind)
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -258,9 +246,7 @@ class SQLiteAdapter:
         mode. Each result's ``score_details`` says which leg found it and how.
         """
         text = check_query(query, self.limits)
-        limit = check_limit(limit, self.limits)
-        user, agent = check_namespace(user_id, agent_id, self.limits)
-        conditions = parse_filters(filters)
+        user, agent, limit, _, conditions = check_read(user_id, agent_id, limit, filters, self.limits)
         resolved = check_mode(mode, self.search_modes, repr(self))
         check_hybrid(hybrid)
         if not text:
@@ -291,9 +277,7 @@ class SQLiteAdapter:
         norm = float(np.linalg.norm(query))
         if norm == 0.0:
             raise InvalidInputError("vector must not be all zeros")
-        limit = check_limit(limit, self.limits)
-        user, agent = check_namespace(user_id, agent_id, self.limits)
-        conditions = parse_filters(filters)
+        user, agent, limit, _, conditions = check_read(user_id, agent_id, limit, filters, self.limits)
         return await self._run(
             self._ranked, "semantic", None, query / norm, user, agent, conditions, limit, self.hybrid
         )

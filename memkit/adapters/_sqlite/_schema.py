@@ -297,8 +297,11 @@ def statements(script: str) -> Iterator[str]:
             pending = ""
 
 
-def connect(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
-    """Open ``path`` (creating its folder), set it up for several processes and migrate it."""
+def connect(
+    path: str, busy_timeout_ms: int, prepare: Callable[[sqlite3.Connection], None] = lambda conn: None
+) -> sqlite3.Connection:
+    """Open ``path`` (creating its folder), set it up for several processes, migrate it, then
+    ``prepare`` it; a file that is not a memkit database is a ConfigError."""
     if path != ":memory:":
         parent = Path(path).expanduser().resolve().parent
         try:
@@ -320,6 +323,7 @@ def connect(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
             "memkit_pack_trace_numbers", len(TRACE_NUMBERS), pack_trace_numbers, deterministic=True
         )
         migrate(conn)
+        prepare(conn)
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise ConfigError(f"{path!r} is not a usable memkit database: {exc}") from exc
