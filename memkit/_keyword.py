@@ -133,6 +133,9 @@ class KeywordIndex:
         self._base_terms: dict[str, tuple[int, int]] = {}
         self._base_slots: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
         self._base_tfs: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
+        # Per-document arrays loaded by from_bytes, turned into the lists above on the first change
+        # (a loaded index that is only searched never pays for 100k-entry lists and dicts).
+        self._loaded: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._arrays: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64],
                             npt.NDArray[np.bool_]] | None = None
 
@@ -140,10 +143,12 @@ class KeywordIndex:
         return self._live
 
     def __contains__(self, key: int) -> bool:
+        self._thaw()
         return key in self._slot and self._alive[self._slot[key]]
 
     def add(self, key: int, text: str, order: int) -> None:
         """Index one document; adding a key twice is a no-op."""
+        self._thaw()
         if key not in self._slot:
             self._add(key, analyze(text), order)
 
@@ -169,6 +174,7 @@ class KeywordIndex:
 
     def add_many(self, rows: Iterable[tuple[int, str, int]]) -> None:
         """Index many documents: new words are stemmed in one batch, postings built with numpy."""
+        self._thaw()
         fresh: list[tuple[int, list[str], int]] = []
         seen: set[int] = set()
         for key, text, order in rows:
@@ -220,6 +226,7 @@ class KeywordIndex:
             frozen.pop(term, None)
 
     def remove(self, key: int) -> bool:
+        self._thaw()
         slot = self._slot.get(key)
         if slot is None or not self._alive[slot]:
             return False
@@ -305,11 +312,20 @@ class KeywordIndex:
         index._base_slots, index._base_tfs = take("<i4", total), take("<i4", total)
         starts = np.concatenate([[0], ends[:-1]]) if len(ends) else ends
         index._base_terms = dict(zip(terms, zip(starts.tolist(), ends.tolist(), strict=True), strict=True))
-        index._keys, index._order = keys.tolist(), order.tolist()
-        index._lengths, index._alive = lengths.tolist(), alive.tolist()
-        index._slot = dict(zip(index._keys, range(docs), strict=True))
+        index._loaded = (keys, order, lengths, alive)
+        index._arrays = (keys.astype(np.int64), order.astype(np.int64), lengths.astype(np.float64), alive)
         index._live, index._total_length = header["live"], header["total_length"]
         return index
+
+    def _thaw(self) -> None:
+        """Turn loaded arrays into the appendable lists (once, before the first change)."""
+        if self._loaded is None:
+            return
+        keys, order, lengths, alive = self._loaded
+        self._loaded = None
+        self._keys, self._order = keys.tolist(), order.tolist()
+        self._lengths, self._alive = lengths.tolist(), alive.tolist()
+        self._slot = dict(zip(self._keys, range(len(self._keys)), strict=True))
 
     def top(self, terms: list[str], k: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         """Keys of the ``k`` best live documents matching any term, best first, with their BM25 scores."""
