@@ -513,7 +513,7 @@ def to_pyvis(view: GraphView) -> Any:
     for node in data["nodes"]:
         extra = {"x": node["x"], "y": node["y"]} if "x" in node else {}
         net.add_node(node["id"], label=node["label"], title=node["title"], shape=node["shape"], size=node["size"],
-                     color=node["color"], borderWidth=node["borderWidth"], group=node["type"], **extra)
+                     color=node["color"], borderWidth=node["borderWidth"], **extra)
     for edge in data["edges"]:
         net.add_edge(edge["from"], edge["to"], title=edge["title"], **{
             k: edge[k] for k in ("width", "color") if k in edge})

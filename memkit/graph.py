@@ -384,8 +384,7 @@ def _filters_for(node: GraphNode) -> dict[str, Any] | None:
         return {"type": "trace", "workflow_id": p["workflow_id"]}
     if node.type == "Tool" and isinstance(p.get("name"), str):
         return {"type": "trace", "tool": p["name"]}
-    if node.type == "Entity" and isinstance(p.get("kind"), str) and isinstance(p.get("name"), str):
-        return {p["kind"]: p["name"]}
+    # Entities are not narrowed: a value may sit in a list, which an equality filter never matches.
     return None
 
 
@@ -411,7 +410,7 @@ async def _row_records(provider: Any, node: GraphNode, limit: int, fields: tuple
             offset += len(page)
             if len(page) < _PAGE:
                 break
-        # A list-valued or numeric entity does not match an equality filter: scan once unfiltered.
+        # A numeric tool name does not match the string filter: scan once unfiltered.
         if found or filters is None:
             break
     return found if want is None else found[:want]

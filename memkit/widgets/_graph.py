@@ -184,7 +184,7 @@ class GraphExplorer(Panel):
         if graph is None:
             return
         view = self.canvas.show(graph, self.max_nodes.value, caption, note)
-        self.status.value = status_html(f"{caption}: {len(view.nodes)} nodes, {len(view.edges)} edges drawn")
+        self.status.value = status_html(f"{caption}: {view.message}")
 
     def summary(self) -> str:
         return f"GraphExplorer: {self.view.message}" if self.view else "GraphExplorer: nothing drawn yet"
