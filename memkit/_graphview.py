@@ -20,6 +20,7 @@ the engine pyvis embeds, read from the pyvis package: nothing is fetched.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import math
@@ -37,7 +38,7 @@ from memkit._models import MemoryItem
 from memkit._records import from_us
 from memkit.graph import GraphEdge, GraphNode, MemoryGraph
 
-__all__ = ["LABEL_STYLE", "FAILED_COLOUR", "GraphView", "page_html", "payload", "select", "style_nodes", "to_pyvis"]
+__all__ = ["FAILED_COLOUR", "LABEL_STYLE", "GraphView", "page_html", "payload", "select", "style_nodes", "to_pyvis"]
 
 # Okabe & Ito's palette: distinguishable with every common colour-vision deficiency. Shapes differ too.
 LABEL_STYLE: dict[str, dict[str, Any]] = {
@@ -169,10 +170,8 @@ def properties(node: GraphNode) -> list[list[str]]:
         if key == "id" or value is None:
             continue
         if key == "metadata" and isinstance(value, str):
-            try:
+            with contextlib.suppress(ValueError):
                 value = json.dumps(json.loads(value), indent=1, ensure_ascii=False)
-            except ValueError:
-                pass
         if key == "created_us" and isinstance(value, int):
             value = format_time(from_us(value)) or value
         rows.append([key, printable(str(value))[:4000]])
@@ -227,8 +226,10 @@ def legend(nodes: Iterable[GraphNode]) -> list[dict[str, Any]]:
     counts: dict[str, int] = defaultdict(int)
     failed = 0
     for n in nodes:
-        counts[n.type] += 1
-        failed += _failed(n)
+        if _failed(n):
+            failed += 1
+        else:
+            counts[n.type] += 1
     items = [{"type": t, "label": t, "count": counts[t], "color": LABEL_STYLE[t]["color"],
               "shape": LABEL_STYLE[t]["shape"]} for t in _ORDER if counts.get(t)]
     if failed:
@@ -259,10 +260,7 @@ def select(graph: MemoryGraph, max_nodes: int = 300) -> GraphView:
     total: dict[str, int] = defaultdict(int)
     for n in graph.nodes:
         total[n.type] += 1
-    if len(graph.nodes) <= max_nodes:
-        kept = list(graph.nodes)
-    else:
-        kept = _cut(graph, max_nodes)
+    kept = list(graph.nodes) if len(graph.nodes) <= max_nodes else _cut(graph, max_nodes)
     ids = {n.id for n in kept}
     edges = [e for e in graph.edges if e.source in ids and e.target in ids]
     shown: dict[str, int] = defaultdict(int)
@@ -350,8 +348,8 @@ def _chain(steps: list[GraphNode], edges: list[GraphEdge]) -> list[GraphNode]:
 
 
 def _workflow_layout(nodes: list[GraphNode], edges: list[GraphEdge]) -> dict[str, tuple[float, float]]:
-    """Runs as rows, steps left to right along NEXT; a step's tool below it, its memory above."""
-    dx, row_height = 170.0, 300.0
+    """Runs as rows, steps left to right along NEXT, each step's memory above it; tools in a lane below."""
+    dx, row_height, lift = 210.0, 190.0, 80.0
     by_id = {n.id: n for n in nodes}
     trace_of = {e.target: e.source for e in edges if e.type == "HAS_STEP"}
     runs: dict[str, list[GraphNode]] = defaultdict(list)
@@ -363,6 +361,7 @@ def _workflow_layout(nodes: list[GraphNode], edges: list[GraphEdge]) -> dict[str
     out_edges: dict[str, list[GraphEdge]] = defaultdict(list)
     for e in edges:
         out_edges[e.source].append(e)
+    tools: dict[str, list[float]] = defaultdict(list)
     for row, trace in enumerate(order):
         y = row * row_height
         if trace in by_id:
@@ -371,25 +370,33 @@ def _workflow_layout(nodes: list[GraphNode], edges: list[GraphEdge]) -> dict[str
             x = i * dx
             pos[step.id] = (x, y)
             for e in out_edges[step.id]:
-                if e.type == "USES_TOOL" and e.target not in pos:
-                    pos[e.target] = (x, y + 95)
+                if e.type == "USES_TOOL":
+                    tools[e.target].append(x)
                 elif e.type == "RECORDED_AS" and e.target not in pos:
-                    pos[e.target] = (x, y - 95)
+                    pos[e.target] = (x, y - lift)
     rows = max(len(order), 1)
+    bottom = (rows - 1) * row_height + row_height * 0.6
+    for tool, xs in tools.items():
+        pos[tool] = (min(xs), bottom)
+    middle = (rows - 1) * row_height / 2
     for n in nodes:
         if n.type == "Workflow":
-            pos[n.id] = (-2 * dx, (rows - 1) * row_height / 2)
+            pos[n.id] = (-2 * dx, middle)
         elif n.type == "Namespace":
-            pos[n.id] = (-3 * dx, (rows - 1) * row_height / 2)
-    # Entities a trace memory mentions sit above it, side by side.
-    stacked: dict[str, int] = defaultdict(int)
+            pos[n.id] = (-3 * dx, middle)
+    # What the trace memories mention goes in a lane above the first run, over its first mention.
+    mentioned: dict[str, list[float]] = defaultdict(list)
     for e in edges:
         if e.type == "MENTIONS" and e.target not in pos and e.source in pos:
-            x, y = pos[e.source]
-            pos[e.target] = (x + 40 * stacked[e.source], y - 80 - 30 * stacked[e.source])
-            stacked[e.source] += 1
+            mentioned[e.target].append(pos[e.source][0])
+    top = -lift - row_height * 0.6
+    used: dict[float, int] = defaultdict(int)
+    for entity, xs in sorted(mentioned.items(), key=lambda kv: (min(kv[1]), kv[0])):
+        x = min(xs)
+        pos[entity] = (x + 60 * (used[x] % 3), top - 45 * (used[x] // 3) - 20 * (used[x] % 3))
+        used[x] += 1
     for i, n in enumerate(n for n in nodes if n.id not in pos):
-        pos[n.id] = (-3 * dx, (rows + 1) * row_height / 2 + 40 * i)
+        pos[n.id] = (-3 * dx, bottom + 60 + 40 * i)
     return pos
 
 

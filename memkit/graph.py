@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from memkit._errors import InvalidInputError
 from memkit._graphschema import (
     DEFAULT_ENTITY_FIELDS,
-    NODE_LABELS,
     EDGE_PROPERTIES,
+    NODE_LABELS,
     NODE_PROPERTIES,
     RecordParts,
     edge_id,

@@ -315,7 +315,8 @@ class Dialect(abc.ABC):
             *(self.write_statement(relink, vec) for relink in (True, False) for vec in (True, False)),
             DELETE, TIDY.replace("{relink}", RELINK),
             RESET, SELECT, GET, EXISTING_IDS, EXPORT, NAMESPACES, STATS, PING, GRAPH_SEEDS, COUNT_MEMORIES,
-            *EXPAND.values(), *NODES.values(), NEIGHBOURS, *AROUND.values(), *NODE_AT.values(), self.keyword_statement(), self.vector_statement(),
+            *EXPAND.values(), *NODES.values(), NEIGHBOURS,
+            *AROUND.values(), *NODE_AT.values(), self.keyword_statement(), self.vector_statement(),
         ]
 
     @abc.abstractmethod

@@ -39,7 +39,7 @@ def _css() -> str:
     return widget_css()
 
 
-class GraphWidget(anywidget.AnyWidget):  # type: ignore[misc]
+class GraphWidget(anywidget.AnyWidget):
     """One drawn graph: the browser side of :class:`GraphExplorer` (usable alone with ``show``)."""
 
     _esm = traitlets.Unicode(_esm()).tag(sync=True)
