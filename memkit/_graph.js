@@ -53,9 +53,9 @@ function memkitGraph(vis, el, model) {
       layout: { improvedLayout: false },
       physics: {
         enabled: !!d.physics, solver: "barnesHut",
-        barnesHut: { gravitationalConstant: -2500, springLength: 110, springConstant: 0.04, damping: 0.5,
+        barnesHut: { gravitationalConstant: -4000, springLength: 140, springConstant: 0.04, damping: 0.5,
                      avoidOverlap: 0.1 },
-        stabilization: { enabled: true, iterations: 150, updateInterval: 25, fit: true },
+        stabilization: { enabled: true, iterations: d.iterations || 100, updateInterval: 25, fit: true },
       },
       interaction: { hover: true, tooltipDelay: 150, hideEdgesOnDrag: true },
       edges: { smooth: false, arrows: { to: { enabled: true, scaleFactor: 0.4 } }, color: { color: "#b0b7c3" } },

@@ -53,8 +53,10 @@ LABEL_STYLE: dict[str, dict[str, Any]] = {
 FAILED_COLOUR = "#D55E00"
 _ORDER = ("Namespace", "Workflow", "Trace", "Step", "Tool", "Memory", "Entity")
 _CAPTION = 28
-# Above this many nodes the browser draws the precomputed layout as is (no physics).
-PHYSICS_LIMIT = 2_500
+# Up to this many nodes the browser lets physics settle the precomputed start (capped iterations);
+# above it the precomputed layout is drawn as is: see the numbers in docs/graph.md.
+PHYSICS_LIMIT = 600
+ITERATIONS = 100
 
 
 @dataclass
@@ -381,9 +383,9 @@ def _workflow_layout(nodes: list[GraphNode], edges: list[GraphEdge]) -> dict[str
     middle = (rows - 1) * row_height / 2
     for n in nodes:
         if n.type == "Workflow":
-            pos[n.id] = (-2 * dx, middle)
+            pos[n.id] = (-1.8 * dx, middle)
         elif n.type == "Namespace":
-            pos[n.id] = (-3 * dx, middle)
+            pos[n.id] = (-2.5 * dx, middle)
     # What the trace memories mention goes in a lane above the first run, over its first mention.
     mentioned: dict[str, list[float]] = defaultdict(list)
     for e in edges:
@@ -452,6 +454,7 @@ def payload(view: GraphView, title: str = "") -> dict[str, Any]:
         "message": view.message,
         "layout": view.layout,
         "physics": view.layout == "force" and len(view.nodes) <= PHYSICS_LIMIT,
+        "iterations": ITERATIONS,
         "nodes": style_nodes(view.nodes, view.graph, view.positions),
         "edges": style_edges(view.edges),
         "legend": legend(view.nodes),
@@ -498,11 +501,15 @@ def script_json(data: object) -> str:
 
 def page_html(view: GraphView, title: str = "memkit graph") -> str:
     """A whole offline HTML document: vis-network, ``_graph.js`` and the data, nothing fetched."""
+    return page_from_payload(payload(view, title), title)
+
+
+def page_from_payload(data: dict[str, Any], title: str) -> str:
     return (
         '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{widget_css()}\nbody{{margin:12px}}</style></head>"
         '<body><div id="memkit-graph-root"></div>'
-        f'<script type="application/json" id="memkit-graph-data">{script_json(payload(view, title))}</script>'
+        f'<script type="application/json" id="memkit-graph-data">{script_json(data)}</script>'
         f"<script>{_asset('vis-network.min.js')}</script>"
         f"<script>{_asset('_graph.js')}\nmemkitGraph(vis, document.getElementById('memkit-graph-root'),"
         " memkitStaticModel(JSON.parse(document.getElementById('memkit-graph-data').textContent)));</script>"
@@ -534,9 +541,9 @@ def _options(data: dict[str, Any]) -> dict[str, Any]:
         "layout": {"improvedLayout": False},
         "physics": {
             "enabled": bool(data["physics"]), "solver": "barnesHut",
-            "barnesHut": {"gravitationalConstant": -2500, "springLength": 110, "springConstant": 0.04,
+            "barnesHut": {"gravitationalConstant": -4000, "springLength": 140, "springConstant": 0.04,
                           "damping": 0.5, "avoidOverlap": 0.1},
-            "stabilization": {"enabled": True, "iterations": 150, "updateInterval": 25, "fit": True},
+            "stabilization": {"enabled": True, "iterations": data["iterations"], "updateInterval": 25, "fit": True},
         },
         "interaction": {"hover": True, "tooltipDelay": 150, "hideEdgesOnDrag": True},
         "edges": {"smooth": False, "arrows": {"to": {"enabled": True, "scaleFactor": 0.4}},

@@ -45,7 +45,8 @@ def fill(mem):
     mem.add(PAYLOAD, "alice", "bio", {"gene": "EGFR", "topic": PAYLOAD})
     mem.add("BRCA1 and TP53 interact at DNA damage sites", "alice", "bio",
             {"gene": ["BRCA1", "TP53"], "topic": "DNA repair"})
-    steps = [("fetch_reads", "sra-tools"), ("quality_check", "fastqc"), ("align_reads", "bwa"), ("call_variants", "gatk")]
+    steps = [("fetch_reads", "sra-tools"), ("quality_check", "fastqc"), ("align_reads", "bwa"),
+             ("call_variants", "gatk")]
     for run, failed_at in (("run-1", None), ("run-2", 2)):
         for index in (3, 0, 2, 1):
             name, tool = steps[index]
@@ -78,7 +79,8 @@ WHERE = f"""([title, label]) => {{
   const n = g.nodes.get({{filter: (n) => n.label === label}})[0];
   const p = g.network.canvasToDOM(g.network.getPositions([n.id])[n.id]);
   const box = r.querySelector('canvas').getBoundingClientRect();
-  return {{id: n.id, x: box.x + p.x, y: box.y + p.y, inside: p.x > 0 && p.y > 0 && p.x < box.width && p.y < box.height}};
+  const inside = p.x > 0 && p.y > 0 && p.x < box.width && p.y < box.height;
+  return {{id: n.id, x: box.x + p.x, y: box.y + p.y, inside}};
 }}"""
 COUNT = f"""([title, type]) => ({PICK})(title).__memkit.nodes.get(
   {{filter: (n) => !n.hidden && (type === null || n.type === type)}}).length"""
@@ -265,14 +267,14 @@ def _explore(page: Page) -> None:
     dash_title = "namespace alice / bio"
     page.locator(".lm-TabBar-tab", has_text="Graph").first.click()
     page.wait_for_timeout(800)
-    fitted = page.evaluate(f"""(t) => {{
+    fitted = page.evaluate("""(t) => {
       const r = Array.from(document.querySelectorAll('.memkit-graph')).filter(
         (r) => r.querySelector('.memkit-graph-title').textContent.startsWith(t))[1];
       const g = r.__memkit; const box = r.querySelector('canvas').getBoundingClientRect();
       const ps = Object.values(g.network.getPositions()).map((p) => g.network.canvasToDOM(p));
-      return {{w: box.width, inside: ps.every((p) => p.x >= 0 && p.y >= 0 && p.x <= box.width && p.y <= box.height),
-              n: ps.length, scale: g.network.getScale()}};
-    }}""", dash_title)
+      return {w: box.width, inside: ps.every((p) => p.x >= 0 && p.y >= 0 && p.x <= box.width && p.y <= box.height),
+              n: ps.length, scale: g.network.getScale()};
+    }""", dash_title)
     assert fitted["w"] > 300 and fitted["n"] > 20 and fitted["inside"] and fitted["scale"] > 0.2, fitted
     page.locator(".widget-tab").first.screenshot(path=str(ARTIFACTS / "lab-graph-dashboard.png"))
 

@@ -183,8 +183,8 @@ class GraphExplorer(Panel):
         graph = self._guard(lambda: self._graph_fn(self.mem, user, agent, wf))
         if graph is None:
             return
-        view = self.canvas.show(graph, self.max_nodes.value, caption, note)
-        self.status.value = status_html(f"{caption}: {view.message}")
+        self.canvas.show(graph, self.max_nodes.value, caption, note)
+        self.status.value = ""  # the drawing says what it shows; the status line is for problems
 
     def summary(self) -> str:
         return f"GraphExplorer: {self.view.message}" if self.view else "GraphExplorer: nothing drawn yet"
