@@ -142,7 +142,7 @@ def _measure(chromium: Any, url: str) -> dict[str, float]:
     context = chromium.new_context(viewport={"width": 1400, "height": 900})
     context.add_init_script(LONG_TASKS)
     page = context.new_page()
-    page.goto(url)
+    page.goto(url, wait_until="commit", timeout=180_000)
     page.wait_for_selector(".memkit-graph[data-settled='1']", state="attached", timeout=180_000)
     settled = page.evaluate("() => window.__memkitGraphSettled") / 1000
     page.wait_for_timeout(300)

@@ -82,9 +82,9 @@ class GraphView:
         if len(self.nodes) >= self.total_nodes:
             text = f"showing all {self.total_nodes} nodes"
         else:
-            parts = [f"{self.shown.get(k, 0)} of {self.total[k]} {_plural(k)}" for k in _ORDER
+            parts = [f"{self.total[k] - self.shown.get(k, 0):,} of {self.total[k]:,} {_plural(k)}" for k in _ORDER
                      if self.total.get(k, 0) > self.shown.get(k, 0)]
-            text = (f"showing {len(self.nodes)} of {self.total_nodes} nodes; left out: {', '.join(parts)}"
+            text = (f"showing {len(self.nodes):,} of {self.total_nodes:,} nodes; left out: {', '.join(parts)}"
                     " (memories sampled evenly over time, every kind kept; entities most mentioned by them)."
                     " To see more: draw one workflow, double-click a node to expand it, or raise max nodes")
         return f"{self.note}{text}"

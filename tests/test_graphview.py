@@ -131,7 +131,8 @@ def test_over_the_cap_memories_are_sampled_not_cut_for_hubs(tmp_path: Path) -> N
     assert kept[0] <= times[len(times) // 10] and kept[-1] >= times[-len(times) // 10]  # spread over time
     linked = {e.source for e in view.edges} | {e.target for e in view.edges}
     assert all(n.id in linked for n in view.nodes if n.type == "Entity")  # no ring of isolated dots
-    assert "left out:" in view.message and "memories" in view.message
+    left = view.total["Memory"] - shown["Memory"]
+    assert f"{left:,} of {view.total['Memory']:,} memories" in view.message and left > 1000
     for advice in ("draw one workflow", "double-click a node to expand", "raise max nodes"):
         assert advice in view.message
     with pytest.raises(InvalidInputError):
