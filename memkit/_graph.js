@@ -53,8 +53,8 @@ function memkitGraph(vis, el, model) {
       layout: { improvedLayout: false },
       physics: {
         enabled: !!d.physics, solver: "barnesHut",
-        barnesHut: { gravitationalConstant: -4000, springLength: 140, springConstant: 0.04, damping: 0.5,
-                     avoidOverlap: 0.1 },
+        barnesHut: { gravitationalConstant: -6000, springLength: 130, springConstant: 0.04, damping: 0.5,
+                     avoidOverlap: 0.3 },
         stabilization: { enabled: true, iterations: d.iterations || 100, updateInterval: 25, fit: true },
       },
       interaction: { hover: true, tooltipDelay: 150, hideEdgesOnDrag: true },

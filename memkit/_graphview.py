@@ -185,7 +185,7 @@ def _failed(node: GraphNode) -> bool:
 
 
 def style_nodes(nodes: Iterable[GraphNode], graph: MemoryGraph,
-                positions: dict[str, tuple[float, float]] | None = None) -> list[dict[str, Any]]:
+                positions: dict[str, tuple[float, float]] | None = None, layout: str = "force") -> list[dict[str, Any]]:
     """The JSON-ready nodes for the browser (vis-network fields plus ``type`` and ``props``)."""
     by_id = {n.id: n for n in graph.nodes}
     recorded = {e.source: by_id.get(e.target) for e in graph.edges if e.type == "RECORDED_AS"}
@@ -208,6 +208,13 @@ def style_nodes(nodes: Iterable[GraphNode], graph: MemoryGraph,
             "borderWidth": 3 if _failed(node) else 1,
             "props": properties(node),
         }
+        if layout == "workflow" and node.type == "Step":
+            item["font"] = {"size": 14}
+        elif node.type in ("Memory", "Step"):  # many, long captions: shown once zoomed in enough to read them
+            item["font"] = {"size": 11}
+            item["scaling"] = {"label": {"enabled": True, "drawThreshold": 7}}
+        elif node.type in ("Entity", "Tool", "Workflow"):
+            item["font"] = {"size": 14}
         if positions and node.id in positions:
             item["x"], item["y"] = positions[node.id]
         out.append(item)
@@ -220,6 +227,8 @@ def style_edges(edges: Iterable[GraphEdge]) -> list[dict[str, Any]]:
         item: dict[str, Any] = {"id": e.id, "from": e.source, "to": e.target, "title": e.type, "type": e.type}
         if e.type == "NEXT":
             item.update(width=3, color={"color": "#0072B2"})
+        elif e.type == "HAS_MEMORY":  # the namespace holds every memory: drawn, but it must not pull them in
+            item.update(physics=False, color={"color": "#dde1e7"})
         out.append(item)
     return out
 
@@ -455,7 +464,7 @@ def payload(view: GraphView, title: str = "") -> dict[str, Any]:
         "layout": view.layout,
         "physics": view.layout == "force" and len(view.nodes) <= PHYSICS_LIMIT,
         "iterations": ITERATIONS,
-        "nodes": style_nodes(view.nodes, view.graph, view.positions),
+        "nodes": style_nodes(view.nodes, view.graph, view.positions, view.layout),
         "edges": style_edges(view.edges),
         "legend": legend(view.nodes),
     }
@@ -541,8 +550,8 @@ def _options(data: dict[str, Any]) -> dict[str, Any]:
         "layout": {"improvedLayout": False},
         "physics": {
             "enabled": bool(data["physics"]), "solver": "barnesHut",
-            "barnesHut": {"gravitationalConstant": -4000, "springLength": 140, "springConstant": 0.04,
-                          "damping": 0.5, "avoidOverlap": 0.1},
+            "barnesHut": {"gravitationalConstant": -6000, "springLength": 130, "springConstant": 0.04,
+                          "damping": 0.5, "avoidOverlap": 0.3},
             "stabilization": {"enabled": True, "iterations": data["iterations"], "updateInterval": 25, "fit": True},
         },
         "interaction": {"hover": True, "tooltipDelay": 150, "hideEdgesOnDrag": True},
