@@ -43,12 +43,15 @@ function memkitGraph(vis, el, model) {
   let edges = null;
   let data = null;
   let needsFit = false;
+  const props = new Map();  // node id -> properties, kept out of vis-network's DataSet (it copies every field)
+  const LARGE = 2500;  // above this many nodes: small captions only on hubs, no arrows, edges hidden on zoom
   const hiddenTypes = new Set();
   const legendKey = (n) => (n.failed ? "Step:failed" : n.type);
 
   function say(text) { message.textContent = text; }
 
   function options(d) {
+    const large = d.nodes.length > LARGE;
     return {
       layout: { improvedLayout: false },
       physics: {
@@ -57,13 +60,14 @@ function memkitGraph(vis, el, model) {
                      avoidOverlap: 0.3 },
         stabilization: { enabled: true, iterations: d.iterations || 100, updateInterval: 25, fit: true },
       },
-      interaction: { hover: true, tooltipDelay: 150, hideEdgesOnDrag: true },
-      edges: { smooth: false, arrows: { to: { enabled: true, scaleFactor: 0.4 } }, color: { color: "#b0b7c3" } },
+      interaction: { hover: !large, tooltipDelay: 150, hideEdgesOnDrag: true, hideEdgesOnZoom: large },
+      edges: { smooth: false, arrows: { to: { enabled: !large, scaleFactor: 0.4 } }, color: { color: "#b0b7c3" } },
       nodes: { font: { size: 12, face: "sans-serif" } },
     };
   }
 
   function settled() {
+    if (message.textContent.startsWith("drawing ")) say("");
     root.dataset.settled = "1";
     window.__memkitGraphSettled = performance.now();
     if (canvas.clientWidth === 0) { needsFit = true; } else { network.fit({ animation: false }); }
@@ -110,9 +114,9 @@ function memkitGraph(vis, el, model) {
       panel.append(make("div", "memkit-graph-props-empty", "Click a node to see its properties; double-click to expand it."));
       return;
     }
-    panel.append(make("div", "memkit-graph-props-title", n.label));
+    panel.append(make("div", "memkit-graph-props-title", n.caption));
     const table = make("table");
-    for (const [key, value] of n.props) {
+    for (const [key, value] of props.get(n.id) || []) {
       const row = make("tr");
       row.append(make("th", "", key));
       const cell = make("td");
@@ -135,13 +139,14 @@ function memkitGraph(vis, el, model) {
     const q = search.value.trim().toLowerCase();
     if (!q) return;
     const visible = nodes.get({ filter: (n) => !n.hidden });
-    const hit = visible.find((n) => n.label.toLowerCase() === q) || visible.find((n) => n.label.toLowerCase().includes(q));
+    const text = (n) => n.caption.toLowerCase();
+    const hit = visible.find((n) => text(n) === q) || visible.find((n) => text(n).includes(q));
     if (!hit) { say(`no node matches "${search.value.trim()}"`); return; }
     network.selectNodes([hit.id]);
     network.focus(hit.id, { scale: 1.5, animation: false });
     root.dataset.focused = hit.id;
     select(hit.id);
-    say(`found ${hit.type} "${hit.label}"`);
+    say(`found ${hit.type} "${hit.caption}"`);
   }
 
   function expanded(msg) {
@@ -153,11 +158,19 @@ function memkitGraph(vis, el, model) {
       n.y = parent.y + 160 * Math.sin(angle);
       n.hidden = hiddenTypes.has(legendKey(n));
     });
-    nodes.add(fresh);
+    nodes.add(fresh.map((n) => prepare(n, false)));
     edges.update(msg.edges);
     root.dataset.expanded = String(Number(root.dataset.expanded || 0) + fresh.length);
     renderLegend();
     say(msg.message);
+  }
+
+  function prepare(n, large) {
+    const { props: rows, ...node } = n;
+    props.set(n.id, rows);
+    node.caption = n.label;
+    if (large && (n.type === "Memory" || n.type === "Step")) node.label = undefined;
+    return node;
   }
 
   function draw(d) {
@@ -170,10 +183,29 @@ function memkitGraph(vis, el, model) {
     titleLine.textContent = d.title || "";
     note.textContent = d.message || "";
     say("");
-    nodes = new vis.DataSet(d.nodes.map((n) => Object.assign({}, n)));
-    edges = new vis.DataSet(d.edges.map((e) => Object.assign({}, e)));
+    props.clear();
+    const large = d.nodes.length > LARGE;
+    const all = d.nodes.map((n) => prepare(n, large));
+    // A large graph goes in by chunks, one task each, so the page never freezes while it loads.
+    nodes = new vis.DataSet(large ? [] : all);
+    edges = new vis.DataSet(large ? [] : d.edges);
     network = new vis.Network(canvas, { nodes, edges }, options(d));
-    if (d.physics) {
+    if (large) {
+      const chunk = 1500;
+      network.body.emitter.emit("_blockRedraw");  // one drawing at the end, not one per chunk
+      const jobs = [];
+      for (let i = 0; i < all.length; i += chunk) jobs.push(() => nodes.add(all.slice(i, i + chunk)));
+      for (let i = 0; i < d.edges.length; i += chunk * 2) jobs.push(() => edges.add(d.edges.slice(i, i + chunk * 2)));
+      const run = () => {
+        const job = jobs.shift();
+        if (job) { job(); setTimeout(run, 0); return; }
+        network.body.emitter.emit("_allowRedraw");
+        network.once("afterDrawing", settled);
+        network.redraw();
+      };
+      say(`drawing ${all.length.toLocaleString()} nodes…`);
+      setTimeout(run, 0);
+    } else if (d.physics) {
       network.once("stabilizationIterationsDone", () => { network.setOptions({ physics: { enabled: false } }); settled(); });
     } else {
       network.once("afterDrawing", settled);
