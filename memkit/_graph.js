@@ -68,9 +68,18 @@ function memkitGraph(vis, el, model) {
 
   function settled() {
     if (message.textContent.startsWith("drawing ")) say("");
-    root.dataset.settled = "1";
-    window.__memkitGraphSettled = performance.now();
-    if (canvas.clientWidth === 0) { needsFit = true; } else { network.fit({ animation: false }); }
+    const mark = () => {
+      root.dataset.settled = "1";
+      window.__memkitGraphSettled = performance.now();
+    };
+    if (canvas.clientWidth === 0) {  // drawn in a hidden tab: fit when it is shown
+      needsFit = true;
+      mark();
+      return;
+    }
+    network.once("afterDrawing", mark);  // settled means drawn where it will stay
+    network.fit({ animation: false });
+    network.redraw();
   }
 
   function renderLegend() {
