@@ -166,10 +166,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--routes", nargs="+", choices=ROUTES, default=list(ROUTES))
     parser.add_argument("--skip-kernel", action="store_true")
+    parser.add_argument("--skip-browser", action="store_true")
     args = parser.parse_args()
     if not args.skip_kernel:
         kernel(args.memories, args.repeat)
-    browser(args.sizes, args.routes, args.repeat)
+    if not args.skip_browser:
+        browser(args.sizes, args.routes, args.repeat)
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ _ORDER = ("Namespace", "Workflow", "Trace", "Step", "Tool", "Memory", "Entity")
 _CAPTION = 28
 # Up to this many nodes the browser lets physics settle the precomputed start (capped iterations);
 # above it the precomputed layout is drawn as is: see the numbers in docs/graph.md.
-PHYSICS_LIMIT = 600
+PHYSICS_LIMIT = 150
 ITERATIONS = 100
 
 
