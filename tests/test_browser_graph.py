@@ -12,6 +12,7 @@ The standalone page (``MemoryGraph.to_html``) gets the same checks without a ker
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -265,7 +266,7 @@ def _explore(page: Page) -> None:
 
     # The Dashboard drew its graph while the tab was hidden: it opens fitted.
     dash_title = "namespace alice / bio"
-    page.locator(".lm-TabBar-tab", has_text="Graph").first.click()
+    page.locator(".widget-tab .lm-TabBar-tab").filter(has_text=re.compile(r"^\s*Graph\s*$")).first.click()
     page.wait_for_timeout(800)
     fitted = page.evaluate("""(t) => {
       const r = Array.from(document.querySelectorAll('.memkit-graph')).filter(
