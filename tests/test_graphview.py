@@ -7,6 +7,7 @@ and topics, two runs of one workflow, one of them with a failed step.
 from __future__ import annotations
 
 import json
+import os
 import re
 import uuid
 from collections.abc import AsyncIterator
@@ -18,21 +19,36 @@ import pytest
 import memkit
 from memkit._errors import InvalidInputError
 from memkit._graphview import FAILED_COLOUR, LABEL_STYLE, page_html, payload, select
-from memkit.adapters import FalkorDBAdapter, InMemoryAdapter, SQLiteAdapter
+from memkit.adapters import FalkorDBAdapter, InMemoryAdapter, Neo4jAdapter, SQLiteAdapter
 from memkit.graph import GraphNode, MemoryGraph, amemory_graph, aneighbourhood, memory_graph, neighbourhood
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 HOSTILE = '<img src=x onerror="window.__pwned=1"></script><script>window.__pwned=2</script>\u202e'
 # A resource URL is one the browser would fetch: src/href attributes, CSS url(), @import.
 RESOURCE = re.compile(r"""(?:\bsrc\s*=|\bhref\s*=|url\(|@import)\s*["']?\s*(?:https?:)?//""", re.IGNORECASE)
+NEO4J_URI = os.environ.get("MEMKIT_NEO4J_URI")
+# With a Neo4j configured, the graph-database tests also run there (it wipes that database first).
+GRAPH_DBS = ["falkordb", *(["neo4j"] if NEO4J_URI else [])]
 STEPS = [("fetch_reads", "sra-tools"), ("quality_check", "fastqc"), ("align_reads", "bwa"),
          ("call_variants", "gatk")]
 
 
-@pytest.fixture(params=["sqlite", "falkordb"])
+async def _graph_db(kind: str, request: pytest.FixtureRequest) -> Any:
+    if kind == "neo4j":
+        assert NEO4J_URI
+        provider = Neo4jAdapter(NEO4J_URI)
+        await provider.reset()
+        return provider
+    server = request.getfixturevalue("falkordb_server")
+    return FalkorDBAdapter.from_url(server.url(f"view-{uuid.uuid4().hex[:8]}"))
+
+
+@pytest.fixture(params=["sqlite", *GRAPH_DBS])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
     if request.param == "sqlite":
         provider: Any = SQLiteAdapter(tmp_path / "view.db")
+    elif request.param == "neo4j":
+        provider = await _graph_db("neo4j", request)
     else:
         server = request.getfixturevalue("falkordb_server")
         provider = FalkorDBAdapter.from_url(server.url(f"view-{uuid.uuid4().hex[:8]}"))
@@ -168,15 +184,14 @@ def test_to_pyvis_is_the_same_view_as_a_pyvis_network() -> None:
     assert len(net.edges) == 2
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite", "falkordb"])
+@pytest.mark.parametrize("kind", ["memory", "sqlite", *GRAPH_DBS])
 async def test_neighbourhood_walks_out_from_a_gene(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     if kind == "memory":
         provider: Any = InMemoryAdapter()
     elif kind == "sqlite":
         provider = SQLiteAdapter(tmp_path / "n.db")
     else:
-        server = request.getfixturevalue("falkordb_server")
-        provider = FalkorDBAdapter.from_url(server.url(f"nb-{uuid.uuid4().hex[:8]}"))
+        provider = await _graph_db(kind, request)
     try:
         await fill(provider)
         await provider.add("TP53 elsewhere", "bob", "bio", {"gene": "TP53"})
