@@ -110,21 +110,23 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    """Write a standalone, offline HTML graph of one namespace or one workflow."""
-    from memkit._graphview import graph_view, standalone_html
+    """Write a standalone, offline HTML graph of the store, a namespace or a workflow."""
     from memkit.graph import memory_graph
 
     if args.max_nodes < 1:
         raise memkit.InvalidInputError(f"--max-nodes must be at least 1, got {args.max_nodes}")
+    scope = " / ".join(x for x in (args.user, args.agent) if x) or "the whole store"
+    title = f"workflow {args.workflow} ({scope})" if args.workflow else f"namespace {scope}"
     with _open(args) as mem:
         graph = memory_graph(mem, user_id=args.user, agent_id=args.agent, workflow_id=args.workflow)
-        view = graph_view(graph, args.max_nodes)
-        if view.total_nodes <= 1:
-            what = f"workflow {args.workflow!r}" if args.workflow else "namespace"
-            raise memkit.NotFoundError(f"nothing to draw: {what} of {args.user}/{args.agent} has no memories")
-        title = f"workflow {args.workflow}" if args.workflow else f"namespace {args.user} / {args.agent}"
+        if not graph.nodes:
+            what = f"workflow {args.workflow!r}" if args.workflow else "it"
+            raise memkit.NotFoundError(f"nothing to draw: {scope} has no memories in {what}")
+        from memkit._graphview import page_html, select
+
+        view = select(graph, args.max_nodes)
         with open(args.html, "w", encoding="utf-8") as fh:
-            fh.write(standalone_html(view, title=title))
+            fh.write(page_html(view, title))
     _say(f"wrote {args.html}: {title}, {view.message}, {len(view.edges)} edges")
     return 0
 
@@ -187,22 +189,24 @@ def build_parser() -> argparse.ArgumentParser:
     load.set_defaults(func=cmd_import)
 
     graph = sub.add_parser(
-        "graph", help="write an offline HTML graph of a namespace or a workflow",
-        description="Draw one namespace (memories and the genes, tools and topics they mention) or one\n"
-        "workflow (its steps in order and the tools they used) as a standalone HTML file that\n"
-        "loads nothing from the network; open it in any browser. Colour = node type,\n"
-        "size = number of connections.",
-        epilog="example: memkit graph --user alice --agent bioinformatics --html alice.html\n"
-        "         memkit graph --user alice --agent bioinformatics \\\n"
-        "             --workflow variant-calling-alice-1 --html run.html",
+        "graph", help="write an offline HTML graph of the store, a namespace or a workflow",
+        description="Draw the store, one namespace (memories and the genes, tools and topics they mention)\n"
+        "or one workflow (its runs left to right, step by step, with their tools and memories) as a\n"
+        "standalone HTML file that loads nothing from the network; open it in any browser.\n"
+        "Colour and shape = node type, failed steps in vermillion; search, legend toggles and a\n"
+        "properties panel work in the file. Over --max-nodes it keeps memories sampled over time\n"
+        "and the entities they mention most, and says what it left out.",
+        epilog="example: memkit graph --html store.html\n"
+        "         memkit graph --user alice --agent bioinformatics --html alice.html\n"
+        "         memkit graph --workflow variant-calling-alice-1 --html run.html",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     graph.add_argument("--html", required=True, metavar="OUT.html", help="file to write")
-    graph.add_argument("--user", required=True, help="user_id of the namespace")
-    graph.add_argument("--agent", required=True, help="agent_id of the namespace")
-    graph.add_argument("--workflow", help="draw this workflow's trace instead of the whole namespace")
+    graph.add_argument("--user", help="only this user_id (default: every user)")
+    graph.add_argument("--agent", help="only this agent_id (default: every agent)")
+    graph.add_argument("--workflow", help="draw this workflow's runs instead of memories")
     graph.add_argument("--max-nodes", type=int, default=300,
-                       help="keep at most this many nodes, most connected first (default: 300)")
+                       help="keep at most this many nodes, a representative part (default: 300)")
     graph.set_defaults(func=cmd_graph)
 
     mcp = sub.add_parser(

@@ -216,6 +216,23 @@ NODES = {
     for label, prop in _LOOKUP.items() if label != "Memory"
 }
 
+# One node and its relationships, newest neighbours first (labels come from the schema, never from input).
+# Memories are found through their indexed key, steps and traces through their indexed id.
+_BY = {"Memory": "key", "Step": "id", "Trace": "id"}
+AROUND = {
+    label: (
+        f"MATCH (a:{label} {{{_BY.get(label, 'id')}: $nid}})-[r]-(b) WHERE a.id = $id"
+        " RETURN type(r) AS type, r.id AS id, r.order AS order, r.field AS field,"
+        " startNode(r).id AS source, endNode(r).id AS target, labels(b) AS labels, properties(b) AS props"
+        " ORDER BY coalesce(b.created_us, 0) DESC LIMIT $limit"
+    )
+    for label in NODE_LABELS
+}
+NODE_AT = {
+    label: f"MATCH (n:{label} {{{_BY.get(label, 'id')}: $nid}}) WHERE n.id = $id RETURN properties(n) AS props"
+    for label in NODE_LABELS
+}
+
 # Two hops from one memory through what it shares (entities, steps, tools): the
 # memories related to it. Used by the graph bench and by neighbourhood views.
 NEIGHBOURS = (
@@ -299,7 +316,8 @@ class Dialect(abc.ABC):
             *(self.write_statement(relink, vec) for relink in (True, False) for vec in (True, False)),
             DELETE, TIDY.replace("{relink}", RELINK),
             RESET, SELECT, GET, EXISTING_IDS, EXPORT, NAMESPACES, STATS, PING, GRAPH_SEEDS, COUNT_MEMORIES,
-            *EXPAND.values(), *NODES.values(), NEIGHBOURS, self.keyword_statement(), self.vector_statement(),
+            *EXPAND.values(), *NODES.values(), NEIGHBOURS,
+            *AROUND.values(), *NODE_AT.values(), self.keyword_statement(), self.vector_statement(),
         ]
 
     @abc.abstractmethod
@@ -681,6 +699,42 @@ class GraphAdapter:
         for row in edges:
             if row["source"] in out.nodes and row["target"] in out.nodes:
                 out.edge(row["type"], row["id"], row["source"], row["target"], row)
+        return out.build()
+
+    async def neighbourhood(
+        self, node_id: str, *, label: str | None = None, depth: int = 1, limit: int = 50,
+    ) -> MemoryGraph:
+        """A node and its neighbours up to ``depth`` hops (at most ``limit`` per node walked)."""
+        check_id(node_id, "node id", self.limits)
+        out = GraphBuilder()
+        labels = [label] if label in NODE_LABELS else list(NODE_LABELS)
+        start: str | None = None
+        for candidate in labels:
+            nid = memory_key(node_id) if candidate == "Memory" else node_id
+            rows = await self._read(NODE_AT[candidate], {"nid": nid, "id": node_id})
+            if rows:
+                out.node(candidate, rows[0]["props"])
+                start = candidate
+                break
+        if start is None:
+            return out.build()
+        frontier = [(node_id, start)]
+        edges: list[dict[str, Any]] = []
+        for _ in range(depth):
+            reached: list[tuple[str, str]] = []
+            for current, kind in frontier:
+                nid = memory_key(current) if kind == "Memory" else current
+                for row in await self._read(AROUND[kind], {"nid": nid, "id": current, "limit": limit}):
+                    other = _label(row["labels"])
+                    if other is None:
+                        continue
+                    if row["props"]["id"] not in out.nodes:
+                        out.node(other, row["props"])
+                        reached.append((row["props"]["id"], other))
+                    edges.append(row)
+            frontier = reached
+        for row in edges:
+            out.edge(row["type"], row["id"], row["source"], row["target"], row)
         return out.build()
 
     async def _fetch_nodes(self, out: GraphBuilder, new: dict[str, list[str]]) -> None:
