@@ -24,6 +24,7 @@ from memkit._protocols import (
     SupportsNamespaces,
     SupportsPaging,
     SupportsRecalls,
+    SupportsSearchModes,
     SupportsStats,
     SupportsTraceColumns,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "SupportsNamespaces",
     "SupportsPaging",
     "SupportsRecalls",
+    "SupportsSearchModes",
     "SupportsStats",
     "SupportsTraceColumns",
     "build_context",

@@ -36,7 +36,7 @@ from memkit._protocols import (
 )
 from memkit._recall import Recall, RecalledMemory
 from memkit._records import to_us
-from memkit._sync import Memory, run_sync
+from memkit._sync import Memory, provider_of, run_sync
 from memkit.traces import ExecutionHistory, ExecutionItem, ExecutionStatus, categorize_error
 
 __all__ = [
@@ -64,11 +64,7 @@ _TEXT = ("id", "user_id", "agent_id", "workflow_id", "run_id", "step_name", "too
 _NUMBERS = ("seq", "created_us", "step_index", "started_us", "duration_us", "retry_count")
 
 
-def _provider(mem: MemoryProvider | Memory) -> MemoryProvider:
-    provider = mem.provider if isinstance(mem, Memory) else mem
-    if not isinstance(provider, MemoryProvider):
-        raise TypeError(f"expected a MemoryProvider or memkit.Memory, got {type(mem).__name__}")
-    return provider
+_provider = provider_of
 
 
 def _since_us(since: datetime | str | float | None) -> int | None:
@@ -577,13 +573,13 @@ async def _rerun(provider: MemoryProvider, recall: Recall) -> list[tuple[int, Me
         with _recall.paused():
             ranked = await provider.search(
                 recall.query, recall.user_id, recall.agent_id, limit=recall.limit, filters=recall.filters,
-                mode=recall.mode,  # type: ignore[call-arg]
+                mode=recall.mode,
             )
         rank = {item.id: position for position, item in enumerate(ranked, start=1)}
         return [(rank.get(item.id, 0), item) for item in window.items]
     hits = await provider.search(
         recall.query, recall.user_id, recall.agent_id, limit=recall.limit, filters=recall.filters,
-        mode=recall.mode,  # type: ignore[call-arg]
+        mode=recall.mode,
     )
     return list(enumerate(hits, start=1))
 

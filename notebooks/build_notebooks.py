@@ -226,19 +226,55 @@ MEMORY_GRAPH = [
          "print(dict(sorted(wf_graph.edge_types().items())))\n"
          "wf_nodes = wf_graph.nodes_frame()\n"
          'sorted(wf_nodes.loc[wf_nodes.type == "Tool", "name"])'),
-    md("## The safe graph view\n\nColour is the node type, size the number of connections; a node cap says what "
-       "it left out. The page embeds vis-network (nothing is fetched) and shows memory text as text."),
-    code("import re\n\nfrom memkit.widgets import GraphExplorer\n\n"
-         "explorer = GraphExplorer(mem, max_nodes=60)\n"
+    md("## Explore it\n\n`GraphExplorer` draws the graph as a live widget (anywidget; its JavaScript and "
+       "vis-network ship inside memkit, nothing is fetched). Every node is captioned by what it is (`TP53`, a "
+       "tool, `3 · bwa` for a step, a memory's first words; the id only in the properties panel), coloured by its "
+       "label with a colour-blind-safe palette (failed steps in vermillion), and:\n\n"
+       "- **click** a node: its properties in the side panel, and `explorer.selected` in Python;\n"
+       "- **double-click**: fetch its neighbours from the store and add them;\n"
+       "- **search** box: type part of a caption and press Enter to focus that node;\n"
+       "- **legend**: click a type to hide or show it; **Fit** and **Reset** buttons.\n\n"
+       "Over the node cap the view keeps memories sampled evenly over time and the entities they mention "
+       "most, and says what it left out."),
+    code("from memkit.widgets import GraphExplorer\n\n"
+         "explorer = GraphExplorer(mem)\n"
          'explorer.namespace.value = ("alice", "bioinformatics")\n'
-         "explorer.draw_button.click()\n"
-         "print(explorer.view.message)\n"
-         "print(\"external resources:\", re.findall(r\"(?:src|href)=[\\\"']?https?://\", explorer.view_html.value))"),
-    code("from IPython.display import HTML\n\nHTML(explorer.view_html.value)", ignore_output=True),
-    code('explorer.scope.value = "workflow"\n'
-         'explorer.workflow.value = ("alice", "bioinformatics", "variant-calling-alice-1")\n'
-         "explorer.draw_button.click()\nprint(explorer.view.message)\n"
-         "print(sorted({node.type for node in explorer.view.nodes}))"),
+         "explorer.draw()\n"
+         "explorer"),
+    code("data = explorer.canvas.data\n"
+         'print(data["message"])\n'
+         'print({item["label"]: item["color"] for item in data["legend"]})\n'
+         'print(sorted(n["label"] for n in data["nodes"] if n["type"] == "Entity")[:8])'),
+    md("Clicking a node in the drawing sets `explorer.selected`; here the same selection made from Python. "
+       "`memkit.graph.neighbourhood` is what a double-click calls: a node and what it connects to, read from the "
+       "store (a node id works too), so you can walk out from one gene (here BRCA2)."),
+    code("from memkit.graph import neighbourhood\n\n"
+         'brca2 = next(n for n in ns_graph.nodes if n.type == "Entity" and n.properties["name"] == "BRCA2")\n'
+         "explorer.canvas.selected_id = brca2.id\n"
+         "chosen = explorer.selected\n"
+         "print(chosen.type, chosen.properties[\"kind\"], chosen.properties[\"name\"])\n"
+         "around = neighbourhood(mem, brca2, depth=1, limit=50)\n"
+         "print(dict(sorted(around.node_types().items())))\n"
+         'for n in sorted((n for n in around.nodes if n.type == "Memory"), key=lambda n: n.properties["content"]):\n'
+         '    print(" -", n.properties["content"][:70])'),
+    md("## A workflow, left to right\n\nEach run is a row: its steps in order along `NEXT`, each step's memory "
+       "above it, the tools in a lane below, failed steps in vermillion."),
+    code("flow = GraphExplorer(mem)\n"
+         'flow.scope.value = "workflow"\n'
+         'flow.workflow.value = ("alice", "bioinformatics", "variant-calling-alice-1")\n'
+         "flow.draw()\n"
+         "flow"),
+    code('steps = sorted((n for n in flow.canvas.data["nodes"] if n["type"] == "Step"),\n'
+         '               key=lambda n: (n["y"], n["x"]))\n'
+         'print(flow.canvas.data["layout"])\n'
+         'print([(n["label"], "failed" if n["failed"] else "ok") for n in steps])'),
+    md("## Export\n\n`to_html` writes the same readable page as `memkit graph --html` (offline, search, legend "
+       "and properties work in the file); `to_pyvis` gives a `pyvis.network.Network` to customise."),
+    code('page = Path(tempfile.mkdtemp(prefix="memkit-graph-")) / "alice.html"\n'
+         "html = ns_graph.to_html(str(page), title=\"namespace alice / bioinformatics\")\n"
+         'print(page.name, "fetches nothing:", "https://cdn" not in html and "src=\\"http" not in html)\n'
+         "net = wf_graph.to_pyvis()\n"
+         "print(type(net).__name__, len(net.nodes), \"nodes\", len(net.edges), \"edges\")"),
     md("## The same on a graph database\n\nThe FalkorDB adapter stores the graph natively. Load the same demo "
        "sample and ask the same questions: the answers match the embedded store."),
     code(GRAPH_SETUP),
@@ -254,10 +290,13 @@ MEMORY_GRAPH = [
          "print(dict(sorted(g_wf.node_types().items())))\n"
          "print(\"same as embedded:\", g_wf.node_types() == wf_graph.node_types()\n"
          "      and g_wf.edge_types() == wf_graph.edge_types())"),
-    code("g_explorer = GraphExplorer(gmem, max_nodes=60)\n"
+    code("g_explorer = GraphExplorer(gmem)\n"
          'g_explorer.namespace.value = ("alice", "bioinformatics")\n'
-         "g_explorer.draw_button.click()\nprint(g_explorer.view.message)"),
-    code("HTML(g_explorer.view_html.value)", ignore_output=True),
+         "g_explorer.draw()\n"
+         'print(g_explorer.canvas.data["message"])\n'
+         "g_around = neighbourhood(gmem, brca2.id)  # the graph database walks its own edges\n"
+         "print(\"same neighbourhood of BRCA2:\", {n.id for n in g_around.nodes} == {n.id for n in around.nodes})\n"
+         "g_explorer"),
     md("Close the store and stop the server this notebook started."),
     code("gmem.close()\nif server is not None:\n    server.stop()\n"
          "print(\"graph store closed\")"),

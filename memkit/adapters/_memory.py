@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -17,7 +16,7 @@ from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._recall import Recall, check_as_of, checked_recalls
 from memkit._records import Record, from_us, new_record, records_from_items, trace_record
-from memkit._retrieval import HybridConfig, VectorIndex, check_mode, dense_leg, fuse
+from memkit._retrieval import HybridConfig, VectorIndex, check_hybrid, check_mode, dense_leg, fuse, modes_for
 from memkit._validate import (
     DEFAULT_LIMITS,
     Limits,
@@ -26,7 +25,9 @@ from memkit._validate import (
     check_namespace,
     check_query,
     check_read,
+    check_scope,
 )
+from memkit.adapters._plumbing import timed_health
 
 __all__ = ["InMemoryAdapter", "MockMemoryAdapter"]
 
@@ -132,7 +133,7 @@ class InMemoryAdapter:
 
     async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
         """Delete one memory; with ``user_id``/``agent_id`` only if it lives in that namespace."""
-        check_id(memory_id, "memory_id", self.limits)
+        memory_id, user_id, agent_id = check_scope(memory_id, user_id, agent_id, self.limits)
         with self._lock:
             record = self._records.get(memory_id)
             if record is None:
@@ -174,6 +175,11 @@ class InMemoryAdapter:
         rows.sort(key=lambda r: (r.created_us, seq[r.id]), reverse=True)
         return rows
 
+    @property
+    def search_modes(self) -> tuple[str, ...]:
+        """The ``mode=`` values :meth:`search` answers (all three with an embedder, else keyword)."""
+        return modes_for(self.embedder is not None)
+
     async def search(
         self,
         query: str,
@@ -193,11 +199,10 @@ class InMemoryAdapter:
         """
         text = check_query(query, self.limits)
         limit = check_limit(limit, self.limits)
-        resolved = check_mode(mode, self.embedder is not None, repr(self))
-        if hybrid is not None and not isinstance(hybrid, HybridConfig):
-            raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
+        resolved = check_mode(mode, self.search_modes, repr(self))
+        config = check_hybrid(hybrid) or self.hybrid
         until_us = check_as_of(as_of)
-        hits = self._search(text, user_id, agent_id, limit, filters, resolved, hybrid or self.hybrid, until_us)
+        hits = self._search(text, user_id, agent_id, limit, filters, resolved, config, until_us)
         _recall.record(
             self, query=text, user_id=user_id, agent_id=agent_id, mode=resolved, filters=filters,
             limit=limit, hits=hits, as_of=as_of,
@@ -302,10 +307,11 @@ class InMemoryAdapter:
         )
 
     async def health(self) -> Health:
-        start = time.perf_counter()
-        with self._lock:
-            pass
-        return Health(ok=True, provider=self.provider_name, latency_ms=(time.perf_counter() - start) * 1e3)
+        async def ping() -> str:
+            with self._lock:  # answers once no writer holds the store
+                return f"{len(self._records)} memories in this process"
+
+        return await timed_health(self.provider_name, ping)
 
     async def export(self, user_id: str | None = None, agent_id: str | None = None) -> AsyncIterator[MemoryItem]:
         with self._lock:

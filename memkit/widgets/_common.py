@@ -10,8 +10,9 @@ from typing import Any, TypeVar
 
 import ipywidgets as w
 
-from memkit._errors import ConfigError, InvalidInputError, MemkitError
+from memkit._errors import MemkitError
 from memkit._models import MemoryItem
+from memkit._protocols import SupportsSearchModes
 from memkit._sync import Memory
 
 __all__ = ["Panel", "esc", "short", "status_html", "table_html"]
@@ -54,21 +55,11 @@ def table_html(headers: Sequence[str], rows: Sequence[Sequence[object]], css_cla
     return f'<table class="{css_class}" style="border-collapse:collapse;font-size:13px"><tr>{head}</tr>{body}</table>'
 
 
-def search_modes(mem: Memory, user_id: str | None, agent_id: str | None) -> list[str]:
-    """The search modes this store answers: ``search_modes`` if the provider says, else one probe each."""
-    declared = getattr(mem.provider, "search_modes", None)
-    if declared:
-        return [m for m in MODES if m in declared]
-    modes = ["keyword"]
-    if user_id is None or agent_id is None:
-        return modes
-    for mode in MODES[1:]:
-        try:
-            mem.search("probe", user_id, agent_id, 1, None, mode=mode)
-        except (ConfigError, InvalidInputError, NotImplementedError, TypeError):
-            continue
-        modes.append(mode)
-    return modes
+def search_modes(mem: Memory) -> list[str]:
+    """The search modes this store declares (keyword search for a provider that declares none)."""
+    provider = mem.provider
+    declared = provider.search_modes if isinstance(provider, SupportsSearchModes) else ("keyword",)
+    return [m for m in MODES if m in declared]
 
 
 class Panel:

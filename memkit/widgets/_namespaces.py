@@ -121,8 +121,7 @@ class NamespaceBrowser(Panel):
     def _on_namespace(self, change: dict[str, Any]) -> None:
         if change["new"] is None:
             return
-        user, agent = change["new"]
-        modes = self._guard(lambda: search_modes(self.mem, user, agent)) or ["keyword"]
+        modes = search_modes(self.mem)
         # Keep a mode the user picked (there was a choice to make); otherwise the store's own
         # default: hybrid when it has vectors.
         chosen = self.mode.value if len(self.mode.options) > 1 else None

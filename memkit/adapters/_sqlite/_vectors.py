@@ -14,6 +14,7 @@ import numpy as np
 from memkit._errors import ConfigError
 from memkit._records import Record
 from memkit._retrieval import VectorIndex
+from memkit.adapters._sqlite._schema import write_transaction
 
 __all__ = ["EMBED_BATCH", "Vectors", "blob"]
 
@@ -87,8 +88,7 @@ class Vectors:
             if name != emb.name or dim != emb.dim:
                 raise self.mismatch(name, dim, emb.name, emb.dim)
             return
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(conn):
             name, dim = recorded(conn)  # another process may have bound one meanwhile
             if name is not None and (name != emb.name or dim != emb.dim):
                 raise self.mismatch(name, dim, emb.name, emb.dim)
@@ -96,10 +96,6 @@ class Vectors:
                 # A keyword-only store gains vectors for what it already holds.
                 self.embed_all(conn)
                 conn.execute("DELETE FROM store_meta WHERE key = 'keyword_only'")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
     def embed_all(self, conn: sqlite3.Connection, bar: Any = None) -> int:
         """Embed and store every memory, then record the embedder (inside the caller's transaction)."""
