@@ -51,9 +51,9 @@ _CHUNK = 10_000
 class SQLiteAdapter:
     """Memories in one SQLite file (WAL), keyword search by BM25 with porter + unicode61 analysis.
 
-    The keyword index of a namespace is built in memory on its first search and
-    kept current from then on (this process's writes directly, other processes'
-    through ``PRAGMA data_version``); see :mod:`memkit._keyword`.
+    The keyword index of a namespace is built in memory on its first search, saved
+    in the file for the next process, and kept current from the store's change
+    feed, whoever wrote (see :mod:`memkit.adapters._sqlite._keywords`).
 
     Parameters
     ----------
