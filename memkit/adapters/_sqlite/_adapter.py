@@ -194,8 +194,6 @@ class SQLiteAdapter:
         finally:
             if bar is not None:
                 bar.close()
-        if vectors is not None:
-            self._vectors.added(range(last_seq + 1, last_seq + 1 + len(records)), records, vectors)
         return [r.id for r in records]
 
     # -- the port ----------------------------------------------------------------
@@ -364,8 +362,6 @@ class SQLiteAdapter:
             sql += " AND agent_id = ?"
             params.append(agent_id)
         deleted = self._db().execute(sql + " RETURNING seq, user_id, agent_id", params).fetchall()
-        for seq, user, agent in deleted:
-            self._vectors.removed(seq, user, agent)
         return bool(deleted)
 
     async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
