@@ -32,7 +32,9 @@ PUBLIC: dict[str, set[str]] = {
         "ReplayState", "TRACE_COLUMNS", "failure_patterns", "memories_frame", "namespaces_frame", "replay",
         "tool_stats", "traces_frame",
     },
-    "memkit.graph": {"GraphEdge", "GraphNode", "MemoryGraph", "amemory_graph", "memory_graph"},
+    "memkit.graph": {
+        "GraphEdge", "GraphNode", "MemoryGraph", "amemory_graph", "aneighbourhood", "memory_graph", "neighbourhood",
+    },
     "memkit.testing": {"FalkorDBServer", "ProviderConformance"},
     "memkit.tools": {"MemoryTools", "ProviderTools", "ToolDispatcher", "register_pydantic_ai_tools"},
     "memkit.traces": {

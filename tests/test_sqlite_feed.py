@@ -278,3 +278,18 @@ async def test_a_saved_index_is_loaded_and_brought_up_to_date(tmp_path: Path) ->
     found = {h.id for h in await second.search("kinase", "u", "a", limit=2_000)}
     assert late in found and ids[0] not in found and len(found) == 1_200
     await second.aclose()
+
+
+async def test_cached_vectors_follow_another_writer(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.db"
+    reader = SQLiteAdapter(path, embedder="default")
+    writer = SQLiteAdapter(path, embedder="default")
+    await writer.add("Caroline adopted a golden retriever puppy", "u", "a")
+    newest = await writer.add("the cat sleeps on the sofa", "u", "a")
+    assert len(await reader.search("dog", "u", "a", mode="semantic", limit=10)) == 2  # vectors cached
+    assert await writer.delete(newest)
+    late = await writer.add("a kitten naps on the couch", "u", "a")
+    ids = [h.id for h in await reader.search("cat", "u", "a", mode="semantic", limit=10)]
+    assert newest not in ids and late in ids and len(ids) == 2
+    await reader.aclose()
+    await writer.aclose()

@@ -81,9 +81,9 @@ def _flush_later(adapter_ref: weakref.ref[SQLiteAdapter], wake: threading.Event)
 class SQLiteAdapter:
     """Memories in one SQLite file (WAL), keyword search by BM25 with porter + unicode61 analysis.
 
-    The keyword index of a namespace is built in memory on its first search and
-    kept current from then on (this process's writes directly, other processes'
-    through ``PRAGMA data_version``); see :mod:`memkit._keyword`.
+    The keyword index of a namespace is built in memory on its first search, saved
+    in the file for the next process, and kept current from the store's change
+    feed, whoever wrote (see :mod:`memkit.adapters._sqlite._keywords`).
 
     Parameters
     ----------
@@ -239,8 +239,6 @@ class SQLiteAdapter:
         finally:
             if bar is not None:
                 bar.close()
-        if vectors is not None:
-            self._vectors.added(range(last_seq + 1, last_seq + 1 + len(records)), records, vectors)
         return [r.id for r in records]
 
     # -- the port ----------------------------------------------------------------
@@ -420,8 +418,6 @@ class SQLiteAdapter:
             sql += " AND agent_id = ?"
             params.append(agent_id)
         deleted = self._db().execute(sql + " RETURNING seq, user_id, agent_id", params).fetchall()
-        for seq, user, agent in deleted:
-            self._vectors.removed(seq, user, agent)
         return bool(deleted)
 
     async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
