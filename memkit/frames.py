@@ -53,7 +53,6 @@ __all__ = [
     "replay_recall",
     "tool_stats",
     "traces_frame",
-    "with_recall_counts",
 ]
 
 TRACE_COLUMNS = (
@@ -220,7 +219,7 @@ def traces_frame(
         Keep steps stored at or after this moment (datetime, ISO string or epoch seconds).
     recalls
         Add ``recalls`` (searches the step made) and ``recalled`` (memories they returned)
-        per step, from a store that keeps recalls (see :func:`with_recall_counts`).
+        per step, from a store that keeps recalls (see :func:`recall_counts`).
 
     Examples
     --------
@@ -237,7 +236,7 @@ def traces_frame(
     else:
         coro = _export_trace_columns(provider, workflow_id, agent_id, user_id, state, since_us)
     frame = _trace_frame(run_sync(coro))
-    return with_recall_counts(frame, provider) if recalls else frame
+    return _with_recall_counts(frame, provider) if recalls else frame
 
 
 # -- memories and namespaces -----------------------------------------------------------
@@ -538,7 +537,7 @@ def recall_counts(mem: MemoryProvider | Memory, workflow_id: str | None = None) 
     return counts
 
 
-def with_recall_counts(steps: pd.DataFrame, mem: MemoryProvider | Memory) -> pd.DataFrame:
+def _with_recall_counts(steps: pd.DataFrame, mem: MemoryProvider | Memory) -> pd.DataFrame:
     """``steps`` (a :func:`traces_frame`) with ``recalls`` and ``recalled`` per step (0 when none)."""
     workflows = steps["workflow_id"].dropna().unique()
     workflow = str(workflows[0]) if len(workflows) == 1 else None

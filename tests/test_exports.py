@@ -16,10 +16,11 @@ PUBLIC: dict[str, set[str]] = {
     "memkit": {
         "BackendUnavailableError", "ConfigError", "ContextWindow", "ErrorCategory", "Health", "HybridConfig",
         "InvalidInputError", "Limits", "MemkitError", "Memory", "MemoryFilter", "MemoryItem", "MemoryProvider",
-        "NamespaceInfo", "NewMemory", "NotFoundError", "Stats", "StorageError", "SupportsAddMany", "SupportsClose",
-        "SupportsExport", "SupportsGet", "SupportsHealth", "SupportsNamespaces", "SupportsPaging",
-        "SupportsSearchModes", "SupportsStats", "SupportsTraceColumns", "build_context", "export_jsonl",
-        "get_memory_provider", "import_history", "import_jsonl", "open",
+        "NamespaceInfo", "NewMemory", "NotFoundError", "Recall", "RecalledMemory", "Stats", "StorageError",
+        "SupportsAddMany", "SupportsAsOf", "SupportsClose", "SupportsExport", "SupportsGet", "SupportsHealth",
+        "SupportsNamespaces", "SupportsPaging", "SupportsRecalls", "SupportsSearchModes", "SupportsStats",
+        "SupportsTraceColumns", "build_context", "export_jsonl", "get_memory_provider", "import_history",
+        "import_jsonl", "open", "recall_scope",
     },
     "memkit.adapters": {
         "FalkorDBAdapter", "InMemoryAdapter", "Mem0Adapter", "MockMemoryAdapter", "Neo4jAdapter", "SQLiteAdapter",
@@ -29,8 +30,9 @@ PUBLIC: dict[str, set[str]] = {
         "DEFAULT_EMBEDDER", "Embedder", "SentenceTransformerEmbedder", "StaticEmbedder", "get_embedder",
     },
     "memkit.frames": {
-        "ReplayState", "TRACE_COLUMNS", "failure_patterns", "memories_frame", "namespaces_frame", "replay",
-        "tool_stats", "traces_frame",
+        "RECALL_COLUMNS", "REPLAY_COLUMNS", "ReplayState", "TRACE_COLUMNS", "failure_patterns", "memories_frame",
+        "namespaces_frame", "recall_counts", "recalls_frame", "replay", "replay_recall", "tool_stats",
+        "traces_frame",
     },
     "memkit.graph": {
         "GraphEdge", "GraphNode", "MemoryGraph", "amemory_graph", "aneighbourhood", "memory_graph", "neighbourhood",
