@@ -6,12 +6,12 @@ import csv
 from collections.abc import Iterator
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 import memkit
 from memkit._demo import demo_items
-from memkit.frames import TRACE_COLUMNS, failure_patterns, traces_frame
+from memkit._display import format_time
+from memkit.frames import TRACE_COLUMNS, compare_runs, run_steps, runs_frame
 from memkit.widgets import Dashboard, GraphExplorer, NamespaceBrowser, TraceReplay
 from memkit.widgets._static import snapshot_html
 
@@ -157,72 +157,75 @@ def test_delete_needs_confirmation_and_stays_in_its_namespace(small: memkit.Memo
     assert [ns.count for ns in small.namespaces() if ns.user_id == "u2"] == [1]
 
 
-def test_trace_replay_steps_through_a_run(demo: memkit.Memory, tmp_path: Path) -> None:
-    replay = TraceReplay(demo)
-    labels = [value for _, value in replay.workflow.options]
-    assert len(labels) == 18  # 3 users x 2 runs x 3 workflows in the demo sample
-    replay.workflow.value = ("alice", "bioinformatics", "variant-calling-alice-1")
-    frame = replay.frame
-    expected = traces_frame(demo, workflow_id="variant-calling-alice-1", agent_id="bioinformatics",
-                            user_id="alice")
-    pd.testing.assert_frame_equal(frame, expected)
-    assert list(frame.columns[: len(TRACE_COLUMNS)]) == list(TRACE_COLUMNS)
-    assert list(frame["step_index"]) == list(range(len(frame)))
-    assert replay.step.max == len(frame) - 1
-    for column in TRACE_COLUMNS:  # the step table shows the traces_frame columns
-        assert f">{column}</th>" in replay.table.value
-    assert f"step 1 of {len(frame)}: fetch_reads" in replay.step_view.value
-    first = frame.iloc[0]
-    for key in (k for k in frame.columns if k.startswith("params.") and pd.notna(first[k])):
-        assert f"&quot;{key.split('.', 1)[1]}&quot;" in replay.step_view.value
-    replay.next_button.click()
-    assert "quality_check" in replay.step_view.value and replay.step.value == 1
-    assert f"{frame.iloc[1]['duration_s']:.3f}".rstrip("0") in replay.step_view.value
-    replay.prev_button.click()
-    replay.prev_button.click()
-    assert replay.step.value == 0
-    replay.step.value = replay.step.max
-    replay.next_button.click()
-    assert replay.step.value == replay.step.max
+def test_trace_replay_lists_runs_filters_sorts_and_opens_one(demo: memkit.Memory, tmp_path: Path) -> None:
+    panel = TraceReplay(demo)
+    expected = runs_frame(demo)
+    assert panel.total_runs == len(expected) == 18  # 3 users x 2 runs x 3 workflows in the demo sample
+    assert [r["run"] for r in panel.runs] == list(expected.index)  # newest first
+    panel.filters = {"status": "failed"}
+    assert {r["status"] for r in panel.runs} == {"failed"}
+    assert len(panel.runs) == int(expected["status"].eq("failed").sum()) > 0
+    assert "runs, " in panel.message and panel.message_kind == "error"  # failed runs in view
+    panel.filters = {"tool": "gatk", "min_duration": 600}
+    assert panel.runs and all(r["run"] in set(expected[expected.duration_s >= 600].index) for r in panel.runs)
+    panel.filters = {}
+    panel.sort = {"column": "duration_s", "descending": False}
+    durations = [expected.loc[r["run"], "duration_s"] for r in panel.runs]
+    assert durations == sorted(durations)
+    run = "variant-calling-alice-1/run-alice-1"
+    panel.run = run
+    steps = run_steps(demo, run)
+    assert [s["status"] for s in panel.timeline["steps"]] == list(steps["status"])
+    assert len(panel.timeline["steps"]) == len(steps)
+    failed = [i for i, s in enumerate(panel.timeline["steps"]) if s["status"] == "failed"]
+    assert failed and "data={" not in str(panel.timeline)
+    panel.step = failed[0]
+    assert panel.detail["error"] == steps.iloc[failed[0]]["error"]
+    assert panel.detail["parameters"]["gene"] == steps.iloc[failed[0]]["params.gene"]
+    assert ["started", format_time(steps.iloc[failed[0]]["started_at"].to_pydatetime())] in panel.detail["facts"]
+    panel.compare_with = "variant-calling-bob-1/run-bob-1"
+    diff = compare_runs(demo, run, "variant-calling-bob-1/run-bob-1")
+    assert [r["change"] for r in panel.comparison["rows"]] == list(diff["change"])
     out = tmp_path / "steps.csv"
-    replay.csv_path.value = str(out)
-    replay.export_button.click()
+    panel.export(str(out))
     with out.open() as fh:
         rows = list(csv.DictReader(fh))
-    assert [r["step_name"] for r in rows] == list(frame["step_name"])
-    assert [r["step_id"] for r in rows] == list(frame.index)
-    assert set(TRACE_COLUMNS) <= set(rows[0])
-    assert "wrote" in replay.status.value
+    assert [r["step_id"] for r in rows] == list(steps.index)
+    assert set(TRACE_COLUMNS) <= set(rows[0]) and "wrote" in panel.message
+    assert panel.summary().startswith("TraceReplay: 18 of 18 runs shown")
 
 
-def test_trace_replay_failure_patterns_and_tool_stats(tmp_path: Path) -> None:
+def test_trace_replay_shows_status_less_steps_as_unknown(tmp_path: Path) -> None:
     with memkit.open(f"sqlite:///{tmp_path / 't.db'}") as mem:
-        steps = [("fetch", "entrez", "success", None), ("blast", "blast", "failed", "ConnectionError: timeout"),
-                 ("blast", "blast", "failed", "network timeout"), ("blast", "blast", "success", None)]
-        for index, (name, tool, status, error) in enumerate(steps):
-            mem.add_trace("bio", "wf-1", {"step_name": name, "tool": tool, "status": status, "error": error,
-                                          "step_index": index, "duration": 1.5, "retry_count": 0}, user_id="u1")
-        replay = TraceReplay(mem)
-        assert replay.workflow.value == ("u1", "bio", "wf-1")
-        assert "4 steps, 2 failed" in replay.status.value
-        patterns = failure_patterns(replay.frame)
-        assert patterns.to_dict("records") == [{"category": "network_error", "tool": "blast", "count": 2}]
-        assert ">network_error<" in replay.patterns.value and ">2<" in replay.patterns.value
-        assert ">success_rate</th>" in replay.stats.value and ">0.333<" in replay.stats.value  # blast 1 of 3
-        replay.step.value = 2
-        assert "2 of 3 steps failed so far" in replay.step_view.value
-        assert "network timeout" in replay.step_view.value
+        mem.add_trace("bio", "wf-1", {"tool": "bwa", "step_index": 0}, user_id="u1")  # the README's example
+        mem.add_trace("bio", "wf-1", {"tool": "gatk", "step_index": 1, "status": "exploded"}, user_id="u1")
+        panel = Dashboard(mem).replay
+        assert [r["status"] for r in panel.runs] == ["unknown"]
+        panel.run = panel.runs[0]["run"]
+        assert [s["status"] for s in panel.timeline["steps"]] == ["unknown", "unknown"]
+        panel.step = 0
+        assert panel.detail["status"] == "unknown" and panel.message_kind != "error"
 
 
-def test_trace_replay_escapes_trace_text(tmp_path: Path) -> None:
+def test_trace_replay_on_an_empty_store_and_a_bad_run(tmp_path: Path) -> None:
+    with memkit.open(f"sqlite:///{tmp_path / 't.db'}") as mem:
+        panel = TraceReplay(mem)
+        assert panel.runs == [] and panel.total_runs == 0 and "no traces" in panel.message
+        panel.run = "nope"
+        assert panel.message_kind == "error" and panel.timeline == {}
+
+
+def test_trace_replay_keeps_hostile_text_as_data(tmp_path: Path) -> None:
     with memkit.open(f"sqlite:///{tmp_path / 't.db'}") as mem:
         mem.add_trace("bio", "wf-<b>", {"step_name": "<b>x</b>", "tool": HOSTILE, "status": "failed",
-                                         "error": HOSTILE, "parameters": {"q": HOSTILE},
-                                         "result": {"r": "<i>r</i>"}}, user_id="u1")
-        replay = TraceReplay(mem)
-        html = replay.step_view.value + replay.table.value + replay.stats.value + replay.patterns.value
-        assert "&lt;b&gt;x&lt;/b&gt;" in replay.step_view.value
-        assert "<b>x</b>" not in html and "<img" not in html and "<script" not in html and "<i>r" not in html
+                                         "error": HOSTILE + "\x1b[31m", "parameters": {"q": HOSTILE},
+                                         "result": {"r": "<i>r</i>"}, "step_index": 0}, user_id="u1")
+        panel = TraceReplay(mem)
+        panel.run = panel.runs[0]["run"]
+        panel.step = 0
+        # The panel sends text; the browser module puts it in with textContent (tests/test_lab.py looks).
+        assert panel.detail["parameters"] == {"q": HOSTILE}
+        assert panel.detail["error"] == HOSTILE + "\\x1b[31m"  # control characters escaped
 
 
 def test_graph_explorer_caps_nodes_and_switches_scope(demo: memkit.Memory) -> None:

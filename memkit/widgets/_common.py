@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
+import anywidget
 import ipywidgets as w
+import traitlets
 
 from memkit._errors import ConfigError, InvalidInputError, MemkitError
 from memkit._models import MemoryItem
 from memkit._sync import Memory
 
-__all__ = ["Panel", "esc", "short", "status_html", "table_html"]
+__all__ = ["AnyPanel", "Panel", "esc", "short", "status_html", "table_html"]
 
 T = TypeVar("T")
 
@@ -118,3 +122,53 @@ def workflows(mem: Memory, max_traces: int = 5000) -> list[tuple[str, str, str]]
             if wf is not None:
                 found[(ns.user_id, ns.agent_id, str(wf))] = None
     return sorted(found)
+
+
+# -- anywidget panels ------------------------------------------------------------------------
+
+_HERE = Path(__file__).resolve().parent
+
+
+class AnyPanel(anywidget.AnyWidget):
+    """Base of memkit's anywidget panels: a message line, a busy flag, and a text/plain summary.
+
+    The browser side is an ES module shipped next to this file (no build step, nothing
+    fetched); ``_grid.js`` holds what every panel's module shares and is put in front of it.
+    """
+
+    _css = (_HERE / "_panels.css").read_text(encoding="utf-8")
+    message = traitlets.Unicode("").tag(sync=True)
+    message_kind = traitlets.Unicode("info").tag(sync=True)
+    busy = traitlets.Bool(False).tag(sync=True)
+
+    @staticmethod
+    def module(name: str) -> str:
+        return (_HERE / "_grid.js").read_text(encoding="utf-8") + "\n" + (_HERE / name).read_text(encoding="utf-8")
+
+    def say(self, message: str, kind: str = "info") -> None:
+        self.message_kind = kind
+        self.message = message
+
+    @contextmanager
+    def working(self, what: str) -> Iterator[None]:
+        """Mark the panel busy; a memkit error or bad input shows in the message line instead of escaping."""
+        self.busy = True
+        if self.message_kind == "error":  # a new attempt clears the last failure
+            self.say("")
+        try:
+            yield
+        except (MemkitError, ValueError, TypeError) as exc:
+            self.say(f"{what} failed: {type(exc).__name__}: {exc}", "error")
+        finally:
+            self.busy = False
+
+    def summary(self) -> str:
+        """One deterministic line for ``text/plain`` (what nbval compares)."""
+        return type(self).__name__
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        if isinstance(data, dict):
+            data["text/plain"] = self.summary()
+        return bundle

@@ -27,7 +27,7 @@ class Dashboard(Panel):
         self.replay = TraceReplay(mem)
         self.explorer = GraphExplorer(mem)
         self.status = w.HTML()
-        self.tabs = w.Tab(children=[self.browser.widget, self.replay.widget, self.explorer.widget])
+        self.tabs = w.Tab(children=[self.browser.widget, self.replay, self.explorer.widget])
         for index, title in enumerate(["Namespaces", "Traces", "Graph"]):
             self.tabs.set_title(index, title)
         self.widget = w.VBox([self.tabs, self.status])
