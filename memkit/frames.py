@@ -426,15 +426,16 @@ RUN_COLUMNS = (
 """Columns of :func:`runs_frame`, in order (``tools``: the tools the run used, comma-separated)."""
 
 _RUN_KEYS = ["user_id", "agent_id", "workflow_id", "run_id"]
+_SHOWN_STATUSES = [status.value for status in ExecutionStatus]
 _RUNNING = ("running", "pending", "retrying")
 
 
 def _normalised(df: pd.DataFrame) -> pd.DataFrame:
     """The step frame with ``status`` as shown (a missing or unknown status reads ``unknown``)."""
     status = df["status"]
-    known = status.map(status_of) if len(df) else status
-    if len(df) and not known.equals(status):
-        df = df.assign(status=known.astype(object))
+    shown = status.where(status.isin(_SHOWN_STATUSES), "unknown")
+    if not shown.equals(status):
+        df = df.assign(status=shown.astype(object))
     return df
 
 
@@ -488,6 +489,16 @@ def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
         runs[name] = runs[name].astype(object).where(runs[name].notna(), None)
     runs.index = pd.Index(_run_key(runs), name="run", dtype=object)
     return runs.sort_values("started_at", ascending=False, kind="stable")[list(RUN_COLUMNS)]
+
+
+def run_positions(steps: pd.DataFrame, runs: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Row positions in ``steps`` of each run of ``runs`` (a :func:`runs_frame` of those steps), by run id."""
+    if steps.empty:
+        return {}
+    groups = steps.groupby(_RUN_KEYS, sort=False, dropna=False).indices
+    keys = zip(*(runs[c].tolist() for c in _RUN_KEYS), strict=True)
+    by_key = {tuple(None if _missing(v) else v for v in k): v for k, v in groups.items()}
+    return {run: by_key.get(tuple(key), np.empty(0, dtype=np.intp)) for run, key in zip(runs.index, keys, strict=True)}
 
 
 def _as_list(value: str | list[str] | tuple[str, ...] | None) -> list[str] | None:

@@ -1,7 +1,9 @@
-"""`make lab` for real: JupyterLab on 127.0.0.1, the tour run in headless Chromium, nothing fetched outside.
+"""`make lab` for real: JupyterLab on 127.0.0.1, the panels run in headless Chromium, nothing fetched outside.
 
-The notebooks are copied to a temporary root (LAB_DIR) so JupyterLab's autosave
-cannot touch the committed, nbval-checked files. Screenshot: .artifacts/lab.png.
+The notebooks are copied to a temporary root (LAB_DIR) and the demo store goes there
+too (LAB_DB), so neither JupyterLab's autosave nor the test writes into the checkout;
+``make lab-serve`` installs nothing. Screenshots: .artifacts/lab*.png; the main ones
+are copied to docs/img/ by hand after looking at them.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ import subprocess
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
+import nbformat
 import pytest
-from playwright.sync_api import Route, sync_playwright
+from playwright.sync_api import Locator, Page, Route, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -43,10 +47,13 @@ def _free_port() -> int:
 
 def test_make_lab_serves_the_tour_on_loopback(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
+    nbformat.write(_views_notebook(), tmp_path / "notebooks" / "views.ipynb")
     port = _free_port()
     log = (tmp_path / "lab.log").open("w+")
     env = {**os.environ, "BROWSER": "true"}  # no desktop browser: the test drives its own
-    proc = subprocess.Popen(["make", "-C", str(ROOT), "lab", f"LAB_PORT={port}", f"LAB_DIR={tmp_path}"],
+    db = tmp_path / "memory.db"
+    proc = subprocess.Popen(["make", "-C", str(ROOT), "lab-serve", f"LAB_PORT={port}", f"LAB_DIR={tmp_path}",
+                             f"LAB_DB={db}"],
                             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     try:
         url = None
@@ -57,12 +64,13 @@ def test_make_lab_serves_the_tour_on_loopback(tmp_path: Path) -> None:
             url = found.group(0) if found else None
             time.sleep(0.5)
         assert url, (tmp_path / "lab.log").read_text()
-        assert (ROOT / "data" / "memory.db").stat().st_size > 0  # make lab loaded the demo store
+        assert db.stat().st_size > 0  # make lab loaded the demo store
         token = url.split("token=")[1]
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents/notebooks/00_tour.ipynb?token={token}") as r:
             assert r.status == 200
         _only_loopback(port)
         _run_the_tour(url.replace("/lab?", "/lab/tree/notebooks/00_tour.ipynb?"))
+        _check_the_views(url.replace("/lab?", "/lab/tree/notebooks/views.ipynb?"))
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -129,3 +137,199 @@ def _run_the_tour(url: str) -> None:
         finally:
             browser.close()
     assert outside == []
+
+
+PAYLOAD = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
+FAILED_RGB = "rgb(198, 40, 40)"  # STATUS_COLOURS.failed in memkit/widgets/_grid.js
+
+VIEWS_SETUP = f'''\
+import memkit
+from memkit._demo import demo_items, run_items
+from memkit.widgets import Dashboard, NamespaceBrowser, TraceReplay
+
+PAYLOAD = {PAYLOAD!r}
+mem = memkit.open("sqlite:///views.db?embedder=none")
+mem.add_many(demo_items())
+mem.add_many(run_items("zed", "bench", "long-run", "r-10k", 10_000, fail_every=97))
+mem.add_many(run_items("zed", "bench", "one-step", "r-1", 1))
+mem.add_trace("bench", "no-status", {{"tool": "bwa", "step_index": 0}}, user_id="zed")
+mem.add_trace(PAYLOAD, PAYLOAD, {{"tool": PAYLOAD, "step_name": PAYLOAD, "status": "failed", "error": PAYLOAD,
+              "run_id": PAYLOAD, "parameters": {{PAYLOAD: PAYLOAD}}, "result": {{"r": PAYLOAD}}, "step_index": 0}},
+              user_id=PAYLOAD)
+mem.add(PAYLOAD, PAYLOAD, PAYLOAD, {{"note": PAYLOAD}})
+print("ready")'''
+
+
+def _views_notebook() -> nbformat.NotebookNode:
+    """The views a researcher opens, one output each: run list, a big run, an empty store, namespaces."""
+    cells = [
+        VIEWS_SETUP,
+        "runs = TraceReplay(mem)\nruns",
+        'big = TraceReplay(mem)\nbig',
+        'empty = TraceReplay(memkit.open("memory://"))\nempty',
+        "dash = Dashboard(mem)\ndash.browser",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
+def _no_news(page: Page) -> None:
+    """JupyterLab's toast asking to fetch its news feed stays out of the screenshots."""
+    page.add_style_tag(content=".jp-toast-container, .Toastify { display: none !important; }")
+
+
+def _shot(page: Page, target: Locator, name: str) -> None:
+    (ROOT / ".artifacts").mkdir(exist_ok=True)
+    target.scroll_into_view_if_needed()
+    target.screenshot(path=str(ROOT / ".artifacts" / name))
+
+
+def _rows(panel: Locator) -> list[dict[str, Any]]:
+    result: list[dict[str, Any]] = panel.locator(".mk-runs tbody tr").evaluate_all(
+        "rows => rows.map(r => ({key: r.dataset.key, cls: r.className,"
+        " cells: [...r.children].map(td => td.textContent)}))")
+    return result
+
+
+def _check_the_views(url: str) -> None:
+    outside: list[str] = []
+
+    def gate(route: Route) -> None:
+        parts = urlsplit(route.request.url)
+        if parts.scheme in ("data", "about", "blob") or parts.hostname in ("127.0.0.1", "localhost"):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        try:
+            context = browser.new_context(viewport={"width": 1500, "height": 1100})
+            context.route("**/*", gate)
+            page = context.new_page()
+            page.goto(url)
+            page.wait_for_selector(".jp-Notebook", timeout=90_000)
+            page.get_by_text(re.compile(r"Python 3 \(ipykernel\) \| Idle")).wait_for(timeout=90_000)
+            page.keyboard.press("Escape")
+            page.click(".jp-Notebook")
+            page.get_by_text("Run", exact=True).first.click()
+            page.get_by_text("Run All Cells", exact=True).first.click()
+            cells = page.locator(".jp-CodeCell")
+            _no_news(page)
+            try:
+                cells.nth(4).locator(".widget-vbox").first.wait_for(timeout=180_000)
+            except Exception:
+                (ROOT / ".artifacts").mkdir(exist_ok=True)
+                page.screenshot(path=str(ROOT / ".artifacts" / "lab-views-failed.png"))
+                raise
+            _check_run_list(page, cells.nth(1).locator(".memkit-traces"))
+            _check_big_run(page, cells.nth(2).locator(".memkit-traces"))
+            empty = cells.nth(3).locator(".memkit-traces")
+            assert "no traces in this store" in empty.inner_text()
+            _shot(page, empty, "lab-empty.png")
+            _check_namespaces(page, cells.nth(4))
+            body = page.locator(".jp-Notebook").inner_text()
+            assert "data={" not in body
+            assert page.evaluate("() => window.__pwned === undefined")
+            assert page.locator(".jp-Notebook img[src='x'], .jp-OutputArea script").count() == 0
+        finally:
+            browser.close()
+    assert outside == []
+
+
+def _check_run_list(page: Page, panel: Locator) -> None:
+    panel.locator(".mk-runs tbody tr").first.wait_for(timeout=60_000)
+    rows = _rows(panel)
+    assert len(rows) == 22  # 18 demo runs, the 10,000-step one, the one-step one, no-status, hostile
+    failed = [r for r in rows if r["cls"].startswith("mk-run-failed")]
+    assert failed and all(r["cells"][0] == "failed" for r in failed)
+    # Sort by duration: click the header, the longest run comes first.
+    panel.locator(".mk-runs th", has_text="duration").click()
+    page.wait_for_function("el => el.querySelector('.mk-runs th.mk-sorted')?.textContent.startsWith('duration')",
+                           arg=panel.element_handle())
+    assert _rows(panel)[0]["key"] == "long-run/r-10k"
+    # Filter by status: only failed runs remain, each marked.
+    panel.locator("select.mk-filter-status").select_option("failed")
+    page.wait_for_function("el => [...el.querySelectorAll('.mk-runs tbody tr')].every("
+                           "r => r.classList.contains('mk-run-failed'))", arg=panel.element_handle())
+    assert len(_rows(panel)) == len(failed)
+    # The status-less run reads unknown.
+    panel.locator("select.mk-filter-status").select_option("")
+    panel.locator("input.mk-filter-text").fill("no-status")
+    panel.locator("input.mk-filter-text").press("Enter")
+    page.wait_for_function("el => el.querySelectorAll('.mk-runs tbody tr').length === 1", arg=panel.element_handle())
+    assert _rows(panel)[0]["cells"][0] == "unknown"
+    panel.locator("input.mk-filter-text").fill("")
+    panel.locator("input.mk-filter-text").press("Enter")
+    page.wait_for_function("el => el.querySelectorAll('.mk-runs tbody tr').length === 22", arg=panel.element_handle())
+    # Open a failed demo run: one bar per step, the failed bar in the failure colour.
+    panel.locator(".mk-runs th", has_text="started").click()
+    row = panel.locator(".mk-runs tbody tr[data-key='variant-calling-alice-1/run-alice-1']")
+    row.click()
+    bars = panel.locator(".mk-timeline .mk-bar")
+    bars.first.wait_for(timeout=30_000)
+    assert bars.count() == 5
+    failed_bar = panel.locator(".mk-timeline .mk-bar[data-status='failed']")
+    assert failed_bar.count() == 1
+    assert failed_bar.evaluate("b => getComputedStyle(b).backgroundColor") == FAILED_RGB
+    assert bars.first.evaluate("b => getComputedStyle(b).backgroundColor") != FAILED_RGB
+    # Clicking the failed bar opens that step: its error and its parameters.
+    failed_bar.click()
+    panel.locator(".mk-detail pre.mk-error").wait_for(timeout=30_000)
+    detail = panel.locator(".mk-detail").inner_text()
+    assert "ValueError: parameter evalue must be positive" in detail
+    assert "gene" in panel.locator(".mk-detail .mk-parameters").inner_text()
+    _shot(page, panel, "lab-traces.png")
+    # Compare with bob's run of the same workflow: the changed step is marked.
+    panel.locator("select.mk-compare-pick").select_option("variant-calling-bob-1/run-bob-1")
+    changed = panel.locator(".mk-compare tr.mk-changed")
+    changed.first.wait_for(timeout=30_000)
+    texts = changed.all_inner_texts()
+    assert any("status" in t for t in texts)
+    _shot(page, panel.locator(".mk-compare"), "lab-compare.png")
+    # Hostile text in every field: shown as text, nothing runs.
+    panel.locator("input.mk-filter-text").fill("<img")
+    panel.locator("input.mk-filter-text").press("Enter")
+    page.wait_for_function("el => el.querySelectorAll('.mk-runs tbody tr').length === 1", arg=panel.element_handle())
+    panel.locator(".mk-runs tbody tr").first.click()
+    page.wait_for_function("el => el.querySelector('.mk-timeline .mk-title')?.textContent.includes('<img')",
+                           arg=panel.element_handle())
+    panel.locator(".mk-timeline .mk-bar").first.click()
+    page.wait_for_function("el => el.querySelector('.mk-detail pre.mk-error')?.textContent.includes('<img')",
+                           arg=panel.element_handle())
+    assert PAYLOAD in panel.locator(".mk-detail pre.mk-error").inner_text()
+    assert PAYLOAD in panel.locator(".mk-runs").inner_text()
+    assert panel.locator("img, script").count() == 0
+    _shot(page, panel, "lab-hostile.png")
+
+
+def _check_big_run(page: Page, panel: Locator) -> None:
+    """A 10,000-step run renders; the one-step run too. Prints how long the browser took to draw."""
+    panel.locator(".mk-runs tbody tr").first.wait_for(timeout=60_000)
+    row = panel.locator(".mk-runs tbody tr[data-key='long-run/r-10k']")
+    took = row.evaluate(
+        """r => new Promise(done => {
+            const panel = r.closest('.memkit-traces');
+            const t0 = performance.now();
+            r.click();
+            const check = () => panel.querySelector('.mk-timeline .mk-tl-rows[data-steps="10000"] .mk-bar')
+                ? done(performance.now() - t0) : requestAnimationFrame(check);
+            check();
+        })""")
+    print(f"10,000-step timeline: {took:.0f} ms from click to drawn")
+    rows = panel.locator(".mk-timeline .mk-tl-rows")
+    assert rows.evaluate("r => r.scrollHeight") == 10_000 * 20  # one 20 px row per step; those in view drawn
+    rows.evaluate("r => { r.scrollTop = 96 * 20; }")  # step 96 failed (every 97th does)
+    panel.locator(".mk-timeline .mk-bar[data-position='96'][data-status='failed']").wait_for(timeout=10_000)
+    _shot(page, panel.locator(".mk-timeline"), "lab-timeline-10k.png")
+    panel.locator(".mk-runs tbody tr[data-key='one-step/r-1']").click()
+    page.wait_for_function("el => el.querySelectorAll('.mk-timeline .mk-bar').length === 1",
+                           arg=panel.element_handle())
+
+
+def _check_namespaces(page: Page, cell: Locator) -> None:
+    text = cell.inner_text()
+    assert "data={" not in text and "namespaces" in text
+    _shot(page, cell, "lab-namespaces.png")

@@ -4,15 +4,15 @@
 const RUN_COLUMNS = [
   { key: "status", label: "status", render: (r) => statusBadge(r.status), title: (r) => r.status },
   { key: "workflow_id", label: "workflow" },
-  { key: "agent_id", label: "agent" },
-  { key: "user_id", label: "user" },
-  { key: "run_id", label: "run id" },
   { key: "started", label: "started", sortKey: "started_at" },
   { key: "duration", label: "duration", sortKey: "duration_s" },
   { key: "steps", label: "steps" },
   { key: "failed_steps", label: "failed" },
   { key: "retries", label: "retries" },
   { key: "first_error", label: "first error" },
+  { key: "agent_id", label: "agent" },
+  { key: "user_id", label: "user" },
+  { key: "run_id", label: "run id" },
 ];
 
 const COMPARE_COLUMNS = [
@@ -43,37 +43,64 @@ function fmtOffset(seconds) {
 function drawTimeline(model, box) {
   box.replaceChildren();
   const tl = model.get("timeline") || {};
-  const steps = tl.steps || [];
   if (!tl.run) { box.append(h("div", { class: "mk-empty", text: "pick a run in the list to see its timeline" })); return; }
   box.append(h("div", { class: "mk-title" },
     h("b", { text: `run ${tl.run}` }), " · ", statusBadge(tl.status), ` · ${tl.caption || ""}`));
-  if (!steps.length) { box.append(h("div", { class: "mk-empty", text: "this run has no steps" })); return; }
+  if (!tl.n) { box.append(h("div", { class: "mk-empty", text: "this run has no steps" })); return; }
   const span = Math.max(tl.span_s || 0, 1e-3);
   const step = tickStep(span);
   const axis = h("div", { class: "mk-axis" });
   for (let t = 0; t <= span + 1e-9; t += step) {
-    axis.append(h("span", { class: "mk-tick", style: { left: `${(100 * t) / span}%` }, text: fmtOffset(t) }));
+    axis.append(h("span", { class: "mk-tick", style: { left: `${(100 * t) / span}%` }, text: t === 0 ? "0" : fmtOffset(t) }));
   }
-  box.append(h("div", { class: "mk-tl-row mk-tl-head" }, h("div", { class: "mk-tl-label", text: `step · tool (${steps.length})` }), axis));
-  const rows = h("div", { class: "mk-tl-rows" });
-  const selected = model.get("step");
-  steps.forEach((s, i) => {
-    const left = (100 * s.start_s) / span;
-    const width = Math.max((100 * s.duration_s) / span, 0.15);
-    const bar = h("div", {
-      class: `mk-bar mk-bar-${s.status}${s.retries ? " mk-bar-retried" : ""}`,
-      "data-status": s.status, "data-position": i,
-      style: { left: `${left}%`, width: `${Math.min(width, 100 - left)}%`, background: STATUS_COLOURS[s.status] || STATUS_COLOURS.unknown },
-      title: s.summary,
-    });
-    const row = h("div", { class: `mk-tl-row${i === selected ? " mk-selected" : ""}`, onclick: () => send(model, "step", i) },
-      h("div", { class: "mk-tl-label", title: s.summary, text: s.label }),
-      h("div", { class: "mk-tl-track" }, bar,
-        s.retries ? h("span", { class: "mk-retry", style: { left: `${Math.min(left + width, 97)}%` }, text: `↻${s.retries}`, title: `${s.retries} retries` }) : null,
-        s.gap_s ? h("span", { class: "mk-gap", style: { left: `${Math.max(left - (100 * s.gap_s) / span, 0)}%`, width: `${(100 * s.gap_s) / span}%` }, title: `idle ${fmtOffset(s.gap_s)} before this step` }) : null));
-    rows.append(row);
+  box.append(h("div", { class: "mk-tl-row mk-tl-head" }, h("div", { class: "mk-tl-label", text: `step · tool (${tl.n})` }), axis));
+  // Only the rows in view exist in the page (a 10,000-step run draws as fast as a 10-step one).
+  const ROW = 20;
+  const rows = h("div", { class: "mk-tl-rows", "data-steps": tl.n });
+  const inner = h("div", { class: "mk-tl-inner", style: { height: `${tl.n * ROW}px` } });
+  rows.append(inner);
+  const tooltip = (i) => {
+    let text = `${tl.label[i]} · ${tl.status_of[i]} · ${fmtOffset(tl.duration_s[i])}`;
+    if (tl.retries[i]) text += ` · ${tl.retries[i]} retries`;
+    if (tl.error[i]) text += ` · "${tl.error[i]}"`;
+    return text;
+  };
+  const drawRow = (i) => {
+    const status = tl.status_of[i], start = tl.start_s[i], dur = tl.duration_s[i], retries = tl.retries[i], gap = tl.gap_s[i];
+    const left = (100 * start) / span;
+    const width = Math.max((100 * dur) / span, 0.15);
+    const track = h("div", { class: "mk-tl-track" }, h("div", {
+      class: `mk-bar mk-bar-${status}${retries ? " mk-bar-retried" : ""}`,
+      "data-status": status, "data-position": i,
+      style: { left: `${left}%`, width: `${Math.min(width, 100 - left)}%`, background: STATUS_COLOURS[status] || STATUS_COLOURS.unknown },
+      title: tooltip(i),
+    }));
+    if (retries) track.append(h("span", { class: "mk-retry", style: { left: `${Math.min(left + width, 97)}%` }, text: `↻${retries}`, title: `${retries} retries` }));
+    if (gap) track.append(h("span", { class: "mk-gap", style: { left: `${Math.max(left - (100 * gap) / span, 0)}%`, width: `${(100 * gap) / span}%` }, title: `idle ${fmtOffset(gap)} before this step` }));
+    return h("div", { class: `mk-tl-row${i === model.get("step") ? " mk-selected" : ""}`, "data-position": i, style: { top: `${i * ROW}px` } },
+      h("div", { class: "mk-tl-label", title: tooltip(i), text: tl.label[i] }), track);
+  };
+  let drawn = [-1, -1];
+  const paint = () => {
+    const first = Math.max(Math.floor(rows.scrollTop / ROW) - 10, 0);
+    const last = Math.min(Math.ceil((rows.scrollTop + (rows.clientHeight || 420)) / ROW) + 10, tl.n);
+    if (first === drawn[0] && last === drawn[1]) return;
+    drawn = [first, last];
+    const frag = document.createDocumentFragment();
+    for (let i = first; i < last; i++) frag.append(drawRow(i));
+    inner.replaceChildren(frag);
+  };
+  let pending = false;
+  rows.addEventListener("scroll", () => { if (!pending) { pending = true; requestAnimationFrame(() => { pending = false; paint(); }); } });
+  rows.paint = paint;
+  paint();
+  // One listener for all rows.
+  rows.addEventListener("click", (event) => {
+    const row = event.target.closest(".mk-tl-row");
+    if (row) send(model, "step", Number(row.dataset.position));
   });
   box.append(rows);
+  requestAnimationFrame(() => rows.paint());  // now that the box has its height
   const legend = h("div", { class: "mk-legend" });
   for (const s of tl.statuses || []) legend.append(statusBadge(s), " ");
   legend.append(h("span", { class: "mk-retry-key", text: "↻n retries · dotted line = idle gap" }));
@@ -99,10 +126,16 @@ function drawDetail(model, box) {
     box.append(h("div", { class: "mk-section" }, part + " ", copyButton(() => JSON.stringify(d[part], null, 2))),
       h("div", { class: `mk-tree mk-${part}` }, jsonTree(d[part])));
   }
-  box.append(h("div", { class: "mk-section", text: `memories this step wrote (${(d.memories || []).length})` }));
+  if (d.memories === null || d.memories === undefined) {
+    box.append(h("div", { class: "mk-section" }, "memories this step wrote ",
+      h("button", { class: "mk-find-memories", text: "find", title: "memories whose metadata names this workflow and step",
+        onclick: () => model.send({ action: "find_memories" }) })));
+    return;
+  }
+  box.append(h("div", { class: "mk-section", text: `memories this step wrote (${d.memories.length})` }));
   const mems = h("ul", { class: "mk-memories" });
-  for (const m of d.memories || []) mems.append(h("li", { text: m }));
-  if (!(d.memories || []).length) mems.append(h("li", { class: "mk-empty", text: "none recorded" }));
+  for (const m of d.memories) mems.append(h("li", { text: m }));
+  if (!d.memories.length) mems.append(h("li", { class: "mk-empty", text: "none recorded" }));
   box.append(mems);
 }
 
@@ -189,8 +222,8 @@ function render({ model, el }) {
   model.on("change:timeline", () => drawTimeline(model, timeline));
   model.on("change:step", () => {
     const now = model.get("step");
-    timeline.querySelectorAll(".mk-tl-rows > .mk-selected").forEach((r) => r.classList.remove("mk-selected"));
-    const row = timeline.querySelectorAll(".mk-tl-rows > .mk-tl-row")[now];
+    timeline.querySelectorAll(".mk-tl-inner > .mk-selected").forEach((r) => r.classList.remove("mk-selected"));
+    const row = timeline.querySelector(`.mk-tl-inner > .mk-tl-row[data-position="${now}"]`);
     if (row) row.classList.add("mk-selected");
   });
   model.on("change:detail", () => drawDetail(model, detail));

@@ -13,6 +13,7 @@ import math
 import os
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import traitlets as t
 
@@ -20,10 +21,11 @@ from memkit._display import format_duration, format_time, printable, shorten, st
 from memkit._sync import Memory
 from memkit.frames import (
     RUN_COLUMNS,
+    _normalised,
     _runs_from_steps,
     compare_runs,
     filter_runs,
-    run_steps,
+    run_positions,
     traces_frame,
 )
 from memkit.widgets._common import AnyPanel
@@ -108,6 +110,7 @@ class TraceReplay(AnyPanel):
         self.mem = mem
         self.steps_all: pd.DataFrame = pd.DataFrame()
         self.all_runs: pd.DataFrame | None = None
+        self._positions: dict[str, Any] = {}
         self.shown: pd.DataFrame = pd.DataFrame(columns=list(RUN_COLUMNS))
         self.steps: pd.DataFrame = pd.DataFrame()
         self.diff: pd.DataFrame = pd.DataFrame()
@@ -115,17 +118,23 @@ class TraceReplay(AnyPanel):
         self.observe(lambda c: self.open_run(c["new"]), names="run")
         self.observe(lambda c: self.open_step(c["new"]), names="step")
         self.observe(lambda c: self.compare(c["new"]), names="compare_with")
+        self.on_msg(self._on_message)
         self.refresh()
+
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if isinstance(content, dict) and content.get("action") == "find_memories":
+            self.find_memories()
 
     # -- run list ------------------------------------------------------------------------
 
     def refresh(self) -> None:
         """Read the store's traces again (one columnar read) and redraw the run list."""
         with self.working("reading traces"):
-            frame = traces_frame(self.mem)
+            frame = _normalised(traces_frame(self.mem))
             self.steps_all = frame
             self.all_runs = _runs_from_steps(frame)
             runs = self.all_runs
+            self._positions = run_positions(frame, runs)
             self.options = {
                 "statuses": sorted(set(runs["status"])),
                 "agents": sorted({a for a in runs["agent_id"] if isinstance(a, str)}),
@@ -185,49 +194,46 @@ class TraceReplay(AnyPanel):
             return
         with self.working("loading the run"):
             row = self.all_runs.loc[run]
-            steps = run_steps(self.steps_all, row)
+            steps = self.steps_all.iloc[self._positions[run]]
             self.steps = steps
             self.timeline = self._timeline(run, row, steps)
 
     @staticmethod
     def _timeline(run: str, row: pd.Series, steps: pd.DataFrame) -> dict[str, Any]:
+        """The run's bars as columns (one list per field), which the browser draws in one pass."""
+        n = len(steps)
         starts = steps["started_at"]
         durations = steps["duration_s"].fillna(0.0).clip(lower=0).to_numpy(dtype=float)
-        if len(steps) and starts.notna().all():
-            t0 = starts.min()
-            offsets = (starts - t0).dt.total_seconds().to_numpy(dtype=float)
+        if n and starts.notna().all():
+            offsets = (starts - starts.min()).dt.total_seconds().to_numpy(dtype=float)
         else:  # steps without times are drawn one after another
             offsets = durations.cumsum() - durations
         ends = offsets + durations
-        span = float(ends.max()) if len(ends) else 0.0
-        out: list[dict[str, Any]] = []
-        previous_end = 0.0
-        names, tools = steps["step_name"].tolist(), steps["tool"].tolist()
-        indexes, statuses = steps["step_index"].tolist(), steps["status"].tolist()
-        retries, errors = steps["retry_count"].tolist(), steps["error"].tolist()
-        for i in range(len(steps)):
-            start = float(offsets[i])
-            gap = start - previous_end if i else 0.0
-            previous_end = max(previous_end, float(ends[i]))
-            index = indexes[i] if indexes[i] is not pd.NA else i
-            name, tool = _text(names[i]) or "?", _text(tools[i]) or "?"
-            n_retry = 0 if retries[i] is pd.NA else int(retries[i])
-            error = _text(errors[i])
-            line = f"step {index} · {tool}" + (f" · {name}" if name != tool else "") + f" · {statuses[i]}"
-            line += f" · {format_duration(float(durations[i]))}"
-            if n_retry:
-                line += f" · {n_retry} retr{'y' if n_retry == 1 else 'ies'}"
-            if error:
-                line += f' · "{shorten(error, 80)}"'
-            out.append({
-                "label": f"{index} · {name}" + (f" ({tool})" if tool != name else ""), "summary": line,
-                "status": statuses[i], "start_s": start, "duration_s": float(durations[i]),
-                "retries": n_retry, "gap_s": gap if gap > span * 0.02 else 0.0,
-            })
+        span = float(ends.max()) if n else 0.0
+        reached = np.maximum.accumulate(ends) if n else ends
+        gaps = np.zeros(n)
+        if n > 1:
+            gaps[1:] = np.clip(offsets[1:] - reached[:-1], 0, None)
+        gaps[gaps <= span * 0.02] = 0.0
+        index = steps["step_index"].astype("Int64").astype(object).where(steps["step_index"].notna(), None)
+        positions = pd.Series(range(n), index=steps.index, dtype=object)
+        index = index.where(index.notna(), positions)
+        names = steps["step_name"].map(lambda v: _text(v) or "?", na_action=None)
+        tools = steps["tool"].map(lambda v: _text(v) or "?", na_action=None)
+        retries = steps["retry_count"].fillna(0).astype("int64").to_numpy()
+        errors = steps["error"].tolist()
+        labels, short_errors = [], []
+        for i, (idx, name, tool) in enumerate(zip(index.tolist(), names.tolist(), tools.tolist(), strict=True)):
+            labels.append(f"{idx} · {name}" + (f" ({tool})" if tool != name else ""))
+            error = errors[i]
+            short_errors.append(shorten(printable(error), 80) if isinstance(error, str) and error else "")
         return {
-            "run": printable(run), "status": row["status"], "span_s": span, "steps": out,
-            "statuses": sorted(set(statuses)),
-            "caption": f"{len(steps)} steps · {format_duration(_seconds(row['duration_s']))} · started "
+            "run": printable(run), "status": row["status"], "span_s": span, "n": n,
+            "label": labels, "error": short_errors, "status_of": steps["status"].tolist(),
+            "start_s": np.round(offsets, 3).tolist(), "duration_s": np.round(durations, 3).tolist(),
+            "retries": retries.tolist(), "gap_s": np.round(gaps, 3).tolist(),
+            "statuses": sorted(set(steps["status"])),
+            "caption": f"{n} steps · {format_duration(_seconds(row['duration_s']))} · started "
                        f"{format_time(row['started_at'].to_pydatetime()) if pd.notna(row['started_at']) else '?'}",
         }
 
@@ -261,11 +267,6 @@ class TraceReplay(AnyPanel):
             ("workflow", _text(row["workflow_id"]) or ""), ("run id", _text(row["run_id"]) or "—"),
             ("step id", step_id),
         ]
-        memories: list[str] = []
-        if index is not pd.NA and row["user_id"] is not None and row["agent_id"] is not None:
-            wrote = self.mem.get_page(row["user_id"], row["agent_id"], offset=0, limit=50, filters={
-                "workflow_id": row["workflow_id"], "step_index": int(index), "type": {"$ne": "trace"}})
-            memories = [summary(m) for m in wrote]
         return {
             "title": f"step {index if index is not pd.NA else '?'} · {name}", "status": status_of(row["status"]),
             "facts": [[k, printable(v)] for k, v in facts],
@@ -273,8 +274,24 @@ class TraceReplay(AnyPanel):
             "retry_errors": [printable(e) for e in payload.get("retry_errors") or [] if isinstance(e, str)],
             "parameters": _jsonable(payload.get("parameters")) if payload else None,
             "result": _jsonable(payload.get("result")) if payload else None,
-            "memories": memories,
+            "memories": None,
         }
+
+    def find_memories(self) -> list[str]:
+        """The memories the open step wrote: its namespace's non-trace memories whose metadata
+        names the step (``workflow_id`` and ``step_index``). A metadata scan, so only on request."""
+        if self.step < 0 or self.step >= len(self.steps) or not self.detail:
+            return []
+        row = self.steps.iloc[self.step]
+        found: list[str] = []
+        with self.working("finding the step's memories"):
+            if row["step_index"] is not pd.NA and row["user_id"] is not None and row["agent_id"] is not None:
+                wrote = self.mem.get_page(row["user_id"], row["agent_id"], offset=0, limit=50, filters={
+                    "workflow_id": row["workflow_id"], "step_index": int(row["step_index"]),
+                    "type": {"$ne": "trace"}})
+                found = [summary(m) for m in wrote]
+            self.detail = {**self.detail, "memories": found}
+        return found
 
     # -- two runs ------------------------------------------------------------------------
 
