@@ -80,7 +80,7 @@ def main() -> None:
 
         def select() -> None:
             browser.rows.value = browser.items[0].id
-            browser.rows.value = None
+            browser.rows.value = ""
 
         cases: list[tuple[str, Callable[[], object]]] = [
             ("NamespaceBrowser(mem) (namespaces + first page)", lambda: NamespaceBrowser(mem)),

@@ -86,15 +86,16 @@ def test_metadata_filter_pages_only_matching_rows(small: memkit.Memory) -> None:
     ('["TP53"]', "must be a JSON object"),
     ('{"gene": {"$regex": "T"}}', "InvalidInputError"),
 ])
-def test_bad_filter_shows_a_clear_error_and_keeps_the_table(small: memkit.Memory, text: str, expected: str) -> None:
+def test_bad_filter_shows_a_clear_error_instead_of_stale_rows(small: memkit.Memory, text: str, expected: str) -> None:
     browser = NamespaceBrowser(small, page_size=5)
     browser.namespace.value = ("u1", "bio")
-    before = browser.table.value
+    assert len(browser.rows.rows) == 5
     browser.filters.value = text
     browser.search_button.click()
     assert expected in browser.status.value
     assert "memkit-error" in browser.status.value
-    assert browser.table.value == before
+    assert browser.rows.rows == [] and browser.items == [] and "error" in browser.rows.empty_text
+    assert not browser.rows.busy
 
 
 def test_search_offers_only_the_modes_the_store_supports_and_shows_scores(small: memkit.Memory) -> None:
@@ -106,10 +107,13 @@ def test_search_offers_only_the_modes_the_store_supports_and_shows_scores(small:
     browser.search_button.click()
     assert browser.items and all(i.score is not None for i in browser.items)
     assert {i.content for i in browser.items[:4]} == {f"note {n:02d} about TP53" for n in (0, 3, 6, 9)}
-    assert "<th" in browser.table.value and ">score<" in browser.table.value
+    assert all(i.score > 0 for i in browser.items)  # the list stops where relevance ends
+    first = browser.rows.rows[0]
+    assert first["score"] is not None and [leg["name"] for leg in first["legs"]] == ["keyword", "semantic"]
+    assert first["legs"][0]["found"] and first["legs"][0]["rank"] >= 1
     browser.rows.value = browser.items[0].id
-    assert "&quot;mode&quot;: &quot;hybrid&quot;" in browser.detail.value
-    assert "&quot;rank&quot;: 1" in browser.detail.value
+    assert "keyword</span>" in browser.detail.value and "rank " in browser.detail.value
+    assert "&quot;mode&quot;" not in browser.detail.value  # a bar per leg, not JSON
 
 
 def test_a_keyword_only_store_offers_keyword_search_only(tmp_path: Path) -> None:
@@ -123,7 +127,7 @@ def test_a_keyword_only_store_offers_keyword_search_only(tmp_path: Path) -> None
         browser.search_button.click()
         assert len(browser.items) == 4 and all(i.score is not None for i in browser.items)
         browser.rows.value = browser.items[0].id
-        assert "&quot;mode&quot;: &quot;keyword&quot;" in browser.detail.value
+        assert "rank 1, score" in browser.detail.value and "semantic<" not in browser.detail.value
 
 
 def test_memory_text_is_escaped_everywhere(small: memkit.Memory) -> None:
@@ -131,9 +135,25 @@ def test_memory_text_is_escaped_everywhere(small: memkit.Memory) -> None:
     browser = NamespaceBrowser(small)
     browser.namespace.value = ("u1", "bio")
     browser.rows.value = browser.items[0].id
-    for html in (browser.table.value, browser.detail.value, snapshot_html(browser)):
+    assert browser.rows.rows[0]["text"] == HOSTILE  # sent as text; the grid sets textContent
+    for html in (browser.detail.value, snapshot_html(browser)):
         assert "<img" not in html and "<script>" not in html
         assert "&lt;img src=x onerror=" in html
+
+
+def test_trace_memories_read_as_steps_in_the_table_and_detail(tmp_path: Path) -> None:
+    with memkit.open(f"sqlite:///{tmp_path / 't.db'}") as mem:
+        mem.add_trace("bio", "wf-1", {"tool": "bwa", "step_index": 3, "status": "failed", "duration": 2.1,
+                                      "error": "Connection reset by peer", "parameters": {"k": 1}}, user_id="u1")
+        mem.add_trace("bio", "wf-1", {"tool": "bwa", "step_index": 0}, user_id="u1")  # no status
+        browser = NamespaceBrowser(mem)
+        texts = [r["text"] for r in browser.rows.rows]
+        assert texts[1] == 'step 3 · bwa · failed · 2.1 s · "Connection reset by peer"'
+        assert texts[0] == "step 0 · bwa · unknown"
+        assert all("data={" not in r["text"] + r["full"] + r["metadata_full"] for r in browser.rows.rows)
+        assert browser.rows.rows[1]["created"].endswith(" UTC")
+        browser.rows.value = browser.items[1].id
+        assert "data={" not in browser.detail.value and "Connection reset by peer" in browser.detail.value
 
 
 def test_delete_needs_confirmation_and_stays_in_its_namespace(small: memkit.Memory) -> None:
@@ -175,9 +195,8 @@ def test_trace_replay_lists_runs_filters_sorts_and_opens_one(demo: memkit.Memory
     run = "variant-calling-alice-1/run-alice-1"
     panel.run = run
     steps = run_steps(demo, run)
-    assert [s["status"] for s in panel.timeline["steps"]] == list(steps["status"])
-    assert len(panel.timeline["steps"]) == len(steps)
-    failed = [i for i, s in enumerate(panel.timeline["steps"]) if s["status"] == "failed"]
+    assert panel.timeline["status_of"] == list(steps["status"]) and panel.timeline["n"] == len(steps)
+    failed = [i for i, s in enumerate(panel.timeline["status_of"]) if s == "failed"]
     assert failed and "data={" not in str(panel.timeline)
     panel.step = failed[0]
     assert panel.detail["error"] == steps.iloc[failed[0]]["error"]
@@ -202,7 +221,7 @@ def test_trace_replay_shows_status_less_steps_as_unknown(tmp_path: Path) -> None
         panel = Dashboard(mem).replay
         assert [r["status"] for r in panel.runs] == ["unknown"]
         panel.run = panel.runs[0]["run"]
-        assert [s["status"] for s in panel.timeline["steps"]] == ["unknown", "unknown"]
+        assert panel.timeline["status_of"] == ["unknown", "unknown"]
         panel.step = 0
         assert panel.detail["status"] == "unknown" and panel.message_kind != "error"
 
