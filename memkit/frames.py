@@ -675,8 +675,9 @@ def compare_runs(
     One row per aligned step: ``step_index``, then for each run ``step_name_a/_b, tool_a/_b,
     status_a/_b, duration_a_s/_b_s, error_a/_b``, ``duration_change_s`` (b minus a), the
     ``params_changed`` / ``result_changed`` keys as ``{key: (a, b)}``, ``changes`` (what
-    differs, e.g. ``"status, params.gene"``) and ``change``: ``same``, ``changed``,
-    ``only in a`` or ``only in b``. Durations alone do not make a step ``changed``.
+    differs, e.g. ``"status, params.gene"``) and ``change``: ``changed`` (its name, tool,
+    status or error differ), ``data differs`` (only parameters or result differ), ``same``,
+    ``only in a`` or ``only in b``. Durations alone never count as a difference.
 
     Examples
     --------
@@ -719,7 +720,8 @@ def compare_runs(
                 diff = {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if _differs(a.get(k), b.get(k))}
                 row[f"{name}_changed"] = diff
                 changes += [f"{name}.{k}" for k in diff]
-            row["change"] = "changed" if changes else "same"
+            outcome = any(c in _STEP_DIFF_COLUMNS for c in changes)
+            row["change"] = "changed" if outcome else "data differs" if changes else "same"
         row["changes"] = ", ".join(changes)
         rows.append(row)
     columns = ["step_index"] + [f"{c}_{s}" for c in ("step_name", "tool", "status") for s in "ab"] + [

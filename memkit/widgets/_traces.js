@@ -152,7 +152,7 @@ function drawCompare(model, box) {
   box.append(h("div", { class: "mk-caption", text: c.caption || "" }));
   box.append(dataGrid({
     columns: COMPARE_COLUMNS, rows: c.rows,
-    rowClass: (r) => (r.change === "same" ? "" : "mk-changed"),
+    rowClass: (r) => (r.change === "same" ? "" : r.change === "data differs" ? "mk-data-changed" : "mk-changed"),
   }));
 }
 

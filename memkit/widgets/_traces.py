@@ -319,10 +319,11 @@ class TraceReplay(AnyPanel):
                     "duration_b": format_duration(_seconds(r.duration_b_s)),
                     "change": r.change, "changes": printable(r.changes),
                 })
-            changed = int((diff["change"] != "same").sum())
+            changed = int(diff["change"].isin(["changed", "only in a", "only in b"]).sum())
+            data = int((diff["change"] == "data differs").sum())
             self.comparison = {
-                "rows": rows, "caption": f"A = {printable(self.run)} · B = {printable(other)} · "
-                                         f"{changed} of {len(diff)} steps differ",
+                "rows": rows, "caption": f"A = {printable(self.run)} · B = {printable(other)} · {changed} of "
+                                         f"{len(diff)} steps changed, {data} more with other parameters or results",
             }
 
     # -- export and text -----------------------------------------------------------------
