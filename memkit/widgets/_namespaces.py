@@ -27,7 +27,7 @@ class NamespaceGrid(AnyPanel):
     """
 
     _esm = AnyPanel.module("_namespaces.js")
-    rows = t.List(t.Dict()).tag(sync=True)
+    rows = t.List().tag(sync=True)
     value = t.Unicode("").tag(sync=True)
     caption = t.Unicode("").tag(sync=True)
     empty_text = t.Unicode("no memories here").tag(sync=True)

@@ -86,7 +86,7 @@ class TraceReplay(AnyPanel):
 
     _esm = AnyPanel.module("_traces.js")
 
-    runs = t.List(t.Dict()).tag(sync=True)
+    runs = t.List().tag(sync=True)  # elements not validated one by one: 1000s of rows
     """The run rows shown (filtered and sorted), at most ``MAX_RUN_ROWS``."""
     total_runs = t.Int(0).tag(sync=True)
     runs_capped = t.Bool(False).tag(sync=True)
@@ -111,6 +111,8 @@ class TraceReplay(AnyPanel):
         self.steps_all: pd.DataFrame = pd.DataFrame()
         self.all_runs: pd.DataFrame | None = None
         self._positions: dict[str, Any] = {}
+        self._all_rows: list[dict[str, Any]] = []
+        self._row_of = pd.Index([])
         self.shown: pd.DataFrame = pd.DataFrame(columns=list(RUN_COLUMNS))
         self.steps: pd.DataFrame = pd.DataFrame()
         self.diff: pd.DataFrame = pd.DataFrame()
@@ -135,6 +137,8 @@ class TraceReplay(AnyPanel):
             self.all_runs = _runs_from_steps(frame)
             runs = self.all_runs
             self._positions = run_positions(frame, runs)
+            self._all_rows = self._run_rows(runs)
+            self._row_of = pd.Index(runs.index)
             self.options = {
                 "statuses": sorted(set(runs["status"])),
                 "agents": sorted({a for a in runs["agent_id"] if isinstance(a, str)}),
@@ -157,22 +161,35 @@ class TraceReplay(AnyPanel):
             self.shown = shown
             self.total_runs = len(self.all_runs)
             self.runs_capped = len(shown) > MAX_RUN_ROWS
-            self.runs = [self._run_row(key, row) for key, row in shown.head(MAX_RUN_ROWS).iterrows()]
+            where = self._row_of.get_indexer(shown.index[:MAX_RUN_ROWS])
+            self.runs = [self._all_rows[i] for i in where]
             failed = int(shown["status"].eq("failed").sum())
             if len(self.all_runs):
                 self.say(f"{len(shown):,} of {len(self.all_runs):,} runs, {failed:,} failed",
                          "error" if failed else "ok")
 
     @staticmethod
-    def _run_row(key: Any, row: pd.Series) -> dict[str, Any]:
-        return {
-            "run": printable(key), "workflow_id": _text(row["workflow_id"]), "agent_id": _text(row["agent_id"]),
-            "user_id": _text(row["user_id"]), "run_id": _text(row["run_id"]) or "—",
-            "started": format_time(row["started_at"].to_pydatetime()) if pd.notna(row["started_at"]) else "",
-            "duration": format_duration(_seconds(row["duration_s"])), "steps": int(row["steps"]),
-            "failed_steps": int(row["failed_steps"]), "retries": int(row["retries"]),
-            "first_error": shorten(_text(row["first_error"]) or "", 90), "status": row["status"],
-        }
+    def _run_rows(runs: pd.DataFrame) -> list[dict[str, Any]]:
+        """Every run as the browser shows it, built once per read (filtering only picks rows)."""
+        seen: dict[Any, str | None] = {}
+
+        def text(value: Any) -> str | None:
+            key = value if isinstance(value, str) or value is None else repr(value)
+            if key not in seen:
+                seen[key] = _text(value)
+            return seen[key]
+
+        started = [format_time(v.to_pydatetime()) if pd.notna(v) else "" for v in runs["started_at"]]
+        return [
+            {"run": printable(key), "workflow_id": text(wf), "agent_id": text(agent), "user_id": text(user),
+             "run_id": text(run_id) or "—", "started": start, "duration": format_duration(_seconds(dur)),
+             "steps": int(n), "failed_steps": int(failed), "retries": int(retries),
+             "first_error": shorten(text(error) or "", 90), "status": status}
+            for key, wf, agent, user, run_id, start, dur, n, failed, retries, error, status in zip(
+                runs.index, runs["workflow_id"], runs["agent_id"], runs["user_id"], runs["run_id"], started,
+                runs["duration_s"], runs["steps"], runs["failed_steps"], runs["retries"], runs["first_error"],
+                runs["status"], strict=True)
+        ]
 
     # -- one run -------------------------------------------------------------------------
 
