@@ -456,7 +456,8 @@ def _run_group_ids(steps: pd.DataFrame) -> np.ndarray:
         column, _ = pd.factorize(steps[name].to_numpy(dtype=object), use_na_sentinel=False)
         codes = column if codes is None else pd.factorize(codes * (int(column.max()) + 1) + column)[0]
     assert codes is not None
-    return pd.factorize(codes)[0]
+    ids: np.ndarray = pd.factorize(codes)[0]
+    return ids
 
 
 def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:

@@ -15,7 +15,6 @@ import ipywidgets as w
 import traitlets
 
 from memkit._errors import ConfigError, InvalidInputError, MemkitError
-from memkit._models import MemoryItem
 from memkit._sync import Memory
 
 __all__ = ["AnyPanel", "Panel", "esc", "short", "status_html", "table_html"]
@@ -100,28 +99,17 @@ class Panel:
             return None
 
 
-_PAGE = 500
+def workflows(mem: Memory, max_traces: int | None = None) -> list[tuple[str, str, str]]:
+    """(user_id, agent_id, workflow_id) of the traces in the store, from the columnar trace reader.
 
+    ``max_traces`` is accepted for callers of the old page-scanning version and ignored:
+    the columnar read of every trace is faster than scanning a few thousand per namespace.
+    """
+    from memkit.frames import traces_frame  # pandas only when a panel asks
 
-def _pages(mem: Memory, user: str, agent: str, limit: int, filters: dict[str, Any] | None = None) -> list[MemoryItem]:
-    items: list[MemoryItem] = []
-    while len(items) < limit:
-        page = mem.get_page(user, agent, offset=len(items), limit=min(_PAGE, limit - len(items)), filters=filters)
-        items.extend(page)
-        if len(page) < min(_PAGE, limit - len(items) + len(page)):
-            break
-    return items
-
-
-def workflows(mem: Memory, max_traces: int = 5000) -> list[tuple[str, str, str]]:
-    """(user_id, agent_id, workflow_id) of the traces in the store, scanning at most ``max_traces`` per namespace."""
-    found: dict[tuple[str, str, str], None] = {}
-    for ns in mem.namespaces():
-        for item in _pages(mem, ns.user_id, ns.agent_id, max_traces, {"type": "trace"}):
-            wf = item.metadata.get("workflow_id")
-            if wf is not None:
-                found[(ns.user_id, ns.agent_id, str(wf))] = None
-    return sorted(found)
+    steps = traces_frame(mem)
+    keys = steps[["user_id", "agent_id", "workflow_id"]].dropna().drop_duplicates()
+    return sorted((str(u), str(a), str(w)) for u, a, w in keys.itertuples(index=False, name=None))
 
 
 # -- anywidget panels ------------------------------------------------------------------------

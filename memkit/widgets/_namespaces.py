@@ -27,7 +27,7 @@ class NamespaceGrid(AnyPanel):
     """
 
     _esm = AnyPanel.module("_namespaces.js")
-    rows = t.List().tag(sync=True)
+    rows: t.List[dict[str, Any]] = t.List().tag(sync=True)  # elements not validated one by one
     value = t.Unicode("").tag(sync=True)
     caption = t.Unicode("").tag(sync=True)
     empty_text = t.Unicode("no memories here").tag(sync=True)

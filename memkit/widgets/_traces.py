@@ -86,7 +86,7 @@ class TraceReplay(AnyPanel):
 
     _esm = AnyPanel.module("_traces.js")
 
-    runs = t.List().tag(sync=True)  # elements not validated one by one: 1000s of rows
+    runs: t.List[dict[str, Any]] = t.List().tag(sync=True)  # elements not validated one by one: 1000s of rows
     """The run rows shown (filtered and sorted), at most ``MAX_RUN_ROWS``."""
     total_runs = t.Int(0).tag(sync=True)
     runs_capped = t.Bool(False).tag(sync=True)
