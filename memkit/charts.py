@@ -100,13 +100,15 @@ def duration_chart(source: Source, **filters: Any) -> Chart:
     spec = _spec(title, data, {
         "width": 520, "height": {"step": 22},
         "layer": [
-            {"mark": {"type": "boxplot", "extent": 1.5, "opacity": 0.35, "color": "#607d8b", "outliers": False},
-             "encoding": {"x": x, "y": y}},
-            {"mark": {"type": "tick", "thickness": 1.5, "opacity": 0.8},
+            # every step as a faint tick (failed ones red), the box of each tool's durations on top
+            {"mark": {"type": "tick", "thickness": 1, "opacity": 0.35},
              "encoding": {"x": x, "y": y,
                           "color": {"field": "status", "type": "nominal", "scale": _STATUS_SCALE, "title": "status"},
                           "tooltip": [{"field": "tool"}, {"field": "status"},
                                       {"field": "duration_s", "title": "seconds", "format": ".2f"}]}},
+            {"mark": {"type": "boxplot", "extent": "min-max", "size": 12, "opacity": 0.55, "color": "#37474f",
+                      "median": {"color": "white", "strokeWidth": 2}},
+             "encoding": {"x": x, "y": y}},
         ],
     })
     return Chart(title, data, spec)

@@ -50,7 +50,8 @@ def test_make_lab_serves_the_tour_on_loopback(tmp_path: Path) -> None:
     nbformat.write(_views_notebook(), tmp_path / "notebooks" / "views.ipynb")
     port = _free_port()
     log = (tmp_path / "lab.log").open("w+")
-    env = {**os.environ, "BROWSER": "true"}  # no desktop browser: the test drives its own
+    # No desktop browser (the test drives its own); JupyterLab's workspace files stay in tmp_path.
+    env = {**os.environ, "BROWSER": "true", "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces")}
     db = tmp_path / "memory.db"
     proc = subprocess.Popen(["make", "-C", str(ROOT), "lab-serve", f"LAB_PORT={port}", f"LAB_DIR={tmp_path}",
                              f"LAB_DB={db}"],
@@ -69,8 +70,9 @@ def test_make_lab_serves_the_tour_on_loopback(tmp_path: Path) -> None:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents/notebooks/00_tour.ipynb?token={token}") as r:
             assert r.status == 200
         _only_loopback(port)
-        _run_the_tour(url.replace("/lab?", "/lab/tree/notebooks/00_tour.ipynb?"))
-        _check_the_views(url.replace("/lab?", "/lab/tree/notebooks/views.ipynb?"))
+        # ?reset: start from an empty workspace, whatever an earlier session left open
+        _run_the_tour(url.replace("/lab?", "/lab/tree/notebooks/00_tour.ipynb?reset&"))
+        _check_the_views(url.replace("/lab?", "/lab/tree/notebooks/views.ipynb?reset&"))
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -167,7 +169,11 @@ def _views_notebook() -> nbformat.NotebookNode:
         "runs = TraceReplay(mem)\nruns",
         'big = TraceReplay(mem)\nbig',
         'empty = TraceReplay(memkit.open("memory://"))\nempty',
-        "dash = Dashboard(mem)\ndash.browser",
+        'dash = Dashboard(mem)\nbrowser = dash.browser\nbrowser.namespace.value = ("alice", "bioinformatics")\n'
+        "browser",
+        "from memkit.charts import duration_chart, failure_heatmap, success_rate_chart\n\nfailure_heatmap(mem)",
+        "duration_chart(mem)",
+        'success_rate_chart(mem, freq="h")',
     ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -230,6 +236,7 @@ def _check_the_views(url: str) -> None:
             assert "no traces in this store" in empty.inner_text()
             _shot(page, empty, "lab-empty.png")
             _check_namespaces(page, cells.nth(4))
+            _check_charts(page, cells)
             body = page.locator(".jp-Notebook").inner_text()
             assert "data={" not in body
             assert page.evaluate("() => window.__pwned === undefined")
@@ -330,6 +337,36 @@ def _check_big_run(page: Page, panel: Locator) -> None:
 
 
 def _check_namespaces(page: Page, cell: Locator) -> None:
-    text = cell.inner_text()
-    assert "data={" not in text and "namespaces" in text
+    grid = cell.locator(".memkit-namespaces")
+    grid.locator("tbody tr").first.wait_for(timeout=30_000)
+    texts = grid.locator("tbody td.mk-col-text").all_inner_texts()
+    assert any(t.startswith("step ") for t in texts)  # trace memories read as steps
+    assert "data={" not in cell.inner_text() and "namespaces" in cell.inner_text()
+    # Sort by a click on the header: oldest first.
+    grid.locator("th", has_text="created").click()
+    created = grid.locator("tbody td.mk-col-created").all_inner_texts()
+    assert created == sorted(created)
+    # Enter in the search box searches; each hit has its score bar; a click opens it beside the table.
+    box = cell.locator("input[placeholder^='search text']")
+    box.fill("BLAST")
+    box.press("Enter")
+    page.wait_for_function("el => el.textContent.includes('best keyword matches')", arg=grid.element_handle())
+    assert grid.locator(".mk-score-bar").count() > 0
+    assert "rank" in (grid.locator("td.mk-col-score").first.get_attribute("title") or "")
+    grid.locator("tbody tr").first.click()
+    cell.locator(".memkit-detail").wait_for(timeout=30_000)
+    assert "score" in cell.locator(".memkit-detail").inner_text()
     _shot(page, cell, "lab-namespaces.png")
+
+
+def _check_charts(page: Page, cells: Locator) -> None:
+    """The pictures render offline through JupyterLab's own Vega-Lite renderer."""
+    for n, name in ((5, "lab-chart-failures.png"), (6, "lab-chart-durations.png"), (7, "lab-chart-success.png")):
+        cells.nth(n).scroll_into_view_if_needed()  # JupyterLab draws only the cells in view
+        out = cells.nth(n).locator(".jp-OutputArea-output .vega-embed")
+        try:
+            out.locator("svg, canvas").first.wait_for(timeout=60_000)
+        except Exception:
+            page.screenshot(path=str(ROOT / ".artifacts" / "lab-chart-failed.png"))
+            raise
+        _shot(page, out, name)

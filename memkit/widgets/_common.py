@@ -48,13 +48,12 @@ def status_html(message: str, kind: str = "info") -> str:
 
 
 def table_html(headers: Sequence[str], rows: Sequence[Sequence[object]], css_class: str = "memkit-table") -> str:
-    """An HTML table with every cell escaped."""
-    head = "".join(f'<th style="text-align:left;padding:2px 8px">{esc(h)}</th>' for h in headers)
-    body = "".join(
-        "<tr>" + "".join(f'<td style="padding:2px 8px;vertical-align:top">{esc(c)}</td>' for c in row) + "</tr>"
-        for row in rows
-    )
-    return f'<table class="{css_class}" style="border-collapse:collapse;font-size:13px"><tr>{head}</tr>{body}</table>'
+    """An HTML table with every cell escaped; as wide as its cells, which do not wrap."""
+    cell = "padding:2px 8px;vertical-align:top;white-space:nowrap;text-align:left"
+    head = "".join(f'<th style="{cell}">{esc(h)}</th>' for h in headers)
+    body = "".join("<tr>" + "".join(f'<td style="{cell}">{esc(c)}</td>' for c in row) + "</tr>" for row in rows)
+    return (f'<table class="{css_class}" style="border-collapse:collapse;font-size:13px;width:auto">'
+            f"<tr>{head}</tr>{body}</table>")
 
 
 def search_modes(mem: Memory, user_id: str | None, agent_id: str | None) -> list[str]:

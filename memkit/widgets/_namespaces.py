@@ -97,7 +97,7 @@ class NamespaceBrowser(Panel):
         self.clear_button = w.Button(description="clear")
         self.prev_button = w.Button(description="◀ newer", disabled=True)
         self.next_button = w.Button(description="older ▶", disabled=True)
-        self.page_label = w.HTML()
+        self.page_label = w.HTML(layout=w.Layout(display="none"))  # the grid's caption says the same
         self.status = w.HTML()
         self.rows = NamespaceGrid(layout=w.Layout(flex="3 1 0", min_width="0"))
         self.detail = w.HTML(layout=w.Layout(flex="2 1 0", min_width="0"))

@@ -39,8 +39,9 @@ def _render(widget: w.Widget) -> str:
         return f'<div style="display:flex;flex-direction:{direction};gap:6px;margin:3px 0">{inner}</div>'
     rows = getattr(widget, "rows", None)
     if isinstance(rows, list) and rows and all(isinstance(r, dict) and "text" in r for r in rows):
-        return table_html(["#", "created", "memory", "id"],
-                          [(r["n"], r["created"], r["text"], r["short_id"]) for r in rows])
+        caption = f"<div>{esc(getattr(widget, 'caption', ''))}</div>"
+        return caption + table_html(["#", "created", "memory", "id"],
+                                    [(r["n"], r["created"], r["text"], r["short_id"]) for r in rows])
     if isinstance(widget, w.HTML):
         return f"<div>{widget.value}</div>"  # panels escape what they put in HTML widgets
     if isinstance(widget, w.Button):
