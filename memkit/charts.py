@@ -162,7 +162,7 @@ def success_rate_chart(source: Source, freq: str = "D", **filters: Any) -> Chart
     spec = _spec(title, data, {
         "width": 520, "height": 200,
         "layer": [
-            {"mark": {"type": "line", "color": "#2e7d32", "point": {"filled": True, "size": 50}},
+            {"mark": {"type": "line", "color": "#2e7d32", "point": {"filled": True, "size": 50, "color": "#2e7d32"}},
              "encoding": {"x": x, "y": y, "tooltip": tooltip}},
         ],
     })

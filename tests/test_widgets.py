@@ -226,6 +226,20 @@ def test_trace_replay_shows_status_less_steps_as_unknown(tmp_path: Path) -> None
         assert panel.detail["status"] == "unknown" and panel.message_kind != "error"
 
 
+def test_trace_replay_finds_the_memories_a_step_wrote(tmp_path: Path) -> None:
+    with memkit.open(f"sqlite:///{tmp_path / 't.db'}") as mem:
+        mem.add_trace("bio", "wf-1", {"tool": "blast", "step_index": 0, "status": "success"}, user_id="u1")
+        mem.add("BLAST found 3 hits", "u1", "bio", {"workflow_id": "wf-1", "step_index": 0})
+        mem.add("unrelated", "u1", "bio", {"workflow_id": "wf-2", "step_index": 0})
+        mem.add("other namespace", "u2", "bio", {"workflow_id": "wf-1", "step_index": 0})
+        panel = TraceReplay(mem)
+        panel.run = "wf-1"
+        panel.step = 0
+        assert panel.detail["memories"] is None  # only on request: it scans metadata
+        assert panel.find_memories() == ["BLAST found 3 hits"]
+        assert panel.detail["memories"] == ["BLAST found 3 hits"]
+
+
 def test_trace_replay_on_an_empty_store_and_a_bad_run(tmp_path: Path) -> None:
     with memkit.open(f"sqlite:///{tmp_path / 't.db'}") as mem:
         panel = TraceReplay(mem)
