@@ -117,6 +117,7 @@ def _run_the_tour(url: str) -> None:
             page.goto(url)
             page.wait_for_selector(".jp-Notebook", timeout=90_000)
             page.get_by_text(re.compile(r"Python 3 \(ipykernel\) \| Idle")).wait_for(timeout=90_000)
+            _no_news(page)
             page.keyboard.press("Escape")
             page.click(".jp-Notebook")
             page.get_by_text("Run", exact=True).first.click()
@@ -356,7 +357,7 @@ def _check_namespaces(page: Page, cell: Locator) -> None:
     grid.locator("tbody tr").first.click()
     cell.locator(".memkit-detail").wait_for(timeout=30_000)
     assert "score" in cell.locator(".memkit-detail").inner_text()
-    _shot(page, cell, "lab-namespaces.png")
+    _shot(page, grid.locator("xpath=.."), "lab-namespaces.png")  # the table and the memory beside it
 
 
 def _check_charts(page: Page, cells: Locator) -> None:
