@@ -150,13 +150,17 @@ def _trace_cases(mem: memkit.Memory, repeat: int) -> None:
         panel.compare_with = ""
         panel.compare_with = other
 
+    turns = iter(range(1_000_000))
+
+    def flip() -> None:
+        panel.sort = {"column": "duration_s", "descending": next(turns) % 2 == 0}
+
     open_long()
     cases: list[tuple[str, Callable[[], object]]] = [
         ("Dashboard(mem) (all three tabs)", lambda: Dashboard(mem)),
         ("TraceReplay(mem) (read every trace, run list)", lambda: TraceReplay(mem)),
         ("filter the run list (x3, per filter)", filter_runs),
-        ("sort the run list by duration", lambda: setattr(panel, "sort", {"column": "duration_s",
-                                                                          "descending": bool(time.time() % 2)})),
+        ("sort the run list by duration (each way in turn)", flip),
         ("open the 1,000-step run's timeline", open_long),
         ("open one step", open_step),
         ("compare two runs", compare),

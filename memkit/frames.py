@@ -711,7 +711,12 @@ def compare_runs(
     source: pd.DataFrame | MemoryProvider | Memory = mem
     if not isinstance(mem, pd.DataFrame) and not (isinstance(run_a, pd.Series) and isinstance(run_b, pd.Series)):
         source = traces_frame(mem)  # one read for both runs
-    sides = [run_steps(source, run) for run in (run_a, run_b)]
+    return _compare_steps(run_steps(source, run_a), run_steps(source, run_b))
+
+
+def _compare_steps(steps_a: pd.DataFrame, steps_b: pd.DataFrame) -> pd.DataFrame:
+    """:func:`compare_runs` of two step frames already sliced (the panel keeps each run's rows)."""
+    sides = [steps_a, steps_b]
     keyed: list[dict[int, int]] = []
     for steps in sides:
         index = steps["step_index"]

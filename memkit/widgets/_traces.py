@@ -21,9 +21,9 @@ from memkit._display import format_duration, format_time, printable, shorten, st
 from memkit._sync import Memory
 from memkit.frames import (
     RUN_COLUMNS,
+    _compare_steps,
     _normalised,
     _runs_from_steps,
-    compare_runs,
     filter_runs,
     run_positions,
     traces_frame,
@@ -324,8 +324,8 @@ class TraceReplay(AnyPanel):
             self.say(f"no run {other!r} in this store", "error")
             return
         with self.working("comparing runs"):
-            a, b = self.all_runs.loc[self.run], self.all_runs.loc[other]
-            diff = compare_runs(self.steps_all, a, b)
+            # The same table as compare_runs, from the rows this panel already holds for each run.
+            diff = _compare_steps(*(self.steps_all.iloc[self._positions[r]] for r in (self.run, other)))
             self.diff = diff
             rows = []
             for r in diff.itertuples(index=False):
