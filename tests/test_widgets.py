@@ -218,7 +218,10 @@ def test_trace_replay_shows_status_less_steps_as_unknown(tmp_path: Path) -> None
     with memkit.open(f"sqlite:///{tmp_path / 't.db'}") as mem:
         mem.add_trace("bio", "wf-1", {"tool": "bwa", "step_index": 0}, user_id="u1")  # the README's example
         mem.add_trace("bio", "wf-1", {"tool": "gatk", "step_index": 1, "status": "exploded"}, user_id="u1")
-        panel = Dashboard(mem).replay
+        dash = Dashboard(mem)
+        panel = dash.replay
+        assert panel.runs == [] and "not read yet" in dash.summary()  # read when the tab is first shown
+        dash.tabs.selected_index = 1
         assert [r["status"] for r in panel.runs] == ["unknown"]
         panel.run = panel.runs[0]["run"]
         assert panel.timeline["status_of"] == ["unknown", "unknown"]

@@ -76,6 +76,9 @@ class TraceReplay(AnyPanel):
     ----------
     mem
         An open store.
+    load
+        Read the traces now (default); ``False`` waits for the first use (``Dashboard``
+        reads them when its Traces tab is first shown).
 
     Examples
     --------
@@ -105,7 +108,7 @@ class TraceReplay(AnyPanel):
     compare_with = t.Unicode("").tag(sync=True)
     comparison = t.Dict().tag(sync=True)
 
-    def __init__(self, mem: Memory) -> None:
+    def __init__(self, mem: Memory, *, load: bool = True) -> None:
         super().__init__()
         self.mem = mem
         self.steps_all: pd.DataFrame = pd.DataFrame()
@@ -121,7 +124,15 @@ class TraceReplay(AnyPanel):
         self.observe(lambda c: self.open_step(c["new"]), names="step")
         self.observe(lambda c: self.compare(c["new"]), names="compare_with")
         self.on_msg(self._on_message)
-        self.refresh()
+        if load:
+            self.refresh()
+        else:
+            self.say("the traces are read when this panel is first used")
+
+    def ensure_loaded(self) -> None:
+        """Read the traces if nothing has been read yet."""
+        if self.all_runs is None:
+            self.refresh()
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if isinstance(content, dict) and content.get("action") == "find_memories":
@@ -150,6 +161,7 @@ class TraceReplay(AnyPanel):
 
     def _apply(self) -> None:
         if self.all_runs is None:
+            self.refresh()  # which comes back here
             return
         with self.working("filtering runs"):
             wanted = {k: v for k, v in self.filters.items() if k in _FILTER_KEYS and v not in (None, "")}
@@ -202,6 +214,8 @@ class TraceReplay(AnyPanel):
         self.detail = {}
         self.compare_with = ""
         self.comparison = {}
+        if run:
+            self.ensure_loaded()
         if not run or self.all_runs is None:
             self.timeline, self.steps = {}, pd.DataFrame()
             return
@@ -356,6 +370,8 @@ class TraceReplay(AnyPanel):
         return path
 
     def summary(self) -> str:
+        if self.all_runs is None:
+            return "TraceReplay: traces not read yet"
         failed = sum(1 for r in self.runs if r["status"] == "failed")
         line = f"TraceReplay: {len(self.runs)} of {self.total_runs} runs shown, {failed} failed"
         if self.run:
