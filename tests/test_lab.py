@@ -272,6 +272,17 @@ def _check_run_list(page: Page, panel: Locator) -> None:
     panel.locator("input.mk-filter-text").fill("")
     panel.locator("input.mk-filter-text").press("Enter")
     page.wait_for_function("el => el.querySelectorAll('.mk-runs tbody tr').length === 22", arg=panel.element_handle())
+    # Hide a column and show it again.
+    headers = panel.locator(".mk-runs th").count()
+    panel.locator(".mk-runs .mk-columns summary").click()
+    panel.locator(".mk-runs .mk-columns label", has_text="agent").locator("input").uncheck()
+    page.wait_for_function(f"el => el.querySelectorAll('.mk-runs th').length === {headers - 1}",
+                           arg=panel.element_handle())
+    assert "agent" not in panel.locator(".mk-runs thead").inner_text().split()
+    panel.locator(".mk-runs .mk-columns summary").click()
+    panel.locator(".mk-runs .mk-columns label", has_text="agent").locator("input").check()
+    page.wait_for_function(f"el => el.querySelectorAll('.mk-runs th').length === {headers}",
+                           arg=panel.element_handle())
     # Open a failed demo run: one bar per step, the failed bar in the failure colour.
     panel.locator(".mk-runs th", has_text="started").click()
     row = panel.locator(".mk-runs tbody tr[data-key='variant-calling-alice-1/run-alice-1']")
