@@ -24,13 +24,14 @@ PUBLIC: dict[str, set[str]] = {
     "memkit.adapters": {
         "FalkorDBAdapter", "InMemoryAdapter", "Mem0Adapter", "MockMemoryAdapter", "Neo4jAdapter", "SQLiteAdapter",
     },
+    "memkit.charts": {"VEGA_LITE_MIME", "Chart", "duration_chart", "failure_heatmap", "success_rate_chart"},
     "memkit.cli": {"main"},
     "memkit.embeddings": {
         "DEFAULT_EMBEDDER", "Embedder", "SentenceTransformerEmbedder", "StaticEmbedder", "get_embedder",
     },
     "memkit.frames": {
-        "ReplayState", "TRACE_COLUMNS", "failure_patterns", "memories_frame", "namespaces_frame", "replay",
-        "tool_stats", "traces_frame",
+        "RUN_COLUMNS", "ReplayState", "TRACE_COLUMNS", "compare_runs", "failure_patterns", "filter_runs",
+        "memories_frame", "namespaces_frame", "replay", "run_steps", "runs_frame", "tool_stats", "traces_frame",
     },
     "memkit.graph": {
         "GraphEdge", "GraphNode", "MemoryGraph", "amemory_graph", "aneighbourhood", "memory_graph", "neighbourhood",
