@@ -82,6 +82,8 @@ class ExecutionStatus(StrEnum):
     FAILED = "failed"
     RETRYING = "retrying"
     SKIPPED = "skipped"
+    UNKNOWN = "unknown"
+    """Read back from a stored trace whose status is missing or not one of the above."""
 
 
 @dataclass

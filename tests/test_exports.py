@@ -25,14 +25,15 @@ PUBLIC: dict[str, set[str]] = {
     "memkit.adapters": {
         "FalkorDBAdapter", "InMemoryAdapter", "Mem0Adapter", "MockMemoryAdapter", "Neo4jAdapter", "SQLiteAdapter",
     },
+    "memkit.charts": {"VEGA_LITE_MIME", "Chart", "duration_chart", "failure_heatmap", "success_rate_chart"},
     "memkit.cli": {"main"},
     "memkit.embeddings": {
         "DEFAULT_EMBEDDER", "Embedder", "SentenceTransformerEmbedder", "StaticEmbedder", "get_embedder",
     },
     "memkit.frames": {
-        "RECALL_COLUMNS", "REPLAY_COLUMNS", "ReplayState", "TRACE_COLUMNS", "failure_patterns", "memories_frame",
-        "namespaces_frame", "recall_counts", "recalls_frame", "replay", "replay_recall", "tool_stats",
-        "traces_frame",
+        "RECALL_COLUMNS", "REPLAY_COLUMNS", "RUN_COLUMNS", "ReplayState", "TRACE_COLUMNS", "compare_runs",
+        "failure_patterns", "filter_runs", "memories_frame", "namespaces_frame", "recall_counts", "recalls_frame",
+        "replay", "replay_recall", "run_steps", "runs_frame", "tool_stats", "traces_frame",
     },
     "memkit.graph": {
         "GraphEdge", "GraphNode", "MemoryGraph", "amemory_graph", "aneighbourhood", "memory_graph", "neighbourhood",
