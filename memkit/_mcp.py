@@ -31,7 +31,7 @@ from memkit._display import format_time, is_trace, summary
 from memkit._errors import ConfigError, ErrorCategory, InvalidInputError, MemkitError, NotFoundError, missing_extra
 from memkit._factory import get_memory_provider
 from memkit._models import MemoryItem
-from memkit._protocols import MemoryProvider, SupportsClose, SupportsPaging
+from memkit._protocols import MemoryProvider, SupportsClose, SupportsPaging, SupportsRecalls
 from memkit._validate import DEFAULT_LIMITS, check_namespace
 from memkit.tools import MEMORY_TOOL_DEFINITIONS, MemoryTools
 
@@ -450,6 +450,10 @@ def _kv_path(provider: MemoryProvider) -> str | None:
 
 async def _serve(url: str | None, access: Access, http_port: int | None) -> None:
     provider = get_memory_provider(url)
+    if isinstance(provider, SupportsRecalls):
+        # An external agent's reads are what an audit most needs to see, and no step scope
+        # reaches across the protocol: a served store records every recall.
+        provider.record_recalls = True
     memory = McpMemory(provider, access, kv_path=_kv_path(provider))
     try:
         server = build_server(memory)

@@ -492,3 +492,18 @@ async def test_ids_with_a_slash_are_percent_encoded_and_stay_apart(db: tuple[str
         await provider.aclose()  # type: ignore[attr-defined]
     with MemoryTools(str(path), run_id="a%2Fb/c") as kv:
         assert kv.read("k") == "1"
+
+
+async def test_recalls_made_over_mcp_are_recorded_for_the_audit(db: tuple[str, Path]) -> None:
+    url, _ = db
+    async with connect("stdio", url, *BOUND) as client:
+        saved = ok(await client.call_tool("remember", {"content": "BLAST of TP53 returned 12 homologs"}))
+        ok(await client.call_tool("recall", {"query": "TP53 homologs", "mode": "keyword", "limit": 3}))
+    # The server has exited (and closed the store), so its recalls are in the file.
+    from memkit import frames
+
+    with memkit.open(url) as mem:
+        rows = frames.recalls_frame(mem, user_id="alice", agent_id="bio")
+        assert list(rows["query"]) == ["TP53 homologs"] and list(rows["memory_id"]) == [saved["id"]]
+        assert list(rows["rank"]) == [1] and list(rows["mode"]) == ["keyword"]
+        assert frames.recalls_frame(mem, user_id="bob", agent_id="bio").empty
