@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo lab test lint typecheck pytest nbval bench clean install install-notebook install-test install-mem0 chromium
+.PHONY: demo lab test lint typecheck pytest nbval bench clean install install-notebook install-test install-mem0 chromium neo4j
 
 # The browser check drives Debian's chromium through Playwright (never `playwright install`).
 CHROMIUM ?= /usr/bin/chromium
@@ -27,12 +27,21 @@ install: $(BIN)/python
 install-notebook: $(BIN)/python
 	$(PIP) install -e '.[notebook]'
 
-install-test: $(BIN)/python install-mem0 chromium tests/cypher/node_modules/.package-lock.json
+install-test: $(BIN)/python install-mem0 chromium neo4j tests/cypher/node_modules/.package-lock.json
 	$(PIP) install -e '.[dev,graph,notebook,embeddings,agents]'
 
 # Neo4j's Cypher parser for tests/test_cypher_lint.py (needs the machine's Node.js and npm).
 tests/cypher/node_modules/.package-lock.json: tests/cypher/package.json tests/cypher/package-lock.json
 	cd tests/cypher && npm ci --no-audit --no-fund --loglevel=error
+
+# The tests' Neo4j: an embedded Neo4j 5 LTS with Bolt (neo4j/pom.xml), built with Java 17+ and Maven.
+# Dependencies come from Maven Central once, into ~/.m2; later builds work offline.
+NEO4J_JAR := neo4j/target/5.26.30/memkit-neo4j.jar
+neo4j: $(NEO4J_JAR)
+$(NEO4J_JAR): neo4j/pom.xml $(wildcard neo4j/src/main/java/memkit/neo4j/*.java)
+	@command -v java >/dev/null && command -v mvn >/dev/null || { $(SUDO) apt-get update -q && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends openjdk-17-jdk-headless maven; }
+	cd neo4j && mvn -q -B -Dstyle.color=never package
 
 chromium:
 	@test -x $(CHROMIUM) || { $(SUDO) apt-get update -q && \

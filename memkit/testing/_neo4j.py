@@ -7,6 +7,7 @@ Central as ordinary dependencies, resolved once into ``~/.m2``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -240,10 +241,8 @@ class Neo4jServer:
         if process.poll() is None:
             # End of standard input asks the launcher to shut the DBMS down cleanly.
             if process.stdin is not None:
-                try:
+                with contextlib.suppress(OSError):
                     process.stdin.close()
-                except OSError:
-                    pass
             try:
                 process.wait(timeout=60)
             except subprocess.TimeoutExpired:
