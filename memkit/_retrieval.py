@@ -45,7 +45,7 @@ class HybridConfig:
     ----------
     alpha
         Weight of the semantic leg in ``[0, 1]`` (0 = keyword only, 1 = semantic
-        only, as in seed 004). Default 0.5.
+        only). Default 0.5.
     dense_scale
         Divides the semantic z-score before fusion: a memory ``dense_scale``
         standard deviations above the namespace's mean similarity counts as much
@@ -323,7 +323,3 @@ def fuse(
     out.sort(key=lambda t: -t[1])
     return out
 
-
-def finite(value: float) -> float:
-    """Guard against NaN leaking into a score (a zero vector against a zero query)."""
-    return value if math.isfinite(value) else 0.0

@@ -124,6 +124,17 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """Serve the store to MCP clients (stdio, or streamable HTTP on 127.0.0.1 with --http PORT)."""
+    from memkit._mcp import Access, serve
+
+    if args.http is not None and not 0 <= args.http <= 65535:
+        raise memkit.InvalidInputError(f"--http must be a port between 0 and 65535, got {args.http}")
+    access = Access.from_flags(args.user, args.agent, args.allow, args.read_only)
+    serve(args.url, access, args.http)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="memkit", description="Long-term memory for AI agents: load, inspect and search a store."
@@ -188,6 +199,28 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--max-nodes", type=int, default=300,
                        help="keep at most this many nodes, most connected first (default: 300)")
     graph.set_defaults(func=cmd_graph)
+
+    mcp = sub.add_parser(
+        "mcp", help="serve the store to MCP clients (Claude Desktop, IDEs, pydantic-ai, ...)",
+        description="Serve the store as a Model Context Protocol server: tools remember, recall, forget,\n"
+        "list_recent, record_step (and the key-value tools write, read, list, delete, pattern_search\n"
+        "on a SQLite store), resources for recent memories and workflow steps. Over stdio by\n"
+        "default; --http PORT serves streamable HTTP on 127.0.0.1. A client reaches only the\n"
+        "namespace of --user/--agent, or those listed with --allow (then a tool argument picks one).",
+        epilog="example: memkit --url sqlite:///data/memory.db mcp --user alice --agent bioinformatics\n"
+        "         memkit mcp --allow alice/bioinformatics --allow bob/planner --read-only",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    mcp.add_argument("--url", default=argparse.SUPPRESS, help="store to open (same as memkit --url)")
+    mcp.add_argument("--user", help="user_id of the namespace the server is bound to")
+    mcp.add_argument("--agent", help="agent_id of the namespace the server is bound to")
+    mcp.add_argument("--allow", action="append", metavar="USER/AGENT",
+                     help="a namespace clients may choose with the tools' namespace argument (repeatable;"
+                     " with --user/--agent, theirs is the default)")
+    mcp.add_argument("--read-only", action="store_true", help="serve only the reading tools; refuse writes")
+    mcp.add_argument("--http", type=int, metavar="PORT",
+                     help="serve streamable HTTP on http://127.0.0.1:PORT/mcp instead of stdio (0: any free port)")
+    mcp.set_defaults(func=cmd_mcp)
     return parser
 
 

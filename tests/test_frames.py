@@ -14,9 +14,8 @@ import pytest
 
 import memkit
 from memkit import frames
-from memkit.adapters import _sqlite
 from memkit.adapters._memory import InMemoryAdapter
-from memkit.adapters._sqlite import SQLiteAdapter
+from memkit.adapters._sqlite import SQLiteAdapter, _schema
 from memkit.traces import ExecutionHistory
 
 
@@ -133,7 +132,7 @@ def test_migration_backfills_existing_traces(tmp_path: Path, version: int) -> No
     path = tmp_path / f"v{version}.db"
     conn = sqlite3.connect(path, isolation_level=None)
     for target in range(1, version + 1):
-        for statement in _sqlite._statements(_sqlite._MIGRATIONS[target]):
+        for statement in _schema.statements(_schema.MIGRATIONS[target]):
             conn.execute(statement)
     conn.execute(f"PRAGMA user_version = {version}")
     # Write traces with that schema's contract (its triggers, if any, fill its tables).

@@ -305,11 +305,11 @@ async def test_a_store_of_an_earlier_default_model_says_how_to_move(tmp_path: Pa
 
 
 async def test_schema_1_database_migrates(tmp_path: Path) -> None:
-    from memkit.adapters._sqlite import _MIGRATIONS, _statements
+    from memkit.adapters._sqlite._schema import MIGRATIONS, statements
 
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path, isolation_level=None)
-    for statement in _statements(_MIGRATIONS[1]):
+    for statement in statements(MIGRATIONS[1]):
         conn.execute(statement)
     conn.execute("PRAGMA user_version = 1")
     conn.execute(

@@ -14,7 +14,7 @@ import pytest
 import memkit
 from memkit import ConfigError, InvalidInputError, Limits, StorageError
 from memkit.adapters import SQLiteAdapter
-from memkit.adapters._sqlite import SCHEMA_VERSION
+from memkit.adapters._sqlite._schema import SCHEMA_VERSION
 
 
 async def test_file_is_wal_with_schema_version(tmp_path: Path) -> None:
@@ -158,7 +158,7 @@ async def test_index_memory_is_bounded(tmp_path: Path) -> None:
     for agent in ("a", "b", "c"):
         await adapter.add_many([{"content": f"{agent} note {i}", "user_id": "u", "agent_id": agent} for i in range(30)])
         assert len(await adapter.search("note", "u", agent, limit=100)) == 30
-    assert len(adapter._indexes) == 1  # the two least recently searched were dropped
+    assert len(adapter._keywords) == 1  # the two least recently searched were dropped
     assert len(await adapter.search("note", "u", "a", limit=100)) == 30  # and rebuild on demand
     await adapter.aclose()
 

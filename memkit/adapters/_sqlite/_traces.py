@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import gc
 import json
+import sqlite3
 import struct
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from itertools import repeat
 from operator import methodcaller
@@ -20,6 +22,8 @@ from typing import Any
 import numpy as np
 
 from memkit._errors import StorageError
+
+__all__ = ["TRACE_NUMBERS", "pack_trace_numbers", "trace_columns"]
 
 # The packed numbers of a trace step, in this order, as little-endian int64; a missing value
 # is int64's minimum, which is also numpy's NaT, so timestamps need no extra pass.
@@ -143,4 +147,93 @@ def decode_trace_chunk(count: int, packed: bytes | None, joined: str | None, pat
         out["id"] = [None] * count
         return out
     out.update(decode_trace_fields(fields))
+    return out
+
+
+def trace_columns(
+    db: sqlite3.Connection,
+    path: str,
+    workflow_id: str | None,
+    agent_id: str | None,
+    user_id: str | None,
+    status: str | None,
+    since_us: int | None,
+) -> dict[str, Any]:
+    """Every trace step that matches, as columns (see :class:`memkit.SupportsTraceColumns`)."""
+    where: list[str] = ["1"]
+    params: list[Any] = []
+    for column, value in (("workflow_id", workflow_id), ("agent_id", agent_id),
+                          ("user_id", user_id), ("status", status)):
+        if value is not None:
+            where.append(f"{column} = (SELECT code FROM trace_dict WHERE text = ?)")  # noqa: S608
+            params.append(value)
+    if since_us is not None:
+        where.append("created_us >= ?")
+        params.append(since_us)
+    with gc_paused():
+        return _read(db, path, " AND ".join(where), params)
+
+
+def _read(db: sqlite3.Connection, path: str, condition: str, params: list[Any]) -> dict[str, Any]:
+    db.execute("BEGIN")  # every chunk and the dictionary from one snapshot
+    try:
+        low, high = db.execute(
+            f"SELECT min(seq), max(seq) FROM trace_steps WHERE {condition}", params  # noqa: S608
+        ).fetchone()
+        if low is None:
+            return {"id": [], "error": [], **{name: np.zeros(0, dtype=np.int64) for name in TRACE_NUMBERS}}
+        # Chunks by seq range, pipelined: while this thread parses one chunk, another
+        # reads the next from SQLite (sqlite3 releases the GIL while it steps; one thread
+        # at a time uses the connection).
+        chunk_count = max(1, min(16, (high - low) // TRACE_CHUNK + 1))
+        edges: list[int] = np.linspace(low - 1, high, chunk_count + 1).astype(np.int64).tolist()
+        sql = (
+            "SELECT count(*), CAST(group_concat(numbers, '') AS BLOB), group_concat(cells, char(31))"  # noqa: S608
+            f" FROM trace_steps WHERE {condition} AND seq > ? AND seq <= ?"
+        )
+
+        def fetch(i: int) -> tuple[Any, ...]:
+            row: tuple[Any, ...] = db.execute(sql, [*params, edges[i], edges[i + 1]]).fetchone()
+            return row
+
+        chunks: list[dict[str, Any]] = []
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            pending = pool.submit(fetch, 0)
+            for i in range(chunk_count):
+                count, packed, joined = pending.result()
+                if i + 1 < chunk_count:
+                    pending = pool.submit(fetch, i + 1)
+                chunks.append(decode_trace_chunk(count, packed, joined, path))
+        for i, chunk in enumerate(chunks):
+            if chunk.pop("cells", False):  # an id held the separator (a row not written by memkit)
+                rows = db.execute(
+                    f"SELECT cells FROM trace_steps WHERE {condition} AND seq > ? AND seq <= ?",  # noqa: S608
+                    [*params, edges[i], edges[i + 1]],
+                )
+                chunk.update(decode_trace_fields([f for (cell,) in rows for f in cell.rsplit("\x1f", 3)]))
+        steps = sum(len(c["id"]) for c in chunks)
+        if steps >= db.execute("SELECT count(*) FROM trace_dict").fetchone()[0]:
+            dictionary = db.execute("SELECT code, text FROM trace_dict").fetchall()
+        else:  # a few steps of a big store: only the texts they use
+            codes = np.unique(np.concatenate([c[name] for c in chunks for name in TRACE_CODES]))
+            dictionary = db.execute(
+                "SELECT code, text FROM trace_dict WHERE code IN (SELECT value FROM json_each(?))",
+                (json.dumps(codes[codes > 0].tolist()),),
+            ).fetchall()
+    finally:
+        db.execute("COMMIT")
+    # Code 0 never occurs (INTEGER PRIMARY KEY starts at 1): it stands for "no value".
+    lookup = np.empty(max((c for c, _ in dictionary), default=0) + 1, dtype=object)
+    for code, text in dictionary:
+        lookup[code] = text
+    out: dict[str, Any] = {}
+    names = dict.fromkeys(name for chunk in chunks for name in chunk)
+    for name in names:
+        parts = [c[name] if name in c else np.full(len(c["id"]), None, dtype=object) for c in chunks]
+        if name == "id":
+            out[name] = [value for part in parts for value in part]
+        else:
+            out[name] = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        if name in TRACE_CODES:
+            out[name] = lookup[out[name]]
     return out

@@ -1,0 +1,523 @@
+"""The embedded default: one SQLite file, WAL, BM25 keyword search, no server.
+
+All SQL runs on one worker thread per adapter, which owns the connection. That
+serialises the adapter's own calls (safe from any thread or event loop) while
+WAL and ``busy_timeout`` let several processes share the file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import numpy as np
+
+from memkit._errors import ConfigError, InvalidInputError, StorageError
+from memkit._filters import parse_filters
+from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
+from memkit._records import Record, from_us, new_record, records_from_items, trace_record
+from memkit._retrieval import HybridConfig, check_mode
+from memkit._url import embedder_option, query_options, sqlite_path
+from memkit._validate import (
+    DEFAULT_LIMITS,
+    Limits,
+    check_id,
+    check_limit,
+    check_namespace,
+    check_query,
+    check_read,
+)
+from memkit.adapters._sqlite._keywords import KeywordCache
+from memkit.adapters._sqlite._schema import SCHEMA_VERSION, connect
+from memkit.adapters._sqlite._search import ranked
+from memkit.adapters._sqlite._sql import COLUMNS, row_record, select
+from memkit.adapters._sqlite._traces import trace_columns
+from memkit.adapters._sqlite._vectors import Vectors, blob, recorded
+
+__all__ = ["SQLiteAdapter"]
+
+# ``embedder`` left out (as opposed to ``embedder=None``): see SQLiteAdapter.
+_UNSET: Any = object()
+
+T = TypeVar("T")
+
+_CHUNK = 10_000
+
+
+class SQLiteAdapter:
+    """Memories in one SQLite file (WAL), keyword search by BM25 with porter + unicode61 analysis.
+
+    The keyword index of a namespace is built in memory on its first search and
+    kept current from then on (this process's writes directly, other processes'
+    through ``PRAGMA data_version``); see :mod:`memkit._keyword`.
+
+    Parameters
+    ----------
+    path
+        Database file; parent folders are created. ``":memory:"`` keeps it in RAM.
+    limits
+        Input bounds (see :class:`memkit.Limits`).
+    busy_timeout_ms
+        How long a write waits for another process's lock before failing.
+    max_indexed
+        Most memories kept in in-memory keyword indexes (least recently searched
+        namespaces are dropped first and rebuilt when searched again).
+    embedder
+        Left out: a new store gets the shipped static model (so search is hybrid)
+        and an existing store keeps what it records (vectors from the default
+        model, or keyword-only). ``None`` (URL ``?embedder=none``): a new store is
+        keyword-only and stays so when reopened without ``embedder=``. ``"default"``
+        (the shipped static model), ``"st:/model/folder"`` or an
+        :class:`memkit.embeddings.Embedder`: a keyword-only store gains vectors for
+        what it holds. The store records which embedder made its vectors and
+        refuses another one (see :meth:`reembed`); a store with vectors is never
+        written without them, whatever ``embedder`` says.
+    hybrid
+        Fusion knobs for ``mode="hybrid"`` (:class:`memkit.HybridConfig`).
+
+    Examples
+    --------
+    >>> mem = SQLiteAdapter("data/memory.db")                      # doctest: +SKIP
+    >>> await mem.add("TP53 is mutated in sample 7", "u1", "bio")  # doctest: +SKIP
+    """
+
+    provider_name = "sqlite"
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = "data/memory.db",
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        busy_timeout_ms: int = 10_000,
+        max_indexed: int = 2_000_000,
+        embedder: object = _UNSET,
+        hybrid: HybridConfig | None = None,
+    ) -> None:
+        from memkit.embeddings import get_embedder
+
+        if hybrid is not None and not isinstance(hybrid, HybridConfig):
+            raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
+        self.hybrid = hybrid or HybridConfig()
+        self.path = str(path)
+        self.limits = limits
+        self._busy_timeout_ms = busy_timeout_ms
+        chosen = None if embedder is None or embedder is _UNSET else get_embedder(embedder)
+        self._vectors = Vectors(self.path, chosen, unset=embedder is _UNSET)
+        self._keywords = KeywordCache(max_indexed)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memkit-sqlite")
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        try:
+            self._executor.submit(self._open).result()
+        except BaseException:
+            self._executor.shutdown(wait=False)
+            raise
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> SQLiteAdapter:
+        """``sqlite:///relative.db``, ``sqlite:////absolute.db`` or ``sqlite://`` (in RAM)."""
+        query = query_options(url)
+        if "embedder" in query:
+            options.setdefault("embedder", embedder_option(query.pop("embedder")))
+        if "busy_timeout_ms" in query:
+            try:
+                options.setdefault("busy_timeout_ms", int(query.pop("busy_timeout_ms")))
+            except ValueError:
+                raise ConfigError("busy_timeout_ms in the URL must be an integer") from None
+        if query:
+            raise ConfigError(f"unknown sqlite:// URL options: {', '.join(sorted(query))}")
+        return cls(sqlite_path(url), **options)
+
+    def __repr__(self) -> str:
+        return f"SQLiteAdapter({self.path!r})"
+
+    # -- connection, on the worker thread --------------------------------------
+
+    def _open(self) -> None:
+        conn = connect(self.path, self._busy_timeout_ms)
+        try:
+            self._keywords.start(conn)
+            self._vectors.bind(conn)
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise ConfigError(f"{self.path!r} is not a usable memkit database: {exc}") from exc
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StorageError(f"{self!r} is closed")
+        return self._conn
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._closed:
+            raise StorageError(f"{self!r} is closed")
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, fn, *args)
+        except sqlite3.Error as exc:
+            raise StorageError(f"SQLite failed on {self.path!r}: {exc}") from exc
+
+    def _write(self, records: list[Record], progress: bool = False) -> list[str]:
+        db = self._db()
+        self._vectors.check_writable()
+        self._vectors.sync(db)
+        # Embedded before the transaction so the write lock is held only for the inserts.
+        vectors = self._vectors.embed_records(records)
+        rows = (
+            (r.id, r.user_id, r.agent_id, r.content,
+             r.metadata_json or json.dumps(r.metadata, ensure_ascii=False, separators=(",", ":")), r.created_us)
+            for r in records
+        )
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(records), desc="add_many", unit="mem")
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            self._keywords.refresh(db)  # under the write lock: nobody can add rows until we commit
+            last_seq = db.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
+            for start in range(0, len(records), _CHUNK):
+                chunk = [next(rows) for _ in range(min(_CHUNK, len(records) - start))]
+                db.executemany(
+                    "INSERT INTO memories (id, user_id, agent_id, content, metadata, created_us)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    chunk,
+                )
+                if vectors is not None:
+                    # Same rowid rule as the keyword index below: max + 1, in insertion order.
+                    db.executemany(
+                        "INSERT OR REPLACE INTO memory_vectors (seq, vector) VALUES (?, ?)",
+                        [(last_seq + 1 + start + i, blob(vectors[start + i])) for i in range(len(chunk))],
+                    )
+                if bar is not None:
+                    bar.update(len(chunk))
+            db.execute("COMMIT")
+        except sqlite3.IntegrityError as exc:
+            db.execute("ROLLBACK")
+            raise InvalidInputError(f"a memory with one of these ids already exists ({exc})") from None
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+        # rowids of an INTEGER PRIMARY KEY table are max + 1, in insertion order
+        seqs = range(last_seq + 1, last_seq + 1 + len(records))
+        self._keywords.added(seqs, records)
+        if vectors is not None:
+            self._vectors.added(seqs, records, vectors)
+        return [r.id for r in records]
+
+    # -- the port ----------------------------------------------------------------
+
+    async def add(
+        self, content: str, user_id: str, agent_id: str, metadata: dict[str, Any] | None = None
+    ) -> str:
+        record = new_record(content, user_id, agent_id, metadata, self.limits)
+        return (await self._run(self._write, [record]))[0]
+
+    async def add_trace(
+        self, agent_id: str, workflow_id: str, trace_data: dict[str, Any], user_id: str = "system"
+    ) -> str:
+        record = trace_record(agent_id, workflow_id, trace_data, user_id, self.limits)
+        return (await self._run(self._write, [record]))[0]
+
+    async def add_many(
+        self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False
+    ) -> list[str]:
+        """Validate every item, then write all of them in one transaction (or none)."""
+        records = records_from_items(items, self.limits)
+        if not records:
+            return []
+        return await self._run(self._write, records, progress)
+
+    def _select(self, *args: Any) -> list[Record]:
+        return select(self._db(), *args)
+
+    def _ranked(self, *args: Any) -> list[MemoryItem]:
+        return ranked(self._db(), self._keywords, self._vectors, *args)
+
+    async def search(
+        self,
+        query: str,
+        user_id: str,
+        agent_id: str,
+        limit: int = 5,
+        filters: dict[str, Any] | None = None,
+        *,
+        mode: str | None = None,
+        hybrid: HybridConfig | None = None,
+    ) -> list[MemoryItem]:
+        """Rank one namespace's memories against ``query``; an empty query lists it newest first.
+
+        ``mode``: ``"hybrid"`` (the default with an embedder: keyword and semantic
+        legs fused as in :class:`memkit.HybridConfig`), ``"keyword"`` (BM25, the
+        default without one) or ``"semantic"`` (cosine). Filters apply in every
+        mode. Each result's ``score_details`` says which leg found it and how.
+        """
+        text = check_query(query, self.limits)
+        limit = check_limit(limit, self.limits)
+        user, agent = check_namespace(user_id, agent_id, self.limits)
+        conditions = parse_filters(filters)
+        resolved = check_mode(mode, self.embedder is not None, repr(self))
+        if hybrid is not None and not isinstance(hybrid, HybridConfig):
+            raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
+        if not text:
+            records = await self._run(self._select, user, agent, conditions, limit)
+            return [r.to_item() for r in records]
+        return await self._run(
+            self._ranked, resolved, text, None, user, agent, conditions, limit, hybrid or self.hybrid
+        )
+
+    async def search_by_vector(
+        self,
+        vector: Any,
+        user_id: str,
+        agent_id: str,
+        limit: int = 5,
+        filters: dict[str, Any] | None = None,
+    ) -> list[MemoryItem]:
+        """Semantic search with a vector you computed (same embedder and dimension as the store)."""
+        embedder = self.embedder
+        if embedder is None:
+            raise ConfigError(f"search_by_vector needs an embedder; {self!r} has none")
+        try:
+            query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        except (TypeError, ValueError):
+            raise InvalidInputError("vector must be a sequence of numbers") from None
+        if query.shape != (embedder.dim,) or not np.all(np.isfinite(query)):
+            raise InvalidInputError(f"vector must hold {embedder.dim} finite numbers")
+        norm = float(np.linalg.norm(query))
+        if norm == 0.0:
+            raise InvalidInputError("vector must not be all zeros")
+        limit = check_limit(limit, self.limits)
+        user, agent = check_namespace(user_id, agent_id, self.limits)
+        conditions = parse_filters(filters)
+        return await self._run(
+            self._ranked, "semantic", None, query / norm, user, agent, conditions, limit, self.hybrid
+        )
+
+    @property
+    def embedder(self) -> Any:
+        """The :class:`memkit.embeddings.Embedder` in use, or ``None`` (keyword only)."""
+        return self._vectors.embedder
+
+    def _reembed(self, embedder: Any, progress: bool) -> int:
+        db = self._db()
+        previous = self._vectors.embedder
+        total = db.execute("SELECT count(*) FROM memories").fetchone()[0]
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=total, desc=f"reembed ({embedder.name})", unit="mem")
+        self._vectors.embedder = embedder
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("DELETE FROM memory_vectors")
+            done = self._vectors.embed_all(db, bar)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            self._vectors.embedder = previous
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+        self._vectors.foreign = None
+        self._vectors.clear()
+        return done
+
+    async def reembed(self, embedder: object = "default", *, progress: bool = True) -> int:
+        """Replace every vector with ``embedder``'s (one transaction) and use it from now on.
+
+        This is how a store moves to another embedding model: open it without
+        ``embedder`` (or with the old one) and call ``reembed(new)``. Returns the
+        number of memories embedded; ``progress`` shows a tqdm bar.
+        """
+        from memkit.embeddings import get_embedder
+
+        return await self._run(self._reembed, get_embedder(embedder), progress)
+
+    async def get_all(
+        self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
+    ) -> list[MemoryItem]:
+        return await self.get_page(user_id, agent_id, limit=limit, filters=filters)
+
+    async def get_page(
+        self,
+        user_id: str,
+        agent_id: str,
+        *,
+        offset: int = 0,
+        limit: int = 50,
+        filters: dict[str, Any] | None = None,
+    ) -> list[MemoryItem]:
+        read = check_read(user_id, agent_id, limit, filters, self.limits, offset)
+        records = await self._run(self._select, read.user, read.agent, read.conditions, read.limit, read.offset)
+        return [r.to_item() for r in records]
+
+    def _get(self, memory_id: str) -> Record | None:
+        row = self._db().execute(f"SELECT {COLUMNS} FROM memories m WHERE m.id = ?", (memory_id,)).fetchone()  # noqa: S608
+        return None if row is None else row_record(row)
+
+    async def get(self, memory_id: str) -> MemoryItem | None:
+        check_id(memory_id, "memory_id", self.limits)
+        record = await self._run(self._get, memory_id)
+        return None if record is None else record.to_item()
+
+    def _delete(self, memory_id: str, user_id: str | None, agent_id: str | None) -> bool:
+        sql = "DELETE FROM memories WHERE id = ?"
+        params: list[str] = [memory_id]
+        if user_id is not None:
+            sql += " AND user_id = ?"
+            params.append(user_id)
+        if agent_id is not None:
+            sql += " AND agent_id = ?"
+            params.append(agent_id)
+        deleted = self._db().execute(sql + " RETURNING seq, user_id, agent_id", params).fetchall()
+        for seq, user, agent in deleted:
+            self._keywords.removed(seq, user, agent)
+            self._vectors.removed(seq, user, agent)
+        return bool(deleted)
+
+    async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
+        """Delete one memory; with ``user_id``/``agent_id`` only if it lives in that namespace."""
+        check_id(memory_id, "memory_id", self.limits)
+        return await self._run(self._delete, memory_id, user_id, agent_id)
+
+    def _reset(self) -> bool:
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("DELETE FROM memories")
+            db.execute("DELETE FROM trace_dict")  # names of users, workflows and tools go too
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        self._keywords.clear()
+        self._vectors.clear()
+        return True
+
+    async def reset(self) -> bool:
+        """Delete every memory of every namespace in this file."""
+        return await self._run(self._reset)
+
+    # -- capabilities ------------------------------------------------------------
+
+    def _namespaces(self) -> list[NamespaceInfo]:
+        rows = self._db().execute(
+            "SELECT user_id, agent_id, count(*), min(created_us), max(created_us)"
+            " FROM memories GROUP BY user_id, agent_id ORDER BY user_id, agent_id"
+        ).fetchall()
+        return [
+            NamespaceInfo(user_id=u, agent_id=a, count=c, first_at=from_us(lo), last_at=from_us(hi))
+            for u, a, c, lo, hi in rows
+        ]
+
+    async def namespaces(self) -> list[NamespaceInfo]:
+        return await self._run(self._namespaces)
+
+    def _stats(self) -> Stats:
+        db = self._db()
+        memories, traces = db.execute(
+            "SELECT count(*), coalesce(sum(json_extract(metadata, '$.type') = 'trace'), 0) FROM memories"
+        ).fetchone()
+        namespaces = db.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM memories GROUP BY user_id, agent_id)"
+        ).fetchone()[0]
+        pages = db.execute("PRAGMA page_count").fetchone()[0] * db.execute("PRAGMA page_size").fetchone()[0]
+        name, dim = recorded(db)
+        vectors = db.execute("SELECT count(*) FROM memory_vectors").fetchone()[0]
+        return Stats(
+            provider=self.provider_name, memories=memories, traces=traces, namespaces=namespaces,
+            storage_bytes=pages, path=self.path, schema_version=SCHEMA_VERSION,
+            embedder=name, embedder_dim=dim, vectors=vectors,
+        )
+
+    async def stats(self) -> Stats:
+        return await self._run(self._stats)
+
+    def _ping(self) -> str:
+        version = self._db().execute("PRAGMA user_version").fetchone()[0]
+        return f"schema version {version}, SQLite {sqlite3.sqlite_version}"
+
+    async def health(self) -> Health:
+        start = time.perf_counter()
+        try:
+            detail = await self._run(self._ping)
+            ok = True
+        except StorageError as exc:
+            detail, ok = str(exc), False
+        return Health(ok=ok, provider=self.provider_name, latency_ms=(time.perf_counter() - start) * 1e3, detail=detail)
+
+    def _export_chunk(
+        self, after: tuple[int, int], user_id: str | None, agent_id: str | None, size: int
+    ) -> list[tuple[Any, ...]]:
+        sql = f"SELECT {COLUMNS} FROM memories m WHERE (m.created_us, m.seq) > (?, ?)"  # noqa: S608
+        params: list[Any] = list(after)
+        if user_id is not None:
+            sql += " AND m.user_id = ?"
+            params.append(user_id)
+        if agent_id is not None:
+            sql += " AND m.agent_id = ?"
+            params.append(agent_id)
+        sql += " ORDER BY m.created_us, m.seq LIMIT ?"
+        return self._db().execute(sql, [*params, size]).fetchall()
+
+    async def export(self, user_id: str | None = None, agent_id: str | None = None) -> AsyncIterator[MemoryItem]:
+        """Every record, oldest first, read in chunks so memory use stays flat."""
+        after = (-(2**62), -1)
+        while True:
+            rows = await self._run(self._export_chunk, after, user_id, agent_id, 2_000)
+            for row in rows:
+                yield row_record(row).to_item()
+            if len(rows) < 2_000:
+                return
+            after = (rows[-1][6], rows[-1][0])
+
+    def _trace_columns(self, *args: Any) -> dict[str, Any]:
+        return trace_columns(self._db(), self.path, *args)
+
+    async def trace_columns(
+        self,
+        *,
+        workflow_id: str | None = None,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        status: str | None = None,
+        since_us: int | None = None,
+    ) -> dict[str, Any]:
+        """Every trace step as columns (see :class:`memkit.SupportsTraceColumns`), in storage order."""
+        return await self._run(self._trace_columns, workflow_id, agent_id, user_id, status, since_us)
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        await self._run(self._close)
+        self._closed = True
+        self._executor.shutdown(wait=True)
+
+    def close(self) -> None:
+        """Close from sync code (no event loop needed)."""
+        if self._closed:
+            return
+        self._executor.submit(self._close).result()
+        self._closed = True
+        self._executor.shutdown(wait=True)

@@ -1,0 +1,266 @@
+"""The store file's schema: its migrations and how a connection is opened on it."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from memkit._errors import ConfigError
+from memkit.adapters._sqlite._traces import TRACE_NUMBERS, pack_trace_numbers
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "migrate", "statements"]
+
+SCHEMA_VERSION = 4
+
+# Each entry upgrades the schema from the previous version; never edit a shipped one.
+MIGRATIONS: dict[int, str] = {
+    1: """
+    CREATE TABLE store_meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    CREATE TABLE memories (
+        seq        INTEGER PRIMARY KEY,      -- insertion order; the keyword index's key
+        id         TEXT NOT NULL UNIQUE,
+        user_id    TEXT NOT NULL,
+        agent_id   TEXT NOT NULL,
+        content    TEXT NOT NULL,
+        metadata   TEXT NOT NULL DEFAULT '{}',  -- JSON, validated before it gets here
+        created_us INTEGER NOT NULL          -- microseconds since the epoch, UTC
+    );
+    CREATE INDEX memories_namespace ON memories (user_id, agent_id, created_us DESC, seq DESC);
+    """,
+    2: """
+    CREATE TABLE memory_vectors (
+        seq    INTEGER PRIMARY KEY,          -- memories.seq
+        vector BLOB NOT NULL                 -- float32 little-endian, store_meta embedder_dim values
+    );
+    CREATE TRIGGER memories_vectors_delete AFTER DELETE ON memories BEGIN
+        DELETE FROM memory_vectors WHERE seq = old.seq;
+    END;
+    """,
+    # Traces as typed columns, kept by triggers, so a million steps read as columns
+    # without parsing each record's metadata JSON (see memkit.adapters._sqlite._traces). Repetitive text
+    # (namespaces, workflow, step, tool, status) is stored as codes into trace_dict:
+    # integers travel out of SQLite several times faster than strings.
+    3: """
+    CREATE TABLE trace_dict (
+        code INTEGER PRIMARY KEY,
+        text TEXT NOT NULL UNIQUE
+    );
+    CREATE TABLE trace_steps (
+        seq         INTEGER PRIMARY KEY,     -- memories.seq
+        id          TEXT NOT NULL,           -- memories.id
+        created_us  INTEGER NOT NULL,        -- memories.created_us
+        user_id     INTEGER NOT NULL,        -- codes into trace_dict from here on
+        agent_id    INTEGER NOT NULL,
+        workflow_id INTEGER,
+        run_id      INTEGER,
+        step_name   INTEGER,
+        tool        INTEGER,
+        status      INTEGER,
+        step_index  INTEGER,
+        started_us  INTEGER,                 -- trace timestamp, microseconds since the epoch
+        duration_us INTEGER,
+        retry_count INTEGER,
+        error       TEXT,
+        parameters  TEXT,                    -- JSON
+        result      TEXT                     -- JSON
+    );
+    CREATE INDEX trace_steps_workflow ON trace_steps (workflow_id);
+    CREATE TABLE trace_keys (
+        kind TEXT NOT NULL,                  -- 'params' or 'result'
+        key  TEXT NOT NULL,
+        PRIMARY KEY (kind, key)
+    ) WITHOUT ROWID;
+    CREATE VIEW trace_source AS SELECT
+        seq, id, created_us, user_id, agent_id,
+        json_extract(metadata, '$.workflow_id') AS workflow_id,
+        json_extract(metadata, '$.run_id') AS run_id,
+        json_extract(metadata, '$.trace.step_name') AS step_name,
+        json_extract(metadata, '$.trace.tool') AS tool,
+        json_extract(metadata, '$.trace.status') AS status,
+        json_extract(metadata, '$.trace.step_index') AS step_index,
+        CAST(round(json_extract(metadata, '$.trace.timestamp') * 1e6) AS INTEGER) AS started_us,
+        CAST(round(json_extract(metadata, '$.trace.duration') * 1e6) AS INTEGER) AS duration_us,
+        json_extract(metadata, '$.trace.retry_count') AS retry_count,
+        json_extract(metadata, '$.trace.error') AS error,
+        CASE json_type(metadata, '$.trace.parameters') WHEN 'object' THEN metadata -> '$.trace.parameters' END
+            AS parameters,
+        CASE json_type(metadata, '$.trace.result') WHEN 'object' THEN metadata -> '$.trace.result' END AS result
+    FROM memories WHERE json_extract(metadata, '$.type') = 'trace';
+    CREATE TRIGGER trace_steps_insert AFTER INSERT ON memories
+    WHEN json_extract(new.metadata, '$.type') = 'trace' BEGIN
+        INSERT OR IGNORE INTO trace_dict (text)
+            SELECT value FROM trace_source s, json_each(json_array(
+                s.user_id, s.agent_id, s.workflow_id, s.run_id, s.step_name, s.tool, s.status))
+            WHERE s.seq = new.seq AND json_each.type = 'text';
+        INSERT INTO trace_steps
+            SELECT seq, id, created_us,
+                (SELECT code FROM trace_dict WHERE text = s.user_id),
+                (SELECT code FROM trace_dict WHERE text = s.agent_id),
+                (SELECT code FROM trace_dict WHERE text = s.workflow_id),
+                (SELECT code FROM trace_dict WHERE text = s.run_id),
+                (SELECT code FROM trace_dict WHERE text = s.step_name),
+                (SELECT code FROM trace_dict WHERE text = s.tool),
+                (SELECT code FROM trace_dict WHERE text = s.status),
+                step_index, started_us, duration_us, retry_count, error, parameters, result
+            FROM trace_source s WHERE s.seq = new.seq;
+        INSERT OR IGNORE INTO trace_keys SELECT 'params', j.key FROM trace_steps t, json_each(t.parameters) j
+            WHERE t.seq = new.seq;
+        INSERT OR IGNORE INTO trace_keys SELECT 'result', j.key FROM trace_steps t, json_each(t.result) j
+            WHERE t.seq = new.seq;
+    END;
+    CREATE TRIGGER trace_steps_delete AFTER DELETE ON memories BEGIN
+        DELETE FROM trace_steps WHERE seq = old.seq;
+    END;
+    INSERT OR IGNORE INTO trace_dict (text)
+        SELECT value FROM trace_source s, json_each(json_array(
+            s.user_id, s.agent_id, s.workflow_id, s.run_id, s.step_name, s.tool, s.status))
+        WHERE json_each.type = 'text';
+    INSERT INTO trace_steps
+        SELECT seq, id, created_us,
+            (SELECT code FROM trace_dict WHERE text = s.user_id),
+            (SELECT code FROM trace_dict WHERE text = s.agent_id),
+            (SELECT code FROM trace_dict WHERE text = s.workflow_id),
+            (SELECT code FROM trace_dict WHERE text = s.run_id),
+            (SELECT code FROM trace_dict WHERE text = s.step_name),
+            (SELECT code FROM trace_dict WHERE text = s.tool),
+            (SELECT code FROM trace_dict WHERE text = s.status),
+            step_index, started_us, duration_us, retry_count, error, parameters, result
+        FROM trace_source s;
+    INSERT OR IGNORE INTO trace_keys SELECT 'params', j.key FROM trace_steps t, json_each(t.parameters) j;
+    INSERT OR IGNORE INTO trace_keys SELECT 'result', j.key FROM trace_steps t, json_each(t.result) j;
+    """,
+    # A million steps must become a frame in a second or two. What leaves SQLite
+    # fast is few values: so each step keeps its numbers and text codes packed in one blob
+    # (see pack_trace_numbers) and its id, error, parameters and result as JSON texts joined
+    # by the unit separator in one cell; reading is one pass with two group_concat()s. Only
+    # the columns filters need stay as columns. The trigger calls a function that each
+    # memkit connection registers, so trace memories must be written through memkit (plain
+    # sqlite3 gets "no such function"). params/result keys come from the JSON: trace_keys goes.
+    # The new trigger repeats part of migration 3's on purpose: a shipped migration is history,
+    # so neither shares text with a later one.
+    4: """
+    DROP TRIGGER trace_steps_insert;
+    DROP TRIGGER trace_steps_delete;
+    DROP TABLE trace_keys;
+    ALTER TABLE trace_steps RENAME TO trace_steps_v3;
+    CREATE TABLE trace_steps (
+        seq         INTEGER PRIMARY KEY,     -- memories.seq
+        created_us  INTEGER NOT NULL,        -- memories.created_us
+        user_id     INTEGER NOT NULL,        -- codes into trace_dict, for filters
+        agent_id    INTEGER NOT NULL,
+        workflow_id INTEGER,
+        status      INTEGER,
+        numbers     BLOB NOT NULL,           -- TRACE_NUMBERS as little-endian int64
+        cells       TEXT NOT NULL            -- id, then error, parameters, result as JSON; char(31) between
+    );
+    INSERT INTO trace_steps
+        SELECT seq, created_us, user_id, agent_id, workflow_id, status,
+            memkit_pack_trace_numbers(seq, created_us, user_id, agent_id, workflow_id, run_id, step_name,
+                tool, status, step_index, started_us, duration_us, retry_count),
+            id || char(31) || json_quote(error) || char(31) || coalesce(parameters, 'null') || char(31)
+                || coalesce(result, 'null')
+        FROM trace_steps_v3;
+    DROP TABLE trace_steps_v3;
+    CREATE INDEX trace_steps_workflow ON trace_steps (workflow_id);
+    CREATE TRIGGER trace_steps_insert AFTER INSERT ON memories
+    WHEN json_extract(new.metadata, '$.type') = 'trace' BEGIN
+        INSERT OR IGNORE INTO trace_dict (text)
+            SELECT value FROM trace_source s, json_each(json_array(
+                s.user_id, s.agent_id, s.workflow_id, s.run_id, s.step_name, s.tool, s.status))
+            WHERE s.seq = new.seq AND json_each.type = 'text';
+        INSERT INTO trace_steps
+            SELECT seq, created_us, user_id, agent_id, workflow_id, status,
+                memkit_pack_trace_numbers(seq, created_us, user_id, agent_id, workflow_id, run_id, step_name,
+                    tool, status, step_index, started_us, duration_us, retry_count),
+                cells
+            FROM (SELECT seq, created_us,
+                (SELECT code FROM trace_dict WHERE text = s.user_id) AS user_id,
+                (SELECT code FROM trace_dict WHERE text = s.agent_id) AS agent_id,
+                (SELECT code FROM trace_dict WHERE text = s.workflow_id) AS workflow_id,
+                (SELECT code FROM trace_dict WHERE text = s.run_id) AS run_id,
+                (SELECT code FROM trace_dict WHERE text = s.step_name) AS step_name,
+                (SELECT code FROM trace_dict WHERE text = s.tool) AS tool,
+                (SELECT code FROM trace_dict WHERE text = s.status) AS status,
+                step_index, started_us, duration_us, retry_count,
+                id || char(31) || json_quote(error) || char(31) || coalesce(parameters, 'null') || char(31)
+                    || coalesce(result, 'null') AS cells
+            FROM trace_source s WHERE s.seq = new.seq);
+    END;
+    CREATE TRIGGER trace_steps_delete AFTER DELETE ON memories BEGIN
+        DELETE FROM trace_steps WHERE seq = old.seq;
+    END;
+    """,
+}
+
+
+def statements(script: str) -> Iterator[str]:
+    """Split a script into statements (trigger bodies included) without executescript's implicit COMMIT."""
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            yield pending.strip()
+            pending = ""
+
+
+def connect(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
+    """Open ``path`` (creating its folder), set it up for several processes and migrate it."""
+    if path != ":memory:":
+        parent = Path(path).expanduser().resolve().parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot create the folder for {path!r}: {exc}") from exc
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000)
+    except sqlite3.Error as exc:
+        raise ConfigError(f"cannot open SQLite database {path!r}: {exc}") from exc
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        if path != ":memory:":
+            conn.execute("PRAGMA journal_mode = WAL")
+        # NORMAL is durable across application crashes in WAL mode; only a power
+        # cut can lose the last commits, and it makes small writes ~10x faster.
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.create_function(
+            "memkit_pack_trace_numbers", len(TRACE_NUMBERS), pack_trace_numbers, deterministic=True
+        )
+        migrate(conn)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise ConfigError(f"{path!r} is not a usable memkit database: {exc}") from exc
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise ConfigError(
+            f"this database has schema version {version}; this memkit knows up to"
+            f" {SCHEMA_VERSION}: upgrade memkit"
+        )
+    if version == SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        # Another process may have migrated while we waited for the lock.
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            for statement in statements(MIGRATIONS[target]):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {target}")
+        conn.execute(
+            "INSERT OR REPLACE INTO store_meta (key, value) VALUES ('schema_version', ?)",
+            (str(SCHEMA_VERSION),),
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
