@@ -107,6 +107,9 @@ class Neo4jDialect(Dialect):
             driver = AsyncGraphDatabase.driver(
                 self._uri, auth=self.__auth, max_transaction_retry_time=self._max_retry_time,
                 connection_timeout=min(30.0, max(self._max_retry_time, 5.0)),
+                # Hints such as "property key does not exist" (any query on an empty
+                # database) would be logged as warnings on every call.
+                notifications_min_severity="OFF",
             )
             self._drivers[key] = driver
         return driver
