@@ -134,6 +134,9 @@ async def main(backends: list[str], n: int, repeats: int, n_queries: int) -> dic
     for backend in backends:
         out[backend] = await bench_backend(backend, n, repeats, n_queries, embedder)
     out["sqlite_rows"] = await bench_sqlite(n, repeats, embedder)
+    expected = (out["sqlite_rows"]["graph_nodes"], out["sqlite_rows"]["graph_edges"])
+    for backend in backends:
+        assert (out[backend]["graph_nodes"], out[backend]["graph_edges"]) == expected, backend
     return out
 
 
