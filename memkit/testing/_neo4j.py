@@ -259,6 +259,9 @@ class Neo4jServer:
             self._archive = None
             if process.returncode == 0 and partial.exists():
                 os.replace(partial, archive)
+                for stale in archive.parent.glob("memkit-neo4j-*.jsa"):  # made for an older jar
+                    if stale != archive:
+                        stale.unlink(missing_ok=True)
             else:
                 partial.unlink(missing_ok=True)
 

@@ -89,7 +89,8 @@ public final class Launcher {
 
         GraphDatabaseService db = dbms.database(GraphDatabaseSettings.DEFAULT_DATABASE_NAME);
         String version = db.executeTransactionally(
-                "CALL dbms.components() YIELD versions, edition"
+                // 2025+ also lists the Cypher versions it speaks as a component.
+                "CALL dbms.components() YIELD name, versions, edition WHERE name = 'Neo4j Kernel'"
                         + " RETURN 'version=' + versions[0] + ' edition=' + edition AS v",
                 Map.of(), result -> (String) result.next().get("v"));
         HostnamePort bolt = ((GraphDatabaseAPI) db).getDependencyResolver()
