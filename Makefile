@@ -7,13 +7,14 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo lab test lint typecheck pytest nbval bench clean install install-notebook install-test chromium bench-minilm neo4j
+.PHONY: demo lab lab-serve test lint typecheck pytest nbval bench clean install install-notebook install-test chromium bench-minilm neo4j
 
 # The browser check drives Debian's chromium through Playwright (never `playwright install`).
 CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LAB_PORT ?= 8888
 LAB_DIR ?= $(CURDIR)
+LAB_DB ?= data/memory.db
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 LAB_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
@@ -62,8 +63,11 @@ demo: install
 	$(BIN)/memkit demo
 
 # JupyterLab on 127.0.0.1 only; the token printed in the log opens it.
-lab: install-notebook
-	@test -s data/memory.db || $(BIN)/memkit --url sqlite:///data/memory.db demo --quiet
+lab: install-notebook lab-serve
+
+# The same without installing (the browser test serves a temporary copy: LAB_DIR and LAB_DB elsewhere).
+lab-serve:
+	@test -s $(LAB_DB) || $(BIN)/memkit --url sqlite:///$(LAB_DB) demo --quiet
 	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(LAB_PORT) $(LAB_ROOT) \
 		--ServerApp.root_dir=$(LAB_DIR) $(LAB_DIR)/notebooks/00_tour.ipynb
 

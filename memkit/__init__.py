@@ -22,6 +22,7 @@ from memkit._protocols import (
     SupportsHealth,
     SupportsNamespaces,
     SupportsPaging,
+    SupportsSearchModes,
     SupportsStats,
     SupportsTraceColumns,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "SupportsHealth",
     "SupportsNamespaces",
     "SupportsPaging",
+    "SupportsSearchModes",
     "SupportsStats",
     "SupportsTraceColumns",
     "build_context",

@@ -145,3 +145,35 @@ def demo_items(seed: int = 7, per_namespace: int = 30) -> list[dict[str, Any]]:
         traces, _ = _trace_items(rng, user, clock)
         items.extend(traces)
     return items
+
+
+def run_items(
+    user: str, agent: str, workflow_id: str, run_id: str | None, steps: int, *, start: datetime | None = None,
+    seed: int = 0, fail_every: int = 0,
+) -> list[dict[str, Any]]:
+    """One synthetic run of ``steps`` steps as ``add_many`` rows (benchmarks and browser checks).
+
+    Tools cycle through the demo's; every ``fail_every``-th step fails (0: none); steps
+    follow one another with small idle gaps.
+    """
+    rng = random.Random(seed)
+    clock = start or _BASE
+    tools = [tool for _, _, flow in _WORKFLOWS for _, tool in flow]
+    items: list[dict[str, Any]] = []
+    for index in range(steps):
+        tool = tools[index % len(tools)]
+        failed = bool(fail_every) and (index + 1) % fail_every == 0
+        duration = round(rng.uniform(0.2, 20.0), 2)
+        data: dict[str, Any] = {
+            "step_name": f"{tool}_{index}", "tool": tool, "status": "failed" if failed else "success",
+            "step_index": index, "parameters": {"threads": rng.choice([2, 4, 8]), "gene": rng.choice(_GENES)},
+            "result": {} if failed else {"records": rng.randint(1, 5000)},
+            "error": rng.choice(_FAILURES)[1] if failed else None, "duration": duration,
+            "retry_count": 1 if rng.random() < 0.05 else 0, "timestamp": clock.timestamp(),
+        }
+        if run_id is not None:
+            data["run_id"] = run_id
+        record = trace_record(agent, workflow_id, data, user)
+        items.append(_item(record.content, user, agent, record.metadata, clock))
+        clock += timedelta(seconds=duration + rng.uniform(0, 3))
+    return items

@@ -34,8 +34,11 @@ _SEP = " · "
 
 def printable(text: object) -> str:
     """``text`` with control and format characters escaped (``\\x1b``, ``\\u202e``), safe for a terminal."""
+    text = str(text)
+    if text.isprintable():  # the common case, checked in C; isprintable() is False for every escaped char
+        return text
     out: list[str] = []
-    for ch in str(text):
+    for ch in text:
         if ch in "\n\t" or unicodedata.category(ch)[0] != "C":
             out.append(ch)
         else:

@@ -89,6 +89,13 @@ def _scalar(value: object, key: str, op: str) -> Scalar:
         )
     if isinstance(value, float) and not math.isfinite(value):
         raise InvalidInputError(f"filter {key!r} {op} got {value}, which no metadata can hold")
+    if kind == "number" and isinstance(value, int) and not -(2**63) <= value < 2**63:
+        raise InvalidInputError(f"filter {key!r} {op} got {value}, which does not fit in 64 bits")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInputError(f"filter {key!r} {op} got a string with a lone surrogate") from None
     return value  # type: ignore[return-value]
 
 

@@ -1,232 +1,561 @@
-"""The safe, offline graph view: any nodes/edges structure drawn with vis-network.
+"""How a :class:`~memkit.graph.MemoryGraph` is drawn: style by label, a representative cut, a layout.
 
-pyvis 0.3.2 draws the graph, but with memkit's own page template (a trimmed copy
-of pyvis's, see ``_graph_template.html``): vis-network's JS and CSS are embedded
-from the pyvis package (``cdn_resources="in_line"``), nothing is fetched, and
-pyvis's ``href`` popup, which assigns node titles with ``innerHTML``, is gone.
-The page is shown in an ``<iframe srcdoc=...>`` (escaped, sandboxed) inside a
-``<div>``, which renders in JupyterLab, VS Code and Colab and in a saved file.
+Everything a view of the graph shows is decided here, once, for the live widget
+(:class:`memkit.widgets.GraphExplorer`), the standalone page (``MemoryGraph.to_html``,
+``memkit graph --html``) and the pyvis export (``MemoryGraph.to_pyvis``):
 
-The input is generic so that ``memkit.graph.MemoryGraph`` and the private
-fallback builder both plug in: an object with ``nodes`` and ``edges`` (mappings
-or objects with ``id``/``label``/``type`` and ``source``/``target``/``type``),
-or a networkx graph.
+- style keyed by the schema's labels: colour (Okabe-Ito, colour-blind safe; vermillion only
+  for failed steps), shape, size, a caption chosen per label (``TP53``, ``3 · bwa``, a memory's
+  first words; never a UUID), a plain-text tooltip (memories and steps read through
+  :mod:`memkit._display`) and the properties shown on click;
+- a cut over the node cap that keeps memories sampled evenly over time (every kind of memory
+  kept) and the entities they mention most, and says what it left out;
+- a layout computed here: a workflow reads left to right along ``NEXT`` with each step's tool
+  below it and its memory above; a namespace starts from positions near the entities each memory
+  mentions, so the browser's physics only has to settle, not to untangle.
+
+The browser side is ``_graph.js`` (one file for the widget and the page) on vis-network 9.1.2,
+the engine pyvis embeds, read from the pyvis package: nothing is fetched.
 """
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
+import math
 import os
-from collections.abc import Mapping
+import textwrap
+import zlib
+from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memkit._errors import missing_extra
+from memkit._display import format_time, printable, shorten, status_of, summary
+from memkit._errors import InvalidInputError, missing_extra
+from memkit._models import MemoryItem
+from memkit._records import from_us
+from memkit.graph import GraphEdge, GraphNode, MemoryGraph
 
-__all__ = [
-    "PHYSICS", "GraphEdge", "GraphNode", "GraphView", "coerce_graph", "graph_html", "graph_view", "page_html",
-    "standalone_html",
-]
+__all__ = ["FAILED_COLOUR", "LABEL_STYLE", "GraphView", "page_html", "payload", "select", "style_nodes", "to_pyvis"]
 
-# Measured in issue 7 with pyvis 0.3.2: this stabilises ~8x faster than vis-network's defaults.
-PHYSICS: dict[str, Any] = {
-    "layout": {"improvedLayout": False},
-    "physics": {
-        "solver": "forceAtlas2Based",
-        "forceAtlas2Based": {"gravitationalConstant": -60, "springLength": 90, "avoidOverlap": 0.2},
-        "stabilization": {"enabled": True, "iterations": 200, "fit": True},
-    },
-    "interaction": {"hover": True, "tooltipDelay": 120},
-    "edges": {"smooth": False, "color": {"color": "#b0b7c3"}},
-    "nodes": {"font": {"size": 12}},
+# Okabe & Ito's palette: distinguishable with every common colour-vision deficiency. Shapes differ too.
+LABEL_STYLE: dict[str, dict[str, Any]] = {
+    "Namespace": {"color": "#000000", "shape": "hexagon", "size": 20},
+    "Memory": {"color": "#56B4E9", "shape": "dot", "size": 9},
+    "Entity": {"color": "#E69F00", "shape": "diamond", "size": 12},
+    "Workflow": {"color": "#CC79A7", "shape": "square", "size": 18},
+    "Trace": {"color": "#F0E442", "shape": "triangle", "size": 14},
+    "Step": {"color": "#0072B2", "shape": "dot", "size": 13},
+    "Tool": {"color": "#009E73", "shape": "triangleDown", "size": 14},
 }
-
-# Colour-blind-safe palette (Okabe-Ito) per node type; unknown types share the last colour.
-TYPE_COLOURS: dict[str, str] = {
-    "namespace": "#000000",
-    "memory": "#56B4E9",
-    "gene": "#D55E00",
-    "tool": "#009E73",
-    "topic": "#E69F00",
-    "workflow": "#CC79A7",
-    "step": "#0072B2",
-    "trace": "#0072B2",
-    "pathway": "#882255",
-    "agent": "#F0E442",
-    "user": "#999999",
-}
-_OTHER = "#7f7f7f"
-
-
-@dataclass(frozen=True)
-class GraphNode:
-    """One node: ``title`` is the hover text (shown as plain text, never as HTML)."""
-
-    id: str
-    type: str
-    label: str
-    title: str = ""
-
-
-@dataclass(frozen=True)
-class GraphEdge:
-    source: str
-    target: str
-    type: str = ""
+FAILED_COLOUR = "#D55E00"
+_ORDER = ("Namespace", "Workflow", "Trace", "Step", "Tool", "Memory", "Entity")
+_CAPTION = 28
+# Up to this many nodes the browser lets physics settle the precomputed start (capped iterations);
+# above it the precomputed layout is drawn as is: see the numbers in docs/graph.md.
+PHYSICS_LIMIT = 150
+ITERATIONS = 100
 
 
 @dataclass
 class GraphView:
-    """What was drawn: the kept nodes and edges, and how many there were."""
+    """What a view shows: the kept part of a graph, its layout and what was left out."""
 
+    graph: MemoryGraph
     nodes: list[GraphNode]
     edges: list[GraphEdge]
-    total_nodes: int
-    total_edges: int
-    degree: dict[str, int] = field(default_factory=dict)
+    total: dict[str, int]
+    shown: dict[str, int]
+    layout: str
+    positions: dict[str, tuple[float, float]] = field(default_factory=dict)
+    note: str = ""
+
+    @property
+    def total_nodes(self) -> int:
+        return sum(self.total.values())
 
     @property
     def message(self) -> str:
-        if len(self.nodes) < self.total_nodes:
-            return f"showing {len(self.nodes)} of {self.total_nodes} nodes (the most connected ones)"
-        return f"showing all {self.total_nodes} nodes"
+        """One line: what is shown, what was left out and how to see it."""
+        if len(self.nodes) >= self.total_nodes:
+            text = f"showing all {self.total_nodes} nodes"
+        else:
+            parts = [f"{self.total[k] - self.shown.get(k, 0):,} of {self.total[k]:,} {_plural(k)}" for k in _ORDER
+                     if self.total.get(k, 0) > self.shown.get(k, 0)]
+            text = (f"showing {len(self.nodes):,} of {self.total_nodes:,} nodes; left out: {', '.join(parts)}"
+                    " (memories sampled evenly over time, every kind kept; entities most mentioned by them)."
+                    " To see more: draw one workflow, double-click a node to expand it, or raise max nodes")
+        return f"{self.note}{text}"
 
 
-def _field(obj: Any, *names: str, default: Any = None) -> Any:
-    for name in names:
-        if isinstance(obj, Mapping):
-            if name in obj and obj[name] is not None:
-                return obj[name]
-        elif getattr(obj, name, None) is not None:
-            return getattr(obj, name)
-    return default
+def _plural(label: str) -> str:
+    return {"Entity": "entities", "Memory": "memories"}.get(label, label.lower() + "s")
 
 
-def _title(obj: Any) -> str:
-    title = _field(obj, "title", "content")
-    if title is None:
-        props = _field(obj, "properties", "attrs", default=None)
-        if isinstance(props, Mapping) and props:
-            title = json.dumps(dict(props), ensure_ascii=False, default=str, indent=1)
-    return str(title or "")
+# -- captions, tooltips, properties -------------------------------------------------------
 
 
-def coerce_graph(graph: Any) -> tuple[list[GraphNode], list[GraphEdge]]:
-    """Nodes and edges of a MemoryGraph-like object, a networkx graph, or a ``(nodes, edges)`` pair."""
-    if isinstance(graph, tuple) and len(graph) == 2:
-        raw_nodes, raw_edges = graph
-    elif hasattr(graph, "nodes") and hasattr(graph, "edges") and hasattr(graph, "adj"):  # networkx
-        raw_nodes = [{"id": n, **attrs} for n, attrs in graph.nodes(data=True)]
-        raw_edges = [{"source": u, "target": v, **attrs} for u, v, attrs in graph.edges(data=True)]
-    else:
-        raw_nodes, raw_edges = graph.nodes, graph.edges
-    nodes: list[GraphNode] = []
-    for raw in raw_nodes:
-        node_id = str(_field(raw, "id", "key"))
-        kind = str(_field(raw, "type", "kind", "label_type", default="node"))
-        label = str(_field(raw, "label", "name", default=node_id))
-        nodes.append(GraphNode(node_id, kind, label, _title(raw)))
-    edges = [
-        GraphEdge(str(_field(e, "source", "src", "u")), str(_field(e, "target", "dst", "v")),
-                  str(_field(e, "type", "kind", "relation", default="")))
-        for e in raw_edges
-    ]
-    return nodes, edges
+def _item(props: dict[str, Any]) -> MemoryItem:
+    raw = props.get("metadata")
+    try:
+        meta = json.loads(raw) if isinstance(raw, str) else {}
+    except ValueError:
+        meta = {}
+    created = props.get("created_us")
+    return MemoryItem(
+        id=str(props.get("id")), content=str(props.get("content") or ""),
+        metadata=meta if isinstance(meta, dict) else {},
+        created_at=from_us(created) if isinstance(created, int) and not isinstance(created, bool) else None,
+        user_id=props.get("user_id"), agent_id=props.get("agent_id"),
+    )
 
 
-def graph_view(graph: Any, max_nodes: int = 150) -> GraphView:
-    """Keep at most ``max_nodes`` nodes, most connected first (ties keep input order)."""
-    if max_nodes < 1:
-        raise ValueError(f"max_nodes must be at least 1, got {max_nodes}")
-    nodes, edges = coerce_graph(graph)
-    known = {n.id for n in nodes}
-    edges = [e for e in edges if e.source in known and e.target in known]
-    degree = dict.fromkeys(known, 0)
+def _text(value: object, width: int = _CAPTION) -> str:
+    return printable(shorten("" if value is None else value, width))
+
+
+def caption(node: GraphNode) -> str:
+    """The label drawn under a node: a name, ``3 · bwa``, a memory's first words; never its UUID."""
+    p = node.properties
+    if node.type == "Memory":
+        return _text(summary(_item(p), 80))
+    if node.type in ("Entity", "Tool"):
+        return _text(p.get("name"))
+    if node.type == "Step":
+        name = p.get("tool") or p.get("name") or "step"
+        return _text(f"{p['order']} · {name}" if p.get("order") is not None else name)
+    if node.type == "Workflow":
+        return _text(p.get("workflow_id"), 40)
+    if node.type == "Trace":
+        run = str(p.get("run_id") or "")
+        return _text(run if run.lower().startswith("run") else f"run {run}".strip())
+    if node.type == "Namespace":
+        return _text(f"{p.get('user_id')} / {p.get('agent_id')}", 40)
+    return node.type
+
+
+def _wrap(text: str, width: int = 64, lines: int = 8) -> str:
+    out = textwrap.wrap(text, width) or [""]
+    return "\n".join(out[:lines] + (["…"] if len(out) > lines else []))
+
+
+def tooltip(node: GraphNode, recorded: GraphNode | None = None) -> str:
+    """Hover text, plain (vis-network shows string titles as text): what a person needs at a glance."""
+    p = node.properties
+    where = f"{p.get('user_id')} / {p.get('agent_id')}"
+    if node.type == "Memory" or (node.type == "Step" and recorded is not None):
+        item = _item((recorded or node).properties)
+        head = "Step" if node.type == "Step" else "Memory"
+        body = summary(item, 400) if item.metadata.get("type") == "trace" else printable(item.content)
+        when = format_time(item.created_at)
+        return "\n".join(x for x in (f"{head} · {where}", _wrap(body), when) if x)
+    if node.type == "Step":
+        return printable(f"Step {p.get('order')} · {p.get('name') or p.get('tool')} · {status_of(p.get('status'))}"
+                         f"\nworkflow {p.get('workflow_id')} · run {p.get('run_id')}")
+    if node.type == "Entity":
+        return printable(f"{p.get('kind')}: {p.get('name')}\n{where}")
+    if node.type == "Tool":
+        return printable(f"Tool: {p.get('name')}\n{where}")
+    if node.type == "Workflow":
+        return printable(f"Workflow {p.get('workflow_id')}\n{where}")
+    if node.type == "Trace":
+        return printable(f"Run {p.get('run_id')} of workflow {p.get('workflow_id')}\n{where}")
+    return printable(f"Namespace {where}")
+
+
+def properties(node: GraphNode) -> list[list[str]]:
+    """The properties panel: every property as text, the id first, metadata pretty-printed."""
+    rows = [["label", node.type], ["id", node.id]]
+    for key, value in node.properties.items():
+        if key == "id" or value is None:
+            continue
+        if key == "metadata" and isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                value = json.dumps(json.loads(value), indent=1, ensure_ascii=False)
+        if key == "created_us" and isinstance(value, int):
+            value = format_time(from_us(value)) or value
+        rows.append([key, printable(str(value))[:4000]])
+    return rows
+
+
+def _failed(node: GraphNode) -> bool:
+    return node.type == "Step" and status_of(node.properties.get("status")) == "failed"
+
+
+def style_nodes(nodes: Iterable[GraphNode], graph: MemoryGraph,
+                positions: dict[str, tuple[float, float]] | None = None, layout: str = "force") -> list[dict[str, Any]]:
+    """The JSON-ready nodes for the browser (vis-network fields plus ``type`` and ``props``)."""
+    by_id = {n.id: n for n in graph.nodes}
+    recorded = {e.source: by_id.get(e.target) for e in graph.edges if e.type == "RECORDED_AS"}
+    degree: dict[str, int] = defaultdict(int)
+    for e in graph.edges:
+        degree[e.source] += 1
+        degree[e.target] += 1
+    out = []
+    for node in nodes:
+        style = LABEL_STYLE.get(node.type, LABEL_STYLE["Memory"])
+        colour = FAILED_COLOUR if _failed(node) else style["color"]
+        size = style["size"]
+        if node.type in ("Entity", "Tool"):  # hubs grow with what points at them
+            size = round(size + 3 * math.log2(1 + degree[node.id]), 1)
+        item: dict[str, Any] = {
+            "id": node.id, "type": node.type, "label": caption(node), "title": tooltip(node, recorded.get(node.id)),
+            "shape": style["shape"], "size": size, "failed": _failed(node),
+            "color": {"background": colour, "border": "#222222" if node.type == "Trace" or _failed(node) else colour,
+                      "highlight": {"background": colour, "border": "#000000"}},
+            "borderWidth": 3 if _failed(node) else 1,
+            "props": properties(node),
+        }
+        if layout == "workflow" and node.type == "Step":
+            item["font"] = {"size": 14}
+        elif node.type in ("Memory", "Step"):  # many, long captions: shown once zoomed in enough to read them
+            item["font"] = {"size": 11}
+            item["scaling"] = {"label": {"enabled": True, "drawThreshold": 7}}
+        elif node.type in ("Entity", "Tool", "Workflow"):
+            item["font"] = {"size": 14}
+        if positions and node.id in positions:
+            item["x"], item["y"] = positions[node.id]
+        out.append(item)
+    return out
+
+
+def style_edges(edges: Iterable[GraphEdge]) -> list[dict[str, Any]]:
+    out = []
+    for e in edges:
+        item: dict[str, Any] = {"id": e.id, "from": e.source, "to": e.target, "title": e.type, "type": e.type}
+        if e.type == "NEXT":
+            item.update(width=3, color={"color": "#0072B2"})
+        elif e.type == "HAS_MEMORY":  # the namespace holds every memory: drawn, but it must not pull them in
+            item.update(physics=False, color={"color": "#dde1e7"})
+        out.append(item)
+    return out
+
+
+def legend(nodes: Iterable[GraphNode]) -> list[dict[str, Any]]:
+    counts: dict[str, int] = defaultdict(int)
+    failed = 0
+    for n in nodes:
+        if _failed(n):
+            failed += 1
+        else:
+            counts[n.type] += 1
+    items = [{"type": t, "label": t, "count": counts[t], "color": LABEL_STYLE[t]["color"],
+              "shape": LABEL_STYLE[t]["shape"]} for t in _ORDER if counts.get(t)]
+    if failed:
+        items.append({"type": "Step:failed", "label": "failed step", "count": failed, "color": FAILED_COLOUR,
+                      "shape": "dot"})
+    return items
+
+
+# -- the cut ------------------------------------------------------------------------------
+
+
+def _spread(items: list[GraphNode], k: int) -> list[GraphNode]:
+    """``k`` items evenly spaced over ``items`` (sorted by time), the first and the newest included."""
+    if k >= len(items):
+        return items
+    if k <= 0:
+        return []
+    if k == 1:
+        return [items[-1]]
+    step = (len(items) - 1) / (k - 1)
+    return [items[round(i * step)] for i in range(k)]
+
+
+def select(graph: MemoryGraph, max_nodes: int = 300) -> GraphView:
+    """Keep at most ``max_nodes`` nodes, representative of the whole (see the module docstring)."""
+    if isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1:
+        raise InvalidInputError(f"max_nodes must be a positive integer, got {max_nodes!r}")
+    total: dict[str, int] = defaultdict(int)
+    for n in graph.nodes:
+        total[n.type] += 1
+    kept = list(graph.nodes) if len(graph.nodes) <= max_nodes else _cut(graph, max_nodes)
+    ids = {n.id for n in kept}
+    edges = [e for e in graph.edges if e.source in ids and e.target in ids]
+    shown: dict[str, int] = defaultdict(int)
+    for n in kept:
+        shown[n.type] += 1
+    is_workflow = bool(shown.get("Step")) and all(
+        n.properties.get("type") == "trace" for n in kept if n.type == "Memory")
+    positions = _workflow_layout(kept, edges) if is_workflow else _force_start(kept, edges)
+    return GraphView(graph, kept, edges, dict(total), dict(shown), "workflow" if is_workflow else "force", positions)
+
+
+def _cut(graph: MemoryGraph, max_nodes: int) -> list[GraphNode]:
+    by_id = {n.id: n for n in graph.nodes}
+    near: dict[str, list[str]] = defaultdict(list)
+    step_of: dict[str, str] = {}
+    for e in graph.edges:
+        near[e.source].append(e.target)
+        near[e.target].append(e.source)
+        if e.type == "RECORDED_AS":
+            step_of[e.target] = e.source
+    keep: dict[str, GraphNode] = {}
+    # The few structural nodes first (a namespace, a workflow's runs), never more than a tenth.
+    for n in graph.nodes:
+        if n.type in ("Namespace", "Workflow", "Trace") and len(keep) < max(1, max_nodes // 10):
+            keep[n.id] = n
+    memories = sorted((n for n in graph.nodes if n.type == "Memory"),
+                      key=lambda n: (n.properties.get("created_us") or 0, n.id))
+    kinds: dict[str, list[GraphNode]] = defaultdict(list)
+    for m in memories:
+        kinds[str(m.properties.get("type") or "note")].append(m)
+    # Half the room for memories (a trace memory brings its step), shared between kinds by size.
+    room = (max_nodes - len(keep)) // 2
+    cost = {k: 2 if k == "trace" else 1 for k in kinds}
+    wanted = sum(len(v) * cost[k] for k, v in kinds.items()) or 1
+    for kind, items in sorted(kinds.items(), key=lambda kv: len(kv[1])):
+        quota = max(1, round(room * len(items) * cost[kind] / wanted) // cost[kind])
+        for m in _spread(items, quota):
+            if len(keep) + cost[kind] > max_nodes:
+                break
+            keep[m.id] = m
+            if m.id in step_of and step_of[m.id] in by_id:
+                keep[step_of[m.id]] = by_id[step_of[m.id]]
+    # Then what those memories and steps point at, most pointed-at first.
+    score: dict[str, int] = defaultdict(int)
+    for kept_id in list(keep):
+        for other in near[kept_id]:
+            if other not in keep and by_id[other].type not in ("Memory", "Step"):
+                score[other] += 1
+    for other in sorted(score, key=lambda i: (-score[i], -len(near[i]), i)):
+        if len(keep) >= max_nodes:
+            break
+        keep[other] = by_id[other]
+    # Any room left goes to more memories, newest first.
+    for m in reversed(memories):
+        if len(keep) >= max_nodes:
+            break
+        keep.setdefault(m.id, m)
+    return list(keep.values())
+
+
+# -- layouts ------------------------------------------------------------------------------
+
+
+def _chain(steps: list[GraphNode], edges: list[GraphEdge]) -> list[GraphNode]:
+    """The steps of one run in ``NEXT`` order (the stored order when the chain is cut)."""
+    ids = {s.id for s in steps}
+    after = {e.source: e.target for e in edges if e.type == "NEXT" and e.source in ids and e.target in ids}
+    has_before = set(after.values())
+    by_id = {s.id: s for s in steps}
+
+    def key(s: GraphNode) -> tuple[int, int, str]:
+        order = s.properties.get("order")
+        return (order if isinstance(order, int) else 2**62, s.properties.get("created_us") or 0, s.id)
+
+    out: list[GraphNode] = []
+    seen: set[str] = set()
+    for head in sorted((s for s in steps if s.id not in has_before), key=key):
+        current: str | None = head.id
+        while current is not None and current not in seen:
+            seen.add(current)
+            out.append(by_id[current])
+            current = after.get(current)
+    out.extend(sorted((s for s in steps if s.id not in seen), key=key))
+    return out
+
+
+def _workflow_layout(nodes: list[GraphNode], edges: list[GraphEdge]) -> dict[str, tuple[float, float]]:
+    """Runs as rows, steps left to right along NEXT, each step's memory above it; tools in a lane below."""
+    dx, row_height, lift = 210.0, 190.0, 80.0
+    by_id = {n.id: n for n in nodes}
+    trace_of = {e.target: e.source for e in edges if e.type == "HAS_STEP"}
+    runs: dict[str, list[GraphNode]] = defaultdict(list)
+    for n in nodes:
+        if n.type == "Step":
+            runs[trace_of.get(n.id, "")].append(n)
+    pos: dict[str, tuple[float, float]] = {}
+    order = sorted(runs, key=lambda t: min(s.properties.get("created_us") or 0 for s in runs[t]))
+    out_edges: dict[str, list[GraphEdge]] = defaultdict(list)
+    for e in edges:
+        out_edges[e.source].append(e)
+    tools: dict[str, list[float]] = defaultdict(list)
+    for row, trace in enumerate(order):
+        y = row * row_height
+        if trace in by_id:
+            pos[trace] = (-dx, y)
+        for i, step in enumerate(_chain(runs[trace], edges)):
+            x = i * dx
+            pos[step.id] = (x, y)
+            for e in out_edges[step.id]:
+                if e.type == "USES_TOOL":
+                    tools[e.target].append(x)
+                elif e.type == "RECORDED_AS" and e.target not in pos:
+                    pos[e.target] = (x, y - lift)
+    rows = max(len(order), 1)
+    bottom = (rows - 1) * row_height + row_height * 0.6
+    for tool, xs in tools.items():
+        pos[tool] = (min(xs), bottom)
+    middle = (rows - 1) * row_height / 2
+    for n in nodes:
+        if n.type == "Workflow":
+            pos[n.id] = (-1.8 * dx, middle)
+        elif n.type == "Namespace":
+            pos[n.id] = (-2.5 * dx, middle)
+    # What the trace memories mention goes in a lane above the first run, over its first mention.
+    mentioned: dict[str, list[float]] = defaultdict(list)
+    for e in edges:
+        if e.type == "MENTIONS" and e.target not in pos and e.source in pos:
+            mentioned[e.target].append(pos[e.source][0])
+    top = -lift - row_height * 0.6
+    used: dict[float, int] = defaultdict(int)
+    for entity, xs in sorted(mentioned.items(), key=lambda kv: (min(kv[1]), kv[0])):
+        x = min(xs)
+        pos[entity] = (x + 60 * (used[x] % 3), top - 45 * (used[x] // 3) - 20 * (used[x] % 3))
+        used[x] += 1
+    for i, n in enumerate(n for n in nodes if n.id not in pos):
+        pos[n.id] = (-3 * dx, bottom + 60 + 40 * i)
+    return pos
+
+
+def _force_start(nodes: list[GraphNode], edges: list[GraphEdge]) -> dict[str, tuple[float, float]]:
+    """Hubs on a sunflower spiral (most connected in the middle), every other node near its hubs."""
+    hub_types = ("Entity", "Tool", "Workflow", "Trace")
+    degree: dict[str, int] = defaultdict(int)
+    near: dict[str, list[str]] = defaultdict(list)
     for e in edges:
         degree[e.source] += 1
         degree[e.target] += 1
-    if len(nodes) > max_nodes:
-        order = sorted(range(len(nodes)), key=lambda i: (-degree[nodes[i].id], i))
-        keep = sorted(order[:max_nodes])
-        kept = [nodes[i] for i in keep]
-    else:
-        kept = list(nodes)
-    ids = {n.id for n in kept}
-    kept_edges = [e for e in edges if e.source in ids and e.target in ids]
-    return GraphView(kept, kept_edges, len(nodes), len(edges), degree)
+        if e.type != "HAS_MEMORY":
+            near[e.source].append(e.target)
+            near[e.target].append(e.source)
+    hubs = sorted((n for n in nodes if n.type in hub_types), key=lambda n: (-degree[n.id], n.id))
+    spacing = 70.0
+    golden = math.pi * (3 - math.sqrt(5))
+    pos: dict[str, tuple[float, float]] = {}
+    for i, hub in enumerate(hubs):
+        r = spacing * math.sqrt(i + 0.5) * 1.6
+        pos[hub.id] = (r * math.cos(i * golden), r * math.sin(i * golden))
+    outer = spacing * math.sqrt(len(hubs) + 1) * 1.6 + 150
+    loose = [n for n in nodes if n.id not in pos and not any(o in pos for o in near[n.id])]
+    placed = 0
+    for n in nodes:
+        if n.id in pos or n.type == "Namespace":
+            continue
+        anchors = [pos[o] for o in near[n.id] if o in pos]
+        spin = zlib.crc32(n.id.encode())
+        angle = (spin % 3600) / 3600 * 2 * math.pi
+        if anchors:
+            x = sum(a[0] for a in anchors) / len(anchors)
+            y = sum(a[1] for a in anchors) / len(anchors)
+            radius = 35 + (spin % 40)
+            pos[n.id] = (x + radius * math.cos(angle), y + radius * math.sin(angle))
+        else:  # nothing in common with the rest: an outer ring, evenly spaced
+            a = 2 * math.pi * placed / max(len(loose), 1)
+            pos[n.id] = (outer * math.cos(a), outer * math.sin(a))
+            placed += 1
+    for n in nodes:
+        if n.type == "Namespace":
+            pos[n.id] = (0.0, 0.0)
+    return pos
 
 
-def _template_dirs() -> list[str]:
+# -- what the browser gets ----------------------------------------------------------------
+
+
+def payload(view: GraphView, title: str = "") -> dict[str, Any]:
+    """Everything ``_graph.js`` draws, as JSON-ready data."""
+    return {
+        "title": title,
+        "message": view.message,
+        "layout": view.layout,
+        "physics": view.layout == "force" and len(view.nodes) <= PHYSICS_LIMIT,
+        "iterations": ITERATIONS,
+        "nodes": style_nodes(view.nodes, view.graph, view.positions, view.layout),
+        "edges": style_edges(view.edges),
+        "legend": legend(view.nodes),
+    }
+
+
+def _pyvis_dir() -> str:
     try:
         import pyvis
     except ImportError:
         raise missing_extra("pyvis", "notebook") from None
-    return [os.path.dirname(__file__), os.path.join(os.path.dirname(pyvis.__file__), "templates")]
+    return os.path.join(os.path.dirname(pyvis.__file__), "templates", "lib", "vis-9.1.2")
 
 
-def page_html(view: GraphView, height: str = "560px") -> str:
-    """The self-contained vis-network page (no external resources) for ``view``."""
-    _template_dirs()
-    from jinja2 import Environment, FileSystemLoader
-    from pyvis.network import Network
-
-    net = Network(height=height, width="100%", directed=True, cdn_resources="in_line")
-    net.path = "_graph_template.html"
-    net.templateEnv = Environment(loader=FileSystemLoader(_template_dirs()))
-    top = max(view.degree.values(), default=1) or 1
-    for node in view.nodes:
-        size = 8 + 22 * (view.degree.get(node.id, 0) / top) ** 0.5
-        # Plain-string titles: vis-network sets them with innerText.
-        net.add_node(node.id, label=_short(node.label, 40), title=node.title or node.label, shape="dot",
-                     color=TYPE_COLOURS.get(node.type, _OTHER), size=round(size, 1))
-    for edge in view.edges:
-        net.add_edge(edge.source, edge.target, title=edge.type or None)
-    net.set_options(json.dumps(PHYSICS))
-    page: str = net.generate_html()
-    return page
+def _asset(name: str) -> str:
+    folder = _pyvis_dir() if name.startswith("vis-network") else os.path.dirname(__file__)
+    with open(os.path.join(folder, name), encoding="utf-8") as fh:
+        return fh.read()
 
 
-def _short(text: str, width: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
-def _legend(view: GraphView) -> str:
-    present = sorted({n.type for n in view.nodes})
-    chips = "".join(
-        f'<span style="margin-right:12px;white-space:nowrap"><span style="display:inline-block;width:11px;'
-        f'height:11px;border-radius:50%;background:{TYPE_COLOURS.get(t, _OTHER)};margin-right:4px;'
-        f'vertical-align:middle"></span>{html.escape(t)}</span>'
-        for t in present
-    )
-    return f'<div class="memkit-graph-legend" style="font:13px sans-serif;margin:4px 0">{chips}</div>'
-
-
-def graph_html(graph: Any, max_nodes: int = 150, height: str = "560px", caption: str = "") -> str:
-    """A ``<div>`` with the caption, the "showing N of M" line, a legend and the graph in an iframe.
-
-    Every piece of text from the store is escaped; the page goes into ``srcdoc``
-    escaped as an attribute, and the iframe may run scripts but has no origin.
-    """
-    view = graph if isinstance(graph, GraphView) else graph_view(graph, max_nodes)
-    page = page_html(view, height)
-    head = f"<b>{html.escape(caption)}</b> · " if caption else ""
+def widget_esm() -> str:
+    """vis-network (its UMD build, given a private ``module`` to fill) and ``_graph.js`` as one ES module."""
     return (
-        '<div class="memkit-graph" style="width:100%">'
-        f'<div class="memkit-graph-message" style="font:13px sans-serif">{head}{html.escape(view.message)}</div>'
-        f"{_legend(view)}"
-        f'<iframe class="memkit-graph-frame" sandbox="allow-scripts" srcdoc="{html.escape(page, quote=True)}" '
-        f'style="width:100%;height:{int(height.removesuffix("px")) + 12}px;border:1px solid #ddd"></iframe>'
-        "</div>"
+        "const module = { exports: {} };\nconst exports = module.exports;\n"
+        + _asset("vis-network.min.js")
+        + "\nconst vis = module.exports;\n"
+        + _asset("_graph.js")
+        + "\nexport default { render({ model, el }) { return memkitGraph(vis, el, model); } };\n"
     )
 
 
-def standalone_html(graph: Any, max_nodes: int = 150, title: str = "memkit graph") -> str:
-    """A whole HTML document around :func:`graph_html`, for ``memkit graph --html``."""
-    body = graph_html(graph, max_nodes=max_nodes, height="720px", caption=title)
+def widget_css() -> str:
+    return _asset("vis-network.css") + "\n" + _asset("_graph.css")
+
+
+def script_json(data: object) -> str:
+    """JSON that cannot close the ``<script>`` element it sits in."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    for raw, safe in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                      ("\u2029", "\\u2029")):
+        text = text.replace(raw, safe)
+    return text
+
+
+def page_html(view: GraphView, title: str = "memkit graph") -> str:
+    """A whole offline HTML document: vis-network, ``_graph.js`` and the data, nothing fetched."""
+    return page_from_payload(payload(view, title), title)
+
+
+def page_from_payload(data: dict[str, Any], title: str) -> str:
     return (
         '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title></head>"
-        f'<body style="margin:12px">{body}</body></html>\n'
+        f"<title>{html.escape(title)}</title><style>{widget_css()}\nbody{{margin:12px}}</style></head>"
+        '<body><div id="memkit-graph-root"></div>'
+        f'<script type="application/json" id="memkit-graph-data">{script_json(data)}</script>'
+        f"<script>{_asset('vis-network.min.js')}</script>"
+        f"<script>{_asset('_graph.js')}\nmemkitGraph(vis, document.getElementById('memkit-graph-root'),"
+        " memkitStaticModel(JSON.parse(document.getElementById('memkit-graph-data').textContent)));</script>"
+        "</body></html>\n"
     )
+
+
+def to_pyvis(view: GraphView) -> Any:
+    """A ``pyvis.network.Network`` of ``view`` with the same captions, colours, tooltips and layout."""
+    _pyvis_dir()
+    from pyvis.network import Network
+
+    net = Network(height="720px", width="100%", directed=True, cdn_resources="in_line")
+    data = payload(view)
+    for node in data["nodes"]:
+        extra = {"x": node["x"], "y": node["y"]} if "x" in node else {}
+        net.add_node(node["id"], label=node["label"], title=node["title"], shape=node["shape"], size=node["size"],
+                     color=node["color"], borderWidth=node["borderWidth"], **extra)
+    for edge in data["edges"]:
+        net.add_edge(edge["from"], edge["to"], title=edge["title"], **{
+            k: edge[k] for k in ("width", "color") if k in edge})
+    net.set_options(json.dumps(_options(data)))
+    return net
+
+
+def _options(data: dict[str, Any]) -> dict[str, Any]:
+    """vis-network options; the same object ``_graph.js`` builds."""
+    return {
+        "layout": {"improvedLayout": False},
+        "physics": {
+            "enabled": bool(data["physics"]), "solver": "barnesHut",
+            "barnesHut": {"gravitationalConstant": -6000, "springLength": 130, "springConstant": 0.04,
+                          "damping": 0.5, "avoidOverlap": 0.3},
+            "stabilization": {"enabled": True, "iterations": data["iterations"], "updateInterval": 25, "fit": True},
+        },
+        "interaction": {"hover": True, "tooltipDelay": 150, "hideEdgesOnDrag": True},
+        "edges": {"smooth": False, "arrows": {"to": {"enabled": True, "scaleFactor": 0.4}},
+                  "color": {"color": "#b0b7c3"}},
+        "nodes": {"font": {"size": 12, "face": "sans-serif"}},
+    }

@@ -18,18 +18,14 @@ from memkit._errors import InvalidInputError
 from memkit._models import NewMemory
 from memkit._protocols import MemoryProvider, SupportsAddMany, SupportsExport, SupportsStats
 from memkit._records import from_us, trace_record
-from memkit._sync import Memory, run_sync
+from memkit._sync import Memory, provider_of, run_sync
 
 __all__ = ["export_jsonl", "import_history", "import_jsonl"]
 
 _FIELDS = ("id", "user_id", "agent_id", "content", "metadata", "created_at")
 
 
-def _provider(mem: MemoryProvider | Memory) -> MemoryProvider:
-    provider = mem.provider if isinstance(mem, Memory) else mem
-    if not isinstance(provider, MemoryProvider):
-        raise TypeError(f"expected a MemoryProvider or memkit.Memory, got {type(mem).__name__}")
-    return provider
+_provider = provider_of
 
 
 async def _export(

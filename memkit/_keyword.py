@@ -14,6 +14,7 @@ the namespace alone: one tenant's memories never change another's ranking.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import sqlite3
@@ -128,6 +129,13 @@ class KeywordIndex:
         self._live = 0
         self._total_length = 0
         self._frozen: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
+        # Postings loaded by from_bytes: term -> (start, end) into the two packed arrays.
+        self._base_terms: dict[str, tuple[int, int]] = {}
+        self._base_slots: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
+        self._base_tfs: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
+        # Per-document arrays loaded by from_bytes, turned into the lists above on the first change
+        # (a loaded index that is only searched never pays for 100k-entry lists and dicts).
+        self._loaded: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._arrays: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64],
                             npt.NDArray[np.bool_]] | None = None
 
@@ -135,10 +143,12 @@ class KeywordIndex:
         return self._live
 
     def __contains__(self, key: int) -> bool:
+        self._thaw()
         return key in self._slot and self._alive[self._slot[key]]
 
     def add(self, key: int, text: str, order: int) -> None:
         """Index one document; adding a key twice is a no-op."""
+        self._thaw()
         if key not in self._slot:
             self._add(key, analyze(text), order)
 
@@ -159,12 +169,12 @@ class KeywordIndex:
             else:
                 entry[0].append(slot)
                 entry[1].append(tf)
-                if term in frozen:
-                    del frozen[term]
+            frozen.pop(term, None)  # a cached posting (loaded part + appended part) is now short
         self._arrays = None
 
     def add_many(self, rows: Iterable[tuple[int, str, int]]) -> None:
         """Index many documents: new words are stemmed in one batch, postings built with numpy."""
+        self._thaw()
         fresh: list[tuple[int, list[str], int]] = []
         seen: set[int] = set()
         for key, text, order in rows:
@@ -213,9 +223,10 @@ class KeywordIndex:
             else:
                 entry[0].extend(slots)
                 entry[1].extend(tfs)
-                frozen.pop(term, None)
+            frozen.pop(term, None)
 
     def remove(self, key: int) -> bool:
+        self._thaw()
         slot = self._slot.get(key)
         if slot is None or not self._alive[slot]:
             return False
@@ -240,11 +251,81 @@ class KeywordIndex:
         frozen = self._frozen.get(term)
         if frozen is None:
             raw = self._postings.get(term)
-            if raw is None:
+            span = self._base_terms.get(term)
+            if raw is None and span is None:
                 return None
-            frozen = (np.asarray(raw[0], dtype=np.int64), np.asarray(raw[1], dtype=np.float64))
+            slots = np.asarray(raw[0] if raw else [], dtype=np.int64)
+            tfs = np.asarray(raw[1] if raw else [], dtype=np.float64)
+            if span is not None:  # loaded postings first: their slots are the older ones
+                lo, hi = span
+                slots = np.concatenate([self._base_slots[lo:hi].astype(np.int64), slots])
+                tfs = np.concatenate([self._base_tfs[lo:hi].astype(np.float64), tfs])
+            frozen = (slots, tfs)
             self._frozen[term] = frozen
         return frozen
+
+    # -- persistence: an index saved once loads in milliseconds instead of re-analysing every text
+
+    def to_bytes(self) -> bytes:
+        """The whole index as one blob (see :meth:`from_bytes`)."""
+        terms = sorted(set(self._base_terms) | set(self._postings))
+        slots: list[npt.NDArray[np.int64]] = []
+        tfs: list[npt.NDArray[np.float64]] = []
+        ends = np.zeros(len(terms), dtype=np.int64)
+        total = 0
+        for i, term in enumerate(terms):
+            posting = self._posting(term)
+            assert posting is not None
+            slots.append(posting[0])
+            tfs.append(posting[1])
+            total += len(posting[0])
+            ends[i] = total
+        keys, order, lengths, alive = self._columns()
+        header = json.dumps({"terms": terms, "docs": len(keys), "postings": total, "live": self._live,
+                             "total_length": self._total_length}).encode()
+        parts = [
+            keys.astype("<i8"), order.astype("<i8"), lengths.astype("<i4"), alive.astype("u1"),
+            ends.astype("<i8"),
+            (np.concatenate(slots) if slots else np.zeros(0)).astype("<i4"),
+            (np.concatenate(tfs) if tfs else np.zeros(0)).astype("<i4"),
+        ]
+        return len(header).to_bytes(8, "little") + header + b"".join(p.tobytes() for p in parts)
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> KeywordIndex:
+        """An index saved by :meth:`to_bytes`; its postings stay packed arrays until a term is searched."""
+        size = int.from_bytes(blob[:8], "little")
+        header = json.loads(blob[8 : 8 + size])
+        docs, total, terms = header["docs"], header["postings"], header["terms"]
+        at = 8 + size
+
+        def take(dtype: str, count: int) -> np.ndarray:
+            nonlocal at
+            array = np.frombuffer(blob, dtype=dtype, count=count, offset=at)
+            at += array.nbytes
+            return array
+
+        keys, order = take("<i8", docs), take("<i8", docs)
+        lengths, alive = take("<i4", docs), take("u1", docs).astype(bool)
+        ends = take("<i8", len(terms))
+        index = cls()
+        index._base_slots, index._base_tfs = take("<i4", total), take("<i4", total)
+        starts = np.concatenate([[0], ends[:-1]]) if len(ends) else ends
+        index._base_terms = dict(zip(terms, zip(starts.tolist(), ends.tolist(), strict=True), strict=True))
+        index._loaded = (keys, order, lengths, alive)
+        index._arrays = (keys.astype(np.int64), order.astype(np.int64), lengths.astype(np.float64), alive)
+        index._live, index._total_length = header["live"], header["total_length"]
+        return index
+
+    def _thaw(self) -> None:
+        """Turn loaded arrays into the appendable lists (once, before the first change)."""
+        if self._loaded is None:
+            return
+        keys, order, lengths, alive = self._loaded
+        self._loaded = None
+        self._keys, self._order = keys.tolist(), order.tolist()
+        self._lengths, self._alive = lengths.tolist(), alive.tolist()
+        self._slot = dict(zip(self._keys, range(len(self._keys)), strict=True))
 
     def top(self, terms: list[str], k: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         """Keys of the ``k`` best live documents matching any term, best first, with their BM25 scores."""

@@ -20,6 +20,7 @@ __all__ = [
     "SupportsHealth",
     "SupportsNamespaces",
     "SupportsPaging",
+    "SupportsSearchModes",
     "SupportsStats",
     "SupportsTraceColumns",
 ]
@@ -56,8 +57,14 @@ class MemoryProvider(Protocol):
         agent_id: str,
         limit: int = 5,
         filters: dict[str, Any] | None = None,
+        *,
+        mode: str | None = None,
     ) -> list[MemoryItem]:
-        """Hybrid search with namespace isolation."""
+        """The best ``limit`` matches in one namespace, best first.
+
+        ``mode`` is one of the adapter's :attr:`SupportsSearchModes.search_modes`
+        (``None``: hybrid where offered); any other is an ``InvalidInputError``.
+        """
         ...
 
     async def get_all(
@@ -70,13 +77,21 @@ class MemoryProvider(Protocol):
         """Retrieve all memories for agent with optional filters."""
         ...
 
-    async def delete(self, memory_id: str) -> bool:
-        """Delete memory by ID. Returns True if deleted."""
+    async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
+        """Delete memory by ID (only if it lives in ``user_id``/``agent_id`` when given). True if deleted."""
         ...
 
     async def reset(self) -> bool:
         """Full wipe (testing only). Returns True if successful."""
         ...
+
+
+@runtime_checkable
+class SupportsSearchModes(Protocol):
+    """Say which ``mode=`` values ``search`` answers, so callers need not try each one."""
+
+    @property
+    def search_modes(self) -> tuple[str, ...]: ...
 
 
 @runtime_checkable

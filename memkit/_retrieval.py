@@ -30,7 +30,10 @@ import numpy as np
 
 from memkit._errors import ConfigError, InvalidInputError
 
-__all__ = ["MODES", "SHORTLIST_MIN", "DenseScores", "HybridConfig", "VectorIndex", "check_mode", "dense_leg", "fuse"]
+__all__ = [
+    "MODES", "SHORTLIST_MIN", "DenseScores", "HybridConfig", "VectorIndex", "check_hybrid", "check_mode",
+    "dense_leg", "fuse", "modes_for",
+]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -78,18 +81,36 @@ class HybridConfig:
             raise ConfigError(f"HybridConfig.min_similarity must be in [-1, 1], got {self.min_similarity!r}")
 
 
-def check_mode(mode: object, has_embedder: bool, owner: str) -> str:
-    """Resolve ``mode`` (None = hybrid with an embedder, keyword without one)."""
+def modes_for(has_embedder: bool) -> tuple[str, ...]:
+    """The modes a store answers: all three with an embedder, keyword search without one."""
+    return MODES if has_embedder else ("keyword",)
+
+
+def check_mode(mode: object, supported: Sequence[str], owner: str) -> str:
+    """Resolve ``mode`` against the modes ``owner`` declares (``None``: hybrid if offered, else its first).
+
+    An unknown or unsupported mode is bad input to this call, whichever adapter it is.
+    """
     if mode is None:
-        return "hybrid" if has_embedder else "keyword"
+        return "hybrid" if "hybrid" in supported else supported[0]
     if mode not in MODES:
         raise InvalidInputError(f"mode must be 'hybrid', 'keyword' or 'semantic', got {mode!r}")
-    if mode != "keyword" and not has_embedder:
-        raise ConfigError(
-            f"mode={mode!r} needs an embedder; open the store with embedder='default'"
-            f" (or an Embedder instance): {owner} has none"
+    if mode not in supported:
+        hint = (
+            "; open the store with embedder='default' (or an Embedder instance) for semantic and hybrid search"
+            if "semantic" not in supported and "keyword" in supported else ""
+        )
+        raise InvalidInputError(
+            f"{owner} searches with mode {', '.join(repr(m) for m in supported)} only, not {mode!r}{hint}"
         )
     return str(mode)
+
+
+def check_hybrid(hybrid: object) -> HybridConfig | None:
+    """A per-call ``hybrid=`` argument: ``None`` or a :class:`HybridConfig`."""
+    if hybrid is not None and not isinstance(hybrid, HybridConfig):
+        raise InvalidInputError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
+    return hybrid
 
 
 @dataclass(frozen=True)

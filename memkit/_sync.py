@@ -9,6 +9,7 @@ threads, without nest_asyncio or patching anyone's loop.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Coroutine, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
@@ -56,6 +57,16 @@ def _loop_thread() -> _LoopThread:
         if _runner is None or not _runner.thread.is_alive():
             _runner = _LoopThread()
         return _runner
+
+
+def on_loop_thread() -> bool:
+    """True on memkit's own loop thread, where blocking on that loop would deadlock."""
+    return threading.current_thread() is _loop_thread().thread
+
+
+def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    """Schedule ``coro`` on memkit's background loop; the future settles when it is done."""
+    return asyncio.run_coroutine_threadsafe(coro, _loop_thread().loop)
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -128,10 +139,14 @@ class Memory:
         agent_id: str,
         limit: int = 5,
         filters: dict[str, Any] | None = None,
+        *,
+        mode: str | None = None,
         **options: Any,
     ) -> list[MemoryItem]:
-        """Best matches in one namespace; ``options`` (e.g. ``mode=``) go to the adapter."""
-        search: Any = self.provider.search
+        """Best matches in one namespace; other ``options`` (e.g. ``hybrid=``) go to the adapter."""
+        if mode is not None:  # left out otherwise, so a provider written to the first port still works
+            options["mode"] = mode
+        search: Any = self.provider.search  # options beyond the port's are the adapter's own
         result: list[MemoryItem] = run_sync(search(query, user_id, agent_id, limit, filters, **options))
         return result
 
@@ -157,11 +172,9 @@ class Memory:
         """One namespace's memories, newest first."""
         return run_sync(self.provider.get_all(user_id, agent_id, limit, filters))
 
-    def delete(self, memory_id: str, **scope: str) -> bool:
-        """Delete by id; ``False`` when there was nothing to delete."""
-        delete: Any = self.provider.delete
-        deleted: bool = run_sync(delete(memory_id, **scope))
-        return deleted
+    def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
+        """Delete by id (only within ``user_id``/``agent_id`` when given); ``False`` when nothing was deleted."""
+        return run_sync(self.provider.delete(memory_id, user_id=user_id, agent_id=agent_id))
 
     def reset(self) -> bool:
         """Wipe the whole store."""
@@ -224,6 +237,14 @@ class Memory:
         """Release the provider's connections; the object is unusable afterwards."""
         if isinstance(self.provider, SupportsClose):
             run_sync(self.provider.aclose())
+
+
+def provider_of(mem: object) -> MemoryProvider:
+    """The provider behind ``mem`` (a :class:`Memory` or a provider itself); a clear error otherwise."""
+    provider = mem.provider if isinstance(mem, Memory) else mem
+    if not isinstance(provider, MemoryProvider):
+        raise TypeError(f"expected a MemoryProvider or memkit.Memory, got {type(mem).__name__}")
+    return provider
 
 
 def open(url_or_cfg: object = None) -> Memory:

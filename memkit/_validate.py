@@ -53,10 +53,25 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
+def check_text(value: str, name: str) -> str:
+    """``value`` unchanged if it is valid Unicode: a lone surrogate (``"\\ud800"``) can be
+    neither stored as UTF-8 nor sent to a server, so it is refused before any write."""
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidInputError(
+                f"{name} holds {value[exc.start:exc.end]!r} at position {exc.start}, a lone surrogate,"
+                " which is not text (decode bytes with errors='replace' first)"
+            ) from None
+    return value
+
+
 def check_id(value: object, name: str, limits: Limits = DEFAULT_LIMITS) -> str:
     """A user, agent, workflow or memory id: a non-blank string without control characters."""
     if not isinstance(value, str):
         raise InvalidInputError(f"{name} must be a string, got {type(value).__name__}")
+    check_text(value, name)
     if not value.strip():
         raise InvalidInputError(f"{name} must not be empty")
     if len(value) > limits.max_id_chars:
@@ -68,6 +83,17 @@ def check_id(value: object, name: str, limits: Limits = DEFAULT_LIMITS) -> str:
 
 def check_namespace(user_id: object, agent_id: object, limits: Limits = DEFAULT_LIMITS) -> tuple[str, str]:
     return check_id(user_id, "user_id", limits), check_id(agent_id, "agent_id", limits)
+
+
+def check_scope(
+    memory_id: object, user_id: object, agent_id: object, limits: Limits = DEFAULT_LIMITS
+) -> tuple[str, str | None, str | None]:
+    """A scoped delete's arguments: the memory id, and the namespace parts given (``None`` = any)."""
+    return (
+        check_id(memory_id, "memory_id", limits),
+        None if user_id is None else check_id(user_id, "user_id", limits),
+        None if agent_id is None else check_id(agent_id, "agent_id", limits),
+    )
 
 
 def check_content(content: object, limits: Limits = DEFAULT_LIMITS) -> str:
@@ -82,13 +108,16 @@ def check_content(content: object, limits: Limits = DEFAULT_LIMITS) -> str:
         )
     if "\x00" in content:
         raise InvalidInputError("content must not contain NUL characters")
-    return content
+    return check_text(content, "content")
 
 
 def _check_json(value: Any, depth: int, limits: Limits, where: str) -> None:
     if depth > limits.max_metadata_depth:
         raise InvalidInputError(f"metadata is nested deeper than {limits.max_metadata_depth} levels at {where}")
-    if value is None or isinstance(value, (bool, str)):
+    if isinstance(value, str):
+        check_text(value, f"metadata value at {where}")
+        return
+    if value is None or isinstance(value, bool):
         return
     if isinstance(value, int):
         if not -_INT64 <= value < _INT64:
@@ -102,6 +131,7 @@ def _check_json(value: Any, depth: int, limits: Limits, where: str) -> None:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise InvalidInputError(f"metadata keys must be strings; {key!r} at {where} is not")
+            check_text(key, f"metadata key at {where}")
             _check_json(item, depth + 1, limits, f"{where}.{key}")
         return
     if isinstance(value, (list, tuple)):
@@ -114,11 +144,20 @@ def _check_json(value: Any, depth: int, limits: Limits, where: str) -> None:
     )
 
 
+def _plain(value: Any) -> Any:
+    """Mappings as dicts and sequences as lists, recursively (json.dumps takes no other kinds)."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
 def _flat_scalars(metadata: Mapping[Any, Any]) -> bool:
     """True for the common case (string keys, scalar values) that needs no deep walk or copy."""
     for key, value in metadata.items():
         kind = type(value)
-        if type(key) is not str:
+        if type(key) is not str or not key.isascii():
             return False
         if kind is int:
             if not -_INT64 <= value < _INT64:
@@ -126,7 +165,10 @@ def _flat_scalars(metadata: Mapping[Any, Any]) -> bool:
         elif kind is float:
             if not math.isfinite(value):
                 return False
-        elif kind is not str and kind is not bool and value is not None:
+        elif kind is str:
+            if not value.isascii():
+                return False  # the deep walk checks it is valid text
+        elif kind is not bool and value is not None:
             return False
     return True
 
@@ -140,12 +182,14 @@ def encode_metadata(metadata: object, limits: Limits = DEFAULT_LIMITS) -> tuple[
     flat = _flat_scalars(metadata)
     if not flat:
         _check_json(metadata, 1, limits, "metadata")
-    encoded = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    # A read-only or custom mapping (MappingProxyType, ...) as a dict: json writes dicts only.
+    plain: dict[str, Any] = _plain(metadata) if not flat or type(metadata) is not dict else metadata
+    encoded = json.dumps(plain, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     size = len(encoded) if encoded.isascii() else len(encoded.encode("utf-8"))
     if size > limits.max_metadata_bytes:
         raise InvalidInputError(f"metadata is {size} bytes as JSON; the limit is {limits.max_metadata_bytes}")
     # Scalars are immutable, so a shallow copy is already private; anything nested is rebuilt from JSON.
-    result: dict[str, Any] = dict(metadata) if flat else json.loads(encoded)
+    result: dict[str, Any] = dict(plain) if flat else json.loads(encoded)
     return result, encoded
 
 
@@ -178,7 +222,7 @@ def check_query(query: object, limits: Limits = DEFAULT_LIMITS) -> str:
         raise InvalidInputError(f"query must be a string or None, got {type(query).__name__}")
     if len(query) > limits.max_query_chars:
         raise InvalidInputError(f"query is {len(query)} characters; the limit is {limits.max_query_chars}")
-    return query.strip()
+    return check_text(query, "query").strip()
 
 
 def check_trace_data(trace_data: object) -> dict[str, Any]:

@@ -6,16 +6,23 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from typing import TextIO
 
 import memkit
+from memkit._display import printable, summary
 from memkit._errors import MemkitError
 
 __all__ = ["main"]
 
 
-def _short(text: str, width: int = 110) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+def _say(text: object, file: TextIO | None = None) -> None:
+    """Print one message with control characters escaped: stored text must never drive the terminal."""
+    print(printable(text), file=file or sys.stdout)
+
+
+def _json_line(value: object) -> str:
+    """JSON with every non-ASCII character escaped, so it is valid JSON and inert in a terminal."""
+    return json.dumps(value, ensure_ascii=True, default=str)
 
 
 def _open(args: argparse.Namespace) -> memkit.Memory:
@@ -32,32 +39,30 @@ def cmd_demo(args: argparse.Namespace) -> int:
             if args.force:
                 mem.reset()
             mem.add_many(demo_items(), progress=not args.quiet)
-            print(f"Loaded the demo sample into {mem.provider!r}.")
+            _say(f"Loaded the demo sample into {mem.provider!r}.")
         else:
-            print(f"{mem.provider!r} already holds {before.memories} memories; showing them (use --force to reload).")
+            _say(f"{mem.provider!r} already holds {before.memories} memories; showing them (use --force to reload).")
         stats = mem.stats()
-        print(f"\n{stats.memories} memories ({stats.traces} trace steps) in {stats.namespaces} namespaces:")
-        print(f"  {'user':<8} {'agent':<16} {'count':>5}  last activity")
+        _say(f"\n{stats.memories} memories ({stats.traces} trace steps) in {stats.namespaces} namespaces:")
+        _say(f"  {'user':<8} {'agent':<16} {'count':>5}  last activity")
         for ns in mem.namespaces():
             last = ns.last_at.strftime("%Y-%m-%d %H:%M") if ns.last_at else "-"
-            print(f"  {ns.user_id:<8} {ns.agent_id:<16} {ns.count:>5}  {last}")
+            _say(f"  {ns.user_id:<8} {ns.agent_id:<16} {ns.count:>5}  {last}")
         notes = {"type": {"$ne": "trace"}}
-        print("\nsearch('BRCA2 BLAST hits', user_id='alice', agent_id='bioinformatics', filters=" + repr(notes) + "):")
+        _say("\nsearch('BRCA2 BLAST hits', user_id='alice', agent_id='bioinformatics', filters=" + repr(notes) + "):")
         for hit in mem.search("BRCA2 BLAST hits", "alice", "bioinformatics", limit=3, filters=notes):
-            print(f"  {hit.score:6.2f}  {_short(hit.content)}")
-        print("\nfailed trace steps: get_all(..., filters={'type': 'trace', 'status': 'failed'}):")
+            _say(f"  {hit.score:6.2f}  {summary(hit, 110)}")
+        _say("\nfailed trace steps: get_all(..., filters={'type': 'trace', 'status': 'failed'}):")
         failed = mem.get_all("alice", "bioinformatics", limit=3, filters={"type": "trace", "status": "failed"})
         for hit in failed:
-            meta = hit.metadata
-            print(f"  {meta.get('workflow_id')} step {meta.get('step_index')} {meta.get('step_name')}:"
-                  f" {_short(str(meta.get('trace', {}).get('error')), 80)}")
+            _say(f"  {hit.metadata.get('workflow_id')}: {summary(hit, 100)}")
     return 0
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
     """Print counts and storage size (JSON)."""
     with _open(args) as mem:
-        print(json.dumps(mem.stats().model_dump(), indent=2, default=str))
+        _say(json.dumps(mem.stats().model_dump(), indent=2, default=str, ensure_ascii=True))
     return 0
 
 
@@ -68,13 +73,13 @@ def cmd_search(args: argparse.Namespace) -> int:
         options = {"mode": args.mode} if args.mode else {}
         hits = mem.search(args.query, args.user, args.agent, args.limit, filters, **options)
         if not hits and not args.json:
-            print(f"no matches in {args.user}/{args.agent}", file=sys.stderr)
+            _say(f"no matches in {args.user}/{args.agent}", file=sys.stderr)
         for hit in hits:
             if args.json:
-                print(hit.model_dump_json())
+                _say(_json_line(hit.model_dump(mode="json")))
             else:
                 score = f"{hit.score:6.2f}" if hit.score is not None else "     -"
-                print(f"{score}  {hit.id}  {_short(hit.content)}")
+                _say(f"{score}  {hit.id}  {summary(hit, 110)}")
     return 0
 
 
@@ -82,7 +87,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     """Write every record to a JSON Lines file."""
     with _open(args) as mem:
         count = memkit.export_jsonl(mem, args.path, user_id=args.user, agent_id=args.agent, progress=not args.quiet)
-    print(f"Exported {count} records to {args.path}.")
+    _say(f"Exported {count} records to {args.path}.")
     return 0
 
 
@@ -91,36 +96,38 @@ def cmd_import(args: argparse.Namespace) -> int:
     with _open(args) as mem:
         if args.history:
             if not args.workflow or not args.agent:
-                print("memkit: error: --history needs --workflow and --agent", file=sys.stderr)
+                _say("memkit: error: --history needs --workflow and --agent", file=sys.stderr)
                 return 2
             ids = memkit.import_history(
                 mem, args.path, workflow_id=args.workflow, agent_id=args.agent,
                 user_id=args.user or "system", run_id=args.run_id, progress=not args.quiet,
             )
-            print(f"Imported {len(ids)} trace steps of workflow {args.workflow!r} from {args.path}.")
+            _say(f"Imported {len(ids)} trace steps of workflow {args.workflow!r} from {args.path}.")
         else:
             count = memkit.import_jsonl(mem, args.path, progress=not args.quiet)
-            print(f"Imported {count} records from {args.path}.")
+            _say(f"Imported {count} records from {args.path}.")
     return 0
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    """Write a standalone, offline HTML graph of one namespace or one workflow."""
-    from memkit._graphview import graph_view, standalone_html
+    """Write a standalone, offline HTML graph of the store, a namespace or a workflow."""
     from memkit.graph import memory_graph
 
     if args.max_nodes < 1:
         raise memkit.InvalidInputError(f"--max-nodes must be at least 1, got {args.max_nodes}")
+    scope = " / ".join(x for x in (args.user, args.agent) if x) or "the whole store"
+    title = f"workflow {args.workflow} ({scope})" if args.workflow else f"namespace {scope}"
     with _open(args) as mem:
         graph = memory_graph(mem, user_id=args.user, agent_id=args.agent, workflow_id=args.workflow)
-        view = graph_view(graph, args.max_nodes)
-        if view.total_nodes <= 1:
-            what = f"workflow {args.workflow!r}" if args.workflow else "namespace"
-            raise memkit.NotFoundError(f"nothing to draw: {what} of {args.user}/{args.agent} has no memories")
-        title = f"workflow {args.workflow}" if args.workflow else f"namespace {args.user} / {args.agent}"
+        if not graph.nodes:
+            what = f"workflow {args.workflow!r}" if args.workflow else "it"
+            raise memkit.NotFoundError(f"nothing to draw: {scope} has no memories in {what}")
+        from memkit._graphview import page_html, select
+
+        view = select(graph, args.max_nodes)
         with open(args.html, "w", encoding="utf-8") as fh:
-            fh.write(standalone_html(view, title=title))
-    print(f"wrote {args.html}: {title}, {view.message}, {len(view.edges)} edges")
+            fh.write(page_html(view, title))
+    _say(f"wrote {args.html}: {title}, {view.message}, {len(view.edges)} edges")
     return 0
 
 
@@ -182,22 +189,24 @@ def build_parser() -> argparse.ArgumentParser:
     load.set_defaults(func=cmd_import)
 
     graph = sub.add_parser(
-        "graph", help="write an offline HTML graph of a namespace or a workflow",
-        description="Draw one namespace (memories and the genes, tools and topics they mention) or one\n"
-        "workflow (its steps in order and the tools they used) as a standalone HTML file that\n"
-        "loads nothing from the network; open it in any browser. Colour = node type,\n"
-        "size = number of connections.",
-        epilog="example: memkit graph --user alice --agent bioinformatics --html alice.html\n"
-        "         memkit graph --user alice --agent bioinformatics \\\n"
-        "             --workflow variant-calling-alice-1 --html run.html",
+        "graph", help="write an offline HTML graph of the store, a namespace or a workflow",
+        description="Draw the store, one namespace (memories and the genes, tools and topics they mention)\n"
+        "or one workflow (its runs left to right, step by step, with their tools and memories) as a\n"
+        "standalone HTML file that loads nothing from the network; open it in any browser.\n"
+        "Colour and shape = node type, failed steps in vermillion; search, legend toggles and a\n"
+        "properties panel work in the file. Over --max-nodes it keeps memories sampled over time\n"
+        "and the entities they mention most, and says what it left out.",
+        epilog="example: memkit graph --html store.html\n"
+        "         memkit graph --user alice --agent bioinformatics --html alice.html\n"
+        "         memkit graph --workflow variant-calling-alice-1 --html run.html",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     graph.add_argument("--html", required=True, metavar="OUT.html", help="file to write")
-    graph.add_argument("--user", required=True, help="user_id of the namespace")
-    graph.add_argument("--agent", required=True, help="agent_id of the namespace")
-    graph.add_argument("--workflow", help="draw this workflow's trace instead of the whole namespace")
+    graph.add_argument("--user", help="only this user_id (default: every user)")
+    graph.add_argument("--agent", help="only this agent_id (default: every agent)")
+    graph.add_argument("--workflow", help="draw this workflow's runs instead of memories")
     graph.add_argument("--max-nodes", type=int, default=300,
-                       help="keep at most this many nodes, most connected first (default: 300)")
+                       help="keep at most this many nodes, a representative part (default: 300)")
     graph.set_defaults(func=cmd_graph)
 
     mcp = sub.add_parser(
@@ -231,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return func(args)
     except (MemkitError, json.JSONDecodeError, OSError) as exc:
-        print(f"memkit: error: {exc}", file=sys.stderr)
+        _say(f"memkit: error: {exc}", file=sys.stderr)
         return 2
 
 

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from memkit._display import status_of
+from memkit._errors import InvalidInputError
 from memkit._protocols import (
     MemoryProvider,
     SupportsExport,
@@ -30,16 +32,21 @@ from memkit._protocols import (
     SupportsTraceColumns,
 )
 from memkit._records import to_us
-from memkit._sync import Memory, run_sync
+from memkit._sync import Memory, provider_of, run_sync
 from memkit.traces import ExecutionHistory, ExecutionItem, ExecutionStatus, categorize_error
 
 __all__ = [
+    "RUN_COLUMNS",
     "TRACE_COLUMNS",
     "ReplayState",
+    "compare_runs",
     "failure_patterns",
+    "filter_runs",
     "memories_frame",
     "namespaces_frame",
     "replay",
+    "run_steps",
+    "runs_frame",
     "tool_stats",
     "traces_frame",
 ]
@@ -52,11 +59,7 @@ _TEXT = ("id", "user_id", "agent_id", "workflow_id", "run_id", "step_name", "too
 _NUMBERS = ("seq", "created_us", "step_index", "started_us", "duration_us", "retry_count")
 
 
-def _provider(mem: MemoryProvider | Memory) -> MemoryProvider:
-    provider = mem.provider if isinstance(mem, Memory) else mem
-    if not isinstance(provider, MemoryProvider):
-        raise TypeError(f"expected a MemoryProvider or memkit.Memory, got {type(mem).__name__}")
-    return provider
+_provider = provider_of
 
 
 def _since_us(since: datetime | str | float | None) -> int | None:
@@ -377,7 +380,7 @@ def _item(row: pd.Series) -> ExecutionItem:
     return ExecutionItem(
         step_name=row["step_name"],
         tool=row["tool"],
-        status=ExecutionStatus(row["status"]),
+        status=ExecutionStatus(status_of(row["status"])),
         result={k: v for k, v in result.items() if not _missing(v)} or None,
         error=None if _missing(row["error"]) else row["error"],
         timestamp=row["started_at"].timestamp() if pd.notna(row["started_at"]) else float("nan"),
@@ -408,3 +411,356 @@ def replay(
         # A fresh history per state, so a state kept by the caller never changes afterwards.
         history = ExecutionHistory(items=list(items), workflow_id=workflow_id)
         yield ReplayState(position=position, step=row, steps=df.iloc[: position + 1], history=history)
+
+
+# -- runs --------------------------------------------------------------------------------
+
+RUN_COLUMNS = (
+    "workflow_id", "agent_id", "user_id", "run_id", "started_at", "ended_at", "duration_s", "steps",
+    "failed_steps", "retries", "first_error", "status", "tools",
+)
+"""Columns of :func:`runs_frame`, in order (``tools``: the tools the run used, comma-separated)."""
+
+_RUN_KEYS = ["user_id", "agent_id", "workflow_id", "run_id"]
+_SHOWN_STATUSES = [status.value for status in ExecutionStatus]
+_RUNNING = ("running", "pending", "retrying")
+
+
+def _normalised(df: pd.DataFrame) -> pd.DataFrame:
+    """The step frame with ``status`` as shown (a missing or unknown status reads ``unknown``)."""
+    status = df["status"]
+    shown = status.where(status.isin(_SHOWN_STATUSES), "unknown")
+    if not shown.equals(status):
+        df = df.assign(status=shown.astype(object))
+    return df
+
+
+def _run_key(frame: pd.DataFrame) -> pd.Series:
+    """A readable id per run: ``workflow/run_id`` (namespace in front only where two would collide)."""
+    wf = frame["workflow_id"].fillna("").astype(str)
+    run = frame["run_id"]
+    key = wf.where(run.isna(), wf + "/" + run.fillna("").astype(str))
+    ns = frame["user_id"].fillna("").astype(str) + "/" + frame["agent_id"].fillna("").astype(str)
+    clash = key.duplicated(keep=False)
+    return key.where(~clash, ns + "/" + key)
+
+
+def _run_group_ids(steps: pd.DataFrame) -> np.ndarray:
+    """A run number per step (0, 1, … in first-seen order) from its (user, agent, workflow, run_id)."""
+    codes: np.ndarray | None = None
+    for name in _RUN_KEYS:
+        column, _ = pd.factorize(steps[name].to_numpy(dtype=object), use_na_sentinel=False)
+        codes = column if codes is None else pd.factorize(codes * (int(column.max()) + 1) + column)[0]
+    assert codes is not None
+    ids: np.ndarray = pd.factorize(codes)[0]
+    return ids
+
+
+def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
+    df = _normalised(df)
+    if df.empty:
+        empty = pd.DataFrame({c: pd.Series(dtype=object) for c in RUN_COLUMNS})
+        for c in ("started_at", "ended_at"):
+            empty[c] = pd.Series(dtype="datetime64[us, UTC]")
+        for c in ("steps", "failed_steps", "retries"):
+            empty[c] = pd.Series(dtype="int64")
+        empty["duration_s"] = pd.Series(dtype="float64")
+        return empty.set_axis(pd.Index([], name="run", dtype=object))
+    gid = _run_group_ids(df)
+    firsts = np.unique(gid, return_index=True)[1]  # group g's first step is at firsts[g]
+    status = df["status"]
+    error = df["error"].where(status.eq("failed"))
+    start = df["started_at"].fillna(df["created_at"])
+    # Grouping by one int column is many times faster than by four object columns.
+    grouped = pd.DataFrame({
+        # tz-aware times stay Series (to_numpy would box every value as a Timestamp object)
+        "g": gid, "_start": start.reset_index(drop=True),
+        "_end": df["ended_at"].fillna(start).reset_index(drop=True),
+        "_failed": status.eq("failed").to_numpy(), "_unknown": status.eq("unknown").to_numpy(),
+        "_running": status.isin(_RUNNING).to_numpy(), "_retries": df["retry_count"].fillna(0).to_numpy("int64"),
+        "_error": error.to_numpy(dtype=object), "duration_s": df["duration_s"].to_numpy(),
+    }).groupby("g", sort=True)
+    runs = grouped.agg(
+        started_at=("_start", "min"), ended_at=("_end", "max"), steps=("_failed", "size"),
+        failed_steps=("_failed", "sum"), retries=("_retries", "sum"), first_error=("_error", "first"),
+        any_unknown=("_unknown", "any"), any_running=("_running", "any"), busy=("duration_s", "sum"),
+    ).reset_index(drop=True)
+    for name in _RUN_KEYS:
+        runs[name] = df[name].to_numpy(dtype=object)[firsts]
+    used: list[set[str]] = [set() for _ in range(len(runs))]
+    for g, tool in set(zip(gid.tolist(), df["tool"].tolist(), strict=True)):
+        if isinstance(tool, str):
+            used[g].add(tool)
+    runs["tools"] = pd.Series([", ".join(sorted(u)) for u in used], index=runs.index, dtype=object)
+    wall = (runs["ended_at"] - runs["started_at"]).dt.total_seconds()
+    runs["duration_s"] = wall.where(wall.notna(), runs["busy"]).astype("float64")
+    runs["status"] = pd.Series(np.select(
+        [runs["failed_steps"] > 0, runs["any_running"], runs["any_unknown"]],
+        ["failed", "running", "unknown"], default="success",
+    ).tolist(), index=runs.index, dtype=object)
+    runs["first_error"] = runs["first_error"].astype(object).where(runs["first_error"].notna(), None)
+    for name in ("steps", "failed_steps", "retries"):
+        runs[name] = runs[name].astype("int64")
+    for name in _RUN_KEYS:
+        runs[name] = runs[name].astype(object).where(runs[name].notna(), None)
+    runs.index = pd.Index(_run_key(runs), name="run", dtype=object)
+    return runs.sort_values("started_at", ascending=False, kind="stable")[list(RUN_COLUMNS)]
+
+
+def run_positions(steps: pd.DataFrame, runs: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Row positions in ``steps`` of each run of ``runs`` (a :func:`runs_frame` of those steps), by run id."""
+    if steps.empty:
+        return {}
+    group = _run_group_ids(steps)
+    order = np.argsort(group, kind="stable")
+    chunks = np.split(order, np.flatnonzero(np.diff(group[order])) + 1)
+    firsts = steps.iloc[[int(c[0]) for c in chunks]][_RUN_KEYS]
+    keys = _run_key(firsts.astype(object).where(firsts.notna(), None)).tolist()
+    found = dict(zip(keys, chunks, strict=True))
+    return {run: found.get(run, np.empty(0, dtype=np.intp)) for run in runs.index}
+
+
+def _as_list(value: str | list[str] | tuple[str, ...] | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else [str(v) for v in value]
+
+
+def filter_runs(
+    runs: pd.DataFrame,
+    *,
+    status: str | list[str] | None = None,
+    agent_id: str | list[str] | None = None,
+    user_id: str | list[str] | None = None,
+    workflow_id: str | None = None,
+    tool: str | None = None,
+    since: datetime | str | float | None = None,
+    until: datetime | str | float | None = None,
+    min_duration: float | None = None,
+    max_duration: float | None = None,
+    text: str | None = None,
+) -> pd.DataFrame:
+    """The rows of a :func:`runs_frame` that match every filter given (see :func:`runs_frame`)."""
+    keep = pd.Series(True, index=runs.index)
+    for column, wanted in (("status", _as_list(status)), ("agent_id", _as_list(agent_id)),
+                           ("user_id", _as_list(user_id))):
+        if wanted is not None:
+            keep &= runs[column].isin(wanted)
+    if workflow_id is not None:
+        keep &= runs["workflow_id"].eq(workflow_id)
+    if tool is not None:
+        keep &= runs["tools"].map(lambda t: tool in t.split(", "))
+    for bound, cmp in ((since, runs["started_at"].ge), (until, runs["started_at"].le)):
+        us = _since_us(bound)
+        if us is not None:
+            keep &= cmp(pd.Timestamp(us, unit="us", tz="UTC"))
+    if min_duration is not None:
+        keep &= runs["duration_s"].ge(float(min_duration))
+    if max_duration is not None:
+        keep &= runs["duration_s"].le(float(max_duration))
+    if text:
+        needle = text.casefold()
+        hay = (runs.index.to_series().astype(str) + " " + runs["first_error"].fillna("").astype(str) + " "
+               + runs["tools"].astype(str) + " " + runs["agent_id"].fillna("").astype(str) + " "
+               + runs["user_id"].fillna("").astype(str))
+        keep &= hay.str.casefold().str.contains(needle, regex=False)
+    return runs[keep.to_numpy(dtype=bool)]
+
+
+def runs_frame(
+    mem: pd.DataFrame | MemoryProvider | Memory,
+    *,
+    status: str | list[str] | None = None,
+    agent_id: str | list[str] | None = None,
+    user_id: str | list[str] | None = None,
+    workflow_id: str | None = None,
+    tool: str | None = None,
+    since: datetime | str | float | None = None,
+    until: datetime | str | float | None = None,
+    min_duration: float | None = None,
+    max_duration: float | None = None,
+) -> pd.DataFrame:
+    """One row per workflow run, newest first, indexed by a readable ``run`` id.
+
+    A run is the steps sharing ``(user_id, agent_id, workflow_id, run_id)`` (a workflow
+    without ``run_id`` is one run). Columns (:data:`RUN_COLUMNS`): ``workflow_id, agent_id,
+    user_id, run_id``, ``started_at`` / ``ended_at`` (UTC; first step's start, last step's
+    end), ``duration_s`` (wall clock), ``steps``, ``failed_steps``, ``retries``,
+    ``first_error``, ``status`` (``failed`` if any step failed, else ``running``,
+    ``unknown`` or ``success``) and ``tools``.
+
+    Parameters
+    ----------
+    mem
+        A store, or a :func:`traces_frame` already read.
+    status, agent_id, user_id
+        Keep runs with this value (or any of a list).
+    workflow_id, tool
+        Keep runs of this workflow / runs that used this tool.
+    since, until
+        Keep runs started in this window (datetime, ISO string or epoch seconds).
+    min_duration, max_duration
+        Keep runs whose duration in seconds is in this range.
+
+    Examples
+    --------
+    >>> runs_frame(mem, status="failed").head()                          # doctest: +SKIP
+    >>> runs_frame(mem, min_duration=60).sort_values("duration_s")       # doctest: +SKIP
+    """
+    if isinstance(mem, pd.DataFrame):
+        steps = mem
+    else:
+        # Namespace filters go to the reader (an index lookup); the rest need whole runs.
+        steps = traces_frame(
+            mem, workflow_id=workflow_id,
+            agent_id=agent_id if isinstance(agent_id, str) else None,
+            user_id=user_id if isinstance(user_id, str) else None,
+        )
+    return filter_runs(
+        _runs_from_steps(steps), status=status, agent_id=agent_id, user_id=user_id, workflow_id=workflow_id,
+        tool=tool, since=since, until=until, min_duration=min_duration, max_duration=max_duration,
+    )
+
+
+def _pick_run(runs: pd.DataFrame, run: str | pd.Series) -> pd.Series:
+    if isinstance(run, pd.Series):
+        return run
+    if not isinstance(run, str):
+        raise InvalidInputError(f"a run is named by its runs_frame id or run_id, got {type(run).__name__}")
+    if run in runs.index:
+        return runs.loc[run]
+    for column in ("run_id", "workflow_id"):
+        hits = runs[runs[column].eq(run)]
+        if len(hits) == 1:
+            return hits.iloc[0]
+        if len(hits) > 1:
+            raise InvalidInputError(f"{run!r} names {len(hits)} runs; use one of {sorted(hits.index)[:5]}")
+    raise InvalidInputError(f"no run {run!r} in this store")
+
+
+def run_steps(mem: pd.DataFrame | MemoryProvider | Memory, run: str | pd.Series) -> pd.DataFrame:
+    """The steps of one run (a :func:`traces_frame` slice, status as shown), in replay order.
+
+    ``run`` is a :func:`runs_frame` id (its index), a row of it, or a ``run_id`` /
+    ``workflow_id`` that names exactly one run.
+    """
+    if isinstance(mem, pd.DataFrame):
+        steps = mem
+        row = run if isinstance(run, pd.Series) else _pick_run(_runs_from_steps(mem), run)
+    else:
+        if isinstance(run, pd.Series):
+            row = run
+            steps = traces_frame(mem, workflow_id=row["workflow_id"], agent_id=row["agent_id"],
+                                 user_id=row["user_id"])
+        else:
+            steps = traces_frame(mem)
+            row = _pick_run(_runs_from_steps(steps), run)
+            steps = steps[steps["workflow_id"].eq(row["workflow_id"]).to_numpy(dtype=bool)]
+    keep = np.ones(len(steps), dtype=bool)
+    for column in _RUN_KEYS:
+        value = row[column]
+        keep &= steps[column].isna().to_numpy() if value is None else steps[column].eq(value).to_numpy(dtype=bool)
+    return _normalised(steps[keep])
+
+
+_STEP_DIFF_COLUMNS = ("step_name", "tool", "status", "error")
+
+
+def _nested_of(steps: pd.DataFrame, prefix: str) -> list[dict[str, Any]]:
+    cols = [c for c in steps.columns if isinstance(c, str) and c.startswith(prefix)]
+    out: list[dict[str, Any]] = [{} for _ in range(len(steps))]
+    for col in cols:
+        key = col[len(prefix):]
+        for i, v in enumerate(steps[col].tolist()):
+            if not _missing(v):
+                out[i][key] = v
+    return out
+
+
+def _differs(a: Any, b: Any) -> bool:
+    if _missing(a) and _missing(b):
+        return False
+    try:
+        return bool(a != b)
+    except (TypeError, ValueError):  # arrays and other odd cells
+        return repr(a) != repr(b)
+
+
+def compare_runs(
+    mem: pd.DataFrame | MemoryProvider | Memory, run_a: str | pd.Series, run_b: str | pd.Series
+) -> pd.DataFrame:
+    """Two runs' steps side by side, aligned by ``step_index`` (else by position).
+
+    One row per aligned step: ``step_index``, then for each run ``step_name_a/_b, tool_a/_b,
+    status_a/_b, duration_a_s/_b_s, error_a/_b``, ``duration_change_s`` (b minus a), the
+    ``params_changed`` / ``result_changed`` keys as ``{key: (a, b)}``, ``changes`` (what
+    differs, e.g. ``"status, params.gene"``) and ``change``: ``changed`` (its name, tool,
+    status or error differ), ``data differs`` (only parameters or result differ), ``same``,
+    ``only in a`` or ``only in b``. Durations alone never count as a difference.
+
+    Examples
+    --------
+    >>> diff = compare_runs(mem, "variant-calling-alice-1/run-alice-1",       # doctest: +SKIP
+    ...                     "variant-calling-bob-1/run-bob-1")
+    >>> diff[diff.change != "same"]                                          # doctest: +SKIP
+    """
+    source: pd.DataFrame | MemoryProvider | Memory = mem
+    if not isinstance(mem, pd.DataFrame) and not (isinstance(run_a, pd.Series) and isinstance(run_b, pd.Series)):
+        source = traces_frame(mem)  # one read for both runs
+    return _compare_steps(run_steps(source, run_a), run_steps(source, run_b))
+
+
+def _compare_steps(steps_a: pd.DataFrame, steps_b: pd.DataFrame) -> pd.DataFrame:
+    """:func:`compare_runs` of two step frames already sliced (the panel keeps each run's rows)."""
+    sides = [steps_a, steps_b]
+    keyed: list[dict[int, int]] = []
+    for steps in sides:
+        index = steps["step_index"]
+        use_index = bool(len(steps)) and not index.isna().any() and index.is_unique
+        keys = [int(v) for v in index] if use_index else list(range(len(steps)))
+        keyed.append({k: i for i, k in enumerate(keys)})
+    params = [_nested_of(s, "params.") for s in sides]
+    results = [_nested_of(s, "result.") for s in sides]
+    # Plain lists: reading rows one by one through pandas is slow for a 1,000-step run.
+    cells = [{c: s[c].tolist() for c in (*_STEP_DIFF_COLUMNS, "duration_s")} for s in sides]
+    rows: list[dict[str, Any]] = []
+    for key in sorted(set(keyed[0]) | set(keyed[1])):
+        row: dict[str, Any] = {"step_index": key}
+        pos = [k.get(key) for k in keyed]
+        for side, p, side_cells in zip("ab", pos, cells, strict=True):
+            for col in _STEP_DIFF_COLUMNS:
+                value = None if p is None else side_cells[col][p]
+                row[f"{col}_{side}"] = None if _missing(value) else value
+            dur = None if p is None else side_cells["duration_s"][p]
+            row[f"duration_{side}_s"] = float("nan") if dur is None or _missing(dur) else float(dur)
+        row["duration_change_s"] = row["duration_b_s"] - row["duration_a_s"]
+        changes: list[str] = []
+        row["params_changed"], row["result_changed"] = {}, {}
+        if pos[0] is None or pos[1] is None:
+            row["change"] = "only in a" if pos[1] is None else "only in b"
+        else:
+            changes = [c for c in _STEP_DIFF_COLUMNS if _differs(row[f"{c}_a"], row[f"{c}_b"])]
+            for name, nested in (("params", params), ("result", results)):
+                a, b = nested[0][pos[0]], nested[1][pos[1]]
+                diff = {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if _differs(a.get(k), b.get(k))}
+                row[f"{name}_changed"] = diff
+                changes += [f"{name}.{k}" for k in diff]
+            outcome = any(c in _STEP_DIFF_COLUMNS for c in changes)
+            row["change"] = "changed" if outcome else "data differs" if changes else "same"
+        row["changes"] = ", ".join(changes)
+        rows.append(row)
+    columns = ["step_index"] + [f"{c}_{s}" for c in ("step_name", "tool", "status") for s in "ab"] + [
+        "duration_a_s", "duration_b_s", "duration_change_s", "error_a", "error_b",
+        "params_changed", "result_changed", "changes", "change",
+    ]
+    # Built column by column so text cells stay ``str | None`` (pandas would infer its string dtype).
+    data: dict[str, Any] = {}
+    for col in columns:
+        values = [r[col] for r in rows]
+        if col == "step_index":
+            data[col] = pd.Series(values, dtype="int64")
+        elif col.startswith("duration"):
+            data[col] = pd.Series(values, dtype="float64")
+        else:
+            data[col] = pd.Series(values, dtype=object)
+    return pd.DataFrame(data, columns=columns)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from memkit._protocols import MemoryProvider
-from memkit._sync import Memory, run_sync
+from memkit._sync import Memory, provider_of, run_sync
 
 __all__ = ["MemoryTools", "ProviderTools", "ToolDispatcher", "register_pydantic_ai_tools"]
 
@@ -209,10 +209,7 @@ class ProviderTools:
     """
 
     def __init__(self, memory: MemoryProvider | Memory, user_id: str, agent_id: str) -> None:
-        provider = memory.provider if isinstance(memory, Memory) else memory
-        if not isinstance(provider, MemoryProvider):
-            raise TypeError(f"expected a MemoryProvider or memkit.Memory, got {type(memory).__name__}")
-        self.provider = provider
+        self.provider = provider_of(memory)
         self.user_id = user_id
         self.agent_id = agent_id
 

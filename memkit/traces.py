@@ -11,7 +11,12 @@ history's ``memory_provider``. Two write modes, both lossless:
   at once; writes land in order; :meth:`ExecutionHistory.flush`, ``close()`` and
   leaving a ``with`` block wait for every queued write and raise
   :class:`TraceWriteError` naming each step that failed. A failure also makes the
-  next ``add_item`` raise, so a broken store cannot go unnoticed for long.
+  next ``add_item`` raise, so a broken store cannot go unnoticed for long; that
+  call's own step is still kept and queued.
+
+Every step carries its own key (``metadata["step_key"]``), so
+:meth:`ExecutionHistory.retry_failed` stores each failed step exactly once: a write
+the store applied but never acknowledged is found, not written again.
 
 Async code can ``await history.aadd_item(item)`` instead, which writes on the
 caller's own loop.
@@ -32,6 +37,7 @@ import os
 import sys
 import threading
 import time
+import uuid
 import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -44,7 +50,7 @@ from typing import Any
 from memkit._errors import InvalidInputError, StorageError
 from memkit._protocols import MemoryProvider
 from memkit._records import REDACTED, Redactor, get_trace_redactor, set_trace_redactor
-from memkit._sync import Memory, _loop_thread
+from memkit._sync import Memory, on_loop_thread, provider_of, submit
 
 __all__ = [
     "REDACTED",
@@ -73,6 +79,8 @@ class ExecutionStatus(StrEnum):
     FAILED = "failed"
     RETRYING = "retrying"
     SKIPPED = "skipped"
+    UNKNOWN = "unknown"
+    """Read back from a stored trace whose status is missing or not one of the above."""
 
 
 @dataclass
@@ -154,6 +162,17 @@ class TraceWriteError(StorageError):
 _pending_histories: weakref.WeakSet[ExecutionHistory] = weakref.WeakSet()
 
 
+async def _settle(futures: list[concurrent.futures.Future[Any]]) -> None:
+    """Wait for ``futures`` on this loop. Their errors are filed by _settled, so each wrapper's
+    is retrieved here (an unretrieved one prints "Future exception was never retrieved")."""
+    wrapped = [asyncio.wrap_future(f) for f in futures]
+    if wrapped:
+        await asyncio.wait(wrapped)
+    for future in wrapped:
+        if not future.cancelled():
+            future.exception()
+
+
 @atexit.register
 def _flush_at_exit() -> None:
     # A write-behind history the caller forgot to close: finish its writes rather
@@ -203,14 +222,16 @@ class ExecutionHistory:
         self._tail: concurrent.futures.Future[Any] | None = None
         self._pending: set[concurrent.futures.Future[Any]] = set()
         self._failures: list[tuple[ExecutionItem, BaseException]] = []
+        # Writes that failed, by step key, until retry_failed() stores them.
+        self._unstored: dict[str, tuple[ExecutionItem, dict[str, Any]]] = {}
         self._next_index = len(self.items)
+        self._key = uuid.uuid4().hex
 
     # -- persistence -------------------------------------------------------------
 
     @property
     def _provider(self) -> MemoryProvider | None:
-        mem = self.memory_provider
-        return mem.provider if isinstance(mem, Memory) else mem
+        return None if self.memory_provider is None else provider_of(self.memory_provider)
 
     def _trace_data(self, item: ExecutionItem, index: int, extra: Mapping[str, Any] | None) -> dict[str, Any]:
         data = item.to_dict()
@@ -219,6 +240,10 @@ class ExecutionHistory:
             data["run_id"] = self.run_id
         if extra:
             data.update(extra)
+        # The step's own key, stored as top-level metadata: a retry finds a write the store
+        # applied but never acknowledged instead of writing the step twice.
+        meta = data.get("metadata")
+        data["metadata"] = {**(meta if isinstance(meta, dict) else {}), "step_key": f"{self._key}-{index}"}
         return data
 
     async def _store(self, item: ExecutionItem, data: dict[str, Any]) -> str:
@@ -231,17 +256,36 @@ class ExecutionHistory:
             user_id=self.user_id,
         )
 
+    async def _stored(self, data: dict[str, Any]) -> bool:
+        """Whether the step with ``data``'s key is already in the store."""
+        provider = self._provider
+        assert provider is not None
+        found = await provider.get_all(
+            self.user_id, self.agent_id or "unknown_agent", 1,
+            {"type": "trace", "step_key": data["metadata"]["step_key"]},
+        )
+        return bool(found)
+
     async def _store_after(
         self, previous: concurrent.futures.Future[Any] | None, item: ExecutionItem, data: dict[str, Any]
     ) -> str:
         if previous is not None:
             # Keep write-behind in step order; the previous write's own error is reported separately.
-            await asyncio.wait([asyncio.wrap_future(previous)])
+            await _settle([previous])
         return await self._store(item, data)
 
-    def _raise_failures(self) -> None:
+    def _failed(self, item: ExecutionItem, data: dict[str, Any], exc: BaseException) -> None:
+        with self._lock:
+            self._failures.append((item, exc))
+            self._unstored[data["metadata"]["step_key"]] = (item, data)
+
+    def _take_failures(self) -> list[tuple[ExecutionItem, BaseException]]:
         with self._lock:
             failures, self._failures = self._failures, []
+        return failures
+
+    def _raise_failures(self, failures: list[tuple[ExecutionItem, BaseException]] | None = None) -> None:
+        failures = self._take_failures() if failures is None else failures
         if failures:
             raise TraceWriteError(failures)
 
@@ -260,53 +304,80 @@ class ExecutionHistory:
         Raises
         ------
         TraceWriteError
-            The store refused this write (write-through) or an earlier queued one.
+            The store refused this write (write-through) or an earlier queued one; this
+            step is appended and queued all the same (see :meth:`retry_failed`).
         """
-        self._raise_failures()
-        if self._provider is not None and threading.current_thread() is _loop_thread().thread:
+        if self._provider is not None and on_loop_thread():
             raise RuntimeError("add_item was called on memkit's own event loop; await aadd_item() instead")
         index = self._append(item)
         if self._provider is None:
             return
         data = self._trace_data(item, index, extra)
-        runner = _loop_thread()
-        loop = runner.loop
         if not self.write_behind:
-            future = asyncio.run_coroutine_threadsafe(self._store(item, data), loop)
             try:
-                future.result()
+                submit(self._store(item, data)).result()
             except Exception as exc:
-                raise TraceWriteError([(item, exc)]) from exc
+                self._failed(item, data, exc)
+            self._raise_failures()
             return
+        earlier = self._take_failures()
         with self._lock:
-            future = asyncio.run_coroutine_threadsafe(self._store_after(self._tail, item, data), loop)
+            future = submit(self._store_after(self._tail, item, data))
             self._tail = future
             self._pending.add(future)
         _pending_histories.add(self)
-        future.add_done_callback(lambda f: self._settled(f, item))
+        future.add_done_callback(lambda f: self._settled(f, item, data))
+        self._raise_failures(earlier)  # this step is queued all the same
 
-    def _settled(self, future: concurrent.futures.Future[Any], item: ExecutionItem) -> None:
+    def _settled(self, future: concurrent.futures.Future[Any], item: ExecutionItem, data: dict[str, Any]) -> None:
+        exc = StorageError("the write was cancelled") if future.cancelled() else future.exception()
+        if exc is not None:
+            self._failed(item, data, exc)
         with self._lock:
             self._pending.discard(future)
-            exc = None if future.cancelled() else future.exception()
-            if future.cancelled():
-                exc = StorageError("the write was cancelled")
-            if exc is not None:
-                self._failures.append((item, exc))
 
     async def aadd_item(self, item: ExecutionItem, *, extra: Mapping[str, Any] | None = None) -> None:
         """Async :meth:`add_item`: store on the caller's loop and return once stored."""
-        await self.aflush()
+        with self._lock:
+            pending = list(self._pending)
+        await _settle(pending)
         index = self._append(item)
-        if self._provider is None:
-            return
-        try:
-            await self._store(item, self._trace_data(item, index, extra))
-        except Exception as exc:
-            raise TraceWriteError([(item, exc)]) from exc
+        if self._provider is not None:
+            data = self._trace_data(item, index, extra)
+            try:
+                await self._store(item, data)
+            except Exception as exc:
+                self._failed(item, data, exc)
+        await asyncio.to_thread(self.flush)
+
+    def retry_failed(self) -> int:
+        """Store every step whose write failed, once: a step the store did apply is not written again.
+
+        Returns how many steps were written now; raises :class:`TraceWriteError` for those
+        that fail again (they stay queued for the next retry).
+        """
+        self.flush_quietly()
+        with self._lock:
+            waiting, self._unstored = dict(self._unstored), {}
+            self._failures = []
+        written = 0
+        for item, data in waiting.values():
+            try:
+                if not submit(self._stored(data)).result():
+                    submit(self._store(item, data)).result()
+                    written += 1
+            except Exception as exc:
+                self._failed(item, data, exc)
+        self._raise_failures()
+        return written
 
     def flush(self) -> None:
         """Return once every queued write is stored; raise :class:`TraceWriteError` if any failed."""
+        self.flush_quietly()
+        self._raise_failures()
+
+    def flush_quietly(self) -> None:
+        """Wait for every queued write; failures stay filed for :meth:`flush` to raise."""
         with self._lock:
             pending = list(self._pending)
         concurrent.futures.wait(pending)
@@ -317,14 +388,12 @@ class ExecutionHistory:
                     break
             time.sleep(0.001)
         _pending_histories.discard(self)
-        self._raise_failures()
 
     async def aflush(self) -> None:
         """Async :meth:`flush` (does not block the caller's loop)."""
         with self._lock:
             pending = list(self._pending)
-        if pending:
-            await asyncio.wait([asyncio.wrap_future(f) for f in pending])
+        await _settle(pending)
         await asyncio.to_thread(self.flush)
 
     def close(self) -> None:

@@ -49,8 +49,10 @@ TOUR = [
        "Everything here works on any store: `memkit.open(\"sqlite:///data/memory.db\")`, `memory://`, or a "
        "graph backend."),
     code(SETUP),
-    md("## The dashboard\n\nThree tabs: **Namespaces** (page through memories, search, open one, delete), "
-       "**Traces** (replay a workflow step by step), **Graph** (a namespace or a workflow as a network)."),
+    md("## The dashboard\n\nThree tabs: **Namespaces** (a sortable table of memories, search, open one beside the "
+       "table, delete), **Traces** (every workflow run: which failed, its timeline, a step's detail, two runs "
+       "compared), **Graph** (a namespace or a workflow as a network). Every panel is also driven from Python: "
+       "set a value, call a method, read the state."),
     code("from memkit.widgets import Dashboard\n\ndash = Dashboard(mem)\ndash"),
     md("## A search\n\nA new SQLite store embeds its memories with memkit's default model, so search is "
        "hybrid: BM25 keyword scores and vector similarity fused; the filter leaves the trace steps out; "
@@ -61,31 +63,31 @@ TOUR = [
          'for hit in hits:\n'
          '    print(f"{hit.score:6.2f}  {hit.content[:90]}")\n'
          'hits[0].score_details'),
-    md("The same search from the panel: set the box and press the button (this is what your clicks do)."),
+    md("The same search from the panel: set the box and press the button (this is what your clicks do). The "
+       "table draws each hit's score as a bar per leg; the list ends where the scores reach zero."),
     code('browser = dash.browser\nbrowser.namespace.value = ("alice", "bioinformatics")\n'
          'browser.query.value = "TP53 BLAST homologs"\nbrowser.filters.value = \'{"type": {"$ne": "trace"}}\'\n'
          'browser.search_button.click()\n'
-         'print(browser.page_label.value)\n'
-         'browser.rows.value = browser.items[0].id  # open the best hit in the detail view\n'
+         'print(browser.rows.caption)\n'
+         'browser.rows.value = browser.items[0].id  # open the best hit beside the table\n'
          'print(browser.selected.content)'),
-    md("## A trace\n\nEach workflow run is stored as one trace record per step. The **Traces** tab replays it; "
-       "here is its step table and the step the slider points at."),
-    code('replay = dash.replay\nreplay.workflow.value = ("alice", "bioinformatics", "variant-calling-alice-1")\n'
-         'replay.frame[["step_index", "step_name", "tool", "status", "duration_s", "retry_count", "error"]]'),
-    code("replay.next_button.click()\nreplay.next_button.click()\nrow = replay.frame.iloc[replay.step.value]\n"
-         'print(f"step {replay.step.value + 1}: {row.step_name} with {row.tool} -> {row.status}")'),
-    md("Across all runs, which tools fail and how?"),
-    code("from memkit.frames import failure_patterns, tool_stats, traces_frame\n\n"
-         "runs = traces_frame(mem)  # every step of every run, one row each\n"
-         "tool_stats(runs).sort_values(\"success_rate\").head(6).round(2)"),
-    code("failure_patterns(runs)"),
+    md("## Traces\n\nEach workflow run is stored as one trace record per step. `memkit.frames.runs_frame` "
+       "has one row per run; the **Traces** tab draws the same rows, a run's timeline and a step's detail."),
+    code("from memkit.frames import runs_frame\n\n"
+         "runs = runs_frame(mem)\n"
+         'runs[runs.status == "failed"][["started_at", "duration_s", "steps", "failed_steps", "first_error"]]'),
+    code('replay = dash.replay\nreplay.run = "variant-calling-alice-1/run-alice-1"  # what a click on its row does\n'
+         'replay.step = 4                                    # ... and a click on its last bar\n'
+         'print(replay.detail["title"], "->", replay.detail["error"])\nreplay'),
+    md("Which tools fail, and how? The pictures render in JupyterLab itself (Vega-Lite, nothing fetched)."),
+    code("from memkit.charts import failure_heatmap\n\nfailure_heatmap(mem)"),
     md("## The graph\n\nA namespace: its memories and the genes, tools and topics they mention. Colour is the node "
-       "type, size the number of connections. The view is offline: vis-network is embedded, nothing is fetched, "
-       "and memory text is shown as text."),
+       "type, captions are names; click a node for its properties, double-click to fetch its neighbours. The view "
+       "is offline: vis-network ships inside memkit, nothing is fetched, and memory text is shown as text."),
     code('explorer = dash.explorer\nexplorer.namespace.value = ("alice", "bioinformatics")\n'
          "explorer.draw_button.click()\nprint(explorer.view.message)\n"
          "print(sorted({node.type for node in explorer.view.nodes}))"),
-    code("from IPython.display import HTML\n\nHTML(explorer.view_html.value)", ignore_output=True),
+    code("explorer"),
     md("Next: `01_namespaces.ipynb` goes through the namespace browser in detail, `02_trace_audit.ipynb` "
        "audits the traces and `03_memory_graph.ipynb` explores the graph (also on a graph database)."),
 ]
@@ -99,17 +101,20 @@ NAMESPACES = [
          "pd.DataFrame([ns.model_dump() for ns in mem.namespaces()])[[\"user_id\", \"agent_id\", \"count\"]]"),
     code("from memkit.widgets import NamespaceBrowser\n\nbrowser = NamespaceBrowser(mem, page_size=5)\n"
          'browser.namespace.value = ("bob", "planner")\nbrowser'),
-    md("## Paging\n\nPages come from `get_page` (newest first); only one page is in memory."),
+    md("The table sorts by a click on a column, hides columns under *columns*, shows the whole cell on hover, "
+       "and opens a row beside it on a click. Enter in the search or filter box runs the search; a store call "
+       "that takes longer than a moment shows *working…*.\n\n"
+       "## Paging\n\nPages come from `get_page` (newest first); only one page is in memory."),
     code("print(browser.page_label.value)\nfor item in browser.items:\n    print(' ', item.content[:100])"),
     code("browser.next_button.click()\nprint(browser.page_label.value)\n"
          "print('newer page available:', not browser.prev_button.disabled)"),
     md("## Metadata filters\n\nA JSON object with equality or `$eq $ne $in $nin $gt $gte $lt $lte`. A mistake "
-       "shows a clear message and leaves the table as it was."),
+       "shows a clear message in place of the results (never the old rows under a new question)."),
     code('browser.filters.value = \'{"priority": "high"}\'\nbrowser.search_button.click()\n'
          "print(browser.page_label.value)\n"
          "print({item.metadata['priority'] for item in browser.items})"),
     code('browser.filters.value = \'{"priority": high}\'\nbrowser.search_button.click()\n'
-         "print(browser.status.value)"),
+         "print(browser.status.value)\nprint(\"rows shown:\", len(browser.rows.rows))"),
     code('browser.filters.value = \'{"gene": {"$in": ["TP53", "KRAS"]}}\'\nbrowser.search_button.click()\n'
          "print(browser.page_label.value, sorted({item.metadata['gene'] for item in browser.items}))"),
     md("## Search modes\n\nOnly the modes the store supports are offered: a store with an embedder (the "
@@ -118,8 +123,13 @@ NAMESPACES = [
     code('browser.filters.value = ""\nbrowser.query.value = "orthologues vertebrates"\n'
          "print(browser.mode.options)\nbrowser.search_button.click()\n"
          "for item in browser.items[:3]:\n    print(f'{item.score:5.2f}  {item.content[:90]}')"),
-    md("## Detail and delete\n\nPick a row to see its content, metadata and how it was found. Delete asks "
-       "first."),
+    md("## Traces read as steps\n\nA trace memory is stored as `[trace] workflow=… data={json}` so keyword search "
+       "finds it; the table shows it as a step instead:"),
+    code('steps = NamespaceBrowser(mem, page_size=4)\nsteps.namespace.value = ("alice", "bioinformatics")\n'
+         'steps.filters.value = \'{"type": "trace"}\'\nsteps.search_button.click()\n'
+         'for row in steps.rows.rows:\n    print(row["text"])'),
+    md("## Detail and delete\n\nPick a row to see its content, metadata and how it was found (a bar per search "
+       "leg: its rank and score). Delete asks first."),
     code("browser.rows.value = browser.items[0].id\nprint(browser.selected.metadata)\n"
          "browser.delete_button.click()\nprint('confirm shown:', browser.confirm_box.layout.display)"),
     code("target = browser.selected.id\nbrowser.confirm_button.click()\n"
@@ -131,60 +141,65 @@ NAMESPACES = [
          "print(browser.detail.value[browser.detail.value.index('<pre'):][:160])"),
 ]
 
-STRIP_TAGS = '''\
-import html
-import re
-
-
-def text(markup: str) -> str:
-    """A panel's HTML as plain text, to print."""
-    return html.unescape(re.sub(r"\\s+", " ", re.sub(r"<[^>]+>", " ", markup)).strip())'''
-
 TRACE_AUDIT = [
-    md("# Auditing traces\n\nEvery step an agent runs can be stored as a trace record "
-       "(`ExecutionHistory`, `add_trace`). `memkit.frames` turns them into pandas: `traces_frame` (one row "
-       "per step), `replay` (the run step by step), `tool_stats` and `failure_patterns`. `TraceReplay` is the "
-       "same in a panel."),
+    md("# Auditing traces\n\nEvery step an agent runs can be stored as a trace record (`ExecutionHistory`, "
+       "`add_trace`). This notebook answers the questions a researcher asks of them, each once as a pandas "
+       "table (`memkit.frames`) and once as a picture or a panel (`TraceReplay`, `memkit.charts`). The panel "
+       "draws the same tables, so the two always agree."),
     code(SETUP),
-    code("from memkit.frames import TRACE_COLUMNS, failure_patterns, replay, tool_stats, traces_frame\n\n"
-         "runs = traces_frame(mem)\n"
-         "print(f\"{len(runs)} steps in {runs.workflow_id.nunique()} runs of \"\n"
-         "      f\"{runs.workflow_id.str.rsplit('-', n=2).str[0].nunique()} workflows\")\n"
-         "print(list(runs.columns))"),
-    md("## One run, step by step\n\nThe steps of one run, in the order they were stored:"),
-    code('steps = traces_frame(mem, workflow_id="variant-calling-alice-1")\n'
-         'steps[["step_index", "step_name", "tool", "status", "duration_s", "retry_count", "error"]]'
-         ".reset_index(drop=True)"),
-    code("for state in replay(steps, \"variant-calling-alice-1\"):\n"
-         "    step = state.step\n"
-         "    print(f\"{state.position}: {step.step_name:<16} {step.tool:<12} {step.status:<8}\"\n"
-         "          f\" {step.duration_s:5.2f} s  failures so far: {state.history.get_failure_patterns()}\")"),
-    md("The same in the panel: the slider (or play / next) replays the run; the current step shows its "
-       "parameters, result, error and duration."),
-    code(STRIP_TAGS + "\n\n"
-         "from memkit.widgets import TraceReplay\n\n"
-         "panel = TraceReplay(mem)\n"
-         'panel.workflow.value = ("alice", "bioinformatics", "variant-calling-alice-1")\n'
-         "panel.next_button.click()\n"
-         "print(text(panel.status.value))\n"
-         "print(text(panel.step_view.value))"),
-    code("panel.step.value = panel.step.max\nprint(text(panel.step_view.value))"),
-    md("## Per-tool statistics\n\nAcross every run: how often each tool is used, fails and is retried, and how "
-       "long it takes."),
-    code("tool_stats(runs).round(2)"),
-    md("## Failure patterns\n\nFailed steps by category (network, validation, parameter, criteria, execution) "
-       "and tool:"),
-    code("failure_patterns(runs)"),
-    code('failed = runs[runs.status == "failed"]\n'
-         'failed.groupby("workflow_id").size().rename("failed_steps").sort_index()'),
-    md("## Export\n\nThe panel's step frame (and any frame) goes to CSV; here into a temporary directory."),
+    md("## Which runs failed, were slow, or retried?\n\n`runs_frame` has one row per workflow run: workflow, "
+       "agent, user, run id, start, duration, steps, failed steps, retries, first error and status. It filters "
+       "by status, agent, tool, date and duration."),
+    code("from memkit.frames import runs_frame\n\n"
+         "runs = runs_frame(mem)\n"
+         "failed, retried = (runs.status == 'failed').sum(), (runs.retries > 0).sum()\n"
+         "print(f\"{len(runs)} runs, {failed} failed, {retried} with retries\")\n"
+         'runs[["status", "started_at", "duration_s", "steps", "failed_steps", "retries", "first_error"]].head(8)'),
+    code('slow_blast = runs_frame(mem, tool="blast", min_duration=600)\n'
+         'slow_blast[["status", "duration_s", "steps", "retries"]].sort_values("duration_s", ascending=False)'),
+    md("The run list: click a column to sort, pick a status, agent or tool, type part of an id or an error; "
+       "failed runs are red. Here it is filtered to the failed runs from Python, exactly as the menus do it."),
+    code("from memkit.widgets import TraceReplay\n\n"
+         "audit = TraceReplay(mem)\n"
+         'audit.filters = {"status": "failed"}\n'
+         "audit"),
+    md("## What happened in this run?\n\nClick a run: its timeline has one bar per step on a time axis, coloured "
+       "by status; striped bars were retried (↻n), a dotted line is time nobody worked. Clicking a bar opens "
+       "the step beside it."),
+    code("one = TraceReplay(mem)\n"
+         'one.run = "variant-calling-alice-1/run-alice-1"\n'
+         "one.step = 4\n"
+         "one"),
+    md("## What exactly did this step do?\n\nThe detail has the tool, status, duration, retries and the "
+       "errors of earlier attempts, parameters and result as a tree (long values folded, a copy button), the "
+       "full error, and on request the memories the step wrote. The same from Python:"),
+    code('detail = one.detail\nprint(detail["title"], "·", detail["status"])\nprint("error:", detail["error"])\n'
+         'print("parameters:", detail["parameters"])\n'
+         "from memkit.frames import run_steps\n\n"
+         'run_steps(mem, "variant-calling-alice-1/run-alice-1")'
+         '[["step_index", "step_name", "tool", "status", "duration_s", "retry_count", "error"]]'),
+    md("## What changed between two runs?\n\n`compare_runs` aligns two runs' steps by index and says what "
+       "differs: status, tool, error, parameters, result (durations are shown, but do not count as a change)."),
+    code("from memkit.frames import compare_runs\n\n"
+         'diff = compare_runs(mem, "variant-calling-alice-1/run-alice-1", "variant-calling-bob-1/run-bob-1")\n'
+         'diff[["step_index", "step_name_a", "status_a", "status_b", "duration_change_s", "changes", "change"]]'),
+    code("one.compare_with = \"variant-calling-bob-1/run-bob-1\"  # the 'compare with' menu under the timeline\n"
+         "print(one.comparison[\"caption\"])"),
+    md("## Which tools fail, how, and since when?\n\nPictures of every step in the store. They are Vega-Lite "
+       "specifications drawn by JupyterLab's own renderer (offline); `chart.data` is the table behind each."),
+    code("from memkit.charts import duration_chart, failure_heatmap, success_rate_chart\n\n"
+         "duration_chart(mem)"),
+    code("failure_heatmap(mem)"),
+    code("rate = success_rate_chart(mem, freq=\"h\")\nrate"),
+    code("from memkit.frames import tool_stats\n\n"
+         "tool_stats(mem).sort_values(\"success_rate\").round(2)"),
+    md("## Export\n\nThe open run's steps go to CSV (here into a temporary directory); any frame above does "
+       "too with pandas."),
     code('import pandas as pd\n\n'
          'out = Path(tempfile.mkdtemp(prefix="memkit-csv-")) / "variant-calling-alice-1.csv"\n'
-         "panel.export(str(out))\n"
-         "print(text(panel.status.value))\n"
+         "one.export(str(out))\n"
          'back = pd.read_csv(out, index_col="step_id")\n'
-         "print(len(back), \"rows;\", list(back.columns[: len(TRACE_COLUMNS)]) == list(TRACE_COLUMNS))\n"
-         "print(back.step_name.tolist() == steps.step_name.tolist())"),
+         "print(len(back), \"rows:\", back.step_name.tolist())"),
 ]
 
 GRAPH_SETUP = """import os
@@ -226,19 +241,55 @@ MEMORY_GRAPH = [
          "print(dict(sorted(wf_graph.edge_types().items())))\n"
          "wf_nodes = wf_graph.nodes_frame()\n"
          'sorted(wf_nodes.loc[wf_nodes.type == "Tool", "name"])'),
-    md("## The safe graph view\n\nColour is the node type, size the number of connections; a node cap says what "
-       "it left out. The page embeds vis-network (nothing is fetched) and shows memory text as text."),
-    code("import re\n\nfrom memkit.widgets import GraphExplorer\n\n"
-         "explorer = GraphExplorer(mem, max_nodes=60)\n"
+    md("## Explore it\n\n`GraphExplorer` draws the graph as a live widget (anywidget; its JavaScript and "
+       "vis-network ship inside memkit, nothing is fetched). Every node is captioned by what it is (`TP53`, a "
+       "tool, `3 · bwa` for a step, a memory's first words; the id only in the properties panel), coloured by its "
+       "label with a colour-blind-safe palette (failed steps in vermillion), and:\n\n"
+       "- **click** a node: its properties in the side panel, and `explorer.selected` in Python;\n"
+       "- **double-click**: fetch its neighbours from the store and add them;\n"
+       "- **search** box: type part of a caption and press Enter to focus that node;\n"
+       "- **legend**: click a type to hide or show it; **Fit** and **Reset** buttons.\n\n"
+       "Over the node cap the view keeps memories sampled evenly over time and the entities they mention "
+       "most, and says what it left out."),
+    code("from memkit.widgets import GraphExplorer\n\n"
+         "explorer = GraphExplorer(mem)\n"
          'explorer.namespace.value = ("alice", "bioinformatics")\n'
-         "explorer.draw_button.click()\n"
-         "print(explorer.view.message)\n"
-         "print(\"external resources:\", re.findall(r\"(?:src|href)=[\\\"']?https?://\", explorer.view_html.value))"),
-    code("from IPython.display import HTML\n\nHTML(explorer.view_html.value)", ignore_output=True),
-    code('explorer.scope.value = "workflow"\n'
-         'explorer.workflow.value = ("alice", "bioinformatics", "variant-calling-alice-1")\n'
-         "explorer.draw_button.click()\nprint(explorer.view.message)\n"
-         "print(sorted({node.type for node in explorer.view.nodes}))"),
+         "explorer.draw()\n"
+         "explorer"),
+    code("data = explorer.canvas.data\n"
+         'print(data["message"])\n'
+         'print({item["label"]: item["color"] for item in data["legend"]})\n'
+         'print(sorted(n["label"] for n in data["nodes"] if n["type"] == "Entity")[:8])'),
+    md("Clicking a node in the drawing sets `explorer.selected`; here the same selection made from Python. "
+       "`memkit.graph.neighbourhood` is what a double-click calls: a node and what it connects to, read from the "
+       "store (a node id works too), so you can walk out from one gene (here BRCA2)."),
+    code("from memkit.graph import neighbourhood\n\n"
+         'brca2 = next(n for n in ns_graph.nodes if n.type == "Entity" and n.properties["name"] == "BRCA2")\n'
+         "explorer.canvas.selected_id = brca2.id\n"
+         "chosen = explorer.selected\n"
+         "print(chosen.type, chosen.properties[\"kind\"], chosen.properties[\"name\"])\n"
+         "around = neighbourhood(mem, brca2, depth=1, limit=50)\n"
+         "print(dict(sorted(around.node_types().items())))\n"
+         'for n in sorted((n for n in around.nodes if n.type == "Memory"), key=lambda n: n.properties["content"]):\n'
+         '    print(" -", n.properties["content"][:70])'),
+    md("## A workflow, left to right\n\nEach run is a row: its steps in order along `NEXT`, each step's memory "
+       "above it, the tools in a lane below, failed steps in vermillion."),
+    code("flow = GraphExplorer(mem)\n"
+         'flow.scope.value = "workflow"\n'
+         'flow.workflow.value = ("alice", "bioinformatics", "variant-calling-alice-1")\n'
+         "flow.draw()\n"
+         "flow"),
+    code('steps = sorted((n for n in flow.canvas.data["nodes"] if n["type"] == "Step"),\n'
+         '               key=lambda n: (n["y"], n["x"]))\n'
+         'print(flow.canvas.data["layout"])\n'
+         'print([(n["label"], "failed" if n["failed"] else "ok") for n in steps])'),
+    md("## Export\n\n`to_html` writes the same readable page as `memkit graph --html` (offline, search, legend "
+       "and properties work in the file); `to_pyvis` gives a `pyvis.network.Network` to customise."),
+    code('page = Path(tempfile.mkdtemp(prefix="memkit-graph-")) / "alice.html"\n'
+         "html = ns_graph.to_html(str(page), title=\"namespace alice / bioinformatics\")\n"
+         'print(page.name, "fetches nothing:", "https://cdn" not in html and "src=\\"http" not in html)\n'
+         "net = wf_graph.to_pyvis()\n"
+         "print(type(net).__name__, len(net.nodes), \"nodes\", len(net.edges), \"edges\")"),
     md("## The same on a graph database\n\nThe FalkorDB adapter stores the graph natively. Load the same demo "
        "sample and ask the same questions: the answers match the embedded store."),
     code(GRAPH_SETUP),
@@ -254,10 +305,13 @@ MEMORY_GRAPH = [
          "print(dict(sorted(g_wf.node_types().items())))\n"
          "print(\"same as embedded:\", g_wf.node_types() == wf_graph.node_types()\n"
          "      and g_wf.edge_types() == wf_graph.edge_types())"),
-    code("g_explorer = GraphExplorer(gmem, max_nodes=60)\n"
+    code("g_explorer = GraphExplorer(gmem)\n"
          'g_explorer.namespace.value = ("alice", "bioinformatics")\n'
-         "g_explorer.draw_button.click()\nprint(g_explorer.view.message)"),
-    code("HTML(g_explorer.view_html.value)", ignore_output=True),
+         "g_explorer.draw()\n"
+         'print(g_explorer.canvas.data["message"])\n'
+         "g_around = neighbourhood(gmem, brca2.id)  # the graph database walks its own edges\n"
+         "print(\"same neighbourhood of BRCA2:\", {n.id for n in g_around.nodes} == {n.id for n in around.nodes})\n"
+         "g_explorer"),
     md("Close the store and stop the server this notebook started."),
     code("gmem.close()\nif server is not None:\n    server.stop()\n"
          "print(\"graph store closed\")"),

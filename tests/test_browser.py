@@ -1,7 +1,7 @@
-"""A real browser looks at the graph view and a panel: headless Chromium driven by Playwright.
+"""A real browser looks at a panel: headless Chromium driven by Playwright (the graph: test_browser_graph.py).
 
 Fails on any request that leaves the machine and on any script run from memory
-text. Screenshots are kept in .artifacts/ (graph.png, panel.png).
+text. Screenshots are kept in .artifacts/ (panel.png).
 Needs /usr/bin/chromium (Debian package ``chromium``; ``make install-test`` installs it).
 """
 
@@ -20,7 +20,6 @@ import pytest
 from playwright.sync_api import Browser, Page, Route, sync_playwright
 
 import memkit
-from memkit._graphview import GraphEdge, GraphNode, standalone_html
 from memkit.widgets import NamespaceBrowser
 from memkit.widgets._static import snapshot_html
 
@@ -99,47 +98,6 @@ def test_the_detector_catches_a_real_payload(browser: Browser, site: tuple[str, 
     page.evaluate("() => fetch('https://example.org/x').catch(() => null)")
     page.wait_for_timeout(300)
     assert any(u.startswith("https://example.org") for u in outside)
-
-
-def test_graph_view_is_offline_and_inert(browser: Browser, site: tuple[str, Path]) -> None:
-    base, root = site
-    nodes = [GraphNode("ns", "namespace", "alice/bioinformatics")]
-    edges = []
-    for i, gene in enumerate(["TP53", "BRCA1", "EGFR", "KRAS"]):
-        nodes.append(GraphNode(f"m{i}", "memory", f"BLAST of {gene} returned hits", f"BLAST of {gene}"))
-        nodes.append(GraphNode(f"g{i}", "gene", gene))
-        edges += [GraphEdge("ns", f"m{i}", "has_memory"), GraphEdge(f"m{i}", f"g{i}", "mentions")]
-    nodes.append(GraphNode("evil", "memory", PAYLOAD, PAYLOAD))
-    nodes.append(GraphNode("link", "memory", "see <a href='https://example.org'>paper</a>",
-                           "see <a href='https://example.org'>paper</a>"))
-    edges += [GraphEdge("ns", "evil", "has_memory"), GraphEdge("ns", "link", "has_memory"),
-              GraphEdge("evil", "g0", "mentions")]
-    (root / "graph.html").write_text(standalone_html((nodes, edges), title="namespace alice / bioinformatics"),
-                                     encoding="utf-8")
-    outside: list[str] = []
-    page = _guarded_page(browser, outside)
-    page.goto(f"{base}/graph.html")
-    frame = page.frame_locator("iframe.memkit-graph-frame")
-    frame.locator("body[data-stabilized='1']").wait_for(state="attached", timeout=30000)
-    graph_frame = next(f for f in page.frames if f is not page.main_frame)
-    # Hover the hostile node so vis-network shows its title as a tooltip.
-    x, y = graph_frame.evaluate(
-        "() => { const p = network.canvasToDOM(network.getPositions(['evil'])['evil']); return [p.x, p.y]; }"
-    )
-    box = page.locator("iframe.memkit-graph-frame").bounding_box()
-    assert box is not None
-    page.mouse.move(box["x"] + x, box["y"] + y)
-    frame.locator(".vis-tooltip").wait_for(state="visible", timeout=5000)
-    tooltip = graph_frame.evaluate("() => document.querySelector('.vis-tooltip').innerText")
-    assert tooltip.startswith("<img src=x onerror=")  # shown as text
-    assert graph_frame.evaluate("() => document.querySelectorAll('img, a').length") == 0
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.mouse.move(5, 5)
-    page.wait_for_timeout(400)
-    page.screenshot(path=str(ARTIFACTS / "graph.png"))
-    assert _pwned(page) == [None, None]
-    assert "showing all 11 nodes" in page.inner_text("body")
-    assert outside == []
 
 
 def test_panel_snapshot_is_offline_and_inert(browser: Browser, site: tuple[str, Path]) -> None:

@@ -25,11 +25,22 @@ def test_namespace_graph_file(store: str, tmp_path: Path, capsys: pytest.Capture
     out = tmp_path / "ns.html"
     assert main(["--url", store, "graph", "--user", "alice", "--agent", "bioinformatics", "--html", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
-    assert text.startswith("<!DOCTYPE html>") and "<iframe" in text and "vis.Network" in text
+    assert text.startswith("<!DOCTYPE html>") and "vis.Network" in text and "memkitGraph(" in text
     assert "namespace alice / bioinformatics" in text
     assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", text)
     assert "<img src=x" not in text
     assert "wrote" in capsys.readouterr().out
+
+
+def test_whole_store_and_workflow_alone(store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    everything, run = tmp_path / "all.html", tmp_path / "run.html"
+    assert main(["--url", store, "graph", "--html", str(everything)]) == 0
+    said = capsys.readouterr().out
+    assert "namespace the whole store" in said and "showing 300 of" in said and "left out:" in said
+    assert main(["--url", store, "graph", "--workflow", "variant-calling-alice-1", "--html", str(run)]) == 0
+    assert "showing all" in capsys.readouterr().out
+    page = run.read_text(encoding="utf-8")
+    assert '"label":"2 · bwa"' in page and '"layout":"workflow"' in page
 
 
 def test_workflow_graph_file_and_cap(store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -38,6 +49,7 @@ def test_workflow_graph_file_and_cap(store: str, tmp_path: Path, capsys: pytest.
             "--workflow", "variant-calling-alice-1", "--max-nodes", "3", "--html", str(out)]
     assert main(argv) == 0
     assert "showing 3 of" in capsys.readouterr().out
+    assert "memories" in out.read_text(encoding="utf-8") and "left out" in out.read_text(encoding="utf-8")
     assert "workflow variant-calling-alice-1" in out.read_text(encoding="utf-8")
 
 

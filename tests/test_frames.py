@@ -221,3 +221,56 @@ def test_replay_yields_the_state_after_each_step(mem: memkit.Memory) -> None:
 def test_rejects_what_is_not_a_store() -> None:
     with pytest.raises(TypeError):
         frames.traces_frame(object())  # type: ignore[arg-type]
+
+
+def test_runs_frame_has_one_row_per_run_and_filters(mem: memkit.Memory) -> None:
+    runs = frames.runs_frame(mem)
+    assert list(runs.columns) == list(frames.RUN_COLUMNS) and runs.index.name == "run"
+    assert sorted(runs.index) == ["wf1/r1", "wf2"]
+    wf1 = runs.loc["wf1/r1"]
+    assert (wf1["steps"], wf1["failed_steps"], wf1["retries"], wf1["status"]) == (3, 1, 1, "failed")
+    assert wf1["first_error"] == "TimeoutError: network timeout" and wf1["tools"] == "blast, muscle, pdb"
+    assert wf1["duration_s"] >= 0 and str(runs["started_at"].dt.tz) == "UTC"
+    assert list(frames.runs_frame(mem, agent_id="chem").index) == ["wf2"]
+    assert frames.runs_frame(mem, tool="nope").empty
+    assert len(frames.runs_frame(mem, status=["failed", "success"])) == 2
+    assert frames.runs_frame(mem, min_duration=10_000).empty
+    assert frames.runs_frame(mem, since="2000-01-01").index.tolist() == runs.index.tolist()
+    assert frames.runs_frame(mem, until="2000-01-01").empty
+    assert frames.runs_frame(frames.traces_frame(mem)).equals(runs)  # a frame already read gives the same
+
+
+def test_runs_frame_of_an_empty_store_has_the_columns() -> None:
+    with memkit.open("memory://") as m:
+        runs = frames.runs_frame(m)
+        assert runs.empty and list(runs.columns) == list(frames.RUN_COLUMNS)
+
+
+def test_a_step_without_status_reads_unknown_and_never_raises(tmp_path: Path) -> None:
+    with memkit.open(f"sqlite:///{tmp_path / 'u.db'}") as m:
+        m.add_trace("bio", "wf", {"tool": "bwa", "step_index": 0})  # no status, as in the README
+        m.add_trace("bio", "wf", {"tool": "gatk", "step_index": 1, "status": "weird"})
+        assert frames.runs_frame(m)["status"].tolist() == ["unknown"]
+        assert frames.run_steps(m, "wf")["status"].tolist() == ["unknown", "unknown"]
+        states = list(frames.replay(m, "wf"))
+        assert [s.history.items[-1].status.value for s in states] == ["unknown", "unknown"]
+
+
+def test_compare_runs_aligns_steps_and_names_what_changed(mem: memkit.Memory) -> None:
+    diff = frames.compare_runs(mem, "wf1/r1", "wf2")
+    assert diff["step_index"].tolist() == [0, 1, 2]
+    assert diff["change"].tolist() == ["same", "same", "same"]  # same steps, same outcomes
+    assert diff["duration_change_s"].notna().all()
+    with memkit.open("memory://") as m:
+        m.add_trace("a", "w", {"step_index": 0, "tool": "t", "status": "success", "parameters": {"k": 1}})
+        m.add_trace("a", "w", {"step_index": 1, "tool": "t", "status": "success"})
+        m.add_trace("a", "v", {"step_index": 0, "tool": "t", "status": "failed", "error": "boom",
+                               "parameters": {"k": 2}})
+        diff = frames.compare_runs(m, "w", "v")
+        assert diff["change"].tolist() == ["changed", "only in a"]
+        first = diff.iloc[0]
+        assert first["changes"] == "status, error, params.k" and first["params_changed"] == {"k": (1, 2)}
+        assert (first["status_a"], first["status_b"], first["error_a"], first["error_b"]) == (
+            "success", "failed", None, "boom")
+        with pytest.raises(memkit.InvalidInputError):
+            frames.compare_runs(m, "w", "missing")

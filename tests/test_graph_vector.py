@@ -16,7 +16,8 @@ from collections.abc import AsyncIterator, Sequence
 import numpy as np
 import pytest
 
-from memkit import ConfigError
+import memkit
+from memkit import ConfigError, InvalidInputError
 from memkit.adapters import FalkorDBAdapter, Neo4jAdapter
 from memkit.adapters._graph import GraphAdapter
 from memkit.testing import FalkorDBServer
@@ -77,8 +78,22 @@ async def test_hybrid_is_the_default_with_an_embedder(mem: GraphAdapter) -> None
 
 async def test_semantic_needs_an_embedder(falkordb_server: FalkorDBServer) -> None:
     plain = FalkorDBAdapter.from_url(falkordb_server.url(f"novec-{uuid.uuid4().hex[:8]}"))
-    with pytest.raises(ConfigError):
+    assert plain.search_modes == ("keyword",)
+    with pytest.raises(InvalidInputError, match="embedder='default'"):
         await plain.search("x", "u", "a", mode="semantic")
     await plain.aclose()
     with pytest.raises(ConfigError):
         FalkorDBAdapter.from_url(falkordb_server.url("x"), embedder="not an embedder")
+
+
+async def test_embedder_url_option_means_what_it_means_for_sqlite(falkordb_server: FalkorDBServer) -> None:
+    graph = f"urlvec-{uuid.uuid4().hex[:8]}"
+    with_vectors = memkit.get_memory_provider(falkordb_server.url(graph) + "?embedder=default")
+    assert with_vectors.search_modes == ("hybrid", "keyword", "semantic")
+    await with_vectors.add("Caroline adopted a golden retriever puppy", "u", "a")
+    [hit] = await with_vectors.search("dog", "u", "a", mode="semantic")
+    assert hit.score_details["mode"] == "semantic"
+    await with_vectors.aclose()
+    plain = memkit.get_memory_provider(falkordb_server.url(f"{graph}-kw") + "?embedder=none")
+    assert plain.search_modes == ("keyword",)
+    await plain.aclose()

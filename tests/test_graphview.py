@@ -1,143 +1,260 @@
-"""The offline graph view: nothing fetched, hostile memory text stays inert."""
+"""The graph view of a real store: readable captions, colours by label, workflows in order, honest cuts.
+
+Built from memory_graph of real stores (SQLite file, FalkorDB server): memories with genes
+and topics, two runs of one workflow, one of them with a failed step.
+"""
 
 from __future__ import annotations
 
-import html
 import json
+import os
 import re
-from html.parser import HTMLParser
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
 
-import networkx as nx
 import pytest
 
 import memkit
-from memkit._graphview import (
-    PHYSICS,
-    TYPE_COLOURS,
-    GraphEdge,
-    GraphNode,
-    coerce_graph,
-    graph_html,
-    graph_view,
-    standalone_html,
-)
-from memkit.graph import memory_graph
+from memkit._errors import InvalidInputError
+from memkit._graphview import FAILED_COLOUR, LABEL_STYLE, page_html, payload, select
+from memkit.adapters import FalkorDBAdapter, InMemoryAdapter, Neo4jAdapter, SQLiteAdapter
+from memkit.graph import GraphNode, MemoryGraph, amemory_graph, aneighbourhood, memory_graph, neighbourhood
 
-HOSTILE = '<img src=x onerror="window.__pwned=1">'
-
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+HOSTILE = '<img src=x onerror="window.__pwned=1"></script><script>window.__pwned=2</script>\u202e'
 # A resource URL is one the browser would fetch: src/href attributes, CSS url(), @import.
 RESOURCE = re.compile(r"""(?:\bsrc\s*=|\bhref\s*=|url\(|@import)\s*["']?\s*(?:https?:)?//""", re.IGNORECASE)
+NEO4J_URI = os.environ.get("MEMKIT_NEO4J_URI")
+# With a Neo4j configured, the graph-database tests also run there (it wipes that database first).
+GRAPH_DBS = ["falkordb", *(["neo4j"] if NEO4J_URI else [])]
+STEPS = [("fetch_reads", "sra-tools"), ("quality_check", "fastqc"), ("align_reads", "bwa"),
+         ("call_variants", "gatk")]
 
 
-def _hostile_graph() -> tuple[list[GraphNode], list[GraphEdge]]:
-    nodes = [
-        GraphNode("ns", "namespace", "u1/bio"),
-        GraphNode("m1", "memory", HOSTILE, HOSTILE),
-        GraphNode("m2", "memory", "see <a href='https://example.org'>the paper</a>",
-                  "see <a href='https://example.org'>the paper</a>"),
-        GraphNode("g", "gene", "TP53"),
-    ]
-    edges = [GraphEdge("ns", "m1", "has_memory"), GraphEdge("ns", "m2", "has_memory"), GraphEdge("m1", "g", "mentions")]
-    return nodes, edges
+async def _graph_db(kind: str, request: pytest.FixtureRequest) -> Any:
+    if kind == "neo4j":
+        assert NEO4J_URI
+        provider = Neo4jAdapter(NEO4J_URI)
+        await provider.reset()
+        return provider
+    server = request.getfixturevalue("falkordb_server")
+    return FalkorDBAdapter.from_url(server.url(f"view-{uuid.uuid4().hex[:8]}"))
 
 
-class _Tags(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-
-
-def _tags(text: str) -> list[tuple[str, dict[str, str | None]]]:
-    parser = _Tags()
-    parser.feed(text)
-    return parser.tags
-
-
-def test_page_fetches_nothing() -> None:
-    out = graph_html(_hostile_graph())
-    page = html.unescape(re.search(r'srcdoc="([^"]*)"', out).group(1))  # type: ignore[union-attr]
-    for document in (out, page, standalone_html(_hostile_graph())):
-        assert not RESOURCE.search(document), RESOURCE.search(document)
-    tags = _tags(page)
-    assert [a.get("src") for t, a in tags if t == "script"] == [None, None]  # both inline: vis-network, drawGraph
-    assert not [t for t, _ in tags if t == "link"]
-    assert "vis.Network" in page and "cdnjs" not in page and "jsdelivr" not in page
+@pytest.fixture(params=["sqlite", *GRAPH_DBS])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
+    if request.param == "sqlite":
+        provider: Any = SQLiteAdapter(tmp_path / "view.db")
+    elif request.param == "neo4j":
+        provider = await _graph_db("neo4j", request)
+    else:
+        server = request.getfixturevalue("falkordb_server")
+        provider = FalkorDBAdapter.from_url(server.url(f"view-{uuid.uuid4().hex[:8]}"))
+    await fill(provider)
+    yield provider
+    await provider.aclose()
 
 
-def test_hostile_title_with_href_elsewhere_stays_data() -> None:
-    out = graph_html(_hostile_graph())
-    # Outside the iframe only our own tags exist: the page is one escaped attribute.
-    assert {t for t, _ in _tags(out)} <= {"div", "b", "span", "iframe"}
-    frame = next(a for t, a in _tags(out) if t == "iframe")
-    assert frame["sandbox"] == "allow-scripts"
-    page = frame["srcdoc"] or ""
-    assert "<img" not in page  # the JSON is \\u003c-escaped inside the script
-    assert "\\u003cimg src=x onerror=" in page
-    # pyvis's href popup (innerHTML) is not in memkit's template even though a title contains href.
-    assert "popup.innerHTML" not in page and "showPopup(params)" not in page
+async def fill(mem: Any) -> None:
+    await mem.add("TP53 knockdown raises apoptosis in HeLa cells", "alice", "bio",
+                  {"gene": "TP53", "topic": "apoptosis"})
+    await mem.add("BRCA1 and TP53 interact at DNA damage sites", "alice", "bio",
+                  {"gene": ["BRCA1", "TP53"], "topic": "DNA repair"})
+    await mem.add(HOSTILE, "alice", "bio", {"gene": "EGFR", "topic": HOSTILE})
+    # Two runs; steps arrive out of order; the second run fails at alignment.
+    for run, failed_at in (("run-1", None), ("run-2", 2)):
+        for index in (3, 0, 2, 1):
+            name, tool = STEPS[index]
+            status = "failed" if index == failed_at else "success"
+            await mem.add_trace("bio", "variant-calling", {
+                "step_index": index, "step_name": name, "tool": tool, "status": status, "run_id": run,
+                "duration": 2.5, "error": "Connection reset by peer" if status == "failed" else None,
+            }, user_id="alice")
 
 
-def test_physics_is_the_tuned_one() -> None:
-    page = html.unescape(re.search(r'srcdoc="([^"]*)"', graph_html(_hostile_graph())).group(1))  # type: ignore[union-attr]
-    assert '"solver": "forceAtlas2Based"' in page and '"improvedLayout": false' in page
-    assert PHYSICS["physics"]["stabilization"]["iterations"] == 200
+async def test_captions_colours_and_sizes_follow_the_schema_labels(store: Any) -> None:
+    graph = await amemory_graph(store, user_id="alice", agent_id="bio")
+    nodes = payload(select(graph, 500))["nodes"]
+    labels = {n["type"] for n in nodes}
+    assert labels == {"Namespace", "Memory", "Entity", "Workflow", "Trace", "Step", "Tool"}
+    colour = {t: {n["color"]["background"] for n in nodes if n["type"] == t and not n["failed"]} for t in labels}
+    assert all(len(c) == 1 for c in colour.values())  # one colour per label
+    assert len({c.pop() for c in colour.values()}) == len(labels)  # and no two labels share one
+    failed = [n for n in nodes if n["failed"]]
+    assert [n["label"] for n in failed] == ["2 · bwa"]
+    assert failed[0]["color"]["background"] == FAILED_COLOUR not in {s["color"] for s in LABEL_STYLE.values()}
+    for n in nodes:
+        assert n["label"] and not UUID.search(n["label"]), n  # captions are names, never ids
+        assert not UUID.search(n["title"].splitlines()[0])
+        assert ["id", n["id"]] in n["props"]  # the id is in the properties panel
+    captions = {(n["type"], n["label"]) for n in nodes}
+    assert {("Entity", "TP53"), ("Entity", "apoptosis"), ("Tool", "bwa"), ("Step", "0 · sra-tools"),
+            ("Workflow", "variant-calling"), ("Trace", "run-2"), ("Namespace", "alice / bio")} <= captions
+    assert ("Memory", "TP53 knockdown raises apopt…") in captions
+    # Tooltips are formatted text: a step reads as a step, never as escaped JSON.
+    step_tip = next(n["title"] for n in failed)
+    assert "step 2 · bwa · align_reads · failed · 2.5 s" in step_tip and "Connection reset" in step_tip
+    assert "{" not in step_tip
+    tp53 = next(n for n in nodes if n["label"] == "TP53")
+    assert tp53["size"] > next(n for n in nodes if n["label"] == "BRCA1")["size"]  # hubs grow with use
 
 
-def test_cap_keeps_the_most_connected_nodes_and_says_so() -> None:
-    nodes = [GraphNode("hub", "namespace", "hub")] + [GraphNode(f"n{i}", "memory", f"n{i}") for i in range(20)]
-    edges = [GraphEdge("hub", f"n{i}") for i in range(20)] + [GraphEdge("n3", "n4")]
-    view = graph_view((nodes, edges), max_nodes=3)
-    assert [n.id for n in view.nodes] == ["hub", "n3", "n4"]
-    assert view.message == "showing 3 of 21 nodes (the most connected ones)"
-    assert len(view.edges) == 3
-    assert "showing 3 of 21 nodes" in graph_html(view)
-    with pytest.raises(ValueError, match="max_nodes"):
-        graph_view((nodes, edges), max_nodes=0)
+async def test_a_workflow_reads_left_to_right_along_next(store: Any) -> None:
+    graph = await amemory_graph(store, user_id="alice", agent_id="bio", workflow_id="variant-calling")
+    view = select(graph)
+    assert view.layout == "workflow"
+    data = payload(view)
+    assert data["physics"] is False
+    at = {n["id"]: (n["x"], n["y"]) for n in data["nodes"]}
+    steps = [n for n in graph.nodes if n.type == "Step"]
+    nexts = [e for e in graph.edges if e.type == "NEXT"]
+    assert len(nexts) == 6
+    for e in nexts:  # every NEXT points right, within its run's row
+        assert at[e.target][0] > at[e.source][0] and at[e.target][1] == at[e.source][1]
+    rows = {at[s.id][1] for s in steps}
+    assert len(rows) == 2
+    for row in rows:
+        ordered = sorted((s for s in steps if at[s.id][1] == row), key=lambda s: at[s.id][0])
+        assert [s.properties["order"] for s in ordered] == [0, 1, 2, 3]
+    for e in graph.edges:  # tools in a lane below the runs, each step's memory right above it
+        if e.type == "USES_TOOL":
+            assert at[e.target][1] > max(rows)
+        if e.type == "RECORDED_AS":
+            assert at[e.target][1] < at[e.source][1] and at[e.target][0] == at[e.source][0]
 
 
-def test_colour_by_type_size_by_degree_and_legend() -> None:
-    out = graph_html(_hostile_graph())
-    page = html.unescape(re.search(r'srcdoc="([^"]*)"', out).group(1))  # type: ignore[union-attr]
-    nodes = {n["id"]: n for n in json.loads(re.search(r"nodes = new vis.DataSet\((.*?)\);", page).group(1))}  # type: ignore[union-attr]
-    assert nodes["ns"]["size"] == nodes["m1"]["size"] > nodes["m2"]["size"] == nodes["g"]["size"]  # degree 2, 2, 1, 1
-    assert nodes["m1"]["color"] == nodes["m2"]["color"] == TYPE_COLOURS["memory"]
-    assert nodes["g"]["color"] == TYPE_COLOURS["gene"] != TYPE_COLOURS["memory"]
-    legend = re.search(r'memkit-graph-legend.*?</div>', out).group(0)  # type: ignore[union-attr]
-    for kind in ("gene", "memory", "namespace"):
-        assert f"</span>{kind}</span>" in legend
+def test_over_the_cap_memories_are_sampled_not_cut_for_hubs(tmp_path: Path) -> None:
+    with memkit.open(f"sqlite:///{tmp_path / 'big.db'}") as mem:
+        genes = [f"G{i}" for i in range(40)]
+        items = [{"content": f"note {i} on {genes[i % 40]}", "user_id": "u", "agent_id": "a",
+                  "metadata": {"gene": genes[i % 40], "topic": f"t{i % 7}"}} for i in range(1500)]
+        items += [{"content": f"[trace] {i}", "user_id": "u", "agent_id": "a",
+                   "metadata": {"type": "trace", "workflow_id": f"wf-{i % 5}", "tool": "bwa",
+                                "step_index": i % 9, "status": "success", "run_id": f"r{i % 30}"}}
+                  for i in range(300)]
+        mem.add_many(items)
+        graph = memory_graph(mem, user_id="u", agent_id="a", limit=2000)
+    view = select(graph, 150)
+    shown = view.shown
+    assert len(view.nodes) == 150
+    assert shown["Memory"] >= 40  # memories are never all cut away
+    kinds = {n.properties["type"] for n in view.nodes if n.type == "Memory"}
+    assert kinds == {None, "trace"}  # every kind of memory kept
+    times = sorted(n.properties["created_us"] for n in graph.nodes if n.type == "Memory")
+    kept = sorted(n.properties["created_us"] for n in view.nodes if n.type == "Memory")
+    assert kept[0] <= times[len(times) // 10] and kept[-1] >= times[-len(times) // 10]  # spread over time
+    linked = {e.source for e in view.edges} | {e.target for e in view.edges}
+    assert all(n.id in linked for n in view.nodes if n.type == "Entity")  # no ring of isolated dots
+    left = view.total["Memory"] - shown["Memory"]
+    assert f"{left:,} of {view.total['Memory']:,} memories" in view.message and left > 1000
+    for advice in ("draw one workflow", "double-click a node to expand", "raise max nodes"):
+        assert advice in view.message
+    with pytest.raises(InvalidInputError):
+        select(graph, 0)
 
 
-def test_networkx_and_memory_graph_shapes_are_accepted() -> None:
-    g = nx.DiGraph()
-    g.add_node("a", type="memory", label="A", content="alpha")
-    g.add_node("b", type="gene", label="TP53")
-    g.add_edge("a", "b", type="mentions")
-    nodes, edges = coerce_graph(g)
-    assert nodes == [GraphNode("a", "memory", "A", "alpha"), GraphNode("b", "gene", "TP53", "")]
-    assert edges == [GraphEdge("a", "b", "mentions")]
-
-    class Node:
-        def __init__(self, id: str, type: str, properties: dict[str, object]) -> None:
-            self.id, self.type, self.properties = id, type, properties
-
-    class Graph:
-        def __init__(self) -> None:
-            self.nodes = [Node("x", "tool", {"name": "blast"})]
-            self.edges: list[dict[str, str]] = []
-
-    assert coerce_graph(Graph()) == ([GraphNode("x", "tool", "x", '{\n "name": "blast"\n}')], [])
+def test_the_page_is_offline_and_script_safe(tmp_path: Path) -> None:
+    mem = memkit.open("memory://")
+    mem.add(HOSTILE, "u", "a", {"gene": HOSTILE})
+    graph = memory_graph(mem)
+    page = graph.to_html(str(tmp_path / "g.html"), title=HOSTILE)
+    assert (tmp_path / "g.html").read_text(encoding="utf-8") == page
+    assert not RESOURCE.search(page)
+    assert "<img src=x" not in page and "window.__pwned=2</script>" not in page
+    data = page[page.index('id="memkit-graph-data">') + 23 : page.index("</script>")]
+    decoded = json.loads(data)
+    memory = next(n for n in decoded["nodes"] if n["type"] == "Memory")
+    assert memory["label"].startswith('<img src=x onerror=')  # captions show the text as text
+    assert "\u202e" not in memory["label"]  # bidi overrides are shown escaped, not obeyed
+    assert ["content", HOSTILE.replace("\u202e", "\\u202e")] in memory["props"]
 
 
-def test_namespace_graph_from_the_port() -> None:
-    with memkit.open("memory://") as mem:
-        mem.add("BLAST of TP53", "u1", "bio", {"gene": "TP53", "tool": "blast"})
-        mem.add("KRAS variant", "u1", "bio", {"gene": "KRAS"})
-        mem.add("other namespace", "u2", "bio", {"gene": "MYC"})
-        graph = graph_view(memory_graph(mem, user_id="u1", agent_id="bio"), 100)
-    kinds = sorted(n.type for n in graph.nodes)
-    assert kinds == ["Entity", "Entity", "Entity", "Memory", "Memory", "Namespace"]
-    assert "MYC" not in str([n.label for n in graph.nodes])  # the other namespace stays out
-    assert len(graph.edges) == 5
+def test_to_pyvis_is_the_same_view_as_a_pyvis_network() -> None:
+    from pyvis.network import Network
+
+    mem = memkit.open("memory://")
+    mem.add("TP53 knockdown", "u", "a", {"gene": "TP53"})
+    net = memory_graph(mem).to_pyvis()
+    assert isinstance(net, Network)
+    by_label = {n["label"]: n for n in net.nodes}
+    assert by_label["TP53"]["color"]["background"] == LABEL_STYLE["Entity"]["color"]
+    assert by_label["TP53 knockdown"]["title"].startswith("Memory · u / a")
+    assert len(net.edges) == 2
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", *GRAPH_DBS])
+async def test_neighbourhood_walks_out_from_a_gene(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    if kind == "memory":
+        provider: Any = InMemoryAdapter()
+    elif kind == "sqlite":
+        provider = SQLiteAdapter(tmp_path / "n.db")
+    else:
+        provider = await _graph_db(kind, request)
+    try:
+        await fill(provider)
+        await provider.add("TP53 elsewhere", "bob", "bio", {"gene": "TP53"})
+        graph = await amemory_graph(provider, user_id="alice", agent_id="bio")
+        tp53 = next(n for n in graph.nodes if n.type == "Entity" and n.properties["name"] == "TP53")
+        for start in (tp53, tp53.id):  # a node or just its id
+            around = await aneighbourhood(provider, start)
+            memories = sorted(n.properties["content"] for n in around.nodes if n.type == "Memory")
+            assert memories == ["BRCA1 and TP53 interact at DNA damage sites",
+                                "TP53 knockdown raises apoptosis in HeLa cells"]  # never bob's
+            assert {e.type for e in around.edges} == {"MENTIONS"}
+        two = await aneighbourhood(provider, tp53, depth=2)
+        assert {"Entity", "Memory", "Namespace"} <= set(two.node_types()) and len(two.nodes) > len(around.nodes)
+        step = next(n for n in graph.nodes if n.type == "Step" and n.properties["order"] == 1
+                    and n.properties["run_id"] == "run-2")
+        near = await aneighbourhood(provider, step)
+        assert sorted(n.properties.get("order") for n in near.nodes if n.type == "Step") == [0, 1, 2]
+        assert {"Trace", "Tool", "Memory"} <= set(near.node_types())
+        memory = next(n for n in graph.nodes if n.type == "Memory" and n.properties["content"].startswith("BRCA1"))
+        assert {n.properties.get("name") for n in (await aneighbourhood(provider, memory.id)).nodes
+                if n.type == "Entity"} == {"BRCA1", "TP53", "DNA repair"}
+        assert (await aneighbourhood(provider, str(uuid.uuid4()))).nodes == []
+        assert len((await aneighbourhood(provider, tp53, limit=1)).nodes) == 2
+        for bad in ({"depth": 0}, {"depth": 9}, {"limit": 0}, {"limit": True}):
+            with pytest.raises(InvalidInputError):
+                await aneighbourhood(provider, tp53, **bad)
+        with pytest.raises(InvalidInputError):
+            await aneighbourhood(provider, GraphNode("x", "Gene"))
+    finally:
+        await provider.aclose()
+
+
+def test_the_sync_neighbourhood_and_the_explorer_expand(tmp_path: Path) -> None:
+    from memkit.widgets import GraphExplorer
+
+    with memkit.open(f"sqlite:///{tmp_path / 'w.db'}") as mem:
+        _fill_sync(mem)
+        explorer = GraphExplorer(mem, max_nodes=10)
+        explorer.draw_button.click()
+        assert explorer.view is not None and len(explorer.view.nodes) == 10
+        sent: list[dict[str, Any]] = []
+        explorer.canvas.send = sent.append  # type: ignore[method-assign]
+        entity = next(n for n in explorer.view.nodes if n.type == "Entity")
+        explorer.canvas._on_message(explorer.canvas, {"event": "expand", "id": entity.id}, [])
+        [reply] = sent
+        assert reply["event"] == "expanded" and reply["id"] == entity.id
+        assert reply["nodes"] and all(n["type"] == "Memory" for n in reply["nodes"])
+        assert {(e["from"], e["to"]) for e in reply["edges"]} >= {(n["id"], entity.id) for n in reply["nodes"]}
+        assert explorer.selected is None
+        explorer.canvas.selected_id = reply["nodes"][0]["id"]
+        assert explorer.selected is not None and explorer.selected.type == "Memory"
+        assert {n.id for n in neighbourhood(mem, entity).nodes} >= {n["id"] for n in reply["nodes"]}
+        explorer.canvas._on_message(explorer.canvas, {"event": "expand", "id": "<nope>"}, [])
+        assert len(sent) == 1  # an unknown node changes nothing
+        assert isinstance(explorer.canvas.graph, MemoryGraph)
+
+
+def _fill_sync(mem: memkit.Memory) -> None:
+    from memkit._sync import run_sync
+
+    run_sync(fill(mem.provider))
+
+
+def test_page_html_of_an_empty_graph_still_renders() -> None:
+    page = page_html(select(MemoryGraph()), "empty")
+    assert "showing all 0 nodes" in page

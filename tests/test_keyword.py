@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 import sqlite3
 
+import numpy as np
+
 from memkit._keyword import KeywordIndex, analyze, analyze_query
 
 WORDS = (
@@ -76,3 +78,29 @@ def test_ties_are_newest_first() -> None:
     index.add_many([(1, "same words", 10), (2, "same words", 30), (3, "same words", 20)])
     assert index.top(["same"], 3)[0].tolist() == [2, 3, 1]
     assert index.top(["same"], 2)[0].tolist() == [2, 3]
+
+
+def test_a_saved_index_loads_and_keeps_changing_like_the_original() -> None:
+    rng = random.Random(1)
+    words = ["kinase", "helicase", "ligase", "sample", "tumour", "reads", "align", "variant", "the", "dog"]
+    original = KeywordIndex()
+    original.add_many((i + 1, " ".join(rng.choices(words, k=rng.randint(1, 8))), i) for i in range(3_000))
+    for key in range(1, 3_000, 7):
+        original.remove(key)
+    loaded = KeywordIndex.from_bytes(original.to_bytes())
+    assert len(loaded) == len(original) and (2 in loaded) and (8 not in loaded)
+    late = [(5_000 + i, " ".join(rng.choices(words, k=4)), 9_000 + i) for i in range(50)]
+    for index in (original, loaded):
+        index.add_many(late[:25])
+        for key, text, order in late[25:]:
+            index.add(key, text, order)
+        index.remove(5_003)
+        index.remove(10)
+    again = KeywordIndex.from_bytes(loaded.to_bytes())
+    for query in ["kinase dog", "the", "ligase reads variant", "zebra"]:
+        terms = analyze_query(query)
+        want_keys, want_scores = original.top(terms, 40)
+        for index in (loaded, again):
+            keys, scores = index.top(terms, 40)
+            assert keys.tolist() == want_keys.tolist()
+            assert np.allclose(scores, want_scores)

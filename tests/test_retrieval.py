@@ -56,7 +56,7 @@ async def test_hybrid_is_the_default_with_an_embedder(mem: SQLiteAdapter) -> Non
     await plain.add("dog", *NS)
     [hit] = await plain.search("dog", *NS)
     assert hit.score_details == {"mode": "keyword", "keyword": {"rank": 1, "score": hit.score}}
-    with pytest.raises(ConfigError, match="needs an embedder"):
+    with pytest.raises(InvalidInputError, match="embedder='default'"):
         await plain.search("dog", *NS, mode="hybrid")
     await plain.aclose()
 
@@ -130,7 +130,7 @@ async def test_bad_mode_and_config(mem: SQLiteAdapter) -> None:
         HybridConfig(alpha=1.5)
     with pytest.raises(ConfigError):
         HybridConfig(candidates=0)
-    with pytest.raises(ConfigError):
+    with pytest.raises(InvalidInputError):
         await mem.search("dog", *NS, hybrid={"alpha": 0.5})  # type: ignore[arg-type]
 
 

@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ async def test_file_is_wal_with_schema_version(tmp_path: Path) -> None:
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
     assert tables == {
         "memories", "store_meta", "memory_vectors", "trace_steps", "trace_dict", "trace_source",
+        "memory_deletions", "sqlite_sequence", "keyword_snapshots",
     }
 
 
@@ -169,3 +171,51 @@ async def test_porter_stemming_matches_word_forms(tmp_path: Path) -> None:
     await adapter.add("Unrelated lunch note", "u", "a")
     assert [h.id for h in await adapter.search("mapping read", "u", "a")] == [target]
     await adapter.aclose()
+
+
+async def test_a_full_database_reports_itself_full_and_keeps_what_it_had(tmp_path: Path) -> None:
+    # A full disk simulated by capping the file's pages (mounting a small tmpfs needs
+    # privileges a test run should not assume); SQLite answers both with SQLITE_FULL.
+    mem = SQLiteAdapter(tmp_path / "full.db", embedder=None)
+    kept = await mem.add("kept before the disk filled", "u", "a")
+    assert mem._conn is not None
+    pages = mem._conn.execute("PRAGMA page_count").fetchone()[0]
+    mem._conn.execute(f"PRAGMA max_page_count = {pages + 2}")
+    big = [{"content": "x" * 4_000 + str(i), "user_id": "u", "agent_id": "a"} for i in range(50)]
+    with pytest.raises(StorageError, match="database or disk is full"):
+        await mem.add_many(big)
+    with pytest.raises(StorageError, match="database or disk is full"):
+        await mem.add("y" * 90_000, "u", "a")
+    assert [h.id for h in await mem.get_all("u", "a")] == [kept]
+    mem._conn.execute(f"PRAGMA max_page_count = {2**30}")
+    assert len(await mem.add_many(big)) == 50  # the connection is usable again
+    await mem.aclose()
+
+
+@pytest.fixture
+def small_filesystem(tmp_path: Path) -> Iterator[Path]:
+    """A 512 KiB tmpfs: a disk that really fills (mounting it needs root, as in CI's container)."""
+    folder = tmp_path / "small"
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(folder)], capture_output=True, text=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here (needs root): {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "--lazy", str(folder)], check=True)  # lazy: a failed test may hold the file
+
+
+async def test_a_full_disk_reports_itself_full(small_filesystem: Path) -> None:
+    mem = SQLiteAdapter(small_filesystem / "full.db", embedder=None)
+    kept = await mem.add("kept before the disk filled", "u", "a")
+    written = 1
+    with pytest.raises(StorageError, match="database or disk is full"):
+        for _ in range(100):
+            batch = [{"content": "x" * 4_000 + str(i), "user_id": "u", "agent_id": "a"} for i in range(20)]
+            written += len(await mem.add_many(batch))
+    items = await mem.get_all("u", "a", limit=10_000)
+    assert len(items) == written and kept in {i.id for i in items}  # nothing acknowledged was lost
+    await mem.aclose()

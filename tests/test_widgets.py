@@ -6,12 +6,12 @@ import csv
 from collections.abc import Iterator
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 import memkit
 from memkit._demo import demo_items
-from memkit.frames import TRACE_COLUMNS, failure_patterns, traces_frame
+from memkit._display import format_time
+from memkit.frames import TRACE_COLUMNS, compare_runs, run_steps, runs_frame
 from memkit.widgets import Dashboard, GraphExplorer, NamespaceBrowser, TraceReplay
 from memkit.widgets._static import snapshot_html
 
@@ -86,15 +86,16 @@ def test_metadata_filter_pages_only_matching_rows(small: memkit.Memory) -> None:
     ('["TP53"]', "must be a JSON object"),
     ('{"gene": {"$regex": "T"}}', "InvalidInputError"),
 ])
-def test_bad_filter_shows_a_clear_error_and_keeps_the_table(small: memkit.Memory, text: str, expected: str) -> None:
+def test_bad_filter_shows_a_clear_error_instead_of_stale_rows(small: memkit.Memory, text: str, expected: str) -> None:
     browser = NamespaceBrowser(small, page_size=5)
     browser.namespace.value = ("u1", "bio")
-    before = browser.table.value
+    assert len(browser.rows.rows) == 5
     browser.filters.value = text
     browser.search_button.click()
     assert expected in browser.status.value
     assert "memkit-error" in browser.status.value
-    assert browser.table.value == before
+    assert browser.rows.rows == [] and browser.items == [] and "error" in browser.rows.empty_text
+    assert not browser.rows.busy
 
 
 def test_search_offers_only_the_modes_the_store_supports_and_shows_scores(small: memkit.Memory) -> None:
@@ -106,10 +107,13 @@ def test_search_offers_only_the_modes_the_store_supports_and_shows_scores(small:
     browser.search_button.click()
     assert browser.items and all(i.score is not None for i in browser.items)
     assert {i.content for i in browser.items[:4]} == {f"note {n:02d} about TP53" for n in (0, 3, 6, 9)}
-    assert "<th" in browser.table.value and ">score<" in browser.table.value
+    assert all(i.score > 0 for i in browser.items)  # the list stops where relevance ends
+    first = browser.rows.rows[0]
+    assert first["score"] is not None and [leg["name"] for leg in first["legs"]] == ["keyword", "semantic"]
+    assert first["legs"][0]["found"] and first["legs"][0]["rank"] >= 1
     browser.rows.value = browser.items[0].id
-    assert "&quot;mode&quot;: &quot;hybrid&quot;" in browser.detail.value
-    assert "&quot;rank&quot;: 1" in browser.detail.value
+    assert "keyword</span>" in browser.detail.value and "rank " in browser.detail.value
+    assert "&quot;mode&quot;" not in browser.detail.value  # a bar per leg, not JSON
 
 
 def test_a_keyword_only_store_offers_keyword_search_only(tmp_path: Path) -> None:
@@ -123,7 +127,7 @@ def test_a_keyword_only_store_offers_keyword_search_only(tmp_path: Path) -> None
         browser.search_button.click()
         assert len(browser.items) == 4 and all(i.score is not None for i in browser.items)
         browser.rows.value = browser.items[0].id
-        assert "&quot;mode&quot;: &quot;keyword&quot;" in browser.detail.value
+        assert "rank 1, score" in browser.detail.value and "semantic<" not in browser.detail.value
 
 
 def test_memory_text_is_escaped_everywhere(small: memkit.Memory) -> None:
@@ -131,9 +135,25 @@ def test_memory_text_is_escaped_everywhere(small: memkit.Memory) -> None:
     browser = NamespaceBrowser(small)
     browser.namespace.value = ("u1", "bio")
     browser.rows.value = browser.items[0].id
-    for html in (browser.table.value, browser.detail.value, snapshot_html(browser)):
+    assert browser.rows.rows[0]["text"] == HOSTILE  # sent as text; the grid sets textContent
+    for html in (browser.detail.value, snapshot_html(browser)):
         assert "<img" not in html and "<script>" not in html
         assert "&lt;img src=x onerror=" in html
+
+
+def test_trace_memories_read_as_steps_in_the_table_and_detail(tmp_path: Path) -> None:
+    with memkit.open(f"sqlite:///{tmp_path / 't.db'}") as mem:
+        mem.add_trace("bio", "wf-1", {"tool": "bwa", "step_index": 3, "status": "failed", "duration": 2.1,
+                                      "error": "Connection reset by peer", "parameters": {"k": 1}}, user_id="u1")
+        mem.add_trace("bio", "wf-1", {"tool": "bwa", "step_index": 0}, user_id="u1")  # no status
+        browser = NamespaceBrowser(mem)
+        texts = [r["text"] for r in browser.rows.rows]
+        assert texts[1] == 'step 3 · bwa · failed · 2.1 s · "Connection reset by peer"'
+        assert texts[0] == "step 0 · bwa · unknown"
+        assert all("data={" not in r["text"] + r["full"] + r["metadata_full"] for r in browser.rows.rows)
+        assert browser.rows.rows[1]["created"].endswith(" UTC")
+        browser.rows.value = browser.items[1].id
+        assert "data={" not in browser.detail.value and "Connection reset by peer" in browser.detail.value
 
 
 def test_delete_needs_confirmation_and_stays_in_its_namespace(small: memkit.Memory) -> None:
@@ -157,72 +177,91 @@ def test_delete_needs_confirmation_and_stays_in_its_namespace(small: memkit.Memo
     assert [ns.count for ns in small.namespaces() if ns.user_id == "u2"] == [1]
 
 
-def test_trace_replay_steps_through_a_run(demo: memkit.Memory, tmp_path: Path) -> None:
-    replay = TraceReplay(demo)
-    labels = [value for _, value in replay.workflow.options]
-    assert len(labels) == 18  # 3 users x 2 runs x 3 workflows in the demo sample
-    replay.workflow.value = ("alice", "bioinformatics", "variant-calling-alice-1")
-    frame = replay.frame
-    expected = traces_frame(demo, workflow_id="variant-calling-alice-1", agent_id="bioinformatics",
-                            user_id="alice")
-    pd.testing.assert_frame_equal(frame, expected)
-    assert list(frame.columns[: len(TRACE_COLUMNS)]) == list(TRACE_COLUMNS)
-    assert list(frame["step_index"]) == list(range(len(frame)))
-    assert replay.step.max == len(frame) - 1
-    for column in TRACE_COLUMNS:  # the step table shows the traces_frame columns
-        assert f">{column}</th>" in replay.table.value
-    assert f"step 1 of {len(frame)}: fetch_reads" in replay.step_view.value
-    first = frame.iloc[0]
-    for key in (k for k in frame.columns if k.startswith("params.") and pd.notna(first[k])):
-        assert f"&quot;{key.split('.', 1)[1]}&quot;" in replay.step_view.value
-    replay.next_button.click()
-    assert "quality_check" in replay.step_view.value and replay.step.value == 1
-    assert f"{frame.iloc[1]['duration_s']:.3f}".rstrip("0") in replay.step_view.value
-    replay.prev_button.click()
-    replay.prev_button.click()
-    assert replay.step.value == 0
-    replay.step.value = replay.step.max
-    replay.next_button.click()
-    assert replay.step.value == replay.step.max
+def test_trace_replay_lists_runs_filters_sorts_and_opens_one(demo: memkit.Memory, tmp_path: Path) -> None:
+    panel = TraceReplay(demo)
+    expected = runs_frame(demo)
+    assert panel.total_runs == len(expected) == 18  # 3 users x 2 runs x 3 workflows in the demo sample
+    assert [r["run"] for r in panel.runs] == list(expected.index)  # newest first
+    panel.filters = {"status": "failed"}
+    assert {r["status"] for r in panel.runs} == {"failed"}
+    assert len(panel.runs) == int(expected["status"].eq("failed").sum()) > 0
+    assert "runs, " in panel.message and panel.message_kind == "error"  # failed runs in view
+    panel.filters = {"tool": "gatk", "min_duration": 600}
+    assert panel.runs and all(r["run"] in set(expected[expected.duration_s >= 600].index) for r in panel.runs)
+    panel.filters = {}
+    panel.sort = {"column": "duration_s", "descending": False}
+    durations = [expected.loc[r["run"], "duration_s"] for r in panel.runs]
+    assert durations == sorted(durations)
+    run = "variant-calling-alice-1/run-alice-1"
+    panel.run = run
+    steps = run_steps(demo, run)
+    assert panel.timeline["status_of"] == list(steps["status"]) and panel.timeline["n"] == len(steps)
+    failed = [i for i, s in enumerate(panel.timeline["status_of"]) if s == "failed"]
+    assert failed and "data={" not in str(panel.timeline)
+    panel.step = failed[0]
+    assert panel.detail["error"] == steps.iloc[failed[0]]["error"]
+    assert panel.detail["parameters"]["gene"] == steps.iloc[failed[0]]["params.gene"]
+    assert ["started", format_time(steps.iloc[failed[0]]["started_at"].to_pydatetime())] in panel.detail["facts"]
+    panel.compare_with = "variant-calling-bob-1/run-bob-1"
+    diff = compare_runs(demo, run, "variant-calling-bob-1/run-bob-1")
+    assert [r["change"] for r in panel.comparison["rows"]] == list(diff["change"])
     out = tmp_path / "steps.csv"
-    replay.csv_path.value = str(out)
-    replay.export_button.click()
+    panel.export(str(out))
     with out.open() as fh:
         rows = list(csv.DictReader(fh))
-    assert [r["step_name"] for r in rows] == list(frame["step_name"])
-    assert [r["step_id"] for r in rows] == list(frame.index)
-    assert set(TRACE_COLUMNS) <= set(rows[0])
-    assert "wrote" in replay.status.value
+    assert [r["step_id"] for r in rows] == list(steps.index)
+    assert set(TRACE_COLUMNS) <= set(rows[0]) and "wrote" in panel.message
+    assert panel.summary().startswith("TraceReplay: 18 of 18 runs shown")
 
 
-def test_trace_replay_failure_patterns_and_tool_stats(tmp_path: Path) -> None:
+def test_trace_replay_shows_status_less_steps_as_unknown(tmp_path: Path) -> None:
     with memkit.open(f"sqlite:///{tmp_path / 't.db'}") as mem:
-        steps = [("fetch", "entrez", "success", None), ("blast", "blast", "failed", "ConnectionError: timeout"),
-                 ("blast", "blast", "failed", "network timeout"), ("blast", "blast", "success", None)]
-        for index, (name, tool, status, error) in enumerate(steps):
-            mem.add_trace("bio", "wf-1", {"step_name": name, "tool": tool, "status": status, "error": error,
-                                          "step_index": index, "duration": 1.5, "retry_count": 0}, user_id="u1")
-        replay = TraceReplay(mem)
-        assert replay.workflow.value == ("u1", "bio", "wf-1")
-        assert "4 steps, 2 failed" in replay.status.value
-        patterns = failure_patterns(replay.frame)
-        assert patterns.to_dict("records") == [{"category": "network_error", "tool": "blast", "count": 2}]
-        assert ">network_error<" in replay.patterns.value and ">2<" in replay.patterns.value
-        assert ">success_rate</th>" in replay.stats.value and ">0.333<" in replay.stats.value  # blast 1 of 3
-        replay.step.value = 2
-        assert "2 of 3 steps failed so far" in replay.step_view.value
-        assert "network timeout" in replay.step_view.value
+        mem.add_trace("bio", "wf-1", {"tool": "bwa", "step_index": 0}, user_id="u1")  # the README's example
+        mem.add_trace("bio", "wf-1", {"tool": "gatk", "step_index": 1, "status": "exploded"}, user_id="u1")
+        dash = Dashboard(mem)
+        panel = dash.replay
+        assert panel.runs == [] and "not read yet" in dash.summary()  # read when the tab is first shown
+        dash.tabs.selected_index = 1
+        assert [r["status"] for r in panel.runs] == ["unknown"]
+        panel.run = panel.runs[0]["run"]
+        assert panel.timeline["status_of"] == ["unknown", "unknown"]
+        panel.step = 0
+        assert panel.detail["status"] == "unknown" and panel.message_kind != "error"
 
 
-def test_trace_replay_escapes_trace_text(tmp_path: Path) -> None:
+def test_trace_replay_finds_the_memories_a_step_wrote(tmp_path: Path) -> None:
+    with memkit.open(f"sqlite:///{tmp_path / 't.db'}") as mem:
+        mem.add_trace("bio", "wf-1", {"tool": "blast", "step_index": 0, "status": "success"}, user_id="u1")
+        mem.add("BLAST found 3 hits", "u1", "bio", {"workflow_id": "wf-1", "step_index": 0})
+        mem.add("unrelated", "u1", "bio", {"workflow_id": "wf-2", "step_index": 0})
+        mem.add("other namespace", "u2", "bio", {"workflow_id": "wf-1", "step_index": 0})
+        panel = TraceReplay(mem)
+        panel.run = "wf-1"
+        panel.step = 0
+        assert panel.detail["memories"] is None  # only on request: it scans metadata
+        assert panel.find_memories() == ["BLAST found 3 hits"]
+        assert panel.detail["memories"] == ["BLAST found 3 hits"]
+
+
+def test_trace_replay_on_an_empty_store_and_a_bad_run(tmp_path: Path) -> None:
+    with memkit.open(f"sqlite:///{tmp_path / 't.db'}") as mem:
+        panel = TraceReplay(mem)
+        assert panel.runs == [] and panel.total_runs == 0 and "no traces" in panel.message
+        panel.run = "nope"
+        assert panel.message_kind == "error" and panel.timeline == {}
+
+
+def test_trace_replay_keeps_hostile_text_as_data(tmp_path: Path) -> None:
     with memkit.open(f"sqlite:///{tmp_path / 't.db'}") as mem:
         mem.add_trace("bio", "wf-<b>", {"step_name": "<b>x</b>", "tool": HOSTILE, "status": "failed",
-                                         "error": HOSTILE, "parameters": {"q": HOSTILE},
-                                         "result": {"r": "<i>r</i>"}}, user_id="u1")
-        replay = TraceReplay(mem)
-        html = replay.step_view.value + replay.table.value + replay.stats.value + replay.patterns.value
-        assert "&lt;b&gt;x&lt;/b&gt;" in replay.step_view.value
-        assert "<b>x</b>" not in html and "<img" not in html and "<script" not in html and "<i>r" not in html
+                                         "error": HOSTILE + "\x1b[31m", "parameters": {"q": HOSTILE},
+                                         "result": {"r": "<i>r</i>"}, "step_index": 0}, user_id="u1")
+        panel = TraceReplay(mem)
+        panel.run = panel.runs[0]["run"]
+        panel.step = 0
+        # The panel sends text; the browser module puts it in with textContent (tests/test_lab.py looks).
+        assert panel.detail["parameters"] == {"q": HOSTILE}
+        assert panel.detail["error"] == HOSTILE + "\\x1b[31m"  # control characters escaped
 
 
 def test_graph_explorer_caps_nodes_and_switches_scope(demo: memkit.Memory) -> None:
@@ -230,8 +269,8 @@ def test_graph_explorer_caps_nodes_and_switches_scope(demo: memkit.Memory) -> No
     explorer.namespace.value = ("alice", "bioinformatics")
     explorer.draw_button.click()
     assert explorer.view is not None and len(explorer.view.nodes) == 10
-    assert f"showing 10 of {explorer.view.total_nodes} nodes" in explorer.status.value
-    assert "<iframe" in explorer.view_html.value
+    assert f"showing 10 of {explorer.view.total_nodes} nodes" in explorer.canvas.data["message"]
+    assert len(explorer.canvas.data["nodes"]) == 10
     explorer.scope.value = "workflow"
     assert explorer.namespace.layout.display == "none" and explorer.workflow.layout.display == "flex"
     explorer.max_nodes.value = 100
@@ -240,7 +279,7 @@ def test_graph_explorer_caps_nodes_and_switches_scope(demo: memkit.Memory) -> No
     types = {n.type for n in explorer.view.nodes}
     assert {"Workflow", "Trace", "Step", "Tool"} <= types
     assert sum(n.type == "Step" for n in explorer.view.nodes) == 5  # variant calling has five steps
-    assert "showing all" in explorer.status.value
+    assert "showing all" in explorer.canvas.data["message"]
 
 
 def test_dashboard_has_the_three_panels_in_tabs(demo: memkit.Memory) -> None:

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from memkit._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError, missing_extra
-from memkit._url import query_options
+from memkit._url import embedder_option, query_options
 from memkit.adapters._graph import Dialect, GraphAdapter, Statement
 
 __all__ = ["FalkorDBAdapter", "FalkorDBDialect"]
@@ -194,8 +194,10 @@ def parse_falkordb_url(url: str) -> dict[str, Any]:
                 options[key] = float(value)
             except ValueError:
                 raise ConfigError(f"socket_timeout must be a number, got {value!r}") from None
+        elif key == "embedder":  # as in sqlite:// URLs: none, default, st:/model/folder
+            options[key] = embedder_option(value)
         else:
-            raise ConfigError(f"unknown falkordb:// URL option {key!r}; known: socket_timeout")
+            raise ConfigError(f"unknown falkordb:// URL option {key!r}; known: embedder, socket_timeout")
     return options
 
 

@@ -16,25 +16,26 @@ from __future__ import annotations
 
 import abc
 import json
-import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from memkit._errors import ConfigError, InvalidInputError
-from memkit._filters import Condition, matches, parse_filters
+from memkit._filters import Condition, matches
 from memkit._graphschema import DEFAULT_ENTITY_FIELDS, NODE_LABELS, RecordParts, memory_key, node_key, record_parts
 from memkit._keyword import query_words
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._records import Record, from_us, new_record, now_us, records_from_items, trace_record
+from memkit._retrieval import HybridConfig, check_hybrid, check_mode, modes_for
 from memkit._validate import (
     DEFAULT_LIMITS,
     Limits,
     check_id,
     check_limit,
-    check_namespace,
     check_query,
     check_read,
+    check_scope,
 )
+from memkit.adapters._plumbing import timed_health
 from memkit.graph import GraphBuilder, MemoryGraph
 
 __all__ = ["Dialect", "GraphAdapter", "Statement"]
@@ -215,6 +216,23 @@ NODES = {
     for label, prop in _LOOKUP.items() if label != "Memory"
 }
 
+# One node and its relationships, newest neighbours first (labels come from the schema, never from input).
+# Memories are found through their indexed key, steps and traces through their indexed id.
+_BY = {"Memory": "key", "Step": "id", "Trace": "id"}
+AROUND = {
+    label: (
+        f"MATCH (a:{label} {{{_BY.get(label, 'id')}: $nid}})-[r]-(b) WHERE a.id = $id"
+        " RETURN type(r) AS type, r.id AS id, r.order AS order, r.field AS field,"
+        " startNode(r).id AS source, endNode(r).id AS target, labels(b) AS labels, properties(b) AS props"
+        " ORDER BY coalesce(b.created_us, 0) DESC LIMIT $limit"
+    )
+    for label in NODE_LABELS
+}
+NODE_AT = {
+    label: f"MATCH (n:{label} {{{_BY.get(label, 'id')}: $nid}}) WHERE n.id = $id RETURN properties(n) AS props"
+    for label in NODE_LABELS
+}
+
 # Two hops from one memory through what it shares (entities, steps, tools): the
 # memories related to it. Used by the graph bench and by neighbourhood views.
 NEIGHBOURS = (
@@ -298,7 +316,8 @@ class Dialect(abc.ABC):
             *(self.write_statement(relink, vec) for relink in (True, False) for vec in (True, False)),
             DELETE, TIDY.replace("{relink}", RELINK),
             RESET, SELECT, GET, EXISTING_IDS, EXPORT, NAMESPACES, STATS, PING, GRAPH_SEEDS, COUNT_MEMORIES,
-            *EXPAND.values(), *NODES.values(), NEIGHBOURS, self.keyword_statement(), self.vector_statement(),
+            *EXPAND.values(), *NODES.values(), NEIGHBOURS,
+            *AROUND.values(), *NODE_AT.values(), self.keyword_statement(), self.vector_statement(),
         ]
 
     @abc.abstractmethod
@@ -372,6 +391,10 @@ class GraphAdapter:
         entity_fields: Iterable[str] = DEFAULT_ENTITY_FIELDS,
         embedder: Any = None,
     ) -> None:
+        if isinstance(embedder, str):  # a name, as sqlite:// and falkordb:// URLs give it
+            from memkit.embeddings import get_embedder
+
+            embedder = get_embedder(embedder)
         if embedder is not None and not (
             isinstance(getattr(embedder, "dim", None), int) and callable(getattr(embedder, "embed", None))
         ):
@@ -443,7 +466,7 @@ class GraphAdapter:
 
     async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
         """Delete one memory; with ``user_id``/``agent_id`` only if it lives in that namespace."""
-        check_id(memory_id, "memory_id", self.limits)
+        memory_id, user_id, agent_id = check_scope(memory_id, user_id, agent_id, self.limits)
         await self._ready()
         [deleted] = await self.dialect.write([(DELETE, {
             "key": memory_key(memory_id), "id": memory_id, "user_id": user_id, "agent_id": agent_id,
@@ -493,33 +516,37 @@ class GraphAdapter:
         filters: dict[str, Any] | None = None,
         *,
         mode: str | None = None,
+        hybrid: HybridConfig | None = None,
     ) -> list[MemoryItem]:
-        """Full-text search in one namespace; an empty query lists it newest first."""
+        """Full-text search in one namespace; an empty query lists it newest first.
+
+        ``hybrid`` sets how many candidates each leg contributes (``candidates``).
+        """
         text = check_query(query, self.limits)
-        limit = check_limit(limit, self.limits)
-        user, agent = check_namespace(user_id, agent_id, self.limits)
-        conditions = parse_filters(filters)
-        if mode not in (None, "keyword", "semantic", "hybrid"):
-            raise InvalidInputError(f"mode must be 'keyword', 'semantic' or 'hybrid', got {mode!r}")
-        if mode in ("semantic", "hybrid") and self.embedder is None:
-            raise ConfigError(f"mode={mode!r} needs an embedder; this {type(self).__name__} has none")
+        user, agent, limit, _, conditions = check_read(user_id, agent_id, limit, filters, self.limits)
+        mode = check_mode(mode, self.search_modes, type(self).__name__)
+        depth = max((check_hybrid(hybrid) or HybridConfig()).candidates, limit)
         if not text:
             return [r.to_item() for r in await self._select(user, agent, conditions, 0, limit)]
-        mode = mode or ("hybrid" if self.embedder is not None else "keyword")
         if mode == "keyword":
             hits = await self._keyword(text, user, agent, conditions, limit)
             return [
                 r.to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
                 for rank, (r, score) in enumerate(hits, start=1)
             ]
-        semantic = await self._semantic(text, user, agent, conditions, limit if mode == "semantic" else limit * 4)
+        semantic = await self._semantic(text, user, agent, conditions, limit if mode == "semantic" else depth)
         if mode == "semantic":
             return [
                 r.to_item(score, {"mode": "semantic", "semantic": {"rank": rank, "score": score}})
                 for rank, (r, score) in enumerate(semantic, start=1)
             ]
-        keyword = await self._keyword(text, user, agent, conditions, limit * 4)
+        keyword = await self._keyword(text, user, agent, conditions, depth)
         return _fuse(keyword, semantic, limit)
+
+    @property
+    def search_modes(self) -> tuple[str, ...]:
+        """The ``mode=`` values :meth:`search` answers (all three with an embedder, else keyword)."""
+        return modes_for(self.embedder is not None)
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
         assert self.embedder is not None
@@ -605,14 +632,11 @@ class GraphAdapter:
         )
 
     async def health(self) -> Health:
-        start = time.perf_counter()
-        try:
+        async def ping() -> str:
             await self.dialect.read(PING, {})
-            ok, detail = True, self.dialect.describe()
-        except Exception as exc:  # health reports failures instead of raising them
-            ok, detail = False, str(exc)
-        return Health(ok=ok, provider=self.provider_name, latency_ms=(time.perf_counter() - start) * 1e3,
-                      detail=detail)
+            return self.dialect.describe()
+
+        return await timed_health(self.provider_name, ping)
 
     async def export(self, user_id: str | None = None, agent_id: str | None = None) -> AsyncIterator[MemoryItem]:
         """Every record, oldest first, read in chunks (keyset paging on time and insertion order)."""
@@ -677,6 +701,42 @@ class GraphAdapter:
                 out.edge(row["type"], row["id"], row["source"], row["target"], row)
         return out.build()
 
+    async def neighbourhood(
+        self, node_id: str, *, label: str | None = None, depth: int = 1, limit: int = 50,
+    ) -> MemoryGraph:
+        """A node and its neighbours up to ``depth`` hops (at most ``limit`` per node walked)."""
+        check_id(node_id, "node id", self.limits)
+        out = GraphBuilder()
+        labels = [label] if label in NODE_LABELS else list(NODE_LABELS)
+        start: str | None = None
+        for candidate in labels:
+            nid = memory_key(node_id) if candidate == "Memory" else node_id
+            rows = await self._read(NODE_AT[candidate], {"nid": nid, "id": node_id})
+            if rows:
+                out.node(candidate, rows[0]["props"])
+                start = candidate
+                break
+        if start is None:
+            return out.build()
+        frontier = [(node_id, start)]
+        edges: list[dict[str, Any]] = []
+        for _ in range(depth):
+            reached: list[tuple[str, str]] = []
+            for current, kind in frontier:
+                nid = memory_key(current) if kind == "Memory" else current
+                for row in await self._read(AROUND[kind], {"nid": nid, "id": current, "limit": limit}):
+                    other = _label(row["labels"])
+                    if other is None:
+                        continue
+                    if row["props"]["id"] not in out.nodes:
+                        out.node(other, row["props"])
+                        reached.append((row["props"]["id"], other))
+                    edges.append(row)
+            frontier = reached
+        for row in edges:
+            out.edge(row["type"], row["id"], row["source"], row["target"], row)
+        return out.build()
+
     async def _fetch_nodes(self, out: GraphBuilder, new: dict[str, list[str]]) -> None:
         for label, keys in new.items():
             for start in range(0, len(keys), _PAGE):
@@ -700,7 +760,9 @@ def _fuse(
     for leg, hits in (("keyword", keyword), ("semantic", semantic)):
         for rank, (record, score) in enumerate(hits, start=1):
             records[record.id] = record
-            details.setdefault(record.id, {"mode": "hybrid"})[leg] = {"rank": rank, "score": score}
+            info = details.setdefault(record.id, {"mode": "hybrid", "found_by": []})
+            info["found_by"].append(leg)
+            info[leg] = {"rank": rank, "score": score}
             fused[record.id] = fused.get(record.id, 0.0) + 1.0 / (_RRF_K + rank)
     order = sorted(fused, key=lambda i: (-fused[i], -records[i].created_us))[:limit]
     items = []

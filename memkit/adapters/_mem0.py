@@ -39,6 +39,7 @@ from memkit._errors import BackendUnavailableError, ConfigError, InvalidInputErr
 from memkit._filters import Condition, matches, parse_filters
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._records import Record, from_us, new_record, now_us, records_from_items, to_us, trace_record
+from memkit._retrieval import check_mode
 from memkit._url import query_options
 from memkit._validate import (
     DEFAULT_LIMITS,
@@ -765,6 +766,9 @@ class Mem0Adapter:
             row.details = {"mode": "semantic", "semantic": {"rank": rank, "score": row.score}}
         return hits
 
+    #: mem0 ranks by its own vector similarity only.
+    search_modes: tuple[str, ...] = ("semantic",)
+
     async def search(
         self,
         query: str,
@@ -783,8 +787,7 @@ class Mem0Adapter:
         limit = check_limit(limit, self.limits)
         user, agent = check_namespace(user_id, agent_id, self.limits)
         conditions = parse_filters(filters)
-        if mode not in (None, "semantic"):
-            raise InvalidInputError(f"Mem0Adapter supports mode='semantic' only, got {mode!r}")
+        check_mode(mode, self.search_modes, "Mem0Adapter")
         if not text:
             rows = await self._run(self._namespace_rows, user, agent, conditions)
             return [r.item() for r in rows[:limit]]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
@@ -14,7 +13,7 @@ from memkit._filters import matches, parse_filters
 from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._records import Record, from_us, new_record, records_from_items, trace_record
-from memkit._retrieval import HybridConfig, VectorIndex, check_mode, dense_leg, fuse
+from memkit._retrieval import HybridConfig, VectorIndex, check_hybrid, check_mode, dense_leg, fuse, modes_for
 from memkit._validate import (
     DEFAULT_LIMITS,
     Limits,
@@ -23,7 +22,9 @@ from memkit._validate import (
     check_namespace,
     check_query,
     check_read,
+    check_scope,
 )
+from memkit.adapters._plumbing import timed_health
 
 __all__ = ["InMemoryAdapter", "MockMemoryAdapter"]
 
@@ -117,7 +118,7 @@ class InMemoryAdapter:
 
     async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
         """Delete one memory; with ``user_id``/``agent_id`` only if it lives in that namespace."""
-        check_id(memory_id, "memory_id", self.limits)
+        memory_id, user_id, agent_id = check_scope(memory_id, user_id, agent_id, self.limits)
         with self._lock:
             record = self._records.get(memory_id)
             if record is None:
@@ -157,6 +158,11 @@ class InMemoryAdapter:
         rows.sort(key=lambda r: (r.created_us, seq[r.id]), reverse=True)
         return rows
 
+    @property
+    def search_modes(self) -> tuple[str, ...]:
+        """The ``mode=`` values :meth:`search` answers (all three with an embedder, else keyword)."""
+        return modes_for(self.embedder is not None)
+
     async def search(
         self,
         query: str,
@@ -172,10 +178,8 @@ class InMemoryAdapter:
         exactly as the SQLite adapter does); an empty query lists it newest first."""
         text = check_query(query, self.limits)
         limit = check_limit(limit, self.limits)
-        resolved = check_mode(mode, self.embedder is not None, repr(self))
-        if hybrid is not None and not isinstance(hybrid, HybridConfig):
-            raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
-        config = hybrid or self.hybrid
+        resolved = check_mode(mode, self.search_modes, repr(self))
+        config = check_hybrid(hybrid) or self.hybrid
         if not text:
             rows = self._newest_first(user_id, agent_id, filters)
             return [r.to_item() for r in rows[:limit]]
@@ -270,10 +274,11 @@ class InMemoryAdapter:
         )
 
     async def health(self) -> Health:
-        start = time.perf_counter()
-        with self._lock:
-            pass
-        return Health(ok=True, provider=self.provider_name, latency_ms=(time.perf_counter() - start) * 1e3)
+        async def ping() -> str:
+            with self._lock:  # answers once no writer holds the store
+                return f"{len(self._records)} memories in this process"
+
+        return await timed_health(self.provider_name, ping)
 
     async def export(self, user_id: str | None = None, agent_id: str | None = None) -> AsyncIterator[MemoryItem]:
         with self._lock:

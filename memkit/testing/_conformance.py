@@ -7,7 +7,7 @@ import inspect
 import uuid
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 try:
     import pytest
@@ -86,6 +86,9 @@ BAD_FILTERS: list[Any] = [
     {"gene": {"$eq": ["list"]}},
     {"gene": {}},
     ["gene", "TP53"],
+    {"n": 2**64},
+    {"n": {"$in": [1, -(2**64)]}},
+    {"gene": "TP\ud800"},
 ]
 
 HOSTILE = [
@@ -286,8 +289,6 @@ class ProviderConformance:
 
     @pytest.mark.asyncio
     async def test_scoped_delete_cannot_cross_namespaces(self, provider: Any, ns: tuple[str, str]) -> None:
-        if "user_id" not in inspect.signature(provider.delete).parameters:
-            pytest.skip("this adapter's delete() takes no namespace scope")
         user, agent = ns
         mem_id = await provider.add("keep me", user, agent)
         assert await provider.delete(mem_id, user_id=f"{user}-other", agent_id=agent) is False
@@ -424,6 +425,11 @@ class ProviderConformance:
         ("non-string metadata key", {"metadata": {1: "x"}}),
         ("huge int in metadata", {"metadata": {"x": 2**70}}),
         ("control char in user_id", {"user_id": "a\nb"}),
+        ("lone surrogate in content", {"content": "x\ud800"}),
+        ("lone surrogate in user_id", {"user_id": "alice\udfff"}),
+        ("lone surrogate in a metadata value", {"metadata": {"note": "x\ud800"}}),
+        ("lone surrogate in a metadata key", {"metadata": {"k\ud800": 1}}),
+        ("lone surrogate deep in metadata", {"metadata": {"a": [{"b": "\ud800"}]}}),
     ]
 
     @pytest.mark.asyncio
@@ -468,6 +474,56 @@ class ProviderConformance:
         with pytest.raises(InvalidInputError):
             await provider.delete(None)
         assert await provider.delete("no-such-id") is False
+
+    @pytest.mark.asyncio
+    async def test_bad_delete_scopes_are_rejected(self, provider: Any, ns: tuple[str, str]) -> None:
+        user, agent = ns
+        mem_id = await provider.add("keep me", user, agent)
+        for scope in ({"user_id": [user]}, {"agent_id": 7}, {"user_id": ""}, {"agent_id": "a\ud800"}):
+            with pytest.raises(InvalidInputError):
+                await provider.delete(mem_id, **scope)
+        with pytest.raises(InvalidInputError):
+            await provider.delete("id\ud800")
+        assert _ids(await provider.get_all(user, agent)) == [mem_id]
+
+    @pytest.mark.asyncio
+    async def test_lone_surrogates_in_a_search_are_rejected(self, provider: Any, ns: tuple[str, str]) -> None:
+        await provider.add("plain text", *ns)
+        with pytest.raises(InvalidInputError):
+            await provider.search("plain\ud800", *ns)
+        with pytest.raises(InvalidInputError):
+            await provider.search("plain", ns[0], "agent\ud800")
+
+    @pytest.mark.asyncio
+    async def test_read_only_mapping_metadata_is_stored(self, provider: Any, ns: tuple[str, str]) -> None:
+        from types import MappingProxyType
+
+        mem_id = await provider.add("proxy", *ns, metadata=MappingProxyType({"gene": "TP53", "run": {"step": 1}}))
+        [item] = await provider.get_all(*ns)
+        assert item.id == mem_id and item.metadata == {"gene": "TP53", "run": {"step": 1}}
+
+    @pytest.mark.asyncio
+    async def test_search_modes_are_declared_and_kept(self, provider: Any, ns: tuple[str, str]) -> None:
+        from memkit._protocols import SupportsSearchModes
+        from memkit._retrieval import MODES, HybridConfig
+
+        assert isinstance(provider, SupportsSearchModes)
+        declared = provider.search_modes
+        provider = cast(Any, provider)
+        assert declared and set(declared) <= set(MODES)
+        await provider.add("kinase inhibitor screen", *ns)
+        for mode in declared:
+            hits = await provider.search("kinase inhibitor", *ns, mode=mode)
+            assert [h.score_details["mode"] for h in hits] == [mode] * len(hits)
+        undeclared: list[object] = [m for m in MODES if m not in declared]
+        for bad in [*undeclared, "fuzzy", 3]:
+            with pytest.raises(InvalidInputError):
+                await provider.search("kinase", *ns, mode=bad)
+        if "hybrid" in declared:
+            [hit] = await provider.search("kinase", *ns, mode="hybrid", hybrid=HybridConfig(candidates=10))
+            assert hit.score_details["found_by"]
+            with pytest.raises(InvalidInputError):
+                await provider.search("kinase", *ns, mode="hybrid", hybrid={"alpha": 0.5})
 
     # -- optional capabilities ------------------------------------------------------------------------------
 

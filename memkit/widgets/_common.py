@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
+import anywidget
 import ipywidgets as w
+import traitlets
 
-from memkit._errors import ConfigError, InvalidInputError, MemkitError
-from memkit._models import MemoryItem
+from memkit._errors import MemkitError
+from memkit._protocols import SupportsSearchModes
 from memkit._sync import Memory
 
-__all__ = ["Panel", "esc", "short", "status_html", "table_html"]
+__all__ = ["AnyPanel", "Panel", "esc", "short", "status_html", "table_html"]
 
 T = TypeVar("T")
 
@@ -45,30 +49,19 @@ def status_html(message: str, kind: str = "info") -> str:
 
 
 def table_html(headers: Sequence[str], rows: Sequence[Sequence[object]], css_class: str = "memkit-table") -> str:
-    """An HTML table with every cell escaped."""
-    head = "".join(f'<th style="text-align:left;padding:2px 8px">{esc(h)}</th>' for h in headers)
-    body = "".join(
-        "<tr>" + "".join(f'<td style="padding:2px 8px;vertical-align:top">{esc(c)}</td>' for c in row) + "</tr>"
-        for row in rows
-    )
-    return f'<table class="{css_class}" style="border-collapse:collapse;font-size:13px"><tr>{head}</tr>{body}</table>'
+    """An HTML table with every cell escaped; as wide as its cells, which do not wrap."""
+    cell = "padding:2px 8px;vertical-align:top;white-space:nowrap;text-align:left"
+    head = "".join(f'<th style="{cell}">{esc(h)}</th>' for h in headers)
+    body = "".join("<tr>" + "".join(f'<td style="{cell}">{esc(c)}</td>' for c in row) + "</tr>" for row in rows)
+    return (f'<table class="{css_class}" style="border-collapse:collapse;font-size:13px;width:auto">'
+            f"<tr>{head}</tr>{body}</table>")
 
 
-def search_modes(mem: Memory, user_id: str | None, agent_id: str | None) -> list[str]:
-    """The search modes this store answers: ``search_modes`` if the provider says, else one probe each."""
-    declared = getattr(mem.provider, "search_modes", None)
-    if declared:
-        return [m for m in MODES if m in declared]
-    modes = ["keyword"]
-    if user_id is None or agent_id is None:
-        return modes
-    for mode in MODES[1:]:
-        try:
-            mem.search("probe", user_id, agent_id, 1, None, mode=mode)
-        except (ConfigError, InvalidInputError, NotImplementedError, TypeError):
-            continue
-        modes.append(mode)
-    return modes
+def search_modes(mem: Memory) -> list[str]:
+    """The search modes this store declares (keyword search for a provider that declares none)."""
+    provider = mem.provider
+    declared = provider.search_modes if isinstance(provider, SupportsSearchModes) else ("keyword",)
+    return [m for m in MODES if m in declared]
 
 
 class Panel:
@@ -96,25 +89,64 @@ class Panel:
             return None
 
 
-_PAGE = 500
+def workflows(mem: Memory, max_traces: int | None = None) -> list[tuple[str, str, str]]:
+    """(user_id, agent_id, workflow_id) of the traces in the store, from the columnar trace reader.
+
+    ``max_traces`` is accepted for callers of the old page-scanning version and ignored:
+    the columnar read of every trace is faster than scanning a few thousand per namespace.
+    """
+    from memkit.frames import traces_frame  # pandas only when a panel asks
+
+    steps = traces_frame(mem)
+    keys = steps[["user_id", "agent_id", "workflow_id"]].dropna().drop_duplicates()
+    return sorted((str(u), str(a), str(w)) for u, a, w in keys.itertuples(index=False, name=None))
 
 
-def _pages(mem: Memory, user: str, agent: str, limit: int, filters: dict[str, Any] | None = None) -> list[MemoryItem]:
-    items: list[MemoryItem] = []
-    while len(items) < limit:
-        page = mem.get_page(user, agent, offset=len(items), limit=min(_PAGE, limit - len(items)), filters=filters)
-        items.extend(page)
-        if len(page) < min(_PAGE, limit - len(items) + len(page)):
-            break
-    return items
+# -- anywidget panels ------------------------------------------------------------------------
+
+_HERE = Path(__file__).resolve().parent
 
 
-def workflows(mem: Memory, max_traces: int = 5000) -> list[tuple[str, str, str]]:
-    """(user_id, agent_id, workflow_id) of the traces in the store, scanning at most ``max_traces`` per namespace."""
-    found: dict[tuple[str, str, str], None] = {}
-    for ns in mem.namespaces():
-        for item in _pages(mem, ns.user_id, ns.agent_id, max_traces, {"type": "trace"}):
-            wf = item.metadata.get("workflow_id")
-            if wf is not None:
-                found[(ns.user_id, ns.agent_id, str(wf))] = None
-    return sorted(found)
+class AnyPanel(anywidget.AnyWidget):
+    """Base of memkit's anywidget panels: a message line, a busy flag, and a text/plain summary.
+
+    The browser side is an ES module shipped next to this file (no build step, nothing
+    fetched); ``_grid.js`` holds what every panel's module shares and is put in front of it.
+    """
+
+    _css = (_HERE / "_panels.css").read_text(encoding="utf-8")
+    message = traitlets.Unicode("").tag(sync=True)
+    message_kind = traitlets.Unicode("info").tag(sync=True)
+    busy = traitlets.Bool(False).tag(sync=True)
+
+    @staticmethod
+    def module(name: str) -> str:
+        return (_HERE / "_grid.js").read_text(encoding="utf-8") + "\n" + (_HERE / name).read_text(encoding="utf-8")
+
+    def say(self, message: str, kind: str = "info") -> None:
+        self.message_kind = kind
+        self.message = message
+
+    @contextmanager
+    def working(self, what: str) -> Iterator[None]:
+        """Mark the panel busy; a memkit error or bad input shows in the message line instead of escaping."""
+        self.busy = True
+        if self.message_kind == "error":  # a new attempt clears the last failure
+            self.say("")
+        try:
+            yield
+        except (MemkitError, ValueError, TypeError) as exc:
+            self.say(f"{what} failed: {type(exc).__name__}: {exc}", "error")
+        finally:
+            self.busy = False
+
+    def summary(self) -> str:
+        """One deterministic line for ``text/plain`` (what nbval compares)."""
+        return type(self).__name__
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        if isinstance(data, dict):
+            data["text/plain"] = self.summary()
+        return bundle

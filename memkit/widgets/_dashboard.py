@@ -24,13 +24,19 @@ class Dashboard(Panel):
     def __init__(self, mem: Memory) -> None:
         self.mem = mem
         self.browser = NamespaceBrowser(mem)
-        self.replay = TraceReplay(mem)
+        # Reading every trace is the slow part of opening; it waits until the Traces tab is shown.
+        self.replay = TraceReplay(mem, load=False)
         self.explorer = GraphExplorer(mem)
         self.status = w.HTML()
-        self.tabs = w.Tab(children=[self.browser.widget, self.replay.widget, self.explorer.widget])
+        self.tabs = w.Tab(children=[self.browser.widget, self.replay, self.explorer.widget])
         for index, title in enumerate(["Namespaces", "Traces", "Graph"]):
             self.tabs.set_title(index, title)
+        self.tabs.observe(self._on_tab, names="selected_index")
         self.widget = w.VBox([self.tabs, self.status])
+
+    def _on_tab(self, change: dict[str, object]) -> None:
+        if change["new"] == 1:
+            self.replay.ensure_loaded()
 
     def summary(self) -> str:
         return "\n".join(["Dashboard", self.browser.summary(), self.replay.summary(), self.explorer.summary()])

@@ -3,14 +3,57 @@
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as w
+import traitlets as t
 
-from memkit._errors import InvalidInputError
+from memkit._display import format_duration, format_time, is_trace, printable, shorten, step_fields, summary
+from memkit._errors import InvalidInputError, MemkitError
 from memkit._models import MemoryItem, NamespaceInfo
 from memkit._sync import Memory
-from memkit.widgets._common import Panel, esc, pretty, search_modes, short, status_html, table_html, when
+from memkit.widgets._common import AnyPanel, Panel, T, esc, pretty, search_modes, status_html, table_html, when
+
+_LEGS = ("keyword", "semantic")
+
+
+class NamespaceGrid(AnyPanel):
+    """The memory table of :class:`NamespaceBrowser`: sortable, columns to show or hide, full text on hover.
+
+    ``rows`` are display-ready dicts; ``value`` is the id of the open memory (``""`` for none),
+    set by a click or from Python.
+    """
+
+    _esm = AnyPanel.module("_namespaces.js")
+    rows: t.List[dict[str, Any]] = t.List().tag(sync=True)  # elements not validated one by one
+    value = t.Unicode("").tag(sync=True)
+    caption = t.Unicode("").tag(sync=True)
+    empty_text = t.Unicode("no memories here").tag(sync=True)
+    hidden_columns = t.List(t.Unicode()).tag(sync=True)
+
+
+def _legs(item: MemoryItem) -> list[dict[str, Any]]:
+    """Each search leg's part of a hit's score, for the small bar: found, rank, raw score, share."""
+    details = item.score_details if isinstance(item.score_details, dict) else {}
+    legs: list[dict[str, Any]] = []
+    mode = details.get("mode")
+    alpha = details.get("fused", {}).get("alpha") if isinstance(details.get("fused"), dict) else None
+    for name in _LEGS:
+        leg = details.get(name)
+        if not isinstance(leg, dict):
+            if mode == name and item.score is not None:
+                legs.append({"name": name, "found": True, "rank": None, "raw": round(float(item.score), 3),
+                             "share": 1.0})
+            continue
+        weight = (alpha if name == "semantic" else 1 - alpha) if isinstance(alpha, (int, float)) else 1.0
+        norm = leg.get("normalized")
+        raw = leg.get("score")
+        share = float(norm) * weight if isinstance(norm, (int, float)) and math.isfinite(norm) else 0.0
+        legs.append({"name": name, "found": leg.get("rank") is not None, "rank": leg.get("rank"),
+                     "raw": round(float(raw), 3) if isinstance(raw, (int, float)) else None, "share": share})
+    return legs
 
 __all__ = ["NamespaceBrowser"]
 
@@ -54,11 +97,10 @@ class NamespaceBrowser(Panel):
         self.clear_button = w.Button(description="clear")
         self.prev_button = w.Button(description="◀ newer", disabled=True)
         self.next_button = w.Button(description="older ▶", disabled=True)
-        self.page_label = w.HTML()
+        self.page_label = w.HTML(layout=w.Layout(display="none"))  # the grid's caption says the same
         self.status = w.HTML()
-        self.table = w.HTML()
-        self.rows = w.Select(options=[], rows=8, description="open", layout=w.Layout(width="100%"))
-        self.detail = w.HTML()
+        self.rows = NamespaceGrid(layout=w.Layout(flex="3 1 0", min_width="0"))
+        self.detail = w.HTML(layout=w.Layout(flex="2 1 0", min_width="0"))
         self.delete_button = w.Button(description="delete…", icon="trash", button_style="danger", disabled=True)
         self.confirm_button = w.Button(description="yes, delete it", button_style="danger")
         self.cancel_button = w.Button(description="cancel")
@@ -73,16 +115,18 @@ class NamespaceBrowser(Panel):
             w.HBox([self.filters, self.search_button, self.clear_button]),
             self.status,
             w.HBox([self.prev_button, self.next_button, self.page_label]),
-            self.table,
-            self.rows,
-            self.detail,
-            w.HBox([self.delete_button]),
+            w.HBox([self.rows, w.VBox([self.detail, self.delete_button], layout=w.Layout(flex="2 1 0"))]),
             self.confirm_box,
         ])
 
         self.namespace.observe(self._on_namespace, names="value")
         self.refresh_button.on_click(lambda _: self.refresh())
         self.search_button.on_click(lambda _: self.run_search())
+        # Enter in either box submits (the value only changes on Enter or leaving the box).
+        self.query.continuous_update = False
+        self.filters.continuous_update = False
+        self.query.observe(self._submitted, names="value")
+        self.filters.observe(self._submitted, names="value")
         self.clear_button.on_click(lambda _: self._clear())
         self.prev_button.on_click(lambda _: self._page(-1))
         self.next_button.on_click(lambda _: self._page(+1))
@@ -91,6 +135,30 @@ class NamespaceBrowser(Panel):
         self.confirm_button.on_click(lambda _: self._do_delete())
         self.cancel_button.on_click(lambda _: self._hide_confirm())
         self.refresh()
+
+    def _submitted(self, change: dict[str, Any]) -> None:
+        # Only a value typed in the browser (Enter) searches; Python sets values and clicks search.
+        owner = change["owner"]
+        if "value" in getattr(owner, "_property_lock", {}):
+            self.run_search()
+
+    def _guard(self, fn: Callable[[], T]) -> T | None:
+        """Run a store call with the busy mark on; a failure replaces the results with the error."""
+        self.rows.busy = True
+        try:
+            return fn()
+        except (MemkitError, ValueError) as exc:
+            self.items = []
+            self.rows.rows = []
+            self.rows.value = ""
+            self.rows.caption = ""
+            self.rows.empty_text = "no results: see the error above"
+            self.page_label.value = ""
+            self.detail.value = ""
+            self.status.value = status_html(f"{type(exc).__name__}: {exc}", "error")
+            return None
+        finally:
+            self.rows.busy = False
 
     # -- namespaces ---------------------------------------------------------------
 
@@ -121,8 +189,7 @@ class NamespaceBrowser(Panel):
     def _on_namespace(self, change: dict[str, Any]) -> None:
         if change["new"] is None:
             return
-        user, agent = change["new"]
-        modes = self._guard(lambda: search_modes(self.mem, user, agent)) or ["keyword"]
+        modes = search_modes(self.mem)
         # Keep a mode the user picked (there was a choice to make); otherwise the store's own
         # default: hybrid when it has vectors.
         chosen = self.mode.value if len(self.mode.options) > 1 else None
@@ -200,6 +267,8 @@ class NamespaceBrowser(Panel):
         items = self._guard(fetch)
         if items is None:
             return
+        # Hits with no score left found nothing; showing them would only pad the list.
+        items = [i for i in items if i.score is None or i.score > 0]
         self._has_more = False
         self._show(items, f"{len(items)} best {mode} matches for {text!r}")
 
@@ -215,23 +284,31 @@ class NamespaceBrowser(Panel):
         self.page_label.value = esc(where)
         self.prev_button.disabled = self.offset == 0
         self.next_button.disabled = not self._has_more
-        scored = any(i.score is not None for i in items)
-        headers = ["#", "created", *(["score"] if scored else []), "content", "metadata", "id"]
-        rows = [
-            (self.offset + n, when(i.created_at),
-             *([f"{i.score:.3f}" if i.score is not None else "-"] if scored else []),
-             short(i.content), short(json.dumps(i.metadata, default=str, ensure_ascii=False), 60), i.id[:8])
-            for n, i in enumerate(items, start=1)
-        ]
-        self.table.value = table_html(headers, rows) if items else status_html("no memories here")
-        self.rows.options = [(f"{self.offset + n:>4}  {short(i.content, 100)}", i.id) for n, i in enumerate(items, 1)]
-        self.rows.value = None
+        self.rows.caption = where
+        self.rows.empty_text = "no memories here"
+        self.rows.rows = [self._row(self.offset + n, i) for n, i in enumerate(items, start=1)]
+        self.rows.value = ""
         self._select(None)
+
+    @staticmethod
+    def _row(n: int, item: MemoryItem) -> dict[str, Any]:
+        meta = {k: v for k, v in item.metadata.items() if k != "trace"} if is_trace(item) else item.metadata
+        meta_text = printable(json.dumps(meta, default=str, ensure_ascii=False, sort_keys=True))
+        trace = is_trace(item)
+        return {
+            "n": n, "id": item.id, "short_id": item.id[:8],
+            "created": format_time(item.created_at),
+            "created_ts": item.created_at.timestamp() if item.created_at else None,
+            "score": round(float(item.score), 4) if item.score is not None else None, "legs": _legs(item),
+            "text": summary(item, 140), "full": summary(item, 2000) if trace else printable(item.content),
+            "metadata": shorten(meta_text, 70), "metadata_full": meta_text,
+            "trace": trace, "status": step_fields(item)["status"] if trace else None,
+        }
 
     # -- detail and delete -----------------------------------------------------------
 
     def _on_row(self, change: dict[str, Any]) -> None:
-        self._select(change["new"])
+        self._select(change["new"] or None)
 
     def _select(self, memory_id: str | None) -> None:
         self._hide_confirm()
@@ -241,14 +318,38 @@ class NamespaceBrowser(Panel):
         if item is None:
             self.detail.value = ""
             return
+        head = (f"<b>memory {esc(item.id)}</b><br>{esc(item.user_id)} / {esc(item.agent_id)} · "
+                f"{esc(format_time(item.created_at))}")
+        if is_trace(item):
+            step = step_fields(item)
+            facts = [("step", step["step_index"]), ("name", step["step_name"]), ("tool", step["tool"]),
+                     ("status", step["status"]), ("duration", format_duration(step["duration"])),
+                     ("retries", step["retry_count"]), ("started", format_time(step["timestamp"])),
+                     ("workflow", step["workflow_id"]), ("run id", step["run_id"])]
+            body = (f'<div style="margin:4px 0">{esc(summary(item))}</div>'
+                    + table_html(["", ""], [(k, "" if v is None else printable(v)) for k, v in facts])
+                    + (f'<b>error</b><pre style="white-space:pre-wrap;color:#b42318">{esc(printable(step["error"]))}'
+                       "</pre>" if step["error"] else "")
+                    + f"<b>parameters</b><pre>{esc(pretty(step['parameters']))}</pre>"
+                    + f"<b>result</b><pre>{esc(pretty(step['result']))}</pre>")
+        else:
+            body = (f'<pre style="white-space:pre-wrap">{esc(printable(item.content))}</pre>'
+                    f"<b>metadata</b><pre>{esc(pretty(item.metadata))}</pre>")
+        score = ""
+        if item.score is not None:
+            legs = _legs(item)
+            lines = "".join(
+                f'<div><span style="display:inline-block;width:70px">{esc(leg["name"])}</span>'
+                f'<span style="display:inline-block;height:9px;width:{round(leg["share"] * 120)}px;'
+                f'background:{"#1565c0" if leg["name"] == "keyword" else "#8e24aa"}"></span> '
+                + (esc(f"rank {leg['rank']}, score {leg['raw']}") if leg["found"] else "not found")
+                + "</div>"
+                for leg in legs
+            )
+            score = f"<b>score {item.score:.3f}</b>{lines}"
         self.detail.value = (
-            '<div class="memkit-detail" style="border-top:1px solid #ddd;margin-top:6px;padding-top:4px">'
-            f"<b>memory {esc(item.id)}</b> · {esc(item.user_id)} / {esc(item.agent_id)} · {esc(when(item.created_at))}"
-            f'<pre style="white-space:pre-wrap">{esc(item.content)}</pre>'
-            f"<b>metadata</b><pre>{esc(pretty(item.metadata))}</pre>"
-            + (f"<b>score</b> {esc(item.score)}<pre>{esc(pretty(item.score_details))}</pre>"
-               if item.score_details is not None else "")
-            + "</div>"
+            '<div class="memkit-detail" style="border-left:1px solid #ddd;padding-left:8px">'
+            f"{head}{body}{score}</div>"
         )
 
     def _ask_delete(self) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from memkit.widgets._common import esc
+from memkit.widgets._common import esc, table_html
 
 __all__ = ["snapshot_html"]
 
@@ -37,6 +37,11 @@ def _render(widget: w.Widget) -> str:
         direction = "row" if isinstance(widget, w.HBox) else "column"
         inner = "".join(_render(c) for c in widget.children)
         return f'<div style="display:flex;flex-direction:{direction};gap:6px;margin:3px 0">{inner}</div>'
+    rows = getattr(widget, "rows", None)
+    if isinstance(rows, list) and rows and all(isinstance(r, dict) and "text" in r for r in rows):
+        caption = f"<div>{esc(getattr(widget, 'caption', ''))}</div>"
+        return caption + table_html(["#", "created", "memory", "id"],
+                                    [(r["n"], r["created"], r["text"], r["short_id"]) for r in rows])
     if isinstance(widget, w.HTML):
         return f"<div>{widget.value}</div>"  # panels escape what they put in HTML widgets
     if isinstance(widget, w.Button):

@@ -1,162 +1,382 @@
-"""``TraceReplay``: step through one workflow run with the :mod:`memkit.frames` helpers.
+"""``TraceReplay``: which runs failed, what happened in one, what a step did, what changed.
 
-The step table is :func:`memkit.frames.traces_frame` of the chosen workflow, the replay
-is :func:`memkit.frames.replay`, and the summaries are :func:`memkit.frames.tool_stats`
-and :func:`memkit.frames.failure_patterns` of the same frame.
+An anywidget panel: the run list is :func:`memkit.frames.runs_frame`, the timeline and
+the step list are :func:`memkit.frames.run_steps`, the comparison is
+:func:`memkit.frames.compare_runs`. Every trait is readable and settable from Python
+(``panel.filters = {"status": "failed"}``, ``panel.run = ...``, ``panel.step = 2``),
+so a notebook or a test drives the panel exactly like a click does.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
-import ipywidgets as w
+import numpy as np
 import pandas as pd
+import traitlets as t
 
+from memkit._display import format_duration, format_time, printable, shorten, status_of, summary
 from memkit._sync import Memory
-from memkit.frames import TRACE_COLUMNS, ReplayState, failure_patterns, replay, tool_stats, traces_frame
-from memkit.widgets._common import Panel, esc, pretty, status_html, table_html
-from memkit.widgets._common import workflows as list_workflows
+from memkit.frames import (
+    RUN_COLUMNS,
+    _compare_steps,
+    _normalised,
+    _runs_from_steps,
+    filter_runs,
+    run_positions,
+    traces_frame,
+)
+from memkit.widgets._common import AnyPanel
 
 __all__ = ["TraceReplay"]
 
+MAX_RUN_ROWS = 5000
+"""Run rows sent to the browser at once; the caption says when filters should narrow the list."""
 
-def _cell(value: Any) -> object:
-    if value is None or value is pd.NA or (isinstance(value, float) and pd.isna(value)):
-        return ""
+_FILTER_KEYS = ("status", "agent_id", "user_id", "workflow_id", "tool", "since", "until", "min_duration",
+                "max_duration", "text")
+_SORTABLE = {"status", "workflow_id", "agent_id", "user_id", "run_id", "started_at", "duration_s", "steps",
+             "failed_steps", "retries", "first_error"}
+
+
+def _text(value: Any) -> str | None:
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return printable(value)
+
+
+def _seconds(value: Any) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def _jsonable(value: Any) -> Any:
+    """A cell as JSON the browser can draw (numpy scalars, timestamps and odd objects as text)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value if not isinstance(value, str) else printable(value)
     if isinstance(value, float):
-        return round(value, 3)
-    return value
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {printable(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item"):
+        try:
+            return _jsonable(value.item())
+        except (TypeError, ValueError):
+            pass
+    return printable(value)
 
 
-def _frame_table(frame: pd.DataFrame, current: int | None = None) -> str:
-    """Every cell escaped by ``table_html``; ``current`` marks the replayed row."""
-    headers = [str(c) for c in frame.columns]
-    rows = [[("▶ " if n == current else "") + str(_cell(v)) if i == 0 else _cell(v) for i, v in enumerate(r)]
-            for n, r in enumerate(frame.itertuples(index=False, name=None))]
-    return table_html(headers, rows)
-
-
-def _nested(step: pd.Series, prefix: str) -> dict[str, Any]:
-    """The ``params.*`` or ``result.*`` cells of one row as a dict (missing keys left out)."""
-    return {str(k)[len(prefix):]: v for k, v in step.items()
-            if str(k).startswith(prefix) and _cell(v) != ""}
-
-
-class TraceReplay(Panel):
-    """Pick a workflow; read its step table; replay it step by step; per-tool stats; CSV export.
+class TraceReplay(AnyPanel):
+    """Audit workflow runs: a sortable, filterable run list; a run's timeline; a step's detail; two runs compared.
 
     Parameters
     ----------
     mem
         An open store.
+    load
+        Read the traces now (default); ``False`` waits for the first use (``Dashboard``
+        reads them when its Traces tab is first shown).
+
+    Examples
+    --------
+    >>> panel = TraceReplay(memkit.open("sqlite:///data/memory.db"))        # doctest: +SKIP
+    >>> panel.filters = {"status": "failed"}; panel.run = panel.runs[0]["run"]  # doctest: +SKIP
+    >>> panel.step = 2; panel.detail["error"]                                # doctest: +SKIP
     """
 
-    def __init__(self, mem: Memory) -> None:
+    _esm = AnyPanel.module("_traces.js")
+
+    runs: t.List[dict[str, Any]] = t.List().tag(sync=True)  # elements not validated one by one: 1000s of rows
+    """The run rows shown (filtered and sorted), at most ``MAX_RUN_ROWS``."""
+    total_runs = t.Int(0).tag(sync=True)
+    runs_capped = t.Bool(False).tag(sync=True)
+    options = t.Dict().tag(sync=True)
+    """Values offered by the filter menus: ``statuses``, ``agents``, ``tools``."""
+    filters = t.Dict().tag(sync=True)
+    """``status, agent_id, user_id, workflow_id, tool, since, until, min_duration, max_duration, text``."""
+    sort = t.Dict({"column": "started_at", "descending": True}).tag(sync=True)
+    hidden_columns = t.List(t.Unicode()).tag(sync=True)
+    run = t.Unicode("").tag(sync=True)
+    """The open run (a :func:`~memkit.frames.runs_frame` id); ``""`` for none."""
+    timeline = t.Dict().tag(sync=True)
+    step = t.Int(-1).tag(sync=True)
+    """Position of the open step in the run (``-1`` for none)."""
+    detail = t.Dict().tag(sync=True)
+    compare_with = t.Unicode("").tag(sync=True)
+    comparison = t.Dict().tag(sync=True)
+
+    def __init__(self, mem: Memory, *, load: bool = True) -> None:
+        super().__init__()
         self.mem = mem
-        self.frame = pd.DataFrame(columns=list(TRACE_COLUMNS))
-        self.states: list[ReplayState] = []
+        self.steps_all: pd.DataFrame = pd.DataFrame()
+        self.all_runs: pd.DataFrame | None = None
+        self._positions: dict[str, Any] = {}
+        self._all_rows: list[dict[str, Any]] = []
+        self._row_of = pd.Index([])
+        self.shown: pd.DataFrame = pd.DataFrame(columns=list(RUN_COLUMNS))
+        self.steps: pd.DataFrame = pd.DataFrame()
+        self.diff: pd.DataFrame = pd.DataFrame()
+        self.observe(lambda _: self._apply(), names=["filters", "sort"])
+        self.observe(lambda c: self.open_run(c["new"]), names="run")
+        self.observe(lambda c: self.open_step(c["new"]), names="step")
+        self.observe(lambda c: self.compare(c["new"]), names="compare_with")
+        self.on_msg(self._on_message)
+        if load:
+            self.refresh()
+        else:
+            self.say("the traces are read when this panel is first used")
 
-        self.workflow = w.Dropdown(description="workflow", layout=w.Layout(width="560px"))
-        self.status = w.HTML()
-        self.table = w.HTML()
-        self.step = w.IntSlider(min=0, max=0, value=0, description="step", continuous_update=False)
-        self.play = w.Play(min=0, max=0, interval=900, description="play")
-        w.jslink((self.play, "value"), (self.step, "value"))
-        self.prev_button = w.Button(description="◀ previous")
-        self.next_button = w.Button(description="next ▶")
-        self.step_view = w.HTML()
-        self.stats = w.HTML()
-        self.patterns = w.HTML()
-        self.csv_path = w.Text(value="trace.csv", description="CSV file")
-        self.export_button = w.Button(description="export CSV", icon="download")
+    def ensure_loaded(self) -> None:
+        """Read the traces if nothing has been read yet."""
+        if self.all_runs is None:
+            self.refresh()
 
-        self.widget = w.VBox([
-            self.workflow, self.status,
-            w.HBox([self.play, self.step, self.prev_button, self.next_button]),
-            self.step_view, self.table,
-            w.HTML("<b>per tool</b>"), self.stats,
-            w.HTML("<b>failure patterns</b>"), self.patterns,
-            w.HBox([self.csv_path, self.export_button]),
-        ])
-        self.workflow.observe(lambda c: self.load(), names="value")
-        self.step.observe(lambda c: self._show_step(), names="value")
-        self.prev_button.on_click(lambda _: self._move(-1))
-        self.next_button.on_click(lambda _: self._move(+1))
-        self.export_button.on_click(lambda _: self.export())
-        self.refresh()
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if isinstance(content, dict) and content.get("action") == "find_memories":
+            self.find_memories()
+
+    # -- run list ------------------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Reload the list of workflows."""
-        found = self._guard(lambda: list_workflows(self.mem))
-        if found is None:
-            return
-        self.workflow.options = [(f"{wf}  ({u} / {a})", (u, a, wf)) for u, a, wf in found]
-        if found:
-            self.workflow.value = found[0]
-        else:
-            self.status.value = status_html("no traces in this store")
+        """Read the store's traces again (one columnar read) and redraw the run list."""
+        with self.working("reading traces"):
+            frame = _normalised(traces_frame(self.mem))
+            self.steps_all = frame
+            self.all_runs = _runs_from_steps(frame)
+            runs = self.all_runs
+            self._positions = run_positions(frame, runs)
+            self._all_rows = self._run_rows(runs)
+            self._row_of = pd.Index(runs.index)
+            self.options = {
+                "statuses": sorted(set(runs["status"])),
+                "agents": sorted({a for a in runs["agent_id"] if isinstance(a, str)}),
+                "tools": sorted({x for ts in runs["tools"] for x in ts.split(", ") if x}),
+            }
+            self._apply()
+            if not len(runs):
+                self.say("no traces in this store")
 
-    def load(self) -> None:
-        """Load the selected workflow's steps (``traces_frame``) and show step 1."""
-        if self.workflow.value is None:
+    def _apply(self) -> None:
+        if self.all_runs is None:
+            self.refresh()  # which comes back here
             return
-        user, agent, wf = self.workflow.value
-        frame = self._guard(lambda: traces_frame(self.mem, workflow_id=wf, agent_id=agent, user_id=user))
-        if frame is None:
+        with self.working("filtering runs"):
+            wanted = {k: v for k, v in self.filters.items() if k in _FILTER_KEYS and v not in (None, "")}
+            shown = filter_runs(self.all_runs, **wanted)
+            column = self.sort.get("column", "started_at")
+            if column in _SORTABLE:
+                shown = shown.sort_values(column, ascending=not self.sort.get("descending", True),
+                                          kind="stable", na_position="last")
+            self.shown = shown
+            self.total_runs = len(self.all_runs)
+            self.runs_capped = len(shown) > MAX_RUN_ROWS
+            where = self._row_of.get_indexer(shown.index[:MAX_RUN_ROWS])
+            self.runs = [self._all_rows[i] for i in where]
+            failed = int(shown["status"].eq("failed").sum())
+            if len(self.all_runs):
+                self.say(f"{len(shown):,} of {len(self.all_runs):,} runs, {failed:,} failed",
+                         "error" if failed else "ok")
+
+    @staticmethod
+    def _run_rows(runs: pd.DataFrame) -> list[dict[str, Any]]:
+        """Every run as the browser shows it, built once per read (filtering only picks rows)."""
+        seen: dict[Any, str | None] = {}
+
+        def text(value: Any) -> str | None:
+            key = value if isinstance(value, str) or value is None else repr(value)
+            if key not in seen:
+                seen[key] = _text(value)
+            return seen[key]
+
+        started = [format_time(v.to_pydatetime()) if pd.notna(v) else "" for v in runs["started_at"]]
+        return [
+            {"run": printable(key), "workflow_id": text(wf), "agent_id": text(agent), "user_id": text(user),
+             "run_id": text(run_id) or "—", "started": start, "duration": format_duration(_seconds(dur)),
+             "steps": int(n), "failed_steps": int(failed), "retries": int(retries),
+             "first_error": shorten(text(error) or "", 90), "status": status}
+            for key, wf, agent, user, run_id, start, dur, n, failed, retries, error, status in zip(
+                runs.index, runs["workflow_id"], runs["agent_id"], runs["user_id"], runs["run_id"], started,
+                runs["duration_s"], runs["steps"], runs["failed_steps"], runs["retries"], runs["first_error"],
+                runs["status"], strict=True)
+        ]
+
+    # -- one run -------------------------------------------------------------------------
+
+    def open_run(self, run: str) -> None:
+        """Show ``run``'s timeline (``""`` closes it); the same as clicking its row."""
+        if run != self.run:
+            self.run = run  # the observer comes back here
             return
-        self.frame = frame
-        self.states = list(replay(frame, wf))
-        last = max(len(frame) - 1, 0)
-        self.step.value = 0
-        self.step.max = self.play.max = last
-        self.stats.value = _frame_table(tool_stats(frame).reset_index())
-        pats = failure_patterns(frame)
-        self.patterns.value = _frame_table(pats) if not pats.empty else status_html("no failed steps")
-        failed = int(frame["status"].eq("failed").sum())
-        self.status.value = status_html(f"{len(frame)} steps, {failed} failed", "error" if failed else "ok")
-        self._show_step()
-
-    def _move(self, delta: int) -> None:
-        self.step.value = min(max(self.step.value + delta, 0), self.step.max)
-
-    def _show_step(self) -> None:
-        if not self.states:
-            self.step_view.value = self.table.value = ""
+        self.step = -1
+        self.detail = {}
+        self.compare_with = ""
+        self.comparison = {}
+        if run:
+            self.ensure_loaded()
+        if not run or self.all_runs is None:
+            self.timeline, self.steps = {}, pd.DataFrame()
             return
-        n = min(self.step.value, len(self.states) - 1)
-        state = self.states[n]
-        row = state.step
-        failed_so_far = len(state.history.get_failed_steps())
-        colour = "#b42318" if row["status"] == "failed" else "#1a7f37"
-        error = _cell(row["error"])
-        self.step_view.value = (
-            f'<div class="memkit-step" style="border-left:4px solid {colour};padding-left:8px">'
-            f"<b>step {n + 1} of {len(self.states)}: {esc(row['step_name'])}</b> · tool {esc(row['tool'])}"
-            f" · <span style=\"color:{colour}\">{esc(row['status'])}</span>"
-            f" · {esc(_cell(row['duration_s']))} s · retries {esc(_cell(row['retry_count']))}"
-            f" · {failed_so_far} of {n + 1} steps failed so far"
-            f"<br><b>params</b><pre>{esc(pretty(_nested(row, 'params.')))}</pre>"
-            f"<b>result</b><pre>{esc(pretty(_nested(row, 'result.')))}</pre>"
-            + (f"<b>error</b><pre>{esc(error)}</pre>" if error != "" else "")
-            + "</div>"
-        )
-        self.table.value = _frame_table(self.frame[list(TRACE_COLUMNS)], current=n)
+        if run not in self.all_runs.index:
+            self.say(f"no run {run!r} in this store", "error")
+            self.timeline, self.steps = {}, pd.DataFrame()
+            return
+        with self.working("loading the run"):
+            row = self.all_runs.loc[run]
+            steps = self.steps_all.iloc[self._positions[run]]
+            self.steps = steps
+            self.timeline = self._timeline(run, row, steps)
 
-    def export(self, path: str | None = None) -> str | None:
-        """Write the step frame (``step_id`` index and every column) to CSV and return the path."""
-        target = path or self.csv_path.value.strip()
-        if not target:
-            self.status.value = status_html("give a file name for the CSV", "error")
-            return None
+    @staticmethod
+    def _timeline(run: str, row: pd.Series, steps: pd.DataFrame) -> dict[str, Any]:
+        """The run's bars as columns (one list per field), which the browser draws in one pass."""
+        n = len(steps)
+        starts = steps["started_at"]
+        durations = steps["duration_s"].fillna(0.0).clip(lower=0).to_numpy(dtype=float)
+        if n and starts.notna().all():
+            offsets = (starts - starts.min()).dt.total_seconds().to_numpy(dtype=float)
+        else:  # steps without times are drawn one after another
+            offsets = durations.cumsum() - durations
+        ends = offsets + durations
+        span = float(ends.max()) if n else 0.0
+        reached = np.maximum.accumulate(ends) if n else ends
+        gaps = np.zeros(n)
+        if n > 1:
+            gaps[1:] = np.clip(offsets[1:] - reached[:-1], 0, None)
+        gaps[gaps <= span * 0.02] = 0.0
+        index = steps["step_index"].astype("Int64").astype(object).where(steps["step_index"].notna(), None)
+        positions = pd.Series(range(n), index=steps.index, dtype=object)
+        index = index.where(index.notna(), positions)
+        names = steps["step_name"].map(lambda v: _text(v) or "?", na_action=None)
+        tools = steps["tool"].map(lambda v: _text(v) or "?", na_action=None)
+        retries = steps["retry_count"].fillna(0).astype("int64").to_numpy()
+        errors = steps["error"].tolist()
+        labels, short_errors = [], []
+        for i, (idx, name, tool) in enumerate(zip(index.tolist(), names.tolist(), tools.tolist(), strict=True)):
+            labels.append(f"{idx} · {name}" + (f" ({tool})" if tool != name else ""))
+            error = errors[i]
+            short_errors.append(shorten(printable(error), 80) if isinstance(error, str) and error else "")
+        return {
+            "run": printable(run), "status": row["status"], "span_s": span, "n": n,
+            "label": labels, "error": short_errors, "status_of": steps["status"].tolist(),
+            "start_s": np.round(offsets, 3).tolist(), "duration_s": np.round(durations, 3).tolist(),
+            "retries": retries.tolist(), "gap_s": np.round(gaps, 3).tolist(),
+            "statuses": sorted(set(steps["status"])),
+            "caption": f"{n} steps · {format_duration(_seconds(row['duration_s']))} · started "
+                       f"{format_time(row['started_at'].to_pydatetime()) if pd.notna(row['started_at']) else '?'}",
+        }
+
+    # -- one step ------------------------------------------------------------------------
+
+    def open_step(self, position: int) -> None:
+        """Open the step at ``position`` in the run (``-1`` closes it); the same as clicking its bar."""
+        if position != self.step:
+            self.step = position
+            return
+        if position < 0 or position >= len(self.steps):
+            self.detail = {}
+            return
+        with self.working("opening the step"):
+            self.detail = self._detail(self.steps.iloc[position], str(self.steps.index[position]))
+
+    def _detail(self, row: pd.Series, step_id: str) -> dict[str, Any]:
+        item = self.mem.get(step_id)
+        payload: dict[str, Any] = {}
+        same_namespace = item is not None and (item.user_id, item.agent_id) == (row["user_id"], row["agent_id"])
+        if item is not None and same_namespace and isinstance(item.metadata.get("trace"), dict):
+            payload = item.metadata["trace"]
+        index = row["step_index"]
+        name, tool = _text(row["step_name"]) or "?", _text(row["tool"]) or "?"
+        retries = 0 if row["retry_count"] is pd.NA else int(row["retry_count"])
+        facts = [
+            ("tool", tool), ("step", f"{index if index is not pd.NA else '?'} · {name}"),
+            ("status", status_of(row["status"])),
+            ("started", format_time(row["started_at"].to_pydatetime()) if pd.notna(row["started_at"]) else ""),
+            ("duration", format_duration(_seconds(row["duration_s"]))), ("retries", str(retries)),
+            ("workflow", _text(row["workflow_id"]) or ""), ("run id", _text(row["run_id"]) or "—"),
+            ("step id", step_id),
+        ]
+        return {
+            "title": f"step {index if index is not pd.NA else '?'} · {name}", "status": status_of(row["status"]),
+            "facts": [[k, printable(v)] for k, v in facts],
+            "error": _text(row["error"]) or "",
+            "retry_errors": [printable(e) for e in payload.get("retry_errors") or [] if isinstance(e, str)],
+            "parameters": _jsonable(payload.get("parameters")) if payload else None,
+            "result": _jsonable(payload.get("result")) if payload else None,
+            "memories": None,
+        }
+
+    def find_memories(self) -> list[str]:
+        """The memories the open step wrote: its namespace's non-trace memories whose metadata
+        names the step (``workflow_id`` and ``step_index``). A metadata scan, so only on request."""
+        if self.step < 0 or self.step >= len(self.steps) or not self.detail:
+            return []
+        row = self.steps.iloc[self.step]
+        found: list[str] = []
+        with self.working("finding the step's memories"):
+            if row["step_index"] is not pd.NA and row["user_id"] is not None and row["agent_id"] is not None:
+                wrote = self.mem.get_page(row["user_id"], row["agent_id"], offset=0, limit=50, filters={
+                    "workflow_id": row["workflow_id"], "step_index": int(row["step_index"]),
+                    "type": {"$ne": "trace"}})
+                found = [summary(m) for m in wrote]
+            self.detail = {**self.detail, "memories": found}
+        return found
+
+    # -- two runs ------------------------------------------------------------------------
+
+    def compare(self, other: str) -> None:
+        """Compare the open run (A) with ``other`` (B), step by step (``""`` closes the comparison)."""
+        if other != self.compare_with:
+            self.compare_with = other
+            return
+        if not other or not self.run or self.all_runs is None:
+            self.comparison, self.diff = {}, pd.DataFrame()
+            return
+        if other not in self.all_runs.index:
+            self.say(f"no run {other!r} in this store", "error")
+            return
+        with self.working("comparing runs"):
+            # The same table as compare_runs, from the rows this panel already holds for each run.
+            diff = _compare_steps(*(self.steps_all.iloc[self._positions[r]] for r in (self.run, other)))
+            self.diff = diff
+            rows = []
+            for r in diff.itertuples(index=False):
+                rows.append({
+                    "step_index": int(r.step_index), "name_a": _text(r.step_name_a) or "—",
+                    "name_b": _text(r.step_name_b) or "—", "status_a": r.status_a, "status_b": r.status_b,
+                    "duration_a": format_duration(_seconds(r.duration_a_s)),
+                    "duration_b": format_duration(_seconds(r.duration_b_s)),
+                    "change": r.change, "changes": printable(r.changes),
+                })
+            changed = int(diff["change"].isin(["changed", "only in a", "only in b"]).sum())
+            data = int((diff["change"] == "data differs").sum())
+            self.comparison = {
+                "rows": rows, "caption": f"A = {printable(self.run)} · B = {printable(other)} · {changed} of "
+                                         f"{len(diff)} steps changed, {data} more with other parameters or results",
+            }
+
+    # -- export and text -----------------------------------------------------------------
+
+    def export(self, path: str) -> str:
+        """Write the open run's steps (``step_id`` index and every column) to CSV and return the path."""
         try:
-            self.frame.to_csv(target)
+            self.steps.to_csv(path)
         except OSError as exc:
-            self.status.value = status_html(f"could not write {target}: {exc}", "error")
-            return None
-        self.status.value = status_html(f"wrote {len(self.frame)} steps to {os.path.abspath(target)}", "ok")
-        return target
+            self.say(f"could not write {path}: {exc}", "error")
+            raise
+        self.say(f"wrote {len(self.steps)} steps to {os.path.abspath(path)}", "ok")
+        return path
 
     def summary(self) -> str:
-        wf = self.workflow.value[2] if self.workflow.value else "-"
-        return f"TraceReplay: {len(self.workflow.options)} workflows; showing {wf}, {len(self.frame)} steps"
+        if self.all_runs is None:
+            return "TraceReplay: traces not read yet"
+        failed = sum(1 for r in self.runs if r["status"] == "failed")
+        line = f"TraceReplay: {len(self.runs)} of {self.total_runs} runs shown, {failed} failed"
+        if self.run:
+            line += f"; open: {self.run} ({len(self.steps)} steps)"
+        if self.detail:
+            line += f"; step: {self.detail['title']}"
+        return line
+

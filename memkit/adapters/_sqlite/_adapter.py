@@ -11,7 +11,6 @@ import asyncio
 import json
 import os
 import sqlite3
-import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -19,22 +18,21 @@ from typing import Any, TypeVar
 import numpy as np
 
 from memkit._errors import ConfigError, InvalidInputError, StorageError
-from memkit._filters import parse_filters
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._records import Record, from_us, new_record, records_from_items, trace_record
-from memkit._retrieval import HybridConfig, check_mode
+from memkit._retrieval import HybridConfig, check_hybrid, check_mode, modes_for
 from memkit._url import embedder_option, query_options, sqlite_path
 from memkit._validate import (
     DEFAULT_LIMITS,
     Limits,
     check_id,
-    check_limit,
-    check_namespace,
     check_query,
     check_read,
+    check_scope,
 )
-from memkit.adapters._sqlite._keywords import KeywordCache
-from memkit.adapters._sqlite._schema import SCHEMA_VERSION, connect
+from memkit.adapters._plumbing import timed_health
+from memkit.adapters._sqlite._keywords import KeywordCache, feed_head
+from memkit.adapters._sqlite._schema import SCHEMA_VERSION, connect, write_transaction
 from memkit.adapters._sqlite._search import ranked
 from memkit.adapters._sqlite._sql import COLUMNS, row_record, select
 from memkit.adapters._sqlite._traces import trace_columns
@@ -53,9 +51,9 @@ _CHUNK = 10_000
 class SQLiteAdapter:
     """Memories in one SQLite file (WAL), keyword search by BM25 with porter + unicode61 analysis.
 
-    The keyword index of a namespace is built in memory on its first search and
-    kept current from then on (this process's writes directly, other processes'
-    through ``PRAGMA data_version``); see :mod:`memkit._keyword`.
+    The keyword index of a namespace is built in memory on its first search, saved
+    in the file for the next process, and kept current from the store's change
+    feed, whoever wrote (see :mod:`memkit.adapters._sqlite._keywords`).
 
     Parameters
     ----------
@@ -140,17 +138,7 @@ class SQLiteAdapter:
     # -- connection, on the worker thread --------------------------------------
 
     def _open(self) -> None:
-        conn = connect(self.path, self._busy_timeout_ms)
-        try:
-            self._keywords.start(conn)
-            self._vectors.bind(conn)
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise ConfigError(f"{self.path!r} is not a usable memkit database: {exc}") from exc
-        except BaseException:
-            conn.close()
-            raise
-        self._conn = conn
+        self._conn = connect(self.path, self._busy_timeout_ms, self._vectors.bind)
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -182,40 +170,30 @@ class SQLiteAdapter:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=len(records), desc="add_many", unit="mem")
-        db.execute("BEGIN IMMEDIATE")
         try:
-            self._keywords.refresh(db)  # under the write lock: nobody can add rows until we commit
-            last_seq = db.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
-            for start in range(0, len(records), _CHUNK):
-                chunk = [next(rows) for _ in range(min(_CHUNK, len(records) - start))]
-                db.executemany(
-                    "INSERT INTO memories (id, user_id, agent_id, content, metadata, created_us)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    chunk,
-                )
-                if vectors is not None:
-                    # Same rowid rule as the keyword index below: max + 1, in insertion order.
+            with write_transaction(db):
+                # Under the write lock nobody else can insert until we commit, so our rows take
+                # the seqs right after the last one handed out, in insertion order.
+                last_seq = feed_head(db)[0]
+                for start in range(0, len(records), _CHUNK):
+                    chunk = [next(rows) for _ in range(min(_CHUNK, len(records) - start))]
                     db.executemany(
-                        "INSERT OR REPLACE INTO memory_vectors (seq, vector) VALUES (?, ?)",
-                        [(last_seq + 1 + start + i, blob(vectors[start + i])) for i in range(len(chunk))],
+                        "INSERT INTO memories (id, user_id, agent_id, content, metadata, created_us)"
+                        " VALUES (?, ?, ?, ?, ?, ?)",
+                        chunk,
                     )
-                if bar is not None:
-                    bar.update(len(chunk))
-            db.execute("COMMIT")
+                    if vectors is not None:
+                        db.executemany(
+                            "INSERT OR REPLACE INTO memory_vectors (seq, vector) VALUES (?, ?)",
+                            [(last_seq + 1 + start + i, blob(vectors[start + i])) for i in range(len(chunk))],
+                        )
+                    if bar is not None:
+                        bar.update(len(chunk))
         except sqlite3.IntegrityError as exc:
-            db.execute("ROLLBACK")
             raise InvalidInputError(f"a memory with one of these ids already exists ({exc})") from None
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
         finally:
             if bar is not None:
                 bar.close()
-        # rowids of an INTEGER PRIMARY KEY table are max + 1, in insertion order
-        seqs = range(last_seq + 1, last_seq + 1 + len(records))
-        self._keywords.added(seqs, records)
-        if vectors is not None:
-            self._vectors.added(seqs, records, vectors)
         return [r.id for r in records]
 
     # -- the port ----------------------------------------------------------------
@@ -266,12 +244,9 @@ class SQLiteAdapter:
         mode. Each result's ``score_details`` says which leg found it and how.
         """
         text = check_query(query, self.limits)
-        limit = check_limit(limit, self.limits)
-        user, agent = check_namespace(user_id, agent_id, self.limits)
-        conditions = parse_filters(filters)
-        resolved = check_mode(mode, self.embedder is not None, repr(self))
-        if hybrid is not None and not isinstance(hybrid, HybridConfig):
-            raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
+        user, agent, limit, _, conditions = check_read(user_id, agent_id, limit, filters, self.limits)
+        resolved = check_mode(mode, self.search_modes, repr(self))
+        check_hybrid(hybrid)
         if not text:
             records = await self._run(self._select, user, agent, conditions, limit)
             return [r.to_item() for r in records]
@@ -300,12 +275,15 @@ class SQLiteAdapter:
         norm = float(np.linalg.norm(query))
         if norm == 0.0:
             raise InvalidInputError("vector must not be all zeros")
-        limit = check_limit(limit, self.limits)
-        user, agent = check_namespace(user_id, agent_id, self.limits)
-        conditions = parse_filters(filters)
+        user, agent, limit, _, conditions = check_read(user_id, agent_id, limit, filters, self.limits)
         return await self._run(
             self._ranked, "semantic", None, query / norm, user, agent, conditions, limit, self.hybrid
         )
+
+    @property
+    def search_modes(self) -> tuple[str, ...]:
+        """The ``mode=`` values :meth:`search` answers (all three with an embedder, else keyword)."""
+        return modes_for(self.embedder is not None)
 
     @property
     def embedder(self) -> Any:
@@ -322,13 +300,11 @@ class SQLiteAdapter:
 
             bar = tqdm(total=total, desc=f"reembed ({embedder.name})", unit="mem")
         self._vectors.embedder = embedder
-        db.execute("BEGIN IMMEDIATE")
         try:
-            db.execute("DELETE FROM memory_vectors")
-            done = self._vectors.embed_all(db, bar)
-            db.execute("COMMIT")
+            with write_transaction(db):
+                db.execute("DELETE FROM memory_vectors")
+                done = self._vectors.embed_all(db, bar)
         except BaseException:
-            db.execute("ROLLBACK")
             self._vectors.embedder = previous
             raise
         finally:
@@ -386,26 +362,18 @@ class SQLiteAdapter:
             sql += " AND agent_id = ?"
             params.append(agent_id)
         deleted = self._db().execute(sql + " RETURNING seq, user_id, agent_id", params).fetchall()
-        for seq, user, agent in deleted:
-            self._keywords.removed(seq, user, agent)
-            self._vectors.removed(seq, user, agent)
         return bool(deleted)
 
     async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
         """Delete one memory; with ``user_id``/``agent_id`` only if it lives in that namespace."""
-        check_id(memory_id, "memory_id", self.limits)
-        return await self._run(self._delete, memory_id, user_id, agent_id)
+        return await self._run(self._delete, *check_scope(memory_id, user_id, agent_id, self.limits))
 
     def _reset(self) -> bool:
         db = self._db()
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(db):
             db.execute("DELETE FROM memories")
             db.execute("DELETE FROM trace_dict")  # names of users, workflows and tools go too
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+            db.execute("DELETE FROM keyword_snapshots")
         self._keywords.clear()
         self._vectors.clear()
         return True
@@ -454,13 +422,7 @@ class SQLiteAdapter:
         return f"schema version {version}, SQLite {sqlite3.sqlite_version}"
 
     async def health(self) -> Health:
-        start = time.perf_counter()
-        try:
-            detail = await self._run(self._ping)
-            ok = True
-        except StorageError as exc:
-            detail, ok = str(exc), False
-        return Health(ok=ok, provider=self.provider_name, latency_ms=(time.perf_counter() - start) * 1e3, detail=detail)
+        return await timed_health(self.provider_name, lambda: self._run(self._ping), (StorageError,))
 
     def _export_chunk(
         self, after: tuple[int, int], user_id: str | None, agent_id: str | None, size: int

@@ -1,5 +1,10 @@
 """The keyword indexes of recently searched namespaces, kept in step with the store file.
 
+The indexes consume the store's change feed and nothing else: memories are appended
+with a ``seq`` that is never handed out twice (AUTOINCREMENT), and every deletion is
+logged in ``memory_deletions`` by a trigger. An index that has applied every row up to
+``seq`` and every deletion up to ``change`` is exactly the namespace at that point,
+whichever process or connection wrote, so there is nothing to guess or re-count.
 Everything here runs on the adapter's worker thread, which owns the connection.
 """
 
@@ -7,84 +12,130 @@ from __future__ import annotations
 
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from memkit._keyword import KeywordIndex
-from memkit._records import Record
+from memkit.adapters._sqlite._schema import write_transaction
 
-__all__ = ["KeywordCache"]
+__all__ = ["KeywordCache", "feed_head", "snapshot"]
+
+
+def feed_head(db: sqlite3.Connection) -> tuple[int, int]:
+    """The feed's current position: the last seq handed out and the last deletion logged."""
+    row = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'memories'").fetchone()
+    change = db.execute("SELECT coalesce(max(change), 0) FROM memory_deletions").fetchone()[0]
+    return (row[0] if row else 0), change
+
+
+@contextmanager
+def snapshot(db: sqlite3.Connection) -> Iterator[None]:
+    """Read everything inside from one snapshot (or the caller's transaction)."""
+    if db.in_transaction:
+        yield
+        return
+    db.execute("BEGIN")
+    try:
+        yield
+    finally:
+        if db.in_transaction:
+            db.execute("COMMIT")
 
 
 class KeywordCache:
     """In-memory BM25 indexes, least recently searched dropped first past ``max_indexed`` memories."""
 
-    def __init__(self, max_indexed: int) -> None:
+    def __init__(self, max_indexed: int, resave_min: int = 1_000) -> None:
         self.max_indexed = max_indexed
+        # An index is saved when building or loading it took this many changes (or a quarter
+        # of its size): a new process then loads it instead of analysing every text again.
+        self.resave_min = resave_min
         self._indexes: OrderedDict[tuple[str, str], KeywordIndex] = OrderedDict()
-        self._seen_seq = 0
-        self._data_version: int | None = None
+        self._seq = 0  # every cached index holds the store as of this seq ...
+        self._change = 0  # ... and this deletion
 
     def __len__(self) -> int:
         return len(self._indexes)
 
-    def start(self, db: sqlite3.Connection) -> None:
-        self._seen_seq = db.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
-        self._data_version = db.execute("PRAGMA data_version").fetchone()[0]
-
-    def refresh(self, db: sqlite3.Connection) -> None:
-        """Bring cached indexes up to date with rows other connections committed."""
-        version = db.execute("PRAGMA data_version").fetchone()[0]
-        if version == self._data_version:
-            return
-        self._data_version = version
-        if not self._indexes:
-            self._seen_seq = db.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
-            return
-        rows = db.execute(
-            "SELECT seq, user_id, agent_id, content, created_us FROM memories WHERE seq > ? ORDER BY seq",
-            (self._seen_seq,),
-        ).fetchall()
-        for seq, user, agent, content, created in rows:
-            index = self._indexes.get((user, agent))
-            if index is not None:
-                index.add(seq, content, created)
-        if rows:
-            self._seen_seq = rows[-1][0]
-        # another connection may also have deleted rows: drop any index whose size disagrees
-        for key, index in list(self._indexes.items()):
-            count = db.execute("SELECT count(*) FROM memories WHERE user_id = ? AND agent_id = ?", key).fetchone()[0]
-            if count != len(index):
-                del self._indexes[key]
+    def _catch_up(self, db: sqlite3.Connection) -> None:
+        """Apply what the feed holds past our position to every cached index."""
+        seq, change = feed_head(db)
+        if self._indexes and seq > self._seq:
+            rows = db.execute(
+                "SELECT seq, user_id, agent_id, content, created_us FROM memories WHERE seq > ? AND seq <= ?",
+                (self._seq, seq),
+            ).fetchall()
+            for key, user, agent, content, created in rows:
+                index = self._indexes.get((user, agent))
+                if index is not None:
+                    index.add(key, content, created)
+        if self._indexes and change > self._change:
+            for key, user, agent in db.execute(
+                "SELECT seq, user_id, agent_id FROM memory_deletions WHERE change > ? AND change <= ?",
+                (self._change, change),
+            ):
+                index = self._indexes.get((user, agent))
+                if index is not None:
+                    index.remove(key)
+        self._seq, self._change = seq, change
 
     def index(self, db: sqlite3.Connection, user_id: str, agent_id: str) -> KeywordIndex:
-        self.refresh(db)
+        """The namespace's index as of now: cached, else loaded as saved and brought up to
+        date from the feed, else built from the namespace's texts (and saved for next time)."""
         key = (user_id, agent_id)
-        index = self._indexes.get(key)
-        if index is not None:
-            self._indexes.move_to_end(key)
-            return index
-        index = KeywordIndex()
-        index.add_many(db.execute(
-            "SELECT seq, content, created_us FROM memories WHERE user_id = ? AND agent_id = ?", key
-        ))
+        with snapshot(db):
+            self._catch_up(db)
+            index = self._indexes.get(key)
+            if index is not None:
+                self._indexes.move_to_end(key)
+                return index
+            index, replayed = self._load(db, user_id, agent_id)
+            position = (self._seq, self._change)
+        if replayed and replayed >= max(self.resave_min, len(index) // 4):
+            _save(db, user_id, agent_id, position, index)
         self._indexes[key] = index
         while len(self._indexes) > 1 and sum(len(i) for i in self._indexes.values()) > self.max_indexed:
             self._indexes.popitem(last=False)
         return index
 
-    def added(self, seqs: Sequence[int], records: Sequence[Record]) -> None:
-        """Our own write committed with these seqs."""
-        for seq, record in zip(seqs, records, strict=True):
-            index = self._indexes.get((record.user_id, record.agent_id))
-            if index is not None:
-                index.add(seq, record.content, record.created_us)
-        if seqs:
-            self._seen_seq = seqs[-1]
-
-    def removed(self, seq: int, user_id: str, agent_id: str) -> None:
-        index = self._indexes.get((user_id, agent_id))
-        if index is not None:
-            index.remove(seq)
+    def _load(self, db: sqlite3.Connection, user_id: str, agent_id: str) -> tuple[KeywordIndex, int]:
+        """The namespace's index at our feed position, and how many changes that took past the saved one."""
+        saved = db.execute(
+            "SELECT seq, change, data FROM keyword_snapshots WHERE user_id = ? AND agent_id = ?", (user_id, agent_id)
+        ).fetchone()
+        seq, change = (saved[0], saved[1]) if saved else (0, self._change)
+        index = KeywordIndex.from_bytes(saved[2]) if saved else KeywordIndex()
+        rows = db.execute(
+            "SELECT seq, content, created_us FROM memories"
+            " WHERE user_id = ? AND agent_id = ? AND seq > ? AND seq <= ?",
+            (user_id, agent_id, seq, self._seq),
+        ).fetchall()
+        index.add_many(rows)
+        gone = db.execute(
+            "SELECT seq FROM memory_deletions WHERE change > ? AND change <= ? AND user_id = ? AND agent_id = ?",
+            (change, self._change, user_id, agent_id),
+        ).fetchall()
+        for (key,) in gone:
+            index.remove(key)
+        return index, len(rows) + len(gone)
 
     def clear(self) -> None:
         self._indexes.clear()
+
+
+def _save(db: sqlite3.Connection, user_id: str, agent_id: str, position: tuple[int, int], index: KeywordIndex) -> None:
+    """Save ``index`` at feed ``position``; skipped when another writer holds the lock (a search never waits)."""
+    data = index.to_bytes()
+    timeout = db.execute("PRAGMA busy_timeout").fetchone()[0]
+    db.execute("PRAGMA busy_timeout = 0")
+    try:
+        with write_transaction(db):
+            db.execute(
+                "INSERT OR REPLACE INTO keyword_snapshots (user_id, agent_id, seq, change, data)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (user_id, agent_id, *position, data),
+            )
+    except sqlite3.OperationalError:
+        pass  # busy or read-only: the next process builds it again, nothing is wrong
+    finally:
+        db.execute(f"PRAGMA busy_timeout = {int(timeout)}")

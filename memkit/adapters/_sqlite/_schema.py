@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from memkit._errors import ConfigError
 from memkit.adapters._sqlite._traces import TRACE_NUMBERS, pack_trace_numbers
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "migrate", "statements"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "migrate", "statements", "write_transaction"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Each entry upgrades the schema from the previous version; never edit a shipped one.
-MIGRATIONS: dict[int, str] = {
+MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
     1: """
     CREATE TABLE store_meta (
         key   TEXT PRIMARY KEY,
@@ -196,6 +197,95 @@ MIGRATIONS: dict[int, str] = {
     """,
 }
 
+_MEMORIES_V5 = """
+CREATE TABLE memories_v5 (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,  -- never handed out twice, even after a delete
+    id         TEXT NOT NULL UNIQUE,
+    user_id    TEXT NOT NULL,
+    agent_id   TEXT NOT NULL,
+    content    TEXT NOT NULL,
+    metadata   TEXT NOT NULL DEFAULT '{}',
+    created_us INTEGER NOT NULL
+)
+"""
+
+_DELETIONS_V5 = """
+CREATE TABLE memory_deletions (
+    change   INTEGER PRIMARY KEY AUTOINCREMENT,  -- the feed's position
+    seq      INTEGER NOT NULL,                   -- memories.seq of the deleted memory
+    user_id  TEXT NOT NULL,
+    agent_id TEXT NOT NULL
+);
+CREATE TRIGGER memories_deletions AFTER DELETE ON memories BEGIN
+    INSERT INTO memory_deletions (seq, user_id, agent_id) VALUES (old.seq, old.user_id, old.agent_id);
+END;
+CREATE TABLE keyword_snapshots (
+    user_id  TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    seq      INTEGER NOT NULL,  -- the feed position the saved index holds
+    change   INTEGER NOT NULL,
+    data     BLOB NOT NULL,     -- KeywordIndex.to_bytes()
+    PRIMARY KEY (user_id, agent_id)
+);
+"""
+
+
+def _never_reuse_seqs(conn: sqlite3.Connection) -> None:
+    """Make ``memories.seq`` AUTOINCREMENT and log deletions: the change feed caches consume
+    (and keyword indexes saved at a feed position, so a new process need not rebuild them).
+
+    A plain INTEGER PRIMARY KEY hands the next row the number of a just-deleted newest
+    row, so a cache keyed by seq could not tell the new memory from the deleted one.
+    SQLite cannot add AUTOINCREMENT to a table, so the table is rebuilt; its indexes,
+    triggers and the view over it are re-created from their own stored definitions.
+    """
+    kept = [
+        sql for (sql,) in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND type IN ('index', 'trigger')"
+            " AND tbl_name = 'memories' ORDER BY type, name"
+        )
+    ]
+    views = [
+        (name, sql) for name, sql in conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'view'")
+    ]
+    for name, _ in views:
+        conn.execute(f'DROP VIEW "{name}"')
+    conn.execute(_MEMORIES_V5)
+    conn.execute(
+        "INSERT INTO memories_v5 (seq, id, user_id, agent_id, content, metadata, created_us)"
+        " SELECT seq, id, user_id, agent_id, content, metadata, created_us FROM memories ORDER BY seq"
+    )
+    conn.execute("DROP TABLE memories")
+    conn.execute("ALTER TABLE memories_v5 RENAME TO memories")
+    for sql in kept:
+        conn.execute(sql)
+    for _, sql in views:
+        conn.execute(sql)
+    for statement in statements(_DELETIONS_V5):
+        conn.execute(statement)
+
+
+MIGRATIONS[5] = _never_reuse_seqs
+
+
+@contextmanager
+def write_transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``; on any error roll back if SQLite has not already.
+
+    SQLite ends the transaction itself on some errors (a full disk while writing the
+    WAL, for one); rolling back again would raise "no transaction is active" and hide
+    the error that says what happened.
+    """
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            with suppress(sqlite3.Error):  # the error being raised is the one worth reporting
+                db.execute("ROLLBACK")
+        raise
+
 
 def statements(script: str) -> Iterator[str]:
     """Split a script into statements (trigger bodies included) without executescript's implicit COMMIT."""
@@ -207,8 +297,11 @@ def statements(script: str) -> Iterator[str]:
             pending = ""
 
 
-def connect(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
-    """Open ``path`` (creating its folder), set it up for several processes and migrate it."""
+def connect(
+    path: str, busy_timeout_ms: int, prepare: Callable[[sqlite3.Connection], None] = lambda conn: None
+) -> sqlite3.Connection:
+    """Open ``path`` (creating its folder), set it up for several processes, migrate it, then
+    ``prepare`` it; a file that is not a memkit database is a ConfigError."""
     if path != ":memory:":
         parent = Path(path).expanduser().resolve().parent
         try:
@@ -230,6 +323,7 @@ def connect(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
             "memkit_pack_trace_numbers", len(TRACE_NUMBERS), pack_trace_numbers, deterministic=True
         )
         migrate(conn)
+        prepare(conn)
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise ConfigError(f"{path!r} is not a usable memkit database: {exc}") from exc
@@ -248,19 +342,18 @@ def migrate(conn: sqlite3.Connection) -> None:
         )
     if version == SCHEMA_VERSION:
         return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with write_transaction(conn):
         # Another process may have migrated while we waited for the lock.
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         for target in range(version + 1, SCHEMA_VERSION + 1):
-            for statement in statements(MIGRATIONS[target]):
-                conn.execute(statement)
+            step = MIGRATIONS[target]
+            if callable(step):
+                step(conn)
+            else:
+                for statement in statements(step):
+                    conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {target}")
         conn.execute(
             "INSERT OR REPLACE INTO store_meta (key, value) VALUES ('schema_version', ?)",
             (str(SCHEMA_VERSION),),
         )
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise

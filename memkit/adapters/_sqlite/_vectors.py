@@ -14,6 +14,8 @@ import numpy as np
 from memkit._errors import ConfigError
 from memkit._records import Record
 from memkit._retrieval import VectorIndex
+from memkit.adapters._sqlite._keywords import feed_head, snapshot
+from memkit.adapters._sqlite._schema import write_transaction
 
 __all__ = ["EMBED_BATCH", "Vectors", "blob"]
 
@@ -52,6 +54,8 @@ class Vectors:
         self.foreign: str | None = None
         self._indexes: dict[tuple[str, str], VectorIndex] = {}
         self._version = -1
+        self._seq = 0  # cached matrices hold the store as of this seq and deletion (the change feed)
+        self._change = 0
 
     def mismatch(self, name: str, dim: int | None, wanted: str, wanted_dim: int) -> ConfigError:
         return ConfigError(
@@ -87,8 +91,7 @@ class Vectors:
             if name != emb.name or dim != emb.dim:
                 raise self.mismatch(name, dim, emb.name, emb.dim)
             return
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(conn):
             name, dim = recorded(conn)  # another process may have bound one meanwhile
             if name is not None and (name != emb.name or dim != emb.dim):
                 raise self.mismatch(name, dim, emb.name, emb.dim)
@@ -96,10 +99,6 @@ class Vectors:
                 # A keyword-only store gains vectors for what it already holds.
                 self.embed_all(conn)
                 conn.execute("DELETE FROM store_meta WHERE key = 'keyword_only'")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
     def embed_all(self, conn: sqlite3.Connection, bar: Any = None) -> int:
         """Embed and store every memory, then record the embedder (inside the caller's transaction)."""
@@ -159,11 +158,10 @@ class Vectors:
             )
 
     def sync(self, db: sqlite3.Connection) -> None:
-        """Drop cached vectors (and re-check the embedder) when another connection committed."""
+        """Re-check the embedder when another connection committed (it may have re-embedded)."""
         version = db.execute("PRAGMA data_version").fetchone()[0]
         if version == self._version:
             return
-        self._indexes.clear()
         if self.embedder is not None:
             name, dim = recorded(db)
             if name is not None and (name != self.embedder.name or dim != self.embedder.dim):
@@ -176,33 +174,50 @@ class Vectors:
         """The namespace's vectors as one matrix, loaded once and kept in step with our writes."""
         assert self.embedder is not None
         self.sync(db)
-        index = self._indexes.get((user_id, agent_id))
-        if index is None:
-            index = VectorIndex(self.embedder.dim)
-            rows = db.execute(
-                "SELECT v.seq, v.vector FROM memory_vectors v JOIN memories m ON m.seq = v.seq"
-                " WHERE m.user_id = ? AND m.agent_id = ? ORDER BY v.seq",
-                (user_id, agent_id),
-            ).fetchall()
-            if rows:
-                matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
-                index.add([r[0] for r in rows], matrix.astype(np.float32))
-            self._indexes[(user_id, agent_id)] = index
+        with snapshot(db):
+            self._catch_up(db)
+            index = self._indexes.get((user_id, agent_id))
+            if index is None:
+                index = VectorIndex(self.embedder.dim)
+                self._load(index, db.execute(
+                    "SELECT v.seq, v.vector FROM memory_vectors v JOIN memories m ON m.seq = v.seq"
+                    " WHERE m.user_id = ? AND m.agent_id = ? AND v.seq <= ? ORDER BY v.seq",
+                    (user_id, agent_id, self._seq),
+                ).fetchall())
+                self._indexes[(user_id, agent_id)] = index
         return index
 
-    def added(self, seqs: Sequence[int], records: Sequence[Record], vectors: np.ndarray) -> None:
-        """Our own write committed: cached namespaces gain its vectors."""
-        groups: dict[tuple[str, str], list[int]] = {}
-        for i, r in enumerate(records):
-            if (r.user_id, r.agent_id) in self._indexes:
-                groups.setdefault((r.user_id, r.agent_id), []).append(i)
-        for key, positions in groups.items():
-            self._indexes[key].add([seqs[i] for i in positions], vectors[positions])
+    @staticmethod
+    def _load(index: VectorIndex, rows: Sequence[tuple[int, bytes]]) -> None:
+        if rows:
+            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
+            index.add([r[0] for r in rows], matrix.astype(np.float32))
 
-    def removed(self, seq: int, user_id: str, agent_id: str) -> None:
-        index = self._indexes.get((user_id, agent_id))
-        if index is not None:
-            index.remove([seq])
+    def _catch_up(self, db: sqlite3.Connection) -> None:
+        """Apply the change feed past our position to every cached namespace (see _keywords)."""
+        seq, change = feed_head(db)
+        if self._indexes and seq > self._seq:
+            groups: dict[tuple[str, str], list[tuple[int, bytes]]] = {}
+            for key, vector, user, agent in db.execute(
+                "SELECT v.seq, v.vector, m.user_id, m.agent_id FROM memory_vectors v JOIN memories m"
+                " ON m.seq = v.seq WHERE v.seq > ? AND v.seq <= ? ORDER BY v.seq",
+                (self._seq, seq),
+            ):
+                if (user, agent) in self._indexes:
+                    groups.setdefault((user, agent), []).append((key, vector))
+            for namespace, rows in groups.items():
+                self._load(self._indexes[namespace], rows)
+        if self._indexes and change > self._change:
+            gone: dict[tuple[str, str], list[int]] = {}
+            for key, user, agent in db.execute(
+                "SELECT seq, user_id, agent_id FROM memory_deletions WHERE change > ? AND change <= ?",
+                (self._change, change),
+            ):
+                gone.setdefault((user, agent), []).append(key)
+            for namespace, keys in gone.items():
+                if namespace in self._indexes:
+                    self._indexes[namespace].remove(keys)
+        self._seq, self._change = seq, change
 
     def clear(self) -> None:
         self._indexes.clear()

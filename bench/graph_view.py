@@ -1,0 +1,178 @@
+"""How the graph view holds up at scale: the kernel side and headless Chromium.
+
+Kernel: ``memory_graph`` of a ``--memories`` namespace (SQLite, newest 1,000 memories)
+plus the representative cut and the browser payload, as GraphExplorer.draw does it.
+
+Browser (Debian's /usr/bin/chromium through Playwright, a 127.0.0.1 file server): synthetic
+namespaces of 2,000 and 10,000 drawn nodes (memories with genes and topics) through the
+standalone page, three routes:
+
+- ``physics``: vis-network lays the graph out itself (barnesHut, stabilisation capped at 150
+  iterations, physics off afterwards), no start positions;
+- ``start+physics``: memkit's precomputed start positions, then the same capped stabilisation
+  (the default up to 2,500 nodes);
+- ``precomputed``: the precomputed layout drawn as is, physics off (the default above).
+
+For each: time from navigation to the layout settled (``data-settled``), the longest main-thread
+task while loading (a freeze is a long task), and how long one redraw takes once settled (what a
+drag or zoom costs). Medians over ``--repeat`` runs.
+
+    .venv/bin/python bench/graph_view.py --memories 100000 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import functools
+import http.server
+import random
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import memkit
+from memkit._graphschema import record_parts
+from memkit._graphview import page_from_payload, payload, select
+from memkit._records import Record
+from memkit.graph import MemoryGraph, graph_from_parts, memory_graph
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+GENES = [f"G{i}" for i in range(300)]
+LONG_TASKS = """
+window.__long = 0;
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) window.__long = Math.max(window.__long, e.duration);
+}).observe({type: 'longtask', buffered: true});
+"""
+
+
+def synthetic(nodes: int) -> MemoryGraph:
+    """About ``nodes`` nodes: memories mentioning a gene (Zipf-like) and a topic, in one namespace."""
+    rng = random.Random(7)
+    records = []
+    memories = int(nodes * 0.85)
+    for i in range(memories):
+        popular = GENES[min(int(rng.paretovariate(1.2)) - 1, len(GENES) - 1)]
+        gene = popular if rng.random() < 0.7 else rng.choice(GENES)
+        records.append(Record(id=f"m{i}", user_id="u", agent_id="a", content=f"note {i} on {gene}",
+                              metadata={"gene": gene, "topic": f"t{rng.randint(0, 40)}"}, created_us=i))
+    graph = graph_from_parts(record_parts(r) for r in records)
+    extra = nodes - len(graph.nodes)
+    if extra > 0:  # top up with memories that mention new genes so the count is exact
+        more = [Record(id=f"x{i}", user_id="u", agent_id="a", content=f"x{i}", metadata={"gene": f"X{i}"},
+                       created_us=memories + i) for i in range(extra // 2)]
+        graph = graph_from_parts([*(record_parts(r) for r in records), *(record_parts(r) for r in more)])
+    return graph
+
+
+def kernel(n: int, repeat: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp, memkit.open(f"sqlite:///{Path(tmp) / 'big.db'}?embedder=none") as mem:
+        rng = random.Random(3)
+        start = time.perf_counter()
+        for lo in range(0, n, 10_000):
+            genes = [rng.choice(GENES[:12]) for _ in range(lo, min(lo + 10_000, n))]
+            mem.add_many([{"content": f"note {lo + j}: {gene} variant", "user_id": "big", "agent_id": "bio",
+                           "metadata": {"gene": gene, "topic": f"t{(lo + j) % 9}"}} for j, gene in enumerate(genes)])
+        print(f"store: {n:,} memories in one namespace, filled in {time.perf_counter() - start:.0f} s")
+        runs = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            graph = memory_graph(mem, user_id="big", agent_id="bio")
+            view = select(graph, 300)
+            payload(view)
+            runs.append(time.perf_counter() - t0)
+        print(f"kernel: memory_graph (newest 1,000) + cut to 300 + payload: median {statistics.median(runs):.3f} s"
+              f" (runs {', '.join(f'{r:.3f}' for r in runs)}); {view.message[:90]}…")
+
+
+ROUTES = ("physics", "start+physics", "precomputed")
+
+
+def pages(root: Path, sizes: list[int], routes: list[str]) -> list[tuple[str, int]]:
+    out = []
+    for n in sizes:
+        graph = synthetic(n)
+        base = payload(select(graph, n), f"{n} nodes")
+        for route in routes:
+            data = copy.deepcopy(base)
+            if route == "physics":
+                for node in data["nodes"]:
+                    node.pop("x", None)
+                    node.pop("y", None)
+            data["physics"] = route != "precomputed"
+            data["iterations"] = 150
+            name = f"{n}-{route.replace('+', '-')}.html"
+            (root / name).write_text(page_from_payload(data, f"{n} nodes"), encoding="utf-8")
+            out.append((name, len(data["nodes"])))
+    return out
+
+
+def browser(sizes: list[int], routes: list[str], repeat: int) -> None:
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        files = pages(root, sizes, routes)
+        handler = functools.partial(_Quiet, directory=str(root))
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        try:
+            with sync_playwright() as p:
+                chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+                print(f"{'page':<28} {'nodes':>6} {'settled s':>10} {'longest task ms':>16} {'redraw ms':>10}")
+                for name, count in files:
+                    rows = [_measure(chromium, f"{base}/{name}") for _ in range(repeat)]
+                    med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
+                    print(f"{name:<28} {count:>6} {med['settled']:>10.2f} {med['longest']:>16.0f}"
+                          f" {med['redraw']:>10.0f}")
+                chromium.close()
+        finally:
+            server.shutdown()
+            server.server_close()
+
+
+def _measure(chromium: Any, url: str) -> dict[str, float]:
+    context = chromium.new_context(viewport={"width": 1400, "height": 900})
+    context.add_init_script(LONG_TASKS)
+    page = context.new_page()
+    page.goto(url, wait_until="commit", timeout=180_000)
+    page.wait_for_selector(".memkit-graph[data-settled='1']", state="attached", timeout=180_000)
+    settled = page.evaluate("() => window.__memkitGraphSettled") / 1000
+    page.wait_for_timeout(300)
+    redraw = page.evaluate("""() => { const g = document.querySelector('.memkit-graph').__memkit;
+        const t = performance.now(); g.network.redraw(); g.network.moveTo({scale: 0.8}); g.network.redraw();
+        return (performance.now() - t) / 2; }""")
+    longest = page.evaluate("() => window.__long")
+    context.close()
+    return {"settled": settled, "longest": longest, "redraw": redraw}
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[2_000, 10_000])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--routes", nargs="+", choices=ROUTES, default=list(ROUTES))
+    parser.add_argument("--skip-kernel", action="store_true")
+    parser.add_argument("--skip-browser", action="store_true")
+    args = parser.parse_args()
+    if not args.skip_kernel:
+        kernel(args.memories, args.repeat)
+    if not args.skip_browser:
+        browser(args.sizes, args.routes, args.repeat)
+
+
+if __name__ == "__main__":
+    main()

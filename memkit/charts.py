@@ -1,0 +1,169 @@
+"""Pictures of traces: per-tool durations, failure categories by tool, success rate over time.
+
+Each function returns a :class:`Chart`: a Vega-Lite v5 specification with its data
+inlined. JupyterLab draws it with the renderer it ships (the
+``application/vnd.vegalite.v5+json`` output type), so nothing is fetched and no
+charting package is installed; a script reads ``chart.data`` (the pandas table
+drawn) or ``chart.spec``, or writes ``chart.save("durations.vl.json")`` for any
+Vega-Lite tool.
+
+The numbers come from :mod:`memkit.frames` (``traces_frame``, ``failure_patterns``),
+so a picture and a table of the same store always agree.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any, TypeAlias
+
+import pandas as pd
+
+from memkit._display import status_of
+from memkit._protocols import MemoryProvider
+from memkit._sync import Memory
+from memkit.frames import _frame, failure_patterns
+
+__all__ = ["VEGA_LITE_MIME", "Chart", "duration_chart", "failure_heatmap", "success_rate_chart"]
+
+VEGA_LITE_MIME = "application/vnd.vegalite.v5+json"
+_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"  # an identifier; never fetched
+_STATUS_SCALE = {"domain": ["success", "failed"], "range": ["#2e7d32", "#c62828"]}
+
+Source: TypeAlias = pd.DataFrame | MemoryProvider | Memory
+
+
+class Chart:
+    """A Vega-Lite picture: ``spec`` (a dict), ``data`` (the table drawn), ``title``."""
+
+    def __init__(self, title: str, data: pd.DataFrame, spec: dict[str, Any]) -> None:
+        self.title = title
+        self.data = data
+        self.spec = spec
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        return {VEGA_LITE_MIME: self.spec, "text/plain": repr(self)}
+
+    def __repr__(self) -> str:
+        return f"<Chart {self.title!r}: {len(self.data)} rows>"
+
+    def to_json(self) -> str:
+        return json.dumps(self.spec, ensure_ascii=False, indent=1)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the specification (data included) as JSON."""
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(self.to_json())
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for row in df.to_dict("records"):
+        clean: dict[str, Any] = {}
+        for key, value in row.items():
+            if isinstance(value, pd.Timestamp):
+                clean[str(key)] = value.isoformat()
+            elif (isinstance(value, float) and not math.isfinite(value)) or value is None or value is pd.NA:
+                clean[str(key)] = None
+            elif hasattr(value, "item"):
+                clean[str(key)] = value.item()
+            else:
+                clean[str(key)] = value
+        out.append(clean)
+    return out
+
+
+def _spec(title: str, data: pd.DataFrame, body: dict[str, Any]) -> dict[str, Any]:
+    return {"$schema": _SCHEMA, "title": title, "data": {"values": _records(data)},
+            "config": {"view": {"stroke": None}, "axis": {"labelFontSize": 11, "titleFontSize": 12}}, **body}
+
+
+def duration_chart(source: Source, **filters: Any) -> Chart:
+    """How long each tool's steps take: one row per tool, a box of the durations and every step as a tick.
+
+    ``source`` is a :func:`~memkit.frames.traces_frame` or a store (``filters`` go to it).
+    The x axis is logarithmic, so a 0.5 s tool and a 20 min tool both read.
+    """
+    df = _frame(source, **filters)
+    data = pd.DataFrame({
+        "tool": df["tool"].fillna("?").astype(str).to_numpy(),
+        "status": df["status"].map(status_of).to_numpy() if len(df) else [],
+        "duration_s": df["duration_s"].to_numpy(),
+    })
+    data = data[data["duration_s"] > 0].reset_index(drop=True)
+    order = data.groupby("tool")["duration_s"].median().sort_values(ascending=False).index.tolist()
+    x = {"field": "duration_s", "type": "quantitative", "title": "duration (s, log scale)",
+         "scale": {"type": "log"}}
+    y = {"field": "tool", "type": "nominal", "sort": order, "title": None}
+    title = "Step duration by tool"
+    spec = _spec(title, data, {
+        "width": 520, "height": {"step": 22},
+        "layer": [
+            # every step as a faint tick (failed ones red), the box of each tool's durations on top
+            {"mark": {"type": "tick", "thickness": 1, "opacity": 0.35},
+             "encoding": {"x": x, "y": y,
+                          "color": {"field": "status", "type": "nominal", "scale": _STATUS_SCALE, "title": "status"},
+                          "tooltip": [{"field": "tool"}, {"field": "status"},
+                                      {"field": "duration_s", "title": "seconds", "format": ".2f"}]}},
+            {"mark": {"type": "boxplot", "extent": "min-max", "size": 12, "opacity": 0.55, "color": "#37474f",
+                      "median": {"color": "white", "strokeWidth": 2}},
+             "encoding": {"x": x, "y": y}},
+        ],
+    })
+    return Chart(title, data, spec)
+
+
+def failure_heatmap(source: Source, **filters: Any) -> Chart:
+    """Failed steps by failure category (rows) and tool (columns), the count written in each cell.
+
+    The table is :func:`memkit.frames.failure_patterns` of the same steps.
+    """
+    data = failure_patterns(_frame(source, **filters))
+    title = "Failures by category and tool"
+    spec = _spec(title, data, {
+        "width": {"step": 46}, "height": {"step": 30},
+        "encoding": {
+            "x": {"field": "tool", "type": "nominal", "title": "tool", "axis": {"labelAngle": -40}},
+            "y": {"field": "category", "type": "nominal", "title": None},
+        },
+        "layer": [
+            {"mark": "rect", "encoding": {
+                "color": {"field": "count", "type": "quantitative", "scale": {"scheme": "reds"},
+                          "title": "failed steps"},
+                "tooltip": [{"field": "category"}, {"field": "tool"}, {"field": "count"}]}},
+            {"mark": {"type": "text", "fontSize": 12}, "encoding": {
+                "text": {"field": "count", "type": "quantitative"},
+                "color": {"condition": {"test": "datum.count > 2", "value": "white"}, "value": "black"}}},
+        ],
+    })
+    return Chart(title, data, spec)
+
+
+def success_rate_chart(source: Source, freq: str = "D", **filters: Any) -> Chart:
+    """Share of successful steps per period (``freq``: ``"h"``, ``"D"``, ``"W"``…), with the step count.
+
+    A step counts as successful when its status is ``success``; the line is drawn over
+    the periods that have steps, and each point says how many steps it stands for.
+    """
+    df = _frame(source, **filters)
+    when = df["started_at"].fillna(df["created_at"]) if len(df) else df.get("created_at", pd.Series(dtype=object))
+    ok = df["status"].map(status_of).eq("success") if len(df) else pd.Series(dtype=bool)
+    frame = pd.DataFrame({"period": when.dt.tz_convert("UTC").dt.tz_localize(None).dt.floor(freq)
+                          if len(df) else pd.Series(dtype="datetime64[ns]"), "ok": ok.to_numpy()})
+    grouped = frame.groupby("period")["ok"]
+    data = pd.DataFrame({"steps": grouped.size(), "success_rate": grouped.mean()}).reset_index()
+    title = "Success rate over time"
+    y = {"field": "success_rate", "type": "quantitative", "title": "successful steps",
+         "axis": {"format": "%"}, "scale": {"domain": [0, 1]}}
+    x = {"field": "period", "type": "temporal", "title": None}
+    tooltip = [{"field": "period", "type": "temporal"}, {"field": "steps", "type": "quantitative"},
+               {"field": "success_rate", "type": "quantitative", "format": ".0%"}]
+    spec = _spec(title, data, {
+        "width": 520, "height": 200,
+        "layer": [
+            {"mark": {"type": "line", "color": "#2e7d32", "point": {"filled": True, "size": 50, "color": "#2e7d32"}},
+             "encoding": {"x": x, "y": y, "tooltip": tooltip}},
+        ],
+    })
+    return Chart(title, data, spec)

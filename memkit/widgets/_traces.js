@@ -1,0 +1,233 @@
+// TraceReplay: run list, run timeline, step detail, run comparison.
+// Python computes every row (memkit.frames); this module draws them and reports clicks.
+
+const RUN_COLUMNS = [
+  { key: "status", label: "status", render: (r) => statusBadge(r.status), title: (r) => r.status },
+  { key: "workflow_id", label: "workflow" },
+  { key: "started", label: "started", sortKey: "started_at" },
+  { key: "duration", label: "duration", sortKey: "duration_s" },
+  { key: "steps", label: "steps" },
+  { key: "failed_steps", label: "failed" },
+  { key: "retries", label: "retries" },
+  { key: "first_error", label: "first error" },
+  { key: "agent_id", label: "agent" },
+  { key: "user_id", label: "user" },
+  { key: "run_id", label: "run id" },
+];
+
+const COMPARE_COLUMNS = [
+  { key: "step_index", label: "step" },
+  { key: "name_a", label: "A: step" },
+  { key: "status_a", label: "A: status", render: (r) => (r.status_a ? statusBadge(r.status_a) : "—"), title: (r) => r.status_a },
+  { key: "duration_a", label: "A: time" },
+  { key: "name_b", label: "B: step" },
+  { key: "status_b", label: "B: status", render: (r) => (r.status_b ? statusBadge(r.status_b) : "—"), title: (r) => r.status_b },
+  { key: "duration_b", label: "B: time" },
+  { key: "change", label: "change" },
+  { key: "changes", label: "what differs" },
+];
+
+function tickStep(span) {
+  const nice = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400];
+  for (const s of nice) if (span / s <= 8) return s;
+  return span / 8;
+}
+
+function fmtOffset(seconds) {
+  if (seconds < 1) return `${Math.round(seconds * 1000)} ms`;
+  if (seconds < 120) return `${+seconds.toFixed(1)} s`;
+  if (seconds < 7200) return `${+(seconds / 60).toFixed(1)} min`;
+  return `${+(seconds / 3600).toFixed(1)} h`;
+}
+
+function drawTimeline(model, box) {
+  box.replaceChildren();
+  const tl = model.get("timeline") || {};
+  if (!tl.run) { box.append(h("div", { class: "mk-empty", text: "pick a run in the list to see its timeline" })); return; }
+  box.append(h("div", { class: "mk-title" },
+    h("b", { text: `run ${tl.run}` }), " · ", statusBadge(tl.status), ` · ${tl.caption || ""}`));
+  if (!tl.n) { box.append(h("div", { class: "mk-empty", text: "this run has no steps" })); return; }
+  const span = Math.max(tl.span_s || 0, 1e-3);
+  const step = tickStep(span);
+  const axis = h("div", { class: "mk-axis" });
+  for (let t = 0; t <= span + 1e-9; t += step) {
+    axis.append(h("span", { class: "mk-tick", style: { left: `${(100 * t) / span}%` }, text: t === 0 ? "0" : fmtOffset(t) }));
+  }
+  box.append(h("div", { class: "mk-tl-row mk-tl-head" }, h("div", { class: "mk-tl-label", text: `step · tool (${tl.n})` }), axis));
+  // Only the rows in view exist in the page (a 10,000-step run draws as fast as a 10-step one).
+  const ROW = 20;
+  const rows = h("div", { class: "mk-tl-rows", "data-steps": tl.n });
+  const inner = h("div", { class: "mk-tl-inner", style: { height: `${tl.n * ROW}px` } });
+  rows.append(inner);
+  const tooltip = (i) => {
+    let text = `${tl.label[i]} · ${tl.status_of[i]} · ${fmtOffset(tl.duration_s[i])}`;
+    if (tl.retries[i]) text += ` · ${tl.retries[i]} retries`;
+    if (tl.error[i]) text += ` · "${tl.error[i]}"`;
+    return text;
+  };
+  const drawRow = (i) => {
+    const status = tl.status_of[i], start = tl.start_s[i], dur = tl.duration_s[i], retries = tl.retries[i], gap = tl.gap_s[i];
+    const left = (100 * start) / span;
+    const width = Math.max((100 * dur) / span, 0.15);
+    const track = h("div", { class: "mk-tl-track" }, h("div", {
+      class: `mk-bar mk-bar-${status}${retries ? " mk-bar-retried" : ""}`,
+      "data-status": status, "data-position": i,
+      style: { left: `${left}%`, width: `${Math.min(width, 100 - left)}%`, background: STATUS_COLOURS[status] || STATUS_COLOURS.unknown },
+      title: tooltip(i),
+    }));
+    if (retries) track.append(h("span", { class: "mk-retry", style: { left: `${Math.min(left + width, 97)}%` }, text: `↻${retries}`, title: `${retries} retries` }));
+    if (gap) track.append(h("span", { class: "mk-gap", style: { left: `${Math.max(left - (100 * gap) / span, 0)}%`, width: `${(100 * gap) / span}%` }, title: `idle ${fmtOffset(gap)} before this step` }));
+    return h("div", { class: `mk-tl-row${i === model.get("step") ? " mk-selected" : ""}`, "data-position": i, style: { top: `${i * ROW}px` } },
+      h("div", { class: "mk-tl-label", title: tooltip(i), text: tl.label[i] }), track);
+  };
+  let drawn = [-1, -1];
+  const paint = () => {
+    const first = Math.max(Math.floor(rows.scrollTop / ROW) - 10, 0);
+    const last = Math.min(Math.ceil((rows.scrollTop + (rows.clientHeight || 420)) / ROW) + 10, tl.n);
+    if (first === drawn[0] && last === drawn[1]) return;
+    drawn = [first, last];
+    const frag = document.createDocumentFragment();
+    for (let i = first; i < last; i++) frag.append(drawRow(i));
+    inner.replaceChildren(frag);
+  };
+  let pending = false;
+  rows.addEventListener("scroll", () => { if (!pending) { pending = true; requestAnimationFrame(() => { pending = false; paint(); }); } });
+  rows.paint = paint;
+  paint();
+  // One listener for all rows.
+  rows.addEventListener("click", (event) => {
+    const row = event.target.closest(".mk-tl-row");
+    if (row) send(model, "step", Number(row.dataset.position));
+  });
+  box.append(rows);
+  requestAnimationFrame(() => rows.paint());  // now that the box has its height
+  const legend = h("div", { class: "mk-legend" });
+  for (const s of tl.statuses || []) legend.append(statusBadge(s), " ");
+  legend.append(h("span", { class: "mk-retry-key", text: "↻n retries · dotted line = idle gap" }));
+  box.append(legend);
+}
+
+function drawDetail(model, box) {
+  box.replaceChildren();
+  const d = model.get("detail") || {};
+  if (!d.title) { box.append(h("div", { class: "mk-empty", text: "click a bar to open its step" })); return; }
+  box.append(h("div", { class: "mk-title" }, h("b", { text: d.title }), " ", statusBadge(d.status)));
+  const facts = h("table", { class: "mk-facts" });
+  for (const [key, value] of d.facts || []) facts.append(h("tr", {}, h("th", { text: key }), h("td", { text: value })));
+  box.append(facts);
+  if (d.error) box.append(h("div", { class: "mk-section", text: "error" }), h("pre", { class: "mk-error", text: d.error }));
+  if ((d.retry_errors || []).length) {
+    box.append(h("div", { class: "mk-section", text: "earlier attempts" }));
+    const list = h("ol", { class: "mk-retries" });
+    for (const e of d.retry_errors) list.append(h("li", { text: e }));
+    box.append(list);
+  }
+  for (const part of ["parameters", "result"]) {
+    box.append(h("div", { class: "mk-section" }, part + " ", copyButton(() => JSON.stringify(d[part], null, 2))),
+      h("div", { class: `mk-tree mk-${part}` }, jsonTree(d[part])));
+  }
+  if (d.memories === null || d.memories === undefined) {
+    box.append(h("div", { class: "mk-section" }, "memories this step wrote ",
+      h("button", { class: "mk-find-memories", text: "find", title: "memories whose metadata names this workflow and step",
+        onclick: () => model.send({ action: "find_memories" }) })));
+    return;
+  }
+  box.append(h("div", { class: "mk-section", text: `memories this step wrote (${d.memories.length})` }));
+  const mems = h("ul", { class: "mk-memories" });
+  for (const m of d.memories) mems.append(h("li", { text: m }));
+  if (!d.memories.length) mems.append(h("li", { class: "mk-empty", text: "none recorded" }));
+  box.append(mems);
+}
+
+function drawCompare(model, box) {
+  box.replaceChildren();
+  const c = model.get("comparison") || {};
+  const runs = model.get("runs") || [];
+  const current = model.get("run");
+  const picker = h("select", { class: "mk-compare-pick" }, h("option", { value: "", text: "compare with…" }));
+  for (const r of runs) if (r.run !== current) picker.append(h("option", { value: r.run, text: `${r.run} (${r.status})`, selected: r.run === model.get("compare_with") ? "" : null }));
+  picker.addEventListener("change", () => send(model, "compare_with", picker.value));
+  box.append(h("div", { class: "mk-title" }, h("b", { text: "compare runs " }), picker));
+  if (!c.rows) return;
+  box.append(h("div", { class: "mk-caption", text: c.caption || "" }));
+  box.append(dataGrid({
+    columns: COMPARE_COLUMNS, rows: c.rows,
+    rowClass: (r) => (r.change === "same" ? "" : r.change === "data differs" ? "mk-data-changed" : "mk-changed"),
+  }));
+}
+
+function drawRuns(model, box) {
+  box.replaceChildren();
+  const rows = model.get("runs") || [];
+  const hidden = model.get("hidden_columns") || [];
+  box.append(h("div", { class: "mk-caption" },
+    `${rows.length.toLocaleString()} of ${(model.get("total_runs") || 0).toLocaleString()} runs`,
+    model.get("runs_capped") ? " (first rows shown; narrow the filters)" : "", " ",
+    columnPicker(RUN_COLUMNS, hidden, (now) => send(model, "hidden_columns", now))));
+  if (!rows.length) { box.append(h("div", { class: "mk-empty", text: model.get("total_runs") ? "no run matches these filters" : "no traces in this store" })); return; }
+  box.append(dataGrid({
+    columns: RUN_COLUMNS, rows, hidden, sort: model.get("sort"),
+    keyOf: (r) => r.run, selectedKey: model.get("run"),
+    rowClass: (r) => `mk-run-${r.status}`,
+    onSort: (column) => {
+      const s = model.get("sort") || {};
+      send(model, "sort", { column, descending: s.column === column ? !s.descending : true });
+    },
+    onRowClick: (r) => send(model, "run", r.run),
+  }));
+}
+
+function filterBar(model) {
+  const opts = model.get("options") || {};
+  const f = { ...(model.get("filters") || {}) };
+  const apply = () => send(model, "filters", { ...f });
+  const select = (key, label, values) => {
+    const s = h("select", { class: `mk-filter-${key}`, title: label }, h("option", { value: "", text: `any ${label}` }));
+    for (const v of values || []) s.append(h("option", { value: v, text: v, selected: f[key] === v ? "" : null }));
+    s.addEventListener("change", () => { f[key] = s.value || null; apply(); });
+    return s;
+  };
+  const input = (key, label, type, width) => {
+    const i = h("input", { class: `mk-filter-${key}`, type, placeholder: label, title: label, value: f[key] ?? "", style: { width } });
+    const commit = () => { f[key] = i.value === "" ? null : (type === "number" ? Number(i.value) : i.value); apply(); };
+    i.addEventListener("change", commit);
+    i.addEventListener("keydown", (e) => { if (e.key === "Enter") commit(); });
+    return i;
+  };
+  return h("div", { class: "mk-filters" },
+    input("text", "find run, error, tool…", "search", "170px"),
+    select("status", "status", opts.statuses), select("agent_id", "agent", opts.agents),
+    select("tool", "tool", opts.tools),
+    h("label", { text: "from " }), input("since", "from", "date", "130px"),
+    h("label", { text: "to " }), input("until", "to", "date", "130px"),
+    input("min_duration", "min s", "number", "70px"), input("max_duration", "max s", "number", "70px"),
+    h("button", { text: "clear", onclick: () => send(model, "filters", {}) }));
+}
+
+function render({ model, el }) {
+  el.classList.add("memkit-panel", "memkit-traces");
+  const filters = h("div");
+  const runs = h("div", { class: "mk-runs" });
+  const timeline = h("div", { class: "mk-timeline" });
+  const detail = h("div", { class: "mk-detail" });
+  const compare = h("div", { class: "mk-compare" });
+  el.append(busyLine(model), filters, runs, h("div", { class: "mk-split" }, timeline, detail), compare);
+  const redrawFilters = () => filters.replaceChildren(filterBar(model));
+  redrawFilters();
+  drawRuns(model, runs); drawTimeline(model, timeline); drawDetail(model, detail); drawCompare(model, compare);
+  model.on("change:options", redrawFilters);
+  model.on("change:filters", redrawFilters);
+  for (const name of ["runs", "sort", "hidden_columns", "total_runs"]) model.on(`change:${name}`, () => { drawRuns(model, runs); drawCompare(model, compare); });
+  model.on("change:run", () => drawRuns(model, runs));
+  model.on("change:timeline", () => drawTimeline(model, timeline));
+  model.on("change:step", () => {
+    const now = model.get("step");
+    timeline.querySelectorAll(".mk-tl-inner > .mk-selected").forEach((r) => r.classList.remove("mk-selected"));
+    const row = timeline.querySelector(`.mk-tl-inner > .mk-tl-row[data-position="${now}"]`);
+    if (row) row.classList.add("mk-selected");
+  });
+  model.on("change:detail", () => drawDetail(model, detail));
+  model.on("change:comparison", () => drawCompare(model, compare));
+}
+
+export default { render };

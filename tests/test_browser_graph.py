@@ -1,0 +1,312 @@
+"""The graph as a researcher sees it: real JupyterLab, real Chromium, a SQLite file and a FalkorDB server.
+
+A notebook builds a store (memories with genes and topics, two runs of a workflow, one
+failed step, one memory of hostile HTML) and shows GraphExplorer three ways: a namespace
+(drawn from the newest memory only, so that expanding has something to fetch), a
+workflow, and the Dashboard with its Graph tab hidden when drawn. Playwright then reads
+the rendered canvas, double-clicks, searches, toggles the legend, hovers and clicks.
+Every request must stay on loopback. Screenshots: .artifacts/lab-graph-*.png.
+The standalone page (``MemoryGraph.to_html``) gets the same checks without a kernel.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+import pytest
+from playwright.sync_api import Browser, Page
+from test_browser import ARTIFACTS, PAYLOAD, _guarded_page, _pwned, browser, site  # noqa: F401
+
+import memkit
+from memkit._graphview import FAILED_COLOUR, LABEL_STYLE
+from memkit.graph import memory_graph
+from memkit.testing import FalkorDBServer
+
+CHROMIUM = "/usr/bin/chromium"
+_NO_CHROMIUM = not Path(CHROMIUM).exists() and not os.environ.get("CI")
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(_NO_CHROMIUM, reason="needs the Debian package chromium (make install-test)"),
+]
+
+FILL = '''
+def fill(mem):
+    mem.add(PAYLOAD, "alice", "bio", {"gene": "EGFR", "topic": PAYLOAD})
+    mem.add("BRCA1 and TP53 interact at DNA damage sites", "alice", "bio",
+            {"gene": ["BRCA1", "TP53"], "topic": "DNA repair"})
+    steps = [("fetch_reads", "sra-tools"), ("quality_check", "fastqc"), ("align_reads", "bwa"),
+             ("call_variants", "gatk")]
+    for run, failed_at in (("run-1", None), ("run-2", 2)):
+        for index in (3, 0, 2, 1):
+            name, tool = steps[index]
+            status = "failed" if index == failed_at else "success"
+            mem.add_trace("bio", "variant-calling", {
+                "step_index": index, "step_name": name, "tool": tool, "status": status, "run_id": run,
+                "duration": 2.5, "error": "Connection reset by peer" if status == "failed" else None,
+            }, user_id="alice")
+    mem.add("TP53 knockdown raises apoptosis in HeLa cells", "alice", "bio",
+            {"gene": "TP53", "topic": "apoptosis", "disease": PAYLOAD})
+'''
+
+# JavaScript run in the page: find a drawn graph by its title, read what the canvas shows.
+PICK = "(title) => Array.from(document.querySelectorAll('.memkit-graph')).find(r => " \
+       "r.querySelector('.memkit-graph-title').textContent.startsWith(title))"
+PIXELS = f"""(title) => {{
+  const r = ({PICK})(title); const g = r.__memkit; const canvas = r.querySelector('canvas');
+  const ctx = canvas.getContext('2d'); const dpr = canvas.width / canvas.clientWidth; const out = {{}};
+  for (const n of g.nodes.get({{filter: (n) => !n.hidden}})) {{
+    const key = n.failed ? 'failed' : n.type;
+    if (out[key]) continue;
+    const p = g.network.canvasToDOM(g.network.getPositions([n.id])[n.id]);
+    const px = ctx.getImageData(Math.round(p.x * dpr), Math.round(p.y * dpr), 1, 1).data;
+    out[key] = '#' + [px[0], px[1], px[2]].map((v) => v.toString(16).padStart(2, '0')).join('').toUpperCase();
+  }}
+  return out;
+}}"""
+WHERE = f"""([title, label]) => {{
+  const r = ({PICK})(title); const g = r.__memkit;
+  const n = g.nodes.get({{filter: (n) => n.label === label}})[0];
+  const p = g.network.canvasToDOM(g.network.getPositions([n.id])[n.id]);
+  const box = r.querySelector('canvas').getBoundingClientRect();
+  const inside = p.x > 0 && p.y > 0 && p.x < box.width && p.y < box.height;
+  return {{id: n.id, x: box.x + p.x, y: box.y + p.y, inside}};
+}}"""
+COUNT = f"""([title, type]) => ({PICK})(title).__memkit.nodes.get(
+  {{filter: (n) => !n.hidden && (type === null || n.type === type)}}).length"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _notebook(root: Path, url: str) -> None:
+    code = [
+        f"import memkit\nfrom memkit.graph import memory_graph\nfrom memkit.widgets import Dashboard, GraphExplorer\n"
+        f"PAYLOAD = {PAYLOAD!r}\n{FILL}\nmem = memkit.open({url!r})\nmem.reset()\nfill(mem)\nprint('filled')",
+        # Drawn from the newest memory only: TP53's other memories are in the store, not yet on screen.
+        "explorer = GraphExplorer(mem, graph=lambda m, u, a, w: memory_graph(m, u, a, w, limit=1))\n"
+        "explorer.namespace.value = ('alice', 'bio')\nexplorer.draw()\nexplorer",
+        "flow = GraphExplorer(mem)\nflow.scope.value = 'workflow'\n"
+        "flow.workflow.value = ('alice', 'bio', 'variant-calling')\nflow.draw()\nflow",
+        "dash = Dashboard(mem)\ndash.explorer.namespace.value = ('alice', 'bio')\ndash.explorer.draw()\ndash",
+        "print('selected:', explorer.selected.type, explorer.selected.properties.get('name'))",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in code])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, root / "graph.ipynb")
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """JupyterLab on 127.0.0.1 with its root in a temporary folder; stopped after the test."""
+    port, token = _free_port(), uuid.uuid4().hex
+    log = (tmp_path / "lab.log").open("w+")
+    root = tmp_path / "root"
+    root.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+         f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}", "--allow-root"],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "BROWSER": "true"}, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, (tmp_path / "lab.log").read_text()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, (tmp_path / "lab.log").read_text()
+                time.sleep(0.5)
+        yield f"http://127.0.0.1:{port}/lab/tree/graph.ipynb?token={token}", root
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+        log.close()
+
+
+@pytest.fixture(params=["sqlite", "falkordb"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'lab.db'}"
+    server: FalkorDBServer = request.getfixturevalue("falkordb_server")
+    return server.url(f"lab-{uuid.uuid4().hex[:8]}")
+
+
+def _run_all(page: Page, url: str) -> None:
+    page.goto(url)
+    page.wait_for_selector(".jp-Notebook", timeout=90_000)
+    page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=90_000)
+    page.keyboard.press("Escape")
+    page.click(".jp-Notebook")
+    page.get_by_text("Run", exact=True).first.click()
+    page.get_by_text("Run All Cells", exact=True).first.click()
+
+
+def _settled(page: Page, title: str) -> None:
+    page.wait_for_function(f"(t) => {{ const r = ({PICK})(t); return r && r.dataset.settled === '1'; }}",
+                           arg=title, timeout=60_000)
+
+
+def _show(page: Page, title: str) -> None:
+    page.evaluate(f"(t) => ({PICK})(t).scrollIntoView({{block: 'start'}})", title)
+    page.wait_for_timeout(400)
+
+
+def test_graph_in_jupyterlab(browser: Browser, lab: tuple[str, Path], store_url: str) -> None:  # noqa: F811
+    url, root = lab
+    _notebook(root, store_url)
+    outside: list[str] = []
+    page = _guarded_page(browser, outside)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    ARTIFACTS.mkdir(exist_ok=True)
+    _run_all(page, url)
+    try:
+        _explore(page)
+    except Exception:
+        page.screenshot(path=str(ARTIFACTS / "lab-graph-failed.png"), full_page=True)
+        raise
+    assert _pwned(page) == [None] * len(page.frames)
+    assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+    assert outside == []
+
+
+def _explore(page: Page) -> None:
+    ns, wf = "namespace alice / bio", "workflow variant-calling"
+    _settled(page, ns)
+    _settled(page, wf)
+
+    # Colours on the canvas differ by type and are the schema's.
+    _show(page, wf)
+    flow = page.evaluate(PIXELS, wf)
+    assert flow["failed"] == FAILED_COLOUR
+    assert flow["Step"] == LABEL_STYLE["Step"]["color"] and flow["Tool"] == LABEL_STYLE["Tool"]["color"]
+    assert len(set(flow.values())) == len(flow) >= 6
+    page.locator(".memkit-graph").nth(1).screenshot(path=str(ARTIFACTS / "lab-graph-workflow.png"))
+
+    # Double-click an entity: its neighbours come from the store.
+    _show(page, ns)
+    labels = page.evaluate(f"(t) => ({PICK})(t).__memkit.nodes.get().map((n) => n.label)", ns)
+    assert "TP53" in labels, labels
+    before = page.evaluate(COUNT, [ns, "Memory"])
+    # The first click into an output makes its cell the active one, which may scroll the notebook.
+    canvas = page.locator(".memkit-graph-canvas").first.bounding_box()
+    assert canvas is not None
+    page.mouse.click(canvas["x"] + 5, canvas["y"] + 5)
+    page.wait_for_timeout(500)
+    tp53 = page.evaluate(WHERE, [ns, "TP53"])
+    page.mouse.dblclick(tp53["x"], tp53["y"])
+    page.wait_for_function(f"(t) => Number(({PICK})(t).dataset.expanded) > 0", arg=ns, timeout=30_000)
+    assert page.evaluate(COUNT, [ns, "Memory"]) == before + 1  # BRCA1's memory; never another namespace's
+    assert "new node" in page.locator(".memkit-graph-message").first.inner_text()
+    page.wait_for_timeout(300)
+    colours = page.evaluate(PIXELS, ns)
+    for kind in ("Namespace", "Memory", "Entity"):
+        assert colours[kind] == LABEL_STYLE[kind]["color"], colours
+
+    # Search finds a node by caption and focuses it (centre of the view, selected, properties shown).
+    search = page.locator(".memkit-graph-search").first
+    search.fill("brca1")
+    search.press("Enter")
+    focused = page.evaluate(f"(t) => {{ const r = ({PICK})(t); return r.__memkit.nodes.get(r.dataset.focused); }}", ns)
+    assert focused["label"].startswith("BRCA1 and TP53") and focused["type"] == "Memory"  # the expanded memory
+    assert page.evaluate(WHERE, [ns, focused["label"]])["inside"]
+    assert focused["label"] in page.locator(".memkit-graph-props-title").first.inner_text()
+
+    # Click: the properties panel, and the selection in Python.
+    entity = page.evaluate(WHERE, [ns, "TP53"])
+    page.mouse.click(entity["x"], entity["y"])
+    panel = page.locator(".memkit-graph-props").first
+    assert entity["id"] in panel.inner_text() and "kind" in panel.inner_text()
+    last = page.locator(".jp-Cell").filter(has_text="print('selected:'")
+    last.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    page.get_by_text("selected: Entity TP53").wait_for(timeout=30_000)
+
+    # Hostile text: the caption is drawn, the tooltip and the panel show it as text.
+    evil = page.evaluate(f"(t) => ({PICK})(t).__memkit.nodes.get({{filter: (n) => n.label.startsWith('<img')}})[0]",
+                         ns)
+    assert evil is not None
+    _show(page, ns)
+    assert not page.evaluate(WHERE, [ns, evil["label"]])["inside"]  # the search zoomed in on BRCA1
+    page.locator(".memkit-graph-fit").first.click()
+    spot = page.evaluate(WHERE, [ns, evil["label"]])
+    assert spot["inside"]
+    page.mouse.move(spot["x"], spot["y"])
+    tip = page.locator(".vis-tooltip", has_text="<img src=x onerror=")
+    tip.wait_for(state="visible", timeout=5000)
+    assert tip.inner_text().startswith("disease: <img src=x onerror=")
+    page.mouse.click(spot["x"], spot["y"])
+    assert "<img src=x onerror=" in panel.inner_text()
+    assert page.evaluate(f"(t) => ({PICK})(t).querySelectorAll('img, script, a').length", ns) == 0
+    page.locator(".memkit-graph").first.screenshot(path=str(ARTIFACTS / "lab-graph-namespace.png"))
+
+    # The legend hides a type.
+    page.locator(".memkit-graph").first.locator(".memkit-graph-chip[data-type='Memory']").click()
+    assert page.evaluate(COUNT, [ns, "Memory"]) == 0 and page.evaluate(COUNT, [ns, "Entity"]) > 0
+    assert page.locator(".memkit-graph").first.locator(".memkit-graph-chip.memkit-graph-off").count() == 1
+
+    # The Dashboard drew its graph while the tab was hidden: it opens fitted.
+    dash_title = "namespace alice / bio"
+    page.locator(".widget-tab .lm-TabBar-tab").filter(has_text=re.compile(r"^\s*Graph\s*$")).first.click()
+    page.wait_for_timeout(800)
+    fitted = page.evaluate("""(t) => {
+      const r = Array.from(document.querySelectorAll('.memkit-graph')).filter(
+        (r) => r.querySelector('.memkit-graph-title').textContent.startsWith(t))[1];
+      const g = r.__memkit; const box = r.querySelector('canvas').getBoundingClientRect();
+      const ps = Object.values(g.network.getPositions()).map((p) => g.network.canvasToDOM(p));
+      return {w: box.width, inside: ps.every((p) => p.x >= 0 && p.y >= 0 && p.x <= box.width && p.y <= box.height),
+              n: ps.length, scale: g.network.getScale()};
+    }""", dash_title)
+    assert fitted["w"] > 300 and fitted["n"] > 20 and fitted["inside"] and fitted["scale"] > 0.2, fitted
+    page.locator(".widget-tab").first.screenshot(path=str(ARTIFACTS / "lab-graph-dashboard.png"))
+
+
+def test_standalone_page_without_a_kernel(browser: Browser, site: tuple[str, Path]) -> None:  # noqa: F811
+    base, root = site
+    mem = memkit.open("memory://")
+    mem.add(PAYLOAD, "alice", "bio", {"gene": "TP53", "topic": PAYLOAD})
+    for gene in ("TP53", "BRCA1", "EGFR"):
+        mem.add(f"BLAST of {gene} returned hits", "alice", "bio", {"gene": gene, "topic": "homology"})
+    mem.add_trace("bio", "wf", {"step_index": 0, "tool": "blast", "status": "failed"}, user_id="alice")
+    memory_graph(mem).to_html(str(root / "graph.html"), title="namespace alice / bio")
+    outside: list[str] = []
+    page = _guarded_page(browser, outside)
+    page.goto(f"{base}/graph.html")
+    _settled(page, "namespace alice / bio")
+    colours = page.evaluate(PIXELS, "namespace alice / bio")
+    assert colours["failed"] == FAILED_COLOUR and colours["Entity"] == LABEL_STYLE["Entity"]["color"]
+    assert len(set(colours.values())) == len(colours) >= 6
+    text = page.inner_text("body")
+    assert "showing all" in text and "Memory (5)" in text
+    spot = page.evaluate(WHERE, ["namespace", "TP53"])
+    page.mouse.dblclick(spot["x"], spot["y"])
+    assert "needs the live widget" in page.inner_text(".memkit-graph-message")
+    page.fill(".memkit-graph-search", "egfr")
+    page.press(".memkit-graph-search", "Enter")
+    assert "EGFR" in page.inner_text(".memkit-graph-props")
+    page.click(".memkit-graph-chip[data-type='Entity']")
+    assert page.evaluate(COUNT, ["namespace", "Entity"]) == 0
+    page.click(".memkit-graph-reset")
+    assert page.evaluate(COUNT, ["namespace", "Entity"]) == 6
+    assert page.evaluate("() => document.querySelectorAll('img, a').length") == 0
+    page.screenshot(path=str(ARTIFACTS / "graph.png"))
+    assert _pwned(page) == [None] and outside == []

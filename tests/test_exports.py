@@ -1,0 +1,63 @@
+"""The public API is exactly what is meant: public modules and each one's ``__all__``.
+
+A change here is a change to what users may import; update this list on purpose.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import pytest
+
+import memkit
+
+PUBLIC: dict[str, set[str]] = {
+    "memkit": {
+        "BackendUnavailableError", "ConfigError", "ContextWindow", "ErrorCategory", "Health", "HybridConfig",
+        "InvalidInputError", "Limits", "MemkitError", "Memory", "MemoryFilter", "MemoryItem", "MemoryProvider",
+        "NamespaceInfo", "NewMemory", "NotFoundError", "Stats", "StorageError", "SupportsAddMany", "SupportsClose",
+        "SupportsExport", "SupportsGet", "SupportsHealth", "SupportsNamespaces", "SupportsPaging",
+        "SupportsSearchModes", "SupportsStats", "SupportsTraceColumns", "build_context", "export_jsonl",
+        "get_memory_provider", "import_history", "import_jsonl", "open",
+    },
+    "memkit.adapters": {
+        "FalkorDBAdapter", "InMemoryAdapter", "Mem0Adapter", "MockMemoryAdapter", "Neo4jAdapter", "SQLiteAdapter",
+    },
+    "memkit.charts": {"VEGA_LITE_MIME", "Chart", "duration_chart", "failure_heatmap", "success_rate_chart"},
+    "memkit.cli": {"main"},
+    "memkit.embeddings": {
+        "DEFAULT_EMBEDDER", "Embedder", "SentenceTransformerEmbedder", "StaticEmbedder", "get_embedder",
+    },
+    "memkit.frames": {
+        "RUN_COLUMNS", "ReplayState", "TRACE_COLUMNS", "compare_runs", "failure_patterns", "filter_runs",
+        "memories_frame", "namespaces_frame", "replay", "run_steps", "runs_frame", "tool_stats", "traces_frame",
+    },
+    "memkit.graph": {
+        "GraphEdge", "GraphNode", "MemoryGraph", "amemory_graph", "aneighbourhood", "memory_graph", "neighbourhood",
+    },
+    "memkit.testing": {"FalkorDBServer", "ProviderConformance"},
+    "memkit.tools": {"MemoryTools", "ProviderTools", "ToolDispatcher", "register_pydantic_ai_tools"},
+    "memkit.traces": {
+        "ExecutionHistory", "ExecutionItem", "ExecutionStatus", "REDACTED", "Redactor", "Step", "TraceWriteError",
+        "categorize_error", "get_trace_redactor", "set_trace_redactor",
+    },
+    "memkit.widgets": {"Dashboard", "GraphExplorer", "NamespaceBrowser", "TraceReplay"},
+}
+
+
+def test_the_public_modules_are_the_intended_ones() -> None:
+    found = {
+        m.name for m in pkgutil.walk_packages(memkit.__path__, "memkit.")
+        if not any(part.startswith("_") for part in m.name.split(".")[1:])
+    }
+    assert found | {"memkit"} == set(PUBLIC)
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC))
+def test_each_public_module_exports_exactly_what_is_meant(name: str) -> None:
+    module = importlib.import_module(name)
+    assert set(module.__all__) == PUBLIC[name]
+    assert len(module.__all__) == len(set(module.__all__))
+    for member in module.__all__:
+        assert getattr(module, member) is not None
