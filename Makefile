@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo lab lab-serve test lint typecheck pytest nbval bench clean install install-notebook install-test chromium bench-minilm
+.PHONY: demo lab lab-serve test lint typecheck pytest nbval bench clean install install-notebook install-test chromium bench-minilm neo4j
 
 # The browser check drives Debian's chromium through Playwright (never `playwright install`).
 CHROMIUM ?= /usr/bin/chromium
@@ -30,12 +30,21 @@ install-notebook: $(BIN)/python
 
 # No torch here: Mem0 runs on memkit's own embedder, and the sentence-transformers tests
 # run only where `memkit[embeddings]` is installed (make bench-minilm).
-install-test: $(BIN)/python chromium tests/cypher/node_modules/.package-lock.json
+install-test: $(BIN)/python chromium neo4j tests/cypher/node_modules/.package-lock.json
 	$(PIP) install -e '.[dev,graph,notebook,mem0,agents,mcp]'
 
 # Neo4j's Cypher parser for tests/test_cypher_lint.py (needs the machine's Node.js and npm).
 tests/cypher/node_modules/.package-lock.json: tests/cypher/package.json tests/cypher/package-lock.json
 	cd tests/cypher && npm ci --no-audit --no-fund --loglevel=error
+
+# The tests' Neo4j: an embedded Neo4j 5 LTS with Bolt (neo4j/pom.xml), built with Java 17+ and Maven.
+# Dependencies come from Maven Central once, into ~/.m2; later builds work offline.
+NEO4J_JAR := neo4j/target/5.26.30/memkit-neo4j.jar
+neo4j: $(NEO4J_JAR)
+$(NEO4J_JAR): neo4j/pom.xml $(wildcard neo4j/src/main/java/memkit/neo4j/*.java)
+	@command -v java >/dev/null && command -v mvn >/dev/null || { $(SUDO) apt-get update -q && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends openjdk-17-jdk-headless maven; }
+	cd neo4j && mvn -q -B -Dstyle.color=never package
 
 chromium:
 	@test -x $(CHROMIUM) || { $(SUDO) apt-get update -q && \

@@ -1,12 +1,13 @@
-"""Shared fixtures: one real FalkorDB server per test session."""
+"""Shared fixtures: one real FalkorDB and one real Neo4j server per test session."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
-from memkit.testing import FalkorDBServer
+from memkit.testing import FalkorDBServer, Neo4jServer
 
 
 @pytest.fixture(scope="session")
@@ -19,5 +20,27 @@ def falkordb_server() -> Iterator[FalkorDBServer]:
         pytest.fail(f"cannot start the FalkorDB test server: {exc}", pytrace=False)
     try:
         yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def neo4j_uri() -> Iterator[str]:
+    """``$MEMKIT_NEO4J_URI`` when set (an external server, wiped by the tests), else a fresh Neo4j.
+
+    The fresh one is an embedded Neo4j with Bolt (neo4j/ in the repository, built with Maven);
+    without Java or Maven the run fails saying what to install, it never skips.
+    """
+    external = os.environ.get("MEMKIT_NEO4J_URI")
+    if external:
+        yield external
+        return
+    server = Neo4jServer()
+    try:
+        server.start()
+    except RuntimeError as exc:
+        pytest.fail(f"cannot start the Neo4j test server: {exc}", pytrace=False)
+    try:
+        yield server.url
     finally:
         server.stop()

@@ -1,9 +1,8 @@
-"""memory_graph on every adapter: the same graph from rows (SQLite, in-memory) and from FalkorDB."""
+"""memory_graph on every adapter: the same graph from rows (SQLite, in-memory), FalkorDB and Neo4j."""
 
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,9 +15,8 @@ from memkit.adapters import FalkorDBAdapter, InMemoryAdapter, Neo4jAdapter, SQLi
 from memkit.graph import MemoryGraph, amemory_graph, memory_graph
 from memkit.testing import FalkorDBServer
 
-NEO4J_URI = os.environ.get("MEMKIT_NEO4J_URI")
-# With a Neo4j configured, every graph test also runs there (it wipes that database first).
-KINDS = ["memory", "sqlite", "falkordb", *(["neo4j"] if NEO4J_URI else [])]
+# Neo4j has one database per server here: each Neo4j test wipes it first.
+KINDS = ["memory", "sqlite", "falkordb", "neo4j"]
 
 
 @pytest.fixture(params=KINDS)
@@ -28,8 +26,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     elif request.param == "sqlite":
         provider = SQLiteAdapter(tmp_path / "graph.db")
     elif request.param == "neo4j":
-        assert NEO4J_URI
-        provider = Neo4jAdapter(NEO4J_URI)
+        provider = Neo4jAdapter(request.getfixturevalue("neo4j_uri"))
         await provider.reset()
     else:
         server: FalkorDBServer = request.getfixturevalue("falkordb_server")
@@ -91,11 +88,13 @@ async def test_schema_of_one_namespace(store: Any) -> None:
     assert all(isinstance(e.id, str) and len(e.id) == 36 for e in graph.edges)
 
 
-async def test_every_adapter_builds_the_same_graph(falkordb_server: FalkorDBServer, tmp_path: Path) -> None:
+async def test_every_adapter_builds_the_same_graph(falkordb_server: FalkorDBServer, neo4j_uri: str,
+                                                  tmp_path: Path) -> None:
     stores = [InMemoryAdapter(), SQLiteAdapter(tmp_path / "same.db"),
-              FalkorDBAdapter.from_url(falkordb_server.url(f"same-{uuid.uuid4().hex[:8]}"))]
+              FalkorDBAdapter.from_url(falkordb_server.url(f"same-{uuid.uuid4().hex[:8]}")), Neo4jAdapter(neo4j_uri)]
     graphs = []
     for mem in stores:
+        await mem.reset()  # the Neo4j database is shared by the session's tests
         ids = await populate(mem)
         # give every store the same memory ids and times so the graphs are comparable
         exported = [i async for i in mem.export()]
@@ -107,7 +106,7 @@ async def test_every_adapter_builds_the_same_graph(falkordb_server: FalkorDBServ
         graphs.append(await amemory_graph(mem))
         await mem.aclose()
     shapes = [shape(g) for g in graphs]
-    assert shapes[0] == shapes[1] == shapes[2]
+    assert shapes[0] == shapes[1] == shapes[2] == shapes[3]
     assert len(graphs[0].nodes) > 20
 
 
@@ -138,9 +137,12 @@ async def test_delete_relinks_steps_and_drops_orphans(store: Any) -> None:
     assert graph.node_types()["Step"] == 3
 
 
-def test_views_and_the_sync_facade(falkordb_server: FalkorDBServer, tmp_path: Path) -> None:
-    for url in ("memory://", f"sqlite:///{tmp_path}/facade.db", falkordb_server.url(f"facade-{uuid.uuid4().hex[:8]}")):
+def test_views_and_the_sync_facade(falkordb_server: FalkorDBServer, neo4j_uri: str, tmp_path: Path) -> None:
+    for url in ("memory://", f"sqlite:///{tmp_path}/facade.db", falkordb_server.url(f"facade-{uuid.uuid4().hex[:8]}"),
+                neo4j_uri):
         with memkit.open(url) as mem:
+            if url == neo4j_uri:
+                mem.reset()
             mem.add("TP53 knockdown", "u1", "bio", {"gene": "TP53"})
             mem.add_trace("bio", "wf", {"tool": "blast", "step_index": 0}, user_id="u1")
             graph = memory_graph(mem, user_id="u1")

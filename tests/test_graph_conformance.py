@@ -1,8 +1,7 @@
-"""The conformance suite against a real FalkorDB (always) and a real Neo4j (when configured)."""
+"""The conformance suite against a real FalkorDB and a real Neo4j (started here, or ``$MEMKIT_NEO4J_URI``)."""
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable
 
@@ -10,8 +9,6 @@ import pytest
 
 from memkit.adapters import FalkorDBAdapter, Neo4jAdapter
 from memkit.testing import FalkorDBServer, ProviderConformance
-
-NEO4J_URI = os.environ.get("MEMKIT_NEO4J_URI")
 
 
 class TestFalkorDBAdapter(ProviderConformance):
@@ -23,11 +20,9 @@ class TestFalkorDBAdapter(ProviderConformance):
         return lambda: FalkorDBAdapter.from_url(falkordb_server.url(graph))
 
 
-@pytest.mark.skipif(not NEO4J_URI, reason="MEMKIT_NEO4J_URI is not set: no Neo4j server to test against")
 class TestNeo4jAdapter(ProviderConformance):
     persistent = True
 
     @pytest.fixture
-    def make_provider(self) -> Callable[[], Neo4jAdapter]:
-        assert NEO4J_URI
-        return lambda: Neo4jAdapter(NEO4J_URI)
+    def make_provider(self, neo4j_uri: str) -> Callable[[], Neo4jAdapter]:
+        return lambda: Neo4jAdapter(neo4j_uri)

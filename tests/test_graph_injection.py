@@ -1,4 +1,4 @@
-"""Cypher injection: hostile keys, ids, values and queries are inert data on FalkorDB, or rejected."""
+"""Cypher injection: hostile keys, ids, values and queries are inert data on FalkorDB and Neo4j, or rejected."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from memkit import InvalidInputError
-from memkit.adapters import FalkorDBAdapter
+from memkit.adapters import FalkorDBAdapter, Neo4jAdapter
+from memkit.adapters._graph import GraphAdapter
 from memkit.graph import amemory_graph
 from memkit.testing import FalkorDBServer
 
@@ -26,9 +27,15 @@ HOSTILE = [
 ]
 
 
-@pytest.fixture
-async def mem(falkordb_server: FalkorDBServer) -> AsyncIterator[FalkorDBAdapter]:
-    adapter = FalkorDBAdapter.from_url(falkordb_server.url(f"inject-{uuid.uuid4().hex[:8]}"))
+@pytest.fixture(params=["falkordb", "neo4j"])
+async def mem(request: pytest.FixtureRequest) -> AsyncIterator[GraphAdapter]:
+    adapter: GraphAdapter
+    if request.param == "neo4j":
+        adapter = Neo4jAdapter(request.getfixturevalue("neo4j_uri"))
+        await adapter.reset()  # one database per Neo4j server: start each test from nothing
+    else:
+        server: FalkorDBServer = request.getfixturevalue("falkordb_server")
+        adapter = FalkorDBAdapter.from_url(server.url(f"inject-{uuid.uuid4().hex[:8]}"))
     await adapter.add("sentinel TP53", "keep", "keep", {"gene": "TP53"})
     yield adapter
     # The sentinel in another namespace survived everything the test did.
@@ -38,7 +45,7 @@ async def mem(falkordb_server: FalkorDBServer) -> AsyncIterator[FalkorDBAdapter]
 
 
 @pytest.mark.parametrize("text", HOSTILE)
-async def test_hostile_metadata_keys_and_values_round_trip(mem: FalkorDBAdapter, text: str) -> None:
+async def test_hostile_metadata_keys_and_values_round_trip(mem: GraphAdapter, text: str) -> None:
     meta = {text: text, "gene": text, "tool": text, "nested": {text: [text]}}
     mem_id = await mem.add(text, "u", "a", meta)
     [item] = await mem.get_all("u", "a")
@@ -48,7 +55,7 @@ async def test_hostile_metadata_keys_and_values_round_trip(mem: FalkorDBAdapter,
 
 
 @pytest.mark.parametrize("text", HOSTILE)
-async def test_hostile_ids_are_data(mem: FalkorDBAdapter, text: str) -> None:
+async def test_hostile_ids_are_data(mem: GraphAdapter, text: str) -> None:
     user, agent, workflow = f"u{text}", f"a{text}".replace("\n", " ").replace("\t", " "), f"w{text}"
     user = user.replace("\n", " ").replace("\t", " ")
     workflow = workflow.replace("\n", " ").replace("\t", " ")
@@ -64,7 +71,7 @@ async def test_hostile_ids_are_data(mem: FalkorDBAdapter, text: str) -> None:
 
 
 @pytest.mark.parametrize("key", [*HOSTILE, "a`b", "gene}) DETACH DELETE n //", "$x"])
-async def test_hostile_filter_keys_are_rejected(mem: FalkorDBAdapter, key: str) -> None:
+async def test_hostile_filter_keys_are_rejected(mem: GraphAdapter, key: str) -> None:
     await mem.add("something", "u", "a", {"gene": "TP53"})
     with pytest.raises(InvalidInputError):
         await mem.get_all("u", "a", filters={key: 1})
@@ -72,7 +79,7 @@ async def test_hostile_filter_keys_are_rejected(mem: FalkorDBAdapter, key: str) 
         await mem.search("something", "u", "a", filters={key: {"$ne": 1}})
 
 
-async def test_hostile_filter_values_match_exactly(mem: FalkorDBAdapter) -> None:
+async def test_hostile_filter_values_match_exactly(mem: GraphAdapter) -> None:
     ids = {text: await mem.add(f"row {i}", "u", "a", {"v": text}) for i, text in enumerate(HOSTILE)}
     for text, mem_id in ids.items():
         assert [i.id for i in await mem.get_all("u", "a", filters={"v": text})] == [mem_id]
@@ -81,14 +88,15 @@ async def test_hostile_filter_values_match_exactly(mem: FalkorDBAdapter) -> None
 
 @pytest.mark.parametrize("query", ["@content:TP53", "TP53*", "-TP53", "%TP53%", "~TP53", "TP53 | *",
                                    "(TP53", "\"TP53", "TP53') YIELD node MATCH (n) DETACH DELETE n //"])
-async def test_full_text_syntax_in_queries_is_plain_words(mem: FalkorDBAdapter, query: str) -> None:
+async def test_full_text_syntax_in_queries_is_plain_words(mem: GraphAdapter, query: str) -> None:
     target = await mem.add("TP53 knockdown", "u", "a")
     await mem.add("unrelated lunch", "u", "a")
     assert [h.id for h in await mem.search(query, "u", "a")] == [target]
 
 
-async def test_whitespace_variants_never_share_a_namespace_or_an_id(mem: FalkorDBAdapter) -> None:
+async def test_whitespace_variants_never_share_a_namespace_or_an_id(mem: GraphAdapter) -> None:
     # FalkorDB 4.16's range index trims stored strings: an indexed lookup of "ab" also finds "ab ".
+    # Neo4j's does not, and the same test holds it to the same promise.
     users = ["ab", "ab ", " ab", "  ab  "]
     ids = {u: await mem.add(f"note of {u!r}", u, "a", {"gene": "TP53"}) for u in users}
     for user, mem_id in ids.items():
@@ -106,7 +114,7 @@ async def test_whitespace_variants_never_share_a_namespace_or_an_id(mem: FalkorD
     assert got is not None and got.content == "spaced id"
 
 
-async def test_racing_writers_cannot_duplicate_an_id(mem: FalkorDBAdapter) -> None:
+async def test_racing_writers_cannot_duplicate_an_id(mem: GraphAdapter) -> None:
     import asyncio
 
     row = {"content": "same id", "user_id": "u", "agent_id": "a", "id": "fixed-id"}

@@ -1,4 +1,5 @@
-"""Vector search on FalkorDB (vecf32 + db.idx.vector.queryNodes), scored as cosine similarity.
+"""Vector search on FalkorDB (vecf32 + db.idx.vector.queryNodes) and Neo4j (db.index.vector.queryNodes),
+scored as cosine similarity on both.
 
 The embedder here is a deterministic bag-of-words hash: these tests check the
 vector plumbing (storage, index, score direction, namespaces, filters), not
@@ -17,7 +18,8 @@ import pytest
 
 import memkit
 from memkit import ConfigError, InvalidInputError
-from memkit.adapters import FalkorDBAdapter
+from memkit.adapters import FalkorDBAdapter, Neo4jAdapter
+from memkit.adapters._graph import GraphAdapter
 from memkit.testing import FalkorDBServer
 
 
@@ -34,14 +36,20 @@ class HashEmbedder:
         return out / np.where(norms == 0, 1.0, norms)
 
 
-@pytest.fixture
-async def mem(falkordb_server: FalkorDBServer) -> AsyncIterator[FalkorDBAdapter]:
-    adapter = FalkorDBAdapter.from_url(falkordb_server.url(f"vec-{uuid.uuid4().hex[:8]}"), embedder=HashEmbedder())
+@pytest.fixture(params=["falkordb", "neo4j"])
+async def mem(request: pytest.FixtureRequest) -> AsyncIterator[GraphAdapter]:
+    adapter: GraphAdapter
+    if request.param == "neo4j":
+        adapter = Neo4jAdapter(request.getfixturevalue("neo4j_uri"), embedder=HashEmbedder())
+        await adapter.reset()
+    else:
+        server: FalkorDBServer = request.getfixturevalue("falkordb_server")
+        adapter = FalkorDBAdapter.from_url(server.url(f"vec-{uuid.uuid4().hex[:8]}"), embedder=HashEmbedder())
     yield adapter
     await adapter.aclose()
 
 
-async def test_semantic_search_scores_cosine_and_stays_in_its_namespace(mem: FalkorDBAdapter) -> None:
+async def test_semantic_search_scores_cosine_and_stays_in_its_namespace(mem: GraphAdapter) -> None:
     # many near-identical memories elsewhere, so the global top-k must be widened
     await mem.add_many([{"content": "tumour suppressor TP53 knockdown", "user_id": f"other{i}", "agent_id": "a"}
                         for i in range(300)])
@@ -57,7 +65,7 @@ async def test_semantic_search_scores_cosine_and_stays_in_its_namespace(mem: Fal
     assert [h.metadata["k"] for h in filtered] == [2]
 
 
-async def test_hybrid_is_the_default_with_an_embedder(mem: FalkorDBAdapter) -> None:
+async def test_hybrid_is_the_default_with_an_embedder(mem: GraphAdapter) -> None:
     target = await mem.add("BLAST found homologs of TP53", "u", "a")
     await mem.add("the executor restarted a container", "u", "a")
     hits = await mem.search("TP53 homologs", "u", "a")

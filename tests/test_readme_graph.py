@@ -31,9 +31,10 @@ def promised(code: str) -> list[str]:
 
 def test_readme_graph_examples_run_and_print_what_they_say() -> None:
     examples = graph_examples()
-    assert len(examples) == 2
+    assert len(examples) == 3
     rows_only = run(examples[0])
     assert rows_only == promised(examples[0])
     falkordb = run(examples[1])
     assert falkordb[0] == "['BRCA1 and TP53 interact']"
     assert falkordb[1:] == promised(examples[1])
+    assert run(examples[2]) == promised(examples[2])

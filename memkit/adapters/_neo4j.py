@@ -19,6 +19,11 @@ _UNIQUE = (("Memory", "key"), ("Namespace", "key"), ("Entity", "key"), ("Workflo
            ("Trace", "key"), ("Trace", "id"), ("Tool", "key"), ("Step", "id"))
 
 
+_VECTOR_INDEX = "memkit_memory_embedding"
+_INDEX_OPTIONS = "SHOW INDEXES YIELD name, options WHERE name = $name RETURN options"
+_AWAIT_INDEXES = "CALL db.awaitIndexes(300)"
+
+
 class Neo4jDialect(Dialect):
     """Neo4j 5: named ``IF NOT EXISTS`` DDL, Lucene full-text, one transaction per write."""
 
@@ -54,15 +59,18 @@ class Neo4jDialect(Dialect):
 
     def vector_schema_statements(self, dim: int) -> list[str]:
         return [
-            "CREATE VECTOR INDEX memkit_memory_embedding IF NOT EXISTS FOR (m:Memory) ON (m.embedding)"
+            f"CREATE VECTOR INDEX {_VECTOR_INDEX} IF NOT EXISTS FOR (m:Memory) ON (m.embedding)"
             f" OPTIONS {{indexConfig: {{`vector.dimensions`: {int(dim)}, `vector.similarity_function`: 'cosine'}}}}"
         ]
 
     def vector_value(self, expr: str) -> str:
         return expr
 
+    def statements(self) -> list[str]:
+        return [*super().statements(), _INDEX_OPTIONS, _AWAIT_INDEXES]
+
     def vector_call(self) -> str:
-        return "CALL db.index.vector.queryNodes('memkit_memory_embedding', $k, $vector) YIELD node, score"
+        return f"CALL db.index.vector.queryNodes('{_VECTOR_INDEX}', $k, $vector) YIELD node, score"
 
     def cosine(self, score: float) -> float:
         # Neo4j maps cosine similarity c to (1 + c) / 2.
@@ -71,6 +79,17 @@ class Neo4jDialect(Dialect):
     async def ensure_vector_schema(self, dim: int) -> None:
         for statement in self.vector_schema_statements(dim):
             await self._session_run([(statement, {})], write=True)
+        # IF NOT EXISTS keeps an index made for another embedder, which would then skip
+        # every vector of this one without a word: say so instead.
+        [rows] = await self._session_run([(_INDEX_OPTIONS, {"name": _VECTOR_INDEX})], write=False)
+        found = rows[0]["options"]["indexConfig"].get("vector.dimensions") if rows else None
+        if found is not None and int(found) != int(dim):
+            raise ConfigError(
+                f"the Neo4j database at {self.describe()} has a {found}-dimensional vector index"
+                f" ({_VECTOR_INDEX}) but this embedder makes {dim}-dimensional vectors;"
+                f" use the embedder the store was built with, or DROP INDEX {_VECTOR_INDEX}"
+            )
+        await self._session_run([(_AWAIT_INDEXES, {})], write=False)
 
     def fulltext_call(self) -> str:
         return "CALL db.index.fulltext.queryNodes('memkit_memory_content', $query) YIELD node, score"
@@ -88,6 +107,9 @@ class Neo4jDialect(Dialect):
             driver = AsyncGraphDatabase.driver(
                 self._uri, auth=self.__auth, max_transaction_retry_time=self._max_retry_time,
                 connection_timeout=min(30.0, max(self._max_retry_time, 5.0)),
+                # Hints such as "property key does not exist" (any query on an empty
+                # database) would be logged as warnings on every call.
+                notifications_min_severity="OFF",
             )
             self._drivers[key] = driver
         return driver
@@ -111,9 +133,15 @@ class Neo4jDialect(Dialect):
             raise ConfigError(f"Neo4j at {self.describe()} rejected the credentials of user {self._user!r}") from None
         except nex.ConstraintError as exc:
             raise InvalidInputError(f"Neo4j refused a duplicate: {exc.message}") from None
-        except (nex.ServiceUnavailable, nex.SessionExpired, OSError) as exc:
+        except nex.IncompleteCommit:
             raise BackendUnavailableError(
-                f"Neo4j at {self.describe()} is unreachable ({type(exc).__name__}); the transaction was rolled back"
+                f"Neo4j at {self.describe()} dropped the connection while committing: the write may or may not"
+                " have been applied"
+            ) from None
+        except (nex.ServiceUnavailable, nex.SessionExpired, OSError) as exc:
+            outcome = "; the transaction was rolled back" if write else ""
+            raise BackendUnavailableError(
+                f"Neo4j at {self.describe()} is unreachable ({type(exc).__name__}){outcome}"
             ) from None
         except nex.Neo4jError as exc:
             raise StorageError(f"Neo4j rejected a query: {exc.code}: {exc.message}") from None
@@ -128,6 +156,8 @@ class Neo4jDialect(Dialect):
         # DDL cannot share a transaction with other statements in Neo4j.
         for statement in self.schema_statements():
             await self._session_run([(statement, {})], write=True)
+        # New indexes fill in the background; a full-text query on one still populating fails.
+        await self._session_run([(_AWAIT_INDEXES, {})], write=False)
 
     async def close(self) -> None:
         drivers, self._drivers = list(self._drivers.values()), {}

@@ -21,5 +21,6 @@ the test is then expected to fail (strict xfail), so the note cannot go stale.
 
 from memkit.testing._conformance import ProviderConformance
 from memkit.testing._falkordb import FalkorDBServer
+from memkit.testing._neo4j import NEO4J_CURRENT, NEO4J_LTS, Neo4jServer
 
-__all__ = ["FalkorDBServer", "ProviderConformance"]
+__all__ = ["NEO4J_CURRENT", "NEO4J_LTS", "FalkorDBServer", "Neo4jServer", "ProviderConformance"]
