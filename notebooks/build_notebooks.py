@@ -315,6 +315,27 @@ MEMORY_GRAPH = [
     md("Close the store and stop the server this notebook started."),
     code("gmem.close()\nif server is not None:\n    server.stop()\n"
          "print(\"graph store closed\")"),
+    md("## The same on Neo4j\n\nA real Neo4j 5.26 LTS started here (embedded, Bolt on a free 127.0.0.1 port, "
+       "data in a temporary folder; `make neo4j` builds it, Java 17+). Same demo, same graph, same questions."),
+    code("from memkit.testing import Neo4jServer\n\n"
+         "neo4j_server = Neo4jServer().start()\n"
+         "print(\"Neo4j\", neo4j_server.server_version, neo4j_server.edition)\n"
+         "nmem = memkit.open(neo4j_server.url)\n"
+         "nmem.add_many(demo_items())\n"
+         'n_ns = memory_graph(nmem, user_id="alice", agent_id="bioinformatics")\n'
+         "print(len(n_ns.nodes), \"nodes,\", len(n_ns.edges), \"edges\")\n"
+         "print(\"same nodes as embedded:\",\n"
+         "      {(n.id, n.type) for n in n_ns.nodes} == {(n.id, n.type) for n in ns_graph.nodes})\n"
+         "print(\"same edges as embedded:\", {(e.type, e.source, e.target) for e in n_ns.edges}\n"
+         "      == {(e.type, e.source, e.target) for e in ns_graph.edges})"),
+    code("n_explorer = GraphExplorer(nmem)\n"
+         'n_explorer.namespace.value = ("alice", "bioinformatics")\n'
+         "n_explorer.draw()\n"
+         'print(n_explorer.canvas.data["message"])\n'
+         "n_around = neighbourhood(nmem, brca2.id)\n"
+         "print(\"same neighbourhood of BRCA2:\", {n.id for n in n_around.nodes} == {n.id for n in around.nodes})\n"
+         "n_explorer"),
+    code("nmem.close()\nneo4j_server.stop()\nprint(\"Neo4j stopped\")"),
 ]
 
 
