@@ -49,6 +49,7 @@ from memkit._validate import (
     check_namespace,
     check_query,
     check_read,
+    check_scope,
 )
 from memkit.embeddings import DEFAULT_EMBEDDER, Embedder, get_embedder
 
@@ -710,8 +711,7 @@ class Mem0Adapter:
 
     async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
         """Delete one memory; with ``user_id``/``agent_id`` only if it lives in that namespace."""
-        check_id(memory_id, "memory_id", self.limits)
-        return await self._run(self._delete, memory_id, user_id, agent_id)
+        return await self._run(self._delete, *check_scope(memory_id, user_id, agent_id, self.limits))
 
     async def reset(self) -> bool:
         """Delete every memory in this store: all namespaces, like mem0's own ``reset``.
