@@ -9,6 +9,15 @@ import pytest
 
 from memkit.testing import FalkorDBServer, Neo4jServer
 
+# What the session's servers said about themselves, printed at the end of the run, so a log
+# shows which real server the graph tests ran against.
+_STARTED: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for line in _STARTED:
+        terminalreporter.write_line(line)
+
 
 @pytest.fixture(scope="session")
 def falkordb_server() -> Iterator[FalkorDBServer]:
@@ -40,6 +49,8 @@ def neo4j_uri() -> Iterator[str]:
         server.start()
     except RuntimeError as exc:
         pytest.fail(f"cannot start the Neo4j test server: {exc}", pytrace=False)
+    _STARTED.append(f"Neo4j test server: {server.server_version} {server.edition},"
+                    f" ready in {server.startup_seconds:.1f} s")
     try:
         yield server.url
     finally:
