@@ -10,7 +10,7 @@ standalone page, three routes:
 - ``physics``: vis-network lays the graph out itself (barnesHut, stabilisation capped at 150
   iterations, physics off afterwards), no start positions;
 - ``start+physics``: memkit's precomputed start positions, then the same capped stabilisation
-  (the default up to 2,500 nodes);
+  (the default up to 150 nodes, ``PHYSICS_LIMIT``);
 - ``precomputed``: the precomputed layout drawn as is, physics off (the default above).
 
 For each: time from navigation to the layout settled (``data-settled``), the longest main-thread
