@@ -16,6 +16,8 @@ import socket
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -97,7 +99,10 @@ def _only_loopback(port: int) -> None:
             s.connect((address, port))
 
 
-def _run_the_tour(url: str) -> None:
+@contextmanager
+def _lab_page(url: str, width: int, height: int) -> Iterator[Page]:
+    """JupyterLab at ``url`` in headless Chromium with its kernel idle; any request that would leave
+    loopback is refused, and the run fails if one was made."""
     outside: list[str] = []
 
     def gate(route: Route) -> None:
@@ -111,35 +116,40 @@ def _run_the_tour(url: str) -> None:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
         try:
-            context = browser.new_context(viewport={"width": 1400, "height": 1000})
+            context = browser.new_context(viewport={"width": width, "height": height})
             context.route("**/*", gate)
             page = context.new_page()
             page.goto(url)
             page.wait_for_selector(".jp-Notebook", timeout=90_000)
             page.get_by_text(re.compile(r"Python 3 \(ipykernel\) \| Idle")).wait_for(timeout=90_000)
             _no_news(page)
-            page.keyboard.press("Escape")
-            page.click(".jp-Notebook")
-            page.get_by_text("Run", exact=True).first.click()
-            page.get_by_text("Run All Cells", exact=True).first.click()
-            # The dashboard renders as live widgets; the last code cell draws the graph.
-            try:
-                page.wait_for_selector(".widget-tab", timeout=120_000)
-            except Exception:
-                (ROOT / ".artifacts").mkdir(exist_ok=True)
-                page.screenshot(path=str(ROOT / ".artifacts" / "lab-failed.png"))
-                raise
-            page.locator(".memkit-graph[data-settled='1']").last.wait_for(state="attached", timeout=120_000)
-            page.locator(".widget-tab").first.scroll_into_view_if_needed()
-            page.wait_for_timeout(1500)
-            text = page.locator(".widget-tab").first.inner_text()
-            assert "9 namespaces, 335 memories" in text and "best hybrid matches" in text
-            assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
-            (ROOT / ".artifacts").mkdir(exist_ok=True)
-            page.screenshot(path=str(ROOT / ".artifacts" / "lab.png"))
+            yield page
         finally:
             browser.close()
     assert outside == []
+
+
+def _run_the_tour(url: str) -> None:
+    with _lab_page(url, 1400, 1000) as page:
+        page.keyboard.press("Escape")
+        page.click(".jp-Notebook")
+        page.get_by_text("Run", exact=True).first.click()
+        page.get_by_text("Run All Cells", exact=True).first.click()
+        # The dashboard renders as live widgets; the last code cell draws the graph.
+        try:
+            page.wait_for_selector(".widget-tab", timeout=120_000)
+        except Exception:
+            (ROOT / ".artifacts").mkdir(exist_ok=True)
+            page.screenshot(path=str(ROOT / ".artifacts" / "lab-failed.png"))
+            raise
+        page.locator(".memkit-graph[data-settled='1']").last.wait_for(state="attached", timeout=120_000)
+        page.locator(".widget-tab").first.scroll_into_view_if_needed()
+        page.wait_for_timeout(1500)
+        text = page.locator(".widget-tab").first.inner_text()
+        assert "9 namespaces, 335 memories" in text and "best hybrid matches" in text
+        assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+        (ROOT / ".artifacts").mkdir(exist_ok=True)
+        page.screenshot(path=str(ROOT / ".artifacts" / "lab.png"))
 
 
 PAYLOAD = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
@@ -200,51 +210,30 @@ def _rows(panel: Locator) -> list[dict[str, Any]]:
 
 
 def _check_the_views(url: str) -> None:
-    outside: list[str] = []
-
-    def gate(route: Route) -> None:
-        parts = urlsplit(route.request.url)
-        if parts.scheme in ("data", "about", "blob") or parts.hostname in ("127.0.0.1", "localhost"):
-            route.continue_()
-        else:
-            outside.append(route.request.url)
-            route.abort()
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+    with _lab_page(url, 1500, 1100) as page:
+        page.keyboard.press("Escape")
+        page.click(".jp-Notebook")
+        page.get_by_text("Run", exact=True).first.click()
+        page.get_by_text("Run All Cells", exact=True).first.click()
+        cells = page.locator(".jp-CodeCell")
+        _no_news(page)
         try:
-            context = browser.new_context(viewport={"width": 1500, "height": 1100})
-            context.route("**/*", gate)
-            page = context.new_page()
-            page.goto(url)
-            page.wait_for_selector(".jp-Notebook", timeout=90_000)
-            page.get_by_text(re.compile(r"Python 3 \(ipykernel\) \| Idle")).wait_for(timeout=90_000)
-            page.keyboard.press("Escape")
-            page.click(".jp-Notebook")
-            page.get_by_text("Run", exact=True).first.click()
-            page.get_by_text("Run All Cells", exact=True).first.click()
-            cells = page.locator(".jp-CodeCell")
-            _no_news(page)
-            try:
-                cells.nth(4).locator(".widget-vbox").first.wait_for(timeout=180_000)
-            except Exception:
-                (ROOT / ".artifacts").mkdir(exist_ok=True)
-                page.screenshot(path=str(ROOT / ".artifacts" / "lab-views-failed.png"))
-                raise
-            _check_run_list(page, cells.nth(1).locator(".memkit-traces"))
-            _check_big_run(page, cells.nth(2).locator(".memkit-traces"))
-            empty = cells.nth(3).locator(".memkit-traces")
-            assert "no traces in this store" in empty.inner_text()
-            _shot(page, empty, "lab-empty.png")
-            _check_namespaces(page, cells.nth(4))
-            _check_charts(page, cells)
-            body = page.locator(".jp-Notebook").inner_text()
-            assert "data={" not in body
-            assert page.evaluate("() => window.__pwned === undefined")
-            assert page.locator(".jp-Notebook img[src='x'], .jp-OutputArea script").count() == 0
-        finally:
-            browser.close()
-    assert outside == []
+            cells.nth(4).locator(".widget-vbox").first.wait_for(timeout=180_000)
+        except Exception:
+            (ROOT / ".artifacts").mkdir(exist_ok=True)
+            page.screenshot(path=str(ROOT / ".artifacts" / "lab-views-failed.png"))
+            raise
+        _check_run_list(page, cells.nth(1).locator(".memkit-traces"))
+        _check_big_run(page, cells.nth(2).locator(".memkit-traces"))
+        empty = cells.nth(3).locator(".memkit-traces")
+        assert "no traces in this store" in empty.inner_text()
+        _shot(page, empty, "lab-empty.png")
+        _check_namespaces(page, cells.nth(4))
+        _check_charts(page, cells)
+        body = page.locator(".jp-Notebook").inner_text()
+        assert "data={" not in body
+        assert page.evaluate("() => window.__pwned === undefined")
+        assert page.locator(".jp-Notebook img[src='x'], .jp-OutputArea script").count() == 0
 
 
 def _check_run_list(page: Page, panel: Locator) -> None:
