@@ -12,7 +12,11 @@ their matches are. We fuse *scores* instead:
   divided by ``dense_scale`` and clipped at 0, so a memory only gains from being
   more similar than a typical memory of that namespace;
 * fused = ``(1 - alpha) * keyword + alpha * semantic``;
-* a memory only the semantic leg found must reach ``min_similarity`` (cosine).
+* a memory only the semantic leg found must reach ``min_similarity`` (cosine);
+* then each candidate gains ``context`` times the better fused score of the two
+  memories written just before and after it in the namespace (0 if they are not
+  candidates): the answer to a question is often a short turn ("Yes, last Friday!")
+  next to the one that matches its words.
 
 Candidates are the union of each leg's top ``candidates``; every candidate gets
 its real cosine (the dense leg scores the whole namespace anyway), so a keyword
@@ -22,7 +26,7 @@ hit ranked low by the dense leg is still judged on its similarity.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -31,7 +35,7 @@ import numpy as np
 from memkit._errors import ConfigError, InvalidInputError
 
 __all__ = [
-    "MODES", "SHORTLIST_MIN", "DenseScores", "HybridConfig", "VectorIndex", "check_hybrid", "check_mode",
+    "MODES", "SHORTLIST_MIN", "Adjacent", "DenseScores", "HybridConfig", "VectorIndex", "check_hybrid", "check_mode",
     "dense_leg", "fuse", "modes_for",
 ]
 
@@ -63,12 +67,18 @@ class HybridConfig:
         golden retriever puppy" 0.54, LoCoMo turns of one conversation about 0.8 since
         they share a date and speaker prefix), so this is a coarse guard; any value up
         to 0.7 scores the same on the dev set.
+    context
+        Weight of a memory's neighbours: each candidate adds ``context`` times the
+        better fused score of the memories written just before and just after it in
+        its namespace. 0 turns it off. Default 0.3 (chosen leave-one-conversation-out
+        on LoCoMo, where it lifts R@10 most of all the changes measured).
     """
 
     alpha: float = 0.5
     dense_scale: float = 4.0
     candidates: int = 100
     min_similarity: float = 0.5
+    context: float = 0.3
 
     def __post_init__(self) -> None:
         if not isinstance(self.alpha, (int, float)) or not 0.0 <= float(self.alpha) <= 1.0:
@@ -79,6 +89,8 @@ class HybridConfig:
             raise ConfigError(f"HybridConfig.candidates must be a positive int, got {self.candidates!r}")
         if not isinstance(self.min_similarity, (int, float)) or not -1.0 <= float(self.min_similarity) <= 1.0:
             raise ConfigError(f"HybridConfig.min_similarity must be in [-1, 1], got {self.min_similarity!r}")
+        if not isinstance(self.context, (int, float)) or not 0.0 <= float(self.context) <= 1.0:
+            raise ConfigError(f"HybridConfig.context must be in [0, 1], got {self.context!r}")
 
 
 def modes_for(has_embedder: bool) -> tuple[str, ...]:
@@ -307,17 +319,23 @@ def dense_leg(
     return DenseScores(cosine, ranked, mean, std)
 
 
+Adjacent = Callable[[Iterable[Any]], Mapping[Any, tuple[Any, Any]]]
+
+
 def fuse(
     keyword: Sequence[tuple[K, float]],
     dense: DenseScores,
     config: HybridConfig,
+    adjacent: Adjacent | None = None,
 ) -> list[tuple[K, float, dict[str, Any]]]:
     """Fuse the legs into ``(key, fused score, score_details)``, best first.
 
     ``keyword`` is the keyword leg's ``(key, score)`` list, best first (higher is
     better); ``dense.cosine`` must hold a cosine for every keyword key that has a
-    vector. Ties keep the order of first appearance (keyword leg, then dense), which
-    the caller breaks by recency.
+    vector. ``adjacent(keys)`` maps keys to the keys written just before and after
+    them in the namespace (``None`` at either end), for ``config.context``. Ties keep
+    the order of first appearance (keyword leg, then dense), which the caller breaks
+    by recency.
     """
     best = max((s for _, s in keyword), default=0.0)
     kw_rank = {key: (rank, score) for rank, (key, score) in enumerate(keyword, start=1)}
@@ -341,6 +359,23 @@ def fuse(
             "fused": {"score": fused, "alpha": alpha},
         }
         out.append((key, fused, details))
+    if adjacent is not None and config.context > 0 and out:
+        out = _with_context(out, adjacent, float(config.context))
     out.sort(key=lambda t: -t[1])
+    return out
+
+
+def _with_context(
+    fused: list[tuple[K, float, dict[str, Any]]], adjacent: Adjacent, weight: float
+) -> list[tuple[K, float, dict[str, Any]]]:
+    """Add ``weight`` x the better fused score of each candidate's two neighbours (candidates only)."""
+    score = {key: value for key, value, _ in fused}
+    sides = adjacent([key for key, _, _ in fused])
+    out = []
+    for key, value, details in fused:
+        gain = weight * max((score.get(n, 0.0) for n in sides.get(key, ()) if n is not None), default=0.0)
+        details["fused"]["context"] = gain
+        details["fused"]["score"] = value + gain
+        out.append((key, value + gain, details))
     return out
 
