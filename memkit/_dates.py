@@ -34,16 +34,12 @@ __all__ = ["TIME_REFERENCE", "date_terms", "query_date_terms"]
 TIME_REFERENCE = "timeref"
 _ASKS_WHEN = re.compile(r"^\W*(?:when|how long|what (?:year|month|day|date|time))\b|\bhow long ago\b")
 
-_MONTHS = {
-    name: number
-    for number, names in enumerate(
-        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
-         ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
-         ("october", "oct"), ("november", "nov"), ("december", "dec")],
-        start=1,
-    )
-    for name in names
-}
+_MONTH_NAMES = [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
+                ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
+                ("october", "oct"), ("november", "nov"), ("december", "dec")]
+_MONTHS = {name: number for number, names in enumerate(_MONTH_NAMES, start=1) for name in names}
+_FULL_NAMES = frozenset(names[0] for names in _MONTH_NAMES)
+_AMBIGUOUS = frozenset(["may", "march"])
 _WEEKDAYS = {name: i for i, name in enumerate(
     ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])}
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -118,8 +114,8 @@ def _absolute(text: str) -> list[tuple[int, int, list[str], dt.date | None]]:
             elif year and month:
                 terms = _month_terms(year, month)
             elif month:
-                if parts.get("month", "").lower() in ("may", "mar") and not day_number:
-                    continue  # "may" and "mar" alone are far more often words than months
+                if parts["month"] in _AMBIGUOUS or parts["month"] not in _FULL_NAMES:
+                    continue  # "may", "march" or "jan" alone are more often words (or names) than months
                 terms = [f"m{month:02d}"]
             elif year:
                 terms = [f"y{year:04d}"]

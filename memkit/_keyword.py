@@ -31,7 +31,8 @@ import numpy.typing as npt
 
 from memkit._dates import date_terms, query_date_terms
 
-__all__ = ["ANALYZER", "STOPWORDS", "KeywordIndex", "StaleIndexError", "analyze", "analyze_query", "query_words"]
+__all__ = ["ANALYZER", "STOPWORDS", "KeywordIndex", "StaleIndexError", "analyze", "analyze_query", "query_words",
+           "stemmed_words"]
 
 #: Version of the analysis below; an index saved by another version is rebuilt, never mixed.
 ANALYZER = 2
@@ -100,12 +101,17 @@ def _tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
-def analyze(text: str) -> list[str]:
-    """The index terms of ``text``: its stemmed words in order (repeats kept), then its date terms."""
+def stemmed_words(text: str) -> list[str]:
+    """The words of ``text`` as FTS5's ``porter unicode61`` indexes them, in order (repeats kept)."""
     tokens = _tokens(text)
     _stemmer.learn(tokens)
     cache = _stemmer.cache
-    return [cache[t] for t in tokens] + date_terms(text)
+    return [cache[t] for t in tokens]
+
+
+def analyze(text: str) -> list[str]:
+    """The index terms of ``text``: :func:`stemmed_words`, then its date terms."""
+    return stemmed_words(text) + date_terms(text)
 
 
 def query_words(text: str) -> list[str]:

@@ -130,6 +130,8 @@ async def test_bad_mode_and_config(mem: SQLiteAdapter) -> None:
         HybridConfig(alpha=1.5)
     with pytest.raises(ConfigError):
         HybridConfig(candidates=0)
+    with pytest.raises(ConfigError):
+        HybridConfig(context=-0.1)
     with pytest.raises(InvalidInputError):
         await mem.search("dog", *NS, hybrid={"alpha": 0.5})  # type: ignore[arg-type]
 
@@ -137,7 +139,8 @@ async def test_bad_mode_and_config(mem: SQLiteAdapter) -> None:
 async def test_alpha_extremes_match_the_single_legs(mem: SQLiteAdapter) -> None:
     query = "Max the dog garden"
     keyword = [h.id for h in await mem.search(query, *NS, mode="keyword")]
-    only_kw = [h.id for h in await mem.search(query, *NS, hybrid=HybridConfig(alpha=0.0, min_similarity=1.0))]
+    config = HybridConfig(alpha=0.0, min_similarity=1.0, context=0.0)
+    only_kw = [h.id for h in await mem.search(query, *NS, hybrid=config)]
     assert only_kw == keyword
 
 
@@ -394,3 +397,27 @@ async def test_reembed_by_another_connection_is_noticed(tmp_path: Path) -> None:
     assert len(await other.get_all(*NS)) == 1
     await first.aclose()
     await other.aclose()
+
+
+@pytest.mark.parametrize("url", ["sqlite", "memory://?embedder=default"])
+async def test_context_lifts_the_reply_next_to_the_match_within_its_namespace(tmp_path: Path, url: str) -> None:
+    mem = (SQLiteAdapter(tmp_path / "c.db", embedder="default") if url == "sqlite"
+           else memkit.get_memory_provider(url))
+    await mem.add("Ben: did the kinase screen come back?", *NS)
+    await mem.add("Zed: kinase screen notes from another tenant", "u2", "agent")  # between them, elsewhere
+    reply = await mem.add("Ann: yes, the results came back today and every one of them was positive", *NS)
+    for i in range(6):  # newer and shorter: on their own they match the query better than the reply
+        await mem.add(f"Ann: results day {i}", *NS)
+    query = "kinase screen results"
+    plain = await mem.search(query, *NS, limit=10, hybrid=HybridConfig(context=0.0))
+    lifted = await mem.search(query, *NS, limit=10)
+    rank = {h.id: i for i, h in enumerate(lifted)}
+    assert rank[reply] == 1  # right after the question it answers
+    assert [h.id for h in plain].index(reply) > 1
+    details = lifted[1].score_details
+    assert details is not None and details["fused"]["context"] == pytest.approx(
+        HybridConfig().context * lifted[0].score_details["fused"]["score"]  # type: ignore[index]
+    )
+    assert all("Zed" not in h.content for h in lifted)
+    if url == "sqlite":
+        await mem.aclose()
