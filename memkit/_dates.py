@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Collection
 
 __all__ = ["TIME_REFERENCE", "date_terms", "query_date_terms"]
 
@@ -61,6 +62,19 @@ _ABSOLUTE = [
     re.compile(rf"\b{_MONTH}\b"),
     re.compile(rf"\b{_YEAR}\b"),
 ]
+# One pass finds every stretch of text that could hold a date; the patterns above then run on those
+# stretches only (and a few characters after them, for the lookahead), not over the whole text.
+_SPAN = re.compile(
+    r"\b(?:(?:19|20)\d\d-[01]\d-[0-3]\d"
+    rf"|(?:[0-3]?\d(?:st|nd|rd|th)?\s+(?:of\s+)?)?{_MONTH.replace('?P<month>', '?:')}(?:\s+[0-3]?\d(?:st|nd|rd|th)?)?"
+    r"(?:,?\s+(?:19|20)\d\d)?"
+    r"|(?:19|20)\d\d)\b"
+)
+_DIGIT = re.compile(r"\d")
+# A text none of whose words is in these two sets holds no date the patterns would find.
+_DATE_WORDS = _FULL_NAMES - _AMBIGUOUS
+_RELATIVE_WORDS = frozenset(["yesterday", "today", "tonight", "tomorrow", "last", "next", "this", "past", "ago",
+                             "later", "now"])
 _UNITS = r"(?P<unit>day|week|weekend|month|year)s?"
 _COUNT = r"(?P<count>\d{1,2}|" + "|".join(_NUMBERS) + r")"
 _RELATIVE = re.compile(
@@ -95,8 +109,18 @@ def _absolute(text: str) -> list[tuple[int, int, list[str], dt.date | None]]:
     """``(start, end, terms, day)`` of every absolute date in ``text`` (day: a full date, else None)."""
     found: list[tuple[int, int, list[str], dt.date | None]] = []
     taken: list[tuple[int, int]] = []
-    for pattern in _ABSOLUTE:
-        for match in pattern.finditer(text):
+    spans = []
+    for span in _SPAN.finditer(text):
+        word = span.group()
+        if word.isalpha():  # a month name alone: the common case, decided without the patterns
+            if word in _FULL_NAMES and word not in _AMBIGUOUS:
+                found.append((span.start(), span.end(), [f"m{_MONTHS[word]:02d}"], None))
+        elif word.isdigit():  # a year alone
+            found.append((span.start(), span.end(), [f"y{word}"], None))
+        else:
+            spans.append((span.start(), min(len(text), span.end() + 4)))
+    for pattern in _ABSOLUTE if spans else ():
+        for match in (m for start, end in spans for m in pattern.finditer(text, start, end)):
             start, end = match.span()
             if any(start < e and s < end for s, e in taken):
                 continue
@@ -164,9 +188,18 @@ def _resolve(match: re.Match[str], anchor: dt.date) -> list[str]:
     return _day_terms(day) if unit == "day" else [f"ym{day:%Y%m}", f"y{day:%Y}", f"m{day:%m}"]
 
 
-def date_terms(text: str) -> list[str]:
-    """Date terms of a memory: its absolute dates, and relative ones resolved against its first full date."""
+def date_terms(text: str, words: Collection[str] | None = None) -> list[str]:
+    """Date terms of a memory: its absolute dates, and relative ones resolved against its first full date.
+
+    ``words``: the text's lower-cased words if the caller has them; most texts name no date, and
+    the words tell that without running the date patterns.
+    """
     lowered = text.lower()
+    if words is not None:
+        present = words if isinstance(words, (set, frozenset)) else set(words)
+        dated = _DIGIT.search(lowered) is not None or not _DATE_WORDS.isdisjoint(present)
+        if not dated and _RELATIVE_WORDS.isdisjoint(present):
+            return []
     absolute = _absolute(lowered)
     terms = [t for _, _, found, _ in absolute for t in found]
     anchor = next((day for _, _, _, day in absolute if day is not None), None)

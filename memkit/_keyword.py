@@ -111,7 +111,10 @@ def stemmed_words(text: str) -> list[str]:
 
 def analyze(text: str) -> list[str]:
     """The index terms of ``text``: :func:`stemmed_words`, then its date terms."""
-    return stemmed_words(text) + date_terms(text)
+    tokens = _tokens(text)
+    _stemmer.learn(tokens)
+    cache = _stemmer.cache
+    return [cache[t] for t in tokens] + date_terms(text, tokens)
 
 
 def query_words(text: str) -> list[str]:
@@ -201,8 +204,9 @@ class KeywordIndex:
         for key, text, order in rows:
             if key not in self._slot and key not in seen:
                 seen.add(key)
-                fresh.append((key, _tokens(text), order))
-                dated.append(date_terms(text))
+                tokens = _tokens(text)
+                fresh.append((key, tokens, order))
+                dated.append(date_terms(text, tokens))
         if not fresh:
             return
         _stemmer.learn(t for _, tokens, _ in fresh for t in tokens)
