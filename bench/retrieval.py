@@ -245,7 +245,8 @@ async def _loco_rows(
 
     saved = _keyword.date_terms, _keyword.query_date_terms, _keyword.K1, _keyword.B
     if not dates:  # the analyzer without date terms, as before they existed
-        _keyword.date_terms = _keyword.query_date_terms = lambda text: []  # type: ignore[assignment]
+        _keyword.date_terms = lambda text, words=None: []  # type: ignore[assignment]
+        _keyword.query_date_terms = lambda text: []  # type: ignore[assignment]
     mem = SQLiteAdapter(db, embedder=embedder)
     try:
         for conv in conversations:
