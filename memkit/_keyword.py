@@ -160,7 +160,7 @@ class KeywordIndex:
         self._loaded: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._arrays: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64],
                             npt.NDArray[np.bool_]] | None = None
-        self._live_sorted: tuple[object, npt.NDArray[np.int64]] | None = None  # for adjacent(), per _arrays
+        self._live_sorted: tuple[object, npt.NDArray[np.int64]] | None = None  # for neighbours(), per _arrays
 
     def __len__(self) -> int:
         return self._live
@@ -362,18 +362,20 @@ class KeywordIndex:
         self._lengths, self._alive = lengths.tolist(), alive.tolist()
         self._slot = dict(zip(self._keys, range(len(self._keys)), strict=True))
 
-    def adjacent(self, keys: Iterable[int]) -> dict[int, tuple[int | None, int | None]]:
-        """For each live key, the live keys written just before and just after it in this namespace."""
+    def neighbours(self, keys: Iterable[int], reach: int) -> dict[int, list[tuple[int, int]]]:
+        """For each live key, ``(distance, key)`` of the live keys up to ``reach`` places before and
+        after it in writing order in this namespace (deleted ones skipped)."""
         columns = self._columns()
         if self._live_sorted is None or self._live_sorted[0] is not columns:
             all_keys, _, _, alive = columns
             self._live_sorted = (columns, np.sort(all_keys[alive]))
         live = self._live_sorted[1]
-        out: dict[int, tuple[int | None, int | None]] = {}
+        out: dict[int, list[tuple[int, int]]] = {}
         for key in keys:
             at = int(np.searchsorted(live, key))
             if at < len(live) and int(live[at]) == key:
-                out[key] = (int(live[at - 1]) if at > 0 else None, int(live[at + 1]) if at + 1 < len(live) else None)
+                out[key] = [(abs(i - at), int(live[i]))
+                            for i in range(max(0, at - reach), min(len(live), at + reach + 1)) if i != at]
         return out
 
     def top(

@@ -14,9 +14,10 @@ their matches are. We fuse *scores* instead:
 * fused = ``(1 - alpha) * keyword + alpha * semantic``;
 * a memory only the semantic leg found must reach ``min_similarity`` (cosine);
 * then each candidate gains ``context`` times the better fused score of the two
-  memories written just before and after it in the namespace (0 if they are not
-  candidates): the answer to a question is often a short turn ("Yes, last Friday!")
-  next to the one that matches its words.
+  memories written just before and after it in the namespace, plus a third of that
+  for the two written two places away (0 for those that are not candidates): the
+  answer to a question is often a short turn ("Yes, last Friday!") next to the one
+  that matches its words.
 
 Candidates are the union of each leg's top ``candidates``; every candidate gets
 its real cosine (the dense leg scores the whole namespace anyway), so a keyword
@@ -35,8 +36,8 @@ import numpy as np
 from memkit._errors import ConfigError, InvalidInputError
 
 __all__ = [
-    "MODES", "SHORTLIST_MIN", "Adjacent", "DenseScores", "HybridConfig", "VectorIndex", "check_hybrid", "check_mode",
-    "dense_leg", "fuse", "modes_for",
+    "CONTEXT_REACH", "MODES", "SHORTLIST_MIN", "DenseScores", "HybridConfig", "Neighbours", "VectorIndex",
+    "check_hybrid", "check_mode", "dense_leg", "fuse", "modes_for",
 ]
 
 K = TypeVar("K", bound=Hashable)
@@ -70,8 +71,9 @@ class HybridConfig:
     context
         Weight of a memory's neighbours: each candidate adds ``context`` times the
         better fused score of the memories written just before and just after it in
-        its namespace. 0 turns it off. Default 0.3 (chosen leave-one-conversation-out
-        on LoCoMo, where it lifts R@10 most of all the changes measured).
+        its namespace, and a third of that for the better of the two written two places
+        away. 0 turns it off. Default 0.3 (chosen leave-one-conversation-out on LoCoMo,
+        where it lifts R@10 most of all the changes measured).
     """
 
     alpha: float = 0.5
@@ -319,21 +321,25 @@ def dense_leg(
     return DenseScores(cosine, ranked, mean, std)
 
 
-Adjacent = Callable[[Iterable[Any]], Mapping[Any, tuple[Any, Any]]]
+#: ``neighbours(keys, reach)``: for each key, ``(distance, key)`` of the memories written up to
+#: ``reach`` places before and after it in its namespace.
+Neighbours = Callable[[Iterable[Any], int], Mapping[Any, Sequence[tuple[int, Any]]]]
+#: How much of ``context`` a neighbour at distance 1, 2, ... passes on (measured in docs/retrieval.md).
+CONTEXT_REACH = (1.0, 1.0 / 3.0)
 
 
 def fuse(
     keyword: Sequence[tuple[K, float]],
     dense: DenseScores,
     config: HybridConfig,
-    adjacent: Adjacent | None = None,
+    neighbours: Neighbours | None = None,
 ) -> list[tuple[K, float, dict[str, Any]]]:
     """Fuse the legs into ``(key, fused score, score_details)``, best first.
 
     ``keyword`` is the keyword leg's ``(key, score)`` list, best first (higher is
     better); ``dense.cosine`` must hold a cosine for every keyword key that has a
-    vector. ``adjacent(keys)`` maps keys to the keys written just before and after
-    them in the namespace (``None`` at either end), for ``config.context``. Ties keep
+    vector. ``neighbours`` (see :data:`Neighbours`) gives the memories written around
+    each candidate, for ``config.context``. Ties keep
     the order of first appearance (keyword leg, then dense), which the caller breaks
     by recency.
     """
@@ -359,23 +365,26 @@ def fuse(
             "fused": {"score": fused, "alpha": alpha},
         }
         out.append((key, fused, details))
-    if adjacent is not None and config.context > 0 and out:
-        out = _with_context(out, adjacent, float(config.context))
+    if neighbours is not None and config.context > 0 and out:
+        out = _with_context(out, neighbours, float(config.context))
     out.sort(key=lambda t: -t[1])
     return out
 
 
 def _with_context(
-    fused: list[tuple[K, float, dict[str, Any]]], adjacent: Adjacent, weight: float
+    fused: list[tuple[K, float, dict[str, Any]]], neighbours: Neighbours, weight: float
 ) -> list[tuple[K, float, dict[str, Any]]]:
-    """Add ``weight`` x the better fused score of each candidate's two neighbours (candidates only)."""
+    """Add, per distance, ``weight`` x :data:`CONTEXT_REACH` x the better fused score on either side
+    (candidates only: a neighbour the legs did not find adds nothing)."""
     score = {key: value for key, value, _ in fused}
-    sides = adjacent([key for key, _, _ in fused])
+    around = neighbours([key for key, _, _ in fused], len(CONTEXT_REACH))
     out = []
     for key, value, details in fused:
-        gain = weight * max((score.get(n, 0.0) for n in sides.get(key, ()) if n is not None), default=0.0)
+        best: dict[int, float] = {}
+        for distance, other in around.get(key, ()):
+            best[distance] = max(best.get(distance, 0.0), score.get(other, 0.0))
+        gain = weight * sum(CONTEXT_REACH[d - 1] * v for d, v in best.items() if 0 < d <= len(CONTEXT_REACH))
         details["fused"]["context"] = gain
         details["fused"]["score"] = value + gain
         out.append((key, value + gain, details))
     return out
-

@@ -137,11 +137,12 @@ def test_an_index_saved_by_another_analyzer_is_refused() -> None:
         KeywordIndex.from_bytes(old)
 
 
-def test_adjacent_follows_writing_order_and_skips_deleted() -> None:
+def test_neighbours_follow_writing_order_and_skip_deleted() -> None:
     index = KeywordIndex()
     index.add_many([(10, "a", 1), (12, "b", 2), (15, "c", 3), (20, "d", 4)])
-    assert index.adjacent([10, 15, 99]) == {10: (None, 12), 15: (12, 20)}
+    assert index.neighbours([10, 15, 99], 1) == {10: [(1, 12)], 15: [(1, 12), (1, 20)]}
+    assert index.neighbours([15], 2) == {15: [(2, 10), (1, 12), (1, 20)]}
     index.remove(12)
-    assert index.adjacent([15]) == {15: (10, 20)}
+    assert index.neighbours([15], 1) == {15: [(1, 10), (1, 20)]}
     index.add(30, "e", 5)
-    assert index.adjacent([20, 30]) == {20: (15, 30), 30: (20, None)}
+    assert index.neighbours([20, 30], 1) == {20: [(1, 15), (1, 30)], 30: [(1, 20)]}

@@ -403,21 +403,23 @@ async def test_reembed_by_another_connection_is_noticed(tmp_path: Path) -> None:
 async def test_context_lifts_the_reply_next_to_the_match_within_its_namespace(tmp_path: Path, url: str) -> None:
     mem = (SQLiteAdapter(tmp_path / "c.db", embedder="default") if url == "sqlite"
            else memkit.get_memory_provider(url))
-    await mem.add("Ben: did the kinase screen come back?", *NS)
+    question = await mem.add("Ben: did the kinase screen come back?", *NS)
     await mem.add("Zed: kinase screen notes from another tenant", "u2", "agent")  # between them, elsewhere
     reply = await mem.add("Ann: yes, the results came back today and every one of them was positive", *NS)
-    for i in range(6):  # newer and shorter: on their own they match the query better than the reply
-        await mem.add(f"Ann: results day {i}", *NS)
+    later = [await mem.add(f"Ann: results day {i}", *NS) for i in range(6)]  # newer: they win ties
     query = "kinase screen results"
     plain = await mem.search(query, *NS, limit=10, hybrid=HybridConfig(context=0.0))
     lifted = await mem.search(query, *NS, limit=10)
-    rank = {h.id: i for i, h in enumerate(lifted)}
-    assert rank[reply] == 1  # right after the question it answers
+    assert [h.id for h in lifted][:2] == [question, reply]  # the reply right after the question it answers
     assert [h.id for h in plain].index(reply) > 1
-    details = lifted[1].score_details
-    assert details is not None and details["fused"]["context"] == pytest.approx(
-        HybridConfig().context * lifted[0].score_details["fused"]["score"]  # type: ignore[index]
-    )
     assert all("Zed" not in h.content for h in lifted)
+    fused = {h.id: h.score_details["fused"] for h in lifted}  # type: ignore[index]
+    before = {key: f["score"] - f["context"] for key, f in fused.items()}
+    weight = HybridConfig().context
+    # one place away: the better side in full; two places away: a third of the better side
+    assert fused[reply]["context"] == pytest.approx(
+        weight * max(before[question], before[later[0]]) + weight / 3 * before[later[1]])
+    assert fused[later[0]]["context"] == pytest.approx(
+        weight * max(before[reply], before[later[1]]) + weight / 3 * max(before[question], before[later[2]]))
     if url == "sqlite":
         await mem.aclose()

@@ -16,7 +16,16 @@ from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._recall import Recall, check_as_of, checked_recalls
 from memkit._records import Record, from_us, new_record, records_from_items, trace_record
-from memkit._retrieval import Adjacent, HybridConfig, VectorIndex, check_hybrid, check_mode, dense_leg, fuse, modes_for
+from memkit._retrieval import (
+    HybridConfig,
+    Neighbours,
+    VectorIndex,
+    check_hybrid,
+    check_mode,
+    dense_leg,
+    fuse,
+    modes_for,
+)
 from memkit._validate import (
     DEFAULT_LIMITS,
     Limits,
@@ -256,25 +265,24 @@ class InMemoryAdapter:
                 )
                 for rank, i in enumerate(ranked, start=1)
             ]
-        fused = sorted(fuse(keyword, dense, config, self._adjacent(user, agent, rows)), key=lambda t: (-t[1], t[0]))
+        fused = sorted(fuse(keyword, dense, config, self._neighbours(user, agent, rows)), key=lambda t: (-t[1], t[0]))
         return [rows[i].to_item(score, details) for i, score, details in fused[:limit]]
 
-    def _adjacent(self, user: str, agent: str, rows: list[Record]) -> Adjacent:
-        """Neighbours in writing order, for fusion's ``context``, by position in ``rows``."""
+    def _neighbours(self, user: str, agent: str, rows: list[Record]) -> Neighbours:
+        """Neighbours in writing order, for fusion's ``context``, keyed by position in ``rows``."""
         index = self._indexes.get((user, agent))
         seq_of = {i: self._seq[r.id] for i, r in enumerate(rows)}
         position = {seq: i for i, seq in seq_of.items()}
 
-        def adjacent(keys: Iterable[Any]) -> dict[Any, tuple[Any, Any]]:
+        def neighbours(keys: Iterable[Any], reach: int) -> dict[Any, list[tuple[int, Any]]]:
             if index is None:
                 return {}
             with self._lock:
-                sides = index.adjacent(seq_of[k] for k in keys)
-            return {position[s]: (position.get(a) if a is not None else None,
-                                  position.get(b) if b is not None else None)
-                    for s, (a, b) in sides.items() if s in position}
+                around = index.neighbours((seq_of[k] for k in keys), reach)
+            return {position[s]: [(d, position[o]) for d, o in near if o in position]
+                    for s, near in around.items() if s in position}
 
-        return adjacent
+        return neighbours
 
     async def get_all(
         self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None

@@ -85,7 +85,7 @@ def ranked(
     depth = max(config.candidates, limit)
     hits = keyword_ranked(db, keywords, text, user_id, agent_id, conditions, depth)
     dense = _dense(db, vectors, vector, user_id, agent_id, conditions, depth, [q for q, _ in hits])
-    fused = fuse(hits, dense, config, keywords.index(db, user_id, agent_id).adjacent)
+    fused = fuse(hits, dense, config, keywords.index(db, user_id, agent_id).neighbours)
     # Ties go newest first, so creation times are needed for every candidate; whole rows
     # (JSON metadata and all) only for the ones returned.
     created = dict(db.execute(
