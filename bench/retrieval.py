@@ -27,7 +27,7 @@ defaults were not tuned on::
     python bench/retrieval.py --loco [--json loco.json]
 
 Runs hybrid search for every variant of a small grid (date terms in the keyword
-analyzer on/off, BM25 k1/b, fusion ``context``), then for each conversation picks the
+analyzer on/off, BM25 k1/b, fusion ``context`` and how far it reaches), then for each conversation picks the
 variant with the best R@10 + MRR@10 on the other four and scores it on the held-out
 one. Reports the out-of-fold numbers (overall, per category, per fold, and which
 variant each fold picked) next to the in-sample numbers of the baseline and of the
@@ -220,30 +220,33 @@ async def run_locomo(
         await mem.aclose()
 
 
-#: The LOCO grid: (date terms, BM25 k1, BM25 b, HybridConfig.context). The first is the previous
-#: default (no date terms, FTS5's k1/b, no context), the shipped default is in it too.
-LOCO_GRID: tuple[tuple[bool, float, float, float], ...] = tuple(
-    (dates, k1, b, context)
+Variant = tuple[bool, float, float, float, int]
+#: The LOCO grid: (date terms, BM25 k1, BM25 b, HybridConfig.context, how many neighbours on each side
+#: context reaches). The first is the previous default (no date terms, FTS5's k1/b, no context); the
+#: shipped default is in it too.
+LOCO_GRID: tuple[Variant, ...] = tuple(
+    (dates, k1, b, context, reach)
     for dates in (False, True)
     for k1, b in ((1.2, 0.75), (0.9, 0.4))
-    for context in (0.0, 0.2, 0.3, 0.4, 0.5)
+    for context, reach in ((0.0, 0), *((c, r) for c in (0.2, 0.3, 0.4, 0.5) for r in (1, 2)))
 )
-BASELINE = (False, 1.2, 0.75, 0.0)
+BASELINE: Variant = (False, 1.2, 0.75, 0.0, 0)
+_REACH = {0: (), 1: (1.0,), 2: (1.0, 1.0 / 3.0)}  # context reach -> CONTEXT_REACH
 
 
-def _variant_name(variant: tuple[bool, float, float, float]) -> str:
-    dates, k1, b, context = variant
-    return f"dates={'on' if dates else 'off'} k1={k1} b={b} context={context}"
+def _variant_name(variant: Variant) -> str:
+    dates, k1, b, context, reach = variant
+    return f"dates={'on' if dates else 'off'} k1={k1} b={b} context={context} reach={reach}"
 
 
 async def _loco_rows(
     conversations: list[Conversation], embedder: str, db: Path, dates: bool,
-    variants: Sequence[tuple[bool, float, float, float]],
-) -> dict[tuple[bool, float, float, float], list[tuple[str, int, tuple[float, float, float]]]]:
+    variants: Sequence[Variant],
+) -> dict[Variant, list[tuple[str, int, tuple[float, float, float]]]]:
     """Per variant: ``(conversation, category, scores)`` of every question, hybrid mode."""
-    from memkit import _keyword
+    from memkit import _keyword, _retrieval
 
-    saved = _keyword.date_terms, _keyword.query_date_terms, _keyword.K1, _keyword.B
+    saved = _keyword.date_terms, _keyword.query_date_terms, _keyword.K1, _keyword.B, _retrieval.CONTEXT_REACH
     if not dates:  # the analyzer without date terms, as before they existed
         _keyword.date_terms = lambda text, words=None: []  # type: ignore[assignment]
         _keyword.query_date_terms = lambda text: []  # type: ignore[assignment]
@@ -252,9 +255,10 @@ async def _loco_rows(
         for conv in conversations:
             await mem.add_many([{"content": m["content"], "metadata": m["metadata"],
                                  "user_id": f"locomo-{conv.name}", "agent_id": "locomo"} for m in conv.memories])
-        out: dict[tuple[bool, float, float, float], list[tuple[str, int, tuple[float, float, float]]]] = {}
+        out: dict[Variant, list[tuple[str, int, tuple[float, float, float]]]] = {}
         for variant in variants:
-            _, _keyword.K1, _keyword.B, context = variant
+            _, _keyword.K1, _keyword.B, context, reach = variant
+            _retrieval.CONTEXT_REACH = _REACH[reach]
             config = HybridConfig(context=context)
             rows = []
             for conv in conversations:
@@ -266,7 +270,8 @@ async def _loco_rows(
         return out
     finally:
         await mem.aclose()
-        _keyword.date_terms, _keyword.query_date_terms, _keyword.K1, _keyword.B = saved
+        (_keyword.date_terms, _keyword.query_date_terms, _keyword.K1, _keyword.B,
+         _retrieval.CONTEXT_REACH) = saved
 
 
 def _mean(rows: Sequence[tuple[str, int, tuple[float, float, float]]]) -> tuple[float, float, float]:
@@ -277,19 +282,20 @@ def _mean(rows: Sequence[tuple[str, int, tuple[float, float, float]]]) -> tuple[
 
 async def run_loco(data: str | Path, embedder: str, tmp: Path) -> dict[str, Any]:
     """Leave-one-conversation-out selection over :data:`LOCO_GRID` (see the module docstring)."""
-    from memkit import _keyword
+    from memkit import _keyword, _retrieval
 
     conversations = load_locomo(data)
     names = [c.name for c in conversations]
-    shipped = (True, _keyword.K1, _keyword.B, HybridConfig.context)
-    results: dict[tuple[bool, float, float, float], list[tuple[str, int, tuple[float, float, float]]]] = {}
+    reach = next(r for r, weights in _REACH.items() if weights == _retrieval.CONTEXT_REACH)
+    shipped: Variant = (True, _keyword.K1, _keyword.B, HybridConfig.context, reach)
+    results: dict[Variant, list[tuple[str, int, tuple[float, float, float]]]] = {}
     for dates in (False, True):
         variants = [v for v in LOCO_GRID if v[0] is dates]
         results.update(await _loco_rows(conversations, embedder, tmp / f"loco-{dates}.db", dates, variants))
     picks: dict[str, str] = {}
     held_out: list[tuple[str, int, tuple[float, float, float]]] = []
     for name in names:
-        def fit(variant: tuple[bool, float, float, float], held: str = name) -> float:
+        def fit(variant: Variant, held: str = name) -> float:
             _, r10, mrr = _mean([r for r in results[variant] if r[0] != held])
             return r10 + mrr
         best = max(LOCO_GRID, key=fit)  # the first of equals: the grid lists simpler variants first

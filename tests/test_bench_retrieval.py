@@ -119,7 +119,7 @@ def test_loco_reports_out_of_fold_next_to_in_sample(
     assert set(report["out_of_fold"]["folds"]) == {"tiny-1", "tiny-2"}
     assert len(report["grid"]) == len(harness.LOCO_GRID)
     baseline, shipped = report["in_sample"]
-    assert baseline.startswith("baseline dates=off k1=1.2 b=0.75 context=0.0")
+    assert baseline.startswith("baseline dates=off k1=1.2 b=0.75 context=0.0 reach=0")
     assert shipped.startswith("shipped dates=on") and report["in_sample"][shipped] is not None
     r5, r10, mrr = report["out_of_fold"]["overall"]
     assert 0.0 <= r5 <= r10 <= 1.0 and 0.0 <= mrr <= 1.0
