@@ -370,12 +370,18 @@ class KeywordIndex:
             all_keys, _, _, alive = columns
             self._live_sorted = (columns, np.sort(all_keys[alive]))
         live = self._live_sorted[1]
-        out: dict[int, list[tuple[int, int]]] = {}
-        for key in keys:
-            at = int(np.searchsorted(live, key))
-            if at < len(live) and int(live[at]) == key:
-                out[key] = [(abs(i - at), int(live[i]))
-                            for i in range(max(0, at - reach), min(len(live), at + reach + 1)) if i != at]
+        wanted = np.fromiter(keys, dtype=np.int64)
+        if len(live) == 0 or len(wanted) == 0:
+            return {}
+        at = np.searchsorted(live, wanted)
+        found = live[np.minimum(at, len(live) - 1)] == wanted
+        wanted, at = wanted[found], at[found]
+        out: dict[int, list[tuple[int, int]]] = {key: [] for key in wanted.tolist()}
+        for step in (s for d in range(1, reach + 1) for s in (-d, d)):
+            place = at + step
+            inside = (place >= 0) & (place < len(live))
+            for key, other in zip(wanted[inside].tolist(), live[place[inside]].tolist(), strict=True):
+                out[key].append((abs(step), other))
         return out
 
     def top(
