@@ -8,7 +8,7 @@ import sqlite3
 import numpy as np
 
 from memkit._filters import Condition
-from memkit._keyword import analyze_query
+from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import MemoryItem
 from memkit._retrieval import DenseScores, HybridConfig, dense_leg, fuse
 from memkit.adapters._sqlite._keywords import KeywordCache
@@ -20,13 +20,14 @@ __all__ = ["ranked"]
 
 def keyword_ranked(
     db: sqlite3.Connection, keywords: KeywordCache, text: str, user_id: str, agent_id: str,
-    conditions: tuple[Condition, ...], limit: int,
+    conditions: tuple[Condition, ...], limit: int, index: KeywordIndex | None = None,
 ) -> list[tuple[int, float]]:
-    """The keyword leg: ``(seq, bm25)`` of the best ``limit`` memories that pass the filters."""
+    """The keyword leg: ``(seq, bm25)`` of the best ``limit`` memories that pass the filters
+    (``index``: the namespace's keyword index if the caller holds it already)."""
     terms = analyze_query(text)
     if not terms:
         return []
-    index = keywords.index(db, user_id, agent_id)
+    index = index or keywords.index(db, user_id, agent_id)
     where, params = filter_sql(conditions)
     sql = (
         "SELECT m.seq FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?))"  # noqa: S608
@@ -83,9 +84,10 @@ def ranked(
         ]
     assert text is not None
     depth = max(config.candidates, limit)
-    hits = keyword_ranked(db, keywords, text, user_id, agent_id, conditions, depth)
+    index = keywords.index(db, user_id, agent_id)
+    hits = keyword_ranked(db, keywords, text, user_id, agent_id, conditions, depth, index)
     dense = _dense(db, vectors, vector, user_id, agent_id, conditions, depth, [q for q, _ in hits])
-    fused = fuse(hits, dense, config, keywords.index(db, user_id, agent_id).neighbours)
+    fused = fuse(hits, dense, config, index.neighbours)
     # Ties go newest first, so creation times are needed for every candidate; whole rows
     # (JSON metadata and all) only for the ones returned.
     created = dict(db.execute(
