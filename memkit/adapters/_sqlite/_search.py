@@ -27,7 +27,8 @@ def keyword_ranked(
     terms = analyze_query(text)
     if not terms:
         return []
-    index = index or keywords.index(db, user_id, agent_id)
+    if index is None:
+        index = keywords.index(db, user_id, agent_id)
     where, params = filter_sql(conditions)
     sql = (
         "SELECT m.seq FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?))"  # noqa: S608
