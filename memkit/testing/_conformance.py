@@ -15,23 +15,10 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("memkit.testing needs pytest and pytest-asyncio: pip install 'memkit[dev]'") from exc
 
+from memkit import _protocols as port
 from memkit._errors import InvalidInputError, MemkitError
 from memkit._filters import matches, parse_filters
 from memkit._models import MemoryItem
-from memkit._protocols import (
-    MemoryProvider,
-    SupportsAddMany,
-    SupportsAsOf,
-    SupportsClose,
-    SupportsExport,
-    SupportsGet,
-    SupportsHealth,
-    SupportsNamespaces,
-    SupportsPaging,
-    SupportsRecalls,
-    SupportsStats,
-    SupportsTraceColumns,
-)
 
 __all__ = ["ProviderConformance", "absence_report"]
 
@@ -112,17 +99,17 @@ def _ids(items: list[MemoryItem]) -> list[str]:
 # Each optional capability, and the :class:`memkit.Memory` method that must refuse it with
 # NotImplementedError on an adapter without it (None: no sync method of its own).
 OPTIONAL: dict[type, str | None] = {
-    SupportsGet: "get",
-    SupportsAddMany: "add_many",
-    SupportsNamespaces: "namespaces",
-    SupportsStats: "stats",
-    SupportsHealth: "health",
-    SupportsExport: "export",
-    SupportsPaging: "get_page",
-    SupportsRecalls: "recalls",
-    SupportsAsOf: None,
-    SupportsTraceColumns: None,
-    SupportsClose: None,
+    port.SupportsGet: "get",
+    port.SupportsAddMany: "add_many",
+    port.SupportsNamespaces: "namespaces",
+    port.SupportsStats: "stats",
+    port.SupportsHealth: "health",
+    port.SupportsExport: "export",
+    port.SupportsPaging: "get_page",
+    port.SupportsRecalls: "recalls",
+    port.SupportsAsOf: None,
+    port.SupportsTraceColumns: None,
+    port.SupportsClose: None,
 }
 
 # The capabilities each adapter class was seen without, for the end-of-run report.
@@ -178,7 +165,7 @@ class ProviderConformance:
 
     @staticmethod
     async def _close(provider: Any) -> None:
-        if isinstance(provider, SupportsClose):
+        if isinstance(provider, port.SupportsClose):
             await provider.aclose()
 
     @pytest_asyncio.fixture
@@ -248,7 +235,7 @@ class ProviderConformance:
         assert await provider.get_all(user_id=user, agent_id=agent) == []
 
     def test_protocol_type_check(self, provider: Any) -> None:
-        assert isinstance(provider, MemoryProvider)
+        assert isinstance(provider, port.MemoryProvider)
 
     # -- ids, ordering, limits ----------------------------------------------------------
 
@@ -549,10 +536,9 @@ class ProviderConformance:
 
     @pytest.mark.asyncio
     async def test_search_modes_are_declared_and_kept(self, provider: Any, ns: tuple[str, str]) -> None:
-        from memkit._protocols import SupportsSearchModes
         from memkit._retrieval import MODES, HybridConfig
 
-        assert isinstance(provider, SupportsSearchModes)
+        assert isinstance(provider, port.SupportsSearchModes)
         declared = provider.search_modes
         provider = cast(Any, provider)
         assert declared and set(declared) <= set(MODES)
@@ -603,7 +589,7 @@ class ProviderConformance:
         self, provider: Any, ns: tuple[str, str], capability: type
     ) -> None:
         if self._lacks(provider, capability):
-            if capability is SupportsAsOf:
+            if capability is port.SupportsAsOf:
                 # A search that cannot honour as_of must refuse it, not answer as of now.
                 from datetime import datetime
 
@@ -613,13 +599,13 @@ class ProviderConformance:
             return
         for member in _members(capability):
             assert hasattr(provider, member), f"{member} of {capability.__name__}"
-        if capability is SupportsAsOf:
+        if capability is port.SupportsAsOf:
             assert provider.searches_as_of is True
 
     @pytest.mark.asyncio
     async def test_close_is_idempotent_and_final(self, make_provider: Callable[[], Any], ns: tuple[str, str]) -> None:
         provider = await self._build(make_provider)
-        if self._lacks(provider, SupportsClose):
+        if self._lacks(provider, port.SupportsClose):
             return
         await provider.add("before closing", *ns)
         await provider.aclose()
@@ -634,7 +620,7 @@ class ProviderConformance:
 
     @pytest.mark.asyncio
     async def test_get(self, provider: Any, ns: tuple[str, str]) -> None:
-        if self._lacks(provider, SupportsGet):
+        if self._lacks(provider, port.SupportsGet):
             return
         mem_id = await provider.add("fetch me", *ns, metadata={"a": 1})
         item = await provider.get(mem_id)
@@ -644,7 +630,7 @@ class ProviderConformance:
 
     @pytest.mark.asyncio
     async def test_add_many_is_all_or_nothing(self, provider: Any, ns: tuple[str, str]) -> None:
-        if self._lacks(provider, SupportsAddMany):
+        if self._lacks(provider, port.SupportsAddMany):
             return
         user, agent = ns
         rows = [{"content": f"batch {i}", "user_id": user, "agent_id": agent, "metadata": {"i": i}} for i in range(30)]
@@ -661,7 +647,7 @@ class ProviderConformance:
 
     @pytest.mark.asyncio
     async def test_namespaces(self, provider: Any, ns: tuple[str, str]) -> None:
-        if self._lacks(provider, SupportsNamespaces):
+        if self._lacks(provider, port.SupportsNamespaces):
             return
         user, agent = ns
         for _ in range(3):
@@ -675,20 +661,20 @@ class ProviderConformance:
 
     @pytest.mark.asyncio
     async def test_stats_and_health(self, provider: Any, ns: tuple[str, str]) -> None:
-        if not self._lacks(provider, SupportsStats):
+        if not self._lacks(provider, port.SupportsStats):
             before = await provider.stats()
             await provider.add("counted", *ns)
             await provider.add_trace(ns[1], "wf-stats", {"tool": "x"}, user_id=ns[0])
             after = await provider.stats()
             assert after.memories - before.memories == 2
             assert after.traces - before.traces == 1
-        if not self._lacks(provider, SupportsHealth):
+        if not self._lacks(provider, port.SupportsHealth):
             health = await provider.health()
             assert health.ok is True and health.latency_ms >= 0 and health.detail
 
     @pytest.mark.asyncio
     async def test_export_yields_every_record_oldest_first(self, provider: Any, ns: tuple[str, str]) -> None:
-        if self._lacks(provider, SupportsExport):
+        if self._lacks(provider, port.SupportsExport):
             return
         user, agent = ns
         ids = [await provider.add(f"export {i}", user, agent, {"i": i}) for i in range(5)]
@@ -699,7 +685,7 @@ class ProviderConformance:
 
     @pytest.mark.asyncio
     async def test_get_page(self, provider: Any, ns: tuple[str, str]) -> None:
-        if self._lacks(provider, SupportsPaging):
+        if self._lacks(provider, port.SupportsPaging):
             return
         ids = [await provider.add(f"page {i}", *ns) for i in range(7)]
         newest = ids[::-1]
