@@ -381,6 +381,25 @@ async def test_reset_clears_recalls_and_close_is_final(shared_mem0: Any, tmp_pat
             await call
 
 
+async def test_without_a_recall_file_nothing_is_kept_and_it_says_so(
+    shared_mem0: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    wrapped = Mem0Adapter(memory=shared_mem0)  # someone else's mem0, no folder of ours
+    try:
+        await wrapped.reset()
+        await wrapped.add("TP53 is mutated", "u", "bio")
+        with memkit.recall_scope("wf", step="s"), pytest.warns(RuntimeWarning, match="recalls_path"):
+            hits = await wrapped.search("TP53", "u", "bio")
+        assert [h.content for h in hits] == ["TP53 is mutated"]  # the search itself is unchanged
+        assert await wrapped.recalls() == []
+        with pytest.raises(ConfigError, match="recalls_path"):
+            await wrapped.add_recalls([])
+    finally:
+        await wrapped.aclose()
+    assert list(tmp_path.rglob("*.db")) == []
+
+
 # -- config, URLs and the factory ---------------------------------------------------------------------
 
 

@@ -21,6 +21,7 @@ How the port maps onto mem0 (see docs/mem0.md):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -482,8 +483,9 @@ class Mem0Adapter:
         :class:`memkit.SupportsRecalls`.
     recalls_path
         The SQLite file that keeps recalls. OSS mode: ``memkit-recalls.db`` in the
-        folder. Cloud mode: none unless given (then recalls are not kept, with a
-        warning when a step's search would have recorded one). mem0 has no place
+        folder. Cloud mode, or a wrapped ``memory`` without ``path``: none unless
+        given (then recalls are not kept, with a warning when a step's search would
+        have recorded one). mem0 has no place
         for them: its history database belongs to mem0 (and ``reset`` drops it),
         and its vector store holds memories only.
 
@@ -536,14 +538,16 @@ class Mem0Adapter:
             self._backend: _Backend = self._connect(
                 path, api_key, base_url, config, embedder, collection, llm, memory
             )
-            if recalls_path is None and self.mode == "oss" and self.path is not None:
-                recalls_path = Path(self.path) / _RECALLS_FILE
+            # A wrapped mem0 object without a folder of ours gets no file we were not asked for.
+            if recalls_path is None and self.mode == "oss" and (path is not None or memory is None):
+                recalls_path = Path(str(self.path)) / _RECALLS_FILE
             if recalls_path is not None:
                 from memkit.adapters._sqlite import SQLiteAdapter
 
                 self._recall_store = SQLiteAdapter(recalls_path, embedder=None, limits=limits)
         except BaseException:
-            self._worker.close(self._release)
+            with contextlib.suppress(Exception):  # the error that stopped the opening is the one to see
+                self._worker.close(self._release)
             raise
 
     def _connect(
