@@ -3,7 +3,7 @@
 * :class:`Worker`: the threads an adapter runs its blocking client calls on (SQLite's
   connection, the FalkorDB client, mem0), and the one way to close them.
 * :func:`timed_health`: ``health()`` timing.
-* :func:`namespace_infos` / :func:`record_stats`: what stores without a query engine of
+* :func:`namespace_infos` / :func:`trace_count`: what stores without a query engine of
   their own (in-memory, Mem0) compute from their records.
 """
 
