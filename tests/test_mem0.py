@@ -246,6 +246,21 @@ async def test_a_steps_search_is_recorded_with_its_step(mem: Mem0Adapter, tmp_pa
     assert (tmp_path / "memkit-recalls.db").is_file()
 
 
+def test_sync_steps_record_through_the_facade(shared_mem0: Any, tmp_path: Path) -> None:
+    # The notebook path: memkit.Memory runs each call on memkit's own loop thread.
+    mem = memkit.Memory(Mem0Adapter(tmp_path / "sync", memory=shared_mem0))
+    try:
+        mem.reset()
+        target = mem.add("TP53 is mutated in sample 7", user_id="u", agent_id="bio")
+        history = ExecutionHistory(memory_provider=mem, workflow_id="wf", agent_id="bio", user_id="u")
+        with history, history.step("plan", tool="llm"):
+            mem.search("TP53", user_id="u", agent_id="bio", limit=1)
+        (recall,) = mem.recalls(workflow_id="wf")
+        assert (recall.step_name, recall.step_index, [h.id for h in recall.hits]) == ("plan", 0, [target])
+    finally:
+        mem.close()
+
+
 async def test_a_recall_keeps_its_snapshot_after_the_memory_is_deleted(mem: Mem0Adapter) -> None:
     target = await mem.add("TP53 is mutated in sample 7", "u", "bio")
     with memkit.recall_scope("wf", step="s"):
@@ -397,7 +412,7 @@ async def test_without_a_recall_file_nothing_is_kept_and_it_says_so(
             await wrapped.add_recalls([])
     finally:
         await wrapped.aclose()
-    assert list(tmp_path.rglob("*.db")) == []
+    assert await asyncio.to_thread(lambda: list(tmp_path.rglob("*.db"))) == []
 
 
 # -- config, URLs and the factory ---------------------------------------------------------------------
