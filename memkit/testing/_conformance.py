@@ -588,19 +588,29 @@ class ProviderConformance:
     async def test_optional_capability_is_whole_or_absent(
         self, provider: Any, ns: tuple[str, str], capability: type
     ) -> None:
-        if self._lacks(provider, capability):
-            if capability is port.SupportsAsOf:
-                # A search that cannot honour as_of must refuse it, not answer as of now.
-                from datetime import datetime
+        from datetime import datetime
 
-                await provider.add("written after the cut-off", *ns)
-                with pytest.raises((TypeError, MemkitError)):
-                    await provider.search("written", *ns, as_of=datetime(2000, 1, 1, tzinfo=UTC))
-            return
-        for member in _members(capability):
-            assert hasattr(provider, member), f"{member} of {capability.__name__}"
+        lacking = self._lacks(provider, capability)
         if capability is port.SupportsAsOf:
-            assert provider.searches_as_of is True
+            memory_id = await provider.add("written after the cut-off", *ns)
+            past = datetime(2000, 1, 1, tzinfo=UTC)
+            if lacking:
+                # A search that cannot honour as_of must refuse it, not answer as of now.
+                with pytest.raises((TypeError, MemkitError)):
+                    await provider.search("written", *ns, as_of=past)
+            else:
+                assert provider.searches_as_of is True
+                assert await provider.search("written", *ns, as_of=past) == []
+                assert _ids(await provider.search("written", *ns, as_of=datetime.now(UTC))) == [memory_id]
+        elif lacking:
+            return
+        elif capability is port.SupportsRecalls:
+            assert await provider.recalls(user_id=ns[0], agent_id=ns[1]) == []
+            assert await provider.get_recall("no-such-recall") is None
+        elif capability is port.SupportsTraceColumns:
+            await provider.add_trace(ns[1], "wf-columns", {"tool": "bwa", "status": "success"}, user_id=ns[0])
+            columns = await provider.trace_columns(workflow_id="wf-columns", agent_id=ns[1], user_id=ns[0])
+            assert len({len(values) for values in columns.values()}) == 1 and list(columns["tool"]) == ["bwa"]
 
     @pytest.mark.asyncio
     async def test_close_is_idempotent_and_final(self, make_provider: Callable[[], Any], ns: tuple[str, str]) -> None:
