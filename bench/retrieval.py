@@ -228,7 +228,7 @@ LOCO_GRID: tuple[Variant, ...] = tuple(
     (dates, k1, b, context, reach)
     for dates in (False, True)
     for k1, b in ((1.2, 0.75), (0.9, 0.4))
-    for context, reach in ((0.0, 0), *((c, r) for c in (0.2, 0.3, 0.4, 0.5) for r in (1, 2)))
+    for context, reach in ((0.0, 0), *((c, r) for c in (0.2, 0.4, 0.6, 0.8) for r in (1, 2)))
 )
 BASELINE: Variant = (False, 1.2, 0.75, 0.0, 0)
 _REACH = {0: (), 1: (1.0,), 2: (1.0, 1.0 / 3.0)}  # context reach -> CONTEXT_REACH

@@ -416,10 +416,14 @@ async def test_context_lifts_the_reply_next_to_the_match_within_its_namespace(tm
     fused = {h.id: h.score_details["fused"] for h in lifted}  # type: ignore[index]
     before = {key: f["score"] - f["context"] for key, f in fused.items()}
     weight = HybridConfig().context
-    # one place away: the better side in full; two places away: a third of the better side
+    # one place away: the gap to the better side in full; two places away: a third of it
+    def gain(own: float, near: float, far: float) -> float:
+        return weight * max(0.0, near - own) + weight / 3 * max(0.0, far - own)
+
     assert fused[reply]["context"] == pytest.approx(
-        weight * max(before[question], before[later[0]]) + weight / 3 * before[later[1]])
+        gain(before[reply], max(before[question], before[later[0]]), before[later[1]]))
     assert fused[later[0]]["context"] == pytest.approx(
-        weight * max(before[reply], before[later[1]]) + weight / 3 * max(before[question], before[later[2]]))
+        gain(before[later[0]], max(before[reply], before[later[1]]), max(before[question], before[later[2]])))
+    assert fused[question]["context"] == 0.0  # its neighbours score lower: they pull nothing
     if url == "sqlite":
         await mem.aclose()
