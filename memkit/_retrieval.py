@@ -73,8 +73,9 @@ class HybridConfig:
         by which the better of the memories written just before and just after it in
         its namespace outscores it, and a third of that for the two written two places
         away. A neighbour that scores no higher adds nothing, so equally good memories
-        keep their order. 0 turns it off. Default 0.6 (chosen leave-one-conversation-out
-        on LoCoMo, where it lifts R@10 most of all the changes measured).
+        keep their order, and a memory scoring zero on its own stays at zero. 0 turns
+        it off. Default 0.6 (chosen leave-one-conversation-out on LoCoMo, where it lifts
+        R@10 most of all the changes measured).
     """
 
     alpha: float = 0.5
@@ -376,13 +377,14 @@ def _with_context(
     fused: list[tuple[K, float, dict[str, Any]]], neighbours: Neighbours, weight: float
 ) -> list[tuple[K, float, dict[str, Any]]]:
     """Add, per distance, ``weight`` x :data:`CONTEXT_REACH` x how much the better side outscores the
-    candidate (candidates only: a neighbour the legs did not find adds nothing)."""
+    candidate (candidates with a score of their own only; a neighbour the legs did not find adds nothing)."""
     score = {key: value for key, value, _ in fused}
     around = neighbours([key for key, _, _ in fused], len(CONTEXT_REACH))
     out = []
     for key, value, details in fused:
         best: dict[int, float] = {}
-        for distance, other in around.get(key, ()):
+        # A memory neither leg rates above zero is unrelated, wherever it was written: no pull.
+        for distance, other in around.get(key, ()) if value > 0 else ():
             best[distance] = max(best.get(distance, 0.0), score.get(other, 0.0))
         gain = weight * sum(CONTEXT_REACH[d - 1] * max(0.0, v - value)
                             for d, v in best.items() if 0 < d <= len(CONTEXT_REACH))
