@@ -16,7 +16,7 @@ __all__ = ["Neo4jAdapter", "Neo4jDialect"]
 SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
 
 _UNIQUE = (("Memory", "key"), ("Namespace", "key"), ("Entity", "key"), ("Workflow", "key"),
-           ("Trace", "key"), ("Trace", "id"), ("Tool", "key"), ("Step", "id"))
+           ("Trace", "key"), ("Trace", "id"), ("Tool", "key"), ("Step", "id"), ("Recall", "key"))
 
 
 _VECTOR_INDEX = "memkit_memory_embedding"
@@ -54,6 +54,8 @@ class Neo4jDialect(Dialect):
             *(f"CREATE CONSTRAINT memkit_{label.lower()}_{prop} IF NOT EXISTS"
               f" FOR (n:{label}) REQUIRE n.{prop} IS UNIQUE" for label, prop in _UNIQUE),
             "CREATE INDEX memkit_memory_namespace IF NOT EXISTS FOR (m:Memory) ON (m.ns)",
+            "CREATE INDEX memkit_recall_namespace IF NOT EXISTS FOR (r:Recall) ON (r.ns)",
+            "CREATE INDEX memkit_recall_id IF NOT EXISTS FOR (r:Recall) ON (r.id)",
             "CREATE FULLTEXT INDEX memkit_memory_content IF NOT EXISTS FOR (m:Memory) ON EACH [m.content]",
         ]
 
