@@ -287,7 +287,7 @@ EXPAND = {label: _EXPAND.format(label=label, prop=prop) for label, prop in (("Me
                                                                          ("Trace", "id"), ("Recall", "id"))}
 NODES = {
     label: f"UNWIND $ids AS nid MATCH (n:{label} {{{prop}: nid}}) RETURN properties(n) AS props"
-    for label, prop in _LOOKUP.items() if label != "Memory"
+    for label, prop in _LOOKUP.items()
 }
 
 # One node and its relationships, newest neighbours first (labels come from the schema, never from input).
@@ -844,11 +844,14 @@ class GraphAdapter:
                     if other is None:
                         continue
                     known = row["bid"] in out.nodes or row["bid"] in wanted
-                    # Steps and memories enter only through their own memory; recalls only
-                    # through the step that made them (a workflow's recalls, not every search).
-                    if label != "Memory" and other in ("Step", "Memory") and not known:
-                        continue
-                    if other == "Recall" and label != "Step" and not known:
+                    # Steps and memories enter only through their own memory, recalls only through
+                    # the step that made them (a workflow's recalls, not every search), and the
+                    # memories a step recalled through its recall.
+                    if not known and (
+                        (other == "Recall" and label != "Step")
+                        or (other in ("Step", "Memory") and label not in ("Memory", "Recall"))
+                        or (other == "Step" and label == "Recall")
+                    ):
                         continue
                     if not known:
                         wanted[row["bid"]] = other
