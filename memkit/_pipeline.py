@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -111,7 +111,7 @@ def prepare(
         raise InvalidInputError(f"{store!r} cannot search as of a past time (as_of)")
     return SearchRequest(
         query=text, user_id=user, agent_id=agent, limit=checked_limit, filters=filters, conditions=conditions,
-        mode=resolved, config=config, as_of=as_of if until_us is not None else None,  # type: ignore[arg-type]
+        mode=resolved, config=config, as_of=cast(datetime, as_of) if until_us is not None else None,
         until_us=until_us,
     )
 

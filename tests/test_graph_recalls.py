@@ -187,3 +187,18 @@ async def test_hybrid_options_mean_the_same_on_a_graph(falkordb_server: FalkorDB
     finally:
         await store.reset()
         await store.aclose()
+
+
+async def test_a_failing_recall_write_on_a_graph_warns_and_the_search_answers(graph_store: Any) -> None:
+    await graph_store.add(FACTS[0], *NS)
+    plain = await graph_store.search("TP53", *NS)
+
+    async def broken(bodies: list[dict[str, Any]]) -> int:
+        raise ConnectionError("the database went away")
+
+    graph_store._write_recalls = broken
+    with memkit.recall_scope("wf", step="s"), pytest.warns(RuntimeWarning, match="went away"):
+        answered = await graph_store.search("TP53", *NS)
+    assert [(h.id, h.score) for h in answered] == [(h.id, h.score) for h in plain]
+    del graph_store._write_recalls
+    assert await graph_store.recalls() == []
