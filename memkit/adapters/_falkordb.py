@@ -82,6 +82,9 @@ class FalkorDBDialect(Dialect):
         # FalkorDB returns the cosine distance.
         return 1.0 - score
 
+    def vector_score(self, expr: str) -> str:
+        return f"vec.cosineDistance({expr}, vecf32($vector))"
+
     async def ensure_vector_schema(self, dim: int) -> None:
         await self._call(self._ensure, self.vector_schema_statements(dim))
 

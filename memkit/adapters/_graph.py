@@ -196,7 +196,11 @@ NS_VECTORS = (
     " RETURN m.id AS id, m.seq AS seq, m.user_id AS user_id, m.agent_id AS agent_id, m.embedding AS embedding"
     " ORDER BY m.seq, m.id LIMIT $limit"
 )
-EMBEDDINGS = "UNWIND $keys AS k MATCH (m:Memory {key: k}) RETURN m.id AS id, m.embedding AS embedding"
+# The vector score of some memories (keyword hits the vector index did not return), in the database.
+SCORES = (
+    "UNWIND $keys AS k MATCH (m:Memory {{key: k}}) WHERE m.embedding IS NOT NULL"
+    " RETURN m.id AS id, {score} AS score"
+)
 
 # Recalls: a Recall node per recorded search, RECALLED edges to the memories it returned that
 # still exist (same namespace only), and HAS_RECALL from the step that made it (same
@@ -360,6 +364,14 @@ class Dialect(abc.ABC):
     def cosine(self, score: float) -> float:
         """The engine's vector score as cosine similarity (higher is better)."""
 
+    @abc.abstractmethod
+    def vector_score(self, expr: str) -> str:
+        """A Cypher expression scoring the stored vector ``expr`` against ``$vector``, on the
+        vector index's scale (so :meth:`cosine` converts it)."""
+
+    def scores_statement(self) -> str:
+        return SCORES.format(score=self.vector_score("m.embedding"))
+
     def vector_statement(self) -> str:
         return (
             f"{self.vector_call()}"
@@ -391,7 +403,7 @@ class Dialect(abc.ABC):
             *(self.write_statement(relink, vec) for relink in (True, False) for vec in (True, False)),
             DELETE, TIDY.replace("{relink}", RELINK),
             RESET, SELECT, GET, EXISTING_IDS, EXPORT, NAMESPACES, STATS, PING, GRAPH_SEEDS, COUNT_MEMORIES,
-            NS_FINGERPRINT, NS_VECTORS, EMBEDDINGS, RECALL_WRITE, RECALL_IDS, RECALLS, RECALL,
+            NS_FINGERPRINT, NS_VECTORS, self.scores_statement(), RECALL_WRITE, RECALL_IDS, RECALLS, RECALL,
             *EXPAND.values(), *NODES.values(), NEIGHBOURS,
             *AROUND.values(), *NODE_AT.values(), self.keyword_statement(), self.vector_statement(),
         ]
@@ -691,8 +703,9 @@ class GraphAdapter:
         self, request: _pipeline.SearchRequest, extra: list[str], found: dict[str, Record],
         ages: dict[str, tuple[int, int]],
     ) -> DenseScores:
-        """The semantic leg: the vector index's best ``depth`` hits, the cosine of every keyword hit,
-        and the namespace's mean and spread of cosine (from cached moments of its vectors)."""
+        """The semantic leg: the vector index's best ``depth`` hits, the cosine of every keyword hit
+        (computed in the database), and the namespace's mean and spread of cosine (from cached
+        moments of its vectors)."""
         vector = np.asarray(self._embed([request.query])[0], dtype=np.float32)
         ns = node_key("Namespace", request.user_id, request.agent_id)
         mean, std = (await self._namespace_moments(ns, request)).stats(vector)
@@ -718,12 +731,9 @@ class GraphAdapter:
             ranked.append(record.id)
         missing = [key for key in extra if key not in cosine]
         if missing:
-            rows = await self._read(EMBEDDINGS, {"keys": [memory_key(i) for i in missing]})
-            stored = {row["id"]: row["embedding"] for row in rows if row["embedding"] is not None}
-            if stored:
-                ids = list(stored)
-                values = np.asarray([stored[i] for i in ids], dtype=np.float32) @ vector
-                cosine.update((i, float(v)) for i, v in zip(ids, values, strict=True))
+            rows = await self._read(self.dialect.scores_statement(),
+                                    {"keys": [memory_key(i) for i in missing], "vector": params["vector"]})
+            cosine.update((row["id"], self.dialect.cosine(float(row["score"]))) for row in rows if row["id"] in found)
         return DenseScores(cosine, ranked, mean, std)
 
     async def _namespace_moments(self, ns: str, request: _pipeline.SearchRequest) -> CosineMoments:
