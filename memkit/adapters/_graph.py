@@ -196,12 +196,6 @@ NS_VECTORS = (
     " RETURN m.id AS id, m.seq AS seq, m.user_id AS user_id, m.agent_id AS agent_id, m.embedding AS embedding"
     " ORDER BY m.seq, m.id LIMIT $limit"
 )
-# The vector score of some memories (keyword hits the vector index did not return), in the database.
-SCORES = (
-    "UNWIND $keys AS k MATCH (m:Memory {{key: k}}) WHERE m.embedding IS NOT NULL"
-    " RETURN m.id AS id, {score} AS score"
-)
-
 # Recalls: a Recall node per recorded search, RECALLED edges to the memories it returned that
 # still exist (same namespace only), and HAS_RECALL from the step that made it (same
 # namespace, workflow, run and step index) if that step is stored; a step stored later links
@@ -369,9 +363,6 @@ class Dialect(abc.ABC):
         """A Cypher expression scoring the stored vector ``expr`` against ``$vector``, on the
         vector index's scale (so :meth:`cosine` converts it)."""
 
-    def scores_statement(self) -> str:
-        return SCORES.format(score=self.vector_score("m.embedding"))
-
     def vector_statement(self) -> str:
         return (
             f"{self.vector_call()}"
@@ -385,14 +376,17 @@ class Dialect(abc.ABC):
             "{link_recalls}", LINK_RECALLS if relink else "").replace(
             "{embedding}", f", embedding: {self.vector_value('r.embedding')}" if embedding else "")
 
-    def keyword_statement(self) -> str:
+    def keyword_statement(self, vectors: bool = False) -> str:
+        """The keyword leg; with ``vectors`` each hit's vector score against ``$vector`` too (hybrid
+        search needs every keyword hit's cosine, and this spares a round trip)."""
         # Full-text scores are higher-is-better on both engines; ties newest first, as the pipeline expects.
+        vector = f", CASE WHEN m.embedding IS NULL THEN null ELSE {self.vector_score('m.embedding')} END AS vscore"
         return (
             f"{self.fulltext_call()}"
             " WITH node AS m, score"
             " WHERE m.ns = $ns AND ($until_us IS NULL OR m.created_us <= $until_us)"
-            f" RETURN {_MEMORY_FIELDS}, m.seq AS seq, score"
-            " ORDER BY score DESC, m.created_us DESC, m.seq DESC LIMIT $limit"
+            f" WITH m, score ORDER BY score DESC, m.created_us DESC, m.seq DESC LIMIT $limit"
+            f" RETURN {_MEMORY_FIELDS}, m.seq AS seq, score{vector if vectors else ''}"
         )
 
     def statements(self) -> list[str]:
@@ -403,9 +397,10 @@ class Dialect(abc.ABC):
             *(self.write_statement(relink, vec) for relink in (True, False) for vec in (True, False)),
             DELETE, TIDY.replace("{relink}", RELINK),
             RESET, SELECT, GET, EXISTING_IDS, EXPORT, NAMESPACES, STATS, PING, GRAPH_SEEDS, COUNT_MEMORIES,
-            NS_FINGERPRINT, NS_VECTORS, self.scores_statement(), RECALL_WRITE, RECALL_IDS, RECALLS, RECALL,
+            NS_FINGERPRINT, NS_VECTORS, RECALL_WRITE, RECALL_IDS, RECALLS, RECALL,
             *EXPAND.values(), *NODES.values(), NEIGHBOURS,
-            *AROUND.values(), *NODE_AT.values(), self.keyword_statement(), self.vector_statement(),
+            *AROUND.values(), *NODE_AT.values(), self.keyword_statement(), self.keyword_statement(True),
+            self.vector_statement(),
         ]
 
     @abc.abstractmethod
@@ -660,13 +655,17 @@ class GraphAdapter:
         found: dict[str, Record] = {}
         ages: dict[str, tuple[int, int]] = {}
         keyword: list[tuple[str, float]] = []
+        cosine: dict[str, float] = {}  # the keyword hits' cosines, for hybrid
+        vector = None if request.mode == "keyword" else [float(x) for x in self._embed([request.query])[0]]
         if request.mode != "semantic":
-            for record, seq, score in await self._keyword(request):
-                found[record.id], ages[record.id] = record, (record.created_us, seq)
-                keyword.append((record.id, score))
+            for record, row in await self._keyword(request, vector):
+                found[record.id], ages[record.id] = record, (record.created_us, int(row["seq"]))
+                keyword.append((record.id, float(row["score"])))
+                if row.get("vscore") is not None:
+                    cosine[record.id] = self.dialect.cosine(float(row["vscore"]))
         dense = None
-        if request.mode != "keyword":
-            dense = await self._dense(request, [k for k, _ in keyword], found, ages)
+        if vector is not None:
+            dense = await self._dense(request, vector, cosine, found, ages)
         ranked = _pipeline.rank(request, keyword, dense, lambda keys: ages)
         return [found[k].to_item(score, details) for k, score, details in ranked]
 
@@ -685,35 +684,41 @@ class GraphAdapter:
         return (record.user_id, record.agent_id) == (request.user_id, request.agent_id) and matches(
             request.conditions, record.metadata)
 
-    async def _keyword(self, request: _pipeline.SearchRequest) -> list[tuple[Record, int, float]]:
-        """The keyword leg: the full-text index's best ``depth`` hits, ties newest first."""
+    async def _keyword(
+        self, request: _pipeline.SearchRequest, vector: list[float] | None
+    ) -> list[tuple[Record, dict[str, Any]]]:
+        """The keyword leg: the full-text index's best ``depth`` rows, ties newest first (with each
+        hit's vector score when ``vector`` is given)."""
         terms = query_words(request.query)
         if not terms:
             return []
-        params = {
+        params: dict[str, Any] = {
             "query": self.dialect.fulltext_query(terms), "ns": node_key("Namespace", request.user_id, request.agent_id),
             "limit": request.depth if not request.conditions else self.limits.max_limit * 10,
             "until_us": request.until_us,
         }
-        rows = await self._read(self.dialect.keyword_statement(), params)
-        hits = [(r, int(row["seq"]), float(row["score"])) for row in rows if self._in(r := _record(row), request)]
-        return hits[: request.depth]
+        if vector is not None:
+            params["vector"] = vector
+        rows = await self._read(self.dialect.keyword_statement(vector is not None), params)
+        return [(r, row) for row in rows if self._in(r := _record(row), request)][: request.depth]
 
     async def _dense(
-        self, request: _pipeline.SearchRequest, extra: list[str], found: dict[str, Record],
-        ages: dict[str, tuple[int, int]],
+        self, request: _pipeline.SearchRequest, vector: list[float], cosine: dict[str, float],
+        found: dict[str, Record], ages: dict[str, tuple[int, int]],
     ) -> DenseScores:
-        """The semantic leg: the vector index's best ``depth`` hits, the cosine of every keyword hit
-        (computed in the database), and the namespace's mean and spread of cosine (from cached
-        moments of its vectors)."""
-        vector = np.asarray(self._embed([request.query])[0], dtype=np.float32)
+        """The semantic leg: the vector index's best ``depth`` hits (``cosine`` holds the keyword
+        hits' cosines already) and the namespace's mean and spread of cosine (from cached moments
+        of its vectors)."""
         ns = node_key("Namespace", request.user_id, request.agent_id)
-        mean, std = (await self._namespace_moments(ns, request)).stats(vector)
+        moments, in_namespace = await self._namespace_moments(ns, request)
+        mean, std = moments.stats(np.asarray(vector, dtype=np.float32))
         depth = request.depth
         total = (await self._read(COUNT_MEMORIES, {}))[0]["n"]
-        # The vector index ranks the whole graph: widen k until the namespace has enough hits.
-        k = min(max(depth * 10, 100), max(total, 1))
-        params: dict[str, Any] = {"vector": [float(x) for x in vector], "ns": ns, "until_us": request.until_us}
+        # The vector index ranks the whole graph: ask for as many as this namespace's share of it
+        # would give ``depth`` hits (and widen k until the namespace has enough).
+        share = total / max(in_namespace, 1)
+        k = min(max(int(depth * share * 1.25) + 10, 100), max(total, 1))
+        params: dict[str, Any] = {"vector": vector, "ns": ns, "until_us": request.until_us}
         while True:
             rows = await self._read(self.dialect.vector_statement(), {**params, "k": k})
             hits = [(r, int(row["seq"]), self.dialect.cosine(float(row["score"])))
@@ -722,27 +727,24 @@ class GraphAdapter:
                 break
             k = min(k * 4, total)
         hits.sort(key=lambda h: (-h[2], -h[0].created_us, -h[1]))
-        cosine: dict[str, float] = {}
         ranked: list[str] = []
         for record, seq, cos in hits[:depth]:
             found.setdefault(record.id, record)
             ages.setdefault(record.id, (record.created_us, seq))
             cosine[record.id] = cos
             ranked.append(record.id)
-        missing = [key for key in extra if key not in cosine]
-        if missing:
-            rows = await self._read(self.dialect.scores_statement(),
-                                    {"keys": [memory_key(i) for i in missing], "vector": params["vector"]})
-            cosine.update((row["id"], self.dialect.cosine(float(row["score"]))) for row in rows if row["id"] in found)
         return DenseScores(cosine, ranked, mean, std)
 
-    async def _namespace_moments(self, ns: str, request: _pipeline.SearchRequest) -> CosineMoments:
-        """The namespace's cosine moments, read once and kept while its (count, newest seq) holds."""
+    async def _namespace_moments(
+        self, ns: str, request: _pipeline.SearchRequest
+    ) -> tuple[CosineMoments, int]:
+        """The namespace's cosine moments (read once, kept while its (count, newest seq) holds) and
+        its number of memories."""
         row = (await self._read(NS_FINGERPRINT, {"ns": ns}))[0]
         fingerprint = (int(row["n"]), None if row["last"] is None else int(row["last"]))
         cached = self._moments.get(ns)
         if cached is not None and cached[0] == fingerprint:
-            return cached[1]
+            return cached[1], fingerprint[0]
         assert self.embedder is not None
         moments = CosineMoments(int(self.embedder.dim))
         after, after_id = -(2**62), ""
@@ -756,7 +758,7 @@ class GraphAdapter:
                 break
             after, after_id = rows[-1]["seq"], rows[-1]["id"]
         self._moments[ns] = (fingerprint, moments)
-        return moments
+        return moments, fingerprint[0]
 
     async def get_all(
         self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
