@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_recalls import FACTS, NS
 
 import memkit
 from memkit.adapters import FalkorDBAdapter, Neo4jAdapter
@@ -15,15 +16,6 @@ from memkit.adapters._memory import InMemoryAdapter
 from memkit.adapters._sqlite import SQLiteAdapter
 from memkit.testing import FalkorDBServer
 from memkit.traces import ExecutionHistory
-
-NS = ("u1", "bio")
-FACTS = (
-    "TP53 is mutated in sample 7",
-    "BRCA1 carries a frameshift in sample 3",
-    "sample 7 was sequenced on a NovaSeq",
-    "TP53 loss correlates with poor response",
-    "KRAS G12D found in the pancreatic line",
-)
 
 
 @pytest.fixture(params=["falkordb", "neo4j"])

@@ -710,14 +710,16 @@ class GraphAdapter:
         hits' cosines already) and the namespace's mean and spread of cosine (from cached moments
         of its vectors)."""
         ns = node_key("Namespace", request.user_id, request.agent_id)
-        moments, in_namespace = await self._namespace_moments(ns, request)
-        mean, std = moments.stats(np.asarray(vector, dtype=np.float32))
         depth = request.depth
         total = (await self._read(COUNT_MEMORIES, {}))[0]["n"]
-        # The vector index ranks the whole graph: ask for as many as this namespace's share of it
-        # would give ``depth`` hits (and widen k until the namespace has enough).
-        share = total / max(in_namespace, 1)
-        k = min(max(int(depth * share * 1.25) + 10, 100), max(total, 1))
+        mean = std = 0.0
+        k = min(max(depth * 10, 100), max(total, 1))
+        if request.mode == "hybrid":  # only fusion normalises by the namespace's statistics
+            moments, in_namespace = await self._namespace_moments(ns, request)
+            mean, std = moments.stats(np.asarray(vector, dtype=np.float32))
+            # The vector index ranks the whole graph: ask for as many as this namespace's share of
+            # it would give ``depth`` hits (and widen k below until the namespace has enough).
+            k = min(max(int(depth * total / max(in_namespace, 1) * 1.25) + 10, 100), max(total, 1))
         params: dict[str, Any] = {"vector": vector, "ns": ns, "until_us": request.until_us}
         while True:
             rows = await self._read(self.dialect.vector_statement(), {**params, "k": k})
