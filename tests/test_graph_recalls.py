@@ -106,10 +106,14 @@ async def test_a_step_stored_before_the_recall_is_linked_too(graph_store: Any) -
 
 
 async def test_reset_clears_recalls(graph_store: Any) -> None:
-    await graph_store.add(FACTS[0], *NS)
+    memory_id = await graph_store.add(FACTS[0], *NS)
     graph_store.record_recalls = True
     await graph_store.search("TP53", *NS)
-    assert len(await graph_store.recalls()) == 1
+    (recall,) = await graph_store.recalls()
+    # a search outside any step: no Recall in the namespace's view, but the memory knows who recalled it
+    assert not [n for n in (await graph_store.graph(*NS)).nodes if n.type == "Recall"]
+    around = await graph_store.neighbourhood(memory_id)
+    assert [n.id for n in around.nodes if n.type == "Recall"] == [recall.id]
     await graph_store.reset()
     assert await graph_store.recalls() == []
 
