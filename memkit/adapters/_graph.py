@@ -473,6 +473,7 @@ class GraphAdapter:
 
     provider_name = "graph"
     searches_as_of = True
+    record_recalls = False  # set per store (see __init__)
 
     def __init__(
         self,
