@@ -433,9 +433,10 @@ def replay(
 
 RUN_COLUMNS = (
     "workflow_id", "agent_id", "user_id", "run_id", "started_at", "ended_at", "duration_s", "steps",
-    "failed_steps", "retries", "first_error", "status", "tools",
+    "failed_steps", "retries", "first_error", "status", "tools", "recalls",
 )
-"""Columns of :func:`runs_frame`, in order (``tools``: the tools the run used, comma-separated)."""
+"""Columns of :func:`runs_frame`, in order (``tools``: the tools the run used, comma-separated;
+``recalls``: the searches its steps made, ``<NA>`` on a store that keeps no recalls)."""
 
 _RUN_KEYS = ["user_id", "agent_id", "workflow_id", "run_id"]
 _SHOWN_STATUSES = [status.value for status in ExecutionStatus]
@@ -481,6 +482,7 @@ def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
         for c in ("steps", "failed_steps", "retries"):
             empty[c] = pd.Series(dtype="int64")
         empty["duration_s"] = pd.Series(dtype="float64")
+        empty["recalls"] = pd.Series(dtype="Int64")
         return empty.set_axis(pd.Index([], name="run", dtype=object))
     gid = _run_group_ids(df)
     firsts = np.unique(gid, return_index=True)[1]  # group g's first step is at firsts[g]
@@ -488,15 +490,19 @@ def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
     error = df["error"].where(status.eq("failed"))
     start = df["started_at"].fillna(df["created_at"])
     # Grouping by one int column is many times faster than by four object columns.
-    grouped = pd.DataFrame({
+    table = pd.DataFrame({
         # tz-aware times stay Series (to_numpy would box every value as a Timestamp object)
         "g": gid, "_start": start.reset_index(drop=True),
         "_end": df["ended_at"].fillna(start).reset_index(drop=True),
         "_failed": status.eq("failed").to_numpy(), "_unknown": status.eq("unknown").to_numpy(),
         "_running": status.isin(_RUNNING).to_numpy(), "_retries": df["retry_count"].fillna(0).to_numpy("int64"),
         "_error": error.to_numpy(dtype=object), "duration_s": df["duration_s"].to_numpy(),
-    }).groupby("g", sort=True)
-    runs = grouped.agg(
+    })
+    counted = "recalls" in df.columns  # a traces_frame(..., recalls=True)
+    if counted:
+        table["_recalls"] = df["recalls"].fillna(0).to_numpy("int64")
+    runs = table.groupby("g", sort=True).agg(
+        **({"recalls": ("_recalls", "sum")} if counted else {}),
         started_at=("_start", "min"), ended_at=("_end", "max"), steps=("_failed", "size"),
         failed_steps=("_failed", "sum"), retries=("_retries", "sum"), first_error=("_error", "first"),
         any_unknown=("_unknown", "any"), any_running=("_running", "any"), busy=("duration_s", "sum"),
@@ -517,6 +523,7 @@ def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
     runs["first_error"] = runs["first_error"].astype(object).where(runs["first_error"].notna(), None)
     for name in ("steps", "failed_steps", "retries"):
         runs[name] = runs[name].astype("int64")
+    runs["recalls"] = runs["recalls"].astype("Int64") if counted else pd.array([pd.NA] * len(runs), dtype="Int64")
     for name in _RUN_KEYS:
         runs[name] = runs[name].astype(object).where(runs[name].notna(), None)
     runs.index = pd.Index(_run_key(runs), name="run", dtype=object)
@@ -603,7 +610,9 @@ def runs_frame(
     user_id, run_id``, ``started_at`` / ``ended_at`` (UTC; first step's start, last step's
     end), ``duration_s`` (wall clock), ``steps``, ``failed_steps``, ``retries``,
     ``first_error``, ``status`` (``failed`` if any step failed, else ``running``,
-    ``unknown`` or ``success``) and ``tools``.
+    ``unknown`` or ``success``), ``tools`` and ``recalls`` (the searches the run's steps
+    made, see :func:`recalls_frame`; ``<NA>`` when the store keeps no recalls, or when
+    ``mem`` is a frame read without ``recalls=True``).
 
     Parameters
     ----------
@@ -631,6 +640,7 @@ def runs_frame(
             mem, workflow_id=workflow_id,
             agent_id=agent_id if isinstance(agent_id, str) else None,
             user_id=user_id if isinstance(user_id, str) else None,
+            recalls=_keeps_recalls(mem),
         )
     return filter_runs(
         _runs_from_steps(steps), status=status, agent_id=agent_id, user_id=user_id, workflow_id=workflow_id,
@@ -658,18 +668,20 @@ def run_steps(mem: pd.DataFrame | MemoryProvider | Memory, run: str | pd.Series)
     """The steps of one run (a :func:`traces_frame` slice, status as shown), in replay order.
 
     ``run`` is a :func:`runs_frame` id (its index), a row of it, or a ``run_id`` /
-    ``workflow_id`` that names exactly one run.
+    ``workflow_id`` that names exactly one run. Read from a store that keeps recalls, each
+    step also has ``recalls`` (searches it made) and ``recalled`` (memories they returned).
     """
     if isinstance(mem, pd.DataFrame):
         steps = mem
         row = run if isinstance(run, pd.Series) else _pick_run(_runs_from_steps(mem), run)
     else:
+        counted = _keeps_recalls(mem)
         if isinstance(run, pd.Series):
             row = run
             steps = traces_frame(mem, workflow_id=row["workflow_id"], agent_id=row["agent_id"],
-                                 user_id=row["user_id"])
+                                 user_id=row["user_id"], recalls=counted)
         else:
-            steps = traces_frame(mem)
+            steps = traces_frame(mem, recalls=counted)
             row = _pick_run(_runs_from_steps(steps), run)
             steps = steps[steps["workflow_id"].eq(row["workflow_id"]).to_numpy(dtype=bool)]
     keep = np.ones(len(steps), dtype=bool)
@@ -792,6 +804,11 @@ RECALL_COLUMNS = (
 """Columns of :func:`recalls_frame`, in order."""
 
 _LEGS = ("keyword", "semantic")
+
+
+def _keeps_recalls(mem: MemoryProvider | Memory) -> bool:
+    """Whether the store records recalls (implements :class:`memkit.SupportsRecalls`)."""
+    return isinstance(_provider(mem), SupportsRecalls)
 
 
 def _recalls_of(
