@@ -392,7 +392,8 @@ class TraceReplay(AnyPanel):
     def _memory_view(item: MemoryItem) -> dict[str, Any]:
         meta = {k: v for k, v in item.metadata.items() if k != "trace"}
         return {
-            "id": item.id, "deleted": False, "title": f"memory {item.id[:8]} · {printable(f'{item.user_id} / {item.agent_id}')}",
+            "id": item.id, "deleted": False,
+            "title": f"memory {item.id[:8]} · {printable(f'{item.user_id} / {item.agent_id}')}",
             "text": summary(item, 2000) if item.metadata.get("type") == "trace" else printable(item.content),
             "facts": [["created", format_time(item.created_at)], ["id", item.id],
                       ["metadata", printable(json.dumps(meta, default=str, ensure_ascii=False, sort_keys=True))]],
@@ -401,17 +402,27 @@ class TraceReplay(AnyPanel):
 
     def find_memories(self) -> list[str]:
         """The memories the open step wrote (their summaries; ``detail["wrote"]`` lists them to open):
-        its namespace's non-trace memories whose metadata names the step (``workflow_id`` and
-        ``step_index``). A metadata scan, so only on request."""
+        the non-trace memories whose metadata names the step (``workflow_id`` and ``step_index``)
+        in the step's namespace and in those its searches read, at most 50. A metadata scan, so
+        only on request."""
         if self.step < 0 or self.step >= len(self.steps) or not self.detail:
             return []
         row = self.steps.iloc[self.step]
         wrote: list[MemoryItem] = []
         with self.working("finding the step's memories"):
             if row["step_index"] is not pd.NA and row["user_id"] is not None and row["agent_id"] is not None:
-                wrote = self.mem.get_page(row["user_id"], row["agent_id"], offset=0, limit=50, filters={
-                    "workflow_id": row["workflow_id"], "step_index": int(row["step_index"]),
-                    "type": {"$ne": "trace"}})
+                # Traces are often kept under "system" while the step works in its user's
+                # namespace: look there too when the step searched it (its recalls say so).
+                spaces = [(row["user_id"], row["agent_id"])]
+                for recall in self._recalls.get(int(row["step_index"]), []):
+                    if (recall.user_id, recall.agent_id) not in spaces:
+                        spaces.append((recall.user_id, recall.agent_id))
+                for user, agent in spaces:
+                    wrote += self.mem.get_page(user, agent, offset=0, limit=50 - len(wrote), filters={
+                        "workflow_id": row["workflow_id"], "step_index": int(row["step_index"]),
+                        "type": {"$ne": "trace"}})
+                    if len(wrote) >= 50:
+                        break
             self.detail = {**self.detail, "wrote": [{"id": m.id, "text": summary(m, 160)} for m in wrote]}
         return [summary(m) for m in wrote]
 
