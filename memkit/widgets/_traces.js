@@ -137,6 +137,8 @@ function drawDetail(model, box) {
   }
 }
 
+// Scores of some searches are tiny (BM25 over a small namespace): keep their digits instead of "0.000".
+const fmtScore = (s) => (s === null || s === undefined ? "—" : s === 0 || Math.abs(s) >= 0.001 ? s.toFixed(3) : s.toPrecision(2));
 const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
 const openMemory = (model, id) => model.send({ action: "open_memory", id });
 
@@ -164,7 +166,7 @@ function recallSection(model, d) {
         class: `mk-hit${hit.deleted ? " mk-hit-deleted" : ""}`, "data-id": hit.id, "data-rank": hit.rank,
         onclick: () => openMemory(model, hit.id),
       }, h("td", { class: "mk-hit-rank", text: hit.rank }),
-        h("td", { class: "mk-hit-score", text: hit.score === null ? "—" : hit.score.toFixed(3) }),
+        h("td", { class: "mk-hit-score", text: fmtScore(hit.score), title: hit.score === null ? null : String(hit.score) }),
         h("td", { class: "mk-hit-legs", text: hit.legs }), text));
     }
     part.append(table);

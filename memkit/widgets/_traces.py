@@ -354,7 +354,7 @@ class TraceReplay(AnyPanel):
                         and hit.details[leg].get("rank") is not None]  # type: ignore[index]
                 hits.append({
                     "id": hit.id, "rank": hit.rank, "legs": " + ".join(legs) or r.mode,
-                    "score": round(hit.score, 4) if hit.score is not None and math.isfinite(hit.score) else None,
+                    "score": hit.score if hit.score is not None and math.isfinite(hit.score) else None,
                     "text": shorten(printable(hit.content), 160), "deleted": hit.id in gone,
                 })
             shown.append({
