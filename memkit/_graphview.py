@@ -490,7 +490,7 @@ def _workflow_layout(nodes: list[GraphNode], edges: list[GraphEdge]) -> dict[str
     tools: dict[str, list[float]] = defaultdict(list)
     recalled = any(e.type == "RECALLED" for e in edges)
     if recalled:  # room under each row for what its steps recalled
-        row_height += 70
+        row_height += 170
     for row, trace in enumerate(order):
         y = row * row_height
         if trace in by_id:
@@ -499,15 +499,16 @@ def _workflow_layout(nodes: list[GraphNode], edges: list[GraphEdge]) -> dict[str
             x = i * dx
             pos[step.id] = (x, y)
             fresh = [e.target for e in out_edges[step.id] if e.type == "RECALLED" and e.target not in pos]
-            for k, memory in enumerate(fresh):  # under the first step that recalled it, fanned out
-                pos[memory] = (x + (k % 4 - (min(len(fresh), 4) - 1) / 2) * 50, y + 75 + 34 * (k // 4) + 14 * (k % 2))
+            for k, memory in enumerate(fresh):  # under the first step that recalled it, zigzag so captions clear
+                column, line = divmod(k, 6)
+                pos[memory] = (x - 45 + 90 * (line % 2) + 120 * column, y + 70 + 32 * line)
             for e in out_edges[step.id]:
                 if e.type == "USES_TOOL":
                     tools[e.target].append(x)
                 elif e.type == "RECORDED_AS" and e.target not in pos:
                     pos[e.target] = (x, y - lift)
     rows = max(len(order), 1)
-    bottom = (rows - 1) * row_height + row_height * 0.6 + (70 if recalled else 0)
+    bottom = (rows - 1) * row_height + (row_height - 80 if recalled else row_height * 0.6)
     for tool, xs in tools.items():
         pos[tool] = (min(xs), bottom)
     middle = (rows - 1) * row_height / 2

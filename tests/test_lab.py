@@ -204,8 +204,10 @@ def _views_notebook() -> nbformat.NotebookNode:
         "rita",
         "from memkit.widgets import GraphExplorer\n\ngx = GraphExplorer(mem)\n"
         'gx.scope.value = "workflow"\ngx.workflow.value = ("rita", "bio", "recall-audit")\ngx.draw()\ngx',
-        # The docs' charts come from the demo sample alone (the store above holds hostile fixtures).
-        'clean = memkit.open("memory://")\nclean.add_many(demo_items())\nfailure_heatmap(clean)',
+        # The docs' charts: the demo sample and the long run, without the hostile fixtures above.
+        'clean = memkit.open("memory://")\nclean.add_many(demo_items())\n'
+        'clean.add_many(run_items("zed", "bench", "long-run", "r-10k", 10_000, fail_every=97))\n'
+        "failure_heatmap(clean)",
         "duration_chart(clean)",
     ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])

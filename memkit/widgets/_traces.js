@@ -138,7 +138,7 @@ function drawDetail(model, box) {
 }
 
 // Scores of some searches are tiny (BM25 over a small namespace): keep their digits instead of "0.000".
-const fmtScore = (s) => (s === null || s === undefined ? "—" : s === 0 || Math.abs(s) >= 0.001 ? s.toFixed(3) : s.toPrecision(2));
+const fmtScore = (s) => (s === null || s === undefined ? "—" : s === 0 || Math.abs(s) >= 0.001 ? s.toFixed(3) : s.toExponential(1));
 const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
 const openMemory = (model, id) => model.send({ action: "open_memory", id });
 
@@ -160,8 +160,8 @@ function recallSection(model, d) {
     const table = h("table", { class: "mk-hits", "data-recall": r.id });
     table.append(h("tr", {}, ...["rank", "score", "found by", "memory (as recalled)"].map((t) => h("th", { text: t }))));
     for (const hit of r.hits) {
-      const text = h("td", { class: "mk-hit-text", title: hit.deleted ? "deleted from the store since; the text as recalled" : "click to open" },
-        hit.deleted ? h("span", { class: "mk-deleted", text: "deleted" }) : null, hit.text);
+      const text = h("td", { class: "mk-hit-text", title: hit.deleted ? `deleted from the store since; recalled as: ${hit.text}` : `${hit.text}\n(click to open)` },
+        h("div", { class: "mk-clamp" }, hit.deleted ? h("span", { class: "mk-deleted", text: "deleted" }) : null, hit.text));
       table.append(h("tr", {
         class: `mk-hit${hit.deleted ? " mk-hit-deleted" : ""}`, "data-id": hit.id, "data-rank": hit.rank,
         onclick: () => openMemory(model, hit.id),
@@ -188,7 +188,7 @@ function wroteSection(model, d) {
   const table = h("table", { class: "mk-hits mk-written" });
   for (const m of d.wrote) {
     table.append(h("tr", { class: "mk-hit", "data-id": m.id, onclick: () => openMemory(model, m.id) },
-      h("td", { class: "mk-hit-text", title: "click to open", text: m.text })));
+      h("td", { class: "mk-hit-text", title: `${m.text}\n(click to open)` }, h("div", { class: "mk-clamp", text: m.text }))));
   }
   part.append(table);
   return part;
