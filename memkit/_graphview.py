@@ -490,7 +490,7 @@ def _workflow_layout(nodes: list[GraphNode], edges: list[GraphEdge]) -> dict[str
     tools: dict[str, list[float]] = defaultdict(list)
     recalled = any(e.type == "RECALLED" for e in edges)
     if recalled:  # room under each row for what its steps recalled
-        row_height += 170
+        row_height += 280
     for row, trace in enumerate(order):
         y = row * row_height
         if trace in by_id:
@@ -500,8 +500,8 @@ def _workflow_layout(nodes: list[GraphNode], edges: list[GraphEdge]) -> dict[str
             pos[step.id] = (x, y)
             fresh = [e.target for e in out_edges[step.id] if e.type == "RECALLED" and e.target not in pos]
             for k, memory in enumerate(fresh):  # under the first step that recalled it, zigzag so captions clear
-                column, line = divmod(k, 6)
-                pos[memory] = (x - 45 + 90 * (line % 2) + 120 * column, y + 70 + 32 * line)
+                column, line = divmod(k, 5)
+                pos[memory] = (x - 55 + 110 * (line % 2) + 140 * column, y + 70 + 46 * line)
             for e in out_edges[step.id]:
                 if e.type == "USES_TOOL":
                     tools[e.target].append(x)

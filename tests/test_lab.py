@@ -274,7 +274,12 @@ def _check_run_list(page: Page, panel: Locator) -> None:
     panel.locator(".mk-runs th", has_text="duration").click()
     page.wait_for_function("el => el.querySelector('.mk-runs th.mk-sorted')?.textContent.startsWith('duration')",
                            arg=panel.element_handle())
-    assert _rows(panel)[0]["key"] == "long-run/r-10k"
+    # The header marks the sort at once; the rows come back sorted from the kernel a moment later.
+    try:
+        page.wait_for_function("el => el.querySelector('.mk-runs tbody tr')?.dataset.key === 'long-run/r-10k'",
+                               arg=panel.element_handle(), timeout=30_000)
+    finally:
+        assert _rows(panel)[0]["key"] == "long-run/r-10k"
     # Filter by status: only failed runs remain, each marked.
     panel.locator("select.mk-filter-status").select_option("failed")
     page.wait_for_function("el => [...el.querySelectorAll('.mk-runs tbody tr')].every("

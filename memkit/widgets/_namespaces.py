@@ -378,20 +378,17 @@ class NamespaceBrowser(Panel):
         steps = [(r, rank) for r, rank in found if r.step_index is not None or r.step_name is not None]
         loose = len(found) - len(steps)
         distinct = len({(r.workflow_id, r.run_id, r.step_index, r.step_name) for r, _ in steps})
-        rows = [(f"{r.workflow_id or ''} / {r.run_id or '—'}",
-                 f"{r.step_index if r.step_index is not None else '?'} · {r.step_name or '?'}", rank,
-                 format_time(r.created_at), shorten(printable(r.query), 60)) for r, rank in steps]
         title = f"recalled by {distinct} step{'' if distinct == 1 else 's'}"
         if len(steps) > distinct:
             title += f" ({len(steps)} searches)"
         html = f'<div class="memkit-recalled-by"><b>{esc(title)}</b>'
-        if rows:  # cells wrap: the detail is the narrow half of the browser
-            cell = "padding:1px 6px;vertical-align:top;text-align:left;overflow-wrap:anywhere"
-            html += ('<table class="memkit-recalls" style="border-collapse:collapse;font-size:12px;width:100%">'
-                     + "<tr>" + "".join(f'<th style="{cell}">{esc(h)}</th>'
-                                        for h in ("workflow / run", "step", "rank", "when", "query")) + "</tr>"
-                     + "".join("<tr>" + "".join(f'<td style="{cell}">{esc(c)}</td>' for c in row) + "</tr>"
-                               for row in rows) + "</table>")
+        # Two lines per recall rather than a wide table: the detail is the narrow half of the browser.
+        for r, rank in steps:
+            step = f"{r.step_index if r.step_index is not None else '?'} · {r.step_name or '?'}"
+            html += (f'<div style="margin:3px 0 3px 8px"><b>{esc(step)}</b> · rank {rank} · '
+                     f"{esc(format_time(r.created_at))}<br>"
+                     f'<span style="color:#555;overflow-wrap:anywhere">{esc(r.workflow_id or "")} / '
+                     f'{esc(r.run_id or "—")} · query “{esc(shorten(printable(r.query), 80))}”</span></div>')
         if loose:
             html += f"<div>{esc(f'and {loose} recorded searches outside any step')}</div>"
         return html + "</div>"
