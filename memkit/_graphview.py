@@ -382,6 +382,7 @@ def select(graph: MemoryGraph, max_nodes: int = 300) -> GraphView:
     """Keep at most ``max_nodes`` nodes, representative of the whole (see the module docstring)."""
     if isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1:
         raise InvalidInputError(f"max_nodes must be a positive integer, got {max_nodes!r}")
+    graph = collapse_recall_nodes(graph)  # a stored recall is drawn as edges, on every view
     total: dict[str, int] = defaultdict(int)
     for n in graph.nodes:
         total[n.type] += 1

@@ -675,20 +675,22 @@ def run_steps(mem: pd.DataFrame | MemoryProvider | Memory, run: str | pd.Series)
         steps = mem
         row = run if isinstance(run, pd.Series) else _pick_run(_runs_from_steps(mem), run)
     else:
-        counted = _keeps_recalls(mem)
         if isinstance(run, pd.Series):
             row = run
             steps = traces_frame(mem, workflow_id=row["workflow_id"], agent_id=row["agent_id"],
-                                 user_id=row["user_id"], recalls=counted)
+                                 user_id=row["user_id"])
         else:
-            steps = traces_frame(mem, recalls=counted)
+            steps = traces_frame(mem)
             row = _pick_run(_runs_from_steps(steps), run)
             steps = steps[steps["workflow_id"].eq(row["workflow_id"]).to_numpy(dtype=bool)]
     keep = np.ones(len(steps), dtype=bool)
     for column in _RUN_KEYS:
         value = row[column]
         keep &= steps[column].isna().to_numpy() if value is None else steps[column].eq(value).to_numpy(dtype=bool)
-    return _normalised(steps[keep])
+    chosen = _normalised(steps[keep])
+    if not isinstance(mem, pd.DataFrame) and _keeps_recalls(mem) and "recalls" not in chosen.columns:
+        chosen = _with_recall_counts(chosen, mem)  # one workflow's recalls: an indexed read
+    return chosen
 
 
 _STEP_DIFF_COLUMNS = ("step_name", "tool", "status", "error")
@@ -915,6 +917,8 @@ def recall_counts(mem: MemoryProvider | Memory, workflow_id: str | None = None) 
 
 def _with_recall_counts(steps: pd.DataFrame, mem: MemoryProvider | Memory) -> pd.DataFrame:
     """``steps`` (a :func:`traces_frame`) with ``recalls`` and ``recalled`` per step (0 when none)."""
+    if steps.empty:
+        return steps.assign(recalls=pd.Series(dtype="int64"), recalled=pd.Series(dtype="int64"))
     workflows = steps["workflow_id"].dropna().unique()
     workflow = str(workflows[0]) if len(workflows) == 1 else None
     counts = recall_counts(mem, workflow)

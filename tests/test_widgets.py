@@ -440,3 +440,15 @@ def test_modes_a_provider_declares_are_offered_and_passed_through() -> None:
         browser.query.value = "TP53"
         browser.search_button.click()
         assert Hybrid.seen == ["hybrid"] and "best hybrid matches" in browser.page_label.value
+
+
+def test_trace_replay_can_skip_counting_recalls(tmp_path: Path) -> None:
+    with memkit.open(f"sqlite:///{tmp_path / 't.db'}?embedder=none") as mem:
+        _searching_run(mem)
+        panel = TraceReplay(mem, recalls=False)
+        [row] = panel.runs
+        assert row["recalls"] is None  # not counted: shown as "—", not as zero
+        panel.run = row["run"]
+        assert panel.timeline["recalls"] == [0, 0]
+        panel.step = 0
+        assert panel.detail["recalled"] == 3  # the open step still lists what it recalled

@@ -85,6 +85,11 @@ class TraceReplay(AnyPanel):
     load
         Read the traces now (default); ``False`` waits for the first use (``Dashboard``
         reads them when its Traces tab is first shown).
+    recalls
+        Show what steps recalled (a store that keeps recalls): the run list's *recalls*
+        column and the timeline's marks need every recall read once per refresh (about
+        0.3 ms each on a 2-core machine); ``False`` skips that count on a store with very
+        many recalls. A step's detail lists its recalls either way.
 
     Examples
     --------
@@ -116,9 +121,10 @@ class TraceReplay(AnyPanel):
     memory = t.Dict().tag(sync=True)
     """The memory opened from the step detail (a recalled or written one); ``{}`` for none."""
 
-    def __init__(self, mem: Memory, *, load: bool = True) -> None:
+    def __init__(self, mem: Memory, *, load: bool = True, recalls: bool = True) -> None:
         super().__init__()
         self.mem = mem
+        self.count_recalls = recalls and _keeps_recalls(mem)
         self.steps_all: pd.DataFrame = pd.DataFrame()
         self.all_runs: pd.DataFrame | None = None
         self._positions: dict[str, Any] = {}
@@ -156,7 +162,7 @@ class TraceReplay(AnyPanel):
     def refresh(self) -> None:
         """Read the store's traces again (one columnar read) and redraw the run list."""
         with self.working("reading traces"):
-            frame = _normalised(traces_frame(self.mem, recalls=_keeps_recalls(self.mem)))
+            frame = _normalised(traces_frame(self.mem, recalls=self.count_recalls))
             self.steps_all = frame
             self.all_runs = _runs_from_steps(frame)
             runs = self.all_runs
@@ -248,7 +254,9 @@ class TraceReplay(AnyPanel):
 
     def _run_recalls(self, row: pd.Series) -> dict[int, list[Recall]]:
         """The recalls the run's steps made, by ``step_index`` (every namespace they searched)."""
-        if not row["recalls"] or row["recalls"] is pd.NA or not isinstance(row["workflow_id"], str):
+        if not _keeps_recalls(self.mem) or not isinstance(row["workflow_id"], str):
+            return {}
+        if row["recalls"] is not pd.NA and row["recalls"] == 0:  # counted, and none
             return {}
         run_id = row["run_id"]
         found: dict[int, list[Recall]] = {}
