@@ -12,6 +12,7 @@ import memkit
 from memkit._demo import demo_items
 from memkit._display import format_time
 from memkit.frames import TRACE_COLUMNS, compare_runs, run_steps, runs_frame
+from memkit.testing import FalkorDBServer
 from memkit.widgets import Dashboard, GraphExplorer, NamespaceBrowser, TraceReplay
 from memkit.widgets._static import snapshot_html
 
@@ -452,3 +453,22 @@ def test_trace_replay_can_skip_counting_recalls(tmp_path: Path) -> None:
         assert panel.timeline["recalls"] == [0, 0]
         panel.step = 0
         assert panel.detail["recalled"] == 3  # the open step still lists what it recalled
+
+
+def test_the_views_on_a_store_that_keeps_no_recalls(falkordb_server: FalkorDBServer) -> None:
+    from memkit.frames import runs_frame as runs_of
+
+    with memkit.open(falkordb_server.url("views-no-recalls")) as mem:
+        mem.reset()
+        mem.add("TP53 knockdown", "u1", "bio")
+        mem.add_trace("bio", "wf-1", {"tool": "blast", "step_index": 0, "status": "success"}, user_id="u1")
+        assert runs_of(mem)["recalls"].isna().all()  # unknown, not zero
+        panel = TraceReplay(mem)
+        assert panel.runs[0]["recalls"] is None
+        panel.run = panel.runs[0]["run"]
+        panel.step = 0
+        assert panel.detail["keeps_recalls"] is False and panel.detail["recalls"] == []
+        explorer = GraphExplorer(mem)
+        explorer.scope.value = "workflow"
+        explorer.draw()
+        assert explorer.view is not None and not any(e.type == "RECALLED" for e in explorer.view.edges)
