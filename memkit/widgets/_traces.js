@@ -81,9 +81,8 @@ function drawTimeline(model, box) {
     if (retries) track.append(h("span", { class: "mk-retry", style: { left: `${Math.min(left + width, 97)}%` }, text: `↻${retries}`, title: `${retries} retries` }));
     if (gap) track.append(h("span", { class: "mk-gap", style: { left: `${Math.max(left - (100 * gap) / span, 0)}%`, width: `${(100 * gap) / span}%` }, title: `idle ${fmtOffset(gap)} before this step` }));
     const recalls = (tl.recalls || [])[i];
-    const label = h("div", { class: "mk-tl-label", title: tooltip(i) },
-      recalls ? h("span", { class: "mk-recall-mark", text: String(recalls), title: `${recalls} recalls: searches this step made` }) : null,
-      tl.label[i]);
+    const label = h("div", { class: "mk-tl-label", title: tooltip(i) }, h("span", { class: "mk-tl-name", text: tl.label[i] }),
+      recalls ? h("span", { class: "mk-recall-mark", text: String(recalls), title: `${recalls} recalls: searches this step made` }) : null);
     return h("div", { class: `mk-tl-row${i === model.get("step") ? " mk-selected" : ""}`, "data-position": i, style: { top: `${i * ROW}px` } },
       label, track);
   };
