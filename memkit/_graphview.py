@@ -40,7 +40,10 @@ from memkit._recall import Recall
 from memkit._records import from_us
 from memkit.graph import GraphEdge, GraphNode, MemoryGraph, _record, node_properties
 
-__all__ = ["FAILED_COLOUR", "LABEL_STYLE", "GraphView", "page_html", "payload", "select", "style_nodes", "to_pyvis"]
+__all__ = [
+    "DELETED_COLOUR", "EDGE_STYLE", "FAILED_COLOUR", "LABEL_STYLE", "GraphView", "collapse_recall_nodes", "page_html",
+    "payload", "select", "style_nodes", "to_pyvis", "with_recalls",
+]
 
 # Okabe & Ito's palette: distinguishable with every common colour-vision deficiency. Shapes differ too.
 LABEL_STYLE: dict[str, dict[str, Any]] = {
