@@ -209,6 +209,8 @@ def _views_notebook() -> nbformat.NotebookNode:
         'clean.add_many(run_items("zed", "bench", "long-run", "r-10k", 10_000, fail_every=97))\n'
         "failure_heatmap(clean)",
         "duration_chart(clean)",
+        'docs_panel = TraceReplay(clean)\ndocs_panel.run = "variant-calling-alice-1/run-alice-1"\n'
+        "docs_panel.step = 4\ndocs_panel",
     ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -529,3 +531,8 @@ def _docs_charts(page: Page, cells: Locator) -> None:
         out.locator("svg, canvas").first.wait_for(timeout=60_000)
         assert "<img" not in out.inner_text()
         _shot(page, out, name)
+    panel = cells.nth(13).locator(".memkit-traces")
+    panel.scroll_into_view_if_needed()
+    panel.locator(".mk-detail pre.mk-error").wait_for(timeout=60_000)
+    assert "<img" not in panel.inner_text()
+    _shot(page, panel, "lab-docs-traces.png")
