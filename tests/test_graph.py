@@ -147,12 +147,12 @@ def test_views_and_the_sync_facade(falkordb_server: FalkorDBServer, neo4j_uri: s
             mem.add_trace("bio", "wf", {"tool": "blast", "step_index": 0}, user_id="u1")
             graph = memory_graph(mem, user_id="u1")
             nx_graph = graph.to_networkx()
-            assert nx_graph.number_of_nodes() == len(graph.nodes) == 9
+            assert nx_graph.number_of_nodes() == len(graph.nodes) == 8  # the step's tool: a Tool, not an Entity
             assert nx_graph.number_of_edges() == len(graph.edges)
             assert {d["type"] for _, d in nx_graph.nodes(data=True)} == {
                 "Namespace", "Memory", "Entity", "Workflow", "Trace", "Step", "Tool"}
             nodes, edges = graph.nodes_frame(), graph.edges_frame()
-            assert list(nodes.columns[:2]) == ["id", "type"] and len(nodes) == 9
+            assert list(nodes.columns[:2]) == ["id", "type"] and len(nodes) == 8
             assert list(edges.columns[:4]) == ["id", "type", "source", "target"]
             assert set(edges["source"]) <= set(nodes["id"]) and set(edges["target"]) <= set(nodes["id"])
 
