@@ -207,8 +207,9 @@ TRACE_AUDIT = [
        "writes a plan (its metadata names the workflow and step), the third only writes a summary."),
     code("from memkit.traces import ExecutionHistory\n\n"
          'not_traces = {"type": {"$ne": "trace"}}  # search the notes, not the trace records\n'
+         "# The steps are traced under the default user, \"system\"; they search and write alice's memories.\n"
          'history = ExecutionHistory(memory_provider=mem, workflow_id="literature-review",\n'
-         '                           agent_id="bioinformatics", user_id="alice", run_id="review-1")\n'
+         '                           agent_id="bioinformatics", run_id="review-1")\n'
          'with history.step("recall_prior_work", tool="memory") as step:\n'
          '    prior = mem.search("apoptosis co-expression module", "alice", "bioinformatics", limit=3,\n'
          "                       filters=not_traces)\n"
