@@ -922,15 +922,20 @@ def _with_recall_counts(steps: pd.DataFrame, mem: MemoryProvider | Memory) -> pd
     workflows = steps["workflow_id"].dropna().unique()
     workflow = str(workflows[0]) if len(workflows) == 1 else None
     counts = recall_counts(mem, workflow)
-    key = ["workflow_id", "run_id", "step_index"]
-    left = steps[key].astype(object).where(steps[key].notna(), None)
-    right = counts[key].astype(object).where(counts[key].notna(), None)
-    merged = left.reset_index(drop=True).merge(
-        pd.concat([right, counts[["recalls", "recalled"]]], axis=1), on=key, how="left"
-    )
-    out = steps.copy()
-    out["recalls"] = merged["recalls"].fillna(0).astype("int64").to_numpy()
-    out["recalled"] = merged["recalled"].fillna(0).astype("int64").to_numpy()
+    out = steps.copy(deep=False)  # the new columns only: copying every trace column costs more than the count
+    if counts.empty:  # the common case of a store that records nothing: no join to make
+        out["recalls"] = out["recalled"] = np.zeros(len(steps), dtype="int64")
+        return out
+
+    def key(workflow_id: Any, run_id: Any, index: Any) -> tuple[Any, Any, Any]:
+        return (None if _missing(workflow_id) else workflow_id, None if _missing(run_id) else run_id,
+                None if _missing(index) else int(index))
+
+    found = {key(w, r, i): (n, m) for w, r, i, n, m in counts.itertuples(index=False, name=None)}
+    pairs = [found.get(key(w, r, i), (0, 0)) for w, r, i in zip(
+        steps["workflow_id"].tolist(), steps["run_id"].tolist(), steps["step_index"].tolist(), strict=True)]
+    out["recalls"] = np.fromiter((p[0] for p in pairs), dtype="int64", count=len(pairs))
+    out["recalled"] = np.fromiter((p[1] for p in pairs), dtype="int64", count=len(pairs))
     return out
 
 
