@@ -128,7 +128,8 @@ def record_parts(record: Record, entity_fields: tuple[str, ...] = DEFAULT_ENTITY
     parts = RecordParts(memory)
     seen: set[str] = set()
     for name in entity_fields:
-        if name not in meta:
+        # A step's tool is its Tool node; an Entity beside it would draw every tool twice.
+        if name not in meta or (is_trace and name == "tool"):
             continue
         for value in _entity_values(meta[name]):
             key = node_key("Entity", user, agent, name, value)
