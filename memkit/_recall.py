@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import secrets
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
@@ -59,6 +59,7 @@ __all__ = [
     "paused",
     "recall_scope",
     "record",
+    "settle",
     "step_scope",
 ]
 
@@ -274,19 +275,21 @@ def record(
     kind: Literal["search", "context"] = "search",
     options: dict[str, Any] | None = None,
     ranks: Sequence[int] | None = None,
-) -> None:
+) -> Awaitable[None] | None:
     """Record one recall on ``store`` if recording is on here; never raises, never touches ``hits``.
 
     ``ranks`` overrides the 1..n ranks (a context keeps its memories' ranks among the candidates).
+    A store whose ``_keep_recall`` writes asynchronously (the graph databases) returns the write:
+    the caller awaits it with :func:`settle`.
     """
     if _PAUSED.get():
-        return
+        return None
     scope = _SCOPE.get()
     if scope is None and not getattr(store, "record_recalls", False):
-        return
+        return None
     keep = getattr(store, "_keep_recall", None)
     if keep is None:
-        return
+        return None
     try:
         # The stored shape (see encode): this runs on every recorded search's path; the JSON
         # is made when the store writes. Score details (two levels deep at most) are copied
@@ -314,9 +317,21 @@ def record(
                 for position, item in enumerate(hits)
             ],
         }
-        keep(body)
+        pending: Awaitable[None] | None = keep(body)
+        return pending
     except Exception as exc:  # a recording failure must not fail (or change) the search
         warnings.warn(f"memkit could not record a recall: {type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=3)
+        return None
+
+
+async def settle(pending: Awaitable[None] | None) -> None:
+    """Finish a recall write :func:`record` started; a failure warns and never reaches the search."""
+    if pending is None:
+        return
+    try:
+        await pending
+    except Exception as exc:
+        warnings.warn(f"memkit could not record a recall: {type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
 
 
 def checked_recalls(recalls: Iterable[Recall], limits: Limits = DEFAULT_LIMITS) -> list[Recall]:
