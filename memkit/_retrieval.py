@@ -364,7 +364,7 @@ def fuse(
             "found_by": [leg for leg, hit in (("keyword", k_rank), ("semantic", dense_rank.get(key))) if hit],
             "keyword": {"rank": k_rank, "score": k_score, "normalized": round(k_norm, 6)},
             "semantic": {"rank": dense_rank.get(key), "score": cos, "normalized": round(d_norm, 6)},
-            "fused": {"score": fused, "alpha": alpha},
+            "fused": {"score": fused, "alpha": alpha, "context": 0.0},
         }
         out.append((key, fused, details))
     if neighbours is not None and config.context > 0 and out:
