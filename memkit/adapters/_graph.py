@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import json
+import threading
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
@@ -442,22 +443,34 @@ class _NamespaceCache:
         self.key_of: dict[str, int] = {}  # memory id -> index key
         self.ids: list[str] = []  # index key -> memory id
         self.ages: list[tuple[int, int]] = []  # index key -> (created_us, seq): larger is newer
+        # The adapter may be driven from several threads (sync facade, notebooks); the index is not
+        # safe to search while it grows.
+        self._lock = threading.Lock()
 
     def add(self, rows: Sequence[Mapping[str, Any]]) -> int:
         """Index rows with ``id``, ``content``, ``created_us``, ``seq`` (and ``embedding``); how many were new."""
-        fresh = [row for row in rows if row["id"] not in self.key_of]
-        batch: list[tuple[int, str, int]] = []
-        for row in fresh:
-            key = len(self.ids)
-            self.key_of[row["id"]] = key
-            self.ids.append(row["id"])
-            self.ages.append((int(row["created_us"]), int(row["seq"])))
-            batch.append((key, row["content"], int(row["created_us"])))
-        self.index.add_many(batch)
-        vectors = [row["embedding"] for row in fresh if row.get("embedding") is not None]
-        if self.moments is not None and vectors:
-            self.moments.add(np.asarray(vectors, dtype=np.float32))
-        return len(fresh)
+        with self._lock:
+            fresh = [row for row in rows if row["id"] not in self.key_of]
+            batch: list[tuple[int, str, int]] = []
+            for row in fresh:
+                key = len(self.ids)
+                self.key_of[row["id"]] = key
+                self.ids.append(row["id"])
+                self.ages.append((int(row["created_us"]), int(row["seq"])))
+                batch.append((key, row["content"], int(row["created_us"])))
+            self.index.add_many(batch)
+            vectors = [row["embedding"] for row in fresh if row.get("embedding") is not None]
+            if self.moments is not None and vectors:
+                self.moments.add(np.asarray(vectors, dtype=np.float32))
+            return len(fresh)
+
+    def top(self, terms: list[str], k: int | None, until_us: int | None) -> list[tuple[str, float]]:
+        """The best ``k`` (``None``: every) matching memories by BM25 as ``(id, score)``, ties
+        newest first, created at or before ``until_us`` if given."""
+        with self._lock:
+            keys, scores = self.index.top(terms, len(self.index) if k is None else k)
+            return [(self.ids[key], score) for key, score in zip(keys.tolist(), scores.tolist(), strict=True)
+                    if until_us is None or self.ages[key][0] <= until_us]
 
 
 def _record(row: Mapping[str, Any]) -> Record:
@@ -726,13 +739,11 @@ class GraphAdapter:
         first, as ``(record, seq, score, vector score or None)`` (vector scores when ``vector`` is
         given). ``as_of`` is applied from the cache; filters on the rows read back."""
         terms = analyze_query(request.query)
-        if not terms or not len(cache.index):
+        if not terms:
             return []
         depth = request.depth
         exact = not request.conditions and request.until_us is None
-        keys, scores = cache.index.top(terms, depth if exact else len(cache.index))
-        ranked = [(cache.ids[k], score) for k, score in zip(keys.tolist(), scores.tolist(), strict=True)
-                  if request.until_us is None or cache.ages[k][0] <= request.until_us]
+        ranked = cache.top(terms, depth if exact else None, request.until_us)
         ns = node_key("Namespace", request.user_id, request.agent_id)
         page = depth if not request.conditions else max(depth, _PAGE)
         hits: list[tuple[Record, int, float, float | None]] = []
