@@ -196,14 +196,20 @@ NS_FINGERPRINT = (
     "MATCH (m:Memory {ns: $ns})"
     f" RETURN count(m) AS n, max(m.seq) AS last, sum(m.seq % {_CHECKSUM}) AS checksum"
 )
-# Everything the cache keeps of a namespace's memories, paged in write order.
-NS_MEMORIES = (
-    "MATCH (m:Memory {ns: $ns})"
+# A page of a namespace's memories in write order, for the cache: their text for the keyword index,
+# their vectors for the cosine moments, or both (vectors cost the most to read: only when needed).
+_NS_PAGE = (
+    "MATCH (m:Memory {{ns: $ns}})"
     " WHERE m.seq > $after OR (m.seq = $after AND m.id > $after_id)"
-    " RETURN m.id AS id, m.seq AS seq, m.user_id AS user_id, m.agent_id AS agent_id, m.content AS content,"
-    " m.created_us AS created_us, m.embedding AS embedding"
+    " RETURN m.id AS id, m.seq AS seq, m.user_id AS user_id, m.agent_id AS agent_id,"
+    " m.created_us AS created_us{fields}"
     " ORDER BY m.seq, m.id LIMIT $limit"
 )
+NS_PAGE = {
+    (text, vectors): _NS_PAGE.format(fields=(", m.content AS content" if text else "")
+                                     + (", m.embedding AS embedding" if vectors else ""))
+    for text in (True, False) for vectors in (True, False) if text or vectors
+}
 # Recalls: a Recall node per recorded search, RECALLED edges to the memories it returned that
 # still exist (same namespace only), and HAS_RECALL from the step that made it (same
 # namespace, workflow, run and step index) if that step is stored; a step stored later links
@@ -393,7 +399,7 @@ class Dialect(abc.ABC):
             *(self.write_statement(relink, vec) for relink in (True, False) for vec in (True, False)),
             DELETE, TIDY.replace("{relink}", RELINK),
             RESET, SELECT, GET, EXISTING_IDS, EXPORT, NAMESPACES, STATS, PING, GRAPH_SEEDS, COUNT_MEMORIES,
-            NS_FINGERPRINT, NS_MEMORIES, RECALL_WRITE, RECALL_IDS, RECALLS, RECALL,
+            NS_FINGERPRINT, *NS_PAGE.values(), RECALL_WRITE, RECALL_IDS, RECALLS, RECALL,
             *EXPAND.values(), *NODES.values(), NEIGHBOURS,
             *AROUND.values(), *NODE_AT.values(), self.hits_statement(), self.hits_statement(True),
             self.vector_statement(),
@@ -431,14 +437,16 @@ class _NamespaceCache:
     memories (the keyword leg, scored as SQLite and in-memory score it) and the moments of its
     vectors (the semantic leg's mean and spread of cosine).
 
-    Read once by paging the namespace; valid while the database's :data:`NS_FINGERPRINT` equals
-    ``fingerprint`` (checked before every search, so another process's writes and deletes are
-    seen). This process's writes fold in; its deletes and resets drop the cache.
+    Read once by paging the namespace (the vectors only when a hybrid search first needs the
+    moments); valid while the database's :data:`NS_FINGERPRINT` equals ``fingerprint`` (checked
+    before every search, so another process's writes and deletes are seen: new memories are read
+    in, anything else rebuilds the cache). This process's writes fold in; its deletes and resets
+    drop the cache.
     """
 
-    def __init__(self, fingerprint: Fingerprint, dim: int | None) -> None:
+    def __init__(self, fingerprint: Fingerprint) -> None:
         self.fingerprint = fingerprint
-        self.moments = CosineMoments(dim) if dim is not None else None
+        self.moments: CosineMoments | None = None
         self.index = KeywordIndex()
         self.key_of: dict[str, int] = {}  # memory id -> index key
         self.ids: list[str] = []  # index key -> memory id
@@ -448,7 +456,8 @@ class _NamespaceCache:
         self._lock = threading.Lock()
 
     def add(self, rows: Sequence[Mapping[str, Any]]) -> int:
-        """Index rows with ``id``, ``content``, ``created_us``, ``seq`` (and ``embedding``); how many were new."""
+        """Index rows with ``id``, ``content``, ``created_us``, ``seq`` (and ``embedding`` once the
+        moments exist); how many were new."""
         with self._lock:
             fresh = [row for row in rows if row["id"] not in self.key_of]
             batch: list[tuple[int, str, int]] = []
@@ -463,6 +472,14 @@ class _NamespaceCache:
             if self.moments is not None and vectors:
                 self.moments.add(np.asarray(vectors, dtype=np.float32))
             return len(fresh)
+
+    def add_vectors(self, moments: CosineMoments, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Fold rows' ``embedding`` into ``moments`` (only of memories indexed here, so a memory
+        written meanwhile is counted once, when it is indexed)."""
+        with self._lock:
+            vectors = [row["embedding"] for row in rows if row["id"] in self.key_of and row["embedding"] is not None]
+        if vectors:
+            moments.add(np.asarray(vectors, dtype=np.float32))
 
     def top(self, terms: list[str], k: int | None, until_us: int | None) -> list[tuple[str, float]]:
         """The best ``k`` (``None``: every) matching memories by BM25 as ``(id, score)``, ties
@@ -705,7 +722,7 @@ class GraphAdapter:
         vector = None if request.mode == "keyword" else [float(x) for x in self._embed([request.query])[0]]
         cache = None
         if request.mode != "semantic":  # semantic alone needs neither the index nor the statistics
-            cache = await self._namespace_cache(request)
+            cache = await self._namespace_cache(request, moments=request.mode == "hybrid")
             for record, seq, score, vscore in await self._keyword(request, cache, vector):
                 found[record.id], ages[record.id] = record, (record.created_us, seq)
                 keyword.append((record.id, score))
@@ -797,26 +814,68 @@ class GraphAdapter:
             ranked.append(record.id)
         return DenseScores(cosine, ranked, mean, std)
 
-    async def _namespace_cache(self, request: _pipeline.SearchRequest) -> _NamespaceCache:
-        """The namespace's search cache: read once (paging its memories), kept while the
-        database's fingerprint of the namespace equals the cache's."""
+    async def _namespace_cache(self, request: _pipeline.SearchRequest, *, moments: bool) -> _NamespaceCache:
+        """The namespace's search cache (with its cosine moments if ``moments``), current with the
+        database: one aggregate query when nothing changed, new memories read in when only memories
+        were added, else read anew."""
         ns = node_key("Namespace", request.user_id, request.agent_id)
         row = (await self._read(NS_FINGERPRINT, {"ns": ns}))[0]
         fingerprint = (int(row["n"]), None if row["last"] is None else int(row["last"]), int(row["checksum"] or 0))
-        cached = self._caches.get(ns)
-        if cached is not None and cached.fingerprint == fingerprint:
-            return cached
-        cache = _NamespaceCache(fingerprint, None if self.embedder is None else int(self.embedder.dim))
-        after, after_id = -(2**62), ""
-        while True:
-            rows = await self._read(NS_MEMORIES, {"ns": ns, "after": after, "after_id": after_id, "limit": _PAGE})
-            # Exact namespace check in Python too (FalkorDB's range index trims whitespace).
-            cache.add([row for row in rows if (row["user_id"], row["agent_id"]) == (request.user_id, request.agent_id)])
-            if len(rows) < _PAGE:
-                break
-            after, after_id = rows[-1]["seq"], rows[-1]["id"]
-        self._caches[ns] = cache
+        cache = self._caches.get(ns)
+        if cache is not None and cache.fingerprint != fingerprint and not await self._catch_up(
+                cache, ns, fingerprint, request):
+            cache = None
+        vectors = moments and self.embedder is not None
+        fresh = cache is None
+        if cache is None:
+            cache = _NamespaceCache(fingerprint)
+        if fresh or (vectors and cache.moments is None):
+            # Built aside and set at the end: this process's writes meanwhile do not fold into half a sum.
+            built = CosineMoments(int(self.embedder.dim)) if vectors else None
+            async for rows in self._namespace_pages(ns, request, text=fresh, vectors=vectors):
+                if fresh:
+                    cache.add(rows)
+                if built is not None:
+                    cache.add_vectors(built, rows)
+            if built is not None:
+                cache.moments = built
+            self._caches[ns] = cache
         return cache
+
+    async def _catch_up(
+        self, cache: _NamespaceCache, ns: str, fingerprint: Fingerprint, request: _pipeline.SearchRequest
+    ) -> bool:
+        """Read the memories written since the cache's newest one; True if that explains the
+        database's ``fingerprint`` (only additions), False if the cache must be read anew."""
+        count, last, checksum = cache.fingerprint
+        rows = [row async for page in self._namespace_pages(
+            ns, request, text=True, vectors=cache.moments is not None,
+            after=-(2**62) if last is None else last, exact=False) for row in page]
+        new = [row for row in rows if row["id"] not in cache.key_of]
+        seqs = [int(row["seq"]) for row in new]
+        projected = (count + len(new), max([last or 0, *seqs]) if count + len(new) else None,
+                     checksum + sum(seq % _CHECKSUM for seq in seqs))
+        if projected != fingerprint:
+            return False
+        cache.add([row for row in new if (row["user_id"], row["agent_id"]) == (request.user_id, request.agent_id)])
+        cache.fingerprint = fingerprint
+        return True
+
+    async def _namespace_pages(
+        self, ns: str, request: _pipeline.SearchRequest, *, text: bool, vectors: bool,
+        after: int = -(2**62), exact: bool = True,
+    ) -> AsyncIterator[list[dict[str, Any]]]:
+        """The namespace's memories written at or after seq ``after``, in write order, a page at a
+        time; ``exact``: only rows of exactly the request's namespace."""
+        after_id = ""
+        while True:
+            rows = await self._read(NS_PAGE[(text, vectors)],
+                                    {"ns": ns, "after": after, "after_id": after_id, "limit": _PAGE})
+            yield [row for row in rows if not exact
+                   or (row["user_id"], row["agent_id"]) == (request.user_id, request.agent_id)]
+            if len(rows) < _PAGE:
+                return
+            after, after_id = rows[-1]["seq"], rows[-1]["id"]
 
     async def get_all(
         self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
