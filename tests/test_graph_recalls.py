@@ -268,27 +268,29 @@ async def test_keyword_and_hybrid_rank_the_same_on_every_adapter_with_shared_gra
 async def test_a_graph_search_sees_another_processes_writes_and_deletes(falkordb_server: FalkorDBServer) -> None:
     """Two adapters on one graph stand for two processes: each keeps its own keyword cache."""
     url = falkordb_server.url(f"procs-{uuid.uuid4().hex[:8]}")
-    first, second = FalkorDBAdapter.from_url(url), FalkorDBAdapter.from_url(url)
+    first, second = (FalkorDBAdapter.from_url(url, embedder="default") for _ in range(2))
     try:
         kept = await first.add("the kinase assay failed", *NS)
-        assert [h.id for h in await first.search("kinase", *NS)] == [kept]  # builds first's cache
+        assert [h.id for h in await first.search("kinase", *NS, mode="keyword")] == [kept]  # builds first's cache
         written = await second.add("kinase inhibitor arrived", *NS)
-        assert {h.id for h in await first.search("kinase", *NS)} == {kept, written}
+        for mode in ("keyword", "hybrid"):  # read in as an addition
+            assert {h.id for h in await first.search("kinase", *NS, mode=mode)} == {kept, written}
+        # as_of applies to the cached index: only what existed when `kept` was written
+        then = (await first.get(kept)).created_at
+        assert [h.id for h in await first.search("kinase", *NS, mode="keyword", as_of=then)] == [kept]
         assert await second.delete(kept)
-        assert [h.id for h in await first.search("kinase", *NS)] == [written]
+        assert [h.id for h in await first.search("kinase", *NS, mode="keyword")] == [written]
         # a delete and a write elsewhere leave the count alone; then first writes too
         swapped = await second.add("kinase buffer expired", *NS)
         assert await second.delete(written)
         own = await first.add("kinase gel imaged", *NS)
-        assert {h.id for h in await first.search("kinase", *NS)} == {swapped, own}
-        # as_of still applies to the cached index
-        before = await first.search("kinase", *NS, as_of=datetime.fromtimestamp(0, tz=UTC))
-        assert before == []
+        assert {h.id for h in await first.search("kinase", *NS, mode="keyword")} == {swapped, own}
+        assert await first.search("kinase", *NS, mode="keyword", as_of=datetime.fromtimestamp(0, tz=UTC)) == []
         # another namespace's memories never come back, even after it is cached
         await second.add("kinase in another namespace", "u9", "other")
-        assert {h.user_id for h in await first.search("kinase", *NS)} == {NS[0]}
+        assert {h.user_id for h in await first.search("kinase", *NS, mode="keyword")} == {NS[0]}
         await second.reset()
-        assert await first.search("kinase", *NS) == []
+        assert await first.search("kinase", *NS, mode="keyword") == []
     finally:
         await first.reset()
         await first.aclose()
