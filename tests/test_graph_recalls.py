@@ -230,15 +230,17 @@ CONVERSATIONS = {
 
 
 async def test_keyword_and_hybrid_rank_the_same_on_every_adapter_with_shared_graphs(
-    tmp_path: Path, falkordb_server: FalkorDBServer
+    tmp_path: Path, falkordb_server: FalkorDBServer, neo4j_uri: str
 ) -> None:
     stores: dict[str, Any] = {
         "memory": InMemoryAdapter(embedder="default"),
         "sqlite": SQLiteAdapter(tmp_path / "conv.db", embedder="default"),
         "falkordb": FalkorDBAdapter.from_url(falkordb_server.url(f"conv-{uuid.uuid4().hex[:8]}"),
                                              embedder="default"),
+        "neo4j": Neo4jAdapter(neo4j_uri, embedder="default"),
     }
     try:
+        await stores["neo4j"].reset()
         for store in stores.values():
             for (user, agent), lines in CONVERSATIONS.items():
                 for i, line in enumerate(lines):
@@ -259,6 +261,10 @@ async def test_keyword_and_hybrid_rank_the_same_on_every_adapter_with_shared_gra
                     if mode == "keyword":  # the same BM25: the same scores, not only the same order
                         scores = {name: [h.score for h in hits] for name, hits in answers.items()}
                         assert scores["falkordb"] == pytest.approx(scores["sqlite"], rel=1e-9)
+                        # Neo4j's keyword leg is the same BM25 (its vector scores come back on a
+                        # (1 + cos) / 2 scale, so near-equal cosines may swap in hybrid: keyword only)
+                        assert orders["neo4j"] == orders["sqlite"], (query, mode, orders)
+                        assert scores["neo4j"] == pytest.approx(scores["sqlite"], rel=1e-9)
     finally:
         for store in stores.values():
             await store.reset()
