@@ -1,6 +1,6 @@
 """The one search pipeline every adapter runs: validate, legs, fuse, tie-break, details, recall.
 
-An adapter supplies only what is its own: the keyword leg (its full-text index, best
+An adapter supplies only what is its own: the keyword leg (BM25 hits of the namespace, best
 first, ties newest first), the semantic leg (a :class:`memkit._retrieval.DenseScores`:
 its best candidates' cosines, the cosine of every keyword hit, and the namespace's
 mean and standard deviation of cosine), how new each candidate is, and the rows of the

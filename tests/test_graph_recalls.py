@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,9 @@ async def test_a_recall_is_a_node_linked_to_its_step_and_the_memories_it_returne
     step = next(n for n in view.nodes if n.type == "Step")
     assert [(e.source, e.target) for e in _edges(view, "HAS_RECALL")] == [(step.id, recall.id)]
     recalled = sorted((e.properties["rank"], e.target, e.properties["score"]) for e in _edges(view, "RECALLED"))
-    assert recalled == [(1, hits[0].id, hits[0].score), (2, hits[1].id, hits[1].score)]
+    # FalkorDB hands doubles back with 15 significant digits: the edge's score is the hit's, rounded.
+    assert recalled == [(1, hits[0].id, pytest.approx(hits[0].score, rel=1e-12)),
+                        (2, hits[1].id, pytest.approx(hits[1].score, rel=1e-12))]
     # the recalled memories are in the workflow's view (that is what the step knew)
     assert {hits[0].id, hits[1].id} <= {n.id for n in view.nodes if n.type == "Memory"}
 
@@ -198,3 +201,103 @@ async def test_a_failing_recall_write_on_a_graph_warns_and_the_search_answers(gr
     assert [(h.id, h.score) for h in answered] == [(h.id, h.score) for h in plain]
     del graph_store._write_recalls
     assert await graph_store.recalls() == []
+
+
+# Three conversations sharing one graph, as in a real deployment: the keyword leg must rank each
+# namespace by its own statistics (the database's full-text scores flattened exactly here).
+CONVERSATIONS = {
+    ("u1", "chat-a"): [
+        "Caroline: I went to the LGBTQ support group yesterday and it was powerful",
+        "Melanie: that sounds wonderful, I painted a lake sunrise last weekend",
+        "Caroline: I am researching adoption agencies for next year",
+        "Melanie: my kids loved the camping trip to the beach",
+        "Caroline: the support group helped me feel accepted",
+        "Melanie: I signed up for a pottery class on Tuesdays",
+        "Caroline: counseling as a career keeps coming up when I think about the future",
+    ],
+    ("u1", "chat-b"): [
+        "Jon: I lost my job at the bank and want to open a dance studio",
+        "Gina: I started an online clothing store after losing my job",
+        "Jon: the dance studio needs a lease and a loan",
+        "Gina: my store had its first big sale last weekend",
+        "Jon: a dance competition in Paris inspired me",
+    ],
+    ("u2", "chat-a"): [
+        "Caroline: support group meeting notes for another user entirely",
+        "adoption paperwork for a different tenant",
+    ],
+}
+
+
+async def test_keyword_and_hybrid_rank_the_same_on_every_adapter_with_shared_graphs(
+    tmp_path: Path, falkordb_server: FalkorDBServer, neo4j_uri: str
+) -> None:
+    stores: dict[str, Any] = {
+        "memory": InMemoryAdapter(embedder="default"),
+        "sqlite": SQLiteAdapter(tmp_path / "conv.db", embedder="default"),
+        "falkordb": FalkorDBAdapter.from_url(falkordb_server.url(f"conv-{uuid.uuid4().hex[:8]}"),
+                                             embedder="default"),
+        "neo4j": Neo4jAdapter(neo4j_uri, embedder="default"),
+    }
+    try:
+        await stores["neo4j"].reset()
+        for store in stores.values():
+            for (user, agent), lines in CONVERSATIONS.items():
+                for i, line in enumerate(lines):
+                    await store.add(line, user, agent, {"turn": i, "speaker": line.split(":")[0]})
+        queries = ("What did Caroline research?", "support group", "Melanie last weekend",
+                   "Jon dance studio loan", "lost job", "adoption")
+        for (user, agent) in (("u1", "chat-a"), ("u1", "chat-b")):
+            for query in queries:
+                for mode, filters in (("keyword", None), ("hybrid", None), ("keyword", {"turn": {"$gte": 2}})):
+                    answers = {name: await store.search(query, user, agent, limit=5, mode=mode, filters=filters)
+                               for name, store in stores.items()}
+                    orders = {name: [h.content for h in hits] for name, hits in answers.items()}
+                    assert orders["memory"] == orders["sqlite"] == orders["falkordb"], (query, mode, orders)
+                    # never another namespace's memory, whatever the shared graph holds
+                    assert {(h.user_id, h.agent_id) for hits in answers.values() for h in hits} <= {(user, agent)}
+                    if filters:
+                        assert all(h.metadata["turn"] >= 2 for hits in answers.values() for h in hits)
+                    if mode == "keyword":  # the same BM25: the same scores, not only the same order
+                        scores = {name: [h.score for h in hits] for name, hits in answers.items()}
+                        assert scores["falkordb"] == pytest.approx(scores["sqlite"], rel=1e-9)
+                        # Neo4j's keyword leg is the same BM25 (its vector scores come back on a
+                        # (1 + cos) / 2 scale, so near-equal cosines may swap in hybrid: keyword only)
+                        assert orders["neo4j"] == orders["sqlite"], (query, mode, orders)
+                        assert scores["neo4j"] == pytest.approx(scores["sqlite"], rel=1e-9)
+    finally:
+        for store in stores.values():
+            await store.reset()
+            await store.aclose()
+
+
+async def test_a_graph_search_sees_another_processes_writes_and_deletes(falkordb_server: FalkorDBServer) -> None:
+    """Two adapters on one graph stand for two processes: each keeps its own keyword cache."""
+    url = falkordb_server.url(f"procs-{uuid.uuid4().hex[:8]}")
+    first, second = (FalkorDBAdapter.from_url(url, embedder="default") for _ in range(2))
+    try:
+        kept = await first.add("the kinase assay failed", *NS)
+        assert [h.id for h in await first.search("kinase", *NS, mode="keyword")] == [kept]  # builds first's cache
+        written = await second.add("kinase inhibitor arrived", *NS)
+        for mode in ("keyword", "hybrid"):  # read in as an addition
+            assert {h.id for h in await first.search("kinase", *NS, mode=mode)} == {kept, written}
+        # as_of applies to the cached index: only what existed when `kept` was written
+        then = (await first.get(kept)).created_at
+        assert [h.id for h in await first.search("kinase", *NS, mode="keyword", as_of=then)] == [kept]
+        assert await second.delete(kept)
+        assert [h.id for h in await first.search("kinase", *NS, mode="keyword")] == [written]
+        # a delete and a write elsewhere leave the count alone; then first writes too
+        swapped = await second.add("kinase buffer expired", *NS)
+        assert await second.delete(written)
+        own = await first.add("kinase gel imaged", *NS)
+        assert {h.id for h in await first.search("kinase", *NS, mode="keyword")} == {swapped, own}
+        assert await first.search("kinase", *NS, mode="keyword", as_of=datetime.fromtimestamp(0, tz=UTC)) == []
+        # another namespace's memories never come back, even after it is cached
+        await second.add("kinase in another namespace", "u9", "other")
+        assert {h.user_id for h in await first.search("kinase", *NS, mode="keyword")} == {NS[0]}
+        await second.reset()
+        assert await first.search("kinase", *NS, mode="keyword") == []
+    finally:
+        await first.reset()
+        await first.aclose()
+        await second.aclose()

@@ -35,7 +35,7 @@ _UNIQUE = (("Memory", "key"), ("Step", "id"), ("Recall", "key"))
 
 
 class FalkorDBDialect(Dialect):
-    """FalkorDB 4.x: unnamed index DDL, ``db.idx.fulltext.*`` (RediSearch), atomic single statements."""
+    """FalkorDB 4.x: unnamed index DDL, ``db.idx.vector.*``, atomic single statements."""
 
     name = "falkordb"
     transactional = False
@@ -62,7 +62,6 @@ class FalkorDBDialect(Dialect):
     def schema_statements(self) -> list[str]:
         return [
             *(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})" for label, prop in _INDEXES),
-            "CALL db.idx.fulltext.createNodeIndex('Memory', 'content')",
         ]
 
     def vector_schema_statements(self, dim: int) -> list[str]:
@@ -86,13 +85,6 @@ class FalkorDBDialect(Dialect):
 
     async def ensure_vector_schema(self, dim: int) -> None:
         await self._call(self._ensure, self.vector_schema_statements(dim))
-
-    def fulltext_call(self) -> str:
-        return "CALL db.idx.fulltext.queryNodes('Memory', $query) YIELD node, score"
-
-    def fulltext_query(self, terms: Sequence[str]) -> str:
-        # RediSearch syntax: `|` is OR; the terms are \w+ tokens, so nothing else is special.
-        return "|".join(terms)
 
     def _memkit_error(self, exc: Exception) -> Exception | None:
         import redis.exceptions as rex

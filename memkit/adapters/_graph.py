@@ -2,8 +2,8 @@
 
 The statements below are the portable Cypher subset that runs on FalkorDB 4.x
 and Neo4j 5 (no EXISTS{}, COUNT{}, ``=~``, temporal types or map properties).
-A dialect supplies only what truly differs: index DDL, the full-text
-procedure and its query syntax, and how statements are executed (Neo4j runs a
+A dialect supplies only what truly differs: index DDL, the vector index
+procedure and its score scale, and how statements are executed (Neo4j runs a
 batch in one transaction; FalkorDB runs each statement atomically, so every
 logical write is a single statement).
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import json
+import threading
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
@@ -34,7 +35,7 @@ from memkit._graphschema import (
     node_key,
     record_parts,
 )
-from memkit._keyword import query_words
+from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._pipeline import CosineMoments
 from memkit._recall import Recall
@@ -187,15 +188,28 @@ EXPORT = (
     " ORDER BY m.created_us, m.seq LIMIT $limit"
 )
 
-# What the semantic leg needs besides candidates: the namespace's vectors (for the mean and
-# spread of cosine that fusion normalises by) and the vectors of keyword hits.
-NS_FINGERPRINT = "MATCH (m:Memory {ns: $ns}) RETURN count(m) AS n, max(m.seq) AS last"
-NS_VECTORS = (
+# A namespace's state for the search cache (:class:`_NamespaceCache`): how many memories, the
+# newest write, and a checksum of every write (so another process deleting one memory and adding
+# one, which leaves the count alone, still changes it). One small aggregate per search.
+_CHECKSUM = 1_000_000_007
+NS_FINGERPRINT = (
     "MATCH (m:Memory {ns: $ns})"
+    f" RETURN count(m) AS n, max(m.seq) AS last, sum(m.seq % {_CHECKSUM}) AS checksum"
+)
+# A page of a namespace's memories in write order, for the cache: their text for the keyword index,
+# their vectors for the cosine moments, or both (vectors cost the most to read: only when needed).
+_NS_PAGE = (
+    "MATCH (m:Memory {{ns: $ns}})"
     " WHERE m.seq > $after OR (m.seq = $after AND m.id > $after_id)"
-    " RETURN m.id AS id, m.seq AS seq, m.user_id AS user_id, m.agent_id AS agent_id, m.embedding AS embedding"
+    " RETURN m.id AS id, m.seq AS seq, m.user_id AS user_id, m.agent_id AS agent_id,"
+    " m.created_us AS created_us{fields}"
     " ORDER BY m.seq, m.id LIMIT $limit"
 )
+NS_PAGE = {
+    (text, vectors): _NS_PAGE.format(fields=(", m.content AS content" if text else "")
+                                     + (", m.embedding AS embedding" if vectors else ""))
+    for text in (True, False) for vectors in (True, False) if text or vectors
+}
 # Recalls: a Recall node per recorded search, RECALLED edges to the memories it returned that
 # still exist (same namespace only), and HAS_RECALL from the step that made it (same
 # namespace, workflow, run and step index) if that step is stored; a step stored later links
@@ -322,7 +336,7 @@ _WRITE_CHUNK = 2_000
 class Dialect(abc.ABC):
     """What differs between graph databases; everything else is shared Cypher.
 
-    Subclasses give the index DDL, the full-text procedure and query syntax,
+    Subclasses give the index DDL, the vector procedure and its score scale,
     and execution (:meth:`read`, :meth:`write`).
     """
 
@@ -333,14 +347,6 @@ class Dialect(abc.ABC):
     @abc.abstractmethod
     def schema_statements(self) -> list[str]:
         """Index and constraint DDL, each safe to run again."""
-
-    @abc.abstractmethod
-    def fulltext_call(self) -> str:
-        """A ``CALL ... YIELD node, score`` clause over Memory.content taking ``$query``."""
-
-    @abc.abstractmethod
-    def fulltext_query(self, terms: Sequence[str]) -> str:
-        """Turn plain word tokens into the engine's OR query (tokens are ``\\w+`` only)."""
 
     @abc.abstractmethod
     def vector_schema_statements(self, dim: int) -> list[str]:
@@ -376,17 +382,13 @@ class Dialect(abc.ABC):
             "{link_recalls}", LINK_RECALLS if relink else "").replace(
             "{embedding}", f", embedding: {self.vector_value('r.embedding')}" if embedding else "")
 
-    def keyword_statement(self, vectors: bool = False) -> str:
-        """The keyword leg; with ``vectors`` each hit's vector score against ``$vector`` too (hybrid
-        search needs every keyword hit's cosine, and this spares a round trip)."""
-        # Full-text scores are higher-is-better on both engines; ties newest first, as the pipeline expects.
+    def hits_statement(self, vectors: bool = False) -> str:
+        """The rows of keyword hits (``$keys``, one namespace); with ``vectors`` each hit's vector
+        score against ``$vector`` too (hybrid search needs every keyword hit's cosine)."""
         vector = f", CASE WHEN m.embedding IS NULL THEN null ELSE {self.vector_score('m.embedding')} END AS vscore"
         return (
-            f"{self.fulltext_call()}"
-            " WITH node AS m, score"
-            " WHERE m.ns = $ns AND ($until_us IS NULL OR m.created_us <= $until_us)"
-            f" WITH m, score ORDER BY score DESC, m.created_us DESC, m.seq DESC LIMIT $limit"
-            f" RETURN {_MEMORY_FIELDS}, m.seq AS seq, score{vector if vectors else ''}"
+            "UNWIND $keys AS k MATCH (m:Memory {key: k}) WHERE m.ns = $ns"
+            f" RETURN {_MEMORY_FIELDS}, m.seq AS seq{vector if vectors else ''}"
         )
 
     def statements(self) -> list[str]:
@@ -397,9 +399,9 @@ class Dialect(abc.ABC):
             *(self.write_statement(relink, vec) for relink in (True, False) for vec in (True, False)),
             DELETE, TIDY.replace("{relink}", RELINK),
             RESET, SELECT, GET, EXISTING_IDS, EXPORT, NAMESPACES, STATS, PING, GRAPH_SEEDS, COUNT_MEMORIES,
-            NS_FINGERPRINT, NS_VECTORS, RECALL_WRITE, RECALL_IDS, RECALLS, RECALL,
+            NS_FINGERPRINT, *NS_PAGE.values(), RECALL_WRITE, RECALL_IDS, RECALLS, RECALL,
             *EXPAND.values(), *NODES.values(), NEIGHBOURS,
-            *AROUND.values(), *NODE_AT.values(), self.keyword_statement(), self.keyword_statement(True),
+            *AROUND.values(), *NODE_AT.values(), self.hits_statement(), self.hits_statement(True),
             self.vector_statement(),
         ]
 
@@ -424,6 +426,75 @@ class Dialect(abc.ABC):
     @abc.abstractmethod
     def describe(self) -> str:
         """Where the database is, without credentials."""
+
+
+
+Fingerprint = tuple[int, int | None, int]  # (memories, newest seq, checksum of seqs): see NS_FINGERPRINT
+
+
+class _NamespaceCache:
+    """What this process keeps of one namespace for searching: memkit's BM25 index of its
+    memories (the keyword leg, scored as SQLite and in-memory score it) and the moments of its
+    vectors (the semantic leg's mean and spread of cosine).
+
+    Read once by paging the namespace (the vectors only when a hybrid search first needs the
+    moments); valid while the database's :data:`NS_FINGERPRINT` equals ``fingerprint`` (checked
+    before every search, so another process's writes and deletes are seen: new memories are read
+    in, anything else rebuilds the cache). This process's writes fold in; its deletes and resets
+    drop the cache.
+    """
+
+    def __init__(self, fingerprint: Fingerprint) -> None:
+        self.fingerprint = fingerprint
+        self.moments: CosineMoments | None = None
+        self.index = KeywordIndex()
+        self.key_of: dict[str, int] = {}  # memory id -> index key
+        self.ids: list[str] = []  # index key -> memory id
+        self.ages: list[tuple[int, int]] = []  # index key -> (created_us, seq): larger is newer
+        # The adapter may be driven from several threads (sync facade, notebooks); the index is not
+        # safe to search while it grows.
+        self._lock = threading.Lock()
+
+    def add(self, rows: Sequence[Mapping[str, Any]]) -> int:
+        """Index rows with ``id``, ``content``, ``created_us``, ``seq`` (and ``embedding`` once the
+        moments exist); how many were new."""
+        with self._lock:
+            fresh = [row for row in rows if row["id"] not in self.key_of]
+            batch: list[tuple[int, str, int]] = []
+            for row in fresh:
+                key = len(self.ids)
+                self.key_of[row["id"]] = key
+                self.ids.append(row["id"])
+                self.ages.append((int(row["created_us"]), int(row["seq"])))
+                batch.append((key, row["content"], int(row["created_us"])))
+            self.index.add_many(batch)
+            vectors = [row["embedding"] for row in fresh if row.get("embedding") is not None]
+            if self.moments is not None and vectors:
+                self.moments.add(np.asarray(vectors, dtype=np.float32))
+            return len(fresh)
+
+    def add_vectors(self, moments: CosineMoments, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Fold rows' ``embedding`` into ``moments`` (only of memories indexed here, so a memory
+        written meanwhile is counted once, when it is indexed)."""
+        with self._lock:
+            vectors = [row["embedding"] for row in rows if row["id"] in self.key_of and row["embedding"] is not None]
+        if vectors:
+            moments.add(np.asarray(vectors, dtype=np.float32))
+
+    def neighbours(self, ids: Iterable[str], reach: int) -> dict[str, list[tuple[int, str]]]:
+        """For fusion's ``context``: the memories written up to ``reach`` places around each of
+        ``ids`` in this namespace, as ``(distance, id)`` (index keys follow write order)."""
+        with self._lock:
+            around = self.index.neighbours((self.key_of[i] for i in ids if i in self.key_of), reach)
+            return {self.ids[key]: [(d, self.ids[other]) for d, other in near] for key, near in around.items()}
+
+    def top(self, terms: list[str], k: int | None, until_us: int | None) -> list[tuple[str, float]]:
+        """The best ``k`` (``None``: every) matching memories by BM25 as ``(id, score)``, ties
+        newest first, created at or before ``until_us`` if given."""
+        with self._lock:
+            keys, scores = self.index.top(terms, len(self.index) if k is None else k)
+            return [(self.ids[key], score) for key, score in zip(keys.tolist(), scores.tolist(), strict=True)
+                    if until_us is None or self.ages[key][0] <= until_us]
 
 
 def _record(row: Mapping[str, Any]) -> Record:
@@ -491,8 +562,8 @@ class GraphAdapter:
         if hybrid is not None and not isinstance(hybrid, HybridConfig):
             raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
         self.hybrid = hybrid or HybridConfig()
-        # Per namespace key: the cosine moments of its vectors, and the (count, newest seq) they match.
-        self._moments: dict[str, tuple[tuple[int, int | None], CosineMoments]] = {}
+        # Per namespace key: its keyword index and cosine moments, while its fingerprint holds.
+        self._caches: dict[str, _NamespaceCache] = {}
         if isinstance(embedder, str):  # a name, as sqlite:// and falkordb:// URLs give it
             from memkit.embeddings import get_embedder
 
@@ -548,22 +619,19 @@ class GraphAdapter:
             query = self.dialect.write_statement(bool(params["traces"]), self.embedder is not None)
             statements.append((query, params))
         await self.dialect.write(statements)
-        self._moments_after_write(parts, statements)
+        self._cache_after_write(statements)
         return ids
 
-    def _moments_after_write(self, parts: list[RecordParts], statements: list[Statement]) -> None:
-        """Fold this process's new vectors into the cached moments (another process's writes are
-        caught by the fingerprint check before each semantic search)."""
-        if self.embedder is None or not self._moments:
-            return
+    def _cache_after_write(self, statements: list[Statement]) -> None:
+        """Fold this process's new memories into the cached namespaces (another process's writes
+        are caught by the fingerprint check before each search)."""
         for _, params in statements:
             for memory in params["memories"]:
-                cached = self._moments.get(memory["ns_key"])
-                if cached is None:
-                    continue
-                (count, last), moments = cached
-                moments.add(np.asarray([memory["embedding"]], dtype=np.float32))
-                self._moments[memory["ns_key"]] = ((count + 1, max(last or 0, memory["seq"])), moments)
+                cache = self._caches.get(memory["ns_key"])
+                if cache is not None and cache.add([memory]):
+                    count, last, checksum = cache.fingerprint
+                    seq = int(memory["seq"])
+                    cache.fingerprint = (count + 1, max(last or 0, seq), checksum + seq % _CHECKSUM)
 
     async def add(
         self, content: str, user_id: str, agent_id: str, metadata: dict[str, Any] | None = None
@@ -591,7 +659,7 @@ class GraphAdapter:
         if not deleted:
             return False
         row = deleted[0]
-        self._moments.pop(node_key("Namespace", row["user_id"], row["agent_id"]), None)
+        self._caches.pop(node_key("Namespace", row["user_id"], row["agent_id"]), None)
         traces = sorted({r["tk"] for r in deleted if r.get("tk") is not None})
         await self.dialect.write([(
             TIDY.replace("{relink}", RELINK),
@@ -602,7 +670,7 @@ class GraphAdapter:
     async def reset(self) -> bool:
         await self._ready()
         await self.dialect.write([(RESET, {})])
-        self._moments.clear()
+        self._caches.clear()
         return True
 
     # -- reads -----------------------------------------------------------------------
@@ -642,8 +710,8 @@ class GraphAdapter:
         """Rank one namespace against ``query`` (see :func:`memkit._pipeline.rank`); an empty query
         lists it newest first.
 
-        ``mode``: ``"hybrid"`` (the default with an embedder), ``"keyword"`` (the database's
-        full-text index) or ``"semantic"`` (its vector index). ``hybrid`` overrides the store's
+        ``mode``: ``"hybrid"`` (the default with an embedder), ``"keyword"`` (memkit's BM25, kept
+        per namespace in this process) or ``"semantic"`` (its vector index). ``hybrid`` overrides the store's
         :class:`memkit.HybridConfig`. ``as_of``: only memories that existed then.
         """
         request = _pipeline.prepare(self, query, user_id, agent_id, limit, filters, mode, hybrid, as_of)
@@ -659,16 +727,19 @@ class GraphAdapter:
         keyword: list[tuple[str, float]] = []
         cosine: dict[str, float] = {}  # the keyword hits' cosines, for hybrid
         vector = None if request.mode == "keyword" else [float(x) for x in self._embed([request.query])[0]]
-        if request.mode != "semantic":
-            for record, row in await self._keyword(request, vector):
-                found[record.id], ages[record.id] = record, (record.created_us, int(row["seq"]))
-                keyword.append((record.id, float(row["score"])))
-                if row.get("vscore") is not None:
-                    cosine[record.id] = self.dialect.cosine(float(row["vscore"]))
+        cache = None
+        if request.mode != "semantic":  # semantic alone needs neither the index nor the statistics
+            cache = await self._namespace_cache(request, moments=request.mode == "hybrid")
+            for record, seq, score, vscore in await self._keyword(request, cache, vector):
+                found[record.id], ages[record.id] = record, (record.created_us, seq)
+                keyword.append((record.id, score))
+                if vscore is not None:
+                    cosine[record.id] = self.dialect.cosine(vscore)
         dense = None
         if vector is not None:
-            dense = await self._dense(request, vector, cosine, found, ages)
-        ranked = _pipeline.rank(request, keyword, dense, lambda keys: ages)
+            dense = await self._dense(request, vector, cosine, found, ages, cache)
+        ranked = _pipeline.rank(request, keyword, dense, lambda keys: ages,
+                                None if cache is None else cache.neighbours)
         return [found[k].to_item(score, details) for k, score, details in ranked]
 
     @property
@@ -687,26 +758,38 @@ class GraphAdapter:
             request.conditions, record.metadata)
 
     async def _keyword(
-        self, request: _pipeline.SearchRequest, vector: list[float] | None
-    ) -> list[tuple[Record, dict[str, Any]]]:
-        """The keyword leg: the full-text index's best ``depth`` rows, ties newest first (with each
-        hit's vector score when ``vector`` is given)."""
-        terms = query_words(request.query)
+        self, request: _pipeline.SearchRequest, cache: _NamespaceCache, vector: list[float] | None
+    ) -> list[tuple[Record, int, float, float | None]]:
+        """The keyword leg: the namespace's best ``depth`` memories by memkit's BM25, ties newest
+        first, as ``(record, seq, score, vector score or None)`` (vector scores when ``vector`` is
+        given). ``as_of`` is applied from the cache; filters on the rows read back."""
+        terms = analyze_query(request.query)
         if not terms:
             return []
-        params: dict[str, Any] = {
-            "query": self.dialect.fulltext_query(terms), "ns": node_key("Namespace", request.user_id, request.agent_id),
-            "limit": request.depth if not request.conditions else self.limits.max_limit * 10,
-            "until_us": request.until_us,
-        }
-        if vector is not None:
-            params["vector"] = vector
-        rows = await self._read(self.dialect.keyword_statement(vector is not None), params)
-        return [(r, row) for row in rows if self._in(r := _record(row), request)][: request.depth]
+        depth = request.depth
+        exact = not request.conditions and request.until_us is None
+        ranked = cache.top(terms, depth if exact else None, request.until_us)
+        ns = node_key("Namespace", request.user_id, request.agent_id)
+        page = depth if not request.conditions else max(depth, _PAGE)
+        hits: list[tuple[Record, int, float, float | None]] = []
+        for start in range(0, len(ranked), page):
+            chunk = ranked[start : start + page]
+            params: dict[str, Any] = {"keys": [memory_key(i) for i, _ in chunk], "ns": ns}
+            if vector is not None:
+                params["vector"] = vector
+            rows = {row["id"]: row for row in await self._read(self.dialect.hits_statement(vector is not None), params)}
+            for memory_id, score in chunk:
+                row = rows.get(memory_id)  # gone if another process deleted it since the fingerprint
+                if row is not None and self._in(record := _record(row), request):
+                    vscore = row.get("vscore")
+                    hits.append((record, int(row["seq"]), score, None if vscore is None else float(vscore)))
+                    if len(hits) == depth:
+                        return hits
+        return hits
 
     async def _dense(
         self, request: _pipeline.SearchRequest, vector: list[float], cosine: dict[str, float],
-        found: dict[str, Record], ages: dict[str, tuple[int, int]],
+        found: dict[str, Record], ages: dict[str, tuple[int, int]], cache: _NamespaceCache | None,
     ) -> DenseScores:
         """The semantic leg: the vector index's best ``depth`` hits (``cosine`` holds the keyword
         hits' cosines already) and the namespace's mean and spread of cosine (from cached moments
@@ -716,9 +799,9 @@ class GraphAdapter:
         total = (await self._read(COUNT_MEMORIES, {}))[0]["n"]
         mean = std = 0.0
         k = min(max(depth * 10, 100), max(total, 1))
-        if request.mode == "hybrid":  # only fusion normalises by the namespace's statistics
-            moments, in_namespace = await self._namespace_moments(ns, request)
-            mean, std = moments.stats(np.asarray(vector, dtype=np.float32))
+        if cache is not None and cache.moments is not None:  # hybrid: fusion normalises by these
+            in_namespace = cache.fingerprint[0]
+            mean, std = cache.moments.stats(np.asarray(vector, dtype=np.float32))
             # The vector index ranks the whole graph: ask for as many as this namespace's share of
             # it would give ``depth`` hits (and widen k below until the namespace has enough).
             k = min(max(int(depth * total / max(in_namespace, 1) * 1.25) + 10, 100), max(total, 1))
@@ -739,30 +822,68 @@ class GraphAdapter:
             ranked.append(record.id)
         return DenseScores(cosine, ranked, mean, std)
 
-    async def _namespace_moments(
-        self, ns: str, request: _pipeline.SearchRequest
-    ) -> tuple[CosineMoments, int]:
-        """The namespace's cosine moments (read once, kept while its (count, newest seq) holds) and
-        its number of memories."""
+    async def _namespace_cache(self, request: _pipeline.SearchRequest, *, moments: bool) -> _NamespaceCache:
+        """The namespace's search cache (with its cosine moments if ``moments``), current with the
+        database: one aggregate query when nothing changed, new memories read in when only memories
+        were added, else read anew."""
+        ns = node_key("Namespace", request.user_id, request.agent_id)
         row = (await self._read(NS_FINGERPRINT, {"ns": ns}))[0]
-        fingerprint = (int(row["n"]), None if row["last"] is None else int(row["last"]))
-        cached = self._moments.get(ns)
-        if cached is not None and cached[0] == fingerprint:
-            return cached[1], fingerprint[0]
-        assert self.embedder is not None
-        moments = CosineMoments(int(self.embedder.dim))
-        after, after_id = -(2**62), ""
+        fingerprint = (int(row["n"]), None if row["last"] is None else int(row["last"]), int(row["checksum"] or 0))
+        cache = self._caches.get(ns)
+        if cache is not None and cache.fingerprint != fingerprint and not await self._catch_up(
+                cache, ns, fingerprint, request):
+            cache = None
+        vectors = moments and self.embedder is not None
+        fresh = cache is None
+        if cache is None:
+            cache = _NamespaceCache(fingerprint)
+        if fresh or (vectors and cache.moments is None):
+            # Built aside and set at the end: this process's writes meanwhile do not fold into half a sum.
+            built = CosineMoments(int(self.embedder.dim)) if vectors else None
+            async for rows in self._namespace_pages(ns, request, text=fresh, vectors=vectors):
+                if fresh:
+                    cache.add(rows)
+                if built is not None:
+                    cache.add_vectors(built, rows)
+            if built is not None:
+                cache.moments = built
+            self._caches[ns] = cache
+        return cache
+
+    async def _catch_up(
+        self, cache: _NamespaceCache, ns: str, fingerprint: Fingerprint, request: _pipeline.SearchRequest
+    ) -> bool:
+        """Read the memories written since the cache's newest one; True if that explains the
+        database's ``fingerprint`` (only additions), False if the cache must be read anew."""
+        count, last, checksum = cache.fingerprint
+        rows = [row async for page in self._namespace_pages(
+            ns, request, text=True, vectors=cache.moments is not None,
+            after=-(2**62) if last is None else last, exact=False) for row in page]
+        new = [row for row in rows if row["id"] not in cache.key_of]
+        seqs = [int(row["seq"]) for row in new]
+        projected = (count + len(new), max([last or 0, *seqs]) if count + len(new) else None,
+                     checksum + sum(seq % _CHECKSUM for seq in seqs))
+        if projected != fingerprint:
+            return False
+        cache.add([row for row in new if (row["user_id"], row["agent_id"]) == (request.user_id, request.agent_id)])
+        cache.fingerprint = fingerprint
+        return True
+
+    async def _namespace_pages(
+        self, ns: str, request: _pipeline.SearchRequest, *, text: bool, vectors: bool,
+        after: int = -(2**62), exact: bool = True,
+    ) -> AsyncIterator[list[dict[str, Any]]]:
+        """The namespace's memories written at or after seq ``after``, in write order, a page at a
+        time; ``exact``: only rows of exactly the request's namespace."""
+        after_id = ""
         while True:
-            rows = await self._read(NS_VECTORS, {"ns": ns, "after": after, "after_id": after_id, "limit": _PAGE})
-            vectors = [row["embedding"] for row in rows if row["embedding"] is not None
-                       and (row["user_id"], row["agent_id"]) == (request.user_id, request.agent_id)]
-            if vectors:
-                moments.add(np.asarray(vectors, dtype=np.float32))
+            rows = await self._read(NS_PAGE[(text, vectors)],
+                                    {"ns": ns, "after": after, "after_id": after_id, "limit": _PAGE})
+            yield [row for row in rows if not exact
+                   or (row["user_id"], row["agent_id"]) == (request.user_id, request.agent_id)]
             if len(rows) < _PAGE:
-                break
+                return
             after, after_id = rows[-1]["seq"], rows[-1]["id"]
-        self._moments[ns] = (fingerprint, moments)
-        return moments, fingerprint[0]
 
     async def get_all(
         self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None

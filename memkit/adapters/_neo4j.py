@@ -25,7 +25,7 @@ _AWAIT_INDEXES = "CALL db.awaitIndexes(300)"
 
 
 class Neo4jDialect(Dialect):
-    """Neo4j 5: named ``IF NOT EXISTS`` DDL, Lucene full-text, one transaction per write."""
+    """Neo4j 5: named ``IF NOT EXISTS`` DDL, one transaction per write."""
 
     name = "neo4j"
     transactional = True
@@ -57,7 +57,6 @@ class Neo4jDialect(Dialect):
             "CREATE INDEX memkit_memory_namespace IF NOT EXISTS FOR (m:Memory) ON (m.ns)",
             "CREATE INDEX memkit_recall_namespace IF NOT EXISTS FOR (r:Recall) ON (r.ns)",
             "CREATE INDEX memkit_recall_id IF NOT EXISTS FOR (r:Recall) ON (r.id)",
-            "CREATE FULLTEXT INDEX memkit_memory_content IF NOT EXISTS FOR (m:Memory) ON EACH [m.content]",
         ]
 
     def vector_schema_statements(self, dim: int) -> list[str]:
@@ -97,13 +96,6 @@ class Neo4jDialect(Dialect):
                 f" use the embedder the store was built with, or DROP INDEX {_VECTOR_INDEX}"
             )
         await self._session_run([(_AWAIT_INDEXES, {})], write=False)
-
-    def fulltext_call(self) -> str:
-        return "CALL db.index.fulltext.queryNodes('memkit_memory_content', $query) YIELD node, score"
-
-    def fulltext_query(self, terms: Sequence[str]) -> str:
-        # Lucene: lower-case \w+ tokens are never operators; OR them.
-        return " OR ".join(terms)
 
     def _driver(self) -> Any:
         from neo4j import AsyncGraphDatabase
@@ -165,7 +157,7 @@ class Neo4jDialect(Dialect):
         # DDL cannot share a transaction with other statements in Neo4j.
         for statement in self.schema_statements():
             await self._session_run([(statement, {})], write=True)
-        # New indexes fill in the background; a full-text query on one still populating fails.
+        # New indexes fill in the background; wait, so the first query after setup uses them.
         await self._session_run([(_AWAIT_INDEXES, {})], write=False)
 
     async def aclose(self) -> None:
