@@ -268,7 +268,16 @@ class SQLiteAdapter:
         return select(self._db(), *args)
 
     def _ranked(self, *args: Any) -> list[MemoryItem]:
-        return ranked(self._db(), self._keywords, self._vectors, *args)
+        hits = ranked(self._db(), self._keywords, self._vectors, *args)
+        if self._vectors.unsettled:
+            # Saving a namespace's vectors for the next process waits until this search has returned.
+            with contextlib.suppress(RuntimeError):  # closing: the next process saves them
+                self._executor.submit(self._settle)
+        return hits
+
+    def _settle(self) -> None:
+        if self._conn is not None:
+            self._vectors.settle(self._conn)
 
     async def search(
         self,
@@ -431,6 +440,7 @@ class SQLiteAdapter:
             db.execute("DELETE FROM memories")
             db.execute("DELETE FROM trace_dict")  # names of users, workflows and tools go too
             db.execute("DELETE FROM keyword_snapshots")
+            db.execute("DELETE FROM vector_snapshots")
             db.execute("DELETE FROM recalls")
         self._keywords.clear()
         self._vectors.clear()

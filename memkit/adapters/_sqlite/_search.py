@@ -11,7 +11,7 @@ from memkit._filters import Condition
 from memkit._keyword import analyze_query
 from memkit._models import MemoryItem
 from memkit._retrieval import DenseScores, HybridConfig, dense_leg, fuse
-from memkit.adapters._sqlite._keywords import KeywordCache
+from memkit.adapters._sqlite._keywords import KeywordCache, snapshot
 from memkit.adapters._sqlite._sql import allowed, filter_sql, records_by_seq
 from memkit.adapters._sqlite._vectors import Vectors
 
@@ -49,9 +49,11 @@ def _dense(
     db: sqlite3.Connection, vectors: Vectors, query: np.ndarray, user_id: str, agent_id: str,
     conditions: tuple[Condition, ...], depth: int, extra: list[int],
 ) -> DenseScores:
-    index = vectors.index(db, user_id, agent_id)
-    passing = None if not conditions else (lambda seqs: allowed(db, seqs, conditions))
-    return dense_leg(index, query, depth, passing, extra)
+    # One read transaction: a restored index reads the vectors it rescores as of its feed position.
+    with snapshot(db):
+        index = vectors.index(db, user_id, agent_id, depth, bool(conditions))
+        passing = None if not conditions else (lambda seqs: allowed(db, seqs, conditions))
+        return dense_leg(index, query, depth, passing, extra)
 
 
 def ranked(
