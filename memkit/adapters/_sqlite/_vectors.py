@@ -79,6 +79,7 @@ class Vectors:
         # (or a quarter of its size). Saving is left to settle(), after the search returns.
         self.resave_min = 1_000
         self._unsaved: set[tuple[str, str]] = set()
+        self._partial = False  # some cached index was restored without its vectors
 
     def mismatch(self, name: str, dim: int | None, wanted: str, wanted_dim: int) -> ConfigError:
         return ConfigError(
@@ -214,21 +215,25 @@ class Vectors:
                     self._unsaved.add(key)
             if index.partial and (filtered or index.needs_all(depth)):
                 index = self._whole(db, key)
+            self._partial = self._partial or index.partial
         return index
 
     @property
     def unsettled(self) -> bool:
-        """There are indexes to save (see :meth:`settle`)."""
-        return bool(self._unsaved)
+        """There are indexes to save or to read whole (see :meth:`settle`)."""
+        return self._partial or bool(self._unsaved)
 
     def settle(self, db: sqlite3.Connection) -> None:
-        """Save the indexes whose loading took many changes (run after the search that loaded them)."""
-        if not self._unsaved:
+        """Run after the search that loaded an index: read the rest of a restored index's vectors
+        (its later searches then read none), and save the indexes whose loading took many changes."""
+        if not self.unsettled:
             return
         with snapshot(db):
             self._catch_up(db)
-            keys = [k for k in self._unsaved if k in self._indexes]
-            indexes = {k: self._whole(db, k) for k in keys}
+            for key in [k for k, index in self._indexes.items() if index.partial]:
+                self._whole(db, key)
+            self._partial = False
+            indexes = {k: self._whole(db, k) for k in self._unsaved if k in self._indexes}
             position = (self._seq, self._change)
         self._unsaved.clear()
         assert self.embedder is not None
@@ -340,6 +345,7 @@ class Vectors:
     def clear(self) -> None:
         self._indexes.clear()
         self._unsaved.clear()
+        self._partial = False
 
 
 class _Replaced(Exception):
