@@ -162,7 +162,9 @@ class VectorIndex:
         self._matrix = np.zeros((0, dim), dtype=np.float32)
         self._keys = np.zeros(0, dtype=np.int64)
         self._size = 0
-        self._position: dict[int, int] = {}
+        # key -> position, built when first asked for (a restored index of sorted keys bisects instead)
+        self._position: dict[int, int] | None = {}
+        self._sorted: bool | None = None  # keys ascending (None: not checked since the last change)
         self._sum = np.zeros(dim, dtype=np.float64)
         self._moment = np.zeros((dim, dim), dtype=np.float64)
         self._basis: np.ndarray | None = None
@@ -213,7 +215,7 @@ class VectorIndex:
         index._keys = np.zeros(capacity, dtype=np.int64)
         index._keys[:n] = keys
         index._size = n
-        index._position = {int(k): i for i, k in enumerate(keys.tolist())}
+        index._position = None
         index._sum = np.array(arrays["sum"], dtype=np.float64)
         index._moment = np.array(arrays["moment"], dtype=np.float64)
         # np.zeros is lazily backed by the OS: a partial index does not pay for the rows it lacks.
@@ -266,9 +268,11 @@ class VectorIndex:
         self._keys[self._size : need] = keys
         if self._basis is not None:
             self._coarse[self._size : need] = vectors @ self._basis
-        for offset, key in enumerate(keys):
-            self._position[int(key)] = self._size + offset
+        if self._position is not None:
+            for offset, key in enumerate(keys):
+                self._position[int(key)] = self._size + offset
         self._size = need
+        self._sorted = None
         wide = vectors.astype(np.float64)
         self._sum += wide.sum(axis=0)
         self._moment += wide.T @ wide
@@ -285,11 +289,12 @@ class VectorIndex:
         self._coarse = coarse
 
     def remove(self, keys: Sequence[int]) -> None:
-        drop = {int(k) for k in keys if int(k) in self._position}
+        where = self._positions()
+        drop = {int(k) for k in keys if int(k) in where}
         if not drop:
             return
         self._whole_only()
-        gone = np.fromiter((self._position[k] for k in drop), dtype=np.int64)
+        gone = np.fromiter((where[k] for k in drop), dtype=np.int64)
         wide = self._matrix[gone].astype(np.float64)
         self._sum -= wide.sum(axis=0)
         self._moment -= wide.T @ wide
@@ -299,7 +304,7 @@ class VectorIndex:
         if self._basis is not None:
             self._coarse = np.ascontiguousarray(self._coarse[keep])
         self._size = len(keep)
-        self._position = {int(k): i for i, k in enumerate(self._keys)}
+        self._position, self._sorted = None, None
 
     def stats(self, query: np.ndarray) -> tuple[float, float]:
         """Mean and standard deviation of ``query``'s cosine over the namespace, exactly."""
@@ -335,7 +340,24 @@ class VectorIndex:
         return int(self._keys[position])
 
     def position(self, key: int) -> int | None:
-        return self._position.get(key)
+        if self._position is not None:
+            return self._position.get(key)
+        keys = self._keys[: self._size]
+        if self._ascending():
+            at = int(np.searchsorted(keys, key))
+            return at if at < self._size and int(keys[at]) == key else None
+        return self._positions().get(key)
+
+    def _positions(self) -> dict[int, int]:
+        if self._position is None:
+            self._position = {k: i for i, k in enumerate(self._keys[: self._size].tolist())}
+        return self._position
+
+    def _ascending(self) -> bool:
+        if self._sorted is None:
+            keys = self._keys[: self._size]
+            self._sorted = self._size < 2 or bool(np.all(keys[1:] > keys[:-1]))
+        return self._sorted
 
 
 def _pick(

@@ -105,9 +105,11 @@ class KeywordCache:
         ).fetchone()
         seq, change = (saved[0], saved[1]) if saved else (0, self._change)
         index = KeywordIndex.from_bytes(saved[2]) if saved else KeywordIndex()
+        # From nothing, the namespace's index finds its rows; after a snapshot, the rows past it
+        # (unary + keeps the planner off the namespace index, which would walk the whole namespace).
+        namespace = "+user_id = ? AND +agent_id = ?" if seq else "user_id = ? AND agent_id = ?"
         rows = db.execute(
-            "SELECT seq, content, created_us FROM memories"
-            " WHERE user_id = ? AND agent_id = ? AND seq > ? AND seq <= ?",
+            f"SELECT seq, content, created_us FROM memories WHERE {namespace} AND seq > ? AND seq <= ?",  # noqa: S608
             (user_id, agent_id, seq, self._seq),
         ).fetchall()
         index.add_many(rows)

@@ -256,9 +256,12 @@ class Vectors:
         """The namespace's index at our feed position, and how many changes that took past the saved one."""
         assert self.embedder is not None
         index, seq, change = self._restore(db, user_id, agent_id)
+        # From nothing, the namespace's index finds its rows; after a snapshot, the rows past it
+        # (unary + keeps the planner off the namespace index, which would walk the whole namespace).
+        namespace = "+m.user_id = ? AND +m.agent_id = ?" if seq else "m.user_id = ? AND m.agent_id = ?"
         rows = db.execute(
-            "SELECT v.seq, v.vector FROM memory_vectors v JOIN memories m ON m.seq = v.seq"
-            " WHERE m.user_id = ? AND m.agent_id = ? AND v.seq > ? AND v.seq <= ? ORDER BY v.seq",
+            "SELECT v.seq, v.vector FROM memory_vectors v JOIN memories m ON m.seq = v.seq"  # noqa: S608
+            f" WHERE {namespace} AND v.seq > ? AND v.seq <= ? ORDER BY v.seq",
             (user_id, agent_id, seq, self._seq),
         ).fetchall()
         self._add(index, rows)
