@@ -112,7 +112,8 @@ class KeywordCache:
             f"SELECT seq, content, created_us FROM memories WHERE {namespace} AND seq > ? AND seq <= ?",  # noqa: S608
             (user_id, agent_id, seq, self._seq),
         ).fetchall()
-        index.add_many(rows)
+        if rows:  # a loaded index turns its arrays into appendable lists on its first change
+            index.add_many(rows)
         gone = db.execute(
             "SELECT seq FROM memory_deletions WHERE change > ? AND change <= ? AND user_id = ? AND agent_id = ?",
             (change, self._change, user_id, agent_id),
