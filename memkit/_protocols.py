@@ -161,7 +161,13 @@ class SupportsPaging(Protocol):
 
 @runtime_checkable
 class SupportsClose(Protocol):
-    """Release connections and files."""
+    """Release connections, files and worker threads.
+
+    Closing again is a no-op (it waits for the first close); any other call after it
+    raises a :class:`~memkit.StorageError` saying the store is closed (the in-memory
+    store, which holds nothing to release, keeps answering). From sync code,
+    :meth:`memkit.Memory.close` does it.
+    """
 
     async def aclose(self) -> None: ...
 

@@ -290,9 +290,9 @@ async def amemory_graph(
     limit: int = DEFAULT_GRAPH_LIMIT,
 ) -> MemoryGraph:
     """Async form of :func:`memory_graph` (``mem`` must be a provider, not the sync facade)."""
-    from memkit._sync import Memory
+    from memkit._sync import provider_of
 
-    provider = mem.provider if isinstance(mem, Memory) else mem
+    provider = provider_of(mem)
     for name, value in (("user_id", user_id), ("agent_id", agent_id), ("workflow_id", workflow_id)):
         if value is not None:
             check_id(value, name)
@@ -334,11 +334,9 @@ def memory_graph(
     >>> sorted(memory_graph(mem).node_types().items())
     [('Entity', 1), ('Memory', 1), ('Namespace', 1)]
     """
-    from memkit._sync import Memory, run_sync
+    from memkit._sync import provider_of, run_sync
 
-    if isinstance(mem, Memory):
-        return run_sync(amemory_graph(mem.provider, user_id, agent_id, workflow_id, limit))
-    return run_sync(amemory_graph(mem, user_id, agent_id, workflow_id, limit))
+    return run_sync(amemory_graph(provider_of(mem), user_id, agent_id, workflow_id, limit))
 
 
 def _check_node(node: str | GraphNode) -> None:
@@ -460,9 +458,9 @@ async def aneighbourhood(
     mem: Any, node: str | GraphNode, depth: int = 1, limit: int = DEFAULT_NEIGHBOURS,
 ) -> MemoryGraph:
     """Async form of :func:`neighbourhood` (``mem`` may be a provider or the sync facade)."""
-    from memkit._sync import Memory
+    from memkit._sync import provider_of
 
-    provider = mem.provider if isinstance(mem, Memory) else mem
+    provider = provider_of(mem)
     _check_node(node)
     for name, value, top in (("depth", depth, 3), ("limit", limit, 1_000)):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
@@ -519,6 +517,6 @@ def neighbourhood(
     >>> sorted(n.type for n in neighbourhood(mem, tp53).nodes)
     ['Entity', 'Memory', 'Memory']
     """
-    from memkit._sync import Memory, run_sync
+    from memkit._sync import provider_of, run_sync
 
-    return run_sync(aneighbourhood(mem.provider if isinstance(mem, Memory) else mem, node, depth, limit))
+    return run_sync(aneighbourhood(provider_of(mem), node, depth, limit))

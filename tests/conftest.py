@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memkit.testing import FalkorDBServer, Neo4jServer
+from memkit.testing import FalkorDBServer, Neo4jServer, absence_report
 
 # What the session's servers said about themselves, printed at the end of the run, so a log
 # shows which real server the graph tests ran against.
@@ -17,6 +17,10 @@ _STARTED: list[str] = []
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for line in _STARTED:
         terminalreporter.write_line(line)
+    # Capabilities an adapter does not offer are checked as absences (whole or missing,
+    # refused with NotImplementedError), not skipped; the log says which ones.
+    for line in absence_report():
+        terminalreporter.write_line(f"Conformance: {line}")
 
 
 @pytest.fixture(scope="session")

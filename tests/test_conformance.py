@@ -41,3 +41,34 @@ class TestInMemoryAdapterWithEmbeddings(ProviderConformance):
     @pytest.fixture
     def make_provider(self) -> Callable[[], InMemoryAdapter]:
         return lambda: InMemoryAdapter(embedder="default")
+
+
+def test_the_readme_says_which_capabilities_each_adapter_lacks(tmp_path: Path) -> None:
+    import re
+
+    from memkit import _protocols
+    from memkit.adapters import FalkorDBAdapter, Mem0Adapter, Neo4jAdapter
+    from memkit.testing._conformance import OPTIONAL, _members
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    table = readme.split("| adapter | lacks |", 1)[1].split("\n\n", 1)[0]
+    said = {
+        name.strip(): set(re.findall(r"`(\w+)`", lacks))
+        for row in table.splitlines()[2:]
+        for names, lacks in [row.strip("|").split("|")]
+        for name in names.split(",")
+    }
+    sqlite, mem0 = SQLiteAdapter(":memory:", embedder=None), Mem0Adapter(tmp_path / "mem0")
+    # The graph adapters by class, so no server has to run (the suite checks their instances).
+    adapters: dict[str, object] = {"SQLite": sqlite, "in-memory": InMemoryAdapter(), "Mem0": mem0,
+                                   "FalkorDB": FalkorDBAdapter, "Neo4j": Neo4jAdapter}
+    try:
+        lacking = {
+            label: {c.__name__ for c in OPTIONAL if not all(hasattr(adapter, m) for m in _members(c))}
+            for label, adapter in adapters.items()
+        }
+    finally:
+        sqlite.close()
+        mem0.close()
+    assert said == lacking
+    assert all(hasattr(_protocols, name) for names in said.values() for name in names)

@@ -38,7 +38,9 @@ PUBLIC: dict[str, set[str]] = {
     "memkit.graph": {
         "GraphEdge", "GraphNode", "MemoryGraph", "amemory_graph", "aneighbourhood", "memory_graph", "neighbourhood",
     },
-    "memkit.testing": {"NEO4J_CURRENT", "NEO4J_LTS", "FalkorDBServer", "Neo4jServer", "ProviderConformance"},
+    "memkit.testing": {
+        "NEO4J_CURRENT", "NEO4J_LTS", "FalkorDBServer", "Neo4jServer", "ProviderConformance", "absence_report",
+    },
     "memkit.tools": {"MemoryTools", "ProviderTools", "ToolDispatcher", "register_pydantic_ai_tools"},
     "memkit.traces": {
         "ExecutionHistory", "ExecutionItem", "ExecutionStatus", "REDACTED", "Redactor", "Step", "TraceWriteError",

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,14 @@ import pytest
 
 pytest.importorskip("mem0", reason="the mem0 extra is not installed: pip install 'memkit[mem0]'")
 
-from memkit import ConfigError, InvalidInputError, get_memory_provider
-from memkit.adapters import Mem0Adapter
+import memkit
+from memkit import ConfigError, InvalidInputError, StorageError, _recall, get_memory_provider
+from memkit.adapters import Mem0Adapter, SQLiteAdapter
 from memkit.adapters._mem0 import decode_id, encode_id, oss_config
 from memkit.embeddings import DEFAULT_EMBEDDER
+from memkit.frames import recalls_frame, replay_recall, traces_frame
 from memkit.testing import ProviderConformance
+from memkit.traces import ExecutionHistory
 
 
 @pytest.fixture(scope="session")
@@ -201,6 +205,214 @@ async def test_health_and_export(mem: Mem0Adapter) -> None:
     ids = [await mem.add(f"export {i}", "u", "a") for i in range(3)]
     assert [i.id async for i in mem.export()] == ids
     assert [i.id async for i in mem.export(user_id="u")] == ids
+
+
+# -- recalls: what each step's search returned, kept beside mem0 -------------------------------------
+
+FACTS = (
+    "TP53 is mutated in sample 7",
+    "BRCA1 carries a frameshift in sample 3",
+    "sample 7 was sequenced on a NovaSeq",
+    "KRAS G12D found in the pancreatic line",
+)
+
+
+async def test_a_steps_search_is_recorded_with_its_step(mem: Mem0Adapter, tmp_path: Path) -> None:
+    ids = [await mem.add(text, "u", "bio") for text in FACTS]
+    history = ExecutionHistory(memory_provider=mem, workflow_id="wf", agent_id="bio", user_id="u", run_id="r1")
+    async with history.step("plan", tool="llm"):
+        plain = await mem.search("TP53 mutation", "u", "bio", limit=2)
+    async with history.step("fetch", tool="db"):
+        await mem.search("KRAS", "u", "bio", limit=1, filters={"nope": {"$ne": 1}})
+    recalls = await mem.recalls(workflow_id="wf")
+    assert [(r.step_name, r.step_index, r.run_id, r.query, r.mode, r.limit) for r in recalls] == [
+        ("plan", 0, "r1", "TP53 mutation", "semantic", 2), ("fetch", 1, "r1", "KRAS", "semantic", 1),
+    ]
+    first = recalls[0]
+    assert [(h.id, h.rank, h.score, h.content) for h in first.hits] == [
+        (h.id, rank, h.score, h.content) for rank, h in enumerate(plain, start=1)
+    ]
+    assert first.hits[0].id == ids[0] and first.hits[0].details == {"mode": "semantic", "semantic": {
+        "rank": 1, "score": plain[0].score}}
+    assert recalls[1].filters == {"nope": {"$ne": 1}} and recalls[1].hits[0].id == ids[3]
+    # the frames read them like any store's
+    steps = traces_frame(mem, workflow_id="wf", recalls=True)
+    assert steps[["step_name", "recalls", "recalled"]].values.tolist() == [["plan", 1, 2], ["fetch", 1, 1]]
+    frame = recalls_frame(mem, "wf")
+    assert frame[["step_name", "rank", "memory_id"]].values.tolist() == [
+        ["plan", 1, plain[0].id], ["plan", 2, plain[1].id], ["fetch", 1, ids[3]],
+    ]
+    # kept in memkit's SQLite file beside mem0's (mem0 has no place for them)
+    assert (tmp_path / "memkit-recalls.db").is_file()
+
+
+def test_sync_steps_record_through_the_facade(shared_mem0: Any, tmp_path: Path) -> None:
+    # The notebook path: memkit.Memory runs each call on memkit's own loop thread.
+    mem = memkit.Memory(Mem0Adapter(tmp_path / "sync", memory=shared_mem0))
+    try:
+        mem.reset()
+        target = mem.add("TP53 is mutated in sample 7", user_id="u", agent_id="bio")
+        history = ExecutionHistory(memory_provider=mem, workflow_id="wf", agent_id="bio", user_id="u")
+        with history, history.step("plan", tool="llm"):
+            mem.search("TP53", user_id="u", agent_id="bio", limit=1)
+        (recall,) = mem.recalls(workflow_id="wf")
+        assert (recall.step_name, recall.step_index, [h.id for h in recall.hits]) == ("plan", 0, [target])
+    finally:
+        mem.close()
+
+
+async def test_a_recall_keeps_its_snapshot_after_the_memory_is_deleted(mem: Mem0Adapter) -> None:
+    target = await mem.add("TP53 is mutated in sample 7", "u", "bio")
+    with memkit.recall_scope("wf", step="s"):
+        await mem.search("TP53", "u", "bio", limit=1)
+    assert await mem.delete(target) is True
+    (recall,) = await mem.recalls()
+    assert [(h.id, h.content) for h in recall.hits] == [(target, "TP53 is mutated in sample 7")]
+    assert await mem.get(target) is None
+
+
+async def test_replay_reports_new_gone_and_moved(mem: Mem0Adapter) -> None:
+    ids = [await mem.add(text, "u", "bio") for text in FACTS]
+    with memkit.recall_scope("wf", step="s"):
+        await mem.search("TP53 sample", "u", "bio", limit=3)
+    (recall,) = await mem.recalls()
+    assert set(replay_recall(mem, recall.id).change) == {"same"}
+    top = recall.hits[0].id
+    assert await mem.delete(top)
+    newcomer = await mem.add("TP53 sample", "u", "bio")  # the query itself: cosine 1.0
+    diff = replay_recall(mem, recall.id).set_index("memory_id")
+    assert diff.loc[newcomer, "change"] == "new" and diff.loc[newcomer, "new_rank"] == 1
+    assert diff.loc[top, "change"] == "gone" and bool(diff.loc[top, "deleted"])
+    assert diff.loc[top, "content"] in FACTS and diff.loc[top, "old_rank"] == 1
+    moved = diff[diff.change.isin(["up", "down"])]
+    assert all((row.new_rank < row.old_rank) == (row.change == "up") for _, row in moved.iterrows())
+    assert await mem.recalls() == [recall]  # replays are not recorded
+    assert top in ids
+
+
+async def test_as_of_leaves_out_later_memories(mem: Mem0Adapter) -> None:
+    early = await mem.add("TP53 early finding", "u", "bio")
+    await asyncio.sleep(0.002)
+    cut = datetime.now(UTC)
+    await asyncio.sleep(0.002)
+    late = await mem.add("TP53 late finding", "u", "bio")
+    assert {h.id for h in await mem.search("TP53", "u", "bio")} == {early, late}
+    assert [h.id for h in await mem.search("TP53", "u", "bio", as_of=cut)] == [early]
+    assert [h.id for h in await mem.search("", "u", "bio", as_of=cut)] == [early]
+    with pytest.raises(InvalidInputError):
+        await mem.search("TP53", "u", "bio", as_of="yesterday")  # type: ignore[arg-type]
+    with memkit.recall_scope("wf", step="s"):
+        await mem.search("TP53", "u", "bio", as_of=cut)
+    (recall,) = await mem.recalls()
+    assert recall.as_of == cut
+
+
+async def test_no_recall_leaks_across_namespaces(mem: Mem0Adapter) -> None:
+    await mem.add("TP53 in my tenant", "u1", "bio")
+    await mem.add("TP53 in the other tenant", "u2", "bio")
+    with memkit.recall_scope("wf", step="s"):
+        await mem.search("TP53", "u1", "bio")
+        await mem.search("TP53", "u2", "bio")
+    (mine,) = await mem.recalls(user_id="u1", agent_id="bio")
+    (theirs,) = await mem.recalls(user_id="u2", agent_id="bio")
+    assert [h.content for h in mine.hits] == ["TP53 in my tenant"]
+    assert [h.content for h in theirs.hits] == ["TP53 in the other tenant"]
+    assert await mem.recalls(user_id="u1", agent_id="other") == []
+    assert await mem.get_recall(theirs.id, user_id="u1", agent_id="bio") is None
+    assert await mem.get_recall(theirs.id, user_id="u2", agent_id="bio") == theirs
+    assert recalls_frame(mem, user_id="u2").content.tolist() == ["TP53 in the other tenant"]
+
+
+async def test_jsonl_round_trip_keeps_recalls(mem: Mem0Adapter, shared_mem0: Any, tmp_path: Path) -> None:
+    for text in FACTS:
+        await mem.add(text, "u", "bio")
+    with memkit.recall_scope("wf", step="s", run_id="r"):
+        await mem.search("TP53 sample", "u", "bio")
+        await memkit.build_context(mem, "KRAS", "u", "bio", token_budget=50)
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    memkit.export_jsonl(mem, first, progress=False)
+    recall_lines = [line for line in first.read_bytes().splitlines() if line.startswith(b'{"recall":')]
+    assert len(recall_lines) == 2
+    # Into a SQLite store (mem0 assigns its own memory ids, so memories cannot go back into mem0
+    # under theirs) and out again: the same bytes.
+    copy = SQLiteAdapter(tmp_path / "copy.db", embedder=None)
+    try:
+        assert memkit.import_jsonl(copy, first, progress=False) == len(FACTS) + 2
+        memkit.export_jsonl(copy, second, progress=False)
+    finally:
+        await copy.aclose()
+    assert first.read_bytes() == second.read_bytes()
+    # Recalls go into another Mem0 store's recall file as given, and come out the same.
+    other = Mem0Adapter(tmp_path / "other", memory=shared_mem0)
+    try:
+        assert await other.add_recalls(await mem.recalls()) == 2
+        assert await other.recalls() == await mem.recalls()
+        with pytest.raises(InvalidInputError):  # the ids are taken now: nothing is written
+            await other.add_recalls(await mem.recalls())
+        assert len(await other.recalls()) == 2
+    finally:
+        await other.aclose()
+
+
+async def test_recording_off_records_nothing(mem: Mem0Adapter, shared_mem0: Any, tmp_path: Path) -> None:
+    await mem.add("TP53 is mutated", "u", "bio")
+    await mem.search("TP53", "u", "bio")
+    await mem.search("", "u", "bio")
+    with memkit.recall_scope("wf", step="s"), _recall.paused():
+        await mem.search("TP53", "u", "bio")
+    assert await mem.recalls() == []
+    on = get_memory_provider({"url": f"mem0:///{tmp_path / 'on'}?record_recalls=true", "memory": shared_mem0})
+    try:
+        await on.search("TP53", "u", "bio")
+        (recall,) = await on.recalls()  # type: ignore[attr-defined]
+        assert recall.workflow_id is None and recall.step_index is None
+    finally:
+        await on.aclose()  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError):
+        Mem0Adapter(tmp_path, memory=shared_mem0, record_recalls="yes")  # type: ignore[arg-type]
+
+
+async def test_reset_clears_recalls_and_close_is_final(shared_mem0: Any, tmp_path: Path) -> None:
+    store = Mem0Adapter(tmp_path, memory=shared_mem0)
+    await store.reset()
+    await store.add("TP53 is mutated", "u", "bio")
+    with memkit.recall_scope("wf", step="s"):
+        await store.search("TP53", "u", "bio")
+    assert len(await store.recalls()) == 1
+    await store.reset()
+    assert await store.recalls() == []
+    with memkit.recall_scope("wf", step="s"):
+        await store.search("TP53", "u", "bio")
+    await store.aclose()
+    await store.aclose()
+    store.close()
+    reopened = Mem0Adapter(tmp_path, memory=shared_mem0)
+    try:
+        assert [r.query for r in await reopened.recalls()] == ["TP53"]  # written before the close
+    finally:
+        await reopened.aclose()
+    for call in (store.recalls(), store.search("TP53", "u", "bio"), store.add("x", "u", "bio")):
+        with pytest.raises(StorageError, match="is closed"):
+            await call
+
+
+async def test_without_a_recall_file_nothing_is_kept_and_it_says_so(
+    shared_mem0: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    wrapped = Mem0Adapter(memory=shared_mem0)  # someone else's mem0, no folder of ours
+    try:
+        await wrapped.reset()
+        await wrapped.add("TP53 is mutated", "u", "bio")
+        with memkit.recall_scope("wf", step="s"), pytest.warns(RuntimeWarning, match="recalls_path"):
+            hits = await wrapped.search("TP53", "u", "bio")
+        assert [h.content for h in hits] == ["TP53 is mutated"]  # the search itself is unchanged
+        assert await wrapped.recalls() == []
+        with pytest.raises(ConfigError, match="recalls_path"):
+            await wrapped.add_recalls([])
+    finally:
+        await wrapped.aclose()
+    assert await asyncio.to_thread(lambda: list(tmp_path.rglob("*.db"))) == []
 
 
 # -- config, URLs and the factory ---------------------------------------------------------------------

@@ -7,17 +7,16 @@ trips quotes, backslashes, 100 KB strings and full float precision.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from memkit._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError, missing_extra
 from memkit._url import embedder_option, query_options
 from memkit.adapters._graph import Dialect, GraphAdapter, Statement
+from memkit.adapters._plumbing import Worker
 
 __all__ = ["FalkorDBAdapter", "FalkorDBDialect"]
 
@@ -54,7 +53,7 @@ class FalkorDBDialect(Dialect):
         self._client: Any = None
         self._graph_handle: Any = None
         self._connect_lock = threading.Lock()
-        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="memkit-falkordb")
+        self._worker = Worker("memkit-falkordb", self.describe, threads=workers, translate=self._memkit_error)
 
     def describe(self) -> str:
         return f"falkordb://{self.host}:{self.port}/{self.graph_name}"
@@ -91,23 +90,24 @@ class FalkorDBDialect(Dialect):
         # RediSearch syntax: `|` is OR; the terms are \w+ tokens, so nothing else is special.
         return "|".join(terms)
 
-    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+    def _memkit_error(self, exc: Exception) -> Exception | None:
         import redis.exceptions as rex
 
-        loop = asyncio.get_running_loop()
-        try:
-            return await loop.run_in_executor(self._executor, fn, *args)
-        except (rex.ConnectionError, rex.TimeoutError, ConnectionError, TimeoutError) as exc:
-            raise BackendUnavailableError(
+        if isinstance(exc, (rex.ConnectionError, rex.TimeoutError, ConnectionError, TimeoutError)):
+            return BackendUnavailableError(
                 f"FalkorDB at {self.host}:{self.port} is unreachable or dropped the connection"
                 f" ({type(exc).__name__}); each write is one atomic statement, applied whole or not at all"
-            ) from None
-        except rex.AuthenticationError:
-            raise ConfigError(f"FalkorDB at {self.host}:{self.port} rejected the password") from None
-        except rex.ResponseError as exc:
+            )
+        if isinstance(exc, rex.AuthenticationError):
+            return ConfigError(f"FalkorDB at {self.host}:{self.port} rejected the password")
+        if isinstance(exc, rex.ResponseError):
             if "unique constraint violation" in str(exc):
-                raise InvalidInputError("a memory with one of these ids already exists") from None
-            raise StorageError(f"FalkorDB rejected a query: {str(exc)[:300]}") from None
+                return InvalidInputError("a memory with one of these ids already exists")
+            return StorageError(f"FalkorDB rejected a query: {str(exc)[:300]}")
+        return None
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        return await self._worker.run(fn, *args)
 
     @property
     def _graph(self) -> Any:
@@ -169,10 +169,8 @@ class FalkorDBDialect(Dialect):
                 self._client.close()
             self._client = self._graph_handle = None
 
-    async def close(self) -> None:
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._executor, self._close)
-        self._executor.shutdown(wait=False)
+    async def aclose(self) -> None:
+        await self._worker.aclose(self._close)
 
 
 def parse_falkordb_url(url: str) -> dict[str, Any]:
@@ -235,7 +233,7 @@ class FalkorDBAdapter(GraphAdapter):
         except InvalidInputError:
             raise
         except BaseException:
-            dialect._executor.shutdown(wait=False)
+            dialect._worker.abandon()
             raise
 
     @classmethod

@@ -335,7 +335,8 @@ class Dialect(abc.ABC):
         await self.write([(s, {}) for s in self.vector_schema_statements(dim)])
 
     @abc.abstractmethod
-    async def close(self) -> None: ...
+    async def aclose(self) -> None:
+        """Release connections; again is a no-op; a call after it raises a :class:`~memkit.StorageError`."""
 
     @abc.abstractmethod
     def describe(self) -> str:
@@ -744,7 +745,8 @@ class GraphAdapter:
                     out.node(label, row["props"])
 
     async def aclose(self) -> None:
-        await self.dialect.close()
+        """Close the database connections; again is a no-op, any other call then fails."""
+        await self.dialect.aclose()
 
 
 _RRF_K = 60

@@ -21,26 +21,34 @@ How the port maps onto mem0 (see docs/mem0.md):
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
 import os
 import sys
-import time
 import uuid
+import warnings
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import unquote, urlsplit
 
-from memkit._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError, missing_extra
+from memkit import _recall
+from memkit._errors import (
+    BackendUnavailableError,
+    ConfigError,
+    InvalidInputError,
+    MemkitError,
+    StorageError,
+    missing_extra,
+)
 from memkit._filters import Condition, matches, parse_filters
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
-from memkit._records import Record, from_us, new_record, now_us, records_from_items, to_us, trace_record
+from memkit._recall import Recall, check_as_of
+from memkit._records import Record, new_record, now_us, records_from_items, to_us, trace_record
 from memkit._retrieval import check_mode
-from memkit._url import query_options
+from memkit._url import bool_option, query_options
 from memkit._validate import (
     DEFAULT_LIMITS,
     Limits,
@@ -51,7 +59,11 @@ from memkit._validate import (
     check_read,
     check_scope,
 )
+from memkit.adapters._plumbing import Worker, namespace_infos, timed_health, trace_count
 from memkit.embeddings import DEFAULT_EMBEDDER, Embedder, get_embedder
+
+if TYPE_CHECKING:
+    from memkit.adapters._sqlite import SQLiteAdapter
 
 __all__ = ["Mem0Adapter", "decode_id", "encode_id"]
 
@@ -61,6 +73,7 @@ PAYLOAD_KEY = "memkit"
 _FIRST_PAGE = 2_048  # listing starts here and grows x8 until mem0 returns fewer than asked
 _CLOUD_PAGE = 1_000
 _DEFAULT_COLLECTION = "memkit"
+_RECALLS_FILE = "memkit-recalls.db"
 _SCORE_DIGITS = 7
 
 
@@ -464,6 +477,17 @@ class Mem0Adapter:
         then does not close it.
     limits
         Input bounds (see :class:`memkit.Limits`).
+    record_recalls
+        Record searches made outside any step scope as recalls too (URL
+        ``?record_recalls=true``); inside a step they are always recorded. See
+        :class:`memkit.SupportsRecalls`.
+    recalls_path
+        The SQLite file that keeps recalls. OSS mode: ``memkit-recalls.db`` in the
+        folder. Cloud mode, or a wrapped ``memory`` without ``path``: none unless
+        given (then recalls are not kept, with a warning when a step's search would
+        have recorded one). mem0 has no place
+        for them: its history database belongs to mem0 (and ``reset`` drops it),
+        and its vector store holds memories only.
 
     Examples
     --------
@@ -488,7 +512,12 @@ class Mem0Adapter:
         threshold: float = 0.1,
         memory: Any = None,
         limits: Limits = DEFAULT_LIMITS,
+        record_recalls: bool = False,
+        recalls_path: str | os.PathLike[str] | None = None,
     ) -> None:
+        if not isinstance(record_recalls, bool):
+            raise ConfigError(f"record_recalls must be True or False, got {record_recalls!r}")
+        self.record_recalls = record_recalls
         if mode not in ("oss", "cloud"):
             raise ConfigError(f"mode must be 'oss' or 'cloud', got {mode!r}")
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
@@ -502,14 +531,23 @@ class Mem0Adapter:
         self.path: str | None = None
         self.embedder: Embedder | None = None
         self._secrets: list[str] = []
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memkit-mem0")
-        self._closed = False
+        self._worker = Worker("memkit-mem0", self.__repr__, translate=self._memkit_error)
+        self._recall_store: SQLiteAdapter | None = None
+        self._warned_recalls = False
         try:
             self._backend: _Backend = self._connect(
                 path, api_key, base_url, config, embedder, collection, llm, memory
             )
+            # A wrapped mem0 object without a folder of ours gets no file we were not asked for.
+            if recalls_path is None and self.mode == "oss" and (path is not None or memory is None):
+                recalls_path = Path(str(self.path)) / _RECALLS_FILE
+            if recalls_path is not None:
+                from memkit.adapters._sqlite import SQLiteAdapter
+
+                self._recall_store = SQLiteAdapter(recalls_path, embedder=None, limits=limits)
         except BaseException:
-            self._executor.shutdown(wait=False)
+            with contextlib.suppress(Exception):  # the error that stopped the opening is the one to see
+                self._worker.close(self._release)
             raise
 
     def _connect(
@@ -534,7 +572,7 @@ class Mem0Adapter:
             self._secrets.append(key)
             self.path = base_url or "https://api.mem0.ai"
             try:
-                client = self._executor.submit(mem0.MemoryClient, api_key=key, host=base_url).result()
+                client = self._worker.call(lambda: mem0.MemoryClient(api_key=key, host=base_url))
             except Exception as exc:
                 raise BackendUnavailableError(
                     f"cannot reach the Mem0 platform at {self.path}: {_redact(str(exc), self._secrets)}"
@@ -557,7 +595,7 @@ class Mem0Adapter:
             self.embedder = _bind_embedder(root, embedder, collection)
             cfg = oss_config(root, embedder=self.embedder, collection=collection, llm=llm)
         try:
-            built = self._executor.submit(mem0.Memory.from_config, cfg).result()
+            built = self._worker.call(mem0.Memory.from_config, cfg)
         except Exception as exc:
             message = _redact(f"{type(exc).__name__}: {exc}", self._secrets)
             raise ConfigError(f"mem0 could not open {self.path!r}: {message}") from None
@@ -582,6 +620,8 @@ class Mem0Adapter:
                 if spec.lower() == "none":
                     raise ConfigError("a mem0 store always embeds: ?embedder=none is not an option for mem0://")
                 options.setdefault("embedder", spec)
+            if "record_recalls" in query:
+                options.setdefault("record_recalls", bool_option("record_recalls", query.pop("record_recalls")))
             if query:
                 raise ConfigError(f"unknown mem0:// URL options: {', '.join(sorted(query))}")
             path = parts.path[1:] if parts.path.startswith("/") else parts.path
@@ -604,19 +644,16 @@ class Mem0Adapter:
 
     # -- running mem0 off the event loop -------------------------------------------------------
 
+    def _memkit_error(self, exc: Exception) -> MemkitError | None:
+        if isinstance(exc, MemkitError):
+            return None
+        if isinstance(exc, ImportError):
+            return BackendUnavailableError(f"mem0 needs a package that is missing: {exc}")
+        message = _redact(f"{type(exc).__name__}: {exc}", self._secrets)
+        return StorageError(f"mem0 failed ({self.mode}): {message}")
+
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
-        if self._closed:
-            raise StorageError(f"{self!r} is closed")
-        loop = asyncio.get_running_loop()
-        try:
-            return await loop.run_in_executor(self._executor, fn, *args)
-        except (InvalidInputError, StorageError):
-            raise
-        except ImportError as exc:
-            raise BackendUnavailableError(f"mem0 needs a package that is missing: {exc}") from None
-        except Exception as exc:
-            message = _redact(f"{type(exc).__name__}: {exc}", self._secrets)
-            raise StorageError(f"mem0 failed ({self.mode}): {message}") from None
+        return await self._worker.run(fn, *args)
 
     # -- writes ------------------------------------------------------------------------------------
 
@@ -717,19 +754,25 @@ class Mem0Adapter:
         """Delete every memory in this store: all namespaces, like mem0's own ``reset``.
 
         OSS mode wipes this folder's collection and mem0's history database. Cloud
-        mode deletes every user, agent and run of the API key's project.
+        mode deletes every user, agent and run of the API key's project. Recorded
+        recalls go too, as on every store.
         """
         await self._run(self._backend.reset)
+        if self._recall_store is not None:
+            await self._recall_store.reset()
         return True
 
     # -- reads ---------------------------------------------------------------------------------------
 
-    def _namespace_rows(self, user: str, agent: str, conditions: tuple[Condition, ...]) -> list[_Row]:
+    def _namespace_rows(
+        self, user: str, agent: str, conditions: tuple[Condition, ...], until_us: int | None = None
+    ) -> list[_Row]:
         raw = self._backend.listing({"user_id": encode_id(user), "agent_id": encode_id(agent)})
         rows = [r for r in map(_row, raw) if r is not None]
         kept = [
             r for r in rows
             if r.record.user_id == user and r.record.agent_id == agent and matches(conditions, r.record.metadata)
+            and (until_us is None or r.record.created_us <= until_us)
         ]
         return _newest_first(kept)
 
@@ -738,7 +781,8 @@ class Mem0Adapter:
         return [r for r in map(_row, self._backend.listing({"user_id": "*"})) if r is not None]
 
     def _search(
-        self, text: str, user: str, agent: str, conditions: tuple[Condition, ...], limit: int
+        self, text: str, user: str, agent: str, conditions: tuple[Condition, ...], limit: int,
+        until_us: int | None = None,
     ) -> list[_Row]:
         scope = {"user_id": encode_id(user), "agent_id": encode_id(agent)}
         top_k = limit
@@ -750,6 +794,8 @@ class Mem0Adapter:
                 if row is None or row.record.user_id != user or row.record.agent_id != agent:
                     continue
                 if not matches(conditions, row.record.metadata):
+                    continue
+                if until_us is not None and row.record.created_us > until_us:
                     continue
                 score = found.get("score")
                 # Vectors are float32: digits past the 7th are arithmetic noise, and
@@ -768,6 +814,8 @@ class Mem0Adapter:
 
     #: mem0 ranks by its own vector similarity only.
     search_modes: tuple[str, ...] = ("semantic",)
+    #: Every memory carries its creation time (memkit's, or mem0's own for rows mem0 wrote).
+    searches_as_of = True
 
     async def search(
         self,
@@ -778,21 +826,30 @@ class Mem0Adapter:
         filters: dict[str, Any] | None = None,
         *,
         mode: str | None = None,
+        as_of: datetime | None = None,
     ) -> list[MemoryItem]:
         """Rank one namespace by mem0's score (cosine similarity offline; higher is better).
 
         An empty query lists the namespace newest first with ``score=None``.
+        ``as_of``: only memories that existed then (see :class:`memkit.SupportsAsOf`);
+        like filters, it is applied to mem0's ranking, widened until enough pass.
         """
         text = check_query(query, self.limits)
         limit = check_limit(limit, self.limits)
         user, agent = check_namespace(user_id, agent_id, self.limits)
         conditions = parse_filters(filters)
-        check_mode(mode, self.search_modes, "Mem0Adapter")
+        resolved = check_mode(mode, self.search_modes, "Mem0Adapter")
+        until_us = check_as_of(as_of)
         if not text:
-            rows = await self._run(self._namespace_rows, user, agent, conditions)
-            return [r.item() for r in rows[:limit]]
-        hits = await self._run(self._search, text, user, agent, conditions, limit)
-        return [r.item() for r in hits]
+            rows = (await self._run(self._namespace_rows, user, agent, conditions, until_us))[:limit]
+        else:
+            rows = await self._run(self._search, text, user, agent, conditions, limit, until_us)
+        hits = [r.item() for r in rows]
+        _recall.record(
+            self, query=text, user_id=user, agent_id=agent, mode=resolved, filters=filters,
+            limit=limit, hits=hits, as_of=as_of,
+        )
+        return hits
 
     async def get_all(
         self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
@@ -825,26 +882,15 @@ class Mem0Adapter:
     # -- capabilities: each lists the whole store through mem0 -------------------------------------
 
     async def namespaces(self) -> list[NamespaceInfo]:
-        rows = await self._run(self._all_rows)
-        spans: dict[tuple[str, str], list[int]] = {}
-        for r in rows:
-            created = r.record.created_us
-            span = spans.setdefault((r.record.user_id, r.record.agent_id), [0, created, created])
-            span[0] += 1
-            span[1] = min(span[1], created)
-            span[2] = max(span[2], created)
-        return [
-            NamespaceInfo(user_id=u, agent_id=a, count=c, first_at=from_us(lo), last_at=from_us(hi))
-            for (u, a), (c, lo, hi) in sorted(spans.items())
-        ]
+        return namespace_infos(r.record for r in await self._run(self._all_rows))
 
     async def stats(self) -> Stats:
-        rows = await self._run(self._all_rows)
+        records = [r.record for r in await self._run(self._all_rows)]
         return Stats(
             provider=self.provider_name,
-            memories=len(rows),
-            traces=sum(1 for r in rows if r.record.metadata.get("type") == "trace"),
-            namespaces=len({(r.record.user_id, r.record.agent_id) for r in rows}),
+            memories=len(records),
+            traces=trace_count(records),
+            namespaces=len({(r.user_id, r.agent_id) for r in records}),
             storage_bytes=await self._run(self._folder_bytes),
             mode=self.mode,
             path=self.path if self.mode == "oss" else None,
@@ -862,14 +908,8 @@ class Mem0Adapter:
         return f"mem0 {self.mode} answers"
 
     async def health(self) -> Health:
-        start = time.perf_counter()
-        try:
-            detail = await self._run(self._ping)
-            ok = True
-        except (StorageError, BackendUnavailableError) as exc:
-            detail, ok = str(exc), False
-        return Health(
-            ok=ok, provider=self.provider_name, latency_ms=(time.perf_counter() - start) * 1e3, detail=detail
+        return await timed_health(
+            self.provider_name, lambda: self._run(self._ping), (StorageError, BackendUnavailableError)
         )
 
     async def export(self, user_id: str | None = None, agent_id: str | None = None) -> AsyncIterator[MemoryItem]:
@@ -886,17 +926,71 @@ class Mem0Adapter:
         for row in reversed(rows):
             yield row.item()
 
+    # -- recalls, kept in a SQLite file beside mem0's (see ``recalls_path``) ----------------------
+
+    def _keep_recall(self, body: dict[str, Any]) -> None:
+        if self._recall_store is not None:
+            self._recall_store._keep_recall(body)
+        elif not self._warned_recalls:
+            self._warned_recalls = True
+            warnings.warn(
+                f"{self!r} keeps no recalls: open it with recalls_path=... to record what steps recalled",
+                RuntimeWarning, stacklevel=3,
+            )
+
+    def _recalls_kept(self) -> SQLiteAdapter | None:
+        if self._worker.closed:
+            raise StorageError(f"{self!r} is closed; open the store again to use it")
+        return self._recall_store
+
+    async def recalls(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        workflow_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[Recall]:
+        """Recorded recalls, oldest first (see :class:`memkit.SupportsRecalls`); none without a recall file."""
+        kept = self._recalls_kept()
+        if kept is None:
+            return []
+        return await kept.recalls(
+            user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id
+        )
+
+    async def get_recall(
+        self, recall_id: str, *, user_id: str | None = None, agent_id: str | None = None
+    ) -> Recall | None:
+        """One recall; with ``user_id``/``agent_id`` only if it lives in that namespace."""
+        kept = self._recalls_kept()
+        if kept is None:
+            check_id(recall_id, "recall_id", self.limits)
+            return None
+        return await kept.get_recall(recall_id, user_id=user_id, agent_id=agent_id)
+
+    async def add_recalls(self, recalls: Iterable[Recall]) -> int:
+        """Store recalls as given (an import), all or none; needs a recall file (``recalls_path``)."""
+        kept = self._recalls_kept()
+        if kept is None:
+            raise ConfigError(f"{self!r} keeps no recalls: open it with recalls_path=... to import them")
+        return await kept.add_recalls(recalls)
+
+    # -- closing ---------------------------------------------------------------------------------
+
+    def _release(self) -> None:
+        try:
+            backend = getattr(self, "_backend", None)
+            if backend is not None:
+                backend.close()
+        finally:
+            if self._recall_store is not None:
+                self._recall_store.close()
+
     async def aclose(self) -> None:
-        if self._closed:
-            return
-        await self._run(self._backend.close)
-        self._closed = True
-        self._executor.shutdown(wait=True)
+        """Close mem0's store (when this adapter opened it) and the recall file; again is a no-op."""
+        await self._worker.aclose(self._release)
 
     def close(self) -> None:
-        """Close from sync code (no event loop needed)."""
-        if self._closed:
-            return
-        self._executor.submit(self._backend.close).result()
-        self._closed = True
-        self._executor.shutdown(wait=True)
+        """:meth:`aclose` from sync code (no event loop needed)."""
+        self._worker.close(self._release)

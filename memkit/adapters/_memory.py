@@ -15,7 +15,7 @@ from memkit._filters import matches, parse_filters
 from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._recall import Recall, check_as_of, checked_recalls
-from memkit._records import Record, from_us, new_record, records_from_items, trace_record
+from memkit._records import Record, new_record, records_from_items, trace_record
 from memkit._retrieval import HybridConfig, VectorIndex, check_hybrid, check_mode, dense_leg, fuse, modes_for
 from memkit._validate import (
     DEFAULT_LIMITS,
@@ -27,7 +27,7 @@ from memkit._validate import (
     check_read,
     check_scope,
 )
-from memkit.adapters._plumbing import timed_health
+from memkit.adapters._plumbing import namespace_infos, timed_health, trace_count
 
 __all__ = ["InMemoryAdapter", "MockMemoryAdapter"]
 
@@ -284,17 +284,9 @@ class InMemoryAdapter:
         return None if record is None else record.to_item()
 
     async def namespaces(self) -> list[NamespaceInfo]:
-        spans: dict[tuple[str, str], list[int]] = {}
         with self._lock:
-            for r in self._records.values():
-                span = spans.setdefault((r.user_id, r.agent_id), [0, r.created_us, r.created_us])
-                span[0] += 1
-                span[1] = min(span[1], r.created_us)
-                span[2] = max(span[2], r.created_us)
-        return [
-            NamespaceInfo(user_id=u, agent_id=a, count=c, first_at=from_us(lo), last_at=from_us(hi))
-            for (u, a), (c, lo, hi) in sorted(spans.items())
-        ]
+            records = list(self._records.values())
+        return namespace_infos(records)
 
     async def stats(self) -> Stats:
         with self._lock:
@@ -302,7 +294,7 @@ class InMemoryAdapter:
         return Stats(
             provider=self.provider_name,
             memories=len(records),
-            traces=sum(1 for r in records if r.metadata.get("type") == "trace"),
+            traces=trace_count(records),
             namespaces=len({(r.user_id, r.agent_id) for r in records}),
         )
 

@@ -42,6 +42,7 @@ class Neo4jDialect(Dialect):
         self.__auth = (user, password or "") if user is not None else None
         # The async driver belongs to the event loop that created it.
         self._drivers: dict[int, Any] = {}
+        self._closed = False
 
     def describe(self) -> str:
         parts = urlsplit(self._uri)
@@ -101,6 +102,8 @@ class Neo4jDialect(Dialect):
     def _driver(self) -> Any:
         from neo4j import AsyncGraphDatabase
 
+        if self._closed:
+            raise StorageError(f"{self.describe()} is closed; open the store again to use it")
         key = id(asyncio.get_running_loop())
         driver = self._drivers.get(key)
         if driver is None:
@@ -159,7 +162,8 @@ class Neo4jDialect(Dialect):
         # New indexes fill in the background; a full-text query on one still populating fails.
         await self._session_run([(_AWAIT_INDEXES, {})], write=False)
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
+        self._closed = True
         drivers, self._drivers = list(self._drivers.values()), {}
         for driver in drivers:
             await driver.close()

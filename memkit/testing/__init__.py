@@ -17,10 +17,16 @@ provider (each call on the same storage, so persistence can be checked)::
 Tests use fresh random namespaces, so a shared server is fine. Where an
 adapter deliberately differs, name the test in ``differences`` with the reason:
 the test is then expected to fail (strict xfail), so the note cannot go stale.
+
+An optional capability (``SupportsGet``, ``SupportsRecalls``, ...) the adapter does
+not implement is not skipped: its tests check that it is wholly absent (none of its
+methods) and that :class:`memkit.Memory` refuses it with ``NotImplementedError``, and
+:func:`absence_report` lists what each adapter lacks (memkit's own ``conftest.py``
+prints it at the end of the run).
 """
 
-from memkit.testing._conformance import ProviderConformance
+from memkit.testing._conformance import ProviderConformance, absence_report
 from memkit.testing._falkordb import FalkorDBServer
 from memkit.testing._neo4j import NEO4J_CURRENT, NEO4J_LTS, Neo4jServer
 
-__all__ = ["NEO4J_CURRENT", "NEO4J_LTS", "FalkorDBServer", "Neo4jServer", "ProviderConformance"]
+__all__ = ["NEO4J_CURRENT", "NEO4J_LTS", "FalkorDBServer", "Neo4jServer", "ProviderConformance", "absence_report"]

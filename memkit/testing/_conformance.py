@@ -15,22 +15,12 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("memkit.testing needs pytest and pytest-asyncio: pip install 'memkit[dev]'") from exc
 
-from memkit._errors import InvalidInputError
+from memkit import _protocols as port
+from memkit._errors import InvalidInputError, MemkitError
 from memkit._filters import matches, parse_filters
 from memkit._models import MemoryItem
-from memkit._protocols import (
-    MemoryProvider,
-    SupportsAddMany,
-    SupportsClose,
-    SupportsExport,
-    SupportsGet,
-    SupportsHealth,
-    SupportsNamespaces,
-    SupportsPaging,
-    SupportsStats,
-)
 
-__all__ = ["ProviderConformance"]
+__all__ = ["ProviderConformance", "absence_report"]
 
 # Metadata shaped to exercise every operator, type rule and missing-key rule.
 FILTER_ROWS: list[dict[str, Any]] = [
@@ -106,6 +96,39 @@ def _ids(items: list[MemoryItem]) -> list[str]:
     return [item.id for item in items]
 
 
+# Each optional capability, and the :class:`memkit.Memory` method that must refuse it with
+# NotImplementedError on an adapter without it (None: no sync method of its own).
+OPTIONAL: dict[type, str | None] = {
+    port.SupportsGet: "get",
+    port.SupportsAddMany: "add_many",
+    port.SupportsNamespaces: "namespaces",
+    port.SupportsStats: "stats",
+    port.SupportsHealth: "health",
+    port.SupportsExport: "export",
+    port.SupportsPaging: "get_page",
+    port.SupportsRecalls: "recalls",
+    port.SupportsAsOf: None,
+    port.SupportsTraceColumns: None,
+    port.SupportsClose: None,
+}
+
+# The capabilities each adapter class was seen without, for the end-of-run report.
+_ABSENT: dict[str, set[str]] = {}
+
+
+def _members(capability: type) -> list[str]:
+    """The names a capability protocol requires (what ``isinstance`` checks)."""
+    return sorted({name for name in vars(capability) if not name.startswith("_")} | set(capability.__annotations__))
+
+
+def absence_report() -> list[str]:
+    """One line per adapter the suite ran on that lacks optional capabilities, naming them."""
+    return [
+        f"{adapter} does not offer: {', '.join(sorted(absent))}"
+        for adapter, absent in sorted(_ABSENT.items()) if absent
+    ]
+
+
 class ProviderConformance:
     """Behaviour every :class:`~memkit.MemoryProvider` must show.
 
@@ -142,7 +165,7 @@ class ProviderConformance:
 
     @staticmethod
     async def _close(provider: Any) -> None:
-        if isinstance(provider, SupportsClose):
+        if isinstance(provider, port.SupportsClose):
             await provider.aclose()
 
     @pytest_asyncio.fixture
@@ -212,7 +235,7 @@ class ProviderConformance:
         assert await provider.get_all(user_id=user, agent_id=agent) == []
 
     def test_protocol_type_check(self, provider: Any) -> None:
-        assert isinstance(provider, MemoryProvider)
+        assert isinstance(provider, port.MemoryProvider)
 
     # -- ids, ordering, limits ----------------------------------------------------------
 
@@ -390,7 +413,16 @@ class ProviderConformance:
     @pytest.mark.asyncio
     async def test_persists_across_reopen(self, make_provider: Callable[[], Any], ns: tuple[str, str]) -> None:
         if not self.persistent:
-            pytest.skip("this adapter keeps memories only for the life of the object")
+            # Declared: memories live as long as the object. Then a new one starts empty.
+            first = await self._build(make_provider)
+            await first.add("gone with the object", *ns)
+            await self._close(first)
+            second = await self._build(make_provider)
+            try:
+                assert await second.get_all(*ns) == []
+            finally:
+                await self._close(second)
+            return
         first = await self._build(make_provider)
         try:
             mem_id = await first.add("survives a restart", *ns, metadata={"gene": "TP53"})
@@ -504,10 +536,9 @@ class ProviderConformance:
 
     @pytest.mark.asyncio
     async def test_search_modes_are_declared_and_kept(self, provider: Any, ns: tuple[str, str]) -> None:
-        from memkit._protocols import SupportsSearchModes
         from memkit._retrieval import MODES, HybridConfig
 
-        assert isinstance(provider, SupportsSearchModes)
+        assert isinstance(provider, port.SupportsSearchModes)
         declared = provider.search_modes
         provider = cast(Any, provider)
         assert declared and set(declared) <= set(MODES)
@@ -528,13 +559,79 @@ class ProviderConformance:
     # -- optional capabilities ------------------------------------------------------------------------------
 
     @staticmethod
-    def _need(provider: Any, capability: type) -> None:
-        if not isinstance(provider, capability):
-            pytest.skip(f"{type(provider).__name__} does not implement {capability.__name__}")
+    def _lacks(provider: Any, capability: type) -> bool:
+        """False when ``provider`` offers ``capability``; else check that it says so cleanly, and note it.
+
+        An adapter without a capability must have none of its members (no half-built
+        capability a caller would trip on) and :class:`memkit.Memory` must refuse the
+        call with ``NotImplementedError`` naming it. The absence is listed at the end
+        of the run (see :func:`absence_report`), never skipped in silence.
+        """
+        if isinstance(provider, capability):
+            return False
+        present = [m for m in _members(capability) if hasattr(provider, m) and m != "search"]
+        assert present == [], f"{type(provider).__name__} has {present} of {capability.__name__} but not all of it"
+        method = OPTIONAL.get(capability)
+        if method is not None:
+            from memkit._sync import Memory
+
+            facade = Memory(provider)
+            with pytest.raises(NotImplementedError, match=f"does not support {method}"):
+                result = getattr(facade, method)(*(["some-id"] if method == "get" else []))
+                if method == "export":
+                    next(iter(result))
+        _ABSENT.setdefault(type(provider).__name__, set()).add(capability.__name__)
+        return True
+
+    @pytest.mark.asyncio
+    @pytest.mark.parametrize("capability", list(OPTIONAL), ids=lambda c: c.__name__)
+    async def test_optional_capability_is_whole_or_absent(
+        self, provider: Any, ns: tuple[str, str], capability: type
+    ) -> None:
+        from datetime import datetime
+
+        lacking = self._lacks(provider, capability)
+        if capability is port.SupportsAsOf:
+            memory_id = await provider.add("written after the cut-off", *ns)
+            past = datetime(2000, 1, 1, tzinfo=UTC)
+            if lacking:
+                # A search that cannot honour as_of must refuse it, not answer as of now.
+                with pytest.raises((TypeError, MemkitError)):
+                    await provider.search("written", *ns, as_of=past)
+            else:
+                assert provider.searches_as_of is True
+                assert await provider.search("written", *ns, as_of=past) == []
+                assert _ids(await provider.search("written", *ns, as_of=datetime.now(UTC))) == [memory_id]
+        elif lacking:
+            return
+        elif capability is port.SupportsRecalls:
+            assert await provider.recalls(user_id=ns[0], agent_id=ns[1]) == []
+            assert await provider.get_recall("no-such-recall") is None
+        elif capability is port.SupportsTraceColumns:
+            await provider.add_trace(ns[1], "wf-columns", {"tool": "bwa", "status": "success"}, user_id=ns[0])
+            columns = await provider.trace_columns(workflow_id="wf-columns", agent_id=ns[1], user_id=ns[0])
+            assert len({len(values) for values in columns.values()}) == 1 and list(columns["tool"]) == ["bwa"]
+
+    @pytest.mark.asyncio
+    async def test_close_is_idempotent_and_final(self, make_provider: Callable[[], Any], ns: tuple[str, str]) -> None:
+        provider = await self._build(make_provider)
+        if self._lacks(provider, port.SupportsClose):
+            return
+        await provider.add("before closing", *ns)
+        await provider.aclose()
+        await provider.aclose()  # again: nothing to do, no error
+        try:
+            await provider.add("after closing", *ns)
+        except MemkitError as exc:
+            assert "closed" in str(exc)
+        else:
+            # Only a store that holds nothing to release may keep answering.
+            assert not self.persistent, f"{type(provider).__name__} accepted a write after aclose()"
 
     @pytest.mark.asyncio
     async def test_get(self, provider: Any, ns: tuple[str, str]) -> None:
-        self._need(provider, SupportsGet)
+        if self._lacks(provider, port.SupportsGet):
+            return
         mem_id = await provider.add("fetch me", *ns, metadata={"a": 1})
         item = await provider.get(mem_id)
         assert item is not None and (item.id, item.content, item.metadata) == (mem_id, "fetch me", {"a": 1})
@@ -543,7 +640,8 @@ class ProviderConformance:
 
     @pytest.mark.asyncio
     async def test_add_many_is_all_or_nothing(self, provider: Any, ns: tuple[str, str]) -> None:
-        self._need(provider, SupportsAddMany)
+        if self._lacks(provider, port.SupportsAddMany):
+            return
         user, agent = ns
         rows = [{"content": f"batch {i}", "user_id": user, "agent_id": agent, "metadata": {"i": i}} for i in range(30)]
         ids = await provider.add_many(rows)
@@ -559,7 +657,8 @@ class ProviderConformance:
 
     @pytest.mark.asyncio
     async def test_namespaces(self, provider: Any, ns: tuple[str, str]) -> None:
-        self._need(provider, SupportsNamespaces)
+        if self._lacks(provider, port.SupportsNamespaces):
+            return
         user, agent = ns
         for _ in range(3):
             await provider.add("a", user, agent)
@@ -572,20 +671,21 @@ class ProviderConformance:
 
     @pytest.mark.asyncio
     async def test_stats_and_health(self, provider: Any, ns: tuple[str, str]) -> None:
-        self._need(provider, SupportsStats)
-        before = await provider.stats()
-        await provider.add("counted", *ns)
-        await provider.add_trace(ns[1], "wf-stats", {"tool": "x"}, user_id=ns[0])
-        after = await provider.stats()
-        assert after.memories - before.memories == 2
-        assert after.traces - before.traces == 1
-        if isinstance(provider, SupportsHealth):
+        if not self._lacks(provider, port.SupportsStats):
+            before = await provider.stats()
+            await provider.add("counted", *ns)
+            await provider.add_trace(ns[1], "wf-stats", {"tool": "x"}, user_id=ns[0])
+            after = await provider.stats()
+            assert after.memories - before.memories == 2
+            assert after.traces - before.traces == 1
+        if not self._lacks(provider, port.SupportsHealth):
             health = await provider.health()
-            assert health.ok is True and health.latency_ms >= 0
+            assert health.ok is True and health.latency_ms >= 0 and health.detail
 
     @pytest.mark.asyncio
     async def test_export_yields_every_record_oldest_first(self, provider: Any, ns: tuple[str, str]) -> None:
-        self._need(provider, SupportsExport)
+        if self._lacks(provider, port.SupportsExport):
+            return
         user, agent = ns
         ids = [await provider.add(f"export {i}", user, agent, {"i": i}) for i in range(5)]
         ids.append(await provider.add_trace(agent, "wf-export", {"tool": "t"}, user_id=user))
@@ -595,7 +695,8 @@ class ProviderConformance:
 
     @pytest.mark.asyncio
     async def test_get_page(self, provider: Any, ns: tuple[str, str]) -> None:
-        self._need(provider, SupportsPaging)
+        if self._lacks(provider, port.SupportsPaging):
+            return
         ids = [await provider.add(f"page {i}", *ns) for i in range(7)]
         newest = ids[::-1]
         assert _ids(await provider.get_page(*ns, offset=0, limit=3)) == newest[:3]

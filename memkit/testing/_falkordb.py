@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import shutil
-import signal
 import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
+
+from memkit.testing._process import ServerProcess
 
 __all__ = ["FalkorDBServer"]
 
@@ -21,7 +20,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-class FalkorDBServer:
+class FalkorDBServer(ServerProcess):
     """A redis-server with the FalkorDB module on a free loopback port, no persistence.
 
     ``start()`` raises ``RuntimeError`` saying why when the server does not come
@@ -35,13 +34,12 @@ class FalkorDBServer:
     """
 
     def __init__(self, port: int | None = None, startup_timeout: float = 30.0, *, persistent: bool = False) -> None:
+        super().__init__()
         self.port = port or _free_port()
         # persistent: an fsync-always append-only file in a temp dir that survives kill()/restart().
         self.persistent = persistent
         self.host = "127.0.0.1"
         self.startup_timeout = startup_timeout
-        self.process: subprocess.Popen[bytes] | None = None
-        self._dir: str | None = None
 
     def url(self, graph: str = "memkit") -> str:
         return f"falkordb://{self.host}:{self.port}/{graph}"
@@ -98,17 +96,6 @@ class FalkorDBServer:
         except OSError:
             return False
 
-    def kill(self) -> None:
-        """Kill the server abruptly (SIGKILL), as a crash would."""
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=10)
-
-    def restart(self) -> FalkorDBServer:
-        """Start again on the same port and folder (a ``persistent`` server replays its append-only file)."""
-        self._halt()
-        return self.start()
-
     def _halt(self) -> None:
         if self.process is not None:
             if self.process.poll() is None:
@@ -119,16 +106,3 @@ class FalkorDBServer:
                     self.kill()
             self.process = None
 
-    def stop(self) -> None:
-        """Stop the server and delete its folder."""
-        self._halt()
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
-
-    def __enter__(self) -> FalkorDBServer:
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()

@@ -17,7 +17,8 @@ import tempfile
 import time
 import zlib
 from pathlib import Path
-from types import TracebackType
+
+from memkit.testing._process import ServerProcess
 
 __all__ = ["NEO4J_CURRENT", "NEO4J_LTS", "Neo4jServer"]
 
@@ -47,7 +48,7 @@ def _java_major(java: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-class Neo4jServer:
+class Neo4jServer(ServerProcess):
     """A real Neo4j on a free loopback port, auth off, data in a temporary folder.
 
     ``start()`` raises ``RuntimeError`` saying why when the server does not come
@@ -77,8 +78,11 @@ class Neo4jServer:
     ...     mem = memkit.open(server.url)
     """
 
+    kill_wait = 30.0
+
     def __init__(self, port: int | None = None, startup_timeout: float = 300.0, *, version: str | None = None,
                  java: str | None = None, heap: str = "1g", quick_start: bool = True) -> None:
+        super().__init__()
         self.version = version or os.environ.get("MEMKIT_NEO4J_VERSION") or NEO4J_LTS
         if self.version not in _PROFILES:
             raise ValueError(f"Neo4j version must be one of {', '.join(_PROFILES)}, got {self.version!r}")
@@ -89,11 +93,9 @@ class Neo4jServer:
         self.heap = heap
         self.quick_start = quick_start
         self._archive: tuple[Path, Path] | None = None  # (being written, final)
-        self.process: subprocess.Popen[bytes] | None = None
         self.server_version: str | None = None
         self.edition: str | None = None
         self.startup_seconds: float | None = None
-        self._dir: str | None = None
 
     @property
     def uri(self) -> str:
@@ -223,17 +225,6 @@ class Neo4jServer:
             tail = "\n".join(ln for ln in lines if " ERROR " in ln or " WARN " in ln)[-2000:] or "\n".join(lines[-20:])
         return f"launcher output:\n{output[-3000:]}\ndebug.log:\n{tail}"
 
-    def kill(self) -> None:
-        """Kill the server abruptly (SIGKILL), as a crash would; its data folder stays for :meth:`restart`."""
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=30)
-
-    def restart(self) -> Neo4jServer:
-        """Start again on the same port and data folder (Neo4j recovers from its transaction log)."""
-        self._halt()
-        return self.start()
-
     def _halt(self) -> None:
         process, self.process = self.process, None
         if process is None:
@@ -265,19 +256,6 @@ class Neo4jServer:
             else:
                 partial.unlink(missing_ok=True)
 
-    def stop(self) -> None:
-        """Stop the server and delete its folder."""
-        self._halt()
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
-
-    def __enter__(self) -> Neo4jServer:
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
 
 
 def _megabytes(size: str) -> int:

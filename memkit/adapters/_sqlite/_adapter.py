@@ -7,8 +7,6 @@ WAL and ``busy_timeout`` let several processes share the file.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import os
 import sqlite3
@@ -17,7 +15,6 @@ import time
 import warnings
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -38,7 +35,7 @@ from memkit._validate import (
     check_read,
     check_scope,
 )
-from memkit.adapters._plumbing import timed_health
+from memkit.adapters._plumbing import Worker, timed_health
 from memkit.adapters._sqlite._keywords import KeywordCache, feed_head
 from memkit.adapters._sqlite._schema import SCHEMA_VERSION, connect, write_transaction
 from memkit.adapters._sqlite._search import ranked
@@ -72,7 +69,7 @@ def _flush_later(adapter_ref: weakref.ref[SQLiteAdapter], wake: threading.Event)
         time.sleep(_RECALL_DELAY_S)
         wake.clear()
         adapter = adapter_ref()
-        if adapter is None or adapter._closed:
+        if adapter is None or adapter._worker.closed:
             return
         adapter._submit_flush()
         del adapter
@@ -147,17 +144,16 @@ class SQLiteAdapter:
         chosen = None if embedder is None or embedder is _UNSET else get_embedder(embedder)
         self._vectors = Vectors(self.path, chosen, unset=embedder is _UNSET)
         self._keywords = KeywordCache(max_indexed)
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memkit-sqlite")
+        self._worker = Worker("memkit-sqlite", self.__repr__, translate=self._storage_error)
         self._conn: sqlite3.Connection | None = None
-        self._closed = False
         self._recall_lock = threading.Lock()
         self._pending_recalls: list[dict[str, Any]] = []
         self._recall_wake = threading.Event()
         self._recall_flusher: threading.Thread | None = None
         try:
-            self._executor.submit(self._open).result()
+            self._worker.call(self._open)
         except BaseException:
-            self._executor.shutdown(wait=False)
+            self._worker.abandon()
             raise
 
     @classmethod
@@ -190,14 +186,13 @@ class SQLiteAdapter:
             raise StorageError(f"{self!r} is closed")
         return self._conn
 
+    def _storage_error(self, exc: Exception) -> StorageError | None:
+        if isinstance(exc, sqlite3.Error):
+            return StorageError(f"SQLite failed on {self.path!r}: {exc}")
+        return None
+
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
-        if self._closed:
-            raise StorageError(f"{self!r} is closed")
-        loop = asyncio.get_running_loop()
-        try:
-            return await loop.run_in_executor(self._executor, fn, *args)
-        except sqlite3.Error as exc:
-            raise StorageError(f"SQLite failed on {self.path!r}: {exc}") from exc
+        return await self._worker.run(fn, *args)
 
     def _write(self, records: list[Record], progress: bool = False) -> list[str]:
         db = self._db()
@@ -566,10 +561,8 @@ class SQLiteAdapter:
                 )
 
     def _submit_flush(self) -> None:
-        # RuntimeError: the store is closing, and _close flushes what is left.
-        with contextlib.suppress(RuntimeError):
-            if not self._closed:
-                self._executor.submit(self._flush_recalls)
+        # Refused once the store is closing: _close flushes what is left.
+        self._worker.submit(self._flush_recalls)
 
     def _keep_recall(self, body: dict[str, Any]) -> None:
         # One transaction per recall would cost more than a keyword search: recalls queue
@@ -635,24 +628,16 @@ class SQLiteAdapter:
         return self._insert_recalls(bodies)
 
     def _close(self) -> None:
+        self._recall_wake.set()  # the recall thread sees the store closing and ends
         if self._conn is not None:
             self._flush_recalls()
             self._conn.close()
             self._conn = None
 
     async def aclose(self) -> None:
-        if self._closed:
-            return
-        await self._run(self._close)
-        self._closed = True
-        self._recall_wake.set()
-        self._executor.shutdown(wait=True)
+        """Write the queued recalls and close the file; again is a no-op, any other call then fails."""
+        await self._worker.aclose(self._close)
 
     def close(self) -> None:
-        """Close from sync code (no event loop needed)."""
-        if self._closed:
-            return
-        self._executor.submit(self._close).result()
-        self._closed = True
-        self._recall_wake.set()
-        self._executor.shutdown(wait=True)
+        """:meth:`aclose` from sync code (no event loop needed)."""
+        self._worker.close(self._close)
