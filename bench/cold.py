@@ -58,7 +58,7 @@ async def main():
     a = time.perf_counter()
     hits = await store.search(first, "bench", "cold", limit=10, mode=mode)
     b = time.perf_counter()
-    store._executor.submit(lambda: None).result()  # what the first search left to do behind it
+    store._worker.call(lambda: None)  # what the first search left to do behind it
     c = time.perf_counter()
     await store.search(second, "bench", "cold", limit=10, mode=mode)
     d = time.perf_counter()

@@ -266,8 +266,7 @@ class SQLiteAdapter:
         hits = ranked(self._db(), self._keywords, self._vectors, *args)
         if self._vectors.unsettled:
             # Saving a namespace's vectors for the next process waits until this search has returned.
-            with contextlib.suppress(RuntimeError):  # closing: the next process saves them
-                self._executor.submit(self._settle)
+            self._worker.submit(self._settle)  # refused once closing: the next process does it
         return hits
 
     def _settle(self) -> None:
