@@ -223,3 +223,69 @@ async def test_a_version_6_store_migrates_and_saves_vector_snapshots(tmp_path: P
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
     conn.close()
     assert [row[:2] + row[4:] for row in _snapshots(path)] == [("u", "a", 30, 0)]
+
+
+_WRITER = """
+import asyncio, json, sys
+from memkit.adapters import SQLiteAdapter
+
+async def main():
+    store = SQLiteAdapter(sys.argv[1])
+    store._vectors.resave_min = store._keywords.resave_min = 1  # save after every search
+    batch = int(sys.argv[2])
+    while True:
+        batch += 1
+        items = [{"content": f"kinase note {batch} {i} sample", "user_id": "u", "agent_id": "a"} for i in range(20)]
+        print(json.dumps(await store.add_many(items)), flush=True)  # acknowledged
+        store._vectors._unsaved.add(("u", "a"))  # a snapshot is written behind every search
+        await store.search("kinase sample", "u", "a", mode="hybrid")
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.slow
+def test_killed_while_saving_snapshots_loses_nothing_and_answers_alike(tmp_path: Path) -> None:
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import memkit
+
+    path = tmp_path / "killed.db"
+    acknowledged: list[str] = []
+    rng = random.Random(8)
+    for trial in range(6):
+        child = subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(path), str(trial * 1_000)], stdout=subprocess.PIPE, text=True
+        )
+        assert child.stdout is not None
+        deadline = time.monotonic() + rng.uniform(1.5, 4.0)
+        while time.monotonic() < deadline:
+            line = child.stdout.readline()
+            assert line, "the writer died on its own"
+            acknowledged.extend(json.loads(line))
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    stored = {row[0] for row in conn.execute("SELECT id FROM memories")}
+    saved = conn.execute("SELECT count(*) FROM vector_snapshots").fetchone()[0]
+    conn.close()
+    assert set(acknowledged) <= stored and len(acknowledged) > 100
+    assert saved == 1  # some snapshot survived the kills whole (or was rewritten by the next writer)
+
+    def answers() -> list[Any]:
+        mem = memkit.open(f"sqlite:///{path}")
+        try:
+            return [[(h.id, round(h.score or 0.0, 9)) for h in mem.search(q, "u", "a", limit=20, mode=mode)]
+                    for mode in ("semantic", "hybrid") for q in ("kinase note 3", "sample 17")]
+        finally:
+            mem.close()
+
+    restored = answers()
+    _forget(path)
+    assert answers() == restored

@@ -3,11 +3,12 @@
 A namespace's :class:`VectorIndex` follows the store's change feed exactly like a keyword
 index (see :mod:`memkit.adapters._sqlite._keywords`), and is saved in the store file at a
 feed position (``vector_snapshots``) so that a new process need not recompute what the
-dense leg derives from the vectors: the namespace's moments (for the z-score fusion
-needs), its principal axes and every vector's projection on them (for the shortlist).
-A process restores those and catches up from the feed; for a namespace with a shortlist
-it does not even read the vectors themselves until something needs them all (a filter,
-a deep query, a removal): the shortlist's few thousand rescored vectors are read by key.
+dense leg derives from the vectors: the namespace's moments (the z-score in fusion needs
+them), its principal axes and every vector's projection on them (for the shortlist).
+A process restores those and catches up from the feed. For a namespace with a shortlist
+its first search reads only the few thousand vectors the shortlist rescores, by key; the
+rest are read behind that search (:meth:`Vectors.settle`), or before it when it needs
+them all (a filter, a deep query, a removal).
 
 Why in the store file and not a side file mapped with numpy: one file is the whole store
 (copy it, and the copy is fast on first search too), and a snapshot is written in one
@@ -228,6 +229,7 @@ class Vectors:
         (its later searches then read none), and save the indexes whose loading took many changes."""
         if not self.unsettled:
             return
+        self.sync(db)  # re-embedded by another process since: the search after this one says so
         with snapshot(db):
             self._catch_up(db)
             for key in [k for k, index in self._indexes.items() if index.partial]:
