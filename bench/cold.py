@@ -58,7 +58,8 @@ async def main():
     a = time.perf_counter()
     hits = await store.search(first, "bench", "cold", limit=10, mode=mode)
     b = time.perf_counter()
-    store._worker.call(lambda: None)  # what the first search left to do behind it
+    while store._vectors.unsettled:  # what the first search left to do behind it, step by step
+        store._worker.call(lambda: None)
     c = time.perf_counter()
     await store.search(second, "bench", "cold", limit=10, mode=mode)
     d = time.perf_counter()

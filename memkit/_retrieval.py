@@ -243,6 +243,20 @@ class VectorIndex:
         self._matrix[: self._missing] = matrix
         self._missing, self._rows, self._whole = 0, None, None
 
+    def lacking(self, count: int) -> np.ndarray:
+        """The keys of the last ``count`` (at most) vectors a partial index lacks, in position order."""
+        return self._keys[max(0, self._missing - count) : self._missing]
+
+    def supply(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+        """Fill in the vectors of ``keys`` (what :meth:`lacking` named), so fewer are lacking."""
+        start = self._missing - len(keys)
+        if start < 0 or not np.array_equal(self._keys[start : self._missing], keys):
+            raise ValueError("these are not the vectors this index lacks")
+        self._matrix[start : self._missing] = vectors
+        self._missing = start
+        if not start:
+            self._rows, self._whole = None, None
+
     def _whole_only(self) -> None:
         if self._missing:
             raise RuntimeError("this vector index is partial: materialize() it first")

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import memkit._retrieval
+import memkit.adapters._sqlite._vectors
 from memkit.adapters import SQLiteAdapter
 from memkit.adapters._sqlite._schema import MIGRATIONS, SCHEMA_VERSION, statements
 
@@ -70,7 +71,9 @@ def _fresh(path: Path, save: bool = False, settle: bool = True) -> SQLiteAdapter
     return store
 
 
-async def test_restored_and_recomputed_indexes_answer_alike(tmp_path: Path, shortlisted: None) -> None:
+async def test_restored_and_recomputed_indexes_answer_alike(
+    tmp_path: Path, shortlisted: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "v.db"
     first = SQLiteAdapter(path)
     await first.add_many(_texts(6_000, seed=1))
@@ -85,10 +88,23 @@ async def test_restored_and_recomputed_indexes_answer_alike(tmp_path: Path, shor
     with_snapshot = await _answers(restored)
     await restored.aclose()
 
-    settled = _fresh(path)  # reads the rest of the vectors behind its first search
+    # The rest of the vectors are read behind the first search, 1,000 a step here.
+    monkeypatch.setattr(memkit.adapters._sqlite._vectors, "SUPPLY", 1_000)
+    stepped = _fresh(path, settle=False)
+    await stepped.search("kinase", "u", "a", mode="semantic")
+    assert stepped._conn is not None
+    conn = stepped._conn
+    assert [await stepped._run(stepped._vectors.settle, conn) for _ in range(6)] == [True] * 5 + [False]
+    assert not stepped._vectors._indexes[("u", "a")].partial
+    await stepped.aclose()
+    settled = _fresh(path)  # each step queued by the last one, behind any call that came meanwhile
     await settled.search("kinase", "u", "a", mode="semantic")
-    await settled._run(lambda: None)
-    assert not settled._vectors._indexes[("u", "a")].partial
+    index = settled._vectors._indexes[("u", "a")]
+    for _ in range(20):
+        if not index.partial:
+            break
+        await settled._run(lambda: None)
+    assert not index.partial
     assert await _answers(settled) == with_snapshot
     await settled.aclose()
 

@@ -146,6 +146,7 @@ class SQLiteAdapter:
         self._keywords = KeywordCache(max_indexed)
         self._worker = Worker("memkit-sqlite", self.__repr__, translate=self._storage_error)
         self._conn: sqlite3.Connection | None = None
+        self._settling = False  # a Vectors.settle step is queued on the worker
         self._recall_lock = threading.Lock()
         self._pending_recalls: list[dict[str, Any]] = []
         self._recall_wake = threading.Event()
@@ -264,14 +265,16 @@ class SQLiteAdapter:
 
     def _ranked(self, *args: Any) -> list[MemoryItem]:
         hits = ranked(self._db(), self._keywords, self._vectors, *args)
-        if self._vectors.unsettled:
-            # Saving a namespace's vectors for the next process waits until this search has returned.
-            self._worker.submit(self._settle)  # refused once closing: the next process does it
+        if self._vectors.unsettled and not self._settling:
+            # Reading the rest of a restored index, or saving one for the next process, waits until
+            # this search has returned. Refused once closing: the next process does it.
+            self._settling = self._worker.submit(self._settle)
         return hits
 
     def _settle(self) -> None:
-        if self._conn is not None:
-            self._vectors.settle(self._conn)
+        more = self._conn is not None and self._vectors.settle(self._conn)
+        # The next step queues behind any call that came meanwhile: none waits for more than one.
+        self._settling = more and self._worker.submit(self._settle)
 
     async def search(
         self,

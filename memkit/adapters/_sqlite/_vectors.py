@@ -40,6 +40,8 @@ __all__ = ["EMBED_BATCH", "Vectors", "blob"]
 EMBED_BATCH = 1_024
 # SQLite's default limit on one value is 1e9 bytes: a larger namespace is not saved.
 _MAX_BLOB = 900_000_000
+#: Vectors a restored index reads per step behind its searches (about 25 MB at 384 dimensions).
+SUPPLY = 16_384
 _ALL_ROWS = "SELECT seq, content FROM memories WHERE seq > ? ORDER BY seq LIMIT ?"
 
 
@@ -224,23 +226,46 @@ class Vectors:
         """There are indexes to save or to read whole (see :meth:`settle`)."""
         return self._partial or bool(self._unsaved)
 
-    def settle(self, db: sqlite3.Connection) -> None:
-        """Run after the search that loaded an index: read the rest of a restored index's vectors
-        (its later searches then read none), and save the indexes whose loading took many changes."""
+    def settle(self, db: sqlite3.Connection) -> bool:
+        """Run after the search that loaded an index: save the indexes whose loading took many
+        changes, and read :data:`SUPPLY` more of a restored index's vectors (its later searches
+        then read none). Returns whether vectors are still lacking: the caller runs it again,
+        queued behind whatever came meanwhile, so no call waits for more than one step."""
         if not self.unsettled:
-            return
+            return False
         self.sync(db)  # re-embedded by another process since: the search after this one says so
         with snapshot(db):
             self._catch_up(db)
-            for key in [k for k, index in self._indexes.items() if index.partial]:
-                self._whole(db, key)
-            self._partial = False
+            for key in [k for k, index in self._indexes.items() if index.partial][:1]:
+                self._supply(db, key)
+            self._partial = any(index.partial for index in self._indexes.values())
             indexes = {k: self._whole(db, k) for k in self._unsaved if k in self._indexes}
             position = (self._seq, self._change)
         self._unsaved.clear()
         assert self.embedder is not None
         for (user_id, agent_id), index in indexes.items():
             _save(db, user_id, agent_id, position, self.embedder.name, index)
+        return self._partial
+
+    def _supply(self, db: sqlite3.Connection, key: tuple[str, str]) -> None:
+        """Read the next :data:`SUPPLY` vectors a restored index lacks, from the vectors table.
+
+        A restored index lacks only vectors of its snapshot's keys, none deleted since (a
+        deletion reads them all first), so the namespace's rows between the first and the last
+        of the keys asked for are exactly those keys; anything else reads them all from the
+        snapshot instead."""
+        index = self._indexes[key]
+        keys = index.lacking(SUPPLY)
+        rows = db.execute(
+            "SELECT v.seq, v.vector FROM memory_vectors v JOIN memories m ON m.seq = v.seq"
+            " WHERE v.seq >= ? AND v.seq <= ? AND +m.user_id = ? AND +m.agent_id = ? ORDER BY v.seq",
+            (int(keys[0]), int(keys[-1]), *key),
+        ).fetchall()
+        found = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        if not np.array_equal(found, keys):
+            self._whole(db, key)
+            return
+        index.supply(keys, np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1))
 
     def _whole(self, db: sqlite3.Connection, key: tuple[str, str]) -> VectorIndex:
         """The cached index with every vector in memory (reloaded if its snapshot was replaced)."""
