@@ -11,9 +11,10 @@ that opens the store and times ``open``, the first search and a second search, i
   snapshots: every vector read and the namespace's statistics recomputed);
 * ``nothing_saved``: neither (every text analysed, every vector read and recomputed).
 
-``then_behind_ms`` is the work the first search left queued behind it on the store's thread
-(with a snapshot: reading the rest of the vectors), which a second search issued at once would
-wait for; ``second_search_ms`` is timed after it. The runs that find nothing saved do not save
+``second_at_once_ms`` is a second search issued as soon as the first returned (with a snapshot it
+waits for one step of reading the rest of the vectors at most); ``then_behind_ms`` the rest of the
+work the first search left queued behind it on the store's thread; ``later_search_ms`` a search
+after that. The runs that find nothing saved do not save
 (so every run starts from the same file); one more run times what saving costs: the first search
 without a vector snapshot, then the snapshot written behind it (``save_ms``). Every mode's first
 results (ids and scores) are compared across the three states (``same_results``). Reported:
@@ -58,13 +59,15 @@ async def main():
     a = time.perf_counter()
     hits = await store.search(first, "bench", "cold", limit=10, mode=mode)
     b = time.perf_counter()
+    await store.search(second, "bench", "cold", limit=10, mode=mode)  # at once: behind one step at most
+    c = time.perf_counter()
     while store._vectors.unsettled:  # what the first search left to do behind it, step by step
         store._worker.call(lambda: None)
-    c = time.perf_counter()
-    await store.search(second, "bench", "cold", limit=10, mode=mode)
     d = time.perf_counter()
-    print(json.dumps({"open": (t1 - t0) * 1e3, "first": (b - a) * 1e3, "save": (c - b) * 1e3,
-                      "second": (d - c) * 1e3, "hits": [[h.id, h.score] for h in hits]}))
+    await store.search(second, "bench", "cold", limit=10, mode=mode)
+    e = time.perf_counter()
+    print(json.dumps({"open": (t1 - t0) * 1e3, "first": (b - a) * 1e3, "at_once": (c - b) * 1e3,
+                      "save": (d - c) * 1e3, "second": (e - d) * 1e3, "hits": [[h.id, h.score] for h in hits]}))
 asyncio.run(main())
 store.close()
 """
@@ -142,15 +145,16 @@ def run(size: int, runs: int, store: Path | None = None, states: tuple[str, ...]
                     "state": state, "mode": mode,
                     "open_ms": round(statistics.median(s["open"] for s in samples), 1),
                     "first_search_ms": round(statistics.median(s["first"] for s in samples), 1),
+                    "second_at_once_ms": round(statistics.median(s["at_once"] for s in samples), 1),
                     "then_behind_ms": round(statistics.median(s["save"] for s in samples), 1),
-                    "second_search_ms": round(statistics.median(s["second"] for s in samples), 1),
+                    "later_search_ms": round(statistics.median(s["second"] for s in samples), 1),
                 })
     same = {mode: all(first_hits[(s, mode)] == first_hits[(states[0], mode)] for s in states) for mode in MODES}
     return {
         "size": size, "runs": runs, "build_s": round(built, 1), "load_average": [round(x, 2) for x in os.getloadavg()],
         "snapshot_mb": round(snapshot_mb, 1),
         "semantic_first_search_without_snapshot_ms": round(saving["first"], 1),
-        "save_ms": round(saving["save"], 1),
+        "save_ms": round(saving["at_once"] + saving["save"], 1),  # one search included
         "same_results": same,
         "rows": rows,
     }
