@@ -539,3 +539,27 @@ def test_a_queued_recall_is_stored_as_encoding_the_whole_body_would() -> None:
     assert _recall.encode({**body, "hits": pydantic_core.to_json(hits)}) == whole == _recall.encode(body)
     for us in (0, 1, 999_999, 1_000_000, 1_764_000_000_000_000, 1_764_000_000_000_001, -1, -1_000_001):
         assert _recall._iso(us) == from_us(us).isoformat()
+
+
+def _child_ids(out: Any) -> None:
+    from memkit import _recall
+
+    out.put([_recall._new_id() for _ in range(3)])
+
+
+def test_recall_ids_are_unique_across_a_fork() -> None:
+    import multiprocessing
+    import re
+
+    from memkit import _recall
+
+    mine = [_recall._new_id() for _ in range(3)]
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_child_ids, args=(queue,))
+    child.start()
+    theirs = queue.get(timeout=30)
+    child.join(timeout=30)
+    assert all(re.fullmatch(r"[0-9a-f]{32}", i) for i in mine + theirs)
+    assert len(set(mine + theirs + [_recall._new_id() for _ in range(3)])) == 9
+    assert {i[:16] for i in theirs}.isdisjoint({i[:16] for i in mine})  # a forked child draws its own prefix
