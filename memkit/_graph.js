@@ -46,7 +46,8 @@ function memkitGraph(vis, el, model) {
   const props = new Map();  // node id -> properties, kept out of vis-network's DataSet (it copies every field)
   const LARGE = 2500;  // above this many nodes: small captions only on hubs, no arrows, edges hidden on zoom
   const hiddenTypes = new Set();
-  const legendKey = (n) => (n.failed ? "Step:failed" : n.type);
+  const legendKey = (n) => (n.failed ? "Step:failed" : n.deleted ? "Memory:deleted" : n.type);
+  const KEY_LABELS = { "Step:failed": "failed step", "Memory:deleted": "deleted memory" };
 
   function say(text) { message.textContent = text; }
 
@@ -97,6 +98,14 @@ function memkitGraph(vis, el, model) {
       chip.addEventListener("click", () => toggle(item.type));
       legendBox.append(chip);
     }
+    for (const item of data.edge_legend || []) {  // edge kinds: a line drawn as the canvas draws it
+      const key = make("span", "memkit-graph-edge-key");
+      key.dataset.type = item.type;
+      const line = make("span", "memkit-graph-edge-line");
+      line.style.borderTop = `${Math.max(item.width, 2)}px ${item.dashes ? "dashed" : "solid"} ${item.color}`;
+      key.append(line, make("span", "", item.label));
+      legendBox.append(key);
+    }
   }
 
   function extraLegend() {  // types that arrived by expanding
@@ -104,7 +113,7 @@ function memkitGraph(vis, el, model) {
     const out = [];
     nodes.forEach((n) => {
       const k = legendKey(n);
-      if (!known.has(k)) { known.add(k); out.push({ type: k, label: k === "Step:failed" ? "failed step" : k, color: n.color.background }); }
+      if (!known.has(k)) { known.add(k); out.push({ type: k, label: KEY_LABELS[k] || k, color: n.color.background }); }
     });
     return out;
   }

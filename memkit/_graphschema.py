@@ -8,6 +8,10 @@ for :func:`memkit.graph.memory_graph`) produce the same nodes, ids and propertie
     (Workflow)-[:HAS_TRACE]->(Trace)-[:HAS_STEP {order}]->(Step)-[:NEXT]->(Step)
     (Step)-[:USES_TOOL]->(Tool)
     (Step)-[:RECORDED_AS]->(Memory)
+    (Step)-[:HAS_RECALL]->(Recall)-[:RECALLED {rank, score}]->(Memory)
+
+``Recall`` nodes exist only in the graph databases, which store recalls as nodes (row
+stores keep them in their own table and do not draw them).
 
 Node ids are deterministic (UUID 5 of a JSON key that includes the namespace),
 so the same memory gives the same graph everywhere and namespaces never share a
@@ -36,8 +40,9 @@ __all__ = [
     "record_parts",
 ]
 
-NODE_LABELS = ("Namespace", "Memory", "Entity", "Workflow", "Trace", "Step", "Tool")
-EDGE_TYPES = ("HAS_MEMORY", "MENTIONS", "HAS_TRACE", "HAS_STEP", "NEXT", "USES_TOOL", "RECORDED_AS")
+NODE_LABELS = ("Namespace", "Memory", "Entity", "Workflow", "Trace", "Step", "Tool", "Recall")
+EDGE_TYPES = ("HAS_MEMORY", "MENTIONS", "HAS_TRACE", "HAS_STEP", "NEXT", "USES_TOOL", "RECORDED_AS",
+              "HAS_RECALL", "RECALLED")
 
 # What each node type exposes in a MemoryGraph (``key`` and ``seq`` are storage details).
 NODE_PROPERTIES: dict[str, tuple[str, ...]] = {
@@ -48,8 +53,11 @@ NODE_PROPERTIES: dict[str, tuple[str, ...]] = {
     "Trace": ("id", "user_id", "agent_id", "workflow_id", "run_id"),
     "Step": ("id", "user_id", "agent_id", "workflow_id", "run_id", "order", "name", "status", "tool", "created_us"),
     "Tool": ("id", "user_id", "agent_id", "name"),
+    "Recall": ("id", "user_id", "agent_id", "kind", "query", "mode", "workflow_id", "run_id", "step_index",
+               "step_name", "created_us"),
 }
-EDGE_PROPERTIES: dict[str, tuple[str, ...]] = {"HAS_STEP": ("order",), "MENTIONS": ("field",)}
+EDGE_PROPERTIES: dict[str, tuple[str, ...]] = {"HAS_STEP": ("order",), "MENTIONS": ("field",),
+                                               "RECALLED": ("rank", "score")}
 
 # Metadata fields whose values become Entity nodes unless the adapter is told otherwise.
 DEFAULT_ENTITY_FIELDS = ("gene", "protein", "disease", "topic", "tool", "dataset", "entities")
@@ -120,7 +128,8 @@ def record_parts(record: Record, entity_fields: tuple[str, ...] = DEFAULT_ENTITY
     parts = RecordParts(memory)
     seen: set[str] = set()
     for name in entity_fields:
-        if name not in meta:
+        # A step's tool is its Tool node; an Entity beside it would draw every tool twice.
+        if name not in meta or (is_trace and name == "tool"):
             continue
         for value in _entity_values(meta[name]):
             key = node_key("Entity", user, agent, name, value)

@@ -34,11 +34,16 @@ from typing import Any
 
 from memkit._display import format_time, printable, shorten, status_of, summary
 from memkit._errors import InvalidInputError, missing_extra
+from memkit._graphschema import edge_id, record_parts
 from memkit._models import MemoryItem
+from memkit._recall import Recall
 from memkit._records import from_us
-from memkit.graph import GraphEdge, GraphNode, MemoryGraph
+from memkit.graph import GraphEdge, GraphNode, MemoryGraph, _record, node_properties
 
-__all__ = ["FAILED_COLOUR", "LABEL_STYLE", "GraphView", "page_html", "payload", "select", "style_nodes", "to_pyvis"]
+__all__ = [
+    "DELETED_COLOUR", "EDGE_STYLE", "FAILED_COLOUR", "LABEL_STYLE", "GraphView", "collapse_recall_nodes", "page_html",
+    "payload", "select", "style_nodes", "to_pyvis", "with_recalls",
+]
 
 # Okabe & Ito's palette: distinguishable with every common colour-vision deficiency. Shapes differ too.
 LABEL_STYLE: dict[str, dict[str, Any]] = {
@@ -51,6 +56,12 @@ LABEL_STYLE: dict[str, dict[str, Any]] = {
     "Tool": {"color": "#009E73", "shape": "triangleDown", "size": 14},
 }
 FAILED_COLOUR = "#D55E00"
+DELETED_COLOUR = "#D9D9D9"
+# Edges from a step: the memory it was recorded as (solid), the memories it recalled (dashed, purple).
+EDGE_STYLE: dict[str, dict[str, Any]] = {
+    "RECORDED_AS": {"label": "recorded as", "color": "#5F6B7A", "dashes": False, "width": 1.5},
+    "RECALLED": {"label": "recalled", "color": "#8E24AA", "dashes": [7, 5], "width": 2},
+}
 _ORDER = ("Namespace", "Workflow", "Trace", "Step", "Tool", "Memory", "Entity")
 _CAPTION = 28
 # Up to this many nodes the browser lets physics settle the precomputed start (capped iterations);
@@ -120,7 +131,7 @@ def caption(node: GraphNode) -> str:
     """The label drawn under a node: a name, ``3 · bwa``, a memory's first words; never its UUID."""
     p = node.properties
     if node.type == "Memory":
-        return _text(summary(_item(p), 80))
+        return _text(("(deleted) " if p.get("deleted") else "") + summary(_item(p), 80))
     if node.type in ("Entity", "Tool"):
         return _text(p.get("name"))
     if node.type == "Step":
@@ -147,7 +158,8 @@ def tooltip(node: GraphNode, recorded: GraphNode | None = None) -> str:
     where = f"{p.get('user_id')} / {p.get('agent_id')}"
     if node.type == "Memory" or (node.type == "Step" and recorded is not None):
         item = _item((recorded or node).properties)
-        head = "Step" if node.type == "Step" else "Memory"
+        head = "Step" if node.type == "Step" else "Memory (deleted since; the text as recalled)" if p.get(
+            "deleted") else "Memory"
         body = summary(item, 400) if item.metadata.get("type") == "trace" else printable(item.content)
         when = format_time(item.created_at)
         return "\n".join(x for x in (f"{head} · {where}", _wrap(body), when) if x)
@@ -184,6 +196,93 @@ def _failed(node: GraphNode) -> bool:
     return node.type == "Step" and status_of(node.properties.get("status")) == "failed"
 
 
+def _deleted(node: GraphNode) -> bool:
+    return node.type == "Memory" and node.properties.get("deleted") is True
+
+
+# -- recalls ------------------------------------------------------------------------------
+
+
+def _recalled_edge(step: str, memory: str, hits: list[dict[str, Any]]) -> GraphEdge:
+    best = min(hits, key=lambda h: h["rank"] if isinstance(h.get("rank"), int) else 2**31)
+    return GraphEdge(edge_id("RECALLED", step, memory), "RECALLED", step, memory, {
+        "rank": best.get("rank"), "score": best.get("score"), "searches": hits,
+    })
+
+
+def collapse_recall_nodes(graph: MemoryGraph) -> MemoryGraph:
+    """A graph whose ``Recall`` nodes (as a graph database stores a recall: linked to its step,
+    ``RECALLED`` edges to the memories with rank and score) are drawn as the picture
+    :func:`with_recalls` draws: one ``RECALLED`` edge from the step to each memory."""
+    recalls = {n.id: n for n in graph.nodes if n.type == "Recall"}
+    if not recalls:
+        return graph
+    by_id = {n.id: n for n in graph.nodes}
+    step_of: dict[str, str] = {}
+    for e in graph.edges:
+        for near, far in ((e.source, e.target), (e.target, e.source)):
+            if near in recalls and getattr(by_id.get(far), "type", None) == "Step":
+                step_of[near] = far
+    found: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for e in graph.edges:
+        if e.type == "RECALLED" and e.source in step_of and e.target in by_id:
+            recall = recalls[e.source].properties
+            found[(step_of[e.source], e.target)].append({
+                "rank": e.properties.get("rank"), "score": e.properties.get("score"),
+                "query": recall.get("query"), "mode": recall.get("mode"), "recall_id": e.source,
+            })
+    edges = [e for e in graph.edges if e.source not in recalls and e.target not in recalls]
+    edges += [_recalled_edge(step, memory, hits) for (step, memory), hits in found.items()]
+    return MemoryGraph([n for n in graph.nodes if n.id not in recalls], edges)
+
+
+def with_recalls(graph: MemoryGraph, recalls: Iterable[Recall],
+                 current: dict[str, MemoryItem | None]) -> MemoryGraph:
+    """``graph`` (a workflow's) with a ``RECALLED`` edge from each step to each memory it recalled.
+
+    A step is matched by workflow, run and step index; a recall of a step not in the graph is
+    left out. ``current`` maps memory ids to the memory as stored now (``None``: deleted since,
+    drawn from the recall's snapshot, greyed and marked ``deleted``).
+    """
+    graph = collapse_recall_nodes(graph)
+    steps = {(n.properties.get("workflow_id"), n.properties.get("run_id"), n.properties.get("order")): n.id
+             for n in graph.nodes if n.type == "Step"}
+    have = {n.id for n in graph.nodes}
+    nodes = list(graph.nodes)
+    found: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for recall in recalls:
+        step = steps.get((recall.workflow_id, recall.run_id, recall.step_index))
+        if step is None:
+            continue
+        for hit in recall.hits:
+            if hit.id not in have:
+                item = current.get(hit.id)
+                if item is not None:
+                    props = node_properties("Memory", record_parts(_record(item), ()).memory)
+                else:
+                    props = {"id": hit.id, "user_id": recall.user_id, "agent_id": recall.agent_id,
+                             "content": hit.content, "metadata": "{}", "deleted": True}
+                nodes.append(GraphNode(hit.id, "Memory", props))
+                have.add(hit.id)
+            found[(step, hit.id)].append({"rank": hit.rank, "score": hit.score, "query": recall.query,
+                                          "mode": recall.mode, "recall_id": recall.id})
+    edges = [e for e in graph.edges if not (e.type == "RECALLED" and (e.source, e.target) in found)]
+    edges += [_recalled_edge(step, memory, hits) for (step, memory), hits in found.items()]
+    return MemoryGraph(nodes, edges)
+
+
+def _edge_title(e: GraphEdge) -> str:
+    if e.type == "RECALLED":
+        lines = []
+        for hit in e.properties.get("searches") or [e.properties]:
+            score = hit.get("score")
+            score_text = f" · score {score:.3f}" if isinstance(score, (int, float)) and math.isfinite(score) else ""
+            lines.append(f"rank {hit.get('rank')}{score_text} · {hit.get('mode') or 'search'} "
+                         f"“{shorten(printable(hit.get('query') or ''), 80)}”")
+        return "recalled\n" + "\n".join(lines[:8]) + ("\n…" if len(lines) > 8 else "")
+    return str(EDGE_STYLE.get(e.type, {}).get("label", e.type))
+
+
 def style_nodes(nodes: Iterable[GraphNode], graph: MemoryGraph,
                 positions: dict[str, tuple[float, float]] | None = None, layout: str = "force") -> list[dict[str, Any]]:
     """The JSON-ready nodes for the browser (vis-network fields plus ``type`` and ``props``)."""
@@ -196,18 +295,22 @@ def style_nodes(nodes: Iterable[GraphNode], graph: MemoryGraph,
     out = []
     for node in nodes:
         style = LABEL_STYLE.get(node.type, LABEL_STYLE["Memory"])
-        colour = FAILED_COLOUR if _failed(node) else style["color"]
+        colour = FAILED_COLOUR if _failed(node) else DELETED_COLOUR if _deleted(node) else style["color"]
         size = style["size"]
         if node.type in ("Entity", "Tool"):  # hubs grow with what points at them
             size = round(size + 3 * math.log2(1 + degree[node.id]), 1)
         item: dict[str, Any] = {
             "id": node.id, "type": node.type, "label": caption(node), "title": tooltip(node, recorded.get(node.id)),
-            "shape": style["shape"], "size": size, "failed": _failed(node),
+            "shape": style["shape"], "size": size, "failed": _failed(node), "deleted": _deleted(node),
             "color": {"background": colour, "border": "#222222" if node.type == "Trace" or _failed(node) else colour,
                       "highlight": {"background": colour, "border": "#000000"}},
             "borderWidth": 3 if _failed(node) else 1,
             "props": properties(node),
         }
+        if _deleted(node):
+            item["color"]["border"] = "#7F7F7F"
+            item["shapeProperties"] = {"borderDashes": [3, 3]}
+            item["borderWidth"] = 2
         if layout == "workflow" and node.type == "Step":
             item["font"] = {"size": 14}
         elif node.type in ("Memory", "Step"):  # many, long captions: shown once zoomed in enough to read them
@@ -224,8 +327,11 @@ def style_nodes(nodes: Iterable[GraphNode], graph: MemoryGraph,
 def style_edges(edges: Iterable[GraphEdge]) -> list[dict[str, Any]]:
     out = []
     for e in edges:
-        item: dict[str, Any] = {"id": e.id, "from": e.source, "to": e.target, "title": e.type, "type": e.type}
-        if e.type == "NEXT":
+        item: dict[str, Any] = {"id": e.id, "from": e.source, "to": e.target, "title": _edge_title(e), "type": e.type}
+        if e.type in EDGE_STYLE:
+            look = EDGE_STYLE[e.type]
+            item.update(width=look["width"], dashes=look["dashes"], color={"color": look["color"]})
+        elif e.type == "NEXT":
             item.update(width=3, color={"color": "#0072B2"})
         elif e.type == "HAS_MEMORY":  # the namespace holds every memory: drawn, but it must not pull them in
             item.update(physics=False, color={"color": "#dde1e7"})
@@ -235,10 +341,12 @@ def style_edges(edges: Iterable[GraphEdge]) -> list[dict[str, Any]]:
 
 def legend(nodes: Iterable[GraphNode]) -> list[dict[str, Any]]:
     counts: dict[str, int] = defaultdict(int)
-    failed = 0
+    failed = deleted = 0
     for n in nodes:
         if _failed(n):
             failed += 1
+        elif _deleted(n):
+            deleted += 1
         else:
             counts[n.type] += 1
     items = [{"type": t, "label": t, "count": counts[t], "color": LABEL_STYLE[t]["color"],
@@ -246,7 +354,16 @@ def legend(nodes: Iterable[GraphNode]) -> list[dict[str, Any]]:
     if failed:
         items.append({"type": "Step:failed", "label": "failed step", "count": failed, "color": FAILED_COLOUR,
                       "shape": "dot"})
+    if deleted:
+        items.append({"type": "Memory:deleted", "label": "deleted memory", "count": deleted, "color": DELETED_COLOUR,
+                      "shape": "dot"})
     return items
+
+
+def edge_legend(edges: Iterable[GraphEdge]) -> list[dict[str, Any]]:
+    """The edge kinds a reader must tell apart (a step's own memory, what it recalled), when drawn."""
+    kinds = {e.type for e in edges}
+    return [{"type": kind, **look} for kind, look in EDGE_STYLE.items() if kind in kinds and "RECALLED" in kinds]
 
 
 # -- the cut ------------------------------------------------------------------------------
@@ -268,6 +385,7 @@ def select(graph: MemoryGraph, max_nodes: int = 300) -> GraphView:
     """Keep at most ``max_nodes`` nodes, representative of the whole (see the module docstring)."""
     if isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1:
         raise InvalidInputError(f"max_nodes must be a positive integer, got {max_nodes!r}")
+    graph = collapse_recall_nodes(graph)  # a stored recall is drawn as edges, on every view
     total: dict[str, int] = defaultdict(int)
     for n in graph.nodes:
         total[n.type] += 1
@@ -277,8 +395,9 @@ def select(graph: MemoryGraph, max_nodes: int = 300) -> GraphView:
     shown: dict[str, int] = defaultdict(int)
     for n in kept:
         shown[n.type] += 1
+    recalled = {e.target for e in edges if e.type == "RECALLED"}
     is_workflow = bool(shown.get("Step")) and all(
-        n.properties.get("type") == "trace" for n in kept if n.type == "Memory")
+        n.properties.get("type") == "trace" for n in kept if n.type == "Memory" and n.id not in recalled)
     positions = _workflow_layout(kept, edges) if is_workflow else _force_start(kept, edges)
     return GraphView(graph, kept, edges, dict(total), dict(shown), "workflow" if is_workflow else "force", positions)
 
@@ -373,6 +492,9 @@ def _workflow_layout(nodes: list[GraphNode], edges: list[GraphEdge]) -> dict[str
     for e in edges:
         out_edges[e.source].append(e)
     tools: dict[str, list[float]] = defaultdict(list)
+    recalled = any(e.type == "RECALLED" for e in edges)
+    if recalled:  # room under each row for what its steps recalled
+        row_height += 280
     for row, trace in enumerate(order):
         y = row * row_height
         if trace in by_id:
@@ -380,13 +502,17 @@ def _workflow_layout(nodes: list[GraphNode], edges: list[GraphEdge]) -> dict[str
         for i, step in enumerate(_chain(runs[trace], edges)):
             x = i * dx
             pos[step.id] = (x, y)
+            fresh = [e.target for e in out_edges[step.id] if e.type == "RECALLED" and e.target not in pos]
+            for k, memory in enumerate(fresh):  # under the first step that recalled it, zigzag so captions clear
+                column, line = divmod(k, 5)
+                pos[memory] = (x - 55 + 110 * (line % 2) + 140 * column, y + 70 + 46 * line)
             for e in out_edges[step.id]:
                 if e.type == "USES_TOOL":
                     tools[e.target].append(x)
                 elif e.type == "RECORDED_AS" and e.target not in pos:
                     pos[e.target] = (x, y - lift)
     rows = max(len(order), 1)
-    bottom = (rows - 1) * row_height + row_height * 0.6
+    bottom = (rows - 1) * row_height + (row_height - 80 if recalled else row_height * 0.6)
     for tool, xs in tools.items():
         pos[tool] = (min(xs), bottom)
     middle = (rows - 1) * row_height / 2
@@ -467,6 +593,7 @@ def payload(view: GraphView, title: str = "") -> dict[str, Any]:
         "nodes": style_nodes(view.nodes, view.graph, view.positions, view.layout),
         "edges": style_edges(view.edges),
         "legend": legend(view.nodes),
+        "edge_legend": edge_legend(view.edges),
     }
 
 

@@ -30,7 +30,7 @@ import json
 import os
 import secrets
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
@@ -61,6 +61,7 @@ __all__ = [
     "paused",
     "recall_scope",
     "record",
+    "settle",
     "step_scope",
 ]
 
@@ -109,11 +110,30 @@ _HIT_FIELDS = ("id", "rank", "score", "details", "content")
 
 # How stores keep a recall: Recall's fields as a JSON object, except ``created_at`` (microseconds
 # since the epoch while queued, ISO 8601 once encoded) and ``hits``, kept as arrays
-# ``[id, rank, score, details, content]``. A recorded search queues its hits already encoded
-# (bytes of that JSON array): one call of the encoder both snapshots them (a caller editing a
-# returned item's details cannot edit the recall) and does the bulk of the encoding, so nothing
-# is copied and the store's writer only encodes the few other fields. Imports queue hits as
-# lists. The JSONL export writes the model's own shape (:func:`dumps`).
+# ``[id, rank, score, details, content]``. A recorded search queues its hits as :class:`_Hits`,
+# encoded on its path in one call of the encoder, which is also their snapshot (a caller editing a
+# returned item's details cannot edit the recall): nothing is copied, and the store's writer only
+# encodes the few other fields. Imports queue hits as plain lists. The JSONL export writes the
+# model's own shape (:func:`dumps`).
+
+
+class _Hits(list[list[Any]]):
+    """A recorded search's hits as arrays (ids, ranks and scores for the stores that index them),
+    with ``json``, their encoding at the time of the search: what :func:`encode` writes."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, rows: list[list[Any]]) -> None:
+        super().__init__(rows)
+        self.json = pydantic_core.to_json(rows)
+
+
+def _hits(hits: Sequence[MemoryItem], ranks: Sequence[int] | None) -> _Hits:
+    return _Hits([
+        [item.id, rank, item.score, item.score_details, item.content]
+        for rank, item in zip(range(1, len(hits) + 1) if ranks is None else ranks, hits, strict=False)
+    ])
+
 
 _iso_second: tuple[int, str] = (0, from_us(0).isoformat())
 
@@ -138,14 +158,13 @@ def encode(body: dict[str, Any]) -> str:
     """The stored JSON text of a recall body (pydantic-core's encoder: five times the json module's)."""
     hits = body["hits"]
     stamp = body["created_at"]
-    if isinstance(stamp, int) or isinstance(hits, bytes):
-        body = {**body, "created_at": _iso(stamp) if isinstance(stamp, int) else stamp}
-    if not isinstance(hits, bytes):
+    if isinstance(stamp, int):
+        body = {**body, "created_at": _iso(stamp)}
+    if not isinstance(hits, _Hits):
         return pydantic_core.to_json(body).decode()
-    # "hits" is the last key: the body encoded with no hits ends in '[]}'; the hits go in there.
-    body["hits"] = ()
-    head = pydantic_core.to_json(body)
-    return (head[:-3] + hits + b"}").decode()
+    # "hits" is the last key: the body encoded with no hits ends in '[]}'; the snapshot goes in there.
+    head = pydantic_core.to_json({**body, "hits": ()})
+    return (head[:-3] + hits.json + b"}").decode()
 
 
 def body_of(recall: Recall) -> dict[str, Any]:
@@ -308,24 +327,26 @@ def record(
     kind: Literal["search", "context"] = "search",
     options: dict[str, Any] | None = None,
     ranks: Sequence[int] | None = None,
-) -> None:
+) -> Awaitable[None] | None:
     """Record one recall on ``store`` if recording is on here; never raises, never touches ``hits``.
 
     ``ranks`` overrides the 1..n ranks (a context keeps its memories' ranks among the candidates).
+    A store whose ``_keep_recall`` writes asynchronously (the graph databases) returns the write:
+    the caller awaits it with :func:`settle`.
     """
     if _PAUSED.get():
-        return
+        return None
     scope = _SCOPE.get()
     if scope is None and not getattr(store, "record_recalls", False):
-        return
+        return None
     keep = getattr(store, "_keep_recall", None)
     if keep is None:
-        return
+        return None
     try:
         # The stored shape (see encode). This runs on every recorded search's path: the hits are
         # encoded at once (their snapshot), everything else is a reference to an immutable value.
         where = scope or _NOWHERE
-        keep({
+        body = {
             "id": _new_id(),
             "created_at": now_us(),
             "user_id": user_id,
@@ -342,13 +363,23 @@ def record(
             "step_index": where.step_index,
             "step_name": where.step_name,
             "attempt": where.attempt,
-            "hits": pydantic_core.to_json(
-                [[item.id, position, item.score, item.score_details, item.content] for position, item in zip(
-                    range(1, len(hits) + 1) if ranks is None else ranks, hits, strict=False)]
-            ),
-        })
+            "hits": _hits(hits, ranks),
+        }
+        pending: Awaitable[None] | None = keep(body)
+        return pending
     except Exception as exc:  # a recording failure must not fail (or change) the search
         warnings.warn(f"memkit could not record a recall: {type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=3)
+        return None
+
+
+async def settle(pending: Awaitable[None] | None) -> None:
+    """Finish a recall write :func:`record` started; a failure warns and never reaches the search."""
+    if pending is None:
+        return
+    try:
+        await pending
+    except Exception as exc:
+        warnings.warn(f"memkit could not record a recall: {type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
 
 
 def checked_recalls(recalls: Iterable[Recall], limits: Limits = DEFAULT_LIMITS) -> list[Recall]:

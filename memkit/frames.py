@@ -433,9 +433,10 @@ def replay(
 
 RUN_COLUMNS = (
     "workflow_id", "agent_id", "user_id", "run_id", "started_at", "ended_at", "duration_s", "steps",
-    "failed_steps", "retries", "first_error", "status", "tools",
+    "failed_steps", "retries", "first_error", "status", "tools", "recalls",
 )
-"""Columns of :func:`runs_frame`, in order (``tools``: the tools the run used, comma-separated)."""
+"""Columns of :func:`runs_frame`, in order (``tools``: the tools the run used, comma-separated;
+``recalls``: the searches its steps made, ``<NA>`` on a store that keeps no recalls)."""
 
 _RUN_KEYS = ["user_id", "agent_id", "workflow_id", "run_id"]
 _SHOWN_STATUSES = [status.value for status in ExecutionStatus]
@@ -481,6 +482,7 @@ def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
         for c in ("steps", "failed_steps", "retries"):
             empty[c] = pd.Series(dtype="int64")
         empty["duration_s"] = pd.Series(dtype="float64")
+        empty["recalls"] = pd.Series(dtype="Int64")
         return empty.set_axis(pd.Index([], name="run", dtype=object))
     gid = _run_group_ids(df)
     firsts = np.unique(gid, return_index=True)[1]  # group g's first step is at firsts[g]
@@ -488,15 +490,19 @@ def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
     error = df["error"].where(status.eq("failed"))
     start = df["started_at"].fillna(df["created_at"])
     # Grouping by one int column is many times faster than by four object columns.
-    grouped = pd.DataFrame({
+    table = pd.DataFrame({
         # tz-aware times stay Series (to_numpy would box every value as a Timestamp object)
         "g": gid, "_start": start.reset_index(drop=True),
         "_end": df["ended_at"].fillna(start).reset_index(drop=True),
         "_failed": status.eq("failed").to_numpy(), "_unknown": status.eq("unknown").to_numpy(),
         "_running": status.isin(_RUNNING).to_numpy(), "_retries": df["retry_count"].fillna(0).to_numpy("int64"),
         "_error": error.to_numpy(dtype=object), "duration_s": df["duration_s"].to_numpy(),
-    }).groupby("g", sort=True)
-    runs = grouped.agg(
+    })
+    counted = "recalls" in df.columns  # a traces_frame(..., recalls=True)
+    if counted:
+        table["_recalls"] = df["recalls"].fillna(0).to_numpy("int64")
+    runs = table.groupby("g", sort=True).agg(
+        **({"recalls": ("_recalls", "sum")} if counted else {}),
         started_at=("_start", "min"), ended_at=("_end", "max"), steps=("_failed", "size"),
         failed_steps=("_failed", "sum"), retries=("_retries", "sum"), first_error=("_error", "first"),
         any_unknown=("_unknown", "any"), any_running=("_running", "any"), busy=("duration_s", "sum"),
@@ -517,6 +523,7 @@ def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
     runs["first_error"] = runs["first_error"].astype(object).where(runs["first_error"].notna(), None)
     for name in ("steps", "failed_steps", "retries"):
         runs[name] = runs[name].astype("int64")
+    runs["recalls"] = runs["recalls"].astype("Int64") if counted else pd.array([pd.NA] * len(runs), dtype="Int64")
     for name in _RUN_KEYS:
         runs[name] = runs[name].astype(object).where(runs[name].notna(), None)
     runs.index = pd.Index(_run_key(runs), name="run", dtype=object)
@@ -603,7 +610,9 @@ def runs_frame(
     user_id, run_id``, ``started_at`` / ``ended_at`` (UTC; first step's start, last step's
     end), ``duration_s`` (wall clock), ``steps``, ``failed_steps``, ``retries``,
     ``first_error``, ``status`` (``failed`` if any step failed, else ``running``,
-    ``unknown`` or ``success``) and ``tools``.
+    ``unknown`` or ``success``), ``tools`` and ``recalls`` (the searches the run's steps
+    made, see :func:`recalls_frame`; ``<NA>`` when the store keeps no recalls, or when
+    ``mem`` is a frame read without ``recalls=True``).
 
     Parameters
     ----------
@@ -631,6 +640,7 @@ def runs_frame(
             mem, workflow_id=workflow_id,
             agent_id=agent_id if isinstance(agent_id, str) else None,
             user_id=user_id if isinstance(user_id, str) else None,
+            recalls=_keeps_recalls(mem),
         )
     return filter_runs(
         _runs_from_steps(steps), status=status, agent_id=agent_id, user_id=user_id, workflow_id=workflow_id,
@@ -658,7 +668,8 @@ def run_steps(mem: pd.DataFrame | MemoryProvider | Memory, run: str | pd.Series)
     """The steps of one run (a :func:`traces_frame` slice, status as shown), in replay order.
 
     ``run`` is a :func:`runs_frame` id (its index), a row of it, or a ``run_id`` /
-    ``workflow_id`` that names exactly one run.
+    ``workflow_id`` that names exactly one run. Read from a store that keeps recalls, each
+    step also has ``recalls`` (searches it made) and ``recalled`` (memories they returned).
     """
     if isinstance(mem, pd.DataFrame):
         steps = mem
@@ -676,7 +687,10 @@ def run_steps(mem: pd.DataFrame | MemoryProvider | Memory, run: str | pd.Series)
     for column in _RUN_KEYS:
         value = row[column]
         keep &= steps[column].isna().to_numpy() if value is None else steps[column].eq(value).to_numpy(dtype=bool)
-    return _normalised(steps[keep])
+    chosen = _normalised(steps[keep])
+    if not isinstance(mem, pd.DataFrame) and _keeps_recalls(mem) and "recalls" not in chosen.columns:
+        chosen = _with_recall_counts(chosen, mem)  # one workflow's recalls: an indexed read
+    return chosen
 
 
 _STEP_DIFF_COLUMNS = ("step_name", "tool", "status", "error")
@@ -794,6 +808,11 @@ RECALL_COLUMNS = (
 _LEGS = ("keyword", "semantic")
 
 
+def _keeps_recalls(mem: MemoryProvider | Memory) -> bool:
+    """Whether the store records recalls (implements :class:`memkit.SupportsRecalls`)."""
+    return isinstance(_provider(mem), SupportsRecalls)
+
+
 def _recalls_of(
     provider: MemoryProvider, *, user_id: str | None = None, agent_id: str | None = None,
     workflow_id: str | None = None, run_id: str | None = None,
@@ -898,18 +917,25 @@ def recall_counts(mem: MemoryProvider | Memory, workflow_id: str | None = None) 
 
 def _with_recall_counts(steps: pd.DataFrame, mem: MemoryProvider | Memory) -> pd.DataFrame:
     """``steps`` (a :func:`traces_frame`) with ``recalls`` and ``recalled`` per step (0 when none)."""
+    if steps.empty:
+        return steps.assign(recalls=pd.Series(dtype="int64"), recalled=pd.Series(dtype="int64"))
     workflows = steps["workflow_id"].dropna().unique()
     workflow = str(workflows[0]) if len(workflows) == 1 else None
     counts = recall_counts(mem, workflow)
-    key = ["workflow_id", "run_id", "step_index"]
-    left = steps[key].astype(object).where(steps[key].notna(), None)
-    right = counts[key].astype(object).where(counts[key].notna(), None)
-    merged = left.reset_index(drop=True).merge(
-        pd.concat([right, counts[["recalls", "recalled"]]], axis=1), on=key, how="left"
-    )
-    out = steps.copy()
-    out["recalls"] = merged["recalls"].fillna(0).astype("int64").to_numpy()
-    out["recalled"] = merged["recalled"].fillna(0).astype("int64").to_numpy()
+    out = steps.copy(deep=False)  # the new columns only: copying every trace column costs more than the count
+    if counts.empty:  # the common case of a store that records nothing: no join to make
+        out["recalls"] = out["recalled"] = np.zeros(len(steps), dtype="int64")
+        return out
+
+    def key(workflow_id: Any, run_id: Any, index: Any) -> tuple[Any, Any, Any]:
+        return (None if _missing(workflow_id) else workflow_id, None if _missing(run_id) else run_id,
+                None if _missing(index) else int(index))
+
+    found = {key(w, r, i): (n, m) for w, r, i, n, m in counts.itertuples(index=False, name=None)}
+    pairs = [found.get(key(w, r, i), (0, 0)) for w, r, i in zip(
+        steps["workflow_id"].tolist(), steps["run_id"].tolist(), steps["step_index"].tolist(), strict=True)]
+    out["recalls"] = np.fromiter((p[0] for p in pairs), dtype="int64", count=len(pairs))
+    out["recalled"] = np.fromiter((p[1] for p in pairs), dtype="int64", count=len(pairs))
     return out
 
 

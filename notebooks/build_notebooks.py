@@ -200,6 +200,69 @@ TRACE_AUDIT = [
          "one.export(str(out))\n"
          'back = pd.read_csv(out, index_col="step_id")\n'
          "print(len(back), \"rows:\", back.step_name.tolist())"),
+    md("## What did each step know?\n\nA trace says what a step did; a **recall** says what it knew. Every "
+       "search a step makes inside `history.step(...)` is recorded with its query, mode, and each memory it "
+       "returned: rank, score, the search legs that found it, and the text as it was then. Here a short "
+       "literature-review run: the first step looks up earlier results, the second reads background and "
+       "writes a plan (its metadata names the workflow and step), the third only writes a summary."),
+    code("from memkit.traces import ExecutionHistory\n\n"
+         'not_traces = {"type": {"$ne": "trace"}}  # search the notes, not the trace records\n'
+         "# The steps are traced under the default user, \"system\"; they search and write alice's memories.\n"
+         'history = ExecutionHistory(memory_provider=mem, workflow_id="literature-review",\n'
+         '                           agent_id="bioinformatics", run_id="review-1")\n'
+         'with history.step("recall_prior_work", tool="memory") as step:\n'
+         '    prior = mem.search("apoptosis co-expression module", "alice", "bioinformatics", limit=3,\n'
+         "                       filters=not_traces)\n"
+         '    step.result = {"found": len(prior)}\n'
+         'with history.step("plan_experiment", tool="llm") as step:\n'
+         '    background = mem.search("BRCA1 coverage", "alice", "bioinformatics", limit=3, filters=not_traces)\n'
+         '    mem.add("Plan: knock down CDKN2A and EGFR together, then measure apoptosis", "alice",\n'
+         '            "bioinformatics", {"workflow_id": "literature-review", "step_index": 1})\n'
+         '    step.result = {"plan": "double knockdown"}\n'
+         'with history.step("write_summary", tool="llm") as step:\n'
+         '    step.result = {"words": 180}\n'
+         "history.flush()"),
+    md("`recalls_frame` has one row per (recall, memory returned); `legs` says which search found it "
+       "(keyword, semantic or both) and each leg's rank is beside it."),
+    code("from memkit.frames import recalls_frame\n\n"
+         'recalled = recalls_frame(mem, workflow_id="literature-review")\n'
+         'recalled[["step_index", "step_name", "query", "rank", "score", "legs", "keyword_rank", "semantic_rank",\n'
+         '          "content"]].round(3)'),
+    md("What the run wrote, and how many searches each step made (`run_steps` counts them, as `runs_frame` "
+       "does per run):"),
+    code('steps = run_steps(mem, "literature-review/review-1")\n'
+         'print(steps[["step_index", "step_name", "tool", "recalls", "recalled"]].to_string(index=False))\n'
+         'wrote = mem.get_all("alice", "bioinformatics", filters={"workflow_id": "literature-review", '
+         '"type": {"$ne": "trace"}})\n'
+         'print([(m.metadata["step_index"], m.content) for m in wrote])'),
+    md("## Would it recall the same today?\n\nMemories change after a run: new results arrive, old ones are "
+       "deleted, the store is re-embedded. `replay_recall` runs a recall again against the store as it is now "
+       "and says, per memory, what changed: `new`, `gone` (and whether it was `deleted`), `up`, `down`, "
+       "`same`. Here a new result is added and the step's second memory deleted."),
+    code('first = recalled[recalled.step_index == 0]\n'
+         'mem.add("GO enrichment of the TP53 co-expression module points to apoptosis (FDR 0.001)", "alice",\n'
+         '        "bioinformatics", {"gene": "TP53", "topic": "apoptosis"})\n'
+         'mem.delete(first.memory_id.iloc[1], user_id="alice", agent_id="bioinformatics")\n\n'
+         "from memkit.frames import replay_recall\n\n"
+         "today = replay_recall(mem, first.recall_id.iloc[0])\n"
+         'today[["change", "old_rank", "new_rank", "deleted", "content"]]'),
+    md("The panel shows the same per step: **recalled N memories** with each search's query, mode, and its "
+       "hits best first (rank, score, which leg found it, the text as recalled; a memory deleted since is "
+       "marked *deleted*), then **wrote M memories** on request. A click on a memory opens it beside the "
+       "list, or its snapshot if it is gone. The run list has a *recalls* column, the timeline marks the "
+       "steps that searched, and a workflow's graph (`GraphExplorer`, workflow scope) draws each recall as a "
+       "dashed purple edge from the step to the memory."),
+    code("review = TraceReplay(mem)\n"
+         'review.run = "literature-review/review-1"\n'
+         "review.step = 0\n"
+         "review.find_memories()\n"
+         "review"),
+    code('d = review.detail\n'
+         'print(d["title"], "· recalled", d["recalled"], "memories")\n'
+         'for r in d["recalls"]:\n'
+         '    print(f\'{r["kind"]} "{r["query"]}" ({r["mode"]})\')\n'
+         '    for hit in r["hits"]:\n'
+         '        print(f\'  {hit["rank"]}. {hit["text"][:70]}\' + ("  [deleted since]" if hit["deleted"] else ""))'),
 ]
 
 GRAPH_SETUP = """import os

@@ -237,7 +237,29 @@ def test_runs_frame_has_one_row_per_run_and_filters(mem: memkit.Memory) -> None:
     assert frames.runs_frame(mem, min_duration=10_000).empty
     assert frames.runs_frame(mem, since="2000-01-01").index.tolist() == runs.index.tolist()
     assert frames.runs_frame(mem, until="2000-01-01").empty
-    assert frames.runs_frame(frames.traces_frame(mem)).equals(runs)  # a frame already read gives the same
+    assert frames.runs_frame(frames.traces_frame(mem, recalls=True)).equals(runs)  # a frame already read gives the same
+
+
+def test_runs_and_their_steps_count_recalls(tmp_path: Path) -> None:
+    with memkit.open(f"sqlite:///{tmp_path / 'r.db'}?embedder=none") as m:
+        m.add("TP53 knockdown", "alice", "bio")
+        history = ExecutionHistory(memory_provider=m, workflow_id="wf", agent_id="bio", run_id="r1")
+        with history.step("plan", tool="llm"):
+            m.search("TP53", "alice", "bio", mode="keyword")
+            m.search("KRAS", "alice", "bio", mode="keyword")
+        with history.step("act", tool="bwa"):
+            pass
+        other = ExecutionHistory(memory_provider=m, workflow_id="wf", agent_id="bio", run_id="r2")
+        with other.step("plan", tool="llm"):
+            pass
+        history.flush()
+        other.flush()
+        runs = frames.runs_frame(m)
+        assert runs["recalls"].to_dict() == {"wf/r1": 2, "wf/r2": 0}
+        steps = frames.run_steps(m, "wf/r1")
+        assert steps[["step_name", "recalls", "recalled"]].values.tolist() == [["plan", 2, 1], ["act", 0, 0]]
+        # A frame read without recall counts says so instead of claiming zero.
+        assert frames.runs_frame(frames.traces_frame(m))["recalls"].isna().all()
 
 
 def test_runs_frame_of_an_empty_store_has_the_columns() -> None:

@@ -68,14 +68,14 @@ def by_type(graph: MemoryGraph, kind: str) -> list[Any]:
 async def test_schema_of_one_namespace(store: Any) -> None:
     ids = await populate(store)
     graph = await amemory_graph(store, user_id="u1", agent_id="bio")
-    assert graph.node_types() == {"Namespace": 1, "Memory": 7, "Entity": 6, "Workflow": 2, "Trace": 2,
+    assert graph.node_types() == {"Namespace": 1, "Memory": 7, "Entity": 3, "Workflow": 2, "Trace": 2,
                                   "Step": 4, "Tool": 3}
-    assert graph.edge_types() == {"HAS_MEMORY": 7, "MENTIONS": 9, "HAS_TRACE": 2, "HAS_STEP": 4,
+    assert graph.edge_types() == {"HAS_MEMORY": 7, "MENTIONS": 5, "HAS_TRACE": 2, "HAS_STEP": 4,
                                   "RECORDED_AS": 4, "USES_TOOL": 4, "NEXT": 2}
     assert all(n.properties["user_id"] == "u1" and n.properties["agent_id"] == "bio" for n in graph.nodes)
     entities = {(n.properties["kind"], n.properties["name"]) for n in by_type(graph, "Entity")}
-    assert entities == {("gene", "TP53"), ("gene", "BRCA1"), ("topic", "apoptosis"),
-                        ("tool", "bwa"), ("tool", "fastqc"), ("tool", "blast")}
+    # a step's tool is its Tool node only (an Entity beside it would draw each tool twice)
+    assert entities == {("gene", "TP53"), ("gene", "BRCA1"), ("topic", "apoptosis")}
     step_of = {e.target: e.source for e in graph.edges if e.type == "RECORDED_AS"}  # memory -> step
     step_ids = {name: step_of[ids[name]] for name in ("s0", "s1", "s2")}
     nexts = {(e.source, e.target) for e in graph.edges if e.type == "NEXT"}
@@ -147,12 +147,12 @@ def test_views_and_the_sync_facade(falkordb_server: FalkorDBServer, neo4j_uri: s
             mem.add_trace("bio", "wf", {"tool": "blast", "step_index": 0}, user_id="u1")
             graph = memory_graph(mem, user_id="u1")
             nx_graph = graph.to_networkx()
-            assert nx_graph.number_of_nodes() == len(graph.nodes) == 9
+            assert nx_graph.number_of_nodes() == len(graph.nodes) == 8  # the step's tool: a Tool, not an Entity
             assert nx_graph.number_of_edges() == len(graph.edges)
             assert {d["type"] for _, d in nx_graph.nodes(data=True)} == {
                 "Namespace", "Memory", "Entity", "Workflow", "Trace", "Step", "Tool"}
             nodes, edges = graph.nodes_frame(), graph.edges_frame()
-            assert list(nodes.columns[:2]) == ["id", "type"] and len(nodes) == 9
+            assert list(nodes.columns[:2]) == ["id", "type"] and len(nodes) == 8
             assert list(edges.columns[:4]) == ["id", "type", "source", "target"]
             assert set(edges["source"]) <= set(nodes["id"]) and set(edges["target"]) <= set(nodes["id"])
 
@@ -190,6 +190,6 @@ async def test_add_many_of_one_run_keeps_every_step(store: Any) -> None:
              for n in range(5)]
     await store.add_many(items)
     graph = await amemory_graph(store, user_id="u7", workflow_id="wf-batch")
-    assert graph.node_types() == {"Namespace": 1, "Memory": 5, "Entity": 2, "Workflow": 1, "Trace": 1,
-                                  "Step": 5, "Tool": 2}
+    assert graph.node_types() == {"Namespace": 1, "Memory": 5, "Workflow": 1, "Trace": 1, "Step": 5,
+                                  "Tool": 2}
     assert graph.edge_types()["NEXT"] == 4 and graph.edge_types()["USES_TOOL"] == 5

@@ -58,8 +58,8 @@ async def test_kill_mid_batch_leaves_no_half_written_trace() -> None:
         items = await mem.get_all("u", "agent", limit=100)
         assert [i.id for i in items] == [kept]
         graph = await amemory_graph(mem, workflow_id="wf")
-        assert graph.node_types() == {"Namespace": 1, "Memory": 1, "Entity": 1, "Workflow": 1, "Trace": 1,
-                                      "Step": 1, "Tool": 1}
+        assert graph.node_types() == {"Namespace": 1, "Memory": 1, "Workflow": 1, "Trace": 1, "Step": 1,
+                                      "Tool": 1}
         orphans = await mem.dialect.read(
             "MATCH (m:Memory) WHERE m.type = 'trace' OPTIONAL MATCH (s:Step)-[r:RECORDED_AS]->(m)"
             " WITH m, count(r) AS n WHERE n = 0 RETURN count(m) AS n", {})

@@ -64,8 +64,8 @@ async def test_hostile_ids_are_data(mem: GraphAdapter, text: str) -> None:
     [item] = await mem.get_all(user, agent)
     assert item.id == trace_id and item.metadata["workflow_id"] == workflow
     graph = await amemory_graph(mem, workflow_id=workflow)
-    assert graph.node_types() == {"Namespace": 1, "Memory": 1, "Entity": 1, "Workflow": 1, "Trace": 1,
-                                  "Step": 1, "Tool": 1}
+    assert graph.node_types() == {"Namespace": 1, "Memory": 1, "Workflow": 1, "Trace": 1, "Step": 1,
+                                  "Tool": 1}
     assert await mem.delete(trace_id, user_id=user, agent_id=agent) is True
     assert await amemory_graph(mem, user_id=user) == type(graph)()
 

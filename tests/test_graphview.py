@@ -234,16 +234,17 @@ def test_the_sync_neighbourhood_and_the_explorer_expand(tmp_path: Path) -> None:
         assert explorer.view is not None and len(explorer.view.nodes) == 10
         sent: list[dict[str, Any]] = []
         explorer.canvas.send = sent.append  # type: ignore[method-assign]
-        entity = next(n for n in explorer.view.nodes if n.type == "Entity")
-        explorer.canvas._on_message(explorer.canvas, {"event": "expand", "id": entity.id}, [])
+        # The drawn tool was used by a step of each run; only one of them is drawn.
+        tool = next(n for n in explorer.view.nodes if n.type == "Tool")
+        explorer.canvas._on_message(explorer.canvas, {"event": "expand", "id": tool.id}, [])
         [reply] = sent
-        assert reply["event"] == "expanded" and reply["id"] == entity.id
-        assert reply["nodes"] and all(n["type"] == "Memory" for n in reply["nodes"])
-        assert {(e["from"], e["to"]) for e in reply["edges"]} >= {(n["id"], entity.id) for n in reply["nodes"]}
+        assert reply["event"] == "expanded" and reply["id"] == tool.id
+        assert [n["type"] for n in reply["nodes"]] == ["Step"]
+        assert {(e["from"], e["to"]) for e in reply["edges"]} >= {(n["id"], tool.id) for n in reply["nodes"]}
         assert explorer.selected is None
         explorer.canvas.selected_id = reply["nodes"][0]["id"]
-        assert explorer.selected is not None and explorer.selected.type == "Memory"
-        assert {n.id for n in neighbourhood(mem, entity).nodes} >= {n["id"] for n in reply["nodes"]}
+        assert explorer.selected is not None and explorer.selected.type == "Step"
+        assert {n.id for n in neighbourhood(mem, tool).nodes} >= {n["id"] for n in reply["nodes"]}
         explorer.canvas._on_message(explorer.canvas, {"event": "expand", "id": "<nope>"}, [])
         assert len(sent) == 1  # an unknown node changes nothing
         assert isinstance(explorer.canvas.graph, MemoryGraph)

@@ -170,6 +170,20 @@ mem.add_trace(PAYLOAD, PAYLOAD, {{"tool": PAYLOAD, "step_name": PAYLOAD, "status
               "run_id": PAYLOAD, "parameters": {{PAYLOAD: PAYLOAD}}, "result": {{"r": PAYLOAD}}, "step_index": 0}},
               user_id=PAYLOAD)
 mem.add(PAYLOAD, PAYLOAD, PAYLOAD, {{"note": PAYLOAD}})
+# A run whose steps search memory: the first step recalls 3 memories (one deleted later) and writes one.
+from memkit.traces import ExecutionHistory
+for text in ("TP53 knockdown raises apoptosis in HeLa cells", "TP53 and BRCA1 meet at DNA damage sites",
+             "TP53 R175H in the tumour sample", "KRAS G12D in the control"):
+    mem.add(text, "rita", "bio", {{"gene": text.split()[0]}})
+history = ExecutionHistory(memory_provider=mem, workflow_id="recall-audit", agent_id="bio", user_id="rita",
+                           run_id="ra-1")
+with history.step("look_up", tool="memory"):
+    recalled = mem.search("TP53", "rita", "bio", limit=3, mode="keyword")
+    mem.add("plan: TP53 double knockdown", "rita", "bio", {{"workflow_id": "recall-audit", "step_index": 0}})
+with history.step("hostile_query", tool="memory"):
+    mem.search(PAYLOAD + " TP53", "rita", "bio", limit=5, filters={{"type": {{"$ne": "trace"}}}}, mode="keyword")
+history.flush()
+mem.delete(recalled[1].id, user_id="rita", agent_id="bio")
 print("ready")'''
 
 
@@ -185,6 +199,18 @@ def _views_notebook() -> nbformat.NotebookNode:
         "from memkit.charts import duration_chart, failure_heatmap, success_rate_chart\n\nfailure_heatmap(mem)",
         "duration_chart(mem)",
         'success_rate_chart(mem, freq="h")',
+        'audit = TraceReplay(mem)\naudit.filters = {"workflow_id": "recall-audit"}\naudit',
+        'rita = NamespaceBrowser(mem)\nrita.namespace.value = ("rita", "bio")\nrita.rows.value = recalled[0].id\n'
+        "rita",
+        "from memkit.widgets import GraphExplorer\n\ngx = GraphExplorer(mem)\n"
+        'gx.scope.value = "workflow"\ngx.workflow.value = ("rita", "bio", "recall-audit")\ngx.draw()\ngx',
+        # The docs' charts: the demo sample and the long run, without the hostile fixtures above.
+        'clean = memkit.open("memory://")\nclean.add_many(demo_items())\n'
+        'clean.add_many(run_items("zed", "bench", "long-run", "r-10k", 10_000, fail_every=97))\n'
+        "failure_heatmap(clean)",
+        "duration_chart(clean)",
+        'docs_panel = TraceReplay(clean)\ndocs_panel.run = "variant-calling-alice-1/run-alice-1"\n'
+        "docs_panel.step = 4\ndocs_panel",
     ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -230,6 +256,10 @@ def _check_the_views(url: str) -> None:
         _shot(page, empty, "lab-empty.png")
         _check_namespaces(page, cells.nth(4))
         _check_charts(page, cells)
+        _check_recalls(page, cells.nth(8))
+        _check_recalled_by(page, cells.nth(9))
+        _check_recall_graph(page, cells.nth(10))
+        _docs_charts(page, cells)
         body = page.locator(".jp-Notebook").inner_text()
         assert "data={" not in body
         assert page.evaluate("() => window.__pwned === undefined")
@@ -239,14 +269,19 @@ def _check_the_views(url: str) -> None:
 def _check_run_list(page: Page, panel: Locator) -> None:
     panel.locator(".mk-runs tbody tr").first.wait_for(timeout=60_000)
     rows = _rows(panel)
-    assert len(rows) == 22  # 18 demo runs, the 10,000-step one, the one-step one, no-status, hostile
+    assert len(rows) == 23  # 18 demo runs, the 10,000-step one, the one-step one, no-status, hostile, recalls
     failed = [r for r in rows if r["cls"].startswith("mk-run-failed")]
     assert failed and all(r["cells"][0] == "failed" for r in failed)
     # Sort by duration: click the header, the longest run comes first.
     panel.locator(".mk-runs th", has_text="duration").click()
     page.wait_for_function("el => el.querySelector('.mk-runs th.mk-sorted')?.textContent.startsWith('duration')",
                            arg=panel.element_handle())
-    assert _rows(panel)[0]["key"] == "long-run/r-10k"
+    # The header marks the sort at once; the rows come back sorted from the kernel a moment later.
+    try:
+        page.wait_for_function("el => el.querySelector('.mk-runs tbody tr')?.dataset.key === 'long-run/r-10k'",
+                               arg=panel.element_handle(), timeout=30_000)
+    finally:
+        assert _rows(panel)[0]["key"] == "long-run/r-10k"
     # Filter by status: only failed runs remain, each marked.
     panel.locator("select.mk-filter-status").select_option("failed")
     page.wait_for_function("el => [...el.querySelectorAll('.mk-runs tbody tr')].every("
@@ -260,7 +295,7 @@ def _check_run_list(page: Page, panel: Locator) -> None:
     assert _rows(panel)[0]["cells"][0] == "unknown"
     panel.locator("input.mk-filter-text").fill("")
     panel.locator("input.mk-filter-text").press("Enter")
-    page.wait_for_function("el => el.querySelectorAll('.mk-runs tbody tr').length === 22", arg=panel.element_handle())
+    page.wait_for_function("el => el.querySelectorAll('.mk-runs tbody tr').length === 23", arg=panel.element_handle())
     # Hide a column and show it again.
     headers = panel.locator(".mk-runs th").count()
     panel.locator(".mk-runs .mk-columns summary").click()
@@ -371,3 +406,133 @@ def _check_charts(page: Page, cells: Locator) -> None:
             page.screenshot(path=str(ROOT / ".artifacts" / "lab-chart-failed.png"))
             raise
         _shot(page, out, name)
+
+
+def _check_recalls(page: Page, cell: Locator) -> None:
+    """The step that searched shows what it recalled, best first; the deleted hit is marked and opens as
+    its snapshot; what the step wrote opens the same way; a hostile query stays text."""
+    cell.scroll_into_view_if_needed()
+    panel = cell.locator(".memkit-traces")
+    panel.locator(".mk-runs tbody tr").first.wait_for(timeout=60_000)
+    rows = _rows(panel)
+    assert [r["key"] for r in rows] == ["recall-audit/ra-1"]
+    headers = panel.locator(".mk-runs th").all_inner_texts()
+    assert rows[0]["cells"][headers.index("recalls")] == "2"  # the run list counts the run's searches
+    panel.locator(".mk-runs tbody tr").first.click()
+    panel.locator(".mk-timeline .mk-bar").first.wait_for(timeout=30_000)
+    assert panel.locator(".mk-timeline .mk-recall-mark").count() >= 2  # both steps searched (+ the legend key)
+    panel.locator(".mk-timeline .mk-bar[data-position='0']").click()
+    recalled = panel.locator(".mk-detail .mk-recalled")
+    recalled.locator(".mk-hits").wait_for(timeout=30_000)
+    assert recalled.locator(".mk-section").inner_text() == "recalled 3 memories"
+    assert recalled.locator(".mk-query").inner_text() == "TP53"
+    assert "keyword" in recalled.locator(".mk-recall-meta").inner_text()
+    hits = recalled.locator("tr.mk-hit")
+    assert hits.locator("td.mk-hit-rank").all_inner_texts() == ["1", "2", "3"]
+    assert all(t == "keyword" for t in hits.locator("td.mk-hit-legs").all_inner_texts())
+    deleted = recalled.locator("tr.mk-hit-deleted")
+    assert deleted.count() == 1 and deleted.locator("td.mk-hit-rank").inner_text() == "2"
+    assert deleted.locator(".mk-deleted").inner_text() == "deleted"
+    snapshot = deleted.locator("td.mk-hit-text").inner_text().removeprefix("deleted").strip()
+    assert snapshot.startswith("TP53")
+    # A click opens the deleted memory as the step recalled it.
+    deleted.click()
+    box = panel.locator(".mk-detail .mk-memory.mk-memory-deleted")
+    box.wait_for(timeout=30_000)
+    assert box.locator("pre.mk-memory-text").inner_text() == snapshot
+    assert "deleted from the store since" in box.inner_text()
+    # What it wrote: found on request, opened the same way.
+    panel.locator(".mk-detail button.mk-find-memories").click()
+    wrote = panel.locator(".mk-detail .mk-wrote")
+    page.wait_for_function("el => el.querySelector('.mk-wrote .mk-section')?.textContent === 'wrote 1 memory'",
+                           arg=panel.element_handle())
+    wrote.locator("tr.mk-hit").click()
+    page.wait_for_function("el => el.querySelector('.mk-memory pre')?.textContent === 'plan: TP53 double knockdown'",
+                           arg=panel.element_handle())
+    _shot(page, panel, "lab-recalls.png")
+    _shot(page, panel.locator(".mk-detail"), "lab-recalls-detail.png")
+    # The hostile query is text, and runs nothing.
+    panel.locator(".mk-timeline .mk-bar[data-position='1']").click()
+    page.wait_for_function("el => el.querySelector('.mk-recalled .mk-query')?.textContent.startsWith('<img')",
+                           arg=panel.element_handle())
+    assert panel.locator(".mk-recalled .mk-query").inner_text() == PAYLOAD + " TP53"
+    assert panel.locator("img, script").count() == 0
+    _shot(page, panel.locator(".mk-detail"), "lab-recalls-hostile.png")
+
+
+def _check_recalled_by(page: Page, cell: Locator) -> None:
+    """A memory's detail lists the steps that recalled it."""
+    cell.scroll_into_view_if_needed()
+    detail = cell.locator(".memkit-recalled-by")
+    detail.wait_for(timeout=30_000)
+    text = detail.inner_text()
+    assert text.startswith("recalled by 2 steps")
+    assert "recall-audit" in text and "0 · look_up" in text and "1 · hostile_query" in text
+    assert cell.locator("img, script").count() == 0
+    _shot(page, cell.locator(".memkit-detail"), "lab-recalled-by.png")
+
+
+# Colours of the pixels along an edge of the drawn graph (the first edge of a type).
+EDGE_PIXELS = """([root, type]) => {
+  const g = root.__memkit; const canvas = root.querySelector('canvas');
+  const ctx = canvas.getContext('2d'); const dpr = canvas.width / canvas.clientWidth;
+  const edge = g.edges.get({filter: (e) => e.type === type})[0];
+  const ends = g.network.getPositions([edge.from, edge.to]);
+  const a = g.network.canvasToDOM(ends[edge.from]), b = g.network.canvasToDOM(ends[edge.to]);
+  const out = [];
+  for (let i = 20; i <= 80; i++) {
+    const x = a.x + (b.x - a.x) * i / 100, y = a.y + (b.y - a.y) * i / 100;
+    const px = ctx.getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data;
+    out.push([px[0], px[1], px[2]]);
+  }
+  return {pixels: out, dashes: edge.dashes, color: edge.color.color};
+}"""
+
+
+def _near(pixel: list[int], colour: str, tolerance: int = 40) -> bool:
+    want = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
+    return all(abs(p - w) <= tolerance for p, w in zip(pixel, want, strict=True))
+
+
+def _check_recall_graph(page: Page, cell: Locator) -> None:
+    """The workflow graph draws what each step recalled as dashed purple edges, apart from the solid
+    grey edge to the step's own record; the deleted memory is drawn grey."""
+    from memkit._graphview import DELETED_COLOUR, EDGE_STYLE
+
+    cell.scroll_into_view_if_needed()
+    root = cell.locator(".memkit-graph[data-settled='1']")
+    root.wait_for(state="attached", timeout=120_000)
+    handle = root.element_handle()
+    page.wait_for_timeout(500)
+    recalled = page.evaluate(EDGE_PIXELS, [handle, "RECALLED"])
+    recorded = page.evaluate(EDGE_PIXELS, [handle, "RECORDED_AS"])
+    assert recalled["dashes"] and not recorded["dashes"]
+    assert recalled["color"] == EDGE_STYLE["RECALLED"]["color"] != recorded["color"]
+    on = [p for p in recalled["pixels"] if _near(p, EDGE_STYLE["RECALLED"]["color"])]
+    assert on and len(on) < len(recalled["pixels"])  # purple, with gaps: dashed
+    assert any(_near(p, EDGE_STYLE["RECORDED_AS"]["color"]) for p in recorded["pixels"])
+    assert not any(_near(p, EDGE_STYLE["RECALLED"]["color"]) for p in recorded["pixels"])
+    counts = page.evaluate("(r) => r.__memkit.edges.get({filter: (e) => e.type === 'RECALLED'}).length", handle)
+    assert counts == 7  # 3 memories for the first step, 4 for the second
+    deleted = page.evaluate("(r) => r.__memkit.nodes.get({filter: (n) => n.deleted}).map(n => n.color.background)",
+                            handle)
+    assert deleted == [DELETED_COLOUR]
+    keys = cell.locator(".memkit-graph-edge-key").all_inner_texts()
+    assert keys == ["recorded as", "recalled"]
+    assert cell.locator("img, script").count() == 0
+    _shot(page, cell.locator(".memkit-graph"), "lab-graph-recalls.png")
+
+
+def _docs_charts(page: Page, cells: Locator) -> None:
+    """The charts of the demo sample alone, for the docs."""
+    for n, name in ((11, "lab-docs-failures.png"), (12, "lab-docs-durations.png")):
+        cells.nth(n).scroll_into_view_if_needed()
+        out = cells.nth(n).locator(".jp-OutputArea-output .vega-embed")
+        out.locator("svg, canvas").first.wait_for(timeout=60_000)
+        assert "<img" not in out.inner_text()
+        _shot(page, out, name)
+    panel = cells.nth(13).locator(".memkit-traces")
+    panel.scroll_into_view_if_needed()
+    panel.locator(".mk-detail pre.mk-error").wait_for(timeout=60_000)
+    assert "<img" not in panel.inner_text()
+    _shot(page, panel, "lab-docs-traces.png")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
+import uuid
 import warnings
 from collections.abc import AsyncIterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -18,9 +19,11 @@ import pytest
 
 import memkit
 from memkit import InvalidInputError, Recall, SupportsAsOf, SupportsRecalls
+from memkit.adapters import FalkorDBAdapter, Neo4jAdapter
 from memkit.adapters._memory import InMemoryAdapter
 from memkit.adapters._sqlite import SQLiteAdapter
 from memkit.frames import recalls_frame, replay_recall, traces_frame
+from memkit.testing import FalkorDBServer
 from memkit.traces import ExecutionHistory
 
 NS = ("u1", "bio")
@@ -33,14 +36,41 @@ FACTS = (
 )
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "falkordb", "neo4j"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
+    """Every adapter that declares SupportsRecalls, on real databases."""
     if request.param == "memory":
         yield InMemoryAdapter()
         return
-    adapter = SQLiteAdapter(tmp_path / "recalls.db", embedder=None)
+    adapter: Any
+    if request.param == "sqlite":
+        adapter = SQLiteAdapter(tmp_path / "recalls.db", embedder=None)
+    elif request.param == "falkordb":
+        server = request.getfixturevalue("falkordb_server")
+        adapter = FalkorDBAdapter.from_url(server.url(f"recalls-{uuid.uuid4().hex[:8]}"))
+    else:
+        adapter = Neo4jAdapter(request.getfixturevalue("neo4j_uri"))
+        await adapter.reset()  # one database for the session
+    assert isinstance(adapter, SupportsRecalls)
     yield adapter
+    if request.param != "sqlite":
+        await adapter.reset()
     await adapter.aclose()
+
+
+@pytest.fixture(params=["memory", "sqlite", "falkordb", "neo4j"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of an empty store of every adapter that keeps recalls (for the sync facade)."""
+    if request.param == "memory":
+        return "memory://"
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'sync.db'}?embedder=none"
+    if request.param == "falkordb":
+        return str(request.getfixturevalue("falkordb_server").url(f"recalls-{uuid.uuid4().hex[:8]}"))
+    uri = str(request.getfixturevalue("neo4j_uri"))
+    with memkit.open(uri) as mem:
+        mem.reset()
+    return uri
 
 
 async def _fill(store: Any, facts: Sequence[str] = FACTS, ns: tuple[str, str] = NS) -> list[str]:
@@ -106,8 +136,8 @@ async def test_recording_off_records_nothing(store: Any) -> None:
     assert recall.workflow_id is None and recall.step_index is None
 
 
-def test_sync_steps_through_the_facade(tmp_path: Path) -> None:
-    for url in ("memory://", f"sqlite:///{tmp_path / 'sync.db'}?embedder=none"):
+def test_sync_steps_through_the_facade(store_url: str) -> None:
+    for url in (store_url,):
         with memkit.open(url) as mem:
             for text in FACTS:
                 mem.add(text, *NS)
@@ -138,8 +168,8 @@ def test_retrying_records_each_attempt_under_one_step() -> None:
         assert traces_frame(mem, recalls=True)["recalls"].tolist() == [2]
 
 
-def test_threads_that_copy_the_context_and_threads_with_their_own_steps() -> None:
-    with memkit.open("memory://") as mem:
+def test_threads_that_copy_the_context_and_threads_with_their_own_steps(store_url: str) -> None:
+    with memkit.open(store_url) as mem:
         for text in FACTS:
             mem.add(text, *NS)
         history = ExecutionHistory(memory_provider=mem, workflow_id="wf", agent_id="bio")
@@ -391,8 +421,12 @@ async def test_as_of_excludes_later_memories(store: Any) -> None:
     assert recall.as_of is not None and abs((recall.as_of - cut).total_seconds()) < 1e-5
 
 
-async def test_as_of_in_semantic_and_hybrid_modes(tmp_path: Path) -> None:
-    for store in (SQLiteAdapter(tmp_path / "h.db", embedder="default"), InMemoryAdapter(embedder="default")):
+async def test_as_of_in_semantic_and_hybrid_modes(tmp_path: Path, falkordb_server: FalkorDBServer) -> None:
+    stores: list[Any] = [
+        SQLiteAdapter(tmp_path / "h.db", embedder="default"), InMemoryAdapter(embedder="default"),
+        FalkorDBAdapter.from_url(falkordb_server.url(f"asof-{uuid.uuid4().hex[:8]}"), embedder="default"),
+    ]
+    for store in stores:
         early = await store.add("a golden retriever puppy", *NS)
         await asyncio.sleep(0.002)
         cut = datetime.now(UTC)
@@ -536,7 +570,7 @@ def test_a_queued_recall_is_stored_as_encoding_the_whole_body_would() -> None:
     import pydantic_core
 
     whole = pydantic_core.to_json({**body, "created_at": from_us(body["created_at"]).isoformat()}).decode()
-    assert _recall.encode({**body, "hits": pydantic_core.to_json(hits)}) == whole == _recall.encode(body)
+    assert _recall.encode({**body, "hits": _recall._Hits(hits)}) == whole == _recall.encode(body)
     for us in (0, 1, 999_999, 1_000_000, 1_764_000_000_000_000, 1_764_000_000_000_001, -1, -1_000_001):
         assert _recall._iso(us) == from_us(us).isoformat()
 

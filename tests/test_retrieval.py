@@ -55,7 +55,7 @@ async def test_hybrid_is_the_default_with_an_embedder(mem: SQLiteAdapter) -> Non
     plain = SQLiteAdapter(":memory:", embedder=None)
     await plain.add("dog", *NS)
     [hit] = await plain.search("dog", *NS)
-    assert hit.score_details == {"mode": "keyword", "keyword": {"rank": 1, "score": hit.score}}
+    assert hit.score_details == {"mode": "keyword", "found_by": ["keyword"], "keyword": {"rank": 1, "score": hit.score}}
     with pytest.raises(InvalidInputError, match="embedder='default'"):
         await plain.search("dog", *NS, mode="hybrid")
     await plain.aclose()
@@ -85,7 +85,7 @@ async def test_score_details_name_each_leg(mem: SQLiteAdapter) -> None:
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     semantic = await mem.search("Max the dog", *NS, mode="semantic")
     assert semantic[0].score_details == {
-        "mode": "semantic", "semantic": {"rank": 1, "score": semantic[0].score},
+        "mode": "semantic", "found_by": ["semantic"], "semantic": {"rank": 1, "score": semantic[0].score},
     }
 
 

@@ -12,6 +12,7 @@ import memkit
 from memkit._demo import demo_items
 from memkit._display import format_time
 from memkit.frames import TRACE_COLUMNS, compare_runs, run_steps, runs_frame
+from memkit.testing import FalkorDBServer
 from memkit.widgets import Dashboard, GraphExplorer, NamespaceBrowser, TraceReplay
 from memkit.widgets._static import snapshot_html
 
@@ -238,9 +239,129 @@ def test_trace_replay_finds_the_memories_a_step_wrote(tmp_path: Path) -> None:
         panel = TraceReplay(mem)
         panel.run = "wf-1"
         panel.step = 0
-        assert panel.detail["memories"] is None  # only on request: it scans metadata
+        assert panel.detail["wrote"] is None  # only on request: it scans metadata
         assert panel.find_memories() == ["BLAST found 3 hits"]
-        assert panel.detail["memories"] == ["BLAST found 3 hits"]
+        [wrote] = panel.detail["wrote"]
+        assert wrote["text"] == "BLAST found 3 hits"
+        assert panel.open_memory(wrote["id"])["text"] == "BLAST found 3 hits"  # a click on it opens it
+        assert panel.memory["deleted"] is False
+
+
+def _searching_run(mem: memkit.Memory, query: str = "TP53") -> list[memkit.MemoryItem]:
+    """A run whose first step searches (3 hits) and writes a note; its second step searches nothing."""
+    from memkit.traces import ExecutionHistory
+
+    for text in ("TP53 knockdown raises apoptosis", "TP53 and BRCA1 at DNA damage sites",
+                 "TP53 mutation in the tumour sample", "KRAS is unrelated"):
+        mem.add(text, "alice", "bio", {"gene": text.split()[0]})
+    history = ExecutionHistory(memory_provider=mem, workflow_id="audit", agent_id="bio", run_id="r1")
+    with history.step("plan", tool="llm"):
+        hits = mem.search(query, "alice", "bio", limit=3, mode="keyword")
+        mem.add("plan: align then call", "alice", "bio", {"workflow_id": "audit", "step_index": 0})
+    with history.step("align", tool="bwa"):
+        pass
+    history.flush()
+    return hits
+
+
+def test_the_step_detail_shows_what_the_step_recalled(tmp_path: Path) -> None:
+    with memkit.open(f"sqlite:///{tmp_path / 't.db'}?embedder=none") as mem:
+        hits = _searching_run(mem)
+        mem.delete(hits[1].id, user_id="alice", agent_id="bio")
+        panel = TraceReplay(mem)
+        [row] = panel.runs
+        assert row["recalls"] == 1  # the run list counts the run's searches
+        panel.run = row["run"]
+        assert panel.timeline["recalls"] == [1, 0]
+        panel.step = 0
+        d = panel.detail
+        assert d["recalled"] == 3 and d["keeps_recalls"]
+        [recall] = d["recalls"]
+        assert (recall["query"], recall["mode"], recall["namespace"]) == ("TP53", "keyword", "alice / bio")
+        assert [h["rank"] for h in recall["hits"]] == [1, 2, 3]
+        assert [h["id"] for h in recall["hits"]] == [h.id for h in hits]
+        assert [h["deleted"] for h in recall["hits"]] == [False, True, False]
+        assert all(h["legs"] == "keyword" for h in recall["hits"])
+        # The deleted one opens as its snapshot; a live one as the stored memory.
+        gone = panel.open_memory(hits[1].id)
+        assert gone["deleted"] and gone["text"] == hits[1].content and "deleted" in gone["note"]
+        assert panel.open_memory(hits[0].id)["text"] == hits[0].content
+        assert panel.find_memories() == ["plan: align then call"]
+        panel.step = 1
+        assert panel.detail["recalled"] == 0 and panel.detail["recalls"] == [] and panel.memory == {}
+
+
+def test_the_step_detail_keeps_a_hostile_query_as_data(tmp_path: Path) -> None:
+    with memkit.open(f"sqlite:///{tmp_path / 't.db'}?embedder=none") as mem:
+        _searching_run(mem, query=HOSTILE + " TP53\x1b[31m")
+        panel = TraceReplay(mem)
+        panel.run = panel.runs[0]["run"]
+        panel.step = 0
+        query = panel.detail["recalls"][0]["query"]
+        assert query.startswith(HOSTILE) and "\x1b" not in query and "\\x1b" in query  # escaped for display
+
+
+def test_the_memory_detail_lists_the_steps_that_recalled_it(tmp_path: Path) -> None:
+    with memkit.open(f"sqlite:///{tmp_path / 't.db'}?embedder=none") as mem:
+        hits = _searching_run(mem)
+        with memkit.recall_scope("notebook", step="by hand", step_index=4):
+            mem.search("TP53", "alice", "bio", limit=1, mode="keyword")
+        browser = NamespaceBrowser(mem)
+        browser.namespace.value = ("alice", "bio")
+        browser.rows.value = hits[0].id
+        assert [(r.workflow_id, r.step_index, rank) for r, rank in browser.recalled_by(browser.selected)] == [
+            ("audit", 0, 1), ("notebook", 4, 1)]
+        html = browser.detail.value
+        assert "recalled by 2 steps" in html and "0 · plan" in html and "4 · by hand" in html
+        browser.rows.value = hits[2].id
+        assert "recalled by 1 step<" in browser.detail.value
+        unrelated = next(i for i in browser.items if i.content.startswith("KRAS"))
+        browser.rows.value = unrelated.id
+        assert "recalled by 0 steps" in browser.detail.value
+
+
+def test_a_workflow_graph_draws_recall_edges_apart_from_the_recorded_ones(tmp_path: Path) -> None:
+    from memkit._graphview import payload
+
+    with memkit.open(f"sqlite:///{tmp_path / 't.db'}?embedder=none") as mem:
+        hits = _searching_run(mem)
+        mem.delete(hits[2].id, user_id="alice", agent_id="bio")
+        explorer = GraphExplorer(mem)
+        explorer.scope.value = "workflow"
+        explorer.draw()
+        assert explorer.view is not None and explorer.view.layout == "workflow"
+        data = payload(explorer.view)
+        recalled = [e for e in data["edges"] if e["type"] == "RECALLED"]
+        recorded = [e for e in data["edges"] if e["type"] == "RECORDED_AS"]
+        assert len(recalled) == 3 and len(recorded) == 2
+        assert {e["to"] for e in recalled} == {h.id for h in hits}
+        assert recalled[0]["dashes"] and not recorded[0]["dashes"]
+        assert recalled[0]["color"] != recorded[0]["color"]
+        assert sorted(e["title"].split("\n")[1].split(" · ")[0] for e in recalled) == ["rank 1", "rank 2", "rank 3"]
+        nodes = {n["id"]: n for n in data["nodes"]}
+        gone = nodes[hits[2].id]
+        assert gone["deleted"] and gone["label"].startswith("(deleted) " + hits[2].content[:12])
+        assert not nodes[hits[0].id]["deleted"]
+        assert [k["label"] for k in data["edge_legend"]] == ["recorded as", "recalled"]
+        # Each recalled memory sits below the step that recalled it.
+        step = next(n for n in data["nodes"] if n["type"] == "Step" and n["label"] == "0 · llm")
+        assert all(nodes[h.id]["y"] > step["y"] for h in hits)
+        explorer.recalls.value = False  # redraws without them
+        assert not any(e.type == "RECALLED" for e in explorer.view.edges)
+
+
+def test_recall_nodes_from_a_graph_database_draw_as_the_same_edges() -> None:
+    from memkit._graphview import collapse_recall_nodes
+    from memkit.graph import GraphEdge, GraphNode, MemoryGraph
+
+    graph = MemoryGraph(
+        [GraphNode("s", "Step", {"order": 0}), GraphNode("r", "Recall", {"query": "TP53", "mode": "hybrid"}),
+         GraphNode("m", "Memory", {"content": "TP53"})],
+        [GraphEdge("e1", "RECALLS", "s", "r"), GraphEdge("e2", "RECALLED", "r", "m", {"rank": 2, "score": 0.5})])
+    out = collapse_recall_nodes(graph)
+    assert [n.id for n in out.nodes] == ["s", "m"]
+    [edge] = out.edges
+    assert (edge.type, edge.source, edge.target, edge.properties["rank"]) == ("RECALLED", "s", "m", 2)
 
 
 def test_trace_replay_on_an_empty_store_and_a_bad_run(tmp_path: Path) -> None:
@@ -320,3 +441,34 @@ def test_modes_a_provider_declares_are_offered_and_passed_through() -> None:
         browser.query.value = "TP53"
         browser.search_button.click()
         assert Hybrid.seen == ["hybrid"] and "best hybrid matches" in browser.page_label.value
+
+
+def test_trace_replay_can_skip_counting_recalls(tmp_path: Path) -> None:
+    with memkit.open(f"sqlite:///{tmp_path / 't.db'}?embedder=none") as mem:
+        _searching_run(mem)
+        panel = TraceReplay(mem, recalls=False)
+        [row] = panel.runs
+        assert row["recalls"] is None  # not counted: shown as "—", not as zero
+        panel.run = row["run"]
+        assert panel.timeline["recalls"] == [0, 0]
+        panel.step = 0
+        assert panel.detail["recalled"] == 3  # the open step still lists what it recalled
+
+
+def test_the_views_on_a_store_that_keeps_no_recalls(falkordb_server: FalkorDBServer) -> None:
+    from memkit.frames import runs_frame as runs_of
+
+    with memkit.open(falkordb_server.url("views-no-recalls")) as mem:
+        mem.reset()
+        mem.add("TP53 knockdown", "u1", "bio")
+        mem.add_trace("bio", "wf-1", {"tool": "blast", "step_index": 0, "status": "success"}, user_id="u1")
+        assert runs_of(mem)["recalls"].isna().all()  # unknown, not zero
+        panel = TraceReplay(mem)
+        assert panel.runs[0]["recalls"] is None
+        panel.run = panel.runs[0]["run"]
+        panel.step = 0
+        assert panel.detail["keeps_recalls"] is False and panel.detail["recalls"] == []
+        explorer = GraphExplorer(mem)
+        explorer.scope.value = "workflow"
+        explorer.draw()
+        assert explorer.view is not None and not any(e.type == "RECALLED" for e in explorer.view.edges)

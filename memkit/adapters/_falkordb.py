@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from memkit._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError, missing_extra
-from memkit._url import embedder_option, query_options
+from memkit._url import bool_option, embedder_option, query_options
 from memkit.adapters._graph import Dialect, GraphAdapter, Statement
 from memkit.adapters._plumbing import Worker
 
@@ -26,11 +26,12 @@ T = TypeVar("T")
 # Only JSON keys and UUIDs are indexed: the 4.16 range index trims whitespace from stored strings.
 _INDEXES = (
     ("Memory", "key"), ("Memory", "ns"), ("Namespace", "key"), ("Entity", "key"), ("Workflow", "key"),
-    ("Trace", "key"), ("Trace", "id"), ("Tool", "key"), ("Step", "id"),
+    ("Trace", "key"), ("Trace", "id"), ("Tool", "key"), ("Step", "id"), ("Recall", "key"), ("Recall", "ns"),
+    ("Recall", "id"),
 )
 
 
-_UNIQUE = (("Memory", "key"), ("Step", "id"))
+_UNIQUE = (("Memory", "key"), ("Step", "id"), ("Recall", "key"))
 
 
 class FalkorDBDialect(Dialect):
@@ -79,6 +80,9 @@ class FalkorDBDialect(Dialect):
     def cosine(self, score: float) -> float:
         # FalkorDB returns the cosine distance.
         return 1.0 - score
+
+    def vector_score(self, expr: str) -> str:
+        return f"vec.cosineDistance({expr}, vecf32($vector))"
 
     async def ensure_vector_schema(self, dim: int) -> None:
         await self._call(self._ensure, self.vector_schema_statements(dim))
@@ -194,8 +198,11 @@ def parse_falkordb_url(url: str) -> dict[str, Any]:
                 raise ConfigError(f"socket_timeout must be a number, got {value!r}") from None
         elif key == "embedder":  # as in sqlite:// URLs: none, default, st:/model/folder
             options[key] = embedder_option(value)
+        elif key == "record_recalls":
+            options[key] = bool_option(key, value)
         else:
-            raise ConfigError(f"unknown falkordb:// URL option {key!r}; known: embedder, socket_timeout")
+            raise ConfigError(
+                f"unknown falkordb:// URL option {key!r}; known: embedder, record_recalls, socket_timeout")
     return options
 
 

@@ -17,21 +17,34 @@ from __future__ import annotations
 import abc
 import json
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, ClassVar
 
+import numpy as np
+
+from memkit import _pipeline, _recall
 from memkit._errors import ConfigError, InvalidInputError
 from memkit._filters import Condition, matches
-from memkit._graphschema import DEFAULT_ENTITY_FIELDS, NODE_LABELS, RecordParts, memory_key, node_key, record_parts
+from memkit._graphschema import (
+    DEFAULT_ENTITY_FIELDS,
+    NODE_LABELS,
+    RecordParts,
+    edge_id,
+    memory_key,
+    node_key,
+    record_parts,
+)
 from memkit._keyword import query_words
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
+from memkit._pipeline import CosineMoments
+from memkit._recall import Recall
 from memkit._records import Record, from_us, new_record, now_us, records_from_items, trace_record
-from memkit._retrieval import HybridConfig, check_hybrid, check_mode, modes_for
+from memkit._retrieval import DenseScores, HybridConfig, modes_for
 from memkit._validate import (
     DEFAULT_LIMITS,
     Limits,
     check_id,
     check_limit,
-    check_query,
     check_read,
     check_scope,
 )
@@ -91,6 +104,7 @@ MERGE (tool:Tool {key: u.key})
   ON CREATE SET tool.id = u.id, tool.user_id = u.user_id, tool.agent_id = u.agent_id, tool.name = u.name
 CREATE (st)-[:USES_TOOL {id: u.rel_id}]->(tool)
 WITH count(*) AS used
+{link_recalls}
 {relink}
 RETURN size($memories) AS written
 """
@@ -156,6 +170,7 @@ RESET = "MATCH (n) DETACH DELETE n"
 
 SELECT = (
     "MATCH (m:Memory {ns: $ns})"
+    " WHERE $until_us IS NULL OR m.created_us <= $until_us"
     f" RETURN {_MEMORY_FIELDS}"
     " ORDER BY m.created_us DESC, m.seq DESC SKIP $skip LIMIT $limit"
 )
@@ -170,6 +185,63 @@ EXPORT = (
     " AND (m.created_us > $after_us OR (m.created_us = $after_us AND m.seq > $after_seq))"
     f" RETURN {_MEMORY_FIELDS}, m.seq AS seq"
     " ORDER BY m.created_us, m.seq LIMIT $limit"
+)
+
+# What the semantic leg needs besides candidates: the namespace's vectors (for the mean and
+# spread of cosine that fusion normalises by) and the vectors of keyword hits.
+NS_FINGERPRINT = "MATCH (m:Memory {ns: $ns}) RETURN count(m) AS n, max(m.seq) AS last"
+NS_VECTORS = (
+    "MATCH (m:Memory {ns: $ns})"
+    " WHERE m.seq > $after OR (m.seq = $after AND m.id > $after_id)"
+    " RETURN m.id AS id, m.seq AS seq, m.user_id AS user_id, m.agent_id AS agent_id, m.embedding AS embedding"
+    " ORDER BY m.seq, m.id LIMIT $limit"
+)
+# Recalls: a Recall node per recorded search, RECALLED edges to the memories it returned that
+# still exist (same namespace only), and HAS_RECALL from the step that made it (same
+# namespace, workflow, run and step index) if that step is stored; a step stored later links
+# itself (see LINK_RECALLS).
+RECALL_WRITE = """
+UNWIND $recalls AS c
+CREATE (r:Recall {id: c.id, key: c.key, ns: c.ns, user_id: c.user_id, agent_id: c.agent_id,
+                  created_us: c.created_us, kind: c.kind, query: c.query, mode: c.mode,
+                  workflow_id: c.workflow_id, run_id: c.run_id, step_index: c.step_index,
+                  step_name: c.step_name, body: c.body})
+WITH count(*) AS written
+UNWIND $hits AS h
+MATCH (r:Recall {key: h.recall_key})
+MATCH (m:Memory {key: h.memory_key})
+WHERE m.id = h.memory_id AND m.user_id = h.user_id AND m.agent_id = h.agent_id
+CREATE (r)-[:RECALLED {id: h.id, rank: h.rank, score: h.score}]->(m)
+WITH count(*) AS linked
+UNWIND $recalls AS c
+MATCH (r:Recall {key: c.key})
+MATCH (st:Step {workflow_id: c.workflow_id})
+WHERE c.step_index IS NOT NULL AND st.order = c.step_index AND st.user_id = c.user_id
+  AND st.agent_id = c.agent_id AND coalesce(st.run_id, '') = coalesce(c.run_id, '')
+CREATE (st)-[:HAS_RECALL {id: c.id + ':' + st.id}]->(r)
+RETURN size($recalls) AS written
+"""
+# A step written after the recalls it made (the usual order: a step is stored when it ends).
+LINK_RECALLS = """
+UNWIND $steps AS s
+MATCH (st:Step {id: s.id})
+MATCH (r:Recall {ns: s.ns_key})
+WHERE s.order IS NOT NULL AND r.workflow_id = s.workflow_id AND r.step_index = s.order
+  AND coalesce(r.run_id, '') = coalesce(s.run_id, '')
+CREATE (st)-[:HAS_RECALL {id: r.id + ':' + st.id}]->(r)
+WITH count(*) AS recalled
+"""
+RECALL_IDS = "UNWIND $keys AS k MATCH (r:Recall {key: k}) RETURN r.id AS id"
+RECALLS = (
+    "MATCH (r:Recall)"
+    " WHERE ($user_id IS NULL OR r.user_id = $user_id) AND ($agent_id IS NULL OR r.agent_id = $agent_id)"
+    " AND ($workflow_id IS NULL OR r.workflow_id = $workflow_id) AND ($run_id IS NULL OR r.run_id = $run_id)"
+    " RETURN r.id AS id, r.user_id AS user_id, r.agent_id AS agent_id, r.workflow_id AS workflow_id,"
+    " r.run_id AS run_id, r.body AS body ORDER BY r.created_us, r.id"
+)
+RECALL = (
+    "MATCH (r:Recall {key: $key}) WHERE r.id = $id"
+    " RETURN r.id AS id, r.user_id AS user_id, r.agent_id AS agent_id, r.body AS body"
 )
 
 NAMESPACES = (
@@ -204,25 +276,25 @@ GRAPH_SEEDS = (
 _EXPAND = (
     "UNWIND $ids AS nid"
     " MATCH (a:{label} {{{prop}: nid}})-[r]-(b)"
-    " RETURN type(r) AS type, r.id AS id, r.order AS order, r.field AS field,"
+    " RETURN type(r) AS type, r.id AS id, r.order AS order, r.field AS field, r.rank AS rank, r.score AS score,"
     " startNode(r).id AS source, endNode(r).id AS target, labels(b) AS labels, b.id AS bid, b.key AS bkey"
 )
 _LOOKUP = {"Memory": "key", "Namespace": "key", "Entity": "key", "Workflow": "key", "Trace": "key",
-           "Tool": "key", "Step": "id"}
+           "Tool": "key", "Step": "id", "Recall": "key"}
 EXPAND = {label: _EXPAND.format(label=label, prop=prop) for label, prop in (("Memory", "key"), ("Step", "id"),
-                                                                         ("Trace", "id"))}
+                                                                         ("Trace", "id"), ("Recall", "id"))}
 NODES = {
     label: f"UNWIND $ids AS nid MATCH (n:{label} {{{prop}: nid}}) RETURN properties(n) AS props"
-    for label, prop in _LOOKUP.items() if label != "Memory"
+    for label, prop in _LOOKUP.items()
 }
 
 # One node and its relationships, newest neighbours first (labels come from the schema, never from input).
 # Memories are found through their indexed key, steps and traces through their indexed id.
-_BY = {"Memory": "key", "Step": "id", "Trace": "id"}
+_BY = {"Memory": "key", "Step": "id", "Trace": "id", "Recall": "id"}
 AROUND = {
     label: (
         f"MATCH (a:{label} {{{_BY.get(label, 'id')}: $nid}})-[r]-(b) WHERE a.id = $id"
-        " RETURN type(r) AS type, r.id AS id, r.order AS order, r.field AS field,"
+        " RETURN type(r) AS type, r.id AS id, r.order AS order, r.field AS field, r.rank AS rank, r.score AS score,"
         " startNode(r).id AS source, endNode(r).id AS target, labels(b) AS labels, properties(b) AS props"
         " ORDER BY coalesce(b.created_us, 0) DESC LIMIT $limit"
     )
@@ -286,26 +358,35 @@ class Dialect(abc.ABC):
     def cosine(self, score: float) -> float:
         """The engine's vector score as cosine similarity (higher is better)."""
 
+    @abc.abstractmethod
+    def vector_score(self, expr: str) -> str:
+        """A Cypher expression scoring the stored vector ``expr`` against ``$vector``, on the
+        vector index's scale (so :meth:`cosine` converts it)."""
+
     def vector_statement(self) -> str:
         return (
             f"{self.vector_call()}"
             " WITH node AS m, score"
-            " WHERE m.ns = $ns"
-            f" RETURN {_MEMORY_FIELDS}, score"
+            " WHERE m.ns = $ns AND ($until_us IS NULL OR m.created_us <= $until_us)"
+            f" RETURN {_MEMORY_FIELDS}, m.seq AS seq, score"
         )
 
     def write_statement(self, relink: bool, embedding: bool) -> str:
         return WRITE.replace("{relink}", RELINK if relink else "").replace(
+            "{link_recalls}", LINK_RECALLS if relink else "").replace(
             "{embedding}", f", embedding: {self.vector_value('r.embedding')}" if embedding else "")
 
-    def keyword_statement(self) -> str:
-        # Full-text scores are higher-is-better on both engines.
+    def keyword_statement(self, vectors: bool = False) -> str:
+        """The keyword leg; with ``vectors`` each hit's vector score against ``$vector`` too (hybrid
+        search needs every keyword hit's cosine, and this spares a round trip)."""
+        # Full-text scores are higher-is-better on both engines; ties newest first, as the pipeline expects.
+        vector = f", CASE WHEN m.embedding IS NULL THEN null ELSE {self.vector_score('m.embedding')} END AS vscore"
         return (
             f"{self.fulltext_call()}"
             " WITH node AS m, score"
-            " WHERE m.ns = $ns"
-            f" RETURN {_MEMORY_FIELDS}, score"
-            " ORDER BY score DESC, m.created_us DESC, m.seq DESC LIMIT $limit"
+            " WHERE m.ns = $ns AND ($until_us IS NULL OR m.created_us <= $until_us)"
+            f" WITH m, score ORDER BY score DESC, m.created_us DESC, m.seq DESC LIMIT $limit"
+            f" RETURN {_MEMORY_FIELDS}, m.seq AS seq, score{vector if vectors else ''}"
         )
 
     def statements(self) -> list[str]:
@@ -316,8 +397,10 @@ class Dialect(abc.ABC):
             *(self.write_statement(relink, vec) for relink in (True, False) for vec in (True, False)),
             DELETE, TIDY.replace("{relink}", RELINK),
             RESET, SELECT, GET, EXISTING_IDS, EXPORT, NAMESPACES, STATS, PING, GRAPH_SEEDS, COUNT_MEMORIES,
+            NS_FINGERPRINT, NS_VECTORS, RECALL_WRITE, RECALL_IDS, RECALLS, RECALL,
             *EXPAND.values(), *NODES.values(), NEIGHBOURS,
-            *AROUND.values(), *NODE_AT.values(), self.keyword_statement(), self.vector_statement(),
+            *AROUND.values(), *NODE_AT.values(), self.keyword_statement(), self.keyword_statement(True),
+            self.vector_statement(),
         ]
 
     @abc.abstractmethod
@@ -351,7 +434,7 @@ def _record(row: Mapping[str, Any]) -> Record:
 
 
 def _write_params(parts: list[RecordParts]) -> dict[str, Any]:
-    steps = [p.step for p in parts if p.step is not None]
+    steps = [{**p.step, "ns_key": p.memory["ns_key"]} for p in parts if p.step is not None]
     # One row per trace: FalkorDB 4.16 drops the later rows of an UNWIND whose MERGE of a
     # relationship with ON CREATE SET matches the edge an earlier row created.
     trace_rows = list({s["trace_key"]: s for s in steps}.values())
@@ -379,10 +462,18 @@ class GraphAdapter:
     embedder
         Optional: an object with ``dim`` and ``embed(texts) -> (n, dim) array`` (L2-normalised).
         With it every memory stores a vector, and ``search`` offers ``mode="semantic"`` and
-        ``"hybrid"`` (reciprocal-rank fusion of keyword and semantic; the default).
+        ``"hybrid"`` (the default: the score fusion of :class:`memkit.HybridConfig`, as on
+        every adapter).
+    hybrid
+        The default :class:`memkit.HybridConfig` of hybrid searches.
+    record_recalls
+        Record searches made outside any step scope as recalls too (inside a step they
+        always are); see :class:`memkit.SupportsRecalls`.
     """
 
     provider_name = "graph"
+    searches_as_of = True
+    record_recalls = False  # set per store (see __init__)
 
     def __init__(
         self,
@@ -391,7 +482,17 @@ class GraphAdapter:
         limits: Limits = DEFAULT_LIMITS,
         entity_fields: Iterable[str] = DEFAULT_ENTITY_FIELDS,
         embedder: Any = None,
+        hybrid: HybridConfig | None = None,
+        record_recalls: bool = False,
     ) -> None:
+        if not isinstance(record_recalls, bool):
+            raise ConfigError(f"record_recalls must be True or False, got {record_recalls!r}")
+        self.record_recalls = record_recalls
+        if hybrid is not None and not isinstance(hybrid, HybridConfig):
+            raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
+        self.hybrid = hybrid or HybridConfig()
+        # Per namespace key: the cosine moments of its vectors, and the (count, newest seq) they match.
+        self._moments: dict[str, tuple[tuple[int, int | None], CosineMoments]] = {}
         if isinstance(embedder, str):  # a name, as sqlite:// and falkordb:// URLs give it
             from memkit.embeddings import get_embedder
 
@@ -447,7 +548,22 @@ class GraphAdapter:
             query = self.dialect.write_statement(bool(params["traces"]), self.embedder is not None)
             statements.append((query, params))
         await self.dialect.write(statements)
+        self._moments_after_write(parts, statements)
         return ids
+
+    def _moments_after_write(self, parts: list[RecordParts], statements: list[Statement]) -> None:
+        """Fold this process's new vectors into the cached moments (another process's writes are
+        caught by the fingerprint check before each semantic search)."""
+        if self.embedder is None or not self._moments:
+            return
+        for _, params in statements:
+            for memory in params["memories"]:
+                cached = self._moments.get(memory["ns_key"])
+                if cached is None:
+                    continue
+                (count, last), moments = cached
+                moments.add(np.asarray([memory["embedding"]], dtype=np.float32))
+                self._moments[memory["ns_key"]] = ((count + 1, max(last or 0, memory["seq"])), moments)
 
     async def add(
         self, content: str, user_id: str, agent_id: str, metadata: dict[str, Any] | None = None
@@ -475,6 +591,7 @@ class GraphAdapter:
         if not deleted:
             return False
         row = deleted[0]
+        self._moments.pop(node_key("Namespace", row["user_id"], row["agent_id"]), None)
         traces = sorted({r["tk"] for r in deleted if r.get("tk") is not None})
         await self.dialect.write([(
             TIDY.replace("{relink}", RELINK),
@@ -485,22 +602,24 @@ class GraphAdapter:
     async def reset(self) -> bool:
         await self._ready()
         await self.dialect.write([(RESET, {})])
+        self._moments.clear()
         return True
 
     # -- reads -----------------------------------------------------------------------
 
     async def _select(
-        self, user: str, agent: str, conditions: tuple[Condition, ...], offset: int, limit: int
+        self, user: str, agent: str, conditions: tuple[Condition, ...], offset: int, limit: int,
+        until_us: int | None = None,
     ) -> list[Record]:
         ns = node_key("Namespace", user, agent)
         if not conditions:
-            rows = await self._read(SELECT, {"ns": ns, "skip": offset, "limit": limit})
+            rows = await self._read(SELECT, {"ns": ns, "skip": offset, "limit": limit, "until_us": until_us})
             return [r for r in map(_record, rows) if (r.user_id, r.agent_id) == (user, agent)]
         # Filters are applied in Python with the reference semantics, a page at a time.
         kept: list[Record] = []
         skip = 0
         while len(kept) < offset + limit:
-            rows = await self._read(SELECT, {"ns": ns, "skip": skip, "limit": _PAGE})
+            rows = await self._read(SELECT, {"ns": ns, "skip": skip, "limit": _PAGE, "until_us": until_us})
             kept.extend(r for r in map(_record, rows)
                         if (r.user_id, r.agent_id) == (user, agent) and matches(conditions, r.metadata))
             if len(rows) < _PAGE:
@@ -518,31 +637,39 @@ class GraphAdapter:
         *,
         mode: str | None = None,
         hybrid: HybridConfig | None = None,
+        as_of: datetime | None = None,
     ) -> list[MemoryItem]:
-        """Full-text search in one namespace; an empty query lists it newest first.
+        """Rank one namespace against ``query`` (see :func:`memkit._pipeline.rank`); an empty query
+        lists it newest first.
 
-        ``hybrid`` sets how many candidates each leg contributes (``candidates``).
+        ``mode``: ``"hybrid"`` (the default with an embedder), ``"keyword"`` (the database's
+        full-text index) or ``"semantic"`` (its vector index). ``hybrid`` overrides the store's
+        :class:`memkit.HybridConfig`. ``as_of``: only memories that existed then.
         """
-        text = check_query(query, self.limits)
-        user, agent, limit, _, conditions = check_read(user_id, agent_id, limit, filters, self.limits)
-        mode = check_mode(mode, self.search_modes, type(self).__name__)
-        depth = max((check_hybrid(hybrid) or HybridConfig()).candidates, limit)
-        if not text:
-            return [r.to_item() for r in await self._select(user, agent, conditions, 0, limit)]
-        if mode == "keyword":
-            hits = await self._keyword(text, user, agent, conditions, limit)
-            return [
-                r.to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
-                for rank, (r, score) in enumerate(hits, start=1)
-            ]
-        semantic = await self._semantic(text, user, agent, conditions, limit if mode == "semantic" else depth)
-        if mode == "semantic":
-            return [
-                r.to_item(score, {"mode": "semantic", "semantic": {"rank": rank, "score": score}})
-                for rank, (r, score) in enumerate(semantic, start=1)
-            ]
-        keyword = await self._keyword(text, user, agent, conditions, depth)
-        return _fuse(keyword, semantic, limit)
+        request = _pipeline.prepare(self, query, user_id, agent_id, limit, filters, mode, hybrid, as_of)
+        return await _pipeline.search(self, request, self._ranked)
+
+    async def _ranked(self, request: _pipeline.SearchRequest) -> list[MemoryItem]:
+        user, agent = request.user_id, request.agent_id
+        if not request.query:
+            records = await self._select(user, agent, request.conditions, 0, request.limit, request.until_us)
+            return [r.to_item() for r in records]
+        found: dict[str, Record] = {}
+        ages: dict[str, tuple[int, int]] = {}
+        keyword: list[tuple[str, float]] = []
+        cosine: dict[str, float] = {}  # the keyword hits' cosines, for hybrid
+        vector = None if request.mode == "keyword" else [float(x) for x in self._embed([request.query])[0]]
+        if request.mode != "semantic":
+            for record, row in await self._keyword(request, vector):
+                found[record.id], ages[record.id] = record, (record.created_us, int(row["seq"]))
+                keyword.append((record.id, float(row["score"])))
+                if row.get("vscore") is not None:
+                    cosine[record.id] = self.dialect.cosine(float(row["vscore"]))
+        dense = None
+        if vector is not None:
+            dense = await self._dense(request, vector, cosine, found, ages)
+        ranked = _pipeline.rank(request, keyword, dense, lambda keys: ages)
+        return [found[k].to_item(score, details) for k, score, details in ranked]
 
     @property
     def search_modes(self) -> tuple[str, ...]:
@@ -554,42 +681,88 @@ class GraphAdapter:
         matrix = self.embedder.embed(texts)
         return [[float(x) for x in row] for row in matrix]
 
-    async def _semantic(
-        self, text: str, user: str, agent: str, conditions: tuple[Condition, ...], limit: int
-    ) -> list[tuple[Record, float]]:
-        vector = self._embed([text])[0]
-        ns = node_key("Namespace", user, agent)
-        total = (await self._read(COUNT_MEMORIES, {}))[0]["n"]
-        # The vector index ranks the whole graph: widen k until the namespace has enough hits.
-        k = min(max(limit * 10, 100), max(total, 1))
-        while True:
-            rows = await self._read(self.dialect.vector_statement(), {"k": k, "vector": vector, "ns": ns})
-            hits = [
-                (r, self.dialect.cosine(float(row["score"]))) for row in rows
-                if (r := _record(row)).user_id == user and r.agent_id == agent and matches(conditions, r.metadata)
-            ]
-            if len(hits) >= limit or k >= total:
-                break
-            k = min(k * 4, total)
-        hits.sort(key=lambda h: (-h[1], -h[0].created_us))
-        return hits[:limit]
+    def _in(self, record: Record, request: _pipeline.SearchRequest) -> bool:
+        # Re-checked in Python: the namespace (FalkorDB's range index trims whitespace) and the filters.
+        return (record.user_id, record.agent_id) == (request.user_id, request.agent_id) and matches(
+            request.conditions, record.metadata)
 
     async def _keyword(
-        self, text: str, user: str, agent: str, conditions: tuple[Condition, ...], limit: int
-    ) -> list[tuple[Record, float]]:
-        terms = query_words(text)
+        self, request: _pipeline.SearchRequest, vector: list[float] | None
+    ) -> list[tuple[Record, dict[str, Any]]]:
+        """The keyword leg: the full-text index's best ``depth`` rows, ties newest first (with each
+        hit's vector score when ``vector`` is given)."""
+        terms = query_words(request.query)
         if not terms:
             return []
-        params = {
-            "query": self.dialect.fulltext_query(terms), "ns": node_key("Namespace", user, agent),
-            "limit": limit if not conditions else self.limits.max_limit * 10,
+        params: dict[str, Any] = {
+            "query": self.dialect.fulltext_query(terms), "ns": node_key("Namespace", request.user_id, request.agent_id),
+            "limit": request.depth if not request.conditions else self.limits.max_limit * 10,
+            "until_us": request.until_us,
         }
-        rows = await self._read(self.dialect.keyword_statement(), params)
-        hits = [
-            (r, float(row["score"])) for row in rows
-            if (r := _record(row)).user_id == user and r.agent_id == agent and matches(conditions, r.metadata)
-        ]
-        return hits[:limit]
+        if vector is not None:
+            params["vector"] = vector
+        rows = await self._read(self.dialect.keyword_statement(vector is not None), params)
+        return [(r, row) for row in rows if self._in(r := _record(row), request)][: request.depth]
+
+    async def _dense(
+        self, request: _pipeline.SearchRequest, vector: list[float], cosine: dict[str, float],
+        found: dict[str, Record], ages: dict[str, tuple[int, int]],
+    ) -> DenseScores:
+        """The semantic leg: the vector index's best ``depth`` hits (``cosine`` holds the keyword
+        hits' cosines already) and the namespace's mean and spread of cosine (from cached moments
+        of its vectors)."""
+        ns = node_key("Namespace", request.user_id, request.agent_id)
+        depth = request.depth
+        total = (await self._read(COUNT_MEMORIES, {}))[0]["n"]
+        mean = std = 0.0
+        k = min(max(depth * 10, 100), max(total, 1))
+        if request.mode == "hybrid":  # only fusion normalises by the namespace's statistics
+            moments, in_namespace = await self._namespace_moments(ns, request)
+            mean, std = moments.stats(np.asarray(vector, dtype=np.float32))
+            # The vector index ranks the whole graph: ask for as many as this namespace's share of
+            # it would give ``depth`` hits (and widen k below until the namespace has enough).
+            k = min(max(int(depth * total / max(in_namespace, 1) * 1.25) + 10, 100), max(total, 1))
+        params: dict[str, Any] = {"vector": vector, "ns": ns, "until_us": request.until_us}
+        while True:
+            rows = await self._read(self.dialect.vector_statement(), {**params, "k": k})
+            hits = [(r, int(row["seq"]), self.dialect.cosine(float(row["score"])))
+                    for row in rows if self._in(r := _record(row), request)]
+            if len(hits) >= depth or k >= total:
+                break
+            k = min(k * 4, total)
+        hits.sort(key=lambda h: (-h[2], -h[0].created_us, -h[1]))
+        ranked: list[str] = []
+        for record, seq, cos in hits[:depth]:
+            found.setdefault(record.id, record)
+            ages.setdefault(record.id, (record.created_us, seq))
+            cosine[record.id] = cos
+            ranked.append(record.id)
+        return DenseScores(cosine, ranked, mean, std)
+
+    async def _namespace_moments(
+        self, ns: str, request: _pipeline.SearchRequest
+    ) -> tuple[CosineMoments, int]:
+        """The namespace's cosine moments (read once, kept while its (count, newest seq) holds) and
+        its number of memories."""
+        row = (await self._read(NS_FINGERPRINT, {"ns": ns}))[0]
+        fingerprint = (int(row["n"]), None if row["last"] is None else int(row["last"]))
+        cached = self._moments.get(ns)
+        if cached is not None and cached[0] == fingerprint:
+            return cached[1], fingerprint[0]
+        assert self.embedder is not None
+        moments = CosineMoments(int(self.embedder.dim))
+        after, after_id = -(2**62), ""
+        while True:
+            rows = await self._read(NS_VECTORS, {"ns": ns, "after": after, "after_id": after_id, "limit": _PAGE})
+            vectors = [row["embedding"] for row in rows if row["embedding"] is not None
+                       and (row["user_id"], row["agent_id"]) == (request.user_id, request.agent_id)]
+            if vectors:
+                moments.add(np.asarray(vectors, dtype=np.float32))
+            if len(rows) < _PAGE:
+                break
+            after, after_id = rows[-1]["seq"], rows[-1]["id"]
+        self._moments[ns] = (fingerprint, moments)
+        return moments, fingerprint[0]
 
     async def get_all(
         self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
@@ -671,13 +844,13 @@ class GraphAdapter:
             "user_id": user_id, "agent_id": agent_id, "workflow_id": workflow_id, "limit": limit,
         })
         out = GraphBuilder()
-        lookups: dict[str, list[str]] = {"Memory": [], "Step": [], "Trace": []}
+        lookups: dict[str, list[str]] = {"Memory": [], "Step": [], "Trace": [], "Recall": []}
         for row in seeds:
             out.node("Memory", row["props"])
             lookups["Memory"].append(row["props"]["key"])
         wanted: dict[str, str] = {}  # node id -> label, for nodes whose properties are still to fetch
         edges: list[dict[str, Any]] = []
-        for label in ("Memory", "Step", "Trace"):
+        for label in ("Memory", "Step", "Trace", "Recall"):
             ids = lookups[label]
             for start in range(0, len(ids), _PAGE):
                 rows = await self._read(EXPAND[label], {"ids": ids[start : start + _PAGE]})
@@ -687,8 +860,14 @@ class GraphAdapter:
                     if other is None:
                         continue
                     known = row["bid"] in out.nodes or row["bid"] in wanted
-                    # Steps and memories enter only through their own memory.
-                    if label != "Memory" and other in ("Step", "Memory") and not known:
+                    # Steps and memories enter only through their own memory, recalls only through
+                    # the step that made them (a workflow's recalls, not every search), and the
+                    # memories a step recalled through its recall.
+                    if not known and (
+                        (other == "Recall" and label != "Step")
+                        or (other in ("Step", "Memory") and label not in ("Memory", "Recall"))
+                        or (other == "Step" and label == "Recall")
+                    ):
                         continue
                     if not known:
                         wanted[row["bid"]] = other
@@ -748,31 +927,68 @@ class GraphAdapter:
         """Close the database connections; again is a no-op, any other call then fails."""
         await self.dialect.aclose()
 
+    # -- recalls --------------------------------------------------------------------
 
-_RRF_K = 60
+    async def _keep_recall(self, body: dict[str, Any]) -> None:
+        # Awaited by the search that made it (memkit._recall.settle): a failure warns, never fails the search.
+        await self._write_recalls([body])
 
+    async def _write_recalls(self, bodies: list[dict[str, Any]]) -> int:
+        await self._ready()
+        recalls: list[dict[str, Any]] = []
+        hits: list[dict[str, Any]] = []
+        for body in bodies:
+            key = node_key("Recall", body["id"])
+            recalls.append({
+                "id": body["id"], "key": key, "ns": node_key("Namespace", body["user_id"], body["agent_id"]),
+                "user_id": body["user_id"], "agent_id": body["agent_id"], "created_us": _recall.created_us(body),
+                "kind": body["kind"], "query": body["query"], "mode": body["mode"],
+                "workflow_id": body["workflow_id"], "run_id": body["run_id"], "step_index": body["step_index"],
+                "step_name": body["step_name"], "body": _recall.encode(body),
+            })
+            hits.extend({
+                "recall_key": key, "memory_key": memory_key(hit[0]), "memory_id": hit[0],
+                "user_id": body["user_id"], "agent_id": body["agent_id"], "rank": hit[1], "score": hit[2],
+                "id": edge_id("RECALLED", body["id"], hit[0]),
+            } for hit in body["hits"])
+        await self.dialect.write([(RECALL_WRITE, {"recalls": recalls, "hits": hits})])
+        return len(recalls)
 
-def _fuse(
-    keyword: list[tuple[Record, float]], semantic: list[tuple[Record, float]], limit: int
-) -> list[MemoryItem]:
-    """Reciprocal-rank fusion; ties newest first."""
-    records: dict[str, Record] = {}
-    details: dict[str, dict[str, Any]] = {}
-    fused: dict[str, float] = {}
-    for leg, hits in (("keyword", keyword), ("semantic", semantic)):
-        for rank, (record, score) in enumerate(hits, start=1):
-            records[record.id] = record
-            info = details.setdefault(record.id, {"mode": "hybrid", "found_by": []})
-            info["found_by"].append(leg)
-            info[leg] = {"rank": rank, "score": score}
-            fused[record.id] = fused.get(record.id, 0.0) + 1.0 / (_RRF_K + rank)
-    order = sorted(fused, key=lambda i: (-fused[i], -records[i].created_us))[:limit]
-    items = []
-    for memory_id in order:
-        info = details[memory_id]
-        info["fused"] = {"score": fused[memory_id]}
-        items.append(records[memory_id].to_item(fused[memory_id], info))
-    return items
+    async def recalls(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        workflow_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[Recall]:
+        """Recorded recalls, oldest first (see :class:`memkit.SupportsRecalls`)."""
+        wanted = {"user_id": user_id, "agent_id": agent_id, "workflow_id": workflow_id, "run_id": run_id}
+        rows = await self._read(RECALLS, wanted)
+        # Exact comparison in Python too (FalkorDB's range index trims whitespace from strings).
+        return [_recall.loads(row["body"]) for row in rows
+                if all(value is None or row[name] == value for name, value in wanted.items())]
+
+    async def get_recall(
+        self, recall_id: str, *, user_id: str | None = None, agent_id: str | None = None
+    ) -> Recall | None:
+        """One recall; with ``user_id``/``agent_id`` only if it lives in that namespace."""
+        check_id(recall_id, "recall_id", self.limits)
+        rows = await self._read(RECALL, {"key": node_key("Recall", recall_id), "id": recall_id})
+        if not rows or user_id not in (None, rows[0]["user_id"]) or agent_id not in (None, rows[0]["agent_id"]):
+            return None
+        return _recall.loads(rows[0]["body"])
+
+    async def add_recalls(self, recalls: Iterable[Recall]) -> int:
+        """Store recalls as given (an import), linked to the memories and steps present; all or none."""
+        batch = [_recall.body_of(r) for r in _recall.checked_recalls(recalls, self.limits)]
+        if not batch:
+            return 0
+        await self._ready()
+        clash = await self.dialect.read(RECALL_IDS, {"keys": [node_key("Recall", b["id"]) for b in batch]})
+        if clash:
+            raise InvalidInputError(f"a recall with id {clash[0]['id']!r} already exists")
+        return await self._write_recalls(batch)
 
 
 def _label(labels: Sequence[str]) -> str | None:

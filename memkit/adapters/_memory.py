@@ -9,21 +9,20 @@ from typing import Any
 
 import numpy as np
 
-from memkit import _recall
+from memkit import _pipeline, _recall
 from memkit._errors import ConfigError, InvalidInputError
 from memkit._filters import matches, parse_filters
 from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
-from memkit._recall import Recall, check_as_of, checked_recalls
+from memkit._recall import Recall, checked_recalls
 from memkit._records import Record, new_record, records_from_items, trace_record
-from memkit._retrieval import HybridConfig, VectorIndex, check_hybrid, check_mode, dense_leg, fuse, modes_for
+from memkit._retrieval import HybridConfig, VectorIndex, dense_leg, modes_for
 from memkit._validate import (
     DEFAULT_LIMITS,
     Limits,
     check_id,
     check_limit,
     check_namespace,
-    check_query,
     check_read,
     check_scope,
 )
@@ -197,31 +196,17 @@ class InMemoryAdapter:
 
         ``as_of``: only memories that existed then (see :class:`memkit.SupportsAsOf`).
         """
-        text = check_query(query, self.limits)
-        limit = check_limit(limit, self.limits)
-        resolved = check_mode(mode, self.search_modes, repr(self))
-        config = check_hybrid(hybrid) or self.hybrid
-        until_us = check_as_of(as_of)
-        hits = self._search(text, user_id, agent_id, limit, filters, resolved, config, until_us)
-        _recall.record(
-            self, query=text, user_id=user_id, agent_id=agent_id, mode=resolved, filters=filters,
-            limit=limit, hits=hits, as_of=as_of,
-        )
-        return hits
+        request = _pipeline.prepare(self, query, user_id, agent_id, limit, filters, mode, hybrid, as_of)
+        return await _pipeline.search(self, request, self._search)
 
-    def _search(
-        self, text: str, user_id: str, agent_id: str, limit: int, filters: object, resolved: str,
-        config: HybridConfig, until_us: int | None,
-    ) -> list[MemoryItem]:
-        if not text:
-            rows = self._newest_first(user_id, agent_id, filters, until_us)
-            return [r.to_item() for r in rows[:limit]]
-        user, agent = check_namespace(user_id, agent_id, self.limits)
-        conditions = parse_filters(filters)
-        depth = limit if resolved == "keyword" else max(config.candidates, limit)
-        terms = analyze_query(text)
+    async def _search(self, request: _pipeline.SearchRequest) -> list[MemoryItem]:
+        user, agent, conditions, until_us = request.user_id, request.agent_id, request.conditions, request.until_us
+        if not request.query:
+            return [r.to_item() for r in self._newest_first(user, agent, request.filters, until_us)[: request.limit]]
+        depth = request.depth
+        terms = analyze_query(request.query)
         hits: list[tuple[Record, float]] = []
-        if resolved != "semantic":
+        if request.mode != "semantic":
             with self._lock:
                 index = self._indexes.get((user, agent))
                 if index is not None and terms:
@@ -232,13 +217,13 @@ class InMemoryAdapter:
                             hits.append((found, score))
                             if len(hits) == depth:
                                 break
-        if resolved == "keyword":
-            return [
-                found.to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
-                for rank, (found, score) in enumerate(hits, start=1)
-            ]
+        if request.mode == "keyword":
+            found_records = {found.id: found for found, _ in hits}
+            keyed = [(found.id, score) for found, score in hits]
+            return [found_records[rid].to_item(score, details) for rid, score, details in
+                    _pipeline.rank(request, keyed, None, _no_ages)]
         assert self.embedder is not None
-        rows = self._newest_first(user, agent, filters, until_us)  # position = recency rank, breaks ties
+        rows = self._newest_first(user, agent, request.filters, until_us)  # position = recency rank, breaks ties
         position = {r.id: i for i, r in enumerate(rows)}
         keyword = [(position[r.id], score) for r, score in hits if r.id in position]
         vectors = VectorIndex(self.embedder.dim)
@@ -246,18 +231,10 @@ class InMemoryAdapter:
             present = [(i, self._vectors[r.id]) for i, r in enumerate(rows) if r.id in self._vectors]
         if present:
             vectors.add([i for i, _ in present], np.stack([v for _, v in present]))
-        query_vector = self.embedder.embed([text])[0].astype(np.float32)
+        query_vector = self.embedder.embed([request.query])[0].astype(np.float32)
         dense = dense_leg(vectors, query_vector, depth, None, [i for i, _ in keyword])
-        if resolved == "semantic":
-            ranked = sorted(dense.ranked[:limit], key=lambda i: (-dense.cosine[i], i))
-            return [
-                rows[i].to_item(
-                    dense.cosine[i], {"mode": "semantic", "semantic": {"rank": rank, "score": dense.cosine[i]}}
-                )
-                for rank, i in enumerate(ranked, start=1)
-            ]
-        fused = sorted(fuse(keyword, dense, config), key=lambda t: (-t[1], t[0]))
-        return [rows[i].to_item(score, details) for i, score, details in fused[:limit]]
+        ranked = _pipeline.rank(request, keyword, dense, lambda keys: {i: (-i, 0) for i in keys})
+        return [rows[i].to_item(score, details) for i, score, details in ranked]
 
     async def get_all(
         self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
@@ -364,6 +341,10 @@ class InMemoryAdapter:
                 raise InvalidInputError(f"a recall with id {clash!r} already exists")
             self._recalls.update((r.id, _recall.body_of(r)) for r in batch)
         return len(batch)
+
+
+def _no_ages(keys: list[str]) -> dict[str, tuple[int, int]]:
+    return {}  # keyword mode keeps the leg's own order (ties already newest first)
 
 
 # The seed's name for the same adapter.

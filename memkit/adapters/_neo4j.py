@@ -16,7 +16,7 @@ __all__ = ["Neo4jAdapter", "Neo4jDialect"]
 SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
 
 _UNIQUE = (("Memory", "key"), ("Namespace", "key"), ("Entity", "key"), ("Workflow", "key"),
-           ("Trace", "key"), ("Trace", "id"), ("Tool", "key"), ("Step", "id"))
+           ("Trace", "key"), ("Trace", "id"), ("Tool", "key"), ("Step", "id"), ("Recall", "key"))
 
 
 _VECTOR_INDEX = "memkit_memory_embedding"
@@ -55,6 +55,8 @@ class Neo4jDialect(Dialect):
             *(f"CREATE CONSTRAINT memkit_{label.lower()}_{prop} IF NOT EXISTS"
               f" FOR (n:{label}) REQUIRE n.{prop} IS UNIQUE" for label, prop in _UNIQUE),
             "CREATE INDEX memkit_memory_namespace IF NOT EXISTS FOR (m:Memory) ON (m.ns)",
+            "CREATE INDEX memkit_recall_namespace IF NOT EXISTS FOR (r:Recall) ON (r.ns)",
+            "CREATE INDEX memkit_recall_id IF NOT EXISTS FOR (r:Recall) ON (r.id)",
             "CREATE FULLTEXT INDEX memkit_memory_content IF NOT EXISTS FOR (m:Memory) ON EACH [m.content]",
         ]
 
@@ -76,6 +78,10 @@ class Neo4jDialect(Dialect):
     def cosine(self, score: float) -> float:
         # Neo4j maps cosine similarity c to (1 + c) / 2.
         return 2.0 * score - 1.0
+
+    def vector_score(self, expr: str) -> str:
+        # The same (1 + cos) / 2 scale as the vector index's score.
+        return f"vector.similarity.cosine({expr}, $vector)"
 
     async def ensure_vector_schema(self, dim: int) -> None:
         for statement in self.vector_schema_statements(dim):

@@ -705,3 +705,43 @@ class ProviderConformance:
         assert await provider.get_page(*ns, offset=7, limit=3) == []
         with pytest.raises(InvalidInputError):
             await provider.get_page(*ns, offset=-1, limit=3)
+
+    @pytest.mark.asyncio
+    async def test_scoped_searches_are_recorded_as_recalls(self, provider: Any, ns: tuple[str, str]) -> None:
+        import memkit
+
+        if self._lacks(provider, port.SupportsRecalls):
+            return
+        other = (f"{ns[0]}-other", ns[1])
+        await provider.add("kinase inhibitor screen", *ns)
+        await provider.add("kinase assay buffer", *ns)
+        await provider.add("kinase in another namespace", *other)
+        await provider.search("kinase", *ns)  # outside a scope, recording off: not kept
+        with memkit.recall_scope("conformance", step="look", step_index=2, run_id="r"):
+            hits = await provider.search("kinase", *ns, limit=2)
+        (recall,) = await provider.recalls(user_id=ns[0], agent_id=ns[1])
+        scope = (recall.workflow_id, recall.run_id, recall.step_index, recall.step_name)
+        assert scope == ("conformance", "r", 2, "look")
+        assert [(h.id, h.rank, h.score, h.content) for h in recall.hits] == [
+            (h.id, rank, h.score, h.content) for rank, h in enumerate(hits, start=1)]
+        assert [h.details for h in recall.hits] == [h.score_details for h in hits]
+        assert await provider.recalls(user_id=other[0], agent_id=other[1]) == []
+        assert await provider.get_recall(recall.id, user_id=other[0], agent_id=other[1]) is None
+        assert (await provider.get_recall(recall.id)) == recall
+
+    @pytest.mark.asyncio
+    async def test_as_of_leaves_out_later_memories(self, provider: Any, ns: tuple[str, str]) -> None:
+        from datetime import datetime
+
+        if self._lacks(provider, port.SupportsAsOf):
+            return
+        early = await provider.add("kinase early", *ns)
+        await asyncio.sleep(0.002)
+        cut = datetime.now(UTC)
+        await asyncio.sleep(0.002)
+        await provider.add("kinase late", *ns)
+        for mode in provider.search_modes:
+            assert _ids(await provider.search("kinase", *ns, mode=mode, as_of=cut)) == [early]
+        assert _ids(await provider.search("", *ns, as_of=cut)) == [early]
+        with pytest.raises(InvalidInputError):
+            await provider.search("kinase", *ns, as_of="yesterday")

@@ -4,6 +4,8 @@ The drawing is an anywidget (``GraphView``) whose JavaScript ships in the packag
 (``memkit/_graph.js`` on the vis-network build pyvis embeds): nothing is fetched.
 Click a node for its properties (``explorer.selected`` in Python), double-click to
 fetch its neighbours from the store, search by caption, toggle types in the legend.
+A workflow's graph also shows what its steps recalled (dashed purple ``RECALLED`` edges),
+read through the store's recalls (:class:`memkit.SupportsRecalls`) on any adapter that keeps them.
 """
 
 from __future__ import annotations
@@ -17,7 +19,18 @@ import ipywidgets as w
 import traitlets
 
 from memkit._errors import MemkitError
-from memkit._graphview import GraphView, payload, select, style_edges, style_nodes, widget_css, widget_esm
+from memkit._graphview import (
+    GraphView,
+    collapse_recall_nodes,
+    payload,
+    select,
+    style_edges,
+    style_nodes,
+    widget_css,
+    widget_esm,
+    with_recalls,
+)
+from memkit._protocols import SupportsRecalls
 from memkit._sync import Memory
 from memkit.graph import DEFAULT_GRAPH_LIMIT, GraphNode, MemoryGraph, memory_graph, neighbourhood
 from memkit.widgets._common import Panel, status_html
@@ -119,14 +132,17 @@ class GraphExplorer(Panel):
         self.max_nodes = w.IntSlider(value=max_nodes, min=10, max=5000, step=10, description="max nodes",
                                      continuous_update=False)
         self.draw_button = w.Button(description="draw", icon="project-diagram", button_style="primary")
+        self.recalls = w.Checkbox(value=True, description="what each step recalled", indent=False,
+                                  layout=w.Layout(width="220px"))
         self.status = w.HTML()
         self.canvas = GraphWidget(expand=lambda node: neighbourhood(self.mem, node, limit=50))
         self.widget = w.VBox([
             w.HBox([self.scope, self.max_nodes, self.draw_button]),
-            self.namespace, self.workflow, self.status, self.canvas,
+            self.namespace, w.HBox([self.workflow, self.recalls]), self.status, self.canvas,
         ])
         self._counts: dict[tuple[str, str], int] = {}
         self.scope.observe(lambda c: self._sync_scope(), names="value")
+        self.recalls.observe(lambda c: self.draw() if self.scope.value == "workflow" else None, names="value")
         self.draw_button.on_click(lambda _: self.draw())
         self.refresh()
         self._sync_scope()
@@ -161,6 +177,7 @@ class GraphExplorer(Panel):
         by_workflow = self.scope.value == "workflow"
         self.namespace.layout.display = "none" if by_workflow else "flex"
         self.workflow.layout.display = "flex" if by_workflow else "none"
+        self.recalls.layout.display = "flex" if by_workflow else "none"
 
     def draw(self) -> None:
         """Build the selected graph and show it."""
@@ -183,11 +200,29 @@ class GraphExplorer(Panel):
         graph = self._guard(lambda: self._graph_fn(self.mem, user, agent, wf))
         if graph is None:
             return
+        if wf is not None:
+            shown = graph if self.recalls.value else MemoryGraph(
+                [n for n in graph.nodes if n.type != "Recall"],
+                [e for e in graph.edges if e.type != "RECALLED"])
+            graph = self._guard(lambda: _recalled(self.mem, shown, wf) if self.recalls.value
+                                else collapse_recall_nodes(shown))
+            if graph is None:
+                return
         self.canvas.show(graph, self.max_nodes.value, caption, note)
         self.status.value = ""  # the drawing says what it shows; the status line is for problems
 
     def summary(self) -> str:
         return f"GraphExplorer: {self.view.message}" if self.view else "GraphExplorer: nothing drawn yet"
+
+
+def _recalled(mem: Memory, graph: MemoryGraph, workflow_id: str) -> MemoryGraph:
+    """``graph`` with what the workflow's steps recalled, from any namespace they searched
+    (the same rows as ``recalls_frame(mem, workflow_id)``)."""
+    if not isinstance(mem.provider, SupportsRecalls):
+        return collapse_recall_nodes(graph)
+    recalls = mem.recalls(workflow_id=workflow_id)
+    ids = dict.fromkeys(hit.id for r in recalls for hit in r.hits)
+    return with_recalls(graph, recalls, {memory_id: mem.get(memory_id) for memory_id in ids})
 
 
 def _load_graph(mem: Memory, user_id: str, agent_id: str, workflow_id: str | None = None) -> MemoryGraph:

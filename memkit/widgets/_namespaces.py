@@ -13,6 +13,8 @@ import traitlets as t
 from memkit._display import format_duration, format_time, is_trace, printable, shorten, step_fields, summary
 from memkit._errors import InvalidInputError, MemkitError
 from memkit._models import MemoryItem, NamespaceInfo
+from memkit._protocols import SupportsRecalls
+from memkit._recall import Recall
 from memkit._sync import Memory
 from memkit.widgets._common import AnyPanel, Panel, T, esc, pretty, search_modes, status_html, table_html, when
 
@@ -86,6 +88,8 @@ class NamespaceBrowser(Panel):
         self.selected: MemoryItem | None = None
         self._has_more = False
         self._infos: list[NamespaceInfo] = []
+        # Which recalls returned each memory, per namespace; read on the first open, dropped on refresh.
+        self._recalled: dict[tuple[str, str], dict[str, list[tuple[Recall, int]]]] = {}
 
         self.overview = w.HTML()
         self.namespace = w.Dropdown(description="namespace", layout=w.Layout(width="420px"))
@@ -167,6 +171,7 @@ class NamespaceBrowser(Panel):
         infos = self._guard(self.mem.namespaces)
         if infos is None:
             return
+        self._recalled = {}
         self._infos = infos
         total = sum(i.count for i in infos)
         self.overview.value = (
@@ -349,8 +354,44 @@ class NamespaceBrowser(Panel):
             score = f"<b>score {item.score:.3f}</b>{lines}"
         self.detail.value = (
             '<div class="memkit-detail" style="border-left:1px solid #ddd;padding-left:8px">'
-            f"{head}{body}{score}</div>"
+            f"{head}{body}{score}{self._recalled_html(item)}</div>"
         )
+
+    def recalled_by(self, item: MemoryItem) -> list[tuple[Recall, int]]:
+        """The recalls that returned ``item`` (oldest first) with its rank in each; ``[]`` on a
+        store that keeps no recalls. A recall lives in the namespace it searched, which is the memory's."""
+        if not isinstance(self.mem.provider, SupportsRecalls) or item.user_id is None or item.agent_id is None:
+            return []
+        space = (item.user_id, item.agent_id)
+        if space not in self._recalled:
+            index: dict[str, list[tuple[Recall, int]]] = {}
+            for recall in self.mem.recalls(user_id=item.user_id, agent_id=item.agent_id):
+                for hit in recall.hits:
+                    index.setdefault(hit.id, []).append((recall, hit.rank))
+            self._recalled[space] = index
+        return self._recalled[space].get(item.id, [])
+
+    def _recalled_html(self, item: MemoryItem) -> str:
+        if not isinstance(self.mem.provider, SupportsRecalls):
+            return ""
+        found = self.recalled_by(item)
+        steps = [(r, rank) for r, rank in found if r.step_index is not None or r.step_name is not None]
+        loose = len(found) - len(steps)
+        distinct = len({(r.workflow_id, r.run_id, r.step_index, r.step_name) for r, _ in steps})
+        title = f"recalled by {distinct} step{'' if distinct == 1 else 's'}"
+        if len(steps) > distinct:
+            title += f" ({len(steps)} searches)"
+        html = f'<div class="memkit-recalled-by"><b>{esc(title)}</b>'
+        # Two lines per recall rather than a wide table: the detail is the narrow half of the browser.
+        for r, rank in steps:
+            step = f"{r.step_index if r.step_index is not None else '?'} · {r.step_name or '?'}"
+            html += (f'<div style="margin:3px 0 3px 8px"><b>{esc(step)}</b> · rank {rank} · '
+                     f"{esc(format_time(r.created_at))}<br>"
+                     f'<span style="color:#555;overflow-wrap:anywhere">{esc(r.workflow_id or "")} / '
+                     f'{esc(r.run_id or "—")} · query “{esc(shorten(printable(r.query), 80))}”</span></div>')
+        if loose:
+            html += f"<div>{esc(f'and {loose} recorded searches outside any step')}</div>"
+        return html + "</div>"
 
     def _ask_delete(self) -> None:
         if self.selected is None:

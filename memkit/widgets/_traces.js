@@ -9,6 +9,8 @@ const RUN_COLUMNS = [
   { key: "steps", label: "steps" },
   { key: "failed_steps", label: "failed" },
   { key: "retries", label: "retries" },
+  { key: "recalls", label: "recalls", render: (r) => (r.recalls === null || r.recalls === undefined ? "—" : String(r.recalls)),
+    title: (r) => (r.recalls === null || r.recalls === undefined ? "this store keeps no recalls" : `${r.recalls} searches made by the run's steps`) },
   { key: "first_error", label: "first error" },
   { key: "agent_id", label: "agent" },
   { key: "user_id", label: "user" },
@@ -62,6 +64,7 @@ function drawTimeline(model, box) {
   const tooltip = (i) => {
     let text = `${tl.label[i]} · ${tl.status_of[i]} · ${fmtOffset(tl.duration_s[i])}`;
     if (tl.retries[i]) text += ` · ${tl.retries[i]} retries`;
+    if ((tl.recalls || [])[i]) text += ` · ${tl.recalls[i]} recalls`;
     if (tl.error[i]) text += ` · "${tl.error[i]}"`;
     return text;
   };
@@ -77,8 +80,11 @@ function drawTimeline(model, box) {
     }));
     if (retries) track.append(h("span", { class: "mk-retry", style: { left: `${Math.min(left + width, 97)}%` }, text: `↻${retries}`, title: `${retries} retries` }));
     if (gap) track.append(h("span", { class: "mk-gap", style: { left: `${Math.max(left - (100 * gap) / span, 0)}%`, width: `${(100 * gap) / span}%` }, title: `idle ${fmtOffset(gap)} before this step` }));
+    const recalls = (tl.recalls || [])[i];
+    const label = h("div", { class: "mk-tl-label", title: tooltip(i) }, h("span", { class: "mk-tl-name", text: tl.label[i] }),
+      recalls ? h("span", { class: "mk-recall-mark", text: String(recalls), title: `${recalls} recalls: searches this step made` }) : null);
     return h("div", { class: `mk-tl-row${i === model.get("step") ? " mk-selected" : ""}`, "data-position": i, style: { top: `${i * ROW}px` } },
-      h("div", { class: "mk-tl-label", title: tooltip(i), text: tl.label[i] }), track);
+      label, track);
   };
   let drawn = [-1, -1];
   const paint = () => {
@@ -104,6 +110,7 @@ function drawTimeline(model, box) {
   const legend = h("div", { class: "mk-legend" });
   for (const s of tl.statuses || []) legend.append(statusBadge(s), " ");
   legend.append(h("span", { class: "mk-retry-key", text: "↻n retries · dotted line = idle gap" }));
+  if ((tl.recalls || []).some((n) => n)) legend.append(" ", h("span", { class: "mk-recall-mark", text: "n" }), h("span", { class: "mk-retry-key", text: " searches the step made" }));
   box.append(legend);
 }
 
@@ -122,21 +129,83 @@ function drawDetail(model, box) {
     for (const e of d.retry_errors) list.append(h("li", { text: e }));
     box.append(list);
   }
+  box.append(recallSection(model, d), wroteSection(model, d), memoryBox(model));
   for (const part of ["parameters", "result"]) {
     box.append(h("div", { class: "mk-section" }, part + " ", copyButton(() => JSON.stringify(d[part], null, 2))),
       h("div", { class: `mk-tree mk-${part}` }, jsonTree(d[part])));
   }
-  if (d.memories === null || d.memories === undefined) {
-    box.append(h("div", { class: "mk-section" }, "memories this step wrote ",
+}
+
+// Scores of some searches are tiny (BM25 over a small namespace): keep their digits instead of "0.000".
+const fmtScore = (s) => (s === null || s === undefined ? "—" : s === 0 || Math.abs(s) >= 0.001 ? s.toFixed(3) : s.toExponential(1));
+const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
+const openMemory = (model, id) => model.send({ action: "open_memory", id });
+
+// What the step recalled: each search (query, mode, when), then its hits best first.
+function recallSection(model, d) {
+  const part = h("div", { class: "mk-recalled" });
+  if (!d.keeps_recalls) { part.append(h("div", { class: "mk-section", text: "recalled: not recorded by this store" })); return part; }
+  const recalls = d.recalls || [];
+  const searches = recalls.length > 1 ? ` in ${recalls.length} searches` : "";
+  part.append(h("div", { class: "mk-section", text: `recalled ${plural(d.recalled || 0, "memory", "memories")}${searches}` }));
+  if (!recalls.length) { part.append(h("div", { class: "mk-empty", text: "no search recorded at this step" })); return part; }
+  for (const r of recalls) {
+    const head = h("div", { class: "mk-recall-head" },
+      h("span", { class: "mk-recall-kind", text: r.kind === "context" ? "context for" : "search" }), " ",
+      h("span", { class: "mk-query", text: r.query }),
+      h("span", { class: "mk-recall-meta", text: ` · ${r.mode} · ${r.namespace} · ${r.when}${r.attempt > 1 ? ` · attempt ${r.attempt}` : ""}` }));
+    part.append(head);
+    if (!r.hits.length) { part.append(h("div", { class: "mk-empty", text: "returned nothing" })); continue; }
+    const table = h("table", { class: "mk-hits", "data-recall": r.id });
+    table.append(h("tr", {}, ...["rank", "score", "found by", "memory (as recalled)"].map((t) => h("th", { text: t }))));
+    for (const hit of r.hits) {
+      const text = h("td", { class: "mk-hit-text", title: hit.deleted ? `deleted from the store since; recalled as: ${hit.text}` : `${hit.text}\n(click to open)` },
+        h("div", { class: "mk-clamp" }, hit.deleted ? h("span", { class: "mk-deleted", text: "deleted" }) : null, hit.text));
+      table.append(h("tr", {
+        class: `mk-hit${hit.deleted ? " mk-hit-deleted" : ""}`, "data-id": hit.id, "data-rank": hit.rank,
+        onclick: () => openMemory(model, hit.id),
+      }, h("td", { class: "mk-hit-rank", text: hit.rank }),
+        h("td", { class: "mk-hit-score", text: fmtScore(hit.score), title: hit.score === null ? null : String(hit.score) }),
+        h("td", { class: "mk-hit-legs", text: hit.legs }), text));
+    }
+    part.append(table);
+  }
+  return part;
+}
+
+// What the step wrote: found on request (a metadata scan), listed like the recalled ones.
+function wroteSection(model, d) {
+  const part = h("div", { class: "mk-wrote" });
+  if (d.wrote === null || d.wrote === undefined) {
+    part.append(h("div", { class: "mk-section" }, "wrote … memories ",
       h("button", { class: "mk-find-memories", text: "find", title: "memories whose metadata names this workflow and step",
         onclick: () => model.send({ action: "find_memories" }) })));
-    return;
+    return part;
   }
-  box.append(h("div", { class: "mk-section", text: `memories this step wrote (${d.memories.length})` }));
-  const mems = h("ul", { class: "mk-memories" });
-  for (const m of d.memories) mems.append(h("li", { text: m }));
-  if (!d.memories.length) mems.append(h("li", { class: "mk-empty", text: "none recorded" }));
-  box.append(mems);
+  part.append(h("div", { class: "mk-section", text: `wrote ${plural(d.wrote.length, "memory", "memories")}` }));
+  if (!d.wrote.length) { part.append(h("div", { class: "mk-empty", text: "none recorded" })); return part; }
+  const table = h("table", { class: "mk-hits mk-written" });
+  for (const m of d.wrote) {
+    table.append(h("tr", { class: "mk-hit", "data-id": m.id, onclick: () => openMemory(model, m.id) },
+      h("td", { class: "mk-hit-text", title: `${m.text}\n(click to open)` }, h("div", { class: "mk-clamp", text: m.text }))));
+  }
+  part.append(table);
+  return part;
+}
+
+// The memory opened from either list (or, deleted since, the text the step recalled).
+function memoryBox(model) {
+  const m = model.get("memory") || {};
+  const box = h("div", { class: `mk-memory${m.deleted ? " mk-memory-deleted" : ""}` });
+  if (!m.id) return box;
+  box.append(h("div", { class: "mk-title" }, h("b", { text: m.title }), " ",
+    h("button", { class: "mk-close", text: "×", title: "close", onclick: () => send(model, "memory", {}) })));
+  if (m.note) box.append(h("div", { class: "mk-note", text: m.note }));
+  box.append(h("pre", { class: "mk-memory-text", text: m.text }));
+  const facts = h("table", { class: "mk-facts" });
+  for (const [key, value] of m.facts || []) facts.append(h("tr", {}, h("th", { text: key }), h("td", { text: value })));
+  box.append(facts);
+  return box;
 }
 
 function drawCompare(model, box) {
@@ -227,6 +296,10 @@ function render({ model, el }) {
     if (row) row.classList.add("mk-selected");
   });
   model.on("change:detail", () => drawDetail(model, detail));
+  model.on("change:memory", () => {
+    const old = detail.querySelector(".mk-memory");
+    if (old) old.replaceWith(memoryBox(model));
+  });
   model.on("change:comparison", () => drawCompare(model, compare));
 }
 

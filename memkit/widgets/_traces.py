@@ -1,7 +1,8 @@
-"""``TraceReplay``: which runs failed, what happened in one, what a step did, what changed.
+"""``TraceReplay``: which runs failed, what happened in one, what a step did and knew, what changed.
 
 An anywidget panel: the run list is :func:`memkit.frames.runs_frame`, the timeline and
-the step list are :func:`memkit.frames.run_steps`, the comparison is
+the step list are :func:`memkit.frames.run_steps`, what a step recalled is
+:func:`memkit.frames.recalls_frame`'s rows for it, the comparison is
 :func:`memkit.frames.compare_runs`. Every trait is readable and settable from Python
 (``panel.filters = {"status": "failed"}``, ``panel.run = ...``, ``panel.step = 2``),
 so a notebook or a test drives the panel exactly like a click does.
@@ -9,6 +10,7 @@ so a notebook or a test drives the panel exactly like a click does.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from typing import Any
@@ -18,10 +20,13 @@ import pandas as pd
 import traitlets as t
 
 from memkit._display import format_duration, format_time, printable, shorten, status_of, summary
+from memkit._models import MemoryItem
+from memkit._recall import Recall
 from memkit._sync import Memory
 from memkit.frames import (
     RUN_COLUMNS,
     _compare_steps,
+    _keeps_recalls,
     _normalised,
     _runs_from_steps,
     filter_runs,
@@ -38,7 +43,8 @@ MAX_RUN_ROWS = 5000
 _FILTER_KEYS = ("status", "agent_id", "user_id", "workflow_id", "tool", "since", "until", "min_duration",
                 "max_duration", "text")
 _SORTABLE = {"status", "workflow_id", "agent_id", "user_id", "run_id", "started_at", "duration_s", "steps",
-             "failed_steps", "retries", "first_error"}
+             "failed_steps", "retries", "first_error", "recalls"}
+_LEGS = ("keyword", "semantic")
 
 
 def _text(value: Any) -> str | None:
@@ -79,6 +85,11 @@ class TraceReplay(AnyPanel):
     load
         Read the traces now (default); ``False`` waits for the first use (``Dashboard``
         reads them when its Traces tab is first shown).
+    recalls
+        Show what steps recalled (a store that keeps recalls): the run list's *recalls*
+        column and the timeline's marks need every recall read once per refresh (about
+        0.3 ms each on a 2-core machine); ``False`` skips that count on a store with very
+        many recalls. A step's detail lists its recalls either way.
 
     Examples
     --------
@@ -107,10 +118,13 @@ class TraceReplay(AnyPanel):
     detail = t.Dict().tag(sync=True)
     compare_with = t.Unicode("").tag(sync=True)
     comparison = t.Dict().tag(sync=True)
+    memory = t.Dict().tag(sync=True)
+    """The memory opened from the step detail (a recalled or written one); ``{}`` for none."""
 
-    def __init__(self, mem: Memory, *, load: bool = True) -> None:
+    def __init__(self, mem: Memory, *, load: bool = True, recalls: bool = True) -> None:
         super().__init__()
         self.mem = mem
+        self.count_recalls = recalls and _keeps_recalls(mem)
         self.steps_all: pd.DataFrame = pd.DataFrame()
         self.all_runs: pd.DataFrame | None = None
         self._positions: dict[str, Any] = {}
@@ -119,6 +133,7 @@ class TraceReplay(AnyPanel):
         self.shown: pd.DataFrame = pd.DataFrame(columns=list(RUN_COLUMNS))
         self.steps: pd.DataFrame = pd.DataFrame()
         self.diff: pd.DataFrame = pd.DataFrame()
+        self._recalls: dict[int, list[Recall]] = {}  # the open run's recalls, by step_index
         self.observe(lambda _: self._apply(), names=["filters", "sort"])
         self.observe(lambda c: self.open_run(c["new"]), names="run")
         self.observe(lambda c: self.open_step(c["new"]), names="step")
@@ -135,15 +150,19 @@ class TraceReplay(AnyPanel):
             self.refresh()
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if isinstance(content, dict) and content.get("action") == "find_memories":
+        if not isinstance(content, dict):
+            return
+        if content.get("action") == "find_memories":
             self.find_memories()
+        elif content.get("action") == "open_memory" and isinstance(content.get("id"), str):
+            self.open_memory(content["id"])
 
     # -- run list ------------------------------------------------------------------------
 
     def refresh(self) -> None:
         """Read the store's traces again (one columnar read) and redraw the run list."""
         with self.working("reading traces"):
-            frame = _normalised(traces_frame(self.mem))
+            frame = _normalised(traces_frame(self.mem, recalls=self.count_recalls))
             self.steps_all = frame
             self.all_runs = _runs_from_steps(frame)
             runs = self.all_runs
@@ -196,11 +215,12 @@ class TraceReplay(AnyPanel):
             {"run": printable(key), "workflow_id": text(wf), "agent_id": text(agent), "user_id": text(user),
              "run_id": text(run_id) or "—", "started": start, "duration": format_duration(_seconds(dur)),
              "steps": int(n), "failed_steps": int(failed), "retries": int(retries),
-             "first_error": shorten(text(error) or "", 90), "status": status}
-            for key, wf, agent, user, run_id, start, dur, n, failed, retries, error, status in zip(
+             "first_error": shorten(text(error) or "", 90), "status": status,
+             "recalls": None if recalls is pd.NA else int(recalls)}
+            for key, wf, agent, user, run_id, start, dur, n, failed, retries, error, status, recalls in zip(
                 runs.index, runs["workflow_id"], runs["agent_id"], runs["user_id"], runs["run_id"], started,
                 runs["duration_s"], runs["steps"], runs["failed_steps"], runs["retries"], runs["first_error"],
-                runs["status"], strict=True)
+                runs["status"], runs["recalls"], strict=True)
         ]
 
     # -- one run -------------------------------------------------------------------------
@@ -212,8 +232,10 @@ class TraceReplay(AnyPanel):
             return
         self.step = -1
         self.detail = {}
+        self.memory = {}
         self.compare_with = ""
         self.comparison = {}
+        self._recalls = {}
         if run:
             self.ensure_loaded()
         if not run or self.all_runs is None:
@@ -227,7 +249,21 @@ class TraceReplay(AnyPanel):
             row = self.all_runs.loc[run]
             steps = self.steps_all.iloc[self._positions[run]]
             self.steps = steps
+            self._recalls = self._run_recalls(row)
             self.timeline = self._timeline(run, row, steps)
+
+    def _run_recalls(self, row: pd.Series) -> dict[int, list[Recall]]:
+        """The recalls the run's steps made, by ``step_index`` (every namespace they searched)."""
+        if not _keeps_recalls(self.mem) or not isinstance(row["workflow_id"], str):
+            return {}
+        if row["recalls"] is not pd.NA and row["recalls"] == 0:  # counted, and none
+            return {}
+        run_id = row["run_id"]
+        found: dict[int, list[Recall]] = {}
+        for recall in self.mem.recalls(workflow_id=row["workflow_id"], run_id=run_id):
+            if recall.run_id == run_id and recall.step_index is not None:
+                found.setdefault(recall.step_index, []).append(recall)
+        return found
 
     @staticmethod
     def _timeline(run: str, row: pd.Series, steps: pd.DataFrame) -> dict[str, Any]:
@@ -252,6 +288,8 @@ class TraceReplay(AnyPanel):
         names = steps["step_name"].map(lambda v: _text(v) or "?", na_action=None)
         tools = steps["tool"].map(lambda v: _text(v) or "?", na_action=None)
         retries = steps["retry_count"].fillna(0).astype("int64").to_numpy()
+        recalls = (steps["recalls"].fillna(0).astype("int64").tolist() if "recalls" in steps.columns
+                   else [0] * n)
         errors = steps["error"].tolist()
         labels, short_errors = [], []
         for i, (idx, name, tool) in enumerate(zip(index.tolist(), names.tolist(), tools.tolist(), strict=True)):
@@ -262,7 +300,7 @@ class TraceReplay(AnyPanel):
             "run": printable(run), "status": row["status"], "span_s": span, "n": n,
             "label": labels, "error": short_errors, "status_of": steps["status"].tolist(),
             "start_s": np.round(offsets, 3).tolist(), "duration_s": np.round(durations, 3).tolist(),
-            "retries": retries.tolist(), "gap_s": np.round(gaps, 3).tolist(),
+            "retries": retries.tolist(), "gap_s": np.round(gaps, 3).tolist(), "recalls": recalls,
             "statuses": sorted(set(steps["status"])),
             "caption": f"{n} steps · {format_duration(_seconds(row['duration_s']))} · started "
                        f"{format_time(row['started_at'].to_pydatetime()) if pd.notna(row['started_at']) else '?'}",
@@ -275,6 +313,7 @@ class TraceReplay(AnyPanel):
         if position != self.step:
             self.step = position
             return
+        self.memory = {}
         if position < 0 or position >= len(self.steps):
             self.detail = {}
             return
@@ -305,24 +344,95 @@ class TraceReplay(AnyPanel):
             "retry_errors": [printable(e) for e in payload.get("retry_errors") or [] if isinstance(e, str)],
             "parameters": _jsonable(payload.get("parameters")) if payload else None,
             "result": _jsonable(payload.get("result")) if payload else None,
-            "memories": None,
+            **self._recall_detail(None if index is pd.NA else int(index)),
+            "wrote": None,
+        }
+
+    def _recall_detail(self, index: int | None) -> dict[str, Any]:
+        """What the step recalled: each search with its query and mode, each hit with rank, score,
+        the legs that found it and the text it had then; hits deleted since are marked."""
+        recalls = self._recalls.get(index, []) if index is not None else []
+        ids = list(dict.fromkeys(hit.id for r in recalls for hit in r.hits))
+        gone = {memory_id for memory_id in ids if self.mem.get(memory_id) is None}
+        shown = []
+        for r in recalls:
+            hits = []
+            for hit in r.hits:
+                legs = [leg for leg in _LEGS if isinstance((hit.details or {}).get(leg), dict)
+                        and hit.details[leg].get("rank") is not None]  # type: ignore[index]
+                hits.append({
+                    "id": hit.id, "rank": hit.rank, "legs": " + ".join(legs) or r.mode,
+                    "score": hit.score if hit.score is not None and math.isfinite(hit.score) else None,
+                    "text": shorten(printable(hit.content), 160), "deleted": hit.id in gone,
+                })
+            shown.append({
+                "id": r.id, "kind": r.kind, "query": printable(r.query), "mode": r.mode, "limit": r.limit,
+                "when": format_time(r.created_at), "namespace": printable(f"{r.user_id} / {r.agent_id}"),
+                "attempt": r.attempt, "hits": hits,
+            })
+        return {"recalls": shown, "recalled": sum(len(r.hits) for r in recalls),
+                "keeps_recalls": _keeps_recalls(self.mem)}
+
+    def open_memory(self, memory_id: str) -> dict[str, Any]:
+        """Show a memory the open step recalled or wrote; one deleted since shows as the step recalled it."""
+        with self.working("opening the memory"):
+            item = self.mem.get(memory_id)
+            if item is not None:
+                self.memory = self._memory_view(item)
+            else:
+                hit = next(((r, h) for rs in self._recalls.values() for r in rs for h in r.hits if h.id == memory_id),
+                           None)
+                if hit is None:
+                    self.say(f"no memory {memory_id!r} in this store", "error")
+                    self.memory = {}
+                else:
+                    recall, recalled = hit
+                    self.memory = {
+                        "id": printable(memory_id), "deleted": True, "text": printable(recalled.content),
+                        "title": f"memory {printable(memory_id)[:8]} · deleted since",
+                        "facts": [["namespace", printable(f"{recall.user_id} / {recall.agent_id}")],
+                                  ["recalled", format_time(recall.created_at)], ["rank", str(recalled.rank)]],
+                        "note": "deleted from the store since; this is the text the step recalled",
+                    }
+        return dict(self.memory)
+
+    @staticmethod
+    def _memory_view(item: MemoryItem) -> dict[str, Any]:
+        meta = {k: v for k, v in item.metadata.items() if k != "trace"}
+        return {
+            "id": item.id, "deleted": False,
+            "title": f"memory {item.id[:8]} · {printable(f'{item.user_id} / {item.agent_id}')}",
+            "text": summary(item, 2000) if item.metadata.get("type") == "trace" else printable(item.content),
+            "facts": [["created", format_time(item.created_at)], ["id", item.id],
+                      ["metadata", printable(json.dumps(meta, default=str, ensure_ascii=False, sort_keys=True))]],
+            "note": "",
         }
 
     def find_memories(self) -> list[str]:
-        """The memories the open step wrote: its namespace's non-trace memories whose metadata
-        names the step (``workflow_id`` and ``step_index``). A metadata scan, so only on request."""
+        """The memories the open step wrote (their summaries; ``detail["wrote"]`` lists them to open):
+        the non-trace memories whose metadata names the step (``workflow_id`` and ``step_index``)
+        in the step's namespace and in those its searches read, at most 50. A metadata scan, so
+        only on request."""
         if self.step < 0 or self.step >= len(self.steps) or not self.detail:
             return []
         row = self.steps.iloc[self.step]
-        found: list[str] = []
+        wrote: list[MemoryItem] = []
         with self.working("finding the step's memories"):
             if row["step_index"] is not pd.NA and row["user_id"] is not None and row["agent_id"] is not None:
-                wrote = self.mem.get_page(row["user_id"], row["agent_id"], offset=0, limit=50, filters={
-                    "workflow_id": row["workflow_id"], "step_index": int(row["step_index"]),
-                    "type": {"$ne": "trace"}})
-                found = [summary(m) for m in wrote]
-            self.detail = {**self.detail, "memories": found}
-        return found
+                # Traces are often kept under "system" while the step works in its user's
+                # namespace: look there too when the step searched it (its recalls say so).
+                spaces = [(row["user_id"], row["agent_id"])]
+                for recall in self._recalls.get(int(row["step_index"]), []):
+                    if (recall.user_id, recall.agent_id) not in spaces:
+                        spaces.append((recall.user_id, recall.agent_id))
+                for user, agent in spaces:
+                    wrote += self.mem.get_page(user, agent, offset=0, limit=50 - len(wrote), filters={
+                        "workflow_id": row["workflow_id"], "step_index": int(row["step_index"]),
+                        "type": {"$ne": "trace"}})
+                    if len(wrote) >= 50:
+                        break
+            self.detail = {**self.detail, "wrote": [{"id": m.id, "text": summary(m, 160)} for m in wrote]}
+        return [summary(m) for m in wrote]
 
     # -- two runs ------------------------------------------------------------------------
 

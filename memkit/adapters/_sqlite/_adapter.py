@@ -20,18 +20,17 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from memkit import _recall
+from memkit import _pipeline, _recall
 from memkit._errors import ConfigError, InvalidInputError, StorageError
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
-from memkit._recall import Recall, check_as_of, checked_recalls
+from memkit._recall import Recall, checked_recalls
 from memkit._records import Record, from_us, new_record, records_from_items, trace_record
-from memkit._retrieval import HybridConfig, check_hybrid, check_mode, modes_for
+from memkit._retrieval import HybridConfig, modes_for
 from memkit._url import bool_option, embedder_option, query_options, sqlite_path
 from memkit._validate import (
     DEFAULT_LIMITS,
     Limits,
     check_id,
-    check_query,
     check_read,
     check_scope,
 )
@@ -296,25 +295,17 @@ class SQLiteAdapter:
         mode. Each result's ``score_details`` says which leg found it and how.
         ``as_of``: only memories that existed then (see :class:`memkit.SupportsAsOf`).
         """
-        text = check_query(query, self.limits)
-        user, agent, limit, _, conditions = check_read(user_id, agent_id, limit, filters, self.limits)
-        resolved = check_mode(mode, self.search_modes, repr(self))
-        check_hybrid(hybrid)
-        until_us = check_as_of(as_of)
-        if until_us is not None:
-            conditions = (*conditions, created_by(until_us))
-        if not text:
-            records = await self._run(self._select, user, agent, conditions, limit)
-            hits = [r.to_item() for r in records]
-        else:
-            hits = await self._run(
-                self._ranked, resolved, text, None, user, agent, conditions, limit, hybrid or self.hybrid
-            )
-        _recall.record(
-            self, query=text, user_id=user, agent_id=agent, mode=resolved, filters=filters,
-            limit=limit, hits=hits, as_of=as_of,
-        )
-        return hits
+        request = _pipeline.prepare(self, query, user_id, agent_id, limit, filters, mode, hybrid, as_of)
+        return await _pipeline.search(self, request, self._search)
+
+    async def _search(self, request: _pipeline.SearchRequest) -> list[MemoryItem]:
+        if request.query:
+            return await self._run(self._ranked, request)
+        conditions = request.conditions
+        if request.until_us is not None:
+            conditions = (*conditions, created_by(request.until_us))
+        records = await self._run(self._select, request.user_id, request.agent_id, conditions, request.limit)
+        return [r.to_item() for r in records]
 
     async def search_by_vector(
         self,
@@ -338,9 +329,11 @@ class SQLiteAdapter:
         if norm == 0.0:
             raise InvalidInputError("vector must not be all zeros")
         user, agent, limit, _, conditions = check_read(user_id, agent_id, limit, filters, self.limits)
-        return await self._run(
-            self._ranked, "semantic", None, query / norm, user, agent, conditions, limit, self.hybrid
+        request = _pipeline.SearchRequest(
+            query="", user_id=user, agent_id=agent, limit=limit, filters=filters, conditions=conditions,
+            mode="semantic", config=self.hybrid,
         )
+        return await self._run(self._ranked, request, query / norm)
 
     @property
     def search_modes(self) -> tuple[str, ...]:

@@ -10,9 +10,11 @@ import numpy as np
 from memkit._filters import Condition
 from memkit._keyword import analyze_query
 from memkit._models import MemoryItem
-from memkit._retrieval import DenseScores, HybridConfig, dense_leg, fuse
+from memkit._pipeline import SearchRequest, rank
+from memkit._records import Record
+from memkit._retrieval import DenseScores, dense_leg
 from memkit.adapters._sqlite._keywords import KeywordCache, snapshot
-from memkit.adapters._sqlite._sql import allowed, filter_sql, records_by_seq
+from memkit.adapters._sqlite._sql import allowed, created_by, filter_sql, records_by_seq
 from memkit.adapters._sqlite._vectors import Vectors
 
 __all__ = ["ranked"]
@@ -57,44 +59,36 @@ def _dense(
 
 
 def ranked(
-    db: sqlite3.Connection, keywords: KeywordCache, vectors: Vectors, mode: str, text: str | None,
-    vector: np.ndarray | None, user_id: str, agent_id: str, conditions: tuple[Condition, ...], limit: int,
-    config: HybridConfig,
+    db: sqlite3.Connection, keywords: KeywordCache, vectors: Vectors, request: SearchRequest,
+    vector: np.ndarray | None = None,
 ) -> list[MemoryItem]:
-    """Rank the namespace in ``mode`` (the index and connection live on this thread)."""
-    if mode == "keyword":
-        assert text is not None
-        hits = keyword_ranked(db, keywords, text, user_id, agent_id, conditions, limit)
-        rows = records_by_seq(db, (s for s, _ in hits))
-        return [
-            rows[s].to_item(score, {"mode": "keyword", "keyword": {"rank": rank, "score": score}})
-            for rank, (s, score) in enumerate(((s, score) for s, score in hits if s in rows), start=1)
-        ]
-    if vector is None:
-        assert text is not None
-        vector = vectors.embed([text])[0]
-    if mode == "semantic":
-        dense = _dense(db, vectors, vector, user_id, agent_id, conditions, limit, [])
-        records = records_by_seq(db, dense.ranked)
-        order = sorted(dense.ranked, key=lambda q: (-dense.cosine[q], -records[q].created_us, -q))
-        return [
-            records[q].to_item(
-                dense.cosine[q], {"mode": "semantic", "semantic": {"rank": rank, "score": dense.cosine[q]}}
-            )
-            for rank, q in enumerate(order, start=1)
-        ]
-    assert text is not None
-    depth = max(config.candidates, limit)
-    hits = keyword_ranked(db, keywords, text, user_id, agent_id, conditions, depth)
-    dense = _dense(db, vectors, vector, user_id, agent_id, conditions, depth, [q for q, _ in hits])
-    fused = fuse(hits, dense, config)
-    # Ties go newest first, so creation times are needed for every candidate; whole rows
-    # (JSON metadata and all) only for the ones returned.
-    created = dict(db.execute(
-        "SELECT seq, created_us FROM memories WHERE seq IN (SELECT value FROM json_each(?))",
-        (json.dumps([q for q, _, _ in fused]),),
-    ))
-    fused.sort(key=lambda t: (-t[1], -created.get(t[0], 0), -t[0]))
-    top = fused[:limit]
-    records = records_by_seq(db, (q for q, _, _ in top))
+    """The SQLite legs of :func:`memkit._pipeline.rank` (the index and connection live on this thread)."""
+    user_id, agent_id, conditions, text = request.user_id, request.agent_id, request.conditions, request.query
+    if request.until_us is not None:
+        conditions = (*conditions, created_by(request.until_us))
+    depth = request.depth
+    hits = [] if request.mode == "semantic" else keyword_ranked(
+        db, keywords, text, user_id, agent_id, conditions, depth)
+    dense = None
+    records: dict[int, Record] = {}
+    if request.mode != "keyword":
+        if vector is None:
+            vector = vectors.embed([text])[0]
+        dense = _dense(db, vectors, vector, user_id, agent_id, conditions, depth, [q for q, _ in hits])
+
+    def newer(seqs: list[int]) -> dict[int, tuple[int, int]]:
+        if request.mode == "semantic":  # few candidates: read their rows now, they are all returned
+            records.update(records_by_seq(db, seqs))
+            return {q: (records[q].created_us if q in records else 0, q) for q in seqs}
+        # Hybrid: creation times for every candidate; whole rows (JSON metadata and all) only for the returned.
+        created = dict(db.execute(
+            "SELECT seq, created_us FROM memories WHERE seq IN (SELECT value FROM json_each(?))",
+            (json.dumps(seqs),),
+        ))
+        return {q: (created.get(q, 0), q) for q in seqs}
+
+    top = rank(request, hits, dense, newer)
+    missing = [q for q, _, _ in top if q not in records]
+    if missing:
+        records.update(records_by_seq(db, missing))
     return [records[q].to_item(score, details) for q, score, details in top if q in records]

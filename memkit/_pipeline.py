@@ -1,0 +1,166 @@
+"""The one search pipeline every adapter runs: validate, legs, fuse, tie-break, details, recall.
+
+An adapter supplies only what is its own: the keyword leg (its full-text index, best
+first, ties newest first), the semantic leg (a :class:`memkit._retrieval.DenseScores`:
+its best candidates' cosines, the cosine of every keyword hit, and the namespace's
+mean and standard deviation of cosine), how new each candidate is, and the rows of the
+hits it returns. Everything else is here, so a query means the same on every adapter:
+
+1. :func:`prepare` checks the arguments (query, namespace, limit, filters, mode,
+   ``hybrid=``, ``as_of``) with the same errors everywhere;
+2. the adapter runs its legs for the :class:`SearchRequest` (``depth`` candidates each);
+3. :func:`rank` fuses them (:func:`memkit._retrieval.fuse`, the score fusion measured in
+   docs/retrieval.md), breaks ties newest first, and builds ``score_details`` with the
+   same keys on every adapter (``mode``, ``found_by`` and one entry per leg);
+4. :func:`search` runs the adapter's ranking and records the recall: the only place a
+   search is recorded (:mod:`memkit._recall`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar, cast
+
+import numpy as np
+
+from memkit import _recall
+from memkit._errors import InvalidInputError
+from memkit._filters import Condition
+from memkit._models import MemoryItem
+from memkit._recall import check_as_of
+from memkit._retrieval import DenseScores, HybridConfig, check_hybrid, check_mode, fuse
+from memkit._validate import check_query, check_read
+
+__all__ = ["CosineMoments", "Ranked", "SearchRequest", "prepare", "rank", "search"]
+
+K = TypeVar("K", bound=Hashable)
+
+#: ``(key, score, score_details)``, best first.
+Ranked = list[tuple[K, float, dict[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """One checked search: what every leg and the recall recorder work from."""
+
+    query: str  # "" lists the namespace newest first
+    user_id: str
+    agent_id: str
+    limit: int
+    filters: object  # as given (the recall keeps them)
+    conditions: tuple[Condition, ...]
+    mode: str
+    config: HybridConfig
+    as_of: datetime | None = None
+    until_us: int | None = None  # as_of in microseconds: memories created later are left out
+
+    @property
+    def depth(self) -> int:
+        """How many candidates each leg contributes (hybrid: ``config.candidates``; else the limit)."""
+        return max(self.config.candidates, self.limit) if self.mode == "hybrid" else self.limit
+
+
+class CosineMoments:
+    """First and second moments of a namespace's unit vectors: the exact mean and standard
+    deviation of any query's cosine over the namespace, without the vectors themselves.
+
+    Stores that keep vectors in a database (the graph adapters) read a namespace's vectors
+    once to build these, the same statistics :class:`memkit._retrieval.VectorIndex` keeps.
+    """
+
+    def __init__(self, dim: int) -> None:
+        self.count = 0
+        self._sum = np.zeros(dim, dtype=np.float64)
+        self._moment = np.zeros((dim, dim), dtype=np.float64)
+
+    def add(self, vectors: np.ndarray) -> None:
+        wide = np.asarray(vectors, dtype=np.float64)
+        self.count += len(wide)
+        self._sum += wide.sum(axis=0)
+        self._moment += wide.T @ wide
+
+    def stats(self, query: np.ndarray) -> tuple[float, float]:
+        if self.count == 0:
+            return 0.0, 0.0
+        q = query.astype(np.float64)
+        mean = float(self._sum @ q) / self.count
+        var = float(q @ self._moment @ q) / self.count - mean * mean
+        return mean, float(np.sqrt(max(var, 0.0)))
+
+
+def prepare(
+    store: Any,
+    query: object,
+    user_id: object,
+    agent_id: object,
+    limit: object,
+    filters: object,
+    mode: object,
+    hybrid: object,
+    as_of: object = None,
+) -> SearchRequest:
+    """Check a search's arguments against ``store`` (its ``limits``, ``search_modes`` and ``hybrid``)."""
+    text = check_query(query, store.limits)
+    user, agent, checked_limit, _, conditions = check_read(user_id, agent_id, limit, filters, store.limits)
+    resolved = check_mode(mode, store.search_modes, repr(store))
+    config = check_hybrid(hybrid) or store.hybrid
+    until_us = check_as_of(as_of)
+    if until_us is not None and not getattr(store, "searches_as_of", False):
+        raise InvalidInputError(f"{store!r} cannot search as of a past time (as_of)")
+    return SearchRequest(
+        query=text, user_id=user, agent_id=agent, limit=checked_limit, filters=filters, conditions=conditions,
+        mode=resolved, config=config, as_of=cast(datetime, as_of) if until_us is not None else None,
+        until_us=until_us,
+    )
+
+
+def _keyword_details(rank: int, score: float) -> dict[str, Any]:
+    return {"mode": "keyword", "found_by": ["keyword"], "keyword": {"rank": rank, "score": score}}
+
+
+def _semantic_details(rank: int, cosine: float) -> dict[str, Any]:
+    return {"mode": "semantic", "found_by": ["semantic"], "semantic": {"rank": rank, "score": cosine}}
+
+
+def rank(
+    request: SearchRequest,
+    keyword: Sequence[tuple[K, float]],
+    dense: DenseScores | None,
+    newer: Callable[[list[K]], Mapping[K, tuple[int, int]]],
+) -> Ranked[K]:
+    """Fuse the legs in ``request.mode``; ties go to the newer memory; at most ``limit`` results.
+
+    ``keyword`` is the keyword leg, best first (its own ties newest first); ``dense`` the
+    semantic leg (``None`` in keyword mode). ``newer(keys)`` gives each key a
+    ``(created_us, tie)`` pair, larger is newer; it is asked once, for the candidates
+    that need it.
+    """
+    if request.mode == "keyword":
+        return [(key, score, _keyword_details(r, score)) for r, (key, score) in
+                enumerate(keyword[: request.limit], start=1)]
+    assert dense is not None
+    if request.mode == "semantic":
+        keys = dense.ranked[: request.limit]
+        age = newer(keys)
+        order = sorted(keys, key=lambda k: (-dense.cosine[k], -age[k][0], -age[k][1]))
+        return [(k, dense.cosine[k], _semantic_details(r, dense.cosine[k])) for r, k in enumerate(order, start=1)]
+    fused = fuse(keyword, dense, request.config)
+    age = newer([k for k, _, _ in fused])
+    fused.sort(key=lambda t: (-t[1], -age[t[0]][0], -age[t[0]][1]))
+    return fused[: request.limit]
+
+
+async def search(
+    store: Any,
+    request: SearchRequest,
+    ranked: Callable[[SearchRequest], Awaitable[list[MemoryItem]]],
+) -> list[MemoryItem]:
+    """Run the adapter's ranking for ``request`` and record the recall (if recording is on)."""
+    hits = await ranked(request)
+    await _recall.settle(_recall.record(
+        store, query=request.query, user_id=request.user_id, agent_id=request.agent_id, mode=request.mode,
+        filters=request.filters, limit=request.limit, hits=hits, as_of=request.as_of,
+    ))
+    return hits
