@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import threading
 import uuid
 import warnings
@@ -550,10 +551,12 @@ async def test_editing_a_returned_hit_does_not_edit_its_recall(store: Any) -> No
     await _fill(store)
     with memkit.recall_scope("wf", step="s"):
         hits = await store.search("TP53 sample", *NS)
+    as_returned = copy.deepcopy(hits[0].score_details)
+    assert as_returned is not None
     hits[0].score_details["keyword"]["rank"] = 99  # a caller's own use of its results
     hits[0].score_details["mode"] = "edited"
     (recall,) = await store.recalls()
-    assert recall.hits[0].details == {"mode": "keyword", "keyword": {"rank": 1, "score": hits[0].score}}
+    assert recall.hits[0].details == as_returned and as_returned["keyword"]["rank"] == 1
 
 
 def test_a_queued_recall_is_stored_as_encoding_the_whole_body_would() -> None:
