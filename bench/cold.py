@@ -130,7 +130,7 @@ def run(size: int, runs: int, store: Path | None = None, states: tuple[str, ...]
             "SELECT (sum(length(head)) + sum(length(coarse)) + sum(length(matrix))) / 1e6 FROM vector_snapshots"
         ).fetchone()[0]
         first_hits: dict[tuple[str, str], list[Any]] = {}
-        saving: dict[str, Any] = {"first": float("nan"), "save": float("nan")}
+        saving: dict[str, Any] = {"first": float("nan"), "at_once": float("nan"), "save": float("nan")}
         for state in states:
             if state == "no_vector_snapshot":
                 _forget(path, ("vector_snapshots",))
