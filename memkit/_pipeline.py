@@ -30,7 +30,7 @@ from memkit._errors import InvalidInputError
 from memkit._filters import Condition
 from memkit._models import MemoryItem
 from memkit._recall import check_as_of
-from memkit._retrieval import DenseScores, HybridConfig, check_hybrid, check_mode, fuse
+from memkit._retrieval import DenseScores, HybridConfig, Neighbours, check_hybrid, check_mode, fuse
 from memkit._validate import check_query, check_read
 
 __all__ = ["CosineMoments", "Ranked", "SearchRequest", "prepare", "rank", "search"]
@@ -129,13 +129,15 @@ def rank(
     keyword: Sequence[tuple[K, float]],
     dense: DenseScores | None,
     newer: Callable[[list[K]], Mapping[K, tuple[int, int]]],
+    neighbours: Neighbours | None = None,
 ) -> Ranked[K]:
     """Fuse the legs in ``request.mode``; ties go to the newer memory; at most ``limit`` results.
 
     ``keyword`` is the keyword leg, best first (its own ties newest first); ``dense`` the
     semantic leg (``None`` in keyword mode). ``newer(keys)`` gives each key a
     ``(created_us, tie)`` pair, larger is newer; it is asked once, for the candidates
-    that need it.
+    that need it. ``neighbours`` (:data:`memkit._retrieval.Neighbours`) says which memories
+    were written around each candidate, for ``config.context``; without it there is no context.
     """
     if request.mode == "keyword":
         return [(key, score, _keyword_details(r, score)) for r, (key, score) in
@@ -146,7 +148,7 @@ def rank(
         age = newer(keys)
         order = sorted(keys, key=lambda k: (-dense.cosine[k], -age[k][0], -age[k][1]))
         return [(k, dense.cosine[k], _semantic_details(r, dense.cosine[k])) for r, k in enumerate(order, start=1)]
-    fused = fuse(keyword, dense, request.config)
+    fused = fuse(keyword, dense, request.config, neighbours)
     age = newer([k for k, _, _ in fused])
     fused.sort(key=lambda t: (-t[1], -age[t[0]][0], -age[t[0]][1]))
     return fused[: request.limit]

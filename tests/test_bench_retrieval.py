@@ -107,3 +107,21 @@ def test_st_minilm_names_the_packaged_minilm_folder(harness: ModuleType) -> None
 
     assert harness.resolve_embedder("st:minilm") == "st:" + minilm_path()
     assert harness.resolve_embedder("default") == "default"
+
+
+def test_loco_reports_out_of_fold_next_to_in_sample(
+    harness: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "loco.json"
+    report = harness.main(["--data", str(TINY), "--loco", "--json", str(out)])
+    assert json.loads(out.read_text()) == json.loads(json.dumps(report))
+    assert report["questions"] == 6 and set(report["out_of_fold"]["picked"]) == {"tiny-1", "tiny-2"}
+    assert set(report["out_of_fold"]["folds"]) == {"tiny-1", "tiny-2"}
+    assert len(report["grid"]) == len(harness.LOCO_GRID)
+    baseline, shipped = report["in_sample"]
+    assert baseline.startswith("baseline dates=off k1=1.2 b=0.75 context=0.0 reach=0")
+    assert shipped.startswith("shipped dates=on") and report["in_sample"][shipped] is not None
+    r5, r10, mrr = report["out_of_fold"]["overall"]
+    assert 0.0 <= r5 <= r10 <= 1.0 and 0.0 <= mrr <= 1.0
+    table = capsys.readouterr().out
+    assert "out of fold" in table and "fold tiny-1 picked:" in table and "per category" in table

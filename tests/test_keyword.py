@@ -1,13 +1,16 @@
-"""The keyword index reproduces SQLite FTS5's porter + unicode61 analysis and its bm25() ranking."""
+"""The keyword index reproduces SQLite FTS5's porter + unicode61 analysis and its bm25() ranking
+(at FTS5's k1 and b), and adds date terms to both sides."""
 
 from __future__ import annotations
 
+import json
 import random
 import sqlite3
 
 import numpy as np
+import pytest
 
-from memkit._keyword import KeywordIndex, analyze, analyze_query
+from memkit._keyword import ANALYZER, KeywordIndex, StaleIndexError, analyze, analyze_query, stemmed_words
 
 WORDS = (
     "the aligner mapped reads to the reference genome while BLAST searched homologs of TP53 "
@@ -31,7 +34,7 @@ def _fts_terms(words: list[str]) -> dict[str, list[str]]:
 def test_analysis_matches_fts5() -> None:
     expected = _fts_terms(WORDS)
     for word in WORDS:
-        assert analyze(word) == expected[word], word
+        assert stemmed_words(word) == expected[word], word
 
 
 def test_query_analysis_drops_stopwords_unless_nothing_is_left() -> None:
@@ -57,7 +60,7 @@ def test_bm25_ranking_and_scores_match_fts5() -> None:
         fts = db.execute(
             "SELECT rowid, -bm25(f) FROM f WHERE f MATCH ? ORDER BY bm25(f), rowid DESC LIMIT 20", (match,)
         ).fetchall()
-        keys, scores = index.top(terms, 20)
+        keys, scores = index.top(terms, 20, k1=1.2, b=0.75)  # FTS5's fixed parameters
         assert keys.tolist() == [r[0] for r in fts], query
         assert [round(s, 9) for s in scores.tolist()] == [round(r[1], 9) for r in fts], query
 
@@ -104,3 +107,43 @@ def test_a_saved_index_loads_and_keeps_changing_like_the_original() -> None:
             keys, scores = index.top(terms, 40)
             assert keys.tolist() == want_keys.tolist()
             assert np.allclose(scores, want_scores)
+
+
+def test_dates_are_index_terms_on_both_sides() -> None:
+    memory = analyze("[11:54 am on 2 May, 2022] Joanna: I watched the trilogy last night!")
+    assert {"ymd20220502", "ymd20220501", "ym202205", "y2022", "timeref"} <= set(memory)
+    query = analyze_query("What movie did Joanna watch on 1 May, 2022?")
+    assert "ymd20220501" in query and "ym202205" not in query  # the query's own granularity only
+    assert "timeref" in analyze_query("When did Joanna watch it?")
+    index = KeywordIndex()
+    index.add_many([
+        (1, "[11:54 am on 2 May, 2022] Joanna: I watched a movie last night!", 1),
+        (2, "[3:00 pm on 9 May, 2022] Joanna: I watched a movie yesterday!", 2),
+    ])
+    assert index.top(query, 2)[0].tolist() == [1, 2]  # same words; only the resolved date differs
+
+
+def test_an_index_saved_by_another_analyzer_is_refused() -> None:
+    index = KeywordIndex()
+    index.add_many([(1, "kinase in May 2023", 1)])
+    blob = index.to_bytes()
+    size = int.from_bytes(blob[:8], "little")
+    header = json.loads(blob[8 : 8 + size])
+    assert header["analyzer"] == ANALYZER
+    del header["analyzer"]  # as memkit saved it before date terms existed
+    old_header = json.dumps(header).encode()
+    old = len(old_header).to_bytes(8, "little") + old_header + blob[8 + size :]
+    with pytest.raises(StaleIndexError):
+        KeywordIndex.from_bytes(old)
+
+
+def test_neighbours_follow_writing_order_and_skip_deleted() -> None:
+    index = KeywordIndex()
+    index.add_many([(10, "a", 1), (12, "b", 2), (15, "c", 3), (20, "d", 4)])
+    assert index.neighbours([10, 15, 99], 1) == {10: [(1, 12)], 15: [(1, 12), (1, 20)]}
+    assert sorted(index.neighbours([15], 2)[15]) == [(1, 12), (1, 20), (2, 10)]
+    assert index.neighbours([], 2) == {} and KeywordIndex().neighbours([1], 2) == {}
+    index.remove(12)
+    assert index.neighbours([15], 1) == {15: [(1, 10), (1, 20)]}
+    index.add(30, "e", 5)
+    assert index.neighbours([20, 30], 1) == {20: [(1, 15), (1, 30)], 30: [(1, 20)]}

@@ -130,6 +130,8 @@ async def test_bad_mode_and_config(mem: SQLiteAdapter) -> None:
         HybridConfig(alpha=1.5)
     with pytest.raises(ConfigError):
         HybridConfig(candidates=0)
+    with pytest.raises(ConfigError):
+        HybridConfig(context=-0.1)
     with pytest.raises(InvalidInputError):
         await mem.search("dog", *NS, hybrid={"alpha": 0.5})  # type: ignore[arg-type]
 
@@ -137,7 +139,8 @@ async def test_bad_mode_and_config(mem: SQLiteAdapter) -> None:
 async def test_alpha_extremes_match_the_single_legs(mem: SQLiteAdapter) -> None:
     query = "Max the dog garden"
     keyword = [h.id for h in await mem.search(query, *NS, mode="keyword")]
-    only_kw = [h.id for h in await mem.search(query, *NS, hybrid=HybridConfig(alpha=0.0, min_similarity=1.0))]
+    config = HybridConfig(alpha=0.0, min_similarity=1.0, context=0.0)
+    only_kw = [h.id for h in await mem.search(query, *NS, hybrid=config)]
     assert only_kw == keyword
 
 
@@ -394,3 +397,33 @@ async def test_reembed_by_another_connection_is_noticed(tmp_path: Path) -> None:
     assert len(await other.get_all(*NS)) == 1
     await first.aclose()
     await other.aclose()
+
+
+@pytest.mark.parametrize("url", ["sqlite", "memory://?embedder=default"])
+async def test_context_lifts_the_reply_next_to_the_match_within_its_namespace(tmp_path: Path, url: str) -> None:
+    mem = (SQLiteAdapter(tmp_path / "c.db", embedder="default") if url == "sqlite"
+           else memkit.get_memory_provider(url))
+    question = await mem.add("Ben: did the kinase screen come back?", *NS)
+    await mem.add("Zed: kinase screen notes from another tenant", "u2", "agent")  # between them, elsewhere
+    reply = await mem.add("Ann: yes, the results came back today and every one of them was positive", *NS)
+    later = [await mem.add(f"Ann: results day {i}", *NS) for i in range(6)]  # newer: they win ties
+    query = "kinase screen results"
+    plain = await mem.search(query, *NS, limit=10, hybrid=HybridConfig(context=0.0))
+    lifted = await mem.search(query, *NS, limit=10)
+    assert [h.id for h in lifted][:2] == [question, reply]  # the reply right after the question it answers
+    assert [h.id for h in plain].index(reply) > 1
+    assert all("Zed" not in h.content for h in lifted)
+    fused = {h.id: h.score_details["fused"] for h in lifted}  # type: ignore[index]
+    before = {key: f["score"] - f["context"] for key, f in fused.items()}
+    weight = HybridConfig().context
+    # one place away: the gap to the better side in full; two places away: a third of it
+    def gain(own: float, near: float, far: float) -> float:
+        return weight * max(0.0, near - own) + weight / 3 * max(0.0, far - own)
+
+    assert fused[reply]["context"] == pytest.approx(
+        gain(before[reply], max(before[question], before[later[0]]), before[later[1]]))
+    assert fused[later[0]]["context"] == pytest.approx(
+        gain(before[later[0]], max(before[reply], before[later[1]]), max(before[question], before[later[2]])))
+    assert fused[question]["context"] == 0.0  # its neighbours score lower: they pull nothing
+    if url == "sqlite":
+        await mem.aclose()

@@ -308,3 +308,35 @@ async def test_cached_vectors_follow_another_writer(tmp_path: Path) -> None:
     assert newest not in ids and late in ids and len(ids) == 2
     await reader.aclose()
     await writer.aclose()
+
+
+async def test_an_index_saved_by_an_older_analyzer_is_rebuilt_and_resaved(tmp_path: Path) -> None:
+    from memkit._keyword import ANALYZER
+
+    path = tmp_path / "old.db"
+    first = SQLiteAdapter(path, embedder=None)
+    dated = await first.add("[9:00 am on 3 June, 2023] I adopted a puppy yesterday", "u", "a")
+    await first.add_many([{"content": f"[9:00 am on 3 June, 2023] note {i}", "user_id": "u", "agent_id": "a"}
+                          for i in range(1_200)])  # newer: they win every tie
+    assert len(await first.search("note", "u", "a", limit=5)) == 5  # built, then saved
+    await first.aclose()
+    conn = sqlite3.connect(path)
+    (blob,) = conn.execute("SELECT data FROM keyword_snapshots").fetchone()
+    size = int.from_bytes(blob[:8], "little")
+    header = json.loads(blob[8 : 8 + size])
+    # what an earlier memkit saved: no analyzer version, and no date terms in its postings
+    header["terms"] = [t if not t.startswith(("ymd", "ym", "y2", "m0", "timeref")) else f"old{i}"
+                       for i, t in enumerate(header["terms"])]
+    del header["analyzer"]
+    raw = json.dumps(header).encode()
+    conn.execute("UPDATE keyword_snapshots SET data = ?", (len(raw).to_bytes(8, "little") + raw + blob[8 + size :],))
+    conn.commit()
+    conn.close()
+    second = SQLiteAdapter(path, embedder=None)
+    hits = await second.search("What happened on June 2nd 2023?", "u", "a", limit=1)
+    assert [h.id for h in hits] == [dated]  # only the rebuilt index knows "yesterday" was 2 June
+    await second.aclose()
+    conn = sqlite3.connect(path)
+    (blob,) = conn.execute("SELECT data FROM keyword_snapshots").fetchone()
+    assert json.loads(blob[8 : 8 + int.from_bytes(blob[:8], "little")])["analyzer"] == ANALYZER
+    conn.close()

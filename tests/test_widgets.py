@@ -11,8 +11,8 @@ import pytest
 import memkit
 from memkit._demo import demo_items
 from memkit._display import format_time
+from memkit.adapters import InMemoryAdapter
 from memkit.frames import TRACE_COLUMNS, compare_runs, run_steps, runs_frame
-from memkit.testing import FalkorDBServer
 from memkit.widgets import Dashboard, GraphExplorer, NamespaceBrowser, TraceReplay
 from memkit.widgets._static import snapshot_html
 
@@ -455,11 +455,26 @@ def test_trace_replay_can_skip_counting_recalls(tmp_path: Path) -> None:
         assert panel.detail["recalled"] == 3  # the open step still lists what it recalled
 
 
-def test_the_views_on_a_store_that_keeps_no_recalls(falkordb_server: FalkorDBServer) -> None:
+class _KeepsNoRecalls:
+    """A store that implements the port (and export) but keeps no recalls, as a third-party adapter may."""
+
+    _RECALL_NAMES = frozenset({"recalls", "get_recall", "add_recalls", "record_recalls"})
+
+    def __init__(self) -> None:
+        self._inner = InMemoryAdapter()
+
+    def __getattr__(self, name: str) -> object:
+        if name in self._RECALL_NAMES:
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+def test_the_views_on_a_store_that_keeps_no_recalls() -> None:
     from memkit.frames import runs_frame as runs_of
 
-    with memkit.open(falkordb_server.url("views-no-recalls")) as mem:
-        mem.reset()
+    store = _KeepsNoRecalls()
+    assert not isinstance(store, memkit.SupportsRecalls)
+    with memkit.Memory(store) as mem:  # type: ignore[arg-type]
         mem.add("TP53 knockdown", "u1", "bio")
         mem.add_trace("bio", "wf-1", {"tool": "blast", "step_index": 0, "status": "success"}, user_id="u1")
         assert runs_of(mem)["recalls"].isna().all()  # unknown, not zero

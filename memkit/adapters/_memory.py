@@ -16,7 +16,7 @@ from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._recall import Recall, checked_recalls
 from memkit._records import Record, new_record, records_from_items, trace_record
-from memkit._retrieval import HybridConfig, VectorIndex, dense_leg, modes_for
+from memkit._retrieval import HybridConfig, Neighbours, VectorIndex, dense_leg, modes_for
 from memkit._validate import (
     DEFAULT_LIMITS,
     Limits,
@@ -233,8 +233,25 @@ class InMemoryAdapter:
             vectors.add([i for i, _ in present], np.stack([v for _, v in present]))
         query_vector = self.embedder.embed([request.query])[0].astype(np.float32)
         dense = dense_leg(vectors, query_vector, depth, None, [i for i, _ in keyword])
-        ranked = _pipeline.rank(request, keyword, dense, lambda keys: {i: (-i, 0) for i in keys})
+        ranked = _pipeline.rank(request, keyword, dense, lambda keys: {i: (-i, 0) for i in keys},
+                                self._neighbours(user, agent, rows))
         return [rows[i].to_item(score, details) for i, score, details in ranked]
+
+    def _neighbours(self, user: str, agent: str, rows: list[Record]) -> Neighbours:
+        """Neighbours in writing order, for fusion's ``context``, keyed by position in ``rows``."""
+        index = self._indexes.get((user, agent))
+        seq_of = {i: self._seq[r.id] for i, r in enumerate(rows)}
+        position = {seq: i for i, seq in seq_of.items()}
+
+        def neighbours(keys: Iterable[Any], reach: int) -> dict[Any, list[tuple[int, Any]]]:
+            if index is None:
+                return {}
+            with self._lock:
+                around = index.neighbours((seq_of[k] for k in keys), reach)
+            return {position[s]: [(d, position[o]) for d, o in near if o in position]
+                    for s, near in around.items() if s in position}
+
+        return neighbours
 
     async def get_all(
         self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from memkit._keyword import KeywordIndex
+from memkit._keyword import KeywordIndex, StaleIndexError
 from memkit.adapters._sqlite._schema import write_transaction
 
 __all__ = ["KeywordCache", "feed_head", "snapshot"]
@@ -103,8 +103,13 @@ class KeywordCache:
         saved = db.execute(
             "SELECT seq, change, data FROM keyword_snapshots WHERE user_id = ? AND agent_id = ?", (user_id, agent_id)
         ).fetchone()
+        index = KeywordIndex()
+        if saved:
+            try:
+                index = KeywordIndex.from_bytes(saved[2])
+            except StaleIndexError:  # analysed by another memkit version: rebuild (and resave) from the texts
+                saved = None
         seq, change = (saved[0], saved[1]) if saved else (0, self._change)
-        index = KeywordIndex.from_bytes(saved[2]) if saved else KeywordIndex()
         # From nothing, the namespace's index finds its rows; after a snapshot, the rows past it
         # (unary + keeps the planner off the namespace index, which would walk the whole namespace).
         namespace = "+user_id = ? AND +agent_id = ?" if seq else "user_id = ? AND agent_id = ?"

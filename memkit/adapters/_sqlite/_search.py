@@ -8,7 +8,7 @@ import sqlite3
 import numpy as np
 
 from memkit._filters import Condition
-from memkit._keyword import analyze_query
+from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import MemoryItem
 from memkit._pipeline import SearchRequest, rank
 from memkit._records import Record
@@ -22,13 +22,15 @@ __all__ = ["ranked"]
 
 def keyword_ranked(
     db: sqlite3.Connection, keywords: KeywordCache, text: str, user_id: str, agent_id: str,
-    conditions: tuple[Condition, ...], limit: int,
+    conditions: tuple[Condition, ...], limit: int, index: KeywordIndex | None = None,
 ) -> list[tuple[int, float]]:
-    """The keyword leg: ``(seq, bm25)`` of the best ``limit`` memories that pass the filters."""
+    """The keyword leg: ``(seq, bm25)`` of the best ``limit`` memories that pass the filters
+    (``index``: the namespace's keyword index if the caller holds it already)."""
     terms = analyze_query(text)
     if not terms:
         return []
-    index = keywords.index(db, user_id, agent_id)
+    if index is None:
+        index = keywords.index(db, user_id, agent_id)
     where, params = filter_sql(conditions)
     sql = (
         "SELECT m.seq FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?))"  # noqa: S608
@@ -67,8 +69,8 @@ def ranked(
     if request.until_us is not None:
         conditions = (*conditions, created_by(request.until_us))
     depth = request.depth
-    hits = [] if request.mode == "semantic" else keyword_ranked(
-        db, keywords, text, user_id, agent_id, conditions, depth)
+    index = None if request.mode == "semantic" else keywords.index(db, user_id, agent_id)
+    hits = [] if index is None else keyword_ranked(db, keywords, text, user_id, agent_id, conditions, depth, index)
     dense = None
     records: dict[int, Record] = {}
     if request.mode != "keyword":
@@ -87,7 +89,7 @@ def ranked(
         ))
         return {q: (created.get(q, 0), q) for q in seqs}
 
-    top = rank(request, hits, dense, newer)
+    top = rank(request, hits, dense, newer, None if index is None else index.neighbours)
     missing = [q for q, _, _ in top if q not in records]
     if missing:
         records.update(records_by_seq(db, missing))
