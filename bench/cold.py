@@ -1,16 +1,33 @@
 """Cold first search: the first search of a big namespace in a process that just opened the store.
 
-Run ``python bench/cold.py`` (``--size``, ``--runs``, ``--mode``). The store is built once
-(default embedder, so hybrid search needs both the keyword index and the vectors; keyword-only
-for ``--mode keyword``), then each
-run starts a fresh Python process that opens it and times ``open``, the first search and a
-second search. Reported: medians over the runs, in milliseconds, as a table and as JSON
-(also written to ``--out``).
+Run ``python bench/cold.py`` (``--size``, ``--runs``). The store is built once with the default
+embedder and searched once in the building process, as an application would (which saves the
+keyword index and the vector snapshot in the file). Then each run starts a fresh Python process
+that opens the store and times ``open``, the first search and a second search, in each mode
+(``keyword``, ``semantic``, ``hybrid``) and in three states of the file:
+
+* ``saved``: keyword index and vector snapshot saved (what a store looks like after use);
+* ``no_vector_snapshot``: the keyword index saved, the vector snapshot not (memkit before vector
+  snapshots: every vector read and the namespace's statistics recomputed);
+* ``nothing_saved``: neither (every text analysed, every vector read and recomputed).
+
+``second_at_once_ms`` is a second search issued as soon as the first returned (with a snapshot it
+waits for one step of reading the rest of the vectors at most); ``then_behind_ms`` the rest of the
+work the first search left queued behind it on the store's thread; ``later_search_ms`` a search
+after that. The runs that find nothing saved do not save
+(so every run starts from the same file); one more run times what saving costs: the first search
+without a vector snapshot, then the snapshot written behind it (``save_ms``). Every mode's first
+results (ids and scores) are compared across the three states (``same_results``). Reported:
+medians over the runs, in milliseconds, as a table and as JSON (also written to ``--out``), with
+the load average. ``--store PATH`` keeps the built store and reuses it on the next run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -25,32 +42,44 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._util import dump, print_table
 from bench.run import make_queries, make_varied
 
+MODES = ("keyword", "semantic", "hybrid")
+STATES = ("saved", "no_vector_snapshot", "nothing_saved")
+
 _CHILD = """
-import sys, time
+import json, sys, time
 t0 = time.perf_counter()
 from memkit.adapters import SQLiteAdapter
 import asyncio
-store = SQLiteAdapter(sys.argv[1])
+path, first, second, mode, save = sys.argv[1:6]
+store = SQLiteAdapter(path)
+if save == "no":
+    store._keywords.resave_min = store._vectors.resave_min = 10**12
 t1 = time.perf_counter()
 async def main():
     a = time.perf_counter()
-    await store.search(sys.argv[2], "bench", "cold", limit=10, mode=sys.argv[4])
+    hits = await store.search(first, "bench", "cold", limit=10, mode=mode)
     b = time.perf_counter()
-    await store.search(sys.argv[3], "bench", "cold", limit=10, mode=sys.argv[4])
+    await store.search(second, "bench", "cold", limit=10, mode=mode)  # at once: behind one step at most
     c = time.perf_counter()
-    print(f"{(t1 - t0) * 1e3:.1f} {(b - a) * 1e3:.1f} {(c - b) * 1e3:.1f}")
+    while store._vectors.unsettled:  # what the first search left to do behind it, step by step
+        store._worker.call(lambda: None)
+    d = time.perf_counter()
+    await store.search(second, "bench", "cold", limit=10, mode=mode)
+    e = time.perf_counter()
+    print(json.dumps({"open": (t1 - t0) * 1e3, "first": (b - a) * 1e3, "at_once": (c - b) * 1e3,
+                      "save": (d - c) * 1e3, "second": (e - d) * 1e3, "hits": [[h.id, h.score] for h in hits]}))
 asyncio.run(main())
 store.close()
 """
 
 
-def build(path: Path, size: int, mode: str) -> list[str]:
+def build(path: Path, size: int) -> list[str]:
     import asyncio
 
     from memkit.adapters import SQLiteAdapter
 
     texts = make_varied(size, seed=11)
-    store = SQLiteAdapter(path, embedder=None) if mode == "keyword" else SQLiteAdapter(path)
+    store = SQLiteAdapter(path)
 
     async def fill() -> None:
         for start in range(0, size, 20_000):
@@ -58,57 +87,91 @@ def build(path: Path, size: int, mode: str) -> list[str]:
             await store.add_many([{"content": t, "user_id": "bench", "agent_id": "cold", "metadata": m}
                                   for t, m in chunk])
         await store.add("one more in another namespace", "bench", "other")
-        # a search in the building process, as an application would have done
-        await store.search("kinase", "bench", "cold", mode=mode)
+        # a search in the building process, as an application would have done (saves both indexes)
+        await store.search("kinase", "bench", "cold", mode="hybrid")
 
     asyncio.run(fill())
     store.close()
     return make_queries(texts, 64, seed=5)
 
 
-def run(size: int, runs: int, mode: str) -> dict[str, Any]:
+def _child(path: Path, first: str, second: str, mode: str, save: bool) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(path), first, second, mode, "yes" if save else "no"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+def _forget(path: Path, tables: tuple[str, ...]) -> None:
+    conn = sqlite3.connect(path)
+    for table in tables:
+        conn.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
+    conn.commit()
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+
+
+def run(size: int, runs: int, store: Path | None = None, states: tuple[str, ...] = STATES) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "cold.db"
         start = time.perf_counter()
-        queries = build(path, size, mode)
+        if store is not None and store.exists():  # a copy of one built earlier, searched once
+            shutil.copy(store, path)
+            queries = make_queries(make_varied(size, seed=11), 64, seed=5)
+        else:
+            queries = build(path, size)
+            if store is not None:
+                shutil.copy(path, store)
         built = time.perf_counter() - start
-        samples = _runs(path, queries, runs, mode)
-        # The same file without its saved keyword indexes: the first search rebuilds the index
-        # from every text (what each new process did before indexes were saved in the file).
-        conn = sqlite3.connect(path)
-        conn.execute("DELETE FROM keyword_snapshots")
-        conn.commit()
-        conn.close()
-        rebuilt = _runs(path, queries, 1, mode)
+        snapshot_mb = sqlite3.connect(path).execute(
+            "SELECT (sum(length(head)) + sum(length(coarse)) + sum(length(matrix))) / 1e6 FROM vector_snapshots"
+        ).fetchone()[0]
+        first_hits: dict[tuple[str, str], list[Any]] = {}
+        saving: dict[str, Any] = {"first": float("nan"), "at_once": float("nan"), "save": float("nan")}
+        for state in states:
+            if state == "no_vector_snapshot":
+                _forget(path, ("vector_snapshots",))
+                saving = _child(path, queries[0], queries[1], "semantic", save=True)
+                _forget(path, ("vector_snapshots",))  # what that run saved goes again
+            elif state == "nothing_saved":
+                _forget(path, ("keyword_snapshots", "vector_snapshots"))
+            for mode in MODES:
+                samples = [_child(path, queries[2 * i], queries[2 * i + 1], mode, save=False) for i in range(runs)]
+                first_hits[(state, mode)] = samples[0]["hits"]
+                rows.append({
+                    "state": state, "mode": mode,
+                    "open_ms": round(statistics.median(s["open"] for s in samples), 1),
+                    "first_search_ms": round(statistics.median(s["first"] for s in samples), 1),
+                    "second_at_once_ms": round(statistics.median(s["at_once"] for s in samples), 1),
+                    "then_behind_ms": round(statistics.median(s["save"] for s in samples), 1),
+                    "later_search_ms": round(statistics.median(s["second"] for s in samples), 1),
+                })
+    same = {mode: all(first_hits[(s, mode)] == first_hits[(states[0], mode)] for s in states) for mode in MODES}
     return {
-        "size": size, "mode": mode, "runs": runs, "build_s": round(built, 1),
-        "open_ms": round(statistics.median(s[0] for s in samples), 1),
-        "first_search_ms": round(statistics.median(s[1] for s in samples), 1),
-        "second_search_ms": round(statistics.median(s[2] for s in samples), 1),
-        "first_search_rebuilding_index_ms": rebuilt[0][1],
+        "size": size, "runs": runs, "build_s": round(built, 1), "load_average": [round(x, 2) for x in os.getloadavg()],
+        "snapshot_mb": round(snapshot_mb, 1),
+        "semantic_first_search_without_snapshot_ms": round(saving["first"], 1),
+        "save_ms": round(saving["at_once"] + saving["save"], 1),  # one search included
+        "same_results": same,
+        "rows": rows,
     }
-
-
-def _runs(path: Path, queries: list[str], runs: int, mode: str) -> list[list[float]]:
-    samples = []
-    for i in range(runs):
-        out = subprocess.run(
-            [sys.executable, "-c", _CHILD, str(path), queries[2 * i], queries[2 * i + 1], mode],
-            check=True, capture_output=True, text=True,
-        ).stdout.split()
-        samples.append([float(x) for x in out])
-    return samples
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=100_000)
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--mode", choices=["hybrid", "keyword", "semantic"], default="hybrid")
+    parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path("bench/results/cold.json"))
+    parser.add_argument("--store", type=Path, default=None,
+                        help="keep the built store here and reuse it on the next run (same --size)")
+    parser.add_argument("--states", type=lambda s: tuple(s.split(",")), default=STATES,
+                        help=f"a subset of {','.join(STATES)}, in that order")
     args = parser.parse_args(argv)
-    report = run(args.size, args.runs, args.mode)
-    print_table([report], list(report))
+    report = run(args.size, args.runs, args.store, args.states)
+    print_table(report["rows"], list(report["rows"][0]))
     print(dump(report))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(dump(report) + "\n")

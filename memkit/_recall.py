@@ -25,7 +25,9 @@ is reported with a :class:`RuntimeWarning` and the search returns as usual.
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import secrets
 import warnings
 from collections.abc import Awaitable, Iterable, Iterator, Sequence
@@ -108,15 +110,43 @@ _HIT_FIELDS = ("id", "rank", "score", "details", "content")
 
 # How stores keep a recall: Recall's fields as a JSON object, except ``created_at`` (microseconds
 # since the epoch while queued, ISO 8601 once encoded) and ``hits``, kept as arrays
-# ``[id, rank, score, details, content]``: building and encoding them sits on the path of every
-# recorded search, and arrays are cheaper than objects. The JSONL export writes the model's
-# own shape (:func:`dumps`).
+# ``[id, rank, score, details, content]``. A recorded search queues its hits as :class:`_Hits`,
+# encoded on its path in one call of the encoder, which is also their snapshot (a caller editing a
+# returned item's details cannot edit the recall): nothing is copied, and the store's writer only
+# encodes the few other fields. Imports queue hits as plain lists. The JSONL export writes the
+# model's own shape (:func:`dumps`).
 
 
-def _copy_details(details: dict[str, Any] | None) -> dict[str, Any] | None:
-    if details is None:
-        return None
-    return {k: v.copy() if type(v) is dict else v for k, v in details.items()}
+class _Hits(list[list[Any]]):
+    """A recorded search's hits as arrays (ids, ranks and scores for the stores that index them),
+    with ``json``, their encoding at the time of the search: what :func:`encode` writes."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, rows: list[list[Any]]) -> None:
+        super().__init__(rows)
+        self.json = pydantic_core.to_json(rows)
+
+
+def _hits(hits: Sequence[MemoryItem], ranks: Sequence[int] | None) -> _Hits:
+    return _Hits([
+        [item.id, rank, item.score, item.score_details, item.content]
+        for rank, item in zip(range(1, len(hits) + 1) if ranks is None else ranks, hits, strict=False)
+    ])
+
+
+_iso_second: tuple[int, str] = (0, from_us(0).isoformat())
+
+
+def _iso(us: int) -> str:
+    """``from_us(us).isoformat()``, without building a datetime for every recall of the same second."""
+    global _iso_second
+    second, micro = divmod(us, 1_000_000)
+    cached, prefix = _iso_second
+    if cached != second:
+        prefix = from_us(second * 1_000_000).isoformat()[:-6]  # up to the seconds, before "+00:00"
+        _iso_second = (second, prefix)
+    return f"{prefix}.{micro:06d}+00:00" if micro else f"{prefix}+00:00"
 
 
 def created_us(body: dict[str, Any]) -> int:
@@ -126,9 +156,15 @@ def created_us(body: dict[str, Any]) -> int:
 
 def encode(body: dict[str, Any]) -> str:
     """The stored JSON text of a recall body (pydantic-core's encoder: five times the json module's)."""
-    if isinstance(body["created_at"], int):
-        body = {**body, "created_at": from_us(body["created_at"]).isoformat()}
-    return pydantic_core.to_json(body).decode()
+    hits = body["hits"]
+    stamp = body["created_at"]
+    if isinstance(stamp, int):
+        body = {**body, "created_at": _iso(stamp)}
+    if not isinstance(hits, _Hits):
+        return pydantic_core.to_json(body).decode()
+    # "hits" is the last key: the body encoded with no hits ends in '[]}'; the snapshot goes in there.
+    head = pydantic_core.to_json({**body, "hits": ()})
+    return (head[:-3] + hits.json + b"}").decode()
 
 
 def body_of(recall: Recall) -> dict[str, Any]:
@@ -150,6 +186,21 @@ def dumps(recall: Recall) -> str:
     return pydantic_core.to_json(recall.model_dump(mode="json")).decode()
 
 
+def _reseed() -> None:
+    global _prefix, _counter
+    _prefix, _counter = secrets.token_hex(8), itertools.count()
+
+
+_prefix, _counter = "", itertools.count()
+_reseed()
+os.register_at_fork(after_in_child=_reseed)  # a forked child must not hand out its parent's ids
+
+
+def _new_id() -> str:
+    """32 hex digits like ``secrets.token_hex(16)``: random per process, then a counter (no system call)."""
+    return f"{_prefix}{next(_counter):016x}"
+
+
 @dataclass(frozen=True, slots=True)
 class RecallScope:
     """Where searches made now belong: a workflow, its run, and a step."""
@@ -161,6 +212,7 @@ class RecallScope:
     attempt: int | None = None
 
 
+_NOWHERE = RecallScope()
 _SCOPE: ContextVar[RecallScope | None] = ContextVar("memkit_recall_scope", default=None)
 _PAUSED: ContextVar[bool] = ContextVar("memkit_recall_paused", default=False)
 
@@ -291,31 +343,27 @@ def record(
     if keep is None:
         return None
     try:
-        # The stored shape (see encode): this runs on every recorded search's path; the JSON
-        # is made when the store writes. Score details (two levels deep at most) are copied
-        # so a caller editing a returned item cannot edit the snapshot.
+        # The stored shape (see encode). This runs on every recorded search's path: the hits are
+        # encoded at once (their snapshot), everything else is a reference to an immutable value.
+        where = scope or _NOWHERE
         body = {
-            "id": secrets.token_hex(16),
+            "id": _new_id(),
             "created_at": now_us(),
             "user_id": user_id,
             "agent_id": agent_id,
             "kind": kind,
             "query": query,
             "mode": mode,
-            "filters": _filters_json(filters),
+            "filters": None if filters is None else _filters_json(filters),
             "limit": limit,
             "as_of": None if as_of is None else from_us(to_us(as_of)).isoformat(),
             "options": options,
-            "workflow_id": None if scope is None else scope.workflow_id,
-            "run_id": None if scope is None else scope.run_id,
-            "step_index": None if scope is None else scope.step_index,
-            "step_name": None if scope is None else scope.step_name,
-            "attempt": None if scope is None else scope.attempt,
-            "hits": [
-                [item.id, position + 1 if ranks is None else ranks[position], item.score,
-                 _copy_details(item.score_details), item.content]
-                for position, item in enumerate(hits)
-            ],
+            "workflow_id": where.workflow_id,
+            "run_id": where.run_id,
+            "step_index": where.step_index,
+            "step_name": where.step_name,
+            "attempt": where.attempt,
+            "hits": _hits(hits, ranks),
         }
         pending: Awaitable[None] | None = keep(body)
         return pending

@@ -163,6 +163,14 @@ class VectorIndex:
     traffic), then rescores the best ``20 x depth`` (at least 4,000) exactly; the
     namespace's mean and standard deviation of similarity, which fusion needs, come
     exactly from running first and second moments without touching the matrix.
+
+    An index can be saved (:meth:`state`) and restored (:meth:`restore`) without
+    recomputing its moments and projections, which cost far more than reading them.
+    A restored index may start *partial*: its coarse projections are in memory but
+    its leading vectors are not; the shortlist pass then reads the few vectors it
+    rescores through ``rows(keys)``, and anything that needs them all (a full scan,
+    a removal) must call :meth:`materialize` first, which reads them through
+    ``whole()``.
     """
 
     def __init__(self, dim: int) -> None:
@@ -170,14 +178,104 @@ class VectorIndex:
         self._matrix = np.zeros((0, dim), dtype=np.float32)
         self._keys = np.zeros(0, dtype=np.int64)
         self._size = 0
-        self._position: dict[int, int] = {}
+        # key -> position, built when first asked for (a restored index of sorted keys bisects instead)
+        self._position: dict[int, int] | None = {}
+        self._sorted: bool | None = None  # keys ascending (None: not checked since the last change)
         self._sum = np.zeros(dim, dtype=np.float64)
         self._moment = np.zeros((dim, dim), dtype=np.float64)
         self._basis: np.ndarray | None = None
         self._coarse = np.zeros((0, 0), dtype=np.float32)
+        # A partial index: rows [0, _missing) are not in _matrix yet (see materialize).
+        self._missing = 0
+        self._rows: Callable[[np.ndarray], np.ndarray] | None = None
+        self._whole: Callable[[], np.ndarray] | None = None
 
     def __len__(self) -> int:
         return self._size
+
+    @property
+    def partial(self) -> bool:
+        """Some vectors are not in memory yet (see :meth:`materialize`)."""
+        return self._missing > 0
+
+    def needs_all(self, depth: int) -> bool:
+        """Whether a ``depth``-deep query without filters scores every vector (no shortlist)."""
+        return self._basis is None or max(depth * 20, _SHORTLIST) >= self._size
+
+    def state(self) -> dict[str, np.ndarray]:
+        """Everything :meth:`restore` needs, as arrays (the index must be whole)."""
+        self.materialize()
+        n = self._size
+        out: dict[str, np.ndarray] = {
+            "keys": self._keys[:n], "sum": self._sum, "moment": self._moment, "matrix": self._matrix[:n],
+        }
+        if self._basis is not None:
+            out["basis"] = self._basis
+            out["coarse"] = self._coarse[:n]
+        return out
+
+    @classmethod
+    def restore(
+        cls,
+        dim: int,
+        arrays: dict[str, np.ndarray],
+        rows: Callable[[np.ndarray], np.ndarray] | None = None,
+        whole: Callable[[], np.ndarray] | None = None,
+    ) -> VectorIndex:
+        """An index from :meth:`state`'s arrays; without ``arrays["matrix"]`` a partial one reading
+        rows by key through ``rows`` and all of them through ``whole`` (only with a shortlist)."""
+        keys = arrays["keys"]
+        n = len(keys)
+        index = cls(dim)
+        capacity = max(n + n // 8, 64)  # room to append without copying at once
+        index._keys = np.zeros(capacity, dtype=np.int64)
+        index._keys[:n] = keys
+        index._size = n
+        index._position = None
+        index._sum = np.array(arrays["sum"], dtype=np.float64)
+        index._moment = np.array(arrays["moment"], dtype=np.float64)
+        # np.zeros is lazily backed by the OS: a partial index does not pay for the rows it lacks.
+        index._matrix = np.zeros((capacity, dim), dtype=np.float32)
+        if "basis" in arrays:
+            index._basis = np.ascontiguousarray(arrays["basis"], dtype=np.float32)
+            index._coarse = np.zeros((capacity, index._basis.shape[1]), dtype=np.float32)
+            index._coarse[:n] = arrays["coarse"]
+        if "matrix" in arrays:
+            index._matrix[:n] = arrays["matrix"]
+        elif n:
+            if index._basis is None or rows is None or whole is None:
+                raise ValueError("a partial index needs a shortlist and both readers")
+            index._missing, index._rows, index._whole = n, rows, whole
+        return index
+
+    def materialize(self) -> None:
+        """Read the vectors a partial index lacks (``whole()`` raises if it cannot)."""
+        if not self._missing:
+            return
+        assert self._whole is not None
+        matrix = self._whole()
+        if matrix.shape != (self._missing, self.dim):
+            raise ValueError(f"expected {(self._missing, self.dim)} vectors, got {matrix.shape}")
+        self._matrix[: self._missing] = matrix
+        self._missing, self._rows, self._whole = 0, None, None
+
+    def lacking(self, count: int) -> np.ndarray:
+        """The keys of the last ``count`` (at most) vectors a partial index lacks, in position order."""
+        return self._keys[max(0, self._missing - count) : self._missing]
+
+    def supply(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+        """Fill in the vectors of ``keys`` (what :meth:`lacking` named), so fewer are lacking."""
+        start = self._missing - len(keys)
+        if start < 0 or not np.array_equal(self._keys[start : self._missing], keys):
+            raise ValueError("these are not the vectors this index lacks")
+        self._matrix[start : self._missing] = vectors
+        self._missing = start
+        if not start:
+            self._rows, self._whole = None, None
+
+    def _whole_only(self) -> None:
+        if self._missing:
+            raise RuntimeError("this vector index is partial: materialize() it first")
 
     def add(self, keys: Sequence[int], vectors: np.ndarray) -> None:
         if len(keys) == 0:
@@ -187,7 +285,8 @@ class VectorIndex:
         if need > self._matrix.shape[0]:
             capacity = max(need, 2 * self._matrix.shape[0], 64)
             matrix = np.zeros((capacity, self.dim), dtype=np.float32)
-            matrix[: self._size] = self._matrix[: self._size]
+            # Rows a partial index lacks stay untouched zeros until materialize() fills them.
+            matrix[self._missing : self._size] = self._matrix[self._missing : self._size]
             key_array = np.zeros(capacity, dtype=np.int64)
             key_array[: self._size] = self._keys[: self._size]
             self._matrix, self._keys = matrix, key_array
@@ -199,9 +298,11 @@ class VectorIndex:
         self._keys[self._size : need] = keys
         if self._basis is not None:
             self._coarse[self._size : need] = vectors @ self._basis
-        for offset, key in enumerate(keys):
-            self._position[int(key)] = self._size + offset
+        if self._position is not None:
+            for offset, key in enumerate(keys):
+                self._position[int(key)] = self._size + offset
         self._size = need
+        self._sorted = None
         wide = vectors.astype(np.float64)
         self._sum += wide.sum(axis=0)
         self._moment += wide.T @ wide
@@ -209,6 +310,7 @@ class VectorIndex:
             self._build_shortlist()
 
     def _build_shortlist(self) -> None:
+        self._whole_only()
         # Principal axes of the stored vectors (uncentred: cosine is about direction).
         _, vectors = np.linalg.eigh(self._moment)
         self._basis = np.ascontiguousarray(vectors[:, ::-1][:, :_COARSE_DIMS], dtype=np.float32)
@@ -217,10 +319,12 @@ class VectorIndex:
         self._coarse = coarse
 
     def remove(self, keys: Sequence[int]) -> None:
-        drop = {int(k) for k in keys if int(k) in self._position}
+        where = self._positions()
+        drop = {int(k) for k in keys if int(k) in where}
         if not drop:
             return
-        gone = np.fromiter((self._position[k] for k in drop), dtype=np.int64)
+        self._whole_only()
+        gone = np.fromiter((where[k] for k in drop), dtype=np.int64)
         wide = self._matrix[gone].astype(np.float64)
         self._sum -= wide.sum(axis=0)
         self._moment -= wide.T @ wide
@@ -230,7 +334,7 @@ class VectorIndex:
         if self._basis is not None:
             self._coarse = np.ascontiguousarray(self._coarse[keep])
         self._size = len(keep)
-        self._position = {int(k): i for i, k in enumerate(self._keys)}
+        self._position, self._sorted = None, None
 
     def stats(self, query: np.ndarray) -> tuple[float, float]:
         """Mean and standard deviation of ``query``'s cosine over the namespace, exactly."""
@@ -243,10 +347,17 @@ class VectorIndex:
 
     def scores(self, query: np.ndarray) -> np.ndarray:
         """Cosine of ``query`` with every vector, by position."""
+        self._whole_only()
         return _matvec(self._matrix[: self._size], query)
 
     def exact(self, positions: np.ndarray, query: np.ndarray) -> np.ndarray:
-        return _matvec(self._matrix[positions], query)
+        rows = self._matrix[positions]
+        if self._missing:
+            lacking = positions < self._missing
+            if lacking.any():
+                assert self._rows is not None
+                rows[lacking] = self._rows(self._keys[positions[lacking]])
+        return _matvec(rows, query)
 
     def shortlist(self, query: np.ndarray, size: int) -> np.ndarray | None:
         """Positions of the ``size`` best vectors by the coarse projection (None: score exactly)."""
@@ -259,7 +370,24 @@ class VectorIndex:
         return int(self._keys[position])
 
     def position(self, key: int) -> int | None:
-        return self._position.get(key)
+        if self._position is not None:
+            return self._position.get(key)
+        keys = self._keys[: self._size]
+        if self._ascending():
+            at = int(np.searchsorted(keys, key))
+            return at if at < self._size and int(keys[at]) == key else None
+        return self._positions().get(key)
+
+    def _positions(self) -> dict[int, int]:
+        if self._position is None:
+            self._position = {k: i for i, k in enumerate(self._keys[: self._size].tolist())}
+        return self._position
+
+    def _ascending(self) -> bool:
+        if self._sorted is None:
+            keys = self._keys[: self._size]
+            self._sorted = self._size < 2 or bool(np.all(keys[1:] > keys[:-1]))
+        return self._sorted
 
 
 def _pick(

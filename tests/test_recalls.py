@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import threading
 import uuid
 import warnings
@@ -544,3 +545,58 @@ def _recall_scope_now() -> tuple[str | None, str | None] | None:
 
     scope = current_scope()
     return None if scope is None else (scope.workflow_id, scope.step_name)
+
+
+async def test_editing_a_returned_hit_does_not_edit_its_recall(store: Any) -> None:
+    await _fill(store)
+    with memkit.recall_scope("wf", step="s"):
+        hits = await store.search("TP53 sample", *NS)
+    as_returned = copy.deepcopy(hits[0].score_details)
+    assert as_returned is not None
+    hits[0].score_details["keyword"]["rank"] = 99  # a caller's own use of its results
+    hits[0].score_details["mode"] = "edited"
+    (recall,) = await store.recalls()
+    assert recall.hits[0].details == as_returned and as_returned["keyword"]["rank"] == 1
+
+
+def test_a_queued_recall_is_stored_as_encoding_the_whole_body_would() -> None:
+    from memkit import _recall
+    from memkit._records import from_us
+
+    hits = [["m1", 1, 0.25, {"mode": "hybrid", "found_by": ["keyword"], "x": {"y": None}}, "é \u2028 \"q\" \x01"],
+            ["m2", 2, None, None, ""]]
+    body: dict[str, Any] = {
+        "id": "r1", "created_at": 1_764_000_000_123_456, "user_id": "u", "agent_id": "a", "kind": "search",
+        "query": "q", "mode": "hybrid", "filters": {"n": [1, 2.5]}, "limit": 5, "as_of": None, "options": None,
+        "workflow_id": "wf", "run_id": None, "step_index": 3, "step_name": "s", "attempt": None, "hits": hits,
+    }
+    import pydantic_core
+
+    whole = pydantic_core.to_json({**body, "created_at": from_us(body["created_at"]).isoformat()}).decode()
+    assert _recall.encode({**body, "hits": _recall._Hits(hits)}) == whole == _recall.encode(body)
+    for us in (0, 1, 999_999, 1_000_000, 1_764_000_000_000_000, 1_764_000_000_000_001, -1, -1_000_001):
+        assert _recall._iso(us) == from_us(us).isoformat()
+
+
+def _child_ids(out: Any) -> None:
+    from memkit import _recall
+
+    out.put([_recall._new_id() for _ in range(3)])
+
+
+def test_recall_ids_are_unique_across_a_fork() -> None:
+    import multiprocessing
+    import re
+
+    from memkit import _recall
+
+    mine = [_recall._new_id() for _ in range(3)]
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_child_ids, args=(queue,))
+    child.start()
+    theirs = queue.get(timeout=30)
+    child.join(timeout=30)
+    assert all(re.fullmatch(r"[0-9a-f]{32}", i) for i in mine + theirs)
+    assert len(set(mine + theirs + [_recall._new_id() for _ in range(3)])) == 9
+    assert {i[:16] for i in theirs}.isdisjoint({i[:16] for i in mine})  # a forked child draws its own prefix

@@ -1,8 +1,9 @@
-"""The keyword index never disagrees with the store file, whoever wrote and in what order.
+"""The keyword and vector indexes never disagree with the store file, whoever wrote and in what order.
 
 A memory's ``seq`` is never handed out twice and deletions are logged, so an index that
-consumes that feed is exact by construction; these tests check it against the in-memory
-adapter, from two processes sharing one file.
+consumes that feed is exact by construction, and so is one restored from a snapshot saved
+at a feed position and brought up to date from there; these tests check it against the
+in-memory adapter, from two processes sharing one file.
 """
 
 from __future__ import annotations
@@ -91,7 +92,12 @@ async def test_a_version_4_store_migrates_and_stops_reusing_seqs(tmp_path: Path)
 
 _WORKER = textwrap.dedent("""
     import asyncio, json, sys
+    import memkit._retrieval
     from memkit.adapters import SQLiteAdapter
+
+    # Shortlists from a handful of vectors on: saved vector indexes carry their projections and
+    # are restored without their vectors, which are read when a search or a deletion needs them.
+    memkit._retrieval.SHORTLIST_MIN = 5
 
     async def main():
         store = None
@@ -101,10 +107,11 @@ _WORKER = textwrap.dedent("""
             if op == "open":
                 if store is not None:
                     await store.aclose()
-                # One cached namespace and every index saved: switching namespace reloads a
-                # saved index and replays the feed from its position, so that path is checked too.
-                store = SQLiteAdapter(cmd["path"], embedder=None, max_indexed=1)
-                store._keywords.resave_min = 1
+                # One cached keyword index and every index saved: switching namespace (or
+                # reopening, for vectors) restores a saved index and replays the feed from its
+                # position, so that path is checked too.
+                store = SQLiteAdapter(cmd["path"], embedder="default", max_indexed=1)
+                store._keywords.resave_min = store._vectors.resave_min = 1
                 out = None
             elif op == "add":
                 new = await store.add(cmd["content"], cmd["user_id"], cmd["agent_id"])
@@ -115,7 +122,7 @@ _WORKER = textwrap.dedent("""
             elif op == "delete":
                 out = await store.delete(cmd["id"])
             elif op == "search":
-                hits = await store.search(cmd["query"], cmd["user_id"], cmd["agent_id"], limit=50, mode="keyword")
+                hits = await store.search(cmd["query"], cmd["user_id"], cmd["agent_id"], limit=50, mode=cmd["mode"])
                 out = [[h.id, round(h.score, 9)] for h in hits]
             print(json.dumps(out), flush=True)
         if store is not None:
@@ -172,9 +179,10 @@ def test_two_processes_agree_with_the_reference(workers: tuple[_Worker, _Worker]
         @initialize()
         def open(self) -> None:
             path = tmp_path_factory.mktemp("feed") / "m.db"
+            self.path = str(path)
             for worker in workers:
-                worker("open", path=str(path))
-            self.reference = InMemoryAdapter()
+                worker("open", path=self.path)
+            self.reference = InMemoryAdapter(embedder="default")
             self.counter = 0
             self.alive: list[str] = []  # in insertion order
 
@@ -217,21 +225,28 @@ def test_two_processes_agree_with_the_reference(workers: tuple[_Worker, _Worker]
             if self.alive:
                 self._delete(who, self.alive[-1])
 
-        def _check(self, who: int, query: str, ns: tuple[str, str]) -> None:
-            got = workers[who]("search", query=query, user_id=ns[0], agent_id=ns[1])
-            want = asyncio.run(self.reference.search(query, ns[0], ns[1], limit=50, mode="keyword"))
+        @rule(who=st.sampled_from([0, 1]))
+        def reopen(self, who: int) -> None:
+            workers[who]("open", path=self.path)
+
+        def _check(self, who: int, query: str, ns: tuple[str, str], mode: str) -> None:
+            got = workers[who]("search", query=query, user_id=ns[0], agent_id=ns[1], mode=mode)
+            want = asyncio.run(self.reference.search(query, ns[0], ns[1], limit=50, mode=mode))
             assert got == [[h.id, round(h.score, 9)] for h in want]
 
-        @rule(who=st.sampled_from([0, 1]), query=_text, ns=st.sampled_from(_NAMESPACES))
-        def search(self, who: int, query: str, ns: tuple[str, str]) -> None:
-            self._check(who, query, ns)
+        @rule(who=st.sampled_from([0, 1]), query=_text, ns=st.sampled_from(_NAMESPACES),
+              mode=st.sampled_from(["keyword", "semantic", "hybrid"]))
+        def search(self, who: int, query: str, ns: tuple[str, str], mode: str) -> None:
+            self._check(who, query, ns, mode)
 
         @invariant()
         def both_processes_see_every_memory(self) -> None:
-            # Every word at once matches every memory: each one's presence and score is checked.
+            # Every word at once matches every memory: each one's presence and score is checked
+            # (semantic: the 50 nearest, with the namespace's statistics in every hybrid score).
             for who in (0, 1):
                 for ns in _NAMESPACES:
-                    self._check(who, " ".join(_WORDS), ns)
+                    for mode in ("keyword", "semantic", "hybrid"):
+                        self._check(who, " ".join(_WORDS), ns, mode)
 
     Store.TestCase.settings = settings(
         max_examples=15, stateful_step_count=20, deadline=None, derandomize=True,

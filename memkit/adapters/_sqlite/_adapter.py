@@ -145,6 +145,7 @@ class SQLiteAdapter:
         self._keywords = KeywordCache(max_indexed)
         self._worker = Worker("memkit-sqlite", self.__repr__, translate=self._storage_error)
         self._conn: sqlite3.Connection | None = None
+        self._settling = False  # a Vectors.settle step is queued on the worker
         self._recall_lock = threading.Lock()
         self._pending_recalls: list[dict[str, Any]] = []
         self._recall_wake = threading.Event()
@@ -262,7 +263,17 @@ class SQLiteAdapter:
         return select(self._db(), *args)
 
     def _ranked(self, *args: Any) -> list[MemoryItem]:
-        return ranked(self._db(), self._keywords, self._vectors, *args)
+        hits = ranked(self._db(), self._keywords, self._vectors, *args)
+        if self._vectors.unsettled and not self._settling:
+            # Reading the rest of a restored index, or saving one for the next process, waits until
+            # this search has returned. Refused once closing: the next process does it.
+            self._settling = self._worker.submit(self._settle)
+        return hits
+
+    def _settle(self) -> None:
+        more = self._conn is not None and self._vectors.settle(self._conn)
+        # The next step queues behind any call that came meanwhile: none waits for more than one.
+        self._settling = more and self._worker.submit(self._settle)
 
     async def search(
         self,
@@ -419,6 +430,7 @@ class SQLiteAdapter:
             db.execute("DELETE FROM memories")
             db.execute("DELETE FROM trace_dict")  # names of users, workflows and tools go too
             db.execute("DELETE FROM keyword_snapshots")
+            db.execute("DELETE FROM vector_snapshots")
             db.execute("DELETE FROM recalls")
         self._keywords.clear()
         self._vectors.clear()

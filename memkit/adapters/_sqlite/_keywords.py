@@ -110,12 +110,15 @@ class KeywordCache:
             except StaleIndexError:  # analysed by another memkit version: rebuild (and resave) from the texts
                 saved = None
         seq, change = (saved[0], saved[1]) if saved else (0, self._change)
+        # From nothing, the namespace's index finds its rows; after a snapshot, the rows past it
+        # (unary + keeps the planner off the namespace index, which would walk the whole namespace).
+        namespace = "+user_id = ? AND +agent_id = ?" if seq else "user_id = ? AND agent_id = ?"
         rows = db.execute(
-            "SELECT seq, content, created_us FROM memories"
-            " WHERE user_id = ? AND agent_id = ? AND seq > ? AND seq <= ?",
+            f"SELECT seq, content, created_us FROM memories WHERE {namespace} AND seq > ? AND seq <= ?",  # noqa: S608
             (user_id, agent_id, seq, self._seq),
         ).fetchall()
-        index.add_many(rows)
+        if rows:  # a loaded index turns its arrays into appendable lists on its first change
+            index.add_many(rows)
         gone = db.execute(
             "SELECT seq FROM memory_deletions WHERE change > ? AND change <= ? AND user_id = ? AND agent_id = ?",
             (change, self._change, user_id, agent_id),

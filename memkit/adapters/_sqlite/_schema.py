@@ -12,7 +12,7 @@ from memkit.adapters._sqlite._traces import TRACE_NUMBERS, pack_trace_numbers
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "migrate", "statements", "write_transaction"]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # Each entry upgrades the schema from the previous version; never edit a shipped one.
 MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
@@ -284,6 +284,28 @@ CREATE TABLE recalls (
 );
 CREATE INDEX recalls_namespace ON recalls (user_id, agent_id, seq);
 CREATE INDEX recalls_workflow ON recalls (workflow_id, run_id, step_index);
+"""
+
+# What the dense leg derives from a namespace's vectors (running moments, principal axes and
+# every vector's projection on them) costs seconds per 100k memories to compute and tens of
+# milliseconds to read back, so it is saved at a change-feed position like a keyword index.
+# Columns are in reading order: a new process reads head and coarse, and the vectors (last,
+# so SQLite need not walk past them) only when it needs them all.
+MIGRATIONS[7] = """
+CREATE TABLE vector_snapshots (
+    user_id    TEXT NOT NULL,
+    agent_id   TEXT NOT NULL,
+    seq        INTEGER NOT NULL,  -- the feed position the saved index holds
+    change     INTEGER NOT NULL,
+    embedder   TEXT NOT NULL,     -- the embedder that made the vectors (another one's is ignored)
+    size       INTEGER NOT NULL,  -- vectors saved
+    dim        INTEGER NOT NULL,
+    coarse_dim INTEGER NOT NULL,  -- dimensions of the shortlist projection; 0 for none
+    head       BLOB NOT NULL,     -- keys int64, sum and moment float64, basis float32; little-endian
+    coarse     BLOB NOT NULL,     -- size x coarse_dim float32
+    matrix     BLOB NOT NULL,     -- size x dim float32, in key order
+    PRIMARY KEY (user_id, agent_id)
+);
 """
 
 

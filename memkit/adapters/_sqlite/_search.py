@@ -13,7 +13,7 @@ from memkit._models import MemoryItem
 from memkit._pipeline import SearchRequest, rank
 from memkit._records import Record
 from memkit._retrieval import DenseScores, dense_leg
-from memkit.adapters._sqlite._keywords import KeywordCache
+from memkit.adapters._sqlite._keywords import KeywordCache, snapshot
 from memkit.adapters._sqlite._sql import allowed, created_by, filter_sql, records_by_seq
 from memkit.adapters._sqlite._vectors import Vectors
 
@@ -53,9 +53,11 @@ def _dense(
     db: sqlite3.Connection, vectors: Vectors, query: np.ndarray, user_id: str, agent_id: str,
     conditions: tuple[Condition, ...], depth: int, extra: list[int],
 ) -> DenseScores:
-    index = vectors.index(db, user_id, agent_id)
-    passing = None if not conditions else (lambda seqs: allowed(db, seqs, conditions))
-    return dense_leg(index, query, depth, passing, extra)
+    # One read transaction: a restored index reads the vectors it rescores as of its feed position.
+    with snapshot(db):
+        index = vectors.index(db, user_id, agent_id, depth, bool(conditions))
+        passing = None if not conditions else (lambda seqs: allowed(db, seqs, conditions))
+        return dense_leg(index, query, depth, passing, extra)
 
 
 def ranked(

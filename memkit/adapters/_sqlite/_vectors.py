@@ -1,10 +1,28 @@
 """Which embedder a store file is bound to, and its vectors cached per namespace.
 
+A namespace's :class:`VectorIndex` follows the store's change feed exactly like a keyword
+index (see :mod:`memkit.adapters._sqlite._keywords`), and is saved in the store file at a
+feed position (``vector_snapshots``) so that a new process need not recompute what the
+dense leg derives from the vectors: the namespace's moments (the z-score in fusion needs
+them), its principal axes and every vector's projection on them (for the shortlist).
+A process restores those and catches up from the feed. For a namespace with a shortlist
+its first search reads only the few thousand vectors the shortlist rescores, by key; the
+rest are read behind that search (:meth:`Vectors.settle`), or before it when it needs
+them all (a filter, a deep query, a removal).
+
+Why in the store file and not a side file mapped with numpy: one file is the whole store
+(copy it, and the copy is fast on first search too), and a snapshot is written in one
+SQLite transaction, so a crash mid-write leaves the previous snapshot (or none), never a
+torn one, and no file can be paired with the wrong store. A side file would map lazily
+and skip the read, but would need its own atomic replace, its own check that it belongs
+to this file at this position, and its own clean-up.
+
 Everything here runs on the adapter's worker thread, which owns the connection.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -20,6 +38,10 @@ from memkit.adapters._sqlite._schema import write_transaction
 __all__ = ["EMBED_BATCH", "Vectors", "blob"]
 
 EMBED_BATCH = 1_024
+# SQLite's default limit on one value is 1e9 bytes: a larger namespace is not saved.
+_MAX_BLOB = 900_000_000
+#: Vectors a restored index reads per step behind its searches (about 25 MB at 384 dimensions).
+SUPPLY = 16_384
 _ALL_ROWS = "SELECT seq, content FROM memories WHERE seq > ? ORDER BY seq LIMIT ?"
 
 
@@ -56,6 +78,11 @@ class Vectors:
         self._version = -1
         self._seq = 0  # cached matrices hold the store as of this seq and deletion (the change feed)
         self._change = 0
+        # Like KeywordCache.resave_min: save a namespace whose loading took this many changes
+        # (or a quarter of its size). Saving is left to settle(), after the search returns.
+        self.resave_min = 1_000
+        self._unsaved: set[tuple[str, str]] = set()
+        self._partial = False  # some cached index was restored without its vectors
 
     def mismatch(self, name: str, dim: int | None, wanted: str, wanted_dim: int) -> ConfigError:
         return ConfigError(
@@ -103,6 +130,7 @@ class Vectors:
     def embed_all(self, conn: sqlite3.Connection, bar: Any = None) -> int:
         """Embed and store every memory, then record the embedder (inside the caller's transaction)."""
         assert self.embedder is not None
+        conn.execute("DELETE FROM vector_snapshots")  # saved from the vectors being replaced
         after, done = -1, 0
         while True:
             rows = conn.execute(_ALL_ROWS, (after, EMBED_BATCH)).fetchall()
@@ -170,25 +198,143 @@ class Vectors:
                 raise self.mismatch(name, dim, self.embedder.name, self.embedder.dim)
         self._version = version
 
-    def index(self, db: sqlite3.Connection, user_id: str, agent_id: str) -> VectorIndex:
-        """The namespace's vectors as one matrix, loaded once and kept in step with our writes."""
+    def index(
+        self, db: sqlite3.Connection, user_id: str, agent_id: str, depth: int = 0, filtered: bool = False
+    ) -> VectorIndex:
+        """The namespace's vectors as of now (call inside :func:`snapshot`, which the dense leg's
+        reads of single vectors must share): cached, else restored as saved and brought up to
+        date from the feed, else loaded from every vector. A query that will score every vector
+        (``filtered``, or ``depth`` past the shortlist) gets them all in memory."""
         assert self.embedder is not None
         self.sync(db)
         with snapshot(db):
             self._catch_up(db)
-            index = self._indexes.get((user_id, agent_id))
+            key = (user_id, agent_id)
+            index = self._indexes.get(key)
             if index is None:
-                index = VectorIndex(self.embedder.dim)
-                self._load(index, db.execute(
-                    "SELECT v.seq, v.vector FROM memory_vectors v JOIN memories m ON m.seq = v.seq"
-                    " WHERE m.user_id = ? AND m.agent_id = ? AND v.seq <= ? ORDER BY v.seq",
-                    (user_id, agent_id, self._seq),
-                ).fetchall())
-                self._indexes[(user_id, agent_id)] = index
+                index, replayed = self._load(db, user_id, agent_id)
+                self._indexes[key] = index
+                if replayed and replayed >= max(self.resave_min, len(index) // 4):
+                    self._unsaved.add(key)
+            if index.partial and (filtered or index.needs_all(depth)):
+                index = self._whole(db, key)
+            self._partial = self._partial or index.partial
         return index
 
+    @property
+    def unsettled(self) -> bool:
+        """There are indexes to save or to read whole (see :meth:`settle`)."""
+        return self._partial or bool(self._unsaved)
+
+    def settle(self, db: sqlite3.Connection) -> bool:
+        """Run after the search that loaded an index: save the indexes whose loading took many
+        changes, and read :data:`SUPPLY` more of a restored index's vectors (its later searches
+        then read none). Returns whether vectors are still lacking: the caller runs it again,
+        queued behind whatever came meanwhile, so no call waits for more than one step."""
+        if not self.unsettled:
+            return False
+        self.sync(db)  # re-embedded by another process since: the search after this one says so
+        with snapshot(db):
+            self._catch_up(db)
+            for key in [k for k, index in self._indexes.items() if index.partial][:1]:
+                self._supply(db, key)
+            self._partial = any(index.partial for index in self._indexes.values())
+            indexes = {k: self._whole(db, k) for k in self._unsaved if k in self._indexes}
+            position = (self._seq, self._change)
+        self._unsaved.clear()
+        assert self.embedder is not None
+        for (user_id, agent_id), index in indexes.items():
+            _save(db, user_id, agent_id, position, self.embedder.name, index)
+        return self._partial
+
+    def _supply(self, db: sqlite3.Connection, key: tuple[str, str]) -> None:
+        """Read the next :data:`SUPPLY` vectors a restored index lacks, from the vectors table.
+
+        A restored index lacks only vectors of its snapshot's keys, none deleted since (a
+        deletion reads them all first), so the namespace's rows between the first and the last
+        of the keys asked for are exactly those keys; anything else reads them all from the
+        snapshot instead."""
+        index = self._indexes[key]
+        keys = index.lacking(SUPPLY)
+        rows = db.execute(
+            "SELECT v.seq, v.vector FROM memory_vectors v JOIN memories m ON m.seq = v.seq"
+            " WHERE v.seq >= ? AND v.seq <= ? AND +m.user_id = ? AND +m.agent_id = ? ORDER BY v.seq",
+            (int(keys[0]), int(keys[-1]), *key),
+        ).fetchall()
+        found = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        if not np.array_equal(found, keys):
+            self._whole(db, key)
+            return
+        index.supply(keys, np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1))
+
+    def _whole(self, db: sqlite3.Connection, key: tuple[str, str]) -> VectorIndex:
+        """The cached index with every vector in memory (reloaded if its snapshot was replaced)."""
+        index = self._indexes[key]
+        try:
+            index.materialize()
+        except _Replaced:
+            del self._indexes[key]
+            index, _ = self._load(db, *key)
+            index.materialize()  # read in this transaction: the snapshot it names is there
+            self._indexes[key] = index
+        return index
+
+    def _load(self, db: sqlite3.Connection, user_id: str, agent_id: str) -> tuple[VectorIndex, int]:
+        """The namespace's index at our feed position, and how many changes that took past the saved one."""
+        assert self.embedder is not None
+        index, seq, change = self._restore(db, user_id, agent_id)
+        # From nothing, the namespace's index finds its rows; after a snapshot, the rows past it
+        # (unary + keeps the planner off the namespace index, which would walk the whole namespace).
+        namespace = "+m.user_id = ? AND +m.agent_id = ?" if seq else "m.user_id = ? AND m.agent_id = ?"
+        rows = db.execute(
+            "SELECT v.seq, v.vector FROM memory_vectors v JOIN memories m ON m.seq = v.seq"  # noqa: S608
+            f" WHERE {namespace} AND v.seq > ? AND v.seq <= ? ORDER BY v.seq",
+            (user_id, agent_id, seq, self._seq),
+        ).fetchall()
+        self._add(index, rows)
+        gone = [
+            key for (key,) in db.execute(
+                "SELECT seq FROM memory_deletions WHERE change > ? AND change <= ? AND user_id = ? AND agent_id = ?",
+                (change, self._change, user_id, agent_id),
+            )
+            if index.position(key) is not None
+        ]
+        if gone:
+            index.materialize()
+            index.remove(gone)
+        return index, len(rows) + len(gone)
+
+    def _restore(self, db: sqlite3.Connection, user_id: str, agent_id: str) -> tuple[VectorIndex, int, int]:
+        """The namespace's saved index and its feed position (an empty index at ours if none fits)."""
+        assert self.embedder is not None
+        dim = self.embedder.dim
+        saved = db.execute(
+            "SELECT seq, change, size, coarse_dim, head, coarse FROM vector_snapshots"
+            " WHERE user_id = ? AND agent_id = ? AND embedder = ? AND dim = ? AND seq <= ? AND change <= ?",
+            (user_id, agent_id, self.embedder.name, dim, self._seq, self._change),
+        ).fetchone()
+        if saved is None:
+            return VectorIndex(dim), 0, self._change
+        seq, change, size, coarse_dim, head, coarse = saved
+        arrays = _arrays(head, coarse, size, dim, coarse_dim)
+        where = (user_id, agent_id, seq, change, self.embedder.name)
+
+        def whole() -> np.ndarray:
+            row = db.execute(
+                "SELECT matrix FROM vector_snapshots"
+                " WHERE user_id = ? AND agent_id = ? AND seq = ? AND change = ? AND embedder = ?",
+                where,
+            ).fetchone()
+            if row is None:
+                raise _Replaced  # another process saved a newer one since we read this
+            return np.frombuffer(row[0], dtype="<f4").reshape(size, dim)
+
+        if not coarse_dim:  # no shortlist: every query scores every vector
+            arrays["matrix"] = whole()
+        return VectorIndex.restore(dim, arrays, rows=lambda keys: _rows(db, keys, dim), whole=whole), seq, change
+
     @staticmethod
-    def _load(index: VectorIndex, rows: Sequence[tuple[int, bytes]]) -> None:
+    def _add(index: VectorIndex, rows: Sequence[tuple[int, bytes]]) -> None:
         if rows:
             matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
             index.add([r[0] for r in rows], matrix.astype(np.float32))
@@ -206,7 +352,7 @@ class Vectors:
                 if (user, agent) in self._indexes:
                     groups.setdefault((user, agent), []).append((key, vector))
             for namespace, rows in groups.items():
-                self._load(self._indexes[namespace], rows)
+                self._add(self._indexes[namespace], rows)
         if self._indexes and change > self._change:
             gone: dict[tuple[str, str], list[int]] = {}
             for key, user, agent in db.execute(
@@ -215,9 +361,82 @@ class Vectors:
             ):
                 gone.setdefault((user, agent), []).append(key)
             for namespace, keys in gone.items():
-                if namespace in self._indexes:
-                    self._indexes[namespace].remove(keys)
+                index = self._indexes.get(namespace)
+                if index is None or all(index.position(k) is None for k in keys):
+                    continue
+                try:
+                    index.materialize()  # removing a vector needs it (and its snapshot still holds it)
+                except _Replaced:
+                    del self._indexes[namespace]  # loaded afresh when next searched
+                    continue
+                index.remove(keys)
         self._seq, self._change = seq, change
 
     def clear(self) -> None:
         self._indexes.clear()
+        self._unsaved.clear()
+        self._partial = False
+
+
+class _Replaced(Exception):
+    """The snapshot a partial index was restored from is gone (a newer one replaced it)."""
+
+
+def _arrays(head: bytes, coarse: bytes, size: int, dim: int, coarse_dim: int) -> dict[str, np.ndarray]:
+    """A saved index's arrays (views of the stored bytes; VectorIndex.restore copies them)."""
+    parts = [("keys", "<i8", size), ("sum", "<f8", dim), ("moment", "<f8", dim * dim)]
+    if coarse_dim:
+        parts.append(("basis", "<f4", dim * coarse_dim))
+    arrays: dict[str, np.ndarray] = {}
+    offset = 0
+    for name, dtype, count in parts:
+        arrays[name] = np.frombuffer(head, dtype=dtype, count=count, offset=offset)
+        offset += count * np.dtype(dtype).itemsize
+    if offset != len(head) or len(coarse) != size * coarse_dim * 4:
+        raise ValueError("a vector snapshot of the wrong size")
+    arrays["moment"] = arrays["moment"].reshape(dim, dim)
+    if coarse_dim:
+        arrays["basis"] = arrays["basis"].reshape(dim, coarse_dim)
+        arrays["coarse"] = np.frombuffer(coarse, dtype="<f4").reshape(size, coarse_dim)
+    return arrays
+
+
+def _rows(db: sqlite3.Connection, keys: np.ndarray, dim: int) -> np.ndarray:
+    """The stored vectors of ``keys``, in that order (inside the caller's read transaction)."""
+    found = dict(db.execute(
+        "SELECT seq, vector FROM memory_vectors WHERE seq IN (SELECT value FROM json_each(?))",
+        (json.dumps(keys.tolist()),),
+    ))
+    return np.frombuffer(b"".join(found[k] for k in keys.tolist()), dtype="<f4").reshape(len(keys), dim)
+
+
+def _save(
+    db: sqlite3.Connection, user_id: str, agent_id: str, position: tuple[int, int], embedder: str,
+    index: VectorIndex,
+) -> None:
+    """Save ``index`` at feed ``position``; skipped when another writer holds the lock (nobody waits)."""
+    arrays = {name: np.ascontiguousarray(a) for name, a in index.state().items()}
+    matrix = arrays["matrix"].astype("<f4", copy=False)
+    if matrix.nbytes > _MAX_BLOB:
+        return
+    head = b"".join(
+        arrays[name].astype(dtype, copy=False).tobytes()
+        for name, dtype in (("keys", "<i8"), ("sum", "<f8"), ("moment", "<f8"), ("basis", "<f4"))
+        if name in arrays
+    )
+    coarse = arrays["coarse"].astype("<f4", copy=False).data.cast("B") if "coarse" in arrays else b""
+    coarse_dim = arrays["basis"].shape[1] if "basis" in arrays else 0
+    timeout = db.execute("PRAGMA busy_timeout").fetchone()[0]
+    db.execute("PRAGMA busy_timeout = 0")
+    try:
+        with write_transaction(db):
+            db.execute(
+                "INSERT OR REPLACE INTO vector_snapshots (user_id, agent_id, seq, change, embedder, size, dim,"
+                " coarse_dim, head, coarse, matrix) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (user_id, agent_id, *position, embedder, len(matrix), index.dim, coarse_dim, head, coarse,
+                 matrix.data.cast("B")),
+            )
+    except (sqlite3.OperationalError, sqlite3.DataError):
+        pass  # busy, read-only or too big: the next process loads from the vectors, nothing is wrong
+    finally:
+        db.execute(f"PRAGMA busy_timeout = {int(timeout)}")
