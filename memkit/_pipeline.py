@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
-import numpy as np
-
 from memkit import _recall
 from memkit._errors import InvalidInputError
 from memkit._filters import Condition
@@ -33,7 +31,7 @@ from memkit._recall import check_as_of
 from memkit._retrieval import DenseScores, HybridConfig, Neighbours, check_hybrid, check_mode, fuse
 from memkit._validate import check_query, check_read
 
-__all__ = ["CosineMoments", "Ranked", "SearchRequest", "prepare", "rank", "search"]
+__all__ = ["Ranked", "SearchRequest", "prepare", "rank", "search"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -60,34 +58,6 @@ class SearchRequest:
     def depth(self) -> int:
         """How many candidates each leg contributes (hybrid: ``config.candidates``; else the limit)."""
         return max(self.config.candidates, self.limit) if self.mode == "hybrid" else self.limit
-
-
-class CosineMoments:
-    """First and second moments of a namespace's unit vectors: the exact mean and standard
-    deviation of any query's cosine over the namespace, without the vectors themselves.
-
-    Stores that keep vectors in a database (the graph adapters) read a namespace's vectors
-    once to build these, the same statistics :class:`memkit._retrieval.VectorIndex` keeps.
-    """
-
-    def __init__(self, dim: int) -> None:
-        self.count = 0
-        self._sum = np.zeros(dim, dtype=np.float64)
-        self._moment = np.zeros((dim, dim), dtype=np.float64)
-
-    def add(self, vectors: np.ndarray) -> None:
-        wide = np.asarray(vectors, dtype=np.float64)
-        self.count += len(wide)
-        self._sum += wide.sum(axis=0)
-        self._moment += wide.T @ wide
-
-    def stats(self, query: np.ndarray) -> tuple[float, float]:
-        if self.count == 0:
-            return 0.0, 0.0
-        q = query.astype(np.float64)
-        mean = float(self._sum @ q) / self.count
-        var = float(q @ self._moment @ q) / self.count - mean * mean
-        return mean, float(np.sqrt(max(var, 0.0)))
 
 
 def prepare(

@@ -36,8 +36,8 @@ import numpy as np
 from memkit._errors import ConfigError, InvalidInputError
 
 __all__ = [
-    "CONTEXT_REACH", "MODES", "SHORTLIST_MIN", "DenseScores", "HybridConfig", "Neighbours", "VectorIndex",
-    "check_hybrid", "check_mode", "dense_leg", "fuse", "modes_for",
+    "CONTEXT_REACH", "MODES", "SHORTLIST_MIN", "CosineMoments", "DenseScores", "HybridConfig", "Neighbours",
+    "VectorIndex", "check_hybrid", "check_mode", "dense_leg", "fuse", "modes_for",
 ]
 
 K = TypeVar("K", bound=Hashable)
@@ -153,6 +153,50 @@ _COARSE_DIMS = 64
 _SHORTLIST = 4_000
 
 
+class CosineMoments:
+    """First and second moments of a namespace's unit vectors: the exact mean and standard
+    deviation of any query's cosine over the namespace, without the vectors themselves.
+
+    :class:`VectorIndex` keeps one beside its matrix; the graph adapters, whose vectors live in
+    the database, read a namespace's vectors once to build one.
+    """
+
+    def __init__(self, dim: int) -> None:
+        self.count = 0
+        self.sum = np.zeros(dim, dtype=np.float64)
+        self.moment = np.zeros((dim, dim), dtype=np.float64)
+
+    @classmethod
+    def restore(cls, count: int, total: np.ndarray, moment: np.ndarray) -> CosineMoments:
+        """Moments saved as ``(count, sum, moment)``."""
+        out = cls(len(total))
+        out.count = count
+        out.sum = np.array(total, dtype=np.float64)
+        out.moment = np.array(moment, dtype=np.float64)
+        return out
+
+    def add(self, vectors: np.ndarray) -> None:
+        wide = np.asarray(vectors, dtype=np.float64)
+        self.count += len(wide)
+        self.sum += wide.sum(axis=0)
+        self.moment += wide.T @ wide
+
+    def remove(self, vectors: np.ndarray) -> None:
+        wide = np.asarray(vectors, dtype=np.float64)
+        self.count -= len(wide)
+        self.sum -= wide.sum(axis=0)
+        self.moment -= wide.T @ wide
+
+    def stats(self, query: np.ndarray) -> tuple[float, float]:
+        """Mean and standard deviation of ``query``'s cosine over the vectors, exactly."""
+        if self.count == 0:
+            return 0.0, 0.0
+        q = query.astype(np.float64)
+        mean = float(self.sum @ q) / self.count
+        var = float(q @ self.moment @ q) / self.count - mean * mean
+        return mean, math.sqrt(max(var, 0.0))
+
+
 class VectorIndex:
     """Unit vectors of one namespace in one contiguous float32 matrix, keyed by an int.
 
@@ -181,8 +225,7 @@ class VectorIndex:
         # key -> position, built when first asked for (a restored index of sorted keys bisects instead)
         self._position: dict[int, int] | None = {}
         self._sorted: bool | None = None  # keys ascending (None: not checked since the last change)
-        self._sum = np.zeros(dim, dtype=np.float64)
-        self._moment = np.zeros((dim, dim), dtype=np.float64)
+        self._moments = CosineMoments(dim)
         self._basis: np.ndarray | None = None
         self._coarse = np.zeros((0, 0), dtype=np.float32)
         # A partial index: rows [0, _missing) are not in _matrix yet (see materialize).
@@ -207,7 +250,8 @@ class VectorIndex:
         self.materialize()
         n = self._size
         out: dict[str, np.ndarray] = {
-            "keys": self._keys[:n], "sum": self._sum, "moment": self._moment, "matrix": self._matrix[:n],
+            "keys": self._keys[:n], "sum": self._moments.sum, "moment": self._moments.moment,
+            "matrix": self._matrix[:n],
         }
         if self._basis is not None:
             out["basis"] = self._basis
@@ -232,8 +276,7 @@ class VectorIndex:
         index._keys[:n] = keys
         index._size = n
         index._position = None
-        index._sum = np.array(arrays["sum"], dtype=np.float64)
-        index._moment = np.array(arrays["moment"], dtype=np.float64)
+        index._moments = CosineMoments.restore(n, arrays["sum"], arrays["moment"])
         # np.zeros is lazily backed by the OS: a partial index does not pay for the rows it lacks.
         index._matrix = np.zeros((capacity, dim), dtype=np.float32)
         if "basis" in arrays:
@@ -303,16 +346,14 @@ class VectorIndex:
                 self._position[int(key)] = self._size + offset
         self._size = need
         self._sorted = None
-        wide = vectors.astype(np.float64)
-        self._sum += wide.sum(axis=0)
-        self._moment += wide.T @ wide
+        self._moments.add(vectors)
         if self._basis is None and self._size >= SHORTLIST_MIN and self.dim > _COARSE_DIMS:
             self._build_shortlist()
 
     def _build_shortlist(self) -> None:
         self._whole_only()
         # Principal axes of the stored vectors (uncentred: cosine is about direction).
-        _, vectors = np.linalg.eigh(self._moment)
+        _, vectors = np.linalg.eigh(self._moments.moment)
         self._basis = np.ascontiguousarray(vectors[:, ::-1][:, :_COARSE_DIMS], dtype=np.float32)
         coarse = np.zeros((self._matrix.shape[0], _COARSE_DIMS), dtype=np.float32)
         coarse[: self._size] = self._matrix[: self._size] @ self._basis
@@ -325,9 +366,7 @@ class VectorIndex:
             return
         self._whole_only()
         gone = np.fromiter((where[k] for k in drop), dtype=np.int64)
-        wide = self._matrix[gone].astype(np.float64)
-        self._sum -= wide.sum(axis=0)
-        self._moment -= wide.T @ wide
+        self._moments.remove(self._matrix[gone])
         keep = np.setdiff1d(np.arange(self._size), gone, assume_unique=True)
         self._matrix = np.ascontiguousarray(self._matrix[keep])
         self._keys = self._keys[keep].copy()
@@ -338,12 +377,7 @@ class VectorIndex:
 
     def stats(self, query: np.ndarray) -> tuple[float, float]:
         """Mean and standard deviation of ``query``'s cosine over the namespace, exactly."""
-        if self._size == 0:
-            return 0.0, 0.0
-        q = query.astype(np.float64)
-        mean = float(self._sum @ q) / self._size
-        var = float(q @ self._moment @ q) / self._size - mean * mean
-        return mean, math.sqrt(max(var, 0.0))
+        return self._moments.stats(query)
 
     def scores(self, query: np.ndarray) -> np.ndarray:
         """Cosine of ``query`` with every vector, by position."""

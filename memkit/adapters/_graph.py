@@ -37,10 +37,9 @@ from memkit._graphschema import (
 )
 from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
-from memkit._pipeline import CosineMoments
 from memkit._recall import Recall
 from memkit._records import Record, from_us, new_record, now_us, records_from_items, trace_record
-from memkit._retrieval import DenseScores, HybridConfig, modes_for
+from memkit._retrieval import CosineMoments, DenseScores, HybridConfig, modes_for
 from memkit._validate import (
     DEFAULT_LIMITS,
     Limits,
