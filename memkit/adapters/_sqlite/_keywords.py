@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from memkit._keyword import KeywordIndex, StaleIndexError
-from memkit.adapters._sqlite._schema import write_transaction
+from memkit.adapters._sqlite._schema import write_unless_busy
 
 __all__ = ["KeywordCache", "feed_head", "snapshot"]
 
@@ -134,16 +134,8 @@ class KeywordCache:
 def _save(db: sqlite3.Connection, user_id: str, agent_id: str, position: tuple[int, int], index: KeywordIndex) -> None:
     """Save ``index`` at feed ``position``; skipped when another writer holds the lock (a search never waits)."""
     data = index.to_bytes()
-    timeout = db.execute("PRAGMA busy_timeout").fetchone()[0]
-    db.execute("PRAGMA busy_timeout = 0")
-    try:
-        with write_transaction(db):
-            db.execute(
-                "INSERT OR REPLACE INTO keyword_snapshots (user_id, agent_id, seq, change, data)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (user_id, agent_id, *position, data),
-            )
-    except sqlite3.OperationalError:
-        pass  # busy or read-only: the next process builds it again, nothing is wrong
-    finally:
-        db.execute(f"PRAGMA busy_timeout = {int(timeout)}")
+    write_unless_busy(
+        db,
+        "INSERT OR REPLACE INTO keyword_snapshots (user_id, agent_id, seq, change, data) VALUES (?, ?, ?, ?, ?)",
+        (user_id, agent_id, *position, data),
+    )

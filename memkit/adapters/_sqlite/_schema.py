@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from memkit._errors import ConfigError
 from memkit.adapters._sqlite._traces import TRACE_NUMBERS, pack_trace_numbers
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "migrate", "statements", "write_transaction"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "migrate", "statements", "write_transaction", "write_unless_busy"]
 
 SCHEMA_VERSION = 7
 
@@ -326,6 +326,22 @@ def write_transaction(db: sqlite3.Connection) -> Iterator[None]:
             with suppress(sqlite3.Error):  # the error being raised is the one worth reporting
                 db.execute("ROLLBACK")
         raise
+
+
+def write_unless_busy(db: sqlite3.Connection, sql: str, params: Sequence[object]) -> bool:
+    """Run one write in its own transaction, or skip it if another writer holds the lock, the
+    file is read-only or the row is too big (False). For caches a search saves: a search never
+    waits for a writer, and a cache not saved is only built again by the next process."""
+    timeout = db.execute("PRAGMA busy_timeout").fetchone()[0]
+    db.execute("PRAGMA busy_timeout = 0")
+    try:
+        with write_transaction(db):
+            db.execute(sql, params)
+        return True
+    except (sqlite3.OperationalError, sqlite3.DataError):
+        return False
+    finally:
+        db.execute(f"PRAGMA busy_timeout = {int(timeout)}")
 
 
 def statements(script: str) -> Iterator[str]:

@@ -33,7 +33,7 @@ from memkit._errors import ConfigError
 from memkit._records import Record
 from memkit._retrieval import VectorIndex
 from memkit.adapters._sqlite._keywords import feed_head, snapshot
-from memkit.adapters._sqlite._schema import write_transaction
+from memkit.adapters._sqlite._schema import write_transaction, write_unless_busy
 
 __all__ = ["EMBED_BATCH", "Vectors", "blob"]
 
@@ -426,17 +426,10 @@ def _save(
     )
     coarse = arrays["coarse"].astype("<f4", copy=False).data.cast("B") if "coarse" in arrays else b""
     coarse_dim = arrays["basis"].shape[1] if "basis" in arrays else 0
-    timeout = db.execute("PRAGMA busy_timeout").fetchone()[0]
-    db.execute("PRAGMA busy_timeout = 0")
-    try:
-        with write_transaction(db):
-            db.execute(
-                "INSERT OR REPLACE INTO vector_snapshots (user_id, agent_id, seq, change, embedder, size, dim,"
-                " coarse_dim, head, coarse, matrix) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (user_id, agent_id, *position, embedder, len(matrix), index.dim, coarse_dim, head, coarse,
-                 matrix.data.cast("B")),
-            )
-    except (sqlite3.OperationalError, sqlite3.DataError):
-        pass  # busy, read-only or too big: the next process loads from the vectors, nothing is wrong
-    finally:
-        db.execute(f"PRAGMA busy_timeout = {int(timeout)}")
+    write_unless_busy(
+        db,
+        "INSERT OR REPLACE INTO vector_snapshots (user_id, agent_id, seq, change, embedder, size, dim,"
+        " coarse_dim, head, coarse, matrix) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (user_id, agent_id, *position, embedder, len(matrix), index.dim, coarse_dim, head, coarse,
+         matrix.data.cast("B")),
+    )
