@@ -229,9 +229,20 @@ CONVERSATIONS = {
 }
 
 
+async def _drop_neo4j_vector_index(uri: str) -> None:
+    """The test Neo4j is one database for the session and its vector index has one dimension:
+    other tests use small test embedders, this one the shipped 384-dimensional one."""
+    plain = Neo4jAdapter(uri)  # no embedder: touches no vector index
+    try:
+        await plain.dialect.write([("DROP INDEX memkit_memory_embedding IF EXISTS", {})])
+    finally:
+        await plain.aclose()
+
+
 async def test_keyword_and_hybrid_rank_the_same_on_every_adapter_with_shared_graphs(
     tmp_path: Path, falkordb_server: FalkorDBServer, neo4j_uri: str
 ) -> None:
+    await _drop_neo4j_vector_index(neo4j_uri)
     stores: dict[str, Any] = {
         "memory": InMemoryAdapter(embedder="default"),
         "sqlite": SQLiteAdapter(tmp_path / "conv.db", embedder="default"),
@@ -269,6 +280,7 @@ async def test_keyword_and_hybrid_rank_the_same_on_every_adapter_with_shared_gra
         for store in stores.values():
             await store.reset()
             await store.aclose()
+        await _drop_neo4j_vector_index(neo4j_uri)
 
 
 async def test_a_graph_search_sees_another_processes_writes_and_deletes(falkordb_server: FalkorDBServer) -> None:
