@@ -38,7 +38,7 @@ from memkit._graphschema import (
 from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._recall import Recall
-from memkit._records import Record, from_us, new_record, now_us, records_from_items, trace_record
+from memkit._records import Record, from_us, now_us, records_from_items
 from memkit._retrieval import CosineMoments, DenseScores, HybridConfig, modes_for
 from memkit._validate import (
     DEFAULT_LIMITS,
@@ -48,7 +48,7 @@ from memkit._validate import (
     check_read,
     check_scope,
 )
-from memkit.adapters._plumbing import timed_health
+from memkit.adapters._plumbing import RecordWriter, timed_health
 from memkit.graph import GraphBuilder, MemoryGraph
 
 __all__ = ["Dialect", "GraphAdapter", "Statement"]
@@ -518,7 +518,7 @@ def _write_params(parts: list[RecordParts]) -> dict[str, Any]:
     }
 
 
-class GraphAdapter:
+class GraphAdapter(RecordWriter):
     """The memkit port over a graph database; subclasses pick a :class:`Dialect`.
 
     Parameters
@@ -632,15 +632,8 @@ class GraphAdapter:
                     seq = int(memory["seq"])
                     cache.fingerprint = (count + 1, max(last or 0, seq), checksum + seq % _CHECKSUM)
 
-    async def add(
-        self, content: str, user_id: str, agent_id: str, metadata: dict[str, Any] | None = None
-    ) -> str:
-        return (await self._insert([new_record(content, user_id, agent_id, metadata, self.limits)]))[0]
-
-    async def add_trace(
-        self, agent_id: str, workflow_id: str, trace_data: dict[str, Any], user_id: str = "system"
-    ) -> str:
-        return (await self._insert([trace_record(agent_id, workflow_id, trace_data, user_id, self.limits)]))[0]
+    async def _store(self, records: list[Record]) -> list[str]:
+        return await self._insert(records)
 
     async def add_many(
         self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False

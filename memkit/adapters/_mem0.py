@@ -46,7 +46,7 @@ from memkit._errors import (
 from memkit._filters import Condition, matches, parse_filters
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._recall import Recall, check_as_of
-from memkit._records import Record, new_record, now_us, records_from_items, to_us, trace_record
+from memkit._records import Record, now_us, records_from_items, to_us
 from memkit._retrieval import check_mode
 from memkit._url import bool_option, query_options
 from memkit._validate import (
@@ -59,7 +59,7 @@ from memkit._validate import (
     check_read,
     check_scope,
 )
-from memkit.adapters._plumbing import Worker, namespace_infos, timed_health, trace_count
+from memkit.adapters._plumbing import RecordWriter, Worker, namespace_infos, timed_health, trace_count
 from memkit.embeddings import DEFAULT_EMBEDDER, Embedder, get_embedder
 
 if TYPE_CHECKING:
@@ -440,7 +440,7 @@ def _redact(text: str, secrets: Iterable[str]) -> str:
 # -- the adapter ----------------------------------------------------------------------------------
 
 
-class Mem0Adapter:
+class Mem0Adapter(RecordWriter):
     """Memories in Mem0: a local offline store (OSS mode) or the Mem0 platform (cloud mode).
 
     Parameters
@@ -702,17 +702,8 @@ class Mem0Adapter:
                 bar.close()
         return written
 
-    async def add(
-        self, content: str, user_id: str, agent_id: str, metadata: dict[str, Any] | None = None
-    ) -> str:
-        record = new_record(content, user_id, agent_id, metadata, self.limits)
-        return (await self._run(self._write, [record]))[0]
-
-    async def add_trace(
-        self, agent_id: str, workflow_id: str, trace_data: dict[str, Any], user_id: str = "system"
-    ) -> str:
-        record = trace_record(agent_id, workflow_id, trace_data, user_id, self.limits)
-        return (await self._run(self._write, [record]))[0]
+    async def _store(self, records: list[Record]) -> list[str]:
+        return await self._run(self._write, records)
 
     async def add_many(
         self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False

@@ -15,7 +15,7 @@ from memkit._filters import matches, parse_filters
 from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._recall import Recall, checked_recalls
-from memkit._records import Record, new_record, records_from_items, trace_record
+from memkit._records import Record, records_from_items
 from memkit._retrieval import HybridConfig, Neighbours, VectorIndex, dense_leg, modes_for
 from memkit._validate import (
     DEFAULT_LIMITS,
@@ -26,12 +26,12 @@ from memkit._validate import (
     check_read,
     check_scope,
 )
-from memkit.adapters._plumbing import namespace_infos, timed_health, trace_count
+from memkit.adapters._plumbing import RecordWriter, namespace_infos, timed_health, trace_count
 
 __all__ = ["InMemoryAdapter", "MockMemoryAdapter"]
 
 
-class InMemoryAdapter:
+class InMemoryAdapter(RecordWriter):
     """Keep memories in a dict; same rules and errors as every other adapter.
 
     Keyword search is the same per-namespace BM25 index as the SQLite adapter's;
@@ -115,15 +115,8 @@ class InMemoryAdapter:
                 self._vectors.update((r.id, v) for r, v in zip(records, vectors, strict=True))
         return [r.id for r in records]
 
-    async def add(
-        self, content: str, user_id: str, agent_id: str, metadata: dict[str, Any] | None = None
-    ) -> str:
-        return self._insert([new_record(content, user_id, agent_id, metadata, self.limits)])[0]
-
-    async def add_trace(
-        self, agent_id: str, workflow_id: str, trace_data: dict[str, Any], user_id: str = "system"
-    ) -> str:
-        return self._insert([trace_record(agent_id, workflow_id, trace_data, user_id, self.limits)])[0]
+    async def _store(self, records: list[Record]) -> list[str]:
+        return self._insert(records)
 
     async def add_many(
         self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False

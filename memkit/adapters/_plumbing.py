@@ -2,6 +2,7 @@
 
 * :class:`Worker`: the threads an adapter runs its blocking client calls on (SQLite's
   connection, the FalkorDB client, mem0), and the one way to close them.
+* :class:`RecordWriter`: ``add`` and ``add_trace``: check the input into a record, store it.
 * :func:`timed_health`: ``health()`` timing.
 * :func:`namespace_infos` / :func:`trace_count`: what stores without a query engine of
   their own (in-memory, Mem0) compute from their records.
@@ -17,9 +18,10 @@ from typing import Any, NoReturn, TypeVar
 
 from memkit._errors import StorageError
 from memkit._models import Health, NamespaceInfo
-from memkit._records import Record, from_us
+from memkit._records import Record, from_us, new_record, trace_record
+from memkit._validate import Limits
 
-__all__ = ["Worker", "namespace_infos", "timed_health", "trace_count"]
+__all__ = ["RecordWriter", "Worker", "namespace_infos", "timed_health", "trace_count"]
 
 T = TypeVar("T")
 
@@ -162,3 +164,24 @@ def namespace_infos(records: Iterable[Record]) -> list[NamespaceInfo]:
 def trace_count(records: Iterable[Record]) -> int:
     """How many of ``records`` are trace steps."""
     return sum(1 for r in records if r.metadata.get("type") == "trace")
+
+
+class RecordWriter:
+    """The port's single writes, the same on every adapter: the input is checked into a
+    :class:`memkit._records.Record` (so bad input fails before the store is touched), then the
+    adapter's ``_store`` writes it."""
+
+    limits: Limits
+
+    async def _store(self, records: list[Record]) -> list[str]:
+        raise NotImplementedError
+
+    async def add(
+        self, content: str, user_id: str, agent_id: str, metadata: dict[str, Any] | None = None
+    ) -> str:
+        return (await self._store([new_record(content, user_id, agent_id, metadata, self.limits)]))[0]
+
+    async def add_trace(
+        self, agent_id: str, workflow_id: str, trace_data: dict[str, Any], user_id: str = "system"
+    ) -> str:
+        return (await self._store([trace_record(agent_id, workflow_id, trace_data, user_id, self.limits)]))[0]

@@ -24,7 +24,7 @@ from memkit import _pipeline, _recall
 from memkit._errors import ConfigError, InvalidInputError, StorageError
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._recall import Recall, checked_recalls
-from memkit._records import Record, from_us, new_record, records_from_items, trace_record
+from memkit._records import Record, from_us, records_from_items
 from memkit._retrieval import HybridConfig, modes_for
 from memkit._url import bool_option, embedder_option, query_options, sqlite_path
 from memkit._validate import (
@@ -34,7 +34,7 @@ from memkit._validate import (
     check_read,
     check_scope,
 )
-from memkit.adapters._plumbing import Worker, timed_health
+from memkit.adapters._plumbing import RecordWriter, Worker, timed_health
 from memkit.adapters._sqlite._keywords import KeywordCache, feed_head
 from memkit.adapters._sqlite._schema import SCHEMA_VERSION, connect, write_transaction
 from memkit.adapters._sqlite._search import ranked
@@ -74,7 +74,7 @@ def _flush_later(adapter_ref: weakref.ref[SQLiteAdapter], wake: threading.Event)
         del adapter
 
 
-class SQLiteAdapter:
+class SQLiteAdapter(RecordWriter):
     """Memories in one SQLite file (WAL), keyword search by BM25 with porter + unicode61 analysis.
 
     The keyword index of a namespace is built in memory on its first search, saved
@@ -238,17 +238,8 @@ class SQLiteAdapter:
 
     # -- the port ----------------------------------------------------------------
 
-    async def add(
-        self, content: str, user_id: str, agent_id: str, metadata: dict[str, Any] | None = None
-    ) -> str:
-        record = new_record(content, user_id, agent_id, metadata, self.limits)
-        return (await self._run(self._write, [record]))[0]
-
-    async def add_trace(
-        self, agent_id: str, workflow_id: str, trace_data: dict[str, Any], user_id: str = "system"
-    ) -> str:
-        record = trace_record(agent_id, workflow_id, trace_data, user_id, self.limits)
-        return (await self._run(self._write, [record]))[0]
+    async def _store(self, records: list[Record]) -> list[str]:
+        return await self._run(self._write, records)
 
     async def add_many(
         self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False
