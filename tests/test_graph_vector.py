@@ -1,5 +1,5 @@
-"""Vector search on FalkorDB (vecf32 + db.idx.vector.queryNodes) and Neo4j (db.index.vector.queryNodes),
-scored as cosine similarity on both.
+"""Vector search on FalkorDB (vecf32) and Neo4j (lists): vectors stored with each memory, scored in
+the process over the namespace's own vectors as cosine similarity on both.
 
 The embedder here is a deterministic bag-of-words hash: these tests check the
 vector plumbing (storage, index, score direction, namespaces, filters), not

@@ -73,16 +73,6 @@ class FalkorDBDialect(Dialect):
     def vector_value(self, expr: str) -> str:
         return f"vecf32({expr})"
 
-    def vector_call(self) -> str:
-        return "CALL db.idx.vector.queryNodes('Memory', 'embedding', $k, vecf32($vector)) YIELD node, score"
-
-    def cosine(self, score: float) -> float:
-        # FalkorDB returns the cosine distance.
-        return 1.0 - score
-
-    def vector_score(self, expr: str) -> str:
-        return f"vec.cosineDistance({expr}, vecf32($vector))"
-
     async def ensure_vector_schema(self, dim: int) -> None:
         await self._call(self._ensure, self.vector_schema_statements(dim))
 

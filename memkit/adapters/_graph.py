@@ -39,7 +39,7 @@ from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._recall import Recall
 from memkit._records import Record, from_us, now_us, records_from_items
-from memkit._retrieval import CosineMoments, DenseScores, HybridConfig, modes_for
+from memkit._retrieval import DenseScores, HybridConfig, VectorIndex, dense_leg, modes_for
 from memkit._validate import (
     DEFAULT_LIMITS,
     Limits,
@@ -196,7 +196,7 @@ NS_FINGERPRINT = (
     f" RETURN count(m) AS n, max(m.seq) AS last, sum(m.seq % {_CHECKSUM}) AS checksum"
 )
 # A page of a namespace's memories in write order, for the cache: their text for the keyword index,
-# their vectors for the cosine moments, or both (vectors cost the most to read: only when needed).
+# their vectors for the semantic leg, or both (vectors cost the most to read: only when needed).
 _NS_PAGE = (
     "MATCH (m:Memory {{ns: $ns}})"
     " WHERE m.seq > $after OR (m.seq = $after AND m.id > $after_id)"
@@ -272,8 +272,6 @@ STATS = (
 )
 
 PING = "RETURN 1 AS ok"
-
-COUNT_MEMORIES = "MATCH (m:Memory) RETURN count(m) AS n"
 
 # The newest memories of a scope: the seeds of a graph export.
 GRAPH_SEEDS = (
@@ -355,39 +353,16 @@ class Dialect(abc.ABC):
     def vector_value(self, expr: str) -> str:
         """How a list of floats is stored as a vector property."""
 
-    @abc.abstractmethod
-    def vector_call(self) -> str:
-        """A ``CALL ... YIELD node, score`` nearest-neighbour clause taking ``$k`` and ``$vector``."""
-
-    @abc.abstractmethod
-    def cosine(self, score: float) -> float:
-        """The engine's vector score as cosine similarity (higher is better)."""
-
-    @abc.abstractmethod
-    def vector_score(self, expr: str) -> str:
-        """A Cypher expression scoring the stored vector ``expr`` against ``$vector``, on the
-        vector index's scale (so :meth:`cosine` converts it)."""
-
-    def vector_statement(self) -> str:
-        return (
-            f"{self.vector_call()}"
-            " WITH node AS m, score"
-            " WHERE m.ns = $ns AND ($until_us IS NULL OR m.created_us <= $until_us)"
-            f" RETURN {_MEMORY_FIELDS}, m.seq AS seq, score"
-        )
-
     def write_statement(self, relink: bool, embedding: bool) -> str:
         return WRITE.replace("{relink}", RELINK if relink else "").replace(
             "{link_recalls}", LINK_RECALLS if relink else "").replace(
             "{embedding}", f", embedding: {self.vector_value('r.embedding')}" if embedding else "")
 
-    def hits_statement(self, vectors: bool = False) -> str:
-        """The rows of keyword hits (``$keys``, one namespace); with ``vectors`` each hit's vector
-        score against ``$vector`` too (hybrid search needs every keyword hit's cosine)."""
-        vector = f", CASE WHEN m.embedding IS NULL THEN null ELSE {self.vector_score('m.embedding')} END AS vscore"
+    def hits_statement(self) -> str:
+        """The rows of search hits (``$keys``, one namespace)."""
         return (
             "UNWIND $keys AS k MATCH (m:Memory {key: k}) WHERE m.ns = $ns"
-            f" RETURN {_MEMORY_FIELDS}, m.seq AS seq{vector if vectors else ''}"
+            f" RETURN {_MEMORY_FIELDS}, m.seq AS seq"
         )
 
     def statements(self) -> list[str]:
@@ -397,11 +372,10 @@ class Dialect(abc.ABC):
             *self.vector_schema_statements(384),
             *(self.write_statement(relink, vec) for relink in (True, False) for vec in (True, False)),
             DELETE, TIDY.replace("{relink}", RELINK),
-            RESET, SELECT, GET, EXISTING_IDS, EXPORT, NAMESPACES, STATS, PING, GRAPH_SEEDS, COUNT_MEMORIES,
+            RESET, SELECT, GET, EXISTING_IDS, EXPORT, NAMESPACES, STATS, PING, GRAPH_SEEDS,
             NS_FINGERPRINT, *NS_PAGE.values(), RECALL_WRITE, RECALL_IDS, RECALLS, RECALL,
             *EXPAND.values(), *NODES.values(), NEIGHBOURS,
-            *AROUND.values(), *NODE_AT.values(), self.hits_statement(), self.hits_statement(True),
-            self.vector_statement(),
+            *AROUND.values(), *NODE_AT.values(), self.hits_statement(),
         ]
 
     @abc.abstractmethod
@@ -433,11 +407,15 @@ Fingerprint = tuple[int, int | None, int]  # (memories, newest seq, checksum of 
 
 class _NamespaceCache:
     """What this process keeps of one namespace for searching: memkit's BM25 index of its
-    memories (the keyword leg, scored as SQLite and in-memory score it) and the moments of its
-    vectors (the semantic leg's mean and spread of cosine).
+    memories (the keyword leg, scored as SQLite and in-memory score it) and its vectors in a
+    :class:`~memkit._retrieval.VectorIndex` (the semantic leg, scored exactly as SQLite scores it).
 
-    Read once by paging the namespace (the vectors only when a hybrid search first needs the
-    moments); valid while the database's :data:`NS_FINGERPRINT` equals ``fingerprint`` (checked
+    The database's vector index ranks the whole graph, so a namespace that holds a small share of
+    it got fewer and approximate hits; scoring the namespace's own vectors gives every backend the
+    same dense leg (at the memory SQLite spends on it: 4 bytes a dimension a memory).
+
+    Read once by paging the namespace (the vectors only when a semantic or hybrid search first
+    needs them); valid while the database's :data:`NS_FINGERPRINT` equals ``fingerprint`` (checked
     before every search, so another process's writes and deletes are seen: new memories are read
     in, anything else rebuilds the cache). This process's writes fold in; its deletes and resets
     drop the cache.
@@ -445,7 +423,7 @@ class _NamespaceCache:
 
     def __init__(self, fingerprint: Fingerprint) -> None:
         self.fingerprint = fingerprint
-        self.moments: CosineMoments | None = None
+        self.vectors: VectorIndex | None = None
         self.index = KeywordIndex()
         self.key_of: dict[str, int] = {}  # memory id -> index key
         self.ids: list[str] = []  # index key -> memory id
@@ -467,18 +445,34 @@ class _NamespaceCache:
                 self.ages.append((int(row["created_us"]), int(row["seq"])))
                 batch.append((key, row["content"], int(row["created_us"])))
             self.index.add_many(batch)
-            vectors = [row["embedding"] for row in fresh if row.get("embedding") is not None]
-            if self.moments is not None and vectors:
-                self.moments.add(np.asarray(vectors, dtype=np.float32))
+            if self.vectors is not None:
+                self._fold(self.vectors, fresh)
             return len(fresh)
 
-    def add_vectors(self, moments: CosineMoments, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Fold rows' ``embedding`` into ``moments`` (only of memories indexed here, so a memory
-        written meanwhile is counted once, when it is indexed)."""
+    def add_vectors(self, vectors: VectorIndex, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Fold rows' ``embedding`` into ``vectors`` (only of memories indexed here, so a memory
+        written meanwhile is added once, when it is indexed)."""
         with self._lock:
-            vectors = [row["embedding"] for row in rows if row["id"] in self.key_of and row["embedding"] is not None]
-        if vectors:
-            moments.add(np.asarray(vectors, dtype=np.float32))
+            self._fold(vectors, rows)
+
+    def _fold(self, vectors: VectorIndex, rows: Sequence[Mapping[str, Any]]) -> None:
+        # A memory written by a process without an embedder has no vector: the dense leg skips it.
+        present = [(self.key_of[row["id"]], row["embedding"]) for row in rows
+                   if row["id"] in self.key_of and row.get("embedding") is not None]
+        if present:
+            vectors.add([k for k, _ in present], np.asarray([v for _, v in present], dtype=np.float32))
+
+    def dense(self, query: np.ndarray, depth: int, until_us: int | None, extra: Iterable[str]) -> DenseScores:
+        """The ``depth`` memories (ids) nearest ``query`` created at or before ``until_us`` if
+        given, with the cosine of ``extra`` ids too (the keyword hits)."""
+        with self._lock:
+            assert self.vectors is not None
+            allowed = None if until_us is None else (
+                lambda keys: {k for k in keys if self.ages[k][0] <= until_us})
+            scores = dense_leg(self.vectors, query, depth, allowed,
+                               [self.key_of[i] for i in extra if i in self.key_of])
+            return DenseScores({self.ids[k]: c for k, c in scores.cosine.items()},
+                               [self.ids[k] for k in scores.ranked], scores.mean, scores.std)
 
     def neighbours(self, ids: Iterable[str], reach: int) -> dict[str, list[tuple[int, str]]]:
         """For fusion's ``context``: the memories written up to ``reach`` places around each of
@@ -717,21 +711,15 @@ class GraphAdapter(RecordWriter):
         found: dict[str, Record] = {}
         ages: dict[str, tuple[int, int]] = {}
         keyword: list[tuple[str, float]] = []
-        cosine: dict[str, float] = {}  # the keyword hits' cosines, for hybrid
-        vector = None if request.mode == "keyword" else [float(x) for x in self._embed([request.query])[0]]
-        cache = None
-        if request.mode != "semantic":  # semantic alone needs neither the index nor the statistics
-            cache = await self._namespace_cache(request, moments=request.mode == "hybrid")
-            for record, seq, score, vscore in await self._keyword(request, cache, vector):
+        cache = await self._namespace_cache(request, vectors=request.mode != "keyword")
+        if request.mode != "semantic":
+            for record, seq, score in await self._keyword(request, cache):
                 found[record.id], ages[record.id] = record, (record.created_us, seq)
                 keyword.append((record.id, score))
-                if vscore is not None:
-                    cosine[record.id] = self.dialect.cosine(vscore)
         dense = None
-        if vector is not None:
-            dense = await self._dense(request, vector, cosine, found, ages, cache)
-        ranked = _pipeline.rank(request, keyword, dense, lambda keys: ages,
-                                None if cache is None else cache.neighbours)
+        if request.mode != "keyword":
+            dense = await self._dense(request, found, ages, cache)
+        ranked = _pipeline.rank(request, keyword, dense, lambda keys: ages, cache.neighbours)
         return [found[k].to_item(score, details) for k, score, details in ranked]
 
     @property
@@ -750,11 +738,11 @@ class GraphAdapter(RecordWriter):
             request.conditions, record.metadata)
 
     async def _keyword(
-        self, request: _pipeline.SearchRequest, cache: _NamespaceCache, vector: list[float] | None
-    ) -> list[tuple[Record, int, float, float | None]]:
+        self, request: _pipeline.SearchRequest, cache: _NamespaceCache
+    ) -> list[tuple[Record, int, float]]:
         """The keyword leg: the namespace's best ``depth`` memories by memkit's BM25, ties newest
-        first, as ``(record, seq, score, vector score or None)`` (vector scores when ``vector`` is
-        given). ``as_of`` is applied from the cache; filters on the rows read back."""
+        first, as ``(record, seq, score)``. ``as_of`` is applied from the cache; filters on the
+        rows read back."""
         terms = analyze_query(request.query)
         if not terms:
             return []
@@ -763,59 +751,55 @@ class GraphAdapter(RecordWriter):
         ranked = cache.top(terms, depth if exact else None, request.until_us)
         ns = node_key("Namespace", request.user_id, request.agent_id)
         page = depth if not request.conditions else max(depth, _PAGE)
-        hits: list[tuple[Record, int, float, float | None]] = []
+        hits: list[tuple[Record, int, float]] = []
         for start in range(0, len(ranked), page):
             chunk = ranked[start : start + page]
-            params: dict[str, Any] = {"keys": [memory_key(i) for i, _ in chunk], "ns": ns}
-            if vector is not None:
-                params["vector"] = vector
-            rows = {row["id"]: row for row in await self._read(self.dialect.hits_statement(vector is not None), params)}
+            rows = await self._rows(ns, [i for i, _ in chunk])
             for memory_id, score in chunk:
                 row = rows.get(memory_id)  # gone if another process deleted it since the fingerprint
                 if row is not None and self._in(record := _record(row), request):
-                    vscore = row.get("vscore")
-                    hits.append((record, int(row["seq"]), score, None if vscore is None else float(vscore)))
+                    hits.append((record, int(row["seq"]), score))
                     if len(hits) == depth:
                         return hits
         return hits
 
+    async def _rows(self, ns: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The rows of memories ``ids`` of namespace key ``ns`` that still exist, by id."""
+        if not ids:
+            return {}
+        rows = await self._read(self.dialect.hits_statement(), {"keys": [memory_key(i) for i in ids], "ns": ns})
+        return {row["id"]: row for row in rows}
+
     async def _dense(
-        self, request: _pipeline.SearchRequest, vector: list[float], cosine: dict[str, float],
-        found: dict[str, Record], ages: dict[str, tuple[int, int]], cache: _NamespaceCache | None,
+        self, request: _pipeline.SearchRequest, found: dict[str, Record], ages: dict[str, tuple[int, int]],
+        cache: _NamespaceCache,
     ) -> DenseScores:
-        """The semantic leg: the vector index's best ``depth`` hits (``cosine`` holds the keyword
-        hits' cosines already) and the namespace's mean and spread of cosine (from cached moments
-        of its vectors)."""
+        """The semantic leg, scored in this process over the namespace's own vectors (see
+        :class:`_NamespaceCache`): the best ``depth`` memories that pass the filters, the cosine
+        of every keyword hit in ``found``, and the namespace's mean and spread of cosine."""
         ns = node_key("Namespace", request.user_id, request.agent_id)
         depth = request.depth
-        total = (await self._read(COUNT_MEMORIES, {}))[0]["n"]
-        mean = std = 0.0
-        k = min(max(depth * 10, 100), max(total, 1))
-        if cache is not None and cache.moments is not None:  # hybrid: fusion normalises by these
-            in_namespace = cache.fingerprint[0]
-            mean, std = cache.moments.stats(np.asarray(vector, dtype=np.float32))
-            # The vector index ranks the whole graph: ask for as many as this namespace's share of
-            # it would give ``depth`` hits (and widen k below until the namespace has enough).
-            k = min(max(int(depth * total / max(in_namespace, 1) * 1.25) + 10, 100), max(total, 1))
-        params: dict[str, Any] = {"vector": vector, "ns": ns, "until_us": request.until_us}
+        query = np.asarray(self._embed([request.query])[0], dtype=np.float32)
+        keyword_ids = list(found)
+        total = len(cache.vectors) if cache.vectors is not None else 0
+        want = depth
         while True:
-            rows = await self._read(self.dialect.vector_statement(), {**params, "k": k})
-            hits = [(r, int(row["seq"]), self.dialect.cosine(float(row["score"])))
-                    for row in rows if self._in(r := _record(row), request)]
-            if len(hits) >= depth or k >= total:
+            scores = cache.dense(query, want, request.until_us, keyword_ids)
+            missing = [i for i in scores.ranked if i not in found]
+            for memory_id, row in (await self._rows(ns, missing)).items():
+                # a filter's misses are read once per search: the next, wider pass skips them
+                record = _record(row)
+                if self._in(record, request):
+                    found[memory_id], ages[memory_id] = record, (record.created_us, int(row["seq"]))
+            passing = [i for i in scores.ranked if i in found][:depth]
+            if len(passing) >= depth or want >= total:
                 break
-            k = min(k * 4, total)
-        hits.sort(key=lambda h: (-h[2], -h[0].created_us, -h[1]))
-        ranked: list[str] = []
-        for record, seq, cos in hits[:depth]:
-            found.setdefault(record.id, record)
-            ages.setdefault(record.id, (record.created_us, seq))
-            cosine[record.id] = cos
-            ranked.append(record.id)
-        return DenseScores(cosine, ranked, mean, std)
+            want = min(want * 4, total)  # a selective filter: look deeper
+        cosine = {i: scores.cosine[i] for i in (*keyword_ids, *passing) if i in scores.cosine}
+        return DenseScores(cosine, passing, scores.mean, scores.std)
 
-    async def _namespace_cache(self, request: _pipeline.SearchRequest, *, moments: bool) -> _NamespaceCache:
-        """The namespace's search cache (with its cosine moments if ``moments``), current with the
+    async def _namespace_cache(self, request: _pipeline.SearchRequest, *, vectors: bool) -> _NamespaceCache:
+        """The namespace's search cache (with its vectors if ``vectors``), current with the
         database: one aggregate query when nothing changed, new memories read in when only memories
         were added, else read anew."""
         ns = node_key("Namespace", request.user_id, request.agent_id)
@@ -825,20 +809,20 @@ class GraphAdapter(RecordWriter):
         if cache is not None and cache.fingerprint != fingerprint and not await self._catch_up(
                 cache, ns, fingerprint, request):
             cache = None
-        vectors = moments and self.embedder is not None
+        vectors = vectors and self.embedder is not None
         fresh = cache is None
         if cache is None:
             cache = _NamespaceCache(fingerprint)
-        if fresh or (vectors and cache.moments is None):
-            # Built aside and set at the end: this process's writes meanwhile do not fold into half a sum.
-            built = CosineMoments(int(self.embedder.dim)) if vectors else None
+        if fresh or (vectors and cache.vectors is None):
+            # Built aside and set at the end: this process's writes meanwhile do not fold into half an index.
+            built = VectorIndex(int(self.embedder.dim)) if vectors else None
             async for rows in self._namespace_pages(ns, request, text=fresh, vectors=vectors):
                 if fresh:
                     cache.add(rows)
                 if built is not None:
                     cache.add_vectors(built, rows)
             if built is not None:
-                cache.moments = built
+                cache.vectors = built
             self._caches[ns] = cache
         return cache
 
@@ -849,7 +833,7 @@ class GraphAdapter(RecordWriter):
         database's ``fingerprint`` (only additions), False if the cache must be read anew."""
         count, last, checksum = cache.fingerprint
         rows = [row async for page in self._namespace_pages(
-            ns, request, text=True, vectors=cache.moments is not None,
+            ns, request, text=True, vectors=cache.vectors is not None,
             after=-(2**62) if last is None else last, exact=False) for row in page]
         new = [row for row in rows if row["id"] not in cache.key_of]
         seqs = [int(row["seq"]) for row in new]

@@ -71,17 +71,6 @@ class Neo4jDialect(Dialect):
     def statements(self) -> list[str]:
         return [*super().statements(), _INDEX_OPTIONS, _AWAIT_INDEXES]
 
-    def vector_call(self) -> str:
-        return f"CALL db.index.vector.queryNodes('{_VECTOR_INDEX}', $k, $vector) YIELD node, score"
-
-    def cosine(self, score: float) -> float:
-        # Neo4j maps cosine similarity c to (1 + c) / 2.
-        return 2.0 * score - 1.0
-
-    def vector_score(self, expr: str) -> str:
-        # The same (1 + cos) / 2 scale as the vector index's score.
-        return f"vector.similarity.cosine({expr}, $vector)"
-
     async def ensure_vector_schema(self, dim: int) -> None:
         for statement in self.vector_schema_statements(dim):
             await self._session_run([(statement, {})], write=True)
