@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -125,3 +127,54 @@ def test_loco_reports_out_of_fold_next_to_in_sample(
     assert 0.0 <= r5 <= r10 <= 1.0 and 0.0 <= mrr <= 1.0
     table = capsys.readouterr().out
     assert "out of fold" in table and "fold tiny-1 picked:" in table and "per category" in table
+
+
+def _block(text: str, harness: ModuleType) -> list[str]:
+    start, end = text.index(harness.README_BEGIN), text.index(harness.README_END)
+    return text[start + len(harness.README_BEGIN) : end].strip().splitlines()
+
+
+def _table_shape(lines: list[str]) -> tuple[str, list[str], set[int]]:
+    """The header, the configuration names and the cell counts of a generated block."""
+    rows = [line for line in lines if line.startswith("| ")]
+    cells = [[c.strip() for c in row.strip("|").split("|")] for row in rows]
+    assert set(cells[1]) == {"---"}  # the header's separator
+    return rows[0], [c[0] for c in cells[2:]], {len(c) for c in cells}
+
+
+def test_readme_retrieval_table_is_the_harness_output(harness: ModuleType) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = _block(readme, harness)
+    header, names, widths = _table_shape(lines)
+    assert header == "| " + " | ".join(harness.KNOB_COLUMNS) + " |"
+    assert names == [knob.name for knob in harness.KNOBS]  # every configuration, in the harness's order
+    assert widths == {len(harness.KNOB_COLUMNS)}
+    assert re.fullmatch(r"LoCoMo dev \(759 questions, SQLite, in sample\); latency, ingest rate and footprint on"
+                        r" 100,000 synthetic memories in one namespace; one run, load average [0-9.]+ on a shared"
+                        r" 2-core machine\.", lines[0])
+    default = next(line for line in lines if line.startswith("| hybrid (default) |"))
+    assert float(default.split("|")[3]) >= 0.74  # R@10 of the shipped defaults
+
+
+def test_knobs_measure_every_configuration_and_rewrite_only_the_readme_block(
+    harness: ModuleType, tmp_path: Path
+) -> None:
+    report = asyncio.run(harness.run_knobs(TINY, 300, tmp_path))
+    assert list(report["configurations"]) == [knob.name for knob in harness.KNOBS]
+    for result in report["configurations"].values():
+        assert result["locomo"]["overall"]["n"] == 6 and result["locomo"]["2-temporal"]["n"] == 1
+        assert 0 < result["search_ms"]["p50"] <= result["search_ms"]["p95"]
+        assert result["add_per_s"] > 0 and result["file_mb"] >= 0 and result["rss_mb"] > 0
+    keyword_only = report["configurations"]["keyword-only store (embedder=None)"]
+    assert keyword_only["embedder"] is None and keyword_only["rss_mb"] < report["configurations"]["semantic"]["rss_mb"]
+    readme = tmp_path / "README.md"
+    before = f"intro\n{harness.README_BEGIN}\nold table\n{harness.README_END}\noutro\n"
+    readme.write_text(before, encoding="utf-8")
+    harness.write_readme(report, readme)
+    after = readme.read_text(encoding="utf-8")
+    assert after.startswith("intro\n") and after.endswith("\noutro\n") and "old table" not in after
+    header, names, widths = _table_shape(_block(after, harness))
+    committed = _table_shape(_block((ROOT / "README.md").read_text(encoding="utf-8"), harness))
+    assert (header, names, widths) == committed
+    with pytest.raises(SystemExit):
+        harness.main(["--write-readme", "--data", str(TINY)])  # only with --knobs

@@ -34,6 +34,13 @@ def _harness() -> ModuleType:
     return module
 
 
+def _dev_conversations(harness: ModuleType) -> list[Any]:
+    data = Path(harness.DEFAULT_DATA)
+    if not data.exists():
+        pytest.skip(f"LoCoMo dev (CC BY-NC 4.0) is read from {data} and never shipped in the repository")
+    return list(harness.load_locomo(data))
+
+
 async def _scores(harness: ModuleType, mem: Any, conversations: list[Any]) -> dict[str, Any]:
     try:
         return dict((await harness.evaluate(mem, conversations, MODES))["modes"])
@@ -47,10 +54,7 @@ async def test_every_backend_scores_locomo_dev_like_sqlite(
     tmp_path: Path, falkordb_server: FalkorDBServer, neo4j_uri: str
 ) -> None:
     harness = _harness()
-    data = Path(harness.DEFAULT_DATA)
-    if not data.exists():
-        pytest.skip(f"LoCoMo dev (CC BY-NC 4.0) is read from {data} and never shipped in the repository")
-    conversations = harness.load_locomo(data)
+    conversations = _dev_conversations(harness)
     assert sum(len(c.questions) for c in conversations) == 759
     await _drop_neo4j_vector_index(neo4j_uri)  # other tests leave one of their small embedders' dimension
     try:
