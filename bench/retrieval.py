@@ -474,7 +474,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("hybrid (default)"),
     Knob("hybrid, context=0", hybrid={"context": 0.0}),
     Knob("hybrid, candidates=50", hybrid={"candidates": 50}),
-    Knob("hybrid, candidates=200", hybrid={"candidates": 200}),
+    Knob("hybrid, candidates=300", hybrid={"candidates": 300}),
     Knob("hybrid, alpha=0.3", hybrid={"alpha": 0.3}),
     Knob("semantic", mode="semantic"),
     Knob("keyword", mode="keyword"),
@@ -562,18 +562,22 @@ async def run_knobs(data: str | Path, n: int, tmp: Path, knobs: Sequence[Knob] =
         stores[embedder] = {"dev": quality_db, "scale": scale_db, "add_per_s": round(n / seconds, 1),
                             "file_mb": _file_mb(scale_db)}
     out: dict[str, Any] = {}
+    per_question: dict[str, list[tuple[str, int, tuple[float, float, float]]]] = {}
     for knob in knobs:
         store = stores[knob.embedder]
         mem = SQLiteAdapter(store["dev"], embedder=knob.embedder)
         try:
             rows: list[tuple[int, tuple[float, float, float]]] = []
+            folds: list[tuple[str, int, tuple[float, float, float]]] = []
             for conv in conversations:
                 for question, evidence, category in conv.questions:
                     hits = await mem.search(question, f"locomo-{conv.name}", "locomo", limit=10, mode=knob.mode,
                                             hybrid=knob.config if knob.mode == "hybrid" else None)
                     rows.append((category, score([h.metadata["dia_id"] for h in hits], evidence)))
+                    folds.append((conv.name, category, rows[-1][1]))
         finally:
             await mem.aclose()
+        per_question[knob.name] = folds
         out[knob.name] = {
             "mode": knob.mode, "embedder": knob.embedder, "hybrid": knob.hybrid,
             "locomo": summarise(rows),
@@ -599,8 +603,20 @@ async def run_knobs(data: str | Path, n: int, tmp: Path, knobs: Sequence[Knob] =
             await mem.aclose()
         for name, values in latencies.items():
             out[name]["search_ms"] = {"p50": round(percentile(values, 50), 2), "p95": round(percentile(values, 95), 2)}
+    # Which configuration a held-out conversation gets when chosen by R@10 + MRR@10 on the others.
+    picked: dict[str, str] = {}
+    held_out: list[tuple[str, int, tuple[float, float, float]]] = []
+    for conv in conversations:
+        def fit(name: str, held: str = conv.name) -> float:
+            _, r10, mrr = _mean([r for r in per_question[name] if r[0] != held])
+            return r10 + mrr
+        picked[conv.name] = max(per_question, key=fit)  # the first of equals: the default is listed first
+        held_out.extend(r for r in per_question[picked[conv.name]] if r[0] == conv.name)
     return {"data": str(data), "memories": n, "questions": sum(len(c.questions) for c in conversations),
-            "load_average": round(os.getloadavg()[0], 1), "configurations": out}
+            "load_average": round(os.getloadavg()[0], 1), "configurations": out,
+            "out_of_fold": {"picked": picked, "overall": _mean(held_out),
+                            **{f"{c}-{label}": _mean([r for r in held_out if r[1] == c])
+                               for c, label in CATEGORIES.items()}}}
 
 
 def knobs_table(report: dict[str, Any]) -> str:
@@ -623,7 +639,13 @@ def readme_block(report: dict[str, Any]) -> str:
     note = (f"LoCoMo dev ({report['questions']} questions, SQLite, in sample); latency, ingest rate and footprint"
             f" on {report['memories']:,} synthetic memories in one namespace; one run, load average"
             f" {report['load_average']} on a shared 2-core machine.")
-    return f"{README_BEGIN}\n{note}\n\n{knobs_table(report)}\n{README_END}"
+    oof = report["out_of_fold"]
+    picks = sorted(set(oof["picked"].values()), key=list(report["configurations"]).index)
+    r5, r10, mrr = oof["overall"]
+    chosen = (f"Chosen leave-one-conversation-out among these rows (best R@10 + MRR@10 on the other"
+              f" conversations): {', '.join(f'`{p}`' for p in picks)}; held out R@5 {r5:.3f}, R@10 {r10:.3f},"
+              f" MRR@10 {mrr:.3f}.")
+    return f"{README_BEGIN}\n{note}\n\n{knobs_table(report)}\n\n{chosen}\n{README_END}"
 
 
 def write_readme(report: dict[str, Any], readme: Path = ROOT / "README.md") -> None:

@@ -152,8 +152,15 @@ def test_readme_retrieval_table_is_the_harness_output(harness: ModuleType) -> No
     assert re.fullmatch(r"LoCoMo dev \(759 questions, SQLite, in sample\); latency, ingest rate and footprint on"
                         r" 100,000 synthetic memories in one namespace; one run, load average [0-9.]+ on a shared"
                         r" 2-core machine\.", lines[0])
+    assert re.fullmatch(r"Chosen leave-one-conversation-out among these rows \(best R@10 \+ MRR@10 on the other"
+                        r" conversations\): `[^`]+`(, `[^`]+`)*; held out R@5 0\.\d{3}, R@10 0\.\d{3}, MRR@10"
+                        r" 0\.\d{3}\.", lines[-1])
     default = next(line for line in lines if line.startswith("| hybrid (default) |"))
     assert float(default.split("|")[3]) >= 0.74  # R@10 of the shipped defaults
+    # what the README's prose says of the opt-in: higher R@10 held out, about twice the latency
+    deeper = next(line for line in lines if line.startswith("| hybrid, candidates=300 |"))
+    assert "`hybrid, candidates=300`" in lines[-1] and float(deeper.split("|")[3]) > float(default.split("|")[3])
+    assert float(deeper.split("|")[10]) > 1.5 * float(default.split("|")[10])  # p95
 
 
 def test_knobs_measure_every_configuration_and_rewrite_only_the_readme_block(
@@ -165,6 +172,8 @@ def test_knobs_measure_every_configuration_and_rewrite_only_the_readme_block(
         assert result["locomo"]["overall"]["n"] == 6 and result["locomo"]["2-temporal"]["n"] == 1
         assert 0 < result["search_ms"]["p50"] <= result["search_ms"]["p95"]
         assert result["add_per_s"] > 0 and result["file_mb"] >= 0 and result["rss_mb"] > 0
+    assert set(report["out_of_fold"]["picked"]) == {"tiny-1", "tiny-2"}
+    assert set(report["out_of_fold"]["picked"].values()) <= set(report["configurations"])
     keyword_only = report["configurations"]["keyword-only store (embedder=None)"]
     assert keyword_only["embedder"] is None and keyword_only["rss_mb"] < report["configurations"]["semantic"]["rss_mb"]
     readme = tmp_path / "README.md"
