@@ -157,10 +157,11 @@ def test_readme_retrieval_table_is_the_harness_output(harness: ModuleType) -> No
                         r" 0\.\d{3}\.", lines[-1])
     default = next(line for line in lines if line.startswith("| hybrid (default) |"))
     assert float(default.split("|")[3]) >= 0.74  # R@10 of the shipped defaults
-    # what the README's prose says of the opt-in: higher R@10 held out, about twice the latency
+    # what the README's prose says of the opt-in: higher R@10 held out, slower
     deeper = next(line for line in lines if line.startswith("| hybrid, candidates=300 |"))
     assert "`hybrid, candidates=300`" in lines[-1] and float(deeper.split("|")[3]) > float(default.split("|")[3])
-    assert float(deeper.split("|")[10]) > 1.5 * float(default.split("|")[10])  # p95
+    assert float(deeper.split("|")[9]) > float(default.split("|")[9])  # p50
+    assert float(deeper.split("|")[10]) > float(default.split("|")[10])  # p95
 
 
 def test_knobs_measure_every_configuration_and_rewrite_only_the_readme_block(
