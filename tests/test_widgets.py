@@ -386,7 +386,7 @@ def test_trace_replay_keeps_hostile_text_as_data(tmp_path: Path) -> None:
 
 
 def test_graph_explorer_caps_nodes_and_switches_scope(demo: memkit.Memory) -> None:
-    explorer = GraphExplorer(demo, max_nodes=10)
+    explorer = GraphExplorer(demo, max_nodes=10, group=None)  # the cut; tests/test_graph_groups.py has the groups
     explorer.namespace.value = ("alice", "bioinformatics")
     explorer.draw_button.click()
     assert explorer.view is not None and len(explorer.view.nodes) == 10
