@@ -134,9 +134,11 @@ function memkitGraph(vis, el, model) {
       }
     };
     const first = [];
+    // the selection and what it connects to (an opened group's members) are named before any hub
     const chosen = network.getSelectedNodes();
     for (const id of chosen) first.push(id);
     if (root.dataset.focused) first.push(root.dataset.focused);
+    for (const id of chosen) for (const other of network.getConnectedNodes(id).slice(0, 150)) first.push(other);
     const bodyNodes = network.body.nodes;
     const out = [];
     ctx.save();
@@ -240,7 +242,7 @@ function memkitGraph(vis, el, model) {
   function styled(n) {  // the size and colour the current rules give a node
     const rule = sizeBy.value;
     const value = rule === "type" ? null : Number(n[rule] || 0);
-    const size = value === null ? n.base.size : Math.round((6 + 5 * Math.log2(1 + value)) * 10) / 10;
+    const size = value === null ? n.base.size : Math.round((5 + 2.5 * Math.log2(1 + value)) * 10) / 10;
     if (colourBy.value === "type") return { size, color: n.base.color };
     const key = String(n[colourBy.value] || "");
     if (!categories.has(key)) categories.set(key, PALETTE[categories.size % PALETTE.length]);
@@ -365,7 +367,11 @@ function memkitGraph(vis, el, model) {
   function expanded(msg) {
     const t0 = performance.now();
     const anchor = msg.anchor && nodes.get(msg.anchor) ? msg.anchor : msg.id;
-    const parent = (nodes.get(anchor) && network.getPositions([anchor])[anchor]) || { x: 0, y: 0 };
+    let parent = (nodes.get(anchor) && network.getPositions([anchor])[anchor]) || { x: 0, y: 0 };
+    if (msg.beside) {  // runs go to the right of everything drawn, not on top of it
+      const all = Object.values(network.getPositions());
+      parent = { x: Math.max(...all.map((p) => p.x)) + 250, y: Math.min(...all.map((p) => p.y)) };
+    }
     const fresh = msg.nodes.filter((n) => nodes.get(n.id) === null);
     fresh.forEach((n, i) => {
       if (Array.isArray(n.offset)) {

@@ -369,7 +369,7 @@ def style_edges(edges: Iterable[GraphEdge]) -> list[dict[str, Any]]:
             item.update(width=look["width"], dashes=look["dashes"], color={"color": look["color"]})
         elif e.type == "NEXT":
             item.update(width=3, color={"color": "#0072B2"})
-        elif e.type in ("HAS_MEMORY", "IN_GROUP"):  # the namespace holds every memory: drawn, not pulling
+        elif e.type == "HAS_MEMORY":  # the namespace holds every memory: drawn, but it must not pull them in
             item.update(physics=False, color={"color": "#dde1e7"})
         elif e.type in GROUP_EDGE_STYLE:
             item.update(color={"color": GROUP_EDGE_STYLE[e.type]["color"]})
@@ -710,7 +710,7 @@ def _group_edges(graph: MemoryGraph, groups: Grouping, keep: dict[str, GraphNode
         ns = next((v for k, v in ns_by_key.items() if k == (node.properties.get("user_id"),
                                                              node.properties.get("agent_id"))), None)
         if gid in keep and ns in keep:
-            add("HAS_MEMORY", ns, gid, groups.counts.get(gid, 0))
+            add("IN_GROUP", ns, gid, groups.counts.get(gid, 0))
     if show_runs:
         for trace, wf in workflow_of.items():
             if trace in keep and wf in keep:
@@ -722,15 +722,16 @@ def _group_edges(graph: MemoryGraph, groups: Grouping, keep: dict[str, GraphNode
     owner: dict[str, str] = {}
     for step, trace in trace_of.items():
         owner[step] = trace if show_runs else workflow_of.get(trace, trace)
-    for e in graph.edges:
-        if e.type == "USES_TOOL" and e.target in keep and owner.get(e.source) in keep:
-            add("USES_TOOL", owner[e.source], e.target)
+    for e in graph.edges:  # a tool hangs off its workflow, not off each of a thousand runs
+        wf = workflow_of.get(trace_of.get(e.source, ""), "")
+        if e.type == "USES_TOOL" and e.target in keep and wf in keep:
+            add("USES_TOOL", wf, e.target)
     pairs: dict[tuple[str, str], int] = defaultdict(int)
     for memory, ents in mentioned.items():
         ents = sorted(set(ents))
         run = owner.get(step_node.get(memory, ""))
         if run is not None and run in keep:
-            for x in ents:
+            for x in ents[:3]:
                 add("MENTIONS", run, x)
         for i, a in enumerate(ents):
             for b in ents[i + 1:]:
@@ -788,7 +789,7 @@ def expansion(view: GraphView, group_id: str, drawn: set[str], offset: int = 0,
         for i, mid in enumerate(page):
             if mid not in drawn:
                 k = i + offset
-                r = 45.0 + 24.0 * math.sqrt(k + 1)
+                r = 60.0 + 26.0 * math.sqrt(k + 1)
                 new[mid] = by_id[mid]
                 where[mid] = (r * math.cos(k * golden), r * math.sin(k * golden))
     both = drawn | set(new)

@@ -77,7 +77,7 @@ PIXELS = f"""(title) => {{
 }}"""
 WHERE = f"""([title, label]) => {{
   const r = ({PICK})(title); const g = r.__memkit;
-  const n = g.nodes.get({{filter: (n) => n.label === label}})[0];
+  const n = g.nodes.get({{filter: (n) => n.caption === label}})[0];
   const p = g.network.canvasToDOM(g.network.getPositions([n.id])[n.id]);
   const box = r.querySelector('canvas').getBoundingClientRect();
   const inside = p.x > 0 && p.y > 0 && p.x < box.width && p.y < box.height;
@@ -204,7 +204,7 @@ def _explore(page: Page) -> None:
 
     # Double-click an entity: its neighbours come from the store.
     _show(page, ns)
-    labels = page.evaluate(f"(t) => ({PICK})(t).__memkit.nodes.get().map((n) => n.label)", ns)
+    labels = page.evaluate(f"(t) => ({PICK})(t).__memkit.nodes.get().map((n) => n.caption)", ns)
     assert "TP53" in labels, labels
     before = page.evaluate(COUNT, [ns, "Memory"])
     # The first click into an output makes its cell the active one, which may scroll the notebook.
@@ -227,9 +227,9 @@ def _explore(page: Page) -> None:
     search.fill("brca1")
     search.press("Enter")
     focused = page.evaluate(f"(t) => {{ const r = ({PICK})(t); return r.__memkit.nodes.get(r.dataset.focused); }}", ns)
-    assert focused["label"].startswith("BRCA1 and TP53") and focused["type"] == "Memory"  # the expanded memory
-    assert page.evaluate(WHERE, [ns, focused["label"]])["inside"]
-    assert focused["label"] in page.locator(".memkit-graph-props-title").first.inner_text()
+    assert focused["caption"].startswith("BRCA1 and TP53") and focused["type"] == "Memory"  # the expanded memory
+    assert page.evaluate(WHERE, [ns, focused["caption"]])["inside"]
+    assert focused["caption"] in page.locator(".memkit-graph-props-title").first.inner_text()
 
     # Click: the properties panel, and the selection in Python.
     entity = page.evaluate(WHERE, [ns, "TP53"])
@@ -242,13 +242,13 @@ def _explore(page: Page) -> None:
     page.get_by_text("selected: Entity TP53").wait_for(timeout=30_000)
 
     # Hostile text: the caption is drawn, the tooltip and the panel show it as text.
-    evil = page.evaluate(f"(t) => ({PICK})(t).__memkit.nodes.get({{filter: (n) => n.label.startsWith('<img')}})[0]",
+    evil = page.evaluate(f"(t) => ({PICK})(t).__memkit.nodes.get({{filter: (n) => n.caption.startsWith('<img')}})[0]",
                          ns)
     assert evil is not None
     _show(page, ns)
-    assert not page.evaluate(WHERE, [ns, evil["label"]])["inside"]  # the search zoomed in on BRCA1
+    assert not page.evaluate(WHERE, [ns, evil["caption"]])["inside"]  # the search zoomed in on BRCA1
     page.locator(".memkit-graph-fit").first.click()
-    spot = page.evaluate(WHERE, [ns, evil["label"]])
+    spot = page.evaluate(WHERE, [ns, evil["caption"]])
     assert spot["inside"]
     page.mouse.move(spot["x"], spot["y"])
     tip = page.locator(".vis-tooltip", has_text="<img src=x onerror=")
@@ -310,3 +310,135 @@ def test_standalone_page_without_a_kernel(browser: Browser, site: tuple[str, Pat
     assert page.evaluate("() => document.querySelectorAll('img, a').length") == 0
     page.screenshot(path=str(ARTIFACTS / "graph.png"))
     assert _pwned(page) == [None] and outside == []
+
+
+def _scale_notebook(root: Path, url: str) -> None:
+    source = (Path(__file__).parent / "graph_scale.py").read_text(encoding="utf-8")
+    code = [
+        f"{source}\nimport memkit\nfrom memkit.widgets import GraphExplorer\nmem = memkit.open({url!r})\n"
+        "mem.reset()\nfill_scale(mem)\nprint('filled')",
+        "gx = GraphExplorer(mem, size_by='count')\ngx.namespace.value = ('ana', 'bio')\ngx.draw()\ngx",
+        "print('drawn:', len(gx.view.nodes), 'memories in store:', gx.view.total['Memory'])",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in code])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, root / "graph.ipynb")
+
+
+CAPTIONS = f"(t) => ({PICK})(t).__memkit.captions()"
+LEGEND = f"""(t) => Object.fromEntries(Array.from(({PICK})(t).querySelectorAll('.memkit-graph-chip')).map(
+  (c) => [c.dataset.type, c.textContent]))"""
+
+
+def test_a_5000_memory_store_reads_as_groups(browser: Browser, lab: tuple[str, Path]) -> None:  # noqa: F811
+    """What a researcher sees first on 5,000 memories: named groups, readable captions, one click to open."""
+    url, root = lab
+    _scale_notebook(root, f"sqlite:///{root / 'scale.db'}?embedder=none")
+    outside: list[str] = []
+    page = _guarded_page(browser, outside)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    ARTIFACTS.mkdir(exist_ok=True)
+    _run_all(page, url)
+    title = "namespace ana / bio"
+    try:
+        _settled(page, title)
+        _at_scale(page, title)
+    except Exception:
+        page.screenshot(path=str(ARTIFACTS / "lab-graph-scale-failed.png"), full_page=True)
+        raise
+    assert outside == []
+    assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+
+
+def _at_scale(page: Page, title: str) -> None:
+    _show(page, title)
+    graph = page.locator(".memkit-graph").first
+    # At first: a few hundred items at most, every one a named thing (no memory dots), with a count.
+    drawn = page.evaluate(COUNT, [title, None])
+    assert 50 <= drawn <= 300, drawn
+    assert page.evaluate(COUNT, [title, "Memory"]) == 0
+    nodes = page.evaluate(f"(t) => ({PICK})(t).__memkit.nodes.get()", title)
+    assert all(n["caption"] and not re.fullmatch(r"[0-9a-f-]{{36}}", n["caption"]) for n in nodes)
+    tp53 = next(n for n in nodes if n["caption"].startswith("TP53 ("))
+    assert tp53["group"] and tp53["count"] > 500
+    # Captions at the default fit: at least 11 px on screen, the biggest groups named, none overlapping.
+    captions = page.evaluate(CAPTIONS, title)
+    assert len(captions) >= 20 and all(c["px"] >= 11 for c in captions), captions[:3]
+    assert tp53["id"] in {c["id"] for c in captions}
+    font = page.evaluate(f"""(t) => {{ const r = ({PICK})(t); const c = r.querySelector('canvas');
+        return c.getContext('2d').font; }}""", title)
+    assert font  # the canvas drew text
+    graph.screenshot(path=str(ARTIFACTS / "lab-graph-scale.png"))
+
+    # A click on an entity opens it: its newest memories arrive around it, each captioned when zoomed in.
+    canvas = page.locator(".memkit-graph-canvas").first.bounding_box()
+    assert canvas is not None
+    page.mouse.click(canvas["x"] + 5, canvas["y"] + 5)
+    page.wait_for_timeout(300)
+    spot = page.evaluate(WHERE, [title, tp53["caption"]])
+    page.mouse.click(spot["x"], spot["y"])
+    page.wait_for_function(f"(t) => Number(({PICK})(t).dataset.opened) > 0", arg=title, timeout=30_000)
+    memories = page.evaluate(COUNT, [title, "Memory"])
+    assert 0 < memories <= 60
+    assert "of" in page.locator(".memkit-graph-group").first.inner_text()  # "60 of 2,085 memories shown"
+    legend = page.evaluate(LEGEND, title)
+    assert legend["Memory"] == f"Memory ({memories})"
+    page.locator(".memkit-graph-fit-selection").first.click()
+    page.wait_for_timeout(300)
+    captions = page.evaluate(CAPTIONS, title)
+    assert all(c["px"] >= 11 for c in captions)
+    assert sum(c["id"] in set(page.evaluate(f"(t) => ({PICK})(t).__memkit.nodes.getIds("
+                                            "{filter: (n) => n.type === 'Memory'})", title)) for c in captions) >= 5
+    graph.screenshot(path=str(ARTIFACTS / "lab-graph-scale-open.png"))
+
+    # A memory's "used by runs": one click on the memory, one on the button, the runs are drawn.
+    used = page.evaluate(f"""(t) => ({PICK})(t).__memkit.nodes.get(
+        {{filter: (n) => n.type === 'Memory' && n.used_by && n.used_by.length}})[0]""", title)
+    assert used is not None, "a memory of TP53 was recalled by a run"
+    page.evaluate(f"([t, id]) => {{ const g = ({PICK})(t).__memkit; g.network.focus(id, {{scale: 1.5}}); }}",
+                  [title, used["id"]])
+    page.wait_for_timeout(200)
+    spot = page.evaluate(f"""([t, id]) => {{ const r = ({PICK})(t); const g = r.__memkit;
+        const p = g.network.canvasToDOM(g.network.getPositions([id])[id]);
+        const box = r.querySelector('canvas').getBoundingClientRect(); return {{x: box.x + p.x, y: box.y + p.y}}; }}""",
+                         [title, used["id"]])
+    page.mouse.click(spot["x"], spot["y"])
+    panel = graph.locator(".memkit-graph-props")
+    assert panel.locator(".memkit-graph-section").inner_text() == f"used by {len(used['used_by'])} runs"
+    before = page.evaluate(COUNT, [title, "Step"])
+    panel.locator(".memkit-graph-open-runs").click()
+    page.wait_for_function(f"([t, n]) => ({PICK})(t).__memkit.nodes.get({{filter: (x) => x.type === 'Step'}})"
+                           ".length > n", arg=[title, before], timeout=30_000)
+    steps = page.evaluate(f"(t) => ({PICK})(t).__memkit.nodes.get({{filter: (n) => n.type === 'Step'}})", title)
+    assert len(steps) - before == 5 * len(used["used_by"])  # each run as its five ordered steps
+    recalled = page.evaluate(f"""([t, id]) => ({PICK})(t).__memkit.edges.get(
+        {{filter: (e) => e.type === 'RECALLED' && e.to === id}}).length""", [title, used["id"]])
+    assert recalled == len(used["used_by"])
+    graph.screenshot(path=str(ARTIFACTS / "lab-graph-scale-runs.png"))
+
+    # Hiding a type changes its count in the legend; showing it again restores it.
+    entities = page.evaluate(LEGEND, title)["Entity"]
+    graph.locator(".memkit-graph-chip[data-type='Entity']").click()
+    hidden = page.evaluate(LEGEND, title)["Entity"]
+    assert hidden != entities and hidden.startswith("Entity (0 of ")
+    graph.locator(".memkit-graph-chip[data-type='Entity']").click()
+    assert page.evaluate(LEGEND, title)["Entity"] == entities
+
+    # The search box finds a memory that is not drawn, draws it, centres and highlights it.
+    search = graph.locator(".memkit-graph-search")
+    search.fill("note 17:")
+    search.press("Enter")
+    page.wait_for_function(f"(t) => {{ const r = ({PICK})(t); const n = r.__memkit.nodes.get(r.dataset.focused);"
+                           " return n && n.caption.startsWith('note 17:'); }", arg=title, timeout=30_000)
+    focused = page.evaluate(f"(t) => {{ const r = ({PICK})(t); return r.__memkit.nodes.get(r.dataset.focused); }}",
+                            title)
+    assert focused["type"] == "Memory"
+    assert page.evaluate(f"(t) => ({PICK})(t).__memkit.network.getSelectedNodes()", title) == [focused["id"]]
+    assert page.evaluate(WHERE, [title, focused["caption"]])["inside"]
+
+    # PNG export of the current view.
+    with page.expect_download() as info:
+        graph.locator(".memkit-graph-png").click()
+    path = info.value.path()
+    assert path is not None and Path(path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert page.evaluate(f"(t) => ({PICK})(t).querySelectorAll('img, script, a').length", title) == 0

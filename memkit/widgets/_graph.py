@@ -134,9 +134,11 @@ class GraphWidget(anywidget.AnyWidget):
             fresh.extend(nodes)
             edges.extend(more_edges)
             # runs stacked under the memory, each read left to right
-            where.update({k: (x - 130.0, y + 160.0 + 260.0 * row) for k, (x, y) in places.items()})
+            where.update({k: (x, y + 420.0 * row) for k, (x, y) in places.items()})
+        # a run reads as its steps and what they recalled; each step's tool is in its caption
+        edges = [e for e in edges if e.type != "USES_TOOL"]
         self._send_nodes(fresh, edges, where, memory_id, {
-            "anchor": memory_id, "focus": [memory_id, *(r.id for r in runs)],
+            "anchor": memory_id, "beside": True, "focus": [memory_id, *(r.id for r in runs)],
             "message": f"{len(runs)} run{'s' if len(runs) != 1 else ''} that recalled this memory",
         })
         return runs
