@@ -319,6 +319,8 @@ def _scale_notebook(root: Path, url: str) -> None:
         "mem.reset()\nfill_scale(mem)\nprint('filled')",
         "gx = GraphExplorer(mem, size_by='count')\ngx.namespace.value = ('ana', 'bio')\ngx.draw()\ngx",
         "print('drawn:', len(gx.view.nodes), 'memories in store:', gx.view.total['Memory'])",
+        "from memkit.widgets import NamespaceBrowser\n"
+        "nb = NamespaceBrowser(mem)\nnb.namespace.value = ('ana', 'bio')\nnb",
     ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in code])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -343,6 +345,7 @@ def test_a_5000_memory_store_reads_as_groups(browser: Browser, lab: tuple[str, P
     try:
         _settled(page, title)
         _at_scale(page, title)
+        _browser_at_scale(page)
     except Exception:
         page.screenshot(path=str(ARTIFACTS / "lab-graph-scale-failed.png"), full_page=True)
         raise
@@ -442,3 +445,48 @@ def _at_scale(page: Page, title: str) -> None:
     path = info.value.path()
     assert path is not None and Path(path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert page.evaluate(f"(t) => ({PICK})(t).querySelectorAll('img, script, a').length", title) == 0
+
+
+def _browser_at_scale(page: Page) -> None:
+    """The NamespaceBrowser on the same store: memories first, the table across the cell, the detail beside."""
+    cell = page.locator(".jp-CodeCell").nth(3)
+    cell.scroll_into_view_if_needed()
+    grid = cell.locator(".memkit-namespaces")
+    grid.locator("tbody tr").first.wait_for(timeout=60_000)
+    assert not any(t.startswith("step ") for t in grid.locator("tbody td.mk-col-text").all_inner_texts())
+    area = cell.locator(".jp-OutputArea-output").bounding_box()
+    table = grid.bounding_box()
+    assert area is not None and table is not None
+    assert table["width"] >= 0.9 * area["width"], (table, area)  # nothing opened: the table spans the cell
+    grid.locator("tbody tr").first.click()
+    detail = cell.locator(".memkit-detail")
+    detail.wait_for(timeout=30_000)
+    table, side = grid.bounding_box(), detail.bounding_box()
+    assert table is not None and side is not None
+    # beside it on this wide cell, never over it
+    assert side["x"] >= table["x"] + table["width"] - 1 or side["y"] >= table["y"] + table["height"] - 1
+    assert table["width"] >= 0.5 * area["width"]
+    # words wrap whole: no line of the memory text ends inside a word
+    assert detail.locator("pre").first.evaluate("p => getComputedStyle(p).wordBreak") == "normal"
+    # a column filter narrows the page; the switch shows the traces and the recalls
+    grid.locator(".mk-col-filter-text").fill("TP53")
+    page.wait_for_timeout(300)
+    texts = grid.locator("tbody td.mk-col-text").all_inner_texts()
+    assert texts and all("TP53" in t for t in texts)
+    cell.screenshot(path=str(ARTIFACTS / "lab-namespaces-scale.png"))
+    cell.locator(".widget-toggle-button", has_text="recalls").click()
+    page.wait_for_function("el => el.querySelector('.mk-total')?.textContent.startsWith('recalls')",
+                           arg=grid.element_handle(), timeout=30_000)
+    assert grid.locator("th", has_text="query").count() == 1
+    with page.expect_download() as info:
+        grid.locator(".mk-csv").click()
+    path = info.value.path()
+    assert path is not None and Path(path).read_text(encoding="utf-8").startswith("#,created,query")
+    # deleting asks first, naming what and how many
+    cell.locator(".widget-toggle-button", has_text="memories").click()
+    grid.locator("tbody tr").first.wait_for(timeout=30_000)
+    grid.locator("tbody tr").first.click()
+    cell.locator("button", has_text="delete").first.click()
+    cell.get_by_text("Delete 1 memory from").wait_for(timeout=30_000)
+    assert "Delete 1 memory from ana / bio" in cell.inner_text()
+    assert cell.locator("img, script").count() == 0

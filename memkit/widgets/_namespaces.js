@@ -91,9 +91,9 @@ function render({ model, el }) {
     const csv = h("button", { class: "mk-csv", text: "CSV", title: "download these rows as CSV",
       onclick: () => exportCsv(columns.filter((c) => !hidden.includes(c.key)), rows, `memkit-${kind}.csv`) });
     const shown = rows.length === total ? "" : ` · ${rows.length} of ${total} match the column filters`;
-    caption.replaceChildren(h("span", { class: "mk-total", text: (model.get("caption") || "") + shown }),
+    caption.replaceChildren(...[h("span", { class: "mk-total", text: (model.get("caption") || "") + shown }),
       columnPicker(columns, model.get("hidden_columns"), (now) => send(model, "hidden_columns", now)), csv,
-      scored ? scoreLegend() : null);
+      scored ? scoreLegend() : null].filter(Boolean));
     if (!total) { body.replaceChildren(h("div", { class: "mk-empty", text: model.get("empty_text") || "nothing here" })); return; }
     const grid = dataGrid({
       columns, rows, hidden, sort,
