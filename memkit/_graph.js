@@ -85,7 +85,8 @@ function memkitGraph(vis, el, model) {
         enabled: !!d.physics, solver: "barnesHut",
         barnesHut: { gravitationalConstant: -6000, springLength: 130, springConstant: 0.04, damping: 0.5,
                      avoidOverlap: 0.3 },
-        stabilization: { enabled: true, iterations: d.iterations || 100, updateInterval: 25, fit: true },
+        // an animated layout is drawn at once from its start positions and settles on screen
+        stabilization: { enabled: !d.animate, iterations: d.iterations || 100, updateInterval: 25, fit: true },
       },
       interaction: { hover: !large, tooltipDelay: 150, hideEdgesOnDrag: true, hideEdgesOnZoom: large },
       edges: { smooth: false, arrows: { to: { enabled: !large, scaleFactor: 0.4 } }, color: { color: "#b0b7c3" } },
@@ -315,8 +316,22 @@ function memkitGraph(vis, el, model) {
     if (!model.isStatic) panel.append(make("div", "memkit-graph-props-hint", "double-click the node to fetch its neighbours"));
   }
 
+  // A selected node and its neighbours stay as they are; everything else fades, so an opened group
+  // reads on its own even inside a dense drawing.
+  let spotlit = false;
+  function spotlight(id) {
+    if (id === null && !spotlit) return;
+    const near = id === null ? null : new Set([id, ...network.getConnectedNodes(id)]);
+    nodes.update(nodes.get({ fields: ["id"] }).map((n) => ({ id: n.id, opacity: !near || near.has(n.id) ? 1 : 0.2 })));
+    edges.update(edges.get({ fields: ["id", "from", "to", "base"] }).map((e) => ({
+      id: e.id, color: { ...e.base, opacity: !near || e.from === id || e.to === id ? 1 : 0.12 } })));
+    spotlit = id !== null;
+    root.dataset.spotlight = id || "";
+  }
+
   function select(id) {
     root.dataset.selected = id || "";
+    if (nodes) spotlight(id);
     showProps(id);
     model.set("selected_id", id);
     model.save_changes();
@@ -385,7 +400,7 @@ function memkitGraph(vis, el, model) {
       n.hidden = hiddenTypes.has(legendKey(n));
     });
     nodes.add(fresh.map((n) => prepare(n)));
-    edges.update(msg.edges);
+    edges.update(msg.edges.map(edgeBase));
     if (msg.group) opened.set(msg.group, msg.shown);
     root.dataset.expanded = String(Number(root.dataset.expanded || 0) + fresh.length);
     rerank();
@@ -402,6 +417,12 @@ function memkitGraph(vis, el, model) {
       showProps(msg.group);
     }
     root.dataset.opened = String(Number(root.dataset.opened || 0) + 1);
+  }
+
+  function edgeBase(e) {
+    e.base = { color: (e.color && e.color.color) || "#b0b7c3" };
+    e.color = { color: e.base.color, opacity: 1 };
+    return e;
   }
 
   function prepare(n) {
@@ -435,6 +456,7 @@ function memkitGraph(vis, el, model) {
     data = d;
     if (network) network.destroy();
     hiddenTypes.clear();
+    spotlit = false;
     opened.clear();
     pinned.clear();
     firstDrawn = false;
@@ -453,6 +475,7 @@ function memkitGraph(vis, el, model) {
     const all = d.nodes.map((n) => prepare(n));
     // A large graph goes in by chunks, one task each, so the page never freezes while it loads.
     nodes = new vis.DataSet(large ? [] : all);
+    d.edges.forEach(edgeBase);
     edges = new vis.DataSet(large ? [] : d.edges);
     network = new vis.Network(canvas, { nodes, edges }, options(d));
     network.on("beforeDrawing", (ctx) => {  // an opaque background: the PNG export is what is seen
@@ -482,6 +505,17 @@ function memkitGraph(vis, el, model) {
       };
       say(`drawing ${all.length.toLocaleString()} nodes…`);
       setTimeout(run, 0);
+    } else if (d.physics && d.animate) {
+      let done = false;
+      const stop = () => {
+        if (done) return;
+        done = true;
+        network.setOptions({ physics: { enabled: false } });
+        settled();
+      };
+      network.once("stabilized", stop);
+      setTimeout(stop, d.settle_ms || 2500);  // never longer: a still picture beats a drifting one
+      network.once("afterDrawing", () => network.fit({ animation: false }));
     } else if (d.physics) {
       network.once("stabilizationIterationsDone", () => { network.setOptions({ physics: { enabled: false } }); settled(); });
     } else {

@@ -77,6 +77,7 @@ _CAPTION = 28
 PHYSICS_LIMIT = 150
 # A grouped view has few, well-separated hubs: physics settles it quickly up to this many.
 GROUPED_PHYSICS_LIMIT = 400
+SETTLE_MS = 2000
 ITERATIONS = 100
 
 
@@ -374,8 +375,8 @@ def style_edges(edges: Iterable[GraphEdge]) -> list[dict[str, Any]]:
         elif e.type in GROUP_EDGE_STYLE:
             item.update(color={"color": GROUP_EDGE_STYLE[e.type]["color"]})
         count = e.properties.get("count")
-        if isinstance(count, int) and count > 1:
-            item["width"] = round(1 + 1.5 * math.log2(count), 1)
+        if isinstance(count, int) and count > 1:  # thicker for more, but never a band across the picture
+            item["width"] = round(min(1 + 0.8 * math.log2(count), 6.0), 1)
             item["title"] = f"{item['title']} · {count:,}"
         out.append(item)
     return out
@@ -947,6 +948,9 @@ def payload(view: GraphView, title: str = "") -> dict[str, Any]:
         "physics": (view.layout == "force" and len(view.nodes) <= PHYSICS_LIMIT)
         or (view.layout == "grouped" and len(view.nodes) <= GROUPED_PHYSICS_LIMIT),
         "iterations": ITERATIONS,
+        # the grouped overview is drawn at once and settles on screen (interactive before it is still)
+        "animate": view.layout == "grouped",
+        "settle_ms": SETTLE_MS,
         "nodes": style_nodes(view.nodes, view.graph, view.positions, view.layout, view.groups),
         "edges": style_edges(view.edges),
         "legend": legend(view.nodes),

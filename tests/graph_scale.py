@@ -25,8 +25,9 @@ def scale_items(n: int = 5_000, user: str = "ana", agent: str = "bio", seed: int
             meta: dict[str, Any] = {}
         elif roll < 0.1:
             meta = {"Gene": gene}  # a spelling the entity fields do not know
-        elif roll < 0.3:
-            meta = {"gene": [gene, rng.choice(FAMOUS)], "topic": rng.choice(["DNA repair", "apoptosis", "signalling"])}
+        elif roll < 0.6:
+            meta = {"gene": [gene, rng.choice(FAMOUS)], "topic": rng.choice(["DNA repair", "apoptosis", "signalling"]),
+                    "disease": rng.choice(["breast cancer", "lung cancer", "glioma", "leukaemia", "melanoma"])}
         else:
             meta = {"gene": gene, "topic": rng.choice(["DNA repair", "apoptosis", "signalling", "metabolism"])}
         items.append({"content": f"note {i}: {gene} {rng.choice(['knockdown', 'variant', 'expression', 'ChIP-seq'])}"
