@@ -218,6 +218,13 @@ def _explore(page: Page) -> None:
     assert page.evaluate(COUNT, [ns, "Memory"]) == before + 1  # BRCA1's memory; never another namespace's
     assert "new node" in page.locator(".memkit-graph-message").first.inner_text()
     page.wait_for_timeout(300)
+    # The double-click selected TP53, which fades what is not next to it; a click on the background clears it.
+    assert page.evaluate(f"(t) => ({PICK})(t).dataset.spotlight", ns) == tp53["id"]
+    now = page.locator(".memkit-graph-canvas").first.bounding_box()
+    assert now is not None
+    page.mouse.click(now["x"] + 5, now["y"] + 5)
+    assert page.evaluate(f"(t) => ({PICK})(t).dataset.spotlight", ns) == ""
+    page.wait_for_timeout(300)
     colours = page.evaluate(PIXELS, ns)
     for kind in ("Namespace", "Memory", "Entity"):
         assert colours[kind] == LABEL_STYLE[kind]["color"], colours
