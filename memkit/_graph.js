@@ -291,7 +291,8 @@ function memkitGraph(vis, el, model) {
       const box = make("div", "memkit-graph-used-by");
       box.append(make("div", "memkit-graph-section", `used by ${n.used_by.length} run${n.used_by.length === 1 ? "" : "s"}`));
       for (const [, label] of n.used_by.slice(0, 12)) box.append(make("div", "memkit-graph-run", label));
-      const open = make("button", "memkit-graph-open-runs", "open these runs");
+      const open = make("button", "memkit-graph-open-runs",
+        n.used_by.length > 6 ? "open the 6 most recent runs" : "open these runs");
       open.addEventListener("click", () => openRuns(n.id, n.used_by.map((r) => r[0])));
       box.append(open);
       panel.append(box);
@@ -319,19 +320,21 @@ function memkitGraph(vis, el, model) {
   // A selected node and its neighbours stay as they are; everything else fades, so an opened group
   // reads on its own even inside a dense drawing.
   let spotlit = false;
-  function spotlight(id) {
+  function spotlight(id, more) {
     if (id === null && !spotlit) return;
-    const near = id === null ? null : new Set([id, ...network.getConnectedNodes(id)]);
+    const centre = id === null ? null : new Set([id, ...(more || [])]);
+    const near = centre === null ? null : new Set(centre);
+    if (near) for (const c of centre) for (const other of network.getConnectedNodes(c)) near.add(other);
     nodes.update(nodes.get({ fields: ["id"] }).map((n) => ({ id: n.id, opacity: !near || near.has(n.id) ? 1 : 0.2 })));
     edges.update(edges.get({ fields: ["id", "from", "to", "base"] }).map((e) => ({
-      id: e.id, color: { ...e.base, opacity: !near || e.from === id || e.to === id ? 1 : 0.12 } })));
+      id: e.id, color: { ...e.base, opacity: !centre || centre.has(e.from) || centre.has(e.to) ? 1 : 0.12 } })));
     spotlit = id !== null;
     root.dataset.spotlight = id || "";
   }
 
-  function select(id) {
+  function select(id, more) {
     root.dataset.selected = id || "";
-    if (nodes) spotlight(id);
+    if (nodes) spotlight(id, more);
     showProps(id);
     model.set("selected_id", id);
     model.save_changes();
@@ -400,6 +403,10 @@ function memkitGraph(vis, el, model) {
       n.hidden = hiddenTypes.has(legendKey(n));
     });
     nodes.add(fresh.map((n) => prepare(n)));
+    if (msg.move) {  // nodes already drawn that belong in the new picture
+      nodes.update(Object.entries(msg.move).filter(([id]) => nodes.get(id) !== null)
+        .map(([id, [dx, dy]]) => ({ id, x: parent.x + dx, y: parent.y + dy })));
+    }
     edges.update(msg.edges.map(edgeBase));
     if (msg.group) opened.set(msg.group, msg.shown);
     root.dataset.expanded = String(Number(root.dataset.expanded || 0) + fresh.length);
@@ -409,10 +416,11 @@ function memkitGraph(vis, el, model) {
     root.dataset.opening = "";
     root.dataset.lastOpenMs = String(performance.now() - t0);
     if (msg.focus && msg.focus.length) {
-      network.selectNodes(msg.focus.filter((i) => nodes.get(i) !== null));
-      network.fit({ nodes: msg.focus.filter((i) => nodes.get(i) !== null), animation: false });
+      const focusIds = msg.focus.filter((i) => nodes.get(i) !== null);
+      network.fit({ nodes: focusIds, animation: false });
       root.dataset.focused = msg.focus[0];
-      select(msg.focus[0]);
+      select(msg.focus[0], focusIds);
+      network.selectNodes([msg.focus[0]]);
     } else if (msg.group && network.getSelectedNodes()[0] === msg.group) {
       showProps(msg.group);
     }
@@ -421,7 +429,9 @@ function memkitGraph(vis, el, model) {
 
   function edgeBase(e) {
     e.base = { color: (e.color && e.color.color) || "#b0b7c3" };
-    e.color = { color: e.base.color, opacity: 1 };
+    e.base.highlight = e.base.color;  // a selected node's edges keep their meaning (purple stays purple)
+    e.base.hover = e.base.color;
+    e.color = { ...e.base, opacity: 1 };
     return e;
   }
 

@@ -310,8 +310,7 @@ def style_nodes(nodes: Iterable[GraphNode], graph: MemoryGraph,
     """The JSON-ready nodes for the browser (vis-network fields plus ``type``, ``props`` and the numbers
     the styling rules use: ``degree``, ``count`` (a group's memories, runs or steps), ``recalls``)."""
     index = groups.index if groups is not None and groups.index is not None else GraphIndex(graph)
-    by_id, recorded, degree, recalls, trace_of = (index.by_id, index.recorded, index.degree, index.recalls,
-                                                  index.trace_of)
+    by_id, recorded, degree, recalls = index.by_id, index.recorded, index.degree, index.recalls
     counts = groups.counts if groups is not None else {}
     out = []
     for node in nodes:
@@ -341,8 +340,7 @@ def style_nodes(nodes: Iterable[GraphNode], graph: MemoryGraph,
             item["count"] = count
             item["group"] = bool(groups and groups.members.get(node.id))
         if node.type == "Memory":
-            runs = (groups.used_by.get(node.id) if groups is not None else None) or list(dict.fromkeys(
-                trace_of[s] for s in recalls.get(node.id, ()) if s in trace_of))
+            runs = index.runs_that_recalled(node.id)
             item["used_by"] = [[t, caption(by_id[t]) if t in by_id else t] for t in runs]
         if _deleted(node):
             item["color"]["border"] = "#7F7F7F"
@@ -542,6 +540,15 @@ class GraphIndex:
             elif e.type == "RECORDED_AS":
                 self.recorded[e.source] = self.by_id.get(e.target)
 
+    def runs_that_recalled(self, memory_id: str) -> list[str]:
+        """The trace (run) nodes whose steps recalled ``memory_id``, the most recent recall first."""
+        def when(step: str) -> int:
+            node = self.by_id.get(step)
+            return int((node.properties.get("created_us") or 0) if node is not None else 0)
+
+        steps = sorted(self.recalls.get(memory_id, ()), key=lambda s: (-when(s), s))
+        return list(dict.fromkeys(self.trace_of[s] for s in steps if s in self.trace_of))
+
 
 @dataclass
 class Grouping:
@@ -549,8 +556,6 @@ class Grouping:
 
     members: dict[str, list[str]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
-    # memory id -> the trace nodes whose steps recalled it (the runs that used it)
-    used_by: dict[str, list[str]] = field(default_factory=dict)
     extra_nodes: dict[str, GraphNode] = field(default_factory=dict)
     index: GraphIndex | None = None
 
@@ -573,8 +578,6 @@ def grouping(graph: MemoryGraph) -> Grouping:
     recorded: set[str] = set()
     linked: set[str] = set()
     ns_of: dict[str, str] = {}
-    trace_of: dict[str, str] = {}
-    recalled_by: dict[str, list[str]] = defaultdict(list)
     for e in graph.edges:
         if e.type == "MENTIONS":
             members[e.target].append(e.source)
@@ -583,15 +586,12 @@ def grouping(graph: MemoryGraph) -> Grouping:
             members[e.source].append(e.target)
         elif e.type == "HAS_STEP":
             steps_of[e.source].append(e.target)
-            trace_of[e.target] = e.source
         elif e.type == "USES_TOOL":
             members[e.target].append(e.source)
         elif e.type == "RECORDED_AS":
             recorded.add(e.target)
         elif e.type == "HAS_MEMORY":
             ns_of[e.target] = e.source
-        elif e.type == "RECALLED":
-            recalled_by[e.target].append(e.source)
     out = Grouping()
     for ns_id in sorted({ns_of[m] for m in ns_of}):
         gid = _unlinked_id(ns_id)
@@ -621,8 +621,6 @@ def grouping(graph: MemoryGraph) -> Grouping:
         chain = _chain([by_id[s] for s in dict.fromkeys(steps) if s in by_id], graph.edges)
         out.members[trace] = [s.id for s in chain]
         out.counts[trace] = len(chain)
-    for memory, steps in recalled_by.items():
-        out.used_by[memory] = list(dict.fromkeys(trace_of[s] for s in steps if s in trace_of))
     return out
 
 
@@ -658,7 +656,10 @@ def _grouped(graph: MemoryGraph, max_nodes: int) -> GraphView:
     nodes = list(keep.values())
     whole = MemoryGraph([*graph.nodes, *groups.extra_nodes.values()], list(graph.edges))
     groups.index = GraphIndex(whole)
-    view = GraphView(whole, nodes, edges, dict(total), dict(shown), "grouped", _force_start(nodes, edges))
+    positions = _force_start(nodes, edges)
+    for i, gid in enumerate(g for g in groups.extra_nodes if g in keep):  # beside the namespace, not on the rim
+        positions[gid] = (90.0, 60.0 * i)
+    view = GraphView(whole, nodes, edges, dict(total), dict(shown), "grouped", positions)
     view.groups = groups
     view.counts = groups.counts
     left = [n for n in hubs if n.id not in keep]
@@ -773,7 +774,7 @@ def expansion(view: GraphView, group_id: str, drawn: set[str], offset: int = 0,
     if group.type == "Trace":  # a run reads left to right, what each step recalled under it
         recalled = index.recalled
         for i, sid in enumerate(page):
-            x = 130.0 + 120.0 * (i + offset)
+            x = 190.0 + 120.0 * (i + offset)  # room for the run's caption before its first step
             if sid not in drawn:
                 new[sid] = by_id[sid]
                 where[sid] = (x, 0.0)

@@ -44,6 +44,9 @@ __all__ = ["GraphExplorer", "GraphWidget"]
 # Memories a grouped namespace view reads (the newest); groups keep the drawing small.
 GROUPED_LIMIT = 10_000
 SIZE_RULES = ("type", "count", "degree", "recalls")
+# "open these runs" draws this many (the most recent); the panel lists them all.
+RUNS_SHOWN = 6
+ROW = 150.0
 COLOUR_RULES = ("type", "ns", "kind")
 
 GraphFn = Callable[[Memory, str, str, str | None], MemoryGraph]
@@ -116,30 +119,37 @@ class GraphWidget(anywidget.AnyWidget):
 
         groups = self.view.groups
         index = groups.index if groups is not None and groups.index is not None else GraphIndex(self.graph)
-        traces = dict.fromkeys(index.trace_of[s] for s in sorted(index.recalls.get(memory_id, ()))
-                               if s in index.trace_of)
-        return [index.by_id[t] for t in traces if t in index.by_id]
+        return [index.by_id[t] for t in index.runs_that_recalled(memory_id) if t in index.by_id]
 
     def open_runs(self, memory_id: str) -> list[GraphNode]:
-        """Draw each run that recalled ``memory_id`` as its ordered steps with what they recalled."""
-        runs = self.runs_of(memory_id)
+        """Draw the runs that recalled ``memory_id`` (the ``RUNS_SHOWN`` most recent), each as its ordered
+        steps with what they recalled, the memory to their left; returns the runs drawn."""
+        every = self.runs_of(memory_id)
+        total, runs = len(every), every[:RUNS_SHOWN]
         if self.view is None or self.view.groups is None:
             return runs
         fresh: list[GraphNode] = []
         edges: list[Any] = []
         where: dict[str, tuple[float, float]] = {}
+        move: dict[str, list[float]] = {}
+        steps: list[str] = []
         for row, run in enumerate(runs):
             nodes, more_edges, places, _ = expansion(self.view, run.id, self._drawn | {n.id for n in fresh})
             self._shown[run.id] = min(self.view.counts.get(run.id, 0), MEMBERS_SHOWN)
             fresh.extend(nodes)
             edges.extend(more_edges)
-            # runs stacked under the memory, each read left to right
-            where.update({k: (x, y + 420.0 * row) for k, (x, y) in places.items()})
+            steps.extend(self.view.groups.members.get(run.id, [])[:MEMBERS_SHOWN])
+            # runs stacked one under the other, each read left to right from its run node
+            where.update({k: (x, y + ROW * row) for k, (x, y) in places.items()})
+            move[run.id] = [0.0, ROW * row]  # a run already drawn comes along
+        # the memory to the left of its runs: the picture of who used it reads on its own
+        move[memory_id] = [-260.0, ROW / 2 * max(len(runs) - 1, 0)]
         # a run reads as its steps and what they recalled; each step's tool is in its caption
         edges = [e for e in edges if e.type != "USES_TOOL"]
         self._send_nodes(fresh, edges, where, memory_id, {
-            "anchor": memory_id, "beside": True, "focus": [memory_id, *(r.id for r in runs)],
-            "message": f"{len(runs)} run{'s' if len(runs) != 1 else ''} that recalled this memory",
+            "anchor": memory_id, "beside": True, "move": move, "focus": [memory_id, *(r.id for r in runs), *steps],
+            "message": f"{len(runs)} run{'s' if len(runs) != 1 else ''} that recalled this memory"
+                       + (f" (the most recent of {total})" if total > len(runs) else ""),
         })
         return runs
 
