@@ -482,6 +482,8 @@ function memkitGraph(vis, el, model) {
     widths.clear();
     categories.clear();
     const large = d.nodes.length > LARGE;
+    root.dataset.sizeBy = sizeBy.value;
+    root.dataset.colourBy = colourBy.value;
     const all = d.nodes.map((n) => prepare(n));
     // A large graph goes in by chunks, one task each, so the page never freezes while it loads.
     nodes = new vis.DataSet(large ? [] : all);

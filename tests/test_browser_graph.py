@@ -375,10 +375,27 @@ def _at_scale(page: Page, title: str) -> None:
     captions = page.evaluate(CAPTIONS, title)
     assert len(captions) >= 20 and all(c["px"] >= 11 for c in captions), captions[:3]
     assert tp53["id"] in {c["id"] for c in captions}
-    font = page.evaluate(f"""(t) => {{ const r = ({PICK})(t); const c = r.querySelector('canvas');
-        return c.getContext('2d').font; }}""", title)
-    assert font  # the canvas drew text
+    # Styled by rule (size by the memories in a group, as the notebook asked): TP53 outgrows a rare gene.
+    assert page.evaluate(f"(t) => ({PICK})(t).dataset.sizeBy", title) == "count"
+    rare = min((n for n in nodes if n["type"] == "Entity"), key=lambda n: n["count"])
+    sizes = page.evaluate(f"([t, a, b]) => ({PICK})(t).__memkit.nodes.get([a, b]).map((n) => n.size)",
+                          [title, tp53["id"], rare["id"]])
+    assert sizes[0] > 2 * sizes[1], sizes
     graph.screenshot(path=str(ARTIFACTS / "lab-graph-scale.png"))
+    # Colour by namespace: one colour here (one namespace), and its key under the legend.
+    graph.locator(".memkit-graph-colour-by").select_option("ns")
+    assert graph.locator(".memkit-graph-colour-key").inner_text().strip() == "ana / bio"
+    graph.locator(".memkit-graph-colour-by").select_option("type")
+
+    # Drag a node: it stays where it was put (pinned), and its panel offers to unpin it.
+    spot = page.evaluate(WHERE, [title, rare["caption"]])
+    page.mouse.move(spot["x"], spot["y"])
+    page.mouse.down()
+    page.mouse.move(spot["x"] + 60, spot["y"] + 40, steps=8)
+    page.mouse.up()
+    pinned = page.evaluate(f"([t, id]) => ({PICK})(t).__memkit.nodes.get(id).fixed", [title, rare["id"]])
+    assert pinned == {"x": True, "y": True}
+    assert graph.locator(".memkit-graph-unpin").count() == 1
 
     # A click on an entity opens it: its newest memories arrive around it, each captioned when zoomed in.
     canvas = page.locator(".memkit-graph-canvas").first.bounding_box()
