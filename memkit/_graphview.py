@@ -77,7 +77,7 @@ _CAPTION = 28
 PHYSICS_LIMIT = 150
 # A grouped view has few, well-separated hubs: physics settles it quickly up to this many.
 GROUPED_PHYSICS_LIMIT = 400
-SETTLE_MS = 2000
+SETTLE_MS = 1500
 ITERATIONS = 100
 
 
