@@ -81,3 +81,51 @@ def test_grouping_reaches_networkx_and_pyvis(tmp_path: Path) -> None:
         assert graph.to_networkx().number_of_nodes() == len(graph.nodes)  # ungrouped as before
         with pytest.raises(InvalidInputError, match="group must be"):
             graph.to_networkx(group="gene")
+
+
+def test_every_memory_is_one_click_away_and_groups_page(tmp_path: Path) -> None:
+    from memkit.widgets import GraphExplorer
+
+    with memkit.open(f"sqlite:///{tmp_path / 'p.db'}?embedder=none") as mem:
+        fill_scale(mem, n=800, runs=4)
+        explorer = GraphExplorer(mem, max_nodes=120)
+        explorer.namespace.value = ("ana", "bio")
+        explorer.draw()
+        view = explorer.view
+        assert view is not None and view.groups is not None and len(view.nodes) <= 120
+        assert not any(n.type in ("Memory", "Step") for n in view.nodes)
+        memories = {n.id for n in view.graph.nodes if n.type == "Memory"}
+        steps = {n.id for n in view.graph.nodes if n.type == "Step"}
+        recorded = {e.target for e in view.graph.edges if e.type == "RECORDED_AS"}
+        reachable = {m for members in view.groups.members.values() for m in members}
+        assert memories - recorded <= reachable and steps <= reachable  # nothing unreachable
+        other = next(n for n in view.nodes if n.type == "Group")
+        assert view.counts[other.id] > 0  # the memories with no metadata or a misspelt key
+        sent: list[dict[str, Any]] = []
+        explorer.canvas.send = sent.append  # type: ignore[method-assign]
+        tp53 = next(n for n in view.nodes if n.properties.get("name") == "TP53")
+        first = explorer.canvas.open_group(tp53.id)
+        second = explorer.canvas.open_group(tp53.id)  # "show more": the next page, nothing twice
+        assert len(first) == 60 and second and not {n.id for n in first} & {n.id for n in second}
+        assert sent[-1]["shown"] == min(120, view.counts[tp53.id])
+        assert all(n["type"] == "Memory" and "offset" in n for n in sent[0]["nodes"])
+        # a run opens as its ordered steps
+        run = next(n for n in view.nodes if n.type == "Trace")
+        steps_drawn = explorer.canvas.open_group(run.id)
+        assert [n.properties["order"] for n in steps_drawn if n.type == "Step"] == [0, 1, 2, 3, 4]
+        # search finds a memory that is not drawn and draws it
+        hit = explorer.canvas.find("note 17:")
+        assert hit is not None and hit.type == "Memory" and sent[-1]["focus"] == [hit.id]
+        explorer.canvas.find("no such caption anywhere")
+        assert sent[-1] == {"event": "error", "message": 'no node matches "no such caption anywhere"'}
+
+
+def test_bad_options_are_refused_clearly(tmp_path: Path) -> None:
+    from memkit.widgets import GraphExplorer
+
+    with memkit.open(f"sqlite:///{tmp_path / 'b.db'}") as mem:
+        for bad in ({"group": "gene"}, {"size_by": "<b>"}, {"color_by": "weight"}):
+            with pytest.raises(InvalidInputError, match=next(iter(bad))):
+                GraphExplorer(mem, **bad)
+        with pytest.raises(InvalidInputError, match="group must be"):
+            select(memory_graph(mem), 10, "topic")
