@@ -370,7 +370,19 @@ function memkitGraph(vis, el, model) {
     if (!n || !n.group) return;
     const offset = opened.get(id) || 0;
     if (offset >= n.count) return;
-    if (model.isStatic) { say("opening a group needs the live widget (memkit.widgets.GraphExplorer in Jupyter)"); return; }
+    if (model.isStatic) {  // a saved page carries each group's first page
+      const kept = data.reserve && data.reserve.groups[id];
+      if (!kept || offset > 0) { say("the rest of this group needs the live widget (memkit.widgets.GraphExplorer)"); return; }
+      const r = data.reserve;
+      expanded({
+        event: "expanded", id, group: id, shown: kept.shown,
+        nodes: kept.ids.map((i) => ({ ...r.nodes[i], offset: kept.offsets[i] })),
+        edges: kept.edges.map((e) => ({ ...r.edges[e] })),
+        message: `${kept.ids.length} new nodes from ${n.type.toLowerCase()}` +
+          (n.count > kept.shown ? `; ${(n.count - kept.shown).toLocaleString()} more in the live widget` : ""),
+      });
+      return;
+    }
     say("opening…");
     root.dataset.opening = id;
     model.send({ event: "open", id, offset });

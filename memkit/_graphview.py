@@ -998,8 +998,34 @@ def script_json(data: object) -> str:
 
 
 def page_html(view: GraphView, title: str = "memkit graph") -> str:
-    """A whole offline HTML document: vis-network, ``_graph.js`` and the data, nothing fetched."""
-    return page_from_payload(payload(view, title), title)
+    """A whole offline HTML document: vis-network, ``_graph.js`` and the data, nothing fetched.
+
+    A grouped view carries the first page of every drawn group, so a click opens it without a kernel.
+    """
+    data = payload(view, title)
+    if view.groups is not None:
+        data["reserve"] = reserve(view)
+    return page_from_payload(data, title)
+
+
+def reserve(view: GraphView) -> dict[str, Any]:
+    """What opening each drawn group adds (its first page), each node and edge written once."""
+    top = {n.id for n in view.nodes}
+    nodes: dict[str, GraphNode] = {}
+    edges: dict[str, GraphEdge] = {}
+    groups: dict[str, Any] = {}
+    for n in view.nodes:
+        if not view.counts.get(n.id):
+            continue
+        fresh, found, where, _ = expansion(view, n.id, top)
+        nodes.update((x.id, x) for x in fresh)
+        edges.update((e.id, e) for e in found)
+        groups[n.id] = {"ids": [x.id for x in fresh], "edges": [e.id for e in found],
+                        "offsets": {k: list(v) for k, v in where.items()},
+                        "shown": min(view.counts[n.id], MEMBERS_SHOWN)}
+    return {"nodes": {x["id"]: x for x in style_nodes(nodes.values(), view.graph, layout="grouped",
+                                                      groups=view.groups)},
+            "edges": {e["id"]: e for e in style_edges(edges.values())}, "groups": groups}
 
 
 def page_from_payload(data: dict[str, Any], title: str) -> str:

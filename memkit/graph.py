@@ -115,15 +115,17 @@ class MemoryGraph:
         return to_pyvis(select(self, max_nodes, group))
 
     def to_html(self, path: str | None = None, *, max_nodes: int = DEFAULT_VIEW_NODES,
-                title: str = "memkit graph") -> str:
+                title: str = "memkit graph", group: str | None = None) -> str:
         """The standalone, offline page ``memkit graph --html`` writes; also written to ``path`` if given.
 
         Search, legend toggles, fit/reset and the properties panel work in the file; expanding a
-        node needs the live widget (:class:`memkit.widgets.GraphExplorer`).
+        node needs the live widget (:class:`memkit.widgets.GraphExplorer`). ``group="entity"`` (or
+        ``"auto"``: over ``max_nodes``) writes the grouped overview, each group's first page opening
+        on a click in the file.
         """
         from memkit._graphview import page_html, select
 
-        page = page_html(select(self, max_nodes), title)
+        page = page_html(select(self, max_nodes, group), title)
         if path is not None:
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(page)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from graph_scale import fill_scale
 from playwright.sync_api import Browser, Page
 from test_browser import ARTIFACTS, PAYLOAD, _guarded_page, _pwned, browser, site  # noqa: F401
 
@@ -514,3 +515,33 @@ def _browser_at_scale(page: Page) -> None:
     cell.get_by_text("Delete 1 memory from").wait_for(timeout=30_000)
     assert "Delete 1 memory from ana / bio" in cell.inner_text()
     assert cell.locator("img, script").count() == 0
+
+
+def test_a_grouped_page_opens_groups_without_a_kernel(browser: Browser, site: tuple[str, Path]) -> None:  # noqa: F811
+    """`memkit graph --group entity`: the overview in a file, a click opening a group's first page."""
+    base, root = site
+    db = root / "g.db"
+    with memkit.open(f"sqlite:///{db}?embedder=none") as mem:
+        fill_scale(mem, n=1_000, runs=4)
+    out = root / "grouped.html"
+    done = subprocess.run([sys.executable, "-m", "memkit", "--url", f"sqlite:///{db}?embedder=none", "graph",
+                           "--html", str(out), "--user", "ana", "--agent", "bio", "--group", "entity"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    outside: list[str] = []
+    page = _guarded_page(browser, outside)
+    page.goto(f"{base}/grouped.html")
+    title = "namespace ana / bio"
+    _settled(page, title)
+    assert page.evaluate(COUNT, [title, "Memory"]) == 0
+    captions = page.evaluate(CAPTIONS, title)
+    assert captions and all(c["px"] >= 11 for c in captions)
+    tp53 = page.evaluate(f"(t) => ({PICK})(t).__memkit.nodes.get({{filter: (n) => n.caption.startsWith('TP53 (')}})[0]",
+                         title)
+    spot = page.evaluate(WHERE, [title, tp53["caption"]])
+    page.mouse.click(spot["x"], spot["y"])
+    page.wait_for_function(f"(t) => Number(({PICK})(t).dataset.opened) > 0", arg=title, timeout=10_000)
+    assert page.evaluate(COUNT, [title, "Memory"]) == min(60, tp53["count"])
+    assert "more in the live widget" in page.inner_text(".memkit-graph-message")
+    page.screenshot(path=str(ARTIFACTS / "graph-grouped-page.png"))
+    assert _pwned(page) == [None] and outside == []
