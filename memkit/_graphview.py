@@ -664,10 +664,15 @@ def _grouped(graph: MemoryGraph, max_nodes: int) -> GraphView:
     view.counts = groups.counts
     left = [n for n in hubs if n.id not in keep]
     memories = total.get("Memory", 0)
-    text = (f"{memories:,} memories grouped: {shown.get('Entity', 0):,} entities and {shown.get('Tool', 0):,} tools"
-            f" (each with a count of the memories or steps under it), {shown.get('Workflow', 0):,} workflows"
-            + (f" with their {shown.get('Trace', 0):,} runs" if show_runs else f" ({len(traces):,} runs inside)")
-            + ". Click a group to open it")
+    parts = [f"{shown[k]:,} {_plural(k) if shown[k] != 1 else k.lower()}" for k in ("Entity", "Tool")
+             if shown.get(k)]
+    if shown.get("Workflow"):
+        runs = f"{len(traces):,} run{'s' if len(traces) != 1 else ''}"
+        parts.append(f"{shown['Workflow']:,} workflow{'s' if shown['Workflow'] != 1 else ''} with "
+                     + ((f"its {runs}" if shown["Workflow"] == 1 else f"their {runs}") if show_runs
+                        else f"{runs} inside"))
+    text = (f"{memories:,} memories grouped: {', '.join(parts) or 'nothing to group by'}"
+            " (each group with a count of what is in it). Click a group to open it")
     if left:
         most = max(groups.counts.get(n.id, 0) for n in left)
         text += f"; left out: {len(left):,} entities and tools with at most {most:,} memories each (search finds them)"
