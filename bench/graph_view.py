@@ -18,6 +18,13 @@ task while loading (a freeze is a long task), and how long one redraw takes once
 drag or zoom costs). Medians over ``--repeat`` runs.
 
     .venv/bin/python bench/graph_view.py --memories 100000 --repeat 3
+
+``--grouped`` measures the default view of a researcher's store instead: 5,000 memories with
+runs and recalls (``tests/graph_scale.py``, about 20,000 edges) drawn grouped through the
+standalone page: time to the first drawing (interactive), to settled, and opening the largest
+group (the kernel's part, building the message, and the browser's part, drawing it). Medians.
+
+    .venv/bin/python bench/graph_view.py --grouped --repeat 5
 """
 
 from __future__ import annotations
@@ -159,6 +166,76 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+def grouped(repeat: int) -> None:
+    import sys
+
+    from playwright.sync_api import sync_playwright
+
+    from memkit._graphview import expansion, style_edges, style_nodes
+    from memkit.widgets._graph import _with_namespace_recalls
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from graph_scale import fill_scale
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        mem = memkit.open(f"sqlite:///{root / 'scale.db'}?embedder=none")
+        fill_scale(mem)
+        graph = _with_namespace_recalls(mem, memory_graph(mem, "ana", "bio", limit=10_000), "ana", "bio")
+        print(f"store: {graph.node_types().get('Memory', 0):,} memories, {len(graph.nodes):,} nodes,"
+              f" {len(graph.edges):,} edges")
+        kernel_view, kernel_open = [], []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            view = select(graph, 300, "entity")
+            data = payload(view, "namespace ana / bio")
+            kernel_view.append(time.perf_counter() - t0)
+            biggest = max(view.counts, key=lambda g: view.counts[g] if any(n.id == g for n in view.nodes) else -1)
+            t0 = time.perf_counter()
+            fresh, edges, where, _ = expansion(view, biggest, {n.id for n in view.nodes})
+            message = {"event": "expanded", "id": biggest, "group": biggest, "shown": len(fresh), "message": "",
+                       "nodes": [{**n, "offset": list(where[n["id"]])} for n in style_nodes(
+                           fresh, view.graph, layout="grouped", groups=view.groups)], "edges": style_edges(edges)}
+            kernel_open.append(time.perf_counter() - t0)
+        print(f"kernel: grouped view + payload median {statistics.median(kernel_view) * 1000:.0f} ms;"
+              f" opening the largest group ({view.counts[biggest]:,} members, {len(fresh)} drawn)"
+              f" median {statistics.median(kernel_open) * 1000:.1f} ms; first view {len(data['nodes'])} items")
+        (root / "grouped.html").write_text(page_from_payload(data, "grouped"), encoding="utf-8")
+        import json
+        (root / "open.json").write_text(json.dumps(message), encoding="utf-8")
+        handler = functools.partial(_Quiet, directory=str(root))
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        rows = []
+        try:
+            with sync_playwright() as p:
+                chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+                for _ in range(repeat):
+                    context = chromium.new_context(viewport={"width": 1400, "height": 900})
+                    context.add_init_script(LONG_TASKS)
+                    page = context.new_page()
+                    page.goto(f"{base}/grouped.html", wait_until="commit")
+                    page.wait_for_selector(".memkit-graph[data-settled='1']", state="attached", timeout=60_000)
+                    first = page.evaluate("() => window.__memkitGraphFirstDrawn") / 1000
+                    settled = page.evaluate("() => window.__memkitGraphSettled") / 1000
+                    opened = page.evaluate("""async (url) => { const msg = await (await fetch(url)).json();
+                        const root = document.querySelector('.memkit-graph'); const model = root.__model;
+                        const t = performance.now(); root.__open(msg); root.__memkit.network.redraw();
+                        return performance.now() - t; }""", f"{base}/open.json")
+                    rows.append((first, settled, opened, page.evaluate("() => window.__long")))
+                    context.close()
+                chromium.close()
+        finally:
+            server.shutdown()
+            server.server_close()
+        print(f"browser (median of {repeat}): first drawn {statistics.median(r[0] for r in rows):.2f} s,"
+              f" settled {statistics.median(r[1] for r in rows):.2f} s,"
+              f" opening the largest group {statistics.median(r[2] for r in rows):.0f} ms,"
+              f" longest task while loading {statistics.median(r[3] for r in rows):.0f} ms")
+        mem.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--memories", type=int, default=100_000)
@@ -167,7 +244,11 @@ def main() -> None:
     parser.add_argument("--routes", nargs="+", choices=ROUTES, default=list(ROUTES))
     parser.add_argument("--skip-kernel", action="store_true")
     parser.add_argument("--skip-browser", action="store_true")
+    parser.add_argument("--grouped", action="store_true", help="the grouped first view of 5,000 memories")
     args = parser.parse_args()
+    if args.grouped:
+        grouped(args.repeat)
+        return
     if not args.skip_kernel:
         kernel(args.memories, args.repeat)
     if not args.skip_browser:

@@ -1,12 +1,16 @@
 // memkit's graph view: one file for the live widget (anywidget) and the standalone page.
-// Every piece of text from the store goes into the page through textContent or as a
-// vis-network string title (shown with innerText): nothing is parsed as HTML.
+// Every piece of text from the store goes into the page through textContent, as a vis-network
+// string title (shown with innerText) or drawn on the canvas: nothing is parsed as HTML.
 // `model` is anywidget's model, or memkitStaticModel(data) in a saved page (no kernel).
+//
+// Captions are drawn here, not by vis-network: always 12 px on screen whatever the zoom, most
+// connected (or largest group) first, and only where they do not overlap one already drawn, so
+// a zoomed-out view names its hubs and the rest appear as you zoom in.
 
 function memkitStaticModel(data) {
   return {
     isStatic: true,
-    get(name) { return name === "data" ? data : null; },
+    get(name) { return name === "data" ? data : name === "style" ? (data.style || {}) : null; },
     set() {}, save_changes() {}, on() {}, off() {}, send() {},
   };
 }
@@ -18,36 +22,58 @@ function memkitGraph(vis, el, model) {
     if (text !== undefined) node.textContent = text;
     return node;
   };
+  const option = (select, value, text) => { const o = make("option", "", text); o.value = value; select.append(o); };
   const root = make("div", "memkit-graph");
   const bar = make("div", "memkit-graph-bar");
   const search = make("input", "memkit-graph-search");
   search.type = "search";
   search.placeholder = "find a node by its caption (Enter)";
   const fitButton = make("button", "memkit-graph-fit", "Fit");
+  const fitSelection = make("button", "memkit-graph-fit-selection", "Fit selection");
   const resetButton = make("button", "memkit-graph-reset", "Reset");
+  const pngButton = make("button", "memkit-graph-png", "PNG");
+  pngButton.title = "save the current view as a PNG image";
+  const sizeBy = make("select", "memkit-graph-size-by");
+  for (const [v, t] of [["type", "size: by type"], ["count", "size: memories in group"], ["degree", "size: connections"],
+                        ["recalls", "size: times recalled"]]) option(sizeBy, v, t);
+  const colourBy = make("select", "memkit-graph-colour-by");
+  for (const [v, t] of [["type", "colour: by type"], ["ns", "colour: namespace"], ["kind", "colour: entity kind"]]) {
+    option(colourBy, v, t);
+  }
   const message = make("span", "memkit-graph-message");
-  bar.append(search, fitButton, resetButton, message);
+  bar.append(search, fitButton, fitSelection, resetButton, pngButton, sizeBy, colourBy, message);
   const titleLine = make("div", "memkit-graph-title");
   const note = make("div", "memkit-graph-note");
   const legendBox = make("div", "memkit-graph-legend");
   const body = make("div", "memkit-graph-body");
   const canvas = make("div", "memkit-graph-canvas");
   const panel = make("div", "memkit-graph-props");
-  panel.append(make("div", "memkit-graph-props-empty", "Click a node to see its properties; double-click to expand it."));
   body.append(canvas, panel);
   root.append(titleLine, bar, note, legendBox, body);
   el.append(root);
 
+  const HINT = "Click a node to see its properties (a group opens); double-click to fetch its neighbours.";
+  const CAPTION_PX = 12;  // on screen, at every zoom
+  const PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
+                   "#999999", "#882255", "#44AA99", "#117733"];
   let network = null;
   let nodes = null;
   let edges = null;
   let data = null;
   let needsFit = false;
+  let ranked = [];  // node ids, the ones whose captions matter most first
+  let drawnCaptions = [];
+  let firstDrawn = false;
   const props = new Map();  // node id -> properties, kept out of vis-network's DataSet (it copies every field)
-  const LARGE = 2500;  // above this many nodes: small captions only on hubs, no arrows, edges hidden on zoom
+  const widths = new Map();  // node id -> caption width in px at CAPTION_PX
+  const opened = new Map();  // group id -> members shown so far
+  const pinned = new Set();
+  const LARGE = 2500;  // above this many nodes: no arrows, edges hidden on zoom
   const hiddenTypes = new Set();
   const legendKey = (n) => (n.failed ? "Step:failed" : n.deleted ? "Memory:deleted" : n.type);
-  const KEY_LABELS = { "Step:failed": "failed step", "Memory:deleted": "deleted memory" };
+  const KEY_LABELS = { "Step:failed": "failed step", "Memory:deleted": "deleted memory", Group: "other memories" };
+  const measure = document.createElement("canvas").getContext("2d");
+  measure.font = `${CAPTION_PX}px sans-serif`;
 
   function say(text) { message.textContent = text; }
 
@@ -59,12 +85,377 @@ function memkitGraph(vis, el, model) {
         enabled: !!d.physics, solver: "barnesHut",
         barnesHut: { gravitationalConstant: -6000, springLength: 130, springConstant: 0.04, damping: 0.5,
                      avoidOverlap: 0.3 },
-        stabilization: { enabled: true, iterations: d.iterations || 100, updateInterval: 25, fit: true },
+        // an animated layout is drawn at once from its start positions and settles on screen
+        stabilization: { enabled: !d.animate, iterations: d.iterations || 100, updateInterval: 25, fit: true },
       },
       interaction: { hover: !large, tooltipDelay: 150, hideEdgesOnDrag: true, hideEdgesOnZoom: large },
       edges: { smooth: false, arrows: { to: { enabled: !large, scaleFactor: 0.4 } }, color: { color: "#b0b7c3" } },
       nodes: { font: { size: 12, face: "sans-serif" } },
     };
+  }
+
+  // -- captions ------------------------------------------------------------------------------
+
+  function rerank() {
+    const all = nodes.get({ fields: ["id", "rank", "caption"] });
+    all.sort((a, b) => b.rank - a.rank || (a.caption < b.caption ? -1 : 1));
+    ranked = all.map((n) => n.id);
+  }
+
+  function captionWidth(id, text) {
+    let w = widths.get(id);
+    if (w === undefined) { w = measure.measureText(text).width; widths.set(id, w); }
+    return w;
+  }
+
+  function drawCaptions(ctx) {
+    const scale = network.getScale();
+    const w = canvas.clientWidth, hgt = canvas.clientHeight;
+    const tl = network.DOMtoCanvas({ x: 0, y: 0 });
+    const size = CAPTION_PX / scale;
+    const grid = new Map();
+    const cell = 48;
+    const free = (x0, y0, x1, y1) => {
+      for (let gx = Math.floor(x0 / cell); gx <= Math.floor(x1 / cell); gx++) {
+        for (let gy = Math.floor(y0 / cell); gy <= Math.floor(y1 / cell); gy++) {
+          for (const b of grid.get(`${gx},${gy}`) || []) {
+            if (b[0] < x1 && x0 < b[2] && b[1] < y1 && y0 < b[3]) return false;
+          }
+        }
+      }
+      return true;
+    };
+    const take = (box) => {
+      for (let gx = Math.floor(box[0] / cell); gx <= Math.floor(box[2] / cell); gx++) {
+        for (let gy = Math.floor(box[1] / cell); gy <= Math.floor(box[3] / cell); gy++) {
+          const k = `${gx},${gy}`;
+          if (!grid.has(k)) grid.set(k, []);
+          grid.get(k).push(box);
+        }
+      }
+    };
+    const first = [];
+    // the selection and what it connects to (an opened group's members) are named before any hub
+    const chosen = network.getSelectedNodes();
+    for (const id of chosen) first.push(id);
+    if (root.dataset.focused) first.push(root.dataset.focused);
+    for (const id of chosen) for (const other of network.getConnectedNodes(id).slice(0, 150)) first.push(other);
+    const bodyNodes = network.body.nodes;
+    const out = [];
+    ctx.save();
+    ctx.font = `${size}px sans-serif`;
+    ctx.textAlign = "center";
+    ctx.textBaseline = "top";
+    ctx.lineJoin = "round";
+    ctx.lineWidth = 3 / scale;
+    ctx.strokeStyle = "rgba(255,255,255,0.9)";
+    ctx.fillStyle = "#1f2328";
+    const seen = new Set();
+    for (const id of first.concat(ranked)) {
+      if (seen.has(id)) continue;
+      seen.add(id);
+      const n = bodyNodes[id];
+      if (!n || n.options.hidden) continue;
+      const text = n.options.caption;
+      if (!text) continue;
+      const sx = (n.x - tl.x) * scale, sy = (n.y - tl.y) * scale;
+      const r = (n.options.size || 10) * scale;
+      if (sx < -50 || sy < -50 || sx > w + 50 || sy > hgt + 50) continue;
+      const tw = captionWidth(id, text);
+      const box = [sx - tw / 2 - 2, sy + r + 1, sx + tw / 2 + 2, sy + r + CAPTION_PX + 4];
+      if (!free(box[0], box[1], box[2], box[3])) continue;
+      take(box);
+      // the node itself is room no caption may take either
+      take([sx - r, sy - r, sx + r, sy + r]);
+      const y = n.y + (n.options.size || 10) + 2 / scale;
+      ctx.strokeText(text, n.x, y);
+      ctx.fillText(text, n.x, y);
+      out.push({ id, text, px: size * scale, x: sx, y: sy + r + 1 });
+      if (out.length >= 600) break;
+    }
+    ctx.restore();
+    drawnCaptions = out;
+    root.dataset.captions = String(out.length);
+  }
+
+  // -- legend, styling rules -----------------------------------------------------------------
+
+  function renderLegend() {
+    legendBox.replaceChildren();
+    const total = {}, visible = {};
+    let drawn = 0;
+    nodes.forEach((n) => {
+      const k = legendKey(n);
+      total[k] = (total[k] || 0) + 1;
+      if (!n.hidden) { visible[k] = (visible[k] || 0) + 1; drawn += 1; }
+    });
+    for (const item of data.legend.concat(extraLegend())) {
+      const chip = make("button", "memkit-graph-chip");
+      chip.dataset.type = item.type;
+      const dot = make("span", "memkit-graph-dot");
+      dot.style.background = item.color;
+      const shown = visible[item.type] || 0, all = total[item.type] || 0;
+      const text = shown === all ? `${item.label} (${all})` : `${item.label} (${shown} of ${all})`;
+      chip.append(dot, make("span", "memkit-graph-chip-label", text));
+      if (hiddenTypes.has(item.type)) chip.classList.add("memkit-graph-off");
+      chip.title = hiddenTypes.has(item.type) ? "show this type" : "hide this type";
+      chip.addEventListener("click", () => toggle(item.type));
+      legendBox.append(chip);
+    }
+    for (const item of data.edge_legend || []) {  // edge kinds: a line drawn as the canvas draws it
+      const key = make("span", "memkit-graph-edge-key");
+      key.dataset.type = item.type;
+      const line = make("span", "memkit-graph-edge-line");
+      line.style.borderTop = `${Math.max(item.width, 2)}px ${item.dashes ? "dashed" : "solid"} ${item.color}`;
+      key.append(line, make("span", "", item.label));
+      legendBox.append(key);
+    }
+    legendBox.append(make("span", "memkit-graph-drawn", `${drawn.toLocaleString()} drawn`));
+    if (colourBy.value !== "type") {
+      const key = make("span", "memkit-graph-colour-key");
+      for (const [value, colour] of categories.entries()) {
+        const dot = make("span", "memkit-graph-dot");
+        dot.style.background = colour;
+        key.append(dot, make("span", "", value));
+      }
+      legendBox.append(key);
+    }
+  }
+
+  function extraLegend() {  // types that arrived by expanding
+    const known = new Set(data.legend.map((i) => i.type));
+    const out = [];
+    nodes.forEach((n) => {
+      const k = legendKey(n);
+      if (!known.has(k)) { known.add(k); out.push({ type: k, label: KEY_LABELS[k] || k, color: n.base.color.background }); }
+    });
+    return out;
+  }
+
+  function toggle(type) {
+    if (hiddenTypes.has(type)) hiddenTypes.delete(type); else hiddenTypes.add(type);
+    nodes.update(nodes.get().map((n) => ({ id: n.id, hidden: hiddenTypes.has(legendKey(n)) })));
+    root.dataset.hidden = Array.from(hiddenTypes).sort().join(",");
+    renderLegend();
+  }
+
+  const categories = new Map();
+  function styled(n) {  // the size and colour the current rules give a node
+    const rule = sizeBy.value;
+    const value = rule === "type" ? null : Number(n[rule] || 0);
+    const size = value === null ? n.base.size : Math.round((5 + 2.5 * Math.log2(1 + value)) * 10) / 10;
+    if (colourBy.value === "type") return { size, color: n.base.color };
+    const key = String(n[colourBy.value] || "");
+    if (!categories.has(key)) categories.set(key, PALETTE[categories.size % PALETTE.length]);
+    const c = categories.get(key);
+    return { size, color: { background: c, border: c, highlight: { background: c, border: "#000000" } } };
+  }
+
+  function restyle() {
+    categories.clear();
+    nodes.update(nodes.get().map((n) => ({ id: n.id, ...styled(n) })));
+    root.dataset.sizeBy = sizeBy.value;
+    root.dataset.colourBy = colourBy.value;
+    renderLegend();
+  }
+
+  function applyStyle(style) {
+    if (style && style.size_by) sizeBy.value = style.size_by;
+    if (style && style.color_by) colourBy.value = style.color_by;
+  }
+
+  // -- properties panel ----------------------------------------------------------------------
+
+  function showProps(id) {
+    panel.replaceChildren();
+    const n = id === null ? null : nodes.get(id);
+    if (!n) {
+      panel.append(make("div", "memkit-graph-props-empty", HINT));
+      return;
+    }
+    panel.append(make("div", "memkit-graph-props-title", n.caption));
+    if (n.group) {
+      const shown = opened.get(n.id) || 0;
+      const what = n.type === "Workflow" ? "runs" : n.type === "Trace" ? "steps" : n.type === "Tool" ? "steps" : "memories";
+      const line = make("div", "memkit-graph-group", shown
+        ? `${Math.min(shown, n.count).toLocaleString()} of ${n.count.toLocaleString()} ${what} shown`
+        : `${n.count.toLocaleString()} ${what}; click to open`);
+      panel.append(line);
+      if (shown < n.count) {
+        const more = make("button", "memkit-graph-more", shown ? "show more" : "open");
+        more.addEventListener("click", () => expandGroup(n.id));
+        panel.append(more);
+      }
+    }
+    if (n.used_by && n.used_by.length) {
+      const box = make("div", "memkit-graph-used-by");
+      box.append(make("div", "memkit-graph-section", `used by ${n.used_by.length} run${n.used_by.length === 1 ? "" : "s"}`));
+      for (const [, label] of n.used_by.slice(0, 12)) box.append(make("div", "memkit-graph-run", label));
+      const open = make("button", "memkit-graph-open-runs",
+        n.used_by.length > 6 ? "open the 6 most recent runs" : "open these runs");
+      open.addEventListener("click", () => openRuns(n.id, n.used_by.map((r) => r[0])));
+      box.append(open);
+      panel.append(box);
+    } else if (n.type === "Memory") {
+      panel.append(make("div", "memkit-graph-used-by memkit-graph-props-hint", "no recorded run recalled this memory"));
+    }
+    if (pinned.has(n.id)) {
+      const unpin = make("button", "memkit-graph-unpin", "unpin");
+      unpin.addEventListener("click", () => { pinned.delete(n.id); nodes.update({ id: n.id, fixed: false }); showProps(n.id); });
+      panel.append(unpin);
+    }
+    const table = make("table");
+    for (const [key, value] of props.get(n.id) || []) {
+      const row = make("tr");
+      row.append(make("th", "", key));
+      const cell = make("td");
+      cell.append(make("pre", "", value));
+      row.append(cell);
+      table.append(row);
+    }
+    panel.append(table);
+    if (!model.isStatic) panel.append(make("div", "memkit-graph-props-hint", "double-click the node to fetch its neighbours"));
+  }
+
+  // A selected node and its neighbours stay as they are; everything else fades, so an opened group
+  // reads on its own even inside a dense drawing.
+  let spotlit = false;
+  function spotlight(id, more) {
+    if (id === null && !spotlit) return;
+    const centre = id === null ? null : new Set([id, ...(more || [])]);
+    const near = centre === null ? null : new Set(centre);
+    if (near) for (const c of centre) for (const other of network.getConnectedNodes(c)) near.add(other);
+    nodes.update(nodes.get({ fields: ["id"] }).map((n) => ({ id: n.id, opacity: !near || near.has(n.id) ? 1 : 0.2 })));
+    edges.update(edges.get({ fields: ["id", "from", "to", "base"] }).map((e) => ({
+      id: e.id, color: { ...e.base, opacity: !centre || centre.has(e.from) || centre.has(e.to) ? 1 : 0.12 } })));
+    spotlit = id !== null;
+    root.dataset.spotlight = id || "";
+  }
+
+  function select(id, more) {
+    root.dataset.selected = id || "";
+    if (nodes) spotlight(id, more);
+    showProps(id);
+    model.set("selected_id", id);
+    model.save_changes();
+  }
+
+  function find() {
+    const q = search.value.trim().toLowerCase();
+    if (!q) return;
+    const visible = nodes.get({ filter: (n) => !n.hidden });
+    const text = (n) => n.caption.toLowerCase();
+    const hit = visible.find((n) => text(n) === q) || visible.find((n) => text(n).startsWith(q))
+      || visible.find((n) => text(n).includes(q));
+    if (!hit) {
+      if (!model.isStatic) { say("searching the whole graph…"); model.send({ event: "find", query: search.value.trim() }); return; }
+      say(`no node matches "${search.value.trim()}"`);
+      return;
+    }
+    focus(hit.id);
+    say(`found ${hit.type} "${hit.caption}"`);
+  }
+
+  function focus(id) {  // centre on a node, highlight it and open its properties
+    network.selectNodes([id]);
+    network.focus(id, { scale: Math.max(network.getScale(), 1.2), animation: false });
+    root.dataset.focused = id;
+    select(id);
+  }
+
+  // -- opening groups ------------------------------------------------------------------------
+
+  function expandGroup(id) {
+    const n = nodes.get(id);
+    if (!n || !n.group) return;
+    const offset = opened.get(id) || 0;
+    if (offset >= n.count) return;
+    if (model.isStatic) {  // a saved page carries each group's first page
+      const kept = data.reserve && data.reserve.groups[id];
+      if (!kept || offset > 0) { say("the rest of this group needs the live widget (memkit.widgets.GraphExplorer)"); return; }
+      const r = data.reserve;
+      expanded({
+        event: "expanded", id, group: id, shown: kept.shown,
+        nodes: kept.ids.map((i) => ({ ...r.nodes[i], offset: kept.offsets[i] })),
+        edges: kept.edges.map((e) => ({ ...r.edges[e] })),
+        message: `${kept.ids.length} new nodes from ${n.type.toLowerCase()}` +
+          (n.count > kept.shown ? `; ${(n.count - kept.shown).toLocaleString()} more in the live widget` : ""),
+      });
+      return;
+    }
+    say("opening…");
+    root.dataset.opening = id;
+    model.send({ event: "open", id, offset });
+  }
+
+  function openRuns(memoryId, traces) {
+    if (model.isStatic) { say("opening runs needs the live widget (memkit.widgets.GraphExplorer in Jupyter)"); return; }
+    say("opening the runs…");
+    model.send({ event: "runs", id: memoryId, traces });
+  }
+
+  function expanded(msg) {
+    const t0 = performance.now();
+    const anchor = msg.anchor && nodes.get(msg.anchor) ? msg.anchor : msg.id;
+    let parent = (nodes.get(anchor) && network.getPositions([anchor])[anchor]) || { x: 0, y: 0 };
+    if (msg.beside) {  // runs go to the right of everything drawn, not on top of it
+      const all = Object.values(network.getPositions());
+      parent = { x: Math.max(...all.map((p) => p.x)) + 250, y: Math.min(...all.map((p) => p.y)) };
+    }
+    const fresh = msg.nodes.filter((n) => nodes.get(n.id) === null);
+    fresh.forEach((n, i) => {
+      if (Array.isArray(n.offset)) {
+        n.x = parent.x + n.offset[0];
+        n.y = parent.y + n.offset[1];
+      } else {
+        const angle = (2 * Math.PI * i) / Math.max(fresh.length, 1);
+        n.x = parent.x + 160 * Math.cos(angle);
+        n.y = parent.y + 160 * Math.sin(angle);
+      }
+      n.hidden = hiddenTypes.has(legendKey(n));
+    });
+    nodes.add(fresh.map((n) => prepare(n)));
+    if (msg.move) {  // nodes already drawn that belong in the new picture
+      nodes.update(Object.entries(msg.move).filter(([id]) => nodes.get(id) !== null)
+        .map(([id, [dx, dy]]) => ({ id, x: parent.x + dx, y: parent.y + dy })));
+    }
+    edges.update(msg.edges.map(edgeBase));
+    if (msg.group) opened.set(msg.group, msg.shown);
+    root.dataset.expanded = String(Number(root.dataset.expanded || 0) + fresh.length);
+    rerank();
+    renderLegend();
+    say(msg.message);
+    root.dataset.opening = "";
+    root.dataset.lastOpenMs = String(performance.now() - t0);
+    if (msg.focus && msg.focus.length) {
+      const focusIds = msg.focus.filter((i) => nodes.get(i) !== null);
+      network.fit({ nodes: focusIds, animation: false });
+      root.dataset.focused = msg.focus[0];
+      select(msg.focus[0], focusIds);
+      network.selectNodes([msg.focus[0]]);
+    } else if (msg.group && network.getSelectedNodes()[0] === msg.group) {
+      showProps(msg.group);
+    }
+    root.dataset.opened = String(Number(root.dataset.opened || 0) + 1);
+  }
+
+  function edgeBase(e) {
+    e.base = { color: (e.color && e.color.color) || "#b0b7c3" };
+    e.base.highlight = e.base.color;  // a selected node's edges keep their meaning (purple stays purple)
+    e.base.hover = e.base.color;
+    e.color = { ...e.base, opacity: 1 };
+    return e;
+  }
+
+  function prepare(n) {
+    const { props: rows, offset, ...node } = n;
+    props.set(n.id, rows);
+    node.caption = n.label;
+    node.label = undefined;  // drawn by drawCaptions
+    node.rank = n.group ? 1e6 + (n.count || 0) : (n.degree || 0) + (n.type === "Memory" ? 0 : 0.5);
+    node.base = { size: n.size, color: n.color };
+    Object.assign(node, styled(node));
+    return node;
   }
 
   function settled() {
@@ -83,131 +474,45 @@ function memkitGraph(vis, el, model) {
     network.redraw();
   }
 
-  function renderLegend() {
-    legendBox.replaceChildren();
-    const counts = {};
-    nodes.forEach((n) => { const k = legendKey(n); counts[k] = (counts[k] || 0) + 1; });
-    for (const item of data.legend.concat(extraLegend())) {
-      const chip = make("button", "memkit-graph-chip");
-      chip.dataset.type = item.type;
-      const dot = make("span", "memkit-graph-dot");
-      dot.style.background = item.color;
-      chip.append(dot, make("span", "memkit-graph-chip-label", `${item.label} (${counts[item.type] || 0})`));
-      if (hiddenTypes.has(item.type)) chip.classList.add("memkit-graph-off");
-      chip.title = hiddenTypes.has(item.type) ? "show this type" : "hide this type";
-      chip.addEventListener("click", () => toggle(item.type));
-      legendBox.append(chip);
-    }
-    for (const item of data.edge_legend || []) {  // edge kinds: a line drawn as the canvas draws it
-      const key = make("span", "memkit-graph-edge-key");
-      key.dataset.type = item.type;
-      const line = make("span", "memkit-graph-edge-line");
-      line.style.borderTop = `${Math.max(item.width, 2)}px ${item.dashes ? "dashed" : "solid"} ${item.color}`;
-      key.append(line, make("span", "", item.label));
-      legendBox.append(key);
-    }
-  }
-
-  function extraLegend() {  // types that arrived by expanding
-    const known = new Set(data.legend.map((i) => i.type));
-    const out = [];
-    nodes.forEach((n) => {
-      const k = legendKey(n);
-      if (!known.has(k)) { known.add(k); out.push({ type: k, label: KEY_LABELS[k] || k, color: n.color.background }); }
-    });
-    return out;
-  }
-
-  function toggle(type) {
-    if (hiddenTypes.has(type)) hiddenTypes.delete(type); else hiddenTypes.add(type);
-    nodes.update(nodes.get().map((n) => ({ id: n.id, hidden: hiddenTypes.has(legendKey(n)) })));
-    root.dataset.hidden = Array.from(hiddenTypes).sort().join(",");
-    renderLegend();
-  }
-
-  function showProps(id) {
-    panel.replaceChildren();
-    const n = id === null ? null : nodes.get(id);
-    if (!n) {
-      panel.append(make("div", "memkit-graph-props-empty", "Click a node to see its properties; double-click to expand it."));
-      return;
-    }
-    panel.append(make("div", "memkit-graph-props-title", n.caption));
-    const table = make("table");
-    for (const [key, value] of props.get(n.id) || []) {
-      const row = make("tr");
-      row.append(make("th", "", key));
-      const cell = make("td");
-      cell.append(make("pre", "", value));
-      row.append(cell);
-      table.append(row);
-    }
-    panel.append(table);
-    if (!model.isStatic) panel.append(make("div", "memkit-graph-props-hint", "double-click the node to expand its neighbours"));
-  }
-
-  function select(id) {
-    root.dataset.selected = id || "";
-    showProps(id);
-    model.set("selected_id", id);
-    model.save_changes();
-  }
-
-  function find() {
-    const q = search.value.trim().toLowerCase();
-    if (!q) return;
-    const visible = nodes.get({ filter: (n) => !n.hidden });
-    const text = (n) => n.caption.toLowerCase();
-    const hit = visible.find((n) => text(n) === q) || visible.find((n) => text(n).includes(q));
-    if (!hit) { say(`no node matches "${search.value.trim()}"`); return; }
-    network.selectNodes([hit.id]);
-    network.focus(hit.id, { scale: 1.5, animation: false });
-    root.dataset.focused = hit.id;
-    select(hit.id);
-    say(`found ${hit.type} "${hit.caption}"`);
-  }
-
-  function expanded(msg) {
-    const parent = network.getPositions([msg.id])[msg.id] || { x: 0, y: 0 };
-    const fresh = msg.nodes.filter((n) => nodes.get(n.id) === null);
-    fresh.forEach((n, i) => {
-      const angle = (2 * Math.PI * i) / Math.max(fresh.length, 1);
-      n.x = parent.x + 160 * Math.cos(angle);
-      n.y = parent.y + 160 * Math.sin(angle);
-      n.hidden = hiddenTypes.has(legendKey(n));
-    });
-    nodes.add(fresh.map((n) => prepare(n, false)));
-    edges.update(msg.edges);
-    root.dataset.expanded = String(Number(root.dataset.expanded || 0) + fresh.length);
-    renderLegend();
-    say(msg.message);
-  }
-
-  function prepare(n, large) {
-    const { props: rows, ...node } = n;
-    props.set(n.id, rows);
-    node.caption = n.label;
-    if (large && (n.type === "Memory" || n.type === "Step")) node.label = undefined;
-    return node;
-  }
-
   function draw(d) {
     data = d;
     if (network) network.destroy();
     hiddenTypes.clear();
+    spotlit = false;
+    opened.clear();
+    pinned.clear();
+    firstDrawn = false;
     root.dataset.settled = "";
     root.dataset.expanded = "0";
+    root.dataset.opened = "0";
     root.dataset.hidden = "";
+    root.dataset.focused = "";
     titleLine.textContent = d.title || "";
     note.textContent = d.message || "";
     say("");
     props.clear();
+    widths.clear();
+    categories.clear();
     const large = d.nodes.length > LARGE;
-    const all = d.nodes.map((n) => prepare(n, large));
+    root.dataset.sizeBy = sizeBy.value;
+    root.dataset.colourBy = colourBy.value;
+    const all = d.nodes.map((n) => prepare(n));
     // A large graph goes in by chunks, one task each, so the page never freezes while it loads.
     nodes = new vis.DataSet(large ? [] : all);
+    d.edges.forEach(edgeBase);
     edges = new vis.DataSet(large ? [] : d.edges);
     network = new vis.Network(canvas, { nodes, edges }, options(d));
+    network.on("beforeDrawing", (ctx) => {  // an opaque background: the PNG export is what is seen
+      ctx.save();
+      ctx.setTransform(1, 0, 0, 1, 0, 0);
+      ctx.fillStyle = "#ffffff";
+      ctx.fillRect(0, 0, ctx.canvas.width, ctx.canvas.height);
+      ctx.restore();
+    });
+    network.on("afterDrawing", (ctx) => {
+      drawCaptions(ctx);
+      if (!firstDrawn) { firstDrawn = true; window.__memkitGraphFirstDrawn = performance.now(); root.dataset.drawn = "1"; }
+    });
     if (large) {
       const chunk = 1500;
       network.body.emitter.emit("_blockRedraw");  // one drawing at the end, not one per chunk
@@ -217,36 +522,91 @@ function memkitGraph(vis, el, model) {
       const run = () => {
         const job = jobs.shift();
         if (job) { job(); setTimeout(run, 0); return; }
+        rerank();
         network.body.emitter.emit("_allowRedraw");
         network.once("afterDrawing", settled);
         network.redraw();
       };
       say(`drawing ${all.length.toLocaleString()} nodes…`);
       setTimeout(run, 0);
+    } else if (d.physics && d.animate) {
+      let done = false;
+      const stop = () => {
+        if (done) return;
+        done = true;
+        network.setOptions({ physics: { enabled: false } });
+        settled();
+      };
+      network.once("stabilized", stop);
+      setTimeout(stop, d.settle_ms || 2500);  // never longer: a still picture beats a drifting one
+      network.once("afterDrawing", () => network.fit({ animation: false }));
     } else if (d.physics) {
       network.once("stabilizationIterationsDone", () => { network.setOptions({ physics: { enabled: false } }); settled(); });
     } else {
       network.once("afterDrawing", settled);
     }
-    network.on("click", (p) => select(p.nodes.length ? p.nodes[0] : null));
+    if (!large) rerank();
+    network.on("click", (p) => {
+      const id = p.nodes.length ? p.nodes[0] : null;
+      select(id);
+      const n = id === null ? null : nodes.get(id);
+      if (n && n.group && !opened.get(id)) expandGroup(id);
+    });
     network.on("doubleClick", (p) => {
       if (!p.nodes.length) return;
       if (model.isStatic) { say("expanding a node needs the live widget (memkit.widgets.GraphExplorer in Jupyter)"); return; }
       say("expanding…");
       model.send({ event: "expand", id: p.nodes[0] });
     });
+    network.on("dragEnd", (p) => {  // a dragged node stays where it was put
+      for (const id of p.nodes) { pinned.add(id); nodes.update({ id, fixed: { x: true, y: true } }); }
+      if (p.nodes.length) { root.dataset.pinned = String(pinned.size); showProps(p.nodes[0]); }
+    });
     renderLegend();
     showProps(null);
-    root.__memkit = { network, nodes, edges };
+    root.__memkit = { network, nodes, edges, captions: () => drawnCaptions };
+    root.__open = expanded;  // what a kernel reply does, for the benchmark
+  }
+
+  function exportPng() {
+    const surface = canvas.querySelector("canvas");
+    if (!surface) return;
+    const link = document.createElement("a");
+    link.download = `${(data && data.title ? data.title : "memkit graph").replace(/[^\w.-]+/g, "_")}.png`;
+    link.href = surface.toDataURL("image/png");
+    link.click();
+    root.dataset.exported = String(Number(root.dataset.exported || 0) + 1);
   }
 
   search.addEventListener("keydown", (e) => { if (e.key === "Enter") find(); });
   fitButton.addEventListener("click", () => network && network.fit({ animation: false }));
+  fitSelection.addEventListener("click", () => {
+    if (!network) return;
+    const chosen = network.getSelectedNodes();
+    if (!chosen.length) { say("select a node first"); return; }
+    const around = new Set(chosen);
+    for (const id of chosen) for (const other of network.getConnectedNodes(id)) around.add(other);
+    network.fit({ nodes: [...around].filter((i) => !nodes.get(i).hidden), animation: false });
+  });
   resetButton.addEventListener("click", () => draw(model.get("data")));
-  const onMsg = (msg) => { if (msg && msg.event === "expanded") expanded(msg); else if (msg && msg.event === "error") say(msg.message); };
+  pngButton.addEventListener("click", exportPng);
+  const onRule = () => {
+    if (!nodes) return;
+    restyle();
+    model.set("style", { size_by: sizeBy.value, color_by: colourBy.value });
+    model.save_changes();
+  };
+  sizeBy.addEventListener("change", onRule);
+  colourBy.addEventListener("change", onRule);
+  const onMsg = (msg) => {
+    if (msg && msg.event === "expanded") expanded(msg);
+    else if (msg && msg.event === "error") { say(msg.message); root.dataset.opening = ""; }
+  };
   const onData = () => draw(model.get("data"));
+  const onStyle = () => { applyStyle(model.get("style")); if (nodes) restyle(); };
   model.on("msg:custom", onMsg);
   model.on("change:data", onData);
+  model.on("change:style", onStyle);
 
   // A graph drawn inside a hidden tab has no size: fit it when it first becomes visible.
   let wasHidden = canvas.clientWidth === 0;
@@ -261,12 +621,14 @@ function memkitGraph(vis, el, model) {
   });
   observer.observe(canvas);
 
+  applyStyle(model.get("style"));
   const first = model.get("data");
   if (first && first.nodes) draw(first);
   return () => {
     observer.disconnect();
     model.off("msg:custom", onMsg);
     model.off("change:data", onData);
+    model.off("change:style", onStyle);
     if (network) network.destroy();
   };
 }

@@ -54,6 +54,7 @@ LABEL_STYLE: dict[str, dict[str, Any]] = {
     "Trace": {"color": "#F0E442", "shape": "triangle", "size": 14},
     "Step": {"color": "#0072B2", "shape": "dot", "size": 13},
     "Tool": {"color": "#009E73", "shape": "triangleDown", "size": 14},
+    "Group": {"color": "#56B4E9", "shape": "star", "size": 16},  # a namespace's memories that mention nothing
 }
 FAILED_COLOUR = "#D55E00"
 DELETED_COLOUR = "#D9D9D9"
@@ -62,11 +63,21 @@ EDGE_STYLE: dict[str, dict[str, Any]] = {
     "RECORDED_AS": {"label": "recorded as", "color": "#5F6B7A", "dashes": False, "width": 1.5},
     "RECALLED": {"label": "recalled", "color": "#8E24AA", "dashes": [7, 5], "width": 2},
 }
-_ORDER = ("Namespace", "Workflow", "Trace", "Step", "Tool", "Memory", "Entity")
+_ORDER = ("Namespace", "Workflow", "Trace", "Step", "Tool", "Memory", "Entity", "Group")
+# Edges that stand for many memories or steps in a grouped view (their ``count``).
+GROUP_EDGE_STYLE: dict[str, dict[str, Any]] = {
+    "CO_MENTIONED": {"label": "mentioned together", "color": "#E6B35C"},
+    "HAS_WORKFLOW": {"label": "workflow of", "color": "#CC79A7"},
+    "IN_GROUP": {"label": "in group", "color": "#dde1e7"},
+}
+LEGEND_LABELS = {"Group": "other memories"}
 _CAPTION = 28
 # Up to this many nodes the browser lets physics settle the precomputed start (capped iterations);
 # above it the precomputed layout is drawn as is: see the numbers in docs/graph.md.
 PHYSICS_LIMIT = 150
+# A grouped view has few, well-separated hubs: physics settles it quickly up to this many.
+GROUPED_PHYSICS_LIMIT = 400
+SETTLE_MS = 1500
 ITERATIONS = 100
 
 
@@ -82,6 +93,10 @@ class GraphView:
     layout: str
     positions: dict[str, tuple[float, float]] = field(default_factory=dict)
     note: str = ""
+    # A grouped view: how its groups fold the graph (None: every node is drawn as itself).
+    groups: Grouping | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    summary: str = ""
 
     @property
     def total_nodes(self) -> int:
@@ -90,6 +105,8 @@ class GraphView:
     @property
     def message(self) -> str:
         """One line: what is shown, what was left out and how to see it."""
+        if self.summary:
+            return f"{self.note}{self.summary}"
         if len(self.nodes) >= self.total_nodes:
             text = f"showing all {self.total_nodes} nodes"
         else:
@@ -102,7 +119,7 @@ class GraphView:
 
 
 def _plural(label: str) -> str:
-    return {"Entity": "entities", "Memory": "memories"}.get(label, label.lower() + "s")
+    return {"Entity": "entities", "Memory": "memories", "Group": "memory groups"}.get(label, label.lower() + "s")
 
 
 # -- captions, tooltips, properties -------------------------------------------------------
@@ -144,6 +161,8 @@ def caption(node: GraphNode) -> str:
         return _text(run if run.lower().startswith("run") else f"run {run}".strip())
     if node.type == "Namespace":
         return _text(f"{p.get('user_id')} / {p.get('agent_id')}", 40)
+    if node.type == "Group":
+        return "other memories"
     return node.type
 
 
@@ -174,6 +193,8 @@ def tooltip(node: GraphNode, recorded: GraphNode | None = None) -> str:
         return printable(f"Workflow {p.get('workflow_id')}\n{where}")
     if node.type == "Trace":
         return printable(f"Run {p.get('run_id')} of workflow {p.get('workflow_id')}\n{where}")
+    if node.type == "Group":
+        return printable(f"Memories that mention no entity\n{where}")
     return printable(f"Namespace {where}")
 
 
@@ -280,33 +301,47 @@ def _edge_title(e: GraphEdge) -> str:
             lines.append(f"rank {hit.get('rank')}{score_text} · {hit.get('mode') or 'search'} "
                          f"“{shorten(printable(hit.get('query') or ''), 80)}”")
         return "recalled\n" + "\n".join(lines[:8]) + ("\n…" if len(lines) > 8 else "")
-    return str(EDGE_STYLE.get(e.type, {}).get("label", e.type))
+    return str({**EDGE_STYLE, **GROUP_EDGE_STYLE}.get(e.type, {}).get("label", e.type))
 
 
 def style_nodes(nodes: Iterable[GraphNode], graph: MemoryGraph,
-                positions: dict[str, tuple[float, float]] | None = None, layout: str = "force") -> list[dict[str, Any]]:
-    """The JSON-ready nodes for the browser (vis-network fields plus ``type`` and ``props``)."""
-    by_id = {n.id: n for n in graph.nodes}
-    recorded = {e.source: by_id.get(e.target) for e in graph.edges if e.type == "RECORDED_AS"}
-    degree: dict[str, int] = defaultdict(int)
-    for e in graph.edges:
-        degree[e.source] += 1
-        degree[e.target] += 1
+                positions: dict[str, tuple[float, float]] | None = None, layout: str = "force",
+                groups: Grouping | None = None) -> list[dict[str, Any]]:
+    """The JSON-ready nodes for the browser (vis-network fields plus ``type``, ``props`` and the numbers
+    the styling rules use: ``degree``, ``count`` (a group's memories, runs or steps), ``recalls``)."""
+    index = groups.index if groups is not None and groups.index is not None else GraphIndex(graph)
+    by_id, recorded, degree, recalls = index.by_id, index.recorded, index.degree, index.recalls
+    counts = groups.counts if groups is not None else {}
     out = []
     for node in nodes:
         style = LABEL_STYLE.get(node.type, LABEL_STYLE["Memory"])
         colour = FAILED_COLOUR if _failed(node) else DELETED_COLOUR if _deleted(node) else style["color"]
         size = style["size"]
-        if node.type in ("Entity", "Tool"):  # hubs grow with what points at them
+        count = counts.get(node.id)
+        if count is not None:  # a group grows with what it holds
+            size = round(size + 3 * math.log2(1 + count), 1)
+        elif node.type in ("Entity", "Tool"):  # hubs grow with what points at them
             size = round(size + 3 * math.log2(1 + degree[node.id]), 1)
+        label = caption(node)
+        if count is not None:
+            label = f"{label} ({count:,})"
+        p = node.properties
         item: dict[str, Any] = {
-            "id": node.id, "type": node.type, "label": caption(node), "title": tooltip(node, recorded.get(node.id)),
+            "id": node.id, "type": node.type, "label": label, "title": tooltip(node, recorded.get(node.id)),
             "shape": style["shape"], "size": size, "failed": _failed(node), "deleted": _deleted(node),
             "color": {"background": colour, "border": "#222222" if node.type == "Trace" or _failed(node) else colour,
                       "highlight": {"background": colour, "border": "#000000"}},
             "borderWidth": 3 if _failed(node) else 1,
             "props": properties(node),
+            "degree": degree[node.id], "recalls": len(recalls.get(node.id, ())),
+            "ns": f"{p.get('user_id')} / {p.get('agent_id')}", "kind": str(p.get("kind") or node.type),
         }
+        if count is not None:
+            item["count"] = count
+            item["group"] = bool(groups and groups.members.get(node.id))
+        if node.type == "Memory":
+            runs = index.runs_that_recalled(node.id)
+            item["used_by"] = [[t, caption(by_id[t]) if t in by_id else t] for t in runs]
         if _deleted(node):
             item["color"]["border"] = "#7F7F7F"
             item["shapeProperties"] = {"borderDashes": [3, 3]}
@@ -335,6 +370,12 @@ def style_edges(edges: Iterable[GraphEdge]) -> list[dict[str, Any]]:
             item.update(width=3, color={"color": "#0072B2"})
         elif e.type == "HAS_MEMORY":  # the namespace holds every memory: drawn, but it must not pull them in
             item.update(physics=False, color={"color": "#dde1e7"})
+        elif e.type in GROUP_EDGE_STYLE:
+            item.update(color={"color": GROUP_EDGE_STYLE[e.type]["color"]})
+        count = e.properties.get("count")
+        if isinstance(count, int) and count > 1:  # thicker for more, but never a band across the picture
+            item["width"] = round(min(1 + 0.8 * math.log2(count), 6.0), 1)
+            item["title"] = f"{item['title']} · {count:,}"
         out.append(item)
     return out
 
@@ -349,7 +390,7 @@ def legend(nodes: Iterable[GraphNode]) -> list[dict[str, Any]]:
             deleted += 1
         else:
             counts[n.type] += 1
-    items = [{"type": t, "label": t, "count": counts[t], "color": LABEL_STYLE[t]["color"],
+    items = [{"type": t, "label": LEGEND_LABELS.get(t, t), "count": counts[t], "color": LABEL_STYLE[t]["color"],
               "shape": LABEL_STYLE[t]["shape"]} for t in _ORDER if counts.get(t)]
     if failed:
         items.append({"type": "Step:failed", "label": "failed step", "count": failed, "color": FAILED_COLOUR,
@@ -381,11 +422,19 @@ def _spread(items: list[GraphNode], k: int) -> list[GraphNode]:
     return [items[round(i * step)] for i in range(k)]
 
 
-def select(graph: MemoryGraph, max_nodes: int = 300) -> GraphView:
-    """Keep at most ``max_nodes`` nodes, representative of the whole (see the module docstring)."""
+def select(graph: MemoryGraph, max_nodes: int = 300, group: str | None = None) -> GraphView:
+    """Keep at most ``max_nodes`` nodes, representative of the whole (see the module docstring).
+
+    ``group="entity"`` draws the overview instead: memories folded into the entities that mention
+    them (and steps into their runs), each group with its count, opened by a click; ``"auto"``
+    groups only a graph with more nodes than ``max_nodes``.
+    """
     if isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1:
         raise InvalidInputError(f"max_nodes must be a positive integer, got {max_nodes!r}")
+    _check_group(group)
     graph = collapse_recall_nodes(graph)  # a stored recall is drawn as edges, on every view
+    if group == "entity" or (group == "auto" and len(graph.nodes) > max_nodes):
+        return _grouped(graph, max_nodes)
     total: dict[str, int] = defaultdict(int)
     for n in graph.nodes:
         total[n.type] += 1
@@ -449,6 +498,320 @@ def _cut(graph: MemoryGraph, max_nodes: int) -> list[GraphNode]:
             break
         keep.setdefault(m.id, m)
     return list(keep.values())
+
+
+# -- grouping -----------------------------------------------------------------------------
+
+GROUP_KINDS = ("entity",)
+# Members one click adds to the drawing; the panel offers the next ones.
+MEMBERS_SHOWN = 60
+# Co-mention edges kept per entity (the strongest), so a hub does not draw a star to every other.
+_CO_MENTIONS = 3
+UNLINKED = "Group"
+
+
+def _unlinked_id(ns_id: str) -> str:
+    return f"group:unlinked:{ns_id}"
+
+
+class GraphIndex:
+    """What drawing and opening groups look up per node, built once per view (a click must not scan
+    every edge of a 20,000-edge graph)."""
+
+    def __init__(self, graph: MemoryGraph) -> None:
+        self.by_id = {n.id: n for n in graph.nodes}
+        self.incident: dict[str, list[GraphEdge]] = defaultdict(list)
+        self.degree: dict[str, int] = defaultdict(int)
+        self.recalls: dict[str, set[str]] = defaultdict(set)
+        self.recalled: dict[str, list[str]] = defaultdict(list)
+        self.trace_of: dict[str, str] = {}
+        self.recorded: dict[str, GraphNode | None] = {}
+        for e in graph.edges:
+            self.incident[e.source].append(e)
+            if e.target != e.source:
+                self.incident[e.target].append(e)
+            self.degree[e.source] += 1
+            self.degree[e.target] += 1
+            if e.type == "RECALLED":
+                self.recalls[e.target].add(e.source)
+                self.recalled[e.source].append(e.target)
+            elif e.type == "HAS_STEP":
+                self.trace_of[e.target] = e.source
+            elif e.type == "RECORDED_AS":
+                self.recorded[e.source] = self.by_id.get(e.target)
+
+    def runs_that_recalled(self, memory_id: str) -> list[str]:
+        """The trace (run) nodes whose steps recalled ``memory_id``, the most recent recall first."""
+        def when(step: str) -> int:
+            node = self.by_id.get(step)
+            return int((node.properties.get("created_us") or 0) if node is not None else 0)
+
+        steps = sorted(self.recalls.get(memory_id, ()), key=lambda s: (-when(s), s))
+        return list(dict.fromkeys(self.trace_of[s] for s in steps if s in self.trace_of))
+
+
+@dataclass
+class Grouping:
+    """How a grouped view folds the graph: each group's members (in drawing order) and its count."""
+
+    members: dict[str, list[str]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    extra_nodes: dict[str, GraphNode] = field(default_factory=dict)
+    index: GraphIndex | None = None
+
+
+def _check_group(group: str | None) -> None:
+    if group is not None and group != "auto" and group not in GROUP_KINDS:
+        raise InvalidInputError(f"group must be None, 'auto' or one of {', '.join(map(repr, GROUP_KINDS))}, "
+                                f"got {group!r}")
+
+
+def grouping(graph: MemoryGraph) -> Grouping:
+    """Fold memories into the entities that mention them, steps into their runs, runs into their workflow.
+
+    A memory that mentions nothing and records no step goes to its namespace's "other memories" group,
+    so every memory is one click away.
+    """
+    by_id = {n.id: n for n in graph.nodes}
+    members: dict[str, list[str]] = defaultdict(list)
+    steps_of: dict[str, list[str]] = defaultdict(list)
+    recorded: set[str] = set()
+    linked: set[str] = set()
+    ns_of: dict[str, str] = {}
+    for e in graph.edges:
+        if e.type == "MENTIONS":
+            members[e.target].append(e.source)
+            linked.add(e.source)
+        elif e.type == "HAS_TRACE":
+            members[e.source].append(e.target)
+        elif e.type == "HAS_STEP":
+            steps_of[e.source].append(e.target)
+        elif e.type == "USES_TOOL":
+            members[e.target].append(e.source)
+        elif e.type == "RECORDED_AS":
+            recorded.add(e.target)
+        elif e.type == "HAS_MEMORY":
+            ns_of[e.target] = e.source
+    out = Grouping()
+    for ns_id in sorted({ns_of[m] for m in ns_of}):
+        gid = _unlinked_id(ns_id)
+        ns = by_id.get(ns_id)
+        props = dict(ns.properties) if ns is not None else {}
+        out.extra_nodes[gid] = GraphNode(gid, UNLINKED, {"id": gid, "user_id": props.get("user_id"),
+                                                         "agent_id": props.get("agent_id")})
+    for n in graph.nodes:
+        if n.type == "Memory" and n.id not in linked and n.id not in recorded and n.id in ns_of:
+            members[_unlinked_id(ns_of[n.id])].append(n.id)
+
+    def newest(i: str) -> tuple[int, str]:
+        node = by_id.get(i)
+        return (-int((node.properties.get("created_us") or 0) if node else 0), i)
+
+    for gid, ids in members.items():
+        first = by_id.get(gid) or out.extra_nodes.get(gid)
+        unique = list(dict.fromkeys(ids))
+        if first is not None and first.type == "Workflow":
+            unique.sort(key=lambda t: min((by_id[s].properties.get("created_us") or 0 for s in steps_of[t]
+                                           if s in by_id), default=0))
+        else:
+            unique.sort(key=newest)
+        out.members[gid] = unique
+        out.counts[gid] = len(unique)
+    for trace, steps in steps_of.items():
+        chain = _chain([by_id[s] for s in dict.fromkeys(steps) if s in by_id], graph.edges)
+        out.members[trace] = [s.id for s in chain]
+        out.counts[trace] = len(chain)
+    return out
+
+
+def _grouped(graph: MemoryGraph, max_nodes: int) -> GraphView:
+    """The overview of a large graph: namespaces, workflows (and their runs when few), the entities with
+    the most memories and each namespace's other memories, every one a group a click opens."""
+    groups = grouping(graph)
+    total: dict[str, int] = defaultdict(int)
+    for n in graph.nodes:
+        total[n.type] += 1
+    keep: dict[str, GraphNode] = {}
+    for n in graph.nodes:
+        if n.type in ("Namespace", "Workflow"):
+            keep[n.id] = n
+    for gid, node in groups.extra_nodes.items():
+        if groups.counts.get(gid):
+            keep[gid] = node
+    traces = [n for n in graph.nodes if n.type == "Trace"]
+    show_runs = len(traces) <= max(max_nodes // 6, 1)
+    if show_runs:
+        for n in traces:
+            keep[n.id] = n
+    hubs = sorted((n for n in graph.nodes if n.type in ("Entity", "Tool")),
+                  key=lambda n: (-groups.counts.get(n.id, 0), caption(n).lower(), n.id))
+    for n in hubs:
+        if len(keep) >= max_nodes:
+            break
+        keep[n.id] = n
+    edges = _group_edges(graph, groups, keep, show_runs)
+    shown: dict[str, int] = defaultdict(int)
+    for n in keep.values():
+        shown[n.type] += 1
+    nodes = list(keep.values())
+    whole = MemoryGraph([*graph.nodes, *groups.extra_nodes.values()], list(graph.edges))
+    groups.index = GraphIndex(whole)
+    positions = _force_start(nodes, edges)
+    for i, gid in enumerate(g for g in groups.extra_nodes if g in keep):  # beside the namespace, not on the rim
+        positions[gid] = (90.0, 60.0 * i)
+    view = GraphView(whole, nodes, edges, dict(total), dict(shown), "grouped", positions)
+    view.groups = groups
+    view.counts = groups.counts
+    left = [n for n in hubs if n.id not in keep]
+    memories = total.get("Memory", 0)
+    parts = [f"{shown[k]:,} {_plural(k) if shown[k] != 1 else k.lower()}" for k in ("Entity", "Tool")
+             if shown.get(k)]
+    if shown.get("Workflow"):
+        runs = f"{len(traces):,} run{'s' if len(traces) != 1 else ''}"
+        parts.append(f"{shown['Workflow']:,} workflow{'s' if shown['Workflow'] != 1 else ''} with "
+                     + ((f"its {runs}" if shown["Workflow"] == 1 else f"their {runs}") if show_runs
+                        else f"{runs} inside"))
+    text = (f"{memories:,} memories grouped: {', '.join(parts) or 'nothing to group by'}"
+            " (each group with a count of what is in it). Click a group to open it")
+    if left:
+        most = max(groups.counts.get(n.id, 0) for n in left)
+        text += f"; left out: {len(left):,} entities and tools with at most {most:,} memories each (search finds them)"
+    view.summary = text
+    return view
+
+
+def _group_edges(graph: MemoryGraph, groups: Grouping, keep: dict[str, GraphNode],
+                 show_runs: bool) -> list[GraphEdge]:
+    """Edges between drawn groups, each standing for the memories or steps behind it (``count``)."""
+    mentioned: dict[str, list[str]] = defaultdict(list)
+    workflow_of: dict[str, str] = {}
+    trace_of: dict[str, str] = {}
+    ns_of_workflow: dict[str, str] = {}
+    ns_by_key = {(n.properties.get("user_id"), n.properties.get("agent_id")): n.id
+                 for n in graph.nodes if n.type == "Namespace"}
+    for e in graph.edges:
+        if e.type == "MENTIONS" and e.target in keep:
+            mentioned[e.source].append(e.target)
+        elif e.type == "HAS_TRACE":
+            workflow_of[e.target] = e.source
+        elif e.type == "HAS_STEP":
+            trace_of[e.target] = e.source
+    for n in graph.nodes:
+        if n.type == "Workflow":
+            ns = ns_by_key.get((n.properties.get("user_id"), n.properties.get("agent_id")))
+            if ns is not None:
+                ns_of_workflow[n.id] = ns
+    out: dict[str, GraphEdge] = {}
+
+    def add(kind: str, source: str, target: str, count: int = 1) -> None:
+        key = edge_id(kind, source, target)
+        if key in out:
+            out[key].properties["count"] += count
+        else:
+            out[key] = GraphEdge(key, kind, source, target, {"count": count})
+
+    for wf, ns in ns_of_workflow.items():
+        if wf in keep and ns in keep:
+            add("HAS_WORKFLOW", ns, wf)
+    for gid, node in groups.extra_nodes.items():
+        ns = next((v for k, v in ns_by_key.items() if k == (node.properties.get("user_id"),
+                                                             node.properties.get("agent_id"))), None)
+        if gid in keep and ns in keep:
+            add("IN_GROUP", ns, gid, groups.counts.get(gid, 0))
+    if show_runs:
+        for trace, wf in workflow_of.items():
+            if trace in keep and wf in keep:
+                add("HAS_TRACE", wf, trace)
+    step_node: dict[str, str] = {}
+    for e in graph.edges:
+        if e.type == "RECORDED_AS":
+            step_node[e.target] = e.source
+    owner: dict[str, str] = {}
+    for step, trace in trace_of.items():
+        owner[step] = trace if show_runs else workflow_of.get(trace, trace)
+    for e in graph.edges:  # a tool hangs off its workflow, not off each of a thousand runs
+        wf = workflow_of.get(trace_of.get(e.source, ""), "")
+        if e.type == "USES_TOOL" and e.target in keep and wf in keep:
+            add("USES_TOOL", wf, e.target)
+    pairs: dict[tuple[str, str], int] = defaultdict(int)
+    for memory, ents in mentioned.items():
+        ents = sorted(set(ents))
+        run = owner.get(step_node.get(memory, ""))
+        if run is not None and run in keep:
+            for x in ents[:3]:
+                add("MENTIONS", run, x)
+        for i, a in enumerate(ents):
+            for b in ents[i + 1:]:
+                pairs[(a, b)] += 1
+    strongest: dict[str, int] = defaultdict(int)
+    for (a, b), count in sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0])):
+        if strongest[a] < _CO_MENTIONS or strongest[b] < _CO_MENTIONS:
+            strongest[a] += 1
+            strongest[b] += 1
+            add("CO_MENTIONED", a, b, count)
+    return list(out.values())
+
+
+Places = dict[str, tuple[float, float]]
+
+
+def expansion(view: GraphView, group_id: str, drawn: set[str], offset: int = 0,
+              limit: int = MEMBERS_SHOWN) -> tuple[list[GraphNode], list[GraphEdge], Places, int]:
+    """What opening ``group_id`` adds: its next members (and, for a run, what its steps recalled), the edges
+    between them and what is drawn, each new node's place relative to the group, and how many remain."""
+    groups = view.groups
+    if groups is None:
+        return [], [], {}, 0
+    index = groups.index or GraphIndex(view.graph)
+    by_id = index.by_id
+    group = by_id.get(group_id)
+    if group is None:
+        return [], [], {}, 0
+    members = groups.members.get(group_id, [])
+    page = [m for m in members[offset:offset + limit] if m in by_id]
+    remaining = max(len(members) - offset - limit, 0)
+    new: dict[str, GraphNode] = {}
+    where: Places = {}
+    if group_id not in drawn:
+        new[group_id] = group
+        where[group_id] = (0.0, 0.0)
+    golden = math.pi * (3 - math.sqrt(5))
+    if group.type == "Trace":  # a run reads left to right, what each step recalled under it
+        recalled = index.recalled
+        for i, sid in enumerate(page):
+            x = 190.0 + 120.0 * (i + offset)  # room for the run's caption before its first step
+            if sid not in drawn:
+                new[sid] = by_id[sid]
+                where[sid] = (x, 0.0)
+            for k, memory in enumerate(recalled.get(sid, [])[:8]):
+                if memory not in drawn and memory not in new and memory in by_id:
+                    new[memory] = by_id[memory]
+                    where[memory] = (x - 40 + 80 * (k % 2), 70.0 + 45 * k)
+    elif group.type == "Workflow":
+        for i, tid in enumerate(page):
+            if tid not in drawn:
+                new[tid] = by_id[tid]
+                where[tid] = (160.0, 45.0 * (i + offset - min(len(members), limit) / 2))
+    else:
+        for i, mid in enumerate(page):
+            if mid not in drawn:
+                k = i + offset
+                r = 60.0 + 26.0 * math.sqrt(k + 1)
+                new[mid] = by_id[mid]
+                where[mid] = (r * math.cos(k * golden), r * math.sin(k * golden))
+    both = drawn | set(new)
+    found: dict[str, GraphEdge] = {}
+    for n in new:
+        for e in index.incident.get(n, ()):
+            if e.type != "HAS_MEMORY" and e.source in both and e.target in both:
+                found[e.id] = e
+    edges = list(found.values())
+    if group.type == UNLINKED:
+        edges += [GraphEdge(edge_id("IN_GROUP", group_id, m), "IN_GROUP", group_id, m, {}) for m in new
+                  if m != group_id]
+    if group.type == "Workflow":
+        edges = [e for e in edges if e.type != "HAS_TRACE" or e.source == group_id]
+    return list(new.values()), edges, where, remaining
 
 
 # -- layouts ------------------------------------------------------------------------------
@@ -588,9 +951,13 @@ def payload(view: GraphView, title: str = "") -> dict[str, Any]:
         "title": title,
         "message": view.message,
         "layout": view.layout,
-        "physics": view.layout == "force" and len(view.nodes) <= PHYSICS_LIMIT,
+        "physics": (view.layout == "force" and len(view.nodes) <= PHYSICS_LIMIT)
+        or (view.layout == "grouped" and len(view.nodes) <= GROUPED_PHYSICS_LIMIT),
         "iterations": ITERATIONS,
-        "nodes": style_nodes(view.nodes, view.graph, view.positions, view.layout),
+        # the grouped overview is drawn at once and settles on screen (interactive before it is still)
+        "animate": view.layout == "grouped",
+        "settle_ms": SETTLE_MS,
+        "nodes": style_nodes(view.nodes, view.graph, view.positions, view.layout, view.groups),
         "edges": style_edges(view.edges),
         "legend": legend(view.nodes),
         "edge_legend": edge_legend(view.edges),
@@ -636,8 +1003,34 @@ def script_json(data: object) -> str:
 
 
 def page_html(view: GraphView, title: str = "memkit graph") -> str:
-    """A whole offline HTML document: vis-network, ``_graph.js`` and the data, nothing fetched."""
-    return page_from_payload(payload(view, title), title)
+    """A whole offline HTML document: vis-network, ``_graph.js`` and the data, nothing fetched.
+
+    A grouped view carries the first page of every drawn group, so a click opens it without a kernel.
+    """
+    data = payload(view, title)
+    if view.groups is not None:
+        data["reserve"] = reserve(view)
+    return page_from_payload(data, title)
+
+
+def reserve(view: GraphView) -> dict[str, Any]:
+    """What opening each drawn group adds (its first page), each node and edge written once."""
+    top = {n.id for n in view.nodes}
+    nodes: dict[str, GraphNode] = {}
+    edges: dict[str, GraphEdge] = {}
+    groups: dict[str, Any] = {}
+    for n in view.nodes:
+        if not view.counts.get(n.id):
+            continue
+        fresh, found, where, _ = expansion(view, n.id, top)
+        nodes.update((x.id, x) for x in fresh)
+        edges.update((e.id, e) for e in found)
+        groups[n.id] = {"ids": [x.id for x in fresh], "edges": [e.id for e in found],
+                        "offsets": {k: list(v) for k, v in where.items()},
+                        "shown": min(view.counts[n.id], MEMBERS_SHOWN)}
+    return {"nodes": {x["id"]: x for x in style_nodes(nodes.values(), view.graph, layout="grouped",
+                                                      groups=view.groups)},
+            "edges": {e["id"]: e for e in style_edges(edges.values())}, "groups": groups}
 
 
 def page_from_payload(data: dict[str, Any], title: str) -> str:

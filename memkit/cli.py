@@ -124,7 +124,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
             raise memkit.NotFoundError(f"nothing to draw: {scope} has no memories in {what}")
         from memkit._graphview import page_html, select
 
-        view = select(graph, args.max_nodes)
+        view = select(graph, args.max_nodes, args.group)
         with open(args.html, "w", encoding="utf-8") as fh:
             fh.write(page_html(view, title))
     _say(f"wrote {args.html}: {title}, {view.message}, {len(view.edges)} edges")
@@ -207,6 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--workflow", help="draw this workflow's runs instead of memories")
     graph.add_argument("--max-nodes", type=int, default=300,
                        help="keep at most this many nodes, a representative part (default: 300)")
+    graph.add_argument("--group", choices=["entity", "auto"], default=None,
+                       help="draw memories grouped under the entities that mention them, each with its count"
+                            " (a click opens a group in the file); auto: only over --max-nodes")
     graph.set_defaults(func=cmd_graph)
 
     mcp = sub.add_parser(

@@ -103,33 +103,40 @@ class MemoryGraph:
             edges.setdefault(e.id, e)
         return MemoryGraph(list(nodes.values()), list(edges.values()))
 
-    def to_pyvis(self, max_nodes: int = DEFAULT_VIEW_NODES) -> Any:
+    def to_pyvis(self, max_nodes: int = DEFAULT_VIEW_NODES, group: str | None = None) -> Any:
         """A ``pyvis.network.Network`` with memkit's captions, colours, sizes, tooltips and layout.
 
         Customise it as any pyvis network; its ``generate_html()`` loads vis-network from a CDN
         unless you pass ``cdn_resources="in_line"``, so for an offline page use :meth:`to_html`.
+        ``group="entity"`` draws the grouped overview GraphExplorer shows on a large store.
         """
         from memkit._graphview import select, to_pyvis
 
-        return to_pyvis(select(self, max_nodes))
+        return to_pyvis(select(self, max_nodes, group))
 
     def to_html(self, path: str | None = None, *, max_nodes: int = DEFAULT_VIEW_NODES,
-                title: str = "memkit graph") -> str:
+                title: str = "memkit graph", group: str | None = None) -> str:
         """The standalone, offline page ``memkit graph --html`` writes; also written to ``path`` if given.
 
         Search, legend toggles, fit/reset and the properties panel work in the file; expanding a
-        node needs the live widget (:class:`memkit.widgets.GraphExplorer`).
+        node needs the live widget (:class:`memkit.widgets.GraphExplorer`). ``group="entity"`` (or
+        ``"auto"``: over ``max_nodes``) writes the grouped overview, each group's first page opening
+        on a click in the file.
         """
         from memkit._graphview import page_html, select
 
-        page = page_html(select(self, max_nodes), title)
+        page = page_html(select(self, max_nodes, group), title)
         if path is not None:
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(page)
         return page
 
-    def to_networkx(self) -> networkx.MultiDiGraph:
-        """A ``networkx.MultiDiGraph``; node and edge attributes are ``type`` plus the properties."""
+    def to_networkx(self, group: str | None = None, max_nodes: int = DEFAULT_VIEW_NODES) -> networkx.MultiDiGraph:
+        """A ``networkx.MultiDiGraph``; node and edge attributes are ``type`` plus the properties.
+
+        ``group="entity"``: the grouped overview instead (GraphExplorer's first view of a large store):
+        entities, tools, workflows and runs with ``memories`` (what each group holds), edges with ``count``.
+        """
         try:
             import networkx as nx
         except ImportError:  # pragma: no cover - depends on the environment
@@ -137,6 +144,17 @@ class MemoryGraph:
 
             raise missing_extra("networkx", "graph") from None
         graph = nx.MultiDiGraph()
+        if group is not None:
+            from memkit._graphview import _check_group, select
+
+            _check_group(group)
+            view = select(self, max_nodes, "entity" if group == "auto" else group)
+            for node in view.nodes:
+                graph.add_node(node.id, **{**node.properties, "type": node.type,
+                                           "memories": view.counts.get(node.id, 0)})
+            for edge in view.edges:
+                graph.add_edge(edge.source, edge.target, key=edge.id, **{**edge.properties, "type": edge.type})
+            return graph
         for node in self.nodes:
             graph.add_node(node.id, **{**node.properties, "type": node.type})
         for edge in self.edges:

@@ -101,9 +101,11 @@ NAMESPACES = [
          "pd.DataFrame([ns.model_dump() for ns in mem.namespaces()])[[\"user_id\", \"agent_id\", \"count\"]]"),
     code("from memkit.widgets import NamespaceBrowser\n\nbrowser = NamespaceBrowser(mem, page_size=5)\n"
          'browser.namespace.value = ("bob", "planner")\nbrowser'),
-    md("The table sorts by a click on a column, hides columns under *columns*, shows the whole cell on hover, "
-       "and opens a row beside it on a click. Enter in the search or filter box runs the search; a store call "
-       "that takes longer than a moment shows *working…*.\n\n"
+    md("The switch above the table shows the namespace's memories (the default), its trace steps or its "
+       "recorded searches. The table sorts by a click on a column, hides columns under *columns*, narrows the "
+       "page with a filter box under each column, downloads the rows shown as CSV, shows the whole cell on "
+       "hover, and opens a row beside it on a click (below it on a narrow cell). Enter in the search or filter "
+       "box runs the search; a store call that takes longer than a moment shows *working…*.\n\n"
        "## Paging\n\nPages come from `get_page` (newest first); only one page is in memory."),
     code("print(browser.page_label.value)\nfor item in browser.items:\n    print(' ', item.content[:100])"),
     code("browser.next_button.click()\nprint(browser.page_label.value)\n"
@@ -126,7 +128,7 @@ NAMESPACES = [
     md("## Traces read as steps\n\nA trace memory is stored as `[trace] workflow=… data={json}` so keyword search "
        "finds it; the table shows it as a step instead:"),
     code('steps = NamespaceBrowser(mem, page_size=4)\nsteps.namespace.value = ("alice", "bioinformatics")\n'
-         'steps.filters.value = \'{"type": "trace"}\'\nsteps.search_button.click()\n'
+         'steps.kind.value = "traces"\n'
          'for row in steps.rows.rows:\n    print(row["text"])'),
     md("## Detail and delete\n\nPick a row to see its content, metadata and how it was found (a bar per search "
        "leg: its rank and score). Delete asks first."),
@@ -311,9 +313,13 @@ MEMORY_GRAPH = [
        "- **click** a node: its properties in the side panel, and `explorer.selected` in Python;\n"
        "- **double-click**: fetch its neighbours from the store and add them;\n"
        "- **search** box: type part of a caption and press Enter to focus that node;\n"
-       "- **legend**: click a type to hide or show it; **Fit** and **Reset** buttons.\n\n"
-       "Over the node cap the view keeps memories sampled evenly over time and the entities they mention "
-       "most, and says what it left out."),
+       "- **legend**: click a type to hide or show it (its count follows); **Fit**, **Fit selection**, "
+       "**Reset**, and **PNG** (the current view as an image);\n"
+       "- **drag** a node: it stays where you put it;\n"
+       "- **size** and **colour** rules: size by memories in a group, connections or times recalled; colour by "
+       "type, namespace or entity kind.\n\n"
+       "Captions are drawn at 12 px on screen at any zoom: zoomed out, only the most connected nodes are named, "
+       "the rest appear as you zoom in. Over the node cap (`max_nodes`, 300) the view is grouped: see below."),
     code("from memkit.widgets import GraphExplorer\n\n"
          "explorer = GraphExplorer(mem)\n"
          'explorer.namespace.value = ("alice", "bioinformatics")\n'
@@ -323,6 +329,23 @@ MEMORY_GRAPH = [
          'print(data["message"])\n'
          'print({item["label"]: item["color"] for item in data["legend"]})\n'
          'print(sorted(n["label"] for n in data["nodes"] if n["type"] == "Entity")[:8])'),
+    md("## A large store: groups\n\nOver the node cap, memories are folded into the entities that mention them "
+       "(and steps into their runs), each group with its count; a click on a group opens its newest members. "
+       "A memory's panel lists the runs whose steps recalled it, and *open these runs* draws them, each as its "
+       "ordered steps with what they recalled. Here the demo namespace with a small cap, and the same clicks "
+       "made from Python:"),
+    code("grouped = GraphExplorer(mem, max_nodes=40, size_by=\"count\")\n"
+         'grouped.namespace.value = ("alice", "bioinformatics")\n'
+         "grouped.draw()\n"
+         'print(grouped.canvas.data["message"])\n'
+         'top = max((n for n in grouped.view.nodes if n.type == "Entity"),\n'
+         '          key=lambda n: (grouped.view.counts[n.id], n.properties["name"]))\n'
+         "opened = grouped.canvas.open_group(top.id)\n"
+         'print(f"{top.properties[\'name\']} holds {grouped.view.counts[top.id]} memories; opened:", len(opened))\n'
+         "grouped"),
+    code('overview = ns_graph.to_networkx(group="entity", max_nodes=40)\n'
+         'print(sorted((d["memories"], d["name"]) for _, d in overview.nodes(data=True)\n'
+         '             if d["type"] == "Entity")[-5:])'),
     md("Clicking a node in the drawing sets `explorer.selected`; here the same selection made from Python. "
        "`memkit.graph.neighbourhood` is what a double-click calls: a node and what it connects to, read from the "
        "store (a node id works too), so you can walk out from one gene (here BRCA2)."),

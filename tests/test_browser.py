@@ -119,7 +119,7 @@ def test_panel_snapshot_is_offline_and_inert(browser: Browser, site: tuple[str, 
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "panel.png"), full_page=True)
     text = page.inner_text("body")
-    assert "9 namespaces" in text and "rows 1–8 of 44" in text
+    assert "9 namespaces" in text and "memories 1–8 (of 44 records in the namespace)" in text
     assert "<img src=x onerror=" in text  # the payload is readable text
     assert page.evaluate("() => document.querySelectorAll('img, script').length") == 0
     assert _pwned(page) == [None]

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from graph_scale import fill_scale
 from playwright.sync_api import Browser, Page
 from test_browser import ARTIFACTS, PAYLOAD, _guarded_page, _pwned, browser, site  # noqa: F401
 
@@ -77,7 +78,7 @@ PIXELS = f"""(title) => {{
 }}"""
 WHERE = f"""([title, label]) => {{
   const r = ({PICK})(title); const g = r.__memkit;
-  const n = g.nodes.get({{filter: (n) => n.label === label}})[0];
+  const n = g.nodes.get({{filter: (n) => n.caption === label}})[0];
   const p = g.network.canvasToDOM(g.network.getPositions([n.id])[n.id]);
   const box = r.querySelector('canvas').getBoundingClientRect();
   const inside = p.x > 0 && p.y > 0 && p.x < box.width && p.y < box.height;
@@ -204,7 +205,7 @@ def _explore(page: Page) -> None:
 
     # Double-click an entity: its neighbours come from the store.
     _show(page, ns)
-    labels = page.evaluate(f"(t) => ({PICK})(t).__memkit.nodes.get().map((n) => n.label)", ns)
+    labels = page.evaluate(f"(t) => ({PICK})(t).__memkit.nodes.get().map((n) => n.caption)", ns)
     assert "TP53" in labels, labels
     before = page.evaluate(COUNT, [ns, "Memory"])
     # The first click into an output makes its cell the active one, which may scroll the notebook.
@@ -218,6 +219,13 @@ def _explore(page: Page) -> None:
     assert page.evaluate(COUNT, [ns, "Memory"]) == before + 1  # BRCA1's memory; never another namespace's
     assert "new node" in page.locator(".memkit-graph-message").first.inner_text()
     page.wait_for_timeout(300)
+    # The double-click selected TP53, which fades what is not next to it; a click on the background clears it.
+    assert page.evaluate(f"(t) => ({PICK})(t).dataset.spotlight", ns) == tp53["id"]
+    now = page.locator(".memkit-graph-canvas").first.bounding_box()
+    assert now is not None
+    page.mouse.click(now["x"] + 5, now["y"] + 5)
+    assert page.evaluate(f"(t) => ({PICK})(t).dataset.spotlight", ns) == ""
+    page.wait_for_timeout(300)
     colours = page.evaluate(PIXELS, ns)
     for kind in ("Namespace", "Memory", "Entity"):
         assert colours[kind] == LABEL_STYLE[kind]["color"], colours
@@ -227,9 +235,9 @@ def _explore(page: Page) -> None:
     search.fill("brca1")
     search.press("Enter")
     focused = page.evaluate(f"(t) => {{ const r = ({PICK})(t); return r.__memkit.nodes.get(r.dataset.focused); }}", ns)
-    assert focused["label"].startswith("BRCA1 and TP53") and focused["type"] == "Memory"  # the expanded memory
-    assert page.evaluate(WHERE, [ns, focused["label"]])["inside"]
-    assert focused["label"] in page.locator(".memkit-graph-props-title").first.inner_text()
+    assert focused["caption"].startswith("BRCA1 and TP53") and focused["type"] == "Memory"  # the expanded memory
+    assert page.evaluate(WHERE, [ns, focused["caption"]])["inside"]
+    assert focused["caption"] in page.locator(".memkit-graph-props-title").first.inner_text()
 
     # Click: the properties panel, and the selection in Python.
     entity = page.evaluate(WHERE, [ns, "TP53"])
@@ -242,13 +250,13 @@ def _explore(page: Page) -> None:
     page.get_by_text("selected: Entity TP53").wait_for(timeout=30_000)
 
     # Hostile text: the caption is drawn, the tooltip and the panel show it as text.
-    evil = page.evaluate(f"(t) => ({PICK})(t).__memkit.nodes.get({{filter: (n) => n.label.startsWith('<img')}})[0]",
+    evil = page.evaluate(f"(t) => ({PICK})(t).__memkit.nodes.get({{filter: (n) => n.caption.startsWith('<img')}})[0]",
                          ns)
     assert evil is not None
     _show(page, ns)
-    assert not page.evaluate(WHERE, [ns, evil["label"]])["inside"]  # the search zoomed in on BRCA1
+    assert not page.evaluate(WHERE, [ns, evil["caption"]])["inside"]  # the search zoomed in on BRCA1
     page.locator(".memkit-graph-fit").first.click()
-    spot = page.evaluate(WHERE, [ns, evil["label"]])
+    spot = page.evaluate(WHERE, [ns, evil["caption"]])
     assert spot["inside"]
     page.mouse.move(spot["x"], spot["y"])
     tip = page.locator(".vis-tooltip", has_text="<img src=x onerror=")
@@ -309,4 +317,231 @@ def test_standalone_page_without_a_kernel(browser: Browser, site: tuple[str, Pat
     assert page.evaluate(COUNT, ["namespace", "Entity"]) == 5  # genes, topics, a disease; a step's tool is a Tool node
     assert page.evaluate("() => document.querySelectorAll('img, a').length") == 0
     page.screenshot(path=str(ARTIFACTS / "graph.png"))
+    assert _pwned(page) == [None] and outside == []
+
+
+def _scale_notebook(root: Path, url: str) -> None:
+    source = (Path(__file__).parent / "graph_scale.py").read_text(encoding="utf-8")
+    code = [
+        f"{source}\nimport memkit\nfrom memkit.widgets import GraphExplorer\nmem = memkit.open({url!r})\n"
+        "mem.reset()\nfill_scale(mem)\nprint('filled')",
+        "gx = GraphExplorer(mem, size_by='count')\ngx.namespace.value = ('ana', 'bio')\ngx.draw()\ngx",
+        "print('drawn:', len(gx.view.nodes), 'memories in store:', gx.view.total['Memory'])",
+        "from memkit.widgets import NamespaceBrowser\n"
+        "nb = NamespaceBrowser(mem)\nnb.namespace.value = ('ana', 'bio')\nnb",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in code])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, root / "graph.ipynb")
+
+
+CAPTIONS = f"(t) => ({PICK})(t).__memkit.captions()"
+LEGEND = f"""(t) => Object.fromEntries(Array.from(({PICK})(t).querySelectorAll('.memkit-graph-chip')).map(
+  (c) => [c.dataset.type, c.textContent]))"""
+
+
+def test_a_5000_memory_store_reads_as_groups(browser: Browser, lab: tuple[str, Path]) -> None:  # noqa: F811
+    """What a researcher sees first on 5,000 memories: named groups, readable captions, one click to open."""
+    url, root = lab
+    _scale_notebook(root, f"sqlite:///{root / 'scale.db'}?embedder=none")
+    outside: list[str] = []
+    page = _guarded_page(browser, outside)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    ARTIFACTS.mkdir(exist_ok=True)
+    _run_all(page, url)
+    title = "namespace ana / bio"
+    try:
+        _settled(page, title)
+        _at_scale(page, title)
+        _browser_at_scale(page)
+    except Exception:
+        page.screenshot(path=str(ARTIFACTS / "lab-graph-scale-failed.png"), full_page=True)
+        raise
+    assert outside == []
+    assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+
+
+def _at_scale(page: Page, title: str) -> None:
+    _show(page, title)
+    graph = page.locator(".memkit-graph").first
+    # At first: a few hundred items at most, every one a named thing (no memory dots), with a count.
+    drawn = page.evaluate(COUNT, [title, None])
+    assert 50 <= drawn <= 300, drawn
+    assert page.evaluate(COUNT, [title, "Memory"]) == 0
+    nodes = page.evaluate(f"(t) => ({PICK})(t).__memkit.nodes.get()", title)
+    assert all(n["caption"] and not re.fullmatch(r"[0-9a-f-]{{36}}", n["caption"]) for n in nodes)
+    tp53 = next(n for n in nodes if n["caption"].startswith("TP53 ("))
+    assert tp53["group"] and tp53["count"] > 500
+    # Captions at the default fit: at least 11 px on screen, the biggest groups named, none overlapping.
+    captions = page.evaluate(CAPTIONS, title)
+    assert len(captions) >= 20 and all(c["px"] >= 11 for c in captions), captions[:3]
+    assert tp53["id"] in {c["id"] for c in captions}
+    # Styled by rule (size by the memories in a group, as the notebook asked): TP53 outgrows a rare gene.
+    assert page.evaluate(f"(t) => ({PICK})(t).dataset.sizeBy", title) == "count"
+    rare = min((n for n in nodes if n["type"] == "Entity"), key=lambda n: n["count"])
+    sizes = page.evaluate(f"([t, a, b]) => ({PICK})(t).__memkit.nodes.get([a, b]).map((n) => n.size)",
+                          [title, tp53["id"], rare["id"]])
+    assert sizes[0] > 2 * sizes[1], sizes
+    graph.screenshot(path=str(ARTIFACTS / "lab-graph-scale.png"))
+    # Colour by namespace: one colour here (one namespace), and its key under the legend.
+    graph.locator(".memkit-graph-colour-by").select_option("ns")
+    assert graph.locator(".memkit-graph-colour-key").inner_text().strip() == "ana / bio"
+    graph.locator(".memkit-graph-colour-by").select_option("type")
+
+    # Drag a node: it stays where it was put (pinned), and its panel offers to unpin it.
+    spot = page.evaluate(WHERE, [title, rare["caption"]])
+    page.mouse.move(spot["x"], spot["y"])
+    page.mouse.down()
+    page.mouse.move(spot["x"] + 60, spot["y"] + 40, steps=8)
+    page.mouse.up()
+    pinned = page.evaluate(f"([t, id]) => ({PICK})(t).__memkit.nodes.get(id).fixed", [title, rare["id"]])
+    assert pinned == {"x": True, "y": True}
+    assert graph.locator(".memkit-graph-unpin").count() == 1
+
+    # A click on an entity opens it: its newest memories arrive around it, each captioned when zoomed in.
+    canvas = page.locator(".memkit-graph-canvas").first.bounding_box()
+    assert canvas is not None
+    page.mouse.click(canvas["x"] + 5, canvas["y"] + 5)
+    page.wait_for_timeout(300)
+    spot = page.evaluate(WHERE, [title, tp53["caption"]])
+    page.mouse.click(spot["x"], spot["y"])
+    page.wait_for_function(f"(t) => Number(({PICK})(t).dataset.opened) > 0", arg=title, timeout=30_000)
+    memories = page.evaluate(COUNT, [title, "Memory"])
+    assert 0 < memories <= 60
+    assert "of" in page.locator(".memkit-graph-group").first.inner_text()  # "60 of 2,085 memories shown"
+    legend = page.evaluate(LEGEND, title)
+    assert legend["Memory"] == f"Memory ({memories})"
+    page.locator(".memkit-graph-fit-selection").first.click()
+    page.wait_for_timeout(300)
+    captions = page.evaluate(CAPTIONS, title)
+    assert all(c["px"] >= 11 for c in captions)
+    assert sum(c["id"] in set(page.evaluate(f"(t) => ({PICK})(t).__memkit.nodes.getIds("
+                                            "{filter: (n) => n.type === 'Memory'})", title)) for c in captions) >= 5
+    graph.screenshot(path=str(ARTIFACTS / "lab-graph-scale-open.png"))
+
+    # A memory's "used by runs": one click on the memory, one on the button, the runs are drawn.
+    used = page.evaluate(f"""(t) => ({PICK})(t).__memkit.nodes.get(
+        {{filter: (n) => n.type === 'Memory' && n.used_by && n.used_by.length}})[0]""", title)
+    assert used is not None, "a memory of TP53 was recalled by a run"
+    page.evaluate(f"([t, id]) => {{ const g = ({PICK})(t).__memkit; g.network.focus(id, {{scale: 1.5}}); }}",
+                  [title, used["id"]])
+    page.wait_for_timeout(200)
+    spot = page.evaluate(f"""([t, id]) => {{ const r = ({PICK})(t); const g = r.__memkit;
+        const p = g.network.canvasToDOM(g.network.getPositions([id])[id]);
+        const box = r.querySelector('canvas').getBoundingClientRect(); return {{x: box.x + p.x, y: box.y + p.y}}; }}""",
+                         [title, used["id"]])
+    page.mouse.click(spot["x"], spot["y"])
+    panel = graph.locator(".memkit-graph-props")
+    assert panel.locator(".memkit-graph-section").inner_text() == f"used by {len(used['used_by'])} runs"
+    before = page.evaluate(COUNT, [title, "Step"])
+    panel.locator(".memkit-graph-open-runs").click()
+    page.wait_for_function(f"([t, n]) => ({PICK})(t).__memkit.nodes.get({{filter: (x) => x.type === 'Step'}})"
+                           ".length > n", arg=[title, before], timeout=30_000)
+    steps = page.evaluate(f"(t) => ({PICK})(t).__memkit.nodes.get({{filter: (n) => n.type === 'Step'}})", title)
+    assert len(steps) - before == 5 * min(len(used["used_by"]), 6)  # the most recent runs, five ordered steps each
+    recalled = page.evaluate(f"""([t, id]) => ({PICK})(t).__memkit.edges.get(
+        {{filter: (e) => e.type === 'RECALLED' && e.to === id}}).length""", [title, used["id"]])
+    assert recalled == min(len(used["used_by"]), 6)
+    graph.screenshot(path=str(ARTIFACTS / "lab-graph-scale-runs.png"))
+
+    # Hiding a type changes its count in the legend; showing it again restores it.
+    entities = page.evaluate(LEGEND, title)["Entity"]
+    graph.locator(".memkit-graph-chip[data-type='Entity']").click()
+    hidden = page.evaluate(LEGEND, title)["Entity"]
+    assert hidden != entities and hidden.startswith("Entity (0 of ")
+    graph.locator(".memkit-graph-chip[data-type='Entity']").click()
+    assert page.evaluate(LEGEND, title)["Entity"] == entities
+
+    # The search box finds a memory that is not drawn, draws it, centres and highlights it.
+    search = graph.locator(".memkit-graph-search")
+    search.fill("note 17:")
+    search.press("Enter")
+    page.wait_for_function(f"(t) => {{ const r = ({PICK})(t); const n = r.__memkit.nodes.get(r.dataset.focused);"
+                           " return n && n.caption.startsWith('note 17:'); }", arg=title, timeout=30_000)
+    focused = page.evaluate(f"(t) => {{ const r = ({PICK})(t); return r.__memkit.nodes.get(r.dataset.focused); }}",
+                            title)
+    assert focused["type"] == "Memory"
+    assert page.evaluate(f"(t) => ({PICK})(t).__memkit.network.getSelectedNodes()", title) == [focused["id"]]
+    assert page.evaluate(WHERE, [title, focused["caption"]])["inside"]
+
+    # PNG export of the current view.
+    with page.expect_download() as info:
+        graph.locator(".memkit-graph-png").click()
+    path = info.value.path()
+    assert path is not None and Path(path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert page.evaluate(f"(t) => ({PICK})(t).querySelectorAll('img, script, a').length", title) == 0
+
+
+def _browser_at_scale(page: Page) -> None:
+    """The NamespaceBrowser on the same store: memories first, the table across the cell, the detail beside."""
+    cell = page.locator(".jp-CodeCell").nth(3)
+    cell.scroll_into_view_if_needed()
+    grid = cell.locator(".memkit-namespaces")
+    grid.locator("tbody tr").first.wait_for(timeout=60_000)
+    assert not any(t.startswith("step ") for t in grid.locator("tbody td.mk-col-text").all_inner_texts())
+    area = cell.locator(".jp-OutputArea-output").bounding_box()
+    table = grid.bounding_box()
+    assert area is not None and table is not None
+    assert table["width"] >= 0.9 * area["width"], (table, area)  # nothing opened: the table spans the cell
+    grid.locator("tbody tr").first.click()
+    detail = cell.locator(".memkit-detail")
+    detail.wait_for(timeout=30_000)
+    table, side = grid.bounding_box(), detail.bounding_box()
+    assert table is not None and side is not None
+    # beside it on this wide cell, never over it
+    assert side["x"] >= table["x"] + table["width"] - 1 or side["y"] >= table["y"] + table["height"] - 1
+    assert table["width"] >= 0.5 * area["width"]
+    # words wrap whole: no line of the memory text ends inside a word
+    assert detail.locator("pre").first.evaluate("p => getComputedStyle(p).wordBreak") == "normal"
+    # a column filter narrows the page; the switch shows the traces and the recalls
+    grid.locator(".mk-col-filter-text").fill("TP53")
+    page.wait_for_timeout(300)
+    texts = grid.locator("tbody td.mk-col-text").all_inner_texts()
+    assert texts and all("TP53" in t for t in texts)
+    cell.screenshot(path=str(ARTIFACTS / "lab-namespaces-scale.png"))
+    cell.locator(".widget-toggle-button", has_text="recalls").click()
+    page.wait_for_function("el => el.querySelector('.mk-total')?.textContent.startsWith('recalls')",
+                           arg=grid.element_handle(), timeout=30_000)
+    assert grid.locator("th", has_text="query").count() == 1
+    with page.expect_download() as info:
+        grid.locator(".mk-csv").click()
+    path = info.value.path()
+    assert path is not None and Path(path).read_text(encoding="utf-8").startswith("#,created,query")
+    # deleting asks first, naming what and how many
+    cell.locator(".widget-toggle-button", has_text="memories").click()
+    grid.locator("tbody tr").first.wait_for(timeout=30_000)
+    grid.locator("tbody tr").first.click()
+    cell.locator("button", has_text="delete").first.click()
+    cell.get_by_text("Delete 1 memory from").wait_for(timeout=30_000)
+    assert "Delete 1 memory from ana / bio" in cell.inner_text()
+    assert cell.locator("img, script").count() == 0
+
+
+def test_a_grouped_page_opens_groups_without_a_kernel(browser: Browser, site: tuple[str, Path]) -> None:  # noqa: F811
+    """`memkit graph --group entity`: the overview in a file, a click opening a group's first page."""
+    base, root = site
+    db = root / "g.db"
+    with memkit.open(f"sqlite:///{db}?embedder=none") as mem:
+        fill_scale(mem, n=1_000, runs=4)
+    out = root / "grouped.html"
+    done = subprocess.run([sys.executable, "-m", "memkit", "--url", f"sqlite:///{db}?embedder=none", "graph",
+                           "--html", str(out), "--user", "ana", "--agent", "bio", "--group", "entity"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    outside: list[str] = []
+    page = _guarded_page(browser, outside)
+    page.goto(f"{base}/grouped.html")
+    title = "namespace ana / bio"
+    _settled(page, title)
+    assert page.evaluate(COUNT, [title, "Memory"]) == 0
+    captions = page.evaluate(CAPTIONS, title)
+    assert captions and all(c["px"] >= 11 for c in captions)
+    tp53 = page.evaluate(f"(t) => ({PICK})(t).__memkit.nodes.get({{filter: (n) => n.caption.startsWith('TP53 (')}})[0]",
+                         title)
+    spot = page.evaluate(WHERE, [title, tp53["caption"]])
+    page.mouse.click(spot["x"], spot["y"])
+    page.wait_for_function(f"(t) => Number(({PICK})(t).dataset.opened) > 0", arg=title, timeout=10_000)
+    assert page.evaluate(COUNT, [title, "Memory"]) == min(60, tp53["count"])
+    assert "more in the live widget" in page.inner_text(".memkit-graph-message")
+    page.screenshot(path=str(ARTIFACTS / "graph-grouped-page.png"))
     assert _pwned(page) == [None] and outside == []

@@ -376,7 +376,15 @@ def _check_namespaces(page: Page, cell: Locator) -> None:
     grid = cell.locator(".memkit-namespaces")
     grid.locator("tbody tr").first.wait_for(timeout=30_000)
     texts = grid.locator("tbody td.mk-col-text").all_inner_texts()
-    assert any(t.startswith("step ") for t in texts)  # trace memories read as steps
+    assert not any(t.startswith("step ") for t in texts)  # memories first; the steps have their own switch
+    cell.locator(".widget-toggle-button", has_text="traces").click()
+    page.wait_for_function("el => el.querySelector('.mk-total')?.textContent.startsWith('traces')",
+                           arg=grid.element_handle(), timeout=30_000)
+    texts = grid.locator("tbody td.mk-col-text").all_inner_texts()
+    assert texts and all(t.startswith("step ") for t in texts)  # trace memories read as steps
+    cell.locator(".widget-toggle-button", has_text="memories").click()
+    page.wait_for_function("el => el.querySelector('.mk-total')?.textContent.startsWith('memories')",
+                           arg=grid.element_handle(), timeout=30_000)
     assert "data={" not in cell.inner_text() and "namespaces" in cell.inner_text()
     # Sort by a click on the header: oldest first.
     grid.locator("th", has_text="created").click()

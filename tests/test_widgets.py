@@ -58,16 +58,16 @@ def test_paging_walks_the_namespace_newest_first_without_overlap(small: memkit.M
     seen: list[str] = []
     assert browser.prev_button.disabled
     seen += _contents(browser)
-    assert browser.page_label.value == "rows 1–5 of 12"
+    assert browser.page_label.value == "memories 1–5 (of 12 records in the namespace)"
     browser.next_button.click()
     seen += _contents(browser)
-    assert browser.page_label.value == "rows 6–10 of 12"
+    assert browser.page_label.value == "memories 6–10 (of 12 records in the namespace)"
     browser.next_button.click()
     seen += _contents(browser)
     assert browser.next_button.disabled and not browser.prev_button.disabled
     assert seen == [f"note {n:02d} about {'TP53' if n % 3 == 0 else 'KRAS'}" for n in range(11, -1, -1)]
     browser.prev_button.click()
-    assert browser.page_label.value == "rows 6–10 of 12"
+    assert browser.page_label.value == "memories 6–10 (of 12 records in the namespace)"
 
 
 def test_metadata_filter_pages_only_matching_rows(small: memkit.Memory) -> None:
@@ -148,6 +148,8 @@ def test_trace_memories_read_as_steps_in_the_table_and_detail(tmp_path: Path) ->
                                       "error": "Connection reset by peer", "parameters": {"k": 1}}, user_id="u1")
         mem.add_trace("bio", "wf-1", {"tool": "bwa", "step_index": 0}, user_id="u1")  # no status
         browser = NamespaceBrowser(mem)
+        assert browser.rows.rows == []  # memories by default: trace steps have their own switch
+        browser.kind.value = "traces"
         texts = [r["text"] for r in browser.rows.rows]
         assert texts[1] == 'step 3 · bwa · failed · 2.1 s · "Connection reset by peer"'
         assert texts[0] == "step 0 · bwa · unknown"
@@ -386,7 +388,7 @@ def test_trace_replay_keeps_hostile_text_as_data(tmp_path: Path) -> None:
 
 
 def test_graph_explorer_caps_nodes_and_switches_scope(demo: memkit.Memory) -> None:
-    explorer = GraphExplorer(demo, max_nodes=10)
+    explorer = GraphExplorer(demo, max_nodes=10, group=None)  # the cut; tests/test_graph_groups.py has the groups
     explorer.namespace.value = ("alice", "bioinformatics")
     explorer.draw_button.click()
     assert explorer.view is not None and len(explorer.view.nodes) == 10
@@ -487,3 +489,35 @@ def test_the_views_on_a_store_that_keeps_no_recalls() -> None:
         explorer.scope.value = "workflow"
         explorer.draw()
         assert explorer.view is not None and not any(e.type == "RECALLED" for e in explorer.view.edges)
+
+
+def test_the_browser_switches_between_memories_traces_and_recalls(tmp_path: Path) -> None:
+    from memkit.traces import ExecutionHistory
+
+    with memkit.open(f"sqlite:///{tmp_path / 'k.db'}?embedder=none") as mem:
+        for user in ("ana", "ben"):  # two users, the same workflow id
+            mem.add(f"TP53 knockdown ({user})", user, "bio", {"gene": "TP53"})
+            history = ExecutionHistory(memory_provider=mem, workflow_id="wf", agent_id="bio", user_id=user,
+                                       run_id="r1")
+            with history.step("look_up", tool="memory"):
+                mem.search("TP53", user, "bio", limit=3, mode="keyword")
+            history.flush()
+        browser = NamespaceBrowser(mem)
+        browser.namespace.value = ("ana", "bio")
+        assert browser.kind.value == "memories" and [r["text"] for r in browser.rows.rows] == ["TP53 knockdown (ana)"]
+        browser.kind.value = "traces"
+        assert len(browser.rows.rows) == 1 and browser.rows.rows[0]["trace"]
+        browser.kind.value = "recalls"
+        assert browser.rows.kind == "recalls"
+        assert [r["text"] for r in browser.rows.rows] == ["TP53"] and "1 hits" in browser.rows.rows[0]["metadata"]
+        assert "ben" not in str(browser.rows.rows)
+        browser.kind.value = "memories"
+        assert browser.side.layout.display == "none"  # nothing opened: the table has the whole width
+        browser.rows.value = browser.items[0].id
+        assert browser.side.layout.display == "flex"
+        browser.delete_button.click()
+        text = browser.confirm_text.value
+        assert "Delete 1 memory from <b>ana / bio</b>" in text and "TP53 knockdown (ana)" in text
+        assert browser.confirm_button.description == "yes, delete this memory"
+        browser.cancel_button.click()
+        assert mem.get(browser.items[0].id) is not None

@@ -18,10 +18,13 @@ import anywidget
 import ipywidgets as w
 import traitlets
 
-from memkit._errors import MemkitError
+from memkit._errors import InvalidInputError, MemkitError
 from memkit._graphview import (
+    MEMBERS_SHOWN,
     GraphView,
+    _check_group,
     collapse_recall_nodes,
+    expansion,
     payload,
     select,
     style_edges,
@@ -37,6 +40,14 @@ from memkit.widgets._common import Panel, status_html
 from memkit.widgets._common import workflows as list_workflows
 
 __all__ = ["GraphExplorer", "GraphWidget"]
+
+# Memories a grouped namespace view reads (the newest); groups keep the drawing small.
+GROUPED_LIMIT = 10_000
+SIZE_RULES = ("type", "count", "degree", "recalls")
+# "open these runs" draws this many (the most recent); the panel lists them all.
+RUNS_SHOWN = 6
+ROW = 150.0
+COLOUR_RULES = ("type", "ns", "kind")
 
 GraphFn = Callable[[Memory, str, str, str | None], MemoryGraph]
 ExpandFn = Callable[[GraphNode], MemoryGraph]
@@ -59,6 +70,8 @@ class GraphWidget(anywidget.AnyWidget):
     _css = traitlets.Unicode(_css()).tag(sync=True)
     data = traitlets.Dict().tag(sync=True)
     selected_id = traitlets.Unicode(None, allow_none=True).tag(sync=True)
+    # Styling rules: ``size_by`` one of type, count, degree, recalls; ``color_by`` one of type, ns, kind.
+    style = traitlets.Dict({"size_by": "type", "color_by": "type"}).tag(sync=True)
 
     def __init__(self, expand: ExpandFn | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -68,15 +81,108 @@ class GraphWidget(anywidget.AnyWidget):
         self._drawn: set[str] = set()
         self.on_msg(self._on_message)
 
-    def show(self, graph: MemoryGraph, max_nodes: int = 300, title: str = "", note: str = "") -> GraphView:
-        view = select(graph, max_nodes)
+    def show(self, graph: MemoryGraph, max_nodes: int = 300, title: str = "", note: str = "",
+             group: str | None = "auto") -> GraphView:
+        view = select(graph, max_nodes, group)
         view.note = note
-        self.graph = graph
+        self.graph = view.graph
         self.view = view
         self.selected_id = None
         self._drawn = {n.id for n in view.nodes}
+        self._shown: dict[str, int] = {}
         self.data = payload(view, title)
         return view
+
+    def open_group(self, group_id: str, offset: int | None = None) -> list[GraphNode]:
+        """Draw the next members of a group (a click on it does the same); returns the nodes added."""
+        if self.view is None or self.view.groups is None:
+            return []
+        start = self._shown.get(group_id, 0) if offset is None else offset
+        fresh, edges, where, remaining = expansion(self.view, group_id, self._drawn, start)
+        count = self.view.counts.get(group_id, 0)
+        shown = min(count, start + MEMBERS_SHOWN)
+        self._shown[group_id] = shown
+        node = self.graph.node(group_id)
+        kind = node.type.lower() if node is not None else "group"
+        self._send_nodes(fresh, edges, where, group_id, {
+            "group": group_id, "shown": shown,
+            "message": f"{len(fresh)} new node{'s' if len(fresh) != 1 else ''} from {kind}"
+                       + (f"; {remaining:,} more in it (its panel shows more)" if remaining else ""),
+        })
+        return fresh
+
+    def runs_of(self, memory_id: str) -> list[GraphNode]:
+        """The runs whose steps recalled ``memory_id`` (from the recall audit)."""
+        if self.view is None:
+            return []
+        from memkit._graphview import GraphIndex
+
+        groups = self.view.groups
+        index = groups.index if groups is not None and groups.index is not None else GraphIndex(self.graph)
+        return [index.by_id[t] for t in index.runs_that_recalled(memory_id) if t in index.by_id]
+
+    def open_runs(self, memory_id: str) -> list[GraphNode]:
+        """Draw the runs that recalled ``memory_id`` (the ``RUNS_SHOWN`` most recent), each as its ordered
+        steps with what they recalled, the memory to their left; returns the runs drawn."""
+        every = self.runs_of(memory_id)
+        total, runs = len(every), every[:RUNS_SHOWN]
+        if self.view is None or self.view.groups is None:
+            return runs
+        fresh: list[GraphNode] = []
+        edges: list[Any] = []
+        where: dict[str, tuple[float, float]] = {}
+        move: dict[str, list[float]] = {}
+        steps: list[str] = []
+        for row, run in enumerate(runs):
+            nodes, more_edges, places, _ = expansion(self.view, run.id, self._drawn | {n.id for n in fresh})
+            self._shown[run.id] = min(self.view.counts.get(run.id, 0), MEMBERS_SHOWN)
+            fresh.extend(nodes)
+            edges.extend(more_edges)
+            steps.extend(self.view.groups.members.get(run.id, [])[:MEMBERS_SHOWN])
+            # runs stacked one under the other, each read left to right from its run node
+            where.update({k: (x, y + ROW * row) for k, (x, y) in places.items()})
+            move[run.id] = [0.0, ROW * row]  # a run already drawn comes along
+        # the memory to the left of its runs: the picture of who used it reads on its own
+        move[memory_id] = [-260.0, ROW / 2 * max(len(runs) - 1, 0)]
+        # a run reads as its steps and what they recalled; each step's tool is in its caption
+        edges = [e for e in edges if e.type != "USES_TOOL"]
+        self._send_nodes(fresh, edges, where, memory_id, {
+            "anchor": memory_id, "beside": True, "move": move, "focus": [memory_id, *(r.id for r in runs), *steps],
+            "message": f"{len(runs)} run{'s' if len(runs) != 1 else ''} that recalled this memory"
+                       + (f" (the most recent of {total})" if total > len(runs) else ""),
+        })
+        return runs
+
+    def find(self, query: str) -> GraphNode | None:
+        """Draw (if needed) and focus the first node whose caption matches ``query``, drawn or not."""
+        from memkit._graphview import caption
+
+        q = query.strip().lower()
+        if not q or self.view is None:
+            return None
+        candidates = [n for n in self.graph.nodes if n.type != "Recall"]
+        hit = next((n for n in candidates if caption(n).lower() == q), None) or next(
+            (n for n in candidates if q in caption(n).lower()), None)
+        if hit is None:
+            self.send({"event": "error", "message": f'no node matches "{query.strip()}"'})
+            return None
+        fresh = [] if hit.id in self._drawn else [hit]
+        ids = self._drawn | {hit.id}
+        edges = [e for e in self.graph.edges if e.type != "HAS_MEMORY" and hit.id in (e.source, e.target)
+                 and e.source in ids and e.target in ids]
+        anchor = next((e.target if e.source == hit.id else e.source for e in edges), "")
+        self._send_nodes(fresh, edges, {hit.id: (60.0, 60.0)}, anchor, {
+            "anchor": anchor, "focus": [hit.id], "message": f'found {hit.type} "{caption(hit)}"'})
+        return hit
+
+    def _send_nodes(self, fresh: list[GraphNode], edges: list[Any], where: dict[str, tuple[float, float]],
+              anchor: str, extra: dict[str, Any]) -> None:
+        self._drawn.update(n.id for n in fresh)
+        styled = style_nodes(fresh, self.graph, layout="grouped", groups=self.view.groups if self.view else None)
+        for item in styled:
+            if item["id"] in where:
+                item["offset"] = list(where[item["id"]])
+        self.send({"event": "expanded", "id": anchor, "nodes": styled, "edges": style_edges(edges), **extra})
 
     @property
     def selected(self) -> GraphNode | None:
@@ -101,10 +207,19 @@ class GraphWidget(anywidget.AnyWidget):
         return found
 
     def _on_message(self, _: Any, content: Any, buffers: Any) -> None:
-        if not isinstance(content, dict) or content.get("event") != "expand" or not isinstance(content.get("id"), str):
+        if not isinstance(content, dict):
             return
+        event, target = content.get("event"), content.get("id")
         try:
-            self.expand(content["id"])
+            if event == "expand" and isinstance(target, str):
+                self.expand(target)
+            elif event == "open" and isinstance(target, str):
+                offset = content.get("offset")
+                self.open_group(target, offset if isinstance(offset, int) and offset >= 0 else None)
+            elif event == "runs" and isinstance(target, str):
+                self.open_runs(target)
+            elif event == "find" and isinstance(content.get("query"), str):
+                self.find(content["query"])
         except (MemkitError, ValueError) as exc:
             self.send({"event": "error", "message": f"{type(exc).__name__}: {exc}"})
 
@@ -120,11 +235,26 @@ class GraphExplorer(Panel):
         ``graph(mem, user_id, agent_id, workflow_id_or_None)`` returning a :class:`MemoryGraph`
         (default: :func:`memkit.graph.memory_graph` of the newest 1,000 memories).
     max_nodes
-        Initial node cap; over it the view keeps a representative part and says what it left out.
+        Initial node cap; over it the view groups memories (see ``group``).
+    group
+        ``"auto"`` (default): over ``max_nodes`` nodes, memories are folded into the entities that
+        mention them and steps into their runs, each group with its count, opened by a click;
+        ``"entity"``: always; ``None``: never (a representative cut instead).
+    size_by, color_by
+        Styling rules, also in the drawing's toolbar: size by ``"type"``, ``"count"`` (memories in a
+        group), ``"degree"`` or ``"recalls"`` (times a memory was recalled); colour by ``"type"``,
+        ``"ns"`` (namespace) or ``"kind"`` (entity kind).
     """
 
-    def __init__(self, mem: Memory, graph: GraphFn | None = None, max_nodes: int = 300) -> None:
+    def __init__(self, mem: Memory, graph: GraphFn | None = None, max_nodes: int = 300,
+                 group: str | None = "auto", size_by: str = "type", color_by: str = "type") -> None:
+        _check_group(group)
+        if size_by not in SIZE_RULES:
+            raise InvalidInputError(f"size_by must be one of {', '.join(SIZE_RULES)}, got {size_by!r}")
+        if color_by not in COLOUR_RULES:
+            raise InvalidInputError(f"color_by must be one of {', '.join(COLOUR_RULES)}, got {color_by!r}")
         self.mem = mem
+        self.group = group
         self._graph_fn: GraphFn = graph or _load_graph
         self.scope = w.ToggleButtons(options=["namespace", "workflow"], value="namespace")
         self.namespace = w.Dropdown(description="namespace", layout=w.Layout(width="420px"))
@@ -135,7 +265,8 @@ class GraphExplorer(Panel):
         self.recalls = w.Checkbox(value=True, description="what each step recalled", indent=False,
                                   layout=w.Layout(width="220px"))
         self.status = w.HTML()
-        self.canvas = GraphWidget(expand=lambda node: neighbourhood(self.mem, node, limit=50))
+        self.canvas = GraphWidget(expand=lambda node: neighbourhood(self.mem, node, limit=50),
+                                  style={"size_by": size_by, "color_by": color_by})
         self.widget = w.VBox([
             w.HBox([self.scope, self.max_nodes, self.draw_button]),
             self.namespace, w.HBox([self.workflow, self.recalls]), self.status, self.canvas,
@@ -195,11 +326,21 @@ class GraphExplorer(Panel):
             (user, agent), wf = self.namespace.value, None
             caption = f"namespace {user} / {agent}"
             count = self._counts.get((user, agent), 0)
-            if count > DEFAULT_GRAPH_LIMIT and self._graph_fn is _load_graph:
-                note = f"the newest {DEFAULT_GRAPH_LIMIT:,} of {count:,} memories; "
-        graph = self._guard(lambda: self._graph_fn(self.mem, user, agent, wf))
+            limit = GROUPED_LIMIT if self.group is not None else DEFAULT_GRAPH_LIMIT
+            if count > limit and self._graph_fn is _load_graph:
+                note = f"the newest {limit:,} of {count:,} memories; "
+        if self._graph_fn is _load_graph and self.group is not None:
+            graph = self._guard(lambda: memory_graph(self.mem, user, agent, wf, limit=GROUPED_LIMIT))
+        else:
+            graph = self._guard(lambda: self._graph_fn(self.mem, user, agent, wf))
         if graph is None:
             return
+        if wf is None and isinstance(self.mem.provider, SupportsRecalls):
+            # which runs recalled each memory: the namespace's own recall audit
+            loaded = graph
+            graph = self._guard(lambda: _with_namespace_recalls(self.mem, loaded, user, agent))
+            if graph is None:
+                return
         if wf is not None:
             shown = graph if self.recalls.value else MemoryGraph(
                 [n for n in graph.nodes if n.type != "Recall"],
@@ -208,7 +349,7 @@ class GraphExplorer(Panel):
                                 else collapse_recall_nodes(shown))
             if graph is None:
                 return
-        self.canvas.show(graph, self.max_nodes.value, caption, note)
+        self.canvas.show(graph, self.max_nodes.value, caption, note, self.group)
         self.status.value = ""  # the drawing says what it shows; the status line is for problems
 
     def summary(self) -> str:
@@ -223,6 +364,16 @@ def _recalled(mem: Memory, graph: MemoryGraph, workflow_id: str) -> MemoryGraph:
     recalls = mem.recalls(workflow_id=workflow_id)
     ids = dict.fromkeys(hit.id for r in recalls for hit in r.hits)
     return with_recalls(graph, recalls, {memory_id: mem.get(memory_id) for memory_id in ids})
+
+
+def _with_namespace_recalls(mem: Memory, graph: MemoryGraph, user_id: str, agent_id: str) -> MemoryGraph:
+    """``graph`` with a ``RECALLED`` edge from each of its steps to each memory of it that step recalled."""
+    have = {n.id for n in graph.nodes}
+    # only this namespace's memories: a hit elsewhere would draw another namespace
+    recalls = [r.model_copy(update={"hits": [h for h in r.hits if h.id in have]})
+               for r in mem.recalls(user_id=user_id, agent_id=agent_id)
+               if r.user_id == user_id and r.agent_id == agent_id]
+    return with_recalls(graph, recalls, {})
 
 
 def _load_graph(mem: Memory, user_id: str, agent_id: str, workflow_id: str | None = None) -> MemoryGraph:

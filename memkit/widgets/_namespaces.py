@@ -19,6 +19,9 @@ from memkit._sync import Memory
 from memkit.widgets._common import AnyPanel, Panel, T, esc, pretty, search_modes, status_html, table_html, when
 
 _LEGS = ("keyword", "semantic")
+# What the switch above the table shows; memories leave the trace steps out, traces are only them.
+KINDS = ("memories", "traces", "recalls")
+_KIND_FILTER: dict[str, dict[str, Any]] = {"memories": {"type": {"$ne": "trace"}}, "traces": {"type": "trace"}}
 
 
 class NamespaceGrid(AnyPanel):
@@ -34,6 +37,7 @@ class NamespaceGrid(AnyPanel):
     caption = t.Unicode("").tag(sync=True)
     empty_text = t.Unicode("no memories here").tag(sync=True)
     hidden_columns = t.List(t.Unicode()).tag(sync=True)
+    kind = t.Unicode("memories").tag(sync=True)  # memories, traces or recalls: the column names follow
 
 
 def _legs(item: MemoryItem) -> list[dict[str, Any]]:
@@ -93,6 +97,8 @@ class NamespaceBrowser(Panel):
 
         self.overview = w.HTML()
         self.namespace = w.Dropdown(description="namespace", layout=w.Layout(width="420px"))
+        self.kind = w.ToggleButtons(options=list(KINDS), value="memories",
+                                    tooltips=["memories the agent stored", "trace steps", "recorded searches"])
         self.refresh_button = w.Button(description="refresh", icon="refresh", layout=w.Layout(width="90px"))
         self.query = w.Text(placeholder="search text (empty = browse newest first)", layout=w.Layout(width="360px"))
         self.mode = w.Dropdown(options=["keyword"], value="keyword", description="mode", layout=w.Layout(width="200px"))
@@ -103,27 +109,33 @@ class NamespaceBrowser(Panel):
         self.next_button = w.Button(description="older ▶", disabled=True)
         self.page_label = w.HTML(layout=w.Layout(display="none"))  # the grid's caption says the same
         self.status = w.HTML()
-        self.rows = NamespaceGrid(layout=w.Layout(flex="3 1 0", min_width="0"))
-        self.detail = w.HTML(layout=w.Layout(flex="2 1 0", min_width="0"))
+        # The table spans the cell; the detail sits beside it on a wide cell, below it on a narrow one
+        # (the row wraps), and is not there at all until a row is opened.
+        self.rows = NamespaceGrid(layout=w.Layout(flex="3 1 560px", min_width="0"))
+        self.detail = w.HTML(layout=w.Layout(min_width="0"))
         self.delete_button = w.Button(description="delete…", icon="trash", button_style="danger", disabled=True)
         self.confirm_button = w.Button(description="yes, delete it", button_style="danger")
         self.cancel_button = w.Button(description="cancel")
         self.confirm_text = w.HTML()
         self.confirm_box = w.HBox([self.confirm_text, self.confirm_button, self.cancel_button],
-                                  layout=w.Layout(display="none"))
+                                  layout=w.Layout(display="none", flex_flow="row wrap"))
+        self.side = w.VBox([self.detail, self.delete_button, self.confirm_box],
+                           layout=w.Layout(flex="2 1 380px", min_width="0", display="none"))
 
         self.widget = w.VBox([
             self.overview,
-            w.HBox([self.namespace, self.refresh_button]),
+            w.HBox([self.namespace, self.refresh_button, self.kind]),
             w.HBox([self.query, self.mode]),
             w.HBox([self.filters, self.search_button, self.clear_button]),
             self.status,
             w.HBox([self.prev_button, self.next_button, self.page_label]),
-            w.HBox([self.rows, w.VBox([self.detail, self.delete_button], layout=w.Layout(flex="2 1 0"))]),
-            self.confirm_box,
-        ])
+            w.Box([self.rows, self.side], layout=w.Layout(display="flex", flex_flow="row wrap", width="100%",
+                                                          align_items="flex-start", grid_gap="12px")),
+        ], layout=w.Layout(width="100%"))
+        self.widget.add_class("memkit-namespace-browser")
 
         self.namespace.observe(self._on_namespace, names="value")
+        self.kind.observe(lambda _: self._on_kind(), names="value")
         self.refresh_button.on_click(lambda _: self.refresh())
         self.search_button.on_click(lambda _: self.run_search())
         # Enter in either box submits (the value only changes on Enter or leaving the box).
@@ -228,14 +240,56 @@ class NamespaceBrowser(Panel):
             raise InvalidInputError('the metadata filter must be a JSON object, e.g. {"gene": "TP53"}')
         return parsed
 
+    def _on_kind(self) -> None:
+        self.offset = 0
+        self.rows.kind = self.kind.value
+        self.run_search() if self.query.value.strip() and self.kind.value != "recalls" else self.show_page()
+
+    def _kind_filters(self) -> dict[str, Any] | None:
+        """The user's filter with the switch's: a ``type`` the user asks for wins."""
+        mine = self._parsed_filters()
+        wanted = _KIND_FILTER.get(self.kind.value)
+        if wanted is None or (mine is not None and "type" in mine):
+            return mine
+        return {**wanted, **(mine or {})}
+
+    def show_recalls(self) -> None:
+        """The namespace's recorded searches, newest first: query, mode, hits, and the step that searched."""
+        if self.namespace.value is None:
+            return
+        user, agent = self.namespace.value
+        if not isinstance(self.mem.provider, SupportsRecalls):
+            self._show([], "this store keeps no recalls")
+            return
+        found = self._guard(lambda: self.mem.recalls(user_id=user, agent_id=agent))
+        if found is None:
+            return
+        # another namespace's recall never shows here, whatever the store returned
+        mine = [r for r in found if r.user_id == user and r.agent_id == agent][::-1]
+        page = mine[self.offset:self.offset + self.page_size]
+        self._has_more = len(mine) > self.offset + self.page_size
+        self.items = []
+        self.status.value = ""
+        self.prev_button.disabled = self.offset == 0
+        self.next_button.disabled = not self._has_more
+        where = f"recalls {self.offset + 1 if page else 0}–{self.offset + len(page)} of {len(mine):,}"
+        self.rows.caption = where
+        self.rows.empty_text = "no recorded searches here"
+        self.rows.rows = [_recall_row(self.offset + n, r) for n, r in enumerate(page, start=1)]
+        self.rows.value = ""
+        self._select(None)
+
     def show_page(self) -> None:
         """Show the page at ``offset`` (newest first, filter applied)."""
         if self.namespace.value is None:
             return
+        if self.kind.value == "recalls":
+            self.show_recalls()
+            return
         user, agent = self.namespace.value
 
         def fetch() -> list[MemoryItem]:
-            filters = self._parsed_filters()
+            filters = self._kind_filters()
             # One extra row says whether an older page exists without counting the namespace.
             return self.mem.get_page(user, agent, offset=self.offset, limit=self.page_size + 1, filters=filters)
 
@@ -244,10 +298,11 @@ class NamespaceBrowser(Panel):
             return
         self._has_more = len(items) > self.page_size
         items = items[: self.page_size]
+        span = f"{self.offset + 1 if items else 0}–{self.offset + len(items)}"
         if self.filters.value.strip():
-            where = f"rows {self.offset + 1 if items else 0}–{self.offset + len(items)} matching the filter"
+            where = f"{self.kind.value} {span} matching the filter"
         else:
-            where = f"rows {self.offset + 1 if items else 0}–{self.offset + len(items)} of {self.count:,}"
+            where = f"{self.kind.value} {span} (of {self.count:,} records in the namespace)"
         self._show(items, where)
 
     def _page(self, step: int) -> None:
@@ -260,14 +315,14 @@ class NamespaceBrowser(Panel):
             return
         self.offset = 0
         text = self.query.value.strip()
-        if not text:
+        if not text or self.kind.value == "recalls":
             self.show_page()
             return
         user, agent = self.namespace.value
         mode = self.mode.value
 
         def fetch() -> list[MemoryItem]:
-            return self.mem.search(text, user, agent, self.page_size, self._parsed_filters(), mode=mode)
+            return self.mem.search(text, user, agent, self.page_size, self._kind_filters(), mode=mode)
 
         items = self._guard(fetch)
         if items is None:
@@ -297,18 +352,8 @@ class NamespaceBrowser(Panel):
 
     @staticmethod
     def _row(n: int, item: MemoryItem) -> dict[str, Any]:
-        meta = {k: v for k, v in item.metadata.items() if k != "trace"} if is_trace(item) else item.metadata
-        meta_text = printable(json.dumps(meta, default=str, ensure_ascii=False, sort_keys=True))
-        trace = is_trace(item)
-        return {
-            "n": n, "id": item.id, "short_id": item.id[:8],
-            "created": format_time(item.created_at),
-            "created_ts": item.created_at.timestamp() if item.created_at else None,
-            "score": round(float(item.score), 4) if item.score is not None else None, "legs": _legs(item),
-            "text": summary(item, 140), "full": summary(item, 2000) if trace else printable(item.content),
-            "metadata": shorten(meta_text, 70), "metadata_full": meta_text,
-            "trace": trace, "status": step_fields(item)["status"] if trace else None,
-        }
+        return _memory_row(n, item)
+
 
     # -- detail and delete -----------------------------------------------------------
 
@@ -320,6 +365,7 @@ class NamespaceBrowser(Panel):
         item = next((i for i in self.items if i.id == memory_id), None)
         self.selected = item
         self.delete_button.disabled = item is None
+        self.side.layout.display = "none" if item is None else "flex"
         if item is None:
             self.detail.value = ""
             return
@@ -353,7 +399,8 @@ class NamespaceBrowser(Panel):
             )
             score = f"<b>score {item.score:.3f}</b>{lines}"
         self.detail.value = (
-            '<div class="memkit-detail" style="border-left:1px solid #ddd;padding-left:8px">'
+            '<div class="memkit-detail" style="border-left:1px solid #ddd;padding-left:8px;'
+            'overflow-wrap:break-word;word-break:normal;max-height:520px;overflow:auto">'
             f"{head}{body}{score}{self._recalled_html(item)}</div>"
         )
 
@@ -396,7 +443,12 @@ class NamespaceBrowser(Panel):
     def _ask_delete(self) -> None:
         if self.selected is None:
             return
-        self.confirm_text.value = f"Delete memory <b>{esc(self.selected.id)}</b>? This cannot be undone."
+        item = self.selected
+        what = "trace step" if is_trace(item) else "memory"
+        self.confirm_text.value = (
+            f"Delete 1 {what} from <b>{esc(item.user_id)} / {esc(item.agent_id)}</b>: "
+            f"“{esc(shorten(summary(item, 80), 80))}” (id {esc(item.id)})? This cannot be undone.")
+        self.confirm_button.description = f"yes, delete this {what}"
         self.confirm_box.layout.display = "flex"
 
     def _hide_confirm(self) -> None:
@@ -418,3 +470,30 @@ class NamespaceBrowser(Panel):
     def summary(self) -> str:
         ns = "/".join(self.namespace.value) if self.namespace.value else "-"
         return f"NamespaceBrowser: {len(self._infos)} namespaces; showing {ns}, {len(self.items)} rows"
+
+
+def _recall_row(n: int, r: Recall) -> dict[str, Any]:
+    where = " · ".join(str(x) for x in (r.workflow_id, r.run_id, r.step_name) if x) or "outside any step"
+    ids = ", ".join(h.id[:8] for h in r.hits)
+    return {
+        "n": n, "id": r.id, "short_id": r.id[:8], "created": format_time(r.created_at),
+        "created_ts": r.created_at.timestamp() if r.created_at else None, "score": None, "legs": [],
+        "text": shorten(printable(r.query), 140), "full": printable(r.query),
+        "metadata": f"{r.mode or r.kind} · {len(r.hits)} hits · {where}", "metadata_full": f"{where}\nhits: {ids}",
+        "trace": False, "status": None,
+    }
+
+
+def _memory_row(n: int, item: MemoryItem) -> dict[str, Any]:
+    meta = {k: v for k, v in item.metadata.items() if k != "trace"} if is_trace(item) else item.metadata
+    meta_text = printable(json.dumps(meta, default=str, ensure_ascii=False, sort_keys=True))
+    trace = is_trace(item)
+    return {
+        "n": n, "id": item.id, "short_id": item.id[:8],
+        "created": format_time(item.created_at),
+        "created_ts": item.created_at.timestamp() if item.created_at else None,
+        "score": round(float(item.score), 4) if item.score is not None else None, "legs": _legs(item),
+        "text": summary(item, 140), "full": summary(item, 2000) if trace else printable(item.content),
+        "metadata": shorten(meta_text, 70), "metadata_full": meta_text,
+        "trace": trace, "status": step_fields(item)["status"] if trace else None,
+    }
