@@ -273,3 +273,44 @@ def test_recall_counts_keep_two_runs_of_one_workflow_apart() -> None:
         assert sorted(zip(counts.user_id, counts.recalls, strict=True)) == [("alice", 1), ("bob", 3)]
         (recall,) = mem.recalls(user_id="alice", agent_id=SEARCHED)
         assert (recall.trace_user_id, recall.trace_agent_id) == ("alice", SEARCHED)
+
+
+def test_recalls_recorded_before_they_kept_their_step_namespace_are_attributed_on_upgrade(tmp_path: Path) -> None:
+    """A version 7 store: recalls name no step namespace. Upgrading gives each the one namespace
+    holding its step; where two do, it is given to neither; where the searched one does, it stays."""
+    import sqlite3
+
+    from memkit.adapters._sqlite._schema import SCHEMA_VERSION
+
+    path = tmp_path / "v7.db"
+    with memkit.open(f"sqlite:///{path}?embedder=none") as mem:
+        for user in USERS:
+            mem.add("TP53 is mutated in sample 7", user, SEARCHED)
+        # the seed's default: steps written as "system" while alice's searches read her namespace
+        system = ExecutionHistory(memory_provider=mem, workflow_id="wf-sys", agent_id=SEARCHED)
+        with system.step("look", tool="search"):
+            mem.search("TP53", "alice", SEARCHED)
+        # the same workflow run by two agents of "system": which one's was it? Not said, not guessed.
+        for agent in ("a1", "a2"):
+            history = ExecutionHistory(memory_provider=mem, workflow_id="wf-two", agent_id=agent)
+            with history.step("look", tool="search"):
+                mem.search("TP53", "bob", SEARCHED)
+        # alice's and bob's own runs of wf-1, each searching their own namespace
+        for user in USERS:
+            history = ExecutionHistory(memory_provider=mem, workflow_id=WORKFLOW, agent_id=SEARCHED, user_id=user)
+            with history.step("look", tool="search"):
+                mem.search("TP53", user, SEARCHED)
+        before = frames.runs_frame(mem).set_index(["workflow_id", "user_id", "agent_id"])["recalls"].to_dict()
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("UPDATE recalls SET body = json_remove(body, '$.trace_user_id', '$.trace_agent_id')")
+    conn.execute("PRAGMA user_version = 7")
+    conn.close()
+    with memkit.open(f"sqlite:///{path}?embedder=none") as mem:
+        after = frames.runs_frame(mem).set_index(["workflow_id", "user_id", "agent_id"])["recalls"].to_dict()
+        assert after == {**before, ("wf-two", "system", "a1"): 0, ("wf-two", "system", "a2"): 0}
+        assert before[("wf-sys", "system", SEARCHED)] == 1 and before[(WORKFLOW, "alice", SEARCHED)] == 1
+        assert {(r.workflow_id, r.trace_user_id) for r in mem.recalls()} == {
+            ("wf-sys", "system"), ("wf-two", None), (WORKFLOW, None)}
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    conn.close()
