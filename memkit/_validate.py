@@ -35,8 +35,8 @@ class Limits:
     max_metadata_bytes
         Largest metadata, measured as compact UTF-8 JSON.
     max_metadata_depth
-        Deepest nesting of dicts and lists inside metadata (and trace data), at most
-        :data:`MAX_DEPTH_LIMIT`: stores, views and exports walk nested values recursively.
+        Deepest nesting of dicts and lists inside metadata (and trace data), at most 200:
+        stores, views and exports walk nested values recursively.
     max_limit
         Largest ``limit`` for ``search`` and ``get_all``.
     max_query_chars

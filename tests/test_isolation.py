@@ -144,6 +144,7 @@ def _check_frames(mem: memkit.Memory, own: Own, other: Own) -> None:
     states = list(frames.replay(mem, WORKFLOW, user_id=user, agent_id=agent))
     assert len(states) == len(own.steps) and set(states[-1].steps.index) == own.steps
 
+    assert frames.tool_stats(mem, user_id=user, agent_id=agent)["steps"].sum() == len(own.steps)
     for recall_id in sorted(own.recalls)[:2]:
         replayed = frames.replay_recall(mem, recall_id)
         assert set(replayed.memory_id) <= own.memories
