@@ -1,5 +1,6 @@
 """Two researchers on one store, running the same workflow ids over the same memory texts: every
-frame, view model, CLI command and MCP tool that reads recalls or traces shows each one only their own.
+frame, view model, CLI command and MCP tool that reads recalls or traces shows each one only their own
+(SQLite, memory://, real FalkorDB and Neo4j, and Mem0, whose recalls memkit keeps beside it).
 
 Runs written without a ``run_id`` are keyed by ``workflow_id``, so alice's and bob's runs of ``wf-1``
 share every key but the namespace; their memories share every text but the id. Whatever one of them
@@ -51,6 +52,12 @@ class Own:
     per_step: dict[int, int] = field(default_factory=dict)  # step_index -> searches it made
 
     @property
+    def records(self) -> set[str]:
+        """What a search of theirs may return: their memories, and their steps' own records where
+        a step is stored in the namespace searched (a semantic search returns those too)."""
+        return self.memories | self.steps
+
+    @property
     def everything(self) -> set[str]:
         return self.memories | self.steps | self.recalls
 
@@ -65,10 +72,12 @@ scenarios = st.fixed_dictionaries({
 })
 
 
-@pytest.fixture(params=["memory", "sqlite", "falkordb", "neo4j"])
+@pytest.fixture(params=["memory", "sqlite", "falkordb", "neo4j", "mem0"])
 def url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
     if request.param == "memory":
         return "memory://"
+    if request.param == "mem0":  # real mem0 code, offline; its recalls in memkit's SQLite file beside it
+        return f"mem0:///{tmp_path_factory.mktemp('iso-mem0')}"
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path_factory.mktemp('iso') / 'iso.db'}?embedder=none"
     if request.param == "falkordb":
@@ -121,7 +130,7 @@ def _check_frames(mem: memkit.Memory, own: Own, other: Own) -> None:
     user, agent = own.user, own.trace_agent
     df = frames.recalls_frame(mem, WORKFLOW, user_id=user, agent_id=SEARCHED)
     assert set(df.recall_id) == own.recalls
-    assert set(df.memory_id.dropna()) <= own.memories
+    assert set(df.memory_id.dropna()) <= own.records
 
     counts = frames.recall_counts(mem, WORKFLOW, user_id=user, agent_id=agent)
     assert dict(zip(counts.step_index, counts.recalls, strict=True)) == own.per_step
@@ -147,7 +156,7 @@ def _check_frames(mem: memkit.Memory, own: Own, other: Own) -> None:
     assert frames.tool_stats(mem, user_id=user, agent_id=agent)["steps"].sum() == len(own.steps)
     for recall_id in sorted(own.recalls)[:2]:
         replayed = frames.replay_recall(mem, recall_id)
-        assert set(replayed.memory_id) <= own.memories
+        assert set(replayed.memory_id) <= own.records
     assert not set(frames.memories_frame(mem, user_id=user, agent_id=SEARCHED).index) & other.everything
 
 
@@ -166,7 +175,7 @@ def _check_views(mem: memkit.Memory, own: Own, other: Own) -> None:
         detail = panel.detail
         seen_recalls |= {r["id"] for r in detail["recalls"]}
         hits = {h["id"] for r in detail["recalls"] for h in r["hits"]}
-        assert hits <= own.memories
+        assert hits <= own.records
         assert all(r["namespace"] == f"{user} / {SEARCHED}" for r in detail["recalls"])
         for memory_id in sorted(hits)[:2]:
             opened = panel.open_memory(memory_id)
@@ -188,7 +197,7 @@ def _check_views(mem: memkit.Memory, own: Own, other: Own) -> None:
     drawn = {n.id for n in view.nodes if n.type in ("Memory", "Step", "Recall")}
     assert not drawn & other.everything
     recalled = {e.target for e in view.edges if e.type == "RECALLED"}
-    assert recalled <= own.memories
+    assert recalled <= own.records
     graph = memory_graph(mem, user_id=user, agent_id=agent, workflow_id=WORKFLOW)
     assert not {n.id for n in graph.nodes} & other.everything
 
@@ -210,7 +219,7 @@ def _check_cli(url: str, own: Own, other: Own, tmp: Path, capsys: pytest.Capture
     capsys.readouterr()
     assert main(["--url", url, "search", "TP53 sample", "--user", user, "--agent", SEARCHED, "--json"]) == 0
     found = {json.loads(line)["id"] for line in capsys.readouterr().out.splitlines() if line.strip()}
-    assert found and found <= own.memories
+    assert found and found <= own.records
 
 
 async def _check_mcp(mem: memkit.Memory, own: Own, other: Own) -> None:
@@ -218,7 +227,7 @@ async def _check_mcp(mem: memkit.Memory, own: Own, other: Own) -> None:
     server = McpMemory(mem.provider, Access.from_flags(None, None, [f"{user}/{SEARCHED}", f"{user}/{agent}"], True))
     try:
         answer = await server.call("recall", {"query": "TP53 sample", "namespace": f"{user}/{SEARCHED}"})
-        assert {r["id"] for r in answer["results"]} <= own.memories
+        assert {r["id"] for r in answer["results"]} <= own.records
         for label in {f"{user}/{SEARCHED}", f"{user}/{agent}"}:
             recent = await server.read(f"memkit://namespace/{label}/recent")
             assert not [i for i in other.everything if i in recent]
@@ -234,7 +243,7 @@ async def _check_mcp(mem: memkit.Memory, own: Own, other: Own) -> None:
 def test_two_namespaces_sharing_workflow_ids_and_texts_never_see_each_other(
     url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    examples = 12 if url.startswith(("memory", "sqlite")) else 4
+    examples = 12 if url.startswith(("memory", "sqlite")) else 3 if url.startswith("mem0") else 4
 
     @settings(max_examples=examples, deadline=None, database=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -247,9 +256,10 @@ def test_two_namespaces_sharing_workflow_ids_and_texts_never_see_each_other(
                 _check_frames(mem, owns[user], owns[other])
                 _check_views(mem, owns[user], owns[other])
                 run_sync(_check_mcp(mem, owns[user], owns[other]))
-            if not url.startswith("memory"):
+            if not url.startswith(("memory", "mem0")):
                 # The CLI opens the store again in this process; a memory:// store lives only in
-                # the Memory that made it, so there is nothing for the CLI to open.
+                # the Memory that made it, so there is nothing for the CLI to open, and mem0's
+                # embedded vector store is locked by the Memory that has it open.
                 mem.recalls()  # SQLite: write the queued recalls the CLI's own connection reads
                 for user, other in (USERS, USERS[::-1]):
                     _check_cli(url, owns[user], owns[other], tmp_path, capsys)
