@@ -17,6 +17,14 @@ batches, SQLite's own page writes and checkpoints included), their sum (``record
 and that as a share of a search's CPU time with recording off.
 Differences of wall times swing by tens of percent on a loaded machine; the last two
 columns do not.
+
+    python bench/recalls.py --durable --sizes 10000 --modes keyword
+
+``--durable`` measures what ``durable_recalls=True`` costs instead: blocks of trace steps
+(each ``--searches`` recorded searches, then the step stored with ``add_trace``), alternating
+durable off and on in one store; per step, the median block's wall and CPU time (queued recall
+writes included: a block ends by writing them) and the median time to store the step (the
+write that, when durable, carries its recalls).
 """
 
 from __future__ import annotations
@@ -121,12 +129,62 @@ async def bench(n: int, mode: str, limit: int, rounds: int, queries_per_block: i
     return row
 
 
+async def step_block(
+    store: SQLiteAdapter, queries: list[str], mode: str, limit: int, searches: int, label: str
+) -> tuple[list[float], float, float]:
+    """Steps of ``searches`` recorded searches each, then ``add_trace``: each step's store time, and
+    the block's wall and CPU time per step, its queued recall writes included."""
+    stores = []
+    start, cpu = time.perf_counter(), time.process_time()
+    steps = len(queries) // searches
+    for index in range(steps):
+        with memkit.recall_scope("bench", step=f"{label} {index}", step_index=index, run_id=label):
+            for query in queries[index * searches : (index + 1) * searches]:
+                await store.search(query, *NS, limit=limit, mode=mode)
+        t0 = time.perf_counter()
+        await store.add_trace(NS[1], "bench", {"step_name": f"{label} {index}", "tool": "search",
+                                               "status": "success", "step_index": index, "run_id": label},
+                              user_id=NS[0])
+        stores.append(time.perf_counter() - t0)
+    await store.recalls(workflow_id="settle")  # reading recalls writes the queued ones first
+    return stores, (time.perf_counter() - start) / steps, (time.process_time() - cpu) / steps
+
+
+async def bench_durable(
+    n: int, mode: str, limit: int, rounds: int, queries_per_block: int, searches: int, tmp: Path
+) -> dict[str, Any]:
+    store = await build(tmp / f"durable_{n}_{mode}.db", n, None if mode == "keyword" else "default")
+    queries = make_queries(make_texts(n, seed=n), queries_per_block, seed=7)
+    await step_block(store, queries, mode, limit, searches, "warm")
+    runs: dict[bool, tuple[list[float], list[float], list[float]]] = {False: ([], [], []), True: ([], [], [])}
+    for round_ in range(rounds):
+        for durable in (True, False) if round_ % 2 else (False, True):
+            store.durable_recalls = durable
+            stores, wall, cpu = await step_block(store, queries, mode, limit, searches, f"{durable}-{round_}")
+            runs[durable][0].extend(stores)
+            runs[durable][1].append(wall)
+            runs[durable][2].append(cpu)
+    await store.aclose()
+    row: dict[str, Any] = {"memories": n, "mode": mode, "limit": limit, "searches_per_step": searches,
+                           "steps": sum(len(r[0]) for r in runs.values())}
+    for label, index in (("store", 0), ("step", 1), ("step_cpu", 2)):
+        off, on = statistics.median(runs[False][index]), statistics.median(runs[True][index])
+        row[f"{label}_batched_ms"] = round(off * 1e3, 3)
+        row[f"{label}_durable_ms"] = round(on * 1e3, 3)
+        row[f"{label}_overhead_%"] = round(100 * (on - off) / off, 1)
+    return row
+
+
 async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         for n in args.sizes:
             for mode in args.modes:
-                rows.append(await bench(n, mode, args.limit, args.rounds, args.queries, Path(folder)))
+                if args.durable:
+                    rows.append(await bench_durable(n, mode, args.limit, args.rounds, args.queries, args.searches,
+                                                    Path(folder)))
+                else:
+                    rows.append(await bench(n, mode, args.limit, args.rounds, args.queries, Path(folder)))
                 print(rows[-1], file=sys.stderr)
     return rows
 
@@ -138,6 +196,9 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--queries", type=int, default=25, help="queries per block")
+    parser.add_argument("--durable", action="store_true",
+                        help="measure durable_recalls=True against batched recall writes, per trace step")
+    parser.add_argument("--searches", type=int, default=2, help="recorded searches per step (--durable)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     rows = asyncio.run(main_async(args))

@@ -36,7 +36,7 @@ from memkit._display import format_time, printable, shorten, status_of, summary
 from memkit._errors import InvalidInputError, missing_extra
 from memkit._graphschema import edge_id, record_parts
 from memkit._models import MemoryItem
-from memkit._recall import Recall
+from memkit._recall import Recall, step_namespace
 from memkit._records import from_us
 from memkit.graph import GraphEdge, GraphNode, MemoryGraph, _record, node_properties
 
@@ -261,18 +261,20 @@ def with_recalls(graph: MemoryGraph, recalls: Iterable[Recall],
                  current: dict[str, MemoryItem | None]) -> MemoryGraph:
     """``graph`` (a workflow's) with a ``RECALLED`` edge from each step to each memory it recalled.
 
-    A step is matched by workflow, run and step index; a recall of a step not in the graph is
-    left out. ``current`` maps memory ids to the memory as stored now (``None``: deleted since,
-    drawn from the recall's snapshot, greyed and marked ``deleted``).
+    A step is matched by its namespace, workflow, run and step index (two users' runs of one
+    workflow share the rest); a recall of a step not in the graph is left out. ``current`` maps
+    memory ids to the memory as stored now (``None``: deleted since, drawn from the recall's
+    snapshot, greyed and marked ``deleted``).
     """
     graph = collapse_recall_nodes(graph)
-    steps = {(n.properties.get("workflow_id"), n.properties.get("run_id"), n.properties.get("order")): n.id
+    steps = {(n.properties.get("user_id"), n.properties.get("agent_id"), n.properties.get("workflow_id"),
+              n.properties.get("run_id"), n.properties.get("order")): n.id
              for n in graph.nodes if n.type == "Step"}
     have = {n.id for n in graph.nodes}
     nodes = list(graph.nodes)
     found: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for recall in recalls:
-        step = steps.get((recall.workflow_id, recall.run_id, recall.step_index))
+        step = steps.get((*step_namespace(recall), recall.workflow_id, recall.run_id, recall.step_index))
         if step is None:
             continue
         for hit in recall.hits:

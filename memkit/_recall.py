@@ -62,6 +62,7 @@ __all__ = [
     "recall_scope",
     "record",
     "settle",
+    "step_namespace",
     "step_scope",
 ]
 
@@ -84,7 +85,9 @@ class Recall(BaseModel):
     memories that went into the prompt (with their rank among the candidates) and
     ``options`` its budget and candidate count. ``workflow_id``, ``run_id``,
     ``step_index``, ``step_name`` and ``attempt`` say which step recalled it (``None``
-    outside a step).
+    outside a step); ``trace_user_id`` and ``trace_agent_id`` the namespace that step's
+    trace is stored in, when the step said so (``None``: the namespace searched; see
+    :func:`step_namespace`).
     """
 
     id: str
@@ -103,7 +106,21 @@ class Recall(BaseModel):
     step_index: int | None = None
     step_name: str | None = None
     attempt: int | None = None
+    trace_user_id: str | None = None
+    trace_agent_id: str | None = None
     hits: list[RecalledMemory] = Field(default_factory=list)
+
+
+def step_namespace(recall: Recall) -> tuple[str, str]:
+    """The namespace of the trace whose step made ``recall``: a step belongs to one namespace's run.
+
+    Runs are told apart by namespace (two users may run the same ``workflow_id`` without a
+    ``run_id``), so a recall counts only for the step of its own namespace. A step of
+    :class:`memkit.traces.ExecutionHistory` records its history's namespace; a recall that
+    names none (made in a :func:`recall_scope` without ``user_id``, or recorded before
+    recalls kept it) belongs to the step in the namespace it searched.
+    """
+    return (recall.trace_user_id or recall.user_id, recall.trace_agent_id or recall.agent_id)
 
 
 _HIT_FIELDS = ("id", "rank", "score", "details", "content")
@@ -203,13 +220,16 @@ def _new_id() -> str:
 
 @dataclass(frozen=True, slots=True)
 class RecallScope:
-    """Where searches made now belong: a workflow, its run, and a step."""
+    """Where searches made now belong: a workflow, its run, and a step, in the namespace
+    (``user_id``, ``agent_id``) its trace is stored in (``None``: the namespace searched)."""
 
     workflow_id: str | None = None
     run_id: str | None = None
     step_index: int | None = None
     step_name: str | None = None
     attempt: int | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
 
 
 _NOWHERE = RecallScope()
@@ -264,13 +284,17 @@ def recall_scope(
     step: str | None = None,
     step_index: int | None = None,
     run_id: str | None = None,
+    user_id: str | None = None,
+    agent_id: str | None = None,
 ) -> _Scoped:
     """Record every search made in this block as a recall of ``workflow_id``'s ``step``.
 
     For agents that do not use :class:`memkit.traces.ExecutionHistory` (whose steps set
     the scope themselves). Works with ``with`` and ``async with``; scopes nest (the
     innermost wins). Inside a scope searches are recorded whatever the store's
-    ``record_recalls`` setting.
+    ``record_recalls`` setting. ``user_id``/``agent_id``: the namespace the step's trace
+    is written in, when it is not the namespace its searches read (the recalls then count
+    for that namespace's run; see :func:`step_namespace`).
 
     Examples
     --------
@@ -281,11 +305,15 @@ def recall_scope(
         isinstance(step_index, bool) or not isinstance(step_index, int) or step_index < 0
     ):
         raise InvalidInputError(f"step_index must be a non-negative int, got {step_index!r}")
+    if (user_id is None) != (agent_id is None):
+        raise InvalidInputError("recall_scope takes user_id and agent_id together (the step's namespace), or neither")
     scope = RecallScope(
         workflow_id=_optional_text(workflow_id, "workflow_id"),
         run_id=_optional_text(run_id, "run_id"),
         step_index=step_index,
         step_name=_optional_text(step, "step"),
+        user_id=_optional_text(user_id, "user_id"),
+        agent_id=_optional_text(agent_id, "agent_id"),
     )
     return _Scoped(scope)
 
@@ -363,6 +391,8 @@ def record(
             "step_index": where.step_index,
             "step_name": where.step_name,
             "attempt": where.attempt,
+            "trace_user_id": where.user_id,
+            "trace_agent_id": where.agent_id,
             "hits": _hits(hits, ranks),
         }
         pending: Awaitable[None] | None = keep(body)

@@ -199,6 +199,85 @@ def new_record(
     )
 
 
+# The fields ExecutionItem writes, by the type views and stores read them as. Missing (absent or
+# None) is always fine: researchers' traces lack fields and add their own, and other keys are kept
+# as they are. Only a present field of another type is refused, since every store would keep it
+# and every view would then trip over it (or, worse, each store would read it differently).
+_TRACE_TEXT = ("step_name", "tool", "status", "error", "run_id")
+_TRACE_INTEGERS = ("step_index", "retry_count")
+_TRACE_NUMBERS = ("timestamp", "duration")
+_TRACE_OBJECTS = ("parameters", "result")
+_DIGITS = re.compile(r"\s*[+-]?\d{1,18}\s*")
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
+
+
+def _number(key: str, value: object) -> float | int:
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+        if key == "timestamp":
+            try:
+                return to_us(datetime.fromisoformat(value.strip())) / 1_000_000
+            except ValueError:
+                pass
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    elif isinstance(value, datetime) and key == "timestamp":
+        return to_us(value) / 1_000_000
+    raise InvalidInputError(
+        f"trace_data[{key!r}] must be a number of seconds"
+        + (" (or a datetime or an ISO 8601 time)" if key == "timestamp" else "") + f", got {_shown(value)}"
+    )
+
+
+def check_trace_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with ExecutionItem's fields checked for type, in place; the first wrong one is an
+    :class:`InvalidInputError` naming it and the type expected.
+
+    Text fields (``step_name, tool, status, error, run_id``) must be strings. ``step_index`` and
+    ``retry_count`` must be integers; a string of digits (``"3"``, as CSV and some JSON writers give
+    it) and an integral float (``3.0``) are stored as the integer, since either can only mean that.
+    ``timestamp`` and ``duration`` must be numbers of seconds; a numeric string is stored as the
+    number, and a ``timestamp`` given as a datetime or an ISO 8601 time as epoch seconds (a
+    naive one is UTC).
+    ``parameters`` and ``result`` must be dicts, ``retry_errors`` a list.
+    """
+    for key in _TRACE_TEXT:
+        value = data.get(key)
+        if value is not None and not isinstance(value, str):
+            raise InvalidInputError(f"trace_data[{key!r}] must be a string, got {_shown(value)}")
+    for key in _TRACE_INTEGERS:
+        value = data.get(key)
+        if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+            continue
+        if (isinstance(value, float) and value.is_integer()) or (isinstance(value, str) and _DIGITS.fullmatch(value)):
+            data[key] = int(value)
+        else:
+            raise InvalidInputError(
+                f"trace_data[{key!r}] must be an integer (or a string of digits such as '3'), got {_shown(value)}"
+            )
+    for key in _TRACE_NUMBERS:
+        value = data.get(key)
+        if value is not None:
+            data[key] = _number(key, value)
+    for key in _TRACE_OBJECTS:
+        value = data.get(key)
+        if value is not None and not isinstance(value, Mapping):
+            raise InvalidInputError(
+                f"trace_data[{key!r}] must be a dict, got {_shown(value)} (wrap a lone value: {{'value': ...}})"
+            )
+    errors = data.get("retry_errors")
+    if errors is not None and not isinstance(errors, (list, tuple)):
+        raise InvalidInputError(f"trace_data['retry_errors'] must be a list of strings, got {_shown(errors)}")
+    return data
+
+
 def trace_record(
     agent_id: object,
     workflow_id: object,
@@ -219,7 +298,7 @@ def trace_record(
     """
     workflow = check_id(workflow_id, "workflow_id", limits)
     agent = check_id(agent_id, "agent_id", limits)
-    data = check_trace_data(trace_data)
+    data = check_trace_fields(check_trace_data(trace_data, limits))
     redactor = _redactor
     if redactor is not None:
         redacted = redactor(data)

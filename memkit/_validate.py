@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from memkit._errors import InvalidInputError
+from memkit._errors import ConfigError, InvalidInputError
 from memkit._filters import Condition, parse_filters
 
 __all__ = ["DEFAULT_LIMITS", "Limits"]
@@ -35,7 +35,8 @@ class Limits:
     max_metadata_bytes
         Largest metadata, measured as compact UTF-8 JSON.
     max_metadata_depth
-        Deepest nesting of dicts and lists inside metadata.
+        Deepest nesting of dicts and lists inside metadata (and trace data), at most 200:
+        stores, views and exports walk nested values recursively.
     max_limit
         Largest ``limit`` for ``search`` and ``get_all``.
     max_query_chars
@@ -49,8 +50,48 @@ class Limits:
     max_limit: int = 10_000
     max_query_chars: int = 10_000
 
+    def __post_init__(self) -> None:
+        depth = self.max_metadata_depth
+        if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH_LIMIT:
+            raise ConfigError(f"Limits.max_metadata_depth must be an int from 1 to {MAX_DEPTH_LIMIT}, got {depth!r}")
+
+
+# Python walks nested values recursively (json, pydantic, the redactor, the views), about a
+# thousand frames deep at most; a bound well under that keeps every walk after the check safe.
+MAX_DEPTH_LIMIT = 200
 
 DEFAULT_LIMITS = Limits()
+
+
+def check_depth(value: object, limit: int, name: str) -> None:
+    """Refuse ``value`` if dicts and lists nest in it deeper than ``limit`` levels.
+
+    A loop, not recursion: it runs before anything else walks the value (a redactor, the JSON
+    checks), so data nested thousands of levels deep is an :class:`InvalidInputError`, never a
+    ``RecursionError``. The top level counts as level 1, as in the metadata checks.
+    """
+    stack: list[tuple[object, int, str]] = [(value, 1, name)]
+    while stack:
+        item, depth, where = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.items()
+        elif isinstance(item, (list, tuple)):
+            children = enumerate(item)
+        else:
+            continue
+        if depth > limit:
+            raise InvalidInputError(
+                f"{name} is nested deeper than {limit} levels (at {shorten_path(where)});"
+                " flatten it or raise Limits.max_metadata_depth"
+            )
+        for key, child in children:
+            if isinstance(child, (Mapping, list, tuple)):
+                stack.append((child, depth + 1, f"{where}.{key}" if isinstance(item, Mapping) else f"{where}[{key}]"))
+
+
+def shorten_path(where: str, keep: int = 120) -> str:
+    """A path into nested data, its middle left out when long (a path 600 levels deep is not read)."""
+    return where if len(where) <= keep else f"{where[: keep // 2]}…{where[-keep // 2 :]}"
 
 
 def check_text(value: str, name: str) -> str:
@@ -181,7 +222,7 @@ def encode_metadata(metadata: object, limits: Limits = DEFAULT_LIMITS) -> tuple[
         raise InvalidInputError(f"metadata must be a dict, got {type(metadata).__name__}")
     flat = _flat_scalars(metadata)
     if not flat:
-        _check_json(metadata, 1, limits, "metadata")
+        _check_json(metadata, 1, limits, "metadata")  # stops at the depth limit: it never recurses far
     # A read-only or custom mapping (MappingProxyType, ...) as a dict: json writes dicts only.
     plain: dict[str, Any] = _plain(metadata) if not flat or type(metadata) is not dict else metadata
     encoded = json.dumps(plain, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -225,9 +266,12 @@ def check_query(query: object, limits: Limits = DEFAULT_LIMITS) -> str:
     return check_text(query, "query").strip()
 
 
-def check_trace_data(trace_data: object) -> dict[str, Any]:
+def check_trace_data(trace_data: object, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
+    """A trace's data as a dict, refused before anything walks it (the redactor runs next) if it
+    nests deeper than the metadata it becomes may."""
     if not isinstance(trace_data, Mapping):
         raise InvalidInputError(f"trace_data must be a dict, got {type(trace_data).__name__}")
+    check_depth(trace_data, limits.max_metadata_depth, "trace_data")
     return dict(trace_data)
 
 

@@ -886,26 +886,42 @@ def recalls_frame(
     return frame
 
 
-def recall_counts(mem: MemoryProvider | Memory, workflow_id: str | None = None) -> pd.DataFrame:
-    """Recalls per step: ``workflow_id, run_id, step_index, recalls, recalled`` (memories returned).
+def recall_counts(
+    mem: MemoryProvider | Memory,
+    workflow_id: str | None = None,
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+) -> pd.DataFrame:
+    """Recalls per step: ``user_id, agent_id, workflow_id, run_id, step_index, recalls, recalled``.
 
-    Counts every namespace's recalls of the workflow's steps; join it to
-    :func:`traces_frame` on ``workflow_id, run_id, step_index`` (as ``traces_frame(...,
-    recalls=True)`` does).
+    ``user_id``/``agent_id`` are the namespace of the step's trace (a run is one namespace's:
+    two users may run the same ``workflow_id``), whichever namespace its searches read;
+    ``recalled`` counts the memories they returned. Give ``user_id``/``agent_id`` to count one
+    namespace's steps only. Join it to :func:`traces_frame` on ``user_id, agent_id,
+    workflow_id, run_id, step_index`` (as ``traces_frame(..., recalls=True)`` does).
     """
     provider = _provider(mem)
     recalls = [r for r in _recalls_of(provider, workflow_id=workflow_id) if r.step_index is not None]
+    spaces = [_recall.step_namespace(r) for r in recalls]
+    if user_id is not None or agent_id is not None:
+        keep = [(user_id is None or u == user_id) and (agent_id is None or a == agent_id) for u, a in spaces]
+        recalls = [r for r, k in zip(recalls, keep, strict=True) if k]
+        spaces = [s for s, k in zip(spaces, keep, strict=True) if k]
+    keys = ["user_id", "agent_id", "workflow_id", "run_id", "step_index"]
     frame = pd.DataFrame(
         {
+            "user_id": [u for u, _ in spaces],
+            "agent_id": [a for _, a in spaces],
             "workflow_id": [r.workflow_id for r in recalls],
             "run_id": [r.run_id for r in recalls],
             "step_index": [r.step_index for r in recalls],
             "recalled": [len(r.hits) for r in recalls],
         },
-        columns=["workflow_id", "run_id", "step_index", "recalled"],
+        columns=[*keys, "recalled"],
     )
     counts = (
-        frame.groupby(["workflow_id", "run_id", "step_index"], dropna=False, sort=False)
+        frame.groupby(keys, dropna=False, sort=False)
         .agg(recalls=("recalled", "size"), recalled=("recalled", "sum"))
         .reset_index()
     )
@@ -927,13 +943,16 @@ def _with_recall_counts(steps: pd.DataFrame, mem: MemoryProvider | Memory) -> pd
         out["recalls"] = out["recalled"] = np.zeros(len(steps), dtype="int64")
         return out
 
-    def key(workflow_id: Any, run_id: Any, index: Any) -> tuple[Any, Any, Any]:
-        return (None if _missing(workflow_id) else workflow_id, None if _missing(run_id) else run_id,
-                None if _missing(index) else int(index))
+    def key(user_id: Any, agent_id: Any, workflow_id: Any, run_id: Any, index: Any) -> tuple[Any, ...]:
+        return (user_id, agent_id, None if _missing(workflow_id) else workflow_id,
+                None if _missing(run_id) else run_id, None if _missing(index) else int(index))
 
-    found = {key(w, r, i): (n, m) for w, r, i, n, m in counts.itertuples(index=False, name=None)}
-    pairs = [found.get(key(w, r, i), (0, 0)) for w, r, i in zip(
-        steps["workflow_id"].tolist(), steps["run_id"].tolist(), steps["step_index"].tolist(), strict=True)]
+    # The step's namespace is part of the key: another namespace's run of the same workflow
+    # (same workflow_id, no run_id, same step indexes) must not lend this one its recalls.
+    found = {key(u, a, w, r, i): (n, m) for u, a, w, r, i, n, m in counts.itertuples(index=False, name=None)}
+    pairs = [found.get(key(u, a, w, r, i), (0, 0)) for u, a, w, r, i in zip(
+        steps["user_id"].tolist(), steps["agent_id"].tolist(), steps["workflow_id"].tolist(),
+        steps["run_id"].tolist(), steps["step_index"].tolist(), strict=True)]
     out["recalls"] = np.fromiter((p[0] for p in pairs), dtype="int64", count=len(pairs))
     out["recalled"] = np.fromiter((p[1] for p in pairs), dtype="int64", count=len(pairs))
     return out

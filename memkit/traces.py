@@ -601,6 +601,7 @@ class Step:
         scope = step_scope(RecallScope(
             workflow_id=history.workflow_id or "unknown_workflow", run_id=history.run_id,
             step_index=self._index, step_name=self.step_name, attempt=self.attempt,
+            user_id=history.user_id, agent_id=history.agent_id or "unknown_agent",
         ))
         scope.__enter__()
         self._scopes.append(scope)

@@ -90,11 +90,14 @@ def test_sqlite_fast_path_equals_the_generic_path(tmp_path: Path, in_ram: bool) 
     history.add_item(history.items[0].__class__(step_name="odd\x1fname", tool="t", status="skipped"))  # type: ignore[arg-type]
     # Odd values the packed numbers and joined cells must survive: a separator inside an
     # error, int64's minimum (the missing marker) and a fractional count (missing in
-    # both paths), nested containers twice.
+    # both paths; add_trace refuses one now, an older memkit stored it), nested containers twice.
     odd = {"step_name": "s", "tool": "t", "status": "failed", "error": "bad\x1fsep\x1e", "step_index": -(2**63),
-           "retry_count": 1.5, "duration": None, "parameters": {"deep": {"a": [1, {"b": 2}]}, "q": "x"}}
+           "duration": None, "parameters": {"deep": {"a": [1, {"b": 2}]}, "q": "x"}}
     for _ in range(2):
-        asyncio.run(store.add_trace("a", "wf", odd))
+        record = memkit._records.trace_record("a", "wf", odd)
+        record.metadata["trace"]["retry_count"] = 1.5
+        asyncio.run(store.add_many([{"content": record.content, "user_id": record.user_id,
+                                     "agent_id": record.agent_id, "metadata": record.metadata}]))
     fast = frames.traces_frame(store)
     slow = frames._trace_frame(asyncio.run(frames._export_trace_columns(store, None, None, None, None, None)))
     pd.testing.assert_frame_equal(fast, slow)

@@ -212,11 +212,13 @@ NS_PAGE = {
 # Recalls: a Recall node per recorded search, RECALLED edges to the memories it returned that
 # still exist (same namespace only), and HAS_RECALL from the step that made it (same
 # namespace, workflow, run and step index) if that step is stored; a step stored later links
-# itself (see LINK_RECALLS).
+# itself (see LINK_RECALLS). ``step_ns`` is the namespace of the step's trace (memkit._recall.
+# step_namespace): a step whose trace lives in another namespace than the one it searched is
+# not linked, so a namespace's graph never holds another namespace's memories.
 RECALL_WRITE = """
 UNWIND $recalls AS c
-CREATE (r:Recall {id: c.id, key: c.key, ns: c.ns, user_id: c.user_id, agent_id: c.agent_id,
-                  created_us: c.created_us, kind: c.kind, query: c.query, mode: c.mode,
+CREATE (r:Recall {id: c.id, key: c.key, ns: c.ns, step_ns: c.step_ns, user_id: c.user_id,
+                  agent_id: c.agent_id, created_us: c.created_us, kind: c.kind, query: c.query, mode: c.mode,
                   workflow_id: c.workflow_id, run_id: c.run_id, step_index: c.step_index,
                   step_name: c.step_name, body: c.body})
 WITH count(*) AS written
@@ -229,7 +231,7 @@ WITH count(*) AS linked
 UNWIND $recalls AS c
 MATCH (r:Recall {key: c.key})
 MATCH (st:Step {workflow_id: c.workflow_id})
-WHERE c.step_index IS NOT NULL AND st.order = c.step_index AND st.user_id = c.user_id
+WHERE c.step_index IS NOT NULL AND c.step_ns = c.ns AND st.order = c.step_index AND st.user_id = c.user_id
   AND st.agent_id = c.agent_id AND coalesce(st.run_id, '') = coalesce(c.run_id, '')
 CREATE (st)-[:HAS_RECALL {id: c.id + ':' + st.id}]->(r)
 RETURN size($recalls) AS written
@@ -239,8 +241,8 @@ LINK_RECALLS = """
 UNWIND $steps AS s
 MATCH (st:Step {id: s.id})
 MATCH (r:Recall {ns: s.ns_key})
-WHERE s.order IS NOT NULL AND r.workflow_id = s.workflow_id AND r.step_index = s.order
-  AND coalesce(r.run_id, '') = coalesce(s.run_id, '')
+WHERE s.order IS NOT NULL AND coalesce(r.step_ns, r.ns) = r.ns AND r.workflow_id = s.workflow_id
+  AND r.step_index = s.order AND coalesce(r.run_id, '') = coalesce(s.run_id, '')
 CREATE (st)-[:HAS_RECALL {id: r.id + ':' + st.id}]->(r)
 WITH count(*) AS recalled
 """
@@ -1036,8 +1038,11 @@ class GraphAdapter(RecordWriter):
         hits: list[dict[str, Any]] = []
         for body in bodies:
             key = node_key("Recall", body["id"])
+            step_user = body.get("trace_user_id") or body["user_id"]
+            step_agent = body.get("trace_agent_id") or body["agent_id"]
             recalls.append({
                 "id": body["id"], "key": key, "ns": node_key("Namespace", body["user_id"], body["agent_id"]),
+                "step_ns": node_key("Namespace", step_user, step_agent),
                 "user_id": body["user_id"], "agent_id": body["agent_id"], "created_us": _recall.created_us(body),
                 "kind": body["kind"], "query": body["query"], "mode": body["mode"],
                 "workflow_id": body["workflow_id"], "run_id": body["run_id"], "step_index": body["step_index"],

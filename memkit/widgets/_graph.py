@@ -34,6 +34,7 @@ from memkit._graphview import (
     with_recalls,
 )
 from memkit._protocols import SupportsRecalls
+from memkit._recall import step_namespace
 from memkit._sync import Memory
 from memkit.graph import DEFAULT_GRAPH_LIMIT, GraphNode, MemoryGraph, memory_graph, neighbourhood
 from memkit.widgets._common import Panel, status_html
@@ -345,7 +346,7 @@ class GraphExplorer(Panel):
             shown = graph if self.recalls.value else MemoryGraph(
                 [n for n in graph.nodes if n.type != "Recall"],
                 [e for e in graph.edges if e.type != "RECALLED"])
-            graph = self._guard(lambda: _recalled(self.mem, shown, wf) if self.recalls.value
+            graph = self._guard(lambda: _recalled(self.mem, shown, wf, (user, agent)) if self.recalls.value
                                 else collapse_recall_nodes(shown))
             if graph is None:
                 return
@@ -356,12 +357,12 @@ class GraphExplorer(Panel):
         return f"GraphExplorer: {self.view.message}" if self.view else "GraphExplorer: nothing drawn yet"
 
 
-def _recalled(mem: Memory, graph: MemoryGraph, workflow_id: str) -> MemoryGraph:
-    """``graph`` with what the workflow's steps recalled, from any namespace they searched
-    (the same rows as ``recalls_frame(mem, workflow_id)``)."""
+def _recalled(mem: Memory, graph: MemoryGraph, workflow_id: str, space: tuple[str, str]) -> MemoryGraph:
+    """``graph`` with what the workflow's steps in namespace ``space`` recalled, from any namespace
+    they searched (another namespace's run of the same workflow is not read)."""
     if not isinstance(mem.provider, SupportsRecalls):
         return collapse_recall_nodes(graph)
-    recalls = mem.recalls(workflow_id=workflow_id)
+    recalls = [r for r in mem.recalls(workflow_id=workflow_id) if step_namespace(r) == space]
     ids = dict.fromkeys(hit.id for r in recalls for hit in r.hits)
     return with_recalls(graph, recalls, {memory_id: mem.get(memory_id) for memory_id in ids})
 

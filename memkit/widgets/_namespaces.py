@@ -14,7 +14,7 @@ from memkit._display import format_duration, format_time, is_trace, printable, s
 from memkit._errors import InvalidInputError, MemkitError
 from memkit._models import MemoryItem, NamespaceInfo
 from memkit._protocols import SupportsRecalls
-from memkit._recall import Recall
+from memkit._recall import Recall, step_namespace
 from memkit._sync import Memory
 from memkit.widgets._common import AnyPanel, Panel, T, esc, pretty, search_modes, status_html, table_html, when
 
@@ -424,7 +424,7 @@ class NamespaceBrowser(Panel):
         found = self.recalled_by(item)
         steps = [(r, rank) for r, rank in found if r.step_index is not None or r.step_name is not None]
         loose = len(found) - len(steps)
-        distinct = len({(r.workflow_id, r.run_id, r.step_index, r.step_name) for r, _ in steps})
+        distinct = len({(*step_namespace(r), r.workflow_id, r.run_id, r.step_index, r.step_name) for r, _ in steps})
         title = f"recalled by {distinct} step{'' if distinct == 1 else 's'}"
         if len(steps) > distinct:
             title += f" ({len(steps)} searches)"

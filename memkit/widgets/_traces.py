@@ -21,7 +21,7 @@ import traitlets as t
 
 from memkit._display import format_duration, format_time, printable, shorten, status_of, summary
 from memkit._models import MemoryItem
-from memkit._recall import Recall
+from memkit._recall import Recall, step_namespace
 from memkit._sync import Memory
 from memkit.frames import (
     RUN_COLUMNS,
@@ -253,15 +253,17 @@ class TraceReplay(AnyPanel):
             self.timeline = self._timeline(run, row, steps)
 
     def _run_recalls(self, row: pd.Series) -> dict[int, list[Recall]]:
-        """The recalls the run's steps made, by ``step_index`` (every namespace they searched)."""
+        """The recalls the run's steps made, by ``step_index`` (every namespace they searched,
+        but only this run's namespace's steps: another user's run of the same workflow is not this one)."""
         if not _keeps_recalls(self.mem) or not isinstance(row["workflow_id"], str):
             return {}
         if row["recalls"] is not pd.NA and row["recalls"] == 0:  # counted, and none
             return {}
         run_id = row["run_id"]
+        space = (row["user_id"], row["agent_id"])
         found: dict[int, list[Recall]] = {}
         for recall in self.mem.recalls(workflow_id=row["workflow_id"], run_id=run_id):
-            if recall.run_id == run_id and recall.step_index is not None:
+            if recall.run_id == run_id and recall.step_index is not None and step_namespace(recall) == space:
                 found.setdefault(recall.step_index, []).append(recall)
         return found
 

@@ -55,6 +55,10 @@ _CHUNK = 10_000
 
 _RECALL_BATCH = 256
 _RECALL_DELAY_S = 0.2
+_INSERT_RECALL = (
+    "INSERT INTO recalls (id, created_us, user_id, agent_id, workflow_id, run_id, step_index, body)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 def _flush_later(adapter_ref: weakref.ref[SQLiteAdapter], wake: threading.Event) -> None:
@@ -108,6 +112,12 @@ class SQLiteAdapter(RecordWriter):
         Record searches made outside any step scope as recalls too (URL
         ``?record_recalls=true``); inside a step they are always recorded. See
         :class:`memkit.SupportsRecalls`.
+    durable_recalls
+        Write the recalls recorded so far in the same transaction as the next memory or
+        trace step (URL ``?durable_recalls=true``), so a step's recalls are on disk no later
+        than the step itself: a process killed at any moment never leaves a stored step
+        without its recalls. Off, recalls are written in batches behind the searches and a
+        kill can lose the last 0.2 s of them (see docs/recalls.md).
 
     Examples
     --------
@@ -128,12 +138,15 @@ class SQLiteAdapter(RecordWriter):
         embedder: object = _UNSET,
         hybrid: HybridConfig | None = None,
         record_recalls: bool = False,
+        durable_recalls: bool = False,
     ) -> None:
         from memkit.embeddings import get_embedder
 
-        if not isinstance(record_recalls, bool):
-            raise ConfigError(f"record_recalls must be True or False, got {record_recalls!r}")
+        for name, flag in (("record_recalls", record_recalls), ("durable_recalls", durable_recalls)):
+            if not isinstance(flag, bool):
+                raise ConfigError(f"{name} must be True or False, got {flag!r}")
         self.record_recalls = record_recalls
+        self.durable_recalls = durable_recalls
         if hybrid is not None and not isinstance(hybrid, HybridConfig):
             raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
         self.hybrid = hybrid or HybridConfig()
@@ -162,8 +175,9 @@ class SQLiteAdapter(RecordWriter):
         query = query_options(url)
         if "embedder" in query:
             options.setdefault("embedder", embedder_option(query.pop("embedder")))
-        if "record_recalls" in query:
-            options.setdefault("record_recalls", bool_option("record_recalls", query.pop("record_recalls")))
+        for flag in ("record_recalls", "durable_recalls"):
+            if flag in query:
+                options.setdefault(flag, bool_option(flag, query.pop(flag)))
         if "busy_timeout_ms" in query:
             try:
                 options.setdefault("busy_timeout_ms", int(query.pop("busy_timeout_ms")))
@@ -210,8 +224,13 @@ class SQLiteAdapter(RecordWriter):
             from tqdm.auto import tqdm
 
             bar = tqdm(total=len(records), desc="add_many", unit="mem")
+        recalls = self._take_recalls() if self.durable_recalls else []
         try:
             with write_transaction(db):
+                if recalls:
+                    # First, in the same transaction: the step this write stores cannot reach the
+                    # disk without the recalls it made (a kill between two commits cannot split them).
+                    db.executemany(_INSERT_RECALL, self._recall_rows(recalls))
                 # Under the write lock nobody else can insert until we commit, so our rows take
                 # the seqs right after the last one handed out, in insertion order.
                 last_seq = feed_head(db)[0]
@@ -229,8 +248,12 @@ class SQLiteAdapter(RecordWriter):
                         )
                     if bar is not None:
                         bar.update(len(chunk))
-        except sqlite3.IntegrityError as exc:
-            raise InvalidInputError(f"a memory with one of these ids already exists ({exc})") from None
+        except BaseException as exc:
+            if recalls:
+                self._requeue_recalls(recalls)  # rolled back with the write: they wait for the next one
+            if isinstance(exc, sqlite3.IntegrityError):
+                raise InvalidInputError(f"a memory with one of these ids already exists ({exc})") from None
+            raise
         finally:
             if bar is not None:
                 bar.close()
@@ -515,28 +538,37 @@ class SQLiteAdapter(RecordWriter):
 
     # -- recalls, written behind the searches, in batches, on the worker thread --------
 
-    def _insert_recalls(self, bodies: list[dict[str, Any]]) -> int:
-        rows = [
+    @staticmethod
+    def _recall_rows(bodies: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return [
             (b["id"], _recall.created_us(b), b["user_id"], b["agent_id"], b["workflow_id"], b["run_id"],
              b["step_index"], _recall.encode(b))
             for b in bodies
         ]
+
+    def _insert_recalls(self, bodies: list[dict[str, Any]]) -> int:
+        rows = self._recall_rows(bodies)
         db = self._db()
         try:
             with write_transaction(db):
-                db.executemany(
-                    "INSERT INTO recalls (id, created_us, user_id, agent_id, workflow_id, run_id, step_index, body)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    rows,
-                )
+                db.executemany(_INSERT_RECALL, rows)
         except sqlite3.IntegrityError as exc:
             raise InvalidInputError(f"a recall with one of these ids already exists ({exc})") from None
         return len(rows)
 
-    def _flush_recalls(self) -> None:
-        """Write the recalls recorded so far (on the worker thread, before any read of recalls)."""
+    def _take_recalls(self) -> list[dict[str, Any]]:
         with self._recall_lock:
             pending, self._pending_recalls = self._pending_recalls, []
+        return pending
+
+    def _requeue_recalls(self, bodies: list[dict[str, Any]]) -> None:
+        with self._recall_lock:
+            self._pending_recalls[:0] = bodies  # before any recorded since: recording order is kept
+        self._recall_wake.set()  # the batch writer may have run meanwhile: have it look again
+
+    def _flush_recalls(self) -> None:
+        """Write the recalls recorded so far (on the worker thread, before any read of recalls)."""
+        pending = self._take_recalls()
         if pending:
             try:
                 self._insert_recalls(pending)

@@ -12,7 +12,7 @@ from memkit.adapters._sqlite._traces import TRACE_NUMBERS, pack_trace_numbers
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "migrate", "statements", "write_transaction", "write_unless_busy"]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # Each entry upgrades the schema from the previous version; never edit a shipped one.
 MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
@@ -308,6 +308,44 @@ CREATE TABLE vector_snapshots (
 );
 """
 
+
+
+def _recall_step_namespaces(conn: sqlite3.Connection) -> None:
+    """Say in which namespace the step of each recall recorded before this version was stored.
+
+    A recall now keeps the namespace of its step's trace (``trace_user_id``/``trace_agent_id`` in
+    its body): two users' runs of one workflow share workflow, run and step index, and only the
+    namespace tells their recalls apart. One recorded earlier names none and is read as belonging
+    to the step of the namespace it searched; but histories write their traces as ``system`` by
+    default while their searches read a user's namespace. So where that step is not there and
+    exactly one namespace holds a step with the recall's workflow, run and index, the recall is
+    that step's. Where several do, it is left to none of them rather than guessed.
+    """
+    legacy = conn.execute(
+        "SELECT seq, user_id, agent_id, workflow_id, run_id, step_index FROM recalls"
+        " WHERE step_index IS NOT NULL AND json_extract(body, '$.trace_user_id') IS NULL"
+    ).fetchall()
+    if not legacy:
+        return
+    steps: dict[tuple[object, object, object], set[tuple[str, str]]] = {}
+    for user, agent, workflow, run, index in conn.execute(
+        "SELECT DISTINCT user_id, agent_id, json_extract(metadata, '$.workflow_id'),"
+        " json_extract(metadata, '$.run_id'), json_extract(metadata, '$.step_index') FROM memories"
+        " WHERE json_extract(metadata, '$.type') = 'trace'"
+    ):
+        steps.setdefault((workflow, run, index), set()).add((user, agent))
+    for seq, user, agent, workflow, run, index in legacy:
+        owners = steps.get((workflow, run, index), set())
+        if (user, agent) in owners or len(owners) != 1:
+            continue
+        ((owner_user, owner_agent),) = owners
+        conn.execute(
+            "UPDATE recalls SET body = json_set(body, '$.trace_user_id', ?, '$.trace_agent_id', ?) WHERE seq = ?",
+            (owner_user, owner_agent, seq),
+        )
+
+
+MIGRATIONS[8] = _recall_step_namespaces
 
 @contextmanager
 def write_transaction(db: sqlite3.Connection) -> Iterator[None]:
