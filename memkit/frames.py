@@ -38,12 +38,14 @@ from memkit._protocols import (
 from memkit._recall import Recall, RecalledMemory
 from memkit._records import to_us
 from memkit._sync import Memory, provider_of, run_sync
+from memkit._timing import step_timing
 from memkit.traces import ExecutionHistory, ExecutionItem, ExecutionStatus, categorize_error
 
 __all__ = [
     "RECALL_COLUMNS",
     "REPLAY_COLUMNS",
     "RUN_COLUMNS",
+    "TIMING_VALUES",
     "TRACE_COLUMNS",
     "ReplayState",
     "compare_runs",
@@ -57,6 +59,7 @@ __all__ = [
     "replay_recall",
     "run_steps",
     "runs_frame",
+    "timing_of",
     "tool_stats",
     "traces_frame",
 ]
@@ -118,7 +121,8 @@ async def _export_trace_columns(
         created_us = to_us(item.created_at) if item.created_at is not None else None
         if since_us is not None and (created_us is None or created_us < since_us):
             continue
-        stamp, duration = trace.get("timestamp"), trace.get("duration")
+        timing = step_timing(trace)
+        stamp, duration = timing.start, timing.duration
         row = {
             "id": item.id, "user_id": item.user_id, "agent_id": item.agent_id,
             "workflow_id": meta.get("workflow_id"), "run_id": meta.get("run_id"),
@@ -670,6 +674,8 @@ def run_steps(mem: pd.DataFrame | MemoryProvider | Memory, run: str | pd.Series)
     ``run`` is a :func:`runs_frame` id (its index), a row of it, or a ``run_id`` /
     ``workflow_id`` that names exactly one run. Read from a store that keeps recalls, each
     step also has ``recalls`` (searches it made) and ``recalled`` (memories they returned).
+    The last column, ``timing``, says where each step's timing came from (:func:`timing_of`):
+    ``recorded``, ``start only`` or ``none``.
     """
     if isinstance(mem, pd.DataFrame):
         steps = mem
@@ -690,7 +696,20 @@ def run_steps(mem: pd.DataFrame | MemoryProvider | Memory, run: str | pd.Series)
     chosen = _normalised(steps[keep])
     if not isinstance(mem, pd.DataFrame) and _keeps_recalls(mem) and "recalls" not in chosen.columns:
         chosen = _with_recall_counts(chosen, mem)  # one workflow's recalls: an indexed read
-    return chosen
+    return chosen.assign(timing=timing_of(chosen))
+
+
+TIMING_VALUES = ("recorded", "start only", "none")
+"""Values of :func:`run_steps`'s ``timing`` column (see :func:`timing_of`)."""
+
+
+def timing_of(steps: pd.DataFrame) -> pd.Series:
+    """Where each step's timing came from: ``recorded`` (its data gave a duration, in any spelling
+    memkit reads, or a start and an end), ``start only`` (a start time, no duration) or ``none``
+    (no timing at all: the trace panel places it by step order)."""
+    labels = np.select([steps["duration_s"].notna().to_numpy(), steps["started_at"].notna().to_numpy()],
+                       ["recorded", "start only"], default="none")
+    return pd.Series(labels.tolist(), index=steps.index, dtype=object)
 
 
 _STEP_DIFF_COLUMNS = ("step_name", "tool", "status", "error")

@@ -49,11 +49,14 @@ function drawTimeline(model, box) {
   box.append(h("div", { class: "mk-title" },
     h("b", { text: `run ${tl.run}` }), " · ", statusBadge(tl.status), ` · ${tl.caption || ""}`));
   if (!tl.n) { box.append(h("div", { class: "mk-empty", text: "this run has no steps" })); return; }
+  if (tl.timing_note) box.append(h("div", { class: "mk-timing-note", text: tl.timing_note }));
+  const byOrder = tl.axis === "steps";
   const span = Math.max(tl.span_s || 0, 1e-3);
-  const step = tickStep(span);
+  const step = byOrder ? Math.max(1, Math.ceil(span / 8)) : tickStep(span);
   const axis = h("div", { class: "mk-axis" });
   for (let t = 0; t <= span + 1e-9; t += step) {
-    axis.append(h("span", { class: "mk-tick", style: { left: `${(100 * t) / span}%` }, text: t === 0 ? "0" : fmtOffset(t) }));
+    const text = byOrder ? (t < span ? `step ${t + 1}` : "") : (t === 0 ? "0" : fmtOffset(t));
+    axis.append(h("span", { class: "mk-tick", style: { left: `${(100 * t) / span}%` }, text }));
   }
   box.append(h("div", { class: "mk-tl-row mk-tl-head" }, h("div", { class: "mk-tl-label", text: `step · tool (${tl.n})` }), axis));
   // Only the rows in view exist in the page (a 10,000-step run draws as fast as a 10-step one).
@@ -62,7 +65,8 @@ function drawTimeline(model, box) {
   const inner = h("div", { class: "mk-tl-inner", style: { height: `${tl.n * ROW}px` } });
   rows.append(inner);
   const tooltip = (i) => {
-    let text = `${tl.label[i]} · ${tl.status_of[i]} · ${fmtOffset(tl.duration_s[i])}`;
+    const timed = !tl.timed || tl.timed[i];
+    let text = `${tl.label[i]} · ${tl.status_of[i]} · ${timed && !byOrder ? fmtOffset(tl.duration_s[i]) : "no timing recorded"}`;
     if (tl.retries[i]) text += ` · ${tl.retries[i]} retries`;
     if ((tl.recalls || [])[i]) text += ` · ${tl.recalls[i]} recalls`;
     if (tl.error[i]) text += ` · "${tl.error[i]}"`;
@@ -73,7 +77,7 @@ function drawTimeline(model, box) {
     const left = (100 * start) / span;
     const width = Math.max((100 * dur) / span, 0.15);
     const track = h("div", { class: "mk-tl-track" }, h("div", {
-      class: `mk-bar mk-bar-${status}${retries ? " mk-bar-retried" : ""}`,
+      class: `mk-bar mk-bar-${status}${retries ? " mk-bar-retried" : ""}${tl.timed && !tl.timed[i] ? " mk-bar-untimed" : ""}`,
       "data-status": status, "data-position": i,
       style: { left: `${left}%`, width: `${Math.min(width, 100 - left)}%`, background: STATUS_COLOURS[status] || STATUS_COLOURS.unknown },
       title: tooltip(i),

@@ -270,11 +270,24 @@ class TraceReplay(AnyPanel):
         """The run's bars as columns (one list per field), which the browser draws in one pass."""
         n = len(steps)
         starts = steps["started_at"]
-        durations = steps["duration_s"].fillna(0.0).clip(lower=0).to_numpy(dtype=float)
-        if n and starts.notna().all():
-            offsets = (starts - starts.min()).dt.total_seconds().to_numpy(dtype=float)
-        else:  # steps without times are drawn one after another
-            offsets = durations.cumsum() - durations
+        timed = steps["duration_s"].notna().to_numpy()
+        untimed = int(n - timed.sum())
+        by_order = bool(n) and untimed == n
+        note = ""
+        if by_order:
+            # No duration at all: one equal bar per step, in step order, and the note says so.
+            durations = np.ones(n)
+            offsets = np.arange(n, dtype=float)
+            note = ("No step timing recorded in this run: bars show step order, not time. Record it with "
+                    "history.step(...) or a duration / duration_ms / started_at+ended_at key.")
+        else:
+            durations = steps["duration_s"].fillna(0.0).clip(lower=0).to_numpy(dtype=float)
+            if starts.notna().all():
+                offsets = (starts - starts.min()).dt.total_seconds().to_numpy(dtype=float)
+            else:  # steps without times are drawn one after another
+                offsets = durations.cumsum() - durations
+            if untimed:
+                note = f"{untimed} of {n} steps recorded no duration: drawn as thin marks."
         ends = offsets + durations
         span = float(ends.max()) if n else 0.0
         reached = np.maximum.accumulate(ends) if n else ends
@@ -301,7 +314,8 @@ class TraceReplay(AnyPanel):
             "label": labels, "error": short_errors, "status_of": steps["status"].tolist(),
             "start_s": np.round(offsets, 3).tolist(), "duration_s": np.round(durations, 3).tolist(),
             "retries": retries.tolist(), "gap_s": np.round(gaps, 3).tolist(), "recalls": recalls,
-            "statuses": sorted(set(steps["status"])),
+            "statuses": sorted(set(steps["status"])), "axis": "steps" if by_order else "seconds",
+            "timing_note": note, "timed": timed.tolist(),
             "caption": f"{n} steps · {format_duration(_seconds(row['duration_s']))} · started "
                        f"{format_time(row['started_at'].to_pydatetime()) if pd.notna(row['started_at']) else '?'}",
         }
