@@ -9,11 +9,14 @@ from __future__ import annotations
 import random
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memkit._records import trace_record
 
-__all__ = ["DEMO_AGENTS", "DEMO_USERS", "demo_items"]
+if TYPE_CHECKING:
+    from memkit._sync import Memory
+
+__all__ = ["DEMO_AGENTS", "DEMO_USERS", "REVIEW_RUN", "demo_items", "load_demo"]
 
 DEMO_USERS = ("alice", "bob", "carol")
 DEMO_AGENTS = ("planner", "bioinformatics", "executor")
@@ -177,3 +180,42 @@ def run_items(
         items.append(_item(record.content, user, agent, record.metadata, clock))
         clock += timedelta(seconds=duration + rng.uniform(0, 3))
     return items
+
+
+REVIEW_RUN = "literature-review-alice/review-alice-1"
+"""The demo run whose steps recalled memories (its ``runs_frame`` id)."""
+LATE_RESULT = ("BLAST of BRCA2 against nr returned 42 hits; best hit Danio rerio at 71.3% identity"
+               " (zebrafish orthologue).")
+"""The result the review's second step should have found: it was stored only after the run."""
+
+
+def load_demo(mem: Memory, *, progress: bool = False) -> None:
+    """Fill ``mem`` with the demo sample and, on a store that keeps recalls, one run that recalled.
+
+    The run (``REVIEW_RUN``) is alice's literature review: its first step recalls earlier
+    results, its second asks for the BRCA2 zebrafish BLAST result and fails, because that
+    result (``LATE_RESULT``) was written only after the run; replaying that recall against
+    today's store finds it.
+    """
+    mem.add_many(demo_items(), progress=progress)
+    from memkit._protocols import SupportsRecalls
+    from memkit.traces import ExecutionHistory
+
+    if not isinstance(mem.provider, SupportsRecalls):
+        return
+    notes = {"type": {"$ne": "trace"}}
+    history = ExecutionHistory(memory_provider=mem, workflow_id="literature-review-alice", agent_id="bioinformatics",
+                               user_id="alice", run_id="review-alice-1")
+    with history.step("recall_prior_work", tool="memory", parameters={"gene": "TP53"}) as step:
+        prior = mem.search("TP53 apoptosis co-expression module", "alice", "bioinformatics", limit=3, filters=notes)
+        step.result = {"found": len(prior)}
+    try:
+        with history.step("find_orthologue", tool="memory", parameters={"gene": "BRCA2", "species": "Danio rerio"}):
+            hits = mem.search("BRCA2 BLAST orthologue Danio rerio zebrafish", "alice", "bioinformatics", limit=3,
+                              filters=notes)
+            if not any("BRCA2" in hit.content and "Danio rerio" in hit.content for hit in hits):
+                raise LookupError("no BRCA2 orthologue in Danio rerio among the recalled results")
+    except LookupError:
+        pass  # recorded as the step's failure; the run stops here
+    history.close()
+    mem.add(LATE_RESULT, "alice", "bioinformatics", {"topic": "homology", "gene": "BRCA2", "tool": "blast"})

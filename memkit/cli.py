@@ -42,14 +42,14 @@ def _open(args: argparse.Namespace) -> memkit.Memory:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Load the demo sample into the store (unless it already has memories), then show it."""
-    from memkit._demo import demo_items
+    from memkit._demo import load_demo
 
     with _open(args) as mem:
         before = mem.stats()
         if before.memories == 0 or args.force:
             if args.force:
                 mem.reset()
-            mem.add_many(demo_items(), progress=not args.quiet)
+            load_demo(mem, progress=not args.quiet)
             _say(f"Loaded the demo sample into {mem.provider!r}.")
         else:
             _say(f"{mem.provider!r} already holds {before.memories} memories; showing them (use --force to reload).")

@@ -746,6 +746,8 @@ def compare_runs(
     differs, e.g. ``"status, params.gene"``) and ``change``: ``changed`` (its name, tool,
     status or error differ), ``data differs`` (only parameters or result differ), ``same``,
     ``only in a`` or ``only in b``. Durations alone never count as a difference.
+    Runs of different workflows can be compared: ``attrs["same_workflow"]`` is then ``False``
+    and ``attrs["workflows"]`` names both.
 
     Examples
     --------
@@ -756,7 +758,16 @@ def compare_runs(
     source: pd.DataFrame | MemoryProvider | Memory = mem
     if not isinstance(mem, pd.DataFrame) and not (isinstance(run_a, pd.Series) and isinstance(run_b, pd.Series)):
         source = traces_frame(mem)  # one read for both runs
-    return _compare_steps(run_steps(source, run_a), run_steps(source, run_b))
+    if isinstance(source, pd.DataFrame) and not (isinstance(run_a, pd.Series) and isinstance(run_b, pd.Series)):
+        runs = _runs_from_steps(source)  # once, not once per run
+        run_a, run_b = _pick_run(runs, run_a), _pick_run(runs, run_b)
+    diff = _compare_steps(run_steps(source, run_a), run_steps(source, run_b))
+    workflows = (run_a["workflow_id"], run_b["workflow_id"]) if isinstance(run_a, pd.Series) and isinstance(
+        run_b, pd.Series) else (None, None)
+    # Runs of two workflows can be compared, but the reader is told: their steps need not correspond.
+    diff.attrs["workflows"] = workflows
+    diff.attrs["same_workflow"] = workflows[0] == workflows[1]
+    return diff
 
 
 def _compare_steps(steps_a: pd.DataFrame, steps_b: pd.DataFrame) -> pd.DataFrame:
@@ -913,6 +924,16 @@ def recall_counts(mem: MemoryProvider | Memory, workflow_id: str | None = None) 
     recalls=True)`` does).
     """
     provider = _provider(mem)
+    counted = getattr(provider, "recall_step_counts", None)
+    if counted is not None:  # a store that counts in place (SQLite: one GROUP BY, no recall parsed)
+        rows = run_sync(counted(workflow_id))
+        return pd.DataFrame({
+            "workflow_id": pd.Series([r[0] for r in rows], dtype=object),
+            "run_id": pd.Series([r[1] for r in rows], dtype=object),
+            "step_index": pd.Series([r[2] for r in rows], dtype="int64"),
+            "recalls": pd.Series([r[3] for r in rows], dtype="int64"),
+            "recalled": pd.Series([r[4] or 0 for r in rows], dtype="int64"),
+        })
     recalls = [r for r in _recalls_of(provider, workflow_id=workflow_id) if r.step_index is not None]
     frame = pd.DataFrame(
         {

@@ -11,7 +11,7 @@ const RUN_COLUMNS = [
   { key: "retries", label: "retries" },
   { key: "recalls", label: "recalls", render: (r) => (r.recalls === null || r.recalls === undefined ? "—" : String(r.recalls)),
     title: (r) => (r.recalls === null || r.recalls === undefined ? "this store keeps no recalls" : `${r.recalls} searches made by the run's steps`) },
-  { key: "first_error", label: "first error" },
+  { key: "first_error", label: "first error", title: (r) => r.first_error_full || null },
   { key: "agent_id", label: "agent" },
   { key: "user_id", label: "user" },
   { key: "run_id", label: "run id" },
@@ -163,14 +163,15 @@ function recallSection(model, d) {
     const table = h("table", { class: "mk-hits", "data-recall": r.id });
     table.append(h("tr", {}, ...["rank", "score", "found by", "memory (as recalled)"].map((t) => h("th", { text: t }))));
     for (const hit of r.hits) {
-      const text = h("td", { class: "mk-hit-text", title: hit.deleted ? `deleted from the store since; recalled as: ${hit.text}` : `${hit.text}\n(click to open)` },
+      const full = hit.full || hit.text;
+      const text = h("td", { class: "mk-hit-text", title: hit.deleted ? `deleted from the store since; recalled as: ${full}` : `${full}\n(click to open)` },
         h("div", { class: "mk-clamp" }, hit.deleted ? h("span", { class: "mk-deleted", text: "deleted" }) : null, hit.text));
       table.append(h("tr", {
         class: `mk-hit${hit.deleted ? " mk-hit-deleted" : ""}`, "data-id": hit.id, "data-rank": hit.rank,
         onclick: () => openMemory(model, hit.id),
       }, h("td", { class: "mk-hit-rank", text: hit.rank }),
         h("td", { class: "mk-hit-score", text: fmtScore(hit.score), title: hit.score === null ? null : String(hit.score) }),
-        h("td", { class: "mk-hit-legs", text: hit.legs }), text));
+        h("td", { class: "mk-hit-legs", text: hit.legs, title: `found by ${hit.legs}` }), text));
     }
     part.append(table);
   }
@@ -218,10 +219,18 @@ function drawCompare(model, box) {
   const runs = model.get("runs") || [];
   const current = model.get("run");
   const picker = h("select", { class: "mk-compare-pick" }, h("option", { value: "", text: "compare with…" }));
-  for (const r of runs) if (r.run !== current) picker.append(h("option", { value: r.run, text: `${r.run} (${r.status})`, selected: r.run === model.get("compare_with") ? "" : null }));
+  const options = model.get("compare_options") || [];
+  const chosen = model.get("compare_with");
+  const option = (r) => h("option", { value: r.run, text: `${r.run} (${r.status})${r.hidden ? " · hidden by the filters" : ""}`,
+    selected: r.run === chosen ? "" : null });
+  const same = options.filter((r) => !r.other_workflow), other = options.filter((r) => r.other_workflow);
+  if (same.length) picker.append(h("optgroup", { label: "same workflow" }, ...same.map(option)));
+  if (other.length) picker.append(h("optgroup", { label: "other workflows (steps need not correspond)" }, ...other.map(option)));
+  if (!options.length) for (const r of runs) if (r.run !== current) picker.append(option(r));
   picker.addEventListener("change", () => send(model, "compare_with", picker.value));
   box.append(h("div", { class: "mk-title" }, h("b", { text: "compare runs " }), picker));
   if (!c.rows) return;
+  if (c.workflow_note) box.append(h("div", { class: "mk-timing-note mk-workflow-note", text: c.workflow_note }));
   box.append(h("div", { class: "mk-caption", text: c.caption || "" }));
   box.append(dataGrid({
     columns: COMPARE_COLUMNS, rows: c.rows,
@@ -305,6 +314,7 @@ function render({ model, el }) {
     if (old) old.replaceWith(memoryBox(model));
   });
   model.on("change:comparison", () => drawCompare(model, compare));
+  model.on("change:compare_options", () => drawCompare(model, compare));
 }
 
 export default { render };

@@ -117,6 +117,9 @@ class TraceReplay(AnyPanel):
     """Position of the open step in the run (``-1`` for none)."""
     detail = t.Dict().tag(sync=True)
     compare_with = t.Unicode("").tag(sync=True)
+    compare_options: t.List[dict[str, Any]] = t.List().tag(sync=True)
+    """Runs the open run can be compared with: every run of its workflow (``hidden`` when the
+    filters leave it out of the list), then the listed runs of other workflows (``other_workflow``)."""
     comparison = t.Dict().tag(sync=True)
     memory = t.Dict().tag(sync=True)
     """The memory opened from the step detail (a recalled or written one); ``{}`` for none."""
@@ -194,6 +197,8 @@ class TraceReplay(AnyPanel):
             self.runs_capped = len(shown) > MAX_RUN_ROWS
             where = self._row_of.get_indexer(shown.index[:MAX_RUN_ROWS])
             self.runs = [self._all_rows[i] for i in where]
+            if self.run and self.run in self.all_runs.index:
+                self.compare_options = self._compare_options(self.run, self.all_runs.loc[self.run])
             failed = int(shown["status"].eq("failed").sum())
             if len(self.all_runs):
                 self.say(f"{len(shown):,} of {len(self.all_runs):,} runs, {failed:,} failed",
@@ -215,7 +220,7 @@ class TraceReplay(AnyPanel):
             {"run": printable(key), "workflow_id": text(wf), "agent_id": text(agent), "user_id": text(user),
              "run_id": text(run_id) or "—", "started": start, "duration": format_duration(_seconds(dur)),
              "steps": int(n), "failed_steps": int(failed), "retries": int(retries),
-             "first_error": shorten(text(error) or "", 90), "status": status,
+             "first_error": shorten(text(error) or "", 90), "first_error_full": text(error) or "", "status": status,
              "recalls": None if recalls is pd.NA else int(recalls)}
             for key, wf, agent, user, run_id, start, dur, n, failed, retries, error, status, recalls in zip(
                 runs.index, runs["workflow_id"], runs["agent_id"], runs["user_id"], runs["run_id"], started,
@@ -249,6 +254,7 @@ class TraceReplay(AnyPanel):
             row = self.all_runs.loc[run]
             steps = self.steps_all.iloc[self._positions[run]]
             self.steps = steps
+            self.compare_options = self._compare_options(run, row)
             self._recalls = self._run_recalls(row)
             self.timeline = self._timeline(run, row, steps)
 
@@ -320,6 +326,18 @@ class TraceReplay(AnyPanel):
                        f"{format_time(row['started_at'].to_pydatetime()) if pd.notna(row['started_at']) else '?'}",
         }
 
+    def _compare_options(self, run: str, row: pd.Series) -> list[dict[str, Any]]:
+        assert self.all_runs is not None
+        runs = self.all_runs
+        listed = set(self.shown.index)
+        same = runs[runs["workflow_id"].eq(row["workflow_id"]).to_numpy(dtype=bool)].index
+        options = [{"run": printable(r), "status": runs.at[r, "status"], "hidden": r not in listed,
+                    "other_workflow": False} for r in same[:MAX_RUN_ROWS] if r != run]
+        others = [r for r in self.shown.index[:MAX_RUN_ROWS] if runs.at[r, "workflow_id"] != row["workflow_id"]]
+        options += [{"run": printable(r), "status": runs.at[r, "status"], "hidden": False, "other_workflow": True}
+                    for r in others]
+        return options
+
     # -- one step ------------------------------------------------------------------------
 
     def open_step(self, position: int) -> None:
@@ -377,7 +395,8 @@ class TraceReplay(AnyPanel):
                 hits.append({
                     "id": hit.id, "rank": hit.rank, "legs": " + ".join(legs) or r.mode,
                     "score": hit.score if hit.score is not None and math.isfinite(hit.score) else None,
-                    "text": shorten(printable(hit.content), 160), "deleted": hit.id in gone,
+                    "text": shorten(printable(hit.content), 160), "full": printable(hit.content),
+                    "deleted": hit.id in gone,
                 })
             shown.append({
                 "id": r.id, "kind": r.kind, "query": printable(r.query), "mode": r.mode, "limit": r.limit,
@@ -476,9 +495,13 @@ class TraceReplay(AnyPanel):
                 })
             changed = int(diff["change"].isin(["changed", "only in a", "only in b"]).sum())
             data = int((diff["change"] == "data differs").sum())
+            wf_a, wf_b = (self.all_runs.at[r, "workflow_id"] for r in (self.run, other))
             self.comparison = {
                 "rows": rows, "caption": f"A = {printable(self.run)} · B = {printable(other)} · {changed} of "
                                          f"{len(diff)} steps changed, {data} more with other parameters or results",
+                "workflow_note": "" if wf_a == wf_b else
+                f"different workflows: A is {printable(wf_a)}, B is {printable(wf_b)}; steps are aligned by "
+                f"index and need not do the same thing",
             }
 
     # -- export and text -----------------------------------------------------------------

@@ -596,6 +596,21 @@ class SQLiteAdapter(RecordWriter):
         bodies = await self._run(self._recalls, user_id, agent_id, workflow_id, run_id, None)
         return [_recall.loads(body) for body in bodies]
 
+    def _recall_step_counts(self, workflow_id: str | None) -> list[tuple[Any, ...]]:
+        sql = ("SELECT workflow_id, run_id, step_index, count(*), sum(json_array_length(body, '$.hits'))"
+               " FROM recalls WHERE step_index IS NOT NULL")
+        params: list[Any] = []
+        if workflow_id is not None:
+            sql += " AND workflow_id = ?"
+            params.append(workflow_id)
+        self._flush_recalls()
+        return list(self._db().execute(sql + " GROUP BY workflow_id, run_id, step_index", params))
+
+    async def recall_step_counts(self, workflow_id: str | None = None) -> list[tuple[Any, ...]]:
+        """``(workflow_id, run_id, step_index, recalls, memories returned)`` per step that recalled,
+        counted in SQL: :func:`memkit.frames.recall_counts` without reading each recall."""
+        return await self._run(self._recall_step_counts, workflow_id)
+
     async def get_recall(
         self, recall_id: str, *, user_id: str | None = None, agent_id: str | None = None
     ) -> Recall | None:
