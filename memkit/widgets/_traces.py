@@ -322,7 +322,8 @@ class TraceReplay(AnyPanel):
             "retries": retries.tolist(), "gap_s": np.round(gaps, 3).tolist(), "recalls": recalls,
             "statuses": sorted(set(steps["status"])), "axis": "steps" if by_order else "seconds",
             "timing_note": note, "timed": timed.tolist(),
-            "caption": f"{n} steps · {format_duration(_seconds(row['duration_s']))} · started "
+            "caption": f"{n} steps · {'no timing' if by_order else format_duration(_seconds(row['duration_s']))}"
+                       f" · started "
                        f"{format_time(row['started_at'].to_pydatetime()) if pd.notna(row['started_at']) else '?'}",
         }
 
