@@ -194,11 +194,12 @@ def _moment_arg(text: str | None, name: str) -> datetime | None:
 
 def _plain(value: Any) -> Any:
     """A frame cell as a plain JSON value: ``None`` for any missing value, ISO text for a time."""
-    import pandas as pd
-
-    if value is None or (not isinstance(value, (list, dict, tuple)) and pd.isna(value)):
+    if value is None or (isinstance(value, float) and value != value):
         return None
-    if isinstance(value, (pd.Timestamp, datetime)):
+    pd = sys.modules.get("pandas")  # only a command that read frames has pandas cells (and pays its import)
+    if pd is not None and not isinstance(value, (list, dict, tuple, str)) and pd.isna(value):
+        return None
+    if isinstance(value, datetime):  # pandas' Timestamp too
         return value.isoformat()
     return value.item() if hasattr(value, "item") else value
 
