@@ -167,3 +167,14 @@ def test_runs_frame_duration_from_any_spelling(mem: memkit.Memory) -> None:
                                   "started_at": T0 + timedelta(seconds=3), "ended_at": T0 + timedelta(seconds=10)},
                   user_id="u")
     assert runs_frame(mem).loc["wf/r", "duration_s"] == 10.0
+
+
+def test_readme_timing_example_runs() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    code = readme.split("<!-- readme-timing -->\n```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, object] = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    steps = namespace["steps"]
+    assert isinstance(steps, pd.DataFrame)
+    assert steps["duration_s"].round(6).tolist()[:2] == [0.42, 12.0] and pd.isna(steps["duration_s"].iloc[2])
+    assert steps["timing"].tolist() == ["recorded", "recorded", "none"]
