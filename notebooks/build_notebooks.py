@@ -90,7 +90,7 @@ TOUR = [
          '    print(f\'{r["kind"]} "{r["query"]}"\')\n'
          '    for hit in r["hits"]:\n'
          '        print(f\'  {hit["rank"]}. {hit["text"]}\')'),
-    md("The recall missed what it should have found: the BLAST result was stored ten minutes after the run. "
+    md("The recall missed what it should have found: the BLAST result was stored only after the run. "
        "`replay_recall` runs the same search (query, namespace, mode, limit) against the store as it is today "
        "and says per memory what changed: the missing result comes back `new` at rank 1."),
     code("from memkit.frames import recalls_frame, replay_recall\n\n"
