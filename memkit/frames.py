@@ -967,15 +967,23 @@ def _with_recall_counts(steps: pd.DataFrame, mem: MemoryProvider | Memory) -> pd
         out["recalls"] = out["recalled"] = np.zeros(len(steps), dtype="int64")
         return out
 
-    def key(workflow_id: Any, run_id: Any, index: Any) -> tuple[Any, Any, Any]:
-        return (None if _missing(workflow_id) else workflow_id, None if _missing(run_id) else run_id,
-                None if _missing(index) else int(index))
-
-    found = {key(w, r, i): (n, m) for w, r, i, n, m in counts.itertuples(index=False, name=None)}
-    pairs = [found.get(key(w, r, i), (0, 0)) for w, r, i in zip(
-        steps["workflow_id"].tolist(), steps["run_id"].tolist(), steps["step_index"].tolist(), strict=True)]
-    out["recalls"] = np.fromiter((p[0] for p in pairs), dtype="int64", count=len(pairs))
-    out["recalled"] = np.fromiter((p[1] for p in pairs), dtype="int64", count=len(pairs))
+    # The join as integer codes (a missing value is one more code): a Python loop over the steps
+    # cost most of the panel's read on a store with thousands of runs.
+    n = len(steps)
+    key = np.zeros(n + len(counts), dtype=np.int64)
+    for left, right in (
+        (steps["workflow_id"].to_numpy(dtype=object), counts["workflow_id"].to_numpy(dtype=object)),
+        (steps["run_id"].to_numpy(dtype=object), counts["run_id"].to_numpy(dtype=object)),
+        (steps["step_index"].to_numpy(dtype="float64", na_value=np.nan), counts["step_index"].to_numpy("float64")),
+    ):
+        codes = pd.factorize(np.concatenate([left, right]), use_na_sentinel=False)[0].astype(np.int64)
+        key = pd.factorize(key * (int(codes.max()) + 1) + codes)[0].astype(np.int64)
+    where = pd.Index(key[n:]).get_indexer(key[:n])
+    found = where >= 0
+    for name in ("recalls", "recalled"):
+        column = np.zeros(n, dtype="int64")
+        column[found] = counts[name].to_numpy("int64")[where[found]]
+        out[name] = column
     return out
 
 
