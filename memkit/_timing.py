@@ -39,8 +39,10 @@ TIMING_KEYS = frozenset((*DURATION_KEYS, *START_KEYS, *END_KEYS))
 # Names that look like timing but that memkit does not read: warned about once each, since a
 # silently empty timeline is worse than a line on stderr.
 _TIMING_LIKE = re.compile(
-    r"(duration|latency|elapsed|runtime|run_time|wall_?time|took|time_taken|_secs?$|_seconds$|_ms$|_us$|_ns$"
-    r"|^(start|end|finish|stop)(ed)?(_|$)|_time$|^time$|^(finished|stopped|completed)_at$)"
+    r"(^|_)(duration|latency|elapsed|runtime|walltime|took|time_taken)(_|$)"
+    r"|^(wall|run|exec|execution|step)_?time(_|$)"
+    r"|^(start|started|end|ended|finish|finished|stop|stopped|complete|completed)(_?(at|time|ts|timestamp|ms|s|us|ns))?$"
+    r"|_(secs?|seconds|ms|us|ns)$"
 )
 _NOT_TIMING = frozenset(("retry_count", "step_index", "created_at", "retry_errors"))
 _warned: set[str] = set()
@@ -119,7 +121,7 @@ def step_timing(data: Mapping[str, Any], *, warn: bool = True) -> StepTiming:
     if warn:
         for key in data:
             if isinstance(key, str) and key not in TIMING_KEYS and key not in _NOT_TIMING \
-                    and _TIMING_LIKE.search(key.lower()):
+                    and "timeout" not in key.lower() and _TIMING_LIKE.search(key.lower()):
                 _warn_once(key, f"memkit: trace key {key!r} looks like step timing but is not read as timing; "
                                 f"use duration (seconds), duration_ms, or started_at/ended_at")
     duration_key, duration = _first(data, (k for k in DURATION_KEYS if k in data),

@@ -178,3 +178,16 @@ def test_readme_timing_example_runs() -> None:
     assert isinstance(steps, pd.DataFrame)
     assert steps["duration_s"].round(6).tolist()[:2] == [0.42, 12.0] and pd.isna(steps["duration_s"].iloc[2])
     assert steps["timing"].tolist() == ["recorded", "recorded", "none"]
+
+
+@pytest.mark.parametrize("key", ["took_ms", "wall_time", "finished_at", "completed_at", "runtime_s", "end"])
+def test_timing_like_keys_are_named(key: str) -> None:
+    with pytest.warns(UserWarning, match=f"'{key}' looks like step timing"):
+        memkit._timing.step_timing({key: 1})
+
+
+@pytest.mark.parametrize("key", ["stop_codon", "end_reason", "start_gene", "timeout_ms", "updated_at", "n_items"])
+def test_bioinformatics_keys_are_not_mistaken_for_timing(key: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        memkit._timing.step_timing({key: 1})
