@@ -330,13 +330,14 @@ class TraceReplay(AnyPanel):
     def _compare_options(self, run: str, row: pd.Series) -> list[dict[str, Any]]:
         assert self.all_runs is not None
         runs = self.all_runs
-        listed = set(self.shown.index)
-        same = runs[runs["workflow_id"].eq(row["workflow_id"]).to_numpy(dtype=bool)].index
-        options = [{"run": printable(r), "status": runs.at[r, "status"], "hidden": r not in listed,
-                    "other_workflow": False} for r in same[:MAX_RUN_ROWS] if r != run]
-        others = [r for r in self.shown.index[:MAX_RUN_ROWS] if runs.at[r, "workflow_id"] != row["workflow_id"]]
-        options += [{"run": printable(r), "status": runs.at[r, "status"], "hidden": False, "other_workflow": True}
-                    for r in others]
+        listed = runs.index.isin(self.shown.index)
+        same = runs["workflow_id"].eq(row["workflow_id"]).to_numpy(dtype=bool)
+        options: list[dict[str, Any]] = []
+        for pick, other in ((same, False), (~same & listed, True)):
+            chosen = runs[pick][:MAX_RUN_ROWS]
+            hidden = ~listed[pick][:MAX_RUN_ROWS]
+            options += [{"run": printable(r), "status": status, "hidden": bool(h), "other_workflow": other}
+                        for r, status, h in zip(chosen.index, chosen["status"], hidden, strict=True) if r != run]
         return options
 
     # -- one step ------------------------------------------------------------------------
