@@ -45,7 +45,6 @@ __all__ = [
     "RECALL_COLUMNS",
     "REPLAY_COLUMNS",
     "RUN_COLUMNS",
-    "TIMING_VALUES",
     "TRACE_COLUMNS",
     "ReplayState",
     "compare_runs",
@@ -59,7 +58,6 @@ __all__ = [
     "replay_recall",
     "run_steps",
     "runs_frame",
-    "timing_of",
     "tool_stats",
     "traces_frame",
 ]
@@ -674,8 +672,9 @@ def run_steps(mem: pd.DataFrame | MemoryProvider | Memory, run: str | pd.Series)
     ``run`` is a :func:`runs_frame` id (its index), a row of it, or a ``run_id`` /
     ``workflow_id`` that names exactly one run. Read from a store that keeps recalls, each
     step also has ``recalls`` (searches it made) and ``recalled`` (memories they returned).
-    The last column, ``timing``, says where each step's timing came from (:func:`timing_of`):
-    ``recorded``, ``start only`` or ``none``.
+    The last column, ``timing``, says where each step's timing came from: ``recorded`` (its
+    data gave a duration, in any spelling memkit reads, or a start and an end), ``start only``
+    or ``none`` (the trace panel then places it by step order).
     """
     if isinstance(mem, pd.DataFrame):
         steps = mem
@@ -696,14 +695,10 @@ def run_steps(mem: pd.DataFrame | MemoryProvider | Memory, run: str | pd.Series)
     chosen = _normalised(steps[keep])
     if not isinstance(mem, pd.DataFrame) and _keeps_recalls(mem) and "recalls" not in chosen.columns:
         chosen = _with_recall_counts(chosen, mem)  # one workflow's recalls: an indexed read
-    return chosen.assign(timing=timing_of(chosen))
+    return chosen.assign(timing=_timing_of(chosen))
 
 
-TIMING_VALUES = ("recorded", "start only", "none")
-"""Values of :func:`run_steps`'s ``timing`` column (see :func:`timing_of`)."""
-
-
-def timing_of(steps: pd.DataFrame) -> pd.Series:
+def _timing_of(steps: pd.DataFrame) -> pd.Series:
     """Where each step's timing came from: ``recorded`` (its data gave a duration, in any spelling
     memkit reads, or a start and an end), ``start only`` (a start time, no duration) or ``none``
     (no timing at all: the trace panel places it by step order)."""
