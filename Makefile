@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo lab lab-serve test lint typecheck pytest nbval bench clean install install-notebook install-test chromium bench-minilm neo4j
+.PHONY: demo lab lab-serve test lint typecheck pytest nbval nb-lab bench clean install install-notebook install-test chromium bench-minilm neo4j
 
 # The browser check drives Debian's chromium through Playwright (never `playwright install`).
 CHROMIUM ?= /usr/bin/chromium
@@ -85,10 +85,23 @@ nbval:
 	$(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-current-env \
 		--nbval-sanitize-with notebooks/sanitize.cfg notebooks/
 
-test: install-test lint typecheck pytest nbval
+# The notebooks run top to bottom in what `make lab` installs and nothing more: a separate
+# venv with only '.[notebook]' (nbconvert comes with JupyterLab), executing each notebook.
+LAB_VENV ?= .venv-lab
+$(LAB_VENV)/bin/python:
+	$(PYTHON) -m venv $(LAB_VENV)
+	$(LAB_VENV)/bin/python -m pip --disable-pip-version-check -q install --upgrade pip
+
+nb-lab: $(LAB_VENV)/bin/python
+	$(LAB_VENV)/bin/python -m pip --disable-pip-version-check -q install -e '.[notebook]'
+	@for nb in notebooks/*.ipynb; do echo "nb-lab: $$nb"; \
+		$(LAB_VENV)/bin/jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=600 \
+			--stdout "$$nb" > /dev/null || exit 1; done
+
+test: install-test lint typecheck pytest nbval nb-lab
 
 bench: install
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) $(LAB_VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -9,11 +9,14 @@ from __future__ import annotations
 import random
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memkit._records import trace_record
 
-__all__ = ["DEMO_AGENTS", "DEMO_USERS", "demo_items"]
+if TYPE_CHECKING:
+    from memkit._sync import Memory
+
+__all__ = ["DEMO_AGENTS", "DEMO_USERS", "REVIEW_RUN", "demo_items", "load_demo"]
 
 DEMO_USERS = ("alice", "bob", "carol")
 DEMO_AGENTS = ("planner", "bioinformatics", "executor")
@@ -177,3 +180,64 @@ def run_items(
         items.append(_item(record.content, user, agent, record.metadata, clock))
         clock += timedelta(seconds=duration + rng.uniform(0, 3))
     return items
+
+
+REVIEW_RUN = "literature-review-alice/review-alice-1"
+"""The demo run whose steps recalled memories (its ``runs_frame`` id)."""
+LATE_RESULT = ("BLAST of BRCA2 against nr returned 42 hits; best hit Danio rerio at 71.3% identity"
+               " (zebrafish orthologue).")
+"""The result the review's second step should have found: it was stored only after the run."""
+
+
+def load_demo(mem: Memory, *, progress: bool = False) -> None:
+    """Fill ``mem`` with the demo sample and, on a store that keeps recalls, one run that recalled.
+
+    The run (``REVIEW_RUN``) is alice's literature review: its first step recalls earlier
+    results, its second asks for the BRCA2 zebrafish BLAST result and fails, because that
+    result (``LATE_RESULT``) was stored ten minutes after the run; replaying that recall against
+    today's store finds it. Times and ids are fixed like the rest of the sample (the searches
+    are real, their recalls written as an import), so notebooks show the same thing everywhere.
+    """
+    mem.add_many(demo_items(), progress=progress)
+    from memkit._protocols import SupportsRecalls
+    from memkit._recall import Recall, RecalledMemory
+    from memkit._sync import run_sync
+
+    provider = mem.provider
+    if not isinstance(provider, SupportsRecalls):
+        return
+    user, agent, workflow_id, run_id = "alice", "bioinformatics", "literature-review-alice", "review-alice-1"
+    notes = {"type": {"$ne": "trace"}}
+    clock = datetime(2026, 1, 20, 9, 0, tzinfo=UTC)
+    steps = [
+        ("recall_prior_work", {"gene": "TP53"}, "TP53 apoptosis co-expression module", 1.8),
+        ("find_orthologue", {"gene": "BRCA2", "species": "Danio rerio"},
+         "BRCA2 BLAST orthologue Danio rerio zebrafish", 2.4),
+    ]
+    rows: list[dict[str, Any]] = []
+    recalls: list[Recall] = []
+    for index, (name, params, query, seconds) in enumerate(steps):
+        hits = mem.search(query, user, agent, limit=3, filters=notes)
+        recalls.append(Recall(
+            id=str(uuid.uuid5(_NS, f"recall/{run_id}/{index}")), created_at=clock + timedelta(seconds=0.4),
+            user_id=user, agent_id=agent, query=query, mode=str((hits[0].score_details or {}).get("mode", "keyword"))
+            if hits else "keyword", filters=notes, limit=3, workflow_id=workflow_id, run_id=run_id,
+            step_index=index, step_name=name, attempt=1,
+            hits=[RecalledMemory(id=h.id, rank=rank, score=h.score, details=h.score_details, content=h.content)
+                  for rank, h in enumerate(hits, start=1)],
+        ))
+        found = any("BRCA2" in h.content and "Danio rerio" in h.content for h in hits)
+        failed = index == 1 and not found
+        data = {
+            "step_name": name, "tool": "memory", "status": "failed" if failed else "success", "step_index": index,
+            "run_id": run_id, "parameters": params, "result": None if failed else {"found": len(hits)},
+            "error": "LookupError: no BRCA2 orthologue in Danio rerio among the recalled results" if failed else None,
+            "duration": seconds, "retry_count": 0, "timestamp": clock.timestamp(),
+        }
+        record = trace_record(agent, workflow_id, data, user)
+        rows.append(_item(record.content, user, agent, record.metadata, clock + timedelta(seconds=seconds)))
+        clock += timedelta(seconds=seconds + 0.5)
+    late = clock + timedelta(minutes=10)
+    rows.append(_item(LATE_RESULT, user, agent, {"topic": "homology", "gene": "BRCA2", "tool": "blast"}, late))
+    mem.add_many(rows)
+    run_sync(provider.add_recalls(recalls))

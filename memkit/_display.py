@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memkit._models import MemoryItem
+from memkit._timing import step_timing
 
 __all__ = [
     "UNKNOWN_STATUS",
@@ -106,6 +107,7 @@ def step_fields(item: MemoryItem) -> dict[str, Any]:
         return meta.get(key) if value is None else value
 
     index = pick("step_index")
+    timing = step_timing(payload) if payload else step_timing(meta, warn=False)
     return {
         "workflow_id": meta.get("workflow_id"),
         "run_id": pick("run_id"),
@@ -113,10 +115,10 @@ def step_fields(item: MemoryItem) -> dict[str, Any]:
         "step_name": pick("step_name"),
         "tool": pick("tool"),
         "status": status_of(pick("status")),
-        "duration": pick("duration"),
+        "duration": timing.duration,
         "retry_count": pick("retry_count"),
         "error": pick("error"),
-        "timestamp": pick("timestamp"),
+        "timestamp": timing.start,
         "parameters": payload.get("parameters"),
         "result": payload.get("result"),
     }

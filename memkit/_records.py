@@ -14,6 +14,7 @@ from typing import Any
 
 from memkit._errors import InvalidInputError
 from memkit._models import MemoryItem, NewMemory
+from memkit._timing import with_timing
 from memkit._validate import (
     DEFAULT_LIMITS,
     Limits,
@@ -291,7 +292,8 @@ def trace_record(
     finds a trace by tool, step name or parameter. Metadata: ``type="trace"``,
     ``workflow_id``, the scalar audit fields of :data:`TRACE_FIELDS` when present,
     the caller's ``trace_data["metadata"]``, and the whole payload under ``trace``
-    so replay never has to parse content. ``type`` and ``workflow_id`` cannot be
+    so replay never has to parse content; step timing in any spelling memkit reads
+    (see :mod:`memkit._timing`) is also stored as ``timestamp``/``duration``. ``type`` and ``workflow_id`` cannot be
     overridden by the payload. The process-wide redactor (see
     :func:`set_trace_redactor`) runs first, so secrets reach neither content nor
     metadata.
@@ -308,7 +310,8 @@ def trace_record(
     extra = data.get("metadata") or {}
     if not isinstance(extra, dict):
         extra = {"metadata": extra}
-    payload = {k: v for k, v in data.items() if k != "metadata"}
+    # Any timing spelling becomes the canonical timestamp/duration too (see memkit._timing).
+    payload = with_timing({k: v for k, v in data.items() if k != "metadata"})
     payload = check_metadata(payload, limits)  # JSON-safe before it is rendered
     meta: dict[str, Any] = dict(extra)
     for key in TRACE_FIELDS:

@@ -38,6 +38,7 @@ from memkit._protocols import (
 from memkit._recall import Recall, RecalledMemory
 from memkit._records import to_us
 from memkit._sync import Memory, provider_of, run_sync
+from memkit._timing import step_timing
 from memkit.traces import ExecutionHistory, ExecutionItem, ExecutionStatus, categorize_error
 
 __all__ = [
@@ -118,7 +119,8 @@ async def _export_trace_columns(
         created_us = to_us(item.created_at) if item.created_at is not None else None
         if since_us is not None and (created_us is None or created_us < since_us):
             continue
-        stamp, duration = trace.get("timestamp"), trace.get("duration")
+        timing = step_timing(trace)
+        stamp, duration = timing.start, timing.duration
         row = {
             "id": item.id, "user_id": item.user_id, "agent_id": item.agent_id,
             "workflow_id": meta.get("workflow_id"), "run_id": meta.get("run_id"),
@@ -670,6 +672,9 @@ def run_steps(mem: pd.DataFrame | MemoryProvider | Memory, run: str | pd.Series)
     ``run`` is a :func:`runs_frame` id (its index), a row of it, or a ``run_id`` /
     ``workflow_id`` that names exactly one run. Read from a store that keeps recalls, each
     step also has ``recalls`` (searches it made) and ``recalled`` (memories they returned).
+    The last column, ``timing``, says where each step's timing came from: ``recorded`` (its
+    data gave a duration, in any spelling memkit reads, or a start and an end), ``start only``
+    or ``none`` (the trace panel then places it by step order).
     """
     if isinstance(mem, pd.DataFrame):
         steps = mem
@@ -690,7 +695,16 @@ def run_steps(mem: pd.DataFrame | MemoryProvider | Memory, run: str | pd.Series)
     chosen = _normalised(steps[keep])
     if not isinstance(mem, pd.DataFrame) and _keeps_recalls(mem) and "recalls" not in chosen.columns:
         chosen = _with_recall_counts(chosen, mem)  # one workflow's recalls: an indexed read
-    return chosen
+    return chosen.assign(timing=_timing_of(chosen))
+
+
+def _timing_of(steps: pd.DataFrame) -> pd.Series:
+    """Where each step's timing came from: ``recorded`` (its data gave a duration, in any spelling
+    memkit reads, or a start and an end), ``start only`` (a start time, no duration) or ``none``
+    (no timing at all: the trace panel places it by step order)."""
+    labels = np.select([steps["duration_s"].notna().to_numpy(), steps["started_at"].notna().to_numpy()],
+                       ["recorded", "start only"], default="none")
+    return pd.Series(labels.tolist(), index=steps.index, dtype=object)
 
 
 _STEP_DIFF_COLUMNS = ("step_name", "tool", "status", "error")
@@ -727,6 +741,8 @@ def compare_runs(
     differs, e.g. ``"status, params.gene"``) and ``change``: ``changed`` (its name, tool,
     status or error differ), ``data differs`` (only parameters or result differ), ``same``,
     ``only in a`` or ``only in b``. Durations alone never count as a difference.
+    Runs of different workflows can be compared: ``attrs["same_workflow"]`` is then ``False``
+    and ``attrs["workflows"]`` names both.
 
     Examples
     --------
@@ -737,7 +753,16 @@ def compare_runs(
     source: pd.DataFrame | MemoryProvider | Memory = mem
     if not isinstance(mem, pd.DataFrame) and not (isinstance(run_a, pd.Series) and isinstance(run_b, pd.Series)):
         source = traces_frame(mem)  # one read for both runs
-    return _compare_steps(run_steps(source, run_a), run_steps(source, run_b))
+    if isinstance(source, pd.DataFrame) and not (isinstance(run_a, pd.Series) and isinstance(run_b, pd.Series)):
+        runs = _runs_from_steps(source)  # once, not once per run
+        run_a, run_b = _pick_run(runs, run_a), _pick_run(runs, run_b)
+    diff = _compare_steps(run_steps(source, run_a), run_steps(source, run_b))
+    workflows = (run_a["workflow_id"], run_b["workflow_id"]) if isinstance(run_a, pd.Series) and isinstance(
+        run_b, pd.Series) else (None, None)
+    # Runs of two workflows can be compared, but the reader is told: their steps need not correspond.
+    diff.attrs["workflows"] = workflows
+    diff.attrs["same_workflow"] = workflows[0] == workflows[1]
+    return diff
 
 
 def _compare_steps(steps_a: pd.DataFrame, steps_b: pd.DataFrame) -> pd.DataFrame:
@@ -902,6 +927,18 @@ def recall_counts(
     workflow_id, run_id, step_index`` (as ``traces_frame(..., recalls=True)`` does).
     """
     provider = _provider(mem)
+    counted = getattr(provider, "recall_step_counts", None)
+    if counted is not None:  # a store that counts in place (SQLite: one GROUP BY, no recall parsed)
+        rows = run_sync(counted(workflow_id, user_id=user_id, agent_id=agent_id))
+        return pd.DataFrame({
+            "user_id": pd.Series([r[0] for r in rows], dtype=object),
+            "agent_id": pd.Series([r[1] for r in rows], dtype=object),
+            "workflow_id": pd.Series([r[2] for r in rows], dtype=object),
+            "run_id": pd.Series([r[3] for r in rows], dtype=object),
+            "step_index": pd.Series([r[4] for r in rows], dtype="int64"),
+            "recalls": pd.Series([r[5] for r in rows], dtype="int64"),
+            "recalled": pd.Series([r[6] or 0 for r in rows], dtype="int64"),
+        })
     recalls = [r for r in _recalls_of(provider, workflow_id=workflow_id) if r.step_index is not None]
     spaces = [_recall.step_namespace(r) for r in recalls]
     if user_id is not None or agent_id is not None:
@@ -943,18 +980,27 @@ def _with_recall_counts(steps: pd.DataFrame, mem: MemoryProvider | Memory) -> pd
         out["recalls"] = out["recalled"] = np.zeros(len(steps), dtype="int64")
         return out
 
-    def key(user_id: Any, agent_id: Any, workflow_id: Any, run_id: Any, index: Any) -> tuple[Any, ...]:
-        return (user_id, agent_id, None if _missing(workflow_id) else workflow_id,
-                None if _missing(run_id) else run_id, None if _missing(index) else int(index))
-
-    # The step's namespace is part of the key: another namespace's run of the same workflow
-    # (same workflow_id, no run_id, same step indexes) must not lend this one its recalls.
-    found = {key(u, a, w, r, i): (n, m) for u, a, w, r, i, n, m in counts.itertuples(index=False, name=None)}
-    pairs = [found.get(key(u, a, w, r, i), (0, 0)) for u, a, w, r, i in zip(
-        steps["user_id"].tolist(), steps["agent_id"].tolist(), steps["workflow_id"].tolist(),
-        steps["run_id"].tolist(), steps["step_index"].tolist(), strict=True)]
-    out["recalls"] = np.fromiter((p[0] for p in pairs), dtype="int64", count=len(pairs))
-    out["recalled"] = np.fromiter((p[1] for p in pairs), dtype="int64", count=len(pairs))
+    # The join as integer codes (a missing value is one more code): a Python loop over the steps
+    # cost most of the panel's read on a store with thousands of runs. The step's namespace is
+    # part of the key: another namespace's run of the same workflow (same workflow_id, no run_id,
+    # same step indexes) must not lend this one its recalls.
+    n = len(steps)
+    key = np.zeros(n + len(counts), dtype=np.int64)
+    for left, right in (
+        (steps["user_id"].to_numpy(dtype=object), counts["user_id"].to_numpy(dtype=object)),
+        (steps["agent_id"].to_numpy(dtype=object), counts["agent_id"].to_numpy(dtype=object)),
+        (steps["workflow_id"].to_numpy(dtype=object), counts["workflow_id"].to_numpy(dtype=object)),
+        (steps["run_id"].to_numpy(dtype=object), counts["run_id"].to_numpy(dtype=object)),
+        (steps["step_index"].to_numpy(dtype="float64", na_value=np.nan), counts["step_index"].to_numpy("float64")),
+    ):
+        codes = pd.factorize(np.concatenate([left, right]), use_na_sentinel=False)[0].astype(np.int64)
+        key = pd.factorize(key * (int(codes.max()) + 1) + codes)[0].astype(np.int64)
+    where = pd.Index(key[n:]).get_indexer(key[:n])
+    found = where >= 0
+    for name in ("recalls", "recalled"):
+        column = np.zeros(n, dtype="int64")
+        column[found] = counts[name].to_numpy("int64")[where[found]]
+        out[name] = column
     return out
 
 

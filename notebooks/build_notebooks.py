@@ -21,13 +21,13 @@ import tempfile
 from pathlib import Path
 
 import memkit
-from memkit._demo import demo_items
+from memkit._demo import demo_items, load_demo
 
 # A fresh copy of the seeded demo sample, so this notebook shows the same thing everywhere.
 # For your own store: mem = memkit.open("sqlite:///data/memory.db") (what `make lab` loads).
 store = Path(tempfile.mkdtemp(prefix="memkit-nb-")) / "demo.db"
 mem = memkit.open(f"sqlite:///{store}")
-mem.add_many(demo_items())
+load_demo(mem)
 stats = mem.stats()
 print(f"{stats.memories} memories ({stats.traces} trace steps) in {stats.namespaces} namespaces")'''
 
@@ -79,6 +79,25 @@ TOUR = [
     code('replay = dash.replay\nreplay.run = "variant-calling-alice-1/run-alice-1"  # what a click on its row does\n'
          'replay.step = 4                                    # ... and a click on its last bar\n'
          'print(replay.detail["title"], "->", replay.detail["error"])\nreplay'),
+    md("## What did a step know?\n\nA trace says what a step did; a **recall** says what it knew. Every search "
+       "a step makes inside `history.step(...)` is recorded: its query, and each memory it returned with rank, "
+       "score and the text as it was then. The newest demo run, alice's literature review, failed at its second "
+       "step: it asked for the BRCA2 zebrafish BLAST result and did not get it."),
+    code('review = runs_frame(mem).iloc[0]\n'
+         'print(review.name, "·", review.status, "·", review.recalls, "recalls ·", review.first_error)\n'
+         'replay.run = review.name\nreplay.step = 1                                    # the failed step\n'
+         'for r in replay.detail["recalls"]:\n'
+         '    print(f\'{r["kind"]} "{r["query"]}"\')\n'
+         '    for hit in r["hits"]:\n'
+         '        print(f\'  {hit["rank"]}. {hit["text"]}\')'),
+    md("The recall missed what it should have found: the BLAST result was stored only after the run. "
+       "`replay_recall` runs the same search (query, namespace, mode, limit) against the store as it is today "
+       "and says per memory what changed: the missing result comes back `new` at rank 1."),
+    code("from memkit.frames import recalls_frame, replay_recall\n\n"
+         'missed = recalls_frame(mem, workflow_id=review.workflow_id)\n'
+         "missed = missed[missed.step_index == 1]\n"
+         "today = replay_recall(mem, missed.recall_id.iloc[0])\n"
+         'today[["change", "old_rank", "new_rank", "content"]]'),
     md("Which tools fail, and how? The pictures render in JupyterLab itself (Vega-Lite, nothing fetched)."),
     code("from memkit.charts import failure_heatmap\n\nfailure_heatmap(mem)"),
     md("## The graph\n\nA namespace: its memories and the genes, tools and topics they mention. Colour is the node "

@@ -50,6 +50,7 @@ def _free_port() -> int:
 def test_make_lab_serves_the_tour_on_loopback(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
     nbformat.write(_views_notebook(), tmp_path / "notebooks" / "views.ipynb")
+    nbformat.write(_timing_notebook(), tmp_path / "notebooks" / "timing.ipynb")
     port = _free_port()
     log = (tmp_path / "lab.log").open("w+")
     # No desktop browser (the test drives its own); JupyterLab's workspace files stay in tmp_path.
@@ -75,6 +76,7 @@ def test_make_lab_serves_the_tour_on_loopback(tmp_path: Path) -> None:
         # ?reset: start from an empty workspace, whatever an earlier session left open
         _run_the_tour(url.replace("/lab?", "/lab/tree/notebooks/00_tour.ipynb?reset&"))
         _check_the_views(url.replace("/lab?", "/lab/tree/notebooks/views.ipynb?reset&"))
+        _check_timing(url.replace("/lab?", "/lab/tree/notebooks/timing.ipynb?reset&"))
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -146,7 +148,7 @@ def _run_the_tour(url: str) -> None:
         page.locator(".widget-tab").first.scroll_into_view_if_needed()
         page.wait_for_timeout(1500)
         text = page.locator(".widget-tab").first.inner_text()
-        assert "9 namespaces, 335 memories" in text and "best hybrid matches" in text
+        assert "9 namespaces, 338 memories" in text and "best hybrid matches" in text
         assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
         (ROOT / ".artifacts").mkdir(exist_ok=True)
         page.screenshot(path=str(ROOT / ".artifacts" / "lab.png"))
@@ -544,3 +546,119 @@ def _docs_charts(page: Page, cells: Locator) -> None:
     panel.locator(".mk-detail pre.mk-error").wait_for(timeout=60_000)
     assert "<img" not in panel.inner_text()
     _shot(page, panel, "lab-docs-traces.png")
+
+
+# 300 runs written the way a researcher's own agent writes them: each run spells its timing its
+# own way (or not at all), some steps carry no status, a few runs fail.
+TIMING_SETUP = """\
+import random
+from datetime import UTC, datetime, timedelta
+
+import memkit
+from memkit.widgets import TraceReplay
+
+mem = memkit.open("sqlite:///timing.db?embedder=none")
+rng = random.Random(3)
+styles = ["duration_ms", "latency_ms", "duration_s", "elapsed", "started_at/ended_at", "none"]
+start = datetime(2026, 10, 1, tzinfo=UTC)
+for r in range(300):
+    clock = start + timedelta(hours=r)
+    style = styles[r % len(styles)]
+    for i in range(10):
+        seconds = [0.5, 4.0, 1.0, 12.0, 2.0, 0.3, 8.0, 1.5, 3.0, 6.0][(i + r) % 10] * rng.uniform(0.9, 1.1)
+        step = {"step_name": f"step_{i}", "tool": ["fetch", "align", "llm"][i % 3], "step_index": i,
+                "run_id": f"run-{r}"}
+        if i != 2:  # this agent never writes a status for its third step
+            step["status"] = "failed" if (r % 10 == 0 and i == 3) else "success"
+        if step.get("status") == "failed":
+            step["error"] = "RuntimeError: the aligner ran out of memory on chromosome 7 " * 4
+        if style in ("duration_ms", "latency_ms"):
+            step[style] = seconds * 1000
+            step["started_at"] = clock.isoformat()
+        elif style == "duration_s":
+            step.update(duration_s=seconds, start_time=clock.timestamp())
+        elif style == "elapsed":
+            step.update(elapsed=seconds, started_at=clock)
+        elif style == "started_at/ended_at":
+            step.update(started_at=clock.isoformat(), ended_at=(clock + timedelta(seconds=seconds)).isoformat())
+        mem.add_trace("aligner", "align-genome", step, user_id="lab")
+        clock += timedelta(seconds=seconds + 0.5)
+        if step.get("status") == "failed":
+            break
+print("ready")"""
+
+
+def _timing_notebook() -> nbformat.NotebookNode:
+    cells = [TIMING_SETUP, "panel = TraceReplay(mem)\npanel"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
+def _open_run(page: Page, panel: Locator, run: str) -> Locator:
+    box = panel.locator("input.mk-filter-text")
+    box.fill(run)
+    box.press("Enter")
+    row = panel.locator(f".mk-runs tbody tr[data-key='{run}']")
+    row.wait_for(timeout=30_000)
+    row.click()
+    page.wait_for_function("([el, run]) => el.querySelector('.mk-timeline .mk-title')?.textContent.includes(run)",
+                           arg=[panel.element_handle(), run])
+    return panel.locator(".mk-timeline .mk-bar")
+
+
+def _bar_widths(bars: Locator) -> list[float]:
+    widths: list[float] = bars.evaluate_all("bs => bs.map(b => b.getBoundingClientRect().width)")
+    return widths
+
+
+def _check_timing(url: str) -> None:
+    """A researcher's store: bars as wide as the steps took whatever the key, the failed step red,
+    and a run that recorded no timing says so instead of drawing slivers."""
+    with _lab_page(url, 1500, 1100) as page:
+        page.keyboard.press("Escape")
+        page.click(".jp-Notebook")
+        page.get_by_text("Run", exact=True).first.click()
+        page.get_by_text("Run All Cells", exact=True).first.click()
+        panel = page.locator(".jp-CodeCell").nth(1).locator(".memkit-traces")
+        try:
+            panel.locator(".mk-runs tbody tr").first.wait_for(timeout=240_000)
+        except Exception:
+            (ROOT / ".artifacts").mkdir(exist_ok=True)
+            page.screenshot(path=str(ROOT / ".artifacts" / "lab-timing-failed.png"))
+            raise
+        assert "300 of 300 runs" in panel.locator(".mk-runs .mk-caption").inner_text()
+        # run-0 wrote duration_ms and failed at step 3: four bars, the failed one red, widths that differ.
+        for run, steps in (("align-genome/run-0", 4), ("align-genome/run-4", 10), ("align-genome/run-3", 10)):
+            bars = _open_run(page, panel, run)
+            bars.first.wait_for(timeout=30_000)
+            assert bars.count() == steps, run
+            widths = _bar_widths(bars)
+            assert max(widths) > 5 * min(widths), (run, widths)  # as wide as the step took, not slivers
+            assert panel.locator(".mk-timeline .mk-timing-note").count() == 0, run
+        bars = _open_run(page, panel, "align-genome/run-0")
+        failed = panel.locator(".mk-timeline .mk-bar[data-status='failed']")
+        assert failed.count() == 1 and failed.get_attribute("data-position") == "3"
+        assert failed.evaluate("b => getComputedStyle(b).backgroundColor") == FAILED_RGB
+        assert bars.first.evaluate("b => getComputedStyle(b).backgroundColor") != FAILED_RGB
+        # The step without a status reads unknown, not success.
+        assert panel.locator(".mk-timeline .mk-bar[data-position='2']").get_attribute("data-status") == "unknown"
+        _shot(page, panel, "lab-timing.png")
+        # run-5 recorded no timing: the panel says so in words, and bars follow step order.
+        bars = _open_run(page, panel, "align-genome/run-5")
+        note = panel.locator(".mk-timeline .mk-timing-note")
+        note.wait_for(timeout=30_000)
+        assert note.inner_text().startswith("No step timing recorded in this run")
+        widths = _bar_widths(bars)
+        assert len(widths) == 10 and max(widths) - min(widths) < 1.5
+        assert "step 1" in panel.locator(".mk-timeline .mk-axis").inner_text()
+        _shot(page, panel.locator(".mk-timeline"), "lab-timing-none.png")
+        # The full first error is one hover away: the cell's title holds all of it.
+        box = panel.locator("input.mk-filter-text")
+        box.fill("run-10")
+        box.press("Enter")
+        page.wait_for_function("el => el.querySelector(\".mk-runs tbody tr[data-key='align-genome/run-10']\")",
+                               arg=panel.element_handle())
+        cell = panel.locator(".mk-runs tbody tr[data-key='align-genome/run-10'] td.mk-col-first_error")
+        full = cell.get_attribute("title") or ""
+        assert full.count("chromosome 7") == 4 and len(cell.inner_text()) < len(full)

@@ -25,8 +25,24 @@ methods) and that :class:`memkit.Memory` refuses it with ``NotImplementedError``
 prints it at the end of the run).
 """
 
-from memkit.testing._conformance import ProviderConformance, absence_report
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from memkit.testing._falkordb import FalkorDBServer
 from memkit.testing._neo4j import NEO4J_CURRENT, NEO4J_LTS, Neo4jServer
 
+if TYPE_CHECKING:
+    from memkit.testing._conformance import ProviderConformance, absence_report
+
 __all__ = ["NEO4J_CURRENT", "NEO4J_LTS", "FalkorDBServer", "Neo4jServer", "ProviderConformance", "absence_report"]
+
+
+def __getattr__(name: str) -> Any:
+    # The conformance suite is pytest code; the servers are not. Importing it on first use keeps
+    # ``from memkit.testing import FalkorDBServer`` working where pytest is not installed.
+    if name in ("ProviderConformance", "absence_report"):
+        from memkit.testing import _conformance
+
+        return getattr(_conformance, name)
+    raise AttributeError(f"module 'memkit.testing' has no attribute {name!r}")

@@ -11,7 +11,7 @@ const RUN_COLUMNS = [
   { key: "retries", label: "retries" },
   { key: "recalls", label: "recalls", render: (r) => (r.recalls === null || r.recalls === undefined ? "—" : String(r.recalls)),
     title: (r) => (r.recalls === null || r.recalls === undefined ? "this store keeps no recalls" : `${r.recalls} searches made by the run's steps`) },
-  { key: "first_error", label: "first error" },
+  { key: "first_error", label: "first error", title: (r) => r.first_error_full || null },
   { key: "agent_id", label: "agent" },
   { key: "user_id", label: "user" },
   { key: "run_id", label: "run id" },
@@ -49,11 +49,14 @@ function drawTimeline(model, box) {
   box.append(h("div", { class: "mk-title" },
     h("b", { text: `run ${tl.run}` }), " · ", statusBadge(tl.status), ` · ${tl.caption || ""}`));
   if (!tl.n) { box.append(h("div", { class: "mk-empty", text: "this run has no steps" })); return; }
+  if (tl.timing_note) box.append(h("div", { class: "mk-timing-note", text: tl.timing_note }));
+  const byOrder = tl.axis === "steps";
   const span = Math.max(tl.span_s || 0, 1e-3);
-  const step = tickStep(span);
+  const step = byOrder ? Math.max(1, Math.ceil(span / 8)) : tickStep(span);
   const axis = h("div", { class: "mk-axis" });
   for (let t = 0; t <= span + 1e-9; t += step) {
-    axis.append(h("span", { class: "mk-tick", style: { left: `${(100 * t) / span}%` }, text: t === 0 ? "0" : fmtOffset(t) }));
+    const text = byOrder ? (t < span ? `step ${t + 1}` : "") : (t === 0 ? "0" : fmtOffset(t));
+    axis.append(h("span", { class: "mk-tick", style: { left: `${(100 * t) / span}%` }, text }));
   }
   box.append(h("div", { class: "mk-tl-row mk-tl-head" }, h("div", { class: "mk-tl-label", text: `step · tool (${tl.n})` }), axis));
   // Only the rows in view exist in the page (a 10,000-step run draws as fast as a 10-step one).
@@ -62,7 +65,8 @@ function drawTimeline(model, box) {
   const inner = h("div", { class: "mk-tl-inner", style: { height: `${tl.n * ROW}px` } });
   rows.append(inner);
   const tooltip = (i) => {
-    let text = `${tl.label[i]} · ${tl.status_of[i]} · ${fmtOffset(tl.duration_s[i])}`;
+    const timed = !tl.timed || tl.timed[i];
+    let text = `${tl.label[i]} · ${tl.status_of[i]} · ${timed && !byOrder ? fmtOffset(tl.duration_s[i]) : "no timing recorded"}`;
     if (tl.retries[i]) text += ` · ${tl.retries[i]} retries`;
     if ((tl.recalls || [])[i]) text += ` · ${tl.recalls[i]} recalls`;
     if (tl.error[i]) text += ` · "${tl.error[i]}"`;
@@ -73,7 +77,7 @@ function drawTimeline(model, box) {
     const left = (100 * start) / span;
     const width = Math.max((100 * dur) / span, 0.15);
     const track = h("div", { class: "mk-tl-track" }, h("div", {
-      class: `mk-bar mk-bar-${status}${retries ? " mk-bar-retried" : ""}`,
+      class: `mk-bar mk-bar-${status}${retries ? " mk-bar-retried" : ""}${tl.timed && !tl.timed[i] ? " mk-bar-untimed" : ""}`,
       "data-status": status, "data-position": i,
       style: { left: `${left}%`, width: `${Math.min(width, 100 - left)}%`, background: STATUS_COLOURS[status] || STATUS_COLOURS.unknown },
       title: tooltip(i),
@@ -159,14 +163,15 @@ function recallSection(model, d) {
     const table = h("table", { class: "mk-hits", "data-recall": r.id });
     table.append(h("tr", {}, ...["rank", "score", "found by", "memory (as recalled)"].map((t) => h("th", { text: t }))));
     for (const hit of r.hits) {
-      const text = h("td", { class: "mk-hit-text", title: hit.deleted ? `deleted from the store since; recalled as: ${hit.text}` : `${hit.text}\n(click to open)` },
+      const full = hit.full || hit.text;
+      const text = h("td", { class: "mk-hit-text", title: hit.deleted ? `deleted from the store since; recalled as: ${full}` : `${full}\n(click to open)` },
         h("div", { class: "mk-clamp" }, hit.deleted ? h("span", { class: "mk-deleted", text: "deleted" }) : null, hit.text));
       table.append(h("tr", {
         class: `mk-hit${hit.deleted ? " mk-hit-deleted" : ""}`, "data-id": hit.id, "data-rank": hit.rank,
         onclick: () => openMemory(model, hit.id),
       }, h("td", { class: "mk-hit-rank", text: hit.rank }),
         h("td", { class: "mk-hit-score", text: fmtScore(hit.score), title: hit.score === null ? null : String(hit.score) }),
-        h("td", { class: "mk-hit-legs", text: hit.legs }), text));
+        h("td", { class: "mk-hit-legs", text: hit.legs, title: `found by ${hit.legs}` }), text));
     }
     part.append(table);
   }
@@ -214,10 +219,18 @@ function drawCompare(model, box) {
   const runs = model.get("runs") || [];
   const current = model.get("run");
   const picker = h("select", { class: "mk-compare-pick" }, h("option", { value: "", text: "compare with…" }));
-  for (const r of runs) if (r.run !== current) picker.append(h("option", { value: r.run, text: `${r.run} (${r.status})`, selected: r.run === model.get("compare_with") ? "" : null }));
+  const options = model.get("compare_options") || [];
+  const chosen = model.get("compare_with");
+  const option = (r) => h("option", { value: r.run, text: `${r.run} (${r.status})${r.hidden ? " · hidden by the filters" : ""}`,
+    selected: r.run === chosen ? "" : null });
+  const same = options.filter((r) => !r.other_workflow), other = options.filter((r) => r.other_workflow);
+  if (same.length) picker.append(h("optgroup", { label: "same workflow" }, ...same.map(option)));
+  if (other.length) picker.append(h("optgroup", { label: "other workflows (steps need not correspond)" }, ...other.map(option)));
+  if (!options.length) for (const r of runs) if (r.run !== current) picker.append(option(r));
   picker.addEventListener("change", () => send(model, "compare_with", picker.value));
   box.append(h("div", { class: "mk-title" }, h("b", { text: "compare runs " }), picker));
   if (!c.rows) return;
+  if (c.workflow_note) box.append(h("div", { class: "mk-timing-note mk-workflow-note", text: c.workflow_note }));
   box.append(h("div", { class: "mk-caption", text: c.caption || "" }));
   box.append(dataGrid({
     columns: COMPARE_COLUMNS, rows: c.rows,
@@ -301,6 +314,7 @@ function render({ model, el }) {
     if (old) old.replaceWith(memoryBox(model));
   });
   model.on("change:comparison", () => drawCompare(model, compare));
+  model.on("change:compare_options", () => drawCompare(model, compare));
 }
 
 export default { render };

@@ -117,6 +117,9 @@ class TraceReplay(AnyPanel):
     """Position of the open step in the run (``-1`` for none)."""
     detail = t.Dict().tag(sync=True)
     compare_with = t.Unicode("").tag(sync=True)
+    compare_options: t.List[dict[str, Any]] = t.List().tag(sync=True)
+    """Runs the open run can be compared with: every run of its workflow (``hidden`` when the
+    filters leave it out of the list), then the listed runs of other workflows (``other_workflow``)."""
     comparison = t.Dict().tag(sync=True)
     memory = t.Dict().tag(sync=True)
     """The memory opened from the step detail (a recalled or written one); ``{}`` for none."""
@@ -194,6 +197,8 @@ class TraceReplay(AnyPanel):
             self.runs_capped = len(shown) > MAX_RUN_ROWS
             where = self._row_of.get_indexer(shown.index[:MAX_RUN_ROWS])
             self.runs = [self._all_rows[i] for i in where]
+            if self.run and self.run in self.all_runs.index:
+                self.compare_options = self._compare_options(self.run, self.all_runs.loc[self.run])
             failed = int(shown["status"].eq("failed").sum())
             if len(self.all_runs):
                 self.say(f"{len(shown):,} of {len(self.all_runs):,} runs, {failed:,} failed",
@@ -215,7 +220,7 @@ class TraceReplay(AnyPanel):
             {"run": printable(key), "workflow_id": text(wf), "agent_id": text(agent), "user_id": text(user),
              "run_id": text(run_id) or "—", "started": start, "duration": format_duration(_seconds(dur)),
              "steps": int(n), "failed_steps": int(failed), "retries": int(retries),
-             "first_error": shorten(text(error) or "", 90), "status": status,
+             "first_error": shorten(text(error) or "", 90), "first_error_full": text(error) or "", "status": status,
              "recalls": None if recalls is pd.NA else int(recalls)}
             for key, wf, agent, user, run_id, start, dur, n, failed, retries, error, status, recalls in zip(
                 runs.index, runs["workflow_id"], runs["agent_id"], runs["user_id"], runs["run_id"], started,
@@ -249,6 +254,7 @@ class TraceReplay(AnyPanel):
             row = self.all_runs.loc[run]
             steps = self.steps_all.iloc[self._positions[run]]
             self.steps = steps
+            self.compare_options = self._compare_options(run, row)
             self._recalls = self._run_recalls(row)
             self.timeline = self._timeline(run, row, steps)
 
@@ -272,11 +278,24 @@ class TraceReplay(AnyPanel):
         """The run's bars as columns (one list per field), which the browser draws in one pass."""
         n = len(steps)
         starts = steps["started_at"]
-        durations = steps["duration_s"].fillna(0.0).clip(lower=0).to_numpy(dtype=float)
-        if n and starts.notna().all():
-            offsets = (starts - starts.min()).dt.total_seconds().to_numpy(dtype=float)
-        else:  # steps without times are drawn one after another
-            offsets = durations.cumsum() - durations
+        timed = steps["duration_s"].notna().to_numpy()
+        untimed = int(n - timed.sum())
+        by_order = bool(n) and untimed == n
+        note = ""
+        if by_order:
+            # No duration at all: one equal bar per step, in step order, and the note says so.
+            durations = np.ones(n)
+            offsets = np.arange(n, dtype=float)
+            note = ("No step timing recorded in this run: bars show step order, not time. Record it with "
+                    "history.step(...) or a duration / duration_ms / started_at+ended_at key.")
+        else:
+            durations = steps["duration_s"].fillna(0.0).clip(lower=0).to_numpy(dtype=float)
+            if starts.notna().all():
+                offsets = (starts - starts.min()).dt.total_seconds().to_numpy(dtype=float)
+            else:  # steps without times are drawn one after another
+                offsets = durations.cumsum() - durations
+            if untimed:
+                note = f"{untimed} of {n} steps recorded no duration: drawn as thin marks."
         ends = offsets + durations
         span = float(ends.max()) if n else 0.0
         reached = np.maximum.accumulate(ends) if n else ends
@@ -303,10 +322,25 @@ class TraceReplay(AnyPanel):
             "label": labels, "error": short_errors, "status_of": steps["status"].tolist(),
             "start_s": np.round(offsets, 3).tolist(), "duration_s": np.round(durations, 3).tolist(),
             "retries": retries.tolist(), "gap_s": np.round(gaps, 3).tolist(), "recalls": recalls,
-            "statuses": sorted(set(steps["status"])),
-            "caption": f"{n} steps · {format_duration(_seconds(row['duration_s']))} · started "
+            "statuses": sorted(set(steps["status"])), "axis": "steps" if by_order else "seconds",
+            "timing_note": note, "timed": timed.tolist(),
+            "caption": f"{n} steps · {'no timing' if by_order else format_duration(_seconds(row['duration_s']))}"
+                       f" · started "
                        f"{format_time(row['started_at'].to_pydatetime()) if pd.notna(row['started_at']) else '?'}",
         }
+
+    def _compare_options(self, run: str, row: pd.Series) -> list[dict[str, Any]]:
+        assert self.all_runs is not None
+        runs = self.all_runs
+        listed = runs.index.isin(self.shown.index)
+        same = runs["workflow_id"].eq(row["workflow_id"]).to_numpy(dtype=bool)
+        options: list[dict[str, Any]] = []
+        for pick, other in ((same, False), (~same & listed, True)):
+            chosen = runs[pick][:MAX_RUN_ROWS]
+            hidden = ~listed[pick][:MAX_RUN_ROWS]
+            options += [{"run": printable(r), "status": status, "hidden": bool(h), "other_workflow": other}
+                        for r, status, h in zip(chosen.index, chosen["status"], hidden, strict=True) if r != run]
+        return options
 
     # -- one step ------------------------------------------------------------------------
 
@@ -365,7 +399,8 @@ class TraceReplay(AnyPanel):
                 hits.append({
                     "id": hit.id, "rank": hit.rank, "legs": " + ".join(legs) or r.mode,
                     "score": hit.score if hit.score is not None and math.isfinite(hit.score) else None,
-                    "text": shorten(printable(hit.content), 160), "deleted": hit.id in gone,
+                    "text": shorten(printable(hit.content), 160), "full": printable(hit.content),
+                    "deleted": hit.id in gone,
                 })
             shown.append({
                 "id": r.id, "kind": r.kind, "query": printable(r.query), "mode": r.mode, "limit": r.limit,
@@ -464,9 +499,13 @@ class TraceReplay(AnyPanel):
                 })
             changed = int(diff["change"].isin(["changed", "only in a", "only in b"]).sum())
             data = int((diff["change"] == "data differs").sum())
+            wf_a, wf_b = (self.all_runs.at[r, "workflow_id"] for r in (self.run, other))
             self.comparison = {
                 "rows": rows, "caption": f"A = {printable(self.run)} · B = {printable(other)} · {changed} of "
                                          f"{len(diff)} steps changed, {data} more with other parameters or results",
+                "workflow_note": "" if wf_a == wf_b else
+                f"different workflows: A is {printable(wf_a)}, B is {printable(wf_b)}; steps are aligned by "
+                f"index and need not do the same thing",
             }
 
     # -- export and text -----------------------------------------------------------------

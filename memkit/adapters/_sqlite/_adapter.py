@@ -628,6 +628,39 @@ class SQLiteAdapter(RecordWriter):
         bodies = await self._run(self._recalls, user_id, agent_id, workflow_id, run_id, None)
         return [_recall.loads(body) for body in bodies]
 
+    def _recall_step_counts(
+        self, workflow_id: str | None, user_id: str | None, agent_id: str | None
+    ) -> list[tuple[Any, ...]]:
+        # A recall counts for the step of its trace's namespace (see _recall.step_namespace);
+        # one recorded without it belongs to the step of the namespace it searched.
+        step_user = "coalesce(json_extract(body, '$.trace_user_id'), user_id)"
+        step_agent = "coalesce(json_extract(body, '$.trace_agent_id'), agent_id)"
+        sql = (f"SELECT {step_user} AS su, {step_agent} AS sa, workflow_id, run_id, step_index, count(*),"
+               " sum(json_array_length(body, '$.hits')) FROM recalls WHERE step_index IS NOT NULL")
+        params: list[Any] = []
+        if workflow_id is not None:
+            sql += " AND workflow_id = ?"
+            params.append(workflow_id)
+        if user_id is not None:
+            sql += f" AND {step_user} = ?"
+            params.append(user_id)
+        if agent_id is not None:
+            sql += f" AND {step_agent} = ?"
+            params.append(agent_id)
+        self._flush_recalls()
+        return list(self._db().execute(sql + " GROUP BY su, sa, workflow_id, run_id, step_index", params))
+
+    async def recall_step_counts(
+        self, workflow_id: str | None = None, *, user_id: str | None = None, agent_id: str | None = None
+    ) -> list[tuple[Any, ...]]:
+        """``(user_id, agent_id, workflow_id, run_id, step_index, recalls, memories returned)`` per
+        step that recalled, the namespace being the step's: :func:`memkit.frames.recall_counts`
+        counted in SQL, without reading each recall."""
+        for value, name in ((workflow_id, "workflow_id"), (user_id, "user_id"), (agent_id, "agent_id")):
+            if value is not None:
+                check_id(value, name, self.limits)
+        return await self._run(self._recall_step_counts, workflow_id, user_id, agent_id)
+
     async def get_recall(
         self, recall_id: str, *, user_id: str | None = None, agent_id: str | None = None
     ) -> Recall | None:
