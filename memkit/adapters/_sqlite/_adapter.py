@@ -20,11 +20,12 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from memkit import _pipeline, _recall
+from memkit import _marks, _pipeline, _recall
 from memkit._errors import ConfigError, InvalidInputError, StorageError
+from memkit._marks import Mark
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._recall import Recall, checked_recalls
-from memkit._records import Record, from_us, records_from_items
+from memkit._records import Record, from_us, records_from_items, to_us
 from memkit._retrieval import HybridConfig, modes_for
 from memkit._url import bool_option, embedder_option, query_options, sqlite_path
 from memkit._validate import (
@@ -423,6 +424,7 @@ class SQLiteAdapter(RecordWriter):
             db.execute("DELETE FROM keyword_snapshots")
             db.execute("DELETE FROM vector_snapshots")
             db.execute("DELETE FROM recalls")
+            db.execute("DELETE FROM marks")
         self._keywords.clear()
         self._vectors.clear()
         return True
@@ -612,6 +614,50 @@ class SQLiteAdapter(RecordWriter):
     def _import_recalls(self, bodies: list[dict[str, Any]]) -> int:
         self._flush_recalls()
         return self._insert_recalls(bodies)
+
+    # -- marks ----------------------------------------------------------------------
+
+    def _marks(
+        self, user_id: str | None, agent_id: str | None, workflow_id: str | None, run_id: str | None
+    ) -> list[str]:
+        sql = "SELECT body FROM marks WHERE 1"
+        params: list[Any] = []
+        for column, value in (
+            ("user_id", user_id), ("agent_id", agent_id), ("workflow_id", workflow_id), ("run_id", run_id),
+        ):
+            if value is not None:
+                sql += f" AND {column} = ?"  # column names from the tuple above, values as parameters
+                params.append(value)
+        return [row[0] for row in self._db().execute(sql, params)]
+
+    async def marks(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        workflow_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[Mark]:
+        """A researcher's marks, oldest first (see :class:`memkit.SupportsMarks`)."""
+        _marks.check_reads(self.limits, user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id)
+        bodies = await self._run(self._marks, user_id, agent_id, workflow_id, run_id)
+        return _marks.matching(map(_marks.loads, bodies), user_id, agent_id, workflow_id, run_id)
+
+    def _put_marks(self, batch: list[Mark]) -> int:
+        db = self._db()
+        with write_transaction(db):
+            db.executemany(
+                "INSERT OR REPLACE INTO marks (id, created_us, user_id, agent_id, workflow_id, run_id, body)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(m.id, to_us(m.created_at), m.user_id, m.agent_id, m.workflow_id, m.run_id, _marks.dumps(m))
+                 for m in batch],
+            )
+        return len(batch)
+
+    async def put_marks(self, marks: Iterable[Mark]) -> int:
+        """Store marks in one transaction, each replacing the mark on the same target."""
+        batch = _marks.checked_marks(marks, self.limits)
+        return await self._run(self._put_marks, batch) if batch else 0
 
     def _close(self) -> None:
         self._recall_wake.set()  # the recall thread sees the store closing and ends
