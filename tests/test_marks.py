@@ -413,3 +413,57 @@ def test_mem0_keeps_marks_in_its_recall_file(mem0_backend: Any, tmp_path: Path) 
     reopened = Mem0Adapter(tmp_path / "m", memory=mem0_backend)
     with memkit.Memory(reopened) as again:
         assert again.marks() == [mark]  # on disk, beside the recalls
+
+
+# -- TraceReplay's step detail -------------------------------------------------------------------
+
+
+def test_trace_replay_marks_from_the_step_detail(tmp_path: Path) -> None:
+    from memkit.widgets import TraceReplay
+
+    mem = memkit.open(f"sqlite:///{tmp_path / 'panel.db'}?embedder=none")
+    _fill(mem, "alice")
+    _fill(mem, "bob")
+    # Traces kept under "system" while the step searches alice's namespace, as agents often do.
+    recall, step_id = _run(mem, "alice", run_id="r1", trace_user="system")
+    _run(mem, "bob", run_id="r1", workflow="wf-bob")
+    panel = TraceReplay(mem)
+    panel.run = next(r["run"] for r in panel.runs if r["workflow_id"] == "wf")
+    panel.step = 0
+    assert panel.detail["keeps_marks"] and panel.detail["step_mark"] == {"label": None, "note": ""}
+    assert panel.detail["hit_marks"] == {}
+    first, second = recall.hits[0].id, recall.hits[1].id
+    # A click, as the browser sends it.
+    panel._on_message(panel, {"action": "mark_memory", "recall": recall.id, "memory": first, "relevant": True,
+                              "note": HOSTILE}, [])
+    assert panel.detail["hit_marks"] == {f"{recall.id} {first}": {"label": "relevant", "note": HOSTILE}}
+    assert panel.message_kind == "ok" and "relevant" in panel.message
+    panel.mark_memory(recall.id, second, relevant=False)
+    panel._on_message(panel, {"action": "mark_step", "good": False, "note": "skipped the KRAS memory"}, [])
+    assert panel.detail["step_mark"] == {"label": "bad", "note": "skipped the KRAS memory"}
+    marks = mem.marks()
+    assert [(m.user_id, m.kind, m.label) for m in marks] == [
+        ("alice", "memory", "relevant"), ("alice", "memory", "not_relevant"), ("system", "step", "bad")]
+    assert marks[2].step_id == step_id
+    # Bad clicks say why in the panel and change nothing.
+    for bad in ({"action": "mark_memory", "recall": recall.id, "memory": first, "relevant": "yes"},
+                {"action": "mark_memory", "recall": "forged", "memory": first, "relevant": True},
+                {"action": "mark_memory", "recall": recall.id, "memory": "not-recalled", "relevant": True},
+                {"action": "mark_step", "good": True, "note": "\x1b[31m"},
+                {"action": "mark_step", "good": True, "note": ["a list"]}):
+        panel._on_message(panel, bad, [])
+        assert panel.message_kind == "error" and panel.message.startswith("not marked:"), bad
+    assert mem.marks() == marks
+    # bob's recall is not the open step's: it cannot be marked from here.
+    (bobs,) = mem.recalls(user_id="bob")
+    with pytest.raises(NotFoundError, match="the open step made no recall"):
+        panel.mark_memory(bobs.id, bobs.hits[0].id, relevant=True)
+    # Reopening the step reads the marks back from the store.
+    panel.step = -1
+    panel.step = 0
+    assert panel.detail["hit_marks"][f"{recall.id} {second}"] == {"label": "not_relevant", "note": ""}
+    assert panel.detail["step_mark"]["label"] == "bad"
+    panel.step = -1
+    with pytest.raises(NotImplementedError, match="open a step first"):
+        panel.mark_step(good=True)
+    mem.close()

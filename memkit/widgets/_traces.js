@@ -122,6 +122,7 @@ function drawDetail(model, box) {
   const facts = h("table", { class: "mk-facts" });
   for (const [key, value] of d.facts || []) facts.append(h("tr", {}, h("th", { text: key }), h("td", { text: value })));
   box.append(facts);
+  if (d.keeps_marks) box.append(stepVerdict(model, d));
   if (d.error) box.append(h("div", { class: "mk-section", text: "error" }), h("pre", { class: "mk-error", text: d.error }));
   if ((d.retry_errors || []).length) {
     box.append(h("div", { class: "mk-section", text: "earlier attempts" }));
@@ -141,6 +142,33 @@ const fmtScore = (s) => (s === null || s === undefined ? "—" : s === 0 || Math
 const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
 const openMemory = (model, id) => model.send({ action: "open_memory", id });
 
+// A researcher's verdict: two buttons and a note. A click saves at once with the note typed so far;
+// editing the note of something already marked saves the note. Text goes in as text, never as markup.
+function verdict({ current, note, choices, save, kind }) {
+  const input = h("input", { class: "mk-mark-note", type: "text", maxlength: 2000, placeholder: "note (optional)",
+    value: note || "", title: "a short note kept with the mark", onclick: (e) => e.stopPropagation() });
+  input.addEventListener("change", () => { if (current) save(current, input.value); });
+  input.addEventListener("keydown", (e) => { e.stopPropagation(); if (e.key === "Enter") input.blur(); });
+  const box = h("span", { class: `mk-verdict mk-verdict-${kind}`, "data-label": current || "", onclick: (e) => e.stopPropagation() });
+  for (const [label, text] of choices) {
+    box.append(h("button", {
+      class: `mk-mark-btn mk-mark-${label}${current === label ? " mk-on" : ""}`, text, "aria-pressed": current === label ? "true" : "false",
+      title: current === label ? `marked ${text}; click the other to change` : `mark ${text}`,
+      onclick: (e) => { e.stopPropagation(); save(label, input.value); },
+    }));
+  }
+  box.append(input);
+  if (current) box.append(h("span", { class: "mk-mark-state", text: `marked ${current.replace("_", " ")}` }));
+  return box;
+}
+
+function stepVerdict(model, d) {
+  const mark = d.step_mark || {};
+  return h("div", { class: "mk-step-verdict" }, h("span", { class: "mk-recall-meta", text: "this step: " }),
+    verdict({ kind: "step", current: mark.label, note: mark.note, choices: [["good", "good"], ["bad", "bad"]],
+      save: (label, note) => model.send({ action: "mark_step", good: label === "good", note }) }));
+}
+
 // What the step recalled: each search (query, mode, when), then its hits best first.
 function recallSection(model, d) {
   const part = h("div", { class: "mk-recalled" });
@@ -157,7 +185,9 @@ function recallSection(model, d) {
     part.append(head);
     if (!r.hits.length) { part.append(h("div", { class: "mk-empty", text: "returned nothing" })); continue; }
     const table = h("table", { class: "mk-hits", "data-recall": r.id });
-    table.append(h("tr", {}, ...["rank", "score", "found by", "memory (as recalled)"].map((t) => h("th", { text: t }))));
+    const heads = ["rank", "score", "found by", "memory (as recalled)"];
+    if (d.keeps_marks) heads.push("relevant to this step?");
+    table.append(h("tr", {}, ...heads.map((t) => h("th", { text: t }))));
     for (const hit of r.hits) {
       const text = h("td", { class: "mk-hit-text", title: hit.deleted ? `deleted from the store since; recalled as: ${hit.text}` : `${hit.text}\n(click to open)` },
         h("div", { class: "mk-clamp" }, hit.deleted ? h("span", { class: "mk-deleted", text: "deleted" }) : null, hit.text));
@@ -166,7 +196,13 @@ function recallSection(model, d) {
         onclick: () => openMemory(model, hit.id),
       }, h("td", { class: "mk-hit-rank", text: hit.rank }),
         h("td", { class: "mk-hit-score", text: fmtScore(hit.score), title: hit.score === null ? null : String(hit.score) }),
-        h("td", { class: "mk-hit-legs", text: hit.legs }), text));
+        h("td", { class: "mk-hit-legs", text: hit.legs }), text,
+        d.keeps_marks ? h("td", { class: "mk-hit-verdict" }, verdict({
+          kind: "memory", current: ((d.hit_marks || {})[`${r.id} ${hit.id}`] || {}).label,
+          note: ((d.hit_marks || {})[`${r.id} ${hit.id}`] || {}).note,
+          choices: [["relevant", "relevant"], ["not_relevant", "not relevant"]],
+          save: (label, note) => model.send({ action: "mark_memory", recall: r.id, memory: hit.id, relevant: label === "relevant", note }),
+        })) : null));
     }
     part.append(table);
   }
