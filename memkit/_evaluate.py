@@ -117,7 +117,8 @@ class Evaluation:
             return "—" if value is None else f"{value:.3f}"
 
         return (
-            f"Evaluation over {len(self.queries)} marked queries (k={self.k}): "
+            f"Evaluation over {len(self.queries)} marked {'query' if len(self.queries) == 1 else 'queries'}"
+            f" (k={self.k}): "
             f"recall@{self.k} {pct(self.recall_at_k)} (then {pct(self.recall_at_k_then)}), "
             f"MRR {pct(self.mrr)} (then {pct(self.mrr_then)})"
         )
