@@ -464,6 +464,6 @@ def test_trace_replay_marks_from_the_step_detail(tmp_path: Path) -> None:
     assert panel.detail["hit_marks"][f"{recall.id} {second}"] == {"label": "not_relevant", "note": ""}
     assert panel.detail["step_mark"]["label"] == "bad"
     panel.step = -1
-    with pytest.raises(NotImplementedError, match="open a step first"):
+    with pytest.raises(InvalidInputError, match="open a step first"):
         panel.mark_step(good=True)
     mem.close()

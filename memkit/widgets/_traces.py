@@ -22,7 +22,7 @@ import pandas as pd
 import traitlets as t
 
 from memkit._display import format_duration, format_time, printable, shorten, status_of, summary
-from memkit._errors import MemkitError, NotFoundError
+from memkit._errors import InvalidInputError, MemkitError, NotFoundError
 from memkit._marks import Mark
 from memkit._models import MemoryItem
 from memkit._protocols import SupportsMarks
@@ -427,7 +427,7 @@ class TraceReplay(AnyPanel):
 
     def _open_step_row(self) -> tuple[pd.Series, str]:
         if self.step < 0 or self.step >= len(self.steps) or not self.detail:
-            raise NotImplementedError("open a step first: marks are made in the step detail")
+            raise InvalidInputError("open a step first: marks are made in the step detail")
         return self.steps.iloc[self.step], str(self.steps.index[self.step])
 
     @contextmanager
