@@ -72,7 +72,7 @@ class QueryScore:
         return tuple(m for m in self.relevant if m not in self.ranked)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Evaluation:
     """Recall@k and MRR over the marked recalls, now and as recorded.
 
@@ -108,6 +108,9 @@ class Evaluation:
         for column in ("recall_at_k_then", "rr_then", "recall_at_k", "rr"):
             frame[column] = frame[column].astype("float64")
         return frame
+
+    def __repr__(self) -> str:  # a notebook shows the summary, not every query's id lists
+        return str(self)
 
     def __str__(self) -> str:
         if not self.queries:

@@ -122,6 +122,13 @@ def test_marks_round_trip_through_export_and_import(backend: tuple[str, Any], tm
         ["memory", "relevant", HOSTILE], ["memory", "not_relevant", "off topic"],
         ["step", "bad", "planned without KRAS"]]
     assert frame["step_index"].tolist() == [0, 0, 0]
+    # docs/recalls.md: recalls beside their verdicts.
+    from memkit import frames
+
+    verdicts = frames.annotations_frame(target, "wf")[["recall_id", "memory_id", "label", "note"]]
+    merged = frames.recalls_frame(target, "wf").merge(verdicts, on=["recall_id", "memory_id"], how="left")
+    assert merged.set_index("memory_id").loc[[first, second], "label"].tolist() == ["relevant", "not_relevant"]
+    assert merged["label"].isna().sum() == len(recall.hits) - 2
     # The evaluation set comes back with them: the recall reruns against the imported memories.
     result = memkit.evaluate(target, k=5)
     assert len(result.queries) == 1 and result.queries[0].relevant == (first,)
