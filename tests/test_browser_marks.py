@@ -51,7 +51,8 @@ def _notebook(root: Path) -> None:
 
 
 def _hit(panel: Locator, rank: int) -> Locator:
-    return panel.locator(f".mk-hits tr.mk-hit[data-rank='{rank}']")
+    """The verdict row under the recalled memory of that rank."""
+    return panel.locator(f".mk-hits tr.mk-hit-verdict[data-rank='{rank}']")
 
 
 def test_marking_recalled_memories_in_jupyterlab(browser: Browser, lab: tuple[str, Path]) -> None:  # noqa: F811
@@ -76,14 +77,14 @@ def _mark(page: Page) -> None:
     panel = page.locator(".memkit-traces").first
     detail = panel.locator(".mk-detail")
     _hit(detail, 1).wait_for(timeout=90_000)
-    assert "relevant to this step?" in detail.locator(".mk-hits").first.inner_text()
+    assert detail.locator(".mk-hits tr.mk-hit").count() == 3 == detail.locator(".mk-hits tr.mk-hit-verdict").count()
     first, second = _hit(detail, 1), _hit(detail, 2)
     assert first.locator(".mk-mark-btn[aria-pressed='true']").count() == 0
 
     # "relevant" on the best hit, with a note typed first.
     first.locator(".mk-mark-note").fill(NOTE)
     first.locator(".mk-mark-relevant").click()
-    saved = detail.locator(".mk-hits tr.mk-hit[data-rank='1'] .mk-mark-relevant[aria-pressed='true']")
+    saved = detail.locator(".mk-hits tr.mk-hit-verdict[data-rank='1'] .mk-mark-relevant[aria-pressed='true']")
     saved.wait_for(timeout=30_000)
     assert "marked relevant" in _hit(detail, 1).inner_text()
     assert _hit(detail, 1).locator(".mk-mark-note").input_value() == NOTE  # kept as text
@@ -91,7 +92,7 @@ def _mark(page: Page) -> None:
 
     # "not relevant" on the second; clicking the button does not open the memory.
     _hit(detail, 2).locator(".mk-mark-not_relevant").click()
-    detail.locator(".mk-hits tr.mk-hit[data-rank='2'] .mk-mark-not_relevant[aria-pressed='true']").wait_for(
+    detail.locator(".mk-hits tr.mk-hit-verdict[data-rank='2'] .mk-mark-not_relevant[aria-pressed='true']").wait_for(
         timeout=30_000)
     assert "marked not relevant" in _hit(detail, 2).inner_text()
     assert detail.locator(".mk-memory .mk-title").count() == 0

@@ -185,24 +185,25 @@ function recallSection(model, d) {
     part.append(head);
     if (!r.hits.length) { part.append(h("div", { class: "mk-empty", text: "returned nothing" })); continue; }
     const table = h("table", { class: "mk-hits", "data-recall": r.id });
-    const heads = ["rank", "score", "found by", d.keeps_marks ? "memory (as recalled) · relevant to this step?" : "memory (as recalled)"];
-    table.append(h("tr", {}, ...heads.map((t) => h("th", { text: t }))));
+    table.append(h("tr", {}, ...["rank", "score", "found by", "memory (as recalled)"].map((t) => h("th", { text: t }))));
     for (const hit of r.hits) {
-      const marked = (d.hit_marks || {})[`${r.id} ${hit.id}`] || {};
-      // The verdict sits under the text it judges: the detail column is narrow, the text comes first.
       const text = h("td", { class: "mk-hit-text", title: hit.deleted ? `deleted from the store since; recalled as: ${hit.text}` : `${hit.text}\n(click to open)` },
-        h("div", { class: "mk-clamp" }, hit.deleted ? h("span", { class: "mk-deleted", text: "deleted" }) : null, hit.text),
-        d.keeps_marks ? verdict({
-          kind: "memory", current: marked.label, note: marked.note,
-          choices: [["relevant", "relevant"], ["not_relevant", "not relevant"]],
-          save: (label, note) => model.send({ action: "mark_memory", recall: r.id, memory: hit.id, relevant: label === "relevant", note }),
-        }) : null);
+        h("div", { class: "mk-clamp" }, hit.deleted ? h("span", { class: "mk-deleted", text: "deleted" }) : null, hit.text));
       table.append(h("tr", {
         class: `mk-hit${hit.deleted ? " mk-hit-deleted" : ""}`, "data-id": hit.id, "data-rank": hit.rank,
         onclick: () => openMemory(model, hit.id),
       }, h("td", { class: "mk-hit-rank", text: hit.rank }),
         h("td", { class: "mk-hit-score", text: fmtScore(hit.score), title: hit.score === null ? null : String(hit.score) }),
         h("td", { class: "mk-hit-legs", text: hit.legs }), text));
+      if (!d.keeps_marks) continue;
+      // The verdict: a row of its own under the memory, as wide as the table (the detail column is narrow).
+      const marked = (d.hit_marks || {})[`${r.id} ${hit.id}`] || {};
+      table.append(h("tr", { class: "mk-hit-verdict", "data-id": hit.id, "data-rank": hit.rank },
+        h("td", {}), h("td", { colspan: 3 }, verdict({
+          kind: "memory", current: marked.label, note: marked.note,
+          choices: [["relevant", "relevant"], ["not_relevant", "not relevant"]],
+          save: (label, note) => model.send({ action: "mark_memory", recall: r.id, memory: hit.id, relevant: label === "relevant", note }),
+        }))));
     }
     part.append(table);
   }
