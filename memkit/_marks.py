@@ -34,6 +34,7 @@ __all__ = [
     "check_flag",
     "check_note",
     "check_reads",
+    "checked_ids",
     "checked_marks",
     "dumps",
     "is_step",
@@ -229,6 +230,13 @@ def matching(
         if (user_id is None or m.user_id == user_id) and (agent_id is None or m.agent_id == agent_id)
         and (workflow_id is None or m.workflow_id == workflow_id) and (run_id is None or m.run_id == run_id)
     )
+
+
+def checked_ids(mark_ids: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> list[str]:
+    """Mark ids to remove: an iterable of ids (one string alone is refused: it would be its characters)."""
+    if isinstance(mark_ids, (str, bytes)) or not isinstance(mark_ids, Iterable):
+        raise InvalidInputError("mark_ids must be a list of mark ids")
+    return list(dict.fromkeys(check_id(i, "mark id", limits) for i in mark_ids))
 
 
 def check_reads(limits: Limits, **wanted: str | None) -> None:

@@ -235,7 +235,8 @@ class SupportsMarks(Protocol):
     with ``workflow_id``/``run_id`` only those of that workflow's (run's) steps.
     ``put_marks`` writes marks as given, each replacing the mark the store holds on the same
     target (the same id), all or none; callers check a mark's target first
-    (:meth:`memkit.Memory.mark_memory`, :meth:`memkit.Memory.mark_step`).
+    (:meth:`memkit.Memory.mark_memory`, :meth:`memkit.Memory.mark_step`). ``remove_marks``
+    deletes the marks with these ids that live in ``user_id``/``agent_id`` and returns how many.
     """
 
     async def marks(
@@ -248,6 +249,8 @@ class SupportsMarks(Protocol):
     ) -> list[Mark]: ...
 
     async def put_marks(self, marks: Iterable[Mark]) -> int: ...
+
+    async def remove_marks(self, mark_ids: Iterable[str], *, user_id: str, agent_id: str) -> int: ...
 
 
 @runtime_checkable

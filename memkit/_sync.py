@@ -230,6 +230,11 @@ class Memory:
         """
         return run_sync(_mark_step(self.provider, step_id, good, user_id, agent_id, note))
 
+    def unmark(self, mark_id: str, *, user_id: str, agent_id: str) -> bool:
+        """Delete one mark (``Mark.id``) of ``user_id``/``agent_id``; ``False`` when it holds no such mark."""
+        keeper = _require(self.provider, SupportsMarks, "unmark")
+        return run_sync(keeper.remove_marks([mark_id], user_id=user_id, agent_id=agent_id)) == 1
+
     def marks(
         self,
         *,

@@ -3,8 +3,8 @@
 A notebook writes a store the way an agent does (memories in the user's namespace, traces
 under "system", one run with a step that searched and one without a run id, a hostile
 memory) and shows TraceReplay with a step open. Playwright clicks "relevant" and "not
-relevant" on two recalled memories (one with a note of hostile markup) and "bad" on the
-step, then a cell reads the marks back from the store. Screenshot:
+relevant" on two recalled memories (one with a note of hostile markup), marks and clears a
+third, and clicks "bad" on the step, then a cell reads the marks back from the store. Screenshot:
 .artifacts/lab-marks.png.
 """
 
@@ -98,6 +98,15 @@ def _mark(page: Page) -> None:
     assert detail.locator(".mk-memory .mk-title").count() == 0
     assert second.count() == 1
 
+    # A misclick undone: "relevant" on the third, then the pressed button again clears it.
+    _hit(detail, 3).locator(".mk-mark-relevant").click()
+    pressed = detail.locator(".mk-hits tr.mk-hit-verdict[data-rank='3'] .mk-mark-relevant[aria-pressed='true']")
+    pressed.wait_for(timeout=30_000)
+    pressed.click()
+    detail.locator(".mk-hits tr.mk-hit-verdict[data-rank='3'] .mk-mark-relevant[aria-pressed='false']").wait_for(
+        timeout=30_000)
+    assert "marked" not in _hit(detail, 3).inner_text()
+
     # The step itself: bad, with a note.
     verdict = detail.locator(".mk-step-verdict")
     verdict.locator(".mk-mark-note").fill("should have looked up KRAS")
@@ -120,3 +129,4 @@ def _mark(page: Page) -> None:
     assert "('memory', 'not_relevant', '')" in text
     assert "('memory', 'relevant', 'wrong sample <b>7</b> \"; DROP TABLE marks; --')" in text
     assert "('step', 'bad', 'should have looked up KRAS')" in text
+    assert text.count("('memory',") == 2  # the cleared one is gone

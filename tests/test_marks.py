@@ -13,6 +13,7 @@ import pytest
 
 import memkit
 from memkit import InvalidInputError, NotFoundError, SupportsMarks
+from memkit._sync import run_sync
 from memkit.adapters import Mem0Adapter
 from memkit.adapters._memory import InMemoryAdapter
 from memkit.adapters._sqlite import SQLiteAdapter
@@ -162,6 +163,14 @@ def test_marks_never_leak_between_namespaces(backend: tuple[str, Any], tmp_path:
     assert {(m.user_id, m.label) for m in mem.marks(user_id="u2", workflow_id="wf")} == {
         ("u2", "not_relevant"), ("u2", "bad")}
     assert mem.marks(user_id="u1", agent_id="other") == []
+    # Unmarking is namespaced too: u2 naming u1's mark id removes nothing.
+    u1_step = next(m for m in mem.marks(user_id="u1") if m.kind == "step")
+    assert mem.unmark(u1_step.id, user_id="u2", agent_id="bio") is False
+    assert u1_step in mem.marks(user_id="u1")
+    assert mem.unmark(u1_step.id, user_id="u1", agent_id="bio") is True
+    assert mem.unmark(u1_step.id, user_id="u1", agent_id="bio") is False
+    assert [m.kind for m in mem.marks(user_id="u1")] == ["memory"]
+    mem.mark_step(step1, good=True, user_id="u1", agent_id="bio")
     assert set(annotations_frame(mem, "wf", user_id="u2")["note"]) == {"u2's", ""}
     path = tmp_path / "u2.jsonl"
     memkit.export_jsonl(mem, path, user_id="u2", progress=False)
@@ -202,6 +211,9 @@ def test_bad_marks_are_refused_and_change_nothing(tmp_path: Path) -> None:
         (InvalidInputError, "user_id", lambda: mem.mark_step(step_id, good=True, user_id="", agent_id="bio")),
         (NotFoundError, "no trace step", lambda: mem.mark_step(hit, good=True, **ns)),  # a memory, not a step
         (NotFoundError, "no trace step", lambda: mem.mark_step("missing", good=True, **ns)),
+        (InvalidInputError, "mark id must not be empty", lambda: mem.unmark("", **ns)),
+        (InvalidInputError, "mark_ids must be a list",
+         lambda: run_sync(mem.provider.remove_marks("abc", **ns))),  # type: ignore[attr-defined]
     ]
     for error, message, call in cases:
         with pytest.raises(error, match=message):
@@ -470,6 +482,12 @@ def test_trace_replay_marks_from_the_step_detail(tmp_path: Path) -> None:
     panel.step = 0
     assert panel.detail["hit_marks"][f"{recall.id} {second}"] == {"label": "not_relevant", "note": ""}
     assert panel.detail["step_mark"]["label"] == "bad"
+    # A click on the pressed button clears the mark.
+    panel._on_message(panel, {"action": "mark_memory", "recall": recall.id, "memory": second, "relevant": None,
+                              "note": ""}, [])
+    assert f"{recall.id} {second}" not in panel.detail["hit_marks"] and panel.message.startswith("unmarked memory")
+    assert panel.mark_step(good=None) is None and panel.detail["step_mark"]["label"] is None
+    assert [m.label for m in mem.marks()] == ["relevant"]
     panel.step = -1
     with pytest.raises(InvalidInputError, match="open a step first"):
         panel.mark_step(good=True)

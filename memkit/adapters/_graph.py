@@ -46,6 +46,7 @@ from memkit._validate import (
     Limits,
     check_id,
     check_limit,
+    check_namespace,
     check_read,
     check_scope,
 )
@@ -268,6 +269,10 @@ SET n.id = k.id, n.ns = k.ns, n.user_id = k.user_id, n.agent_id = k.agent_id, n.
     n.workflow_id = k.workflow_id, n.run_id = k.run_id, n.body = k.body
 RETURN count(n) AS written
 """
+MARK_REMOVE = (
+    "UNWIND $keys AS k MATCH (n:Mark {key: k}) WHERE n.user_id = $user_id AND n.agent_id = $agent_id"
+    " DELETE n RETURN count(*) AS removed"
+)
 MARKS = (
     "MATCH (n:Mark)"
     " WHERE ($user_id IS NULL OR n.user_id = $user_id) AND ($agent_id IS NULL OR n.agent_id = $agent_id)"
@@ -416,7 +421,8 @@ class Dialect(abc.ABC):
             *(self.write_statement(relink, vec) for relink in (True, False) for vec in (True, False)),
             DELETE, TIDY.replace("{relink}", RELINK),
             RESET, SELECT, GET, EXISTING_IDS, EXPORT, NAMESPACES, STATS, PING, GRAPH_SEEDS, COUNT_MEMORIES,
-            NS_FINGERPRINT, *NS_PAGE.values(), RECALL_WRITE, RECALL_IDS, RECALLS, RECALL, MARK_WRITE, MARKS,
+            NS_FINGERPRINT, *NS_PAGE.values(), RECALL_WRITE, RECALL_IDS, RECALLS, RECALL,
+            MARK_WRITE, MARK_REMOVE, MARKS,
             *EXPAND.values(), *NODES.values(), NEIGHBOURS,
             *AROUND.values(), *NODE_AT.values(), self.hits_statement(), self.hits_statement(True),
             self.vector_statement(),
@@ -1150,6 +1156,17 @@ class GraphAdapter(RecordWriter):
         } for m in batch]
         await self.dialect.write([(MARK_WRITE, {"marks": rows})])
         return len(rows)
+
+    async def remove_marks(self, mark_ids: Iterable[str], *, user_id: str, agent_id: str) -> int:
+        """Delete these marks, those of them that live in ``user_id``/``agent_id`` only."""
+        ids = _marks.checked_ids(mark_ids, self.limits)
+        user, agent = check_namespace(user_id, agent_id, self.limits)
+        if not ids:
+            return 0
+        await self._ready()
+        [rows] = await self.dialect.write([(MARK_REMOVE, {
+            "keys": [node_key("Mark", i) for i in ids], "user_id": user, "agent_id": agent})])
+        return int(rows[0]["removed"]) if rows else 0
 
 
 def _label(labels: Sequence[str]) -> str | None:

@@ -991,6 +991,15 @@ class Mem0Adapter(RecordWriter):
             raise ConfigError(f"{self!r} keeps no recalls, so no marks: open it with recalls_path=... to keep them")
         return await kept.put_marks(marks)
 
+    async def remove_marks(self, mark_ids: Iterable[str], *, user_id: str, agent_id: str) -> int:
+        """Delete these marks, those of them that live in ``user_id``/``agent_id`` only."""
+        kept = self._recalls_kept()
+        if kept is None:
+            _marks.checked_ids(mark_ids, self.limits)
+            check_namespace(user_id, agent_id, self.limits)
+            return 0
+        return await kept.remove_marks(mark_ids, user_id=user_id, agent_id=agent_id)
+
     # -- closing ---------------------------------------------------------------------------------
 
     def _release(self) -> None:

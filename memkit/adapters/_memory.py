@@ -378,6 +378,17 @@ class InMemoryAdapter(RecordWriter):
             self._marks.update((m.id, _marks.dumps(m)) for m in batch)
         return len(batch)
 
+    async def remove_marks(self, mark_ids: Iterable[str], *, user_id: str, agent_id: str) -> int:
+        """Delete these marks, those of them that live in ``user_id``/``agent_id`` only."""
+        ids = _marks.checked_ids(mark_ids, self.limits)
+        user, agent = check_namespace(user_id, agent_id, self.limits)
+        with self._lock:
+            kept = {i: _marks.loads(self._marks[i]) for i in ids if i in self._marks}
+            gone = [i for i, m in kept.items() if (m.user_id, m.agent_id) == (user, agent)]
+            for i in gone:
+                del self._marks[i]
+        return len(gone)
+
 
 def _no_ages(keys: list[str]) -> dict[str, tuple[int, int]]:
     return {}  # keyword mode keeps the leg's own order (ties already newest first)

@@ -143,7 +143,8 @@ const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
 const openMemory = (model, id) => model.send({ action: "open_memory", id });
 
 // A researcher's verdict: two buttons and a note. A click saves at once with the note typed so far;
-// editing the note of something already marked saves the note. Text goes in as text, never as markup.
+// editing the note of something already marked saves the note; a click on the pressed button clears the
+// mark. Text goes in as text, never as markup.
 function verdict({ current, note, choices, save, kind }) {
   const input = h("input", { class: "mk-mark-note", type: "text", maxlength: 2000, placeholder: "note (optional)",
     value: note || "", title: "a short note kept with the mark", onclick: (e) => e.stopPropagation() });
@@ -153,8 +154,8 @@ function verdict({ current, note, choices, save, kind }) {
   for (const [label, text] of choices) {
     box.append(h("button", {
       class: `mk-mark-btn mk-mark-${label}${current === label ? " mk-on" : ""}`, text, "aria-pressed": current === label ? "true" : "false",
-      title: current === label ? `marked ${text}; click the other to change` : `mark ${text}`,
-      onclick: (e) => { e.stopPropagation(); save(label, input.value); },
+      title: current === label ? `marked ${text}; click again to clear` : `mark ${text}`,
+      onclick: (e) => { e.stopPropagation(); save(current === label ? null : label, input.value); },
     }));
   }
   box.append(input);
@@ -166,7 +167,7 @@ function stepVerdict(model, d) {
   const mark = d.step_mark || {};
   return h("div", { class: "mk-step-verdict" }, h("span", { class: "mk-recall-meta", text: "this step: " }),
     verdict({ kind: "step", current: mark.label, note: mark.note, choices: [["good", "good"], ["bad", "bad"]],
-      save: (label, note) => model.send({ action: "mark_step", good: label === "good", note }) }));
+      save: (label, note) => model.send({ action: "mark_step", good: label === null ? null : label === "good", note }) }));
 }
 
 // What the step recalled: each search (query, mode, when), then its hits best first.
@@ -202,7 +203,7 @@ function recallSection(model, d) {
         h("td", {}), h("td", { colspan: 3 }, verdict({
           kind: "memory", current: marked.label, note: marked.note,
           choices: [["relevant", "relevant"], ["not_relevant", "not relevant"]],
-          save: (label, note) => model.send({ action: "mark_memory", recall: r.id, memory: hit.id, relevant: label === "relevant", note }),
+          save: (label, note) => model.send({ action: "mark_memory", recall: r.id, memory: hit.id, relevant: label === null ? null : label === "relevant", note }),
         }))));
     }
     part.append(table);

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import traitlets as t
 
+from memkit import _marks
 from memkit._display import format_duration, format_time, printable, shorten, status_of, summary
 from memkit._errors import InvalidInputError, MemkitError, NotFoundError
 from memkit._marks import Mark
@@ -444,10 +445,11 @@ class TraceReplay(AnyPanel):
         index = None if row["step_index"] is pd.NA else int(row["step_index"])
         self.detail = {**self.detail, **self._marks_detail(row, step_id, index)}
 
-    def mark_memory(self, recall_id: str, memory_id: str, *, relevant: bool, note: str = "") -> Mark:
+    def mark_memory(self, recall_id: str, memory_id: str, *, relevant: bool | None, note: str = "") -> Mark | None:
         """Mark a memory the open step recalled as relevant (or not) to the step; the same as its button.
 
-        Only the open step's recalls can be marked here, each in the namespace it searched.
+        ``relevant=None`` clears the mark (a click on the pressed button). Only the open step's
+        recalls can be marked here, each in the namespace it searched.
         """
         row, _ = self._open_step_row()
         made = self._recalls.get(int(row["step_index"]), []) if row["step_index"] is not pd.NA else []
@@ -455,22 +457,33 @@ class TraceReplay(AnyPanel):
         if recall is None:
             raise NotFoundError(f"the open step made no recall {printable(str(recall_id))!r}")
         with self._saving():
-            mark = self.mem.mark_memory(recall.id, memory_id, relevant=relevant, note=note,
-                                        user_id=recall.user_id, agent_id=recall.agent_id)
+            if relevant is None:
+                self.mem.unmark(_marks.mark_id(recall.user_id, recall.agent_id, recall.id, memory_id, None),
+                                user_id=recall.user_id, agent_id=recall.agent_id)
+                mark = None
+            else:
+                mark = self.mem.mark_memory(recall.id, memory_id, relevant=relevant, note=note,
+                                            user_id=recall.user_id, agent_id=recall.agent_id)
             self._redraw_marks()
-        self.say(f"marked memory {printable(memory_id)[:8]} {mark.label.replace('_', ' ')}", "ok")
+        short = printable(str(memory_id))[:8]
+        self.say(f"unmarked memory {short}" if mark is None else
+                 f"marked memory {short} {mark.label.replace('_', ' ')}", "ok")
         return mark
 
-    def mark_step(self, *, good: bool, note: str = "") -> Mark:
-        """Mark the open step good or bad, with an optional note; the same as its buttons."""
+    def mark_step(self, *, good: bool | None, note: str = "") -> Mark | None:
+        """Mark the open step good or bad, with an optional note; the same as its buttons (``None`` clears)."""
         row, step_id = self._open_step_row()
         user, agent = row["user_id"], row["agent_id"]
         if not isinstance(user, str) or not isinstance(agent, str):
             raise NotFoundError("the open step has no namespace to keep a mark in")
         with self._saving():
-            mark = self.mem.mark_step(step_id, good=good, note=note, user_id=user, agent_id=agent)
+            if good is None:
+                self.mem.unmark(_marks.mark_id(user, agent, None, None, step_id), user_id=user, agent_id=agent)
+                mark = None
+            else:
+                mark = self.mem.mark_step(step_id, good=good, note=note, user_id=user, agent_id=agent)
             self._redraw_marks()
-        self.say(f"marked the step {mark.label}", "ok")
+        self.say("unmarked the step" if mark is None else f"marked the step {mark.label}", "ok")
         return mark
 
     def open_memory(self, memory_id: str) -> dict[str, Any]:

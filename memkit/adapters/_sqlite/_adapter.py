@@ -32,6 +32,7 @@ from memkit._validate import (
     DEFAULT_LIMITS,
     Limits,
     check_id,
+    check_namespace,
     check_read,
     check_scope,
 )
@@ -658,6 +659,21 @@ class SQLiteAdapter(RecordWriter):
         """Store marks in one transaction, each replacing the mark on the same target."""
         batch = _marks.checked_marks(marks, self.limits)
         return await self._run(self._put_marks, batch) if batch else 0
+
+    def _remove_marks(self, ids: list[str], user_id: str, agent_id: str) -> int:
+        db = self._db()
+        with write_transaction(db):
+            return sum(
+                db.execute("DELETE FROM marks WHERE id = ? AND user_id = ? AND agent_id = ?",
+                           (i, user_id, agent_id)).rowcount
+                for i in ids
+            )
+
+    async def remove_marks(self, mark_ids: Iterable[str], *, user_id: str, agent_id: str) -> int:
+        """Delete these marks, those of them that live in ``user_id``/``agent_id`` only."""
+        ids = _marks.checked_ids(mark_ids, self.limits)
+        user, agent = check_namespace(user_id, agent_id, self.limits)
+        return await self._run(self._remove_marks, ids, user, agent) if ids else 0
 
     def _close(self) -> None:
         self._recall_wake.set()  # the recall thread sees the store closing and ends
