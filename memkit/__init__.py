@@ -10,8 +10,10 @@ from memkit._errors import (
     NotFoundError,
     StorageError,
 )
+from memkit._evaluate import Evaluation, evaluate
 from memkit._factory import get_memory_provider
 from memkit._io import export_jsonl, import_history, import_jsonl
+from memkit._marks import Mark
 from memkit._models import Health, MemoryFilter, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._protocols import (
     MemoryProvider,
@@ -21,6 +23,7 @@ from memkit._protocols import (
     SupportsExport,
     SupportsGet,
     SupportsHealth,
+    SupportsMarks,
     SupportsNamespaces,
     SupportsPaging,
     SupportsRecalls,
@@ -38,10 +41,12 @@ __all__ = [
     "ConfigError",
     "ContextWindow",
     "ErrorCategory",
+    "Evaluation",
     "Health",
     "HybridConfig",
     "InvalidInputError",
     "Limits",
+    "Mark",
     "MemkitError",
     "Memory",
     "MemoryFilter",
@@ -60,6 +65,7 @@ __all__ = [
     "SupportsExport",
     "SupportsGet",
     "SupportsHealth",
+    "SupportsMarks",
     "SupportsNamespaces",
     "SupportsPaging",
     "SupportsRecalls",
@@ -67,6 +73,7 @@ __all__ = [
     "SupportsStats",
     "SupportsTraceColumns",
     "build_context",
+    "evaluate",
     "export_jsonl",
     "get_memory_provider",
     "import_history",

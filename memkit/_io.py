@@ -5,7 +5,8 @@ One JSON object per line: ``id, user_id, agent_id, content, metadata, created_at
 back the same records: same ids, namespaces, content, metadata and times.
 
 Recalls (on stores that keep them) follow the memories, one ``{"recall": {...}}``
-line each, oldest first; they come back byte for byte.
+line each, oldest first; they come back byte for byte. Marks (on stores that keep them)
+come last, one ``{"mark": {...}}`` line each.
 """
 
 from __future__ import annotations
@@ -19,10 +20,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memkit import _recall
+from memkit import _marks, _recall
 from memkit._errors import InvalidInputError
 from memkit._models import NewMemory
-from memkit._protocols import MemoryProvider, SupportsAddMany, SupportsExport, SupportsRecalls, SupportsStats
+from memkit._protocols import (
+    MemoryProvider,
+    SupportsAddMany,
+    SupportsExport,
+    SupportsMarks,
+    SupportsRecalls,
+    SupportsStats,
+)
 from memkit._records import from_us, trace_record
 from memkit._sync import Memory, provider_of, run_sync
 
@@ -63,6 +71,10 @@ async def _export(
                 for recall in await provider.recalls(user_id=user_id, agent_id=agent_id):
                     out.write('{"recall":' + _recall.dumps(recall) + "}\n")
                     count += 1
+            if isinstance(provider, SupportsMarks):
+                for mark in await provider.marks(user_id=user_id, agent_id=agent_id):
+                    out.write('{"mark":' + _marks.dumps(mark) + "}\n")
+                    count += 1
         os.replace(tmp, path)  # a half-written file never takes the target's name
     finally:
         tmp.unlink(missing_ok=True)
@@ -90,9 +102,10 @@ def export_jsonl(
     return run_sync(_export(_provider(mem), Path(path), user_id, agent_id, progress))
 
 
-def _read_jsonl(path: Path) -> tuple[list[NewMemory], list[_recall.Recall]]:
+def _read_jsonl(path: Path) -> tuple[list[NewMemory], list[_recall.Recall], list[_marks.Mark]]:
     items: list[NewMemory] = []
     recalls: list[_recall.Recall] = []
+    marks: list[_marks.Mark] = []
     with path.open(encoding="utf-8") as f:
         for number, line in enumerate(f, start=1):
             if not line.strip():
@@ -106,6 +119,12 @@ def _read_jsonl(path: Path) -> tuple[list[NewMemory], list[_recall.Recall]]:
                     recalls.append(_recall.Recall.model_validate(row["recall"]))
                 except ValidationError as exc:
                     raise InvalidInputError(f"{path}:{number} is not a valid recall: {exc}") from None
+                continue
+            if isinstance(row, dict) and set(row) == {"mark"}:
+                try:
+                    marks.append(_marks.Mark.model_validate(row["mark"]))
+                except ValidationError as exc:
+                    raise InvalidInputError(f"{path}:{number} is not a valid mark: {exc}") from None
                 continue
             if not isinstance(row, dict) or not {"user_id", "agent_id", "content"} <= row.keys():
                 raise InvalidInputError(f"{path}:{number} needs user_id, agent_id and content")
@@ -122,7 +141,7 @@ def _read_jsonl(path: Path) -> tuple[list[NewMemory], list[_recall.Recall]]:
                     content=row["content"], metadata=row.get("metadata"), created_at=created,
                 )
             )
-    return items, recalls
+    return items, recalls, marks
 
 
 def import_jsonl(mem: MemoryProvider | Memory, path: str | os.PathLike[str], *, progress: bool = True) -> int:
@@ -130,13 +149,18 @@ def import_jsonl(mem: MemoryProvider | Memory, path: str | os.PathLike[str], *, 
 
     All or nothing: the whole file is validated and written in one ``add_many``, so a bad
     line or an id the store already holds raises :class:`~memkit.InvalidInputError` and
-    writes nothing. Recalls are checked the same way first and written after the memories.
+    writes nothing. Recalls and marks are checked the same way first and written after the memories.
     """
     provider = _provider(mem)
     if not isinstance(provider, SupportsAddMany):
         raise NotImplementedError(f"{provider!r} cannot import (no add_many())")
-    items, recalls = _read_jsonl(Path(path))
+    items, recalls, marks = _read_jsonl(Path(path))
     keeper = provider if isinstance(provider, SupportsRecalls) else None
+    marker = provider if isinstance(provider, SupportsMarks) else None
+    if marks:
+        if marker is None:
+            raise NotImplementedError(f"{provider!r} cannot keep the file's marks (no put_marks())")
+        _marks.checked_marks(marks)
     if recalls:
         if keeper is None:
             raise NotImplementedError(f"{provider!r} cannot keep the file's recalls (no add_recalls())")
@@ -147,6 +171,8 @@ def import_jsonl(mem: MemoryProvider | Memory, path: str | os.PathLike[str], *, 
     written = len(run_sync(provider.add_many(items, progress=progress)))
     if recalls and keeper is not None:
         written += run_sync(keeper.add_recalls(recalls))
+    if marks and marker is not None:
+        written += run_sync(marker.put_marks(marks))
     return written
 
 

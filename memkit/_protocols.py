@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
+from memkit._marks import Mark
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._recall import Recall
 
@@ -21,6 +22,7 @@ __all__ = [
     "SupportsExport",
     "SupportsGet",
     "SupportsHealth",
+    "SupportsMarks",
     "SupportsNamespaces",
     "SupportsPaging",
     "SupportsRecalls",
@@ -223,6 +225,32 @@ class SupportsRecalls(Protocol):
     ) -> Recall | None: ...
 
     async def add_recalls(self, recalls: Iterable[Recall]) -> int: ...
+
+
+@runtime_checkable
+class SupportsMarks(Protocol):
+    """Keep a researcher's marks on recalled memories and steps (see :class:`memkit.Mark`).
+
+    ``marks`` lists them oldest first; with ``user_id``/``agent_id`` only that namespace's,
+    with ``workflow_id``/``run_id`` only those of that workflow's (run's) steps.
+    ``put_marks`` writes marks as given, each replacing the mark the store holds on the same
+    target (the same id), all or none; callers check a mark's target first
+    (:meth:`memkit.Memory.mark_memory`, :meth:`memkit.Memory.mark_step`). ``remove_marks``
+    deletes the marks with these ids that live in ``user_id``/``agent_id`` and returns how many.
+    """
+
+    async def marks(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        workflow_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[Mark]: ...
+
+    async def put_marks(self, marks: Iterable[Mark]) -> int: ...
+
+    async def remove_marks(self, mark_ids: Iterable[str], *, user_id: str, agent_id: str) -> int: ...
 
 
 @runtime_checkable

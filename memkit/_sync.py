@@ -14,8 +14,10 @@ import threading
 from collections.abc import Coroutine, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
+from memkit import _marks
 from memkit._errors import ConfigError
 from memkit._factory import get_memory_provider
+from memkit._marks import Mark
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._protocols import (
     MemoryProvider,
@@ -24,12 +26,14 @@ from memkit._protocols import (
     SupportsExport,
     SupportsGet,
     SupportsHealth,
+    SupportsMarks,
     SupportsNamespaces,
     SupportsPaging,
     SupportsRecalls,
     SupportsStats,
 )
 from memkit._recall import Recall
+from memkit._validate import DEFAULT_LIMITS, check_id, check_namespace
 
 __all__ = ["Memory", "open", "run_sync"]
 
@@ -208,6 +212,41 @@ class Memory:
         keeper = _require(self.provider, SupportsRecalls, "recalls")
         return run_sync(keeper.recalls(user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id))
 
+    def mark_memory(
+        self, recall_id: str, memory_id: str, *, relevant: bool, user_id: str, agent_id: str, note: str = ""
+    ) -> Mark:
+        """Mark a memory that recall ``recall_id`` returned as relevant (or not) to its step; returns the mark.
+
+        The recall must live in ``user_id``/``agent_id`` (:class:`~memkit.NotFoundError`
+        otherwise) and have returned ``memory_id`` (:class:`~memkit.InvalidInputError`).
+        Marking the same memory of the same recall again replaces the mark.
+        """
+        return run_sync(_mark_memory(self.provider, recall_id, memory_id, relevant, user_id, agent_id, note))
+
+    def mark_step(self, step_id: str, *, good: bool, user_id: str, agent_id: str, note: str = "") -> Mark:
+        """Mark a trace step (``step_id``: its record's id) as good or bad; returns the mark.
+
+        The step must be stored in ``user_id``/``agent_id``; marking it again replaces the mark.
+        """
+        return run_sync(_mark_step(self.provider, step_id, good, user_id, agent_id, note))
+
+    def unmark(self, mark_id: str, *, user_id: str, agent_id: str) -> bool:
+        """Delete one mark (``Mark.id``) of ``user_id``/``agent_id``; ``False`` when it holds no such mark."""
+        keeper = _require(self.provider, SupportsMarks, "unmark")
+        return run_sync(keeper.remove_marks([mark_id], user_id=user_id, agent_id=agent_id)) == 1
+
+    def marks(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        workflow_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[Mark]:
+        """The marks kept, oldest first (see :class:`memkit.SupportsMarks`)."""
+        keeper = _require(self.provider, SupportsMarks, "marks")
+        return run_sync(keeper.marks(user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id))
+
     def stats(self) -> Stats:
         """How much the store holds."""
         return run_sync(_require(self.provider, SupportsStats, "stats").stats())
@@ -251,6 +290,44 @@ class Memory:
         """Release the provider's connections; the object is unusable afterwards."""
         if isinstance(self.provider, SupportsClose):
             run_sync(self.provider.aclose())
+
+
+async def _mark_memory(
+    provider: MemoryProvider, recall_id: object, memory_id: object, relevant: object, user_id: object,
+    agent_id: object, note: object,
+) -> Mark:
+    keeper = _require(provider, SupportsMarks, "mark_memory")
+    recalls = _require(provider, SupportsRecalls, "mark_memory")
+    limits = getattr(provider, "limits", DEFAULT_LIMITS)
+    user, agent = check_namespace(user_id, agent_id, limits)
+    wanted = check_id(recall_id, "recall_id", limits)
+    check_id(memory_id, "memory_id", limits)
+    _marks.check_flag(relevant, "relevant")
+    _marks.check_note(note)
+    recall = await recalls.get_recall(wanted, user_id=user, agent_id=agent)
+    if recall is None:
+        raise _marks.no_recall(wanted, user, agent)
+    mark = _marks.memory_mark(recall, memory_id, relevant, note)
+    await keeper.put_marks([mark])
+    return mark
+
+
+async def _mark_step(
+    provider: MemoryProvider, step_id: object, good: object, user_id: object, agent_id: object, note: object
+) -> Mark:
+    keeper = _require(provider, SupportsMarks, "mark_step")
+    getter = _require(provider, SupportsGet, "mark_step")
+    limits = getattr(provider, "limits", DEFAULT_LIMITS)
+    user, agent = check_namespace(user_id, agent_id, limits)
+    step = check_id(step_id, "step_id", limits)
+    _marks.check_flag(good, "good")
+    _marks.check_note(note)
+    item = await getter.get(step)
+    if item is None or not _marks.is_step(item, user, agent):
+        raise _marks.no_step(step, user, agent)
+    mark = _marks.step_mark(item, good, note)
+    await keeper.put_marks([mark])
+    return mark
 
 
 def provider_of(mem: object) -> MemoryProvider:

@@ -30,6 +30,7 @@ from memkit._protocols import (
     MemoryProvider,
     SupportsExport,
     SupportsGet,
+    SupportsMarks,
     SupportsNamespaces,
     SupportsPaging,
     SupportsRecalls,
@@ -42,11 +43,13 @@ from memkit._timing import step_timing
 from memkit.traces import ExecutionHistory, ExecutionItem, ExecutionStatus, categorize_error
 
 __all__ = [
+    "ANNOTATION_COLUMNS",
     "RECALL_COLUMNS",
     "REPLAY_COLUMNS",
     "RUN_COLUMNS",
     "TRACE_COLUMNS",
     "ReplayState",
+    "annotations_frame",
     "compare_runs",
     "failure_patterns",
     "filter_runs",
@@ -1097,4 +1100,51 @@ def replay_recall(mem: MemoryProvider | Memory, recall_id: str) -> pd.DataFrame:
         frame[column] = frame[column].astype("float64")
     frame["deleted"] = frame["deleted"].astype(bool)
     frame.attrs["recall"] = recall
+    return frame
+
+
+# -- marks: what a researcher judged ---------------------------------------------------------
+
+ANNOTATION_COLUMNS = (
+    "mark_id", "created_at", "user_id", "agent_id", "kind", "label", "note", "workflow_id", "run_id",
+    "step_index", "step_name", "step_id", "recall_id", "query", "memory_id",
+)
+"""Columns of :func:`annotations_frame`, in order."""
+
+
+def annotations_frame(
+    mem: MemoryProvider | Memory,
+    workflow_id: str | None = None,
+    *,
+    run_id: str | None = None,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+) -> pd.DataFrame:
+    """One row per mark a researcher made (:meth:`memkit.Memory.mark_memory`, :meth:`~memkit.Memory.mark_step`).
+
+    Columns are :data:`ANNOTATION_COLUMNS`: the mark (``mark_id``, ``created_at``, its
+    namespace), ``kind`` (``memory`` or ``step``), ``label`` (``relevant`` / ``not_relevant``
+    for a recalled memory, ``good`` / ``bad`` for a step) and the researcher's ``note``; where
+    the step is (``workflow_id, run_id, step_index, step_name``; ``step_id`` for a step mark);
+    for a memory mark the ``recall_id``, its ``query`` and the ``memory_id`` judged. Oldest
+    first. ``user_id``/``agent_id`` keep one namespace's marks.
+
+    Examples
+    --------
+    >>> df = annotations_frame(mem, "wf1", user_id="u1", agent_id="bio")     # doctest: +SKIP
+    >>> df[df.label == "not_relevant"][["query", "memory_id", "note"]]      # doctest: +SKIP
+    """
+    provider = _provider(mem)
+    if not isinstance(provider, SupportsMarks):
+        raise NotImplementedError(f"{provider!r} does not keep marks")
+    marks = run_sync(provider.marks(user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id))
+    frame = pd.DataFrame(
+        [{"mark_id": m.id, "created_at": m.created_at, "user_id": m.user_id, "agent_id": m.agent_id,
+          "kind": m.kind, "label": m.label, "note": m.note, "workflow_id": m.workflow_id, "run_id": m.run_id,
+          "step_index": m.step_index, "step_name": m.step_name, "step_id": m.step_id, "recall_id": m.recall_id,
+          "query": m.query, "memory_id": m.memory_id} for m in marks],
+        columns=list(ANNOTATION_COLUMNS),
+    )
+    frame["created_at"] = pd.to_datetime(frame["created_at"], utc=True)
+    frame["step_index"] = pd.array(frame["step_index"].astype("Float64"), dtype="Int64")
     return frame

@@ -14,13 +14,14 @@ import memkit
 
 PUBLIC: dict[str, set[str]] = {
     "memkit": {
-        "BackendUnavailableError", "ConfigError", "ContextWindow", "ErrorCategory", "Health", "HybridConfig",
-        "InvalidInputError", "Limits", "MemkitError", "Memory", "MemoryFilter", "MemoryItem", "MemoryProvider",
-        "NamespaceInfo", "NewMemory", "NotFoundError", "Recall", "RecalledMemory", "Stats", "StorageError",
-        "SupportsAddMany", "SupportsAsOf", "SupportsClose", "SupportsExport", "SupportsGet", "SupportsHealth",
-        "SupportsNamespaces", "SupportsPaging", "SupportsRecalls", "SupportsSearchModes", "SupportsStats",
-        "SupportsTraceColumns", "build_context", "export_jsonl", "get_memory_provider", "import_history",
-        "import_jsonl", "open", "recall_scope",
+        "BackendUnavailableError", "ConfigError", "ContextWindow", "ErrorCategory", "Evaluation", "Health",
+        "HybridConfig", "InvalidInputError", "Limits", "Mark", "MemkitError", "Memory", "MemoryFilter",
+        "MemoryItem", "MemoryProvider", "NamespaceInfo", "NewMemory", "NotFoundError", "Recall", "RecalledMemory",
+        "Stats", "StorageError", "SupportsAddMany", "SupportsAsOf", "SupportsClose", "SupportsExport",
+        "SupportsGet", "SupportsHealth", "SupportsMarks", "SupportsNamespaces", "SupportsPaging",
+        "SupportsRecalls", "SupportsSearchModes", "SupportsStats", "SupportsTraceColumns", "build_context",
+        "evaluate", "export_jsonl", "get_memory_provider", "import_history", "import_jsonl", "open",
+        "recall_scope",
     },
     "memkit.adapters": {
         "FalkorDBAdapter", "InMemoryAdapter", "Mem0Adapter", "MockMemoryAdapter", "Neo4jAdapter", "SQLiteAdapter",
@@ -31,9 +32,10 @@ PUBLIC: dict[str, set[str]] = {
         "DEFAULT_EMBEDDER", "Embedder", "SentenceTransformerEmbedder", "StaticEmbedder", "get_embedder",
     },
     "memkit.frames": {
-        "RECALL_COLUMNS", "REPLAY_COLUMNS", "RUN_COLUMNS", "ReplayState", "TRACE_COLUMNS", "compare_runs",
-        "failure_patterns", "filter_runs", "memories_frame", "namespaces_frame", "recall_counts", "recalls_frame",
-        "replay", "replay_recall", "run_steps", "runs_frame", "tool_stats", "traces_frame",
+        "ANNOTATION_COLUMNS", "RECALL_COLUMNS", "REPLAY_COLUMNS", "RUN_COLUMNS", "ReplayState", "TRACE_COLUMNS",
+        "annotations_frame", "compare_runs", "failure_patterns", "filter_runs", "memories_frame",
+        "namespaces_frame", "recall_counts", "recalls_frame", "replay", "replay_recall", "run_steps", "runs_frame",
+        "tool_stats", "traces_frame",
     },
     "memkit.graph": {
         "GraphEdge", "GraphNode", "MemoryGraph", "amemory_graph", "aneighbourhood", "memory_graph", "neighbourhood",

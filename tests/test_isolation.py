@@ -314,6 +314,7 @@ def test_recalls_recorded_before_they_kept_their_step_namespace_are_attributed_o
         before = frames.runs_frame(mem).set_index(["workflow_id", "user_id", "agent_id"])["recalls"].to_dict()
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("UPDATE recalls SET body = json_remove(body, '$.trace_user_id', '$.trace_agent_id')")
+    conn.execute("DROP TABLE marks")  # what version 7 did not have
     conn.execute("PRAGMA user_version = 7")
     conn.close()
     with memkit.open(f"sqlite:///{path}?embedder=none") as mem:

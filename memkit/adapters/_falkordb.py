@@ -27,11 +27,11 @@ T = TypeVar("T")
 _INDEXES = (
     ("Memory", "key"), ("Memory", "ns"), ("Namespace", "key"), ("Entity", "key"), ("Workflow", "key"),
     ("Trace", "key"), ("Trace", "id"), ("Tool", "key"), ("Step", "id"), ("Recall", "key"), ("Recall", "ns"),
-    ("Recall", "id"),
+    ("Recall", "id"), ("Mark", "key"), ("Mark", "ns"),
 )
 
 
-_UNIQUE = (("Memory", "key"), ("Step", "id"), ("Recall", "key"))
+_UNIQUE = (("Memory", "key"), ("Step", "id"), ("Recall", "key"), ("Mark", "key"))
 
 
 class FalkorDBDialect(Dialect):

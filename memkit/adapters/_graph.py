@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from memkit import _pipeline, _recall
+from memkit import _marks, _pipeline, _recall
 from memkit._errors import ConfigError, InvalidInputError
 from memkit._filters import Condition, matches
 from memkit._graphschema import (
@@ -36,15 +36,17 @@ from memkit._graphschema import (
     record_parts,
 )
 from memkit._keyword import KeywordIndex, analyze_query
+from memkit._marks import Mark
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._recall import Recall
-from memkit._records import Record, from_us, now_us, records_from_items
+from memkit._records import Record, from_us, now_us, records_from_items, to_us
 from memkit._retrieval import DenseScores, HybridConfig, VectorIndex, dense_leg, modes_for
 from memkit._validate import (
     DEFAULT_LIMITS,
     Limits,
     check_id,
     check_limit,
+    check_namespace,
     check_read,
     check_scope,
 )
@@ -259,6 +261,27 @@ RECALL = (
     " RETURN r.id AS id, r.user_id AS user_id, r.agent_id AS agent_id, r.body AS body"
 )
 
+# Marks: a node per mark, keyed by its id (derived from namespace and target, see memkit._marks),
+# so marking a target again replaces the node's properties. Not linked to the recall or step it
+# judges: like a recall, a mark outlives them, and the graph views stay those of the memories.
+MARK_WRITE = """
+UNWIND $marks AS k
+MERGE (n:Mark {key: k.key})
+SET n.id = k.id, n.ns = k.ns, n.user_id = k.user_id, n.agent_id = k.agent_id, n.created_us = k.created_us,
+    n.workflow_id = k.workflow_id, n.run_id = k.run_id, n.body = k.body
+RETURN count(n) AS written
+"""
+MARK_REMOVE = (
+    "UNWIND $keys AS k MATCH (n:Mark {key: k}) WHERE n.user_id = $user_id AND n.agent_id = $agent_id"
+    " DELETE n RETURN count(*) AS removed"
+)
+MARKS = (
+    "MATCH (n:Mark)"
+    " WHERE ($user_id IS NULL OR n.user_id = $user_id) AND ($agent_id IS NULL OR n.agent_id = $agent_id)"
+    " AND ($workflow_id IS NULL OR n.workflow_id = $workflow_id) AND ($run_id IS NULL OR n.run_id = $run_id)"
+    " RETURN n.body AS body ORDER BY n.created_us, n.id"
+)
+
 NAMESPACES = (
     "MATCH (m:Memory)"
     " RETURN m.user_id AS user_id, m.agent_id AS agent_id, count(m) AS n,"
@@ -376,6 +399,7 @@ class Dialect(abc.ABC):
             DELETE, TIDY.replace("{relink}", RELINK),
             RESET, SELECT, GET, EXISTING_IDS, EXPORT, NAMESPACES, STATS, PING, GRAPH_SEEDS,
             NS_FINGERPRINT, *NS_PAGE.values(), RECALL_WRITE, RECALL_IDS, RECALLS, RECALL,
+            MARK_WRITE, MARK_REMOVE, MARKS,
             *EXPAND.values(), *NODES.values(), NEIGHBOURS,
             *AROUND.values(), *NODE_AT.values(), self.hits_statement(),
         ]
@@ -1091,6 +1115,47 @@ class GraphAdapter(RecordWriter):
         if clash:
             raise InvalidInputError(f"a recall with id {clash[0]['id']!r} already exists")
         return await self._write_recalls(batch)
+
+    # -- marks ----------------------------------------------------------------------
+
+    async def marks(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        workflow_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[Mark]:
+        """A researcher's marks, oldest first (see :class:`memkit.SupportsMarks`)."""
+        _marks.check_reads(self.limits, user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id)
+        rows = await self._read(MARKS, {"user_id": user_id, "agent_id": agent_id, "workflow_id": workflow_id,
+                                        "run_id": run_id})
+        return _marks.matching((_marks.loads(row["body"]) for row in rows), user_id, agent_id, workflow_id, run_id)
+
+    async def put_marks(self, marks: Iterable[Mark]) -> int:
+        """Store marks in one statement, each replacing the mark on the same target; all or none."""
+        batch = _marks.checked_marks(marks, self.limits)
+        if not batch:
+            return 0
+        await self._ready()
+        rows = [{
+            "key": node_key("Mark", m.id), "id": m.id, "ns": node_key("Namespace", m.user_id, m.agent_id),
+            "user_id": m.user_id, "agent_id": m.agent_id, "created_us": to_us(m.created_at),
+            "workflow_id": m.workflow_id, "run_id": m.run_id, "body": _marks.dumps(m),
+        } for m in batch]
+        await self.dialect.write([(MARK_WRITE, {"marks": rows})])
+        return len(rows)
+
+    async def remove_marks(self, mark_ids: Iterable[str], *, user_id: str, agent_id: str) -> int:
+        """Delete these marks, those of them that live in ``user_id``/``agent_id`` only."""
+        ids = _marks.checked_ids(mark_ids, self.limits)
+        user, agent = check_namespace(user_id, agent_id, self.limits)
+        if not ids:
+            return 0
+        await self._ready()
+        [rows] = await self.dialect.write([(MARK_REMOVE, {
+            "keys": [node_key("Mark", i) for i in ids], "user_id": user, "agent_id": agent})])
+        return int(rows[0]["removed"]) if rows else 0
 
 
 def _label(labels: Sequence[str]) -> str | None:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import unquote, urlsplit
 
-from memkit import _recall
+from memkit import _marks, _recall
 from memkit._errors import (
     BackendUnavailableError,
     ConfigError,
@@ -44,6 +44,7 @@ from memkit._errors import (
     missing_extra,
 )
 from memkit._filters import Condition, matches, parse_filters
+from memkit._marks import Mark
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._recall import Recall, check_as_of
 from memkit._records import Record, now_us, records_from_items, to_us
@@ -966,6 +967,38 @@ class Mem0Adapter(RecordWriter):
         if kept is None:
             raise ConfigError(f"{self!r} keeps no recalls: open it with recalls_path=... to import them")
         return await kept.add_recalls(recalls)
+
+    async def marks(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        workflow_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[Mark]:
+        """A researcher's marks, kept in the recall file beside the recalls they judge; none without one."""
+        kept = self._recalls_kept()
+        if kept is None:
+            _marks.check_reads(self.limits, user_id=user_id, agent_id=agent_id, workflow_id=workflow_id,
+                               run_id=run_id)
+            return []
+        return await kept.marks(user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id)
+
+    async def put_marks(self, marks: Iterable[Mark]) -> int:
+        """Store marks (see :class:`memkit.SupportsMarks`); needs a recall file (``recalls_path``)."""
+        kept = self._recalls_kept()
+        if kept is None:
+            raise ConfigError(f"{self!r} keeps no recalls, so no marks: open it with recalls_path=... to keep them")
+        return await kept.put_marks(marks)
+
+    async def remove_marks(self, mark_ids: Iterable[str], *, user_id: str, agent_id: str) -> int:
+        """Delete these marks, those of them that live in ``user_id``/``agent_id`` only."""
+        kept = self._recalls_kept()
+        if kept is None:
+            _marks.checked_ids(mark_ids, self.limits)
+            check_namespace(user_id, agent_id, self.limits)
+            return 0
+        return await kept.remove_marks(mark_ids, user_id=user_id, agent_id=agent_id)
 
     # -- closing ---------------------------------------------------------------------------------
 

@@ -9,10 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from memkit import _pipeline, _recall
+from memkit import _marks, _pipeline, _recall
 from memkit._errors import ConfigError, InvalidInputError
 from memkit._filters import matches, parse_filters
 from memkit._keyword import KeywordIndex, analyze_query
+from memkit._marks import Mark
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._recall import Recall, checked_recalls
 from memkit._records import Record, records_from_items
@@ -60,6 +61,7 @@ class InMemoryAdapter(RecordWriter):
             raise ConfigError(f"record_recalls must be True or False, got {record_recalls!r}")
         self.record_recalls = record_recalls
         self._recalls: dict[str, dict[str, Any]] = {}  # recall bodies, recording order
+        self._marks: dict[str, str] = {}  # mark id -> its JSON
         self.limits = limits
         if hybrid is not None and not isinstance(hybrid, HybridConfig):
             raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
@@ -149,6 +151,7 @@ class InMemoryAdapter(RecordWriter):
             self._indexes.clear()
             self._vectors.clear()
             self._recalls.clear()
+            self._marks.clear()
         return True
 
     # -- reads ----------------------------------------------------------------
@@ -351,6 +354,40 @@ class InMemoryAdapter(RecordWriter):
                 raise InvalidInputError(f"a recall with id {clash!r} already exists")
             self._recalls.update((r.id, _recall.body_of(r)) for r in batch)
         return len(batch)
+
+    # -- marks ----------------------------------------------------------------------
+
+    async def marks(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        workflow_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[Mark]:
+        """A researcher's marks, oldest first (see :class:`memkit.SupportsMarks`)."""
+        _marks.check_reads(self.limits, user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id)
+        with self._lock:
+            kept = list(self._marks.values())
+        return _marks.matching(map(_marks.loads, kept), user_id, agent_id, workflow_id, run_id)
+
+    async def put_marks(self, marks: Iterable[Mark]) -> int:
+        """Store marks, each replacing the mark on the same target; all or none."""
+        batch = _marks.checked_marks(marks, self.limits)
+        with self._lock:
+            self._marks.update((m.id, _marks.dumps(m)) for m in batch)
+        return len(batch)
+
+    async def remove_marks(self, mark_ids: Iterable[str], *, user_id: str, agent_id: str) -> int:
+        """Delete these marks, those of them that live in ``user_id``/``agent_id`` only."""
+        ids = _marks.checked_ids(mark_ids, self.limits)
+        user, agent = check_namespace(user_id, agent_id, self.limits)
+        with self._lock:
+            kept = {i: _marks.loads(self._marks[i]) for i in ids if i in self._marks}
+            gone = [i for i, m in kept.items() if (m.user_id, m.agent_id) == (user, agent)]
+            for i in gone:
+                del self._marks[i]
+        return len(gone)
 
 
 def _no_ages(keys: list[str]) -> dict[str, tuple[int, int]]:

@@ -16,7 +16,8 @@ __all__ = ["Neo4jAdapter", "Neo4jDialect"]
 SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
 
 _UNIQUE = (("Memory", "key"), ("Namespace", "key"), ("Entity", "key"), ("Workflow", "key"),
-           ("Trace", "key"), ("Trace", "id"), ("Tool", "key"), ("Step", "id"), ("Recall", "key"))
+           ("Trace", "key"), ("Trace", "id"), ("Tool", "key"), ("Step", "id"), ("Recall", "key"),
+           ("Mark", "key"))
 
 
 _VECTOR_INDEX = "memkit_memory_embedding"
@@ -57,6 +58,7 @@ class Neo4jDialect(Dialect):
             "CREATE INDEX memkit_memory_namespace IF NOT EXISTS FOR (m:Memory) ON (m.ns)",
             "CREATE INDEX memkit_recall_namespace IF NOT EXISTS FOR (r:Recall) ON (r.ns)",
             "CREATE INDEX memkit_recall_id IF NOT EXISTS FOR (r:Recall) ON (r.id)",
+            "CREATE INDEX memkit_mark_namespace IF NOT EXISTS FOR (n:Mark) ON (n.ns)",
         ]
 
     def vector_schema_statements(self, dim: int) -> list[str]:

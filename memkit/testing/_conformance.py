@@ -107,6 +107,7 @@ OPTIONAL: dict[type, str | None] = {
     port.SupportsExport: "export",
     port.SupportsPaging: "get_page",
     port.SupportsRecalls: "recalls",
+    port.SupportsMarks: "marks",
     port.SupportsAsOf: None,
     port.SupportsTraceColumns: None,
     port.SupportsClose: None,
@@ -607,6 +608,9 @@ class ProviderConformance:
         elif capability is port.SupportsRecalls:
             assert await provider.recalls(user_id=ns[0], agent_id=ns[1]) == []
             assert await provider.get_recall("no-such-recall") is None
+        elif capability is port.SupportsMarks:
+            assert await provider.marks(user_id=ns[0], agent_id=ns[1]) == []
+            assert await provider.remove_marks(["no-such-mark"], user_id=ns[0], agent_id=ns[1]) == 0
         elif capability is port.SupportsTraceColumns:
             await provider.add_trace(ns[1], "wf-columns", {"tool": "bwa", "status": "success"}, user_id=ns[0])
             columns = await provider.trace_columns(workflow_id="wf-columns", agent_id=ns[1], user_id=ns[0])

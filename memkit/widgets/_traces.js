@@ -126,6 +126,7 @@ function drawDetail(model, box) {
   const facts = h("table", { class: "mk-facts" });
   for (const [key, value] of d.facts || []) facts.append(h("tr", {}, h("th", { text: key }), h("td", { text: value })));
   box.append(facts);
+  if (d.keeps_marks) box.append(stepVerdict(model, d));
   if (d.error) box.append(h("div", { class: "mk-section", text: "error" }), h("pre", { class: "mk-error", text: d.error }));
   if ((d.retry_errors || []).length) {
     box.append(h("div", { class: "mk-section", text: "earlier attempts" }));
@@ -144,6 +145,34 @@ function drawDetail(model, box) {
 const fmtScore = (s) => (s === null || s === undefined ? "—" : s === 0 || Math.abs(s) >= 0.001 ? s.toFixed(3) : s.toExponential(1));
 const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
 const openMemory = (model, id) => model.send({ action: "open_memory", id });
+
+// A researcher's verdict: two buttons and a note. A click saves at once with the note typed so far;
+// editing the note of something already marked saves the note; a click on the pressed button clears the
+// mark. Text goes in as text, never as markup.
+function verdict({ current, note, choices, save, kind }) {
+  const input = h("input", { class: "mk-mark-note", type: "text", maxlength: 2000, placeholder: "note (optional)",
+    value: note || "", title: "a short note kept with the mark", onclick: (e) => e.stopPropagation() });
+  input.addEventListener("change", () => { if (current) save(current, input.value); });
+  input.addEventListener("keydown", (e) => { e.stopPropagation(); if (e.key === "Enter") input.blur(); });
+  const box = h("span", { class: `mk-verdict mk-verdict-${kind}`, "data-label": current || "", onclick: (e) => e.stopPropagation() });
+  for (const [label, text] of choices) {
+    box.append(h("button", {
+      class: `mk-mark-btn mk-mark-${label}${current === label ? " mk-on" : ""}`, text, "aria-pressed": current === label ? "true" : "false",
+      title: current === label ? `marked ${text}; click again to clear` : `mark ${text}`,
+      onclick: (e) => { e.stopPropagation(); save(current === label ? null : label, input.value); },
+    }));
+  }
+  box.append(input);
+  if (current) box.append(h("span", { class: "mk-mark-state", text: `marked ${current.replace("_", " ")}` }));
+  return box;
+}
+
+function stepVerdict(model, d) {
+  const mark = d.step_mark || {};
+  return h("div", { class: "mk-step-verdict" }, h("span", { class: "mk-recall-meta", text: "this step: " }),
+    verdict({ kind: "step", current: mark.label, note: mark.note, choices: [["good", "good"], ["bad", "bad"]],
+      save: (label, note) => model.send({ action: "mark_step", good: label === null ? null : label === "good", note }) }));
+}
 
 // What the step recalled: each search (query, mode, when), then its hits best first.
 function recallSection(model, d) {
@@ -172,6 +201,15 @@ function recallSection(model, d) {
       }, h("td", { class: "mk-hit-rank", text: hit.rank }),
         h("td", { class: "mk-hit-score", text: fmtScore(hit.score), title: hit.score === null ? null : String(hit.score) }),
         h("td", { class: "mk-hit-legs", text: hit.legs, title: `found by ${hit.legs}` }), text));
+      if (!d.keeps_marks) continue;
+      // The verdict: a row of its own under the memory, as wide as the table (the detail column is narrow).
+      const marked = (d.hit_marks || {})[`${r.id} ${hit.id}`] || {};
+      table.append(h("tr", { class: "mk-hit-verdict", "data-id": hit.id, "data-rank": hit.rank },
+        h("td", {}), h("td", { colspan: 3 }, verdict({
+          kind: "memory", current: marked.label, note: marked.note,
+          choices: [["relevant", "relevant"], ["not_relevant", "not relevant"]],
+          save: (label, note) => model.send({ action: "mark_memory", recall: r.id, memory: hit.id, relevant: label === null ? null : label === "relevant", note }),
+        }))));
     }
     part.append(table);
   }

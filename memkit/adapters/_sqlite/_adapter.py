@@ -20,17 +20,19 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from memkit import _pipeline, _recall
+from memkit import _marks, _pipeline, _recall
 from memkit._errors import ConfigError, InvalidInputError, StorageError
+from memkit._marks import Mark
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._recall import Recall, checked_recalls
-from memkit._records import Record, from_us, records_from_items
+from memkit._records import Record, from_us, records_from_items, to_us
 from memkit._retrieval import HybridConfig, modes_for
 from memkit._url import bool_option, embedder_option, query_options, sqlite_path
 from memkit._validate import (
     DEFAULT_LIMITS,
     Limits,
     check_id,
+    check_namespace,
     check_read,
     check_scope,
 )
@@ -446,6 +448,7 @@ class SQLiteAdapter(RecordWriter):
             db.execute("DELETE FROM keyword_snapshots")
             db.execute("DELETE FROM vector_snapshots")
             db.execute("DELETE FROM recalls")
+            db.execute("DELETE FROM marks")
         self._keywords.clear()
         self._vectors.clear()
         return True
@@ -633,19 +636,22 @@ class SQLiteAdapter(RecordWriter):
     ) -> list[tuple[Any, ...]]:
         # A recall counts for the step of its trace's namespace (see _recall.step_namespace);
         # one recorded without it belongs to the step of the namespace it searched.
-        step_user = "coalesce(json_extract(body, '$.trace_user_id'), user_id)"
-        step_agent = "coalesce(json_extract(body, '$.trace_agent_id'), agent_id)"
-        sql = (f"SELECT {step_user} AS su, {step_agent} AS sa, workflow_id, run_id, step_index, count(*),"
-               " sum(json_array_length(body, '$.hits')) FROM recalls WHERE step_index IS NOT NULL")
+        sql = (
+            "SELECT su, sa, workflow_id, run_id, step_index, count(*), sum(hits) FROM ("
+            " SELECT coalesce(json_extract(body, '$.trace_user_id'), user_id) AS su,"
+            " coalesce(json_extract(body, '$.trace_agent_id'), agent_id) AS sa,"
+            " workflow_id, run_id, step_index, json_array_length(body, '$.hits') AS hits"
+            " FROM recalls WHERE step_index IS NOT NULL) WHERE 1 = 1"
+        )
         params: list[Any] = []
         if workflow_id is not None:
             sql += " AND workflow_id = ?"
             params.append(workflow_id)
         if user_id is not None:
-            sql += f" AND {step_user} = ?"
+            sql += " AND su = ?"
             params.append(user_id)
         if agent_id is not None:
-            sql += f" AND {step_agent} = ?"
+            sql += " AND sa = ?"
             params.append(agent_id)
         self._flush_recalls()
         return list(self._db().execute(sql + " GROUP BY su, sa, workflow_id, run_id, step_index", params))
@@ -677,6 +683,65 @@ class SQLiteAdapter(RecordWriter):
     def _import_recalls(self, bodies: list[dict[str, Any]]) -> int:
         self._flush_recalls()
         return self._insert_recalls(bodies)
+
+    # -- marks ----------------------------------------------------------------------
+
+    def _marks(
+        self, user_id: str | None, agent_id: str | None, workflow_id: str | None, run_id: str | None
+    ) -> list[str]:
+        sql = "SELECT body FROM marks WHERE 1"
+        params: list[Any] = []
+        for column, value in (
+            ("user_id", user_id), ("agent_id", agent_id), ("workflow_id", workflow_id), ("run_id", run_id),
+        ):
+            if value is not None:
+                sql += f" AND {column} = ?"  # column names from the tuple above, values as parameters
+                params.append(value)
+        return [row[0] for row in self._db().execute(sql, params)]
+
+    async def marks(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        workflow_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[Mark]:
+        """A researcher's marks, oldest first (see :class:`memkit.SupportsMarks`)."""
+        _marks.check_reads(self.limits, user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id)
+        bodies = await self._run(self._marks, user_id, agent_id, workflow_id, run_id)
+        return _marks.matching(map(_marks.loads, bodies), user_id, agent_id, workflow_id, run_id)
+
+    def _put_marks(self, batch: list[Mark]) -> int:
+        db = self._db()
+        with write_transaction(db):
+            db.executemany(
+                "INSERT OR REPLACE INTO marks (id, created_us, user_id, agent_id, workflow_id, run_id, body)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(m.id, to_us(m.created_at), m.user_id, m.agent_id, m.workflow_id, m.run_id, _marks.dumps(m))
+                 for m in batch],
+            )
+        return len(batch)
+
+    async def put_marks(self, marks: Iterable[Mark]) -> int:
+        """Store marks in one transaction, each replacing the mark on the same target."""
+        batch = _marks.checked_marks(marks, self.limits)
+        return await self._run(self._put_marks, batch) if batch else 0
+
+    def _remove_marks(self, ids: list[str], user_id: str, agent_id: str) -> int:
+        db = self._db()
+        with write_transaction(db):
+            return sum(
+                db.execute("DELETE FROM marks WHERE id = ? AND user_id = ? AND agent_id = ?",
+                           (i, user_id, agent_id)).rowcount
+                for i in ids
+            )
+
+    async def remove_marks(self, mark_ids: Iterable[str], *, user_id: str, agent_id: str) -> int:
+        """Delete these marks, those of them that live in ``user_id``/``agent_id`` only."""
+        ids = _marks.checked_ids(mark_ids, self.limits)
+        user, agent = check_namespace(user_id, agent_id, self.limits)
+        return await self._run(self._remove_marks, ids, user, agent) if ids else 0
 
     def _close(self) -> None:
         self._recall_wake.set()  # the recall thread sees the store closing and ends

@@ -12,7 +12,7 @@ from memkit.adapters._sqlite._traces import TRACE_NUMBERS, pack_trace_numbers
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "migrate", "statements", "write_transaction", "write_unless_busy"]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # Each entry upgrades the schema from the previous version; never edit a shipped one.
 MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
@@ -308,8 +308,6 @@ CREATE TABLE vector_snapshots (
 );
 """
 
-
-
 def _recall_step_namespaces(conn: sqlite3.Connection) -> None:
     """Say in which namespace the step of each recall recorded before this version was stored.
 
@@ -346,6 +344,25 @@ def _recall_step_namespaces(conn: sqlite3.Connection) -> None:
 
 
 MIGRATIONS[8] = _recall_step_namespaces
+
+# Marks: a researcher's verdicts on recalled memories and steps. The id is derived from the
+# namespace and the target (memkit._marks.mark_id), so marking a target again replaces the
+# row and never reaches another namespace's. Like a recall, a mark names memories and steps
+# by id only: it outlives them.
+MIGRATIONS[9] = """
+CREATE TABLE marks (
+    id          TEXT PRIMARY KEY,
+    created_us  INTEGER NOT NULL,
+    user_id     TEXT NOT NULL,           -- the namespace of what is marked
+    agent_id    TEXT NOT NULL,
+    workflow_id TEXT,
+    run_id      TEXT,
+    body        TEXT NOT NULL            -- memkit._marks.dumps: the mark as JSON
+);
+CREATE INDEX marks_namespace ON marks (user_id, agent_id);
+CREATE INDEX marks_workflow ON marks (workflow_id, run_id);
+"""
+
 
 @contextmanager
 def write_transaction(db: sqlite3.Connection) -> Iterator[None]:
