@@ -29,7 +29,7 @@ from urllib.parse import quote, unquote
 
 from memkit._display import format_time, is_trace, summary
 from memkit._errors import ConfigError, ErrorCategory, InvalidInputError, MemkitError, NotFoundError, missing_extra
-from memkit._factory import get_memory_provider
+from memkit._factory import build_provider, default_url
 from memkit._models import MemoryItem
 from memkit._protocols import MemoryProvider, SupportsClose, SupportsPaging, SupportsRecalls
 from memkit._validate import DEFAULT_LIMITS, check_namespace
@@ -449,7 +449,7 @@ def _kv_path(provider: MemoryProvider) -> str | None:
 
 
 async def _serve(url: str | None, access: Access, http_port: int | None) -> None:
-    provider = get_memory_provider(url)
+    provider = build_provider(url, default_url())
     if isinstance(provider, SupportsRecalls):
         # An external agent's reads are what an audit most needs to see, and no step scope
         # reaches across the protocol: a served store records every recall.
