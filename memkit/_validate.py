@@ -399,13 +399,23 @@ def checked(fn: F, name: str | None = None) -> F:
     :class:`~memkit.InvalidInputError` naming the argument and what was expected, never a
     raw ``TypeError`` from deep inside. Coroutine and generator functions check at call time too."""
     checker = _Checker(fn, name or fn.__qualname__)
+    wrapper: Callable[..., Any]
+    if inspect.iscoroutinefunction(fn):
+        # Still a coroutine function to whoever asks (agent frameworks do), checked when awaited.
+        @functools.wraps(fn)
+        async def awaited(*args: Any, **kwargs: Any) -> Any:
+            checker.bind(args, kwargs)
+            return await fn(*args, **kwargs)
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        checker.bind(args, kwargs)
-        return fn(*args, **kwargs)
+        wrapper = awaited
+    else:
+        @functools.wraps(fn)
+        def called(*args: Any, **kwargs: Any) -> Any:
+            checker.bind(args, kwargs)
+            return fn(*args, **kwargs)
 
-    wrapper.__memkit_checker__ = checker  # type: ignore[attr-defined]
+        wrapper = called
+    setattr(wrapper, "__memkit_checker__", checker)  # noqa: B010 - read back by check_forwarded
     return cast(F, wrapper)
 
 

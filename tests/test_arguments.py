@@ -7,6 +7,7 @@ The test walks the public methods by introspection: a method added without a row
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -125,7 +126,9 @@ def _target(name: str, mem: memkit.Memory, kv: MemoryTools, tmp_path: Path) -> t
 
 def _call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     result = fn(*args, **kwargs)
-    if inspect.iscoroutine(result) or inspect.isgenerator(result):
+    if inspect.iscoroutine(result):  # checked when awaited, as any coroutine function's arguments
+        return asyncio.run(result)
+    if inspect.isgenerator(result):  # checked at the call, before the first item is asked for
         result.close()
     return result
 
@@ -197,6 +200,11 @@ def test_unknown_missing_and_wrong_kind_arguments_are_memkit_errors(
             assert param.annotation in ("object", "Any"), f"{name} accepted {param.name}=object()"
 
     assert _snapshot(mem, kv) == before  # no refused call wrote, deleted or reset anything
+
+
+def test_coroutine_methods_stay_coroutine_functions() -> None:
+    assert inspect.iscoroutinefunction(ProviderTools.arecall_memory)
+    assert inspect.iscoroutinefunction(ProviderTools.asave_note)
 
 
 def test_the_messages_say_what_was_expected(mem: memkit.Memory) -> None:
