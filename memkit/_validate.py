@@ -397,7 +397,8 @@ def _kind(value: object) -> str:
 def checked(fn: F, name: str | None = None) -> F:
     """``fn`` with its arguments bound and their kinds checked first: a wrong call raises
     :class:`~memkit.InvalidInputError` naming the argument and what was expected, never a
-    raw ``TypeError`` from deep inside. Coroutine and generator functions check at call time too."""
+    raw ``TypeError`` from deep inside. A generator function checks at the call, before its first
+    item; a coroutine function when awaited (it stays a coroutine function)."""
     checker = _Checker(fn, name or fn.__qualname__)
     wrapper: Callable[..., Any]
     if inspect.iscoroutinefunction(fn):
