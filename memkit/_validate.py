@@ -352,7 +352,10 @@ class _Checker:
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as exc:
-            raise InvalidInputError(f"{self.name}() {_reason(exc)}; it takes {self.shown()}") from None
+            # Keywords it only passes on may be the real mistake (search(bogus=1)): name them too.
+            extra = [name for name in kwargs if name not in params]
+            also = f" (and got {', '.join(repr(n) for n in extra)}, none of its own arguments)" if extra else ""
+            raise InvalidInputError(f"{self.name}() {_reason(exc)}{also}; it takes {self.shown()}") from None
         checks = self.checks()
         for name, value in bound.arguments.items():
             check = checks.get(name)

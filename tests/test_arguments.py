@@ -210,7 +210,7 @@ def test_coroutine_methods_stay_coroutine_functions() -> None:
 def test_the_messages_say_what_was_expected(mem: memkit.Memory) -> None:
     with pytest.raises(InvalidInputError) as info:
         mem.search(bogus=1)  # type: ignore[call-arg]
-    assert "missing a required argument: 'query'" in str(info.value)
+    assert "missing a required argument: 'query' (and got 'bogus', none of its own arguments)" in str(info.value)
     assert "Memory.search(query, user_id, agent_id, limit=5" in str(info.value)
     with pytest.raises(InvalidInputError, match=r"Memory.add_many\(\): items must be a list \(or other iterable\)"):
         mem.add_many(5)  # type: ignore[arg-type]
