@@ -176,3 +176,12 @@ def test_the_config_run_id_is_the_context_of_calls_that_name_none(tmp_path: Path
     plain.dispatch("list", {})
     assert plain.calls[-1].context == {}
     assert json.loads(json.dumps([c.context for c in by_dict.calls])) == [{"cycle_number": 4, "run_id": "r1"}]
+
+
+def test_the_dispatcher_keeps_the_last_thousand_calls(tmp_path: Path) -> None:
+    dispatcher = ToolDispatcher(MemoryTools(str(tmp_path / "m.db"), "r1"))
+    for cycle in range(1_005):
+        dispatcher.dispatch("list", {}, cycle_number=cycle)
+    assert len(dispatcher.calls) == 1_000
+    assert [c.context["cycle_number"] for c in (dispatcher.calls[0], dispatcher.calls[-1])] == [5, 1_004]
+    assert all(c.ok and c.result == "No keys stored" and c.duration_ms >= 0 for c in dispatcher.calls)
