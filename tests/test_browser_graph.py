@@ -412,7 +412,13 @@ def _at_scale(page: Page, title: str) -> None:
     legend = page.evaluate(LEGEND, title)
     assert legend["Memory"] == f"Memory ({memories})"
     page.locator(".memkit-graph-fit-selection").first.click()
-    page.wait_for_timeout(300)
+    # The fit animates; on a loaded machine it can take longer than a fixed pause, so wait for
+    # the zoom to settle with at least five memories named.
+    page.wait_for_function(f"""(t) => {{
+      const g = ({PICK})(t).__memkit;
+      const ids = new Set(g.nodes.getIds({{filter: (n) => n.type === 'Memory'}}));
+      return g.captions().filter((c) => ids.has(c.id)).length >= 5;
+    }}""", arg=title, timeout=20_000)
     captions = page.evaluate(CAPTIONS, title)
     assert all(c["px"] >= 11 for c in captions)
     assert sum(c["id"] in set(page.evaluate(f"(t) => ({PICK})(t).__memkit.nodes.getIds("
