@@ -15,10 +15,14 @@ from urllib.parse import urlsplit
 
 from memkit._errors import ConfigError, missing_extra
 from memkit._protocols import MemoryProvider
+from memkit._validate import checked_as
 
-__all__ = ["DEFAULT_URL", "get_memory_provider", "provider_names"]
+__all__ = ["DEFAULT_URL", "MOCK_URL", "build_provider", "default_url", "get_memory_provider", "provider_names"]
 
+#: What :func:`memkit.open` opens by default (``$MEMKIT_URL`` first).
 DEFAULT_URL = "sqlite:///data/memory.db"
+#: What :func:`get_memory_provider` builds by default: the in-memory mock adapter.
+MOCK_URL = "memory://"
 
 
 @dataclass(frozen=True)
@@ -106,16 +110,19 @@ def _build(entry: _Entry, options: dict[str, Any], url: str | None) -> MemoryPro
     return provider
 
 
+@checked_as("memkit.get_memory_provider")
 def get_memory_provider(cfg: object = None) -> MemoryProvider:
     """Build a provider from a URL, a dict, or a config object.
 
     Parameters
     ----------
     cfg
-        ``None`` uses ``$MEMKIT_URL`` or ``sqlite:///data/memory.db``. A string is a
-        URL: ``memory://``, ``sqlite:///relative.db``, ``sqlite:////abs/path.db``.
-        A dict (or OmegaConf ``DictConfig``, or any object with attributes) names
-        ``provider`` and/or ``url``; every other key is passed to the adapter.
+        ``None``, or a config naming neither ``provider`` nor ``url``, gives the in-memory
+        mock adapter (``memory://``): nothing is written anywhere, as the port's contract
+        says. A string is a URL: ``memory://``, ``sqlite:///relative.db``,
+        ``sqlite:////abs/path.db``. A dict (or OmegaConf ``DictConfig``, or any object with
+        attributes) names ``provider`` and/or ``url``; every other key is passed to the
+        adapter. (:func:`memkit.open` differs only in its default: a SQLite file.)
 
     Raises
     ------
@@ -126,13 +133,23 @@ def get_memory_provider(cfg: object = None) -> MemoryProvider:
 
     Examples
     --------
-    >>> get_memory_provider("memory://")
+    >>> get_memory_provider(None)
     InMemoryAdapter(0 memories)
     >>> get_memory_provider({"provider": "mock"})
     InMemoryAdapter(0 memories)
     """
+    return build_provider(cfg, MOCK_URL)
+
+
+def default_url() -> str:
+    """Where :func:`memkit.open` and the ``memkit`` command go unless told: ``$MEMKIT_URL``, else a SQLite file."""
+    return os.environ.get("MEMKIT_URL") or DEFAULT_URL
+
+
+def build_provider(cfg: object, default: str) -> MemoryProvider:
+    """:func:`get_memory_provider`, with ``default`` as the URL of a config that names no store."""
     if cfg is None:
-        cfg = os.environ.get("MEMKIT_URL") or DEFAULT_URL
+        cfg = default
     if isinstance(cfg, str):
         url = cfg.strip()
         if not url:
@@ -144,7 +161,7 @@ def get_memory_provider(cfg: object = None) -> MemoryProvider:
     if url is not None and not isinstance(url, str):
         raise ConfigError(f"url must be a string, got {type(url).__name__}")
     if name is None and url is None:
-        url = os.environ.get("MEMKIT_URL") or DEFAULT_URL
+        url = default
     entry = _entry_by_name(name) if name is not None else _entry_by_url(url or "")
     if url is not None and name is not None and _entry_by_url(url) is not entry:
         raise ConfigError(f"provider {name!r} does not match the scheme of url {url!r}")

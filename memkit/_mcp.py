@@ -18,21 +18,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import functools
 import json
 import logging
+import re
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote, unquote
 
 from memkit._display import format_time, is_trace, summary
 from memkit._errors import ConfigError, ErrorCategory, InvalidInputError, MemkitError, NotFoundError, missing_extra
-from memkit._factory import get_memory_provider
+from memkit._factory import build_provider, default_url
 from memkit._models import MemoryItem
 from memkit._protocols import MemoryProvider, SupportsClose, SupportsPaging, SupportsRecalls
-from memkit._validate import DEFAULT_LIMITS, check_namespace
+from memkit._validate import DEFAULT_LIMITS, Limits, check_namespace
 from memkit.tools import MEMORY_TOOL_DEFINITIONS, MemoryTools
 
 if TYPE_CHECKING:
@@ -165,6 +168,8 @@ class McpMemory:
     provider: MemoryProvider
     access: Access
     kv_path: str | None = None
+    #: The bounds every tool's arguments are held to (the store's, and the key-value tools').
+    limits: Limits = DEFAULT_LIMITS
     tools: dict[str, _Tool] = field(init=False)
     _kv: dict[Namespace, MemoryTools] = field(init=False, default_factory=dict)
 
@@ -259,11 +264,8 @@ class McpMemory:
             if tools is None:
                 assert self.kv_path is not None
                 # Each namespace's scratchpad is its own run_id, so namespaces stay apart here too.
-                tools = self._kv[ns] = MemoryTools(self.kv_path, run_id=namespace_label(*ns))
-            try:
-                result: str = await asyncio.to_thread(getattr(tools, name), **arguments)
-            except TypeError as exc:  # MemoryTools refuses a non-string key or value this way
-                raise InvalidInputError(str(exc)) from None
+                tools = self._kv[ns] = MemoryTools(self.kv_path, run_id=namespace_label(*ns), limits=self.limits)
+            result: str = await asyncio.to_thread(getattr(tools, name), **arguments)
             return result
 
         return call
@@ -328,7 +330,7 @@ class McpMemory:
             raise InvalidInputError(f"no such resource here: {uri!r}")
         workflow = unquote(parts[3])
         filters = {"type": "trace", "workflow_id": workflow}
-        steps = await self.provider.get_all(user, agent, DEFAULT_LIMITS.max_limit, filters)
+        steps = await self.provider.get_all(user, agent, self.limits.max_limit, filters)
         if not steps:
             raise NotFoundError(f"workflow {workflow!r} has no steps in {label}")
 
@@ -440,6 +442,169 @@ def build_server(memory: McpMemory) -> Server[Any]:
     )
 
 
+# -- stdio: every line answered ------------------------------------------------------------
+#
+# The SDK's stdio transport drops a line it cannot parse (it hands the server an exception the
+# server only logs), so a client that sent one waits forever. Lines are screened here first and
+# each one the transport could not take is answered with the JSON-RPC error the protocol names.
+
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+_COLON = re.compile(r"\s*:\s*")
+_ENVELOPE_KEYS = ("jsonrpc", "id", "method")
+
+
+def _outline(text: str) -> tuple[int, dict[str, Any]]:
+    """How deep ``text`` nests, and the scalar ``jsonrpc``, ``id`` and ``method`` of its top
+    level, read without parsing what is nested (which may be too deep to parse)."""
+    depth = deepest = 0
+    top: dict[str, Any] = {}
+    decoder = json.JSONDecoder()
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token in ("[", "{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in ("]", "}"):
+            depth -= 1
+        elif depth == 1 and (colon := _COLON.match(text, match.end())) is not None:
+            key = json.loads(token)
+            start = colon.end()
+            if key in _ENVELOPE_KEYS and key not in top and text[start:start + 1] not in ("[", "{"):
+                with contextlib.suppress(ValueError):
+                    top[key] = decoder.raw_decode(text, start)[0]
+    return deepest, top
+
+
+@functools.cache
+def _parse_depth() -> int:
+    """The deepest nesting the SDK's JSON parser reads (found once, by trying)."""
+    from pydantic_core import from_json
+
+    low, high = 1, 100_000
+    while low < high:
+        middle = (low + high + 1) // 2
+        try:
+            from_json("[" * middle + "]" * middle)
+            low = middle
+        except ValueError:
+            high = middle - 1
+    return low
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """Where ``value`` holds a string with a lone surrogate, and which (``None``: nowhere)."""
+    stack: list[tuple[Any, str]] = [(value, "params")]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, str):
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return f"{where} holds {node[exc.start:exc.end]!r}"
+        elif isinstance(node, dict):
+            for key, item in node.items():
+                if isinstance(key, str) and _lone_surrogate(key) is not None:
+                    return f"a key in {where} holds {key!r}"
+                stack.append((item, f"{where}.{key}"))
+        elif isinstance(node, list):
+            stack.extend((item, f"{where}[{i}]") for i, item in enumerate(node))
+    return None
+
+
+def _request_id(value: object) -> str | int | None:
+    return value if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)) else None
+
+
+def screen(line: bytes) -> str | tuple[int, str, str | int | None] | None:
+    """One line from the client: the text to pass on, or ``(code, message, id)`` to answer it
+    with, or ``None`` for nothing to do (a blank line; a broken notification, which JSON-RPC
+    forbids answering)."""
+    from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, jsonrpc_message_adapter
+    from pydantic import ValidationError
+
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return PARSE_ERROR, f"Parse error: the line is not UTF-8 (byte {line[exc.start]:#04x} at {exc.start})", None
+    if not text.strip():
+        return None
+    try:
+        jsonrpc_message_adapter.validate_json(text, by_name=False)
+        return text
+    except ValidationError as exc:
+        problem = exc.errors()[0]["msg"] if exc.errors() else str(exc)
+    try:
+        value: Any = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return PARSE_ERROR, f"Parse error: the line is not JSON ({exc.msg} at column {exc.colno})", None
+    except RecursionError:
+        value = None  # too deep even for Python's parser: the outline still finds the envelope
+    depth, top = _outline(text)
+    if isinstance(value, dict):
+        top = {k: value[k] for k in _ENVELOPE_KEYS if k in value}
+    request_id = _request_id(top.get("id"))
+    is_request = top.get("jsonrpc") == "2.0" and isinstance(top.get("method"), str)
+    if is_request and "id" not in top:
+        log.warning("dropped a notification the server cannot read: %s", problem)
+        return None
+    if not is_request or request_id is None:
+        return (INVALID_REQUEST, 'Invalid Request: a JSON-RPC 2.0 request is an object with "jsonrpc": "2.0",'
+                f' a string "method" and a string or integer "id" ({problem})', request_id)
+    # The envelope is sound, so what the transport could not read is in the params.
+    if depth > _parse_depth():
+        reason = f"the request is nested {depth} levels deep; the server reads at most {_parse_depth()} levels"
+    elif isinstance(value, dict) and (where := _lone_surrogate(value.get("params"))) is not None:
+        reason = f"{where}, a lone surrogate, which is not text"
+    else:
+        reason = problem
+    return INVALID_PARAMS, f"Invalid params: {reason}", request_id
+
+
+class _ClientLines:
+    """The client's lines, screened, as the SDK's stdio transport reads them (an async iterable
+    of text lines); a refused line is answered on the transport's write stream."""
+
+    def __init__(self) -> None:
+        import anyio
+
+        self._lines = anyio.wrap_file(sys.stdin.buffer)
+        self._answers: Any = None
+        self._ready = anyio.Event()
+
+    def answer_on(self, write_stream: Any) -> None:
+        self._answers = write_stream
+        self._ready.set()
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        import anyio
+        from mcp.shared.message import SessionMessage
+        from mcp_types import ErrorData, JSONRPCError
+
+        async for line in self._lines:
+            screened = screen(line)
+            if screened is None or isinstance(screened, str):
+                if screened is not None:
+                    yield screened
+                continue
+            code, message, request_id = screened
+            log.warning("answered a line the server cannot read with %d: %s", code, message)
+            await self._ready.wait()
+            error = JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                await self._answers.send(SessionMessage(error))
+
+
+@contextlib.asynccontextmanager
+async def _stdio() -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's stdio transport (which keeps stray prints off stdout), reading screened lines."""
+    from mcp.server.stdio import stdio_server
+
+    lines = _ClientLines()
+    async with stdio_server(stdin=cast(Any, lines)) as (read, write):
+        lines.answer_on(write)
+        yield read, write
+
+
 def _kv_path(provider: MemoryProvider) -> str | None:
     """The SQLite file the key-value tools share with the store, if the store is one."""
     path = getattr(provider, "path", None)
@@ -448,19 +613,31 @@ def _kv_path(provider: MemoryProvider) -> str | None:
     return path if isinstance(provider, SQLiteAdapter) and path != ":memory:" else None
 
 
-async def _serve(url: str | None, access: Access, http_port: int | None) -> None:
-    provider = get_memory_provider(url)
+def limits_from_flags(**flags: int | None) -> Limits:
+    """:class:`Limits` from ``memkit mcp``'s ``--max-...`` flags (``None``: the default)."""
+    given = {name: value for name, value in flags.items() if value is not None}
+    for name, value in given.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidInputError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+    try:
+        return Limits(**given)
+    except TypeError:
+        unknown = sorted(set(given) - {f.name for f in dataclasses.fields(Limits)})
+        raise InvalidInputError(f"no such limit: {', '.join(unknown)}") from None
+
+
+async def _serve(url: str | None, access: Access, http_port: int | None, limits: Limits) -> None:
+    # The store enforces the limits on what reaches it; the key-value tools get the same ones.
+    provider = build_provider({"url": url or default_url(), "limits": limits}, default_url())
     if isinstance(provider, SupportsRecalls):
         # An external agent's reads are what an audit most needs to see, and no step scope
         # reaches across the protocol: a served store records every recall.
         provider.record_recalls = True
-    memory = McpMemory(provider, access, kv_path=_kv_path(provider))
+    memory = McpMemory(provider, access, kv_path=_kv_path(provider), limits=limits)
     try:
         server = build_server(memory)
         if http_port is None:
-            from mcp.server.stdio import stdio_server
-
-            async with stdio_server() as (read, write):
+            async with _stdio() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
         else:
             import uvicorn
@@ -480,12 +657,13 @@ async def _serve(url: str | None, access: Access, http_port: int | None) -> None
             await provider.aclose()
 
 
-def serve(url: str | None, access: Access, http_port: int | None = None) -> None:
-    """Serve the store at ``url`` over stdio, or over streamable HTTP on 127.0.0.1:``http_port``."""
+def serve(url: str | None, access: Access, http_port: int | None = None, limits: Limits = DEFAULT_LIMITS) -> None:
+    """Serve the store at ``url`` over stdio, or over streamable HTTP on 127.0.0.1:``http_port``,
+    every tool's arguments held to ``limits``."""
     try:
         import mcp  # noqa: F401
     except ImportError:
         raise missing_extra("mcp", "mcp") from None
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a person stops a server started by hand
-        asyncio.run(_serve(url, access, http_port))
+        asyncio.run(_serve(url, access, http_port, limits))

@@ -15,10 +15,10 @@ from collections.abc import Coroutine, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from memkit import _marks
-from memkit._errors import ConfigError
-from memkit._factory import get_memory_provider
+from memkit._errors import ConfigError, InvalidInputError
+from memkit._factory import build_provider, default_url
 from memkit._marks import Mark
-from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
+from memkit._models import Health, MemoryFilter, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._protocols import (
     MemoryProvider,
     SupportsAddMany,
@@ -33,11 +33,18 @@ from memkit._protocols import (
     SupportsStats,
 )
 from memkit._recall import Recall
-from memkit._validate import DEFAULT_LIMITS, check_id, check_namespace
+from memkit._validate import DEFAULT_LIMITS, check_forwarded, check_id, check_namespace, checked_as, checked_methods
 
 __all__ = ["Memory", "open", "run_sync"]
 
 T = TypeVar("T")
+
+#: What ``filters=`` takes: a dict of conditions, or the same dict in a :class:`MemoryFilter`.
+Filters = dict[str, Any] | MemoryFilter | None
+
+# The arguments Memory.search and Memory.build_context fill themselves; other keywords are passed on.
+_SEARCH_ARGS = ("query", "user_id", "agent_id", "limit", "filters", "mode")
+_CONTEXT_ARGS = ("provider", "query", "user_id", "agent_id", "token_budget")
 
 
 class _LoopThread:
@@ -96,6 +103,7 @@ def _require(provider: object, capability: type[P], method: str) -> P:
     return provider
 
 
+@checked_methods
 class Memory:
     """Blocking calls over a :class:`~memkit.MemoryProvider`, for notebooks, widgets and scripts.
 
@@ -103,6 +111,10 @@ class Memory:
     ----------
     provider
         Any provider; build one with :func:`memkit.open` rather than by hand.
+
+    Every method checks its arguments against its signature before anything runs: an
+    unknown or missing argument, or one of the wrong kind, raises
+    :class:`memkit.InvalidInputError` naming it and what was expected.
 
     Examples
     --------
@@ -114,7 +126,7 @@ class Memory:
 
     def __init__(self, provider: MemoryProvider) -> None:
         if not isinstance(provider, MemoryProvider):
-            raise TypeError(f"Memory wraps a MemoryProvider, got {type(provider).__name__}")
+            raise InvalidInputError(f"Memory wraps a MemoryProvider, got {type(provider).__name__}")
         self.provider = provider
 
     def __repr__(self) -> str:
@@ -140,16 +152,17 @@ class Memory:
 
     def search(
         self,
-        query: str,
+        query: str | None,
         user_id: str,
         agent_id: str,
         limit: int = 5,
-        filters: dict[str, Any] | None = None,
+        filters: Filters = None,
         *,
         mode: str | None = None,
         **options: Any,
     ) -> list[MemoryItem]:
         """Best matches in one namespace; other ``options`` (e.g. ``hybrid=``) go to the adapter."""
+        check_forwarded("Memory.search", self.provider.search, options, _SEARCH_ARGS)
         if mode is not None:  # left out otherwise, so a provider written to the first port still works
             options["mode"] = mode
         search: Any = self.provider.search  # options beyond the port's are the adapter's own
@@ -162,6 +175,7 @@ class Memory:
         """The best memories that fit ``token_budget``, rendered (see :func:`memkit.build_context`)."""
         from memkit._context import build_context
 
+        check_forwarded("Memory.build_context", build_context, options, _CONTEXT_ARGS)
         return run_sync(build_context(self.provider, query, user_id, agent_id, token_budget, **options))
 
     def reembed(self, embedder: object = "default", *, progress: bool = True) -> int:
@@ -172,11 +186,11 @@ class Memory:
         done: int = run_sync(reembed(embedder, progress=progress))
         return done
 
-    def get_all(
-        self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
-    ) -> list[MemoryItem]:
+    def get_all(self, user_id: str, agent_id: str, limit: int = 10, filters: Filters = None) -> list[MemoryItem]:
         """One namespace's memories, newest first."""
-        return run_sync(self.provider.get_all(user_id, agent_id, limit, filters))
+        get_all: Any = self.provider.get_all  # filters may be a MemoryFilter: every adapter reads both
+        result: list[MemoryItem] = run_sync(get_all(user_id, agent_id, limit, filters))
+        return result
 
     def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
         """Delete by id (only within ``user_id``/``agent_id`` when given); ``False`` when nothing was deleted."""
@@ -194,7 +208,8 @@ class Memory:
 
     def add_many(self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False) -> list[str]:
         """Store many memories in one transaction."""
-        return run_sync(_require(self.provider, SupportsAddMany, "add_many").add_many(list(items), progress=progress))
+        adder = _require(self.provider, SupportsAddMany, "add_many")
+        return run_sync(adder.add_many(list(items), progress=progress))
 
     def namespaces(self) -> list[NamespaceInfo]:
         """Every (user_id, agent_id) with counts and first/last activity."""
@@ -262,11 +277,12 @@ class Memory:
         *,
         offset: int = 0,
         limit: int = 50,
-        filters: dict[str, Any] | None = None,
+        filters: Filters = None,
     ) -> list[MemoryItem]:
         """One page of a namespace, newest first."""
-        pager = _require(self.provider, SupportsPaging, "get_page")
-        return run_sync(pager.get_page(user_id, agent_id, offset=offset, limit=limit, filters=filters))
+        pager: Any = _require(self.provider, SupportsPaging, "get_page").get_page
+        result: list[MemoryItem] = run_sync(pager(user_id, agent_id, offset=offset, limit=limit, filters=filters))
+        return result
 
     def export(self, user_id: str | None = None, agent_id: str | None = None) -> Iterator[MemoryItem]:
         """Iterate every record, oldest first, without loading them all."""
@@ -334,15 +350,16 @@ def provider_of(mem: object) -> MemoryProvider:
     """The provider behind ``mem`` (a :class:`Memory` or a provider itself); a clear error otherwise."""
     provider = mem.provider if isinstance(mem, Memory) else mem
     if not isinstance(provider, MemoryProvider):
-        raise TypeError(f"expected a MemoryProvider or memkit.Memory, got {type(mem).__name__}")
+        raise InvalidInputError(f"expected a MemoryProvider or memkit.Memory, got {type(mem).__name__}")
     return provider
 
 
+@checked_as("memkit.open")
 def open(url_or_cfg: object = None) -> Memory:
     """Open a store and return its synchronous face.
 
-    Accepts what :func:`memkit.get_memory_provider` accepts; ``None`` opens
-    ``$MEMKIT_URL`` or ``sqlite:///data/memory.db``.
+    Accepts what :func:`memkit.get_memory_provider` accepts; ``None`` (or a config that names
+    neither ``provider`` nor ``url``) opens ``$MEMKIT_URL`` or ``sqlite:///data/memory.db``.
 
     Examples
     --------
@@ -350,4 +367,4 @@ def open(url_or_cfg: object = None) -> Memory:
     ...     mem.stats().memories
     0
     """
-    return Memory(get_memory_provider(url_or_cfg))
+    return Memory(build_provider(url_or_cfg, default_url()))

@@ -6,17 +6,20 @@ failure raises :class:`~memkit.InvalidInputError` and nothing is written.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import math
 import re
-from collections.abc import Mapping
+import types
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
 from memkit._errors import ConfigError, InvalidInputError
 from memkit._filters import Condition, parse_filters
 
-__all__ = ["DEFAULT_LIMITS", "Limits"]
+__all__ = ["DEFAULT_LIMITS", "Limits", "check_forwarded", "checked", "checked_as", "checked_methods"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _INT64 = 2**63
@@ -294,3 +297,201 @@ def check_read(
     checked_offset = check_offset(offset)
     user, agent = check_namespace(user_id, agent_id, limits)
     return Read(user, agent, checked_limit, checked_offset, parse_filters(filters))
+
+
+# -- public calls: arguments bound to the signature and checked against its annotations ------
+
+F = TypeVar("F", bound=Callable[..., Any])
+C = TypeVar("C", bound=type)
+
+_WHY_NOT_TEXT = (str, bytes, Mapping)
+
+
+def _describe(hint: Any) -> tuple[Callable[[object], bool], str] | None:
+    """A predicate for values matching ``hint`` and how to name them, or ``None`` to accept anything.
+
+    Only the outer kind is checked (a dict, a list, a string): what is inside is the adapters'
+    to check, with their own messages and limits."""
+    if hint is Any or hint is object or isinstance(hint, TypeVar):
+        return None
+    if hint is None or hint is type(None):
+        return (lambda v: v is None), "None"
+    origin = get_origin(hint)
+    if origin is Union or origin is types.UnionType:
+        parts = [_describe(arg) for arg in get_args(hint)]
+        if any(p is None for p in parts):
+            return None
+        checks = [p for p in parts if p is not None]
+        return (lambda v: any(check(v) for check, _ in checks)), " or ".join(name for _, name in checks)
+    if origin is Literal:
+        allowed = get_args(hint)
+        return (lambda v: v in allowed), "one of " + ", ".join(repr(a) for a in allowed)
+    kind = origin if origin is not None else hint
+    if kind is str:
+        return (lambda v: isinstance(v, str)), "a string"
+    if kind is bool:
+        return (lambda v: isinstance(v, bool)), "True or False"
+    if kind is int:
+        return (lambda v: isinstance(v, int) and not isinstance(v, bool)), "an integer"
+    if kind is float:
+        return (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)), "a number"
+    if kind in (dict, Mapping, MutableMapping):
+        return (lambda v: isinstance(v, Mapping)), "a dict"
+    if kind in (list, tuple, Sequence):
+        return (lambda v: isinstance(v, (list, tuple))), "a list"
+    if kind in (Iterable, Iterator):
+        # A lone dict or string is iterable, but passing one where many are wanted is a mistake.
+        return (lambda v: isinstance(v, Iterable) and not isinstance(v, _WHY_NOT_TEXT)), "a list (or other iterable)"
+    if kind is Callable:
+        return callable, "a callable"
+    if isinstance(kind, type):
+        def is_instance(v: object) -> bool:
+            try:
+                return isinstance(v, kind)
+            except TypeError:  # a protocol that cannot be checked at run time
+                return True
+
+        return is_instance, f"a {kind.__name__}"
+    return None
+
+
+class _Checker:
+    """Binds one callable's arguments to its signature and checks their outer types, once resolved."""
+
+    def __init__(self, fn: Callable[..., Any], name: str) -> None:
+        self.fn = fn
+        self.name = name
+        self.signature = inspect.signature(fn)
+        self._checks: dict[str, tuple[Callable[[object], bool], str]] | None = None
+
+    def shown(self) -> str:
+        params = [p for p in self.signature.parameters.values() if p.name != "self"]
+        return f"{self.name}({', '.join(str(p.replace(annotation=inspect.Parameter.empty)) for p in params)})"
+
+    def checks(self) -> dict[str, tuple[Callable[[object], bool], str]]:
+        if self._checks is None:
+            try:
+                hints = get_type_hints(self.fn)
+            except Exception:  # names an annotation cannot reach: check the binding only
+                hints = {}
+            found = {}
+            for name, param in self.signature.parameters.items():
+                if name in hints and param.kind not in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                    check = _describe(hints[name])
+                    if check is not None:
+                        found[name] = check
+            self._checks = found
+        return self._checks
+
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> inspect.BoundArguments:
+        params = self.signature.parameters
+        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            # An unknown name is the likelier mistake than the arguments it left out: say it first.
+            for name in kwargs:
+                param = params.get(name)
+                if param is None or param.kind is param.POSITIONAL_ONLY:
+                    raise InvalidInputError(
+                        f"{self.name}() got an unexpected argument {name!r}; it takes {self.shown()}"
+                    )
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            # Keywords it only passes on may be the real mistake (search(bogus=1)): name them too.
+            extra = [name for name in kwargs if name not in params]
+            also = f" (and got {', '.join(repr(n) for n in extra)}, none of its own arguments)" if extra else ""
+            raise InvalidInputError(f"{self.name}() {_reason(exc)}{also}; it takes {self.shown()}") from None
+        checks = self.checks()
+        for name, value in bound.arguments.items():
+            check = checks.get(name)
+            if check is not None and not check[0](value):
+                raise InvalidInputError(
+                    f"{self.name}(): {name} must be {check[1]}, got {_kind(value)}"
+                )
+        return bound
+
+    def bind_extra(self, options: Mapping[str, Any], taken: Sequence[str], caller: str) -> None:
+        """Check keyword ``options`` that ``caller`` forwards to this callable (whose ``taken`` it fills)."""
+        params = self.signature.parameters
+        if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            return
+        accepted = [n for n, p in params.items() if n not in taken and n != "self" and p.kind is not p.VAR_POSITIONAL]
+        checks = self.checks()
+        for name, value in options.items():
+            if name not in accepted:
+                raise InvalidInputError(
+                    f"{caller}() got an unexpected argument {name!r}; besides its own arguments it passes on"
+                    f" only those {self.name}() takes: {', '.join(accepted) if accepted else 'none'}"
+                )
+            check = checks.get(name)
+            if check is not None and not check[0](value):
+                raise InvalidInputError(f"{caller}(): {name} must be {check[1]}, got {_kind(value)}")
+
+
+def _reason(exc: TypeError) -> str:
+    """``inspect``'s binding error in the words of a call (``missing a required argument: 'x'``)."""
+    text = str(exc)
+    return text if text.startswith(("got ", "missing ", "too many ")) else f"was called wrongly: {text}"
+
+
+def _kind(value: object) -> str:
+    name = type(value).__name__
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        shown = repr(value)
+        return f"{name} {shown[:40] + '...' if len(shown) > 40 else shown}"
+    return name
+
+
+def checked(fn: F, name: str | None = None) -> F:
+    """``fn`` with its arguments bound and their kinds checked first: a wrong call raises
+    :class:`~memkit.InvalidInputError` naming the argument and what was expected, never a
+    raw ``TypeError`` from deep inside. A generator function checks at the call, before its first
+    item; a coroutine function when awaited (it stays a coroutine function)."""
+    checker = _Checker(fn, name or fn.__qualname__)
+    wrapper: Callable[..., Any]
+    if inspect.iscoroutinefunction(fn):
+        # Still a coroutine function to whoever asks (agent frameworks do), checked when awaited.
+        @functools.wraps(fn)
+        async def awaited(*args: Any, **kwargs: Any) -> Any:
+            checker.bind(args, kwargs)
+            return await fn(*args, **kwargs)
+
+        wrapper = awaited
+    else:
+        @functools.wraps(fn)
+        def called(*args: Any, **kwargs: Any) -> Any:
+            checker.bind(args, kwargs)
+            return fn(*args, **kwargs)
+
+        wrapper = called
+    setattr(wrapper, "__memkit_checker__", checker)  # noqa: B010 - read back by check_forwarded
+    return cast(F, wrapper)
+
+
+def checked_as(name: str) -> Callable[[F], F]:
+    """:func:`checked` as a decorator that names the callable as users call it (``memkit.open``)."""
+    return lambda fn: checked(fn, name)
+
+
+def check_forwarded(
+    caller: str, target: Callable[..., Any], options: Mapping[str, Any], taken: Sequence[str]
+) -> None:
+    """Check keyword ``options`` that ``caller`` passes on to ``target`` (a provider's method, say),
+    whose parameters ``taken`` the caller fills itself: an unknown one or the wrong kind is refused."""
+    if options:
+        _forward_checker(getattr(target, "__func__", target)).bind_extra(options, taken, caller)
+
+
+@functools.lru_cache(maxsize=256)
+def _forward_checker(fn: Callable[..., Any]) -> _Checker:
+    found = getattr(fn, "__memkit_checker__", None)
+    return found if isinstance(found, _Checker) else _Checker(fn, getattr(fn, "__qualname__", repr(fn)))
+
+
+def checked_methods(cls: C) -> C:
+    """Apply :func:`checked` to every public method of ``cls`` (``__init__`` included), once."""
+    for attr, value in list(vars(cls).items()):
+        if (attr.startswith("_") and attr != "__init__") or not inspect.isfunction(value):
+            continue
+        shown = cls.__name__ if attr == "__init__" else f"{cls.__name__}.{attr}"
+        setattr(cls, attr, checked(value, shown))
+    return cls

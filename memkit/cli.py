@@ -8,6 +8,7 @@ or a store error (the message says which argument and what was expected).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import shutil
@@ -144,12 +145,13 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     """Serve the store to MCP clients (stdio, or streamable HTTP on 127.0.0.1 with --http PORT)."""
-    from memkit._mcp import Access, serve
+    from memkit._mcp import Access, limits_from_flags, serve
 
     if args.http is not None and not 0 <= args.http <= 65535:
         raise memkit.InvalidInputError(f"--http must be a port between 0 and 65535, got {args.http}")
     access = Access.from_flags(args.user, args.agent, args.allow, args.read_only)
-    serve(args.url, access, args.http)
+    limits = limits_from_flags(**{f.name: getattr(args, f.name) for f in dataclasses.fields(memkit.Limits)})
+    serve(args.url, access, args.http, limits)
     return 0
 
 
@@ -477,6 +479,9 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--read-only", action="store_true", help="serve only the reading tools; refuse writes")
     mcp.add_argument("--http", type=int, metavar="PORT",
                      help="serve streamable HTTP on http://127.0.0.1:PORT/mcp instead of stdio (0: any free port)")
+    for limit in dataclasses.fields(memkit.Limits):
+        mcp.add_argument(f"--{limit.name.replace('_', '-')}", type=int, metavar="N",
+                         help=f"refuse a tool call past this bound (memkit.Limits; default {limit.default:_})")
     mcp.set_defaults(func=cmd_mcp)
     return parser
 

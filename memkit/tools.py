@@ -5,25 +5,39 @@
 * :class:`ProviderTools`: ``recall_memory`` and ``save_note`` over any memkit store,
   bound to one ``(user_id, agent_id)`` namespace.
 * :class:`ToolDispatcher`: calls a tool by name with the model's arguments and always
-  answers with a string (never raises for a bad tool name or bad arguments).
+  answers with a string (never raises for a bad tool name or bad arguments). Call context
+  the agent passes along (``run_id=``, ``cycle_number=``, ...) is recorded with each call.
 
-The messages are part of the contract (users' tests match them word for word).
+The messages are part of the contract (users' tests match them word for word). ``write``
+stores strings only, as the tool's schema says: any other JSON value (a number, a list, an
+object) is refused with the seed's ``Error: Invalid arguments for tool 'write': ...`` and
+nothing is written, so that what ``read`` returns is always exactly what was written.
 """
 
 from __future__ import annotations
 
 import builtins
 import json
+import os
 import sqlite3
 import threading
+import time
+from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
+from memkit._errors import InvalidInputError
 from memkit._protocols import MemoryProvider
 from memkit._sync import Memory, provider_of, run_sync
+from memkit._validate import DEFAULT_LIMITS, Limits, check_text, checked_as, checked_methods
 
-__all__ = ["MemoryTools", "ProviderTools", "ToolDispatcher", "register_pydantic_ai_tools"]
+__all__ = ["MemoryTools", "ProviderTools", "ToolCall", "ToolDispatcher", "register_pydantic_ai_tools"]
+
+#: How many calls a :class:`ToolDispatcher` keeps in :attr:`ToolDispatcher.calls`.
+KEPT_CALLS = 1_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS kv_memory (
@@ -88,12 +102,18 @@ PROVIDER_TOOL_DEFINITIONS: list[dict[str, Any]] = [
 ]
 
 
-def _need_str(name: str, value: object) -> str:
+def _need_str(name: str, value: object, most: int, knob: str) -> str:
+    """``value`` if it is text of at most ``most`` characters (``knob`` is the Limits field that sets it)."""
     if not isinstance(value, str):
-        raise TypeError(f"{name} must be a string, got {type(value).__name__}")
-    return value
+        raise InvalidInputError(f"{name} must be a string, got {type(value).__name__}")
+    if len(value) > most:
+        raise InvalidInputError(
+            f"{name} is {len(value)} characters; the limit is {most} (Limits.{knob})"
+        )
+    return check_text(value, name)
 
 
+@checked_methods
 class MemoryTools:
     """A persistent key-value memory for one experiment run.
 
@@ -107,6 +127,9 @@ class MemoryTools:
         SQLite file; it and its folders are created on first use.
     run_id
         Identifier of the run whose keys this instance reads and writes.
+    limits
+        Bounds on what one call may carry (see :class:`memkit.Limits`): a key or run id is at
+        most ``max_id_chars``, a value ``max_content_chars``, a pattern ``max_query_chars``.
 
     Examples
     --------
@@ -115,9 +138,13 @@ class MemoryTools:
     "Wrote value to key 'task_status'"
     """
 
-    def __init__(self, db_path: str = "data/memory.db", run_id: str = "default") -> None:
+    def __init__(
+        self, db_path: str | os.PathLike[str] = "data/memory.db", run_id: str = "default",
+        *, limits: Limits = DEFAULT_LIMITS,
+    ) -> None:
+        self.limits = limits
         self.db_path = Path(db_path)
-        self.run_id = _need_str("run_id", run_id)
+        self.run_id = _need_str("run_id", run_id, limits.max_id_chars, "max_id_chars")
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(self.db_path, isolation_level=None, check_same_thread=False, timeout=30)
@@ -138,6 +165,9 @@ class MemoryTools:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _key(self, key: object) -> str:
+        return _need_str("key", key, self.limits.max_id_chars, "max_id_chars")
+
     def _keys(self) -> builtins.list[str]:
         with self._lock:
             rows = self._conn.execute(
@@ -147,8 +177,8 @@ class MemoryTools:
 
     def write(self, key: str, value: str) -> str:
         """Store ``value`` under ``key`` (overwriting); returns a confirmation message."""
-        _need_str("key", key)
-        _need_str("value", value)
+        self._key(key)
+        _need_str("value", value, self.limits.max_content_chars, "max_content_chars")
         with self._lock:
             db = self._conn
             db.execute("BEGIN IMMEDIATE")  # check-then-write must not race another process
@@ -169,7 +199,7 @@ class MemoryTools:
 
     def read(self, key: str) -> str:
         """The value stored under ``key``, or an error message."""
-        _need_str("key", key)
+        self._key(key)
         with self._lock:
             row = self._conn.execute(
                 "SELECT value FROM kv_memory WHERE run_id = ? AND key = ?", (self.run_id, key)
@@ -183,7 +213,7 @@ class MemoryTools:
 
     def delete(self, key: str) -> str:
         """Remove ``key``; returns a confirmation or an error message."""
-        _need_str("key", key)
+        self._key(key)
         with self._lock:
             removed = self._conn.execute(
                 "DELETE FROM kv_memory WHERE run_id = ? AND key = ?", (self.run_id, key)
@@ -192,11 +222,12 @@ class MemoryTools:
 
     def pattern_search(self, pattern: str) -> str:
         """Keys containing ``pattern`` (case-sensitive substring), comma-separated."""
-        _need_str("pattern", pattern)
+        _need_str("pattern", pattern, self.limits.max_query_chars, "max_query_chars")
         matching = [k for k in self._keys() if pattern in k]
         return ", ".join(matching) if matching else f"No keys found matching pattern '{pattern}'"
 
 
+@checked_methods
 class ProviderTools:
     """``recall_memory`` and ``save_note`` over a memkit store, bound to one namespace.
 
@@ -230,22 +261,62 @@ class ProviderTools:
         return run_sync(self.asave_note(content, metadata))
 
 
+@runtime_checkable
+class KeyValueTools(Protocol):
+    """What :class:`ToolDispatcher` needs of its ``memory_tools``: :class:`MemoryTools`, or a stand-in."""
+
+    def write(self, key: str, value: str) -> str: ...
+    def read(self, key: str) -> str: ...
+    def list(self) -> str: ...
+    def delete(self, key: str) -> str: ...
+    def pattern_search(self, pattern: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call a :class:`ToolDispatcher` made: what was asked, in which context, and the answer."""
+
+    tool: str
+    arguments: Any
+    #: The keywords the agent passed to ``dispatch`` besides the tool and its arguments
+    #: (``run_id``, ``cycle_number``, ...), with ``run_id`` taken from the config when not given.
+    context: dict[str, Any]
+    result: str
+    #: False when the answer is one of the ``Error...`` strings.
+    ok: bool
+    at: datetime
+    duration_ms: float
+
+
+@checked_methods
 class ToolDispatcher:
     """Invoke tools by name with the model's arguments; every answer is a string.
 
     Parameters
     ----------
     memory_tools
-        The key-value tools (``write``, ``read``, ``list``, ``delete``, ``pattern_search``).
+        The key-value tools (``write``, ``read``, ``list``, ``delete``, ``pattern_search``):
+        a :class:`MemoryTools`, or any object with those methods.
     provider_tools
         Optionally, ``recall_memory`` and ``save_note`` (their dict results come back as JSON).
+    config
+        The agent's run configuration (a dict or an object with attributes), kept as
+        :attr:`config`; its ``run_id``, if it has one, is the context of calls that name none.
+
+    Every call is recorded in :attr:`calls` (the last :data:`KEPT_CALLS`) with the context the
+    agent passed to :meth:`dispatch`, e.g. ``dispatch("write", args, run_id="r1", cycle_number=3)``.
     """
 
     def __init__(
-        self, memory_tools: MemoryTools | None = None, provider_tools: ProviderTools | None = None
+        self,
+        memory_tools: KeyValueTools | None = None,
+        provider_tools: ProviderTools | None = None,
+        config: object = None,
     ) -> None:
         self.memory_tools = memory_tools
         self.provider_tools = provider_tools
+        self.config = config
+        self.calls: deque[ToolCall] = deque(maxlen=KEPT_CALLS)
         self.tools: dict[str, Callable[..., Any]] = {}
         self._definitions: dict[str, dict[str, Any]] = {}
         if memory_tools is not None:
@@ -262,8 +333,28 @@ class ToolDispatcher:
         self.tools[name] = function
         self._definitions[name] = definition
 
-    def dispatch(self, tool_name: str, arguments: Mapping[str, Any] | str | None = None) -> str:
-        """Call ``tool_name`` with ``arguments`` (a dict, a JSON object string, or None)."""
+    def _config_run_id(self) -> object:
+        config = self.config
+        return config.get("run_id") if isinstance(config, Mapping) else getattr(config, "run_id", None)
+
+    def dispatch(self, tool_name: object, arguments: object = None, **context: Any) -> str:
+        """Call ``tool_name`` with ``arguments`` (a dict, a JSON object string, or None).
+
+        Any other keyword (``run_id=``, ``cycle_number=``, ...) is call context: it is not
+        passed to the tool, and is recorded with the call in :attr:`calls`.
+        """
+        start = time.perf_counter()
+        at = datetime.now(UTC)
+        result = self._answer(tool_name, arguments)
+        if "run_id" not in context and (run_id := self._config_run_id()) is not None:
+            context["run_id"] = run_id
+        self.calls.append(ToolCall(
+            tool=str(tool_name), arguments=arguments, context=context, result=result,
+            ok=not result.startswith("Error"), at=at, duration_ms=(time.perf_counter() - start) * 1e3,
+        ))
+        return result
+
+    def _answer(self, tool_name: object, arguments: object) -> str:
         if not isinstance(tool_name, str) or tool_name not in self.tools:
             return f"Error: Tool '{tool_name}' not found"
         if arguments is None:
@@ -277,7 +368,7 @@ class ToolDispatcher:
             return f"Error: Invalid arguments for tool '{tool_name}': arguments must be a JSON object"
         try:
             result = self.tools[tool_name](**arguments)
-        except TypeError as e:
+        except (TypeError, InvalidInputError) as e:
             return f"Error: Invalid arguments for tool '{tool_name}': {e}"
         except Exception as e:
             return f"Error executing tool '{tool_name}': {e}"
@@ -288,6 +379,7 @@ class ToolDispatcher:
         return [json.loads(json.dumps(d)) for d in self._definitions.values()]
 
 
+@checked_as("register_pydantic_ai_tools")
 def register_pydantic_ai_tools(agent: Any, tools: ProviderTools) -> None:
     """Register ``recall_memory`` and ``save_note`` on a pydantic-ai ``Agent`` (needs ``pydantic-ai``)."""
     try:
@@ -296,6 +388,8 @@ def register_pydantic_ai_tools(agent: Any, tools: ProviderTools) -> None:
         from memkit._errors import missing_extra
 
         raise missing_extra("pydantic-ai", "agents") from None
+    if not callable(getattr(agent, "tool_plain", None)):
+        raise InvalidInputError(f"agent must be a pydantic-ai Agent (it has tool_plain), got {type(agent).__name__}")
 
     async def recall_memory(query: str, limit: int = 5) -> dict[str, Any]:
         """Search long-term memory for notes and past steps relevant to a query."""

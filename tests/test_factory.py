@@ -12,20 +12,31 @@ from memkit import ConfigError
 from memkit.adapters import InMemoryAdapter, MockMemoryAdapter, SQLiteAdapter
 
 
-def test_default_is_sqlite_data_memory_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("cfg", [None, {}, SimpleNamespace(), {"embedder": None}], ids=["none", "dict", "obj", "opts"])
+def test_the_factory_default_is_the_seeds_mock_and_writes_nothing(
+    cfg: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMKIT_URL", f"sqlite:///{tmp_path}/env.db")  # the factory's default ignores it
+    monkeypatch.chdir(tmp_path)
+    provider = memkit.get_memory_provider() if cfg is None else memkit.get_memory_provider(cfg)
+    assert isinstance(provider, MockMemoryAdapter)
+    assert list(tmp_path.iterdir()) == []  # no ./data/memory.db, no env.db
+
+
+def test_open_defaults_to_sqlite_data_memory_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MEMKIT_URL", raising=False)
     monkeypatch.chdir(tmp_path)
-    provider = memkit.get_memory_provider()
-    assert isinstance(provider, SQLiteAdapter)
-    assert Path(provider.path) == Path("data/memory.db")
+    for mem in (memkit.open(), memkit.open({"busy_timeout_ms": 50})):
+        assert isinstance(mem.provider, SQLiteAdapter)
+        assert Path(mem.provider.path) == Path("data/memory.db")
+        mem.close()
     assert (tmp_path / "data" / "memory.db").exists()
-    provider.close()
 
 
-def test_env_url_wins_over_default(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_env_url_wins_over_the_open_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMKIT_URL", "memory://")
-    assert isinstance(memkit.get_memory_provider(), InMemoryAdapter)
-    assert isinstance(memkit.get_memory_provider({}), InMemoryAdapter)
+    assert isinstance(memkit.open().provider, InMemoryAdapter)
+    assert isinstance(memkit.open({}).provider, InMemoryAdapter)
 
 
 @pytest.mark.parametrize("name", ["mock", "memory", "in_memory", "MOCK"])

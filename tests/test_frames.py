@@ -222,7 +222,7 @@ def test_replay_yields_the_state_after_each_step(mem: memkit.Memory) -> None:
 
 
 def test_rejects_what_is_not_a_store() -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(memkit.InvalidInputError, match=r"expected a MemoryProvider or memkit\.Memory"):
         frames.traces_frame(object())  # type: ignore[arg-type]
 
 

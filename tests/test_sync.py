@@ -100,8 +100,8 @@ def test_missing_capability_is_reported() -> None:
     mem.close()  # no aclose: nothing to do, no error
 
 
-def test_wrapping_a_non_provider_is_a_type_error() -> None:
-    with pytest.raises(TypeError):
+def test_wrapping_a_non_provider_is_refused() -> None:
+    with pytest.raises(memkit.InvalidInputError, match="provider must be a MemoryProvider"):
         Memory(object())  # type: ignore[arg-type]
 
 

@@ -118,8 +118,8 @@ def test_several_processes_on_one_file(temp_db: str) -> None:
         assert tools.read("counter") in {"p0", "p1", "p2"}
 
 
-def test_non_string_arguments_raise_type_error(memory_tools: MemoryTools) -> None:
-    with pytest.raises(TypeError):
+def test_non_string_arguments_are_refused(memory_tools: MemoryTools) -> None:
+    with pytest.raises(memkit.InvalidInputError, match="value must be a string, got int"):
         memory_tools.write("k", 3)  # type: ignore[arg-type]
 
 
@@ -207,7 +207,7 @@ def test_provider_tools_through_the_dispatcher(memory_tools: MemoryTools) -> Non
     other = ProviderTools(mem, user_id="u1", agent_id="chem")
     assert other.recall_memory("TP53") == {"results": []}  # namespaces never leak
     bad = dispatcher.dispatch("save_note", {"content": ""})
-    assert bad.startswith("Error executing tool 'save_note': ")
+    assert bad == "Error: Invalid arguments for tool 'save_note': content must not be empty"
     assert mem.stats().memories == 1
 
 
@@ -218,7 +218,7 @@ async def test_provider_tools_async() -> None:
 
 
 def test_provider_tools_need_a_store() -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(memkit.InvalidInputError, match="memory must be a MemoryProvider or a Memory"):
         ProviderTools(object(), "u", "a")  # type: ignore[arg-type]
 
 

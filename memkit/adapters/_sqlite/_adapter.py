@@ -14,6 +14,7 @@ import threading
 import time
 import warnings
 import weakref
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
@@ -35,7 +36,7 @@ from memkit._validate import (
     check_scope,
 )
 from memkit.adapters._plumbing import RecordWriter, Worker, timed_health
-from memkit.adapters._sqlite._keywords import KeywordCache, feed_head
+from memkit.adapters._sqlite._keywords import KeywordCache, feed_head, lag
 from memkit.adapters._sqlite._schema import SCHEMA_VERSION, connect, write_transaction
 from memkit.adapters._sqlite._sql import COLUMNS, created_by, row_record, select
 from memkit.adapters._sqlite._traces import trace_columns
@@ -160,6 +161,8 @@ class SQLiteAdapter(RecordWriter):
         self._worker = Worker("memkit-sqlite", self.__repr__, translate=self._storage_error)
         self._conn: sqlite3.Connection | None = None
         self._settling = False  # a Vectors.settle step is queued on the worker
+        # Rows this handle wrote per namespace since it last saved their snapshots (worker thread only).
+        self._written: Counter[tuple[str, str]] = Counter()
         self._recall_lock = threading.Lock()
         self._pending_recalls: list[dict[str, Any]] = []
         self._recall_wake = threading.Event()
@@ -258,7 +261,25 @@ class SQLiteAdapter(RecordWriter):
         finally:
             if bar is not None:
                 bar.close()
+        self._written.update((r.user_id, r.agent_id) for r in records)
         return [r.id for r in records]
+
+    def _save_stale(self) -> None:
+        """Save the keyword and vector snapshots of every namespace this handle wrote that lack
+        at least ``resave_min`` changes, so that the first search of the next process that opens
+        the file restores them instead of analysing and reading every memory again (seconds at
+        100k). Costs the closing handle what that first search would have (once); a search or
+        an ``add`` never waits for it."""
+        written, self._written = self._written, Counter()
+        if self._conn is None or self.path == ":memory:":
+            return
+        db = self._conn
+        for user_id, agent_id in written:
+            if lag(db, "keyword_snapshots", user_id, agent_id) >= self._keywords.resave_min:
+                self._keywords.save_current(db, user_id, agent_id)
+            if (self._vectors.embedder is not None
+                    and lag(db, "vector_snapshots", user_id, agent_id) >= self._vectors.resave_min):
+                self._vectors.save_current(db, user_id, agent_id)
 
     # -- the port ----------------------------------------------------------------
 
@@ -436,6 +457,7 @@ class SQLiteAdapter(RecordWriter):
             sql += " AND agent_id = ?"
             params.append(agent_id)
         deleted = self._db().execute(sql + " RETURNING seq, user_id, agent_id", params).fetchall()
+        self._written.update((user, agent) for _, user, agent in deleted)
         return bool(deleted)
 
     async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
@@ -454,6 +476,7 @@ class SQLiteAdapter(RecordWriter):
             db.execute("DELETE FROM marks")
         self._keywords.clear()
         self._vectors.clear()
+        self._written.clear()
         return True
 
     async def reset(self) -> bool:
@@ -750,6 +773,10 @@ class SQLiteAdapter(RecordWriter):
         self._recall_wake.set()  # the recall thread sees the store closing and ends
         if self._conn is not None:
             self._flush_recalls()
+            try:
+                self._save_stale()
+            except Exception as exc:  # a cache not saved is only rebuilt by the next process: close anyway
+                warnings.warn(f"{self!r}: search snapshots not saved on close: {exc!r}", stacklevel=1)
             self._conn.close()
             self._conn = None
 

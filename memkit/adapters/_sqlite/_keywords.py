@@ -21,7 +21,7 @@ from memkit.adapters._sqlite._schema import write_unless_busy
 if TYPE_CHECKING:
     from memkit._keyword import KeywordIndex
 
-__all__ = ["KeywordCache", "feed_head", "snapshot"]
+__all__ = ["KeywordCache", "feed_head", "lag", "snapshot"]
 
 
 def feed_head(db: sqlite3.Connection) -> tuple[int, int]:
@@ -132,8 +132,36 @@ class KeywordCache:
             index.remove(key)
         return index, len(rows) + len(gone)
 
+    def save_current(self, db: sqlite3.Connection, user_id: str, agent_id: str) -> None:
+        """Save the namespace's index as of now (built, loaded or cached), unless already saved there."""
+        self.index(db, user_id, agent_id)
+        position = (self._seq, self._change)
+        saved = db.execute(
+            "SELECT seq, change FROM keyword_snapshots WHERE user_id = ? AND agent_id = ?", (user_id, agent_id)
+        ).fetchone()
+        if saved is None or tuple(saved) != position:
+            _save(db, user_id, agent_id, position, self._indexes[(user_id, agent_id)])
+
     def clear(self) -> None:
         self._indexes.clear()
+
+
+def lag(db: sqlite3.Connection, table: str, user_id: str, agent_id: str) -> int:
+    """How many changes to the namespace its snapshot in ``table`` (``keyword_snapshots`` or
+    ``vector_snapshots``) lacks: rows added and rows deleted since it was saved (all, if none was)."""
+    saved = db.execute(
+        f"SELECT seq, change FROM {table} WHERE user_id = ? AND agent_id = ?",  # noqa: S608 - fixed names
+        (user_id, agent_id),
+    ).fetchone()
+    seq, change = saved if saved else (0, 0)
+    added = db.execute(
+        "SELECT count(*) FROM memories WHERE user_id = ? AND agent_id = ? AND seq > ?", (user_id, agent_id, seq)
+    ).fetchone()[0]
+    removed = db.execute(
+        "SELECT count(*) FROM memory_deletions WHERE change > ? AND user_id = ? AND agent_id = ?",
+        (change, user_id, agent_id),
+    ).fetchone()[0] if saved else 0
+    return int(added) + int(removed)
 
 
 def _save(db: sqlite3.Connection, user_id: str, agent_id: str, position: tuple[int, int], index: KeywordIndex) -> None:

@@ -256,6 +256,26 @@ class Vectors:
             _save(db, user_id, agent_id, position, self.embedder.name, index)
         return self._partial
 
+    def save_current(self, db: sqlite3.Connection, user_id: str, agent_id: str) -> None:
+        """Save the namespace's index as of now (built, restored or cached) with every vector in it."""
+        assert self.embedder is not None
+        key = (user_id, agent_id)
+        self.sync(db)
+        with snapshot(db):
+            self.index(db, user_id, agent_id)
+            index = self._whole(db, key)
+            position = (self._seq, self._change)
+            saved = db.execute(
+                "SELECT seq, change FROM vector_snapshots WHERE user_id = ? AND agent_id = ? AND embedder = ?",
+                (user_id, agent_id, self.embedder.name),
+            ).fetchone()
+        self._partial = any(i.partial for i in self._indexes.values())
+        self._unsaved.discard(key)
+        if not len(index):  # every memory deleted: a stale snapshot would only be replayed away
+            write_unless_busy(db, "DELETE FROM vector_snapshots WHERE user_id = ? AND agent_id = ?", key)
+        elif saved is None or tuple(saved) != position:
+            _save(db, user_id, agent_id, position, self.embedder.name, index)
+
     def _supply(self, db: sqlite3.Connection, key: tuple[str, str]) -> None:
         """Read the next :data:`SUPPLY` vectors a restored index lacks, from the vectors table.
 
