@@ -1,6 +1,10 @@
 """memkit: long-term memory for AI agents, and the tools to look inside it."""
 
-from memkit._context import ContextWindow, build_context
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from memkit._errors import (
     BackendUnavailableError,
     ConfigError,
@@ -10,31 +14,34 @@ from memkit._errors import (
     NotFoundError,
     StorageError,
 )
-from memkit._evaluate import Evaluation, evaluate
-from memkit._factory import get_memory_provider
-from memkit._io import export_jsonl, import_history, import_jsonl
-from memkit._marks import Mark
-from memkit._models import Health, MemoryFilter, MemoryItem, NamespaceInfo, NewMemory, Stats
-from memkit._protocols import (
-    MemoryProvider,
-    SupportsAddMany,
-    SupportsAsOf,
-    SupportsClose,
-    SupportsExport,
-    SupportsGet,
-    SupportsHealth,
-    SupportsMarks,
-    SupportsNamespaces,
-    SupportsPaging,
-    SupportsRecalls,
-    SupportsSearchModes,
-    SupportsStats,
-    SupportsTraceColumns,
-)
-from memkit._recall import Recall, RecalledMemory, recall_scope
-from memkit._retrieval import HybridConfig
-from memkit._sync import Memory, open
-from memkit._validate import Limits
+
+if TYPE_CHECKING:
+    from memkit._context import ContextWindow, build_context
+    from memkit._evaluate import Evaluation, evaluate
+    from memkit._factory import get_memory_provider
+    from memkit._io import export_jsonl, import_history, import_jsonl
+    from memkit._marks import Mark
+    from memkit._models import Health, MemoryFilter, MemoryItem, NamespaceInfo, NewMemory, Stats
+    from memkit._protocols import (
+        MemoryProvider,
+        SupportsAddMany,
+        SupportsAsOf,
+        SupportsClose,
+        SupportsExport,
+        SupportsGet,
+        SupportsHealth,
+        SupportsMarks,
+        SupportsNamespaces,
+        SupportsPaging,
+        SupportsRecalls,
+        SupportsSearchModes,
+        SupportsStats,
+        SupportsTraceColumns,
+    )
+    from memkit._recall import Recall, RecalledMemory, recall_scope
+    from memkit._retrieval import HybridConfig
+    from memkit._sync import Memory, open
+    from memkit._validate import Limits
 
 __all__ = [
     "BackendUnavailableError",
@@ -83,3 +90,64 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+# Importing memkit stays cheap (the command line pays for every import on every call): each
+# name below loads its module, and what that module needs (pydantic, numpy, pandas), on first use.
+_LAZY: dict[str, str] = {
+    "ContextWindow": "memkit._context",
+    "build_context": "memkit._context",
+    "Evaluation": "memkit._evaluate",
+    "evaluate": "memkit._evaluate",
+    "get_memory_provider": "memkit._factory",
+    "export_jsonl": "memkit._io",
+    "import_history": "memkit._io",
+    "import_jsonl": "memkit._io",
+    "Mark": "memkit._marks",
+    "Health": "memkit._models",
+    "MemoryFilter": "memkit._models",
+    "MemoryItem": "memkit._models",
+    "NamespaceInfo": "memkit._models",
+    "NewMemory": "memkit._models",
+    "Stats": "memkit._models",
+    "MemoryProvider": "memkit._protocols",
+    "SupportsAddMany": "memkit._protocols",
+    "SupportsAsOf": "memkit._protocols",
+    "SupportsClose": "memkit._protocols",
+    "SupportsExport": "memkit._protocols",
+    "SupportsGet": "memkit._protocols",
+    "SupportsHealth": "memkit._protocols",
+    "SupportsMarks": "memkit._protocols",
+    "SupportsNamespaces": "memkit._protocols",
+    "SupportsPaging": "memkit._protocols",
+    "SupportsRecalls": "memkit._protocols",
+    "SupportsSearchModes": "memkit._protocols",
+    "SupportsStats": "memkit._protocols",
+    "SupportsTraceColumns": "memkit._protocols",
+    "Recall": "memkit._recall",
+    "RecalledMemory": "memkit._recall",
+    "recall_scope": "memkit._recall",
+    "HybridConfig": "memkit._retrieval",
+    "Memory": "memkit._sync",
+    "open": "memkit._sync",
+    "Limits": "memkit._validate",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    if not name.startswith("__"):
+        # A submodule not imported yet (``memkit._sync``, ``memkit.frames``) loads as it used to.
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

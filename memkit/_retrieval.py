@@ -29,11 +29,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memkit._errors import ConfigError, InvalidInputError
+
+# numpy is imported by the functions that compute with it: opening a store to read its
+# counts or namespaces (the command line) never loads it.
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "CONTEXT_REACH", "MODES", "SHORTLIST_MIN", "CosineMoments", "DenseScores", "HybridConfig", "Neighbours",
@@ -143,6 +146,8 @@ def _matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     # einsum's own single-threaded SIMD loop, not BLAS: on a busy 2-core machine a
     # threaded sgemv spends more time waiting for its threads than computing
     # (measured: 24 ms vs 45 ms p50 for 100k x 256, see docs/retrieval.md).
+    import numpy as np
+
     result: np.ndarray = np.einsum("ij,j->i", matrix, vector.astype(np.float32, copy=False))
     return result
 
@@ -162,6 +167,8 @@ class CosineMoments:
     """
 
     def __init__(self, dim: int) -> None:
+        import numpy as np
+
         self.count = 0
         self.sum = np.zeros(dim, dtype=np.float64)
         self.moment = np.zeros((dim, dim), dtype=np.float64)
@@ -169,6 +176,8 @@ class CosineMoments:
     @classmethod
     def restore(cls, count: int, total: np.ndarray, moment: np.ndarray) -> CosineMoments:
         """Moments saved as ``(count, sum, moment)``."""
+        import numpy as np
+
         out = cls(len(total))
         out.count = count
         out.sum = np.array(total, dtype=np.float64)
@@ -176,12 +185,16 @@ class CosineMoments:
         return out
 
     def add(self, vectors: np.ndarray) -> None:
+        import numpy as np
+
         wide = np.asarray(vectors, dtype=np.float64)
         self.count += len(wide)
         self.sum += wide.sum(axis=0)
         self.moment += wide.T @ wide
 
     def remove(self, vectors: np.ndarray) -> None:
+        import numpy as np
+
         wide = np.asarray(vectors, dtype=np.float64)
         self.count -= len(wide)
         self.sum -= wide.sum(axis=0)
@@ -189,6 +202,8 @@ class CosineMoments:
 
     def stats(self, query: np.ndarray) -> tuple[float, float]:
         """Mean and standard deviation of ``query``'s cosine over the vectors, exactly."""
+        import numpy as np
+
         if self.count == 0:
             return 0.0, 0.0
         q = query.astype(np.float64)
@@ -218,6 +233,8 @@ class VectorIndex:
     """
 
     def __init__(self, dim: int) -> None:
+        import numpy as np
+
         self.dim = dim
         self._matrix = np.zeros((0, dim), dtype=np.float32)
         self._keys = np.zeros(0, dtype=np.int64)
@@ -268,6 +285,8 @@ class VectorIndex:
     ) -> VectorIndex:
         """An index from :meth:`state`'s arrays; without ``arrays["matrix"]`` a partial one reading
         rows by key through ``rows`` and all of them through ``whole`` (only with a shortlist)."""
+        import numpy as np
+
         keys = arrays["keys"]
         n = len(keys)
         index = cls(dim)
@@ -308,6 +327,8 @@ class VectorIndex:
 
     def supply(self, keys: np.ndarray, vectors: np.ndarray) -> None:
         """Fill in the vectors of ``keys`` (what :meth:`lacking` named), so fewer are lacking."""
+        import numpy as np
+
         start = self._missing - len(keys)
         if start < 0 or not np.array_equal(self._keys[start : self._missing], keys):
             raise ValueError("these are not the vectors this index lacks")
@@ -321,6 +342,8 @@ class VectorIndex:
             raise RuntimeError("this vector index is partial: materialize() it first")
 
     def add(self, keys: Sequence[int], vectors: np.ndarray) -> None:
+        import numpy as np
+
         if len(keys) == 0:
             return
         vectors = np.asarray(vectors, dtype=np.float32)
@@ -351,6 +374,8 @@ class VectorIndex:
             self._build_shortlist()
 
     def _build_shortlist(self) -> None:
+        import numpy as np
+
         self._whole_only()
         # Principal axes of the stored vectors (uncentred: cosine is about direction).
         _, vectors = np.linalg.eigh(self._moments.moment)
@@ -360,6 +385,8 @@ class VectorIndex:
         self._coarse = coarse
 
     def remove(self, keys: Sequence[int]) -> None:
+        import numpy as np
+
         where = self._positions()
         drop = {int(k) for k in keys if int(k) in where}
         if not drop:
@@ -395,6 +422,8 @@ class VectorIndex:
 
     def shortlist(self, query: np.ndarray, size: int) -> np.ndarray | None:
         """Positions of the ``size`` best vectors by the coarse projection (None: score exactly)."""
+        import numpy as np
+
         if self._basis is None or size >= self._size:
             return None
         coarse = _matvec(self._coarse[: self._size], (query @ self._basis).astype(np.float32))
@@ -404,6 +433,8 @@ class VectorIndex:
         return int(self._keys[position])
 
     def position(self, key: int) -> int | None:
+        import numpy as np
+
         if self._position is not None:
             return self._position.get(key)
         keys = self._keys[: self._size]
@@ -418,6 +449,8 @@ class VectorIndex:
         return self._position
 
     def _ascending(self) -> bool:
+        import numpy as np
+
         if self._sorted is None:
             keys = self._keys[: self._size]
             self._sorted = self._size < 2 or bool(np.all(keys[1:] > keys[:-1]))
@@ -428,6 +461,8 @@ def _pick(
     index: VectorIndex, positions: np.ndarray, scores: np.ndarray, depth: int, allowed: Any
 ) -> tuple[list[int], dict[int, float]]:
     """The best ``depth`` keys among ``positions`` that pass ``allowed``, asked in growing windows."""
+    import numpy as np
+
     ranked: list[int] = []
     cosine: dict[int, float] = {}
     n = len(scores)
@@ -466,6 +501,8 @@ def dense_leg(
     ``depth`` best matches without checking every memory up front. ``extra`` keys
     (the keyword leg's hits) get their exact cosine too.
     """
+    import numpy as np
+
     n = len(index)
     if n == 0:
         return DenseScores({}, [], 0.0, 0.0)

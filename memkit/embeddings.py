@@ -23,11 +23,14 @@ import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memkit._errors import ConfigError, InvalidInputError, missing_extra
+
+# numpy is imported by the functions that compute with it: opening a store to read its
+# counts or namespaces (the command line) never loads it.
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "DEFAULT_EMBEDDER",
@@ -62,6 +65,8 @@ class Embedder(Protocol):
 
 
 def _normalise(matrix: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     np.maximum(norms, 1e-12, out=norms)
     return np.asarray(matrix / norms, dtype=np.float32)
@@ -188,6 +193,8 @@ class StaticEmbedder:
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, max_tokens: int = 512) -> None:
+        import numpy as np
+
         folder = Path(path) if path is not None else _STATIC_DIR
         try:
             config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
@@ -226,6 +233,8 @@ class StaticEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed a batch; returns ``(len(texts), dim)`` float32 with unit rows."""
+        import numpy as np
+
         if isinstance(texts, str):
             raise InvalidInputError("embed() takes a sequence of texts, not one string")
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -293,6 +302,8 @@ class SentenceTransformerEmbedder:
         return f"SentenceTransformerEmbedder(name={self.name!r}, dim={self.dim})"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         if isinstance(texts, str):
             raise InvalidInputError("embed() takes a sequence of texts, not one string")
         if not texts:

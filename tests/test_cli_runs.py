@@ -127,3 +127,28 @@ def test_memkit_testing_imports_without_pytest() -> None:
             "try:\n    from memkit.testing import ProviderConformance\nexcept ImportError:\n    print('lazy')\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "lazy"
+
+
+def test_reading_commands_leave_numpy_and_pandas_unloaded(store: str) -> None:
+    """Every command pays for its imports on every call: counts and namespaces need neither."""
+    code = ("import sys\nimport memkit\nfrom memkit.cli import main\n"
+            "loaded = lambda: sorted(m for m in ('numpy', 'pandas') if m in sys.modules)\n"
+            "print('import', loaded())\n"
+            "print('stats', main(['--url', sys.argv[1], 'stats']), loaded())\n"
+            "print('namespaces', main(['--url', sys.argv[1], 'namespaces']), loaded())\n"
+            "print('runs', main(['--url', sys.argv[1], 'runs']), loaded())\n")
+    done = subprocess.run([sys.executable, "-c", code, store], capture_output=True, text=True, check=True)
+    said = [line for line in done.stdout.splitlines() if line.startswith(("import ", "stats ", "namespaces ", "runs "))]
+    # the run table is a runs_frame: pandas, and the numbers it stands on
+    assert said == ["import []", "stats 0 []", "namespaces 0 []", "runs 0 ['numpy', 'pandas']"]
+
+
+def test_lazy_names_are_the_same_objects() -> None:
+    code = ("import memkit, memkit._sync, memkit._models, memkit._evaluate\n"
+            "ns = {}\nexec('from memkit import *', ns)\n"
+            "assert memkit.open is memkit._sync.open and ns['Memory'] is memkit._sync.Memory\n"
+            "assert ns['Stats'] is memkit._models.Stats and memkit.evaluate is memkit._evaluate.evaluate\n"
+            "assert set(memkit.__all__) <= set(dir(memkit)) and set(memkit.__all__) <= set(ns)\n"
+            "try:\n    memkit.no_such_name\nexcept AttributeError as exc:\n    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "module 'memkit' has no attribute 'no_such_name'"

@@ -19,8 +19,6 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
-import numpy as np
-
 from memkit import _marks, _pipeline, _recall
 from memkit._errors import ConfigError, InvalidInputError, StorageError
 from memkit._marks import Mark
@@ -40,7 +38,6 @@ from memkit._validate import (
 from memkit.adapters._plumbing import RecordWriter, Worker, timed_health
 from memkit.adapters._sqlite._keywords import KeywordCache, feed_head, lag
 from memkit.adapters._sqlite._schema import SCHEMA_VERSION, connect, write_transaction
-from memkit.adapters._sqlite._search import ranked
 from memkit.adapters._sqlite._sql import COLUMNS, created_by, row_record, select
 from memkit.adapters._sqlite._traces import trace_columns
 from memkit.adapters._sqlite._vectors import Vectors, blob, recorded
@@ -143,8 +140,6 @@ class SQLiteAdapter(RecordWriter):
         record_recalls: bool = False,
         durable_recalls: bool = False,
     ) -> None:
-        from memkit.embeddings import get_embedder
-
         for name, flag in (("record_recalls", record_recalls), ("durable_recalls", durable_recalls)):
             if not isinstance(flag, bool):
                 raise ConfigError(f"{name} must be True or False, got {flag!r}")
@@ -156,7 +151,11 @@ class SQLiteAdapter(RecordWriter):
         self.path = str(path)
         self.limits = limits
         self._busy_timeout_ms = busy_timeout_ms
-        chosen = None if embedder is None or embedder is _UNSET else get_embedder(embedder)
+        chosen = None
+        if embedder is not None and embedder is not _UNSET:
+            from memkit.embeddings import get_embedder  # and numpy: a store read without one never needs it
+
+            chosen = get_embedder(embedder)
         self._vectors = Vectors(self.path, chosen, unset=embedder is _UNSET)
         self._keywords = KeywordCache(max_indexed)
         self._worker = Worker("memkit-sqlite", self.__repr__, translate=self._storage_error)
@@ -300,6 +299,8 @@ class SQLiteAdapter(RecordWriter):
         return select(self._db(), *args)
 
     def _ranked(self, *args: Any) -> list[MemoryItem]:
+        from memkit.adapters._sqlite._search import ranked  # numpy and the keyword index: searches only
+
         hits = ranked(self._db(), self._keywords, self._vectors, *args)
         if self._vectors.unsettled and not self._settling:
             # Reading the rest of a restored index, or saving one for the next process, waits until
@@ -353,6 +354,8 @@ class SQLiteAdapter(RecordWriter):
         filters: dict[str, Any] | None = None,
     ) -> list[MemoryItem]:
         """Semantic search with a vector you computed (same embedder and dimension as the store)."""
+        import numpy as np
+
         embedder = self.embedder
         if embedder is None:
             raise ConfigError(f"search_by_vector needs an embedder; {self!r} has none")

@@ -14,9 +14,12 @@ import sqlite3
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from memkit._keyword import KeywordIndex, StaleIndexError
 from memkit.adapters._sqlite._schema import write_unless_busy
+
+if TYPE_CHECKING:
+    from memkit._keyword import KeywordIndex
 
 __all__ = ["KeywordCache", "feed_head", "lag", "snapshot"]
 
@@ -100,6 +103,8 @@ class KeywordCache:
 
     def _load(self, db: sqlite3.Connection, user_id: str, agent_id: str) -> tuple[KeywordIndex, int]:
         """The namespace's index at our feed position, and how many changes that took past the saved one."""
+        from memkit._keyword import KeywordIndex, StaleIndexError  # numpy: loaded by the first search
+
         saved = db.execute(
             "SELECT seq, change, data FROM keyword_snapshots WHERE user_id = ? AND agent_id = ?", (user_id, agent_id)
         ).fetchone()

@@ -17,11 +17,14 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from itertools import repeat
 from operator import methodcaller
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from memkit._errors import StorageError
+
+# numpy is imported by the functions that compute with it: opening a store to read its
+# counts or namespaces (the command line) never loads it.
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["TRACE_NUMBERS", "pack_trace_numbers", "trace_columns"]
 
@@ -71,6 +74,7 @@ def _parse(cells: list[str]) -> tuple[np.ndarray | None, list[Any]]:
     Mostly distinct cells (judged on a sample) are parsed one by one instead (codes ``None``):
     hashing a million distinct texts costs more than it saves.
     """
+    import numpy as np
     import pandas as pd
 
     sample = cells[:: max(1, len(cells) // 2_000)]
@@ -83,6 +87,8 @@ def _parse(cells: list[str]) -> tuple[np.ndarray | None, list[Any]]:
 def _column(values: list[Any], codes: np.ndarray | None) -> np.ndarray:
     """One object cell per row; a list or dict that several rows would share is copied per
     row, so mutating one cell never changes another row."""
+    import numpy as np
+
     cells = np.fromiter(values, dtype=object, count=len(values))
     if codes is None:
         return cells
@@ -133,6 +139,8 @@ def decode_trace_chunk(count: int, packed: bytes | None, joined: str | None, pat
     When the cells do not split into four per step, the result holds ``"cells"`` instead of
     the text columns and the caller reads that chunk again row by row.
     """
+    import numpy as np
+
     width = len(TRACE_NUMBERS)
     if len(packed or b"") != count * width * 8:
         raise StorageError(f"{path!r}: trace_steps.numbers is damaged; the file was not written by memkit")
@@ -175,6 +183,8 @@ def trace_columns(
 
 
 def _read(db: sqlite3.Connection, path: str, condition: str, params: list[Any]) -> dict[str, Any]:
+    import numpy as np
+
     db.execute("BEGIN")  # every chunk and the dictionary from one snapshot
     try:
         low, high = db.execute(

@@ -25,15 +25,18 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from memkit._errors import ConfigError
 from memkit._records import Record
 from memkit._retrieval import VectorIndex
 from memkit.adapters._sqlite._keywords import feed_head, snapshot
 from memkit.adapters._sqlite._schema import write_transaction, write_unless_busy
+
+# numpy is imported by the functions that compute with it: opening a store to read its
+# counts or namespaces (the command line) never loads it.
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["EMBED_BATCH", "Vectors", "blob"]
 
@@ -46,6 +49,8 @@ _ALL_ROWS = "SELECT seq, content FROM memories WHERE seq > ? ORDER BY seq LIMIT 
 
 
 def blob(vector: np.ndarray) -> bytes:
+    import numpy as np
+
     return np.ascontiguousarray(vector, dtype="<f4").tobytes()
 
 
@@ -151,6 +156,8 @@ class Vectors:
         return done
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
         assert self.embedder is not None
         vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
         if vectors.shape != (len(texts), self.embedder.dim):
@@ -162,6 +169,8 @@ class Vectors:
 
     def embed_records(self, records: Sequence[Record]) -> np.ndarray | None:
         """The records' vectors (``None`` for a keyword-only store)."""
+        import numpy as np
+
         if self.embedder is None:
             return None
         return np.concatenate(
@@ -274,6 +283,8 @@ class Vectors:
         deletion reads them all first), so the namespace's rows between the first and the last
         of the keys asked for are exactly those keys; anything else reads them all from the
         snapshot instead."""
+        import numpy as np
+
         index = self._indexes[key]
         keys = index.lacking(SUPPLY)
         rows = db.execute(
@@ -326,6 +337,8 @@ class Vectors:
 
     def _restore(self, db: sqlite3.Connection, user_id: str, agent_id: str) -> tuple[VectorIndex, int, int]:
         """The namespace's saved index and its feed position (an empty index at ours if none fits)."""
+        import numpy as np
+
         assert self.embedder is not None
         dim = self.embedder.dim
         saved = db.execute(
@@ -355,6 +368,8 @@ class Vectors:
 
     @staticmethod
     def _add(index: VectorIndex, rows: Sequence[tuple[int, bytes]]) -> None:
+        import numpy as np
+
         if rows:
             matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
             index.add([r[0] for r in rows], matrix.astype(np.float32))
@@ -404,6 +419,8 @@ class _Replaced(Exception):
 
 def _arrays(head: bytes, coarse: bytes, size: int, dim: int, coarse_dim: int) -> dict[str, np.ndarray]:
     """A saved index's arrays (views of the stored bytes; VectorIndex.restore copies them)."""
+    import numpy as np
+
     parts = [("keys", "<i8", size), ("sum", "<f8", dim), ("moment", "<f8", dim * dim)]
     if coarse_dim:
         parts.append(("basis", "<f4", dim * coarse_dim))
@@ -423,6 +440,8 @@ def _arrays(head: bytes, coarse: bytes, size: int, dim: int, coarse_dim: int) ->
 
 def _rows(db: sqlite3.Connection, keys: np.ndarray, dim: int) -> np.ndarray:
     """The stored vectors of ``keys``, in that order (inside the caller's read transaction)."""
+    import numpy as np
+
     found = dict(db.execute(
         "SELECT seq, vector FROM memory_vectors WHERE seq IN (SELECT value FROM json_each(?))",
         (json.dumps(keys.tolist()),),
@@ -435,6 +454,8 @@ def _save(
     index: VectorIndex,
 ) -> None:
     """Save ``index`` at feed ``position``; skipped when another writer holds the lock (nobody waits)."""
+    import numpy as np
+
     arrays = {name: np.ascontiguousarray(a) for name, a in index.state().items()}
     matrix = arrays["matrix"].astype("<f4", copy=False)
     if matrix.nbytes > _MAX_BLOB:
