@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -521,3 +522,73 @@ def test_the_browser_switches_between_memories_traces_and_recalls(tmp_path: Path
         assert browser.confirm_button.description == "yes, delete this memory"
         browser.cancel_button.click()
         assert mem.get(browser.items[0].id) is not None
+
+
+def test_column_filters_and_csv_cover_the_whole_namespace(tmp_path: Path) -> None:
+    """A column filter finds rows beyond the first page; the CSV holds every matching row, not the page."""
+    with memkit.open(f"sqlite:///{tmp_path / 'w.db'}?embedder=none") as mem:
+        items = []
+        for n in range(230):  # older rows carry the word, so the first page (newest) has none of them
+            gene = "BRCA1" if n < 40 else ("TP53" if n % 2 else "KRAS")
+            items.append({"content": f"note {n:03d} on {gene}", "user_id": "ana", "agent_id": "bio",
+                          "metadata": {"gene": gene, **({"lab": "North"} if n % 7 == 0 else {})}})
+        # the neighbour writes the same gene: none of it may show here
+        items += [{"content": f"neighbour {n} on BRCA1", "user_id": "ben", "agent_id": "bio",
+                   "metadata": {"gene": "BRCA1"}} for n in range(30)]
+        mem.add_many(items)
+        browser = NamespaceBrowser(mem, page_size=20)
+        browser.namespace.value = ("ana", "bio")
+        assert not any("BRCA1" in r["full"] for r in browser.rows.rows)
+        browser.rows.column_filters = {"text": "brca1"}  # any case, as typed in the box
+        assert len(browser.rows.rows) == 20 and all("BRCA1" in r["full"] for r in browser.rows.rows)
+        assert browser.rows.caption == "memories 1–20 of 40 matching the column filters"
+        assert [r["n"] for r in browser.rows.rows] == list(range(1, 21))
+        browser.next_button.click()
+        assert browser.rows.caption == "memories 21–40 of 40 matching the column filters"
+        assert browser.next_button.disabled
+        seen = {i.content for i in browser.items}
+        text, count, capped = browser.to_csv([("n", "#"), ("text", "memory"), ("metadata", "metadata")])
+        assert (count, capped) == (40, False)
+        rows = list(csv.reader(text.splitlines()))
+        assert rows[0] == ["#", "memory", "metadata"] and len(rows) == 41
+        assert {r[1] for r in rows[1:]} == {f"note {n:03d} on BRCA1" for n in range(40)} >= seen
+        assert "neighbour" not in text
+        # two filters at once: both must match
+        browser.rows.column_filters = {"text": "BRCA1", "metadata": "north"}
+        assert browser.rows.caption == "memories 1–6 of 6 matching the column filters"
+        # no filter: the CSV is the whole namespace (memories switch), every page
+        browser.rows.column_filters = {}
+        assert browser.rows.caption == "memories 1–20 (of 230 records in the namespace)"
+        assert browser.to_csv()[1] == 230
+        # a search: the CSV is its hits with the column filters applied
+        browser.query.value = "BRCA1"
+        browser.search_button.click()
+        hits = len(browser.items)
+        assert hits == 20 and browser.to_csv()[1] == hits
+        browser.rows.column_filters = {"text": "note 00"}
+        assert {i.content for i in browser.items} == {f"note {n:03d} on BRCA1" for n in range(10)} & {
+            i.content for i in browser._hits or []}
+        assert browser.to_csv()[1] == len(browser.items)
+        # a filter naming no column is refused with a clear message and shows nothing stale
+        browser.rows.column_filters = {"bogus": "x"}
+        assert "column_filters" in browser.status.value and "bogus" in browser.status.value
+        assert browser.rows.rows == []
+
+
+def test_the_csv_is_spreadsheet_safe(tmp_path: Path) -> None:
+    """Text a spreadsheet would run as a formula opens as text; quotes, commas and newlines survive."""
+    hostile = ['=HYPERLINK("http://x","click")', "+1+2", "-2+3", "@SUM(A1)", "\tTab", 'a "quoted", multi\nline',
+               HOSTILE]
+    with memkit.open(f"sqlite:///{tmp_path / 'h.db'}?embedder=none") as mem:
+        for text in hostile:
+            mem.add(text, "ana", "bio", {"note": text})
+        browser = NamespaceBrowser(mem)
+        browser.namespace.value = ("ana", "bio")
+        text, count, _ = browser.to_csv([("text", "=label"), ("metadata", "metadata")])
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+        assert count == len(hostile) and rows[0] == ["'=label", "metadata"]
+        cells = {r[0] for r in rows[1:]}
+        assert cells == {"'" + t if t[0] in "=+-@\t" else t for t in hostile}
+        assert all(not c.startswith(("=", "+", "-", "@", "\t")) for r in rows for c in r)
+        with pytest.raises(memkit.InvalidInputError, match="columns"):
+            browser.to_csv([("content; DROP", "x")])

@@ -1,5 +1,6 @@
 // NamespaceBrowser's table: a data grid of one page (or one search) of memories.
-// Python sends display-ready rows; sorting, column choice and hover text happen here.
+// Python sends display-ready rows of one page and filters the whole namespace by column; sorting this
+// page, column choice and hover text happen here.
 
 const LEG_COLOURS = { keyword: "#1565c0", semantic: "#8e24aa" };
 
@@ -46,18 +47,11 @@ function scoreLegend() {
     "score bars:", key("keyword"), key("semantic"), " (length: that leg's share of the score)");
 }
 
-function csvCell(value) {
-  const text = value === null || value === undefined ? "" : String(value);
-  return /[",\n\r]/.test(text) || /^[=+\-@]/.test(text) ? `"${(/^[=+\-@]/.test(text) ? "'" : "") + text.replace(/"/g, '""')}"` : text;
-}
-
-function exportCsv(columns, rows, name) {
-  const keys = columns.map((c) => c.key === "text" ? "full" : c.key === "metadata" ? "metadata_full" : c.key === "short_id" ? "id" : c.key);
-  const lines = [columns.map((c) => csvCell(c.label)).join(",")];
-  for (const r of rows) lines.push(keys.map((k) => csvCell(r[k])).join(","));
+// The kernel builds the CSV of the whole view (every matching row, not this page) and sends it back.
+function download(name, text) {
   const link = document.createElement("a");
   link.download = name;
-  link.href = URL.createObjectURL(new Blob([lines.join("\r\n") + "\r\n"], { type: "text/csv" }));
+  link.href = URL.createObjectURL(new Blob([text], { type: "text/csv" }));
   link.click();
   setTimeout(() => URL.revokeObjectURL(link.href), 1000);
 }
@@ -68,16 +62,15 @@ function render({ model, el }) {
   const body = h("div");
   el.append(busyLine(model), caption, body);
   let sort = null;
-  const filters = {};  // column key -> text a row's cell must contain (this page's rows)
+  // Filters apply in the kernel over the whole namespace; the boxes hold what was typed until it is sent.
+  const typed = { ...(model.get("column_filters") || {}) };
+  let timer = null;
+  let focus = null;  // [column key, caret] of the filter box being typed in, kept across redraws
+  const submit = () => { clearTimeout(timer); timer = setTimeout(() => send(model, "column_filters", { ...typed }), 300); };
   const draw = () => {
     const kind = model.get("kind") || "memories";
     const columns = columnsFor(kind);
-    let rows = [...(model.get("rows") || [])];
-    const total = rows.length;
-    const cellText = (r, key) => String(key === "text" ? r.full : key === "metadata" ? r.metadata_full : key === "short_id" ? r.id : r[key] ?? "").toLowerCase();
-    for (const [key, want] of Object.entries(filters)) {
-      if (want) rows = rows.filter((r) => cellText(r, key).includes(want.toLowerCase()));
-    }
+    const rows = [...(model.get("rows") || [])];
     const scored = rows.some((r) => r.score !== null && r.score !== undefined);
     const hidden = [...(model.get("hidden_columns") || []), ...(scored ? [] : ["score"])];
     if (sort) {
@@ -88,13 +81,12 @@ function render({ model, el }) {
         return sort.descending ? -c : c;
       });
     }
-    const csv = h("button", { class: "mk-csv", text: "CSV", title: "download these rows as CSV",
-      onclick: () => exportCsv(columns.filter((c) => !hidden.includes(c.key)), rows, `memkit-${kind}.csv`) });
-    const shown = rows.length === total ? "" : ` · ${rows.length} of ${total} match the column filters`;
-    caption.replaceChildren(...[h("span", { class: "mk-total", text: (model.get("caption") || "") + shown }),
+    const shown = columns.filter((c) => !hidden.includes(c.key));
+    const csv = h("button", { class: "mk-csv", text: "CSV", title: "download every row of this view (all pages, column filters applied) as CSV",
+      onclick: () => model.send({ action: "csv", columns: shown.map((c) => ({ key: c.key, label: c.label })) }) });
+    caption.replaceChildren(...[h("span", { class: "mk-total", text: model.get("caption") || "" }),
       columnPicker(columns, model.get("hidden_columns"), (now) => send(model, "hidden_columns", now)), csv,
       scored ? scoreLegend() : null].filter(Boolean));
-    if (!total) { body.replaceChildren(h("div", { class: "mk-empty", text: model.get("empty_text") || "nothing here" })); return; }
     const grid = dataGrid({
       columns, rows, hidden, sort,
       onSort: (column) => { sort = { column, descending: sort && sort.column === column ? !sort.descending : false }; draw(); },
@@ -102,24 +94,32 @@ function render({ model, el }) {
       rowClass: (r) => (r.trace ? `mk-trace mk-run-${r.status}` : ""),
       onRowClick: (r) => send(model, "value", model.get("value") === r.id ? "" : r.id),
     });
-    // one filter box per column, under its header
+    // one filter box per column, under its header (none for the row number, which follows the filter)
     const filterRow = h("tr", { class: "mk-filter-row" });
-    for (const col of columns.filter((c) => !hidden.includes(c.key))) {
-      const input = h("input", { class: `mk-col-filter mk-col-filter-${col.key}`, placeholder: "filter", value: filters[col.key] || "" });
-      input.addEventListener("input", () => {
-        filters[col.key] = input.value;
-        const at = input.selectionStart;
-        draw();
-        const again = body.querySelector(`.mk-col-filter-${col.key}`);
-        if (again) { again.focus(); again.setSelectionRange(at, at); }
-      });
+    for (const col of shown) {
+      if (col.key === "n") { filterRow.append(h("th")); continue; }
+      const input = h("input", { class: `mk-col-filter mk-col-filter-${col.key}`, placeholder: "filter", value: typed[col.key] || "",
+        title: "rows whose cell contains this text (any case), over the whole namespace" });
+      input.addEventListener("input", () => { typed[col.key] = input.value; focus = [col.key, input.selectionStart]; submit(); });
+      input.addEventListener("blur", () => { if (focus && focus[0] === col.key) focus = null; });
       filterRow.append(h("th", {}, input));
     }
     grid.querySelector("thead").append(filterRow);
-    body.replaceChildren(grid);
+    const parts = [grid];
+    if (!rows.length) parts.push(h("div", { class: "mk-empty", text: model.get("empty_text") || "nothing here" }));
+    body.replaceChildren(...parts);
+    if (focus) {
+      const again = body.querySelector(`.mk-col-filter-${focus[0]}`);
+      if (again) { again.focus(); again.setSelectionRange(focus[1], focus[1]); }
+    }
   };
-  model.on("change:rows", () => { for (const k of Object.keys(filters)) delete filters[k]; draw(); });
-  for (const name of ["caption", "hidden_columns", "value", "empty_text", "kind"]) model.on(`change:${name}`, draw);
+  model.on("change:column_filters", () => {
+    const now = model.get("column_filters") || {};
+    if (!Object.keys(now).length) for (const k of Object.keys(typed)) delete typed[k];  // cleared from Python
+    draw();
+  });
+  model.on("msg:custom", (msg) => { if (msg && msg.event === "csv") download(msg.name, msg.text); });
+  for (const name of ["rows", "caption", "hidden_columns", "value", "empty_text", "kind"]) model.on(`change:${name}`, draw);
   draw();
 }
 

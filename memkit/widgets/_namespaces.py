@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import ipywidgets as w
@@ -22,6 +24,38 @@ _LEGS = ("keyword", "semantic")
 # What the switch above the table shows; memories leave the trace steps out, traces are only them.
 KINDS = ("memories", "traces", "recalls")
 _KIND_FILTER: dict[str, dict[str, Any]] = {"memories": {"type": {"$ne": "trace"}}, "traces": {"type": "trace"}}
+# Most rows one CSV export (or one column-filtered view) holds; a bigger namespace is cut there and
+# the browser says so. 100,000 rows is tens of MB of CSV, about what one widget message can carry.
+CSV_CAP = 100_000
+# Rows read from the store per call while walking a whole namespace.
+_CHUNK = 500
+# The grid's columns a filter box or the CSV can name, and the row field each one reads: the full
+# text rather than the shortened cell, so a filter finds a word the cell cut off.
+_FIELDS = {"n": "n", "created": "created", "score": "score", "text": "full", "metadata": "metadata_full",
+           "short_id": "id"}
+_FILTERABLE = frozenset(_FIELDS) - {"n"}  # the row number follows the filter, so it cannot be one
+# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A value as a spreadsheet-safe CSV cell: text a spreadsheet would run as a formula gets a
+    leading quote, so it opens as the text it is. Numbers stay numbers."""
+    if value is None:
+        return ""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    text = str(value)
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def _matches(row: dict[str, Any], wanted: dict[str, str]) -> bool:
+    """Whether every column filter is a substring (any case) of the row's cell."""
+    for key, text in wanted.items():
+        cell = row.get(_FIELDS[key])
+        if text not in ("" if cell is None else str(cell)).lower():
+            return False
+    return True
 
 
 class NamespaceGrid(AnyPanel):
@@ -38,6 +72,8 @@ class NamespaceGrid(AnyPanel):
     empty_text = t.Unicode("no memories here").tag(sync=True)
     hidden_columns = t.List(t.Unicode()).tag(sync=True)
     kind = t.Unicode("memories").tag(sync=True)  # memories, traces or recalls: the column names follow
+    # column key -> text its cell must contain (any case), over the whole namespace; set in the browser
+    column_filters = t.Dict(value_trait=t.Unicode()).tag(sync=True)
 
 
 def _legs(item: MemoryItem) -> list[dict[str, Any]]:
@@ -92,6 +128,10 @@ class NamespaceBrowser(Panel):
         self.selected: MemoryItem | None = None
         self._has_more = False
         self._infos: list[NamespaceInfo] = []
+        # The last search's hits (before the column filters); None while browsing.
+        self._hits: list[MemoryItem] | None = None
+        # The column-filtered rows of the namespace, kept while paging through them.
+        self._matched: tuple[tuple[Any, ...], list[MemoryItem], bool] | None = None
         # Which recalls returned each memory, per namespace; read on the first open, dropped on refresh.
         self._recalled: dict[tuple[str, str], dict[str, list[tuple[Recall, int]]]] = {}
 
@@ -147,6 +187,8 @@ class NamespaceBrowser(Panel):
         self.prev_button.on_click(lambda _: self._page(-1))
         self.next_button.on_click(lambda _: self._page(+1))
         self.rows.observe(self._on_row, names="value")
+        self.rows.observe(lambda _: self._on_column_filters(), names="column_filters")
+        self.rows.on_msg(self._on_grid_message)
         self.delete_button.on_click(lambda _: self._ask_delete())
         self.confirm_button.on_click(lambda _: self._do_delete())
         self.cancel_button.on_click(lambda _: self._hide_confirm())
@@ -184,6 +226,7 @@ class NamespaceBrowser(Panel):
         if infos is None:
             return
         self._recalled = {}
+        self._matched = None
         self._infos = infos
         total = sum(i.count for i in infos)
         self.overview.value = (
@@ -264,29 +307,107 @@ class NamespaceBrowser(Panel):
         found = self._guard(lambda: self.mem.recalls(user_id=user, agent_id=agent))
         if found is None:
             return
-        # another namespace's recall never shows here, whatever the store returned
-        mine = [r for r in found if r.user_id == user and r.agent_id == agent][::-1]
-        page = mine[self.offset:self.offset + self.page_size]
-        self._has_more = len(mine) > self.offset + self.page_size
+        wanted = self._guard(self._column_filters)
+        if wanted is None:
+            return
+        rows = self._recall_rows(found, wanted)
+        page = rows[self.offset:self.offset + self.page_size]
+        self._has_more = len(rows) > self.offset + self.page_size
         self.items = []
         self.status.value = ""
         self.prev_button.disabled = self.offset == 0
         self.next_button.disabled = not self._has_more
-        where = f"recalls {self.offset + 1 if page else 0}–{self.offset + len(page)} of {len(mine):,}"
+        where = f"recalls {self.offset + 1 if page else 0}–{self.offset + len(page)} of {len(rows):,}"
+        if wanted:
+            where += " matching the column filters"
         self.rows.caption = where
         self.rows.empty_text = "no recorded searches here"
-        self.rows.rows = [_recall_row(self.offset + n, r) for n, r in enumerate(page, start=1)]
+        self.rows.rows = page
         self.rows.value = ""
         self._select(None)
+
+    def _recall_rows(self, found: list[Recall], wanted: dict[str, str]) -> list[dict[str, Any]]:
+        """The namespace's recalls, newest first, as rows numbered after the column filters."""
+        user, agent = self.namespace.value
+        # another namespace's recall never shows here, whatever the store returned
+        mine = [r for r in found if r.user_id == user and r.agent_id == agent][::-1]
+        rows = [row for row in (_recall_row(0, r) for r in mine) if _matches(row, wanted)]
+        for n, row in enumerate(rows, start=1):
+            row["n"] = n
+        return rows
+
+    def _column_filters(self) -> dict[str, str]:
+        """The browser's column filters, lower-cased, empty ones dropped."""
+        wanted: dict[str, str] = {}
+        for key, text in self.rows.column_filters.items():
+            if key not in _FILTERABLE:
+                raise InvalidInputError(
+                    f"column_filters: no column {key!r} to filter; expected one of {sorted(_FILTERABLE)}")
+            if text.strip():
+                wanted[key] = text.strip().lower()
+        return wanted
+
+    def _on_column_filters(self) -> None:
+        self.offset = 0
+        if self._hits is not None:
+            self._show_hits()
+        else:
+            self.show_page()
+
+    def _walk(self) -> Iterator[MemoryItem]:
+        """Every record of the namespace the switch and the metadata filter let through, newest
+        first, read a chunk at a time."""
+        user, agent = self.namespace.value
+        filters = self._kind_filters()
+        offset = 0
+        while True:
+            chunk = self.mem.get_page(user, agent, offset=offset, limit=_CHUNK, filters=filters)
+            # another namespace's memory never shows here, whatever the store returned
+            yield from (i for i in chunk if i.user_id == user and i.agent_id == agent)
+            if len(chunk) < _CHUNK:
+                return
+            offset += _CHUNK
+
+    def _matching(self, wanted: dict[str, str]) -> tuple[list[MemoryItem], bool]:
+        """The namespace's records whose cells match the column filters, at most ``CSV_CAP``,
+        and whether there were more. Kept while the view stays the same, so paging is one slice."""
+        key = (self.namespace.value, self.kind.value, self.filters.value, tuple(sorted(wanted.items())))
+        if self._matched is not None and self._matched[0] == key:
+            return self._matched[1], self._matched[2]
+        found: list[MemoryItem] = []
+        capped = False
+        for item in self._walk():
+            if _matches(_memory_row(0, item), wanted):
+                if len(found) == CSV_CAP:
+                    capped = True
+                    break
+                found.append(item)
+        self._matched = (key, found, capped)
+        return found, capped
 
     def show_page(self) -> None:
         """Show the page at ``offset`` (newest first, filter applied)."""
         if self.namespace.value is None:
             return
+        self._hits = None
         if self.kind.value == "recalls":
             self.show_recalls()
             return
         user, agent = self.namespace.value
+        wanted = self._guard(self._column_filters)
+        if wanted is None:
+            return
+        if wanted:
+            matched = self._guard(lambda: self._matching(wanted))
+            if matched is None:
+                return
+            found, capped = matched
+            shown = found[self.offset:self.offset + self.page_size]
+            self._has_more = len(found) > self.offset + self.page_size
+            span = f"{self.offset + 1 if shown else 0}–{self.offset + len(shown)}"
+            of = f"the first {len(found):,}" if capped else f"{len(found):,}"
+            self._show(shown, f"{self.kind.value} {span} of {of} matching the column filters")
+            return
 
         def fetch() -> list[MemoryItem]:
             filters = self._kind_filters()
@@ -328,13 +449,26 @@ class NamespaceBrowser(Panel):
         if items is None:
             return
         # Hits with no score left found nothing; showing them would only pad the list.
-        items = [i for i in items if i.score is None or i.score > 0]
+        self._hits = [i for i in items if i.score is None or i.score > 0]
+        self._show_hits()
+
+    def _show_hits(self) -> None:
+        """The last search's hits with the column filters applied."""
+        hits = self._hits or []
+        wanted = self._guard(self._column_filters)
+        if wanted is None:
+            return
+        items = [i for i in hits if _matches(_memory_row(0, i), wanted)]
         self._has_more = False
-        self._show(items, f"{len(items)} best {mode} matches for {text!r}")
+        where = f"{len(items)} best {self.mode.value} matches for {self.query.value.strip()!r}"
+        if wanted:
+            where += f" ({len(items)} of {len(hits)} match the column filters)"
+        self._show(items, where)
 
     def _clear(self) -> None:
         self.query.value = ""
         self.filters.value = ""
+        self.rows.column_filters = {}
         self.offset = 0
         self.show_page()
 
@@ -354,6 +488,74 @@ class NamespaceBrowser(Panel):
     def _row(n: int, item: MemoryItem) -> dict[str, Any]:
         return _memory_row(n, item)
 
+
+    # -- CSV -------------------------------------------------------------------------
+
+    def csv_rows(self) -> tuple[list[dict[str, Any]], bool]:
+        """Every row of the current view (the namespace's records or recalls, or the last search's
+        hits, column filters applied), at most ``CSV_CAP``, and whether the view had more."""
+        if self.namespace.value is None:
+            return [], False
+        wanted = self._column_filters()
+        if self.kind.value == "recalls":
+            if not isinstance(self.mem.provider, SupportsRecalls):
+                return [], False
+            user, agent = self.namespace.value
+            rows = self._recall_rows(self.mem.recalls(user_id=user, agent_id=agent), wanted)
+            return rows[:CSV_CAP], len(rows) > CSV_CAP
+        if self._hits is not None:
+            rows = [_memory_row(0, i) for i in self._hits]
+            rows = [r for r in rows if _matches(r, wanted)]
+            capped = False
+        else:
+            rows = []
+            capped = False
+            for item in self._walk():
+                row = _memory_row(0, item)
+                if _matches(row, wanted):
+                    if len(rows) == CSV_CAP:
+                        capped = True
+                        break
+                    rows.append(row)
+        for n, row in enumerate(rows, start=1):
+            row["n"] = n
+        return rows, capped
+
+    def to_csv(self, columns: list[tuple[str, str]] | None = None) -> tuple[str, int, bool]:
+        """The current view as spreadsheet-safe CSV: ``(text, rows, capped)``.
+
+        ``columns`` are ``(key, label)`` pairs of the grid's columns (all of them by default);
+        a cell holds the full text, not the shortened one the grid shows.
+        """
+        if columns is None:
+            columns = [("n", "#"), ("created", "created"), ("score", "score"), ("text", "memory"),
+                       ("metadata", "metadata"), ("short_id", "id")]
+        for key, label in columns:
+            if key not in _FIELDS or not isinstance(label, str):
+                raise InvalidInputError(f"columns: {key!r} is not a column; expected (key, label) pairs with a "
+                                        f"key among {sorted(_FIELDS)}")
+        rows, capped = self.csv_rows()
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\r\n")
+        writer.writerow([csv_cell(label) for _, label in columns])
+        for row in rows:
+            writer.writerow([csv_cell(row.get(_FIELDS[key])) for key, _ in columns])
+        return out.getvalue(), len(rows), capped
+
+    def _on_grid_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if not isinstance(content, dict) or content.get("action") != "csv":
+            return
+        asked = content.get("columns")
+        columns = ([(str(c.get("key")), str(c.get("label"))) for c in asked if isinstance(c, dict)]
+                   if isinstance(asked, list) else None)
+        with self.rows.working("CSV export"):
+            text, count, capped = self.to_csv(columns)
+            name = f"memkit-{self.kind.value}.csv"
+            self.rows.send({"event": "csv", "name": name, "text": text, "rows": count})
+            if capped:
+                self.rows.say(f"CSV: the first {count:,} rows only (an export stops at {CSV_CAP:,})", "warn")
+            else:
+                self.rows.say(f"CSV: {count:,} rows", "info")
 
     # -- detail and delete -----------------------------------------------------------
 
@@ -463,6 +665,7 @@ class NamespaceBrowser(Panel):
         deleted = self._guard(lambda: self.mem.delete(item.id, user_id=user, agent_id=agent))
         if deleted is None:
             return
+        self._matched = None
         message = f"deleted memory {item.id}" if deleted else f"memory {item.id} was already gone"
         self.refresh()
         self.status.value = status_html(message, "ok" if deleted else "warn")
