@@ -25,6 +25,14 @@ standalone page: time to the first drawing (interactive), to settled, and openin
 group (the kernel's part, building the message, and the browser's part, drawing it). Medians.
 
     .venv/bin/python bench/graph_view.py --grouped --repeat 5
+
+``--lab`` measures opening a group the way a researcher does it: the same store in a live
+GraphExplorer in JupyterLab (127.0.0.1, its own temporary root), a real mouse click on a group and
+the time from the press to the first drawing after the kernel's answer is added, the widget's
+round trip (browser to kernel and back over the comm) included. The ``--repeat`` largest groups are
+opened one after another, each once; the median is printed.
+
+    .venv/bin/python bench/graph_view.py --lab --repeat 5
 """
 
 from __future__ import annotations
@@ -236,6 +244,112 @@ def grouped(repeat: int) -> None:
         mem.close()
 
 
+PICK = ("(title) => Array.from(document.querySelectorAll('.memkit-graph')).find(r => "
+        "r.querySelector('.memkit-graph-title').textContent.startsWith(title))")
+# Before the click: time from the press (the event's timestamp shares performance.now's clock) to the
+# first drawing after the widget has added the kernel's answer.
+ARM = f"""([title, id]) => {{
+  const r = ({PICK})(title); const g = r.__memkit; const before = Number(r.dataset.opened || 0);
+  window.__open = null;
+  r.querySelector('canvas').addEventListener('pointerdown', (e) => {{
+    const t0 = e.timeStamp;
+    const seen = new MutationObserver(() => {{
+      if (Number(r.dataset.opened || 0) <= before) return;
+      seen.disconnect();
+      g.network.once('afterDrawing', () => {{
+        window.__open = {{total: performance.now() - t0, browser: Number(r.dataset.lastOpenMs), id}};
+      }});
+      g.network.redraw();
+    }});
+    seen.observe(r, {{attributes: true, attributeFilter: ['data-opened']}});
+  }}, {{once: true, capture: true}});
+  g.network.focus(id, {{scale: 1.2, animation: false}});
+  const p = g.network.canvasToDOM(g.network.getPositions([id])[id]);
+  const box = r.querySelector('canvas').getBoundingClientRect();
+  return {{x: box.x + p.x, y: box.y + p.y}};
+}}"""
+
+
+def lab_open(repeat: int) -> None:
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import urllib.request
+    import uuid
+
+    import nbformat
+    from playwright.sync_api import sync_playwright
+
+    source = (Path(__file__).resolve().parents[1] / "tests" / "graph_scale.py").read_text(encoding="utf-8")
+    title = "namespace ana / bio"
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        url = f"sqlite:///{root / 'scale.db'}?embedder=none"
+        cells = [f"{source}\nimport memkit\nfrom memkit.widgets import GraphExplorer\nmem = memkit.open({url!r})\n"
+                 "fill_scale(mem)",
+                 "gx = GraphExplorer(mem)\ngx.namespace.value = ('ana', 'bio')\ngx.draw()\ngx"]
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(nb, root / "bench.ipynb")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        token = uuid.uuid4().hex
+        log = (root / "lab.log").open("w")
+        lab = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+             f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}", "--allow-root"],
+            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "BROWSER": "true"}, start_new_session=True)
+        rows: list[dict[str, Any]] = []
+        try:
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2):
+                        break
+                except OSError:
+                    if time.monotonic() > deadline or lab.poll() is not None:
+                        raise RuntimeError("JupyterLab did not start: " + (root / "lab.log").read_text()) from None
+                    time.sleep(0.5)
+            with sync_playwright() as p:
+                chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+                page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+                page.goto(f"http://127.0.0.1:{port}/lab/tree/bench.ipynb?token={token}")
+                page.wait_for_selector(".jp-Notebook", timeout=90_000)
+                page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=90_000)
+                page.keyboard.press("Escape")
+                page.click(".jp-Notebook")
+                page.get_by_text("Run", exact=True).first.click()
+                page.get_by_text("Run All Cells", exact=True).first.click()
+                page.wait_for_function(f"(t) => {{ const r = ({PICK})(t); return r && r.dataset.settled === '1'; }}",
+                                       arg=title, timeout=300_000)
+                page.evaluate(f"(t) => ({PICK})(t).scrollIntoView({{block: 'start'}})", title)
+                groups = page.evaluate(f"""(t) => ({PICK})(t).__memkit.nodes.get({{filter: (n) => n.group}})
+                    .sort((a, b) => b.count - a.count).map((n) => [n.id, n.caption, n.count])""", title)
+                for gid, caption, count in groups[:repeat]:
+                    spot = page.evaluate(ARM, [title, gid])
+                    page.wait_for_timeout(300)
+                    page.mouse.click(spot["x"], spot["y"])
+                    page.wait_for_function("() => window.__open !== null", timeout=30_000)
+                    row = page.evaluate("() => window.__open")
+                    rows.append({**row, "caption": caption, "count": count})
+                    print(f"  {caption}: {row['total']:.0f} ms click to drawn ({row['browser']:.0f} ms adding it)")
+                chromium.close()
+        finally:
+            os.killpg(lab.pid, signal.SIGTERM)
+            try:
+                lab.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(lab.pid, signal.SIGKILL)
+                lab.wait(5)
+            log.close()
+        print(f"JupyterLab widget (median of {len(rows)} groups, each opened once): opening a group"
+              f" {statistics.median(r['total'] for r in rows):.0f} ms from the click to drawn, of which"
+              f" {statistics.median(r['browser'] for r in rows):.0f} ms adding it in the browser")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--memories", type=int, default=100_000)
@@ -245,7 +359,11 @@ def main() -> None:
     parser.add_argument("--skip-kernel", action="store_true")
     parser.add_argument("--skip-browser", action="store_true")
     parser.add_argument("--grouped", action="store_true", help="the grouped first view of 5,000 memories")
+    parser.add_argument("--lab", action="store_true", help="opening a group in a live JupyterLab widget")
     args = parser.parse_args()
+    if args.lab:
+        lab_open(args.repeat)
+        return
     if args.grouped:
         grouped(args.repeat)
         return

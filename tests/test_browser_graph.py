@@ -11,6 +11,7 @@ The standalone page (``MemoryGraph.to_html``) gets the same checks without a ker
 
 from __future__ import annotations
 
+import csv
 import os
 import re
 import signal
@@ -353,7 +354,7 @@ def test_a_5000_memory_store_reads_as_groups(browser: Browser, lab: tuple[str, P
     try:
         _settled(page, title)
         _at_scale(page, title)
-        _browser_at_scale(page)
+        _browser_at_scale(page, root)
     except Exception:
         page.screenshot(path=str(ARTIFACTS / "lab-graph-scale-failed.png"), full_page=True)
         raise
@@ -478,7 +479,7 @@ def _at_scale(page: Page, title: str) -> None:
     assert page.evaluate(f"(t) => ({PICK})(t).querySelectorAll('img, script, a').length", title) == 0
 
 
-def _browser_at_scale(page: Page) -> None:
+def _browser_at_scale(page: Page, root: Path) -> None:
     """The NamespaceBrowser on the same store: memories first, the table across the cell, the detail beside."""
     cell = page.locator(".jp-CodeCell").nth(3)
     cell.scroll_into_view_if_needed()
@@ -499,12 +500,34 @@ def _browser_at_scale(page: Page) -> None:
     assert table["width"] >= 0.5 * area["width"]
     # words wrap whole: no line of the memory text ends inside a word
     assert detail.locator("pre").first.evaluate("p => getComputedStyle(p).wordBreak") == "normal"
-    # a column filter narrows the page; the switch shows the traces and the recalls
-    grid.locator(".mk-col-filter-text").fill("TP53")
-    page.wait_for_timeout(300)
+    # A column filter works over the whole namespace, not the page: its count is the store's, its
+    # rows go on past the first page, and the CSV holds every one of them (none of ben's TP53 notes).
+    with memkit.open(f"sqlite:///{root / 'scale.db'}?embedder=none") as mem:
+        expected = [i.content for i in mem.get_page("ana", "bio", offset=0, limit=10_000,
+                                                    filters={"type": {"$ne": "trace"}}) if "tp53" in i.content.lower()]
+    assert len(expected) > 40
+    grid.locator(".mk-col-filter-text").press_sequentially("tp53", delay=30)
+    first = f"memories 1–20 of {len(expected):,} matching the column filters"
+    page.wait_for_function("([el, want]) => el.querySelector('.mk-total')?.textContent === want",
+                           arg=[grid.element_handle(), first], timeout=30_000)
+    assert grid.locator(".mk-col-filter-text").input_value() == "tp53"  # what was typed stays in the box
     texts = grid.locator("tbody td.mk-col-text").all_inner_texts()
-    assert texts and all("TP53" in t for t in texts)
+    assert len(texts) == 20 and all("TP53" in t for t in texts)
     cell.screenshot(path=str(ARTIFACTS / "lab-namespaces-scale.png"))
+    cell.locator("button", has_text="older").click()
+    page.wait_for_function("el => el.querySelector('.mk-total')?.textContent.startsWith('memories 21–40 of')",
+                           arg=grid.element_handle(), timeout=30_000)
+    later = grid.locator("tbody td.mk-col-text").all_inner_texts()
+    assert len(later) == 20 and all("TP53" in t for t in later) and not set(later) & set(texts)
+    with page.expect_download() as info:
+        grid.locator(".mk-csv").click()
+    path = info.value.path()
+    assert path is not None
+    with Path(path).open(encoding="utf-8", newline="") as f:
+        exported = list(csv.reader(f))
+    assert exported[0] == ["#", "created", "memory", "metadata", "id"]
+    assert sorted(r[2] for r in exported[1:]) == sorted(expected)  # every matching row, each once
+    grid.locator(".mk-message", has_text=f"CSV: {len(expected):,} rows").wait_for(timeout=10_000)
     cell.locator(".widget-toggle-button", has_text="recalls").click()
     page.wait_for_function("el => el.querySelector('.mk-total')?.textContent.startsWith('recalls')",
                            arg=grid.element_handle(), timeout=30_000)
