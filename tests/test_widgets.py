@@ -592,3 +592,27 @@ def test_the_csv_is_spreadsheet_safe(tmp_path: Path) -> None:
         assert all(not c.startswith(("=", "+", "-", "@", "\t")) for r in rows for c in r)
         with pytest.raises(memkit.InvalidInputError, match="columns"):
             browser.to_csv([("content; DROP", "x")])
+
+
+def test_a_csv_past_the_cap_stops_there_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memkit.widgets import _namespaces
+
+    monkeypatch.setattr(_namespaces, "CSV_CAP", 50)  # the real cap is 100,000 rows: too many to write here
+    with memkit.open(f"sqlite:///{tmp_path / 'c.db'}?embedder=none") as mem:
+        mem.add_many([{"content": f"note {n} on TP53", "user_id": "ana", "agent_id": "bio"} for n in range(120)])
+        browser = NamespaceBrowser(mem)
+        browser.namespace.value = ("ana", "bio")
+        sent: list[dict[str, object]] = []
+        monkeypatch.setattr(browser.rows, "send", lambda content, buffers=None: sent.append(content))
+        # what the CSV button sends from the browser
+        browser._on_grid_message(browser.rows, {"action": "csv", "columns": [{"key": "text", "label": "memory"}]}, [])
+        assert sent and sent[0]["event"] == "csv" and sent[0]["rows"] == 50
+        assert str(sent[0]["text"]).count("\r\n") == 51
+        assert (browser.rows.message, browser.rows.message_kind) == (
+            "CSV: the first 50 rows only (an export stops at 50)", "warn")
+        browser.rows.column_filters = {"text": "tp53"}
+        assert browser.rows.caption == "memories 1–20 of the first 50 matching the column filters"
+        # a column the grid does not have is refused in the message line, and nothing is sent
+        sent.clear()
+        browser._on_grid_message(browser.rows, {"action": "csv", "columns": [{"key": "secret", "label": "x"}]}, [])
+        assert sent == [] and browser.rows.message_kind == "error" and "secret" in browser.rows.message

@@ -491,7 +491,7 @@ class NamespaceBrowser(Panel):
 
     # -- CSV -------------------------------------------------------------------------
 
-    def csv_rows(self) -> tuple[list[dict[str, Any]], bool]:
+    def _csv_rows(self) -> tuple[list[dict[str, Any]], bool]:
         """Every row of the current view (the namespace's records or recalls, or the last search's
         hits, column filters applied), at most ``CSV_CAP``, and whether the view had more."""
         if self.namespace.value is None:
@@ -534,7 +534,7 @@ class NamespaceBrowser(Panel):
             if key not in _FIELDS or not isinstance(label, str):
                 raise InvalidInputError(f"columns: {key!r} is not a column; expected (key, label) pairs with a "
                                         f"key among {sorted(_FIELDS)}")
-        rows, capped = self.csv_rows()
+        rows, capped = self._csv_rows()
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\r\n")
         writer.writerow([csv_cell(label) for _, label in columns])
