@@ -101,7 +101,8 @@ function render({ model, el }) {
       const input = h("input", { class: `mk-col-filter mk-col-filter-${col.key}`, placeholder: "filter", value: typed[col.key] || "",
         title: "rows whose cell contains this text (any case), over the whole namespace" });
       input.addEventListener("input", () => { typed[col.key] = input.value; focus = [col.key, input.selectionStart]; submit(); });
-      input.addEventListener("blur", () => { if (focus && focus[0] === col.key) focus = null; });
+      // a box a redraw removed keeps the caret for its replacement; one the user left lets it go
+      input.addEventListener("blur", () => setTimeout(() => { if (input.isConnected && focus && focus[0] === col.key) focus = null; }, 0));
       filterRow.append(h("th", {}, input));
     }
     grid.querySelector("thead").append(filterRow);
@@ -114,8 +115,8 @@ function render({ model, el }) {
     }
   };
   model.on("change:column_filters", () => {
-    const now = model.get("column_filters") || {};
-    if (!Object.keys(now).length) for (const k of Object.keys(typed)) delete typed[k];  // cleared from Python
+    // set from Python (cleared, or chosen in code): the boxes show it, unless one is being typed in
+    if (!focus) { for (const k of Object.keys(typed)) delete typed[k]; Object.assign(typed, model.get("column_filters") || {}); }
     draw();
   });
   model.on("msg:custom", (msg) => { if (msg && msg.event === "csv") download(msg.name, msg.text); });
