@@ -682,7 +682,9 @@ def _recall_row(n: int, r: Recall) -> dict[str, Any]:
         "n": n, "id": r.id, "short_id": r.id[:8], "created": format_time(r.created_at),
         "created_ts": r.created_at.timestamp() if r.created_at else None, "score": None, "legs": [],
         "text": shorten(printable(r.query), 140), "full": printable(r.query),
-        "metadata": f"{r.mode or r.kind} · {len(r.hits)} hits · {where}", "metadata_full": f"{where}\nhits: {ids}",
+        # the hover text (and what a column filter reads) starts with the cell, then names the hits
+        "metadata": f"{r.mode or r.kind} · {len(r.hits)} hits · {where}",
+        "metadata_full": f"{r.mode or r.kind} · {len(r.hits)} hits · {where}\nhits: {ids}",
         "trace": False, "status": None,
     }
 
