@@ -512,6 +512,11 @@ def test_the_browser_switches_between_memories_traces_and_recalls(tmp_path: Path
         assert browser.rows.kind == "recalls"
         assert [r["text"] for r in browser.rows.rows] == ["TP53"] and "1 hits" in browser.rows.rows[0]["metadata"]
         assert "ben" not in str(browser.rows.rows)
+        browser.rows.column_filters = {"metadata": "KEYWORD · 1 hits"}  # what the cell shows, any case
+        assert len(browser.rows.rows) == 1
+        browser.rows.column_filters = {"text": "BRCA1"}
+        assert browser.rows.rows == [] and browser.rows.caption == "recalls 0–0 of 0 matching the column filters"
+        browser.rows.column_filters = {}
         browser.kind.value = "memories"
         assert browser.side.layout.display == "none"  # nothing opened: the table has the whole width
         browser.rows.value = browser.items[0].id
