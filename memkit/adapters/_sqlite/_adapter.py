@@ -44,16 +44,17 @@ from memkit._marks import Mark
 from memkit._models import MemoryItem, NamespaceInfo, Stats
 from memkit._protocols import Capability
 from memkit._recall import Recall
-from memkit._records import Record, from_us, to_us
+from memkit._records import Record
 from memkit._retrieval import HybridConfig
 from memkit._url import bool_option, embedder_option, query_options, sqlite_path
 from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_read
 from memkit.adapters._plumbing import Worker
+from memkit.adapters._sqlite import _queries as queries
 from memkit.adapters._sqlite._keywords import KeywordCache, feed_head, lag
-from memkit.adapters._sqlite._schema import SCHEMA_VERSION, connect, write_transaction
+from memkit.adapters._sqlite._schema import connect, write_transaction
 from memkit.adapters._sqlite._sql import COLUMNS, created_by, row_record, select
 from memkit.adapters._sqlite._traces import trace_columns
-from memkit.adapters._sqlite._vectors import Vectors, blob, recorded
+from memkit.adapters._sqlite._vectors import Vectors, blob
 
 __all__ = ["SQLiteAdapter"]
 
@@ -432,65 +433,27 @@ class SQLiteAdapter(Store):
 
     # -- capabilities ------------------------------------------------------------
 
-    def _namespace_rows(self) -> list[NamespaceInfo]:
-        rows = self._db().execute(
-            "SELECT user_id, agent_id, count(*), min(created_us), max(created_us)"
-            " FROM memories GROUP BY user_id, agent_id ORDER BY user_id, agent_id"
-        ).fetchall()
-        return [
-            NamespaceInfo(user_id=u, agent_id=a, count=c, first_at=from_us(lo), last_at=from_us(hi))
-            for u, a, c, lo, hi in rows
-        ]
+    def _on_db(self, fn: Callable[..., T], *args: Any) -> T:
+        return fn(self._db(), *args)
+
+    async def _query(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(connection, *args)`` on the worker thread (a function of :mod:`._queries`)."""
+        return await self._run(self._on_db, fn, *args)
 
     async def _namespaces(self, op: NamespacesOp) -> list[NamespaceInfo]:
-        return await self._run(self._namespace_rows)
-
-    def _measure(self) -> Stats:
-        db = self._db()
-        memories, traces = db.execute(
-            "SELECT count(*), coalesce(sum(json_extract(metadata, '$.type') = 'trace'), 0) FROM memories"
-        ).fetchone()
-        namespaces = db.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM memories GROUP BY user_id, agent_id)"
-        ).fetchone()[0]
-        pages = db.execute("PRAGMA page_count").fetchone()[0] * db.execute("PRAGMA page_size").fetchone()[0]
-        name, dim = recorded(db)
-        vectors = db.execute("SELECT count(*) FROM memory_vectors").fetchone()[0]
-        return Stats(
-            provider=self.provider_name, memories=memories, traces=traces, namespaces=namespaces,
-            storage_bytes=pages, path=self.path, schema_version=SCHEMA_VERSION,
-            embedder=name, embedder_dim=dim, vectors=vectors,
-        )
+        return await self._query(queries.namespaces)
 
     async def _stats(self, op: StatsOp) -> Stats:
-        return await self._run(self._measure)
-
-    def _schema_line(self) -> str:
-        version = self._db().execute("PRAGMA user_version").fetchone()[0]
-        return f"schema version {version}, SQLite {sqlite3.sqlite_version}"
+        return await self._query(queries.stats, self.path)
 
     async def _ping(self, op: PingOp) -> str:
-        return await self._run(self._schema_line)
-
-    def _export_chunk(
-        self, after: tuple[int, int], user_id: str | None, agent_id: str | None, size: int
-    ) -> list[tuple[Any, ...]]:
-        sql = f"SELECT {COLUMNS} FROM memories m WHERE (m.created_us, m.seq) > (?, ?)"  # noqa: S608
-        params: list[Any] = list(after)
-        if user_id is not None:
-            sql += " AND m.user_id = ?"
-            params.append(user_id)
-        if agent_id is not None:
-            sql += " AND m.agent_id = ?"
-            params.append(agent_id)
-        sql += " ORDER BY m.created_us, m.seq LIMIT ?"
-        return self._db().execute(sql, [*params, size]).fetchall()
+        return await self._query(queries.schema_line)
 
     async def _export(self, op: ExportOp) -> AsyncIterator[Record]:
         # In chunks, so memory use stays flat.
         after = (-(2**62), -1)
         while True:
-            rows = await self._run(self._export_chunk, after, op.user_id, op.agent_id, 2_000)
+            rows = await self._query(queries.export_chunk, op, after, 2_000)
             for row in rows:
                 yield row_record(row)
             if len(rows) < 2_000:
@@ -567,51 +530,12 @@ class SQLiteAdapter(Store):
         elif count == 1:
             self._recall_wake.set()
 
-    def _recall_rows_matching(
-        self, user_id: str | None, agent_id: str | None, workflow_id: str | None, run_id: str | None,
-        recall_id: str | None,
-    ) -> list[str]:
-        sql = "SELECT body FROM recalls WHERE 1"
-        params: list[Any] = []
-        for column, value in (
-            ("user_id", user_id), ("agent_id", agent_id), ("workflow_id", workflow_id), ("run_id", run_id),
-            ("id", recall_id),
-        ):
-            if value is not None:
-                sql += f" AND {column} = ?"
-                params.append(value)
-        self._flush_recalls()
-        return [row[0] for row in self._db().execute(sql + " ORDER BY seq", params)]
+    def _flushed(self, fn: Callable[..., T], *args: Any) -> T:
+        self._flush_recalls()  # the recalls recorded so far are read too
+        return fn(self._db(), *args)
 
     async def _recalls(self, op: RecallsOp) -> list[Recall]:
-        bodies = await self._run(
-            self._recall_rows_matching, op.user_id, op.agent_id, op.workflow_id, op.run_id, op.recall_id)
-        return [_recall.loads(body) for body in bodies]
-
-    def _recall_step_counts(
-        self, workflow_id: str | None, user_id: str | None, agent_id: str | None
-    ) -> list[tuple[Any, ...]]:
-        # A recall counts for the step of its trace's namespace (see _recall.step_namespace);
-        # one recorded without it belongs to the step of the namespace it searched.
-        sql = (
-            "SELECT su, sa, workflow_id, run_id, step_index, count(*), sum(hits) FROM ("
-            " SELECT coalesce(json_extract(body, '$.trace_user_id'), user_id) AS su,"
-            " coalesce(json_extract(body, '$.trace_agent_id'), agent_id) AS sa,"
-            " workflow_id, run_id, step_index, json_array_length(body, '$.hits') AS hits"
-            " FROM recalls WHERE step_index IS NOT NULL) WHERE 1 = 1"
-        )
-        params: list[Any] = []
-        if workflow_id is not None:
-            sql += " AND workflow_id = ?"
-            params.append(workflow_id)
-        if user_id is not None:
-            sql += " AND su = ?"
-            params.append(user_id)
-        if agent_id is not None:
-            sql += " AND sa = ?"
-            params.append(agent_id)
-        self._flush_recalls()
-        return list(self._db().execute(sql + " GROUP BY su, sa, workflow_id, run_id, step_index", params))
+        return [_recall.loads(body) for body in await self._run(self._flushed, queries.recall_bodies, op)]
 
     async def recall_step_counts(
         self, workflow_id: str | None = None, *, user_id: str | None = None, agent_id: str | None = None
@@ -622,7 +546,7 @@ class SQLiteAdapter(Store):
         for value, name in ((workflow_id, "workflow_id"), (user_id, "user_id"), (agent_id, "agent_id")):
             if value is not None:
                 check_id(value, name, self.limits)
-        return await self._run(self._recall_step_counts, workflow_id, user_id, agent_id)
+        return await self._run(self._flushed, queries.recall_step_counts, workflow_id, user_id, agent_id)
 
     async def _add_recalls(self, op: AddRecallsOp) -> int:
         # One transaction: an id already stored refuses them all.
@@ -634,48 +558,14 @@ class SQLiteAdapter(Store):
 
     # -- marks ----------------------------------------------------------------------
 
-    def _mark_rows(
-        self, user_id: str | None, agent_id: str | None, workflow_id: str | None, run_id: str | None
-    ) -> list[str]:
-        sql = "SELECT body FROM marks WHERE 1"
-        params: list[Any] = []
-        for column, value in (
-            ("user_id", user_id), ("agent_id", agent_id), ("workflow_id", workflow_id), ("run_id", run_id),
-        ):
-            if value is not None:
-                sql += f" AND {column} = ?"  # column names from the tuple above, values as parameters
-                params.append(value)
-        return [row[0] for row in self._db().execute(sql, params)]
-
     async def _marks(self, op: MarksOp) -> list[Mark]:
-        bodies = await self._run(self._mark_rows, op.user_id, op.agent_id, op.workflow_id, op.run_id)
-        return list(map(_marks.loads, bodies))
-
-    def _insert_marks(self, batch: tuple[Mark, ...]) -> int:
-        db = self._db()
-        with write_transaction(db):
-            db.executemany(
-                "INSERT OR REPLACE INTO marks (id, created_us, user_id, agent_id, workflow_id, run_id, body)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(m.id, to_us(m.created_at), m.user_id, m.agent_id, m.workflow_id, m.run_id, _marks.dumps(m))
-                 for m in batch],
-            )
-        return len(batch)
+        return list(map(_marks.loads, await self._query(queries.mark_bodies, op)))
 
     async def _put_marks(self, op: PutMarksOp) -> int:
-        return await self._run(self._insert_marks, op.marks)
-
-    def _delete_marks(self, ids: tuple[str, ...], user_id: str, agent_id: str) -> int:
-        db = self._db()
-        with write_transaction(db):
-            return sum(
-                db.execute("DELETE FROM marks WHERE id = ? AND user_id = ? AND agent_id = ?",
-                           (i, user_id, agent_id)).rowcount
-                for i in ids
-            )
+        return await self._query(queries.put_marks, op)
 
     async def _remove_marks(self, op: RemoveMarksOp) -> int:
-        return await self._run(self._delete_marks, op.mark_ids, op.user_id, op.agent_id)
+        return await self._query(queries.remove_marks, op)
 
     def _release(self) -> None:
         self._recall_wake.set()  # the recall thread sees the store closing and ends
