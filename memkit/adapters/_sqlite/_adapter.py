@@ -19,25 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 from memkit import _marks, _recall
-from memkit._core._ops import (
-    AddRecallsOp,
-    CloseOp,
-    DeleteOp,
-    ExportOp,
-    GetOp,
-    ListOp,
-    MarksOp,
-    NamespacesOp,
-    PingOp,
-    PutMarksOp,
-    RecallsOp,
-    RemoveMarksOp,
-    ResetOp,
-    SearchOp,
-    StatsOp,
-    TraceColumnsOp,
-    WriteOp,
-)
+from memkit._core import _ops as ops
 from memkit._core._store import Store
 from memkit._errors import ConfigError, InvalidInputError, StorageError
 from memkit._marks import Mark
@@ -293,13 +275,13 @@ class SQLiteAdapter(Store):
 
     # -- the operations --------------------------------------------------------------
 
-    async def _write(self, op: WriteOp) -> list[str]:
+    async def _write(self, op: ops.WriteOp) -> list[str]:
         return await self._run(self._insert, list(op.records), op.progress)
 
     def _select(self, *args: Any) -> list[Record]:
         return select(self._db(), *args)
 
-    def _ranked(self, op: SearchOp, vector: Any = None) -> list[MemoryItem]:
+    def _ranked(self, op: ops.SearchOp, vector: Any = None) -> list[MemoryItem]:
         from memkit.adapters._sqlite._search import ranked  # numpy and the keyword index: searches only
 
         hits = ranked(self._db(), self._keywords, self._vectors, op, vector)
@@ -314,10 +296,10 @@ class SQLiteAdapter(Store):
         # The next step queues behind any call that came meanwhile: none waits for more than one.
         self._settling = more and self._worker.submit(self._settle)
 
-    async def _rank(self, op: SearchOp) -> list[MemoryItem]:
+    async def _rank(self, op: ops.SearchOp) -> list[MemoryItem]:
         return await self._run(self._ranked, op)
 
-    async def _list(self, op: ListOp) -> list[Record]:
+    async def _list(self, op: ops.ListOp) -> list[Record]:
         conditions = op.conditions if op.until_us is None else (*op.conditions, created_by(op.until_us))
         return await self._run(self._select, op.user_id, op.agent_id, conditions, op.limit, op.offset)
 
@@ -345,7 +327,7 @@ class SQLiteAdapter(Store):
         if norm == 0.0:
             raise InvalidInputError("vector must not be all zeros")
         user, agent, limit, _, conditions = check_read(user_id, agent_id, limit, filters, self.limits)
-        request = SearchOp(
+        request = ops.SearchOp(
             query="", user_id=user, agent_id=agent, limit=limit, filters=filters, conditions=conditions,
             mode="semantic", config=self.hybrid,
         )
@@ -395,7 +377,7 @@ class SQLiteAdapter(Store):
         row = self._db().execute(f"SELECT {COLUMNS} FROM memories m WHERE m.id = ?", (memory_id,)).fetchone()  # noqa: S608
         return None if row is None else row_record(row)
 
-    async def _get(self, op: GetOp) -> Record | None:
+    async def _get(self, op: ops.GetOp) -> Record | None:
         return await self._run(self._row_of, op.memory_id)
 
     def _delete_rows(self, memory_id: str, user_id: str | None, agent_id: str | None) -> bool:
@@ -411,7 +393,7 @@ class SQLiteAdapter(Store):
         self._written.update((user, agent) for _, user, agent in deleted)
         return bool(deleted)
 
-    async def _delete(self, op: DeleteOp) -> bool:
+    async def _delete(self, op: ops.DeleteOp) -> bool:
         return await self._run(self._delete_rows, op.memory_id, op.user_id, op.agent_id)
 
     def _wipe(self) -> None:
@@ -428,7 +410,7 @@ class SQLiteAdapter(Store):
         self._vectors.clear()
         self._written.clear()
 
-    async def _reset(self, op: ResetOp) -> None:
+    async def _reset(self, op: ops.ResetOp) -> None:
         await self._run(self._wipe)
 
     # -- capabilities ------------------------------------------------------------
@@ -440,16 +422,16 @@ class SQLiteAdapter(Store):
         """``fn(connection, *args)`` on the worker thread (a function of :mod:`._queries`)."""
         return await self._run(self._on_db, fn, *args)
 
-    async def _namespaces(self, op: NamespacesOp) -> list[NamespaceInfo]:
+    async def _namespaces(self, op: ops.NamespacesOp) -> list[NamespaceInfo]:
         return await self._query(queries.namespaces)
 
-    async def _stats(self, op: StatsOp) -> Stats:
+    async def _stats(self, op: ops.StatsOp) -> Stats:
         return await self._query(queries.stats, self.path)
 
-    async def _ping(self, op: PingOp) -> str:
+    async def _ping(self, op: ops.PingOp) -> str:
         return await self._query(queries.schema_line)
 
-    async def _export(self, op: ExportOp) -> AsyncIterator[Record]:
+    async def _export(self, op: ops.ExportOp) -> AsyncIterator[Record]:
         # In chunks, so memory use stays flat.
         after = (-(2**62), -1)
         while True:
@@ -463,7 +445,7 @@ class SQLiteAdapter(Store):
     def _columns(self, *args: Any) -> dict[str, Any]:
         return trace_columns(self._db(), self.path, *args)
 
-    async def _trace_columns(self, op: TraceColumnsOp) -> dict[str, Any]:
+    async def _trace_columns(self, op: ops.TraceColumnsOp) -> dict[str, Any]:
         return await self._run(self._columns, op.workflow_id, op.agent_id, op.user_id, op.status, op.since_us)
 
     # -- recalls, written behind the searches, in batches, on the worker thread --------
@@ -534,7 +516,7 @@ class SQLiteAdapter(Store):
         self._flush_recalls()  # the recalls recorded so far are read too
         return fn(self._db(), *args)
 
-    async def _recalls(self, op: RecallsOp) -> list[Recall]:
+    async def _recalls(self, op: ops.RecallsOp) -> list[Recall]:
         return [_recall.loads(body) for body in await self._run(self._flushed, queries.recall_bodies, op)]
 
     async def recall_step_counts(
@@ -548,7 +530,7 @@ class SQLiteAdapter(Store):
                 check_id(value, name, self.limits)
         return await self._run(self._flushed, queries.recall_step_counts, workflow_id, user_id, agent_id)
 
-    async def _add_recalls(self, op: AddRecallsOp) -> int:
+    async def _add_recalls(self, op: ops.AddRecallsOp) -> int:
         # One transaction: an id already stored refuses them all.
         return await self._run(self._import_recalls, [_recall.body_of(r) for r in op.recalls])
 
@@ -558,13 +540,13 @@ class SQLiteAdapter(Store):
 
     # -- marks ----------------------------------------------------------------------
 
-    async def _marks(self, op: MarksOp) -> list[Mark]:
+    async def _marks(self, op: ops.MarksOp) -> list[Mark]:
         return list(map(_marks.loads, await self._query(queries.mark_bodies, op)))
 
-    async def _put_marks(self, op: PutMarksOp) -> int:
+    async def _put_marks(self, op: ops.PutMarksOp) -> int:
         return await self._query(queries.put_marks, op)
 
-    async def _remove_marks(self, op: RemoveMarksOp) -> int:
+    async def _remove_marks(self, op: ops.RemoveMarksOp) -> int:
         return await self._query(queries.remove_marks, op)
 
     def _release(self) -> None:
@@ -578,7 +560,7 @@ class SQLiteAdapter(Store):
             self._conn.close()
             self._conn = None
 
-    async def _close(self, op: CloseOp) -> None:
+    async def _close(self, op: ops.CloseOp) -> None:
         # Writes the queued recalls and closes the file; again is a no-op, any other call then fails.
         await self._worker.aclose(self._release)
 
