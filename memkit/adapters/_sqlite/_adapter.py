@@ -16,7 +16,7 @@ import warnings
 import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memkit import _marks, _recall
 from memkit._core import _ops as ops
@@ -37,6 +37,12 @@ from memkit.adapters._sqlite._schema import connect, write_transaction
 from memkit.adapters._sqlite._sql import COLUMNS, created_by, row_record, select
 from memkit.adapters._sqlite._traces import trace_columns
 from memkit.adapters._sqlite._vectors import Vectors, blob
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike
+
+    from memkit.embeddings import Embedder
 
 __all__ = ["SQLiteAdapter"]
 
@@ -281,7 +287,7 @@ class SQLiteAdapter(Store):
     def _select(self, *args: Any) -> list[Record]:
         return select(self._db(), *args)
 
-    def _ranked(self, op: ops.SearchOp, vector: Any = None) -> list[MemoryItem]:
+    def _ranked(self, op: ops.SearchOp, vector: np.ndarray | None = None) -> list[MemoryItem]:
         from memkit.adapters._sqlite._search import ranked  # numpy and the keyword index: searches only
 
         hits = ranked(self._db(), self._keywords, self._vectors, op, vector)
@@ -305,7 +311,7 @@ class SQLiteAdapter(Store):
 
     async def search_by_vector(
         self,
-        vector: Any,
+        vector: ArrayLike,
         user_id: str,
         agent_id: str,
         limit: int = 5,
@@ -334,11 +340,11 @@ class SQLiteAdapter(Store):
         return await self._run(self._ranked, request, query / norm)
 
     @property
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder | None:
         """The :class:`memkit.embeddings.Embedder` in use, or ``None`` (keyword only)."""
         return self._vectors.embedder
 
-    def _reembed(self, embedder: Any, progress: bool) -> int:
+    def _reembed(self, embedder: Embedder, progress: bool) -> int:
         db = self._db()
         previous = self._vectors.embedder
         total = db.execute("SELECT count(*) FROM memories").fetchone()[0]
