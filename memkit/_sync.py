@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Coroutine, Iterable, Iterator, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from memkit import _marks
 from memkit._errors import ConfigError, InvalidInputError
@@ -35,9 +35,10 @@ from memkit._protocols import (
 from memkit._recall import Recall
 from memkit._validate import DEFAULT_LIMITS, check_forwarded, check_id, check_namespace, checked_as, checked_methods
 
-__all__ = ["Memory", "open", "run_sync"]
+__all__ = ["Memory", "call", "open"]
 
 T = TypeVar("T")
+Params = ParamSpec("Params")
 
 #: What ``filters=`` takes: a dict of conditions, or the same dict in a :class:`MemoryFilter`.
 Filters = dict[str, Any] | MemoryFilter | None
@@ -92,6 +93,23 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
             " async method instead"
         )
     return asyncio.run_coroutine_threadsafe(coro, runner.loop).result()
+
+
+def call(
+    mem: object,
+    fn: Callable[Concatenate[MemoryProvider, Params], Coroutine[Any, Any, T]],
+    /,
+    *args: Params.args,
+    **kwargs: Params.kwargs,
+) -> T:
+    """Await ``fn(provider, *args, **kwargs)`` on memkit's loop and return its result (or raise its error).
+
+    The one way synchronous code outside this module (frames, graphs, import and export, the demo,
+    the evaluation) reaches a provider: ``mem`` is a :class:`Memory` or a provider, resolved here
+    (anything else raises :class:`memkit.InvalidInputError` before ``fn`` runs), and ``fn`` is an
+    ``async`` function whose first argument is the provider.
+    """
+    return run_sync(fn(provider_of(mem), *args, **kwargs))
 
 
 P = TypeVar("P")

@@ -31,8 +31,8 @@ from playwright.sync_api import Browser, Page
 from test_browser import ARTIFACTS, PAYLOAD, _guarded_page, _pwned, browser, site  # noqa: F401
 
 import memkit
-from memkit._graphview import FAILED_COLOUR, LABEL_STYLE
 from memkit.graph import memory_graph
+from memkit.graph._style import FAILED_COLOUR, LABEL_STYLE
 from memkit.testing import FalkorDBServer
 
 CHROMIUM = "/usr/bin/chromium"

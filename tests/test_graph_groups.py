@@ -17,9 +17,9 @@ from graph_scale import fill_scale
 
 import memkit
 from memkit._errors import InvalidInputError
-from memkit._graphview import expansion, select
 from memkit.adapters import FalkorDBAdapter, Neo4jAdapter
 from memkit.graph import memory_graph
+from memkit.graph._view import expansion, select
 from memkit.widgets._graph import _with_namespace_recalls
 
 

@@ -507,7 +507,7 @@ def _near(pixel: list[int], colour: str, tolerance: int = 40) -> bool:
 def _check_recall_graph(page: Page, cell: Locator) -> None:
     """The workflow graph draws what each step recalled as dashed purple edges, apart from the solid
     grey edge to the step's own record; the deleted memory is drawn grey."""
-    from memkit._graphview import DELETED_COLOUR, EDGE_STYLE
+    from memkit.graph._style import DELETED_COLOUR, EDGE_STYLE
 
     cell.scroll_into_view_if_needed()
     root = cell.locator(".memkit-graph[data-settled='1']")

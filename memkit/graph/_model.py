@@ -1,8 +1,7 @@
-"""The memory graph of any store, as typed nodes and edges (networkx and pandas views).
+"""``MemoryGraph``: typed nodes and edges of a store, and how to build one from records.
 
-Graph databases return the graph they store; the SQLite and in-memory adapters
-build the same graph from their rows (same node ids and properties), so graph
-views work without a graph server. See ``docs/graph.md`` for the schema.
+The drawn forms (``to_html``, ``to_pyvis``, a grouped ``to_networkx``) are made by the view
+modules of this package, imported when asked for: they read graphs, never the other way round.
 """
 
 from __future__ import annotations
@@ -12,56 +11,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memkit._errors import InvalidInputError
-from memkit._graphschema import (
-    DEFAULT_ENTITY_FIELDS,
-    EDGE_PROPERTIES,
-    NODE_LABELS,
-    NODE_PROPERTIES,
+from memkit.graph._schema import (
     RecordParts,
     edge_id,
-    key_id,
-    node_key,
-    record_parts,
 )
-from memkit._models import MemoryItem
-from memkit._protocols import SupportsExport, SupportsGet, SupportsNamespaces, SupportsPaging
-from memkit._records import Record, to_us
-from memkit._validate import check_id
 
 if TYPE_CHECKING:
     import networkx
     import pandas
+from memkit.graph._parts import GraphEdge, GraphNode, edge_properties, node_properties
 
-__all__ = [
-    "GraphEdge", "GraphNode", "MemoryGraph", "amemory_graph", "aneighbourhood", "memory_graph", "neighbourhood",
-]
-
-DEFAULT_GRAPH_LIMIT = 1_000
-DEFAULT_NEIGHBOURS = 50
 # Nodes the drawn views keep unless told otherwise (see MemoryGraph.to_html).
 DEFAULT_VIEW_NODES = 300
-_PAGE = 500
-
-
-@dataclass(frozen=True)
-class GraphNode:
-    """One node: its id, its type (a schema label) and its properties."""
-
-    id: str
-    type: str
-    properties: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
-
-
-@dataclass(frozen=True)
-class GraphEdge:
-    """One directed relationship between two node ids."""
-
-    id: str
-    type: str
-    source: str
-    target: str
-    properties: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
 @dataclass
@@ -110,7 +71,8 @@ class MemoryGraph:
         unless you pass ``cdn_resources="in_line"``, so for an offline page use :meth:`to_html`.
         ``group="entity"`` draws the grouped overview GraphExplorer shows on a large store.
         """
-        from memkit._graphview import select, to_pyvis
+        from memkit.graph._page import to_pyvis
+        from memkit.graph._view import select
 
         return to_pyvis(select(self, max_nodes, group))
 
@@ -123,7 +85,8 @@ class MemoryGraph:
         ``"auto"``: over ``max_nodes``) writes the grouped overview, each group's first page opening
         on a click in the file.
         """
-        from memkit._graphview import page_html, select
+        from memkit.graph._page import page_html
+        from memkit.graph._view import select
 
         page = page_html(select(self, max_nodes, group), title)
         if path is not None:
@@ -145,7 +108,8 @@ class MemoryGraph:
             raise missing_extra("networkx", "graph") from None
         graph = nx.MultiDiGraph()
         if group is not None:
-            from memkit._graphview import _check_group, select
+            from memkit.graph._groups import _check_group
+            from memkit.graph._view import select
 
             _check_group(group)
             view = select(self, max_nodes, "entity" if group == "auto" else group)
@@ -181,15 +145,6 @@ class MemoryGraph:
 def _columns(first: list[str], rows: list[dict[str, Any]]) -> list[str]:
     rest = sorted({k for r in rows for k in r} - set(first))
     return [*first, *rest]
-
-
-def node_properties(label: str, props: dict[str, Any]) -> dict[str, Any]:
-    """The public properties of a node (missing ones as ``None``)."""
-    return {k: props.get(k) for k in NODE_PROPERTIES[label]}
-
-
-def edge_properties(kind: str, props: dict[str, Any]) -> dict[str, Any]:
-    return {k: props.get(k) for k in EDGE_PROPERTIES.get(kind, ())}
 
 
 class GraphBuilder:
@@ -244,297 +199,3 @@ def graph_from_parts(parts: Iterable[RecordParts]) -> MemoryGraph:
         for a, b in itertools.pairwise(chain):
             out.edge("NEXT", edge_id("NEXT", a["id"], b["id"]), a["id"], b["id"])
     return out.build()
-
-
-def _record(item: MemoryItem) -> Record:
-    return Record(
-        id=item.id, user_id=item.user_id or "", agent_id=item.agent_id or "", content=item.content,
-        metadata=dict(item.metadata), created_us=to_us(item.created_at) if item.created_at else 0,
-    )
-
-
-async def _newest(
-    provider: Any, user_id: str | None, agent_id: str | None, filters: dict[str, Any] | None, limit: int,
-) -> list[Record] | None:
-    """The newest ``limit`` records of a scope through paging (``None``: the provider cannot page)."""
-    if not isinstance(provider, SupportsPaging):
-        return None
-    if user_id is not None and agent_id is not None:
-        spaces = [(user_id, agent_id)]
-    elif isinstance(provider, SupportsNamespaces):
-        spaces = [(ns.user_id, ns.agent_id) for ns in await provider.namespaces()
-                  if user_id in (None, ns.user_id) and agent_id in (None, ns.agent_id)]
-    else:
-        return None
-    records: list[Record] = []
-    for user, agent in spaces:
-        offset = 0
-        while True:
-            page = await provider.get_page(user, agent, offset=offset, limit=min(_PAGE, limit - offset),
-                                           filters=filters)
-            records.extend(_record(item) for item in page)
-            offset += len(page)
-            if len(page) < min(_PAGE, limit - offset + len(page)) or offset >= limit:
-                break
-    records.sort(key=lambda r: r.created_us, reverse=True)
-    return records[:limit]
-
-
-async def _from_export(
-    provider: Any, user_id: str | None, agent_id: str | None, workflow_id: str | None, limit: int,
-    entity_fields: tuple[str, ...],
-) -> MemoryGraph:
-    filters = {"type": "trace", "workflow_id": workflow_id} if workflow_id is not None else None
-    newest = await _newest(provider, user_id, agent_id, filters, limit)
-    if newest is None:
-        if not isinstance(provider, SupportsExport):
-            raise InvalidInputError(f"{type(provider).__name__} can neither export its records nor return a graph")
-        records: list[Record] = []
-        async for item in provider.export(user_id=user_id, agent_id=agent_id):
-            if workflow_id is not None and not (
-                item.metadata.get("type") == "trace" and item.metadata.get("workflow_id") == workflow_id
-            ):
-                continue
-            records.append(_record(item))
-        newest = records[::-1][:limit]  # export is oldest first; keep the newest `limit`
-    return graph_from_parts(record_parts(r, entity_fields) for r in newest)
-
-
-async def amemory_graph(
-    mem: Any,
-    user_id: str | None = None,
-    agent_id: str | None = None,
-    workflow_id: str | None = None,
-    limit: int = DEFAULT_GRAPH_LIMIT,
-) -> MemoryGraph:
-    """Async form of :func:`memory_graph` (``mem`` must be a provider, not the sync facade)."""
-    from memkit._sync import provider_of
-
-    provider = provider_of(mem)
-    for name, value in (("user_id", user_id), ("agent_id", agent_id), ("workflow_id", workflow_id)):
-        if value is not None:
-            check_id(value, name)
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise InvalidInputError(f"limit must be a positive integer, got {limit!r}")
-    graph_method = getattr(provider, "graph", None)
-    if callable(graph_method):
-        result = await graph_method(user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, limit=limit)
-        assert isinstance(result, MemoryGraph)
-        return result
-    fields = getattr(provider, "entity_fields", DEFAULT_ENTITY_FIELDS)
-    return await _from_export(provider, user_id, agent_id, workflow_id, limit, tuple(fields))
-
-
-def memory_graph(
-    mem: Any,
-    user_id: str | None = None,
-    agent_id: str | None = None,
-    workflow_id: str | None = None,
-    limit: int = DEFAULT_GRAPH_LIMIT,
-) -> MemoryGraph:
-    """The memory graph of ``mem`` (a provider or a :class:`memkit.Memory`), for any adapter.
-
-    Parameters
-    ----------
-    mem
-        A provider or the sync facade returned by :func:`memkit.open`.
-    user_id, agent_id
-        Restrict to one user and/or agent (``None``: all).
-    workflow_id
-        Only the traces of this workflow, with their steps, tools and entities.
-    limit
-        At most this many memories (the newest), plus the nodes they connect to.
-
-    Examples
-    --------
-    >>> mem = memkit.open("memory://")
-    >>> _ = mem.add("TP53 knockdown", "u1", "bio", {"gene": "TP53"})
-    >>> sorted(memory_graph(mem).node_types().items())
-    [('Entity', 1), ('Memory', 1), ('Namespace', 1)]
-    """
-    from memkit._sync import provider_of, run_sync
-
-    return run_sync(amemory_graph(provider_of(mem), user_id, agent_id, workflow_id, limit))
-
-
-def _check_node(node: str | GraphNode) -> None:
-    if isinstance(node, GraphNode):
-        if node.type not in NODE_LABELS:
-            raise InvalidInputError(f"unknown node type {node.type!r}; expected one of {', '.join(NODE_LABELS)}")
-        check_id(node.id, "node id")
-    elif isinstance(node, str):
-        check_id(node, "node id")
-    else:
-        raise InvalidInputError(f"node must be a node id or a GraphNode, got {type(node).__name__}")
-
-
-def _trace_node(p: dict[str, Any]) -> str:
-    return key_id(node_key("Trace", p.get("user_id") or "", p.get("agent_id") or "", p.get("workflow_id") or "",
-                           p.get("run_id") or ""))
-
-
-def _touches(part: RecordParts, node: GraphNode) -> bool:
-    """Whether one record's graph fragment contains ``node`` (or, for a step, its trace)."""
-    if node.type == "Memory":
-        return bool(part.memory["id"] == node.id)
-    if node.type == "Namespace":
-        return bool(part.memory["ns_id"] == node.id)
-    if node.type == "Entity":
-        return any(x["id"] == node.id for x in part.mentions)
-    s = part.step
-    if s is None:
-        return False
-    if node.type == "Workflow":
-        return bool(s["workflow_node"] == node.id)
-    if node.type == "Trace":
-        return bool(s["trace_node"] == node.id)
-    if node.type == "Step":  # the whole trace: a step's neighbours include the steps before and after it
-        return bool(s["trace_node"] == _trace_node(node.properties))
-    return part.tool is not None and part.tool["id"] == node.id
-
-
-def _filters_for(node: GraphNode) -> dict[str, Any] | None:
-    """A metadata filter that narrows a scan to the records around ``node`` (exact match done after)."""
-    p = node.properties
-    if node.type in ("Workflow", "Trace", "Step") and isinstance(p.get("workflow_id"), str):
-        return {"type": "trace", "workflow_id": p["workflow_id"]}
-    if node.type == "Tool" and isinstance(p.get("name"), str):
-        return {"type": "trace", "tool": p["name"]}
-    # Entities are not narrowed: a value may sit in a list, which an equality filter never matches.
-    return None
-
-
-async def _row_records(provider: Any, node: GraphNode, limit: int, fields: tuple[str, ...]) -> list[RecordParts]:
-    """The records of a row store whose graph fragment holds ``node``, newest first, at most ``limit``."""
-    if node.type == "Memory":
-        item = await provider.get(node.id) if isinstance(provider, SupportsGet) else None
-        return [record_parts(_record(item), fields)] if item is not None else []
-    user, agent = node.properties.get("user_id"), node.properties.get("agent_id")
-    if not isinstance(user, str) or not isinstance(agent, str):
-        return []
-    # A step needs its whole trace; anything else needs `limit` records that touch it.
-    want = None if node.type in ("Step", "Trace") else limit
-    found: list[RecordParts] = []
-    for filters in (_filters_for(node), None):
-        offset = 0
-        while want is None or len(found) < want:
-            page = await provider.get_page(user, agent, offset=offset, limit=_PAGE, filters=filters)
-            for item in page:
-                part = record_parts(_record(item), fields)
-                if _touches(part, node):
-                    found.append(part)
-            offset += len(page)
-            if len(page) < _PAGE:
-                break
-        # A numeric tool name does not match the string filter: scan once unfiltered.
-        if found or filters is None:
-            break
-    return found if want is None else found[:want]
-
-
-async def _resolve(provider: Any, node_id: str, fields: tuple[str, ...]) -> GraphNode | None:
-    """Find a node by id in a row store: a memory directly, anything else by rebuilding the graph."""
-    if isinstance(provider, SupportsGet):
-        item = await provider.get(node_id)
-        if item is not None:
-            return graph_from_parts([record_parts(_record(item), fields)]).node(node_id)
-    if not isinstance(provider, SupportsExport):
-        return None
-    batch: list[RecordParts] = []
-    async for item in provider.export():
-        batch.append(record_parts(_record(item), fields))
-        if len(batch) == _PAGE:
-            found = graph_from_parts(batch).node(node_id)
-            if found is not None:
-                return found
-            batch = []
-    return graph_from_parts(batch).node(node_id) if batch else None
-
-
-def _within(graph: MemoryGraph, start: str, limit: int) -> MemoryGraph:
-    """``start`` and its direct neighbours in ``graph`` (at most ``limit`` of them, newest memories first)."""
-    adjacent: dict[str, GraphEdge] = {}
-    for e in graph.edges:
-        if e.source == start and e.target not in adjacent:
-            adjacent[e.target] = e
-        elif e.target == start and e.source not in adjacent:
-            adjacent[e.source] = e
-    by_id = {n.id: n for n in graph.nodes}
-    near = sorted(adjacent, key=lambda i: -(by_id[i].properties.get("created_us") or 0))[:limit]
-    keep = {start, *near}
-    return MemoryGraph([by_id[i] for i in keep if i in by_id],
-                       [e for e in graph.edges if e.source in keep and e.target in keep])
-
-
-async def _row_neighbourhood(provider: Any, node: GraphNode, limit: int) -> MemoryGraph:
-    fields = tuple(getattr(provider, "entity_fields", DEFAULT_ENTITY_FIELDS))
-    parts = await _row_records(provider, node, limit, fields)
-    return _within(graph_from_parts(parts), node.id, limit)
-
-
-async def aneighbourhood(
-    mem: Any, node: str | GraphNode, depth: int = 1, limit: int = DEFAULT_NEIGHBOURS,
-) -> MemoryGraph:
-    """Async form of :func:`neighbourhood` (``mem`` may be a provider or the sync facade)."""
-    from memkit._sync import provider_of
-
-    provider = provider_of(mem)
-    _check_node(node)
-    for name, value, top in (("depth", depth, 3), ("limit", limit, 1_000)):
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
-            raise InvalidInputError(f"{name} must be an integer from 1 to {top}, got {value!r}")
-    fields = tuple(getattr(provider, "entity_fields", DEFAULT_ENTITY_FIELDS))
-    around = getattr(provider, "neighbourhood", None)
-    if callable(around):  # graph databases walk their own edges
-        start = node.id if isinstance(node, GraphNode) else node
-        result = await around(start, label=node.type if isinstance(node, GraphNode) else None,
-                              depth=depth, limit=limit)
-        assert isinstance(result, MemoryGraph)
-        return result
-    found = node if isinstance(node, GraphNode) else await _resolve(provider, node, fields)
-    if found is None:
-        return MemoryGraph()
-    out = MemoryGraph([found], [])
-    frontier = [found]
-    for _ in range(depth):
-        reached: list[GraphNode] = []
-        for current in frontier:
-            ring = await _row_neighbourhood(provider, current, limit)
-            known = {n.id for n in out.nodes}
-            reached.extend(n for n in ring.nodes if n.id not in known)
-            out = out.merge(ring)
-            if len(out.nodes) > limit * depth:
-                break
-        frontier = reached
-    return out
-
-
-def neighbourhood(
-    mem: Any, node: str | GraphNode, depth: int = 1, limit: int = DEFAULT_NEIGHBOURS,
-) -> MemoryGraph:
-    """A node and what it connects to, read from the store: the way to walk out from one gene.
-
-    Parameters
-    ----------
-    mem
-        A provider or the sync facade returned by :func:`memkit.open`.
-    node
-        A node id from a :class:`MemoryGraph` (a memory id works as is), or the :class:`GraphNode`
-        itself, which row stores (SQLite, in-memory) find faster.
-    depth
-        Hops to walk (1 to 3).
-    limit
-        At most this many neighbours per node walked (newest memories first).
-
-    Examples
-    --------
-    >>> mem = memkit.open("memory://")
-    >>> first = mem.add("TP53 knockdown", "u1", "bio", {"gene": "TP53"})
-    >>> second = mem.add("TP53 ChIP-seq peaks", "u1", "bio", {"gene": "TP53"})
-    >>> tp53 = next(n for n in memory_graph(mem).nodes if n.type == "Entity")
-    >>> sorted(n.type for n in neighbourhood(mem, tp53).nodes)
-    ['Entity', 'Memory', 'Memory']
-    """
-    from memkit._sync import provider_of, run_sync
-
-    return run_sync(aneighbourhood(provider_of(mem), node, depth, limit))

@@ -1,31 +1,4 @@
-"""Execution traces: the seed agent framework's ``ExecutionHistory``, persisted step by step.
-
-Every :meth:`ExecutionHistory.add_item` becomes one ``add_trace`` call on the
-history's ``memory_provider``. Two write modes, both lossless:
-
-* write-through (default): ``add_item`` returns once the step is stored and
-  raises :class:`TraceWriteError` if the store refused it. It runs the write on
-  memkit's background loop, so it works the same from a script, a worker thread
-  and a Jupyter cell (whose loop is running on the caller's thread).
-* write-behind (``write_behind=True``): ``add_item`` queues the write and returns
-  at once; writes land in order; :meth:`ExecutionHistory.flush`, ``close()`` and
-  leaving a ``with`` block wait for every queued write and raise
-  :class:`TraceWriteError` naming each step that failed. A failure also makes the
-  next ``add_item`` raise, so a broken store cannot go unnoticed for long; that
-  call's own step is still kept and queued.
-
-Every step carries its own key (``metadata["step_key"]``), so
-:meth:`ExecutionHistory.retry_failed` stores each failed step exactly once: a write
-the store applied but never acknowledged is found, not written again.
-
-Async code can ``await history.aadd_item(item)`` instead, which writes on the
-caller's own loop.
-
-Retries: one trace per step outcome, not per attempt. A step retried by
-:meth:`ExecutionHistory.retrying` is stored once, with ``retry_count`` and the
-earlier attempts' errors under ``retry_errors``; that keeps "one row per step"
-in :func:`memkit.frames.traces_frame` without losing why it needed retries.
-"""
+"""``ExecutionHistory``: the seed framework's step log, written to a store step by step (see :mod:`memkit.traces`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """``GraphExplorer``: a namespace's or a workflow's graph as a live, explorable widget.
 
 The drawing is an anywidget (``GraphView``) whose JavaScript ships in the package
-(``memkit/_graph.js`` on the vis-network build pyvis embeds): nothing is fetched.
+(``memkit/graph/_graph.js`` on the vis-network build pyvis embeds): nothing is fetched.
 Click a node for its properties (``explorer.selected`` in Python), double-click to
 fetch its neighbours from the store, search by caption, toggle types in the legend.
 A workflow's graph also shows what its steps recalled (dashed purple ``RECALLED`` edges),
@@ -19,24 +19,15 @@ import ipywidgets as w
 import traitlets
 
 from memkit._errors import InvalidInputError, MemkitError
-from memkit._graphview import (
-    MEMBERS_SHOWN,
-    GraphView,
-    _check_group,
-    collapse_recall_nodes,
-    expansion,
-    payload,
-    select,
-    style_edges,
-    style_nodes,
-    widget_css,
-    widget_esm,
-    with_recalls,
-)
 from memkit._protocols import SupportsRecalls
 from memkit._recall import step_namespace
 from memkit._sync import Memory
-from memkit.graph import DEFAULT_GRAPH_LIMIT, GraphNode, MemoryGraph, memory_graph, neighbourhood
+from memkit.graph import GraphNode, MemoryGraph, memory_graph, neighbourhood
+from memkit.graph._groups import MEMBERS_SHOWN, _check_group
+from memkit.graph._page import payload, widget_css, widget_esm
+from memkit.graph._read import DEFAULT_GRAPH_LIMIT
+from memkit.graph._style import style_edges, style_nodes
+from memkit.graph._view import GraphView, collapse_recall_nodes, expansion, select, with_recalls
 from memkit.widgets._common import Panel, status_html
 from memkit.widgets._common import workflows as list_workflows
 
@@ -116,7 +107,7 @@ class GraphWidget(anywidget.AnyWidget):
         """The runs whose steps recalled ``memory_id`` (from the recall audit)."""
         if self.view is None:
             return []
-        from memkit._graphview import GraphIndex
+        from memkit.graph._groups import GraphIndex
 
         groups = self.view.groups
         index = groups.index if groups is not None and groups.index is not None else GraphIndex(self.graph)
@@ -156,7 +147,7 @@ class GraphWidget(anywidget.AnyWidget):
 
     def find(self, query: str) -> GraphNode | None:
         """Draw (if needed) and focus the first node whose caption matches ``query``, drawn or not."""
-        from memkit._graphview import caption
+        from memkit.graph._style import caption
 
         q = query.strip().lower()
         if not q or self.view is None:

@@ -29,16 +29,10 @@ from memkit._models import MemoryItem
 from memkit._protocols import SupportsMarks
 from memkit._recall import Recall, step_namespace
 from memkit._sync import Memory
-from memkit.frames import (
-    RUN_COLUMNS,
-    _compare_steps,
-    _keeps_recalls,
-    _normalised,
-    _runs_from_steps,
-    filter_runs,
-    run_positions,
-    traces_frame,
-)
+from memkit.frames import RUN_COLUMNS, filter_runs, traces_frame
+from memkit.frames._compare import _compare_steps
+from memkit.frames._recalls import _keeps_recalls
+from memkit.frames._runs import _normalised, _runs_from_steps, run_positions
 from memkit.widgets._common import AnyPanel
 
 __all__ = ["TraceReplay"]
