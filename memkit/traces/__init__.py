@@ -26,9 +26,10 @@ Retries: one trace per step outcome, not per attempt. A step retried by
 earlier attempts' errors under ``retry_errors``; that keeps "one row per step"
 in :func:`memkit.frames.traces_frame` without losing why it needed retries.
 
-The package holds one step type end to end: how a step is recorded (``_history``) and how
-its timing is read from whatever keys an agent wrote (``_timing``, which the record layer
-uses when a step is stored, so this face imports nothing until a name is asked for).
+The package holds one step type end to end: what a step is (``_items``), how a run records
+its steps (``_history``, ``_step``) and how a step's timing is read from whatever keys an agent
+wrote (``_timing``, which the record layer uses when a step is stored, so this face imports
+nothing until a name is asked for).
 """
 
 from __future__ import annotations
@@ -37,18 +38,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memkit.traces._history import (
-        REDACTED,
-        ExecutionHistory,
-        ExecutionItem,
-        ExecutionStatus,
-        Redactor,
-        Step,
-        TraceWriteError,
-        categorize_error,
-        get_trace_redactor,
-        set_trace_redactor,
-    )
+    from memkit._records import REDACTED, Redactor, get_trace_redactor, set_trace_redactor
+    from memkit.traces._history import ExecutionHistory
+    from memkit.traces._items import ExecutionItem, ExecutionStatus, TraceWriteError, categorize_error
+    from memkit.traces._step import Step
 
 __all__ = [
     "REDACTED",
@@ -64,9 +57,20 @@ __all__ = [
 ]
 
 
+# Where each name lives (the redaction hook is the record layer's: a step is redacted as it is stored).
+_HOME = {
+    "REDACTED": "memkit._records", "Redactor": "memkit._records", "get_trace_redactor": "memkit._records",
+    "set_trace_redactor": "memkit._records", "ExecutionHistory": "memkit.traces._history",
+    "ExecutionItem": "memkit.traces._items", "ExecutionStatus": "memkit.traces._items",
+    "TraceWriteError": "memkit.traces._items", "categorize_error": "memkit.traces._items",
+    "Step": "memkit.traces._step",
+}
+
+
 def __getattr__(name: str) -> Any:
-    if name in __all__:
-        value = getattr(importlib.import_module("memkit.traces._history"), name)
+    home = _HOME.get(name)
+    if home is not None:
+        value = getattr(importlib.import_module(home), name)
         globals()[name] = value  # later look-ups skip this function
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
