@@ -28,7 +28,7 @@ from memkit.graph._page import payload, widget_css, widget_esm
 from memkit.graph._read import DEFAULT_GRAPH_LIMIT
 from memkit.graph._style import style_edges, style_nodes
 from memkit.graph._view import GraphView, collapse_recall_nodes, expansion, select, with_recalls
-from memkit.widgets._common import Panel, status_html
+from memkit.widgets._common import Panel
 from memkit.widgets._common import workflows as list_workflows
 
 __all__ = ["GraphExplorer", "GraphWidget"]
@@ -240,6 +240,7 @@ class GraphExplorer(Panel):
 
     def __init__(self, mem: Memory, graph: GraphFn | None = None, max_nodes: int = 300,
                  group: str | None = "auto", size_by: str = "type", color_by: str = "type") -> None:
+        super().__init__()
         _check_group(group)
         if size_by not in SIZE_RULES:
             raise InvalidInputError(f"size_by must be one of {', '.join(SIZE_RULES)}, got {size_by!r}")
@@ -256,7 +257,7 @@ class GraphExplorer(Panel):
         self.draw_button = w.Button(description="draw", icon="project-diagram", button_style="primary")
         self.recalls = w.Checkbox(value=True, description="what each step recalled", indent=False,
                                   layout=w.Layout(width="220px"))
-        self.status = w.HTML()
+        self.status = self.status_line()
         self.canvas = GraphWidget(expand=lambda node: neighbourhood(self.mem, node, limit=50),
                                   style={"size_by": size_by, "color_by": color_by})
         self.widget = w.VBox([
@@ -307,13 +308,13 @@ class GraphExplorer(Panel):
         note = ""
         if self.scope.value == "workflow":
             if self.workflow.value is None:
-                self.status.value = status_html("no workflow to draw", "warn")
+                self.say("no workflow to draw", "warn")
                 return
             user, agent, wf = self.workflow.value
             caption = f"workflow {wf} ({user} / {agent})"
         else:
             if self.namespace.value is None:
-                self.status.value = status_html("no namespace to draw", "warn")
+                self.say("no namespace to draw", "warn")
                 return
             (user, agent), wf = self.namespace.value, None
             caption = f"namespace {user} / {agent}"
@@ -342,7 +343,7 @@ class GraphExplorer(Panel):
             if graph is None:
                 return
         self.canvas.show(graph, self.max_nodes.value, caption, note, self.group)
-        self.status.value = ""  # the drawing says what it shows; the status line is for problems
+        self.say("")  # the drawing says what it shows; the status line is for problems
 
     def summary(self) -> str:
         return f"GraphExplorer: {self.view.message}" if self.view else "GraphExplorer: nothing drawn yet"

@@ -9,6 +9,7 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import anywidget
 import ipywidgets as w
 import traitlets as t
 
@@ -18,7 +19,7 @@ from memkit._models import MemoryItem, NamespaceInfo
 from memkit._protocols import SupportsRecalls
 from memkit._recall import Recall, step_namespace
 from memkit._sync import Memory
-from memkit.widgets._common import AnyPanel, Panel, T, esc, pretty, search_modes, status_html, table_html, when
+from memkit.widgets._common import Panel, T, esc, pretty, search_modes, table_html, when
 
 _LEGS = ("keyword", "semantic")
 # What the switch above the table shows; memories leave the trace steps out, traces are only them.
@@ -58,14 +59,14 @@ def _matches(row: dict[str, Any], wanted: dict[str, str]) -> bool:
     return True
 
 
-class NamespaceGrid(AnyPanel):
+class NamespaceGrid(Panel, anywidget.AnyWidget):
     """The memory table of :class:`NamespaceBrowser`: sortable, columns to show or hide, full text on hover.
 
     ``rows`` are display-ready dicts; ``value`` is the id of the open memory (``""`` for none),
     set by a click or from Python.
     """
 
-    _esm = AnyPanel.module("_namespaces.js")
+    _esm = Panel.module("_namespaces.js")
     rows: t.List[dict[str, Any]] = t.List().tag(sync=True)  # elements not validated one by one
     value = t.Unicode("").tag(sync=True)
     caption = t.Unicode("").tag(sync=True)
@@ -121,6 +122,7 @@ class NamespaceBrowser(Panel):
     """
 
     def __init__(self, mem: Memory, page_size: int = 20) -> None:
+        super().__init__()
         self.mem = mem
         self.page_size = page_size
         self.offset = 0
@@ -148,7 +150,7 @@ class NamespaceBrowser(Panel):
         self.prev_button = w.Button(description="◀ newer", disabled=True)
         self.next_button = w.Button(description="older ▶", disabled=True)
         self.page_label = w.HTML(layout=w.Layout(display="none"))  # the grid's caption says the same
-        self.status = w.HTML()
+        self.status = self.status_line()
         # The table spans the cell; the detail sits beside it on a wide cell, below it on a narrow one
         # (the row wraps), and is not there at all until a row is opened.
         self.rows = NamespaceGrid(layout=w.Layout(flex="3 1 560px", min_width="0"))
@@ -213,7 +215,7 @@ class NamespaceBrowser(Panel):
             self.rows.empty_text = "no results: see the error above"
             self.page_label.value = ""
             self.detail.value = ""
-            self.status.value = status_html(f"{type(exc).__name__}: {exc}", "error")
+            self.say(f"{type(exc).__name__}: {exc}", "error")
             return None
         finally:
             self.rows.busy = False
@@ -314,7 +316,7 @@ class NamespaceBrowser(Panel):
         page = rows[self.offset:self.offset + self.page_size]
         self._has_more = len(rows) > self.offset + self.page_size
         self.items = []
-        self.status.value = ""
+        self.say("")
         self.prev_button.disabled = self.offset == 0
         self.next_button.disabled = not self._has_more
         where = f"recalls {self.offset + 1 if page else 0}–{self.offset + len(page)} of {len(rows):,}"
@@ -474,7 +476,7 @@ class NamespaceBrowser(Panel):
 
     def _show(self, items: list[MemoryItem], where: str) -> None:
         self.items = items
-        self.status.value = ""
+        self.say("")
         self.page_label.value = esc(where)
         self.prev_button.disabled = self.offset == 0
         self.next_button.disabled = not self._has_more
@@ -668,7 +670,7 @@ class NamespaceBrowser(Panel):
         self._matched = None
         message = f"deleted memory {item.id}" if deleted else f"memory {item.id} was already gone"
         self.refresh()
-        self.status.value = status_html(message, "ok" if deleted else "warn")
+        self.say(message, "ok" if deleted else "warn")
 
     def summary(self) -> str:
         ns = "/".join(self.namespace.value) if self.namespace.value else "-"

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import anywidget
 import numpy as np
 import pandas as pd
 import traitlets as t
@@ -33,7 +34,7 @@ from memkit.frames import RUN_COLUMNS, filter_runs, traces_frame
 from memkit.frames._compare import _compare_steps
 from memkit.frames._recalls import _keeps_recalls
 from memkit.frames._runs import _normalised, _runs_from_steps, run_positions
-from memkit.widgets._common import AnyPanel
+from memkit.widgets._common import Panel
 
 __all__ = ["TraceReplay"]
 
@@ -75,7 +76,7 @@ def _jsonable(value: Any) -> Any:
     return printable(value)
 
 
-class TraceReplay(AnyPanel):
+class TraceReplay(Panel, anywidget.AnyWidget):
     """Audit workflow runs: a sortable, filterable run list; a run's timeline; a step's detail; two runs compared.
 
     Parameters
@@ -98,7 +99,7 @@ class TraceReplay(AnyPanel):
     >>> panel.step = 2; panel.detail["error"]                                # doctest: +SKIP
     """
 
-    _esm = AnyPanel.module("_traces.js")
+    _esm = Panel.module("_traces.js")
 
     runs: t.List[dict[str, Any]] = t.List().tag(sync=True)  # elements not validated one by one: 1000s of rows
     """The run rows shown (filtered and sorted), at most ``MAX_RUN_ROWS``."""
