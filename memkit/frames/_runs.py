@@ -39,6 +39,26 @@ def _normalised(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+# A run id is long and full of hyphens (``literature-review-alice/review-alice-1``): in a notebook's
+# table the browser broke it over three lines. Its cells keep to one line; the table scrolls instead.
+_ONE_LINE_INDEX = "<style scoped>.memkit-runs tbody th { white-space: nowrap; }</style>"
+
+
+class RunsFrame(pd.DataFrame):  # type: ignore[misc]  # pandas is untyped here
+    """What :func:`runs_frame` returns: a plain DataFrame whose notebook table keeps each run id on one
+    line. A selection or a copy of it stays one; anything pandas accepts, it accepts."""
+
+    @property
+    def _constructor(self) -> type[RunsFrame]:
+        return RunsFrame
+
+    def _repr_html_(self) -> str | None:
+        html: str | None = super()._repr_html_()
+        if html is None:
+            return None
+        return _ONE_LINE_INDEX + html.replace('class="dataframe"', 'class="dataframe memkit-runs"', 1)
+
+
 def _run_key(frame: pd.DataFrame) -> pd.Series:
     """A readable id per run: ``workflow/run_id`` (namespace in front only where two would collide)."""
     wf = frame["workflow_id"].fillna("").astype(str)
@@ -229,10 +249,10 @@ def runs_frame(
             user_id=user_id if isinstance(user_id, str) else None,
             recalls=_keeps_recalls(mem),
         )
-    return filter_runs(
+    return RunsFrame(filter_runs(
         _runs_from_steps(steps), status=status, agent_id=agent_id, user_id=user_id, workflow_id=workflow_id,
         tool=tool, since=since, until=until, min_duration=min_duration, max_duration=max_duration,
-    )
+    ))
 
 
 def _pick_run(runs: pd.DataFrame, run: str | pd.Series) -> pd.Series:
