@@ -152,6 +152,15 @@ def _run_the_tour(url: str) -> None:
         assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
         (ROOT / ".artifacts").mkdir(exist_ok=True)
         page.screenshot(path=str(ROOT / ".artifacts" / "lab.png"))
+        # runs_frame's table: every run id (long, full of hyphens) reads on one line, however narrow the cell.
+        table = page.locator("table.memkit-runs").first
+        table.scroll_into_view_if_needed()
+        lines = page.evaluate("""() => Array.from(document.querySelectorAll('table.memkit-runs tbody th')).map(th => {
+            const r = document.createRange(); r.selectNodeContents(th);
+            return [th.textContent, r.getClientRects().length]; })""")
+        assert any(text == "literature-review-alice/review-alice-1" for text, _ in lines), lines
+        assert all(count == 1 for _, count in lines), lines
+        table.screenshot(path=str(ROOT / ".artifacts" / "lab-runs-frame.png"))
 
 
 PAYLOAD = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
