@@ -67,6 +67,9 @@ function memkitGraph(vis, el, model) {
   const props = new Map();  // node id -> properties, kept out of vis-network's DataSet (it copies every field)
   const widths = new Map();  // node id -> caption width in px at CAPTION_PX
   const opened = new Map();  // group id -> members shown so far
+  // The live widget's copy of each drawn group's first page, sent by the kernel after the drawing,
+  // so a first click opens a group without waiting for the kernel.
+  let reserved = null;
   const pinned = new Set();
   const LARGE = 2500;  // above this many nodes: no arrows, edges hidden on zoom
   const hiddenTypes = new Set();
@@ -371,21 +374,32 @@ function memkitGraph(vis, el, model) {
     const offset = opened.get(id) || 0;
     if (offset >= n.count) return;
     if (model.isStatic) {  // a saved page carries each group's first page
-      const kept = data.reserve && data.reserve.groups[id];
-      if (!kept || offset > 0) { say("the rest of this group needs the live widget (memkit.widgets.GraphExplorer)"); return; }
-      const r = data.reserve;
-      expanded({
-        event: "expanded", id, group: id, shown: kept.shown,
-        nodes: kept.ids.map((i) => ({ ...r.nodes[i], offset: kept.offsets[i] })),
-        edges: kept.edges.map((e) => ({ ...r.edges[e] })),
-        message: `${kept.ids.length} new nodes from ${n.type.toLowerCase()}` +
-          (n.count > kept.shown ? `; ${(n.count - kept.shown).toLocaleString()} more in the live widget` : ""),
-      });
+      if (!(data.reserve && data.reserve.groups[id]) || offset > 0) {
+        say("the rest of this group needs the live widget (memkit.widgets.GraphExplorer)");
+        return;
+      }
+      openReserved(data.reserve, id, n, "more in the live widget");
+      return;
+    }
+    if (offset === 0 && reserved && reserved.groups[id]) {
+      openReserved(reserved, id, n, "more in it (its panel shows more)");
+      model.send({ event: "opened", id });  // the kernel notes what is drawn now
       return;
     }
     say("opening…");
     root.dataset.opening = id;
     model.send({ event: "open", id, offset });
+  }
+
+  function openReserved(r, id, n, more) {
+    const kept = r.groups[id];
+    expanded({
+      event: "expanded", id, group: id, shown: kept.shown,
+      nodes: kept.ids.map((i) => ({ ...r.nodes[i], offset: kept.offsets[i] })),
+      edges: kept.edges.map((e) => ({ ...r.edges[e] })),
+      message: `${kept.ids.length} new node${kept.ids.length === 1 ? "" : "s"} from ${n.type.toLowerCase()}` +
+        (n.count > kept.shown ? `; ${(n.count - kept.shown).toLocaleString()} ${more}` : ""),
+    });
   }
 
   function openRuns(memoryId, traces) {
@@ -476,6 +490,7 @@ function memkitGraph(vis, el, model) {
 
   function draw(d) {
     data = d;
+    reserved = null;
     if (network) network.destroy();
     hiddenTypes.clear();
     spotlit = false;
@@ -600,6 +615,7 @@ function memkitGraph(vis, el, model) {
   colourBy.addEventListener("change", onRule);
   const onMsg = (msg) => {
     if (msg && msg.event === "expanded") expanded(msg);
+    else if (msg && msg.event === "reserve") reserved = msg;
     else if (msg && msg.event === "error") { say(msg.message); root.dataset.opening = ""; }
   };
   const onData = () => draw(model.get("data"));

@@ -24,7 +24,7 @@ from memkit._recall import step_namespace
 from memkit._sync import Memory
 from memkit.graph import GraphNode, MemoryGraph, memory_graph, neighbourhood
 from memkit.graph._groups import MEMBERS_SHOWN, _check_group
-from memkit.graph._page import payload, widget_css, widget_esm
+from memkit.graph._page import payload, reserve, widget_css, widget_esm
 from memkit.graph._read import DEFAULT_GRAPH_LIMIT
 from memkit.graph._style import style_edges, style_nodes
 from memkit.graph._view import GraphView, collapse_recall_nodes, expansion, select, with_recalls
@@ -83,7 +83,19 @@ class GraphWidget(anywidget.AnyWidget):
         self._drawn = {n.id for n in view.nodes}
         self._shown: dict[str, int] = {}
         self.data = payload(view, title)
+        if view.groups is not None:
+            # Each drawn group's first page, after the drawing (which the browser is already busy with):
+            # a first click on a group then opens it without a round trip to the kernel.
+            self.send({"event": "reserve", **reserve(view)})
         return view
+
+    def _opened(self, group_id: str) -> None:
+        """The browser opened ``group_id``'s first page from the reserve: note what is drawn now."""
+        if self.view is None or self.view.groups is None or self._shown.get(group_id):
+            return
+        fresh, _, _, _ = expansion(self.view, group_id, self._drawn)
+        self._drawn.update(n.id for n in fresh)
+        self._shown[group_id] = min(self.view.counts.get(group_id, 0), MEMBERS_SHOWN)
 
     def open_group(self, group_id: str, offset: int | None = None) -> list[GraphNode]:
         """Draw the next members of a group (a click on it does the same); returns the nodes added."""
@@ -208,6 +220,8 @@ class GraphWidget(anywidget.AnyWidget):
             elif event == "open" and isinstance(target, str):
                 offset = content.get("offset")
                 self.open_group(target, offset if isinstance(offset, int) and offset >= 0 else None)
+            elif event == "opened" and isinstance(target, str):
+                self._opened(target)
             elif event == "runs" and isinstance(target, str):
                 self.open_runs(target)
             elif event == "find" and isinstance(content.get("query"), str):
