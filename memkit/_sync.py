@@ -4,6 +4,11 @@ Every call is handed to one background event loop that memkit owns, and the
 caller blocks on the result. That works the same in a script (no loop), in
 Jupyter (a loop is already running on the caller's thread) and in worker
 threads, without nest_asyncio or patching anyone's loop.
+
+This module is the one sync/async boundary: :class:`Memory`'s methods, and
+:func:`call` for the rest of the synchronous face (frames, graphs, import and
+export, the demo, the evaluation), which hands it an ``async`` function of the
+provider. Nothing else blocks on the loop.
 """
 
 from __future__ import annotations
