@@ -413,6 +413,8 @@ def _at_scale(page: Page, title: str) -> None:
                            timeout=30_000)
     memories = page.evaluate(COUNT, [title, "Memory"])
     assert 0 < memories - before <= 60  # one page of TP53's memories
+    # ... drawn from the first pages the kernel set ahead, without a round trip
+    assert int(page.evaluate(f"(t) => ({PICK})(t).dataset.fromReserve || '0'", title)) >= 1
     assert "of" in page.locator(".memkit-graph-group").first.inner_text()  # "60 of 2,085 memories shown"
     legend = page.evaluate(LEGEND, title)
     assert legend["Memory"] == f"Memory ({memories})"

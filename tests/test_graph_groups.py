@@ -131,8 +131,8 @@ def test_bad_options_are_refused_clearly(tmp_path: Path) -> None:
             select(memory_graph(mem), 10, "topic")
 
 
-def test_a_first_click_opens_a_group_from_the_page_the_kernel_sent_ahead(tmp_path: Path) -> None:
-    """The live widget sends each drawn group's first page after the drawing; the browser opens a group
+def test_a_first_click_opens_a_group_from_the_page_the_kernel_set_ahead(tmp_path: Path) -> None:
+    """The live widget holds each drawn group's first page after the drawing; the browser opens a group
     from it and tells the kernel, whose "show more" then continues after it."""
     from memkit.widgets import GraphExplorer
 
@@ -145,7 +145,7 @@ def test_a_first_click_opens_a_group_from_the_page_the_kernel_sent_ahead(tmp_pat
         explorer.draw()
         view = explorer.view
         assert view is not None and view.groups is not None
-        reserved = [m for m in sent if m.get("event") == "reserve"][-1]
+        reserved = explorer.canvas.reserve
         assert set(reserved["groups"]) == {n.id for n in view.nodes if view.counts.get(n.id)}
         tp53 = next(n for n in view.nodes if n.properties.get("name") == "TP53")
         page = reserved["groups"][tp53.id]

@@ -67,9 +67,6 @@ function memkitGraph(vis, el, model) {
   const props = new Map();  // node id -> properties, kept out of vis-network's DataSet (it copies every field)
   const widths = new Map();  // node id -> caption width in px at CAPTION_PX
   const opened = new Map();  // group id -> members shown so far
-  // The live widget's copy of each drawn group's first page, sent by the kernel after the drawing,
-  // so a first click opens a group without waiting for the kernel.
-  let reserved = null;
   const pinned = new Set();
   const LARGE = 2500;  // above this many nodes: no arrows, edges hidden on zoom
   const hiddenTypes = new Set();
@@ -381,7 +378,10 @@ function memkitGraph(vis, el, model) {
       openReserved(data.reserve, id, n, "more in the live widget");
       return;
     }
-    if (offset === 0 && reserved && reserved.groups[id]) {
+    // The live widget's copy of each drawn group's first page, set by the kernel after the drawing,
+    // so a first click opens a group without waiting for the kernel.
+    const reserved = model.get("reserve");
+    if (offset === 0 && reserved && reserved.groups && reserved.groups[id]) {
       openReserved(reserved, id, n, "more in it (its panel shows more)");
       model.send({ event: "opened", id });  // the kernel notes what is drawn now
       return;
@@ -393,6 +393,7 @@ function memkitGraph(vis, el, model) {
 
   function openReserved(r, id, n, more) {
     const kept = r.groups[id];
+    root.dataset.fromReserve = String(Number(root.dataset.fromReserve || 0) + 1);  // opened without the kernel
     expanded({
       event: "expanded", id, group: id, shown: kept.shown,
       nodes: kept.ids.map((i) => ({ ...r.nodes[i], offset: kept.offsets[i] })),
@@ -490,7 +491,6 @@ function memkitGraph(vis, el, model) {
 
   function draw(d) {
     data = d;
-    reserved = null;
     if (network) network.destroy();
     hiddenTypes.clear();
     spotlit = false;
@@ -615,7 +615,6 @@ function memkitGraph(vis, el, model) {
   colourBy.addEventListener("change", onRule);
   const onMsg = (msg) => {
     if (msg && msg.event === "expanded") expanded(msg);
-    else if (msg && msg.event === "reserve") reserved = msg;
     else if (msg && msg.event === "error") { say(msg.message); root.dataset.opening = ""; }
   };
   const onData = () => draw(model.get("data"));

@@ -24,7 +24,8 @@ from memkit._recall import step_namespace
 from memkit._sync import Memory
 from memkit.graph import GraphNode, MemoryGraph, memory_graph, neighbourhood
 from memkit.graph._groups import MEMBERS_SHOWN, _check_group
-from memkit.graph._page import payload, reserve, widget_css, widget_esm
+from memkit.graph._page import payload, widget_css, widget_esm
+from memkit.graph._page import reserve as first_pages
 from memkit.graph._read import DEFAULT_GRAPH_LIMIT
 from memkit.graph._style import style_edges, style_nodes
 from memkit.graph._view import GraphView, collapse_recall_nodes, expansion, select, with_recalls
@@ -64,6 +65,9 @@ class GraphWidget(anywidget.AnyWidget):
     selected_id = traitlets.Unicode(None, allow_none=True).tag(sync=True)
     # Styling rules: ``size_by`` one of type, count, degree, recalls; ``color_by`` one of type, ns, kind.
     style = traitlets.Dict({"size_by": "type", "color_by": "type"}).tag(sync=True)
+    # Each drawn group's first page (see ``reserve``), so a first click opens a group without the kernel;
+    # a trait rather than a message, so a widget drawn before it is displayed has it too.
+    reserve = traitlets.Dict().tag(sync=True)
 
     def __init__(self, expand: ExpandFn | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -82,11 +86,10 @@ class GraphWidget(anywidget.AnyWidget):
         self.selected_id = None
         self._drawn = {n.id for n in view.nodes}
         self._shown: dict[str, int] = {}
+        self.reserve = {}
         self.data = payload(view, title)
-        if view.groups is not None:
-            # Each drawn group's first page, after the drawing (which the browser is already busy with):
-            # a first click on a group then opens it without a round trip to the kernel.
-            self.send({"event": "reserve", **reserve(view)})
+        if view.groups is not None:  # after the drawing, which the browser is already busy with
+            self.reserve = first_pages(view)
         return view
 
     def _opened(self, group_id: str) -> None:
