@@ -10,6 +10,11 @@ run_id, step_index, step_name, tool, status, started_at, ended_at, duration_s,
 retry_count, error, created_at``, then ``params.*`` and ``result.*`` sorted by name.
 ``started_at``/``ended_at``/``created_at`` are tz-aware UTC; rows are in replay
 order (the order the steps were stored).
+
+One concern per module: ``_reading`` (a store read into trace, memory and namespace frames, and
+the tool and failure audits), ``_runs`` (runs from steps, their filters, one run's steps),
+``_compare`` (two runs side by side), ``_recalls`` (what steps recalled, and the marks made on
+it) and ``_replay`` (a workflow walked step by step; a recall run again on today's store).
 """
 
 from __future__ import annotations
