@@ -50,10 +50,12 @@ from pathlib import Path
 from typing import Any
 
 import memkit
-from memkit._graphschema import record_parts
-from memkit._graphview import page_from_payload, payload, select
 from memkit._records import Record
-from memkit.graph import MemoryGraph, graph_from_parts, memory_graph
+from memkit.graph import MemoryGraph, memory_graph
+from memkit.graph._model import graph_from_parts
+from memkit.graph._page import page_from_payload, payload
+from memkit.graph._schema import record_parts
+from memkit.graph._view import select
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -179,7 +181,8 @@ def grouped(repeat: int) -> None:
 
     from playwright.sync_api import sync_playwright
 
-    from memkit._graphview import expansion, style_edges, style_nodes
+    from memkit.graph._style import style_edges, style_nodes
+    from memkit.graph._view import expansion
     from memkit.widgets._graph import _with_namespace_recalls
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

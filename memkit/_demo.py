@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from memkit._records import trace_record
 
 if TYPE_CHECKING:
+    from memkit._protocols import MemoryProvider
+    from memkit._recall import Recall
     from memkit._sync import Memory
 
 __all__ = ["DEMO_AGENTS", "DEMO_USERS", "REVIEW_RUN", "demo_items", "load_demo"]
@@ -201,7 +203,7 @@ def load_demo(mem: Memory, *, progress: bool = False) -> None:
     mem.add_many(demo_items(), progress=progress)
     from memkit._protocols import SupportsRecalls
     from memkit._recall import Recall, RecalledMemory
-    from memkit._sync import run_sync
+    from memkit._sync import call
 
     provider = mem.provider
     if not isinstance(provider, SupportsRecalls):
@@ -240,4 +242,11 @@ def load_demo(mem: Memory, *, progress: bool = False) -> None:
     late = clock + timedelta(minutes=10)
     rows.append(_item(LATE_RESULT, user, agent, {"topic": "homology", "gene": "BRCA2", "tool": "blast"}, late))
     mem.add_many(rows)
-    run_sync(provider.add_recalls(recalls))
+    call(provider, _add_recalls, recalls)
+
+
+async def _add_recalls(provider: MemoryProvider, recalls: list[Recall]) -> None:
+    from memkit._protocols import SupportsRecalls
+
+    if isinstance(provider, SupportsRecalls):
+        await provider.add_recalls(recalls)

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memkit._models import MemoryItem
-from memkit._timing import step_timing
+from memkit.traces._timing import step_timing
 
 __all__ = [
     "UNKNOWN_STATUS",

@@ -25,7 +25,7 @@ from memkit._errors import InvalidInputError
 from memkit._marks import Mark, no_recall
 from memkit._protocols import MemoryProvider, SupportsMarks, SupportsRecalls
 from memkit._recall import Recall
-from memkit._sync import Memory, provider_of, run_sync
+from memkit._sync import Memory, call, provider_of
 from memkit._validate import check_id, check_limit
 
 __all__ = ["EVALUATION_COLUMNS", "Evaluation", "QueryScore", "evaluate"]
@@ -244,4 +244,4 @@ def evaluate(
             check_id(value, name)
     if marks is not None and not isinstance(marks, Iterable):
         raise InvalidInputError(f"marks must be a list of memkit.Mark, got {type(marks).__name__}")
-    return run_sync(_evaluate(provider, marks, user_id, agent_id, size, mode, options))
+    return call(provider, _evaluate, marks, user_id, agent_id, size, mode, options)

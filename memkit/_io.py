@@ -32,14 +32,11 @@ from memkit._protocols import (
     SupportsStats,
 )
 from memkit._records import from_us, trace_record
-from memkit._sync import Memory, provider_of, run_sync
+from memkit._sync import Memory, call, provider_of
 
 __all__ = ["export_jsonl", "import_history", "import_jsonl"]
 
 _FIELDS = ("id", "user_id", "agent_id", "content", "metadata", "created_at")
-
-
-_provider = provider_of
 
 
 async def _export(
@@ -99,7 +96,7 @@ def export_jsonl(
     --------
     >>> memkit.export_jsonl(mem, "backup.jsonl")   # doctest: +SKIP
     """
-    return run_sync(_export(_provider(mem), Path(path), user_id, agent_id, progress))
+    return call(mem, _export, Path(path), user_id, agent_id, progress)
 
 
 def _read_jsonl(path: Path) -> tuple[list[NewMemory], list[_recall.Recall], list[_marks.Mark]]:
@@ -151,7 +148,7 @@ def import_jsonl(mem: MemoryProvider | Memory, path: str | os.PathLike[str], *, 
     line or an id the store already holds raises :class:`~memkit.InvalidInputError` and
     writes nothing. Recalls and marks are checked the same way first and written after the memories.
     """
-    provider = _provider(mem)
+    provider = provider_of(mem)
     if not isinstance(provider, SupportsAddMany):
         raise NotImplementedError(f"{provider!r} cannot import (no add_many())")
     items, recalls, marks = _read_jsonl(Path(path))
@@ -164,16 +161,33 @@ def import_jsonl(mem: MemoryProvider | Memory, path: str | os.PathLike[str], *, 
     if recalls:
         if keeper is None:
             raise NotImplementedError(f"{provider!r} cannot keep the file's recalls (no add_recalls())")
-        checked = _recall.checked_recalls(recalls)
-        taken = [r.id for r in checked if run_sync(keeper.get_recall(r.id)) is not None]
-        if taken:
-            raise InvalidInputError(f"the store already holds recall {taken[0]!r}")
-    written = len(run_sync(provider.add_many(items, progress=progress)))
+        _recall.checked_recalls(recalls)
+    return call(provider, _import, items, recalls, marks, progress)
+
+
+async def _import(
+    provider: MemoryProvider, items: list[NewMemory], recalls: list[_recall.Recall], marks: list[_marks.Mark],
+    progress: bool,
+) -> int:
+    """Write what :func:`import_jsonl` read and checked: no recall the store already holds, then the
+    memories in one ``add_many``, then the recalls and the marks."""
+    keeper = provider if isinstance(provider, SupportsRecalls) else None
     if recalls and keeper is not None:
-        written += run_sync(keeper.add_recalls(recalls))
-    if marks and marker is not None:
-        written += run_sync(marker.put_marks(marks))
+        for recall in recalls:
+            if await keeper.get_recall(recall.id) is not None:
+                raise InvalidInputError(f"the store already holds recall {recall.id!r}")
+    written = len(await _add_many(provider, items, progress))
+    if recalls and keeper is not None:
+        written += await keeper.add_recalls(recalls)
+    if marks and isinstance(provider, SupportsMarks):
+        written += await provider.put_marks(marks)
     return written
+
+
+async def _add_many(provider: MemoryProvider, items: list[NewMemory], progress: bool) -> list[str]:
+    if not isinstance(provider, SupportsAddMany):
+        raise NotImplementedError(f"{provider!r} cannot import (no add_many())")
+    return await provider.add_many(items, progress=progress)
 
 
 def import_history(
@@ -202,7 +216,7 @@ def import_history(
             history = ExecutionHistory.load_from_file(source)
         except json.JSONDecodeError as exc:
             raise InvalidInputError(f"{source} is not JSON: {exc}") from None
-    provider = _provider(mem)
+    provider = provider_of(mem)
     if not isinstance(provider, SupportsAddMany):
         raise NotImplementedError(f"{provider!r} cannot import (no add_many())")
     items: list[NewMemory] = []
@@ -220,4 +234,4 @@ def import_history(
                 metadata=record.metadata, created_at=created,
             )
         )
-    return run_sync(provider.add_many(items, progress=progress))
+    return call(provider, _add_many, items, progress)

@@ -14,7 +14,6 @@ from typing import Any
 
 from memkit._errors import InvalidInputError
 from memkit._models import MemoryItem, NamespaceInfo, NewMemory
-from memkit._timing import with_timing
 from memkit._validate import (
     DEFAULT_LIMITS,
     Limits,
@@ -25,6 +24,7 @@ from memkit._validate import (
     check_trace_data,
     encode_metadata,
 )
+from memkit.traces._timing import with_timing
 
 __all__ = [
     "REDACTED",
@@ -294,8 +294,8 @@ def trace_record(
     ``workflow_id``, the scalar audit fields of :data:`TRACE_FIELDS` when present,
     the caller's ``trace_data["metadata"]``, and the whole payload under ``trace``
     so replay never has to parse content; step timing in any spelling memkit reads
-    (see :mod:`memkit._timing`) is also stored as ``timestamp``/``duration``. ``type`` and ``workflow_id`` cannot be
-    overridden by the payload. The process-wide redactor (see
+    (see :mod:`memkit.traces._timing`) is also stored as ``timestamp``/``duration``.
+    ``type`` and ``workflow_id`` cannot be overridden by the payload. The process-wide redactor (see
     :func:`set_trace_redactor`) runs first, so secrets reach neither content nor
     metadata.
     """
@@ -311,7 +311,7 @@ def trace_record(
     extra = data.get("metadata") or {}
     if not isinstance(extra, dict):
         extra = {"metadata": extra}
-    # Any timing spelling becomes the canonical timestamp/duration too (see memkit._timing).
+    # Any timing spelling becomes the canonical timestamp/duration too (see memkit.traces._timing).
     payload = with_timing({k: v for k, v in data.items() if k != "metadata"})
     payload = check_metadata(payload, limits)  # JSON-safe before it is rendered
     meta: dict[str, Any] = dict(extra)

@@ -4,6 +4,11 @@ Every call is handed to one background event loop that memkit owns, and the
 caller blocks on the result. That works the same in a script (no loop), in
 Jupyter (a loop is already running on the caller's thread) and in worker
 threads, without nest_asyncio or patching anyone's loop.
+
+This module is the one sync/async boundary: :class:`Memory`'s methods, and
+:func:`call` for the rest of the synchronous face (frames, graphs, import and
+export, the demo, the evaluation), which hands it an ``async`` function of the
+provider. Nothing else blocks on the loop.
 """
 
 from __future__ import annotations
@@ -11,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Coroutine, Iterable, Iterator, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from memkit import _marks
 from memkit._errors import ConfigError, InvalidInputError
@@ -44,9 +49,10 @@ from memkit._validate import (
     checked_methods,
 )
 
-__all__ = ["Memory", "open", "run_sync"]
+__all__ = ["Memory", "call", "open"]
 
 T = TypeVar("T")
+Params = ParamSpec("Params")
 
 #: What ``filters=`` takes: a dict of conditions, or the same dict in a :class:`MemoryFilter`.
 Filters = dict[str, Any] | MemoryFilter | None
@@ -101,6 +107,23 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
             " async method instead"
         )
     return asyncio.run_coroutine_threadsafe(coro, runner.loop).result()
+
+
+def call(
+    mem: object,
+    fn: Callable[Concatenate[MemoryProvider, Params], Coroutine[Any, Any, T]],
+    /,
+    *args: Params.args,
+    **kwargs: Params.kwargs,
+) -> T:
+    """Await ``fn(provider, *args, **kwargs)`` on memkit's loop and return its result (or raise its error).
+
+    The one way synchronous code outside this module (frames, graphs, import and export, the demo,
+    the evaluation) reaches a provider: ``mem`` is a :class:`Memory` or a provider, resolved here
+    (anything else raises :class:`memkit.InvalidInputError` before ``fn`` runs), and ``fn`` is an
+    ``async`` function whose first argument is the provider.
+    """
+    return run_sync(fn(provider_of(mem), *args, **kwargs))
 
 
 P = TypeVar("P")

@@ -23,7 +23,8 @@ import pandas as pd
 from memkit._display import status_of
 from memkit._protocols import MemoryProvider
 from memkit._sync import Memory
-from memkit.frames import _frame, failure_patterns
+from memkit.frames import failure_patterns
+from memkit.frames._reading import _frame
 
 __all__ = ["VEGA_LITE_MIME", "Chart", "duration_chart", "failure_heatmap", "success_rate_chart"]
 

@@ -134,7 +134,8 @@ def cmd_graph(args: argparse.Namespace) -> int:
         if not graph.nodes:
             what = f"workflow {args.workflow!r}" if args.workflow else "it"
             raise memkit.NotFoundError(f"nothing to draw: {scope} has no memories in {what}")
-        from memkit._graphview import page_html, select
+        from memkit.graph._page import page_html
+        from memkit.graph._view import select
 
         view = select(graph, args.max_nodes, args.group)
         with open(args.html, "w", encoding="utf-8") as fh:
@@ -281,7 +282,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     with _open(args) as mem:
         runs = runs_frame(mem)
         try:
-            from memkit.frames import _pick_run
+            from memkit.frames._runs import _pick_run
 
             row = _pick_run(runs, args.run)
         except InvalidInputError as exc:

@@ -16,6 +16,7 @@ import memkit
 from memkit import frames
 from memkit.adapters._memory import InMemoryAdapter
 from memkit.adapters._sqlite import SQLiteAdapter, _schema
+from memkit.frames import _reading
 from memkit.traces import ExecutionHistory
 
 
@@ -99,7 +100,7 @@ def test_sqlite_fast_path_equals_the_generic_path(tmp_path: Path, in_ram: bool) 
         asyncio.run(store.add_many([{"content": record.content, "user_id": record.user_id,
                                      "agent_id": record.agent_id, "metadata": record.metadata}]))
     fast = frames.traces_frame(store)
-    slow = frames._trace_frame(asyncio.run(frames._export_trace_columns(store, None, None, None, None, None)))
+    slow = _reading._trace_frame(asyncio.run(_reading._export_trace_columns(store, None, None, None, None, None)))
     pd.testing.assert_frame_equal(fast, slow)
     assert fast.iloc[3]["step_name"] == "odd\x1fname"
     last = fast.iloc[-1]

@@ -17,9 +17,9 @@ from graph_scale import fill_scale
 
 import memkit
 from memkit._errors import InvalidInputError
-from memkit._graphview import expansion, select
 from memkit.adapters import FalkorDBAdapter, Neo4jAdapter
 from memkit.graph import memory_graph
+from memkit.graph._view import expansion, select
 from memkit.widgets._graph import _with_namespace_recalls
 
 
@@ -129,3 +129,29 @@ def test_bad_options_are_refused_clearly(tmp_path: Path) -> None:
                 GraphExplorer(mem, **bad)
         with pytest.raises(InvalidInputError, match="group must be"):
             select(memory_graph(mem), 10, "topic")
+
+
+def test_a_first_click_opens_a_group_from_the_page_the_kernel_set_ahead(tmp_path: Path) -> None:
+    """The live widget holds each drawn group's first page after the drawing; the browser opens a group
+    from it and tells the kernel, whose "show more" then continues after it."""
+    from memkit.widgets import GraphExplorer
+
+    with memkit.open(f"sqlite:///{tmp_path / 'r.db'}?embedder=none") as mem:
+        fill_scale(mem, n=800, runs=4)
+        explorer = GraphExplorer(mem, max_nodes=120)
+        sent: list[dict[str, Any]] = []
+        explorer.canvas.send = sent.append  # type: ignore[method-assign]
+        explorer.namespace.value = ("ana", "bio")
+        explorer.draw()
+        view = explorer.view
+        assert view is not None and view.groups is not None
+        reserved = explorer.canvas.reserve
+        assert set(reserved["groups"]) == {n.id for n in view.nodes if view.counts.get(n.id)}
+        tp53 = next(n for n in view.nodes if n.properties.get("name") == "TP53")
+        page = reserved["groups"][tp53.id]
+        assert len(page["ids"]) == page["shown"] == 60
+        assert all(reserved["nodes"][i]["type"] == "Memory" and i in page["offsets"] for i in page["ids"])
+        explorer.canvas._on_message(None, {"event": "opened", "id": tp53.id}, [])
+        more = explorer.canvas.open_group(tp53.id, 60)  # what "show more" asks for next
+        assert len(more) == 60 and not set(page["ids"]) & {n.id for n in more}
+        assert sent[-1]["shown"] == 120

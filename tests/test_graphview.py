@@ -18,9 +18,11 @@ import pytest
 
 import memkit
 from memkit._errors import InvalidInputError
-from memkit._graphview import FAILED_COLOUR, LABEL_STYLE, page_html, payload, select
 from memkit.adapters import FalkorDBAdapter, InMemoryAdapter, Neo4jAdapter, SQLiteAdapter
 from memkit.graph import GraphNode, MemoryGraph, amemory_graph, aneighbourhood, memory_graph, neighbourhood
+from memkit.graph._page import page_html, payload
+from memkit.graph._style import FAILED_COLOUR, LABEL_STYLE
+from memkit.graph._view import select
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 HOSTILE = '<img src=x onerror="window.__pwned=1"></script><script>window.__pwned=2</script>\u202e'

@@ -152,6 +152,15 @@ def _run_the_tour(url: str) -> None:
         assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
         (ROOT / ".artifacts").mkdir(exist_ok=True)
         page.screenshot(path=str(ROOT / ".artifacts" / "lab.png"))
+        # runs_frame's table: every run id (long, full of hyphens) reads on one line, however narrow the cell.
+        table = page.locator("table.memkit-runs").first
+        table.scroll_into_view_if_needed()
+        lines = page.evaluate("""() => Array.from(document.querySelectorAll('table.memkit-runs tbody th')).map(th => {
+            const r = document.createRange(); r.selectNodeContents(th);
+            return [th.textContent, r.getClientRects().length]; })""")
+        assert any(text == "literature-review-alice/review-alice-1" for text, _ in lines), lines
+        assert all(count == 1 for _, count in lines), lines
+        table.screenshot(path=str(ROOT / ".artifacts" / "lab-runs-frame.png"))
 
 
 PAYLOAD = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
@@ -507,7 +516,7 @@ def _near(pixel: list[int], colour: str, tolerance: int = 40) -> bool:
 def _check_recall_graph(page: Page, cell: Locator) -> None:
     """The workflow graph draws what each step recalled as dashed purple edges, apart from the solid
     grey edge to the step's own record; the deleted memory is drawn grey."""
-    from memkit._graphview import DELETED_COLOUR, EDGE_STYLE
+    from memkit.graph._style import DELETED_COLOUR, EDGE_STYLE
 
     cell.scroll_into_view_if_needed()
     root = cell.locator(".memkit-graph[data-settled='1']")

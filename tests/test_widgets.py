@@ -324,7 +324,7 @@ def test_the_memory_detail_lists_the_steps_that_recalled_it(tmp_path: Path) -> N
 
 
 def test_a_workflow_graph_draws_recall_edges_apart_from_the_recorded_ones(tmp_path: Path) -> None:
-    from memkit._graphview import payload
+    from memkit.graph._page import payload
 
     with memkit.open(f"sqlite:///{tmp_path / 't.db'}?embedder=none") as mem:
         hits = _searching_run(mem)
@@ -354,8 +354,8 @@ def test_a_workflow_graph_draws_recall_edges_apart_from_the_recorded_ones(tmp_pa
 
 
 def test_recall_nodes_from_a_graph_database_draw_as_the_same_edges() -> None:
-    from memkit._graphview import collapse_recall_nodes
     from memkit.graph import GraphEdge, GraphNode, MemoryGraph
+    from memkit.graph._view import collapse_recall_nodes
 
     graph = MemoryGraph(
         [GraphNode("s", "Step", {"order": 0}), GraphNode("r", "Recall", {"query": "TP53", "mode": "hybrid"}),

@@ -26,15 +26,6 @@ import numpy as np
 from memkit import _marks, _pipeline, _recall
 from memkit._errors import ConfigError, InvalidInputError
 from memkit._filters import Condition, matches
-from memkit._graphschema import (
-    DEFAULT_ENTITY_FIELDS,
-    NODE_LABELS,
-    RecordParts,
-    edge_id,
-    memory_key,
-    node_key,
-    record_parts,
-)
 from memkit._keyword import KeywordIndex, analyze_query
 from memkit._marks import Mark
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
@@ -51,7 +42,16 @@ from memkit._validate import (
     check_scope,
 )
 from memkit.adapters._plumbing import RecordWriter, timed_health
-from memkit.graph import GraphBuilder, MemoryGraph
+from memkit.graph._model import GraphBuilder, MemoryGraph
+from memkit.graph._schema import (
+    DEFAULT_ENTITY_FIELDS,
+    NODE_LABELS,
+    RecordParts,
+    edge_id,
+    memory_key,
+    node_key,
+    record_parts,
+)
 
 __all__ = ["Dialect", "GraphAdapter", "Statement"]
 

@@ -1,4 +1,4 @@
-"""Shared pieces of the panels: escaping, tables, error display, search-mode discovery."""
+"""The one panel base (:class:`Panel`) and what the panels share: escaping, tables, search-mode discovery."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-import anywidget
 import ipywidgets as w
 import traitlets
 
@@ -18,7 +17,7 @@ from memkit._errors import MemkitError
 from memkit._protocols import SupportsSearchModes
 from memkit._sync import Memory
 
-__all__ = ["AnyPanel", "Panel", "esc", "short", "status_html", "table_html"]
+__all__ = ["Panel", "esc", "short", "status_html", "table_html"]
 
 T = TypeVar("T")
 
@@ -64,31 +63,6 @@ def search_modes(mem: Memory) -> list[str]:
     return [m for m in MODES if m in declared]
 
 
-class Panel:
-    """A panel owns a widget tree (``.widget``) and a status line; Jupyter displays the tree."""
-
-    widget: w.Box
-    status: w.HTML
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        bundle = self.widget._repr_mimebundle_(**kwargs)
-        if isinstance(bundle, dict):
-            bundle["text/plain"] = self.summary()
-        return bundle
-
-    def summary(self) -> str:
-        """One deterministic line for ``text/plain`` (what nbval compares)."""
-        return type(self).__name__
-
-    def _guard(self, fn: Callable[[], T]) -> T | None:
-        """Run a store call; a memkit error or bad JSON shows in the status line instead of escaping."""
-        try:
-            return fn()
-        except (MemkitError, ValueError) as exc:
-            self.status.value = status_html(f"{type(exc).__name__}: {exc}", "error")
-            return None
-
-
 def workflows(mem: Memory, max_traces: int | None = None) -> list[tuple[str, str, str]]:
     """(user_id, agent_id, workflow_id) of the traces in the store, from the columnar trace reader.
 
@@ -102,26 +76,43 @@ def workflows(mem: Memory, max_traces: int | None = None) -> list[tuple[str, str
     return sorted((str(u), str(a), str(w)) for u, a, w in keys.itertuples(index=False, name=None))
 
 
-# -- anywidget panels ------------------------------------------------------------------------
+# -- the one panel base -------------------------------------------------------------------
 
 _HERE = Path(__file__).resolve().parent
 
 
-class AnyPanel(anywidget.AnyWidget):
-    """Base of memkit's anywidget panels: a message line, a busy flag, and a text/plain summary.
+class Panel(traitlets.HasTraits):
+    """Base of every memkit panel: a message line, a busy flag, error capture and a text/plain summary.
 
-    The browser side is an ES module shipped next to this file (no build step, nothing
-    fetched); ``_grid.js`` holds what every panel's module shares and is put in front of it.
+    A panel is drawn one of two ways. An anywidget panel (``class P(Panel, anywidget.AnyWidget)``)
+    is its own widget: its ES module, shipped next to this file and put behind ``_grid.js`` (what
+    every module shares; no build step, nothing fetched), draws ``message`` and ``busy``, which sync
+    to the browser. A panel of ipywidgets keeps its tree in ``widget`` and shows the message in a
+    :meth:`status_line`. Either way a store call goes through :meth:`working` or :meth:`_guard`,
+    so a memkit error shows in the message line instead of escaping, and ``text/plain`` is
+    :meth:`summary`, one deterministic line for nbval to compare.
     """
 
     _css = (_HERE / "_panels.css").read_text(encoding="utf-8")
     message = traitlets.Unicode("").tag(sync=True)
     message_kind = traitlets.Unicode("info").tag(sync=True)
     busy = traitlets.Bool(False).tag(sync=True)
+    #: The ipywidgets tree a panel of ipywidgets displays (``None``: the panel is an anywidget).
+    widget: w.Box | None = None
 
     @staticmethod
     def module(name: str) -> str:
         return (_HERE / "_grid.js").read_text(encoding="utf-8") + "\n" + (_HERE / name).read_text(encoding="utf-8")
+
+    def status_line(self) -> w.HTML:
+        """An HTML line that follows ``message`` (for a panel of ipywidgets)."""
+        line = w.HTML()
+
+        def show(_: object = None) -> None:
+            line.value = status_html(self.message, self.message_kind) if self.message else ""
+
+        self.observe(show, names=["message", "message_kind"])
+        return line
 
     def say(self, message: str, kind: str = "info") -> None:
         self.message_kind = kind
@@ -140,12 +131,24 @@ class AnyPanel(anywidget.AnyWidget):
         finally:
             self.busy = False
 
+    def _guard(self, fn: Callable[[], T]) -> T | None:
+        """Run a store call; a memkit error or bad JSON shows in the message line instead of escaping."""
+        try:
+            return fn()
+        except (MemkitError, ValueError) as exc:
+            self.say(f"{type(exc).__name__}: {exc}", "error")
+            return None
+
     def summary(self) -> str:
         """One deterministic line for ``text/plain`` (what nbval compares)."""
         return type(self).__name__
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        bundle = super()._repr_mimebundle_(**kwargs)
+        if self.widget is not None:
+            bundle = self.widget._repr_mimebundle_(**kwargs)
+        else:
+            drawn: Any = super()
+            bundle = drawn._repr_mimebundle_(**kwargs)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
         if isinstance(data, dict):
             data["text/plain"] = self.summary()

@@ -22,12 +22,13 @@ class Dashboard(Panel):
     """
 
     def __init__(self, mem: Memory) -> None:
+        super().__init__()
         self.mem = mem
         self.browser = NamespaceBrowser(mem)
         # Reading every trace is the slow part of opening; it waits until the Traces tab is shown.
         self.replay = TraceReplay(mem, load=False)
         self.explorer = GraphExplorer(mem)
-        self.status = w.HTML()
+        self.status = self.status_line()
         self.tabs = w.Tab(children=[self.browser.widget, self.replay, self.explorer.widget])
         for index, title in enumerate(["Namespaces", "Traces", "Graph"]):
             self.tabs.set_title(index, title)

@@ -1,7 +1,7 @@
 """``GraphExplorer``: a namespace's or a workflow's graph as a live, explorable widget.
 
 The drawing is an anywidget (``GraphView``) whose JavaScript ships in the package
-(``memkit/_graph.js`` on the vis-network build pyvis embeds): nothing is fetched.
+(``memkit/graph/_graph.js`` on the vis-network build pyvis embeds): nothing is fetched.
 Click a node for its properties (``explorer.selected`` in Python), double-click to
 fetch its neighbours from the store, search by caption, toggle types in the legend.
 A workflow's graph also shows what its steps recalled (dashed purple ``RECALLED`` edges),
@@ -19,25 +19,17 @@ import ipywidgets as w
 import traitlets
 
 from memkit._errors import InvalidInputError, MemkitError
-from memkit._graphview import (
-    MEMBERS_SHOWN,
-    GraphView,
-    _check_group,
-    collapse_recall_nodes,
-    expansion,
-    payload,
-    select,
-    style_edges,
-    style_nodes,
-    widget_css,
-    widget_esm,
-    with_recalls,
-)
 from memkit._protocols import SupportsRecalls
 from memkit._recall import step_namespace
 from memkit._sync import Memory
-from memkit.graph import DEFAULT_GRAPH_LIMIT, GraphNode, MemoryGraph, memory_graph, neighbourhood
-from memkit.widgets._common import Panel, status_html
+from memkit.graph import GraphNode, MemoryGraph, memory_graph, neighbourhood
+from memkit.graph._groups import MEMBERS_SHOWN, _check_group
+from memkit.graph._page import payload, widget_css, widget_esm
+from memkit.graph._page import reserve as first_pages
+from memkit.graph._read import DEFAULT_GRAPH_LIMIT
+from memkit.graph._style import style_edges, style_nodes
+from memkit.graph._view import GraphView, collapse_recall_nodes, expansion, select, with_recalls
+from memkit.widgets._common import Panel
 from memkit.widgets._common import workflows as list_workflows
 
 __all__ = ["GraphExplorer", "GraphWidget"]
@@ -73,6 +65,9 @@ class GraphWidget(anywidget.AnyWidget):
     selected_id = traitlets.Unicode(None, allow_none=True).tag(sync=True)
     # Styling rules: ``size_by`` one of type, count, degree, recalls; ``color_by`` one of type, ns, kind.
     style = traitlets.Dict({"size_by": "type", "color_by": "type"}).tag(sync=True)
+    # Each drawn group's first page (see ``reserve``), so a first click opens a group without the kernel;
+    # a trait rather than a message, so a widget drawn before it is displayed has it too.
+    reserve = traitlets.Dict().tag(sync=True)
 
     def __init__(self, expand: ExpandFn | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -91,8 +86,19 @@ class GraphWidget(anywidget.AnyWidget):
         self.selected_id = None
         self._drawn = {n.id for n in view.nodes}
         self._shown: dict[str, int] = {}
+        self.reserve = {}
         self.data = payload(view, title)
+        if view.groups is not None:  # after the drawing, which the browser is already busy with
+            self.reserve = first_pages(view)
         return view
+
+    def _opened(self, group_id: str) -> None:
+        """The browser opened ``group_id``'s first page from the reserve: note what is drawn now."""
+        if self.view is None or self.view.groups is None or self._shown.get(group_id):
+            return
+        fresh, _, _, _ = expansion(self.view, group_id, self._drawn)
+        self._drawn.update(n.id for n in fresh)
+        self._shown[group_id] = min(self.view.counts.get(group_id, 0), MEMBERS_SHOWN)
 
     def open_group(self, group_id: str, offset: int | None = None) -> list[GraphNode]:
         """Draw the next members of a group (a click on it does the same); returns the nodes added."""
@@ -116,7 +122,7 @@ class GraphWidget(anywidget.AnyWidget):
         """The runs whose steps recalled ``memory_id`` (from the recall audit)."""
         if self.view is None:
             return []
-        from memkit._graphview import GraphIndex
+        from memkit.graph._groups import GraphIndex
 
         groups = self.view.groups
         index = groups.index if groups is not None and groups.index is not None else GraphIndex(self.graph)
@@ -156,7 +162,7 @@ class GraphWidget(anywidget.AnyWidget):
 
     def find(self, query: str) -> GraphNode | None:
         """Draw (if needed) and focus the first node whose caption matches ``query``, drawn or not."""
-        from memkit._graphview import caption
+        from memkit.graph._style import caption
 
         q = query.strip().lower()
         if not q or self.view is None:
@@ -217,6 +223,8 @@ class GraphWidget(anywidget.AnyWidget):
             elif event == "open" and isinstance(target, str):
                 offset = content.get("offset")
                 self.open_group(target, offset if isinstance(offset, int) and offset >= 0 else None)
+            elif event == "opened" and isinstance(target, str):
+                self._opened(target)
             elif event == "runs" and isinstance(target, str):
                 self.open_runs(target)
             elif event == "find" and isinstance(content.get("query"), str):
@@ -249,6 +257,7 @@ class GraphExplorer(Panel):
 
     def __init__(self, mem: Memory, graph: GraphFn | None = None, max_nodes: int = 300,
                  group: str | None = "auto", size_by: str = "type", color_by: str = "type") -> None:
+        super().__init__()
         _check_group(group)
         if size_by not in SIZE_RULES:
             raise InvalidInputError(f"size_by must be one of {', '.join(SIZE_RULES)}, got {size_by!r}")
@@ -265,7 +274,7 @@ class GraphExplorer(Panel):
         self.draw_button = w.Button(description="draw", icon="project-diagram", button_style="primary")
         self.recalls = w.Checkbox(value=True, description="what each step recalled", indent=False,
                                   layout=w.Layout(width="220px"))
-        self.status = w.HTML()
+        self.status = self.status_line()
         self.canvas = GraphWidget(expand=lambda node: neighbourhood(self.mem, node, limit=50),
                                   style={"size_by": size_by, "color_by": color_by})
         self.widget = w.VBox([
@@ -316,13 +325,13 @@ class GraphExplorer(Panel):
         note = ""
         if self.scope.value == "workflow":
             if self.workflow.value is None:
-                self.status.value = status_html("no workflow to draw", "warn")
+                self.say("no workflow to draw", "warn")
                 return
             user, agent, wf = self.workflow.value
             caption = f"workflow {wf} ({user} / {agent})"
         else:
             if self.namespace.value is None:
-                self.status.value = status_html("no namespace to draw", "warn")
+                self.say("no namespace to draw", "warn")
                 return
             (user, agent), wf = self.namespace.value, None
             caption = f"namespace {user} / {agent}"
@@ -351,7 +360,7 @@ class GraphExplorer(Panel):
             if graph is None:
                 return
         self.canvas.show(graph, self.max_nodes.value, caption, note, self.group)
-        self.status.value = ""  # the drawing says what it shows; the status line is for problems
+        self.say("")  # the drawing says what it shows; the status line is for problems
 
     def summary(self) -> str:
         return f"GraphExplorer: {self.view.message}" if self.view else "GraphExplorer: nothing drawn yet"

@@ -10,14 +10,13 @@ so a notebook or a test drives the panel exactly like a click does.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import numpy as np
+import anywidget
 import pandas as pd
 import traitlets as t
 
@@ -29,17 +28,12 @@ from memkit._models import MemoryItem
 from memkit._protocols import SupportsMarks
 from memkit._recall import Recall, step_namespace
 from memkit._sync import Memory
-from memkit.frames import (
-    RUN_COLUMNS,
-    _compare_steps,
-    _keeps_recalls,
-    _normalised,
-    _runs_from_steps,
-    filter_runs,
-    run_positions,
-    traces_frame,
-)
-from memkit.widgets._common import AnyPanel
+from memkit.frames import RUN_COLUMNS, filter_runs, traces_frame
+from memkit.frames._compare import _compare_steps
+from memkit.frames._recalls import _keeps_recalls
+from memkit.frames._runs import _normalised, _runs_from_steps, run_positions
+from memkit.widgets._common import Panel
+from memkit.widgets._trace_rows import _jsonable, _seconds, _text, memory_view, run_rows, timeline
 
 __all__ = ["TraceReplay"]
 
@@ -53,35 +47,7 @@ _SORTABLE = {"status", "workflow_id", "agent_id", "user_id", "run_id", "started_
 _LEGS = ("keyword", "semantic")
 
 
-def _text(value: Any) -> str | None:
-    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return printable(value)
-
-
-def _seconds(value: Any) -> float | None:
-    return None if value is None or pd.isna(value) else float(value)
-
-
-def _jsonable(value: Any) -> Any:
-    """A cell as JSON the browser can draw (numpy scalars, timestamps and odd objects as text)."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return value if not isinstance(value, str) else printable(value)
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {printable(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if hasattr(value, "item"):
-        try:
-            return _jsonable(value.item())
-        except (TypeError, ValueError):
-            pass
-    return printable(value)
-
-
-class TraceReplay(AnyPanel):
+class TraceReplay(Panel, anywidget.AnyWidget):
     """Audit workflow runs: a sortable, filterable run list; a run's timeline; a step's detail; two runs compared.
 
     Parameters
@@ -104,7 +70,7 @@ class TraceReplay(AnyPanel):
     >>> panel.step = 2; panel.detail["error"]                                # doctest: +SKIP
     """
 
-    _esm = AnyPanel.module("_traces.js")
+    _esm = Panel.module("_traces.js")
 
     runs: t.List[dict[str, Any]] = t.List().tag(sync=True)  # elements not validated one by one: 1000s of rows
     """The run rows shown (filtered and sorted), at most ``MAX_RUN_ROWS``."""
@@ -193,7 +159,7 @@ class TraceReplay(AnyPanel):
             self.all_runs = _runs_from_steps(frame)
             runs = self.all_runs
             self._positions = run_positions(frame, runs)
-            self._all_rows = self._run_rows(runs)
+            self._all_rows = run_rows(runs)
             self._row_of = pd.Index(runs.index)
             self.options = {
                 "statuses": sorted(set(runs["status"])),
@@ -227,30 +193,6 @@ class TraceReplay(AnyPanel):
                 self.say(f"{len(shown):,} of {len(self.all_runs):,} runs, {failed:,} failed",
                          "error" if failed else "ok")
 
-    @staticmethod
-    def _run_rows(runs: pd.DataFrame) -> list[dict[str, Any]]:
-        """Every run as the browser shows it, built once per read (filtering only picks rows)."""
-        seen: dict[Any, str | None] = {}
-
-        def text(value: Any) -> str | None:
-            key = value if isinstance(value, str) or value is None else repr(value)
-            if key not in seen:
-                seen[key] = _text(value)
-            return seen[key]
-
-        started = [format_time(v.to_pydatetime()) if pd.notna(v) else "" for v in runs["started_at"]]
-        return [
-            {"run": printable(key), "workflow_id": text(wf), "agent_id": text(agent), "user_id": text(user),
-             "run_id": text(run_id) or "—", "started": start, "duration": format_duration(_seconds(dur)),
-             "steps": int(n), "failed_steps": int(failed), "retries": int(retries),
-             "first_error": shorten(text(error) or "", 90), "first_error_full": text(error) or "", "status": status,
-             "recalls": None if recalls is pd.NA else int(recalls)}
-            for key, wf, agent, user, run_id, start, dur, n, failed, retries, error, status, recalls in zip(
-                runs.index, runs["workflow_id"], runs["agent_id"], runs["user_id"], runs["run_id"], started,
-                runs["duration_s"], runs["steps"], runs["failed_steps"], runs["retries"], runs["first_error"],
-                runs["status"], runs["recalls"], strict=True)
-        ]
-
     # -- one run -------------------------------------------------------------------------
 
     def open_run(self, run: str) -> None:
@@ -279,7 +221,7 @@ class TraceReplay(AnyPanel):
             self.steps = steps
             self.compare_options = self._compare_options(run, row)
             self._recalls = self._run_recalls(row)
-            self.timeline = self._timeline(run, row, steps)
+            self.timeline = timeline(run, row, steps)
 
     def _run_recalls(self, row: pd.Series) -> dict[int, list[Recall]]:
         """The recalls the run's steps made, by ``step_index`` (every namespace they searched,
@@ -295,62 +237,6 @@ class TraceReplay(AnyPanel):
             if recall.run_id == run_id and recall.step_index is not None and step_namespace(recall) == space:
                 found.setdefault(recall.step_index, []).append(recall)
         return found
-
-    @staticmethod
-    def _timeline(run: str, row: pd.Series, steps: pd.DataFrame) -> dict[str, Any]:
-        """The run's bars as columns (one list per field), which the browser draws in one pass."""
-        n = len(steps)
-        starts = steps["started_at"]
-        timed = steps["duration_s"].notna().to_numpy()
-        untimed = int(n - timed.sum())
-        by_order = bool(n) and untimed == n
-        note = ""
-        if by_order:
-            # No duration at all: one equal bar per step, in step order, and the note says so.
-            durations = np.ones(n)
-            offsets = np.arange(n, dtype=float)
-            note = ("No step timing recorded in this run: bars show step order, not time. Record it with "
-                    "history.step(...) or a duration / duration_ms / started_at+ended_at key.")
-        else:
-            durations = steps["duration_s"].fillna(0.0).clip(lower=0).to_numpy(dtype=float)
-            if starts.notna().all():
-                offsets = (starts - starts.min()).dt.total_seconds().to_numpy(dtype=float)
-            else:  # steps without times are drawn one after another
-                offsets = durations.cumsum() - durations
-            if untimed:
-                note = f"{untimed} of {n} steps recorded no duration: drawn as thin marks."
-        ends = offsets + durations
-        span = float(ends.max()) if n else 0.0
-        reached = np.maximum.accumulate(ends) if n else ends
-        gaps = np.zeros(n)
-        if n > 1:
-            gaps[1:] = np.clip(offsets[1:] - reached[:-1], 0, None)
-        gaps[gaps <= span * 0.02] = 0.0
-        index = steps["step_index"].astype("Int64").astype(object).where(steps["step_index"].notna(), None)
-        positions = pd.Series(range(n), index=steps.index, dtype=object)
-        index = index.where(index.notna(), positions)
-        names = steps["step_name"].map(lambda v: _text(v) or "?", na_action=None)
-        tools = steps["tool"].map(lambda v: _text(v) or "?", na_action=None)
-        retries = steps["retry_count"].fillna(0).astype("int64").to_numpy()
-        recalls = (steps["recalls"].fillna(0).astype("int64").tolist() if "recalls" in steps.columns
-                   else [0] * n)
-        errors = steps["error"].tolist()
-        labels, short_errors = [], []
-        for i, (idx, name, tool) in enumerate(zip(index.tolist(), names.tolist(), tools.tolist(), strict=True)):
-            labels.append(f"{idx} · {name}" + (f" ({tool})" if tool != name else ""))
-            error = errors[i]
-            short_errors.append(shorten(printable(error), 80) if isinstance(error, str) and error else "")
-        return {
-            "run": printable(run), "status": row["status"], "span_s": span, "n": n,
-            "label": labels, "error": short_errors, "status_of": steps["status"].tolist(),
-            "start_s": np.round(offsets, 3).tolist(), "duration_s": np.round(durations, 3).tolist(),
-            "retries": retries.tolist(), "gap_s": np.round(gaps, 3).tolist(), "recalls": recalls,
-            "statuses": sorted(set(steps["status"])), "axis": "steps" if by_order else "seconds",
-            "timing_note": note, "timed": timed.tolist(),
-            "caption": f"{n} steps · {'no timing' if by_order else format_duration(_seconds(row['duration_s']))}"
-                       f" · started "
-                       f"{format_time(row['started_at'].to_pydatetime()) if pd.notna(row['started_at']) else '?'}",
-        }
 
     def _compare_options(self, run: str, row: pd.Series) -> list[dict[str, Any]]:
         assert self.all_runs is not None
@@ -528,7 +414,7 @@ class TraceReplay(AnyPanel):
         with self.working("opening the memory"):
             item = self.mem.get(memory_id)
             if item is not None:
-                self.memory = self._memory_view(item)
+                self.memory = memory_view(item)
             else:
                 hit = next(((r, h) for rs in self._recalls.values() for r in rs for h in r.hits if h.id == memory_id),
                            None)
@@ -545,18 +431,6 @@ class TraceReplay(AnyPanel):
                         "note": "deleted from the store since; this is the text the step recalled",
                     }
         return dict(self.memory)
-
-    @staticmethod
-    def _memory_view(item: MemoryItem) -> dict[str, Any]:
-        meta = {k: v for k, v in item.metadata.items() if k != "trace"}
-        return {
-            "id": item.id, "deleted": False,
-            "title": f"memory {item.id[:8]} · {printable(f'{item.user_id} / {item.agent_id}')}",
-            "text": summary(item, 2000) if item.metadata.get("type") == "trace" else printable(item.content),
-            "facts": [["created", format_time(item.created_at)], ["id", item.id],
-                      ["metadata", printable(json.dumps(meta, default=str, ensure_ascii=False, sort_keys=True))]],
-            "note": "",
-        }
 
     def find_memories(self) -> list[str]:
         """The memories the open step wrote (their summaries; ``detail["wrote"]`` lists them to open):

@@ -1,39 +1,10 @@
-"""Execution traces: the seed agent framework's ``ExecutionHistory``, persisted step by step.
-
-Every :meth:`ExecutionHistory.add_item` becomes one ``add_trace`` call on the
-history's ``memory_provider``. Two write modes, both lossless:
-
-* write-through (default): ``add_item`` returns once the step is stored and
-  raises :class:`TraceWriteError` if the store refused it. It runs the write on
-  memkit's background loop, so it works the same from a script, a worker thread
-  and a Jupyter cell (whose loop is running on the caller's thread).
-* write-behind (``write_behind=True``): ``add_item`` queues the write and returns
-  at once; writes land in order; :meth:`ExecutionHistory.flush`, ``close()`` and
-  leaving a ``with`` block wait for every queued write and raise
-  :class:`TraceWriteError` naming each step that failed. A failure also makes the
-  next ``add_item`` raise, so a broken store cannot go unnoticed for long; that
-  call's own step is still kept and queued.
-
-Every step carries its own key (``metadata["step_key"]``), so
-:meth:`ExecutionHistory.retry_failed` stores each failed step exactly once: a write
-the store applied but never acknowledged is found, not written again.
-
-Async code can ``await history.aadd_item(item)`` instead, which writes on the
-caller's own loop.
-
-Retries: one trace per step outcome, not per attempt. A step retried by
-:meth:`ExecutionHistory.retrying` is stored once, with ``retry_count`` and the
-earlier attempts' errors under ``retry_errors``; that keeps "one row per step"
-in :func:`memkit.frames.traces_frame` without losing why it needed retries.
-"""
+"""``ExecutionHistory``: the seed framework's step log, written to a store step by step (see :mod:`memkit.traces`)."""
 
 from __future__ import annotations
 
 import asyncio
 import atexit
 import concurrent.futures
-import contextlib
-import contextvars
 import json
 import os
 import sys
@@ -44,132 +15,20 @@ import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from memkit._errors import InvalidInputError, StorageError
 from memkit._protocols import MemoryProvider
-from memkit._recall import RecallScope, step_scope
-from memkit._records import REDACTED, Redactor, get_trace_redactor, set_trace_redactor
 from memkit._sync import Memory, on_loop_thread, provider_of, submit
+from memkit.traces._items import ExecutionItem, ExecutionStatus, TraceWriteError, categorize_error
+from memkit.traces._step import _RESERVED_INDEX, Step
 
-__all__ = [
-    "REDACTED",
-    "ExecutionHistory",
-    "ExecutionItem",
-    "ExecutionStatus",
-    "Redactor",
-    "Step",
-    "TraceWriteError",
-    "categorize_error",
-    "get_trace_redactor",
-    "set_trace_redactor",
-]
-
-FAILURE_CATEGORIES = (
-    "network_error", "validation_error", "parameter_error", "criteria_failure", "execution_error",
-)
-
-
-class ExecutionStatus(StrEnum):
-    """Outcome of one step (values are what traces store under ``status``)."""
-
-    PENDING = "pending"
-    RUNNING = "running"
-    SUCCESS = "success"
-    FAILED = "failed"
-    RETRYING = "retrying"
-    SKIPPED = "skipped"
-    UNKNOWN = "unknown"
-    """Read back from a stored trace whose status is missing or not one of the above."""
-
-
-@dataclass
-class ExecutionItem:
-    """One executed step, as the seed framework records it."""
-
-    step_name: str
-    tool: str
-    status: ExecutionStatus
-    result: dict[str, Any] | None = None
-    error: str | None = None
-    timestamp: float = field(default_factory=lambda: datetime.now(UTC).timestamp())
-    parameters: dict[str, Any] | None = None
-    duration: float | None = None
-    retry_count: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "step_name": self.step_name,
-            "tool": self.tool,
-            "status": ExecutionStatus(self.status).value,
-            "result": self.result,
-            "error": self.error,
-            "timestamp": self.timestamp,
-            "parameters": self.parameters,
-            "duration": self.duration,
-            "retry_count": self.retry_count,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ExecutionItem:
-        try:
-            return cls(
-                step_name=data["step_name"],
-                tool=data["tool"],
-                status=ExecutionStatus(data["status"]),
-                result=data.get("result"),
-                error=data.get("error"),
-                timestamp=data.get("timestamp", datetime.now(UTC).timestamp()),
-                parameters=data.get("parameters"),
-                duration=data.get("duration"),
-                retry_count=data.get("retry_count", 0),
-            )
-        except KeyError as exc:
-            raise InvalidInputError(f"an execution item needs {exc.args[0]!r}") from None
-        except ValueError as exc:
-            raise InvalidInputError(f"bad execution item: {exc}") from None
-
-
-def categorize_error(error: str | None) -> str:
-    """The seed framework's failure categories, decided by keywords in the message."""
-    if not error:
-        return "unknown"
-    text = error.lower()
-    if "timeout" in text or "network" in text:
-        return "network_error"
-    if "validation" in text or "schema" in text:
-        return "validation_error"
-    if "parameter" in text or "config" in text:
-        return "parameter_error"
-    if "success_criteria" in text:
-        return "criteria_failure"
-    return "execution_error"
-
-
-class TraceWriteError(StorageError):
-    """Storing one or more steps failed; ``failures`` pairs each item with its error."""
-
-    def __init__(self, failures: list[tuple[ExecutionItem, BaseException]]) -> None:
-        self.failures = failures
-        first_item, first_exc = failures[0]
-        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-        super().__init__(
-            f"could not store the trace of step {first_item.step_name!r}{more}:"
-            f" {type(first_exc).__name__}: {first_exc}"
-        )
-
+__all__ = ["ExecutionHistory"]
 
 _pending_histories: weakref.WeakSet[ExecutionHistory] = weakref.WeakSet()
 
-# A Step takes its index when it starts (its searches are recorded as recalls of that index
-# while it runs) and hands it to add_item / aadd_item when it ends, through this variable,
-# so those public methods keep their signatures.
-_RESERVED_INDEX: contextvars.ContextVar[tuple[ExecutionHistory, int] | None] = contextvars.ContextVar(
-    "memkit_reserved_step_index", default=None
-)
 
 
 async def _settle(futures: list[concurrent.futures.Future[Any]]) -> None:
@@ -551,133 +410,3 @@ class ExecutionHistory:
         history.items.extend(ExecutionItem.from_dict(raw) for raw in data.get("items", []))
         history._next_index = len(history.items)
         return history
-
-
-class Step:
-    """Times one step (and its retries) and records it on exit; made by :meth:`ExecutionHistory.step`."""
-
-    def __init__(
-        self,
-        history: ExecutionHistory,
-        step_name: str,
-        tool: str,
-        parameters: dict[str, Any] | None,
-        *,
-        max_retries: int = 0,
-        retry_on: type[BaseException] | tuple[type[BaseException], ...] = Exception,
-    ) -> None:
-        self.history = history
-        self.step_name = step_name
-        self.tool = tool
-        self.parameters = parameters
-        self.result: dict[str, Any] | None = None
-        self.retry_count = 0
-        self.retry_errors: list[str] = []
-        self.max_retries = max_retries
-        self.retry_on = retry_on
-        self.done = False
-        self.item: ExecutionItem | None = None
-        self._timestamp: float | None = None
-        self._started: float | None = None
-        self._exits = 0
-        self._index: int | None = None
-        self._scopes: list[Any] = []
-
-    @property
-    def attempt(self) -> int:
-        """1 for the first attempt, 2 for the first retry, ..."""
-        return self.retry_count + 1
-
-    def _begin(self) -> None:
-        if self.done:
-            raise RuntimeError(f"step {self.step_name!r} has already been recorded")
-        if self._started is None:
-            self._timestamp = datetime.now(UTC).timestamp()
-            self._started = time.perf_counter()
-            # The index is taken when the step starts, so searches made inside it (recorded
-            # as recalls while it runs) already know which step they belong to.
-            self._index = self.history._reserve()
-        history = self.history
-        scope = step_scope(RecallScope(
-            workflow_id=history.workflow_id or "unknown_workflow", run_id=history.run_id,
-            step_index=self._index, step_name=self.step_name, attempt=self.attempt,
-            user_id=history.user_id, agent_id=history.agent_id or "unknown_agent",
-        ))
-        scope.__enter__()
-        self._scopes.append(scope)
-
-    def _leave_scope(self) -> None:
-        self._scopes.pop().__exit__(None, None, None)
-
-    @contextlib.contextmanager
-    def _reserved(self) -> Iterator[None]:
-        """Store this step under the index it took when it started (see _RESERVED_INDEX)."""
-        assert self._index is not None
-        token = _RESERVED_INDEX.set((self.history, self._index))
-        try:
-            yield
-        finally:
-            _RESERVED_INDEX.reset(token)
-
-    def _finish(self, exc: BaseException | None) -> tuple[ExecutionItem | None, bool]:
-        """Return the item to record (None while retrying) and whether to swallow ``exc``."""
-        self._exits += 1
-        if exc is not None and isinstance(exc, self.retry_on) and self.retry_count < self.max_retries:
-            self.retry_errors.append(f"{type(exc).__name__}: {exc}")
-            self.retry_count += 1
-            return None, True
-        assert self._started is not None and self._timestamp is not None
-        self.done = True
-        self.item = ExecutionItem(
-            step_name=self.step_name,
-            tool=self.tool,
-            status=ExecutionStatus.SUCCESS if exc is None else ExecutionStatus.FAILED,
-            result=self.result,
-            error=None if exc is None else f"{type(exc).__name__}: {exc}",
-            timestamp=self._timestamp,
-            parameters=self.parameters,
-            duration=time.perf_counter() - self._started,
-            retry_count=self.retry_count,
-        )
-        return self.item, False
-
-    def _extra(self) -> dict[str, Any] | None:
-        return {"retry_errors": list(self.retry_errors)} if self.retry_errors else None
-
-    def __enter__(self) -> Step:
-        self._begin()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool:
-        self._leave_scope()
-        item, swallow = self._finish(exc)
-        if item is not None:
-            try:
-                with self._reserved():
-                    self.history.add_item(item, extra=self._extra())
-            except TraceWriteError as write_error:
-                if exc is None:
-                    raise
-                exc.add_note(str(write_error))
-        return swallow
-
-    async def __aenter__(self) -> Step:
-        self._begin()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool:
-        self._leave_scope()
-        item, swallow = self._finish(exc)
-        if item is not None:
-            try:
-                with self._reserved():
-                    await self.history.aadd_item(item, extra=self._extra())
-            except TraceWriteError as write_error:
-                if exc is None:
-                    raise
-                exc.add_note(str(write_error))
-        return swallow

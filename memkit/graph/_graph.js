@@ -371,21 +371,36 @@ function memkitGraph(vis, el, model) {
     const offset = opened.get(id) || 0;
     if (offset >= n.count) return;
     if (model.isStatic) {  // a saved page carries each group's first page
-      const kept = data.reserve && data.reserve.groups[id];
-      if (!kept || offset > 0) { say("the rest of this group needs the live widget (memkit.widgets.GraphExplorer)"); return; }
-      const r = data.reserve;
-      expanded({
-        event: "expanded", id, group: id, shown: kept.shown,
-        nodes: kept.ids.map((i) => ({ ...r.nodes[i], offset: kept.offsets[i] })),
-        edges: kept.edges.map((e) => ({ ...r.edges[e] })),
-        message: `${kept.ids.length} new nodes from ${n.type.toLowerCase()}` +
-          (n.count > kept.shown ? `; ${(n.count - kept.shown).toLocaleString()} more in the live widget` : ""),
-      });
+      if (!(data.reserve && data.reserve.groups[id]) || offset > 0) {
+        say("the rest of this group needs the live widget (memkit.widgets.GraphExplorer)");
+        return;
+      }
+      openReserved(data.reserve, id, n, "more in the live widget");
+      return;
+    }
+    // The live widget's copy of each drawn group's first page, set by the kernel after the drawing,
+    // so a first click opens a group without waiting for the kernel.
+    const reserved = model.get("reserve");
+    if (offset === 0 && reserved && reserved.groups && reserved.groups[id]) {
+      openReserved(reserved, id, n, "more in it (its panel shows more)");
+      model.send({ event: "opened", id });  // the kernel notes what is drawn now
       return;
     }
     say("opening…");
     root.dataset.opening = id;
     model.send({ event: "open", id, offset });
+  }
+
+  function openReserved(r, id, n, more) {
+    const kept = r.groups[id];
+    root.dataset.fromReserve = String(Number(root.dataset.fromReserve || 0) + 1);  // opened without the kernel
+    expanded({
+      event: "expanded", id, group: id, shown: kept.shown,
+      nodes: kept.ids.map((i) => ({ ...r.nodes[i], offset: kept.offsets[i] })),
+      edges: kept.edges.map((e) => ({ ...r.edges[e] })),
+      message: `${kept.ids.length} new node${kept.ids.length === 1 ? "" : "s"} from ${n.type.toLowerCase()}` +
+        (n.count > kept.shown ? `; ${(n.count - kept.shown).toLocaleString()} ${more}` : ""),
+    });
   }
 
   function openRuns(memoryId, traces) {

@@ -1,0 +1,312 @@
+"""Runs: one row per (namespace, workflow, run) from the steps, their filters, and one run's steps."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import numpy as np
+import pandas as pd
+
+from memkit._errors import InvalidInputError
+from memkit._protocols import (
+    MemoryProvider,
+)
+from memkit._sync import Memory
+from memkit.frames._reading import _since_us, traces_frame
+from memkit.frames._recalls import _keeps_recalls, _with_recall_counts
+from memkit.traces import ExecutionStatus
+
+# -- runs --------------------------------------------------------------------------------
+
+RUN_COLUMNS = (
+    "workflow_id", "agent_id", "user_id", "run_id", "started_at", "ended_at", "duration_s", "steps",
+    "failed_steps", "retries", "first_error", "status", "tools", "recalls",
+)
+"""Columns of :func:`runs_frame`, in order (``tools``: the tools the run used, comma-separated;
+``recalls``: the searches its steps made, ``<NA>`` on a store that keeps no recalls)."""
+
+_RUN_KEYS = ["user_id", "agent_id", "workflow_id", "run_id"]
+_SHOWN_STATUSES = [status.value for status in ExecutionStatus]
+_RUNNING = ("running", "pending", "retrying")
+
+
+def _normalised(df: pd.DataFrame) -> pd.DataFrame:
+    """The step frame with ``status`` as shown (a missing or unknown status reads ``unknown``)."""
+    status = df["status"]
+    shown = status.where(status.isin(_SHOWN_STATUSES), "unknown")
+    if not shown.equals(status):
+        df = df.assign(status=shown.astype(object))
+    return df
+
+
+# A run id is long and full of hyphens (``literature-review-alice/review-alice-1``): in a notebook's
+# table the browser broke it over three lines. Its cells keep to one line; the table scrolls instead.
+_ONE_LINE_INDEX = "<style scoped>.memkit-runs tbody th { white-space: nowrap; }</style>"
+
+
+class RunsFrame(pd.DataFrame):  # type: ignore[misc]  # pandas is untyped here
+    """What :func:`runs_frame` returns: a plain DataFrame whose notebook table keeps each run id on one
+    line. A selection or a copy of it stays one; anything pandas accepts, it accepts."""
+
+    @property
+    def _constructor(self) -> type[RunsFrame]:
+        return RunsFrame
+
+    def _repr_html_(self) -> str | None:
+        html: str | None = super()._repr_html_()
+        if html is None:
+            return None
+        return _ONE_LINE_INDEX + html.replace('class="dataframe"', 'class="dataframe memkit-runs"', 1)
+
+
+def _run_key(frame: pd.DataFrame) -> pd.Series:
+    """A readable id per run: ``workflow/run_id`` (namespace in front only where two would collide)."""
+    wf = frame["workflow_id"].fillna("").astype(str)
+    run = frame["run_id"]
+    key = wf.where(run.isna(), wf + "/" + run.fillna("").astype(str))
+    ns = frame["user_id"].fillna("").astype(str) + "/" + frame["agent_id"].fillna("").astype(str)
+    clash = key.duplicated(keep=False)
+    return key.where(~clash, ns + "/" + key)
+
+
+def _run_group_ids(steps: pd.DataFrame) -> np.ndarray:
+    """A run number per step (0, 1, … in first-seen order) from its (user, agent, workflow, run_id)."""
+    codes: np.ndarray | None = None
+    for name in _RUN_KEYS:
+        column, _ = pd.factorize(steps[name].to_numpy(dtype=object), use_na_sentinel=False)
+        codes = column if codes is None else pd.factorize(codes * (int(column.max()) + 1) + column)[0]
+    assert codes is not None
+    ids: np.ndarray = pd.factorize(codes)[0]
+    return ids
+
+
+def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
+    df = _normalised(df)
+    if df.empty:
+        empty = pd.DataFrame({c: pd.Series(dtype=object) for c in RUN_COLUMNS})
+        for c in ("started_at", "ended_at"):
+            empty[c] = pd.Series(dtype="datetime64[us, UTC]")
+        for c in ("steps", "failed_steps", "retries"):
+            empty[c] = pd.Series(dtype="int64")
+        empty["duration_s"] = pd.Series(dtype="float64")
+        empty["recalls"] = pd.Series(dtype="Int64")
+        return empty.set_axis(pd.Index([], name="run", dtype=object))
+    gid = _run_group_ids(df)
+    firsts = np.unique(gid, return_index=True)[1]  # group g's first step is at firsts[g]
+    status = df["status"]
+    error = df["error"].where(status.eq("failed"))
+    start = df["started_at"].fillna(df["created_at"])
+    # Grouping by one int column is many times faster than by four object columns.
+    table = pd.DataFrame({
+        # tz-aware times stay Series (to_numpy would box every value as a Timestamp object)
+        "g": gid, "_start": start.reset_index(drop=True),
+        "_end": df["ended_at"].fillna(start).reset_index(drop=True),
+        "_failed": status.eq("failed").to_numpy(), "_unknown": status.eq("unknown").to_numpy(),
+        "_running": status.isin(_RUNNING).to_numpy(), "_retries": df["retry_count"].fillna(0).to_numpy("int64"),
+        "_error": error.to_numpy(dtype=object), "duration_s": df["duration_s"].to_numpy(),
+    })
+    counted = "recalls" in df.columns  # a traces_frame(..., recalls=True)
+    if counted:
+        table["_recalls"] = df["recalls"].fillna(0).to_numpy("int64")
+    runs = table.groupby("g", sort=True).agg(
+        **({"recalls": ("_recalls", "sum")} if counted else {}),
+        started_at=("_start", "min"), ended_at=("_end", "max"), steps=("_failed", "size"),
+        failed_steps=("_failed", "sum"), retries=("_retries", "sum"), first_error=("_error", "first"),
+        any_unknown=("_unknown", "any"), any_running=("_running", "any"), busy=("duration_s", "sum"),
+    ).reset_index(drop=True)
+    for name in _RUN_KEYS:
+        runs[name] = df[name].to_numpy(dtype=object)[firsts]
+    used: list[set[str]] = [set() for _ in range(len(runs))]
+    for g, tool in set(zip(gid.tolist(), df["tool"].tolist(), strict=True)):
+        if isinstance(tool, str):
+            used[g].add(tool)
+    runs["tools"] = pd.Series([", ".join(sorted(u)) for u in used], index=runs.index, dtype=object)
+    wall = (runs["ended_at"] - runs["started_at"]).dt.total_seconds()
+    runs["duration_s"] = wall.where(wall.notna(), runs["busy"]).astype("float64")
+    runs["status"] = pd.Series(np.select(
+        [runs["failed_steps"] > 0, runs["any_running"], runs["any_unknown"]],
+        ["failed", "running", "unknown"], default="success",
+    ).tolist(), index=runs.index, dtype=object)
+    runs["first_error"] = runs["first_error"].astype(object).where(runs["first_error"].notna(), None)
+    for name in ("steps", "failed_steps", "retries"):
+        runs[name] = runs[name].astype("int64")
+    runs["recalls"] = runs["recalls"].astype("Int64") if counted else pd.array([pd.NA] * len(runs), dtype="Int64")
+    for name in _RUN_KEYS:
+        runs[name] = runs[name].astype(object).where(runs[name].notna(), None)
+    runs.index = pd.Index(_run_key(runs), name="run", dtype=object)
+    return runs.sort_values("started_at", ascending=False, kind="stable")[list(RUN_COLUMNS)]
+
+
+def run_positions(steps: pd.DataFrame, runs: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Row positions in ``steps`` of each run of ``runs`` (a :func:`runs_frame` of those steps), by run id."""
+    if steps.empty:
+        return {}
+    group = _run_group_ids(steps)
+    order = np.argsort(group, kind="stable")
+    chunks = np.split(order, np.flatnonzero(np.diff(group[order])) + 1)
+    firsts = steps.iloc[[int(c[0]) for c in chunks]][_RUN_KEYS]
+    keys = _run_key(firsts.astype(object).where(firsts.notna(), None)).tolist()
+    found = dict(zip(keys, chunks, strict=True))
+    return {run: found.get(run, np.empty(0, dtype=np.intp)) for run in runs.index}
+
+
+def _as_list(value: str | list[str] | tuple[str, ...] | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else [str(v) for v in value]
+
+
+def filter_runs(
+    runs: pd.DataFrame,
+    *,
+    status: str | list[str] | None = None,
+    agent_id: str | list[str] | None = None,
+    user_id: str | list[str] | None = None,
+    workflow_id: str | None = None,
+    tool: str | None = None,
+    since: datetime | str | float | None = None,
+    until: datetime | str | float | None = None,
+    min_duration: float | None = None,
+    max_duration: float | None = None,
+    text: str | None = None,
+) -> pd.DataFrame:
+    """The rows of a :func:`runs_frame` that match every filter given (see :func:`runs_frame`)."""
+    keep = pd.Series(True, index=runs.index)
+    for column, wanted in (("status", _as_list(status)), ("agent_id", _as_list(agent_id)),
+                           ("user_id", _as_list(user_id))):
+        if wanted is not None:
+            keep &= runs[column].isin(wanted)
+    if workflow_id is not None:
+        keep &= runs["workflow_id"].eq(workflow_id)
+    if tool is not None:
+        keep &= runs["tools"].map(lambda t: tool in t.split(", "))
+    for bound, cmp in ((since, runs["started_at"].ge), (until, runs["started_at"].le)):
+        us = _since_us(bound)
+        if us is not None:
+            keep &= cmp(pd.Timestamp(us, unit="us", tz="UTC"))
+    if min_duration is not None:
+        keep &= runs["duration_s"].ge(float(min_duration))
+    if max_duration is not None:
+        keep &= runs["duration_s"].le(float(max_duration))
+    if text:
+        needle = text.casefold()
+        hay = (runs.index.to_series().astype(str) + " " + runs["first_error"].fillna("").astype(str) + " "
+               + runs["tools"].astype(str) + " " + runs["agent_id"].fillna("").astype(str) + " "
+               + runs["user_id"].fillna("").astype(str))
+        keep &= hay.str.casefold().str.contains(needle, regex=False)
+    return runs[keep.to_numpy(dtype=bool)]
+
+
+def runs_frame(
+    mem: pd.DataFrame | MemoryProvider | Memory,
+    *,
+    status: str | list[str] | None = None,
+    agent_id: str | list[str] | None = None,
+    user_id: str | list[str] | None = None,
+    workflow_id: str | None = None,
+    tool: str | None = None,
+    since: datetime | str | float | None = None,
+    until: datetime | str | float | None = None,
+    min_duration: float | None = None,
+    max_duration: float | None = None,
+) -> pd.DataFrame:
+    """One row per workflow run, newest first, indexed by a readable ``run`` id.
+
+    A run is the steps sharing ``(user_id, agent_id, workflow_id, run_id)`` (a workflow
+    without ``run_id`` is one run). Columns (:data:`RUN_COLUMNS`): ``workflow_id, agent_id,
+    user_id, run_id``, ``started_at`` / ``ended_at`` (UTC; first step's start, last step's
+    end), ``duration_s`` (wall clock), ``steps``, ``failed_steps``, ``retries``,
+    ``first_error``, ``status`` (``failed`` if any step failed, else ``running``,
+    ``unknown`` or ``success``), ``tools`` and ``recalls`` (the searches the run's steps
+    made, see :func:`recalls_frame`; ``<NA>`` when the store keeps no recalls, or when
+    ``mem`` is a frame read without ``recalls=True``).
+
+    Parameters
+    ----------
+    mem
+        A store, or a :func:`traces_frame` already read.
+    status, agent_id, user_id
+        Keep runs with this value (or any of a list).
+    workflow_id, tool
+        Keep runs of this workflow / runs that used this tool.
+    since, until
+        Keep runs started in this window (datetime, ISO string or epoch seconds).
+    min_duration, max_duration
+        Keep runs whose duration in seconds is in this range.
+
+    Examples
+    --------
+    >>> runs_frame(mem, status="failed").head()                          # doctest: +SKIP
+    >>> runs_frame(mem, min_duration=60).sort_values("duration_s")       # doctest: +SKIP
+    """
+    if isinstance(mem, pd.DataFrame):
+        steps = mem
+    else:
+        # Namespace filters go to the reader (an index lookup); the rest need whole runs.
+        steps = traces_frame(
+            mem, workflow_id=workflow_id,
+            agent_id=agent_id if isinstance(agent_id, str) else None,
+            user_id=user_id if isinstance(user_id, str) else None,
+            recalls=_keeps_recalls(mem),
+        )
+    return RunsFrame(filter_runs(
+        _runs_from_steps(steps), status=status, agent_id=agent_id, user_id=user_id, workflow_id=workflow_id,
+        tool=tool, since=since, until=until, min_duration=min_duration, max_duration=max_duration,
+    ))
+
+
+def _pick_run(runs: pd.DataFrame, run: str | pd.Series) -> pd.Series:
+    if isinstance(run, pd.Series):
+        return run
+    if not isinstance(run, str):
+        raise InvalidInputError(f"a run is named by its runs_frame id or run_id, got {type(run).__name__}")
+    if run in runs.index:
+        return runs.loc[run]
+    for column in ("run_id", "workflow_id"):
+        hits = runs[runs[column].eq(run)]
+        if len(hits) == 1:
+            return hits.iloc[0]
+        if len(hits) > 1:
+            raise InvalidInputError(f"{run!r} names {len(hits)} runs; use one of {sorted(hits.index)[:5]}")
+    raise InvalidInputError(f"no run {run!r} in this store")
+
+
+def run_steps(mem: pd.DataFrame | MemoryProvider | Memory, run: str | pd.Series) -> pd.DataFrame:
+    """The steps of one run (a :func:`traces_frame` slice, status as shown), in replay order.
+
+    ``run`` is a :func:`runs_frame` id (its index), a row of it, or a ``run_id`` /
+    ``workflow_id`` that names exactly one run. Read from a store that keeps recalls, each
+    step also has ``recalls`` (searches it made) and ``recalled`` (memories they returned).
+    The last column, ``timing``, says where each step's timing came from: ``recorded`` (its
+    data gave a duration, in any spelling memkit reads, or a start and an end), ``start only``
+    or ``none`` (the trace panel then places it by step order).
+    """
+    if isinstance(mem, pd.DataFrame):
+        steps = mem
+        row = run if isinstance(run, pd.Series) else _pick_run(_runs_from_steps(mem), run)
+    else:
+        if isinstance(run, pd.Series):
+            row = run
+            steps = traces_frame(mem, workflow_id=row["workflow_id"], agent_id=row["agent_id"],
+                                 user_id=row["user_id"])
+        else:
+            steps = traces_frame(mem)
+            row = _pick_run(_runs_from_steps(steps), run)
+            steps = steps[steps["workflow_id"].eq(row["workflow_id"]).to_numpy(dtype=bool)]
+    keep = np.ones(len(steps), dtype=bool)
+    for column in _RUN_KEYS:
+        value = row[column]
+        keep &= steps[column].isna().to_numpy() if value is None else steps[column].eq(value).to_numpy(dtype=bool)
+    chosen = _normalised(steps[keep])
+    if not isinstance(mem, pd.DataFrame) and _keeps_recalls(mem) and "recalls" not in chosen.columns:
+        chosen = _with_recall_counts(chosen, mem)  # one workflow's recalls: an indexed read
+    return chosen.assign(timing=_timing_of(chosen))
+
+
+def _timing_of(steps: pd.DataFrame) -> pd.Series:
+    """Where each step's timing came from: ``recorded`` (its data gave a duration, in any spelling
+    memkit reads, or a start and an end), ``start only`` (a start time, no duration) or ``none``
+    (no timing at all: the trace panel places it by step order)."""
+    labels = np.select([steps["duration_s"].notna().to_numpy(), steps["started_at"].notna().to_numpy()],
+                       ["recorded", "start only"], default="none")
+    return pd.Series(labels.tolist(), index=steps.index, dtype=object)

@@ -1,0 +1,21 @@
+"""The memory graph of any store, as typed nodes and edges (networkx and pandas views).
+
+Graph databases return the graph they store; the SQLite and in-memory adapters
+build the same graph from their rows (same node ids and properties), so graph
+views work without a graph server. See ``docs/graph.md`` for the schema.
+
+The package: ``_schema`` (node and edge ids and properties, shared with the graph adapters),
+``_parts`` and ``_model`` (the graph), ``_read`` (reading it from a store), and the view
+(``_layout``, ``_groups``, ``_style``, ``_view``, ``_page`` and ``_graph.js``/``_graph.css``),
+which only the drawing methods and the widgets import.
+"""
+
+from __future__ import annotations
+
+from memkit.graph._model import MemoryGraph
+from memkit.graph._parts import GraphEdge, GraphNode
+from memkit.graph._read import amemory_graph, aneighbourhood, memory_graph, neighbourhood
+
+__all__ = [
+    "GraphEdge", "GraphNode", "MemoryGraph", "amemory_graph", "aneighbourhood", "memory_graph", "neighbourhood",
+]
