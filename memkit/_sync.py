@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Coroutine, Iterable, Iterator, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from memkit import _marks
 from memkit._errors import ConfigError, InvalidInputError
@@ -35,7 +35,7 @@ from memkit._protocols import (
 from memkit._recall import Recall
 from memkit._validate import DEFAULT_LIMITS, check_forwarded, check_id, check_namespace, checked_as, checked_methods
 
-__all__ = ["Memory", "open", "run_sync"]
+__all__ = ["Memory", "call", "open", "run_sync"]
 
 T = TypeVar("T")
 
@@ -368,3 +368,22 @@ def open(url_or_cfg: object = None) -> Memory:
     0
     """
     return Memory(build_provider(url_or_cfg, default_url()))
+
+
+Params = ParamSpec("Params")
+
+
+def call(
+    mem: object,
+    fn: Callable[Concatenate[MemoryProvider, Params], Coroutine[Any, Any, T]],
+    /,
+    *args: Params.args,
+    **kwargs: Params.kwargs,
+) -> T:
+    """Await ``fn(provider, *args, **kwargs)`` on memkit's loop and return its result (or raise its error).
+
+    How synchronous code outside this module reaches a provider: ``mem`` is a :class:`Memory` or
+    a provider (anything else raises :class:`memkit.InvalidInputError` before ``fn`` runs), and
+    ``fn`` an ``async`` function whose first argument is the provider.
+    """
+    return run_sync(fn(provider_of(mem), *args, **kwargs))
