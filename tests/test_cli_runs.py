@@ -215,14 +215,19 @@ def _researchers_store(url: str) -> memkit.Memory:
     return mem
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "memory"])
-def test_the_run_list_is_runs_frame_without_pandas(backend: str, tmp_path: Path) -> None:
-    """What ``memkit runs`` reads (no pandas) is exactly ``runs_frame``: same ids, order and figures."""
+@pytest.mark.parametrize("backend", ["sqlite", "sqlite, as columns", "memory"])
+def test_the_run_list_is_runs_frame_without_pandas(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``memkit runs`` reads (no pandas; a big store as columns) is exactly ``runs_frame``."""
+    from memkit._serve import _runs
     from memkit._serve._runs import read_runs
     from memkit._sync import call
     from memkit.frames import runs_frame
 
-    url = f"sqlite:///{tmp_path / 'r.db'}?embedder=none" if backend == "sqlite" else "memory://"
+    if backend == "sqlite, as columns":  # as a store of more than COLUMNS_FROM records is read
+        monkeypatch.setattr(_runs, "COLUMNS_FROM", 0)
+    url = f"sqlite:///{tmp_path / 'r.db'}?embedder=none" if backend.startswith("sqlite") else "memory://"
     with _researchers_store(url) as mem:
         frame = runs_frame(mem)
         runs = call(mem, read_runs)
