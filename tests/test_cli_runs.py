@@ -247,9 +247,14 @@ def test_the_run_list_is_runs_frame_without_pandas(
         assert marked and all(set(m) <= {"good", "bad"} for m in marked.values())
 
 
+@pytest.mark.parametrize("columns", [False, True], ids=["records", "columns"])
 def test_show_keeps_two_users_runs_of_one_workflow_apart_and_shows_marks(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    columns: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from memkit._serve import _runs
+
+    if columns:  # as a store of more than COLUMNS_FROM records is read: workflow by workflow
+        monkeypatch.setattr(_runs, "COLUMNS_FROM", 0)
     url = f"sqlite:///{tmp_path / 'two.db'}?embedder=none"
     with memkit.open(url) as mem:
         for user in ("alice", "bob"):
@@ -278,3 +283,29 @@ def test_show_keeps_two_users_runs_of_one_workflow_apart_and_shows_marks(
     bob = json.loads(capsys.readouterr().out)
     assert [h["content"] for r in bob["recalls"] for h in r["hits"]] == ["bob only: TP53 note"]
     assert bob["marks"] == [] and bob["recalls"][0]["hits"][0]["mark"] is None
+
+
+@pytest.mark.parametrize("columns", [False, True], ids=["records", "columns"])
+def test_show_finds_a_run_whose_id_another_workflow_could_also_spell(
+    columns: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memkit._serve import _runs
+
+    if columns:
+        monkeypatch.setattr(_runs, "COLUMNS_FROM", 0)
+    url = f"sqlite:///{tmp_path / 'ids.db'}?embedder=none"
+    with memkit.open(url) as mem:
+        mem.add_trace("bio", "a/b", {"step_name": "slash", "status": "success"}, user_id="alice")
+        mem.add_trace("bio", "a", {"step_name": "run b", "status": "failed", "run_id": "b"}, user_id="bob")
+        mem.add_trace("bio", "a", {"step_name": "run c", "status": "success", "run_id": "c"}, user_id="alice")
+    assert main(["--url", url, "runs", "--json"]) == 0
+    keys = sorted(json.loads(line)["run"] for line in capsys.readouterr().out.splitlines())
+    assert keys == ["a/c", "alice/bio/a/b", "bob/bio/a/b"]
+    assert main(["--url", url, "show", "bob/bio/a/b", "--json"]) == 0
+    assert [s["step_name"] for s in json.loads(capsys.readouterr().out)["steps"]] == ["run b"]
+    assert main(["--url", url, "show", "a/c", "--json"]) == 0
+    assert [s["step_name"] for s in json.loads(capsys.readouterr().out)["steps"]] == ["run c"]
+    assert main(["--url", url, "show", "a/b", "--json"]) == 0  # no run's id any more, but one workflow's
+    assert [s["step_name"] for s in json.loads(capsys.readouterr().out)["steps"]] == ["slash"]
+    assert main(["--url", url, "show", "c", "--json"]) == 0  # a run_id naming one run
+    assert json.loads(capsys.readouterr().out)["run"] == "a/c"

@@ -214,7 +214,7 @@ async def _many_records(provider: MemoryProvider, user_id: str | None, agent_id:
 
 def _steps_of_columns(columns: dict[str, Any], counts: dict[tuple[Any, ...], int] | None) -> list[Step]:
     """Steps from :meth:`memkit.SupportsTraceColumns.trace_columns` (numbers: int64, missing = its minimum)."""
-    cells = {name: list(values) if name == "id" else values.tolist() for name, values in columns.items()
+    cells = {name: values if isinstance(values, list) else values.tolist() for name, values in columns.items()
              if name in ("id", "user_id", "agent_id", "workflow_id", "run_id", "step_name", "tool", "status", "error",
                          "created_us", "step_index", "started_us", "duration_us", "retry_count")}
     steps = []
@@ -317,9 +317,28 @@ def pick_run(runs: list[Run], name: str) -> Run:
     raise InvalidInputError(f"no run {name!r} in this store")
 
 
+def _workflows_in(name: str) -> set[str]:
+    """Every workflow id a run whose id is ``name`` can have: its id is ``[user/agent/]workflow[/run_id]``."""
+    parts = name.split("/")
+    return {"/".join(parts[i:j]) for i in range(len(parts)) for j in range(i + 1, len(parts) + 1)}
+
+
+async def _run_by_id(provider: MemoryProvider, name: str) -> Run | None:
+    """The run whose id is ``name``, read workflow by workflow (indexed reads) on a big columnar store.
+
+    Every run that could share that id (or make it need its namespace in front) belongs to one
+    of the workflows named in it, so reading those is enough to tell."""
+    if "/" not in name or not await _many_records(provider, None, None):
+        return None
+    runs = [run for workflow in sorted(_workflows_in(name)) for run in await read_runs(provider, workflow_id=workflow)]
+    _keys(runs)
+    found = [run for run in runs if run.key == name]
+    return found[0] if len(found) == 1 else None
+
+
 async def read_run(provider: MemoryProvider, name: str) -> RunDetail:
     """One run by name (see :func:`pick_run`), with its recalls and the marks on it."""
-    run = pick_run(await read_runs(provider), name)
+    run = await _run_by_id(provider, name) or pick_run(await read_runs(provider), name)
     recalls: list[Recall] = []
     if isinstance(provider, SupportsRecalls) and run.workflow_id is not None:
         recalls = [r for r in await provider.recalls(workflow_id=run.workflow_id, run_id=run.run_id)
