@@ -27,6 +27,10 @@ without a vector snapshot, then the snapshot written behind it (``save_ms``). Ev
 results (ids and scores) are compared across the scenarios and states (``same_results``). Reported:
 medians over the runs, in milliseconds, as a table and as JSON (also written to ``--out``), with
 the load average. ``--store PATH`` keeps the built store (all but the last chunk) and reuses it.
+
+``--cli`` instead times each ``memkit`` command started cold (a fresh process, as a shell script
+runs it) on the trace store of ``bench/panels.py`` (``--cli-runs`` runs x 10 steps with recalls):
+median of 5 of the CPU time (the process and its children) and the wall time, goal 300 ms.
 """
 
 from __future__ import annotations
@@ -220,15 +224,39 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path("bench/results/cold.json"))
     parser.add_argument("--store", type=Path, default=None,
-                        help="keep the built store here and reuse it on the next run (same --size)")
+                        help="keep the built store here and reuse it on the next run (same --size; with --cli,"
+                        " a folder of one store per size)")
     parser.add_argument("--states", type=lambda s: tuple(s.split(",")), default=STATES,
                         help=f"a subset of {','.join(STATES)}, in that order")
+    parser.add_argument("--cli", action="store_true", help="time the memkit commands instead (see above)")
+    parser.add_argument("--cli-runs", type=int, nargs="+", default=[300, 3000])
     args = parser.parse_args(argv)
+    if args.cli:
+        return cli(args.cli_runs, args.store)
     report = run(args.size, args.runs, args.store, args.states)
     print_table(report["rows"], list(report["rows"][0]))
     print(dump(report))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(dump(report) + "\n")
+    return report
+
+
+def cli(sizes: list[int], store: Path | None = None) -> dict[str, Any]:
+    """Each ``memkit`` command as a fresh process on a store of ``size`` runs (``store``: keep and reuse it)."""
+    from bench.panels import build, measure_cli
+
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="memkit-bench-cli-") as tmp:
+        for size in sizes:
+            path = (store or Path(tmp)) / f"cli-{size}.db"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            url = f"sqlite:///{path}?embedder=none"
+            if not path.exists():
+                build(path, size)
+            rows += measure_cli(url, size, "wf-1/run-1")
+    report = {"load_average": [round(x, 2) for x in os.getloadavg()], "rows": rows}
+    print_table(rows, ["runs", "action", "wall_ms", "cpu_ms", "goal_ms", "met"])
+    print(dump(report))
     return report
 
 

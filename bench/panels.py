@@ -140,11 +140,17 @@ def measure(url: str, runs: int) -> list[dict[str, Any]]:
             wall, cpu = median_ms(call)
             out.append({"runs": runs, "action": name, "wall_ms": wall, "cpu_ms": cpu, "goal_ms": goal,
                         "met": cpu <= goal})
+    return out + measure_cli(url, runs, same[0])
+
+
+def measure_cli(url: str, runs: int, run: str) -> list[dict[str, Any]]:
+    """Each ``memkit`` command as a fresh process against ``url`` (``run``: the one ``show`` opens)."""
     # An installed package has its bytecode compiled; without it every call would compile memkit's
     # modules again (PYTHONDONTWRITEBYTECODE), so an untimed first call of each command writes it.
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "MEMKIT_URL": url}
     memkit_bin = str(Path(sys.executable).with_name("memkit"))
-    for args in (["runs"], ["runs", "--status", "failed"], ["show", same[0]], ["namespaces"], ["stats"],
+    out: list[dict[str, Any]] = []
+    for args in (["runs"], ["runs", "--status", "failed"], ["show", run], ["namespaces"], ["stats"],
                  ["search", "TP53 result", "--user", "lab", "--agent", "bio"]):
         subprocess.run([memkit_bin, *args], env=env, capture_output=True, check=True)
         wall, cpu = median_ms(lambda a=args: subprocess.run([memkit_bin, *a], env=env, capture_output=True,

@@ -404,3 +404,4 @@ def open(url_or_cfg: object = None) -> Memory:
     0
     """
     return Memory(build_provider(url_or_cfg, default_url()))
+

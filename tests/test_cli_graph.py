@@ -9,7 +9,8 @@ import pytest
 
 import memkit
 from memkit._demo import demo_items
-from memkit.cli import build_parser, main
+from memkit._serve._cli import build_parser
+from memkit.cli import main
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -136,11 +137,13 @@ def test_reading_commands_leave_numpy_and_pandas_unloaded(store: str) -> None:
             "print('import', loaded())\n"
             "print('stats', main(['--url', sys.argv[1], 'stats']), loaded())\n"
             "print('namespaces', main(['--url', sys.argv[1], 'namespaces']), loaded())\n"
-            "print('runs', main(['--url', sys.argv[1], 'runs']), loaded())\n")
+            "print('runs', main(['--url', sys.argv[1], 'runs']), loaded())\n"
+            "print('show', main(['--url', sys.argv[1], 'show', 'align/run-1']), loaded())\n")
     done = subprocess.run([sys.executable, "-c", code, store], capture_output=True, text=True, check=True)
-    said = [line for line in done.stdout.splitlines() if line.startswith(("import ", "stats ", "namespaces ", "runs "))]
-    # the run table is a runs_frame: pandas, and the numbers it stands on
-    assert said == ["import []", "stats 0 []", "namespaces 0 []", "runs 0 ['numpy', 'pandas']"]
+    said = [line for line in done.stdout.splitlines()
+            if line.startswith(("import ", "stats ", "namespaces ", "runs ", "show "))]
+    # runs are read straight from the store, not through a runs_frame
+    assert said == ["import []", "stats 0 []", "namespaces 0 []", "runs 0 []", "show 0 []"]
 
 
 def test_lazy_names_are_the_same_objects() -> None:
@@ -152,3 +155,157 @@ def test_lazy_names_are_the_same_objects() -> None:
             "try:\n    memkit.no_such_name\nexcept AttributeError as exc:\n    print(exc)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "module 'memkit' has no attribute 'no_such_name'"
+
+
+def _researchers_store(url: str) -> memkit.Memory:
+    """Two users running the same workflow ids (some runs without run_id), timing in six spellings or
+    none, statuses missing or unknown, retries, errors, recalls and marks: as agents write them."""
+    import random
+
+    from memkit._recall import Recall, RecalledMemory
+    from memkit._sync import run_sync
+
+    rng = random.Random(7)
+    mem = memkit.open(url)
+    note = {user: mem.add(f"{user}'s note on TP53", user, "bio") for user in ("alice", "bob")}
+    recalls: list[Recall] = []
+    for r in range(40):
+        user = ("alice", "bob")[r % 2]
+        workflow = f"wf-{r % 5}"
+        run_id = None if r % 7 == 0 else f"run-{r // 4}"
+        clock = T0 + timedelta(minutes=13 * r)
+        for i in range(rng.randrange(1, 6)):
+            tool = rng.choice(["bwa", "blast", None])
+            data: dict[str, object] = {"step_name": f"s{i}", "step_index": i, "tool": tool}
+            if run_id is not None:
+                data["run_id"] = run_id
+            status = rng.choice(["success", "success", "failed", "running", "weird", None])
+            if status is not None:
+                data["status"] = status
+            if status == "failed" and rng.random() < 0.8:
+                data["error"] = f"exit {r}{i}"
+            if rng.random() < 0.3:
+                data["retry_count"] = rng.randrange(3)
+            seconds = round(rng.uniform(0.1, 90), 3)
+            spelling = rng.randrange(7)
+            if spelling == 0:
+                data.update(duration=seconds, timestamp=clock.timestamp())
+            elif spelling == 1:
+                data.update(duration_ms=seconds * 1000, started_at=clock.isoformat())
+            elif spelling == 2:
+                data.update(latency_ms=seconds * 1000)
+            elif spelling == 3:
+                data.update(elapsed=seconds, start_time=clock.timestamp())
+            elif spelling == 4:
+                data.update(started_at=clock, ended_at=clock + timedelta(seconds=seconds))
+            elif spelling == 5:
+                data.update(started_at=clock.isoformat())
+            step = mem.add_trace("bio" if r % 3 else "planner", workflow, data, user_id=user)
+            if r % 5 == 1 and i == 0:
+                mem.mark_step(step, good=r % 2 == 1, user_id=user, agent_id="bio" if r % 3 else "planner", note="ok")
+            for _ in range(rng.randrange(3)):
+                recalls.append(Recall(
+                    id=uuid.uuid4().hex, created_at=clock, user_id=user, agent_id="bio", query="TP53", mode="keyword",
+                    limit=5, workflow_id=workflow, run_id=run_id, step_index=i, step_name=f"s{i}", attempt=1,
+                    trace_user_id=user, trace_agent_id="bio" if r % 3 else "planner",
+                    hits=[RecalledMemory(id=note[user], rank=1, score=1.0, content=f"{user}'s note on TP53")],
+                ))
+            clock += timedelta(seconds=seconds + 1)
+    run_sync(mem.provider.add_recalls(recalls))  # type: ignore[attr-defined]
+    return mem
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "sqlite, as columns", "memory"])
+def test_the_run_list_is_runs_frame_without_pandas(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``memkit runs`` reads (no pandas; a big store as columns) is exactly ``runs_frame``."""
+    from memkit._serve import _runs
+    from memkit._serve._runs import read_runs
+    from memkit._sync import call
+    from memkit.frames import runs_frame
+
+    if backend == "sqlite, as columns":  # as a store of more than COLUMNS_FROM records is read
+        monkeypatch.setattr(_runs, "COLUMNS_FROM", 0)
+    url = f"sqlite:///{tmp_path / 'r.db'}?embedder=none" if backend.startswith("sqlite") else "memory://"
+    with _researchers_store(url) as mem:
+        frame = runs_frame(mem)
+        runs = call(mem, read_runs)
+        assert [r.key for r in runs] == list(frame.index) and len(runs) > 30
+        assert any(r.key.startswith(("alice/", "bob/")) for r in runs)  # shared workflow ids, no run_id
+        for run, (key, row) in zip(runs, frame.iterrows(), strict=True):
+            got = run.as_json()
+            for column in ("workflow_id", "run_id", "user_id", "agent_id", "status", "steps", "failed_steps",
+                           "retries", "recalls", "first_error"):
+                assert got[column] == (None if row[column] is None else row[column]), (key, column)
+            assert run.started_at == row["started_at"] and run.ended_at == row["ended_at"], key
+            assert run.duration_s == pytest.approx(row["duration_s"], abs=1e-6) and run.tools == row["tools"], key
+        for user in ("alice", "bob"):
+            mine = call(mem, read_runs, user_id=user, agent_id="bio")
+            assert [r.key for r in mine] == list(runs_frame(mem, user_id=user, agent_id="bio").index)
+        marked = {r.key: dict(r.marks) for r in runs if r.marks}
+        assert marked and all(set(m) <= {"good", "bad"} for m in marked.values())
+
+
+@pytest.mark.parametrize("columns", [False, True], ids=["records", "columns"])
+def test_show_keeps_two_users_runs_of_one_workflow_apart_and_shows_marks(
+    columns: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memkit._serve import _runs
+
+    if columns:  # as a store of more than COLUMNS_FROM records is read: workflow by workflow
+        monkeypatch.setattr(_runs, "COLUMNS_FROM", 0)
+    url = f"sqlite:///{tmp_path / 'two.db'}?embedder=none"
+    with memkit.open(url) as mem:
+        for user in ("alice", "bob"):
+            mem.add(f"{user} only: TP53 note", user, "bio")
+            history = ExecutionHistory(memory_provider=mem, workflow_id="wf-1", agent_id="bio", user_id=user)
+            with history.step("look_up", tool="memory"):
+                mem.search("TP53", user, "bio", limit=3, mode="keyword")
+            history.close()
+        [step] = [i for i in mem.get_all("alice", "bio", filters={"type": "trace"})]
+        [recall] = mem.recalls(user_id="alice", agent_id="bio")
+        mem.mark_step(step.id, good=False, user_id="alice", agent_id="bio", note="looked in the wrong \u202e place")
+        mem.mark_memory(recall.id, recall.hits[0].id, relevant=True, user_id="alice", agent_id="bio")
+    assert main(["--url", url, "runs", "--json"]) == 0
+    rows = {r["run"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert set(rows) == {"alice/bio/wf-1", "bob/bio/wf-1"}
+    assert rows["alice/bio/wf-1"]["marks"] == {"bad": 1} and rows["bob/bio/wf-1"]["marks"] == {}
+    assert main(["--url", url, "runs"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split()[-3:] == ["marks", "first", "error"] and "1 bad" in out
+    assert main(["--url", url, "show", "alice/bio/wf-1"]) == 0
+    out = capsys.readouterr().out
+    _inert(out)
+    assert "alice only: TP53 note" in out and "bob only" not in out
+    assert "[relevant]" in out and "marks:\n  step 0 look_up: bad: looked in the wrong \\u202e place" in out
+    assert main(["--url", url, "show", "bob/bio/wf-1", "--json"]) == 0
+    bob = json.loads(capsys.readouterr().out)
+    assert [h["content"] for r in bob["recalls"] for h in r["hits"]] == ["bob only: TP53 note"]
+    assert bob["marks"] == [] and bob["recalls"][0]["hits"][0]["mark"] is None
+
+
+@pytest.mark.parametrize("columns", [False, True], ids=["records", "columns"])
+def test_show_finds_a_run_whose_id_another_workflow_could_also_spell(
+    columns: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memkit._serve import _runs
+
+    if columns:
+        monkeypatch.setattr(_runs, "COLUMNS_FROM", 0)
+    url = f"sqlite:///{tmp_path / 'ids.db'}?embedder=none"
+    with memkit.open(url) as mem:
+        mem.add_trace("bio", "a/b", {"step_name": "slash", "status": "success"}, user_id="alice")
+        mem.add_trace("bio", "a", {"step_name": "run b", "status": "failed", "run_id": "b"}, user_id="bob")
+        mem.add_trace("bio", "a", {"step_name": "run c", "status": "success", "run_id": "c"}, user_id="alice")
+    assert main(["--url", url, "runs", "--json"]) == 0
+    keys = sorted(json.loads(line)["run"] for line in capsys.readouterr().out.splitlines())
+    assert keys == ["a/c", "alice/bio/a/b", "bob/bio/a/b"]
+    assert main(["--url", url, "show", "bob/bio/a/b", "--json"]) == 0
+    assert [s["step_name"] for s in json.loads(capsys.readouterr().out)["steps"]] == ["run b"]
+    assert main(["--url", url, "show", "a/c", "--json"]) == 0
+    assert [s["step_name"] for s in json.loads(capsys.readouterr().out)["steps"]] == ["run c"]
+    assert main(["--url", url, "show", "a/b", "--json"]) == 0  # no run's id any more, but one workflow's
+    assert [s["step_name"] for s in json.loads(capsys.readouterr().out)["steps"]] == ["slash"]
+    assert main(["--url", url, "show", "c", "--json"]) == 0  # a run_id naming one run
+    assert json.loads(capsys.readouterr().out)["run"] == "a/c"

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import memkit
 from memkit import frames
-from memkit._mcp import Access, McpMemory
+from memkit._serve._mcp import Access, McpMemory
 from memkit._sync import run_sync
 from memkit.cli import main
 from memkit.graph import memory_graph

@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 import memkit
-from memkit.tools import MEMORY_TOOL_DEFINITIONS, MemoryTools
+from memkit._serve._catalogue import KEY_VALUE_TOOLS
+from memkit.tools import MemoryTools
 
 mcp = pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install 'memkit[mcp]'")
 from mcp import Client, StdioServerParameters  # noqa: E402
@@ -129,11 +130,11 @@ async def test_every_tool_against_the_store(transport: str, db: tuple[str, Path]
     async with connect(transport, url, *BOUND) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert set(tools) == WRITE_TOOLS | READ_TOOLS
-        # The key-value tools are MemoryTools' own definitions, not a copy that could drift.
-        for definition in MEMORY_TOOL_DEFINITIONS:
-            spec = definition["function"]
-            assert tools[spec["name"]].description == spec["description"]
-            assert tools[spec["name"]].input_schema["properties"] == spec["parameters"]["properties"]
+        # The key-value tools are the catalogue's, as function calling offers them: not a copy that could drift.
+        for tool in KEY_VALUE_TOOLS:
+            spec = tool.definition()["function"]
+            assert tools[tool.name].description == spec["description"]
+            assert tools[tool.name].input_schema["properties"] == spec["parameters"]["properties"]
         assert tools["recall"].input_schema["required"] == ["query"]
         assert tools["recall"].input_schema["properties"]["mode"]["enum"] == ["hybrid", "keyword", "semantic"]
         assert "namespace" not in tools["recall"].input_schema["properties"]  # bound: nothing to choose
@@ -422,7 +423,7 @@ def test_the_command_line_refuses_an_unsafe_or_unclear_namespace(db: tuple[str, 
 
 
 def test_a_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    from memkit._mcp import Access, serve
+    from memkit._serve._mcp import Access, serve
 
     monkeypatch.setitem(sys.modules, "mcp", None)
     with pytest.raises(memkit.BackendUnavailableError, match=r"pip install 'memkit\[mcp\]'"):
@@ -470,7 +471,7 @@ def test_the_readme_registers_the_server_as_the_docs_do() -> None:
 
 
 async def test_ids_with_a_slash_are_percent_encoded_and_stay_apart(db: tuple[str, Path]) -> None:
-    from memkit._mcp import Access, McpMemory
+    from memkit._serve._mcp import Access, McpMemory
 
     url, path = db
     access = Access.from_flags(None, None, ["a%2Fb/c", "a/b%2Fc"])
@@ -507,3 +508,27 @@ async def test_recalls_made_over_mcp_are_recorded_for_the_audit(db: tuple[str, P
         assert list(rows["query"]) == ["TP53 homologs"] and list(rows["memory_id"]) == [saved["id"]]
         assert list(rows["rank"]) == [1] and list(rows["mode"]) == ["keyword"]
         assert frames.recalls_frame(mem, user_id="bob", agent_id="bio").empty
+
+
+async def test_the_workflow_resource_says_which_steps_a_researcher_marked(db: tuple[str, Path]) -> None:
+    from memkit._serve._mcp import Access, McpMemory
+
+    url, _ = db
+    with memkit.open(url) as mem:
+        aligned = mem.add_trace("bio", "wf-1", {"step_index": 1, "tool": "bwa", "status": "success"}, "alice")
+        mem.add_trace("bio", "wf-1", {"step_index": 2, "tool": "gatk", "status": "failed"}, "alice")
+        mem.mark_step(aligned, good=False, user_id="alice", agent_id="bio", note="wrong reference \u202e genome")
+        # bob's step of the same workflow id, marked by bob: never part of alice's resource
+        bobs = mem.add_trace("bio", "wf-1", {"step_index": 2, "tool": "gatk", "status": "failed"}, "bob")
+        mem.mark_step(bobs, good=True, user_id="bob", agent_id="bio")
+    provider = memkit.get_memory_provider(url)
+    memory = McpMemory(provider, Access.from_flags(None, None, ["alice/bio", "bob/bio"]))
+    try:
+        alice = await memory.read("memkit://namespace/alice/bio/workflow/wf-1")
+        bob = await memory.read("memkit://namespace/bob/bio/workflow/wf-1")
+    finally:
+        memory.close()
+        await provider.aclose()  # type: ignore[attr-defined]
+    assert alice.splitlines() == ['step 1 · bwa · success · marked bad: "wrong reference \\u202e genome"',
+                                  "step 2 · gatk · failed"]
+    assert bob.splitlines() == ["step 2 · gatk · failed · marked good"]

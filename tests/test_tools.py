@@ -236,3 +236,29 @@ def test_register_on_a_pydantic_ai_agent() -> None:
     import asyncio
 
     assert len(asyncio.run(mem.get_all("u1", "bio"))) == 1  # TestModel called save_note once
+
+
+def test_function_calling_and_the_mcp_server_take_their_tools_from_one_catalogue(tmp_path: Path) -> None:
+    from memkit._serve._catalogue import TOOLS
+    from memkit._serve._mcp import Access, McpMemory
+
+    mem = memkit.open("memory://")
+    with MemoryTools(tmp_path / "kv.db", "r") as kv:
+        dispatcher = ToolDispatcher(kv, ProviderTools(mem, "u", "a"))
+        offered = dispatcher.get_tool_definitions()
+    assert [d["function"]["name"] for d in offered] == [
+        "write", "read", "list", "delete", "pattern_search", "recall_memory", "save_note"]
+    for definition in offered:
+        assert definition == TOOLS[definition["function"]["name"]].definition()
+    served = McpMemory(mem.provider, Access.from_flags("u", "a"), kv_path=str(tmp_path / "kv.db"))
+    try:
+        assert {t.name for t in served.listed()} == {
+            "remember", "recall", "forget", "list_recent", "record_step", "write", "read", "list", "delete",
+            "pattern_search"}
+        assert all(served.tools[t.name] is TOOLS[t.name] for t in served.listed())
+    finally:
+        served.close()
+    # A definition handed out is a copy: changing it changes nothing for the next caller.
+    offered[0]["function"]["parameters"]["properties"].clear()
+    assert dispatcher.get_tool_definitions()[0]["function"]["parameters"]["properties"]
+    assert TOOLS["write"].definition()["function"]["parameters"]["properties"]

@@ -15,7 +15,7 @@ import pytest
 
 import memkit
 from memkit import ConfigError, InvalidInputError, Limits, frames
-from memkit._mcp import Access, McpMemory
+from memkit._serve._mcp import Access, McpMemory
 from memkit._sync import run_sync
 from memkit.adapters import FalkorDBAdapter, Neo4jAdapter
 from memkit.adapters._memory import InMemoryAdapter

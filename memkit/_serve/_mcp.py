@@ -1,9 +1,8 @@
 """``memkit mcp``: one memkit store served to any Model Context Protocol client.
 
 The server is built on the official ``mcp`` SDK's low-level ``Server`` so that each
-tool's JSON schema is written once, here (or, for the key-value tools, reused from
-:data:`memkit.tools.MEMORY_TOOL_DEFINITIONS`), and so that arguments reach the
-library untouched: memkit validates them exactly as it validates a Python caller,
+tool's JSON schema is the one declared in the tool catalogue (:mod:`memkit._serve._catalogue`),
+and so that arguments reach the library untouched: memkit validates them exactly as it validates a Python caller,
 and a refusal comes back as a tool error whose text starts with memkit's error
 category (``invalid_input: limit must be between 1 and 10000, got 0``).
 
@@ -19,24 +18,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
 import json
 import logging
-import re
 import socket
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
-from memkit._display import format_time, is_trace, summary
+from memkit._display import format_time, printable, shorten, summary
 from memkit._errors import ConfigError, ErrorCategory, InvalidInputError, MemkitError, NotFoundError, missing_extra
 from memkit._factory import build_provider, default_url
+from memkit._marks import Mark
 from memkit._models import MemoryItem
-from memkit._protocols import MemoryProvider, SupportsClose, SupportsPaging, SupportsRecalls
+from memkit._protocols import MemoryProvider, SupportsClose, SupportsMarks, SupportsRecalls
+from memkit._serve._catalogue import KEY_VALUE_TOOLS, MCP_TOOLS, Namespace, Tool
+from memkit._serve._kv import MemoryTools
+from memkit._serve._stdio import stdio
 from memkit._validate import DEFAULT_LIMITS, Limits, check_namespace
-from memkit.tools import MEMORY_TOOL_DEFINITIONS, MemoryTools
 
 if TYPE_CHECKING:
     from mcp.server import Server, ServerRequestContext
@@ -44,11 +44,10 @@ if TYPE_CHECKING:
 
     Ctx = ServerRequestContext[Any]
 
-__all__ = ["Access", "McpMemory", "namespace_label", "parse_namespace", "serve"]
+__all__ = ["Access", "McpMemory", "limits_from_flags", "namespace_label", "parse_namespace", "serve"]
 
 log = logging.getLogger("memkit.mcp")
 
-Namespace = tuple[str, str]
 _URI_PREFIX = "memkit://namespace/"
 _RECENT_LINES = 50
 
@@ -119,48 +118,6 @@ class Access:
         return self.namespaces[label]
 
 
-@dataclass(frozen=True)
-class _Tool:
-    name: str
-    description: str
-    properties: dict[str, Any]
-    required: list[str]
-    run: Callable[..., Awaitable[Any]]
-    writes: bool = False
-
-
-_STEP_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "description": "The step, as memkit.traces.ExecutionItem records it; any other keys are kept too.",
-    "properties": {
-        "step_index": {"type": "integer", "description": "Position of the step in the workflow"},
-        "step_name": {"type": "string", "description": "What the step does, e.g. run_blast"},
-        "tool": {"type": "string", "description": "Tool or program the step used, e.g. blast"},
-        "status": {"type": "string", "enum": ["pending", "running", "success", "failed", "retrying", "skipped"]},
-        "parameters": {"type": "object", "description": "Inputs of the step"},
-        "result": {"type": "object", "description": "Output of the step"},
-        "error": {"type": "string", "description": "Why the step failed"},
-        "duration": {"type": "number", "description": "Seconds the step took"},
-        "retry_count": {"type": "integer"},
-        "run_id": {"type": "string", "description": "Label of the run this step belongs to"},
-    },
-}
-_FILTERS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "description": 'Metadata filter, e.g. {"gene": "TP53"}, {"type": {"$ne": "trace"}}, '
-    '{"tool": {"$in": ["blast", "bwa"]}}; operators $eq $ne $in $nin $gt $gte $lt $lte',
-}
-
-
-def _item(item: MemoryItem) -> dict[str, Any]:
-    """A memory as a tool returns it; a trace step reads as its summary, not its stored string."""
-    data = item.model_dump(mode="json", exclude_none=True)
-    data["summary"] = summary(item)
-    if is_trace(item):
-        del data["content"]
-    return data
-
-
 @dataclass
 class McpMemory:
     """The tools and resources of one store, with the namespace policy applied to every call."""
@@ -170,113 +127,30 @@ class McpMemory:
     kv_path: str | None = None
     #: The bounds every tool's arguments are held to (the store's, and the key-value tools').
     limits: Limits = DEFAULT_LIMITS
-    tools: dict[str, _Tool] = field(init=False)
+    tools: dict[str, Tool] = field(init=False)
     _kv: dict[Namespace, MemoryTools] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
-        tools = [
-            _Tool(
-                "remember",
-                "Save a memory (a note, a finding, a decision) so it can be recalled later.",
-                {"content": {"type": "string", "description": "The text to remember"},
-                 "metadata": {"type": "object", "description": 'Optional labels, e.g. {"gene": "TP53"}'}},
-                ["content"], self._remember, writes=True,
-            ),
-            _Tool(
-                "recall",
-                "Search memory for what is relevant to a query. Returns the best matches, best first, each "
-                "with its score and score_details (which retrieval leg found it, at what rank).",
-                {"query": {"type": "string", "description": "What to look for; empty lists the newest"},
-                 "limit": {"type": "integer", "description": "How many memories to return at most", "default": 5},
-                 "mode": {"type": "string", "enum": ["hybrid", "keyword", "semantic"],
-                          "description": "Retrieval mode (default: hybrid if the store has an embedder, "
-                          "else keyword)"},
-                 "filters": _FILTERS_SCHEMA},
-                ["query"], self._recall,
-            ),
-            _Tool(
-                "forget",
-                "Delete one memory by id. Only a memory of this namespace can be deleted.",
-                {"memory_id": {"type": "string", "description": "The id remember or recall returned"}},
-                ["memory_id"], self._forget, writes=True,
-            ),
-            _Tool(
-                "list_recent",
-                "List memories newest first, a page at a time (use next_offset for the next page).",
-                {"limit": {"type": "integer", "description": "Page size", "default": 10},
-                 "offset": {"type": "integer", "description": "How many of the newest to skip", "default": 0},
-                 "filters": _FILTERS_SCHEMA},
-                [], self._list_recent,
-            ),
-            _Tool(
-                "record_step",
-                "Record one step of a workflow's execution trace (what ran, with which tool, how it ended).",
-                {"workflow_id": {"type": "string", "description": "The workflow (run) the step belongs to"},
-                 "step": _STEP_SCHEMA},
-                ["workflow_id", "step"], self._record_step, writes=True,
-            ),
-        ]
+        tools = list(MCP_TOOLS)
         if self.kv_path is not None:
-            for definition in MEMORY_TOOL_DEFINITIONS:
-                spec = definition["function"]
-                params = spec["parameters"]
-                tools.append(_Tool(
-                    spec["name"], spec["description"], dict(params["properties"]), list(params["required"]),
-                    self._kv_call(spec["name"]), writes=spec["name"] in ("write", "delete"),
-                ))
+            tools += KEY_VALUE_TOOLS
         self.tools = {t.name: t for t in tools}
 
-    # -- tools -------------------------------------------------------------------------
-
-    async def _remember(self, ns: Namespace, content: Any, metadata: Any = None) -> dict[str, Any]:
-        return {"id": await self.provider.add(content, ns[0], ns[1], metadata)}
-
-    async def _recall(
-        self, ns: Namespace, query: Any, limit: Any = 5, mode: Any = None, filters: Any = None
-    ) -> dict[str, Any]:
-        # The one library call a recall makes, so recording recalls in the library covers MCP too.
-        search: Any = self.provider.search
-        hits: list[MemoryItem] = await search(query, ns[0], ns[1], limit, filters, mode=mode)
-        return {"results": [_item(hit) for hit in hits]}
-
-    async def _forget(self, ns: Namespace, memory_id: Any) -> dict[str, Any]:
-        delete: Any = self.provider.delete
-        return {"deleted": bool(await delete(memory_id, user_id=ns[0], agent_id=ns[1]))}
-
-    async def _list_recent(
-        self, ns: Namespace, limit: Any = 10, offset: Any = 0, filters: Any = None
-    ) -> dict[str, Any]:
-        if isinstance(self.provider, SupportsPaging):
-            items = await self.provider.get_page(ns[0], ns[1], offset=offset, limit=limit, filters=filters)
-        elif offset == 0:
-            items = await self.provider.get_all(ns[0], ns[1], limit, filters)
-        else:
-            raise ConfigError(f"{self.provider!r} cannot page; offset must be 0")
-        more = isinstance(limit, int) and len(items) == limit
-        return {"results": [_item(i) for i in items], "next_offset": offset + len(items) if more else None}
-
-    async def _record_step(self, ns: Namespace, workflow_id: Any, step: Any) -> dict[str, Any]:
-        return {"id": await self.provider.add_trace(ns[1], workflow_id, step, ns[0])}
-
-    def _kv_call(self, name: str) -> Callable[..., Awaitable[str]]:
-        async def call(ns: Namespace, **arguments: Any) -> str:
-            tools = self._kv.get(ns)
-            if tools is None:
-                assert self.kv_path is not None
-                # Each namespace's scratchpad is its own run_id, so namespaces stay apart here too.
-                tools = self._kv[ns] = MemoryTools(self.kv_path, run_id=namespace_label(*ns), limits=self.limits)
-            result: str = await asyncio.to_thread(getattr(tools, name), **arguments)
-            return result
-
-        return call
+    def _kv_call(self, name: str, ns: Namespace, arguments: dict[str, Any]) -> Awaitable[str]:
+        tools = self._kv.get(ns)
+        if tools is None:
+            assert self.kv_path is not None
+            # Each namespace's scratchpad is its own run_id, so namespaces stay apart here too.
+            tools = self._kv[ns] = MemoryTools(self.kv_path, run_id=namespace_label(*ns), limits=self.limits)
+        return asyncio.to_thread(getattr(tools, name), **arguments)
 
     # -- dispatch ---------------------------------------------------------------------
 
-    def listed(self) -> list[_Tool]:
+    def listed(self) -> list[Tool]:
         """The tools a client sees: no write tools on a read-only server."""
         return [t for t in self.tools.values() if not (t.writes and self.access.read_only)]
 
-    def input_schema(self, tool: _Tool) -> dict[str, Any]:
+    def input_schema(self, tool: Tool) -> dict[str, Any]:
         properties = dict(tool.properties)
         required = list(tool.required)
         if self.access.choose:
@@ -305,7 +179,9 @@ class McpMemory:
         missing = [p for p in tool.required if p not in args]
         if missing:
             raise InvalidInputError(f"{name} needs {', '.join(missing)}")
-        return await tool.run(ns, **args)
+        if tool.run is None:
+            return await self._kv_call(name, ns, args)
+        return await tool.run(self.provider, ns, **args)
 
     # -- resources --------------------------------------------------------------------
 
@@ -317,7 +193,8 @@ class McpMemory:
         return [(f"{_URI_PREFIX}{label}/workflow/{{workflow_id}}", label) for label in self.access.namespaces]
 
     async def read(self, uri: str) -> str:
-        """The text of a resource: one :func:`memkit._display.summary` line per memory or step."""
+        """The text of a resource: one :func:`memkit._display.summary` line per memory or step (a step
+        a researcher marked good or bad says so, with the note)."""
         parts = uri.removeprefix(_URI_PREFIX).split("/") if uri.startswith(_URI_PREFIX) else []
         label = "/".join(parts[:2])
         if label not in self.access.namespaces or parts[2:3] not in (["recent"], ["workflow"]):
@@ -341,11 +218,23 @@ class McpMemory:
                 return (False, index, at)
             return (True, 0, at)
 
-        return "\n".join(summary(step) for step in sorted(steps, key=order))
+        verdicts: dict[str, Mark] = {}
+        if isinstance(self.provider, SupportsMarks):
+            verdicts = {m.step_id: m for m in await self.provider.marks(user_id=user, agent_id=agent,
+                                                                         workflow_id=workflow)
+                        if m.step_id is not None}
+        return "\n".join(summary(step) + _verdict(verdicts.get(step.id)) for step in sorted(steps, key=order))
 
     def close(self) -> None:
         for tools in self._kv.values():
             tools.close()
+
+
+def _verdict(mark: Mark | None) -> str:
+    if mark is None:
+        return ""
+    note = f': "{printable(shorten(mark.note, 200))}"' if mark.note else ""
+    return f" · marked {mark.label.replace('_', ' ')}{note}"
 
 
 def _error_result(exc: BaseException) -> CallToolResult:
@@ -393,7 +282,7 @@ def build_server(memory: McpMemory) -> Server[Any]:
         return ListToolsResult(tools=[
             Tool(name=t.name, description=t.description, input_schema=memory.input_schema(t),
                  annotations=ToolAnnotations(read_only_hint=not t.writes,
-                                             destructive_hint=t.name in ("forget", "delete")))
+                                             destructive_hint=t.destructive))
             for t in memory.listed()
         ])
 
@@ -442,169 +331,6 @@ def build_server(memory: McpMemory) -> Server[Any]:
     )
 
 
-# -- stdio: every line answered ------------------------------------------------------------
-#
-# The SDK's stdio transport drops a line it cannot parse (it hands the server an exception the
-# server only logs), so a client that sent one waits forever. Lines are screened here first and
-# each one the transport could not take is answered with the JSON-RPC error the protocol names.
-
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
-_COLON = re.compile(r"\s*:\s*")
-_ENVELOPE_KEYS = ("jsonrpc", "id", "method")
-
-
-def _outline(text: str) -> tuple[int, dict[str, Any]]:
-    """How deep ``text`` nests, and the scalar ``jsonrpc``, ``id`` and ``method`` of its top
-    level, read without parsing what is nested (which may be too deep to parse)."""
-    depth = deepest = 0
-    top: dict[str, Any] = {}
-    decoder = json.JSONDecoder()
-    for match in _TOKEN.finditer(text):
-        token = match.group()
-        if token in ("[", "{"):
-            depth += 1
-            deepest = max(deepest, depth)
-        elif token in ("]", "}"):
-            depth -= 1
-        elif depth == 1 and (colon := _COLON.match(text, match.end())) is not None:
-            key = json.loads(token)
-            start = colon.end()
-            if key in _ENVELOPE_KEYS and key not in top and text[start:start + 1] not in ("[", "{"):
-                with contextlib.suppress(ValueError):
-                    top[key] = decoder.raw_decode(text, start)[0]
-    return deepest, top
-
-
-@functools.cache
-def _parse_depth() -> int:
-    """The deepest nesting the SDK's JSON parser reads (found once, by trying)."""
-    from pydantic_core import from_json
-
-    low, high = 1, 100_000
-    while low < high:
-        middle = (low + high + 1) // 2
-        try:
-            from_json("[" * middle + "]" * middle)
-            low = middle
-        except ValueError:
-            high = middle - 1
-    return low
-
-
-def _lone_surrogate(value: Any) -> str | None:
-    """Where ``value`` holds a string with a lone surrogate, and which (``None``: nowhere)."""
-    stack: list[tuple[Any, str]] = [(value, "params")]
-    while stack:
-        node, where = stack.pop()
-        if isinstance(node, str):
-            try:
-                node.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                return f"{where} holds {node[exc.start:exc.end]!r}"
-        elif isinstance(node, dict):
-            for key, item in node.items():
-                if isinstance(key, str) and _lone_surrogate(key) is not None:
-                    return f"a key in {where} holds {key!r}"
-                stack.append((item, f"{where}.{key}"))
-        elif isinstance(node, list):
-            stack.extend((item, f"{where}[{i}]") for i, item in enumerate(node))
-    return None
-
-
-def _request_id(value: object) -> str | int | None:
-    return value if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)) else None
-
-
-def screen(line: bytes) -> str | tuple[int, str, str | int | None] | None:
-    """One line from the client: the text to pass on, or ``(code, message, id)`` to answer it
-    with, or ``None`` for nothing to do (a blank line; a broken notification, which JSON-RPC
-    forbids answering)."""
-    from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, jsonrpc_message_adapter
-    from pydantic import ValidationError
-
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return PARSE_ERROR, f"Parse error: the line is not UTF-8 (byte {line[exc.start]:#04x} at {exc.start})", None
-    if not text.strip():
-        return None
-    try:
-        jsonrpc_message_adapter.validate_json(text, by_name=False)
-        return text
-    except ValidationError as exc:
-        problem = exc.errors()[0]["msg"] if exc.errors() else str(exc)
-    try:
-        value: Any = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return PARSE_ERROR, f"Parse error: the line is not JSON ({exc.msg} at column {exc.colno})", None
-    except RecursionError:
-        value = None  # too deep even for Python's parser: the outline still finds the envelope
-    depth, top = _outline(text)
-    if isinstance(value, dict):
-        top = {k: value[k] for k in _ENVELOPE_KEYS if k in value}
-    request_id = _request_id(top.get("id"))
-    is_request = top.get("jsonrpc") == "2.0" and isinstance(top.get("method"), str)
-    if is_request and "id" not in top:
-        log.warning("dropped a notification the server cannot read: %s", problem)
-        return None
-    if not is_request or request_id is None:
-        return (INVALID_REQUEST, 'Invalid Request: a JSON-RPC 2.0 request is an object with "jsonrpc": "2.0",'
-                f' a string "method" and a string or integer "id" ({problem})', request_id)
-    # The envelope is sound, so what the transport could not read is in the params.
-    if depth > _parse_depth():
-        reason = f"the request is nested {depth} levels deep; the server reads at most {_parse_depth()} levels"
-    elif isinstance(value, dict) and (where := _lone_surrogate(value.get("params"))) is not None:
-        reason = f"{where}, a lone surrogate, which is not text"
-    else:
-        reason = problem
-    return INVALID_PARAMS, f"Invalid params: {reason}", request_id
-
-
-class _ClientLines:
-    """The client's lines, screened, as the SDK's stdio transport reads them (an async iterable
-    of text lines); a refused line is answered on the transport's write stream."""
-
-    def __init__(self) -> None:
-        import anyio
-
-        self._lines = anyio.wrap_file(sys.stdin.buffer)
-        self._answers: Any = None
-        self._ready = anyio.Event()
-
-    def answer_on(self, write_stream: Any) -> None:
-        self._answers = write_stream
-        self._ready.set()
-
-    async def __aiter__(self) -> AsyncIterator[str]:
-        import anyio
-        from mcp.shared.message import SessionMessage
-        from mcp_types import ErrorData, JSONRPCError
-
-        async for line in self._lines:
-            screened = screen(line)
-            if screened is None or isinstance(screened, str):
-                if screened is not None:
-                    yield screened
-                continue
-            code, message, request_id = screened
-            log.warning("answered a line the server cannot read with %d: %s", code, message)
-            await self._ready.wait()
-            error = JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
-            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-                await self._answers.send(SessionMessage(error))
-
-
-@contextlib.asynccontextmanager
-async def _stdio() -> AsyncIterator[tuple[Any, Any]]:
-    """The SDK's stdio transport (which keeps stray prints off stdout), reading screened lines."""
-    from mcp.server.stdio import stdio_server
-
-    lines = _ClientLines()
-    async with stdio_server(stdin=cast(Any, lines)) as (read, write):
-        lines.answer_on(write)
-        yield read, write
-
-
 def _kv_path(provider: MemoryProvider) -> str | None:
     """The SQLite file the key-value tools share with the store, if the store is one."""
     from memkit.adapters import SQLiteAdapter
@@ -636,7 +362,7 @@ async def _serve(url: str | None, access: Access, http_port: int | None, limits:
     try:
         server = build_server(memory)
         if http_port is None:
-            async with _stdio() as (read, write):
+            async with stdio() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
         else:
             import uvicorn

@@ -1,0 +1,209 @@
+"""Auditing runs without a notebook: ``memkit runs``, ``memkit show RUN``, ``memkit namespaces``.
+
+Readable tables on a terminal, ``--json`` for scripts, exit code 1 when nothing matched (so
+``memkit runs --status failed && ...`` reads naturally). Runs come from :mod:`._runs`, which
+reads the provider directly: these commands never load pandas or numpy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from memkit._display import format_duration, format_time, printable
+from memkit._errors import InvalidInputError, MemkitError
+from memkit._marks import Mark
+from memkit._serve._runs import RunDetail, filter_runs, read_run, read_runs
+from memkit._serve._terminal import cell, json_line, say, table, when
+from memkit._sync import Memory, call
+
+__all__ = ["NothingFound", "add_audit_commands"]
+
+
+class NothingFound(MemkitError):
+    """Nothing matched: exit code 1, so ``memkit runs --status failed && ...`` reads naturally."""
+
+
+_RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w)\s*$")
+_UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def moment_arg(text: str | None, name: str) -> datetime | None:
+    """``--since``/``--until``: an ISO date or time (UTC unless it says), or an age like ``2h``, ``3d``."""
+    if text is None:
+        return None
+    relative = _RELATIVE.match(text)
+    if relative:
+        return datetime.now(UTC) - timedelta(seconds=float(relative[1]) * _UNITS[relative[2]])
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InvalidInputError(
+            f"{name} must be an ISO date or time (2026-11-20, 2026-11-20T14:00) or an age (90m, 2h, 3d, 1w),"
+            f" got {printable(text)!r}"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _marks_cell(marks: dict[str, int]) -> str:
+    return ", ".join(f"{n} {label.replace('_', ' ')}" for label, n in sorted(marks.items())) or "-"
+
+
+def _open(args: argparse.Namespace) -> Memory:
+    import memkit
+
+    return memkit.open(args.url)
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    """List runs, newest first, with the filters of runs_frame; exit 1 when none matches."""
+    if args.limit < 1:
+        raise InvalidInputError(f"--limit must be at least 1, got {args.limit}")
+    since, until = moment_arg(args.since, "--since"), moment_arg(args.until, "--until")
+    with _open(args) as mem:
+        runs = call(mem, read_runs, user_id=args.user, agent_id=args.agent, workflow_id=args.workflow)
+    runs = filter_runs(runs, status=args.status, since=since, until=until)
+    shown = runs[:args.limit]
+    if args.json:
+        for run in shown:
+            say(json_line(run.as_json()))
+    elif shown:
+        rows = [[cell(r.key), when(r.started_at), r.status, cell(format_duration(r.duration_s)), str(len(r.steps)),
+                 str(r.failed_steps), cell(r.recalls), _marks_cell(dict(r.marks)), cell(r.first_error)]
+                for r in shown]
+        for line in table(["run", "started", "status", "duration", "steps", "failed", "recalls", "marks",
+                           "first error"], rows, flex=8):
+            say(line)
+        if len(runs) > len(shown):
+            say(f"({len(shown)} of {len(runs)} runs; --limit shows more)", file=sys.stderr)
+    if not runs:
+        raise NothingFound("no run matches" if _filtered(args) else "no traces in this store")
+    return 0
+
+
+def _filtered(args: argparse.Namespace) -> bool:
+    return any(getattr(args, k) is not None for k in ("status", "workflow", "agent", "user", "since", "until"))
+
+
+def _mark_json(mark: Mark) -> dict[str, Any]:
+    return {"mark_id": mark.id, "kind": mark.kind, "label": mark.label, "note": mark.note,
+            "step_id": mark.step_id, "step_index": mark.step_index, "recall_id": mark.recall_id,
+            "memory_id": mark.memory_id, "created_at": mark.created_at.isoformat()}
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """One run: its steps, the full text of its errors, what each step recalled and how it was marked."""
+    with _open(args) as mem:
+        try:
+            detail: RunDetail = call(mem, read_run, args.run)
+        except InvalidInputError as exc:
+            if str(exc).startswith("no run"):
+                raise NothingFound(f"no run {printable(args.run)!r} in this store; `memkit runs` lists them") from None
+            raise
+    run, recalls = detail.run, detail.recalls
+    step_marks = {m.step_id: m for m in detail.marks if m.kind == "step"}
+    hit_marks = {(m.recall_id, m.memory_id): m for m in detail.marks if m.kind == "memory"}
+    if args.json:
+        say(json_line({
+            **run.as_json(),
+            "steps": [s.as_json() for s in run.steps],
+            "recalls": [{
+                "recall_id": r.id, "step_index": r.step_index, "step_name": r.step_name, "kind": r.kind,
+                "query": r.query, "mode": r.mode, "limit": r.limit, "namespace": [r.user_id, r.agent_id],
+                "created_at": r.created_at.isoformat(),
+                "hits": [{"rank": h.rank, "memory_id": h.id, "score": h.score, "content": h.content,
+                          "mark": (m := hit_marks.get((r.id, h.id))) and m.label} for h in r.hits],
+            } for r in recalls],
+            "marks": [_mark_json(m) for m in detail.marks],
+        }))
+        return 0
+    say(f"run {cell(run.key)}: {run.status} · {len(run.steps)} steps · {cell(format_duration(run.duration_s))}"
+        f" · started {when(run.started_at)} · {cell(run.user_id)} / {cell(run.agent_id)}")
+    untimed = sum(s.timing == "none" for s in run.steps)
+    if untimed:
+        say(f"{untimed} of {len(run.steps)} steps recorded no timing")
+    say("")
+    rows = [[cell(s.step_index), cell(s.step_name), cell(s.tool), cell(s.status), cell(format_duration(s.duration_s)),
+             cell(s.timing), cell(s.recalls), cell((m := step_marks.get(s.id)) and m.label), cell(s.error)]
+            for s in run.steps]
+    for line in table(["#", "step", "tool", "status", "duration", "timing", "recalls", "mark", "error"], rows,
+                      flex=8):
+        say(line)
+    failed = [s for s in run.steps if s.error is not None]
+    if failed:
+        say("\nerrors:")
+        for s in failed:
+            say(f"  step {cell(s.step_index)} {cell(s.step_name)}: {printable(s.error)}")
+    noted = [(s, step_marks[s.id]) for s in run.steps if s.id in step_marks]
+    if noted:
+        say("\nmarks:")
+        for s, m in noted:
+            note = f": {printable(m.note)}" if m.note else ""
+            say(f"  step {cell(s.step_index)} {cell(s.step_name)}: {m.label}{note}")
+    if recalls:
+        say("\nrecalls:")
+        for r in recalls:
+            say(f"  step {r.step_index} {cell(r.step_name)}: {r.kind} {printable(r.query)!r} ({r.mode}, "
+                f"{r.user_id} / {r.agent_id}) -> {len(r.hits)} memories  [{r.id}]")
+            for h in r.hits:
+                score = f"{h.score:.3f}" if h.score is not None else "-"
+                mark = hit_marks.get((r.id, h.id))
+                verdict = "" if mark is None else f"  [{mark.label.replace('_', ' ')}" + (
+                    f": {cell(mark.note, 60)}]" if mark.note else "]")
+                say(f"    {h.rank:>2}. {score:>7}  {cell(h.content, 100)}{verdict}")
+    return 0
+
+
+def cmd_namespaces(args: argparse.Namespace) -> int:
+    """Every (user_id, agent_id) with how many memories and when they were written."""
+    with _open(args) as mem:
+        spaces = mem.namespaces()
+    if args.json:
+        for ns in spaces:
+            say(json_line({"user_id": ns.user_id, "agent_id": ns.agent_id, "count": ns.count,
+                           "first_at": ns.first_at.isoformat() if ns.first_at else None,
+                           "last_at": ns.last_at.isoformat() if ns.last_at else None}))
+    else:
+        rows = [[cell(ns.user_id), cell(ns.agent_id), str(ns.count), cell(format_time(ns.first_at) or None),
+                 cell(format_time(ns.last_at) or None)] for ns in spaces]
+        for line in table(["user", "agent", "memories", "first", "last"], rows):
+            say(line)
+    if not spaces:
+        raise NothingFound("no namespaces: this store is empty")
+    return 0
+
+
+def add_audit_commands(sub: Any) -> None:
+    statuses = ["success", "failed", "running", "pending", "retrying", "skipped", "unknown"]
+    runs = sub.add_parser(
+        "runs", help="list workflow runs, newest first (filters like runs_frame)",
+        description="List workflow runs, newest first. Exit code 0 when runs are listed, 1 when none\n"
+        "matches, 2 for a bad argument. The marks column counts the steps a researcher marked good or bad.",
+        epilog="example: memkit runs --status failed --since 2d\n"
+        "         memkit runs --workflow variant-calling-alice-1 --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    runs.add_argument("--status", choices=statuses, help="only runs with this status")
+    runs.add_argument("--workflow", help="only runs of this workflow_id")
+    runs.add_argument("--agent", help="only runs of this agent_id")
+    runs.add_argument("--user", help="only runs of this user_id")
+    runs.add_argument("--since", help="started at or after: ISO date/time (UTC) or an age such as 90m, 2h, 3d, 1w")
+    runs.add_argument("--until", help="started at or before (same forms as --since)")
+    runs.add_argument("--limit", type=int, default=50, help="show at most this many runs (default: 50)")
+    runs.add_argument("--json", action="store_true", help="one JSON object per run")
+    runs.set_defaults(func=cmd_runs)
+
+    show = sub.add_parser(
+        "show", help="one run: its steps, errors, what each step recalled and the marks on them",
+        epilog="RUN is an id from `memkit runs` (workflow/run_id), a run_id or a workflow_id naming one run.",
+    )
+    show.add_argument("run", metavar="RUN")
+    show.add_argument("--json", action="store_true", help="the run as one JSON object")
+    show.set_defaults(func=cmd_show)
+
+    spaces = sub.add_parser("namespaces", help="every (user_id, agent_id) with its number of memories")
+    spaces.add_argument("--json", action="store_true", help="one JSON object per namespace")
+    spaces.set_defaults(func=cmd_namespaces)

@@ -1,0 +1,155 @@
+"""The key-value scratchpad the key-value tools run on: :class:`memkit.tools.MemoryTools`.
+
+The seed's persistent memory for one experiment run (``write``, ``read``, ``list``, ``delete``,
+``pattern_search``), in a ``kv_memory`` table of a SQLite file, each ``run_id`` apart. The
+messages are part of the contract (users' tests match them word for word). ``write`` stores
+strings only, as the tool's schema says: any other JSON value is refused and nothing is written,
+so that what ``read`` returns is always exactly what was written.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import sqlite3
+import threading
+from pathlib import Path
+
+from memkit._errors import InvalidInputError
+from memkit._validate import DEFAULT_LIMITS, Limits, check_text, checked_methods
+
+__all__ = ["MemoryTools"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS kv_memory (
+    run_id TEXT NOT NULL,
+    key    TEXT NOT NULL,
+    value  TEXT NOT NULL,
+    UNIQUE (run_id, key)
+)
+"""
+
+
+def _need_str(name: str, value: object, most: int, knob: str) -> str:
+    """``value`` if it is text of at most ``most`` characters (``knob`` is the Limits field that sets it)."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a string, got {type(value).__name__}")
+    if len(value) > most:
+        raise InvalidInputError(
+            f"{name} is {len(value)} characters; the limit is {most} (Limits.{knob})"
+        )
+    return check_text(value, name)
+
+
+@checked_methods
+class MemoryTools:
+    """A persistent key-value memory for one experiment run.
+
+    Entries live in a ``kv_memory`` table of the SQLite file at ``db_path`` (the same
+    file as a memkit store is fine); each ``run_id`` sees only its own keys. Several
+    processes may share the file: every write is one transaction (WAL, busy timeout).
+
+    Parameters
+    ----------
+    db_path
+        SQLite file; it and its folders are created on first use.
+    run_id
+        Identifier of the run whose keys this instance reads and writes.
+    limits
+        Bounds on what one call may carry (see :class:`memkit.Limits`): a key or run id is at
+        most ``max_id_chars``, a value ``max_content_chars``, a pattern ``max_query_chars``.
+
+    Examples
+    --------
+    >>> tools = MemoryTools(db_path="data/memory.db", run_id="exp-001")  # doctest: +SKIP
+    >>> tools.write("task_status", "in_progress")                         # doctest: +SKIP
+    "Wrote value to key 'task_status'"
+    """
+
+    def __init__(
+        self, db_path: str | os.PathLike[str] = "data/memory.db", run_id: str = "default",
+        *, limits: Limits = DEFAULT_LIMITS,
+    ) -> None:
+        self.limits = limits
+        self.db_path = Path(db_path)
+        self.run_id = _need_str("run_id", run_id, limits.max_id_chars, "max_id_chars")
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.db_path, isolation_level=None, check_same_thread=False, timeout=30)
+        self._conn.execute("PRAGMA busy_timeout = 30000")
+        self._conn.execute("PRAGMA journal_mode = WAL")
+        self._conn.execute(_SCHEMA)
+
+    def __repr__(self) -> str:
+        return f"MemoryTools({str(self.db_path)!r}, run_id={self.run_id!r})"
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> MemoryTools:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _key(self, key: object) -> str:
+        return _need_str("key", key, self.limits.max_id_chars, "max_id_chars")
+
+    def _keys(self) -> builtins.list[str]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT key FROM kv_memory WHERE run_id = ? ORDER BY rowid", (self.run_id,)
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def write(self, key: str, value: str) -> str:
+        """Store ``value`` under ``key`` (overwriting); returns a confirmation message."""
+        self._key(key)
+        _need_str("value", value, self.limits.max_content_chars, "max_content_chars")
+        with self._lock:
+            db = self._conn
+            db.execute("BEGIN IMMEDIATE")  # check-then-write must not race another process
+            try:
+                updated = db.execute(
+                    "UPDATE kv_memory SET value = ? WHERE run_id = ? AND key = ?", (value, self.run_id, key)
+                ).rowcount
+                if not updated:
+                    db.execute(
+                        "INSERT INTO kv_memory (run_id, key, value) VALUES (?, ?, ?)",
+                        (self.run_id, key, value),
+                    )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        return f"Updated key '{key}' with new value" if updated else f"Wrote value to key '{key}'"
+
+    def read(self, key: str) -> str:
+        """The value stored under ``key``, or an error message."""
+        self._key(key)
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT value FROM kv_memory WHERE run_id = ? AND key = ?", (self.run_id, key)
+            ).fetchone()
+        return row[0] if row is not None else f"Error: Key '{key}' not found"
+
+    def list(self) -> str:
+        """Every key of this run, comma-separated, in the order they were first written."""
+        keys = self._keys()
+        return ", ".join(keys) if keys else "No keys stored"
+
+    def delete(self, key: str) -> str:
+        """Remove ``key``; returns a confirmation or an error message."""
+        self._key(key)
+        with self._lock:
+            removed = self._conn.execute(
+                "DELETE FROM kv_memory WHERE run_id = ? AND key = ?", (self.run_id, key)
+            ).rowcount
+        return f"Deleted key '{key}'" if removed else f"Error: Key '{key}' not found"
+
+    def pattern_search(self, pattern: str) -> str:
+        """Keys containing ``pattern`` (case-sensitive substring), comma-separated."""
+        _need_str("pattern", pattern, self.limits.max_query_chars, "max_query_chars")
+        matching = [k for k in self._keys() if pattern in k]
+        return ", ".join(matching) if matching else f"No keys found matching pattern '{pattern}'"

@@ -1,0 +1,363 @@
+"""The package's shape, checked from its source: no import cycle, layers that only look down,
+one sync boundary, and modules a reader can take in at once.
+
+Everything is read with :mod:`ast` (nothing is imported, no third-party tool), so a contract
+that breaks names the modules that break it.
+
+Layers, lowest first (a module may import its own layer and the ones below it):
+
+* ``domain``: models, errors, limits, records, the port and its registry (``memkit._core``),
+  retrieval (``memkit._retrieval``), recall recording, context and marks (``memkit._recall``),
+  embeddings;
+* ``stores``: the adapters, and traces (an execution history writes through the port);
+* ``sync``: ``memkit._sync``, the one place that blocks on the event loop;
+* ``explore``: frames, graph, charts, widgets and the helpers behind them;
+* ``serve``: the command line, the agent tools and the MCP server (``memkit._serve``).
+
+``memkit`` itself (the lazy public face) and ``memkit.testing`` sit beside the layers and may
+import any of them.
+
+A contract that today's tree breaks for a known reason carries a strict ``xfail`` listing the
+modules concerned. It fails for real when another module breaks it, and again (XPASS, or a
+"no longer" message) once a listed module is fixed: then delete that entry.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "memkit"
+MAX_LINES = 600
+
+# The first name under memkit/ -> its layer. The flat names are today's modules that move into
+# the packages by concept (same layer either way).
+LAYERS = ("domain", "stores", "sync", "explore", "serve")
+_LAYER_OF: dict[str, str] = {
+    **dict.fromkeys(("_core", "_models", "_errors", "_validate", "_records", "_url", "_protocols", "_factory",
+                     "_retrieval", "_keyword", "_filters", "_pipeline", "_dates", "_recall", "_context", "_marks",
+                     "embeddings", "_static"), "domain"),
+    **dict.fromkeys(("adapters", "traces", "_timing"), "stores"),
+    "_sync": "sync",
+    **dict.fromkeys(("frames", "graph", "_graphview", "_graphschema", "charts", "widgets", "_io", "_demo",
+                     "_evaluate", "_display"), "explore"),
+    **dict.fromkeys(("_serve", "cli", "tools", "_mcp", "__main__"), "serve"),
+}
+_BESIDE = ("testing",)  # may import every layer, like the package's face
+
+
+@dataclass
+class Module:
+    name: str
+    path: Path
+    tree: ast.Module
+    lines: int
+    #: memkit modules it imports when it runs (module level or in a function; not for type checking only).
+    runtime: dict[str, int] = field(default_factory=dict)
+    #: Every memkit module it names in an import anywhere (type-checking blocks too).
+    anywhere: dict[str, int] = field(default_factory=dict)
+
+
+def _name_of(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _walk_imports(node: ast.AST, runs: bool) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import below ``node`` and whether it ever runs (``False``: under ``if TYPE_CHECKING``)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.Import, ast.ImportFrom)):
+            yield child, runs
+        elif isinstance(child, ast.If) and _is_type_checking(child.test):
+            for stmt in child.body:
+                yield from _walk_imports(ast.Module(body=[stmt], type_ignores=[]), False)
+            for stmt in child.orelse:
+                yield from _walk_imports(ast.Module(body=[stmt], type_ignores=[]), runs)
+        else:
+            yield from _walk_imports(child, runs)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _load() -> dict[str, Module]:
+    modules: dict[str, Module] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        modules[_name_of(path)] = Module(_name_of(path), path, ast.parse(text, str(path)), len(text.splitlines()))
+
+    def existing(dotted: str) -> str | None:
+        while dotted and dotted not in modules:
+            dotted = dotted.rpartition(".")[0]
+        return dotted or None
+
+    for module in modules.values():
+        is_package = module.path.name == "__init__.py"
+        for node, runs in _walk_imports(module.tree, True):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    anchor = module.name if is_package else module.name.rpartition(".")[0]
+                    for _ in range(node.level - 1):
+                        anchor = anchor.rpartition(".")[0]
+                    base = f"{anchor}.{base}" if base else anchor
+                # ``from memkit import _marks`` imports the module memkit._marks; ``from memkit import open``
+                # only the package.
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            for target in targets:
+                if target.split(".")[0] != "memkit":
+                    continue
+                found = existing(target)
+                if found is None or found == module.name:
+                    continue
+                module.anywhere.setdefault(found, node.lineno)
+                if runs:
+                    module.runtime.setdefault(found, node.lineno)
+    return modules
+
+
+MODULES = _load()
+
+
+def _where(module: Module, line: int) -> str:
+    return f"{module.path.relative_to(ROOT)}:{line}"
+
+
+def layer_of(name: str) -> str | None:
+    """The layer of a memkit module (``None``: the package face or ``memkit.testing``)."""
+    parts = name.split(".")
+    if len(parts) == 1 or parts[1] in _BESIDE:
+        return None
+    layer = _LAYER_OF.get(parts[1])
+    assert layer is not None, (
+        f"{name} is in no layer: add {parts[1]!r} to _LAYER_OF in tests/test_architecture.py (where does it sit?)"
+    )
+    return layer
+
+
+# -- the contracts: each returns {offending module (or cycle): what it does} ------------------
+
+
+def import_cycles() -> dict[str, str]:
+    """Strongly connected groups of the import graph (Tarjan's algorithm).
+
+    An import inside a function counts: deferring it hides a cycle from the interpreter, not
+    from a reader, who still cannot understand one module without the other. An import for
+    type checking only does not."""
+    graph = {name: sorted(m.runtime) for name, m in MODULES.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(start: str) -> None:
+        # Iterative, so a long import chain cannot hit the recursion limit.
+        work = [(start, iter(graph[start]))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(graph[nxt])))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    group: list[str] = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        group.append(member)
+                        if member == node:
+                            break
+                    if len(group) > 1:
+                        groups.append(sorted(group))
+
+    for name in graph:
+        if name not in index:
+            visit(name)
+    found: dict[str, str] = {}
+    for group in groups:
+        members = set(group)
+        edges = [f"{a} imports {b} ({_where(MODULES[a], MODULES[a].runtime[b])})"
+                 for a in group for b in sorted(MODULES[a].runtime) if b in members]
+        found[" <-> ".join(group)] = "import cycle: " + "; ".join(edges)
+    return found
+
+
+def looks_up(layer: str) -> dict[str, str]:
+    """Modules of ``layer`` that import a module of a higher layer (anywhere in the file)."""
+    rank = LAYERS.index(layer)
+    found: dict[str, str] = {}
+    for name, module in MODULES.items():
+        if layer_of(name) != layer:
+            continue
+        above = [
+            f"{target} ({layer_of(target)}, {_where(module, line)})"
+            for target, line in sorted(module.anywhere.items())
+            if (other := layer_of(target)) is not None and LAYERS.index(other) > rank
+        ]
+        if above:
+            found[name] = f"{name} ({layer}) imports " + ", ".join(above)
+    return found
+
+
+def run_sync_outside_the_boundary() -> dict[str, str]:
+    """Modules other than memkit._sync that name ``run_sync`` (import it, call it, pass it on)."""
+    found: dict[str, str] = {}
+    for name, module in MODULES.items():
+        if name == "memkit._sync":
+            continue
+        lines = sorted({
+            node.lineno for node in ast.walk(module.tree)
+            if (isinstance(node, ast.Name) and node.id == "run_sync")
+            or (isinstance(node, ast.Attribute) and node.attr == "run_sync")
+            or (isinstance(node, ast.ImportFrom) and any(a.name == "run_sync" for a in node.names))
+        })
+        if lines:
+            found[name] = f"{name} uses run_sync at line(s) {', '.join(map(str, lines))}; go through memkit._sync"
+    return found
+
+
+def long_modules() -> dict[str, str]:
+    return {name: f"{module.path.relative_to(ROOT)} has {module.lines} lines (at most {MAX_LINES})"
+            for name, module in MODULES.items() if module.lines > MAX_LINES}
+
+
+# -- what today's tree still breaks, and why (delete an entry when its module is fixed) -------
+
+CONTRACTS = {
+    "no import cycle": import_cycles,
+    **{f"{layer} imports nothing above it": (lambda layer=layer: looks_up(layer)) for layer in LAYERS[:-1]},
+    "only memkit._sync calls run_sync": run_sync_outside_the_boundary,
+    f"no module over {MAX_LINES} lines": long_modules,
+}
+
+KNOWN: dict[str, tuple[set[str], str]] = {
+    "no import cycle": (
+        {"memkit._graphview <-> memkit.graph"},
+        "graph.py and _graphview.py import each other (graph.py in its functions); they become the graph/ "
+        "package without a cycle",
+    ),
+    "domain imports nothing above it": (
+        {"memkit._records"},
+        "the record layer reads step timing from memkit._timing (traces); timing parsing belongs in the domain",
+    ),
+    "stores imports nothing above it": (
+        {"memkit.adapters._graph", "memkit.traces"},
+        "the graph adapter imports the public memkit.graph (its model belongs below the view); "
+        "traces blocks on memkit._sync instead of writing through the async port",
+    ),
+    "only memkit._sync calls run_sync": (
+        {"memkit._demo", "memkit._evaluate", "memkit._io", "memkit.frames", "memkit.graph"},
+        "frames, graph, import/export, the demo and the evaluation call run_sync themselves; they move "
+        "behind memkit._sync's sync-boundary API",
+    ),
+    f"no module over {MAX_LINES} lines": (
+        {"memkit._graphview", "memkit.adapters._graph", "memkit.adapters._mem0", "memkit.adapters._sqlite._adapter",
+         "memkit.frames", "memkit.testing._conformance", "memkit.traces", "memkit.widgets._namespaces",
+         "memkit.widgets._traces"},
+        "the big modules are being split: frames/, graph/, traces/, widgets, the SQLite, graph and Mem0 "
+        "adapters onto the store base, the conformance suite",
+    ),
+}
+
+
+class KnownViolations(AssertionError):
+    """Only the violations listed in KNOWN: the strict xfail of that contract expects this one."""
+
+
+def _param(name: str) -> object:
+    known = KNOWN.get(name)
+    if known is None:
+        return name
+    modules, reason = known
+    return pytest.param(name, marks=pytest.mark.xfail(
+        strict=True, raises=KnownViolations, reason=f"known: {', '.join(sorted(modules))}: {reason}"))
+
+
+@pytest.mark.parametrize("contract", [_param(name) for name in CONTRACTS])
+def test_contract(contract: str) -> None:
+    found = CONTRACTS[contract]()
+    known = KNOWN.get(contract, (set(), ""))[0]
+    new = sorted(set(found) - known)
+    assert not new, f"{contract}:\n" + "\n".join(found[key] for key in new)
+    fixed = sorted(known - set(found))
+    assert not fixed, (
+        f"{contract}: {', '.join(fixed)} no longer break(s) it: remove from KNOWN in tests/test_architecture.py"
+    )
+    if found:
+        raise KnownViolations(f"{contract}:\n" + "\n".join(found[key] for key in sorted(found)))
+
+
+def test_every_module_has_a_layer_and_a_docstring() -> None:
+    """A newcomer finds each module's place (its layer) and what it owns (its docstring)."""
+    for name in MODULES:
+        layer_of(name)  # asserts with the fix in its message
+    undocumented = sorted(name for name, m in MODULES.items() if ast.get_docstring(m.tree) is None)
+    assert not undocumented, f"modules without a docstring saying what they own: {undocumented}"
+
+
+# -- the checker itself, on small trees with a known answer -----------------------------------
+
+
+def test_the_cycle_finder_names_every_member(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pkg = tmp_path / "memkit"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "_a.py").write_text("from memkit import _b\n")
+    (pkg / "_b.py").write_text("import memkit.sub._c\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "_c.py").write_text("from memkit._a import x\n")
+    (pkg / "_d.py").write_text("def f():\n    from memkit import _e\n")  # deferred: still a cycle
+    (pkg / "_e.py").write_text("from memkit import _d\n")
+    (pkg / "_f.py").write_text("import memkit._g\n")
+    (pkg / "_g.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from memkit import _f\n")
+    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", pkg)
+    monkeypatch.setattr(__import__(__name__), "MODULES", _load())
+    cycles = import_cycles()
+    assert sorted(cycles) == ["memkit._a <-> memkit._b <-> memkit.sub._c", "memkit._d <-> memkit._e"]
+    assert "memkit.sub._c imports memkit._a (memkit/sub/_c.py:1)" in cycles["memkit._a <-> memkit._b <-> memkit.sub._c"]
+    assert "memkit._d imports memkit._e (memkit/_d.py:2)" in cycles["memkit._d <-> memkit._e"]
+    # a type-checking import is no cycle, but it is an import for the layers
+    assert "memkit._f" not in MODULES["memkit._g"].runtime and "memkit._f" in MODULES["memkit._g"].anywhere
+
+
+def test_the_layer_check_names_the_upward_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pkg = tmp_path / "memkit"
+    (pkg / "adapters").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "frames.py").write_text("from memkit._sync import run_sync\n")
+    (pkg / "_sync.py").write_text("def run_sync(c): ...\n")
+    (pkg / "adapters" / "__init__.py").write_text("def f():\n    import memkit.frames\n")
+    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", pkg)
+    monkeypatch.setattr(__import__(__name__), "MODULES", _load())
+    assert looks_up("stores") == {
+        "memkit.adapters": "memkit.adapters (stores) imports memkit.frames (explore, memkit/adapters/__init__.py:2)"
+    }
+    assert looks_up("explore") == {}
+    assert list(run_sync_outside_the_boundary()) == ["memkit.frames"]
