@@ -8,12 +8,9 @@ the Mem0 platform through mem0's ``MemoryClient``.
 
 How the port maps onto mem0 (see docs/mem0.md):
 
-- Namespaces are mem0's ``user_id`` + ``agent_id``. mem0 trims ids and rejects
-  whitespace, and ``"*"`` is its wildcard, so ids are escaped on the way in
-  (``%``, ``*`` and whitespace become ``%XX``) and the originals are kept in the payload.
-- Everything memkit knows about a memory (metadata, creation time, insertion
-  order, the original ids) sits under one payload key, ``memkit``, because mem0
-  reserves top-level keys such as ``role``, ``data``, ``hash`` and ``created_at``.
+- Ids and payloads: see :mod:`memkit.adapters._mem0_backend`, which holds every call into mem0.
+- Search runs the shared pipeline (:mod:`memkit._pipeline`): mem0's similarity is the one
+  (semantic) leg, so scores, ties and ``score_details`` are those of every other store.
 - Filters use the reference semantics (:func:`memkit._filters.matches`) on
   mem0's results; ordering is done here, because mem0's listing is unordered.
 - mem0's calls are blocking; each adapter runs them on its own worker thread.
@@ -22,420 +19,50 @@ How the port maps onto mem0 (see docs/mem0.md):
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import sys
 import uuid
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
-from urllib.parse import unquote, urlsplit
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
 
-from memkit import _marks, _recall
-from memkit._errors import (
-    BackendUnavailableError,
-    ConfigError,
-    InvalidInputError,
-    MemkitError,
-    StorageError,
-    missing_extra,
-)
-from memkit._filters import Condition, matches, parse_filters
+from memkit import _marks, _pipeline
+from memkit._errors import BackendUnavailableError, ConfigError, InvalidInputError, MemkitError, StorageError
+from memkit._filters import Condition, matches
 from memkit._marks import Mark
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
-from memkit._recall import Recall, check_as_of
-from memkit._records import Record, now_us, records_from_items, to_us
-from memkit._retrieval import check_mode
+from memkit._recall import Recall
+from memkit._records import Record, now_us, records_from_items
+from memkit._retrieval import DenseScores, HybridConfig
 from memkit._url import bool_option, query_options
-from memkit._validate import (
-    DEFAULT_LIMITS,
-    Limits,
-    check_id,
-    check_limit,
-    check_namespace,
-    check_query,
-    check_read,
-    check_scope,
+from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_namespace, check_read, check_scope
+from memkit.adapters._mem0_backend import (
+    DEFAULT_COLLECTION,
+    PAYLOAD_KEY,
+    Backend,
+    Opened,
+    Row,
+    connect,
+    encode_id,
+    newest_first,
+    redact,
+    row_of,
 )
 from memkit.adapters._plumbing import RecordWriter, Worker, namespace_infos, timed_health, trace_count
-from memkit.embeddings import DEFAULT_EMBEDDER, Embedder, get_embedder
+from memkit.embeddings import Embedder
 
 if TYPE_CHECKING:
     from memkit.adapters._sqlite import SQLiteAdapter
 
-__all__ = ["Mem0Adapter", "decode_id", "encode_id"]
+__all__ = ["Mem0Adapter"]
 
 T = TypeVar("T")
 
-PAYLOAD_KEY = "memkit"
-_FIRST_PAGE = 2_048  # listing starts here and grows x8 until mem0 returns fewer than asked
-_CLOUD_PAGE = 1_000
-_DEFAULT_COLLECTION = "memkit"
 _RECALLS_FILE = "memkit-recalls.db"
 _SCORE_DIGITS = 7
 
-
-# -- ids ----------------------------------------------------------------------------------------
-
-
-def encode_id(value: str) -> str:
-    """Escape an id for mem0: ``%``, ``*`` and whitespace become ``%XX``; the rest is unchanged.
-
-    mem0 strips and rejects whitespace in ids, and treats ``"*"`` as "any value",
-    which would let a user named ``*`` read every namespace.
-    """
-    out = []
-    for char in value:
-        if char in "%*" or char.isspace():
-            out.append("".join(f"%{b:02X}" for b in char.encode("utf-8")))
-        else:
-            out.append(char)
-    return "".join(out)
-
-
-def decode_id(value: str) -> str:
-    return unquote(value)
-
-
-# -- environment --------------------------------------------------------------------------------
-
-
-def _prepare_environment(data_dir: Path | None, offline: bool) -> None:
-    """Set what mem0 and Hugging Face read at import time, before anything imports them."""
-    # mem0 phones PostHog (and GitHub for notices) unless this is off when it is imported.
-    os.environ["MEM0_TELEMETRY"] = "False"
-    if data_dir is not None and "mem0" not in sys.modules and not os.environ.get("MEM0_DIR"):
-        # mem0 keeps ~/.mem0/config.json (an anonymous id); keep it next to the store instead.
-        # It is read once per process, so the first adapter's folder wins.
-        os.environ["MEM0_DIR"] = str(data_dir / "mem0_home")
-    if offline:
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        os.environ["TRANSFORMERS_OFFLINE"] = "1"
-
-
-def _import_mem0() -> Any:
-    try:
-        import mem0
-        import mem0.memory.main as mem0_main
-        import mem0.memory.telemetry as mem0_telemetry
-    except ImportError:
-        raise missing_extra("mem0ai", "mem0") from None
-    # If the caller imported mem0 before memkit could set MEM0_TELEMETRY, switch it
-    # off in the loaded modules too: both flags are read at call time.
-    mem0_telemetry.MEM0_TELEMETRY = False
-    mem0_main.MEM0_TELEMETRY = False
-    return mem0
-
-
-def _langchain_embeddings(embedder: Embedder) -> Any:
-    """A memkit :class:`~memkit.embeddings.Embedder` as the LangChain ``Embeddings`` mem0's
-    ``langchain`` provider takes: that provider is mem0's documented way to bring an
-    embedder of one's own, so mem0 runs on memkit's shipped model without torch."""
-    try:
-        from langchain.embeddings.base import Embeddings
-    except ImportError:
-        raise missing_extra("langchain", "mem0") from None
-
-    class MemkitEmbeddings(Embeddings):
-        def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            return [[float(x) for x in row] for row in embedder.embed(list(texts))]
-
-        def embed_query(self, text: str) -> list[float]:
-            return self.embed_documents([text])[0]
-
-    return MemkitEmbeddings()
-
-
-def oss_config(
-    path: str | os.PathLike[str],
-    *,
-    embedder: object = "default",
-    collection: str = _DEFAULT_COLLECTION,
-    llm: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The mem0 ``Memory.from_config`` dict memkit uses for a local, offline store in ``path``.
-
-    ``embedder`` is any memkit embedder option (``"default"``, ``"st:/folder"`` or an
-    :class:`~memkit.embeddings.Embedder`), handed to mem0 through its ``langchain``
-    provider. ``llm`` defaults to an OpenAI section with a placeholder key: mem0 always
-    builds an LLM client, but never calls it for ``infer=False`` adds, searches or listings.
-    """
-    model = get_embedder(embedder)
-    root = Path(path).expanduser()
-    return {
-        "vector_store": {
-            "provider": "qdrant",
-            "config": {
-                "path": str(root / "qdrant"),
-                "collection_name": collection,
-                "embedding_model_dims": model.dim,
-            },
-        },
-        "embedder": {
-            "provider": "langchain",
-            "config": {"model": _langchain_embeddings(model), "embedding_dims": model.dim},
-        },
-        "llm": dict(llm) if llm is not None else {
-            "provider": "openai",
-            "config": {"api_key": "memkit-offline-placeholder", "model": "gpt-4.1-nano"},
-        },
-        "history_db_path": str(root / "history.db"),
-    }
-
-
-_MARKER = "memkit-embedder.json"
-
-
-def _bind_embedder(root: Path, spec: object, collection: str) -> Embedder:
-    """The embedder this folder's vectors were made with, recorded beside them.
-
-    Vectors of two models can share a dimension and still mean nothing to each other,
-    so a folder that records one embedder refuses another (as a SQLite store does), and
-    a folder from before the record existed must be told which model made it.
-    """
-    marker = root / _MARKER
-    recorded: dict[str, Any] = {}
-    if marker.exists():
-        try:
-            recorded = json.loads(marker.read_text(encoding="utf-8")).get(collection) or {}
-        except (OSError, ValueError, AttributeError) as exc:
-            raise ConfigError(f"cannot read {str(marker)!r}: {exc}") from None
-    if spec is None:
-        if recorded:
-            spec = recorded["name"] if recorded["name"] == DEFAULT_EMBEDDER else recorded.get("spec")
-            if spec is None:
-                raise ConfigError(
-                    f"the mem0 folder {str(root)!r} was embedded with {recorded['name']!r}: pass that embedder"
-                    " again (embedder=...)"
-                )
-        elif (root / "qdrant").exists() and not marker.exists():
-            raise ConfigError(
-                f"the mem0 folder {str(root)!r} records no embedder (an older memkit embedded it with"
-                " all-MiniLM-L6-v2): open it with embedder='st:/path/to/all-MiniLM-L6-v2'"
-            )
-        else:
-            spec = "default"
-    model = get_embedder(spec)
-    if recorded and (recorded.get("name"), recorded.get("dim")) != (model.name, model.dim):
-        raise ConfigError(
-            f"the mem0 folder {str(root)!r} holds vectors of {recorded.get('name')!r} ({recorded.get('dim')} dims),"
-            f" not of {model.name!r} ({model.dim} dims): open it with the same embedder"
-        )
-    if not recorded:
-        entries: dict[str, Any] = {}
-        if marker.exists():
-            entries = json.loads(marker.read_text(encoding="utf-8"))
-        entries[collection] = {"name": model.name, "dim": model.dim,
-                               "spec": spec if isinstance(spec, str) else None}
-        marker.write_text(json.dumps(entries, indent=1, sort_keys=True), encoding="utf-8")
-    return model
-
-
-# -- the two backends: the blocking calls, nothing else ------------------------------------------
-
-
-class _Backend(Protocol):
-    mode: str
-
-    def add(self, content: str, user: str, agent: str, payload: dict[str, Any], infer: bool) -> str: ...
-    def get(self, memory_id: str) -> dict[str, Any] | None: ...
-    def listing(self, filters: dict[str, Any]) -> list[dict[str, Any]]: ...
-    def search(self, query: str, filters: dict[str, Any], top_k: int, threshold: float) -> list[dict[str, Any]]: ...
-    def delete(self, memory_id: str) -> None: ...
-    def reset(self) -> None: ...
-    def close(self) -> None: ...
-
-
-def _results(response: Any) -> list[dict[str, Any]]:
-    rows = response.get("results", []) if isinstance(response, dict) else response
-    return [r for r in rows or [] if isinstance(r, dict)]
-
-
-class _OSSBackend:
-    mode = "oss"
-
-    def __init__(self, memory: Any, owned: bool) -> None:
-        self.memory = memory
-        self.owned = owned
-
-    def add(self, content: str, user: str, agent: str, payload: dict[str, Any], infer: bool) -> str:
-        response = self.memory.add(content, user_id=user, agent_id=agent, metadata=payload, infer=infer)
-        # infer=False stores exactly one; with inference mem0's LLM may store several
-        # facts (the port returns the first) or none (an error: nothing was remembered).
-        rows = [r for r in _results(response) if r.get("id") and r.get("event", "ADD") == "ADD"]
-        if not rows:
-            raise StorageError("mem0 stored nothing for this add (its LLM extracted no fact)")
-        return str(rows[0]["id"])
-
-    def get(self, memory_id: str) -> dict[str, Any] | None:
-        found = self.memory.get(memory_id)
-        return found if isinstance(found, dict) else None
-
-    def listing(self, filters: dict[str, Any]) -> list[dict[str, Any]]:
-        # mem0 truncates at top_k (default 20) and its qdrant listing is unordered,
-        # so ordering needs the whole namespace: ask until it returns fewer than asked.
-        top_k = _FIRST_PAGE
-        while True:
-            rows = _results(self.memory.get_all(filters=dict(filters), top_k=top_k, show_expired=True))
-            if len(rows) < top_k:
-                return rows
-            top_k *= 8
-
-    def search(self, query: str, filters: dict[str, Any], top_k: int, threshold: float) -> list[dict[str, Any]]:
-        return _results(
-            self.memory.search(query, filters=dict(filters), top_k=top_k, threshold=threshold, explain=True)
-        )
-
-    def delete(self, memory_id: str) -> None:
-        self.memory.delete(memory_id)
-
-    def reset(self) -> None:
-        self.memory.reset()
-
-    def close(self) -> None:
-        if not self.owned:
-            return
-        self.memory.close()
-        client = getattr(getattr(self.memory, "vector_store", None), "client", None)
-        if client is not None:
-            client.close()  # releases the local Qdrant folder lock for the next opener
-
-
-class _CloudBackend:
-    mode = "cloud"
-
-    def __init__(self, client: Any, owned: bool) -> None:
-        self.client = client
-        self.owned = owned
-
-    def add(self, content: str, user: str, agent: str, payload: dict[str, Any], infer: bool) -> str:
-        response = self.client.add(
-            content, filters={"user_id": user, "agent_id": agent}, metadata=payload, infer=infer
-        )
-        rows = [r for r in _results(response) if r.get("id")]
-        if len(rows) != 1:
-            raise StorageError(
-                "the Mem0 platform did not return the id of the new memory (is the project set to"
-                " process adds asynchronously?)"
-            )
-        return str(rows[0]["id"])
-
-    def get(self, memory_id: str) -> dict[str, Any] | None:
-        from mem0.exceptions import MemoryNotFoundError
-
-        try:
-            found = self.client.get(memory_id)
-        except MemoryNotFoundError:
-            return None
-        return found if isinstance(found, dict) and found.get("id") else None
-
-    def listing(self, filters: dict[str, Any]) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = []
-        page = 1
-        while True:
-            response = self.client.get_all(filters=dict(filters), page=page, page_size=_CLOUD_PAGE)
-            batch = _results(response)
-            rows.extend(batch)
-            if not (isinstance(response, dict) and response.get("next")) or not batch:
-                return rows
-            page += 1
-
-    def search(self, query: str, filters: dict[str, Any], top_k: int, threshold: float) -> list[dict[str, Any]]:
-        return _results(self.client.search(query, filters=dict(filters), top_k=top_k, threshold=threshold))
-
-    def delete(self, memory_id: str) -> None:
-        self.client.delete(memory_id)
-
-    def reset(self) -> None:
-        self.client.reset()
-
-    def close(self) -> None:
-        if self.owned:
-            self.client.client.close()
-
-
-# -- translating mem0 rows -----------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Row:
-    record: Record
-    seq: int
-    score: float | None = None
-    details: dict[str, Any] | None = None
-
-    def item(self) -> MemoryItem:
-        return self.record.to_item(self.score, self.details)
-
-
-def _created_us(raw: dict[str, Any]) -> int:
-    stamp = raw.get("created_at")
-    if isinstance(stamp, str):
-        try:
-            return to_us(datetime.fromisoformat(stamp))
-        except ValueError:
-            pass
-    return 0
-
-
-def _row(raw: dict[str, Any]) -> _Row | None:
-    """A mem0 result as a memkit record; ``None`` for rows outside any (user, agent) namespace."""
-    meta: dict[str, Any] = raw["metadata"] if isinstance(raw.get("metadata"), dict) else {}
-    ours = meta.get(PAYLOAD_KEY)
-    if isinstance(ours, dict):
-        user, agent = ours.get("user_id"), ours.get("agent_id")
-        metadata = ours.get("metadata") if isinstance(ours.get("metadata"), dict) else {}
-        created = ours.get("created_us")
-        seq = ours.get("seq")
-        created_us = created if isinstance(created, int) else _created_us(raw)
-        order = seq if isinstance(seq, int) else created_us
-    else:
-        # A memory written by mem0 directly: show what mem0 has.
-        raw_user, raw_agent = raw.get("user_id"), raw.get("agent_id")
-        user = decode_id(raw_user) if isinstance(raw_user, str) else None
-        agent = decode_id(raw_agent) if isinstance(raw_agent, str) else None
-        metadata = {k: v for k, v in meta.items() if k != PAYLOAD_KEY}
-        created_us = _created_us(raw)
-        order = created_us
-    if not isinstance(user, str) or not isinstance(agent, str):
-        return None
-    record = Record(
-        id=str(raw.get("id")), user_id=user, agent_id=agent, content=str(raw.get("memory", "")),
-        metadata=dict(metadata or {}), created_us=created_us,
-    )
-    return _Row(record, order)
-
-
-def _newest_first(rows: list[_Row]) -> list[_Row]:
-    return sorted(rows, key=lambda r: (r.record.created_us, r.seq), reverse=True)
-
-
-_SECRET_WORDS = ("key", "secret", "password", "token", "credential")
-
-
-def _secret_values(value: Any, secret: bool = False) -> list[str]:
-    """Every string under a key that names a credential, anywhere in a config."""
-    if isinstance(value, str):
-        return [value] if secret and len(value) >= 4 else []
-    if isinstance(value, Mapping):
-        found: list[str] = []
-        for key, item in value.items():
-            named = secret or any(word in str(key).lower() for word in _SECRET_WORDS)
-            found.extend(_secret_values(item, named))
-        return found
-    if isinstance(value, (list, tuple)):
-        return [s for item in value for s in _secret_values(item, secret)]
-    return []
-
-
-def _redact(text: str, secrets: Iterable[str]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
 
 
 # -- the adapter ----------------------------------------------------------------------------------
@@ -507,7 +134,7 @@ class Mem0Adapter(RecordWriter):
         base_url: str | None = None,
         config: Mapping[str, Any] | None = None,
         embedder: object = None,
-        collection: str = _DEFAULT_COLLECTION,
+        collection: str = DEFAULT_COLLECTION,
         llm: Mapping[str, Any] | None = None,
         infer: bool = False,
         threshold: float = 0.1,
@@ -536,9 +163,13 @@ class Mem0Adapter(RecordWriter):
         self._recall_store: SQLiteAdapter | None = None
         self._warned_recalls = False
         try:
-            self._backend: _Backend = self._connect(
-                path, api_key, base_url, config, embedder, collection, llm, memory
-            )
+            opened = Opened(mode, secrets=self._secrets)
+            try:
+                self._backend: Backend = connect(
+                    opened, self._worker.call, path, api_key, base_url, config, embedder, collection, llm, memory
+                )
+            finally:
+                self.path, self.embedder = opened.path, opened.embedder
             # A wrapped mem0 object without a folder of ours gets no file we were not asked for.
             if recalls_path is None and self.mode == "oss" and (path is not None or memory is None):
                 recalls_path = Path(str(self.path)) / _RECALLS_FILE
@@ -550,57 +181,6 @@ class Mem0Adapter(RecordWriter):
             with contextlib.suppress(Exception):  # the error that stopped the opening is the one to see
                 self._worker.close(self._release)
             raise
-
-    def _connect(
-        self,
-        path: str | os.PathLike[str] | None,
-        api_key: str | None,
-        base_url: str | None,
-        config: Mapping[str, Any] | None,
-        embedder: object,
-        collection: str,
-        llm: Mapping[str, Any] | None,
-        memory: Any,
-    ) -> _Backend:
-        if self.mode == "cloud":
-            _prepare_environment(None, offline=False)
-            mem0 = _import_mem0()
-            if memory is not None:
-                return _CloudBackend(memory, owned=False)
-            key = api_key or os.environ.get("MEM0_API_KEY")
-            if not key:
-                raise ConfigError("cloud mode needs an API key: pass api_key=... or set MEM0_API_KEY")
-            self._secrets.append(key)
-            self.path = base_url or "https://api.mem0.ai"
-            try:
-                client = self._worker.call(lambda: mem0.MemoryClient(api_key=key, host=base_url))
-            except Exception as exc:
-                raise BackendUnavailableError(
-                    f"cannot reach the Mem0 platform at {self.path}: {_redact(str(exc), self._secrets)}"
-                ) from None
-            return _CloudBackend(client, owned=True)
-        root = Path(path if path is not None else "data/mem0").expanduser()
-        self.path = str(root)
-        _prepare_environment(root, offline=config is None)
-        mem0 = _import_mem0()
-        if memory is not None:
-            return _OSSBackend(memory, owned=False)
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(f"cannot create the mem0 folder {self.path!r}: {exc}") from exc
-        self._secrets.extend(_secret_values(llm) + _secret_values(config))
-        if config is not None:
-            cfg = dict(config)
-        else:
-            self.embedder = _bind_embedder(root, embedder, collection)
-            cfg = oss_config(root, embedder=self.embedder, collection=collection, llm=llm)
-        try:
-            built = self._worker.call(mem0.Memory.from_config, cfg)
-        except Exception as exc:
-            message = _redact(f"{type(exc).__name__}: {exc}", self._secrets)
-            raise ConfigError(f"mem0 could not open {self.path!r}: {message}") from None
-        return _OSSBackend(built, owned=True)
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> Mem0Adapter:
@@ -650,7 +230,7 @@ class Mem0Adapter(RecordWriter):
             return None
         if isinstance(exc, ImportError):
             return BackendUnavailableError(f"mem0 needs a package that is missing: {exc}")
-        message = _redact(f"{type(exc).__name__}: {exc}", self._secrets)
+        message = redact(f"{type(exc).__name__}: {exc}", self._secrets)
         return StorageError(f"mem0 failed ({self.mode}): {message}")
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -728,7 +308,7 @@ class Mem0Adapter(RecordWriter):
 
     def _delete(self, memory_id: str, user_id: str | None, agent_id: str | None) -> bool:
         raw = self._backend.get(memory_id)
-        row = None if raw is None else _row(raw)
+        row = None if raw is None else row_of(raw)
         if row is None:
             return False
         if user_id is not None and row.record.user_id != user_id:
@@ -758,56 +338,65 @@ class Mem0Adapter(RecordWriter):
 
     def _namespace_rows(
         self, user: str, agent: str, conditions: tuple[Condition, ...], until_us: int | None = None
-    ) -> list[_Row]:
+    ) -> list[Row]:
         raw = self._backend.listing({"user_id": encode_id(user), "agent_id": encode_id(agent)})
-        rows = [r for r in map(_row, raw) if r is not None]
+        rows = [r for r in map(row_of, raw) if r is not None]
         kept = [
             r for r in rows
             if r.record.user_id == user and r.record.agent_id == agent and matches(conditions, r.record.metadata)
             and (until_us is None or r.record.created_us <= until_us)
         ]
-        return _newest_first(kept)
+        return newest_first(kept)
 
-    def _all_rows(self) -> list[_Row]:
+    def _all_rows(self) -> list[Row]:
         # "*" is mem0's wildcard; real ids never reach mem0 as "*" (see encode_id).
-        return [r for r in map(_row, self._backend.listing({"user_id": "*"})) if r is not None]
+        return [r for r in map(row_of, self._backend.listing({"user_id": "*"})) if r is not None]
 
-    def _search(
-        self, text: str, user: str, agent: str, conditions: tuple[Condition, ...], limit: int,
-        until_us: int | None = None,
-    ) -> list[_Row]:
-        scope = {"user_id": encode_id(user), "agent_id": encode_id(agent)}
-        top_k = limit
+    def _candidates(self, request: _pipeline.SearchRequest) -> list[Row]:
+        """mem0's ranking of the namespace, kept to the memories that pass the filters and
+        ``as_of``, best first (ties newest first): widened until ``limit`` pass or mem0 runs dry."""
+        scope = {"user_id": encode_id(request.user_id), "agent_id": encode_id(request.agent_id)}
+        top_k = request.limit
         while True:
-            raw = self._backend.search(text, scope, top_k, self.threshold)
-            hits: list[_Row] = []
+            raw = self._backend.search(request.query, scope, top_k, self.threshold)
+            hits: list[Row] = []
             for found in raw:
-                row = _row(found)
-                if row is None or row.record.user_id != user or row.record.agent_id != agent:
+                row = row_of(found)
+                if row is None or (row.record.user_id, row.record.agent_id) != (request.user_id, request.agent_id):
                     continue
-                if not matches(conditions, row.record.metadata):
+                if not matches(request.conditions, row.record.metadata):
                     continue
-                if until_us is not None and row.record.created_us > until_us:
+                if request.until_us is not None and row.record.created_us > request.until_us:
                     continue
                 score = found.get("score")
                 # Vectors are float32: digits past the 7th are arithmetic noise, and
                 # without rounding identical texts would not tie (then newest first).
-                row.score = round(float(score), _SCORE_DIGITS) if isinstance(score, (int, float)) else None
+                row.score = round(float(score), _SCORE_DIGITS) if isinstance(score, (int, float)) else 0.0
                 hits.append(row)
-            # Filters run here, after mem0 ranked: widen until enough pass or mem0 runs dry.
-            if len(hits) >= limit or len(raw) < top_k:
+            if len(hits) >= request.limit or len(raw) < top_k:
                 break
             top_k *= 4
         hits.sort(key=lambda r: (-(r.score or 0.0), -r.record.created_us, -r.seq))
-        hits = hits[:limit]
-        for rank, row in enumerate(hits, start=1):
-            row.details = {"mode": "semantic", "semantic": {"rank": rank, "score": row.score}}
         return hits
+
+    async def _ranked(self, request: _pipeline.SearchRequest) -> list[MemoryItem]:
+        if not request.query:
+            listed = await self._run(self._namespace_rows, request.user_id, request.agent_id, request.conditions,
+                                     request.until_us)
+            return [r.item() for r in listed[: request.limit]]
+        # mem0's similarity is the semantic leg; the shared pipeline ranks it and writes the details.
+        rows = {r.record.id: r for r in await self._run(self._candidates, request)}
+        dense = DenseScores({k: r.score or 0.0 for k, r in rows.items()}, list(rows), 0.0, 0.0)
+        ranked = _pipeline.rank(request, [], dense, lambda keys: {k: (rows[k].record.created_us, rows[k].seq)
+                                                                  for k in keys})
+        return [rows[k].record.to_item(score, details) for k, score, details in ranked]
 
     #: mem0 ranks by its own vector similarity only.
     search_modes: tuple[str, ...] = ("semantic",)
     #: Every memory carries its creation time (memkit's, or mem0's own for rows mem0 wrote).
     searches_as_of = True
+    #: The pipeline's fusion settings; mem0 has one leg, so they never apply.
+    hybrid = HybridConfig()
 
     async def search(
         self,
@@ -826,22 +415,8 @@ class Mem0Adapter(RecordWriter):
         ``as_of``: only memories that existed then (see :class:`memkit.SupportsAsOf`);
         like filters, it is applied to mem0's ranking, widened until enough pass.
         """
-        text = check_query(query, self.limits)
-        limit = check_limit(limit, self.limits)
-        user, agent = check_namespace(user_id, agent_id, self.limits)
-        conditions = parse_filters(filters)
-        resolved = check_mode(mode, self.search_modes, "Mem0Adapter")
-        until_us = check_as_of(as_of)
-        if not text:
-            rows = (await self._run(self._namespace_rows, user, agent, conditions, until_us))[:limit]
-        else:
-            rows = await self._run(self._search, text, user, agent, conditions, limit, until_us)
-        hits = [r.item() for r in rows]
-        _recall.record(
-            self, query=text, user_id=user, agent_id=agent, mode=resolved, filters=filters,
-            limit=limit, hits=hits, as_of=as_of,
-        )
-        return hits
+        request = _pipeline.prepare(self, query, user_id, agent_id, limit, filters, mode, None, as_of)
+        return await _pipeline.search(self, request, self._ranked)
 
     async def get_all(
         self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
@@ -862,9 +437,9 @@ class Mem0Adapter(RecordWriter):
         rows = await self._run(self._namespace_rows, read.user, read.agent, read.conditions)
         return [r.item() for r in rows[read.offset : read.offset + read.limit]]
 
-    def _get(self, memory_id: str) -> _Row | None:
+    def _get(self, memory_id: str) -> Row | None:
         raw = self._backend.get(memory_id)
-        return None if raw is None else _row(raw)
+        return None if raw is None else row_of(raw)
 
     async def get(self, memory_id: str) -> MemoryItem | None:
         check_id(memory_id, "memory_id", self.limits)
@@ -914,7 +489,7 @@ class Mem0Adapter(RecordWriter):
                 if (user_id is None or r.record.user_id == user_id)
                 and (agent_id is None or r.record.agent_id == agent_id)
             ]
-            rows = _newest_first(rows)
+            rows = newest_first(rows)
         for row in reversed(rows):
             yield row.item()
 
