@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from memkit import _pipeline
+from memkit._core._ops import SearchOp
 from memkit._filters import matches
 from memkit._graphschema import memory_key, node_key
 from memkit._keyword import analyze_query
@@ -81,49 +82,49 @@ class GraphSearch:
 
     # -- the legs ------------------------------------------------------------------------------
 
-    async def ranked(self, request: _pipeline.SearchRequest) -> list[MemoryItem]:
-        """Rank the request's namespace against its (non-empty) query."""
+    async def ranked(self, op: SearchOp) -> list[MemoryItem]:
+        """Rank the search's namespace against its (non-empty) query."""
         found: dict[str, Record] = {}
         ages: dict[str, tuple[int, int]] = {}
         keyword: list[tuple[str, float]] = []
-        cache = await self._namespace_cache(request, vectors=request.mode != "keyword")
-        if request.mode != "semantic":
-            for record, seq, score in await self._keyword(request, cache):
+        cache = await self._namespace_cache(op, vectors=op.mode != "keyword")
+        if op.mode != "semantic":
+            for record, seq, score in await self._keyword(op, cache):
                 found[record.id], ages[record.id] = record, (record.created_us, seq)
                 keyword.append((record.id, score))
         dense = None
-        if request.mode != "keyword":
-            dense = await self._dense(request, found, ages, cache)
-        ranked = _pipeline.rank(request, keyword, dense, lambda keys: ages, cache.neighbours)
+        if op.mode != "keyword":
+            dense = await self._dense(op, found, ages, cache)
+        ranked = _pipeline.rank(op, keyword, dense, lambda keys: ages, cache.neighbours)
         return [found[k].to_item(score, details) for k, score, details in ranked]
 
     @staticmethod
-    def _in(record: Record, request: _pipeline.SearchRequest) -> bool:
+    def _in(record: Record, op: SearchOp) -> bool:
         # Re-checked in Python: the namespace (FalkorDB's range index trims whitespace) and the filters.
-        return (record.user_id, record.agent_id) == (request.user_id, request.agent_id) and matches(
-            request.conditions, record.metadata)
+        return (record.user_id, record.agent_id) == (op.user_id, op.agent_id) and matches(
+            op.conditions, record.metadata)
 
     async def _keyword(
-        self, request: _pipeline.SearchRequest, cache: NamespaceCache[Fingerprint]
+        self, op: SearchOp, cache: NamespaceCache[Fingerprint]
     ) -> list[tuple[Record, int, float]]:
         """The keyword leg: the namespace's best ``depth`` memories by memkit's BM25, ties newest
         first, as ``(record, seq, score)``. ``as_of`` is applied from the cache; filters on the
         rows read back."""
-        terms = analyze_query(request.query)
+        terms = analyze_query(op.query)
         if not terms:
             return []
-        depth = request.depth
-        exact = not request.conditions and request.until_us is None
-        ranked = cache.top(terms, depth if exact else None, request.until_us)
-        ns = node_key("Namespace", request.user_id, request.agent_id)
-        page = depth if not request.conditions else max(depth, PAGE)
+        depth = op.depth
+        exact = not op.conditions and op.until_us is None
+        ranked = cache.top(terms, depth if exact else None, op.until_us)
+        ns = node_key("Namespace", op.user_id, op.agent_id)
+        page = depth if not op.conditions else max(depth, PAGE)
         hits: list[tuple[Record, int, float]] = []
         for start in range(0, len(ranked), page):
             chunk = ranked[start : start + page]
             rows = await self._rows(ns, [i for i, _ in chunk])
             for memory_id, score in chunk:
                 row = rows.get(memory_id)  # gone if another process deleted it since the fingerprint
-                if row is not None and self._in(record := record_of(row), request):
+                if row is not None and self._in(record := record_of(row), op):
                     hits.append((record, int(row["seq"]), score))
                     if len(hits) == depth:
                         return hits
@@ -137,26 +138,26 @@ class GraphSearch:
         return {row["id"]: row for row in rows}
 
     async def _dense(
-        self, request: _pipeline.SearchRequest, found: dict[str, Record], ages: dict[str, tuple[int, int]],
+        self, op: SearchOp, found: dict[str, Record], ages: dict[str, tuple[int, int]],
         cache: NamespaceCache[Fingerprint],
     ) -> DenseScores:
         """The semantic leg, scored in this process over the namespace's own vectors: the best
         ``depth`` memories that pass the filters, the cosine of every keyword hit in ``found``,
         and the namespace's mean and spread of cosine."""
         assert self._embed is not None
-        ns = node_key("Namespace", request.user_id, request.agent_id)
-        depth = request.depth
-        query = np.asarray(self._embed([request.query])[0], dtype=np.float32)
+        ns = node_key("Namespace", op.user_id, op.agent_id)
+        depth = op.depth
+        query = np.asarray(self._embed([op.query])[0], dtype=np.float32)
         keyword_ids = list(found)
         total = len(cache.vectors) if cache.vectors is not None else 0
         want = depth
         while True:
-            scores = cache.dense(query, want, request.until_us, keyword_ids)
+            scores = cache.dense(query, want, op.until_us, keyword_ids)
             missing = [i for i in scores.ranked if i not in found]
             for memory_id, row in (await self._rows(ns, missing)).items():
                 # a filter's misses are read once per search: the next, wider pass skips them
                 record = record_of(row)
-                if self._in(record, request):
+                if self._in(record, op):
                     found[memory_id], ages[memory_id] = record, (record.created_us, int(row["seq"]))
             passing = [i for i in scores.ranked if i in found][:depth]
             if len(passing) >= depth or want >= total:
@@ -168,17 +169,17 @@ class GraphSearch:
     # -- reading a namespace into its cache ------------------------------------------------------
 
     async def _namespace_cache(
-        self, request: _pipeline.SearchRequest, *, vectors: bool
+        self, op: SearchOp, *, vectors: bool
     ) -> NamespaceCache[Fingerprint]:
         """The namespace's search cache (with its vectors if ``vectors``), current with the
         database: one aggregate query when nothing changed, new memories read in when only memories
         were added, else read anew."""
-        ns = node_key("Namespace", request.user_id, request.agent_id)
+        ns = node_key("Namespace", op.user_id, op.agent_id)
         row = (await self._read(NS_FINGERPRINT, {"ns": ns}))[0]
         fingerprint = (int(row["n"]), None if row["last"] is None else int(row["last"]), int(row["checksum"] or 0))
         cache = self._caches.get(ns)
         if cache is not None and cache.fingerprint != fingerprint and not await self._catch_up(
-                cache, ns, fingerprint, request):
+                cache, ns, fingerprint, op):
             cache = None
         vectors = vectors and self._dim is not None
         fresh = cache is None
@@ -187,7 +188,7 @@ class GraphSearch:
         if fresh or (vectors and cache.vectors is None):
             # Built aside and set at the end: this process's writes meanwhile do not fold into half an index.
             built = VectorIndex(int(self._dim)) if vectors and self._dim is not None else None
-            async for rows in self._namespace_pages(ns, request, text=fresh, vectors=vectors):
+            async for rows in self._namespace_pages(ns, op, text=fresh, vectors=vectors):
                 if fresh:
                     cache.add(rows)
                 if built is not None:
@@ -199,13 +200,13 @@ class GraphSearch:
 
     async def _catch_up(
         self, cache: NamespaceCache[Fingerprint], ns: str, fingerprint: Fingerprint,
-        request: _pipeline.SearchRequest,
+        op: SearchOp,
     ) -> bool:
         """Read the memories written since the cache's newest one; True if that explains the
         database's ``fingerprint`` (only additions), False if the cache must be read anew."""
         count, last, checksum = cache.fingerprint
         rows = [row async for page in self._namespace_pages(
-            ns, request, text=True, vectors=cache.vectors is not None,
+            ns, op, text=True, vectors=cache.vectors is not None,
             after=-(2**62) if last is None else last, exact=False) for row in page]
         new = [row for row in rows if row["id"] not in cache.key_of]
         seqs = [int(row["seq"]) for row in new]
@@ -213,22 +214,22 @@ class GraphSearch:
                      checksum + sum(seq % CHECKSUM for seq in seqs))
         if projected != fingerprint:
             return False
-        cache.add([row for row in new if (row["user_id"], row["agent_id"]) == (request.user_id, request.agent_id)])
+        cache.add([row for row in new if (row["user_id"], row["agent_id"]) == (op.user_id, op.agent_id)])
         cache.fingerprint = fingerprint
         return True
 
     async def _namespace_pages(
-        self, ns: str, request: _pipeline.SearchRequest, *, text: bool, vectors: bool,
+        self, ns: str, op: SearchOp, *, text: bool, vectors: bool,
         after: int = -(2**62), exact: bool = True,
     ) -> AsyncIterator[list[dict[str, Any]]]:
         """The namespace's memories written at or after seq ``after``, in write order, a page at a
-        time; ``exact``: only rows of exactly the request's namespace."""
+        time; ``exact``: only rows of exactly the search's namespace."""
         after_id = ""
         while True:
             rows = await self._read(NS_PAGE[(text, vectors)],
                                     {"ns": ns, "after": after, "after_id": after_id, "limit": PAGE})
             yield [row for row in rows if not exact
-                   or (row["user_id"], row["agent_id"]) == (request.user_id, request.agent_id)]
+                   or (row["user_id"], row["agent_id"]) == (op.user_id, op.agent_id)]
             if len(rows) < PAGE:
                 return
             after, after_id = rows[-1]["seq"], rows[-1]["id"]
