@@ -22,22 +22,41 @@ import contextlib
 import os
 import uuid
 import warnings
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from datetime import datetime
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
-from memkit import _marks, _pipeline
+from memkit import _pipeline
+from memkit._core._ops import (
+    AddRecallsOp,
+    CloseOp,
+    DeleteOp,
+    ExportOp,
+    GetOp,
+    ListOp,
+    MarksOp,
+    NamespacesOp,
+    PingOp,
+    PutMarksOp,
+    RecallsOp,
+    RemoveMarksOp,
+    ResetOp,
+    SearchOp,
+    StatsOp,
+    WriteOp,
+)
+from memkit._core._store import Store
 from memkit._errors import BackendUnavailableError, ConfigError, InvalidInputError, MemkitError, StorageError
 from memkit._filters import Condition, matches
 from memkit._marks import Mark
-from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
+from memkit._models import MemoryItem, NamespaceInfo, NewMemory, Stats
+from memkit._protocols import Capability
 from memkit._recall import Recall
-from memkit._records import Record, now_us, records_from_items
-from memkit._retrieval import DenseScores, HybridConfig
+from memkit._records import Record, now_us
+from memkit._retrieval import DenseScores
 from memkit._url import bool_option, query_options
-from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_namespace, check_read, check_scope
+from memkit._validate import DEFAULT_LIMITS, Limits
 from memkit.adapters._mem0_backend import (
     DEFAULT_COLLECTION,
     PAYLOAD_KEY,
@@ -50,7 +69,7 @@ from memkit.adapters._mem0_backend import (
     redact,
     row_of,
 )
-from memkit.adapters._plumbing import RecordWriter, Worker, namespace_infos, timed_health, trace_count
+from memkit.adapters._plumbing import Worker, namespace_infos, trace_count
 from memkit.embeddings import Embedder
 
 if TYPE_CHECKING:
@@ -68,7 +87,7 @@ _SCORE_DIGITS = 7
 # -- the adapter ----------------------------------------------------------------------------------
 
 
-class Mem0Adapter(RecordWriter):
+class Mem0Adapter(Store):
     """Memories in Mem0: a local offline store (OSS mode) or the Mem0 platform (cloud mode).
 
     Parameters
@@ -124,6 +143,13 @@ class Mem0Adapter(RecordWriter):
     """
 
     provider_name = "mem0"
+    # Recalls and marks live in the recall file (``recalls_path``); without one they read as none.
+    capabilities = frozenset({
+        Capability.ADD_MANY, Capability.GET, Capability.PAGING, Capability.NAMESPACES, Capability.STATS,
+        Capability.HEALTH, Capability.EXPORT, Capability.CLOSE, Capability.RECALLS, Capability.MARKS,
+        Capability.AS_OF,
+    })
+    health_failures = (StorageError, BackendUnavailableError)
 
     def __init__(
         self,
@@ -143,21 +169,18 @@ class Mem0Adapter(RecordWriter):
         record_recalls: bool = False,
         recalls_path: str | os.PathLike[str] | None = None,
     ) -> None:
-        if not isinstance(record_recalls, bool):
-            raise ConfigError(f"record_recalls must be True or False, got {record_recalls!r}")
-        self.record_recalls = record_recalls
+        super().__init__(limits=limits, record_recalls=record_recalls)
         if mode not in ("oss", "cloud"):
             raise ConfigError(f"mode must be 'oss' or 'cloud', got {mode!r}")
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
             raise ConfigError(f"threshold must be a number between 0 and 1, got {threshold!r}")
         if infer and mode == "oss" and llm is None and config is None and memory is None:
             raise ConfigError("infer=True needs a real LLM: pass llm={...} (mem0's llm section) or config")
-        self.limits = limits
         self.mode = mode
         self.infer = infer
         self.threshold = float(threshold)
         self.path: str | None = None
-        self.embedder: Embedder | None = None
+        self._embedder: Embedder | None = None
         self._secrets: list[str] = []
         self._worker = Worker("memkit-mem0", self.__repr__, translate=self._memkit_error)
         self._recall_store: SQLiteAdapter | None = None
@@ -169,7 +192,7 @@ class Mem0Adapter(RecordWriter):
                     opened, self._worker.call, path, api_key, base_url, config, embedder, collection, llm, memory
                 )
             finally:
-                self.path, self.embedder = opened.path, opened.embedder
+                self.path, self._embedder = opened.path, opened.embedder
             # A wrapped mem0 object without a folder of ours gets no file we were not asked for.
             if recalls_path is None and self.mode == "oss" and (path is not None or memory is None):
                 recalls_path = Path(str(self.path)) / _RECALLS_FILE
@@ -181,6 +204,11 @@ class Mem0Adapter(RecordWriter):
             with contextlib.suppress(Exception):  # the error that stopped the opening is the one to see
                 self._worker.close(self._release)
             raise
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder memkit handed mem0 (OSS mode with memkit's config); ``None`` otherwise."""
+        return self._embedder
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> Mem0Adapter:
@@ -253,7 +281,7 @@ class Mem0Adapter(RecordWriter):
             "created_at": record.created_at.isoformat(),
         }
 
-    def _write(self, records: list[Record], progress: bool = False) -> list[str]:
+    def _add_all(self, records: Sequence[Record], progress: bool = False) -> list[str]:
         bar = None
         if progress:
             from tqdm.auto import tqdm
@@ -283,8 +311,8 @@ class Mem0Adapter(RecordWriter):
                 bar.close()
         return written
 
-    async def _store(self, records: list[Record]) -> list[str]:
-        return await self._run(self._write, records)
+    async def _write(self, op: WriteOp) -> list[str]:
+        return await self._run(self._add_all, op.records, op.progress)
 
     async def add_many(
         self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False
@@ -301,50 +329,38 @@ class Mem0Adapter(RecordWriter):
                 raise InvalidInputError(
                     f"item {index} of add_many has an id: mem0 assigns ids itself, leave 'id' out"
                 )
-        records = records_from_items(items, self.limits)
-        if not records:
-            return []
-        return await self._run(self._write, records, progress)
+        return await super().add_many(items, progress=progress)
 
-    def _delete(self, memory_id: str, user_id: str | None, agent_id: str | None) -> bool:
-        raw = self._backend.get(memory_id)
-        row = None if raw is None else row_of(raw)
+    def _delete_blocking(self, op: DeleteOp) -> bool:
+        row = self._get_blocking(op.memory_id)
         if row is None:
             return False
-        if user_id is not None and row.record.user_id != user_id:
+        if op.user_id not in (None, row.record.user_id) or op.agent_id not in (None, row.record.agent_id):
             return False
-        if agent_id is not None and row.record.agent_id != agent_id:
-            return False
-        self._backend.delete(memory_id)
+        self._backend.delete(op.memory_id)
         return True
 
-    async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
-        """Delete one memory; with ``user_id``/``agent_id`` only if it lives in that namespace."""
-        return await self._run(self._delete, *check_scope(memory_id, user_id, agent_id, self.limits))
+    async def _delete(self, op: DeleteOp) -> bool:
+        return await self._run(self._delete_blocking, op)
 
-    async def reset(self) -> bool:
-        """Delete every memory in this store: all namespaces, like mem0's own ``reset``.
-
-        OSS mode wipes this folder's collection and mem0's history database. Cloud
-        mode deletes every user, agent and run of the API key's project. Recorded
-        recalls go too, as on every store.
-        """
+    async def _reset(self, op: ResetOp) -> None:
+        """Every memory of this store: all namespaces, like mem0's own ``reset`` (OSS mode wipes this
+        folder's collection and mem0's history database; cloud mode every user, agent and run of the
+        API key's project), and the recall file's recalls and marks."""
         await self._run(self._backend.reset)
         if self._recall_store is not None:
             await self._recall_store.reset()
-        return True
 
     # -- reads ---------------------------------------------------------------------------------------
 
     def _namespace_rows(
-        self, user: str, agent: str, conditions: tuple[Condition, ...], until_us: int | None = None
+        self, user: str, agent: str, conditions: tuple[Condition, ...] = (), until_us: int | None = None
     ) -> list[Row]:
         raw = self._backend.listing({"user_id": encode_id(user), "agent_id": encode_id(agent)})
-        rows = [r for r in map(row_of, raw) if r is not None]
         kept = [
-            r for r in rows
-            if r.record.user_id == user and r.record.agent_id == agent and matches(conditions, r.record.metadata)
-            and (until_us is None or r.record.created_us <= until_us)
+            r for r in map(row_of, raw)
+            if r is not None and (r.record.user_id, r.record.agent_id) == (user, agent)
+            and matches(conditions, r.record.metadata) and (until_us is None or r.record.created_us <= until_us)
         ]
         return newest_first(kept)
 
@@ -352,106 +368,65 @@ class Mem0Adapter(RecordWriter):
         # "*" is mem0's wildcard; real ids never reach mem0 as "*" (see encode_id).
         return [r for r in map(row_of, self._backend.listing({"user_id": "*"})) if r is not None]
 
-    def _candidates(self, request: _pipeline.SearchRequest) -> list[Row]:
+    async def _list(self, op: ListOp) -> list[Record]:
+        """The namespace newest first (mem0 lists it whole and unordered: memkit orders it)."""
+        rows = await self._run(self._namespace_rows, op.user_id, op.agent_id, op.conditions, op.until_us)
+        return [r.record for r in rows[op.offset : op.offset + op.limit]]
+
+    def _candidates(self, op: SearchOp) -> list[Row]:
         """mem0's ranking of the namespace, kept to the memories that pass the filters and
         ``as_of``, best first (ties newest first): widened until ``limit`` pass or mem0 runs dry."""
-        scope = {"user_id": encode_id(request.user_id), "agent_id": encode_id(request.agent_id)}
-        top_k = request.limit
+        scope = {"user_id": encode_id(op.user_id), "agent_id": encode_id(op.agent_id)}
+        top_k = op.limit
         while True:
-            raw = self._backend.search(request.query, scope, top_k, self.threshold)
+            raw = self._backend.search(op.query, scope, top_k, self.threshold)
             hits: list[Row] = []
             for found in raw:
                 row = row_of(found)
-                if row is None or (row.record.user_id, row.record.agent_id) != (request.user_id, request.agent_id):
+                if row is None or (row.record.user_id, row.record.agent_id) != (op.user_id, op.agent_id):
                     continue
-                if not matches(request.conditions, row.record.metadata):
+                if not matches(op.conditions, row.record.metadata):
                     continue
-                if request.until_us is not None and row.record.created_us > request.until_us:
+                if op.until_us is not None and row.record.created_us > op.until_us:
                     continue
                 score = found.get("score")
                 # Vectors are float32: digits past the 7th are arithmetic noise, and
                 # without rounding identical texts would not tie (then newest first).
                 row.score = round(float(score), _SCORE_DIGITS) if isinstance(score, (int, float)) else 0.0
                 hits.append(row)
-            if len(hits) >= request.limit or len(raw) < top_k:
+            if len(hits) >= op.limit or len(raw) < top_k:
                 break
             top_k *= 4
         hits.sort(key=lambda r: (-(r.score or 0.0), -r.record.created_us, -r.seq))
         return hits
 
-    async def _ranked(self, request: _pipeline.SearchRequest) -> list[MemoryItem]:
-        if not request.query:
-            listed = await self._run(self._namespace_rows, request.user_id, request.agent_id, request.conditions,
-                                     request.until_us)
-            return [r.item() for r in listed[: request.limit]]
+    async def _rank(self, op: SearchOp) -> list[MemoryItem]:
         # mem0's similarity is the semantic leg; the shared pipeline ranks it and writes the details.
-        rows = {r.record.id: r for r in await self._run(self._candidates, request)}
+        rows = {r.record.id: r for r in await self._run(self._candidates, op)}
         dense = DenseScores({k: r.score or 0.0 for k, r in rows.items()}, list(rows), 0.0, 0.0)
-        ranked = _pipeline.rank(request, [], dense, lambda keys: {k: (rows[k].record.created_us, rows[k].seq)
-                                                                  for k in keys})
+        ranked = _pipeline.rank(op, [], dense, lambda keys: {k: (rows[k].record.created_us, rows[k].seq)
+                                                             for k in keys})
         return [rows[k].record.to_item(score, details) for k, score, details in ranked]
 
-    #: mem0 ranks by its own vector similarity only.
-    search_modes: tuple[str, ...] = ("semantic",)
-    #: Every memory carries its creation time (memkit's, or mem0's own for rows mem0 wrote).
-    searches_as_of = True
-    #: The pipeline's fusion settings; mem0 has one leg, so they never apply.
-    hybrid = HybridConfig()
+    @property
+    def search_modes(self) -> tuple[str, ...]:
+        """mem0 ranks by its own vector similarity only."""
+        return ("semantic",)
 
-    async def search(
-        self,
-        query: str,
-        user_id: str,
-        agent_id: str,
-        limit: int = 5,
-        filters: dict[str, Any] | None = None,
-        *,
-        mode: str | None = None,
-        as_of: datetime | None = None,
-    ) -> list[MemoryItem]:
-        """Rank one namespace by mem0's score (cosine similarity offline; higher is better).
-
-        An empty query lists the namespace newest first with ``score=None``.
-        ``as_of``: only memories that existed then (see :class:`memkit.SupportsAsOf`);
-        like filters, it is applied to mem0's ranking, widened until enough pass.
-        """
-        request = _pipeline.prepare(self, query, user_id, agent_id, limit, filters, mode, None, as_of)
-        return await _pipeline.search(self, request, self._ranked)
-
-    async def get_all(
-        self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
-    ) -> list[MemoryItem]:
-        """The newest ``limit`` memories of a namespace (lists the whole namespace through mem0)."""
-        return await self.get_page(user_id, agent_id, limit=limit, filters=filters)
-
-    async def get_page(
-        self,
-        user_id: str,
-        agent_id: str,
-        *,
-        offset: int = 0,
-        limit: int = 50,
-        filters: dict[str, Any] | None = None,
-    ) -> list[MemoryItem]:
-        read = check_read(user_id, agent_id, limit, filters, self.limits, offset)
-        rows = await self._run(self._namespace_rows, read.user, read.agent, read.conditions)
-        return [r.item() for r in rows[read.offset : read.offset + read.limit]]
-
-    def _get(self, memory_id: str) -> Row | None:
+    def _get_blocking(self, memory_id: str) -> Row | None:
         raw = self._backend.get(memory_id)
         return None if raw is None else row_of(raw)
 
-    async def get(self, memory_id: str) -> MemoryItem | None:
-        check_id(memory_id, "memory_id", self.limits)
-        row = await self._run(self._get, memory_id)
-        return None if row is None else row.item()
+    async def _get(self, op: GetOp) -> Record | None:
+        row = await self._run(self._get_blocking, op.memory_id)
+        return None if row is None else row.record
 
     # -- capabilities: each lists the whole store through mem0 -------------------------------------
 
-    async def namespaces(self) -> list[NamespaceInfo]:
+    async def _namespaces(self, op: NamespacesOp) -> list[NamespaceInfo]:
         return namespace_infos(r.record for r in await self._run(self._all_rows))
 
-    async def stats(self) -> Stats:
+    async def _stats(self, op: StatsOp) -> Stats:
         records = [r.record for r in await self._run(self._all_rows)]
         return Stats(
             provider=self.provider_name,
@@ -464,36 +439,32 @@ class Mem0Adapter(RecordWriter):
         )
 
     def _folder_bytes(self) -> int | None:
-        if self.mode != "oss" or self.path is None or not getattr(self._backend, "owned", False):
+        if self.mode != "oss" or self.path is None or not self._backend.owned:
             return None
         return sum(f.stat().st_size for f in Path(self.path).rglob("*") if f.is_file())
 
-    def _ping(self) -> str:
+    def _ping_blocking(self) -> str:
         # A search for a namespace that cannot exist touches the embedder and the store.
         probe = encode_id(f"memkit health {uuid.uuid4().hex}")
         self._backend.search("health check", {"user_id": probe, "agent_id": probe}, 1, self.threshold)
         return f"mem0 {self.mode} answers"
 
-    async def health(self) -> Health:
-        return await timed_health(
-            self.provider_name, lambda: self._run(self._ping), (StorageError, BackendUnavailableError)
-        )
+    async def _ping(self, op: PingOp) -> str:
+        return await self._run(self._ping_blocking)
 
-    async def export(self, user_id: str | None = None, agent_id: str | None = None) -> AsyncIterator[MemoryItem]:
+    async def _export(self, op: ExportOp) -> AsyncIterator[Record]:
         """Every record (traces included), oldest first; loads the whole listing first."""
-        if user_id is not None and agent_id is not None:
-            rows = await self._run(self._namespace_rows, user_id, agent_id, ())
+        if op.user_id is not None and op.agent_id is not None:
+            rows = await self._run(self._namespace_rows, op.user_id, op.agent_id)
         else:
-            rows = [
+            rows = newest_first([
                 r for r in await self._run(self._all_rows)
-                if (user_id is None or r.record.user_id == user_id)
-                and (agent_id is None or r.record.agent_id == agent_id)
-            ]
-            rows = newest_first(rows)
+                if op.user_id in (None, r.record.user_id) and op.agent_id in (None, r.record.agent_id)
+            ])
         for row in reversed(rows):
-            yield row.item()
+            yield row.record
 
-    # -- recalls, kept in a SQLite file beside mem0's (see ``recalls_path``) ----------------------
+    # -- recalls and marks, kept in a SQLite file beside mem0's (see ``recalls_path``) ---------------
 
     def _keep_recall(self, body: dict[str, Any]) -> None:
         if self._recall_store is not None:
@@ -505,75 +476,44 @@ class Mem0Adapter(RecordWriter):
                 RuntimeWarning, stacklevel=3,
             )
 
-    def _recalls_kept(self) -> SQLiteAdapter | None:
+    def _kept(self) -> SQLiteAdapter | None:
         if self._worker.closed:
             raise StorageError(f"{self!r} is closed; open the store again to use it")
         return self._recall_store
 
-    async def recalls(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        workflow_id: str | None = None,
-        run_id: str | None = None,
-    ) -> list[Recall]:
-        """Recorded recalls, oldest first (see :class:`memkit.SupportsRecalls`); none without a recall file."""
-        kept = self._recalls_kept()
+    def _kept_for(self, what: str) -> SQLiteAdapter:
+        kept = self._kept()
         if kept is None:
-            return []
-        return await kept.recalls(
-            user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id
-        )
-
-    async def get_recall(
-        self, recall_id: str, *, user_id: str | None = None, agent_id: str | None = None
-    ) -> Recall | None:
-        """One recall; with ``user_id``/``agent_id`` only if it lives in that namespace."""
-        kept = self._recalls_kept()
-        if kept is None:
-            check_id(recall_id, "recall_id", self.limits)
-            return None
-        return await kept.get_recall(recall_id, user_id=user_id, agent_id=agent_id)
+            raise ConfigError(f"{self!r} keeps no recalls{what}: open it with recalls_path=... to keep them")
+        return kept
 
     async def add_recalls(self, recalls: Iterable[Recall]) -> int:
         """Store recalls as given (an import), all or none; needs a recall file (``recalls_path``)."""
-        kept = self._recalls_kept()
-        if kept is None:
-            raise ConfigError(f"{self!r} keeps no recalls: open it with recalls_path=... to import them")
-        return await kept.add_recalls(recalls)
-
-    async def marks(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        workflow_id: str | None = None,
-        run_id: str | None = None,
-    ) -> list[Mark]:
-        """A researcher's marks, kept in the recall file beside the recalls they judge; none without one."""
-        kept = self._recalls_kept()
-        if kept is None:
-            _marks.check_reads(self.limits, user_id=user_id, agent_id=agent_id, workflow_id=workflow_id,
-                               run_id=run_id)
-            return []
-        return await kept.marks(user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id)
+        self._kept_for("")  # even for none: the caller learns where recalls would go
+        return await super().add_recalls(recalls)
 
     async def put_marks(self, marks: Iterable[Mark]) -> int:
         """Store marks (see :class:`memkit.SupportsMarks`); needs a recall file (``recalls_path``)."""
-        kept = self._recalls_kept()
-        if kept is None:
-            raise ConfigError(f"{self!r} keeps no recalls, so no marks: open it with recalls_path=... to keep them")
-        return await kept.put_marks(marks)
+        self._kept_for(", so no marks")
+        return await super().put_marks(marks)
 
-    async def remove_marks(self, mark_ids: Iterable[str], *, user_id: str, agent_id: str) -> int:
-        """Delete these marks, those of them that live in ``user_id``/``agent_id`` only."""
-        kept = self._recalls_kept()
-        if kept is None:
-            _marks.checked_ids(mark_ids, self.limits)
-            check_namespace(user_id, agent_id, self.limits)
-            return 0
-        return await kept.remove_marks(mark_ids, user_id=user_id, agent_id=agent_id)
+    async def _recalls(self, op: RecallsOp) -> list[Recall]:
+        kept = self._kept()
+        return [] if kept is None else await kept.execute(op)
+
+    async def _add_recalls(self, op: AddRecallsOp) -> int:
+        return await self._kept_for("").execute(op)
+
+    async def _marks(self, op: MarksOp) -> list[Mark]:
+        kept = self._kept()
+        return [] if kept is None else await kept.execute(op)
+
+    async def _put_marks(self, op: PutMarksOp) -> int:
+        return await self._kept_for(", so no marks").execute(op)
+
+    async def _remove_marks(self, op: RemoveMarksOp) -> int:
+        kept = self._kept()
+        return 0 if kept is None else await kept.execute(op)
 
     # -- closing ---------------------------------------------------------------------------------
 
@@ -586,7 +526,7 @@ class Mem0Adapter(RecordWriter):
             if self._recall_store is not None:
                 self._recall_store.close()
 
-    async def aclose(self) -> None:
+    async def _close(self, op: CloseOp) -> None:
         """Close mem0's store (when this adapter opened it) and the recall file; again is a no-op."""
         await self._worker.aclose(self._release)
 

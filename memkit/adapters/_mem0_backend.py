@@ -200,6 +200,7 @@ def bind_embedder(root: Path, spec: object, collection: str) -> Embedder:
 
 class Backend(Protocol):
     mode: str
+    owned: bool  # opened by memkit (so memkit closes it), not handed in
 
     def add(self, content: str, user: str, agent: str, payload: dict[str, Any], infer: bool) -> str: ...
     def get(self, memory_id: str) -> dict[str, Any] | None: ...
