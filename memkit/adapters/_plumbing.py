@@ -2,26 +2,22 @@
 
 * :class:`Worker`: the threads an adapter runs its blocking client calls on (SQLite's
   connection, the FalkorDB client, mem0), and the one way to close them.
-* :class:`RecordWriter`: ``add`` and ``add_trace``: check the input into a record, store it.
-* :func:`timed_health`: ``health()`` timing.
-* :func:`namespace_infos` / :func:`trace_count`: what stores without a query engine of
-  their own (in-memory, Mem0) compute from their records.
+* :func:`namespace_infos` / :func:`trace_count`: what a store without a query engine of
+  its own (Mem0) computes from its records.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NoReturn, TypeVar
 
 from memkit._errors import StorageError
-from memkit._models import Health, NamespaceInfo
-from memkit._records import Record, from_us, new_record, trace_record
-from memkit._validate import Limits
+from memkit._models import NamespaceInfo
+from memkit._records import Record, from_us
 
-__all__ = ["RecordWriter", "Worker", "namespace_infos", "timed_health", "trace_count"]
+__all__ = ["Worker", "namespace_infos", "trace_count"]
 
 T = TypeVar("T")
 
@@ -135,18 +131,6 @@ def _nothing() -> None:
     return None
 
 
-async def timed_health(
-    provider: str, ping: Callable[[], Awaitable[str]], failures: tuple[type[BaseException], ...] = (Exception,)
-) -> Health:
-    """Run ``ping`` (which returns a detail line) and time it; a failure is reported, not raised."""
-    start = time.perf_counter()
-    try:
-        detail, ok = await ping(), True
-    except failures as exc:
-        detail, ok = str(exc), False
-    return Health(ok=ok, provider=provider, latency_ms=(time.perf_counter() - start) * 1e3, detail=detail)
-
-
 def namespace_infos(records: Iterable[Record]) -> list[NamespaceInfo]:
     """One :class:`~memkit.NamespaceInfo` per (user_id, agent_id) of ``records``, sorted."""
     spans: dict[tuple[str, str], list[int]] = {}
@@ -164,24 +148,3 @@ def namespace_infos(records: Iterable[Record]) -> list[NamespaceInfo]:
 def trace_count(records: Iterable[Record]) -> int:
     """How many of ``records`` are trace steps."""
     return sum(1 for r in records if r.metadata.get("type") == "trace")
-
-
-class RecordWriter:
-    """The port's single writes, the same on every adapter: the input is checked into a
-    :class:`memkit._records.Record` (so bad input fails before the store is touched), then the
-    adapter's ``_store`` writes it."""
-
-    limits: Limits
-
-    async def _store(self, records: list[Record]) -> list[str]:
-        raise NotImplementedError
-
-    async def add(
-        self, content: str, user_id: str, agent_id: str, metadata: dict[str, Any] | None = None
-    ) -> str:
-        return (await self._store([new_record(content, user_id, agent_id, metadata, self.limits)]))[0]
-
-    async def add_trace(
-        self, agent_id: str, workflow_id: str, trace_data: dict[str, Any], user_id: str = "system"
-    ) -> str:
-        return (await self._store([trace_record(agent_id, workflow_id, trace_data, user_id, self.limits)]))[0]
