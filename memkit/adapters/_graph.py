@@ -95,6 +95,9 @@ class GraphAdapter(Store):
     record_recalls
         Record searches made outside any step scope as recalls too (inside a step they
         always are); see :class:`memkit.SupportsRecalls`.
+    max_indexed
+        Most memories this process keeps indexed for search, over all namespaces (least recently
+        searched namespaces are dropped first and read again when searched), as on SQLite.
     """
 
     provider_name = "graph"
@@ -113,8 +116,11 @@ class GraphAdapter(Store):
         embedder: Any = None,
         hybrid: HybridConfig | None = None,
         record_recalls: bool = False,
+        max_indexed: int = 2_000_000,
     ) -> None:
         super().__init__(limits=limits, hybrid=hybrid, record_recalls=record_recalls)
+        if isinstance(max_indexed, bool) or not isinstance(max_indexed, int) or max_indexed < 1:
+            raise ConfigError(f"max_indexed must be a positive integer, got {max_indexed!r}")
         if isinstance(embedder, str):  # a name, as sqlite:// and falkordb:// URLs give it
             from memkit.embeddings import get_embedder
 
@@ -130,7 +136,7 @@ class GraphAdapter(Store):
         self.entity_fields = tuple(entity_fields)
         self._schema_ready = False
         self._search = GraphSearch(self._read, dialect.hits_statement(), None if embedder is None else self._embed,
-                                   None if embedder is None else int(self._embedder.dim))
+                                   None if embedder is None else int(self._embedder.dim), max_indexed)
 
     @property
     def embedder(self) -> Any:

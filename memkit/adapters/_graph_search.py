@@ -13,6 +13,7 @@ the cache. This process's writes fold in; its deletes and resets drop the cache.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -22,7 +23,7 @@ from memkit import _pipeline
 from memkit._core._ops import SearchOp
 from memkit._filters import matches
 from memkit._graphschema import memory_key, node_key
-from memkit._keyword import analyze_query
+from memkit._keyword import IndexCache, analyze_query
 from memkit._models import MemoryItem
 from memkit._records import Record
 from memkit._retrieval import DenseScores, VectorIndex
@@ -49,16 +50,19 @@ class GraphSearch:
 
     ``read`` runs one read statement (the store's, so schema set-up and error translation
     apply); ``hits`` is the dialect's statement for the rows of hits; ``embed``/``dim`` are the
-    store's embedder (``None``: keyword only).
+    store's embedder (``None``: keyword only); ``max_indexed``: how many memories the namespace
+    caches may hold together (the least recently searched namespaces are dropped first).
     """
 
-    def __init__(self, read: Read, hits: str, embed: Embed | None, dim: int | None) -> None:
+    def __init__(self, read: Read, hits: str, embed: Embed | None, dim: int | None, max_indexed: int) -> None:
         self._read = read
         self._hits = hits
         self._embed = embed
         self._dim = dim
-        # Per namespace key: its keyword index and vectors, while its fingerprint holds.
-        self._caches: dict[str, NamespaceCache[Fingerprint]] = {}
+        # Per namespace key: its keyword index and vectors, while its fingerprint holds (a namespace
+        # dropped for the budget is read again when next searched).
+        self._caches: IndexCache[str, NamespaceCache[Fingerprint]] = IndexCache(max_indexed)
+        self._lock = threading.Lock()  # the store may be driven from several threads
 
     # -- keeping the caches current with this process's own writes ------------------------------
 
@@ -67,7 +71,8 @@ class GraphSearch:
         are caught by the fingerprint check before each search)."""
         for _, params in statements:
             for memory in params["memories"]:
-                cache = self._caches.get(memory["ns_key"])
+                with self._lock:
+                    cache = self._caches.peek(memory["ns_key"])
                 if cache is not None and cache.add([memory]):
                     count, last, checksum = cache.fingerprint
                     seq = int(memory["seq"])
@@ -75,10 +80,11 @@ class GraphSearch:
 
     def forget(self, ns: str | None = None) -> None:
         """Drop namespace key ``ns``'s cache (``None``: every cache)."""
-        if ns is None:
-            self._caches.clear()
-        else:
-            self._caches.pop(ns, None)
+        with self._lock:
+            if ns is None:
+                self._caches.clear()
+            else:
+                self._caches.pop(ns)
 
     # -- the legs ------------------------------------------------------------------------------
 
@@ -177,7 +183,8 @@ class GraphSearch:
         ns = node_key("Namespace", op.user_id, op.agent_id)
         row = (await self._read(NS_FINGERPRINT, {"ns": ns}))[0]
         fingerprint = (int(row["n"]), None if row["last"] is None else int(row["last"]), int(row["checksum"] or 0))
-        cache = self._caches.get(ns)
+        with self._lock:
+            cache = self._caches.get(ns)
         if cache is not None and cache.fingerprint != fingerprint and not await self._catch_up(
                 cache, ns, fingerprint, op):
             cache = None
@@ -195,7 +202,8 @@ class GraphSearch:
                     cache.add_vectors(built, rows)
             if built is not None:
                 cache.vectors = built
-            self._caches[ns] = cache
+            with self._lock:
+                self._caches.put(ns, cache)
         return cache
 
     async def _catch_up(

@@ -45,6 +45,10 @@ class NamespaceCache(Generic[F]):
         # safe to search while it grows.
         self._lock = threading.Lock()
 
+    def __len__(self) -> int:
+        """How many memories are indexed."""
+        return len(self.ids)
+
     def add(self, rows: Sequence[Mapping[str, Any]]) -> int:
         """Index rows with ``id``, ``content``, ``created_us``, ``seq`` (and ``embedding`` once the
         moments exist); how many were new."""
