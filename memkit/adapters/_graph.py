@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Iterable
 from typing import Any
 
 from memkit import _marks, _recall
-from memkit._core import _ops
+from memkit._core import _ops as ops
 from memkit._core._store import Store
 from memkit._errors import ConfigError, InvalidInputError
 from memkit._filters import matches
@@ -163,7 +163,7 @@ class GraphAdapter(Store):
 
     # -- writes ------------------------------------------------------------------
 
-    async def _write(self, op: _ops.WriteOp) -> list[str]:
+    async def _write(self, op: ops.WriteOp) -> list[str]:
         await self._ready()
         ids = [r.id for r in op.records]
         clash = await self.dialect.read(EXISTING_IDS, {"keys": [memory_key(i) for i in ids]})
@@ -186,7 +186,7 @@ class GraphAdapter(Store):
         self._search.written(statements)
         return ids
 
-    async def _delete(self, op: _ops.DeleteOp) -> bool:
+    async def _delete(self, op: ops.DeleteOp) -> bool:
         await self._ready()
         [deleted] = await self.dialect.write([(DELETE, {
             "key": memory_key(op.memory_id), "id": op.memory_id, "user_id": op.user_id, "agent_id": op.agent_id,
@@ -202,14 +202,14 @@ class GraphAdapter(Store):
         )])
         return True
 
-    async def _reset(self, op: _ops.ResetOp) -> None:
+    async def _reset(self, op: ops.ResetOp) -> None:
         await self._ready()
         await self.dialect.write([(RESET, {})])
         self._search.forget()
 
     # -- reads -----------------------------------------------------------------------
 
-    async def _list(self, op: _ops.ListOp) -> list[Record]:
+    async def _list(self, op: ops.ListOp) -> list[Record]:
         ns = node_key("Namespace", op.user_id, op.agent_id)
         user, agent = op.user_id, op.agent_id
         if not op.conditions:
@@ -227,21 +227,21 @@ class GraphAdapter(Store):
             skip += PAGE
         return kept[op.offset : op.offset + op.limit]
 
-    async def _rank(self, op: _ops.SearchOp) -> list[MemoryItem]:
+    async def _rank(self, op: ops.SearchOp) -> list[MemoryItem]:
         return await self._search.ranked(op)
 
-    async def _get(self, op: _ops.GetOp) -> Record | None:
+    async def _get(self, op: ops.GetOp) -> Record | None:
         rows = [r for r in await self._read(GET, {"key": memory_key(op.memory_id)}) if r["id"] == op.memory_id]
         return record_of(rows[0]) if rows else None
 
-    async def _namespaces(self, op: _ops.NamespacesOp) -> list[NamespaceInfo]:
+    async def _namespaces(self, op: ops.NamespacesOp) -> list[NamespaceInfo]:
         return [
             NamespaceInfo(user_id=r["user_id"], agent_id=r["agent_id"], count=r["n"],
                           first_at=from_us(r["first_us"]), last_at=from_us(r["last_us"]))
             for r in await self._read(NAMESPACES, {})
         ]
 
-    async def _stats(self, op: _ops.StatsOp) -> Stats:
+    async def _stats(self, op: ops.StatsOp) -> Stats:
         rows = await self._read(STATS, {})
         row = rows[0] if rows else {"memories": 0, "traces": 0, "namespaces": 0}
         return Stats(
@@ -249,11 +249,11 @@ class GraphAdapter(Store):
             namespaces=row["namespaces"], location=self.dialect.describe(),
         )
 
-    async def _ping(self, op: _ops.PingOp) -> str:
+    async def _ping(self, op: ops.PingOp) -> str:
         await self.dialect.read(PING, {})
         return self.dialect.describe()
 
-    async def _export(self, op: _ops.ExportOp) -> AsyncIterator[Record]:
+    async def _export(self, op: ops.ExportOp) -> AsyncIterator[Record]:
         """Every record, oldest first, read in chunks (keyset paging on time and insertion order)."""
         after_us, after_seq = -(2**62), -1
         while True:
@@ -267,7 +267,7 @@ class GraphAdapter(Store):
                 return
             after_us, after_seq = rows[-1]["created_us"], rows[-1]["seq"]
 
-    async def _close(self, op: _ops.CloseOp) -> None:
+    async def _close(self, op: ops.CloseOp) -> None:
         await self.dialect.aclose()
 
     # -- the stored graph -------------------------------------------------------------
@@ -324,7 +324,7 @@ class GraphAdapter(Store):
             } for hit in body["hits"])
         await self.dialect.write([(RECALL_WRITE, {"recalls": recalls, "hits": hits})])
 
-    async def _recalls(self, op: _ops.RecallsOp) -> list[Recall]:
+    async def _recalls(self, op: ops.RecallsOp) -> list[Recall]:
         if op.recall_id is not None:
             rows = await self._read(RECALL, {"key": node_key("Recall", op.recall_id), "id": op.recall_id})
             wanted = {"user_id": op.user_id, "agent_id": op.agent_id}
@@ -336,7 +336,7 @@ class GraphAdapter(Store):
         return [_recall.loads(row["body"]) for row in rows
                 if all(value is None or row[name] == value for name, value in wanted.items())]
 
-    async def _add_recalls(self, op: _ops.AddRecallsOp) -> int:
+    async def _add_recalls(self, op: ops.AddRecallsOp) -> int:
         """Store recalls as given (an import), linked to the memories and steps present; all or none."""
         batch = [_recall.body_of(r) for r in op.recalls]
         await self._ready()
@@ -348,12 +348,12 @@ class GraphAdapter(Store):
 
     # -- marks ----------------------------------------------------------------------
 
-    async def _marks(self, op: _ops.MarksOp) -> list[Mark]:
+    async def _marks(self, op: ops.MarksOp) -> list[Mark]:
         rows = await self._read(MARKS, {"user_id": op.user_id, "agent_id": op.agent_id,
                                         "workflow_id": op.workflow_id, "run_id": op.run_id})
         return [_marks.loads(row["body"]) for row in rows]
 
-    async def _put_marks(self, op: _ops.PutMarksOp) -> int:
+    async def _put_marks(self, op: ops.PutMarksOp) -> int:
         """Store marks in one statement, each replacing the mark on the same target; all or none."""
         await self._ready()
         rows = [{
@@ -364,7 +364,7 @@ class GraphAdapter(Store):
         await self.dialect.write([(MARK_WRITE, {"marks": rows})])
         return len(rows)
 
-    async def _remove_marks(self, op: _ops.RemoveMarksOp) -> int:
+    async def _remove_marks(self, op: ops.RemoveMarksOp) -> int:
         await self._ready()
         [rows] = await self.dialect.write([(MARK_REMOVE, {
             "keys": [node_key("Mark", i) for i in op.mark_ids], "user_id": op.user_id, "agent_id": op.agent_id})])

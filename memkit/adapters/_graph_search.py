@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from memkit import _pipeline
-from memkit._core._ops import SearchOp
+from memkit._core import _ops as ops
 from memkit._filters import matches
 from memkit._graphschema import memory_key, node_key
 from memkit._keyword import IndexCache, analyze_query
@@ -88,7 +88,7 @@ class GraphSearch:
 
     # -- the legs ------------------------------------------------------------------------------
 
-    async def ranked(self, op: SearchOp) -> list[MemoryItem]:
+    async def ranked(self, op: ops.SearchOp) -> list[MemoryItem]:
         """Rank the search's namespace against its (non-empty) query."""
         found: dict[str, Record] = {}
         ages: dict[str, tuple[int, int]] = {}
@@ -105,13 +105,13 @@ class GraphSearch:
         return [found[k].to_item(score, details) for k, score, details in ranked]
 
     @staticmethod
-    def _in(record: Record, op: SearchOp) -> bool:
+    def _in(record: Record, op: ops.SearchOp) -> bool:
         # Re-checked in Python: the namespace (FalkorDB's range index trims whitespace) and the filters.
         return (record.user_id, record.agent_id) == (op.user_id, op.agent_id) and matches(
             op.conditions, record.metadata)
 
     async def _keyword(
-        self, op: SearchOp, cache: NamespaceCache[Fingerprint]
+        self, op: ops.SearchOp, cache: NamespaceCache[Fingerprint]
     ) -> list[tuple[Record, int, float]]:
         """The keyword leg: the namespace's best ``depth`` memories by memkit's BM25, ties newest
         first, as ``(record, seq, score)``. ``as_of`` is applied from the cache; filters on the
@@ -144,7 +144,7 @@ class GraphSearch:
         return {row["id"]: row for row in rows}
 
     async def _dense(
-        self, op: SearchOp, found: dict[str, Record], ages: dict[str, tuple[int, int]],
+        self, op: ops.SearchOp, found: dict[str, Record], ages: dict[str, tuple[int, int]],
         cache: NamespaceCache[Fingerprint],
     ) -> DenseScores:
         """The semantic leg, scored in this process over the namespace's own vectors: the best
@@ -175,7 +175,7 @@ class GraphSearch:
     # -- reading a namespace into its cache ------------------------------------------------------
 
     async def _namespace_cache(
-        self, op: SearchOp, *, vectors: bool
+        self, op: ops.SearchOp, *, vectors: bool
     ) -> NamespaceCache[Fingerprint]:
         """The namespace's search cache (with its vectors if ``vectors``), current with the
         database: one aggregate query when nothing changed, new memories read in when only memories
@@ -208,7 +208,7 @@ class GraphSearch:
 
     async def _catch_up(
         self, cache: NamespaceCache[Fingerprint], ns: str, fingerprint: Fingerprint,
-        op: SearchOp,
+        op: ops.SearchOp,
     ) -> bool:
         """Read the memories written since the cache's newest one; True if that explains the
         database's ``fingerprint`` (only additions), False if the cache must be read anew."""
@@ -227,7 +227,7 @@ class GraphSearch:
         return True
 
     async def _namespace_pages(
-        self, ns: str, op: SearchOp, *, text: bool, vectors: bool,
+        self, ns: str, op: ops.SearchOp, *, text: bool, vectors: bool,
         after: int = -(2**62), exact: bool = True,
     ) -> AsyncIterator[list[dict[str, Any]]]:
         """The namespace's memories written at or after seq ``after``, in write order, a page at a

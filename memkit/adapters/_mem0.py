@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from memkit import _pipeline
-from memkit._core import _ops
+from memkit._core import _ops as ops
 from memkit._core._store import Store
 from memkit._errors import BackendUnavailableError, ConfigError, InvalidInputError, MemkitError, StorageError
 from memkit._filters import Condition, matches
@@ -36,7 +36,7 @@ from memkit._marks import Mark
 from memkit._models import MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._protocols import Capability
 from memkit._recall import Recall
-from memkit._records import Record, now_us
+from memkit._records import Record, namespace_infos, now_us
 from memkit._retrieval import DenseScores
 from memkit._url import bool_option, query_options
 from memkit._validate import DEFAULT_LIMITS, Limits
@@ -52,7 +52,7 @@ from memkit.adapters._mem0_backend import (
     redact,
     row_of,
 )
-from memkit.adapters._plumbing import Worker, namespace_infos, trace_count
+from memkit.adapters._plumbing import Worker
 from memkit.embeddings import Embedder
 
 if TYPE_CHECKING:
@@ -294,7 +294,7 @@ class Mem0Adapter(Store):
                 bar.close()
         return written
 
-    async def _write(self, op: _ops.WriteOp) -> list[str]:
+    async def _write(self, op: ops.WriteOp) -> list[str]:
         return await self._run(self._add_all, op.records, op.progress)
 
     async def add_many(
@@ -314,7 +314,7 @@ class Mem0Adapter(Store):
                 )
         return await super().add_many(items, progress=progress)
 
-    def _delete_blocking(self, op: _ops.DeleteOp) -> bool:
+    def _delete_blocking(self, op: ops.DeleteOp) -> bool:
         row = self._get_blocking(op.memory_id)
         if row is None:
             return False
@@ -323,10 +323,10 @@ class Mem0Adapter(Store):
         self._backend.delete(op.memory_id)
         return True
 
-    async def _delete(self, op: _ops.DeleteOp) -> bool:
+    async def _delete(self, op: ops.DeleteOp) -> bool:
         return await self._run(self._delete_blocking, op)
 
-    async def _reset(self, op: _ops.ResetOp) -> None:
+    async def _reset(self, op: ops.ResetOp) -> None:
         """Every memory of this store: all namespaces, like mem0's own ``reset`` (OSS mode wipes this
         folder's collection and mem0's history database; cloud mode every user, agent and run of the
         API key's project), and the recall file's recalls and marks."""
@@ -351,12 +351,12 @@ class Mem0Adapter(Store):
         # "*" is mem0's wildcard; real ids never reach mem0 as "*" (see encode_id).
         return [r for r in map(row_of, self._backend.listing({"user_id": "*"})) if r is not None]
 
-    async def _list(self, op: _ops.ListOp) -> list[Record]:
+    async def _list(self, op: ops.ListOp) -> list[Record]:
         """The namespace newest first (mem0 lists it whole and unordered: memkit orders it)."""
         rows = await self._run(self._namespace_rows, op.user_id, op.agent_id, op.conditions, op.until_us)
         return [r.record for r in rows[op.offset : op.offset + op.limit]]
 
-    def _candidates(self, op: _ops.SearchOp) -> list[Row]:
+    def _candidates(self, op: ops.SearchOp) -> list[Row]:
         """mem0's ranking of the namespace, kept to the memories that pass the filters and
         ``as_of``, best first (ties newest first): widened until ``limit`` pass or mem0 runs dry."""
         scope = {"user_id": encode_id(op.user_id), "agent_id": encode_id(op.agent_id)}
@@ -383,7 +383,7 @@ class Mem0Adapter(Store):
         hits.sort(key=lambda r: (-(r.score or 0.0), -r.record.created_us, -r.seq))
         return hits
 
-    async def _rank(self, op: _ops.SearchOp) -> list[MemoryItem]:
+    async def _rank(self, op: ops.SearchOp) -> list[MemoryItem]:
         # mem0's similarity is the semantic leg; the shared pipeline ranks it and writes the details.
         rows = {r.record.id: r for r in await self._run(self._candidates, op)}
         dense = DenseScores({k: r.score or 0.0 for k, r in rows.items()}, list(rows), 0.0, 0.0)
@@ -400,21 +400,21 @@ class Mem0Adapter(Store):
         raw = self._backend.get(memory_id)
         return None if raw is None else row_of(raw)
 
-    async def _get(self, op: _ops.GetOp) -> Record | None:
+    async def _get(self, op: ops.GetOp) -> Record | None:
         row = await self._run(self._get_blocking, op.memory_id)
         return None if row is None else row.record
 
     # -- capabilities: each lists the whole store through mem0 -------------------------------------
 
-    async def _namespaces(self, op: _ops.NamespacesOp) -> list[NamespaceInfo]:
+    async def _namespaces(self, op: ops.NamespacesOp) -> list[NamespaceInfo]:
         return namespace_infos(r.record for r in await self._run(self._all_rows))
 
-    async def _stats(self, op: _ops.StatsOp) -> Stats:
+    async def _stats(self, op: ops.StatsOp) -> Stats:
         records = [r.record for r in await self._run(self._all_rows)]
         return Stats(
             provider=self.provider_name,
             memories=len(records),
-            traces=trace_count(records),
+            traces=sum(1 for r in records if r.metadata.get("type") == "trace"),
             namespaces=len({(r.user_id, r.agent_id) for r in records}),
             storage_bytes=await self._run(self._folder_bytes),
             mode=self.mode,
@@ -432,10 +432,10 @@ class Mem0Adapter(Store):
         self._backend.search("health check", {"user_id": probe, "agent_id": probe}, 1, self.threshold)
         return f"mem0 {self.mode} answers"
 
-    async def _ping(self, op: _ops.PingOp) -> str:
+    async def _ping(self, op: ops.PingOp) -> str:
         return await self._run(self._ping_blocking)
 
-    async def _export(self, op: _ops.ExportOp) -> AsyncIterator[Record]:
+    async def _export(self, op: ops.ExportOp) -> AsyncIterator[Record]:
         """Every record (traces included), oldest first; loads the whole listing first."""
         if op.user_id is not None and op.agent_id is not None:
             rows = await self._run(self._namespace_rows, op.user_id, op.agent_id)
@@ -480,21 +480,21 @@ class Mem0Adapter(Store):
         self._kept_for(", so no marks")
         return await super().put_marks(marks)
 
-    async def _recalls(self, op: _ops.RecallsOp) -> list[Recall]:
+    async def _recalls(self, op: ops.RecallsOp) -> list[Recall]:
         kept = self._kept()
         return [] if kept is None else await kept.execute(op)
 
-    async def _add_recalls(self, op: _ops.AddRecallsOp) -> int:
+    async def _add_recalls(self, op: ops.AddRecallsOp) -> int:
         return await self._kept_for("").execute(op)
 
-    async def _marks(self, op: _ops.MarksOp) -> list[Mark]:
+    async def _marks(self, op: ops.MarksOp) -> list[Mark]:
         kept = self._kept()
         return [] if kept is None else await kept.execute(op)
 
-    async def _put_marks(self, op: _ops.PutMarksOp) -> int:
+    async def _put_marks(self, op: ops.PutMarksOp) -> int:
         return await self._kept_for(", so no marks").execute(op)
 
-    async def _remove_marks(self, op: _ops.RemoveMarksOp) -> int:
+    async def _remove_marks(self, op: ops.RemoveMarksOp) -> int:
         kept = self._kept()
         return 0 if kept is None else await kept.execute(op)
 
@@ -509,7 +509,7 @@ class Mem0Adapter(Store):
             if self._recall_store is not None:
                 self._recall_store.close()
 
-    async def _close(self, op: _ops.CloseOp) -> None:
+    async def _close(self, op: ops.CloseOp) -> None:
         """Close mem0's store (when this adapter opened it) and the recall file; again is a no-op."""
         await self._worker.aclose(self._release)
 

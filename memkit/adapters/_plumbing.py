@@ -1,23 +1,18 @@
-"""What every adapter does the same way, written once.
-
-* :class:`Worker`: the threads an adapter runs its blocking client calls on (SQLite's
-  connection, the FalkorDB client, mem0), and the one way to close them.
-* :func:`namespace_infos` / :func:`trace_count`: what a store without a query engine of
-  its own (Mem0) computes from its records.
+"""The threads an adapter runs its blocking client calls on (SQLite's connection, the FalkorDB
+client, mem0), and the one way to close them: :class:`Worker`. Everything else adapters share
+is the store base's (:class:`memkit._core._store.Store`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
 from memkit._errors import StorageError
-from memkit._models import NamespaceInfo
-from memkit._records import Record, from_us
 
-__all__ = ["Worker", "namespace_infos", "trace_count"]
+__all__ = ["Worker"]
 
 T = TypeVar("T")
 
@@ -129,22 +124,3 @@ class Worker:
 
 def _nothing() -> None:
     return None
-
-
-def namespace_infos(records: Iterable[Record]) -> list[NamespaceInfo]:
-    """One :class:`~memkit.NamespaceInfo` per (user_id, agent_id) of ``records``, sorted."""
-    spans: dict[tuple[str, str], list[int]] = {}
-    for r in records:
-        span = spans.setdefault((r.user_id, r.agent_id), [0, r.created_us, r.created_us])
-        span[0] += 1
-        span[1] = min(span[1], r.created_us)
-        span[2] = max(span[2], r.created_us)
-    return [
-        NamespaceInfo(user_id=u, agent_id=a, count=c, first_at=from_us(lo), last_at=from_us(hi))
-        for (u, a), (c, lo, hi) in sorted(spans.items())
-    ]
-
-
-def trace_count(records: Iterable[Record]) -> int:
-    """How many of ``records`` are trace steps."""
-    return sum(1 for r in records if r.metadata.get("type") == "trace")
