@@ -24,7 +24,6 @@ from typing import Any, Protocol
 from urllib.parse import unquote
 
 from memkit._errors import BackendUnavailableError, ConfigError, StorageError, missing_extra
-from memkit._models import MemoryItem
 from memkit._records import Record, to_us
 from memkit.embeddings import DEFAULT_EMBEDDER, Embedder, get_embedder
 
@@ -328,9 +327,6 @@ class Row:
     record: Record
     seq: int
     score: float | None = None
-
-    def item(self) -> MemoryItem:
-        return self.record.to_item(self.score)
 
 
 def _created_us(raw: dict[str, Any]) -> int:
