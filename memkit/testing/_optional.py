@@ -92,8 +92,9 @@ class OptionalConformance:
         """False when ``provider`` offers ``capability``; else check that it says so cleanly, and note it.
 
         An adapter without a capability must have none of its members (no half-built
-        capability a caller would trip on) and :class:`memkit.Memory` must refuse the
-        call with ``NotImplementedError`` naming it. The absence is listed at the end
+        capability a caller would trip on; a store on memkit's base, which has them all, must
+        refuse each call with ``NotImplementedError`` instead) and :class:`memkit.Memory` must
+        refuse the call with ``NotImplementedError`` naming it. The absence is listed at the end
         of the run (see :func:`absence_report`), never skipped in silence.
         """
         if isinstance(provider, capability):
