@@ -88,10 +88,28 @@ def test_isinstance_answers_from_the_declaration() -> None:
         sqlite.close()
 
 
-@pytest.mark.asyncio
-async def test_an_undeclared_capability_is_refused_by_name() -> None:
-    with pytest.raises(NotImplementedError, match=r"DictStore\(\) does not support stats\(\)"):
-        await DictStore().stats()
+def test_an_undeclared_capability_is_absent() -> None:
+    store = DictStore()
+    # The base writes stats() and marks(); a store that does not declare them does not have them.
+    assert not hasattr(store, "stats") and not hasattr(store, "put_marks") and hasattr(store, "get")
+    with pytest.raises(AttributeError, match=r"DictStore does not support stats\(\)"):
+        store.stats()  # type: ignore[unused-coroutine]
+
+
+class _Forwarding:
+    """A wrapper that forwards every attribute, as a third-party proxy may."""
+
+    def __init__(self, inner: object) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+
+def test_a_forwarding_wrapper_offers_what_the_store_declares() -> None:
+    assert isinstance(_Forwarding(InMemoryAdapter()), SupportsMarks)
+    assert not isinstance(_Forwarding(InMemoryAdapter()), SupportsTraceColumns)
+    assert not isinstance(_Forwarding(DictStore()), SupportsStats)
 
 
 def test_a_declaration_without_its_methods_fails_at_class_definition() -> None:
@@ -111,7 +129,7 @@ async def test_health_is_timed_and_a_failure_reported_not_raised() -> None:
     health = await FailingPing().health()
     assert (health.ok, health.provider, health.detail) == (False, "dict", "the server went away")
     assert health.latency_ms >= 0
-    with pytest.raises(NotImplementedError, match="does not support health"):  # undeclared: refused, not reported
+    with pytest.raises(AttributeError, match="does not support health"):  # undeclared: absent, not reported
         await DictStore().health()
 
 

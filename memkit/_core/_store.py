@@ -13,17 +13,21 @@ store does not offer live here, once. An adapter holds only what differs:
   ``_ping``, ``_export``, ``_trace_columns``, ``_recalls``/``_add_recalls``/``_keep_recall``,
   ``_marks``/``_put_marks``/``_remove_marks``, ``_close``.
 
-``capabilities`` is the declaration: ``isinstance(store, SupportsStats)`` answers from it, and
-a class that declares a capability without its methods fails when it is defined.
+``capabilities`` is the declaration: ``isinstance(store, SupportsStats)`` answers from it, the
+public methods of a capability it does not declare are absent (``AttributeError``, as on a
+store that never had them), an operation it does not declare is refused by :meth:`Store.execute`
+(``NotImplementedError``), and a class that declares a capability without its methods fails when
+it is defined.
 """
 
 from __future__ import annotations
 
 import abc
 import time
-from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
+import types
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 from memkit import _marks, _pipeline
 from memkit._core import _ops as ops
@@ -42,6 +46,37 @@ if TYPE_CHECKING:
 __all__ = ["Store"]
 
 R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _Offered:
+    """A method of an optional capability: there on a store that declares the capability, absent
+    (``AttributeError``) on one that does not. So ``hasattr``, a wrapper that forwards attributes,
+    ``isinstance(store, SupportsX)`` and a call all agree with the declaration."""
+
+    def __init__(self, capability: Capability, fn: Callable[..., Any]) -> None:
+        self.capability = capability
+        self.fn = fn
+        self.__doc__ = fn.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, store: Store | None, owner: type | None = None) -> Any:
+        if store is None:
+            return self.fn  # on the class: the function itself (signatures, docs)
+        if self.capability not in store.capabilities:
+            raise AttributeError(f"{type(store).__name__} does not support {self.name}()")
+        return types.MethodType(self.fn, store)
+
+
+def _offered(capability: Capability) -> Callable[[F], F]:
+    """Mark a public method as belonging to ``capability`` (see :class:`_Offered`)."""
+
+    def mark(fn: F) -> F:
+        return cast(F, _Offered(capability, fn))
+
+    return mark
 
 # The adapter methods each capability needs (a declaration without them is refused at class definition).
 _HANDLERS: dict[Capability, tuple[str, ...]] = {
@@ -89,7 +124,7 @@ class Store(Declares, abc.ABC):
             raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
         self.limits = limits
         self.hybrid = hybrid or HybridConfig()
-        self.record_recalls = record_recalls
+        self._record_recalls = record_recalls
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -115,9 +150,23 @@ class Store(Declares, abc.ABC):
         return modes_for(self.embedder is not None)
 
     @property
+    def record_recalls(self) -> bool:
+        """Record searches made outside any step scope too (see :class:`memkit.SupportsRecalls`);
+        absent on a store that keeps no recalls."""
+        if Capability.RECALLS not in self.capabilities:
+            raise AttributeError(f"{type(self).__name__} keeps no recalls")
+        return self._record_recalls
+
+    @record_recalls.setter
+    def record_recalls(self, value: bool) -> None:
+        self._record_recalls = value
+
+    @property
     def searches_as_of(self) -> bool:
-        """Whether :meth:`search` takes ``as_of`` (see :class:`memkit.SupportsAsOf`)."""
-        return Capability.AS_OF in self.capabilities
+        """``True`` where :meth:`search` takes ``as_of`` (see :class:`memkit.SupportsAsOf`); absent elsewhere."""
+        if Capability.AS_OF not in self.capabilities:
+            raise AttributeError(f"{type(self).__name__} does not search as of a past time")
+        return True
 
     def _require(self, capability: Capability) -> None:
         if capability not in self.capabilities:
@@ -209,11 +258,11 @@ class Store(Declares, abc.ABC):
         record = trace_record(agent_id, workflow_id, trace_data, user_id, self.limits)
         return (await self.execute(ops.WriteOp((record,))))[0]
 
+    @_offered(Capability.ADD_MANY)
     async def add_many(
         self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False
     ) -> list[str]:
         """Validate every item, then write all of them in one transaction (or none)."""
-        self._require(Capability.ADD_MANY)
         records = records_from_items(items, self.limits)
         if not records:
             return []
@@ -256,6 +305,7 @@ class Store(Declares, abc.ABC):
         read = check_read(user_id, agent_id, limit, filters, self.limits)
         return [r.to_item() for r in await self.execute(ops.ListOp(read.user, read.agent, read.conditions, read.limit))]
 
+    @_offered(Capability.PAGING)
     async def get_page(
         self,
         user_id: str,
@@ -266,11 +316,11 @@ class Store(Declares, abc.ABC):
         filters: dict[str, Any] | None = None,
     ) -> list[MemoryItem]:
         """``limit`` memories of one namespace from ``offset``, newest first."""
-        self._require(Capability.PAGING)
         read = check_read(user_id, agent_id, limit, filters, self.limits, offset)
         listing = ops.ListOp(read.user, read.agent, read.conditions, read.limit, read.offset)
         return [r.to_item() for r in await self.execute(listing)]
 
+    @_offered(Capability.GET)
     async def get(self, memory_id: str) -> MemoryItem | None:
         """One memory by id (``None`` when it does not exist)."""
         record = await self.execute(ops.GetOp(check_id(memory_id, "memory_id", self.limits)))
@@ -285,17 +335,19 @@ class Store(Declares, abc.ABC):
         await self.execute(ops.ResetOp())
         return True
 
+    @_offered(Capability.NAMESPACES)
     async def namespaces(self) -> list[NamespaceInfo]:
         """Every (user_id, agent_id) namespace with counts and activity."""
         return await self.execute(ops.NamespacesOp())
 
+    @_offered(Capability.STATS)
     async def stats(self) -> Stats:
         """How much the store holds."""
         return await self.execute(ops.StatsOp())
 
+    @_offered(Capability.HEALTH)
     async def health(self) -> Health:
         """Whether the store answers, and how fast; a failure is reported, not raised."""
-        self._require(Capability.HEALTH)
         start = time.perf_counter()
         try:
             detail, ok = await self.execute(ops.PingOp()), True
@@ -304,12 +356,13 @@ class Store(Declares, abc.ABC):
         return Health(ok=ok, provider=self.provider_name, latency_ms=(time.perf_counter() - start) * 1e3,
                       detail=detail)
 
+    @_offered(Capability.EXPORT)
     async def export(self, user_id: str | None = None, agent_id: str | None = None) -> AsyncIterator[MemoryItem]:
         """Every record (traces included), oldest first, read a chunk at a time."""
-        self._require(ops.ExportOp.capability)
         async for record in self._export(ops.ExportOp(user_id, agent_id)):
             yield record.to_item()
 
+    @_offered(Capability.TRACE_COLUMNS)
     async def trace_columns(
         self,
         *,
@@ -322,6 +375,7 @@ class Store(Declares, abc.ABC):
         """Every trace step as columns (see :class:`memkit.SupportsTraceColumns`), in storage order."""
         return await self.execute(ops.TraceColumnsOp(workflow_id, agent_id, user_id, status, since_us))
 
+    @_offered(Capability.RECALLS)
     async def recalls(
         self,
         *,
@@ -333,6 +387,7 @@ class Store(Declares, abc.ABC):
         """Recorded recalls, oldest first (see :class:`memkit.SupportsRecalls`)."""
         return await self.execute(ops.RecallsOp(user_id, agent_id, workflow_id, run_id))
 
+    @_offered(Capability.RECALLS)
     async def get_recall(
         self, recall_id: str, *, user_id: str | None = None, agent_id: str | None = None
     ) -> Recall | None:
@@ -341,12 +396,13 @@ class Store(Declares, abc.ABC):
         found = await self.execute(ops.RecallsOp(user_id, agent_id, recall_id=wanted))
         return found[0] if found else None
 
+    @_offered(Capability.RECALLS)
     async def add_recalls(self, recalls: Iterable[Recall]) -> int:
         """Store recalls as given (an import), all or none; a recall id the store holds refuses them all."""
-        self._require(Capability.RECALLS)
         batch = checked_recalls(recalls, self.limits)
         return await self.execute(ops.AddRecallsOp(tuple(batch))) if batch else 0
 
+    @_offered(Capability.MARKS)
     async def marks(
         self,
         *,
@@ -356,24 +412,24 @@ class Store(Declares, abc.ABC):
         run_id: str | None = None,
     ) -> list[Mark]:
         """A researcher's marks, oldest first (see :class:`memkit.SupportsMarks`)."""
-        self._require(Capability.MARKS)
         _marks.check_reads(self.limits, user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id)
         kept = await self.execute(ops.MarksOp(user_id, agent_id, workflow_id, run_id))
         return _marks.matching(kept, user_id, agent_id, workflow_id, run_id)
 
+    @_offered(Capability.MARKS)
     async def put_marks(self, marks: Iterable[Mark]) -> int:
         """Store marks, each replacing the mark on the same target; all or none."""
-        self._require(Capability.MARKS)
         batch = _marks.checked_marks(marks, self.limits)
         return await self.execute(ops.PutMarksOp(tuple(batch))) if batch else 0
 
+    @_offered(Capability.MARKS)
     async def remove_marks(self, mark_ids: Iterable[str], *, user_id: str, agent_id: str) -> int:
         """Delete these marks, those of them that live in ``user_id``/``agent_id`` only."""
-        self._require(Capability.MARKS)
         ids = _marks.checked_ids(mark_ids, self.limits)
         user, agent = check_namespace(user_id, agent_id, self.limits)
         return await self.execute(ops.RemoveMarksOp(tuple(ids), user, agent)) if ids else 0
 
+    @_offered(Capability.CLOSE)
     async def aclose(self) -> None:
         """Release what the store holds; again is a no-op (see :class:`memkit.SupportsClose`)."""
         await self.execute(ops.CloseOp())

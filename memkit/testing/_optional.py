@@ -1,15 +1,15 @@
 """The optional capabilities in the conformance suite: each is whole or absent, and works when present.
 
 :class:`OptionalConformance` is the half of :class:`memkit.testing.ProviderConformance` that
-checks them: an adapter on memkit's store base (which has every method) must refuse what it
-does not declare; any other provider must have none of an absent capability's members.
+checks them: an adapter without a capability has none of its members (on memkit's store base,
+the methods of a capability the adapter does not declare are absent too).
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import UTC
 from typing import Any, ClassVar
 
@@ -39,21 +39,6 @@ OPTIONAL: dict[type, str | None] = {
     port.SupportsAsOf: None,
     port.SupportsTraceColumns: None,
     port.SupportsClose: None,
-}
-
-# One call of each optional capability, which a store on the base that does not declare it refuses.
-REFUSED: dict[type, Callable[[Any], Awaitable[object]]] = {
-    port.SupportsGet: lambda p: p.get("some-id"),
-    port.SupportsAddMany: lambda p: p.add_many([]),
-    port.SupportsNamespaces: lambda p: p.namespaces(),
-    port.SupportsStats: lambda p: p.stats(),
-    port.SupportsHealth: lambda p: p.health(),
-    port.SupportsExport: lambda p: anext(p.export()),
-    port.SupportsPaging: lambda p: p.get_page("u", "a"),
-    port.SupportsRecalls: lambda p: p.recalls(),
-    port.SupportsMarks: lambda p: p.marks(),
-    port.SupportsTraceColumns: lambda p: p.trace_columns(),
-    port.SupportsClose: lambda p: p.aclose(),
 }
 
 # The capabilities each adapter class was seen without, for the end-of-run report.
@@ -88,26 +73,19 @@ class OptionalConformance:
         return provider
 
     @staticmethod
-    async def _lacks(provider: Any, capability: type) -> bool:
+    def _lacks(provider: Any, capability: type) -> bool:
         """False when ``provider`` offers ``capability``; else check that it says so cleanly, and note it.
 
         An adapter without a capability must have none of its members (no half-built
-        capability a caller would trip on; a store on memkit's base, which has them all, must
-        refuse each call with ``NotImplementedError`` instead) and :class:`memkit.Memory` must
-        refuse the call with ``NotImplementedError`` naming it. The absence is listed at the end
+        capability a caller would trip on) and :class:`memkit.Memory` must refuse the
+        call with ``NotImplementedError`` naming it. The absence is listed at the end
         of the run (see :func:`absence_report`), never skipped in silence.
         """
         if isinstance(provider, capability):
             return False
-        if isinstance(provider, port.Declares):
-            # A store on memkit's base has every method; one it does not declare refuses the call.
-            call = REFUSED.get(capability)
-            if call is not None:
-                with pytest.raises(NotImplementedError, match="does not support"):
-                    await call(provider)
-        else:
-            present = [m for m in _members(capability) if m in dir(provider) and m != "search"]
-            assert present == [], f"{type(provider).__name__} has {present} of {capability.__name__} but not all of it"
+        # On memkit's store base the methods of an undeclared capability are absent in the same way.
+        present = [m for m in _members(capability) if hasattr(provider, m) and m != "search"]
+        assert present == [], f"{type(provider).__name__} has {present} of {capability.__name__} but not all of it"
         method = OPTIONAL.get(capability)
         if method is not None:
             from memkit._sync import Memory
@@ -127,7 +105,7 @@ class OptionalConformance:
     ) -> None:
         from datetime import datetime
 
-        lacking = await self._lacks(provider, capability)
+        lacking = self._lacks(provider, capability)
         if capability is port.SupportsAsOf:
             memory_id = await provider.add("written after the cut-off", *ns)
             past = datetime(2000, 1, 1, tzinfo=UTC)
@@ -155,7 +133,7 @@ class OptionalConformance:
     @pytest.mark.asyncio
     async def test_close_is_idempotent_and_final(self, make_provider: Callable[[], Any], ns: tuple[str, str]) -> None:
         provider = await self._build(make_provider)
-        if await self._lacks(provider, port.SupportsClose):
+        if self._lacks(provider, port.SupportsClose):
             return
         await provider.add("before closing", *ns)
         await provider.aclose()
@@ -170,7 +148,7 @@ class OptionalConformance:
 
     @pytest.mark.asyncio
     async def test_get(self, provider: Any, ns: tuple[str, str]) -> None:
-        if await self._lacks(provider, port.SupportsGet):
+        if self._lacks(provider, port.SupportsGet):
             return
         mem_id = await provider.add("fetch me", *ns, metadata={"a": 1})
         item = await provider.get(mem_id)
@@ -180,7 +158,7 @@ class OptionalConformance:
 
     @pytest.mark.asyncio
     async def test_add_many_is_all_or_nothing(self, provider: Any, ns: tuple[str, str]) -> None:
-        if await self._lacks(provider, port.SupportsAddMany):
+        if self._lacks(provider, port.SupportsAddMany):
             return
         user, agent = ns
         rows = [{"content": f"batch {i}", "user_id": user, "agent_id": agent, "metadata": {"i": i}} for i in range(30)]
@@ -197,7 +175,7 @@ class OptionalConformance:
 
     @pytest.mark.asyncio
     async def test_namespaces(self, provider: Any, ns: tuple[str, str]) -> None:
-        if await self._lacks(provider, port.SupportsNamespaces):
+        if self._lacks(provider, port.SupportsNamespaces):
             return
         user, agent = ns
         for _ in range(3):
@@ -211,20 +189,20 @@ class OptionalConformance:
 
     @pytest.mark.asyncio
     async def test_stats_and_health(self, provider: Any, ns: tuple[str, str]) -> None:
-        if not await self._lacks(provider, port.SupportsStats):
+        if not self._lacks(provider, port.SupportsStats):
             before = await provider.stats()
             await provider.add("counted", *ns)
             await provider.add_trace(ns[1], "wf-stats", {"tool": "x"}, user_id=ns[0])
             after = await provider.stats()
             assert after.memories - before.memories == 2
             assert after.traces - before.traces == 1
-        if not await self._lacks(provider, port.SupportsHealth):
+        if not self._lacks(provider, port.SupportsHealth):
             health = await provider.health()
             assert health.ok is True and health.latency_ms >= 0 and health.detail
 
     @pytest.mark.asyncio
     async def test_export_yields_every_record_oldest_first(self, provider: Any, ns: tuple[str, str]) -> None:
-        if await self._lacks(provider, port.SupportsExport):
+        if self._lacks(provider, port.SupportsExport):
             return
         user, agent = ns
         ids = [await provider.add(f"export {i}", user, agent, {"i": i}) for i in range(5)]
@@ -235,7 +213,7 @@ class OptionalConformance:
 
     @pytest.mark.asyncio
     async def test_get_page(self, provider: Any, ns: tuple[str, str]) -> None:
-        if await self._lacks(provider, port.SupportsPaging):
+        if self._lacks(provider, port.SupportsPaging):
             return
         ids = [await provider.add(f"page {i}", *ns) for i in range(7)]
         newest = ids[::-1]
@@ -250,7 +228,7 @@ class OptionalConformance:
     async def test_scoped_searches_are_recorded_as_recalls(self, provider: Any, ns: tuple[str, str]) -> None:
         import memkit
 
-        if await self._lacks(provider, port.SupportsRecalls):
+        if self._lacks(provider, port.SupportsRecalls):
             return
         other = (f"{ns[0]}-other", ns[1])
         await provider.add("kinase inhibitor screen", *ns)
@@ -273,7 +251,7 @@ class OptionalConformance:
     async def test_as_of_leaves_out_later_memories(self, provider: Any, ns: tuple[str, str]) -> None:
         from datetime import datetime
 
-        if await self._lacks(provider, port.SupportsAsOf):
+        if self._lacks(provider, port.SupportsAsOf):
             return
         early = await provider.add("kinase early", *ns)
         await asyncio.sleep(0.002)
