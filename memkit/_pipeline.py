@@ -31,16 +31,12 @@ from memkit._recall import check_as_of
 from memkit._retrieval import DenseScores, HybridConfig, Neighbours, check_hybrid, check_mode, fuse
 from memkit._validate import Limits, check_query, check_read
 
-__all__ = ["Ranked", "SearchOp", "SearchRequest", "Searcher", "prepare", "rank", "search"]
+__all__ = ["Ranked", "SearchOp", "Searcher", "prepare", "rank", "search"]
 
 K = TypeVar("K", bound=Hashable)
 
 #: ``(key, score, score_details)``, best first.
 Ranked = list[tuple[K, float, dict[str, Any]]]
-
-
-# The graph and Mem0 adapters still name the operation so until they move onto the store base.
-SearchRequest = SearchOp
 
 
 class Searcher(Protocol):

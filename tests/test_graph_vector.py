@@ -98,3 +98,26 @@ async def test_embedder_url_option_means_what_it_means_for_sqlite(falkordb_serve
     plain = memkit.get_memory_provider(falkordb_server.url(f"{graph}-kw") + "?embedder=none")
     assert plain.search_modes == ("keyword",)
     await plain.aclose()
+
+
+async def test_namespace_caches_stay_within_their_budget_and_answer_the_same(mem: GraphAdapter) -> None:
+    texts = ["TP53 knockdown in sample {}", "KRAS amplification in sample {}", "lunch near the lab, day {}"]
+    users = ("alice", "bob", "carol")
+    for user in users:
+        await mem.add_many([{"content": t.format(i), "user_id": user, "agent_id": "bio"}
+                            for i in range(4) for t in texts])
+    expected = {u: [h.id for h in await mem.search("TP53 knockdown", u, "bio", limit=4)] for u in users}
+    # The same database through a store whose caches may index 20 memories together: one namespace
+    # of 12 at a time, so every search below reads its namespace in again and must answer the same.
+    opener = Neo4jAdapter if isinstance(mem, Neo4jAdapter) else FalkorDBAdapter
+    small = opener.from_url(mem.dialect.describe(), embedder=HashEmbedder(), max_indexed=20)
+    try:
+        for _ in range(2):
+            for user in users:
+                hits = await small.search("TP53 knockdown", user, "bio", limit=4)
+                assert [h.id for h in hits] == expected[user] and {h.user_id for h in hits} == {user}
+                assert len(small._search._caches) == 1
+        with pytest.raises(ConfigError, match="max_indexed"):
+            opener.from_url(mem.dialect.describe(), max_indexed=0)
+    finally:
+        await small.aclose()

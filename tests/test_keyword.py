@@ -147,3 +147,19 @@ def test_neighbours_follow_writing_order_and_skip_deleted() -> None:
     assert index.neighbours([15], 1) == {15: [(1, 10), (1, 20)]}
     index.add(30, "e", 5)
     assert index.neighbours([20, 30], 1) == {20: [(1, 15), (1, 30)], 30: [(1, 20)]}
+
+
+def test_index_cache_drops_the_least_recently_used_past_its_budget() -> None:
+    from memkit._keyword import IndexCache
+
+    cache: IndexCache[tuple[str, str], list[int]] = IndexCache(max_indexed=5)
+    cache.put(("alice", "bio"), [1, 2])
+    cache.put(("bob", "bio"), [3, 4])
+    assert cache.get(("alice", "bio")) == [1, 2]  # alice is now the most recently used
+    assert cache.peek(("bob", "bio")) == [3, 4]  # a peek does not count as a use
+    cache.put(("carol", "bio"), [5, 6])  # 6 > 5: bob, the least recently used, goes
+    assert list(cache) == [("alice", "bio"), ("carol", "bio")]
+    assert cache.get(("bob", "bio")) is None
+    cache.put(("dave", "bio"), list(range(9)))  # alone over the budget: the newest index stays
+    assert list(cache) == [("dave", "bio")]
+    assert cache.pop(("dave", "bio")) == list(range(9)) and len(cache) == 0

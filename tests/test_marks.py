@@ -240,13 +240,14 @@ def test_bad_marks_are_refused_and_change_nothing(tmp_path: Path) -> None:
 
 
 def test_stores_without_marks_refuse_clearly() -> None:
-    from memkit.adapters._plumbing import RecordWriter
-
-    class Plain(RecordWriter):  # a provider written to the port alone
+    class Plain:  # a provider written to the port alone
         limits = memkit.Limits()
 
-        async def _store(self, records: Any) -> list[str]:
-            return [r.id for r in records]
+        async def add(self, *args: Any, **kwargs: Any) -> str:
+            return "m1"
+
+        async def add_trace(self, *args: Any, **kwargs: Any) -> str:
+            return "t1"
 
         async def search(self, *args: Any, **kwargs: Any) -> list[Any]:
             return []

@@ -8,12 +8,9 @@ the Mem0 platform through mem0's ``MemoryClient``.
 
 How the port maps onto mem0 (see docs/mem0.md):
 
-- Namespaces are mem0's ``user_id`` + ``agent_id``. mem0 trims ids and rejects
-  whitespace, and ``"*"`` is its wildcard, so ids are escaped on the way in
-  (``%``, ``*`` and whitespace become ``%XX``) and the originals are kept in the payload.
-- Everything memkit knows about a memory (metadata, creation time, insertion
-  order, the original ids) sits under one payload key, ``memkit``, because mem0
-  reserves top-level keys such as ``role``, ``data``, ``hash`` and ``created_at``.
+- Ids and payloads: see :mod:`memkit.adapters._mem0_backend`, which holds every call into mem0.
+- Search runs the shared pipeline (:mod:`memkit._pipeline`): mem0's similarity is the one
+  (semantic) leg, so scores, ties and ``score_details`` are those of every other store.
 - Filters use the reference semantics (:func:`memkit._filters.matches`) on
   mem0's results; ordering is done here, because mem0's listing is unordered.
 - mem0's calls are blocking; each adapter runs them on its own worker thread.
@@ -22,426 +19,58 @@ How the port maps onto mem0 (see docs/mem0.md):
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import sys
 import uuid
 import warnings
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from dataclasses import dataclass
-from datetime import datetime
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
-from urllib.parse import unquote, urlsplit
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
 
-from memkit import _marks, _recall
-from memkit._errors import (
-    BackendUnavailableError,
-    ConfigError,
-    InvalidInputError,
-    MemkitError,
-    StorageError,
-    missing_extra,
-)
-from memkit._filters import Condition, matches, parse_filters
+from memkit import _pipeline
+from memkit._core import _ops as ops
+from memkit._core._store import Store
+from memkit._errors import BackendUnavailableError, ConfigError, InvalidInputError, MemkitError, StorageError
+from memkit._filters import Condition, matches
 from memkit._marks import Mark
-from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
-from memkit._recall import Recall, check_as_of
-from memkit._records import Record, now_us, records_from_items, to_us
-from memkit._retrieval import check_mode
+from memkit._models import MemoryItem, NamespaceInfo, NewMemory, Stats
+from memkit._protocols import Capability
+from memkit._recall import Recall
+from memkit._records import Record, namespace_infos, now_us
+from memkit._retrieval import DenseScores
 from memkit._url import bool_option, query_options
-from memkit._validate import (
-    DEFAULT_LIMITS,
-    Limits,
-    check_id,
-    check_limit,
-    check_namespace,
-    check_query,
-    check_read,
-    check_scope,
+from memkit._validate import DEFAULT_LIMITS, Limits
+from memkit.adapters._mem0_backend import (
+    DEFAULT_COLLECTION,
+    PAYLOAD_KEY,
+    Backend,
+    Opened,
+    Row,
+    connect,
+    encode_id,
+    newest_first,
+    redact,
+    row_of,
 )
-from memkit.adapters._plumbing import RecordWriter, Worker, namespace_infos, timed_health, trace_count
-from memkit.embeddings import DEFAULT_EMBEDDER, Embedder, get_embedder
+from memkit.adapters._plumbing import Worker
+from memkit.embeddings import Embedder
 
 if TYPE_CHECKING:
     from memkit.adapters._sqlite import SQLiteAdapter
 
-__all__ = ["Mem0Adapter", "decode_id", "encode_id"]
+__all__ = ["Mem0Adapter"]
 
 T = TypeVar("T")
 
-PAYLOAD_KEY = "memkit"
-_FIRST_PAGE = 2_048  # listing starts here and grows x8 until mem0 returns fewer than asked
-_CLOUD_PAGE = 1_000
-_DEFAULT_COLLECTION = "memkit"
 _RECALLS_FILE = "memkit-recalls.db"
 _SCORE_DIGITS = 7
 
-
-# -- ids ----------------------------------------------------------------------------------------
-
-
-def encode_id(value: str) -> str:
-    """Escape an id for mem0: ``%``, ``*`` and whitespace become ``%XX``; the rest is unchanged.
-
-    mem0 strips and rejects whitespace in ids, and treats ``"*"`` as "any value",
-    which would let a user named ``*`` read every namespace.
-    """
-    out = []
-    for char in value:
-        if char in "%*" or char.isspace():
-            out.append("".join(f"%{b:02X}" for b in char.encode("utf-8")))
-        else:
-            out.append(char)
-    return "".join(out)
-
-
-def decode_id(value: str) -> str:
-    return unquote(value)
-
-
-# -- environment --------------------------------------------------------------------------------
-
-
-def _prepare_environment(data_dir: Path | None, offline: bool) -> None:
-    """Set what mem0 and Hugging Face read at import time, before anything imports them."""
-    # mem0 phones PostHog (and GitHub for notices) unless this is off when it is imported.
-    os.environ["MEM0_TELEMETRY"] = "False"
-    if data_dir is not None and "mem0" not in sys.modules and not os.environ.get("MEM0_DIR"):
-        # mem0 keeps ~/.mem0/config.json (an anonymous id); keep it next to the store instead.
-        # It is read once per process, so the first adapter's folder wins.
-        os.environ["MEM0_DIR"] = str(data_dir / "mem0_home")
-    if offline:
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        os.environ["TRANSFORMERS_OFFLINE"] = "1"
-
-
-def _import_mem0() -> Any:
-    try:
-        import mem0
-        import mem0.memory.main as mem0_main
-        import mem0.memory.telemetry as mem0_telemetry
-    except ImportError:
-        raise missing_extra("mem0ai", "mem0") from None
-    # If the caller imported mem0 before memkit could set MEM0_TELEMETRY, switch it
-    # off in the loaded modules too: both flags are read at call time.
-    mem0_telemetry.MEM0_TELEMETRY = False
-    mem0_main.MEM0_TELEMETRY = False
-    return mem0
-
-
-def _langchain_embeddings(embedder: Embedder) -> Any:
-    """A memkit :class:`~memkit.embeddings.Embedder` as the LangChain ``Embeddings`` mem0's
-    ``langchain`` provider takes: that provider is mem0's documented way to bring an
-    embedder of one's own, so mem0 runs on memkit's shipped model without torch."""
-    try:
-        from langchain.embeddings.base import Embeddings
-    except ImportError:
-        raise missing_extra("langchain", "mem0") from None
-
-    class MemkitEmbeddings(Embeddings):
-        def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            return [[float(x) for x in row] for row in embedder.embed(list(texts))]
-
-        def embed_query(self, text: str) -> list[float]:
-            return self.embed_documents([text])[0]
-
-    return MemkitEmbeddings()
-
-
-def oss_config(
-    path: str | os.PathLike[str],
-    *,
-    embedder: object = "default",
-    collection: str = _DEFAULT_COLLECTION,
-    llm: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The mem0 ``Memory.from_config`` dict memkit uses for a local, offline store in ``path``.
-
-    ``embedder`` is any memkit embedder option (``"default"``, ``"st:/folder"`` or an
-    :class:`~memkit.embeddings.Embedder`), handed to mem0 through its ``langchain``
-    provider. ``llm`` defaults to an OpenAI section with a placeholder key: mem0 always
-    builds an LLM client, but never calls it for ``infer=False`` adds, searches or listings.
-    """
-    model = get_embedder(embedder)
-    root = Path(path).expanduser()
-    return {
-        "vector_store": {
-            "provider": "qdrant",
-            "config": {
-                "path": str(root / "qdrant"),
-                "collection_name": collection,
-                "embedding_model_dims": model.dim,
-            },
-        },
-        "embedder": {
-            "provider": "langchain",
-            "config": {"model": _langchain_embeddings(model), "embedding_dims": model.dim},
-        },
-        "llm": dict(llm) if llm is not None else {
-            "provider": "openai",
-            "config": {"api_key": "memkit-offline-placeholder", "model": "gpt-4.1-nano"},
-        },
-        "history_db_path": str(root / "history.db"),
-    }
-
-
-_MARKER = "memkit-embedder.json"
-
-
-def _bind_embedder(root: Path, spec: object, collection: str) -> Embedder:
-    """The embedder this folder's vectors were made with, recorded beside them.
-
-    Vectors of two models can share a dimension and still mean nothing to each other,
-    so a folder that records one embedder refuses another (as a SQLite store does), and
-    a folder from before the record existed must be told which model made it.
-    """
-    marker = root / _MARKER
-    recorded: dict[str, Any] = {}
-    if marker.exists():
-        try:
-            recorded = json.loads(marker.read_text(encoding="utf-8")).get(collection) or {}
-        except (OSError, ValueError, AttributeError) as exc:
-            raise ConfigError(f"cannot read {str(marker)!r}: {exc}") from None
-    if spec is None:
-        if recorded:
-            spec = recorded["name"] if recorded["name"] == DEFAULT_EMBEDDER else recorded.get("spec")
-            if spec is None:
-                raise ConfigError(
-                    f"the mem0 folder {str(root)!r} was embedded with {recorded['name']!r}: pass that embedder"
-                    " again (embedder=...)"
-                )
-        elif (root / "qdrant").exists() and not marker.exists():
-            raise ConfigError(
-                f"the mem0 folder {str(root)!r} records no embedder (an older memkit embedded it with"
-                " all-MiniLM-L6-v2): open it with embedder='st:/path/to/all-MiniLM-L6-v2'"
-            )
-        else:
-            spec = "default"
-    model = get_embedder(spec)
-    if recorded and (recorded.get("name"), recorded.get("dim")) != (model.name, model.dim):
-        raise ConfigError(
-            f"the mem0 folder {str(root)!r} holds vectors of {recorded.get('name')!r} ({recorded.get('dim')} dims),"
-            f" not of {model.name!r} ({model.dim} dims): open it with the same embedder"
-        )
-    if not recorded:
-        entries: dict[str, Any] = {}
-        if marker.exists():
-            entries = json.loads(marker.read_text(encoding="utf-8"))
-        entries[collection] = {"name": model.name, "dim": model.dim,
-                               "spec": spec if isinstance(spec, str) else None}
-        marker.write_text(json.dumps(entries, indent=1, sort_keys=True), encoding="utf-8")
-    return model
-
-
-# -- the two backends: the blocking calls, nothing else ------------------------------------------
-
-
-class _Backend(Protocol):
-    mode: str
-
-    def add(self, content: str, user: str, agent: str, payload: dict[str, Any], infer: bool) -> str: ...
-    def get(self, memory_id: str) -> dict[str, Any] | None: ...
-    def listing(self, filters: dict[str, Any]) -> list[dict[str, Any]]: ...
-    def search(self, query: str, filters: dict[str, Any], top_k: int, threshold: float) -> list[dict[str, Any]]: ...
-    def delete(self, memory_id: str) -> None: ...
-    def reset(self) -> None: ...
-    def close(self) -> None: ...
-
-
-def _results(response: Any) -> list[dict[str, Any]]:
-    rows = response.get("results", []) if isinstance(response, dict) else response
-    return [r for r in rows or [] if isinstance(r, dict)]
-
-
-class _OSSBackend:
-    mode = "oss"
-
-    def __init__(self, memory: Any, owned: bool) -> None:
-        self.memory = memory
-        self.owned = owned
-
-    def add(self, content: str, user: str, agent: str, payload: dict[str, Any], infer: bool) -> str:
-        response = self.memory.add(content, user_id=user, agent_id=agent, metadata=payload, infer=infer)
-        # infer=False stores exactly one; with inference mem0's LLM may store several
-        # facts (the port returns the first) or none (an error: nothing was remembered).
-        rows = [r for r in _results(response) if r.get("id") and r.get("event", "ADD") == "ADD"]
-        if not rows:
-            raise StorageError("mem0 stored nothing for this add (its LLM extracted no fact)")
-        return str(rows[0]["id"])
-
-    def get(self, memory_id: str) -> dict[str, Any] | None:
-        found = self.memory.get(memory_id)
-        return found if isinstance(found, dict) else None
-
-    def listing(self, filters: dict[str, Any]) -> list[dict[str, Any]]:
-        # mem0 truncates at top_k (default 20) and its qdrant listing is unordered,
-        # so ordering needs the whole namespace: ask until it returns fewer than asked.
-        top_k = _FIRST_PAGE
-        while True:
-            rows = _results(self.memory.get_all(filters=dict(filters), top_k=top_k, show_expired=True))
-            if len(rows) < top_k:
-                return rows
-            top_k *= 8
-
-    def search(self, query: str, filters: dict[str, Any], top_k: int, threshold: float) -> list[dict[str, Any]]:
-        return _results(
-            self.memory.search(query, filters=dict(filters), top_k=top_k, threshold=threshold, explain=True)
-        )
-
-    def delete(self, memory_id: str) -> None:
-        self.memory.delete(memory_id)
-
-    def reset(self) -> None:
-        self.memory.reset()
-
-    def close(self) -> None:
-        if not self.owned:
-            return
-        self.memory.close()
-        client = getattr(getattr(self.memory, "vector_store", None), "client", None)
-        if client is not None:
-            client.close()  # releases the local Qdrant folder lock for the next opener
-
-
-class _CloudBackend:
-    mode = "cloud"
-
-    def __init__(self, client: Any, owned: bool) -> None:
-        self.client = client
-        self.owned = owned
-
-    def add(self, content: str, user: str, agent: str, payload: dict[str, Any], infer: bool) -> str:
-        response = self.client.add(
-            content, filters={"user_id": user, "agent_id": agent}, metadata=payload, infer=infer
-        )
-        rows = [r for r in _results(response) if r.get("id")]
-        if len(rows) != 1:
-            raise StorageError(
-                "the Mem0 platform did not return the id of the new memory (is the project set to"
-                " process adds asynchronously?)"
-            )
-        return str(rows[0]["id"])
-
-    def get(self, memory_id: str) -> dict[str, Any] | None:
-        from mem0.exceptions import MemoryNotFoundError
-
-        try:
-            found = self.client.get(memory_id)
-        except MemoryNotFoundError:
-            return None
-        return found if isinstance(found, dict) and found.get("id") else None
-
-    def listing(self, filters: dict[str, Any]) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = []
-        page = 1
-        while True:
-            response = self.client.get_all(filters=dict(filters), page=page, page_size=_CLOUD_PAGE)
-            batch = _results(response)
-            rows.extend(batch)
-            if not (isinstance(response, dict) and response.get("next")) or not batch:
-                return rows
-            page += 1
-
-    def search(self, query: str, filters: dict[str, Any], top_k: int, threshold: float) -> list[dict[str, Any]]:
-        return _results(self.client.search(query, filters=dict(filters), top_k=top_k, threshold=threshold))
-
-    def delete(self, memory_id: str) -> None:
-        self.client.delete(memory_id)
-
-    def reset(self) -> None:
-        self.client.reset()
-
-    def close(self) -> None:
-        if self.owned:
-            self.client.client.close()
-
-
-# -- translating mem0 rows -----------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Row:
-    record: Record
-    seq: int
-    score: float | None = None
-    details: dict[str, Any] | None = None
-
-    def item(self) -> MemoryItem:
-        return self.record.to_item(self.score, self.details)
-
-
-def _created_us(raw: dict[str, Any]) -> int:
-    stamp = raw.get("created_at")
-    if isinstance(stamp, str):
-        try:
-            return to_us(datetime.fromisoformat(stamp))
-        except ValueError:
-            pass
-    return 0
-
-
-def _row(raw: dict[str, Any]) -> _Row | None:
-    """A mem0 result as a memkit record; ``None`` for rows outside any (user, agent) namespace."""
-    meta: dict[str, Any] = raw["metadata"] if isinstance(raw.get("metadata"), dict) else {}
-    ours = meta.get(PAYLOAD_KEY)
-    if isinstance(ours, dict):
-        user, agent = ours.get("user_id"), ours.get("agent_id")
-        metadata = ours.get("metadata") if isinstance(ours.get("metadata"), dict) else {}
-        created = ours.get("created_us")
-        seq = ours.get("seq")
-        created_us = created if isinstance(created, int) else _created_us(raw)
-        order = seq if isinstance(seq, int) else created_us
-    else:
-        # A memory written by mem0 directly: show what mem0 has.
-        raw_user, raw_agent = raw.get("user_id"), raw.get("agent_id")
-        user = decode_id(raw_user) if isinstance(raw_user, str) else None
-        agent = decode_id(raw_agent) if isinstance(raw_agent, str) else None
-        metadata = {k: v for k, v in meta.items() if k != PAYLOAD_KEY}
-        created_us = _created_us(raw)
-        order = created_us
-    if not isinstance(user, str) or not isinstance(agent, str):
-        return None
-    record = Record(
-        id=str(raw.get("id")), user_id=user, agent_id=agent, content=str(raw.get("memory", "")),
-        metadata=dict(metadata or {}), created_us=created_us,
-    )
-    return _Row(record, order)
-
-
-def _newest_first(rows: list[_Row]) -> list[_Row]:
-    return sorted(rows, key=lambda r: (r.record.created_us, r.seq), reverse=True)
-
-
-_SECRET_WORDS = ("key", "secret", "password", "token", "credential")
-
-
-def _secret_values(value: Any, secret: bool = False) -> list[str]:
-    """Every string under a key that names a credential, anywhere in a config."""
-    if isinstance(value, str):
-        return [value] if secret and len(value) >= 4 else []
-    if isinstance(value, Mapping):
-        found: list[str] = []
-        for key, item in value.items():
-            named = secret or any(word in str(key).lower() for word in _SECRET_WORDS)
-            found.extend(_secret_values(item, named))
-        return found
-    if isinstance(value, (list, tuple)):
-        return [s for item in value for s in _secret_values(item, secret)]
-    return []
-
-
-def _redact(text: str, secrets: Iterable[str]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
 
 
 # -- the adapter ----------------------------------------------------------------------------------
 
 
-class Mem0Adapter(RecordWriter):
+class Mem0Adapter(Store):
     """Memories in Mem0: a local offline store (OSS mode) or the Mem0 platform (cloud mode).
 
     Parameters
@@ -497,6 +126,13 @@ class Mem0Adapter(RecordWriter):
     """
 
     provider_name = "mem0"
+    # Recalls and marks live in the recall file (``recalls_path``); without one they read as none.
+    capabilities = frozenset({
+        Capability.ADD_MANY, Capability.GET, Capability.PAGING, Capability.NAMESPACES, Capability.STATS,
+        Capability.HEALTH, Capability.EXPORT, Capability.CLOSE, Capability.RECALLS, Capability.MARKS,
+        Capability.AS_OF,
+    })
+    health_failures = (StorageError, BackendUnavailableError)
 
     def __init__(
         self,
@@ -507,7 +143,7 @@ class Mem0Adapter(RecordWriter):
         base_url: str | None = None,
         config: Mapping[str, Any] | None = None,
         embedder: object = None,
-        collection: str = _DEFAULT_COLLECTION,
+        collection: str = DEFAULT_COLLECTION,
         llm: Mapping[str, Any] | None = None,
         infer: bool = False,
         threshold: float = 0.1,
@@ -516,29 +152,30 @@ class Mem0Adapter(RecordWriter):
         record_recalls: bool = False,
         recalls_path: str | os.PathLike[str] | None = None,
     ) -> None:
-        if not isinstance(record_recalls, bool):
-            raise ConfigError(f"record_recalls must be True or False, got {record_recalls!r}")
-        self.record_recalls = record_recalls
+        super().__init__(limits=limits, record_recalls=record_recalls)
         if mode not in ("oss", "cloud"):
             raise ConfigError(f"mode must be 'oss' or 'cloud', got {mode!r}")
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
             raise ConfigError(f"threshold must be a number between 0 and 1, got {threshold!r}")
         if infer and mode == "oss" and llm is None and config is None and memory is None:
             raise ConfigError("infer=True needs a real LLM: pass llm={...} (mem0's llm section) or config")
-        self.limits = limits
         self.mode = mode
         self.infer = infer
         self.threshold = float(threshold)
         self.path: str | None = None
-        self.embedder: Embedder | None = None
+        self._embedder: Embedder | None = None
         self._secrets: list[str] = []
         self._worker = Worker("memkit-mem0", self.__repr__, translate=self._memkit_error)
         self._recall_store: SQLiteAdapter | None = None
         self._warned_recalls = False
         try:
-            self._backend: _Backend = self._connect(
-                path, api_key, base_url, config, embedder, collection, llm, memory
-            )
+            opened = Opened(mode, secrets=self._secrets)
+            try:
+                self._backend: Backend = connect(
+                    opened, self._worker.call, path, api_key, base_url, config, embedder, collection, llm, memory
+                )
+            finally:
+                self.path, self._embedder = opened.path, opened.embedder
             # A wrapped mem0 object without a folder of ours gets no file we were not asked for.
             if recalls_path is None and self.mode == "oss" and (path is not None or memory is None):
                 recalls_path = Path(str(self.path)) / _RECALLS_FILE
@@ -551,56 +188,10 @@ class Mem0Adapter(RecordWriter):
                 self._worker.close(self._release)
             raise
 
-    def _connect(
-        self,
-        path: str | os.PathLike[str] | None,
-        api_key: str | None,
-        base_url: str | None,
-        config: Mapping[str, Any] | None,
-        embedder: object,
-        collection: str,
-        llm: Mapping[str, Any] | None,
-        memory: Any,
-    ) -> _Backend:
-        if self.mode == "cloud":
-            _prepare_environment(None, offline=False)
-            mem0 = _import_mem0()
-            if memory is not None:
-                return _CloudBackend(memory, owned=False)
-            key = api_key or os.environ.get("MEM0_API_KEY")
-            if not key:
-                raise ConfigError("cloud mode needs an API key: pass api_key=... or set MEM0_API_KEY")
-            self._secrets.append(key)
-            self.path = base_url or "https://api.mem0.ai"
-            try:
-                client = self._worker.call(lambda: mem0.MemoryClient(api_key=key, host=base_url))
-            except Exception as exc:
-                raise BackendUnavailableError(
-                    f"cannot reach the Mem0 platform at {self.path}: {_redact(str(exc), self._secrets)}"
-                ) from None
-            return _CloudBackend(client, owned=True)
-        root = Path(path if path is not None else "data/mem0").expanduser()
-        self.path = str(root)
-        _prepare_environment(root, offline=config is None)
-        mem0 = _import_mem0()
-        if memory is not None:
-            return _OSSBackend(memory, owned=False)
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(f"cannot create the mem0 folder {self.path!r}: {exc}") from exc
-        self._secrets.extend(_secret_values(llm) + _secret_values(config))
-        if config is not None:
-            cfg = dict(config)
-        else:
-            self.embedder = _bind_embedder(root, embedder, collection)
-            cfg = oss_config(root, embedder=self.embedder, collection=collection, llm=llm)
-        try:
-            built = self._worker.call(mem0.Memory.from_config, cfg)
-        except Exception as exc:
-            message = _redact(f"{type(exc).__name__}: {exc}", self._secrets)
-            raise ConfigError(f"mem0 could not open {self.path!r}: {message}") from None
-        return _OSSBackend(built, owned=True)
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder memkit handed mem0 (OSS mode with memkit's config); ``None`` otherwise."""
+        return self._embedder
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> Mem0Adapter:
@@ -650,7 +241,7 @@ class Mem0Adapter(RecordWriter):
             return None
         if isinstance(exc, ImportError):
             return BackendUnavailableError(f"mem0 needs a package that is missing: {exc}")
-        message = _redact(f"{type(exc).__name__}: {exc}", self._secrets)
+        message = redact(f"{type(exc).__name__}: {exc}", self._secrets)
         return StorageError(f"mem0 failed ({self.mode}): {message}")
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -673,7 +264,7 @@ class Mem0Adapter(RecordWriter):
             "created_at": record.created_at.isoformat(),
         }
 
-    def _write(self, records: list[Record], progress: bool = False) -> list[str]:
+    def _add_all(self, records: Sequence[Record], progress: bool = False) -> list[str]:
         bar = None
         if progress:
             from tqdm.auto import tqdm
@@ -703,8 +294,8 @@ class Mem0Adapter(RecordWriter):
                 bar.close()
         return written
 
-    async def _store(self, records: list[Record]) -> list[str]:
-        return await self._run(self._write, records)
+    async def _write(self, op: ops.WriteOp) -> list[str]:
+        return await self._run(self._add_all, op.records, op.progress)
 
     async def add_many(
         self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False
@@ -721,167 +312,109 @@ class Mem0Adapter(RecordWriter):
                 raise InvalidInputError(
                     f"item {index} of add_many has an id: mem0 assigns ids itself, leave 'id' out"
                 )
-        records = records_from_items(items, self.limits)
-        if not records:
-            return []
-        return await self._run(self._write, records, progress)
+        return await super().add_many(items, progress=progress)
 
-    def _delete(self, memory_id: str, user_id: str | None, agent_id: str | None) -> bool:
-        raw = self._backend.get(memory_id)
-        row = None if raw is None else _row(raw)
+    def _delete_blocking(self, op: ops.DeleteOp) -> bool:
+        row = self._get_blocking(op.memory_id)
         if row is None:
             return False
-        if user_id is not None and row.record.user_id != user_id:
+        if op.user_id not in (None, row.record.user_id) or op.agent_id not in (None, row.record.agent_id):
             return False
-        if agent_id is not None and row.record.agent_id != agent_id:
-            return False
-        self._backend.delete(memory_id)
+        self._backend.delete(op.memory_id)
         return True
 
-    async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
-        """Delete one memory; with ``user_id``/``agent_id`` only if it lives in that namespace."""
-        return await self._run(self._delete, *check_scope(memory_id, user_id, agent_id, self.limits))
+    async def _delete(self, op: ops.DeleteOp) -> bool:
+        return await self._run(self._delete_blocking, op)
 
-    async def reset(self) -> bool:
-        """Delete every memory in this store: all namespaces, like mem0's own ``reset``.
-
-        OSS mode wipes this folder's collection and mem0's history database. Cloud
-        mode deletes every user, agent and run of the API key's project. Recorded
-        recalls go too, as on every store.
-        """
+    async def _reset(self, op: ops.ResetOp) -> None:
+        """Every memory of this store: all namespaces, like mem0's own ``reset`` (OSS mode wipes this
+        folder's collection and mem0's history database; cloud mode every user, agent and run of the
+        API key's project), and the recall file's recalls and marks."""
         await self._run(self._backend.reset)
         if self._recall_store is not None:
             await self._recall_store.reset()
-        return True
 
     # -- reads ---------------------------------------------------------------------------------------
 
     def _namespace_rows(
-        self, user: str, agent: str, conditions: tuple[Condition, ...], until_us: int | None = None
-    ) -> list[_Row]:
+        self, user: str, agent: str, conditions: tuple[Condition, ...] = (), until_us: int | None = None
+    ) -> list[Row]:
         raw = self._backend.listing({"user_id": encode_id(user), "agent_id": encode_id(agent)})
-        rows = [r for r in map(_row, raw) if r is not None]
         kept = [
-            r for r in rows
-            if r.record.user_id == user and r.record.agent_id == agent and matches(conditions, r.record.metadata)
-            and (until_us is None or r.record.created_us <= until_us)
+            r for r in map(row_of, raw)
+            if r is not None and (r.record.user_id, r.record.agent_id) == (user, agent)
+            and matches(conditions, r.record.metadata) and (until_us is None or r.record.created_us <= until_us)
         ]
-        return _newest_first(kept)
+        return newest_first(kept)
 
-    def _all_rows(self) -> list[_Row]:
+    def _all_rows(self) -> list[Row]:
         # "*" is mem0's wildcard; real ids never reach mem0 as "*" (see encode_id).
-        return [r for r in map(_row, self._backend.listing({"user_id": "*"})) if r is not None]
+        return [r for r in map(row_of, self._backend.listing({"user_id": "*"})) if r is not None]
 
-    def _search(
-        self, text: str, user: str, agent: str, conditions: tuple[Condition, ...], limit: int,
-        until_us: int | None = None,
-    ) -> list[_Row]:
-        scope = {"user_id": encode_id(user), "agent_id": encode_id(agent)}
-        top_k = limit
+    async def _list(self, op: ops.ListOp) -> list[Record]:
+        """The namespace newest first (mem0 lists it whole and unordered: memkit orders it)."""
+        rows = await self._run(self._namespace_rows, op.user_id, op.agent_id, op.conditions, op.until_us)
+        return [r.record for r in rows[op.offset : op.offset + op.limit]]
+
+    def _candidates(self, op: ops.SearchOp) -> list[Row]:
+        """mem0's ranking of the namespace, kept to the memories that pass the filters and
+        ``as_of``, best first (ties newest first): widened until ``limit`` pass or mem0 runs dry."""
+        scope = {"user_id": encode_id(op.user_id), "agent_id": encode_id(op.agent_id)}
+        top_k = op.limit
         while True:
-            raw = self._backend.search(text, scope, top_k, self.threshold)
-            hits: list[_Row] = []
+            raw = self._backend.search(op.query, scope, top_k, self.threshold)
+            hits: list[Row] = []
             for found in raw:
-                row = _row(found)
-                if row is None or row.record.user_id != user or row.record.agent_id != agent:
+                row = row_of(found)
+                if row is None or (row.record.user_id, row.record.agent_id) != (op.user_id, op.agent_id):
                     continue
-                if not matches(conditions, row.record.metadata):
+                if not matches(op.conditions, row.record.metadata):
                     continue
-                if until_us is not None and row.record.created_us > until_us:
+                if op.until_us is not None and row.record.created_us > op.until_us:
                     continue
                 score = found.get("score")
                 # Vectors are float32: digits past the 7th are arithmetic noise, and
                 # without rounding identical texts would not tie (then newest first).
-                row.score = round(float(score), _SCORE_DIGITS) if isinstance(score, (int, float)) else None
+                row.score = round(float(score), _SCORE_DIGITS) if isinstance(score, (int, float)) else 0.0
                 hits.append(row)
-            # Filters run here, after mem0 ranked: widen until enough pass or mem0 runs dry.
-            if len(hits) >= limit or len(raw) < top_k:
+            if len(hits) >= op.limit or len(raw) < top_k:
                 break
             top_k *= 4
         hits.sort(key=lambda r: (-(r.score or 0.0), -r.record.created_us, -r.seq))
-        hits = hits[:limit]
-        for rank, row in enumerate(hits, start=1):
-            row.details = {"mode": "semantic", "semantic": {"rank": rank, "score": row.score}}
         return hits
 
-    #: mem0 ranks by its own vector similarity only.
-    search_modes: tuple[str, ...] = ("semantic",)
-    #: Every memory carries its creation time (memkit's, or mem0's own for rows mem0 wrote).
-    searches_as_of = True
+    async def _rank(self, op: ops.SearchOp) -> list[MemoryItem]:
+        # mem0's similarity is the semantic leg; the shared pipeline ranks it and writes the details.
+        rows = {r.record.id: r for r in await self._run(self._candidates, op)}
+        dense = DenseScores({k: r.score or 0.0 for k, r in rows.items()}, list(rows), 0.0, 0.0)
+        ranked = _pipeline.rank(op, [], dense, lambda keys: {k: (rows[k].record.created_us, rows[k].seq)
+                                                             for k in keys})
+        return [rows[k].record.to_item(score, details) for k, score, details in ranked]
 
-    async def search(
-        self,
-        query: str,
-        user_id: str,
-        agent_id: str,
-        limit: int = 5,
-        filters: dict[str, Any] | None = None,
-        *,
-        mode: str | None = None,
-        as_of: datetime | None = None,
-    ) -> list[MemoryItem]:
-        """Rank one namespace by mem0's score (cosine similarity offline; higher is better).
+    @property
+    def search_modes(self) -> tuple[str, ...]:
+        """mem0 ranks by its own vector similarity only."""
+        return ("semantic",)
 
-        An empty query lists the namespace newest first with ``score=None``.
-        ``as_of``: only memories that existed then (see :class:`memkit.SupportsAsOf`);
-        like filters, it is applied to mem0's ranking, widened until enough pass.
-        """
-        text = check_query(query, self.limits)
-        limit = check_limit(limit, self.limits)
-        user, agent = check_namespace(user_id, agent_id, self.limits)
-        conditions = parse_filters(filters)
-        resolved = check_mode(mode, self.search_modes, "Mem0Adapter")
-        until_us = check_as_of(as_of)
-        if not text:
-            rows = (await self._run(self._namespace_rows, user, agent, conditions, until_us))[:limit]
-        else:
-            rows = await self._run(self._search, text, user, agent, conditions, limit, until_us)
-        hits = [r.item() for r in rows]
-        _recall.record(
-            self, query=text, user_id=user, agent_id=agent, mode=resolved, filters=filters,
-            limit=limit, hits=hits, as_of=as_of,
-        )
-        return hits
-
-    async def get_all(
-        self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
-    ) -> list[MemoryItem]:
-        """The newest ``limit`` memories of a namespace (lists the whole namespace through mem0)."""
-        return await self.get_page(user_id, agent_id, limit=limit, filters=filters)
-
-    async def get_page(
-        self,
-        user_id: str,
-        agent_id: str,
-        *,
-        offset: int = 0,
-        limit: int = 50,
-        filters: dict[str, Any] | None = None,
-    ) -> list[MemoryItem]:
-        read = check_read(user_id, agent_id, limit, filters, self.limits, offset)
-        rows = await self._run(self._namespace_rows, read.user, read.agent, read.conditions)
-        return [r.item() for r in rows[read.offset : read.offset + read.limit]]
-
-    def _get(self, memory_id: str) -> _Row | None:
+    def _get_blocking(self, memory_id: str) -> Row | None:
         raw = self._backend.get(memory_id)
-        return None if raw is None else _row(raw)
+        return None if raw is None else row_of(raw)
 
-    async def get(self, memory_id: str) -> MemoryItem | None:
-        check_id(memory_id, "memory_id", self.limits)
-        row = await self._run(self._get, memory_id)
-        return None if row is None else row.item()
+    async def _get(self, op: ops.GetOp) -> Record | None:
+        row = await self._run(self._get_blocking, op.memory_id)
+        return None if row is None else row.record
 
     # -- capabilities: each lists the whole store through mem0 -------------------------------------
 
-    async def namespaces(self) -> list[NamespaceInfo]:
+    async def _namespaces(self, op: ops.NamespacesOp) -> list[NamespaceInfo]:
         return namespace_infos(r.record for r in await self._run(self._all_rows))
 
-    async def stats(self) -> Stats:
+    async def _stats(self, op: ops.StatsOp) -> Stats:
         records = [r.record for r in await self._run(self._all_rows)]
         return Stats(
             provider=self.provider_name,
             memories=len(records),
-            traces=trace_count(records),
+            traces=sum(1 for r in records if r.metadata.get("type") == "trace"),
             namespaces=len({(r.user_id, r.agent_id) for r in records}),
             storage_bytes=await self._run(self._folder_bytes),
             mode=self.mode,
@@ -889,36 +422,32 @@ class Mem0Adapter(RecordWriter):
         )
 
     def _folder_bytes(self) -> int | None:
-        if self.mode != "oss" or self.path is None or not getattr(self._backend, "owned", False):
+        if self.mode != "oss" or self.path is None or not self._backend.owned:
             return None
         return sum(f.stat().st_size for f in Path(self.path).rglob("*") if f.is_file())
 
-    def _ping(self) -> str:
+    def _ping_blocking(self) -> str:
         # A search for a namespace that cannot exist touches the embedder and the store.
         probe = encode_id(f"memkit health {uuid.uuid4().hex}")
         self._backend.search("health check", {"user_id": probe, "agent_id": probe}, 1, self.threshold)
         return f"mem0 {self.mode} answers"
 
-    async def health(self) -> Health:
-        return await timed_health(
-            self.provider_name, lambda: self._run(self._ping), (StorageError, BackendUnavailableError)
-        )
+    async def _ping(self, op: ops.PingOp) -> str:
+        return await self._run(self._ping_blocking)
 
-    async def export(self, user_id: str | None = None, agent_id: str | None = None) -> AsyncIterator[MemoryItem]:
+    async def _export(self, op: ops.ExportOp) -> AsyncIterator[Record]:
         """Every record (traces included), oldest first; loads the whole listing first."""
-        if user_id is not None and agent_id is not None:
-            rows = await self._run(self._namespace_rows, user_id, agent_id, ())
+        if op.user_id is not None and op.agent_id is not None:
+            rows = await self._run(self._namespace_rows, op.user_id, op.agent_id)
         else:
-            rows = [
+            rows = newest_first([
                 r for r in await self._run(self._all_rows)
-                if (user_id is None or r.record.user_id == user_id)
-                and (agent_id is None or r.record.agent_id == agent_id)
-            ]
-            rows = _newest_first(rows)
+                if op.user_id in (None, r.record.user_id) and op.agent_id in (None, r.record.agent_id)
+            ])
         for row in reversed(rows):
-            yield row.item()
+            yield row.record
 
-    # -- recalls, kept in a SQLite file beside mem0's (see ``recalls_path``) ----------------------
+    # -- recalls and marks, kept in a SQLite file beside mem0's (see ``recalls_path``) ---------------
 
     def _keep_recall(self, body: dict[str, Any]) -> None:
         if self._recall_store is not None:
@@ -930,75 +459,44 @@ class Mem0Adapter(RecordWriter):
                 RuntimeWarning, stacklevel=3,
             )
 
-    def _recalls_kept(self) -> SQLiteAdapter | None:
+    def _kept(self) -> SQLiteAdapter | None:
         if self._worker.closed:
             raise StorageError(f"{self!r} is closed; open the store again to use it")
         return self._recall_store
 
-    async def recalls(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        workflow_id: str | None = None,
-        run_id: str | None = None,
-    ) -> list[Recall]:
-        """Recorded recalls, oldest first (see :class:`memkit.SupportsRecalls`); none without a recall file."""
-        kept = self._recalls_kept()
+    def _kept_for(self, what: str) -> SQLiteAdapter:
+        kept = self._kept()
         if kept is None:
-            return []
-        return await kept.recalls(
-            user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id
-        )
-
-    async def get_recall(
-        self, recall_id: str, *, user_id: str | None = None, agent_id: str | None = None
-    ) -> Recall | None:
-        """One recall; with ``user_id``/``agent_id`` only if it lives in that namespace."""
-        kept = self._recalls_kept()
-        if kept is None:
-            check_id(recall_id, "recall_id", self.limits)
-            return None
-        return await kept.get_recall(recall_id, user_id=user_id, agent_id=agent_id)
+            raise ConfigError(f"{self!r} keeps no recalls{what}: open it with recalls_path=... to keep them")
+        return kept
 
     async def add_recalls(self, recalls: Iterable[Recall]) -> int:
         """Store recalls as given (an import), all or none; needs a recall file (``recalls_path``)."""
-        kept = self._recalls_kept()
-        if kept is None:
-            raise ConfigError(f"{self!r} keeps no recalls: open it with recalls_path=... to import them")
-        return await kept.add_recalls(recalls)
-
-    async def marks(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        workflow_id: str | None = None,
-        run_id: str | None = None,
-    ) -> list[Mark]:
-        """A researcher's marks, kept in the recall file beside the recalls they judge; none without one."""
-        kept = self._recalls_kept()
-        if kept is None:
-            _marks.check_reads(self.limits, user_id=user_id, agent_id=agent_id, workflow_id=workflow_id,
-                               run_id=run_id)
-            return []
-        return await kept.marks(user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id)
+        self._kept_for("")  # even for none: the caller learns where recalls would go
+        return await super().add_recalls(recalls)
 
     async def put_marks(self, marks: Iterable[Mark]) -> int:
         """Store marks (see :class:`memkit.SupportsMarks`); needs a recall file (``recalls_path``)."""
-        kept = self._recalls_kept()
-        if kept is None:
-            raise ConfigError(f"{self!r} keeps no recalls, so no marks: open it with recalls_path=... to keep them")
-        return await kept.put_marks(marks)
+        self._kept_for(", so no marks")
+        return await super().put_marks(marks)
 
-    async def remove_marks(self, mark_ids: Iterable[str], *, user_id: str, agent_id: str) -> int:
-        """Delete these marks, those of them that live in ``user_id``/``agent_id`` only."""
-        kept = self._recalls_kept()
-        if kept is None:
-            _marks.checked_ids(mark_ids, self.limits)
-            check_namespace(user_id, agent_id, self.limits)
-            return 0
-        return await kept.remove_marks(mark_ids, user_id=user_id, agent_id=agent_id)
+    async def _recalls(self, op: ops.RecallsOp) -> list[Recall]:
+        kept = self._kept()
+        return [] if kept is None else await kept.execute(op)
+
+    async def _add_recalls(self, op: ops.AddRecallsOp) -> int:
+        return await self._kept_for("").execute(op)
+
+    async def _marks(self, op: ops.MarksOp) -> list[Mark]:
+        kept = self._kept()
+        return [] if kept is None else await kept.execute(op)
+
+    async def _put_marks(self, op: ops.PutMarksOp) -> int:
+        return await self._kept_for(", so no marks").execute(op)
+
+    async def _remove_marks(self, op: ops.RemoveMarksOp) -> int:
+        kept = self._kept()
+        return 0 if kept is None else await kept.execute(op)
 
     # -- closing ---------------------------------------------------------------------------------
 
@@ -1011,7 +509,7 @@ class Mem0Adapter(RecordWriter):
             if self._recall_store is not None:
                 self._recall_store.close()
 
-    async def aclose(self) -> None:
+    async def _close(self, op: ops.CloseOp) -> None:
         """Close mem0's store (when this adapter opened it) and the recall file; again is a no-op."""
         await self._worker.aclose(self._release)
 

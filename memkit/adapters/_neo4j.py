@@ -9,7 +9,8 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from memkit._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError, missing_extra
-from memkit.adapters._graph import Dialect, GraphAdapter, Statement
+from memkit.adapters._cypher import Dialect, Statement
+from memkit.adapters._graph import GraphAdapter
 
 __all__ = ["Neo4jAdapter", "Neo4jDialect"]
 

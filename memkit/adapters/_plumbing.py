@@ -1,27 +1,18 @@
-"""The threads an adapter runs its blocking client calls on, and what the adapters not yet on
-the store base (:class:`memkit._core._store.Store`) still share.
-
-* :class:`Worker`: the threads an adapter runs its blocking client calls on (SQLite's
-  connection, the FalkorDB client, mem0), and the one way to close them.
-* :class:`RecordWriter`, :func:`timed_health`, :func:`trace_count` (and ``namespace_infos``,
-  now in :mod:`memkit._records`): the graph and Mem0 adapters' until they move onto the base,
-  which does all of it; then they go.
+"""The threads an adapter runs its blocking client calls on (SQLite's connection, the FalkorDB
+client, mem0), and the one way to close them: :class:`Worker`. Everything else adapters share
+is the store base's (:class:`memkit._core._store.Store`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
 from memkit._errors import StorageError
-from memkit._models import Health
-from memkit._records import Record, namespace_infos, new_record, trace_record
-from memkit._validate import Limits
 
-__all__ = ["RecordWriter", "Worker", "namespace_infos", "timed_health", "trace_count"]
+__all__ = ["Worker"]
 
 T = TypeVar("T")
 
@@ -133,41 +124,3 @@ class Worker:
 
 def _nothing() -> None:
     return None
-
-
-async def timed_health(
-    provider: str, ping: Callable[[], Awaitable[str]], failures: tuple[type[BaseException], ...] = (Exception,)
-) -> Health:
-    """Run ``ping`` (which returns a detail line) and time it; a failure is reported, not raised."""
-    start = time.perf_counter()
-    try:
-        detail, ok = await ping(), True
-    except failures as exc:
-        detail, ok = str(exc), False
-    return Health(ok=ok, provider=provider, latency_ms=(time.perf_counter() - start) * 1e3, detail=detail)
-
-
-def trace_count(records: Iterable[Record]) -> int:
-    """How many of ``records`` are trace steps."""
-    return sum(1 for r in records if r.metadata.get("type") == "trace")
-
-
-class RecordWriter:
-    """The port's single writes, the same on every adapter: the input is checked into a
-    :class:`memkit._records.Record` (so bad input fails before the store is touched), then the
-    adapter's ``_store`` writes it."""
-
-    limits: Limits
-
-    async def _store(self, records: list[Record]) -> list[str]:
-        raise NotImplementedError
-
-    async def add(
-        self, content: str, user_id: str, agent_id: str, metadata: dict[str, Any] | None = None
-    ) -> str:
-        return (await self._store([new_record(content, user_id, agent_id, metadata, self.limits)]))[0]
-
-    async def add_trace(
-        self, agent_id: str, workflow_id: str, trace_data: dict[str, Any], user_id: str = "system"
-    ) -> str:
-        return (await self._store([trace_record(agent_id, workflow_id, trace_data, user_id, self.limits)]))[0]
