@@ -74,7 +74,7 @@ if TYPE_CHECKING:
 
     from memkit._marks import Mark
     from memkit._recall import Recall
-    from memkit.graph import MemoryGraph
+    from memkit.graph._model import MemoryGraph
 else:
     _ProtocolMeta = type(Protocol)
 
