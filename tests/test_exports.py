@@ -40,6 +40,7 @@ PUBLIC: dict[str, set[str]] = {
     "memkit.graph": {
         "GraphEdge", "GraphNode", "MemoryGraph", "amemory_graph", "aneighbourhood", "memory_graph", "neighbourhood",
     },
+    "memkit.langgraph": {"MemkitStore"},
     "memkit.testing": {
         "NEO4J_CURRENT", "NEO4J_LTS", "FalkorDBServer", "Neo4jServer", "ProviderConformance", "absence_report",
     },
