@@ -173,7 +173,8 @@ def _spans(request: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _break_huge(request: dict[str, Any]) -> None:
-    _spans(request)[1]["attributes"].append({"key": "input.value", "value": {"stringValue": "x" * (MAX_ATTRIBUTE_CHARS + 1)}})
+    huge = {"stringValue": "x" * (MAX_ATTRIBUTE_CHARS + 1)}
+    _spans(request)[1]["attributes"].append({"key": "input.value", "value": huge})
 
 
 def _break_cycle(request: dict[str, Any]) -> None:
