@@ -86,14 +86,14 @@ nbval:
 		--nbval-sanitize-with notebooks/sanitize.cfg notebooks/
 
 # The notebooks run top to bottom in what `make lab` installs and nothing more: a separate
-# venv with only '.[notebook]' (nbconvert comes with JupyterLab), executing each notebook.
+# venv with only '.[notebook,langgraph,otel]' (nbconvert comes with JupyterLab), executing each notebook.
 LAB_VENV ?= .venv-lab
 $(LAB_VENV)/bin/python:
 	$(PYTHON) -m venv $(LAB_VENV)
 	$(LAB_VENV)/bin/python -m pip --disable-pip-version-check -q install --upgrade pip
 
 nb-lab: $(LAB_VENV)/bin/python
-	$(LAB_VENV)/bin/python -m pip --disable-pip-version-check -q install -e '.[notebook]'
+	$(LAB_VENV)/bin/python -m pip --disable-pip-version-check -q install -e '.[notebook,langgraph,otel]'
 	@for nb in notebooks/*.ipynb; do echo "nb-lab: $$nb"; \
 		$(LAB_VENV)/bin/jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=600 \
 			--stdout "$$nb" > /dev/null || exit 1; done
