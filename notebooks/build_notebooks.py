@@ -501,7 +501,8 @@ LANGGRAPH = [
     code("with memkit.open(f\"sqlite:///{folder / 'copy.db'}\") as copy:\n"
          "    print(import_otlp(copy, folder / \"runs.otlp.json\"))\n"
          "    from memkit.frames import traces_frame\n"
-         "    print(traces_frame(copy)[[\"workflow_id\", \"run_id\", \"step_name\", \"tool\", \"status\"]].to_string())"),
+         "    columns = [\"workflow_id\", \"run_id\", \"step_name\", \"tool\", \"status\"]\n"
+         "    print(traces_frame(copy)[columns].to_string())"),
     code("mem.close()"),
 ]
 
