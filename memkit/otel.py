@@ -246,8 +246,13 @@ def _step_span(item: MemoryItem, recalls: list[Recall]) -> dict[str, Any]:
     run_seed = f"{item.user_id}|{item.agent_id}|{workflow}|{run_id}"
     trace_id = data.get("trace_id") or _hex(f"run:{run_seed}", 16)
     index = data.get("step_index")
-    span_id = data.get("span_id") or _hex(f"step:{item.id}", 8)
+    def step_span_id(step: Any) -> str:
+        return _hex(f"step:{run_seed}|{step}" if step is not None else f"step:{item.id}", 8)
+
+    span_id = data.get("span_id") or step_span_id(index)
     parent = data.get("parent_span_id")
+    if parent is None and isinstance(data.get("parent_step_index"), int):
+        parent = step_span_id(data["parent_step_index"])  # a step started inside another (Step nesting)
     start = float(data.get("timestamp") or (item.created_at.timestamp() if item.created_at else 0.0))
     duration = float(data.get("duration") or 0.0)
     start_ns = round(start * 1e9) or 1

@@ -354,3 +354,30 @@ def test_the_span_processor_streams_a_live_agent_into_memkit(
     recalls = mem.recalls(user_id="alice", agent_id="live")
     assert [h.content for h in recalls[0].hits] == ["TP53 is mutated in half of all cancers",
                                                     "KRAS drives pancreatic cancer"]
+
+
+def test_nested_memkit_steps_keep_their_parent_through_otlp(mem: memkit.Memory, tmp_path: Path) -> None:
+    history = ExecutionHistory(memory_provider=mem, workflow_id="wf", agent_id="bio", user_id="u1", run_id="r")
+    other = ExecutionHistory(memory_provider=mem, workflow_id="wf", agent_id="bio", user_id="u2", run_id="r")
+    with history.step("agent", tool="agent"):
+        with history.step("plan", tool="llm"):
+            pass
+        with other.step("elsewhere", tool="llm"):  # another user's run: not a child
+            pass
+        with history.step("act", tool="blast"), history.step("parse", tool="python"):
+            pass
+    stored = {m.metadata["trace"]["step_name"]: m.metadata["trace"] for m in mem.get_all("u1", "bio", 10)}
+    assert {k: v.get("parent_step_index") for k, v in stored.items()} == {
+        "agent": None, "plan": 0, "act": 0, "parse": stored["act"]["step_index"]}
+    assert "parent_step_index" not in mem.get_all("u2", "bio", 1)[0].metadata["trace"]
+
+    request = export_otlp(mem, user_id="u1", agent_id="bio")
+    by_name = {s["name"]: s for s in _spans(request)}
+    assert "parentSpanId" not in by_name["agent"]
+    assert by_name["plan"]["parentSpanId"] == by_name["act"]["parentSpanId"] == by_name["agent"]["spanId"]
+    assert by_name["parse"]["parentSpanId"] == by_name["act"]["spanId"]
+    with memkit.open(f"sqlite:///{tmp_path}/copy.db") as copy:
+        import_otlp(copy, request)
+        back = {m.metadata["trace"]["step_name"]: m.metadata["trace"] for m in copy.get_all("u1", "bio", 10)}
+    assert {k: v.get("parent_step_index") for k, v in back.items()} == {
+        k: v.get("parent_step_index") for k, v in stored.items()}
