@@ -203,7 +203,18 @@ def _break_order(request: dict[str, Any]) -> None:
     span["endTimeUnixNano"] = str(int(span["startTimeUnixNano"]) - 1)
 
 
+def _break_duplicate(request: dict[str, Any]) -> None:
+    spans = _spans(request)
+    spans[4]["spanId"] = spans[3]["spanId"]
+
+
+def _break_id(request: dict[str, Any]) -> None:
+    _spans(request)[0]["traceId"] = "abc"
+
+
 @pytest.mark.parametrize(("breaker", "message"), [
+    (_break_duplicate, "appears twice"),
+    (_break_id, "is not a 16-byte id"),
     (_break_huge, "MAX_ATTRIBUTE_CHARS"),
     (_break_cycle, "cycle"),
     (_break_kind, "unknown span kind 42"),
@@ -222,6 +233,20 @@ def test_a_hostile_file_is_refused_whole(span_file: Path, mem: memkit.Memory, br
     assert mem.stats().memories == 1 and mem.recalls() == []
     # The same file unbroken imports.
     assert import_otlp(mem, good, user_id="alice", agent_id="bio-agent").steps == len(_spans(good))
+
+
+def test_json_lines_of_requests_import_as_one_file(span_file: Path, mem: memkit.Memory, tmp_path: Path) -> None:
+    """The OTel collector's file exporter writes one request per line."""
+    request = json.loads(span_file.read_text())
+    spans = _spans(request)
+    first, second = copy.deepcopy(request), copy.deepcopy(request)
+    _spans(first)[:] = spans[: len(spans) // 2]
+    _spans(second)[:] = spans[len(spans) // 2 :]
+    lines = tmp_path / "spans.jsonl"
+    lines.write_text(json.dumps(first) + "\n" + json.dumps(second) + "\n")
+    report = import_otlp(mem, lines, user_id="u", agent_id="a")
+    assert (report.runs, report.steps) == (1, len(spans))
+    assert len(frames.runs_frame(mem)) == 1
 
 
 def _memkit_run(mem: memkit.Memory) -> None:
