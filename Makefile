@@ -31,7 +31,7 @@ install-notebook: $(BIN)/python
 # No torch here: Mem0 runs on memkit's own embedder, and the sentence-transformers tests
 # run only where `memkit[embeddings]` is installed (make bench-minilm).
 install-test: $(BIN)/python chromium neo4j tests/cypher/node_modules/.package-lock.json
-	$(PIP) install -e '.[dev,graph,notebook,mem0,agents,mcp]'
+	$(PIP) install -e '.[dev,graph,notebook,mem0,agents,mcp,langgraph,otel]'
 
 # Neo4j's Cypher parser for tests/test_cypher_lint.py (needs the machine's Node.js and npm).
 tests/cypher/node_modules/.package-lock.json: tests/cypher/package.json tests/cypher/package-lock.json
@@ -86,14 +86,14 @@ nbval:
 		--nbval-sanitize-with notebooks/sanitize.cfg notebooks/
 
 # The notebooks run top to bottom in what `make lab` installs and nothing more: a separate
-# venv with only '.[notebook]' (nbconvert comes with JupyterLab), executing each notebook.
+# venv with only '.[notebook,langgraph,otel]' (nbconvert comes with JupyterLab), executing each notebook.
 LAB_VENV ?= .venv-lab
 $(LAB_VENV)/bin/python:
 	$(PYTHON) -m venv $(LAB_VENV)
 	$(LAB_VENV)/bin/python -m pip --disable-pip-version-check -q install --upgrade pip
 
 nb-lab: $(LAB_VENV)/bin/python
-	$(LAB_VENV)/bin/python -m pip --disable-pip-version-check -q install -e '.[notebook]'
+	$(LAB_VENV)/bin/python -m pip --disable-pip-version-check -q install -e '.[notebook,langgraph,otel]'
 	@for nb in notebooks/*.ipynb; do echo "nb-lab: $$nb"; \
 		$(LAB_VENV)/bin/jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=600 \
 			--stdout "$$nb" > /dev/null || exit 1; done

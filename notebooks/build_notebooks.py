@@ -444,6 +444,69 @@ MEMORY_GRAPH = [
 ]
 
 
+LANGGRAPH = [
+    md("# A LangGraph agent with memkit memory, and its trace as OpenTelemetry\n\n"
+       "`MemkitStore` is a LangGraph store: a graph compiled with it keeps its long-term memory in a memkit "
+       "store, inside one memkit namespace. Its searches are recorded as recalls, so the audit views show what "
+       "the agent knew; `memkit.otel` exports the run as OTLP spans (OTel GenAI conventions) and imports "
+       "spans from other frameworks. Needs `pip install 'memkit[langgraph,otel]'`."),
+    code("import tempfile\nimport warnings\nfrom pathlib import Path\nfrom typing import TypedDict\n\n"
+         "# LangChain announces a future default when LangGraph is imported; it does not concern this notebook.\n"
+         "warnings.filterwarnings(\"ignore\", message=\"The default value of `allowed_objects`\")\n"
+         "from langgraph.graph import END, START, StateGraph\nfrom langgraph.store.base import BaseStore\n\n"
+         "import memkit\nfrom memkit.langgraph import MemkitStore\n\n"
+         "folder = Path(tempfile.mkdtemp(prefix=\"memkit-nb-\"))\n"
+         "mem = memkit.open(f\"sqlite:///{folder / 'agent.db'}\")\n"
+         "store = MemkitStore(mem, user_id=\"alice\", agent_id=\"lab-assistant\", workflow_id=\"qa-graph\")\n"
+         "store"),
+    md("## The agent\n\nTwo nodes: `remember` writes what the user said into the store, `answer` searches it. "
+       "LangGraph hands each node the store; nothing in the nodes knows about memkit."),
+    code("class State(TypedDict):\n    said: str\n    question: str\n    answer: str\n\n\n"
+         "def remember(state: State, *, store: BaseStore) -> dict:\n"
+         "    if state[\"said\"]:\n"
+         "        key = f\"fact-{len(store.search(('facts',), limit=100))}\"\n"
+         "        store.put((\"facts\",), key, {\"text\": state[\"said\"]})\n"
+         "    return {}\n\n\n"
+         "def answer(state: State, *, store: BaseStore) -> dict:\n"
+         "    hits = store.search((\"facts\",), query=state[\"question\"], limit=1)\n"
+         "    return {\"answer\": hits[0].value[\"text\"] if hits else \"I don't know\"}\n\n\n"
+         "builder = StateGraph(State)\nbuilder.add_node(\"remember\", remember)\nbuilder.add_node(\"answer\", answer)\n"
+         "builder.add_edge(START, \"remember\")\nbuilder.add_edge(\"remember\", \"answer\")\n"
+         "builder.add_edge(\"answer\", END)\ngraph = builder.compile(store=store)\n\n"
+         "for said in [\"My sample S7 carries a TP53 mutation\", \"The KRAS assay failed twice\", \"\"]:\n"
+         "    out = graph.invoke({\"said\": said, \"question\": \"which mutation does S7 carry?\", \"answer\": \"\"})\n"
+         "print(out[\"answer\"])"),
+    md("## What memkit sees\n\nThe items are memkit memories in the namespace alice / lab-assistant (NamespaceBrowser "
+       "lists them there), and each `store.search` with a query is a recall: the query, and what came back at "
+       "which rank."),
+    code("for item in mem.get_all(\"alice\", \"lab-assistant\", 10, {\"type\": \"langgraph_item\"}):\n"
+         "    print(item.metadata[\"lg_ns\"], item.metadata[\"lg_key\"], item.metadata[\"lg_value\"])"),
+    code("from memkit.frames import recalls_frame\n\n"
+         "recalls_frame(mem, \"qa-graph\")[[\"step_name\", \"query\", \"rank\", \"content\"]]"),
+    md("## The run as OpenTelemetry spans\n\nA memkit step (here one that uses the store) becomes a span; its "
+       "searches become `search_memory` child spans carrying the retrieved documents. The file opens in "
+       "Phoenix or any OTLP viewer, and `import_otlp` reads it (or any OTLP / OpenInference span file) back "
+       "as runs."),
+    code("from memkit.otel import export_otlp, import_otlp\nfrom memkit.traces import ExecutionHistory\n\n"
+         "history = ExecutionHistory(memory_provider=mem, workflow_id=\"report\", agent_id=\"lab-assistant\",\n"
+         "                           user_id=\"alice\", run_id=\"r1\")\n"
+         "with history.step(\"collect\", tool=\"store\") as step:\n"
+         "    hits = store.search((\"facts\",), query=\"TP53 KRAS\")\n"
+         "    step.result = {\"facts\": [h.value[\"text\"] for h in hits]}\n\n"
+         "request = export_otlp(mem, folder / \"runs.otlp.json\", workflow_id=\"report\")\n"
+         "for span in request[\"resourceSpans\"][0][\"scopeSpans\"][0][\"spans\"]:\n"
+         "    attributes = {a[\"key\"]: a[\"value\"] for a in span[\"attributes\"]}\n"
+         "    kind = attributes[\"gen_ai.operation.name\"][\"stringValue\"]\n"
+         "    print(f\"{span['name']:<30} {kind}\")"),
+    code("with memkit.open(f\"sqlite:///{folder / 'copy.db'}\") as copy:\n"
+         "    print(import_otlp(copy, folder / \"runs.otlp.json\"))\n"
+         "    from memkit.frames import traces_frame\n"
+         "    columns = [\"workflow_id\", \"run_id\", \"step_name\", \"tool\", \"status\"]\n"
+         "    print(traces_frame(copy)[columns].to_string())"),
+    code("mem.close()"),
+]
+
+
 def build(name: str, cells: list[nbformat.NotebookNode]) -> None:
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -461,7 +524,8 @@ def build(name: str, cells: list[nbformat.NotebookNode]) -> None:
 if __name__ == "__main__":
     wanted = sys.argv[1:]
     notebooks = [("00_tour.ipynb", TOUR), ("01_namespaces.ipynb", NAMESPACES),
-                 ("02_trace_audit.ipynb", TRACE_AUDIT), ("03_memory_graph.ipynb", MEMORY_GRAPH)]
+                 ("02_trace_audit.ipynb", TRACE_AUDIT), ("03_memory_graph.ipynb", MEMORY_GRAPH),
+                 ("04_langgraph_otel.ipynb", LANGGRAPH)]
     for name, cells in notebooks:
         if not wanted or name in wanted:
             build(name, cells)

@@ -40,6 +40,11 @@ PUBLIC: dict[str, set[str]] = {
     "memkit.graph": {
         "GraphEdge", "GraphNode", "MemoryGraph", "amemory_graph", "aneighbourhood", "memory_graph", "neighbourhood",
     },
+    "memkit.langgraph": {"MemkitStore"},
+    "memkit.otel": {
+        "MAX_ATTRIBUTE_CHARS", "MemkitSpanProcessor", "OtlpImport", "export_otlp", "import_otlp", "send_otlp",
+        "spans_to_otlp",
+    },
     "memkit.testing": {
         "NEO4J_CURRENT", "NEO4J_LTS", "FalkorDBServer", "Neo4jServer", "ProviderConformance", "absence_report",
     },

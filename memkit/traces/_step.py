@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from memkit._recall import RecallScope, step_scope
+from memkit._recall import RecallScope, current_scope, step_scope
 from memkit.traces._items import ExecutionItem, ExecutionStatus, TraceWriteError
 
 if TYPE_CHECKING:
@@ -52,6 +52,7 @@ class Step:
         self._started: float | None = None
         self._exits = 0
         self._index: int | None = None
+        self._parent: int | None = None  # the step of the same run this one started inside
         self._scopes: list[Any] = []
 
     @property
@@ -68,6 +69,10 @@ class Step:
             # The index is taken when the step starts, so searches made inside it (recorded
             # as recalls while it runs) already know which step they belong to.
             self._index = self.history._reserve()
+            outer, h = current_scope(), self.history
+            if outer is not None and (outer.workflow_id, outer.run_id, outer.user_id, outer.agent_id) == (
+                    h.workflow_id or "unknown_workflow", h.run_id, h.user_id, h.agent_id or "unknown_agent"):
+                self._parent = outer.step_index
         history = self.history
         scope = step_scope(RecallScope(
             workflow_id=history.workflow_id or "unknown_workflow", run_id=history.run_id,
@@ -113,7 +118,10 @@ class Step:
         return self.item, False
 
     def _extra(self) -> dict[str, Any] | None:
-        return {"retry_errors": list(self.retry_errors)} if self.retry_errors else None
+        extra: dict[str, Any] = {"retry_errors": list(self.retry_errors)} if self.retry_errors else {}
+        if self._parent is not None:
+            extra["parent_step_index"] = self._parent
+        return extra or None
 
     def __enter__(self) -> Step:
         self._begin()

@@ -1,0 +1,118 @@
+"""Importing OpenTelemetry spans into SQLite: spans per second, median of several rounds.
+
+    python bench/otel_import.py                  # 100k spans, 3 rounds, keyword-only and default embedder
+    python bench/otel_import.py --spans 20000 --rounds 5
+
+The span file is made once by the real OTel SDK (TracerProvider + in-memory exporter, encoded to
+OTLP JSON by memkit.otel.spans_to_otlp): traces of 50 spans each, an agent span over chains over
+tools, LLM calls and retrievers with three documents each (every fifth tool span failed).
+Each round imports the whole file into a fresh SQLite file with ``import_otlp`` (parsing and
+checking every span, then one transaction for the steps and one for the recalls) and is timed
+from reading the file to the commit. Reported: the median rate over rounds, per store flavour, by
+wall time and by this process's CPU time (all its threads, SQLite's writer included): on the shared
+2-core machine the wall time follows the neighbours' load, the CPU time does not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import memkit
+from bench._util import dump, print_table
+from memkit.otel import import_otlp, spans_to_otlp
+
+
+def make_file(path: Path, n_spans: int, per_trace: int = 50) -> int:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import Status, StatusCode
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("bench")
+    made = 0
+    while made < n_spans:
+        with tracer.start_as_current_span("agent", attributes={"openinference.span.kind": "AGENT",
+                                                                "input.value": "plan the assay"}):
+            made += 1
+            for c in range((per_trace - 1) // 7):
+                with tracer.start_as_current_span(f"chain-{c}", attributes={"openinference.span.kind": "CHAIN"}):
+                    made += 1
+                    for t in range(2):
+                        with tracer.start_as_current_span(f"tool-{t}", attributes={
+                            "openinference.span.kind": "TOOL", "tool.name": f"blast-{t}",
+                            "input.value": json.dumps({"query": f"seq {c} {t}"}), "output.value": "3 hits",
+                        }) as span:
+                            if (c + t) % 5 == 4:
+                                span.set_status(Status(StatusCode.ERROR, "network timeout"))
+                        made += 1
+                    with tracer.start_as_current_span("llm", attributes={
+                        "openinference.span.kind": "LLM", "llm.model_name": "gpt-x",
+                        "input.value": "summarise the hits", "output.value": "TP53 looks mutated",
+                        "llm.token_count.prompt": 120, "llm.token_count.completion": 12,
+                    }):
+                        made += 1
+                    for r in range(2):
+                        attrs: dict[str, Any] = {"openinference.span.kind": "RETRIEVER", "input.value": f"gene {r}"}
+                        for d in range(3):
+                            attrs[f"retrieval.documents.{d}.document.id"] = f"m-{c}-{d}"
+                            attrs[f"retrieval.documents.{d}.document.content"] = f"fact {d} about gene {r}"
+                            attrs[f"retrieval.documents.{d}.document.score"] = 1.0 / (d + 1)
+                        with tracer.start_as_current_span("retrieve", attributes=attrs):
+                            made += 1
+                    with tracer.start_as_current_span("format", attributes={"openinference.span.kind": "CHAIN"}):
+                        made += 1
+    spans = exporter.get_finished_spans()
+    path.write_text(json.dumps(spans_to_otlp(spans)))
+    return len(spans)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--spans", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "spans.otlp.json"
+        start = time.perf_counter()
+        n = make_file(path, args.spans)
+        made_s = time.perf_counter() - start
+        rows = []
+        for flavour, query in (("keyword-only", "?embedder=none"), ("default embedder", "")):
+            rates, cpu_rates = [], []
+            for r in range(args.rounds):
+                url = f"sqlite:///{tmp}/import-{flavour[:3]}-{r}.db{query}"
+                with memkit.open(url) as mem:
+                    start, cpu = time.perf_counter(), time.process_time()
+                    report = import_otlp(mem, path, user_id="bench", agent_id="agent")
+                    rates.append(n / (time.perf_counter() - start))
+                    cpu_rates.append(n / (time.process_time() - cpu))
+                    assert report.steps == n
+            rows.append({
+                "store": f"sqlite {flavour}", "spans": n, "recalls": report.recalls,
+                "median_spans_per_s": round(statistics.median(rates)),
+                "min_spans_per_s": round(min(rates)), "median_cpu_spans_per_s": round(statistics.median(cpu_rates)),
+                "rounds": args.rounds,
+            })
+    if args.json:
+        print(dump({"file_made_s": round(made_s, 1), "rows": rows}))
+    else:
+        print(f"span file: {n:,} spans made by the OTel SDK in {made_s:.1f} s ({path.name})")
+        print_table(rows, ["store", "spans", "recalls", "median_spans_per_s", "min_spans_per_s",
+                           "median_cpu_spans_per_s", "rounds"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,424 @@
+"""memkit as a LangGraph long-term store: ``MemkitStore`` is a ``langgraph.store.base.BaseStore``.
+
+>>> from memkit.langgraph import MemkitStore                     # doctest: +SKIP
+>>> store = MemkitStore("sqlite:///data/memory.db", user_id="alice", agent_id="assistant")  # doctest: +SKIP
+>>> graph = builder.compile(store=store)                          # doctest: +SKIP
+
+One store writes into ONE memkit namespace (``user_id``, ``agent_id``) and never reads or writes
+outside it: LangGraph's hierarchical namespaces (``("memories", "prefs")``) live inside it as
+metadata, so two stores opened on the same database with different ``user_id`` see nothing of each
+other, and every item a graph writes shows up in NamespaceBrowser under that namespace.
+
+Each item is one memkit memory: its text (the whole value as JSON, or the fields the
+``IndexConfig`` or ``put(index=[...])`` names) is what memkit's hybrid retrieval ranks, and its
+metadata keeps the LangGraph namespace, key, value and times. ``search(query=...)`` runs memkit's
+search (keyword + semantic with the store's own embedder) and is recorded as a recall, so a
+LangGraph agent's searches appear in the recall audit (inside a memkit step or
+:func:`memkit.recall_scope` they belong to that step, else to the store's ``workflow_id``).
+
+``IndexConfig["embed"]``/``dims`` become the memkit store's embedder when MemkitStore opens it from
+a URL, and are refused for a store already open (it keeps its own). TTL is refused: ``supports_ttl``
+is ``False``, so LangGraph's ``put(ttl=...)`` raises its own ``NotImplementedError``.
+Needs ``pip install 'memkit[langgraph]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from memkit._errors import BackendUnavailableError, ConfigError
+from memkit._models import MemoryItem
+from memkit._protocols import MemoryProvider, SupportsAddMany, SupportsGet, SupportsPaging
+from memkit._recall import current_scope, recall_scope
+from memkit._sync import Memory, provider_of, run_sync, submit
+
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        IndexConfig,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+        get_text_at_path,
+        tokenize_path,
+    )
+except ImportError as exc:  # pragma: no cover - depends on the install
+    raise BackendUnavailableError(
+        "memkit.langgraph needs LangGraph: pip install 'memkit[langgraph]'"
+    ) from exc
+
+__all__ = ["MemkitStore"]
+
+# Metadata keys of an item's memory. ``lg_ns_<i>`` hold the namespace labels one by one so a
+# namespace prefix is a conjunction of equality filters every adapter compiles.
+_KIND = "langgraph_item"
+_MAX_DEPTH = 32
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_PAGE = 1_000
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _compare(item_value: Any, filter_value: Any) -> bool:
+    """LangGraph's filter semantics (as its in-memory and Postgres stores apply them)."""
+    if isinstance(filter_value, dict):
+        if any(k.startswith("$") for k in filter_value):
+            return all(_operator(item_value, k, v) for k, v in filter_value.items())
+        if not isinstance(item_value, dict):
+            return False
+        return all(_compare(item_value.get(k), v) for k, v in filter_value.items())
+    if isinstance(filter_value, (list, tuple)):
+        return (
+            isinstance(item_value, (list, tuple))
+            and len(item_value) == len(filter_value)
+            and all(_compare(a, b) for a, b in zip(item_value, filter_value, strict=True))
+        )
+    return bool(item_value == filter_value)
+
+
+def _operator(value: Any, operator: str, operand: Any) -> bool:
+    if operator == "$eq":
+        return bool(value == operand)
+    if operator == "$ne":
+        return bool(value != operand)
+    if operator in ("$gt", "$gte", "$lt", "$lte"):
+        try:
+            a, b = float(value), float(operand)
+        except (TypeError, ValueError):
+            return False
+        return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[operator]
+    raise ConfigError(f"unsupported filter operator {operator!r}: use $eq, $ne, $gt, $gte, $lt or $lte")
+
+
+def _pushed(filter_: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The part of a LangGraph filter memkit's own filters can narrow by (always re-checked here)."""
+    pushed: dict[str, Any] = {}
+    for key, value in (filter_ or {}).items():
+        if not _IDENT.match(key):
+            continue
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            pushed[f"lg_value.{key}"] = value
+    return pushed
+
+
+def _does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    pairs = zip(namespace, path, strict=False) if condition.match_type == "prefix" else zip(
+        reversed(namespace), reversed(path), strict=False
+    )
+    return all(p == "*" or n == p for n, p in pairs)
+
+
+class _LangChainEmbedder:
+    """A LangChain ``Embeddings`` (LangGraph's ``IndexConfig['embed']``) as a memkit embedder."""
+
+    def __init__(self, embeddings: Any, dims: int) -> None:
+        self._embeddings = embeddings
+        self.dim = dims
+        self.name = f"langgraph:{type(embeddings).__name__}:{dims}"
+
+    def embed(self, texts: Any) -> Any:
+        import numpy as np
+
+        matrix = np.asarray(self._embeddings.embed_documents(list(texts)), dtype=np.float32).reshape(-1, self.dim)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        return matrix / np.where(norms == 0, 1, norms)
+
+
+def _embedder(index: Mapping[str, Any] | None) -> _LangChainEmbedder:
+    from langgraph.store.base.embed import ensure_embeddings
+
+    assert index is not None
+    dims = index.get("dims")
+    if isinstance(dims, bool) or not isinstance(dims, int) or dims <= 0:
+        raise ConfigError(f"IndexConfig['dims'] must be a positive int with 'embed', got {dims!r}")
+    return _LangChainEmbedder(ensure_embeddings(index["embed"]), dims)
+
+
+class MemkitStore(BaseStore):
+    """A LangGraph ``BaseStore`` over a memkit store, inside one memkit namespace.
+
+    Parameters
+    ----------
+    store
+        A memkit URL (``"sqlite:///memory.db"``, ``"memory://"``, ``"falkordb://..."``), a
+        :class:`memkit.Memory` or a provider.
+    user_id, agent_id
+        The memkit namespace every item of this store lives in.
+    index
+        LangGraph's ``IndexConfig``: ``fields`` (the JSON paths whose text memkit ranks) is
+        honoured; ``embed`` and ``dims`` become the memkit store's embedder when ``store`` is a
+        URL (a store already open keeps its own, and ``embed`` is then refused).
+    workflow_id
+        What searches made outside any memkit step are recorded under in the recall audit.
+    """
+
+    supports_ttl: bool = False
+
+    def __init__(
+        self,
+        store: str | Memory | MemoryProvider | None = None,
+        *,
+        user_id: str = "langgraph",
+        agent_id: str = "langgraph",
+        index: IndexConfig | None = None,
+        workflow_id: str = "langgraph",
+        ttl: Any = None,
+    ) -> None:
+        if ttl is not None:
+            raise ConfigError(
+                "MemkitStore keeps no TTL (supports_ttl is False): memories stay until deleted; pass ttl=None"
+            )
+        if index is not None:
+            if not isinstance(index, Mapping):
+                raise ConfigError(f"index must be a LangGraph IndexConfig dict, got {type(index).__name__}")
+            unknown = set(index) - {"dims", "embed", "fields"}
+            if unknown:
+                raise ConfigError(f"IndexConfig has fields MemkitStore does not know: {sorted(unknown)}")
+        embed = (index or {}).get("embed")
+        self._owns = isinstance(store, str) or store is None
+        if store is None or isinstance(store, str):
+            from memkit._sync import open as open_store
+
+            url = store or "memory://"
+            self._memory = open_store(url if embed is None else {"url": url, "embedder": _embedder(index)})
+        elif embed is not None:
+            raise ConfigError(
+                "IndexConfig['embed'] applies when MemkitStore opens the store from a URL; a store already"
+                " open ranks with its own embedder (leave 'embed' out)"
+            )
+        elif isinstance(store, Memory):
+            self._memory = store
+        else:
+            self._memory = Memory(provider_of(store))
+        self._provider = self._memory.provider
+        from memkit._validate import check_namespace
+
+        self.user_id, self.agent_id = check_namespace(user_id, agent_id)
+        self.workflow_id = workflow_id
+        fields = list((index or {}).get("fields") or ["$"])
+        self.index_config = index
+        self._fields = [(f, tokenize_path(f) if f != "$" else f) for f in fields]
+        self._limit = int(getattr(getattr(self._provider, "limits", None), "max_limit", 10_000))
+
+    def __repr__(self) -> str:
+        return f"MemkitStore({type(self._provider).__name__}, user_id={self.user_id!r}, agent_id={self.agent_id!r})"
+
+    def close(self) -> None:
+        """Close the memkit store if this object opened it from a URL."""
+        if self._owns:
+            self._memory.close()
+
+    def __enter__(self) -> MemkitStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- LangGraph's two entry points ----------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        return run_sync(self._batch(list(ops)))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        # The provider lives on memkit's loop (the graph drivers are bound to it): run there.
+        return await asyncio.wrap_future(submit(self._batch(list(ops))))
+
+    # -- the operations ------------------------------------------------------------------------
+
+    def _id(self, namespace: tuple[str, ...], key: str) -> str:
+        digest = hashlib.sha256(
+            json.dumps([self.user_id, self.agent_id, list(namespace), key]).encode()
+        ).hexdigest()
+        return f"lg-{digest[:40]}"
+
+    async def _batch(self, ops: list[Op]) -> list[Result]:
+        results: list[Result] = [None] * len(ops)
+        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        for i, op in enumerate(ops):
+            if isinstance(op, PutOp):
+                puts[(tuple(op.namespace), str(op.key))] = op
+                continue
+            if puts:  # reads see the writes queued before them, as LangGraph's stores do
+                await self._apply_puts(puts)
+                puts = {}
+            if isinstance(op, GetOp):
+                results[i] = await self._get(tuple(op.namespace), str(op.key))
+            elif isinstance(op, SearchOp):
+                results[i] = await self._search(op)
+            elif isinstance(op, ListNamespacesOp):
+                results[i] = await self._list_namespaces(op)
+            else:
+                raise ConfigError(f"unknown LangGraph operation {type(op).__name__}")
+        if puts:
+            await self._apply_puts(puts)
+        return results
+
+    def _item(self, memory: MemoryItem, score: float | None = None, *, search: bool = False) -> Item:
+        meta = memory.metadata
+        kwargs = {
+            "namespace": tuple(meta["lg_ns"]),
+            "key": meta["lg_key"],
+            "value": meta["lg_value"],
+            "created_at": datetime.fromisoformat(meta["lg_created_at"]),
+            "updated_at": datetime.fromisoformat(meta["lg_updated_at"]),
+        }
+        return SearchItem(**kwargs, score=score) if search else Item(**kwargs)
+
+    def _mine(self, memory: MemoryItem | None) -> bool:
+        return (
+            memory is not None
+            and memory.user_id == self.user_id
+            and memory.agent_id == self.agent_id
+            and memory.metadata.get("type") == _KIND
+        )
+
+    async def _fetch(self, namespace: tuple[str, ...], key: str) -> MemoryItem | None:
+        provider = self._provider
+        if isinstance(provider, SupportsGet):
+            found = await provider.get(self._id(namespace, key))
+            return found if self._mine(found) else None
+        hits = await provider.get_all(
+            self.user_id, self.agent_id, 1, {"type": _KIND, "lg_id": self._id(namespace, key)}
+        )
+        return hits[0] if hits else None
+
+    async def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
+        found = await self._fetch(namespace, key)
+        return None if found is None else self._item(found)
+
+    def _text(self, value: dict[str, Any], index: Any) -> str:
+        if index is None:
+            paths = self._fields
+        elif index is False:
+            paths = []
+        else:
+            paths = [(p, tokenize_path(p) if p != "$" else p) for p in index]
+        texts: list[str] = []
+        for path, tokens in paths:
+            if path == "$":
+                texts.append(json.dumps(value, ensure_ascii=False, sort_keys=True))
+            else:
+                texts.extend(get_text_at_path(value, tokens))
+        return "\n".join(t for t in texts if t) or "(not indexed)"
+
+    async def _apply_puts(self, puts: dict[tuple[tuple[str, ...], str], PutOp]) -> None:
+        provider = self._provider
+        now = _now().isoformat()
+        rows: list[dict[str, Any]] = []
+        for (namespace, key), op in puts.items():
+            if len(namespace) > _MAX_DEPTH:
+                raise ConfigError(f"namespace {namespace!r} is deeper than {_MAX_DEPTH} labels")
+            old = await self._fetch(namespace, key)
+            if old is not None:
+                await provider.delete(old.id, user_id=self.user_id, agent_id=self.agent_id)
+            if op.value is None:
+                continue
+            if not isinstance(op.value, dict):
+                raise ConfigError(f"a LangGraph value must be a dict, got {type(op.value).__name__}")
+            memory_id = self._id(namespace, key)
+            meta: dict[str, Any] = {
+                "type": _KIND,
+                "lg_id": memory_id,
+                "lg_ns": list(namespace),
+                "lg_path": ".".join(namespace),
+                "lg_depth": len(namespace),
+                "lg_key": key,
+                "lg_value": op.value,
+                "lg_created_at": old.metadata["lg_created_at"] if old is not None else now,
+                "lg_updated_at": now,
+            }
+            meta.update({f"lg_ns_{i}": label for i, label in enumerate(namespace)})
+            rows.append({
+                "id": memory_id, "content": self._text(op.value, op.index),
+                "user_id": self.user_id, "agent_id": self.agent_id, "metadata": meta,
+            })
+        if not rows:
+            return
+        if isinstance(provider, SupportsAddMany):
+            await provider.add_many(rows)
+        else:  # pragma: no cover - every shipped adapter writes batches
+            raise ConfigError(f"{type(provider).__name__} cannot write with ids (no add_many)")
+
+    def _prefix_filter(self, prefix: tuple[str, ...]) -> dict[str, Any]:
+        found: dict[str, Any] = {"type": _KIND}
+        found.update({f"lg_ns_{i}": label for i, label in enumerate(prefix)})
+        return found
+
+    async def _all(self, filters: dict[str, Any]) -> list[MemoryItem]:
+        """Every memory of this store matching ``filters``, newest first."""
+        provider = self._provider
+        if not isinstance(provider, SupportsPaging):
+            return await provider.get_all(self.user_id, self.agent_id, self._limit, filters)
+        out: list[MemoryItem] = []
+        while True:
+            page = await provider.get_page(
+                self.user_id, self.agent_id, offset=len(out), limit=_PAGE, filters=filters
+            )
+            out.extend(page)
+            if len(page) < _PAGE:
+                return out
+
+    async def _search(self, op: SearchOp) -> list[SearchItem]:
+        prefix = tuple(op.namespace_prefix)
+        filters = self._prefix_filter(prefix)
+        filters.update(_pushed(op.filter))
+        want = op.offset + op.limit
+        if op.query:
+            limit = min(self._limit, max(want * 4, 50))
+            scope = current_scope()
+            searcher: Any = self._provider.search
+            if scope is None:
+                with recall_scope(self.workflow_id, step="store.search"):
+                    hits = await searcher(op.query, self.user_id, self.agent_id, limit, filters)
+            else:
+                hits = await searcher(op.query, self.user_id, self.agent_id, limit, filters)
+        else:
+            hits = await self._all(filters)
+            hits.sort(key=lambda m: m.metadata.get("lg_updated_at", ""), reverse=True)
+        kept = self._kept(hits, prefix, op.filter)
+        scored = {m.id for m in kept} if op.query else set()
+        if op.query and len(kept) < want:
+            # LangGraph's stores return every item under the prefix that passes the filter, ranked
+            # ones first; memkit's retrieval returns only matches, so the rest follow, newest first.
+            rest = await self._all(filters)
+            rest.sort(key=lambda m: m.metadata.get("lg_updated_at", ""), reverse=True)
+            kept.extend(m for m in self._kept(rest, prefix, op.filter) if m.id not in scored)
+        return [
+            self._item(m, m.score if m.id in scored else None, search=True)  # type: ignore[misc]
+            for m in kept[op.offset : want]
+        ]
+
+    def _kept(
+        self, hits: list[MemoryItem], prefix: tuple[str, ...], filter_: Mapping[str, Any] | None
+    ) -> list[MemoryItem]:
+        return [
+            m for m in hits
+            if self._mine(m) and tuple(m.metadata["lg_ns"])[: len(prefix)] == prefix
+            and all(_compare(m.metadata["lg_value"].get(k), v) for k, v in (filter_ or {}).items())
+        ]
+
+    async def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        seen = {tuple(m.metadata["lg_ns"]) for m in await self._all({"type": _KIND}) if self._mine(m)}
+        namespaces = [ns for ns in seen if all(_does_match(c, ns) for c in op.match_conditions or ())]
+        if op.max_depth is not None:
+            namespaces = sorted({ns[: op.max_depth] for ns in namespaces})
+        else:
+            namespaces = sorted(namespaces)
+        return namespaces[op.offset : op.offset + op.limit]
