@@ -41,7 +41,8 @@ PUBLIC: dict[str, set[str]] = {
         "GraphEdge", "GraphNode", "MemoryGraph", "amemory_graph", "aneighbourhood", "memory_graph", "neighbourhood",
     },
     "memkit.testing": {
-        "NEO4J_CURRENT", "NEO4J_LTS", "FalkorDBServer", "Neo4jServer", "ProviderConformance", "absence_report",
+        "NEO4J_CURRENT", "NEO4J_LTS", "FalkorDBServer", "Neo4jServer", "PostgresServer", "ProviderConformance",
+        "absence_report",
     },
     "memkit.tools": {"MemoryTools", "ProviderTools", "ToolCall", "ToolDispatcher", "register_pydantic_ai_tools"},
     "memkit.traces": {
