@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from memkit import _recall
 from memkit._errors import InvalidInputError
 from memkit._models import MemoryItem
+from memkit._protocols import SupportsSearchModes
 
 __all__ = ["ContextWindow", "build_context", "count_tokens"]
 
@@ -66,7 +67,7 @@ def _resolved_mode(provider: Any, mode: str | None, hits: list[MemoryItem]) -> s
     for item in hits:
         if item.score_details and isinstance(item.score_details.get("mode"), str):
             return str(item.score_details["mode"])
-    return "hybrid" if getattr(provider, "embedder", None) is not None else "keyword"
+    return "hybrid" if isinstance(provider, SupportsSearchModes) and "hybrid" in provider.search_modes else "keyword"
 
 
 async def build_context(

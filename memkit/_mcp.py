@@ -607,10 +607,9 @@ async def _stdio() -> AsyncIterator[tuple[Any, Any]]:
 
 def _kv_path(provider: MemoryProvider) -> str | None:
     """The SQLite file the key-value tools share with the store, if the store is one."""
-    path = getattr(provider, "path", None)
     from memkit.adapters import SQLiteAdapter
 
-    return path if isinstance(provider, SQLiteAdapter) and path != ":memory:" else None
+    return provider.path if isinstance(provider, SQLiteAdapter) and provider.path != ":memory:" else None
 
 
 def limits_from_flags(**flags: int | None) -> Limits:

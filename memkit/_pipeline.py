@@ -8,7 +8,7 @@ hits it returns. Everything else is here, so a query means the same on every ada
 
 1. :func:`prepare` checks the arguments (query, namespace, limit, filters, mode,
    ``hybrid=``, ``as_of``) with the same errors everywhere;
-2. the adapter runs its legs for the :class:`SearchRequest` (``depth`` candidates each);
+2. the adapter runs its legs for the :class:`memkit._core._ops.SearchOp` (``depth`` candidates each);
 3. :func:`rank` fuses them (:func:`memkit._retrieval.fuse`, the score fusion measured in
    docs/retrieval.md), breaks ties newest first, and builds ``score_details`` with the
    same keys on every adapter (``mode``, ``found_by`` and one entry per leg);
@@ -19,19 +19,19 @@ hits it returns. Everything else is here, so a query means the same on every ada
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
 from memkit import _recall
+from memkit._core._ops import SearchOp
 from memkit._errors import InvalidInputError
-from memkit._filters import Condition
 from memkit._models import MemoryItem
+from memkit._protocols import SupportsAsOf
 from memkit._recall import check_as_of
-from memkit._retrieval import DenseScores, HybridConfig, Neighbours, check_hybrid, check_mode, fuse
+from memkit._retrieval import DenseScores, Neighbours, check_hybrid, check_mode, fuse
 from memkit._validate import check_query, check_read
 
-__all__ = ["Ranked", "SearchRequest", "prepare", "rank", "search"]
+__all__ = ["Ranked", "SearchOp", "SearchRequest", "prepare", "rank", "search"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -39,25 +39,8 @@ K = TypeVar("K", bound=Hashable)
 Ranked = list[tuple[K, float, dict[str, Any]]]
 
 
-@dataclass(frozen=True, slots=True)
-class SearchRequest:
-    """One checked search: what every leg and the recall recorder work from."""
-
-    query: str  # "" lists the namespace newest first
-    user_id: str
-    agent_id: str
-    limit: int
-    filters: object  # as given (the recall keeps them)
-    conditions: tuple[Condition, ...]
-    mode: str
-    config: HybridConfig
-    as_of: datetime | None = None
-    until_us: int | None = None  # as_of in microseconds: memories created later are left out
-
-    @property
-    def depth(self) -> int:
-        """How many candidates each leg contributes (hybrid: ``config.candidates``; else the limit)."""
-        return max(self.config.candidates, self.limit) if self.mode == "hybrid" else self.limit
+# The graph and Mem0 adapters still name the operation so until they move onto the store base.
+SearchRequest = SearchOp
 
 
 def prepare(
@@ -70,16 +53,16 @@ def prepare(
     mode: object,
     hybrid: object,
     as_of: object = None,
-) -> SearchRequest:
+) -> SearchOp:
     """Check a search's arguments against ``store`` (its ``limits``, ``search_modes`` and ``hybrid``)."""
     text = check_query(query, store.limits)
     user, agent, checked_limit, _, conditions = check_read(user_id, agent_id, limit, filters, store.limits)
     resolved = check_mode(mode, store.search_modes, repr(store))
     config = check_hybrid(hybrid) or store.hybrid
     until_us = check_as_of(as_of)
-    if until_us is not None and not getattr(store, "searches_as_of", False):
+    if until_us is not None and not isinstance(store, SupportsAsOf):
         raise InvalidInputError(f"{store!r} cannot search as of a past time (as_of)")
-    return SearchRequest(
+    return SearchOp(
         query=text, user_id=user, agent_id=agent, limit=checked_limit, filters=filters, conditions=conditions,
         mode=resolved, config=config, as_of=cast(datetime, as_of) if until_us is not None else None,
         until_us=until_us,
@@ -95,7 +78,7 @@ def _semantic_details(rank: int, cosine: float) -> dict[str, Any]:
 
 
 def rank(
-    request: SearchRequest,
+    request: SearchOp,
     keyword: Sequence[tuple[K, float]],
     dense: DenseScores | None,
     newer: Callable[[list[K]], Mapping[K, tuple[int, int]]],
@@ -126,8 +109,8 @@ def rank(
 
 async def search(
     store: Any,
-    request: SearchRequest,
-    ranked: Callable[[SearchRequest], Awaitable[list[MemoryItem]]],
+    request: SearchOp,
+    ranked: Callable[[SearchOp], Awaitable[list[MemoryItem]]],
 ) -> list[MemoryItem]:
     """Run the adapter's ranking for ``request`` and record the recall (if recording is on)."""
     hits = await ranked(request)

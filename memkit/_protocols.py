@@ -1,35 +1,93 @@
-"""The port (``MemoryProvider``) and the optional capabilities an adapter may add.
+"""The port (``MemoryProvider``), the optional capabilities an adapter may add, and how a store
+declares them.
 
-Each capability is its own one-method protocol so callers can ask
-``isinstance(provider, SupportsStats)`` instead of catching ``AttributeError``.
+Each capability is its own small protocol so callers can ask
+``isinstance(provider, SupportsStats)`` instead of catching ``AttributeError``. A store built
+on memkit's base (:class:`memkit._core._store.Store`) *declares* what it offers as a set of
+:class:`Capability` values, and for such a store ``isinstance`` answers from that declaration
+alone (the base writes every method once, so its shape says nothing); any other provider is
+checked by its shape, as ``typing.Protocol`` does.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping
+import enum
+from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from memkit._marks import Mark
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
-from memkit._recall import Recall
 
 __all__ = [
+    "Capability",
+    "Declares",
     "MemoryProvider",
+    "RecallKeeper",
     "SupportsAddMany",
     "SupportsAsOf",
     "SupportsClose",
     "SupportsExport",
     "SupportsGet",
+    "SupportsGraph",
     "SupportsHealth",
     "SupportsMarks",
     "SupportsNamespaces",
     "SupportsPaging",
+    "SupportsRecallCounts",
     "SupportsRecalls",
+    "SupportsReembed",
     "SupportsSearchModes",
     "SupportsStats",
     "SupportsTraceColumns",
 ]
+
+
+class Capability(enum.StrEnum):
+    """One optional thing a store can do; a store on the base lists its own in ``capabilities``."""
+
+    ADD_MANY = "add_many"
+    GET = "get"
+    PAGING = "get_page"
+    NAMESPACES = "namespaces"
+    STATS = "stats"
+    HEALTH = "health"
+    EXPORT = "export"
+    CLOSE = "aclose"
+    TRACE_COLUMNS = "trace_columns"
+    RECALLS = "recalls"
+    MARKS = "marks"
+    AS_OF = "as_of"
+    RECALL_COUNTS = "recall_step_counts"
+    REEMBED = "reembed"
+    GRAPH = "graph"
+
+
+class Declares:
+    """A store that says what it offers: ``capabilities`` is the whole answer to
+    ``isinstance(store, SupportsX)`` (see :class:`memkit._core._store.Store`)."""
+
+    capabilities: frozenset[Capability] = frozenset()
+
+
+if TYPE_CHECKING:
+    from abc import ABCMeta as _ProtocolMeta
+
+    from memkit._marks import Mark
+    from memkit._recall import Recall
+    from memkit.graph import MemoryGraph
+else:
+    _ProtocolMeta = type(Protocol)
+
+
+class _Declared(_ProtocolMeta):
+    """``isinstance`` for capability protocols: a declaring store by its declaration, any other
+    provider by its shape."""
+
+    def __instancecheck__(cls, instance: object) -> bool:
+        if isinstance(instance, Declares):
+            wanted = _CAPABILITY.get(cls)
+            return wanted is None or wanted in instance.capabilities
+        return super().__instancecheck__(instance)
 
 
 @runtime_checkable
@@ -93,7 +151,7 @@ class MemoryProvider(Protocol):
 
 
 @runtime_checkable
-class SupportsSearchModes(Protocol):
+class SupportsSearchModes(Protocol, metaclass=_Declared):
     """Say which ``mode=`` values ``search`` answers, so callers need not try each one."""
 
     @property
@@ -101,14 +159,14 @@ class SupportsSearchModes(Protocol):
 
 
 @runtime_checkable
-class SupportsGet(Protocol):
+class SupportsGet(Protocol, metaclass=_Declared):
     """Fetch one memory by id (``None`` when it does not exist)."""
 
     async def get(self, memory_id: str) -> MemoryItem | None: ...
 
 
 @runtime_checkable
-class SupportsAddMany(Protocol):
+class SupportsAddMany(Protocol, metaclass=_Declared):
     """Write many memories in one transaction: all of them or none."""
 
     async def add_many(
@@ -117,28 +175,28 @@ class SupportsAddMany(Protocol):
 
 
 @runtime_checkable
-class SupportsNamespaces(Protocol):
+class SupportsNamespaces(Protocol, metaclass=_Declared):
     """List every (user_id, agent_id) namespace with counts and activity."""
 
     async def namespaces(self) -> list[NamespaceInfo]: ...
 
 
 @runtime_checkable
-class SupportsStats(Protocol):
+class SupportsStats(Protocol, metaclass=_Declared):
     """Report how much the store holds."""
 
     async def stats(self) -> Stats: ...
 
 
 @runtime_checkable
-class SupportsHealth(Protocol):
+class SupportsHealth(Protocol, metaclass=_Declared):
     """Check that the store answers."""
 
     async def health(self) -> Health: ...
 
 
 @runtime_checkable
-class SupportsExport(Protocol):
+class SupportsExport(Protocol, metaclass=_Declared):
     """Iterate every record (traces included), oldest first."""
 
     def export(
@@ -147,7 +205,7 @@ class SupportsExport(Protocol):
 
 
 @runtime_checkable
-class SupportsPaging(Protocol):
+class SupportsPaging(Protocol, metaclass=_Declared):
     """Page through a namespace newest first without loading all of it."""
 
     async def get_page(
@@ -162,7 +220,7 @@ class SupportsPaging(Protocol):
 
 
 @runtime_checkable
-class SupportsClose(Protocol):
+class SupportsClose(Protocol, metaclass=_Declared):
     """Release connections, files and worker threads.
 
     Closing again is a no-op (it waits for the first close); any other call after it
@@ -175,7 +233,7 @@ class SupportsClose(Protocol):
 
 
 @runtime_checkable
-class SupportsTraceColumns(Protocol):
+class SupportsTraceColumns(Protocol, metaclass=_Declared):
     """Read every trace step as columns (a fast path for :func:`memkit.frames.traces_frame`).
 
     Returns ``{column: sequence}`` of equal length, in storage order. Numbers are int64
@@ -199,7 +257,7 @@ class SupportsTraceColumns(Protocol):
 
 
 @runtime_checkable
-class SupportsRecalls(Protocol):
+class SupportsRecalls(Protocol, metaclass=_Declared):
     """Keep recalls: what each search returned, at which step (see :mod:`memkit._recall`).
 
     ``record_recalls`` is the store's setting for searches made outside any step scope
@@ -228,7 +286,7 @@ class SupportsRecalls(Protocol):
 
 
 @runtime_checkable
-class SupportsMarks(Protocol):
+class SupportsMarks(Protocol, metaclass=_Declared):
     """Keep a researcher's marks on recalled memories and steps (see :class:`memkit.Mark`).
 
     ``marks`` lists them oldest first; with ``user_id``/``agent_id`` only that namespace's,
@@ -254,7 +312,7 @@ class SupportsMarks(Protocol):
 
 
 @runtime_checkable
-class SupportsAsOf(Protocol):
+class SupportsAsOf(Protocol, metaclass=_Declared):
     """``search(..., as_of=datetime)``: rank only the memories that existed at that time.
 
     Memories added after ``as_of`` are left out. What it cannot know: a memory deleted
@@ -276,3 +334,67 @@ class SupportsAsOf(Protocol):
         mode: str | None = None,
         as_of: datetime | None = None,
     ) -> list[MemoryItem]: ...
+
+
+@runtime_checkable
+class SupportsRecallCounts(Protocol, metaclass=_Declared):
+    """Count recalls per step in the store (SQLite: one ``GROUP BY``, no recall parsed)."""
+
+    async def recall_step_counts(
+        self, workflow_id: str | None = None, *, user_id: str | None = None, agent_id: str | None = None
+    ) -> list[tuple[Any, ...]]: ...
+
+
+@runtime_checkable
+class SupportsReembed(Protocol, metaclass=_Declared):
+    """Replace every stored vector with another embedder's."""
+
+    async def reembed(self, embedder: object = "default", *, progress: bool = True) -> int: ...
+
+
+@runtime_checkable
+class SupportsGraph(Protocol, metaclass=_Declared):
+    """A graph database: it reads its own stored graph and walks its own edges."""
+
+    entity_fields: tuple[str, ...]
+
+    async def graph(
+        self, user_id: str | None = None, agent_id: str | None = None, workflow_id: str | None = None,
+        limit: int = 1_000,
+    ) -> MemoryGraph: ...
+
+    async def neighbourhood(
+        self, node_id: str, *, label: str | None = None, depth: int = 1, limit: int = 50
+    ) -> MemoryGraph: ...
+
+
+@runtime_checkable
+class RecallKeeper(Protocol, metaclass=_Declared):
+    """Where :func:`memkit._recall.record` puts a recall: ``_keep_recall`` stores its body (an
+    awaitable when the write is asynchronous); ``record_recalls`` as in :class:`SupportsRecalls`."""
+
+    record_recalls: bool
+
+    def _keep_recall(self, body: dict[str, Any]) -> Awaitable[None] | None: ...
+
+
+# The declaration each protocol stands for (None: every store on the base has it).
+_CAPABILITY: dict[type, Capability | None] = {
+    SupportsSearchModes: None,
+    SupportsGet: Capability.GET,
+    SupportsAddMany: Capability.ADD_MANY,
+    SupportsNamespaces: Capability.NAMESPACES,
+    SupportsStats: Capability.STATS,
+    SupportsHealth: Capability.HEALTH,
+    SupportsExport: Capability.EXPORT,
+    SupportsPaging: Capability.PAGING,
+    SupportsClose: Capability.CLOSE,
+    SupportsTraceColumns: Capability.TRACE_COLUMNS,
+    SupportsRecalls: Capability.RECALLS,
+    SupportsMarks: Capability.MARKS,
+    SupportsAsOf: Capability.AS_OF,
+    SupportsRecallCounts: Capability.RECALL_COUNTS,
+    SupportsReembed: Capability.REEMBED,
+    SupportsGraph: Capability.GRAPH,
+    RecallKeeper: Capability.RECALLS,
+}

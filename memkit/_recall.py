@@ -43,6 +43,7 @@ from pydantic import BaseModel, Field
 
 from memkit._errors import InvalidInputError
 from memkit._models import MemoryFilter, MemoryItem
+from memkit._protocols import RecallKeeper
 from memkit._records import from_us, now_us, to_us
 from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_namespace
 
@@ -365,11 +366,9 @@ def record(
     if _PAUSED.get():
         return None
     scope = _SCOPE.get()
-    if scope is None and not getattr(store, "record_recalls", False):
+    if not isinstance(store, RecallKeeper) or (scope is None and not store.record_recalls):
         return None
-    keep = getattr(store, "_keep_recall", None)
-    if keep is None:
-        return None
+    keep = store._keep_recall
     try:
         # The stored shape (see encode). This runs on every recorded search's path: the hits are
         # encoded at once (their snapshot), everything else is a reference to an immutable value.

@@ -30,10 +30,19 @@ from memkit._protocols import (
     SupportsNamespaces,
     SupportsPaging,
     SupportsRecalls,
+    SupportsReembed,
     SupportsStats,
 )
 from memkit._recall import Recall
-from memkit._validate import DEFAULT_LIMITS, check_forwarded, check_id, check_namespace, checked_as, checked_methods
+from memkit._validate import (
+    DEFAULT_LIMITS,
+    Limits,
+    check_forwarded,
+    check_id,
+    check_namespace,
+    checked_as,
+    checked_methods,
+)
 
 __all__ = ["Memory", "open", "run_sync"]
 
@@ -95,6 +104,12 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 
 
 P = TypeVar("P")
+
+
+def _limits_of(provider: object) -> Limits:
+    from memkit._core._store import Store  # the adapters' base: imported once a store is in use
+
+    return provider.limits if isinstance(provider, Store) else DEFAULT_LIMITS
 
 
 def _require(provider: object, capability: type[P], method: str) -> P:
@@ -180,11 +195,9 @@ class Memory:
 
     def reembed(self, embedder: object = "default", *, progress: bool = True) -> int:
         """Re-embed every memory with ``embedder`` (adapters with vectors only)."""
-        reembed: Any = getattr(self.provider, "reembed", None)
-        if reembed is None:
+        if not isinstance(self.provider, SupportsReembed):
             raise ConfigError(f"{type(self.provider).__name__} stores no vectors; nothing to re-embed")
-        done: int = run_sync(reembed(embedder, progress=progress))
-        return done
+        return run_sync(self.provider.reembed(embedder, progress=progress))
 
     def get_all(self, user_id: str, agent_id: str, limit: int = 10, filters: Filters = None) -> list[MemoryItem]:
         """One namespace's memories, newest first."""
@@ -314,7 +327,7 @@ async def _mark_memory(
 ) -> Mark:
     keeper = _require(provider, SupportsMarks, "mark_memory")
     recalls = _require(provider, SupportsRecalls, "mark_memory")
-    limits = getattr(provider, "limits", DEFAULT_LIMITS)
+    limits = _limits_of(provider)
     user, agent = check_namespace(user_id, agent_id, limits)
     wanted = check_id(recall_id, "recall_id", limits)
     check_id(memory_id, "memory_id", limits)
@@ -333,7 +346,7 @@ async def _mark_step(
 ) -> Mark:
     keeper = _require(provider, SupportsMarks, "mark_step")
     getter = _require(provider, SupportsGet, "mark_step")
-    limits = getattr(provider, "limits", DEFAULT_LIMITS)
+    limits = _limits_of(provider)
     user, agent = check_namespace(user_id, agent_id, limits)
     step = check_id(step_id, "step_id", limits)
     _marks.check_flag(good, "good")

@@ -477,14 +477,19 @@ def check_forwarded(
 ) -> None:
     """Check keyword ``options`` that ``caller`` passes on to ``target`` (a provider's method, say),
     whose parameters ``taken`` the caller fills itself: an unknown one or the wrong kind is refused."""
-    if options:
-        _forward_checker(getattr(target, "__func__", target)).bind_extra(options, taken, caller)
+    if not options:
+        return
+    if isinstance(target, types.MethodType):  # named by the object's class: the adapter, not the base it inherits from
+        fn, name = target.__func__, f"{type(target.__self__).__name__}.{target.__func__.__name__}"
+    else:
+        fn, name = target, getattr(target, "__qualname__", repr(target))
+    _forward_checker(fn, name).bind_extra(options, taken, caller)
 
 
 @functools.lru_cache(maxsize=256)
-def _forward_checker(fn: Callable[..., Any]) -> _Checker:
+def _forward_checker(fn: Callable[..., Any], name: str) -> _Checker:
     found = getattr(fn, "__memkit_checker__", None)
-    return found if isinstance(found, _Checker) else _Checker(fn, getattr(fn, "__qualname__", repr(fn)))
+    return found if isinstance(found, _Checker) else _Checker(fn, name)
 
 
 def checked_methods(cls: C) -> C:

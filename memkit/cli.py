@@ -275,6 +275,7 @@ def _filtered(args: argparse.Namespace) -> bool:
 
 def cmd_show(args: argparse.Namespace) -> int:
     """One run: its steps, the full text of its errors, and what each step recalled."""
+    from memkit._protocols import SupportsRecalls
     from memkit.frames import run_steps, runs_frame
 
     with _open(args) as mem:
@@ -289,7 +290,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             raise
         steps = run_steps(mem, row)
         recalls = []
-        if isinstance(row["workflow_id"], str) and hasattr(mem.provider, "recalls"):
+        if isinstance(row["workflow_id"], str) and isinstance(mem.provider, SupportsRecalls):
             recalls = [r for r in mem.recalls(workflow_id=row["workflow_id"], run_id=row["run_id"])
                        if r.run_id == row["run_id"]]
     name = str(row.name)

@@ -33,6 +33,7 @@ from memkit._protocols import (
     SupportsMarks,
     SupportsNamespaces,
     SupportsPaging,
+    SupportsRecallCounts,
     SupportsRecalls,
     SupportsTraceColumns,
 )
@@ -930,9 +931,8 @@ def recall_counts(
     workflow_id, run_id, step_index`` (as ``traces_frame(..., recalls=True)`` does).
     """
     provider = _provider(mem)
-    counted = getattr(provider, "recall_step_counts", None)
-    if counted is not None:  # a store that counts in place (SQLite: one GROUP BY, no recall parsed)
-        rows = run_sync(counted(workflow_id, user_id=user_id, agent_id=agent_id))
+    if isinstance(provider, SupportsRecallCounts):  # a store that counts in place (SQLite: one GROUP BY)
+        rows = run_sync(provider.recall_step_counts(workflow_id, user_id=user_id, agent_id=agent_id))
         return pd.DataFrame({
             "user_id": pd.Series([r[0] for r in rows], dtype=object),
             "agent_id": pd.Series([r[1] for r in rows], dtype=object),

@@ -25,7 +25,7 @@ from memkit._graphschema import (
     record_parts,
 )
 from memkit._models import MemoryItem
-from memkit._protocols import SupportsExport, SupportsGet, SupportsNamespaces, SupportsPaging
+from memkit._protocols import SupportsExport, SupportsGet, SupportsGraph, SupportsNamespaces, SupportsPaging
 from memkit._records import Record, to_us
 from memkit._validate import check_id
 
@@ -316,13 +316,9 @@ async def amemory_graph(
             check_id(value, name)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise InvalidInputError(f"limit must be a positive integer, got {limit!r}")
-    graph_method = getattr(provider, "graph", None)
-    if callable(graph_method):
-        result = await graph_method(user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, limit=limit)
-        assert isinstance(result, MemoryGraph)
-        return result
-    fields = getattr(provider, "entity_fields", DEFAULT_ENTITY_FIELDS)
-    return await _from_export(provider, user_id, agent_id, workflow_id, limit, tuple(fields))
+    if isinstance(provider, SupportsGraph):
+        return await provider.graph(user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, limit=limit)
+    return await _from_export(provider, user_id, agent_id, workflow_id, limit, DEFAULT_ENTITY_FIELDS)
 
 
 def memory_graph(
@@ -467,7 +463,7 @@ def _within(graph: MemoryGraph, start: str, limit: int) -> MemoryGraph:
 
 
 async def _row_neighbourhood(provider: Any, node: GraphNode, limit: int) -> MemoryGraph:
-    fields = tuple(getattr(provider, "entity_fields", DEFAULT_ENTITY_FIELDS))
+    fields = tuple(provider.entity_fields) if isinstance(provider, SupportsGraph) else DEFAULT_ENTITY_FIELDS
     parts = await _row_records(provider, node, limit, fields)
     return _within(graph_from_parts(parts), node.id, limit)
 
@@ -483,15 +479,11 @@ async def aneighbourhood(
     for name, value, top in (("depth", depth, 3), ("limit", limit, 1_000)):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
             raise InvalidInputError(f"{name} must be an integer from 1 to {top}, got {value!r}")
-    fields = tuple(getattr(provider, "entity_fields", DEFAULT_ENTITY_FIELDS))
-    around = getattr(provider, "neighbourhood", None)
-    if callable(around):  # graph databases walk their own edges
+    if isinstance(provider, SupportsGraph):  # graph databases walk their own edges
         start = node.id if isinstance(node, GraphNode) else node
-        result = await around(start, label=node.type if isinstance(node, GraphNode) else None,
-                              depth=depth, limit=limit)
-        assert isinstance(result, MemoryGraph)
-        return result
-    found = node if isinstance(node, GraphNode) else await _resolve(provider, node, fields)
+        return await provider.neighbourhood(start, label=node.type if isinstance(node, GraphNode) else None,
+                                            depth=depth, limit=limit)
+    found = node if isinstance(node, GraphNode) else await _resolve(provider, node, DEFAULT_ENTITY_FIELDS)
     if found is None:
         return MemoryGraph()
     out = MemoryGraph([found], [])

@@ -3,36 +3,49 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Iterable, Mapping
-from datetime import datetime
-from typing import Any
+from collections.abc import AsyncIterator, Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memkit import _marks, _pipeline, _recall
+from memkit._core._ops import (
+    AddRecallsOp,
+    CloseOp,
+    DeleteOp,
+    ExportOp,
+    GetOp,
+    ListOp,
+    MarksOp,
+    NamespacesOp,
+    PingOp,
+    PutMarksOp,
+    RecallsOp,
+    RemoveMarksOp,
+    ResetOp,
+    SearchOp,
+    StatsOp,
+    WriteOp,
+)
+from memkit._core._store import Store
 from memkit._errors import ConfigError, InvalidInputError
-from memkit._filters import matches, parse_filters
+from memkit._filters import Condition, matches
 from memkit._keyword import KeywordIndex, analyze_query
 from memkit._marks import Mark
-from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
-from memkit._recall import Recall, checked_recalls
-from memkit._records import Record, records_from_items
-from memkit._retrieval import HybridConfig, Neighbours, VectorIndex, dense_leg, modes_for
-from memkit._validate import (
-    DEFAULT_LIMITS,
-    Limits,
-    check_id,
-    check_limit,
-    check_namespace,
-    check_read,
-    check_scope,
-)
-from memkit.adapters._plumbing import RecordWriter, namespace_infos, timed_health, trace_count
+from memkit._models import MemoryItem, NamespaceInfo, Stats
+from memkit._protocols import Capability
+from memkit._recall import Recall
+from memkit._records import Record, from_us
+from memkit._retrieval import HybridConfig, Neighbours, VectorIndex, dense_leg
+from memkit._validate import DEFAULT_LIMITS, Limits
+
+if TYPE_CHECKING:
+    from memkit.embeddings import Embedder
 
 __all__ = ["InMemoryAdapter", "MockMemoryAdapter"]
 
 
-class InMemoryAdapter(RecordWriter):
+class InMemoryAdapter(Store):
     """Keep memories in a dict; same rules and errors as every other adapter.
 
     Keyword search is the same per-namespace BM25 index as the SQLite adapter's;
@@ -45,7 +58,11 @@ class InMemoryAdapter(RecordWriter):
     """
 
     provider_name = "memory"
-    searches_as_of = True
+    capabilities = frozenset({
+        Capability.ADD_MANY, Capability.GET, Capability.PAGING, Capability.NAMESPACES, Capability.STATS,
+        Capability.HEALTH, Capability.EXPORT, Capability.CLOSE, Capability.RECALLS, Capability.MARKS,
+        Capability.AS_OF,
+    })
 
     def __init__(
         self,
@@ -55,18 +72,12 @@ class InMemoryAdapter(RecordWriter):
         hybrid: HybridConfig | None = None,
         record_recalls: bool = False,
     ) -> None:
-        from memkit.embeddings import Embedder, get_embedder
+        from memkit.embeddings import get_embedder
 
-        if not isinstance(record_recalls, bool):
-            raise ConfigError(f"record_recalls must be True or False, got {record_recalls!r}")
-        self.record_recalls = record_recalls
-        self._recalls: dict[str, dict[str, Any]] = {}  # recall bodies, recording order
-        self._marks: dict[str, str] = {}  # mark id -> its JSON
-        self.limits = limits
-        if hybrid is not None and not isinstance(hybrid, HybridConfig):
-            raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
-        self.hybrid = hybrid or HybridConfig()
-        self.embedder: Embedder | None = None if embedder is None else get_embedder(embedder)
+        super().__init__(limits=limits, hybrid=hybrid, record_recalls=record_recalls)
+        self._embedder: Embedder | None = None if embedder is None else get_embedder(embedder)
+        self._recall_bodies: dict[str, dict[str, Any]] = {}  # recording order
+        self._mark_bodies: dict[str, str] = {}  # mark id -> its JSON
         self._vectors: dict[str, np.ndarray] = {}
         self._records: dict[str, Record] = {}
         self._seq: dict[str, int] = {}
@@ -76,6 +87,10 @@ class InMemoryAdapter(RecordWriter):
         # A thread lock, not an asyncio one: the adapter may be driven from
         # several event loops (sync facade, notebooks, worker threads).
         self._lock = threading.Lock()
+
+    @property
+    def embedder(self) -> Embedder | None:
+        return self._embedder
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> InMemoryAdapter:
@@ -94,14 +109,16 @@ class InMemoryAdapter(RecordWriter):
     def __repr__(self) -> str:
         return f"InMemoryAdapter({len(self._records)} memories)"
 
+
     # -- writes ---------------------------------------------------------------
 
-    def _insert(self, records: list[Record]) -> list[str]:
+    async def _write(self, op: WriteOp) -> list[str]:
+        records = op.records
         vectors = None
-        if self.embedder is not None and records:
-            vectors = np.concatenate(
-                [self.embedder.embed([r.content for r in records[i : i + 1024]]) for i in range(0, len(records), 1024)]
-            ).astype(np.float32)
+        if self._embedder is not None and records:
+            vectors = np.concatenate([
+                self._embedder.embed([r.content for r in records[i : i + 1024]]) for i in range(0, len(records), 1024)
+            ]).astype(np.float32)
         with self._lock:
             clash = next((r.id for r in records if r.id in self._records), None)
             if clash is not None:
@@ -117,48 +134,29 @@ class InMemoryAdapter(RecordWriter):
                 self._vectors.update((r.id, v) for r, v in zip(records, vectors, strict=True))
         return [r.id for r in records]
 
-    async def _store(self, records: list[Record]) -> list[str]:
-        return self._insert(records)
-
-    async def add_many(
-        self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False
-    ) -> list[str]:
-        return self._insert(records_from_items(items, self.limits))
-
-    async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
-        """Delete one memory; with ``user_id``/``agent_id`` only if it lives in that namespace."""
-        memory_id, user_id, agent_id = check_scope(memory_id, user_id, agent_id, self.limits)
+    async def _delete(self, op: DeleteOp) -> bool:
         with self._lock:
-            record = self._records.get(memory_id)
-            if record is None:
+            record = self._records.get(op.memory_id)
+            if record is None or op.user_id not in (None, record.user_id) or op.agent_id not in (None, record.agent_id):
                 return False
-            if user_id is not None and record.user_id != user_id:
-                return False
-            if agent_id is not None and record.agent_id != agent_id:
-                return False
-            del self._records[memory_id]
-            seq = self._seq.pop(memory_id)
+            del self._records[op.memory_id]
+            seq = self._seq.pop(op.memory_id)
             del self._by_seq[seq]
             self._indexes[(record.user_id, record.agent_id)].remove(seq)
-            self._vectors.pop(memory_id, None)
+            self._vectors.pop(op.memory_id, None)
             return True
 
-    async def reset(self) -> bool:
+    async def _reset(self, op: ResetOp) -> None:
         with self._lock:
-            self._records.clear()
-            self._seq.clear()
-            self._by_seq.clear()
-            self._indexes.clear()
-            self._vectors.clear()
-            self._recalls.clear()
-            self._marks.clear()
-        return True
+            for kept in (self._records, self._seq, self._by_seq, self._indexes, self._vectors,
+                         self._recall_bodies, self._mark_bodies):
+                kept.clear()
 
     # -- reads ----------------------------------------------------------------
 
-    def _newest_first(self, user_id: str, agent_id: str, filters: object, until_us: int | None = None) -> list[Record]:
-        user, agent = check_namespace(user_id, agent_id, self.limits)
-        conditions = parse_filters(filters)
+    def _newest_first(
+        self, user: str, agent: str, conditions: tuple[Condition, ...], until_us: int | None = None
+    ) -> list[Record]:
         with self._lock:
             rows = [
                 r
@@ -170,39 +168,15 @@ class InMemoryAdapter(RecordWriter):
         rows.sort(key=lambda r: (r.created_us, seq[r.id]), reverse=True)
         return rows
 
-    @property
-    def search_modes(self) -> tuple[str, ...]:
-        """The ``mode=`` values :meth:`search` answers (all three with an embedder, else keyword)."""
-        return modes_for(self.embedder is not None)
+    async def _list(self, op: ListOp) -> list[Record]:
+        return self._newest_first(op.user_id, op.agent_id, op.conditions, op.until_us)[op.offset : op.offset + op.limit]
 
-    async def search(
-        self,
-        query: str,
-        user_id: str,
-        agent_id: str,
-        limit: int = 5,
-        filters: dict[str, Any] | None = None,
-        *,
-        mode: str | None = None,
-        hybrid: HybridConfig | None = None,
-        as_of: datetime | None = None,
-    ) -> list[MemoryItem]:
-        """Search one namespace (keyword BM25; with an embedder also semantic and hybrid, fused
-        exactly as the SQLite adapter does); an empty query lists it newest first.
-
-        ``as_of``: only memories that existed then (see :class:`memkit.SupportsAsOf`).
-        """
-        request = _pipeline.prepare(self, query, user_id, agent_id, limit, filters, mode, hybrid, as_of)
-        return await _pipeline.search(self, request, self._search)
-
-    async def _search(self, request: _pipeline.SearchRequest) -> list[MemoryItem]:
-        user, agent, conditions, until_us = request.user_id, request.agent_id, request.conditions, request.until_us
-        if not request.query:
-            return [r.to_item() for r in self._newest_first(user, agent, request.filters, until_us)[: request.limit]]
-        depth = request.depth
-        terms = analyze_query(request.query)
+    async def _rank(self, op: SearchOp) -> list[MemoryItem]:
+        user, agent, conditions, until_us = op.user_id, op.agent_id, op.conditions, op.until_us
+        depth = op.depth
+        terms = analyze_query(op.query)
         hits: list[tuple[Record, float]] = []
-        if request.mode != "semantic":
+        if op.mode != "semantic":
             with self._lock:
                 index = self._indexes.get((user, agent))
                 if index is not None and terms:
@@ -213,23 +187,23 @@ class InMemoryAdapter(RecordWriter):
                             hits.append((found, score))
                             if len(hits) == depth:
                                 break
-        if request.mode == "keyword":
+        if op.mode == "keyword":
             found_records = {found.id: found for found, _ in hits}
             keyed = [(found.id, score) for found, score in hits]
             return [found_records[rid].to_item(score, details) for rid, score, details in
-                    _pipeline.rank(request, keyed, None, _no_ages)]
-        assert self.embedder is not None
-        rows = self._newest_first(user, agent, request.filters, until_us)  # position = recency rank, breaks ties
+                    _pipeline.rank(op, keyed, None, _no_ages)]
+        assert self._embedder is not None
+        rows = self._newest_first(user, agent, conditions, until_us)  # position = recency rank, breaks ties
         position = {r.id: i for i, r in enumerate(rows)}
         keyword = [(position[r.id], score) for r, score in hits if r.id in position]
-        vectors = VectorIndex(self.embedder.dim)
+        vectors = VectorIndex(self._embedder.dim)
         with self._lock:
             present = [(i, self._vectors[r.id]) for i, r in enumerate(rows) if r.id in self._vectors]
         if present:
             vectors.add([i for i, _ in present], np.stack([v for _, v in present]))
-        query_vector = self.embedder.embed([request.query])[0].astype(np.float32)
+        query_vector = self._embedder.embed([op.query])[0].astype(np.float32)
         dense = dense_leg(vectors, query_vector, depth, None, [i for i, _ in keyword])
-        ranked = _pipeline.rank(request, keyword, dense, lambda keys: {i: (-i, 0) for i in keys},
+        ranked = _pipeline.rank(op, keyword, dense, lambda keys: {i: (-i, 0) for i in keys},
                                 self._neighbours(user, agent, rows))
         return [rows[i].to_item(score, details) for i, score, details in ranked]
 
@@ -249,144 +223,94 @@ class InMemoryAdapter(RecordWriter):
 
         return neighbours
 
-    async def get_all(
-        self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
-    ) -> list[MemoryItem]:
-        limit = check_limit(limit, self.limits)
-        return [r.to_item() for r in self._newest_first(user_id, agent_id, filters)[:limit]]
+    async def _get(self, op: GetOp) -> Record | None:
+        return self._records.get(op.memory_id)
 
-    async def get_page(
-        self,
-        user_id: str,
-        agent_id: str,
-        *,
-        offset: int = 0,
-        limit: int = 50,
-        filters: dict[str, Any] | None = None,
-    ) -> list[MemoryItem]:
-        read = check_read(user_id, agent_id, limit, filters, self.limits, offset)
-        rows = self._newest_first(read.user, read.agent, filters)
-        return [r.to_item() for r in rows[read.offset : read.offset + read.limit]]
-
-    async def get(self, memory_id: str) -> MemoryItem | None:
-        check_id(memory_id, "memory_id", self.limits)
-        record = self._records.get(memory_id)
-        return None if record is None else record.to_item()
-
-    async def namespaces(self) -> list[NamespaceInfo]:
+    async def _namespaces(self, op: NamespacesOp) -> list[NamespaceInfo]:
+        spans: dict[tuple[str, str], list[int]] = {}
         with self._lock:
-            records = list(self._records.values())
-        return namespace_infos(records)
+            for r in self._records.values():
+                span = spans.setdefault((r.user_id, r.agent_id), [0, r.created_us, r.created_us])
+                span[0] += 1
+                span[1] = min(span[1], r.created_us)
+                span[2] = max(span[2], r.created_us)
+        return [
+            NamespaceInfo(user_id=u, agent_id=a, count=c, first_at=from_us(lo), last_at=from_us(hi))
+            for (u, a), (c, lo, hi) in sorted(spans.items())
+        ]
 
-    async def stats(self) -> Stats:
+    async def _stats(self, op: StatsOp) -> Stats:
         with self._lock:
             records = list(self._records.values())
         return Stats(
             provider=self.provider_name,
             memories=len(records),
-            traces=trace_count(records),
+            traces=sum(1 for r in records if r.metadata.get("type") == "trace"),
             namespaces=len({(r.user_id, r.agent_id) for r in records}),
         )
 
-    async def health(self) -> Health:
-        async def ping() -> str:
-            with self._lock:  # answers once no writer holds the store
-                return f"{len(self._records)} memories in this process"
+    async def _ping(self, op: PingOp) -> str:
+        with self._lock:  # answers once no writer holds the store
+            return f"{len(self._records)} memories in this process"
 
-        return await timed_health(self.provider_name, ping)
-
-    async def export(self, user_id: str | None = None, agent_id: str | None = None) -> AsyncIterator[MemoryItem]:
+    async def _export(self, op: ExportOp) -> AsyncIterator[Record]:
         with self._lock:
             rows = [
                 r
                 for r in self._records.values()
-                if (user_id is None or r.user_id == user_id) and (agent_id is None or r.agent_id == agent_id)
+                if op.user_id in (None, r.user_id) and op.agent_id in (None, r.agent_id)
             ]
             seq = dict(self._seq)
         rows.sort(key=lambda r: (r.created_us, seq[r.id]))
         for r in rows:
-            yield r.to_item()
+            yield r
 
-    async def aclose(self) -> None:
-        return None
+    async def _close(self, op: CloseOp) -> None:
+        return None  # nothing to release: the store keeps answering
 
     # -- recalls ------------------------------------------------------------------
 
     def _keep_recall(self, body: dict[str, Any]) -> None:
         with self._lock:
-            self._recalls[body["id"]] = body
+            self._recall_bodies[body["id"]] = body
 
-    async def recalls(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        workflow_id: str | None = None,
-        run_id: str | None = None,
-    ) -> list[Recall]:
-        """Recorded recalls, oldest first (see :class:`memkit.SupportsRecalls`)."""
+    async def _recalls(self, op: RecallsOp) -> list[Recall]:
         with self._lock:
-            kept = list(self._recalls.values())
+            kept = [self._recall_bodies[op.recall_id]] if op.recall_id in self._recall_bodies else (
+                [] if op.recall_id is not None else list(self._recall_bodies.values()))
         # Through JSON, as SQLite does: a caller editing a returned recall cannot edit the stored one.
         return [
             _recall.loads(_recall.encode(b)) for b in kept
-            if (user_id is None or b["user_id"] == user_id) and (agent_id is None or b["agent_id"] == agent_id)
-            and (workflow_id is None or b["workflow_id"] == workflow_id) and (run_id is None or b["run_id"] == run_id)
+            if op.user_id in (None, b["user_id"]) and op.agent_id in (None, b["agent_id"])
+            and op.workflow_id in (None, b["workflow_id"]) and op.run_id in (None, b["run_id"])
         ]
 
-    async def get_recall(
-        self, recall_id: str, *, user_id: str | None = None, agent_id: str | None = None
-    ) -> Recall | None:
-        """One recall; with ``user_id``/``agent_id`` only if it lives in that namespace."""
-        check_id(recall_id, "recall_id", self.limits)
+    async def _add_recalls(self, op: AddRecallsOp) -> int:
         with self._lock:
-            body = self._recalls.get(recall_id)
-        if body is None or user_id not in (None, body["user_id"]) or agent_id not in (None, body["agent_id"]):
-            return None
-        return _recall.loads(_recall.encode(body))
-
-    async def add_recalls(self, recalls: Iterable[Recall]) -> int:
-        """Store recalls as given (an import); a recall id the store holds already refuses them all."""
-        batch = checked_recalls(recalls, self.limits)
-        with self._lock:
-            clash = next((r.id for r in batch if r.id in self._recalls), None)
+            clash = next((r.id for r in op.recalls if r.id in self._recall_bodies), None)
             if clash is not None:
                 raise InvalidInputError(f"a recall with id {clash!r} already exists")
-            self._recalls.update((r.id, _recall.body_of(r)) for r in batch)
-        return len(batch)
+            self._recall_bodies.update((r.id, _recall.body_of(r)) for r in op.recalls)
+        return len(op.recalls)
 
     # -- marks ----------------------------------------------------------------------
 
-    async def marks(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        workflow_id: str | None = None,
-        run_id: str | None = None,
-    ) -> list[Mark]:
-        """A researcher's marks, oldest first (see :class:`memkit.SupportsMarks`)."""
-        _marks.check_reads(self.limits, user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id)
+    async def _marks(self, op: MarksOp) -> list[Mark]:
         with self._lock:
-            kept = list(self._marks.values())
-        return _marks.matching(map(_marks.loads, kept), user_id, agent_id, workflow_id, run_id)
+            kept = list(self._mark_bodies.values())
+        return list(map(_marks.loads, kept))
 
-    async def put_marks(self, marks: Iterable[Mark]) -> int:
-        """Store marks, each replacing the mark on the same target; all or none."""
-        batch = _marks.checked_marks(marks, self.limits)
+    async def _put_marks(self, op: PutMarksOp) -> int:
         with self._lock:
-            self._marks.update((m.id, _marks.dumps(m)) for m in batch)
-        return len(batch)
+            self._mark_bodies.update((m.id, _marks.dumps(m)) for m in op.marks)
+        return len(op.marks)
 
-    async def remove_marks(self, mark_ids: Iterable[str], *, user_id: str, agent_id: str) -> int:
-        """Delete these marks, those of them that live in ``user_id``/``agent_id`` only."""
-        ids = _marks.checked_ids(mark_ids, self.limits)
-        user, agent = check_namespace(user_id, agent_id, self.limits)
+    async def _remove_marks(self, op: RemoveMarksOp) -> int:
         with self._lock:
-            kept = {i: _marks.loads(self._marks[i]) for i in ids if i in self._marks}
-            gone = [i for i, m in kept.items() if (m.user_id, m.agent_id) == (user, agent)]
+            kept = {i: _marks.loads(self._mark_bodies[i]) for i in op.mark_ids if i in self._mark_bodies}
+            gone = [i for i, m in kept.items() if (m.user_id, m.agent_id) == (op.user_id, op.agent_id)]
             for i in gone:
-                del self._marks[i]
+                del self._mark_bodies[i]
         return len(gone)
 
 

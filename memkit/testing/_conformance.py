@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC
 from typing import Any, ClassVar, cast
 
@@ -16,6 +16,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("memkit.testing needs pytest and pytest-asyncio: pip install 'memkit[dev]'") from exc
 
 from memkit import _protocols as port
+from memkit._core._store import Store
 from memkit._errors import InvalidInputError, MemkitError
 from memkit._filters import matches, parse_filters
 from memkit._models import MemoryItem
@@ -111,6 +112,21 @@ OPTIONAL: dict[type, str | None] = {
     port.SupportsAsOf: None,
     port.SupportsTraceColumns: None,
     port.SupportsClose: None,
+}
+
+# One call of each optional capability, which a store on the base that does not declare it refuses.
+REFUSED: dict[type, Callable[[Any], Awaitable[object]]] = {
+    port.SupportsGet: lambda p: p.get("some-id"),
+    port.SupportsAddMany: lambda p: p.add_many([]),
+    port.SupportsNamespaces: lambda p: p.namespaces(),
+    port.SupportsStats: lambda p: p.stats(),
+    port.SupportsHealth: lambda p: p.health(),
+    port.SupportsExport: lambda p: anext(p.export()),
+    port.SupportsPaging: lambda p: p.get_page("u", "a"),
+    port.SupportsRecalls: lambda p: p.recalls(),
+    port.SupportsMarks: lambda p: p.marks(),
+    port.SupportsTraceColumns: lambda p: p.trace_columns(),
+    port.SupportsClose: lambda p: p.aclose(),
 }
 
 # The capabilities each adapter class was seen without, for the end-of-run report.
@@ -380,7 +396,7 @@ class ProviderConformance:
 
     @pytest.mark.asyncio
     async def test_large_content_round_trips(self, provider: Any, ns: tuple[str, str]) -> None:
-        limit = provider.limits.max_content_chars if hasattr(provider, "limits") else 100_000
+        limit = provider.limits.max_content_chars if isinstance(provider, Store) else 100_000
         big = ("genome " * (limit // 7 + 1))[:limit]
         mem_id = await provider.add(big, *ns)
         [item] = await provider.get_all(*ns)
@@ -560,7 +576,7 @@ class ProviderConformance:
     # -- optional capabilities ------------------------------------------------------------------------------
 
     @staticmethod
-    def _lacks(provider: Any, capability: type) -> bool:
+    async def _lacks(provider: Any, capability: type) -> bool:
         """False when ``provider`` offers ``capability``; else check that it says so cleanly, and note it.
 
         An adapter without a capability must have none of its members (no half-built
@@ -570,8 +586,15 @@ class ProviderConformance:
         """
         if isinstance(provider, capability):
             return False
-        present = [m for m in _members(capability) if hasattr(provider, m) and m != "search"]
-        assert present == [], f"{type(provider).__name__} has {present} of {capability.__name__} but not all of it"
+        if isinstance(provider, port.Declares):
+            # A store on memkit's base has every method; one it does not declare refuses the call.
+            call = REFUSED.get(capability)
+            if call is not None:
+                with pytest.raises(NotImplementedError, match="does not support"):
+                    await call(provider)
+        else:
+            present = [m for m in _members(capability) if m in dir(provider) and m != "search"]
+            assert present == [], f"{type(provider).__name__} has {present} of {capability.__name__} but not all of it"
         method = OPTIONAL.get(capability)
         if method is not None:
             from memkit._sync import Memory
@@ -591,7 +614,7 @@ class ProviderConformance:
     ) -> None:
         from datetime import datetime
 
-        lacking = self._lacks(provider, capability)
+        lacking = await self._lacks(provider, capability)
         if capability is port.SupportsAsOf:
             memory_id = await provider.add("written after the cut-off", *ns)
             past = datetime(2000, 1, 1, tzinfo=UTC)
@@ -619,7 +642,7 @@ class ProviderConformance:
     @pytest.mark.asyncio
     async def test_close_is_idempotent_and_final(self, make_provider: Callable[[], Any], ns: tuple[str, str]) -> None:
         provider = await self._build(make_provider)
-        if self._lacks(provider, port.SupportsClose):
+        if await self._lacks(provider, port.SupportsClose):
             return
         await provider.add("before closing", *ns)
         await provider.aclose()
@@ -634,7 +657,7 @@ class ProviderConformance:
 
     @pytest.mark.asyncio
     async def test_get(self, provider: Any, ns: tuple[str, str]) -> None:
-        if self._lacks(provider, port.SupportsGet):
+        if await self._lacks(provider, port.SupportsGet):
             return
         mem_id = await provider.add("fetch me", *ns, metadata={"a": 1})
         item = await provider.get(mem_id)
@@ -644,7 +667,7 @@ class ProviderConformance:
 
     @pytest.mark.asyncio
     async def test_add_many_is_all_or_nothing(self, provider: Any, ns: tuple[str, str]) -> None:
-        if self._lacks(provider, port.SupportsAddMany):
+        if await self._lacks(provider, port.SupportsAddMany):
             return
         user, agent = ns
         rows = [{"content": f"batch {i}", "user_id": user, "agent_id": agent, "metadata": {"i": i}} for i in range(30)]
@@ -661,7 +684,7 @@ class ProviderConformance:
 
     @pytest.mark.asyncio
     async def test_namespaces(self, provider: Any, ns: tuple[str, str]) -> None:
-        if self._lacks(provider, port.SupportsNamespaces):
+        if await self._lacks(provider, port.SupportsNamespaces):
             return
         user, agent = ns
         for _ in range(3):
@@ -675,20 +698,20 @@ class ProviderConformance:
 
     @pytest.mark.asyncio
     async def test_stats_and_health(self, provider: Any, ns: tuple[str, str]) -> None:
-        if not self._lacks(provider, port.SupportsStats):
+        if not await self._lacks(provider, port.SupportsStats):
             before = await provider.stats()
             await provider.add("counted", *ns)
             await provider.add_trace(ns[1], "wf-stats", {"tool": "x"}, user_id=ns[0])
             after = await provider.stats()
             assert after.memories - before.memories == 2
             assert after.traces - before.traces == 1
-        if not self._lacks(provider, port.SupportsHealth):
+        if not await self._lacks(provider, port.SupportsHealth):
             health = await provider.health()
             assert health.ok is True and health.latency_ms >= 0 and health.detail
 
     @pytest.mark.asyncio
     async def test_export_yields_every_record_oldest_first(self, provider: Any, ns: tuple[str, str]) -> None:
-        if self._lacks(provider, port.SupportsExport):
+        if await self._lacks(provider, port.SupportsExport):
             return
         user, agent = ns
         ids = [await provider.add(f"export {i}", user, agent, {"i": i}) for i in range(5)]
@@ -699,7 +722,7 @@ class ProviderConformance:
 
     @pytest.mark.asyncio
     async def test_get_page(self, provider: Any, ns: tuple[str, str]) -> None:
-        if self._lacks(provider, port.SupportsPaging):
+        if await self._lacks(provider, port.SupportsPaging):
             return
         ids = [await provider.add(f"page {i}", *ns) for i in range(7)]
         newest = ids[::-1]
@@ -714,7 +737,7 @@ class ProviderConformance:
     async def test_scoped_searches_are_recorded_as_recalls(self, provider: Any, ns: tuple[str, str]) -> None:
         import memkit
 
-        if self._lacks(provider, port.SupportsRecalls):
+        if await self._lacks(provider, port.SupportsRecalls):
             return
         other = (f"{ns[0]}-other", ns[1])
         await provider.add("kinase inhibitor screen", *ns)
@@ -737,7 +760,7 @@ class ProviderConformance:
     async def test_as_of_leaves_out_later_memories(self, provider: Any, ns: tuple[str, str]) -> None:
         from datetime import datetime
 
-        if self._lacks(provider, port.SupportsAsOf):
+        if await self._lacks(provider, port.SupportsAsOf):
             return
         early = await provider.add("kinase early", *ns)
         await asyncio.sleep(0.002)

@@ -15,27 +15,40 @@ import time
 import warnings
 import weakref
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from datetime import datetime
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
-from memkit import _marks, _pipeline, _recall
+from memkit import _marks, _recall
+from memkit._core._ops import (
+    AddRecallsOp,
+    CloseOp,
+    DeleteOp,
+    ExportOp,
+    GetOp,
+    ListOp,
+    MarksOp,
+    NamespacesOp,
+    PingOp,
+    PutMarksOp,
+    RecallsOp,
+    RemoveMarksOp,
+    ResetOp,
+    SearchOp,
+    StatsOp,
+    TraceColumnsOp,
+    WriteOp,
+)
+from memkit._core._store import Store
 from memkit._errors import ConfigError, InvalidInputError, StorageError
 from memkit._marks import Mark
-from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
-from memkit._recall import Recall, checked_recalls
-from memkit._records import Record, from_us, records_from_items, to_us
-from memkit._retrieval import HybridConfig, modes_for
+from memkit._models import MemoryItem, NamespaceInfo, Stats
+from memkit._protocols import Capability
+from memkit._recall import Recall
+from memkit._records import Record, from_us, to_us
+from memkit._retrieval import HybridConfig
 from memkit._url import bool_option, embedder_option, query_options, sqlite_path
-from memkit._validate import (
-    DEFAULT_LIMITS,
-    Limits,
-    check_id,
-    check_namespace,
-    check_read,
-    check_scope,
-)
-from memkit.adapters._plumbing import RecordWriter, Worker, timed_health
+from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_read
+from memkit.adapters._plumbing import Worker
 from memkit.adapters._sqlite._keywords import KeywordCache, feed_head, lag
 from memkit.adapters._sqlite._schema import SCHEMA_VERSION, connect, write_transaction
 from memkit.adapters._sqlite._sql import COLUMNS, created_by, row_record, select
@@ -78,7 +91,7 @@ def _flush_later(adapter_ref: weakref.ref[SQLiteAdapter], wake: threading.Event)
         del adapter
 
 
-class SQLiteAdapter(RecordWriter):
+class SQLiteAdapter(Store):
     """Memories in one SQLite file (WAL), keyword search by BM25 with porter + unicode61 analysis.
 
     The keyword index of a namespace is built in memory on its first search, saved
@@ -126,7 +139,8 @@ class SQLiteAdapter(RecordWriter):
     """
 
     provider_name = "sqlite"
-    searches_as_of = True
+    capabilities = frozenset(Capability) - {Capability.GRAPH}
+    health_failures = (StorageError,)
 
     def __init__(
         self,
@@ -140,16 +154,11 @@ class SQLiteAdapter(RecordWriter):
         record_recalls: bool = False,
         durable_recalls: bool = False,
     ) -> None:
-        for name, flag in (("record_recalls", record_recalls), ("durable_recalls", durable_recalls)):
-            if not isinstance(flag, bool):
-                raise ConfigError(f"{name} must be True or False, got {flag!r}")
-        self.record_recalls = record_recalls
+        super().__init__(limits=limits, hybrid=hybrid, record_recalls=record_recalls)
+        if not isinstance(durable_recalls, bool):
+            raise ConfigError(f"durable_recalls must be True or False, got {durable_recalls!r}")
         self.durable_recalls = durable_recalls
-        if hybrid is not None and not isinstance(hybrid, HybridConfig):
-            raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
-        self.hybrid = hybrid or HybridConfig()
         self.path = str(path)
-        self.limits = limits
         self._busy_timeout_ms = busy_timeout_ms
         chosen = None
         if embedder is not None and embedder is not _UNSET:
@@ -212,7 +221,7 @@ class SQLiteAdapter(RecordWriter):
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         return await self._worker.run(fn, *args)
 
-    def _write(self, records: list[Record], progress: bool = False) -> list[str]:
+    def _insert(self, records: list[Record], progress: bool = False) -> list[str]:
         db = self._db()
         self._vectors.check_writable()
         self._vectors.sync(db)
@@ -281,27 +290,18 @@ class SQLiteAdapter(RecordWriter):
                     and lag(db, "vector_snapshots", user_id, agent_id) >= self._vectors.resave_min):
                 self._vectors.save_current(db, user_id, agent_id)
 
-    # -- the port ----------------------------------------------------------------
+    # -- the operations --------------------------------------------------------------
 
-    async def _store(self, records: list[Record]) -> list[str]:
-        return await self._run(self._write, records)
-
-    async def add_many(
-        self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False
-    ) -> list[str]:
-        """Validate every item, then write all of them in one transaction (or none)."""
-        records = records_from_items(items, self.limits)
-        if not records:
-            return []
-        return await self._run(self._write, records, progress)
+    async def _write(self, op: WriteOp) -> list[str]:
+        return await self._run(self._insert, list(op.records), op.progress)
 
     def _select(self, *args: Any) -> list[Record]:
         return select(self._db(), *args)
 
-    def _ranked(self, *args: Any) -> list[MemoryItem]:
+    def _ranked(self, op: SearchOp, vector: Any = None) -> list[MemoryItem]:
         from memkit.adapters._sqlite._search import ranked  # numpy and the keyword index: searches only
 
-        hits = ranked(self._db(), self._keywords, self._vectors, *args)
+        hits = ranked(self._db(), self._keywords, self._vectors, op, vector)
         if self._vectors.unsettled and not self._settling:
             # Reading the rest of a restored index, or saving one for the next process, waits until
             # this search has returned. Refused once closing: the next process does it.
@@ -313,37 +313,12 @@ class SQLiteAdapter(RecordWriter):
         # The next step queues behind any call that came meanwhile: none waits for more than one.
         self._settling = more and self._worker.submit(self._settle)
 
-    async def search(
-        self,
-        query: str,
-        user_id: str,
-        agent_id: str,
-        limit: int = 5,
-        filters: dict[str, Any] | None = None,
-        *,
-        mode: str | None = None,
-        hybrid: HybridConfig | None = None,
-        as_of: datetime | None = None,
-    ) -> list[MemoryItem]:
-        """Rank one namespace's memories against ``query``; an empty query lists it newest first.
+    async def _rank(self, op: SearchOp) -> list[MemoryItem]:
+        return await self._run(self._ranked, op)
 
-        ``mode``: ``"hybrid"`` (the default with an embedder: keyword and semantic
-        legs fused as in :class:`memkit.HybridConfig`), ``"keyword"`` (BM25, the
-        default without one) or ``"semantic"`` (cosine). Filters apply in every
-        mode. Each result's ``score_details`` says which leg found it and how.
-        ``as_of``: only memories that existed then (see :class:`memkit.SupportsAsOf`).
-        """
-        request = _pipeline.prepare(self, query, user_id, agent_id, limit, filters, mode, hybrid, as_of)
-        return await _pipeline.search(self, request, self._search)
-
-    async def _search(self, request: _pipeline.SearchRequest) -> list[MemoryItem]:
-        if request.query:
-            return await self._run(self._ranked, request)
-        conditions = request.conditions
-        if request.until_us is not None:
-            conditions = (*conditions, created_by(request.until_us))
-        records = await self._run(self._select, request.user_id, request.agent_id, conditions, request.limit)
-        return [r.to_item() for r in records]
+    async def _list(self, op: ListOp) -> list[Record]:
+        conditions = op.conditions if op.until_us is None else (*op.conditions, created_by(op.until_us))
+        return await self._run(self._select, op.user_id, op.agent_id, conditions, op.limit, op.offset)
 
     async def search_by_vector(
         self,
@@ -369,16 +344,11 @@ class SQLiteAdapter(RecordWriter):
         if norm == 0.0:
             raise InvalidInputError("vector must not be all zeros")
         user, agent, limit, _, conditions = check_read(user_id, agent_id, limit, filters, self.limits)
-        request = _pipeline.SearchRequest(
+        request = SearchOp(
             query="", user_id=user, agent_id=agent, limit=limit, filters=filters, conditions=conditions,
             mode="semantic", config=self.hybrid,
         )
         return await self._run(self._ranked, request, query / norm)
-
-    @property
-    def search_modes(self) -> tuple[str, ...]:
-        """The ``mode=`` values :meth:`search` answers (all three with an embedder, else keyword)."""
-        return modes_for(self.embedder is not None)
 
     @property
     def embedder(self) -> Any:
@@ -420,34 +390,14 @@ class SQLiteAdapter(RecordWriter):
 
         return await self._run(self._reembed, get_embedder(embedder), progress)
 
-    async def get_all(
-        self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
-    ) -> list[MemoryItem]:
-        return await self.get_page(user_id, agent_id, limit=limit, filters=filters)
-
-    async def get_page(
-        self,
-        user_id: str,
-        agent_id: str,
-        *,
-        offset: int = 0,
-        limit: int = 50,
-        filters: dict[str, Any] | None = None,
-    ) -> list[MemoryItem]:
-        read = check_read(user_id, agent_id, limit, filters, self.limits, offset)
-        records = await self._run(self._select, read.user, read.agent, read.conditions, read.limit, read.offset)
-        return [r.to_item() for r in records]
-
-    def _get(self, memory_id: str) -> Record | None:
+    def _row_of(self, memory_id: str) -> Record | None:
         row = self._db().execute(f"SELECT {COLUMNS} FROM memories m WHERE m.id = ?", (memory_id,)).fetchone()  # noqa: S608
         return None if row is None else row_record(row)
 
-    async def get(self, memory_id: str) -> MemoryItem | None:
-        check_id(memory_id, "memory_id", self.limits)
-        record = await self._run(self._get, memory_id)
-        return None if record is None else record.to_item()
+    async def _get(self, op: GetOp) -> Record | None:
+        return await self._run(self._row_of, op.memory_id)
 
-    def _delete(self, memory_id: str, user_id: str | None, agent_id: str | None) -> bool:
+    def _delete_rows(self, memory_id: str, user_id: str | None, agent_id: str | None) -> bool:
         sql = "DELETE FROM memories WHERE id = ?"
         params: list[str] = [memory_id]
         if user_id is not None:
@@ -460,11 +410,10 @@ class SQLiteAdapter(RecordWriter):
         self._written.update((user, agent) for _, user, agent in deleted)
         return bool(deleted)
 
-    async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
-        """Delete one memory; with ``user_id``/``agent_id`` only if it lives in that namespace."""
-        return await self._run(self._delete, *check_scope(memory_id, user_id, agent_id, self.limits))
+    async def _delete(self, op: DeleteOp) -> bool:
+        return await self._run(self._delete_rows, op.memory_id, op.user_id, op.agent_id)
 
-    def _reset(self) -> bool:
+    def _wipe(self) -> None:
         self._flush_recalls()  # recorded before the reset: they go with everything else
         db = self._db()
         with write_transaction(db):
@@ -477,15 +426,13 @@ class SQLiteAdapter(RecordWriter):
         self._keywords.clear()
         self._vectors.clear()
         self._written.clear()
-        return True
 
-    async def reset(self) -> bool:
-        """Delete every memory of every namespace in this file."""
-        return await self._run(self._reset)
+    async def _reset(self, op: ResetOp) -> None:
+        await self._run(self._wipe)
 
     # -- capabilities ------------------------------------------------------------
 
-    def _namespaces(self) -> list[NamespaceInfo]:
+    def _namespace_rows(self) -> list[NamespaceInfo]:
         rows = self._db().execute(
             "SELECT user_id, agent_id, count(*), min(created_us), max(created_us)"
             " FROM memories GROUP BY user_id, agent_id ORDER BY user_id, agent_id"
@@ -495,10 +442,10 @@ class SQLiteAdapter(RecordWriter):
             for u, a, c, lo, hi in rows
         ]
 
-    async def namespaces(self) -> list[NamespaceInfo]:
-        return await self._run(self._namespaces)
+    async def _namespaces(self, op: NamespacesOp) -> list[NamespaceInfo]:
+        return await self._run(self._namespace_rows)
 
-    def _stats(self) -> Stats:
+    def _measure(self) -> Stats:
         db = self._db()
         memories, traces = db.execute(
             "SELECT count(*), coalesce(sum(json_extract(metadata, '$.type') = 'trace'), 0) FROM memories"
@@ -515,15 +462,15 @@ class SQLiteAdapter(RecordWriter):
             embedder=name, embedder_dim=dim, vectors=vectors,
         )
 
-    async def stats(self) -> Stats:
-        return await self._run(self._stats)
+    async def _stats(self, op: StatsOp) -> Stats:
+        return await self._run(self._measure)
 
-    def _ping(self) -> str:
+    def _schema_line(self) -> str:
         version = self._db().execute("PRAGMA user_version").fetchone()[0]
         return f"schema version {version}, SQLite {sqlite3.sqlite_version}"
 
-    async def health(self) -> Health:
-        return await timed_health(self.provider_name, lambda: self._run(self._ping), (StorageError,))
+    async def _ping(self, op: PingOp) -> str:
+        return await self._run(self._schema_line)
 
     def _export_chunk(
         self, after: tuple[int, int], user_id: str | None, agent_id: str | None, size: int
@@ -539,31 +486,22 @@ class SQLiteAdapter(RecordWriter):
         sql += " ORDER BY m.created_us, m.seq LIMIT ?"
         return self._db().execute(sql, [*params, size]).fetchall()
 
-    async def export(self, user_id: str | None = None, agent_id: str | None = None) -> AsyncIterator[MemoryItem]:
-        """Every record, oldest first, read in chunks so memory use stays flat."""
+    async def _export(self, op: ExportOp) -> AsyncIterator[Record]:
+        # In chunks, so memory use stays flat.
         after = (-(2**62), -1)
         while True:
-            rows = await self._run(self._export_chunk, after, user_id, agent_id, 2_000)
+            rows = await self._run(self._export_chunk, after, op.user_id, op.agent_id, 2_000)
             for row in rows:
-                yield row_record(row).to_item()
+                yield row_record(row)
             if len(rows) < 2_000:
                 return
             after = (rows[-1][6], rows[-1][0])
 
-    def _trace_columns(self, *args: Any) -> dict[str, Any]:
+    def _columns(self, *args: Any) -> dict[str, Any]:
         return trace_columns(self._db(), self.path, *args)
 
-    async def trace_columns(
-        self,
-        *,
-        workflow_id: str | None = None,
-        agent_id: str | None = None,
-        user_id: str | None = None,
-        status: str | None = None,
-        since_us: int | None = None,
-    ) -> dict[str, Any]:
-        """Every trace step as columns (see :class:`memkit.SupportsTraceColumns`), in storage order."""
-        return await self._run(self._trace_columns, workflow_id, agent_id, user_id, status, since_us)
+    async def _trace_columns(self, op: TraceColumnsOp) -> dict[str, Any]:
+        return await self._run(self._columns, op.workflow_id, op.agent_id, op.user_id, op.status, op.since_us)
 
     # -- recalls, written behind the searches, in batches, on the worker thread --------
 
@@ -629,7 +567,7 @@ class SQLiteAdapter(RecordWriter):
         elif count == 1:
             self._recall_wake.set()
 
-    def _recalls(
+    def _recall_rows_matching(
         self, user_id: str | None, agent_id: str | None, workflow_id: str | None, run_id: str | None,
         recall_id: str | None,
     ) -> list[str]:
@@ -645,16 +583,9 @@ class SQLiteAdapter(RecordWriter):
         self._flush_recalls()
         return [row[0] for row in self._db().execute(sql + " ORDER BY seq", params)]
 
-    async def recalls(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        workflow_id: str | None = None,
-        run_id: str | None = None,
-    ) -> list[Recall]:
-        """Recorded recalls, oldest first (see :class:`memkit.SupportsRecalls`)."""
-        bodies = await self._run(self._recalls, user_id, agent_id, workflow_id, run_id, None)
+    async def _recalls(self, op: RecallsOp) -> list[Recall]:
+        bodies = await self._run(
+            self._recall_rows_matching, op.user_id, op.agent_id, op.workflow_id, op.run_id, op.recall_id)
         return [_recall.loads(body) for body in bodies]
 
     def _recall_step_counts(
@@ -693,18 +624,9 @@ class SQLiteAdapter(RecordWriter):
                 check_id(value, name, self.limits)
         return await self._run(self._recall_step_counts, workflow_id, user_id, agent_id)
 
-    async def get_recall(
-        self, recall_id: str, *, user_id: str | None = None, agent_id: str | None = None
-    ) -> Recall | None:
-        """One recall; with ``user_id``/``agent_id`` only if it lives in that namespace."""
-        check_id(recall_id, "recall_id", self.limits)
-        bodies = await self._run(self._recalls, user_id, agent_id, None, None, recall_id)
-        return _recall.loads(bodies[0]) if bodies else None
-
-    async def add_recalls(self, recalls: Iterable[Recall]) -> int:
-        """Store recalls as given (an import), in one transaction; an id already stored refuses them all."""
-        batch = [_recall.body_of(r) for r in checked_recalls(recalls, self.limits)]
-        return await self._run(self._import_recalls, batch) if batch else 0
+    async def _add_recalls(self, op: AddRecallsOp) -> int:
+        # One transaction: an id already stored refuses them all.
+        return await self._run(self._import_recalls, [_recall.body_of(r) for r in op.recalls])
 
     def _import_recalls(self, bodies: list[dict[str, Any]]) -> int:
         self._flush_recalls()
@@ -712,7 +634,7 @@ class SQLiteAdapter(RecordWriter):
 
     # -- marks ----------------------------------------------------------------------
 
-    def _marks(
+    def _mark_rows(
         self, user_id: str | None, agent_id: str | None, workflow_id: str | None, run_id: str | None
     ) -> list[str]:
         sql = "SELECT body FROM marks WHERE 1"
@@ -725,20 +647,11 @@ class SQLiteAdapter(RecordWriter):
                 params.append(value)
         return [row[0] for row in self._db().execute(sql, params)]
 
-    async def marks(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        workflow_id: str | None = None,
-        run_id: str | None = None,
-    ) -> list[Mark]:
-        """A researcher's marks, oldest first (see :class:`memkit.SupportsMarks`)."""
-        _marks.check_reads(self.limits, user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id)
-        bodies = await self._run(self._marks, user_id, agent_id, workflow_id, run_id)
-        return _marks.matching(map(_marks.loads, bodies), user_id, agent_id, workflow_id, run_id)
+    async def _marks(self, op: MarksOp) -> list[Mark]:
+        bodies = await self._run(self._mark_rows, op.user_id, op.agent_id, op.workflow_id, op.run_id)
+        return list(map(_marks.loads, bodies))
 
-    def _put_marks(self, batch: list[Mark]) -> int:
+    def _insert_marks(self, batch: tuple[Mark, ...]) -> int:
         db = self._db()
         with write_transaction(db):
             db.executemany(
@@ -749,12 +662,10 @@ class SQLiteAdapter(RecordWriter):
             )
         return len(batch)
 
-    async def put_marks(self, marks: Iterable[Mark]) -> int:
-        """Store marks in one transaction, each replacing the mark on the same target."""
-        batch = _marks.checked_marks(marks, self.limits)
-        return await self._run(self._put_marks, batch) if batch else 0
+    async def _put_marks(self, op: PutMarksOp) -> int:
+        return await self._run(self._insert_marks, op.marks)
 
-    def _remove_marks(self, ids: list[str], user_id: str, agent_id: str) -> int:
+    def _delete_marks(self, ids: tuple[str, ...], user_id: str, agent_id: str) -> int:
         db = self._db()
         with write_transaction(db):
             return sum(
@@ -763,13 +674,10 @@ class SQLiteAdapter(RecordWriter):
                 for i in ids
             )
 
-    async def remove_marks(self, mark_ids: Iterable[str], *, user_id: str, agent_id: str) -> int:
-        """Delete these marks, those of them that live in ``user_id``/``agent_id`` only."""
-        ids = _marks.checked_ids(mark_ids, self.limits)
-        user, agent = check_namespace(user_id, agent_id, self.limits)
-        return await self._run(self._remove_marks, ids, user, agent) if ids else 0
+    async def _remove_marks(self, op: RemoveMarksOp) -> int:
+        return await self._run(self._delete_marks, op.mark_ids, op.user_id, op.agent_id)
 
-    def _close(self) -> None:
+    def _release(self) -> None:
         self._recall_wake.set()  # the recall thread sees the store closing and ends
         if self._conn is not None:
             self._flush_recalls()
@@ -780,10 +688,10 @@ class SQLiteAdapter(RecordWriter):
             self._conn.close()
             self._conn = None
 
-    async def aclose(self) -> None:
-        """Write the queued recalls and close the file; again is a no-op, any other call then fails."""
-        await self._worker.aclose(self._close)
+    async def _close(self, op: CloseOp) -> None:
+        # Writes the queued recalls and closes the file; again is a no-op, any other call then fails.
+        await self._worker.aclose(self._release)
 
     def close(self) -> None:
         """:meth:`aclose` from sync code (no event loop needed)."""
-        self._worker.close(self._close)
+        self._worker.close(self._release)

@@ -7,10 +7,11 @@ import sqlite3
 
 import numpy as np
 
+from memkit._core._ops import SearchOp
 from memkit._filters import Condition
 from memkit._keyword import KeywordIndex, analyze_query
 from memkit._models import MemoryItem
-from memkit._pipeline import SearchRequest, rank
+from memkit._pipeline import rank
 from memkit._records import Record
 from memkit._retrieval import DenseScores, dense_leg
 from memkit.adapters._sqlite._keywords import KeywordCache, snapshot
@@ -61,7 +62,7 @@ def _dense(
 
 
 def ranked(
-    db: sqlite3.Connection, keywords: KeywordCache, vectors: Vectors, request: SearchRequest,
+    db: sqlite3.Connection, keywords: KeywordCache, vectors: Vectors, request: SearchOp,
     vector: np.ndarray | None = None,
 ) -> list[MemoryItem]:
     """The SQLite legs of :func:`memkit._pipeline.rank` (the index and connection live on this thread)."""

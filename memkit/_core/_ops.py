@@ -1,0 +1,290 @@
+"""The operations a store executes, as values.
+
+Each public method of :class:`memkit._core._store.Store` checks its arguments into one of
+these (so a bad argument fails before the store is touched), then hands it to
+:meth:`~memkit._core._store.Store.execute`, as LangGraph's ``BaseStore.batch`` takes
+``GetOp``/``SearchOp``/``PutOp`` values and an httpx transport takes a request. An operation
+is checked input only: every field already holds what the adapter may trust.
+
+``Op[R]`` says what the operation returns; :meth:`Op.send` picks the adapter method that
+executes it (one per operation, named in each class's docstring), so the base and every
+adapter stay typed end to end. ``capability`` is the declaration a store needs for it
+(``None``: every store executes it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from memkit._filters import Condition
+from memkit._marks import Mark
+from memkit._models import MemoryItem, NamespaceInfo, Stats
+from memkit._protocols import Capability
+from memkit._recall import Recall
+from memkit._records import Record
+from memkit._retrieval import HybridConfig
+
+if TYPE_CHECKING:
+    from memkit._core._store import Store
+
+__all__ = [
+    "AddRecallsOp",
+    "CloseOp",
+    "DeleteOp",
+    "ExportOp",
+    "GetOp",
+    "ListOp",
+    "MarksOp",
+    "NamespacesOp",
+    "Op",
+    "PingOp",
+    "PutMarksOp",
+    "RecallsOp",
+    "RemoveMarksOp",
+    "ResetOp",
+    "SearchOp",
+    "StatsOp",
+    "TraceColumnsOp",
+    "WriteOp",
+]
+
+R = TypeVar("R")
+
+
+class Op(Generic[R]):
+    """One checked operation whose result is an ``R``."""
+
+    __slots__ = ()
+    capability: ClassVar[Capability | None] = None
+
+    def send(self, store: Store) -> Awaitable[R]:
+        """The adapter's execution of this operation (not awaited)."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOp(Op[list[str]]):
+    """Store these records, all or none (``add``, ``add_trace``, ``add_many``): ``Store._write``."""
+
+    records: tuple[Record, ...]
+    progress: bool = False  # show a progress bar (add_many)
+
+    def send(self, store: Store) -> Awaitable[list[str]]:
+        return store._write(self)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOp(Op[list[MemoryItem]]):
+    """Rank one namespace's memories against a non-empty query: ``Store._rank``.
+
+    The adapter finds candidates (its keyword and semantic legs) and hands them to
+    :func:`memkit._pipeline.rank`; the base records the recall. An empty query never reaches
+    the adapter as a search: the base lists the namespace newest first (:class:`ListOp`).
+    """
+
+    query: str
+    user_id: str
+    agent_id: str
+    limit: int
+    filters: object  # as given (the recall keeps them)
+    conditions: tuple[Condition, ...]
+    mode: str
+    config: HybridConfig
+    as_of: datetime | None = None
+    until_us: int | None = None  # as_of in microseconds: memories created later are left out
+
+    @property
+    def depth(self) -> int:
+        """How many candidates each leg contributes (hybrid: ``config.candidates``; else the limit)."""
+        return max(self.config.candidates, self.limit) if self.mode == "hybrid" else self.limit
+
+    def send(self, store: Store) -> Awaitable[list[MemoryItem]]:
+        return store._rank(self)
+
+
+@dataclass(frozen=True, slots=True)
+class ListOp(Op[list[Record]]):
+    """One namespace newest first, filtered, a page of it (``get_all``, ``get_page``, a search
+    with an empty query): ``Store._list``."""
+
+    user_id: str
+    agent_id: str
+    conditions: tuple[Condition, ...]
+    limit: int
+    offset: int = 0
+    until_us: int | None = None  # leave out memories created later (search's as_of)
+
+    def send(self, store: Store) -> Awaitable[list[Record]]:
+        return store._list(self)
+
+
+@dataclass(frozen=True, slots=True)
+class GetOp(Op["Record | None"]):
+    """One memory by id, whatever its namespace (``None``: no such memory): ``Store._get``."""
+
+    capability: ClassVar[Capability | None] = Capability.GET
+    memory_id: str
+
+    def send(self, store: Store) -> Awaitable[Record | None]:
+        return store._get(self)
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOp(Op[bool]):
+    """Delete one memory, only if it lives in ``user_id``/``agent_id`` where given: ``Store._delete``."""
+
+    memory_id: str
+    user_id: str | None = None
+    agent_id: str | None = None
+
+    def send(self, store: Store) -> Awaitable[bool]:
+        return store._delete(self)
+
+
+@dataclass(frozen=True, slots=True)
+class ResetOp(Op[None]):
+    """Delete everything the store holds (memories, recalls, marks): ``Store._reset``."""
+
+    def send(self, store: Store) -> Awaitable[None]:
+        return store._reset(self)
+
+
+@dataclass(frozen=True, slots=True)
+class NamespacesOp(Op[list[NamespaceInfo]]):
+    """Every namespace with its count and activity, sorted: ``Store._namespaces``."""
+
+    capability: ClassVar[Capability | None] = Capability.NAMESPACES
+
+    def send(self, store: Store) -> Awaitable[list[NamespaceInfo]]:
+        return store._namespaces(self)
+
+
+@dataclass(frozen=True, slots=True)
+class StatsOp(Op[Stats]):
+    """How much the store holds: ``Store._stats``."""
+
+    capability: ClassVar[Capability | None] = Capability.STATS
+
+    def send(self, store: Store) -> Awaitable[Stats]:
+        return store._stats(self)
+
+
+@dataclass(frozen=True, slots=True)
+class PingOp(Op[str]):
+    """Reach the store and say where it is (the detail line of ``health``); the base times it
+    and reports a failure: ``Store._ping``."""
+
+    capability: ClassVar[Capability | None] = Capability.HEALTH
+
+    def send(self, store: Store) -> Awaitable[str]:
+        return store._ping(self)
+
+
+@dataclass(frozen=True, slots=True)
+class ExportOp:
+    """Every record, oldest first, those of ``user_id``/``agent_id`` where given: ``Store._export``.
+
+    Not an :class:`Op`: its answer is a stream (an async iterator), read while it is produced.
+    """
+
+    capability: ClassVar[Capability] = Capability.EXPORT
+    user_id: str | None = None
+    agent_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TraceColumnsOp(Op[dict[str, Any]]):
+    """Every trace step as columns (see :class:`memkit.SupportsTraceColumns`): ``Store._trace_columns``."""
+
+    capability: ClassVar[Capability | None] = Capability.TRACE_COLUMNS
+    workflow_id: str | None = None
+    agent_id: str | None = None
+    user_id: str | None = None
+    status: str | None = None
+    since_us: int | None = None
+
+    def send(self, store: Store) -> Awaitable[dict[str, Any]]:
+        return store._trace_columns(self)
+
+
+@dataclass(frozen=True, slots=True)
+class RecallsOp(Op[list[Recall]]):
+    """Stored recalls, oldest first, those matching every field given (``recalls``,
+    ``get_recall``): ``Store._recalls``."""
+
+    capability: ClassVar[Capability | None] = Capability.RECALLS
+    user_id: str | None = None
+    agent_id: str | None = None
+    workflow_id: str | None = None
+    run_id: str | None = None
+    recall_id: str | None = None
+
+    def send(self, store: Store) -> Awaitable[list[Recall]]:
+        return store._recalls(self)
+
+
+@dataclass(frozen=True, slots=True)
+class AddRecallsOp(Op[int]):
+    """Store recalls as given (an import), all or none; an id held already refuses them all:
+    ``Store._add_recalls``."""
+
+    capability: ClassVar[Capability | None] = Capability.RECALLS
+    recalls: tuple[Recall, ...]
+
+    def send(self, store: Store) -> Awaitable[int]:
+        return store._add_recalls(self)
+
+
+@dataclass(frozen=True, slots=True)
+class MarksOp(Op[list[Mark]]):
+    """Stored marks, oldest first; the base keeps those matching every field given:
+    ``Store._marks``."""
+
+    capability: ClassVar[Capability | None] = Capability.MARKS
+    user_id: str | None = None
+    agent_id: str | None = None
+    workflow_id: str | None = None
+    run_id: str | None = None
+
+    def send(self, store: Store) -> Awaitable[list[Mark]]:
+        return store._marks(self)
+
+
+@dataclass(frozen=True, slots=True)
+class PutMarksOp(Op[int]):
+    """Store marks, each replacing the one on the same target (same id), all or none:
+    ``Store._put_marks``."""
+
+    capability: ClassVar[Capability | None] = Capability.MARKS
+    marks: tuple[Mark, ...]
+
+    def send(self, store: Store) -> Awaitable[int]:
+        return store._put_marks(self)
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveMarksOp(Op[int]):
+    """Delete the marks with these ids that live in ``user_id``/``agent_id``; how many:
+    ``Store._remove_marks``."""
+
+    capability: ClassVar[Capability | None] = Capability.MARKS
+    mark_ids: tuple[str, ...]
+    user_id: str
+    agent_id: str
+
+    def send(self, store: Store) -> Awaitable[int]:
+        return store._remove_marks(self)
+
+
+@dataclass(frozen=True, slots=True)
+class CloseOp(Op[None]):
+    """Release connections, files and threads, once (the base makes a second close a no-op):
+    ``Store._close``."""
+
+    capability: ClassVar[Capability | None] = Capability.CLOSE
+
+    def send(self, store: Store) -> Awaitable[None]:
+        return store._close(self)

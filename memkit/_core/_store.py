@@ -1,0 +1,398 @@
+"""THE store base: every public method of the port written once, over operations as values.
+
+A public method (``add``, ``search``, ``get_page``, ``put_marks``, ...) checks its arguments
+into an operation (:mod:`memkit._core._ops`), which :meth:`Store.execute` hands to the one
+adapter method that executes it. Validation, limits, the empty-query listing, recall
+recording (through :mod:`memkit._pipeline`), ``health`` timing and the refusal of what a
+store does not offer live here, once. An adapter holds only what differs:
+
+* required: ``_write`` (store records, all or none), ``_rank`` (find the candidates of a
+  query and rank them with :func:`memkit._pipeline.rank`), ``_list`` (a namespace newest
+  first), ``_delete`` and ``_reset``;
+* per declared :class:`~memkit._protocols.Capability`: ``_get``, ``_namespaces``, ``_stats``,
+  ``_ping``, ``_export``, ``_trace_columns``, ``_recalls``/``_add_recalls``/``_keep_recall``,
+  ``_marks``/``_put_marks``/``_remove_marks``, ``_close``.
+
+``capabilities`` is the declaration: ``isinstance(store, SupportsStats)`` answers from it, and
+a class that declares a capability without its methods fails when it is defined.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from memkit import _marks, _pipeline
+from memkit._core._ops import (
+    AddRecallsOp,
+    CloseOp,
+    DeleteOp,
+    ExportOp,
+    GetOp,
+    ListOp,
+    MarksOp,
+    NamespacesOp,
+    Op,
+    PingOp,
+    PutMarksOp,
+    RecallsOp,
+    RemoveMarksOp,
+    ResetOp,
+    SearchOp,
+    StatsOp,
+    TraceColumnsOp,
+    WriteOp,
+)
+from memkit._errors import ConfigError
+from memkit._marks import Mark
+from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
+from memkit._protocols import Capability, Declares
+from memkit._recall import Recall, checked_recalls
+from memkit._records import Record, new_record, records_from_items, trace_record
+from memkit._retrieval import HybridConfig, modes_for
+from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_namespace, check_read, check_scope
+
+if TYPE_CHECKING:
+    from memkit.embeddings import Embedder
+
+__all__ = ["Store"]
+
+R = TypeVar("R")
+
+# The adapter methods each capability needs (a declaration without them is refused at class definition).
+_HANDLERS: dict[Capability, tuple[str, ...]] = {
+    Capability.GET: ("_get",),
+    Capability.NAMESPACES: ("_namespaces",),
+    Capability.STATS: ("_stats",),
+    Capability.HEALTH: ("_ping",),
+    Capability.EXPORT: ("_export",),
+    Capability.CLOSE: ("_close",),
+    Capability.TRACE_COLUMNS: ("_trace_columns",),
+    Capability.RECALLS: ("_recalls", "_add_recalls", "_keep_recall"),
+    Capability.MARKS: ("_marks", "_put_marks", "_remove_marks"),
+    Capability.RECALL_COUNTS: ("recall_step_counts",),
+    Capability.REEMBED: ("reembed",),
+    Capability.GRAPH: ("graph", "neighbourhood"),
+}
+
+
+class Store(Declares, abc.ABC):
+    """The memkit port (:class:`memkit.MemoryProvider` and its ``SupportsX`` capabilities) over
+    the few operations an adapter executes. See the module docstring for what a subclass writes.
+
+    Parameters
+    ----------
+    limits
+        Input bounds (see :class:`memkit.Limits`).
+    hybrid
+        Fusion knobs for ``mode="hybrid"`` (:class:`memkit.HybridConfig`).
+    record_recalls
+        Record searches made outside any step scope as recalls too (inside a step they always
+        are); see :class:`memkit.SupportsRecalls`.
+    """
+
+    provider_name: ClassVar[str] = "store"
+    capabilities: frozenset[Capability] = frozenset()
+    # What a failing ``_ping`` may raise that ``health`` reports instead of raising.
+    health_failures: ClassVar[tuple[type[BaseException], ...]] = (Exception,)
+
+    def __init__(
+        self, *, limits: Limits = DEFAULT_LIMITS, hybrid: HybridConfig | None = None, record_recalls: bool = False
+    ) -> None:
+        if not isinstance(record_recalls, bool):
+            raise ConfigError(f"record_recalls must be True or False, got {record_recalls!r}")
+        if hybrid is not None and not isinstance(hybrid, HybridConfig):
+            raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
+        self.limits = limits
+        self.hybrid = hybrid or HybridConfig()
+        self.record_recalls = record_recalls
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__mro__[: cls.__mro__.index(Store)]
+        for capability in cls.capabilities:
+            missing = [name for name in _HANDLERS.get(capability, ()) if not any(name in vars(k) for k in own)]
+            if missing:
+                raise TypeError(f"{cls.__name__} declares {capability.name} but does not define {', '.join(missing)}")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    # -- the declaration -------------------------------------------------------------
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The :class:`memkit.embeddings.Embedder` that makes this store's vectors (``None``: keyword only)."""
+        return None
+
+    @property
+    def search_modes(self) -> tuple[str, ...]:
+        """The ``mode=`` values :meth:`search` answers (all three with an embedder, else keyword)."""
+        return modes_for(self.embedder is not None)
+
+    @property
+    def searches_as_of(self) -> bool:
+        """Whether :meth:`search` takes ``as_of`` (see :class:`memkit.SupportsAsOf`)."""
+        return Capability.AS_OF in self.capabilities
+
+    def _require(self, capability: Capability) -> None:
+        if capability not in self.capabilities:
+            raise NotImplementedError(f"{self!r} does not support {capability.value}()")
+
+    async def execute(self, op: Op[R]) -> R:
+        """Execute one checked operation (refused when the store does not declare what it needs)."""
+        if op.capability is not None:
+            self._require(op.capability)
+        return await op.send(self)
+
+    # -- what every adapter writes ------------------------------------------------------
+
+    @abc.abstractmethod
+    async def _write(self, op: WriteOp) -> list[str]:
+        """Store ``op.records`` (ids already given), all or none; a clashing id is an ``InvalidInputError``."""
+
+    @abc.abstractmethod
+    async def _rank(self, op: SearchOp) -> list[MemoryItem]:
+        """The best ``op.limit`` memories for ``op.query`` (never empty), best first."""
+
+    @abc.abstractmethod
+    async def _list(self, op: ListOp) -> list[Record]:
+        """One namespace newest first (ties: later written first), filtered, paged."""
+
+    @abc.abstractmethod
+    async def _delete(self, op: DeleteOp) -> bool:
+        """Delete one memory if it is there (and in the namespace given); whether it was."""
+
+    @abc.abstractmethod
+    async def _reset(self, op: ResetOp) -> None:
+        """Delete every memory, recall and mark."""
+
+    # -- what an adapter writes per capability it declares ------------------------------------
+
+    async def _get(self, op: GetOp) -> Record | None:
+        raise NotImplementedError
+
+    async def _namespaces(self, op: NamespacesOp) -> list[NamespaceInfo]:
+        raise NotImplementedError
+
+    async def _stats(self, op: StatsOp) -> Stats:
+        raise NotImplementedError
+
+    async def _ping(self, op: PingOp) -> str:
+        raise NotImplementedError
+
+    def _export(self, op: ExportOp) -> AsyncIterator[Record]:
+        raise NotImplementedError
+
+    async def _trace_columns(self, op: TraceColumnsOp) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def _recalls(self, op: RecallsOp) -> list[Recall]:
+        raise NotImplementedError
+
+    async def _add_recalls(self, op: AddRecallsOp) -> int:
+        raise NotImplementedError
+
+    def _keep_recall(self, body: dict[str, Any]) -> Awaitable[None] | None:
+        """Store one recorded recall (see :func:`memkit._recall.record`); an awaitable if asynchronous."""
+        raise NotImplementedError
+
+    async def _marks(self, op: MarksOp) -> list[Mark]:
+        raise NotImplementedError
+
+    async def _put_marks(self, op: PutMarksOp) -> int:
+        raise NotImplementedError
+
+    async def _remove_marks(self, op: RemoveMarksOp) -> int:
+        raise NotImplementedError
+
+    async def _close(self, op: CloseOp) -> None:
+        raise NotImplementedError
+
+    # -- the port ------------------------------------------------------------------------
+
+    async def add(
+        self, content: str, user_id: str, agent_id: str, metadata: dict[str, Any] | None = None
+    ) -> str:
+        """Add one memory to the namespace ``user_id``/``agent_id``; returns its id."""
+        record = new_record(content, user_id, agent_id, metadata, self.limits)
+        return (await self.execute(WriteOp((record,))))[0]
+
+    async def add_trace(
+        self, agent_id: str, workflow_id: str, trace_data: dict[str, Any], user_id: str = "system"
+    ) -> str:
+        """Add one step of a workflow's execution trace; returns its id."""
+        record = trace_record(agent_id, workflow_id, trace_data, user_id, self.limits)
+        return (await self.execute(WriteOp((record,))))[0]
+
+    async def add_many(
+        self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False
+    ) -> list[str]:
+        """Validate every item, then write all of them in one transaction (or none)."""
+        self._require(Capability.ADD_MANY)
+        records = records_from_items(items, self.limits)
+        if not records:
+            return []
+        return await self.execute(WriteOp(tuple(records), progress))
+
+    async def search(
+        self,
+        query: str,
+        user_id: str,
+        agent_id: str,
+        limit: int = 5,
+        filters: dict[str, Any] | None = None,
+        *,
+        mode: str | None = None,
+        hybrid: HybridConfig | None = None,
+        as_of: datetime | None = None,
+    ) -> list[MemoryItem]:
+        """Rank one namespace's memories against ``query``; an empty query lists it newest first.
+
+        ``mode``: ``"hybrid"`` (the default with an embedder: keyword and semantic legs fused as
+        in :class:`memkit.HybridConfig`), ``"keyword"`` (BM25, the default without one) or
+        ``"semantic"`` (cosine); see :attr:`search_modes`. Filters apply in every mode. Each
+        result's ``score_details`` says which leg found it and how. ``hybrid`` overrides the
+        store's fusion knobs for this search. ``as_of``: only memories that existed then (see
+        :class:`memkit.SupportsAsOf`).
+        """
+        op = _pipeline.prepare(self, query, user_id, agent_id, limit, filters, mode, hybrid, as_of)
+        return await _pipeline.search(self, op, self._found)
+
+    async def _found(self, op: SearchOp) -> list[MemoryItem]:
+        if op.query:
+            return await self.execute(op)
+        listing = ListOp(op.user_id, op.agent_id, op.conditions, op.limit, until_us=op.until_us)
+        return [r.to_item() for r in await self.execute(listing)]
+
+    async def get_all(
+        self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
+    ) -> list[MemoryItem]:
+        """One namespace's memories, newest first."""
+        read = check_read(user_id, agent_id, limit, filters, self.limits)
+        return [r.to_item() for r in await self.execute(ListOp(read.user, read.agent, read.conditions, read.limit))]
+
+    async def get_page(
+        self,
+        user_id: str,
+        agent_id: str,
+        *,
+        offset: int = 0,
+        limit: int = 50,
+        filters: dict[str, Any] | None = None,
+    ) -> list[MemoryItem]:
+        """``limit`` memories of one namespace from ``offset``, newest first."""
+        self._require(Capability.PAGING)
+        read = check_read(user_id, agent_id, limit, filters, self.limits, offset)
+        listing = ListOp(read.user, read.agent, read.conditions, read.limit, read.offset)
+        return [r.to_item() for r in await self.execute(listing)]
+
+    async def get(self, memory_id: str) -> MemoryItem | None:
+        """One memory by id (``None`` when it does not exist)."""
+        record = await self.execute(GetOp(check_id(memory_id, "memory_id", self.limits)))
+        return None if record is None else record.to_item()
+
+    async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
+        """Delete one memory; with ``user_id``/``agent_id`` only if it lives in that namespace."""
+        return await self.execute(DeleteOp(*check_scope(memory_id, user_id, agent_id, self.limits)))
+
+    async def reset(self) -> bool:
+        """Delete everything this store holds (testing only)."""
+        await self.execute(ResetOp())
+        return True
+
+    async def namespaces(self) -> list[NamespaceInfo]:
+        """Every (user_id, agent_id) namespace with counts and activity."""
+        return await self.execute(NamespacesOp())
+
+    async def stats(self) -> Stats:
+        """How much the store holds."""
+        return await self.execute(StatsOp())
+
+    async def health(self) -> Health:
+        """Whether the store answers, and how fast; a failure is reported, not raised."""
+        self._require(Capability.HEALTH)
+        start = time.perf_counter()
+        try:
+            detail, ok = await self.execute(PingOp()), True
+        except self.health_failures as exc:
+            detail, ok = str(exc), False
+        return Health(ok=ok, provider=self.provider_name, latency_ms=(time.perf_counter() - start) * 1e3,
+                      detail=detail)
+
+    async def export(self, user_id: str | None = None, agent_id: str | None = None) -> AsyncIterator[MemoryItem]:
+        """Every record (traces included), oldest first, read a chunk at a time."""
+        self._require(ExportOp.capability)
+        async for record in self._export(ExportOp(user_id, agent_id)):
+            yield record.to_item()
+
+    async def trace_columns(
+        self,
+        *,
+        workflow_id: str | None = None,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        status: str | None = None,
+        since_us: int | None = None,
+    ) -> dict[str, Any]:
+        """Every trace step as columns (see :class:`memkit.SupportsTraceColumns`), in storage order."""
+        return await self.execute(TraceColumnsOp(workflow_id, agent_id, user_id, status, since_us))
+
+    async def recalls(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        workflow_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[Recall]:
+        """Recorded recalls, oldest first (see :class:`memkit.SupportsRecalls`)."""
+        return await self.execute(RecallsOp(user_id, agent_id, workflow_id, run_id))
+
+    async def get_recall(
+        self, recall_id: str, *, user_id: str | None = None, agent_id: str | None = None
+    ) -> Recall | None:
+        """One recall; with ``user_id``/``agent_id`` only if it lives in that namespace."""
+        wanted = check_id(recall_id, "recall_id", self.limits)
+        found = await self.execute(RecallsOp(user_id, agent_id, recall_id=wanted))
+        return found[0] if found else None
+
+    async def add_recalls(self, recalls: Iterable[Recall]) -> int:
+        """Store recalls as given (an import), all or none; a recall id the store holds refuses them all."""
+        self._require(Capability.RECALLS)
+        batch = checked_recalls(recalls, self.limits)
+        return await self.execute(AddRecallsOp(tuple(batch))) if batch else 0
+
+    async def marks(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        workflow_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[Mark]:
+        """A researcher's marks, oldest first (see :class:`memkit.SupportsMarks`)."""
+        self._require(Capability.MARKS)
+        _marks.check_reads(self.limits, user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id)
+        kept = await self.execute(MarksOp(user_id, agent_id, workflow_id, run_id))
+        return _marks.matching(kept, user_id, agent_id, workflow_id, run_id)
+
+    async def put_marks(self, marks: Iterable[Mark]) -> int:
+        """Store marks, each replacing the mark on the same target; all or none."""
+        self._require(Capability.MARKS)
+        batch = _marks.checked_marks(marks, self.limits)
+        return await self.execute(PutMarksOp(tuple(batch))) if batch else 0
+
+    async def remove_marks(self, mark_ids: Iterable[str], *, user_id: str, agent_id: str) -> int:
+        """Delete these marks, those of them that live in ``user_id``/``agent_id`` only."""
+        self._require(Capability.MARKS)
+        ids = _marks.checked_ids(mark_ids, self.limits)
+        user, agent = check_namespace(user_id, agent_id, self.limits)
+        return await self.execute(RemoveMarksOp(tuple(ids), user, agent)) if ids else 0
+
+    async def aclose(self) -> None:
+        """Release what the store holds; again is a no-op (see :class:`memkit.SupportsClose`)."""
+        await self.execute(CloseOp())
