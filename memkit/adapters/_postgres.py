@@ -18,25 +18,43 @@ import asyncio
 import concurrent.futures
 import json
 import threading
-import warnings
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterable, Mapping
-from datetime import datetime
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterable
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from memkit import _marks, _pipeline, _recall
+from memkit._core._ops import (
+    AddRecallsOp,
+    CloseOp,
+    DeleteOp,
+    ExportOp,
+    GetOp,
+    ListOp,
+    MarksOp,
+    NamespacesOp,
+    PingOp,
+    PutMarksOp,
+    RecallsOp,
+    RemoveMarksOp,
+    ResetOp,
+    SearchOp,
+    StatsOp,
+    TraceColumnsOp,
+    WriteOp,
+)
+from memkit._core._store import Store
 from memkit._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError, missing_extra
 from memkit._keyword import analyze_query
 from memkit._marks import Mark
-from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
-from memkit._recall import Recall, checked_recalls
-from memkit._records import Record, from_us, records_from_items, to_us
-from memkit._retrieval import CONTEXT_REACH, DenseScores, HybridConfig, modes_for
+from memkit._models import MemoryItem, NamespaceInfo, Stats
+from memkit._protocols import Capability
+from memkit._recall import Recall
+from memkit._records import Record, from_us, to_us
+from memkit._retrieval import CONTEXT_REACH, DenseScores, HybridConfig
 from memkit._url import bool_option, embedder_option, query_options
-from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_namespace, check_read, check_scope
+from memkit._validate import DEFAULT_LIMITS, Limits, check_id
 from memkit.adapters import _postgres_sql as q
-from memkit.adapters._plumbing import RecordWriter, timed_health
 from memkit.adapters._postgres_schema import ADVISORY_LOCK, META_TABLE, MIGRATIONS, SCHEMA_VERSION, vector_statements
 
 __all__ = ["PostgresAdapter"]
@@ -149,7 +167,7 @@ class _Loop:
         self._start_close(release).result()
 
 
-class PostgresAdapter(RecordWriter):
+class PostgresAdapter(Store):
     """Memories in a PostgreSQL database with pgvector, for many writers on many machines.
 
     Parameters
@@ -181,7 +199,8 @@ class PostgresAdapter(RecordWriter):
     """
 
     provider_name = "postgres"
-    searches_as_of = True
+    capabilities = frozenset(Capability) - {Capability.GRAPH}
+    health_failures: ClassVar[tuple[type[BaseException], ...]] = (StorageError, BackendUnavailableError)
 
     def __init__(
         self,
@@ -195,31 +214,26 @@ class PostgresAdapter(RecordWriter):
         pool_size: int = 4,
         pool_min: int = 1,
     ) -> None:
-        for name, flag in (("record_recalls", record_recalls), ("durable_recalls", durable_recalls)):
-            if not isinstance(flag, bool):
-                raise ConfigError(f"{name} must be True or False, got {flag!r}")
+        super().__init__(limits=limits, hybrid=hybrid, record_recalls=record_recalls)
+        if not isinstance(durable_recalls, bool):
+            raise ConfigError(f"durable_recalls must be True or False, got {durable_recalls!r}")
         for name, size in (("pool_size", pool_size), ("pool_min", pool_min)):
             if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= 1_000:
                 raise ConfigError(f"{name} must be an int from 0 to 1000, got {size!r}")
         if pool_size < max(1, pool_min):
             raise ConfigError(f"pool_size must be at least 1 and at least pool_min ({pool_min}), got {pool_size}")
-        if hybrid is not None and not isinstance(hybrid, HybridConfig):
-            raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
         if not isinstance(url, str) or urlsplit(url).scheme.lower() not in _SCHEMES:
             raise ConfigError("PostgresAdapter needs a postgresql:// URL")
         _psycopg()
-        self.record_recalls = record_recalls
         self.durable_recalls = durable_recalls
-        self.hybrid = hybrid or HybridConfig()
-        self.limits = limits
         self.url = _safe(url)
         self._conninfo = urlunsplit(("postgresql", *urlsplit(url)[1:]))
         self._pool_size, self._pool_min = pool_size, pool_min
-        self.embedder: Any = None
+        self._embedder: Any = None
         if embedder is not None and embedder is not _UNSET:
             from memkit.embeddings import get_embedder
 
-            self.embedder = get_embedder(embedder)
+            self._embedder = get_embedder(embedder)
         self._unset = embedder is _UNSET
         self._foreign: str | None = None  # vectors made by an embedder this handle cannot load
         self._dim: int | None = None
@@ -267,7 +281,7 @@ class PostgresAdapter(RecordWriter):
         return exc
 
     async def _open(self) -> None:
-        psycopg, psycopg_pool = _psycopg()
+        psycopg, _ = _psycopg()
         try:
             conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
         except psycopg.ProgrammingError as exc:
@@ -281,6 +295,11 @@ class PostgresAdapter(RecordWriter):
             raise self._storage_error(exc) from None
         finally:
             await conn.close()
+
+        await self._open_pool()
+
+    async def _open_pool(self) -> None:
+        _, psycopg_pool = _psycopg()
 
         async def configure(connection: Any) -> None:
             if self._dim is not None:
@@ -322,7 +341,7 @@ class PostgresAdapter(RecordWriter):
         return dict(rows)
 
     def _mismatch(self, name: str, dim: str | None) -> ConfigError:
-        emb = self.embedder
+        emb = self._embedder
         return ConfigError(
             f"the store at {self.url} holds vectors made by embedder {name!r} (dim {dim}), not {emb.name!r}"
             f" (dim {emb.dim}); memkit never mixes two embedders in one store. Open it with embedder={name!r}"
@@ -337,11 +356,11 @@ class PostgresAdapter(RecordWriter):
             meta = await self._recorded(conn)
             name, dim = meta.get("embedder_name"), meta.get("embedder_dim")
             empty = (await (await conn.execute("SELECT NOT EXISTS (SELECT 1 FROM memories)")).fetchone())[0]
-            if self.embedder is None:
+            if self._embedder is None:
                 if name == DEFAULT_EMBEDDER or (name is None and self._unset and empty and "keyword_only" not in meta):
                     from memkit.embeddings import get_embedder
 
-                    self.embedder = get_embedder("default")
+                    self._embedder = get_embedder("default")
                 elif name is not None:
                     self._foreign = name
                     self._dim = int(dim) if dim else None
@@ -352,7 +371,7 @@ class PostgresAdapter(RecordWriter):
                             "INSERT INTO memkit_meta (key, value) VALUES ('keyword_only', '1') ON CONFLICT DO NOTHING"
                         )
                     return
-            emb = self.embedder
+            emb = self._embedder
             if name is not None:
                 if name != emb.name or dim != str(emb.dim):
                     raise self._mismatch(name, dim)
@@ -391,11 +410,11 @@ class PostgresAdapter(RecordWriter):
     def _embed(self, texts: list[str]) -> Any:
         import numpy as np
 
-        vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
-        if vectors.shape != (len(texts), self.embedder.dim):
+        vectors = np.asarray(self._embedder.embed(texts), dtype=np.float32)
+        if vectors.shape != (len(texts), self._embedder.dim):
             raise ConfigError(
-                f"embedder {self.embedder.name!r} returned shape {vectors.shape},"
-                f" expected {(len(texts), self.embedder.dim)}"
+                f"embedder {self._embedder.name!r} returned shape {vectors.shape},"
+                f" expected {(len(texts), self._embedder.dim)}"
             )
         return vectors
 
@@ -417,9 +436,7 @@ class PostgresAdapter(RecordWriter):
             cur = await conn.execute(sql, list(params))
             return list(await cur.fetchall())
 
-    # -- writes -------------------------------------------------------------------------------
-
-    async def _write(self, records: list[Record]) -> list[str]:
+    async def _insert(self, records: list[Record]) -> list[str]:
         psycopg, _ = _psycopg()
         if self._foreign is not None:
             raise ConfigError(
@@ -428,7 +445,7 @@ class PostgresAdapter(RecordWriter):
             )
         analysed = [q.terms_vector(r.content) for r in records]
         vectors = None
-        if self.embedder is not None:
+        if self._embedder is not None:
             import numpy as np
 
             vectors = np.concatenate([self._embed([r.content for r in records[i : i + _EMBED_BATCH]])
@@ -459,37 +476,26 @@ class PostgresAdapter(RecordWriter):
             raise InvalidInputError(f"PostgreSQL cannot store this text: {exc}") from None
         return [r.id for r in records]
 
-    async def _store(self, records: list[Record]) -> list[str]:
-        return await self._call(self._write(records))
-
-    async def add_many(
-        self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False
-    ) -> list[str]:
-        """Validate every item, then write all of them in one transaction (or none)."""
-        records = records_from_items(items, self.limits)
-        if not records:
-            return []
+    async def _write(self, op: WriteOp) -> list[str]:
         bar = None
-        if progress:
+        if op.progress:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=len(records), desc="add_many", unit="mem")
+            bar = tqdm(total=len(op.records), desc="add_many", unit="mem")
         try:
-            return await self._store(records)
+            return await self._call(self._insert(list(op.records)))
         finally:
             if bar is not None:
-                bar.update(len(records))
+                bar.update(len(op.records))
                 bar.close()
 
-    async def _delete(self, memory_id: str, user_id: str | None, agent_id: str | None) -> bool:
+    async def _remove(self, op: DeleteOp) -> bool:
         sql = "DELETE FROM memories WHERE id = %s"
-        params: list[Any] = [memory_id]
-        if user_id is not None:
-            sql += " AND user_id = %s"
-            params.append(user_id)
-        if agent_id is not None:
-            sql += " AND agent_id = %s"
-            params.append(agent_id)
+        params: list[Any] = [op.memory_id]
+        for column, value in (("user_id", op.user_id), ("agent_id", op.agent_id)):
+            if value is not None:
+                sql += f" AND {column} = %s"  # column names from the tuple above, values as parameters
+                params.append(value)
         async with self._pool.connection() as conn, conn.transaction():
             rows = await (await conn.execute(sql + " RETURNING user_id, agent_id, terms_len", params)).fetchall()
             for user, agent, length in rows:
@@ -500,89 +506,48 @@ class PostgresAdapter(RecordWriter):
                 )
         return bool(rows)
 
-    async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
-        """Delete one memory; with ``user_id``/``agent_id`` only if it lives in that namespace."""
-        return await self._call(self._delete(*check_scope(memory_id, user_id, agent_id, self.limits)))
+    async def _delete(self, op: DeleteOp) -> bool:
+        return await self._call(self._remove(op))
 
-    async def _reset(self) -> bool:
+    async def _truncate(self) -> None:
         async with self._pool.connection() as conn, conn.transaction():
             await conn.execute("TRUNCATE memories, namespace_stats, recalls, marks")
-        return True
 
-    async def reset(self) -> bool:
-        """Delete every memory, recall and mark of every namespace in this database."""
-        return await self._call(self._reset())
+    async def _reset(self, op: ResetOp) -> None:
+        await self._call(self._truncate())
 
     # -- reads --------------------------------------------------------------------------------
 
-    async def _select(
-        self, user_id: str, agent_id: str, conditions: tuple[Any, ...], limit: int, offset: int = 0
-    ) -> list[Record]:
+    async def _select(self, op: ListOp) -> list[Record]:
+        conditions = op.conditions
+        if op.until_us is not None:
+            conditions = (*conditions, q.created_by(op.until_us))
         where, params = q.filter_sql(conditions)
         sql = (
             f"SELECT {q.COLUMNS} FROM memories m WHERE m.user_id = %s AND m.agent_id = %s AND {where}"  # noqa: S608
             " ORDER BY m.created_us DESC, m.seq DESC LIMIT %s OFFSET %s"
         )
-        rows = await self._fetch(sql, [user_id, agent_id, *params, limit, offset])
+        rows = await self._fetch(sql, [op.user_id, op.agent_id, *params, op.limit, op.offset])
         return [_row_record(r) for r in rows]
 
-    async def get_all(
-        self, user_id: str, agent_id: str, limit: int = 10, filters: dict[str, Any] | None = None
-    ) -> list[MemoryItem]:
-        return await self.get_page(user_id, agent_id, limit=limit, filters=filters)
+    async def _list(self, op: ListOp) -> list[Record]:
+        return await self._call(self._select(op))
 
-    async def get_page(
-        self,
-        user_id: str,
-        agent_id: str,
-        *,
-        offset: int = 0,
-        limit: int = 50,
-        filters: dict[str, Any] | None = None,
-    ) -> list[MemoryItem]:
-        read = check_read(user_id, agent_id, limit, filters, self.limits, offset)
-        records = await self._call(self._select(read.user, read.agent, read.conditions, read.limit, read.offset))
-        return [r.to_item() for r in records]
-
-    async def get(self, memory_id: str) -> MemoryItem | None:
-        check_id(memory_id, "memory_id", self.limits)
-        rows = await self._call(self._fetch(f"SELECT {q.COLUMNS} FROM memories m WHERE m.id = %s", [memory_id]))  # noqa: S608
-        return _row_record(rows[0]).to_item() if rows else None
+    async def _get(self, op: GetOp) -> Record | None:
+        rows = await self._call(self._fetch(f"SELECT {q.COLUMNS} FROM memories m WHERE m.id = %s", [op.memory_id]))  # noqa: S608
+        return _row_record(rows[0]) if rows else None
 
     # -- search -------------------------------------------------------------------------------
 
-    async def search(
-        self,
-        query: str,
-        user_id: str,
-        agent_id: str,
-        limit: int = 5,
-        filters: dict[str, Any] | None = None,
-        *,
-        mode: str | None = None,
-        hybrid: HybridConfig | None = None,
-        as_of: datetime | None = None,
-    ) -> list[MemoryItem]:
-        """The best ``limit`` memories of a namespace for ``query`` (``""`` lists it newest first).
-
-        ``mode``: ``"hybrid"`` (the default with an embedder), ``"keyword"`` (memkit's BM25, the
-        default without one) or ``"semantic"`` (cosine), as on every memkit store.
-        """
-        request = _pipeline.prepare(self, query, user_id, agent_id, limit, filters, mode, hybrid, as_of)
-        return await _pipeline.search(self, request, self._search)
-
-    async def _search(self, request: _pipeline.SearchRequest) -> list[MemoryItem]:
-        conditions = request.conditions
-        if request.until_us is not None:
-            conditions = (*conditions, q.created_by(request.until_us))
-        if not request.query:
-            records = await self._call(self._select(request.user_id, request.agent_id, conditions, request.limit))
-            return [r.to_item() for r in records]
-        vector = None if request.mode == "keyword" else self._embed([request.query])[0]
-        return await self._call(self._ranked(request, conditions, vector))
+    async def _rank(self, op: SearchOp) -> list[MemoryItem]:
+        conditions = op.conditions
+        if op.until_us is not None:
+            conditions = (*conditions, q.created_by(op.until_us))
+        vector = None if op.mode == "keyword" else self._embed([op.query])[0]
+        return await self._call(self._ranked(op, conditions, vector))
 
     async def _ranked(
-        self, request: _pipeline.SearchRequest, conditions: tuple[Any, ...], vector: Any
+        self, request: SearchOp, conditions: tuple[Any, ...], vector: Any
     ) -> list[MemoryItem]:
         user, agent, depth = request.user_id, request.agent_id, request.depth
         created: dict[int, int] = {}
@@ -649,14 +614,60 @@ class PostgresAdapter(RecordWriter):
                 created.setdefault(seq, created_us)
         return DenseScores(cosine, ranked, q.finite(float(mean)), q.finite(float(std)))
 
+
     @property
-    def search_modes(self) -> tuple[str, ...]:
-        """The ``mode=`` values :meth:`search` answers (all three with an embedder, else keyword)."""
-        return modes_for(self.embedder is not None)
+    def embedder(self) -> Any:
+        """The :class:`memkit.embeddings.Embedder` in use, or ``None`` (keyword only)."""
+        return self._embedder
+
+    async def _switch(self, embedder: Any) -> int:
+        async with self._pool.connection() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (ADVISORY_LOCK,))
+            await conn.execute("DROP INDEX IF EXISTS memories_embedding")
+            await conn.execute("ALTER TABLE memories DROP COLUMN IF EXISTS embedding")
+            add_extension, add_column, add_index = vector_statements(embedder.dim)
+            await conn.execute(add_extension)
+            await conn.execute(add_column)
+            from pgvector.psycopg import register_vector_async
+
+            await register_vector_async(conn)
+            previous, self._embedder = self._embedder, embedder
+            try:
+                done = await self._embed_all(conn)
+            except BaseException:
+                self._embedder = previous
+                raise
+            await conn.execute(add_index)  # built once over every vector, faster than row by row
+            async with conn.cursor() as cur:
+                await cur.executemany(
+                    "INSERT INTO memkit_meta (key, value) VALUES (%s, %s)"
+                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    [("embedder_name", embedder.name), ("embedder_dim", str(embedder.dim))],
+                )
+            await conn.execute("DELETE FROM memkit_meta WHERE key = 'keyword_only'")
+        had_vectors, self._dim, self._foreign = self._dim is not None, embedder.dim, None
+        if not had_vectors:
+            # Connections opened before the store had vectors do not know the vector type: open new ones.
+            await self._pool.close()
+            self._pool = None
+            await self._open_pool()
+        return done
+
+    async def reembed(self, embedder: object = "default", *, progress: bool = True) -> int:
+        """Replace every vector with ``embedder``'s (one transaction) and use it from now on.
+
+        Other processes holding the store open with the old embedder must reopen it: their
+        writes are refused meanwhile (the vector column changed). Returns how many memories
+        were embedded.
+        """
+        from memkit.embeddings import get_embedder
+
+        chosen = get_embedder(embedder)
+        return await self._call(self._switch(chosen))
 
     # -- capabilities -------------------------------------------------------------------------
 
-    async def namespaces(self) -> list[NamespaceInfo]:
+    async def _namespaces(self, op: NamespacesOp) -> list[NamespaceInfo]:
         rows = await self._call(self._fetch(
             "SELECT user_id, agent_id, count(*), min(created_us), max(created_us)"
             " FROM memories GROUP BY user_id, agent_id ORDER BY user_id, agent_id"
@@ -664,7 +675,7 @@ class PostgresAdapter(RecordWriter):
         return [NamespaceInfo(user_id=u, agent_id=a, count=c, first_at=from_us(lo), last_at=from_us(hi))
                 for u, a, c, lo, hi in rows]
 
-    async def _stats(self) -> Stats:
+    async def _measure(self) -> Stats:
         rows = await self._fetch(
             "SELECT (SELECT coalesce(sum(count), 0) FROM namespace_stats),"
             " (SELECT count(*) FROM memories WHERE metadata ->> 'type' = 'trace'),"
@@ -676,52 +687,39 @@ class PostgresAdapter(RecordWriter):
         return Stats(
             provider=self.provider_name, memories=int(memories), traces=int(traces), namespaces=int(namespaces),
             storage_bytes=int(size), url=self.url, schema_version=SCHEMA_VERSION, server_version=version,
-            embedder=None if self.embedder is None else self.embedder.name, embedder_dim=self._dim,
+            embedder=None if self._embedder is None else self._embedder.name, embedder_dim=self._dim,
         )
 
-    async def stats(self) -> Stats:
-        return await self._call(self._stats())
+    async def _stats(self, op: StatsOp) -> Stats:
+        return await self._call(self._measure())
 
-    async def _ping(self) -> str:
-        rows = await self._fetch("SELECT current_setting('server_version')")
+    async def _ping(self, op: PingOp) -> str:
+        rows = await self._call(self._fetch("SELECT current_setting('server_version')"))
         return f"schema version {SCHEMA_VERSION}, PostgreSQL {rows[0][0]}"
 
-    async def health(self) -> Health:
-        return await timed_health(self.provider_name, lambda: self._call(self._ping()),
-                                  (StorageError, BackendUnavailableError))
-
-    async def export(self, user_id: str | None = None, agent_id: str | None = None) -> AsyncIterator[MemoryItem]:
-        """Every record, oldest first, read in chunks so memory use stays flat."""
+    async def _export(self, op: ExportOp) -> AsyncIterator[Record]:
+        # In chunks by (created_us, seq), so memory use stays flat.
         after = (-(2**62), -1)
         while True:
             sql = f"SELECT {q.COLUMNS} FROM memories m WHERE (m.created_us, m.seq) > (%s, %s)"  # noqa: S608
             params: list[Any] = list(after)
-            for column, value in (("user_id", user_id), ("agent_id", agent_id)):
+            for column, value in (("user_id", op.user_id), ("agent_id", op.agent_id)):
                 if value is not None:
-                    sql += f" AND m.{column} = %s"
+                    sql += f" AND m.{column} = %s"  # column names from the tuple above, values as parameters
                     params.append(value)
             rows = await self._call(self._fetch(sql + " ORDER BY m.created_us, m.seq LIMIT 2000", params))
             for row in rows:
-                yield _row_record(row).to_item()
+                yield _row_record(row)
             if len(rows) < 2_000:
                 return
             after = (rows[-1][6], rows[-1][0])
 
-    async def trace_columns(
-        self,
-        *,
-        workflow_id: str | None = None,
-        agent_id: str | None = None,
-        user_id: str | None = None,
-        status: str | None = None,
-        since_us: int | None = None,
-    ) -> dict[str, Any]:
-        """Every trace step as columns (see :class:`memkit.SupportsTraceColumns`), in storage order."""
+    async def _trace_columns(self, op: TraceColumnsOp) -> dict[str, Any]:
         from memkit.adapters import _postgres_traces
 
         return await self._call(_postgres_traces.read(
-            self._pool, workflow_id=workflow_id, agent_id=agent_id, user_id=user_id, status=status,
-            since_us=since_us,
+            self._pool, workflow_id=op.workflow_id, agent_id=op.agent_id, user_id=op.user_id, status=op.status,
+            since_us=op.since_us,
         ))
 
     # -- recalls: each committed before its search returns ---------------------------------------
@@ -752,30 +750,19 @@ class PostgresAdapter(RecordWriter):
 
         return keep()
 
-    async def recalls(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        workflow_id: str | None = None,
-        run_id: str | None = None,
-    ) -> list[Recall]:
-        """Recorded recalls, oldest first (see :class:`memkit.SupportsRecalls`)."""
-        bodies = await self._recall_bodies(user_id, agent_id, workflow_id, run_id, None)
-        return [_recall.loads(body) for body in bodies]
-
-    async def _recall_bodies(
-        self, user_id: str | None, agent_id: str | None, workflow_id: str | None, run_id: str | None,
-        recall_id: str | None,
-    ) -> list[str]:
+    async def _recalls(self, op: RecallsOp) -> list[Recall]:
         sql = "SELECT body FROM recalls WHERE true"
         params: list[Any] = []
-        for column, value in (("user_id", user_id), ("agent_id", agent_id), ("workflow_id", workflow_id),
-                              ("run_id", run_id), ("id", recall_id)):
+        for column, value in (("user_id", op.user_id), ("agent_id", op.agent_id), ("workflow_id", op.workflow_id),
+                              ("run_id", op.run_id), ("id", op.recall_id)):
             if value is not None:
                 sql += f" AND {column} = %s"  # column names from the tuple above, values as parameters
                 params.append(value)
-        return [r[0] for r in await self._call(self._fetch(sql + " ORDER BY seq", params))]
+        rows = await self._call(self._fetch(sql + " ORDER BY seq", params))
+        return [_recall.loads(r[0]) for r in rows]
+
+    async def _add_recalls(self, op: AddRecallsOp) -> int:
+        return await self._call(self._insert_recalls([self._recall_row(_recall.body_of(r)) for r in op.recalls]))
 
     async def recall_step_counts(
         self, workflow_id: str | None = None, *, user_id: str | None = None, agent_id: str | None = None
@@ -789,47 +776,25 @@ class PostgresAdapter(RecordWriter):
                                     ("step_agent_id", agent_id, "agent_id")):
             if value is not None:
                 check_id(value, name, self.limits)
-                sql += f" AND {column} = %s"
+                sql += f" AND {column} = %s"  # column names from the tuple above, values as parameters
                 params.append(value)
         sql += " GROUP BY step_user_id, step_agent_id, workflow_id, run_id, step_index"
         return [tuple(r) for r in await self._call(self._fetch(sql, params))]
 
-    async def get_recall(
-        self, recall_id: str, *, user_id: str | None = None, agent_id: str | None = None
-    ) -> Recall | None:
-        """One recall; with ``user_id``/``agent_id`` only if it lives in that namespace."""
-        check_id(recall_id, "recall_id", self.limits)
-        bodies = await self._recall_bodies(user_id, agent_id, None, None, recall_id)
-        return _recall.loads(bodies[0]) if bodies else None
-
-    async def add_recalls(self, recalls: Iterable[Recall]) -> int:
-        """Store recalls as given (an import), in one transaction; an id already stored refuses them all."""
-        rows = [self._recall_row(_recall.body_of(r)) for r in checked_recalls(recalls, self.limits)]
-        return await self._call(self._insert_recalls(rows)) if rows else 0
-
     # -- marks ----------------------------------------------------------------------------------
 
-    async def marks(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        workflow_id: str | None = None,
-        run_id: str | None = None,
-    ) -> list[Mark]:
-        """A researcher's marks, oldest first (see :class:`memkit.SupportsMarks`)."""
-        _marks.check_reads(self.limits, user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id)
+    async def _marks(self, op: MarksOp) -> list[Mark]:
         sql = "SELECT body FROM marks WHERE true"
         params: list[Any] = []
-        for column, value in (("user_id", user_id), ("agent_id", agent_id), ("workflow_id", workflow_id),
-                              ("run_id", run_id)):
+        for column, value in (("user_id", op.user_id), ("agent_id", op.agent_id), ("workflow_id", op.workflow_id),
+                              ("run_id", op.run_id)):
             if value is not None:
                 sql += f" AND {column} = %s"  # column names from the tuple above, values as parameters
                 params.append(value)
-        rows = await self._call(self._fetch(sql, params))
-        return _marks.matching((_marks.loads(r[0]) for r in rows), user_id, agent_id, workflow_id, run_id)
+        rows = await self._call(self._fetch(sql + " ORDER BY created_us, id", params))
+        return [_marks.loads(r[0]) for r in rows]
 
-    async def _put_marks(self, batch: list[Mark]) -> int:
+    async def _upsert_marks(self, batch: tuple[Mark, ...]) -> int:
         async with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
             await cur.executemany(
                 "INSERT INTO marks (id, created_us, user_id, agent_id, workflow_id, run_id, body)"
@@ -841,37 +806,21 @@ class PostgresAdapter(RecordWriter):
             )
         return len(batch)
 
-    async def put_marks(self, marks: Iterable[Mark]) -> int:
-        """Store marks in one transaction, each replacing the mark on the same target."""
-        batch = _marks.checked_marks(marks, self.limits)
-        return await self._call(self._put_marks(batch)) if batch else 0
+    async def _put_marks(self, op: PutMarksOp) -> int:
+        return await self._call(self._upsert_marks(op.marks))
 
-    async def remove_marks(self, mark_ids: Iterable[str], *, user_id: str, agent_id: str) -> int:
-        """Delete these marks, those of them that live in ``user_id``/``agent_id`` only."""
-        ids = _marks.checked_ids(mark_ids, self.limits)
-        user, agent = check_namespace(user_id, agent_id, self.limits)
-        if not ids:
-            return 0
+    async def _remove_marks(self, op: RemoveMarksOp) -> int:
         rows = await self._call(self._fetch(
-            "DELETE FROM marks WHERE id = ANY(%s) AND user_id = %s AND agent_id = %s RETURNING id", [ids, user, agent]
+            "DELETE FROM marks WHERE id = ANY(%s) AND user_id = %s AND agent_id = %s RETURNING id",
+            [list(op.mark_ids), op.user_id, op.agent_id],
         ))
         return len(rows)
 
     # -- closing --------------------------------------------------------------------------------
 
-    async def aclose(self) -> None:
-        """Close the connection pool; again is a no-op, any other call then fails."""
+    async def _close(self, op: CloseOp) -> None:
         await self._loop.aclose(self._release())
 
     def close(self) -> None:
         """:meth:`aclose` from sync code (no event loop needed)."""
         self._loop.close(self._release())
-
-    def __del__(self) -> None:
-        loop = getattr(self, "_loop", None)
-        if loop is not None and not loop.closed and not loop.loop.is_closed():
-            # A handle dropped without closing: stop its thread (the server ends its connections).
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                loop.loop.call_soon_threadsafe(loop.loop.stop)
-
