@@ -136,30 +136,40 @@ def filter_sql(conditions: tuple[Condition, ...]) -> tuple[str, list[Any]]:
 
 # -- the keyword leg ----------------------------------------------------------------------
 
-# N and the average length from namespace_stats, document frequencies over the whole namespace (as
-# SQLite's index counts them, filters or not), all in one snapshot; then the BM25 of every memory
-# of the namespace that holds a query term and passes the filters.
+def frequencies_statement(user_id: str, agent_id: str, terms: list[str]) -> tuple[str, list[Any]]:
+    """One snapshot of what BM25 normalises by: ``(-1, N, total terms)`` from namespace_stats, then
+    ``(i, document frequency of terms[i], 0)`` counted over the namespace (as SQLite's index counts
+    them, filters or not), each through the GIN index with the term as a constant."""
+    parts = ["SELECT -1, count, terms FROM namespace_stats WHERE user_id = %s AND agent_id = %s"]
+    params: list[Any] = [user_id, agent_id]
+    for i, term in enumerate(terms):
+        parts.append("SELECT %s, count(*), 0 FROM memories WHERE user_id = %s AND agent_id = %s"
+                     " AND terms @@ %s::tsquery")
+        params.extend([i, user_id, agent_id, term_query(term)])
+    return " UNION ALL ".join(parts), params
+
+
+def idf(count: int, df: int) -> float:
+    """FTS5's idf, floored as :meth:`memkit._keyword.KeywordIndex.top` floors it."""
+    value = math.log((count - df + 0.5) / (df + 0.5))
+    return value if value > 0 else 1e-6
+
+
+# The BM25 of every memory of the namespace that holds a query term and passes the filters. Only the
+# query terms' entries of each tsvector are unnested: setweight marks them, ts_filter keeps them.
 KEYWORD_SQL = """
-WITH ns AS (
-    SELECT count::float8 AS n,
-           CASE WHEN count > 0 AND terms > 0 THEN terms::float8 / count ELSE 1.0 END AS average
-    FROM namespace_stats WHERE user_id = %s AND agent_id = %s
-), q AS (
-    SELECT t.term, (SELECT count(*) FROM memories d
-                    WHERE d.user_id = %s AND d.agent_id = %s AND d.terms @@ t.query) AS df
-    FROM unnest(%s::text[], %s::tsquery[]) AS t(term, query)
-), idf AS (
-    SELECT q.term, ln((ns.n - q.df + 0.5) / (q.df + 0.5)) AS raw FROM q, ns WHERE q.df > 0
-), hits AS (
-    SELECT m.seq, m.created_us, m.terms, m.terms_len FROM memories m
+WITH w AS (SELECT * FROM unnest(%s::text[], %s::float8[]) AS w(term, idf)),
+hits AS MATERIALIZED (
+    SELECT m.seq, m.created_us, m.terms_len, ts_filter(setweight(m.terms, 'A', %s::text[]), '{{a}}') AS found
+    FROM memories m
     WHERE m.user_id = %s AND m.agent_id = %s AND m.terms @@ %s::tsquery AND {where}
 )
 SELECT h.seq, h.created_us,
-       sum(CASE WHEN i.raw > 0 THEN i.raw ELSE 1e-6 END * cardinality(u.positions) * %s::float8
-           / (cardinality(u.positions) + %s::float8 * (1 - %s::float8 + %s::float8 * h.terms_len / ns.average)))
+       sum(w.idf * cardinality(u.positions) * %s::float8
+           / (cardinality(u.positions) + %s::float8 * (1 - %s::float8 + %s::float8 * h.terms_len / %s::float8)))
            AS score
-FROM hits h CROSS JOIN ns CROSS JOIN LATERAL unnest(h.terms) AS u(lexeme, positions, weights)
-JOIN idf i ON i.term = u.lexeme
+FROM hits h CROSS JOIN LATERAL unnest(h.found) AS u(lexeme, positions, weights)
+JOIN w ON w.term = u.lexeme
 GROUP BY h.seq, h.created_us
 ORDER BY score DESC, h.created_us DESC, h.seq DESC
 LIMIT %s
@@ -167,14 +177,16 @@ LIMIT %s
 
 
 def keyword_statement(
-    user_id: str, agent_id: str, terms: list[str], conditions: tuple[Condition, ...], limit: int
+    user_id: str, agent_id: str, weights: dict[str, float], average: float, conditions: tuple[Condition, ...],
+    limit: int,
 ) -> tuple[str, list[Any]]:
-    """The keyword leg's statement: ``(seq, created_us, bm25)`` rows, best first, ties newest first."""
+    """The keyword leg's statement: ``(seq, created_us, bm25)`` rows, best first, ties newest first.
+    ``weights`` are the query terms' idf (terms no memory holds left out)."""
     where, params = filter_sql(conditions)
+    terms = list(weights)
     return KEYWORD_SQL.format(where=where), [
-        user_id, agent_id, user_id, agent_id, terms, [term_query(t) for t in terms],
-        user_id, agent_id, any_query(terms), *params,
-        K1 + 1.0, K1, B, B, limit,
+        terms, [weights[t] for t in terms], terms, user_id, agent_id, any_query(terms), *params,
+        K1 + 1.0, K1, B, B, average, limit,
     ]
 
 
