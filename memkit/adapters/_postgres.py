@@ -465,10 +465,12 @@ class PostgresAdapter(Store):
             lengths[(r.user_id, r.agent_id)] += length
         try:
             async with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-                # Namespaces in one order in every writer: two batches never wait for each other in a cycle.
+                await cur.executemany(sql, rows)
+                # Last, so that writers of one namespace insert side by side and queue only for this
+                # row update before their commits; namespaces in one order in every writer, so two
+                # batches never wait for each other in a cycle.
                 await cur.executemany(_STATS_ADD, [(u, a, n, lengths[(u, a)])
                                                    for (u, a), n in sorted(per_namespace.items())])
-                await cur.executemany(sql, rows)
         except psycopg.errors.UniqueViolation as exc:
             detail = exc.diag.message_detail
             raise InvalidInputError(f"a memory with one of these ids already exists ({detail})") from None
