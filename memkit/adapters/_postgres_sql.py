@@ -30,10 +30,10 @@ COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_
 
 #: Namespaces up to this size are scored exactly by the dense leg (every vector of the namespace,
 #: read through its index entries); larger ones go through the HNSW index (iterative scan).
-DENSE_EXACT_MAX = 20_000
+DENSE_EXACT_MAX = 5_000
 #: The namespace's mean and spread of cosine come from this many of its vectors (all of them in a
 #: smaller namespace), picked by a random key stored with each memory: the same sample every time.
-STATS_SAMPLE = 5_000
+STATS_SAMPLE = 2_000
 
 # tsvector limits: a lexeme is at most 2047 bytes, a term keeps at most 256 positions.
 _MAX_LEXEME_BYTES = 2_046
