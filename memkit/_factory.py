@@ -17,7 +17,15 @@ from memkit._errors import ConfigError, missing_extra
 from memkit._protocols import MemoryProvider
 from memkit._validate import checked_as
 
-__all__ = ["DEFAULT_URL", "MOCK_URL", "build_provider", "default_url", "get_memory_provider", "provider_names"]
+__all__ = [
+    "DEFAULT_URL",
+    "MOCK_URL",
+    "adapter_modules",
+    "build_provider",
+    "default_url",
+    "get_memory_provider",
+    "provider_names",
+]
 
 #: What :func:`memkit.open` opens by default (``$MEMKIT_URL`` first).
 DEFAULT_URL = "sqlite:///data/memory.db"
@@ -33,10 +41,12 @@ class _Entry:
     aliases: tuple[str, ...] = ()
     extra: str | None = None  # the pip extra that installs its dependencies
     requires: str | None = None  # the importable module the extra provides
+    also: tuple[str, ...] = ()  # other names its module exports for the class (``from memkit.adapters import``)
 
 
 _REGISTRY: tuple[_Entry, ...] = (
-    _Entry("memory", "memkit.adapters._memory:InMemoryAdapter", ("memory",), ("mock", "in_memory", "inmemory")),
+    _Entry("memory", "memkit.adapters._memory:InMemoryAdapter", ("memory",), ("mock", "in_memory", "inmemory"),
+           also=("MockMemoryAdapter",)),
     _Entry("sqlite", "memkit.adapters._sqlite:SQLiteAdapter", ("sqlite",)),
     _Entry("falkordb", "memkit.adapters._falkordb:FalkorDBAdapter", ("falkordb",), (), "graph", "falkordb"),
     _Entry("neo4j", "memkit.adapters._neo4j:Neo4jAdapter",
@@ -45,6 +55,15 @@ _REGISTRY: tuple[_Entry, ...] = (
     _Entry("postgres", "memkit.adapters._postgres:PostgresAdapter", ("postgresql", "postgres"), ("postgresql",),
            "postgres", "psycopg"),
 )
+
+
+def adapter_modules() -> dict[str, str]:
+    """``{class name: module}`` of every adapter, for :mod:`memkit.adapters`' lazy imports."""
+    out: dict[str, str] = {}
+    for entry in _REGISTRY:
+        module, _, cls = entry.target.partition(":")
+        out.update((name, module) for name in (cls, *entry.also))
+    return out
 
 
 def provider_names() -> list[str]:

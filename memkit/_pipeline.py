@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from memkit import _recall
 from memkit._core._ops import SearchOp
@@ -28,10 +28,10 @@ from memkit._errors import InvalidInputError
 from memkit._models import MemoryItem
 from memkit._protocols import SupportsAsOf
 from memkit._recall import check_as_of
-from memkit._retrieval import DenseScores, Neighbours, check_hybrid, check_mode, fuse
-from memkit._validate import check_query, check_read
+from memkit._retrieval import DenseScores, HybridConfig, Neighbours, check_hybrid, check_mode, fuse
+from memkit._validate import Limits, check_query, check_read
 
-__all__ = ["Ranked", "SearchOp", "SearchRequest", "prepare", "rank", "search"]
+__all__ = ["Ranked", "SearchOp", "SearchRequest", "Searcher", "prepare", "rank", "search"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -43,8 +43,18 @@ Ranked = list[tuple[K, float, dict[str, Any]]]
 SearchRequest = SearchOp
 
 
+class Searcher(Protocol):
+    """What :func:`prepare` reads of a store: its limits, its fusion knobs and its search modes."""
+
+    limits: Limits
+    hybrid: HybridConfig
+
+    @property
+    def search_modes(self) -> tuple[str, ...]: ...
+
+
 def prepare(
-    store: Any,
+    store: Searcher,
     query: object,
     user_id: object,
     agent_id: object,
@@ -108,7 +118,7 @@ def rank(
 
 
 async def search(
-    store: Any,
+    store: object,
     request: SearchOp,
     ranked: Callable[[SearchOp], Awaitable[list[MemoryItem]]],
 ) -> list[MemoryItem]:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memkit._errors import InvalidInputError
-from memkit._models import MemoryItem, NewMemory
+from memkit._models import MemoryItem, NamespaceInfo, NewMemory
 from memkit._timing import with_timing
 from memkit._validate import (
     DEFAULT_LIMITS,
@@ -32,6 +32,7 @@ __all__ = [
     "Record",
     "Redactor",
     "get_trace_redactor",
+    "namespace_infos",
     "new_record",
     "records_from_items",
     "set_trace_redactor",
@@ -367,3 +368,18 @@ def records_from_items(items: Iterable[NewMemory | Mapping[str, Any]], limits: L
         seen.add(record.id)
         records.append(record)
     return records
+
+
+def namespace_infos(records: Iterable[Record]) -> list[NamespaceInfo]:
+    """One :class:`~memkit.NamespaceInfo` per (user_id, agent_id) of ``records``, sorted: for stores
+    without a query engine of their own."""
+    spans: dict[tuple[str, str], list[int]] = {}
+    for r in records:
+        span = spans.setdefault((r.user_id, r.agent_id), [0, r.created_us, r.created_us])
+        span[0] += 1
+        span[1] = min(span[1], r.created_us)
+        span[2] = max(span[2], r.created_us)
+    return [
+        NamespaceInfo(user_id=u, agent_id=a, count=c, first_at=from_us(lo), last_at=from_us(hi))
+        for (u, a), (c, lo, hi) in sorted(spans.items())
+    ]

@@ -8,14 +8,14 @@ from collections.abc import Callable
 import pytest
 
 from memkit import InvalidInputError, SupportsGet, SupportsMarks, SupportsStats, SupportsTraceColumns
-from memkit._core._ops import DeleteOp, GetOp, ListOp, ResetOp, SearchOp, WriteOp
+from memkit._core._ops import DeleteOp, GetOp, ListOp, MarksOp, PingOp, ResetOp, SearchOp, WriteOp
 from memkit._core._store import Store
 from memkit._filters import matches
 from memkit._keyword import analyze_query
 from memkit._models import MemoryItem
 from memkit._pipeline import rank
 from memkit._protocols import Capability
-from memkit._records import Record
+from memkit._records import Record, new_record
 from memkit.adapters import InMemoryAdapter, SQLiteAdapter
 from memkit.testing import ProviderConformance
 
@@ -88,12 +88,55 @@ def test_isinstance_answers_from_the_declaration() -> None:
         sqlite.close()
 
 
-@pytest.mark.asyncio
-async def test_an_undeclared_capability_is_refused_by_name() -> None:
-    with pytest.raises(NotImplementedError, match=r"DictStore\(\) does not support stats\(\)"):
-        await DictStore().stats()
+def test_an_undeclared_capability_is_absent() -> None:
+    store = DictStore()
+    # The base writes stats() and marks(); a store that does not declare them does not have them.
+    assert not hasattr(store, "stats") and not hasattr(store, "put_marks") and hasattr(store, "get")
+    with pytest.raises(AttributeError, match=r"DictStore does not support stats\(\)"):
+        store.stats()  # type: ignore[unused-coroutine]
+
+
+class _Forwarding:
+    """A wrapper that forwards every attribute, as a third-party proxy may."""
+
+    def __init__(self, inner: object) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+
+def test_a_forwarding_wrapper_offers_what_the_store_declares() -> None:
+    assert isinstance(_Forwarding(InMemoryAdapter()), SupportsMarks)
+    assert not isinstance(_Forwarding(InMemoryAdapter()), SupportsTraceColumns)
+    assert not isinstance(_Forwarding(DictStore()), SupportsStats)
 
 
 def test_a_declaration_without_its_methods_fails_at_class_definition() -> None:
     with pytest.raises(TypeError, match="declares MARKS but does not define _marks, _put_marks, _remove_marks"):
         type("Half", (DictStore,), {"capabilities": frozenset({Capability.MARKS})})
+
+
+class FailingPing(DictStore):
+    capabilities = DictStore.capabilities | {Capability.HEALTH}
+
+    async def _ping(self, op: PingOp) -> str:
+        raise ConnectionError("the server went away")
+
+
+@pytest.mark.asyncio
+async def test_health_is_timed_and_a_failure_reported_not_raised() -> None:
+    health = await FailingPing().health()
+    assert (health.ok, health.provider, health.detail) == (False, "dict", "the server went away")
+    assert health.latency_ms >= 0
+    with pytest.raises(AttributeError, match="does not support health"):  # undeclared: absent, not reported
+        await DictStore().health()
+
+
+@pytest.mark.asyncio
+async def test_execute_runs_an_operation_value() -> None:
+    store = DictStore()
+    [memory_id] = await store.execute(WriteOp((new_record("kinase screen", "u", "a", None, store.limits),)))
+    assert [r.id for r in await store.execute(ListOp("u", "a", (), limit=10))] == [memory_id]
+    with pytest.raises(NotImplementedError, match="does not support marks"):
+        await store.execute(MarksOp(user_id="u"))

@@ -13,39 +13,24 @@ store does not offer live here, once. An adapter holds only what differs:
   ``_ping``, ``_export``, ``_trace_columns``, ``_recalls``/``_add_recalls``/``_keep_recall``,
   ``_marks``/``_put_marks``/``_remove_marks``, ``_close``.
 
-``capabilities`` is the declaration: ``isinstance(store, SupportsStats)`` answers from it, and
-a class that declares a capability without its methods fails when it is defined.
+``capabilities`` is the declaration: ``isinstance(store, SupportsStats)`` answers from it, the
+public methods of a capability it does not declare are absent (``AttributeError``, as on a
+store that never had them), an operation it does not declare is refused by :meth:`Store.execute`
+(``NotImplementedError``), and a class that declares a capability without its methods fails when
+it is defined.
 """
 
 from __future__ import annotations
 
 import abc
 import time
-from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
+import types
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 from memkit import _marks, _pipeline
-from memkit._core._ops import (
-    AddRecallsOp,
-    CloseOp,
-    DeleteOp,
-    ExportOp,
-    GetOp,
-    ListOp,
-    MarksOp,
-    NamespacesOp,
-    Op,
-    PingOp,
-    PutMarksOp,
-    RecallsOp,
-    RemoveMarksOp,
-    ResetOp,
-    SearchOp,
-    StatsOp,
-    TraceColumnsOp,
-    WriteOp,
-)
+from memkit._core import _ops as ops
 from memkit._errors import ConfigError
 from memkit._marks import Mark
 from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
@@ -61,6 +46,37 @@ if TYPE_CHECKING:
 __all__ = ["Store"]
 
 R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _Offered:
+    """A method of an optional capability: there on a store that declares the capability, absent
+    (``AttributeError``) on one that does not. So ``hasattr``, a wrapper that forwards attributes,
+    ``isinstance(store, SupportsX)`` and a call all agree with the declaration."""
+
+    def __init__(self, capability: Capability, fn: Callable[..., Any]) -> None:
+        self.capability = capability
+        self.fn = fn
+        self.__doc__ = fn.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, store: Store | None, owner: type | None = None) -> Any:
+        if store is None:
+            return self.fn  # on the class: the function itself (signatures, docs)
+        if self.capability not in store.capabilities:
+            raise AttributeError(f"{type(store).__name__} does not support {self.name}()")
+        return types.MethodType(self.fn, store)
+
+
+def _offered(capability: Capability) -> Callable[[F], F]:
+    """Mark a public method as belonging to ``capability`` (see :class:`_Offered`)."""
+
+    def mark(fn: F) -> F:
+        return cast(F, _Offered(capability, fn))
+
+    return mark
 
 # The adapter methods each capability needs (a declaration without them is refused at class definition).
 _HANDLERS: dict[Capability, tuple[str, ...]] = {
@@ -108,7 +124,7 @@ class Store(Declares, abc.ABC):
             raise ConfigError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
         self.limits = limits
         self.hybrid = hybrid or HybridConfig()
-        self.record_recalls = record_recalls
+        self._record_recalls = record_recalls
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -134,15 +150,29 @@ class Store(Declares, abc.ABC):
         return modes_for(self.embedder is not None)
 
     @property
+    def record_recalls(self) -> bool:
+        """Record searches made outside any step scope too (see :class:`memkit.SupportsRecalls`);
+        absent on a store that keeps no recalls."""
+        if Capability.RECALLS not in self.capabilities:
+            raise AttributeError(f"{type(self).__name__} keeps no recalls")
+        return self._record_recalls
+
+    @record_recalls.setter
+    def record_recalls(self, value: bool) -> None:
+        self._record_recalls = value
+
+    @property
     def searches_as_of(self) -> bool:
-        """Whether :meth:`search` takes ``as_of`` (see :class:`memkit.SupportsAsOf`)."""
-        return Capability.AS_OF in self.capabilities
+        """``True`` where :meth:`search` takes ``as_of`` (see :class:`memkit.SupportsAsOf`); absent elsewhere."""
+        if Capability.AS_OF not in self.capabilities:
+            raise AttributeError(f"{type(self).__name__} does not search as of a past time")
+        return True
 
     def _require(self, capability: Capability) -> None:
         if capability not in self.capabilities:
             raise NotImplementedError(f"{self!r} does not support {capability.value}()")
 
-    async def execute(self, op: Op[R]) -> R:
+    async def execute(self, op: ops.Op[R]) -> R:
         """Execute one checked operation (refused when the store does not declare what it needs)."""
         if op.capability is not None:
             self._require(op.capability)
@@ -151,65 +181,65 @@ class Store(Declares, abc.ABC):
     # -- what every adapter writes ------------------------------------------------------
 
     @abc.abstractmethod
-    async def _write(self, op: WriteOp) -> list[str]:
+    async def _write(self, op: ops.WriteOp) -> list[str]:
         """Store ``op.records`` (ids already given), all or none; a clashing id is an ``InvalidInputError``."""
 
     @abc.abstractmethod
-    async def _rank(self, op: SearchOp) -> list[MemoryItem]:
+    async def _rank(self, op: ops.SearchOp) -> list[MemoryItem]:
         """The best ``op.limit`` memories for ``op.query`` (never empty), best first."""
 
     @abc.abstractmethod
-    async def _list(self, op: ListOp) -> list[Record]:
+    async def _list(self, op: ops.ListOp) -> list[Record]:
         """One namespace newest first (ties: later written first), filtered, paged."""
 
     @abc.abstractmethod
-    async def _delete(self, op: DeleteOp) -> bool:
+    async def _delete(self, op: ops.DeleteOp) -> bool:
         """Delete one memory if it is there (and in the namespace given); whether it was."""
 
     @abc.abstractmethod
-    async def _reset(self, op: ResetOp) -> None:
+    async def _reset(self, op: ops.ResetOp) -> None:
         """Delete every memory, recall and mark."""
 
     # -- what an adapter writes per capability it declares ------------------------------------
 
-    async def _get(self, op: GetOp) -> Record | None:
+    async def _get(self, op: ops.GetOp) -> Record | None:
         raise NotImplementedError
 
-    async def _namespaces(self, op: NamespacesOp) -> list[NamespaceInfo]:
+    async def _namespaces(self, op: ops.NamespacesOp) -> list[NamespaceInfo]:
         raise NotImplementedError
 
-    async def _stats(self, op: StatsOp) -> Stats:
+    async def _stats(self, op: ops.StatsOp) -> Stats:
         raise NotImplementedError
 
-    async def _ping(self, op: PingOp) -> str:
+    async def _ping(self, op: ops.PingOp) -> str:
         raise NotImplementedError
 
-    def _export(self, op: ExportOp) -> AsyncIterator[Record]:
+    def _export(self, op: ops.ExportOp) -> AsyncIterator[Record]:
         raise NotImplementedError
 
-    async def _trace_columns(self, op: TraceColumnsOp) -> dict[str, Any]:
+    async def _trace_columns(self, op: ops.TraceColumnsOp) -> dict[str, Any]:
         raise NotImplementedError
 
-    async def _recalls(self, op: RecallsOp) -> list[Recall]:
+    async def _recalls(self, op: ops.RecallsOp) -> list[Recall]:
         raise NotImplementedError
 
-    async def _add_recalls(self, op: AddRecallsOp) -> int:
+    async def _add_recalls(self, op: ops.AddRecallsOp) -> int:
         raise NotImplementedError
 
     def _keep_recall(self, body: dict[str, Any]) -> Awaitable[None] | None:
         """Store one recorded recall (see :func:`memkit._recall.record`); an awaitable if asynchronous."""
         raise NotImplementedError
 
-    async def _marks(self, op: MarksOp) -> list[Mark]:
+    async def _marks(self, op: ops.MarksOp) -> list[Mark]:
         raise NotImplementedError
 
-    async def _put_marks(self, op: PutMarksOp) -> int:
+    async def _put_marks(self, op: ops.PutMarksOp) -> int:
         raise NotImplementedError
 
-    async def _remove_marks(self, op: RemoveMarksOp) -> int:
+    async def _remove_marks(self, op: ops.RemoveMarksOp) -> int:
         raise NotImplementedError
 
-    async def _close(self, op: CloseOp) -> None:
+    async def _close(self, op: ops.CloseOp) -> None:
         raise NotImplementedError
 
     # -- the port ------------------------------------------------------------------------
@@ -219,24 +249,24 @@ class Store(Declares, abc.ABC):
     ) -> str:
         """Add one memory to the namespace ``user_id``/``agent_id``; returns its id."""
         record = new_record(content, user_id, agent_id, metadata, self.limits)
-        return (await self.execute(WriteOp((record,))))[0]
+        return (await self.execute(ops.WriteOp((record,))))[0]
 
     async def add_trace(
         self, agent_id: str, workflow_id: str, trace_data: dict[str, Any], user_id: str = "system"
     ) -> str:
         """Add one step of a workflow's execution trace; returns its id."""
         record = trace_record(agent_id, workflow_id, trace_data, user_id, self.limits)
-        return (await self.execute(WriteOp((record,))))[0]
+        return (await self.execute(ops.WriteOp((record,))))[0]
 
+    @_offered(Capability.ADD_MANY)
     async def add_many(
         self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False
     ) -> list[str]:
         """Validate every item, then write all of them in one transaction (or none)."""
-        self._require(Capability.ADD_MANY)
         records = records_from_items(items, self.limits)
         if not records:
             return []
-        return await self.execute(WriteOp(tuple(records), progress))
+        return await self.execute(ops.WriteOp(tuple(records), progress))
 
     async def search(
         self,
@@ -262,10 +292,10 @@ class Store(Declares, abc.ABC):
         op = _pipeline.prepare(self, query, user_id, agent_id, limit, filters, mode, hybrid, as_of)
         return await _pipeline.search(self, op, self._found)
 
-    async def _found(self, op: SearchOp) -> list[MemoryItem]:
+    async def _found(self, op: ops.SearchOp) -> list[MemoryItem]:
         if op.query:
             return await self.execute(op)
-        listing = ListOp(op.user_id, op.agent_id, op.conditions, op.limit, until_us=op.until_us)
+        listing = ops.ListOp(op.user_id, op.agent_id, op.conditions, op.limit, until_us=op.until_us)
         return [r.to_item() for r in await self.execute(listing)]
 
     async def get_all(
@@ -273,8 +303,9 @@ class Store(Declares, abc.ABC):
     ) -> list[MemoryItem]:
         """One namespace's memories, newest first."""
         read = check_read(user_id, agent_id, limit, filters, self.limits)
-        return [r.to_item() for r in await self.execute(ListOp(read.user, read.agent, read.conditions, read.limit))]
+        return [r.to_item() for r in await self.execute(ops.ListOp(read.user, read.agent, read.conditions, read.limit))]
 
+    @_offered(Capability.PAGING)
     async def get_page(
         self,
         user_id: str,
@@ -285,50 +316,53 @@ class Store(Declares, abc.ABC):
         filters: dict[str, Any] | None = None,
     ) -> list[MemoryItem]:
         """``limit`` memories of one namespace from ``offset``, newest first."""
-        self._require(Capability.PAGING)
         read = check_read(user_id, agent_id, limit, filters, self.limits, offset)
-        listing = ListOp(read.user, read.agent, read.conditions, read.limit, read.offset)
+        listing = ops.ListOp(read.user, read.agent, read.conditions, read.limit, read.offset)
         return [r.to_item() for r in await self.execute(listing)]
 
+    @_offered(Capability.GET)
     async def get(self, memory_id: str) -> MemoryItem | None:
         """One memory by id (``None`` when it does not exist)."""
-        record = await self.execute(GetOp(check_id(memory_id, "memory_id", self.limits)))
+        record = await self.execute(ops.GetOp(check_id(memory_id, "memory_id", self.limits)))
         return None if record is None else record.to_item()
 
     async def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
         """Delete one memory; with ``user_id``/``agent_id`` only if it lives in that namespace."""
-        return await self.execute(DeleteOp(*check_scope(memory_id, user_id, agent_id, self.limits)))
+        return await self.execute(ops.DeleteOp(*check_scope(memory_id, user_id, agent_id, self.limits)))
 
     async def reset(self) -> bool:
         """Delete everything this store holds (testing only)."""
-        await self.execute(ResetOp())
+        await self.execute(ops.ResetOp())
         return True
 
+    @_offered(Capability.NAMESPACES)
     async def namespaces(self) -> list[NamespaceInfo]:
         """Every (user_id, agent_id) namespace with counts and activity."""
-        return await self.execute(NamespacesOp())
+        return await self.execute(ops.NamespacesOp())
 
+    @_offered(Capability.STATS)
     async def stats(self) -> Stats:
         """How much the store holds."""
-        return await self.execute(StatsOp())
+        return await self.execute(ops.StatsOp())
 
+    @_offered(Capability.HEALTH)
     async def health(self) -> Health:
         """Whether the store answers, and how fast; a failure is reported, not raised."""
-        self._require(Capability.HEALTH)
         start = time.perf_counter()
         try:
-            detail, ok = await self.execute(PingOp()), True
+            detail, ok = await self.execute(ops.PingOp()), True
         except self.health_failures as exc:
             detail, ok = str(exc), False
         return Health(ok=ok, provider=self.provider_name, latency_ms=(time.perf_counter() - start) * 1e3,
                       detail=detail)
 
+    @_offered(Capability.EXPORT)
     async def export(self, user_id: str | None = None, agent_id: str | None = None) -> AsyncIterator[MemoryItem]:
         """Every record (traces included), oldest first, read a chunk at a time."""
-        self._require(ExportOp.capability)
-        async for record in self._export(ExportOp(user_id, agent_id)):
+        async for record in self._export(ops.ExportOp(user_id, agent_id)):
             yield record.to_item()
 
+    @_offered(Capability.TRACE_COLUMNS)
     async def trace_columns(
         self,
         *,
@@ -339,8 +373,9 @@ class Store(Declares, abc.ABC):
         since_us: int | None = None,
     ) -> dict[str, Any]:
         """Every trace step as columns (see :class:`memkit.SupportsTraceColumns`), in storage order."""
-        return await self.execute(TraceColumnsOp(workflow_id, agent_id, user_id, status, since_us))
+        return await self.execute(ops.TraceColumnsOp(workflow_id, agent_id, user_id, status, since_us))
 
+    @_offered(Capability.RECALLS)
     async def recalls(
         self,
         *,
@@ -350,22 +385,24 @@ class Store(Declares, abc.ABC):
         run_id: str | None = None,
     ) -> list[Recall]:
         """Recorded recalls, oldest first (see :class:`memkit.SupportsRecalls`)."""
-        return await self.execute(RecallsOp(user_id, agent_id, workflow_id, run_id))
+        return await self.execute(ops.RecallsOp(user_id, agent_id, workflow_id, run_id))
 
+    @_offered(Capability.RECALLS)
     async def get_recall(
         self, recall_id: str, *, user_id: str | None = None, agent_id: str | None = None
     ) -> Recall | None:
         """One recall; with ``user_id``/``agent_id`` only if it lives in that namespace."""
         wanted = check_id(recall_id, "recall_id", self.limits)
-        found = await self.execute(RecallsOp(user_id, agent_id, recall_id=wanted))
+        found = await self.execute(ops.RecallsOp(user_id, agent_id, recall_id=wanted))
         return found[0] if found else None
 
+    @_offered(Capability.RECALLS)
     async def add_recalls(self, recalls: Iterable[Recall]) -> int:
         """Store recalls as given (an import), all or none; a recall id the store holds refuses them all."""
-        self._require(Capability.RECALLS)
         batch = checked_recalls(recalls, self.limits)
-        return await self.execute(AddRecallsOp(tuple(batch))) if batch else 0
+        return await self.execute(ops.AddRecallsOp(tuple(batch))) if batch else 0
 
+    @_offered(Capability.MARKS)
     async def marks(
         self,
         *,
@@ -375,24 +412,24 @@ class Store(Declares, abc.ABC):
         run_id: str | None = None,
     ) -> list[Mark]:
         """A researcher's marks, oldest first (see :class:`memkit.SupportsMarks`)."""
-        self._require(Capability.MARKS)
         _marks.check_reads(self.limits, user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id)
-        kept = await self.execute(MarksOp(user_id, agent_id, workflow_id, run_id))
+        kept = await self.execute(ops.MarksOp(user_id, agent_id, workflow_id, run_id))
         return _marks.matching(kept, user_id, agent_id, workflow_id, run_id)
 
+    @_offered(Capability.MARKS)
     async def put_marks(self, marks: Iterable[Mark]) -> int:
         """Store marks, each replacing the mark on the same target; all or none."""
-        self._require(Capability.MARKS)
         batch = _marks.checked_marks(marks, self.limits)
-        return await self.execute(PutMarksOp(tuple(batch))) if batch else 0
+        return await self.execute(ops.PutMarksOp(tuple(batch))) if batch else 0
 
+    @_offered(Capability.MARKS)
     async def remove_marks(self, mark_ids: Iterable[str], *, user_id: str, agent_id: str) -> int:
         """Delete these marks, those of them that live in ``user_id``/``agent_id`` only."""
-        self._require(Capability.MARKS)
         ids = _marks.checked_ids(mark_ids, self.limits)
         user, agent = check_namespace(user_id, agent_id, self.limits)
-        return await self.execute(RemoveMarksOp(tuple(ids), user, agent)) if ids else 0
+        return await self.execute(ops.RemoveMarksOp(tuple(ids), user, agent)) if ids else 0
 
+    @_offered(Capability.CLOSE)
     async def aclose(self) -> None:
         """Release what the store holds; again is a no-op (see :class:`memkit.SupportsClose`)."""
-        await self.execute(CloseOp())
+        await self.execute(ops.CloseOp())

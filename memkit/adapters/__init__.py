@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from memkit._factory import adapter_modules
+
 if TYPE_CHECKING:
     from memkit.adapters._falkordb import FalkorDBAdapter
     from memkit.adapters._mem0 import Mem0Adapter
@@ -18,14 +20,8 @@ if TYPE_CHECKING:
 
 __all__ = ["FalkorDBAdapter", "InMemoryAdapter", "Mem0Adapter", "MockMemoryAdapter", "Neo4jAdapter", "SQLiteAdapter"]
 
-_LAZY = {
-    "InMemoryAdapter": "memkit.adapters._memory",
-    "MockMemoryAdapter": "memkit.adapters._memory",
-    "SQLiteAdapter": "memkit.adapters._sqlite",
-    "FalkorDBAdapter": "memkit.adapters._falkordb",
-    "Neo4jAdapter": "memkit.adapters._neo4j",
-    "Mem0Adapter": "memkit.adapters._mem0",
-}
+# The one adapter registry is the factory's: a backend registered there is importable here.
+_LAZY = adapter_modules()
 
 
 def __getattr__(name: str) -> Any:

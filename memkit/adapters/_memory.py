@@ -9,24 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memkit import _marks, _pipeline, _recall
-from memkit._core._ops import (
-    AddRecallsOp,
-    CloseOp,
-    DeleteOp,
-    ExportOp,
-    GetOp,
-    ListOp,
-    MarksOp,
-    NamespacesOp,
-    PingOp,
-    PutMarksOp,
-    RecallsOp,
-    RemoveMarksOp,
-    ResetOp,
-    SearchOp,
-    StatsOp,
-    WriteOp,
-)
+from memkit._core import _ops as ops
 from memkit._core._store import Store
 from memkit._errors import ConfigError, InvalidInputError
 from memkit._filters import Condition, matches
@@ -35,7 +18,7 @@ from memkit._marks import Mark
 from memkit._models import MemoryItem, NamespaceInfo, Stats
 from memkit._protocols import Capability
 from memkit._recall import Recall
-from memkit._records import Record, from_us
+from memkit._records import Record, namespace_infos
 from memkit._retrieval import HybridConfig, Neighbours, VectorIndex, dense_leg
 from memkit._validate import DEFAULT_LIMITS, Limits
 
@@ -112,7 +95,7 @@ class InMemoryAdapter(Store):
 
     # -- writes ---------------------------------------------------------------
 
-    async def _write(self, op: WriteOp) -> list[str]:
+    async def _write(self, op: ops.WriteOp) -> list[str]:
         records = op.records
         vectors = None
         if self._embedder is not None and records:
@@ -134,7 +117,7 @@ class InMemoryAdapter(Store):
                 self._vectors.update((r.id, v) for r, v in zip(records, vectors, strict=True))
         return [r.id for r in records]
 
-    async def _delete(self, op: DeleteOp) -> bool:
+    async def _delete(self, op: ops.DeleteOp) -> bool:
         with self._lock:
             record = self._records.get(op.memory_id)
             if record is None or op.user_id not in (None, record.user_id) or op.agent_id not in (None, record.agent_id):
@@ -146,7 +129,7 @@ class InMemoryAdapter(Store):
             self._vectors.pop(op.memory_id, None)
             return True
 
-    async def _reset(self, op: ResetOp) -> None:
+    async def _reset(self, op: ops.ResetOp) -> None:
         with self._lock:
             for kept in (self._records, self._seq, self._by_seq, self._indexes, self._vectors,
                          self._recall_bodies, self._mark_bodies):
@@ -168,10 +151,10 @@ class InMemoryAdapter(Store):
         rows.sort(key=lambda r: (r.created_us, seq[r.id]), reverse=True)
         return rows
 
-    async def _list(self, op: ListOp) -> list[Record]:
+    async def _list(self, op: ops.ListOp) -> list[Record]:
         return self._newest_first(op.user_id, op.agent_id, op.conditions, op.until_us)[op.offset : op.offset + op.limit]
 
-    async def _rank(self, op: SearchOp) -> list[MemoryItem]:
+    async def _rank(self, op: ops.SearchOp) -> list[MemoryItem]:
         user, agent, conditions, until_us = op.user_id, op.agent_id, op.conditions, op.until_us
         depth = op.depth
         terms = analyze_query(op.query)
@@ -223,23 +206,15 @@ class InMemoryAdapter(Store):
 
         return neighbours
 
-    async def _get(self, op: GetOp) -> Record | None:
+    async def _get(self, op: ops.GetOp) -> Record | None:
         return self._records.get(op.memory_id)
 
-    async def _namespaces(self, op: NamespacesOp) -> list[NamespaceInfo]:
-        spans: dict[tuple[str, str], list[int]] = {}
+    async def _namespaces(self, op: ops.NamespacesOp) -> list[NamespaceInfo]:
         with self._lock:
-            for r in self._records.values():
-                span = spans.setdefault((r.user_id, r.agent_id), [0, r.created_us, r.created_us])
-                span[0] += 1
-                span[1] = min(span[1], r.created_us)
-                span[2] = max(span[2], r.created_us)
-        return [
-            NamespaceInfo(user_id=u, agent_id=a, count=c, first_at=from_us(lo), last_at=from_us(hi))
-            for (u, a), (c, lo, hi) in sorted(spans.items())
-        ]
+            records = list(self._records.values())
+        return namespace_infos(records)
 
-    async def _stats(self, op: StatsOp) -> Stats:
+    async def _stats(self, op: ops.StatsOp) -> Stats:
         with self._lock:
             records = list(self._records.values())
         return Stats(
@@ -249,11 +224,11 @@ class InMemoryAdapter(Store):
             namespaces=len({(r.user_id, r.agent_id) for r in records}),
         )
 
-    async def _ping(self, op: PingOp) -> str:
+    async def _ping(self, op: ops.PingOp) -> str:
         with self._lock:  # answers once no writer holds the store
             return f"{len(self._records)} memories in this process"
 
-    async def _export(self, op: ExportOp) -> AsyncIterator[Record]:
+    async def _export(self, op: ops.ExportOp) -> AsyncIterator[Record]:
         with self._lock:
             rows = [
                 r
@@ -265,7 +240,7 @@ class InMemoryAdapter(Store):
         for r in rows:
             yield r
 
-    async def _close(self, op: CloseOp) -> None:
+    async def _close(self, op: ops.CloseOp) -> None:
         return None  # nothing to release: the store keeps answering
 
     # -- recalls ------------------------------------------------------------------
@@ -274,7 +249,7 @@ class InMemoryAdapter(Store):
         with self._lock:
             self._recall_bodies[body["id"]] = body
 
-    async def _recalls(self, op: RecallsOp) -> list[Recall]:
+    async def _recalls(self, op: ops.RecallsOp) -> list[Recall]:
         with self._lock:
             kept = [self._recall_bodies[op.recall_id]] if op.recall_id in self._recall_bodies else (
                 [] if op.recall_id is not None else list(self._recall_bodies.values()))
@@ -285,7 +260,7 @@ class InMemoryAdapter(Store):
             and op.workflow_id in (None, b["workflow_id"]) and op.run_id in (None, b["run_id"])
         ]
 
-    async def _add_recalls(self, op: AddRecallsOp) -> int:
+    async def _add_recalls(self, op: ops.AddRecallsOp) -> int:
         with self._lock:
             clash = next((r.id for r in op.recalls if r.id in self._recall_bodies), None)
             if clash is not None:
@@ -295,17 +270,17 @@ class InMemoryAdapter(Store):
 
     # -- marks ----------------------------------------------------------------------
 
-    async def _marks(self, op: MarksOp) -> list[Mark]:
+    async def _marks(self, op: ops.MarksOp) -> list[Mark]:
         with self._lock:
             kept = list(self._mark_bodies.values())
         return list(map(_marks.loads, kept))
 
-    async def _put_marks(self, op: PutMarksOp) -> int:
+    async def _put_marks(self, op: ops.PutMarksOp) -> int:
         with self._lock:
             self._mark_bodies.update((m.id, _marks.dumps(m)) for m in op.marks)
         return len(op.marks)
 
-    async def _remove_marks(self, op: RemoveMarksOp) -> int:
+    async def _remove_marks(self, op: ops.RemoveMarksOp) -> int:
         with self._lock:
             kept = {i: _marks.loads(self._mark_bodies[i]) for i in op.mark_ids if i in self._mark_bodies}
             gone = [i for i, m in kept.items() if (m.user_id, m.agent_id) == (op.user_id, op.agent_id)]

@@ -1,11 +1,11 @@
-"""What every adapter does the same way, written once.
+"""The threads an adapter runs its blocking client calls on, and what the adapters not yet on
+the store base (:class:`memkit._core._store.Store`) still share.
 
 * :class:`Worker`: the threads an adapter runs its blocking client calls on (SQLite's
   connection, the FalkorDB client, mem0), and the one way to close them.
-* :class:`RecordWriter`: ``add`` and ``add_trace``: check the input into a record, store it.
-* :func:`timed_health`: ``health()`` timing.
-* :func:`namespace_infos` / :func:`trace_count`: what stores without a query engine of
-  their own (in-memory, Mem0) compute from their records.
+* :class:`RecordWriter`, :func:`timed_health`, :func:`trace_count` (and ``namespace_infos``,
+  now in :mod:`memkit._records`): the graph and Mem0 adapters' until they move onto the base,
+  which does all of it; then they go.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, NoReturn, TypeVar
 
 from memkit._errors import StorageError
-from memkit._models import Health, NamespaceInfo
-from memkit._records import Record, from_us, new_record, trace_record
+from memkit._models import Health
+from memkit._records import Record, namespace_infos, new_record, trace_record
 from memkit._validate import Limits
 
 __all__ = ["RecordWriter", "Worker", "namespace_infos", "timed_health", "trace_count"]
@@ -145,20 +145,6 @@ async def timed_health(
     except failures as exc:
         detail, ok = str(exc), False
     return Health(ok=ok, provider=provider, latency_ms=(time.perf_counter() - start) * 1e3, detail=detail)
-
-
-def namespace_infos(records: Iterable[Record]) -> list[NamespaceInfo]:
-    """One :class:`~memkit.NamespaceInfo` per (user_id, agent_id) of ``records``, sorted."""
-    spans: dict[tuple[str, str], list[int]] = {}
-    for r in records:
-        span = spans.setdefault((r.user_id, r.agent_id), [0, r.created_us, r.created_us])
-        span[0] += 1
-        span[1] = min(span[1], r.created_us)
-        span[2] = max(span[2], r.created_us)
-    return [
-        NamespaceInfo(user_id=u, agent_id=a, count=c, first_at=from_us(lo), last_at=from_us(hi))
-        for (u, a), (c, lo, hi) in sorted(spans.items())
-    ]
 
 
 def trace_count(records: Iterable[Record]) -> int:

@@ -16,44 +16,33 @@ import warnings
 import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memkit import _marks, _recall
-from memkit._core._ops import (
-    AddRecallsOp,
-    CloseOp,
-    DeleteOp,
-    ExportOp,
-    GetOp,
-    ListOp,
-    MarksOp,
-    NamespacesOp,
-    PingOp,
-    PutMarksOp,
-    RecallsOp,
-    RemoveMarksOp,
-    ResetOp,
-    SearchOp,
-    StatsOp,
-    TraceColumnsOp,
-    WriteOp,
-)
+from memkit._core import _ops as ops
 from memkit._core._store import Store
 from memkit._errors import ConfigError, InvalidInputError, StorageError
 from memkit._marks import Mark
 from memkit._models import MemoryItem, NamespaceInfo, Stats
 from memkit._protocols import Capability
 from memkit._recall import Recall
-from memkit._records import Record, from_us, to_us
+from memkit._records import Record
 from memkit._retrieval import HybridConfig
 from memkit._url import bool_option, embedder_option, query_options, sqlite_path
 from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_read
 from memkit.adapters._plumbing import Worker
+from memkit.adapters._sqlite import _queries as queries
 from memkit.adapters._sqlite._keywords import KeywordCache, feed_head, lag
-from memkit.adapters._sqlite._schema import SCHEMA_VERSION, connect, write_transaction
+from memkit.adapters._sqlite._schema import connect, write_transaction
 from memkit.adapters._sqlite._sql import COLUMNS, created_by, row_record, select
 from memkit.adapters._sqlite._traces import trace_columns
-from memkit.adapters._sqlite._vectors import Vectors, blob, recorded
+from memkit.adapters._sqlite._vectors import Vectors, blob
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike
+
+    from memkit.embeddings import Embedder
 
 __all__ = ["SQLiteAdapter"]
 
@@ -292,13 +281,13 @@ class SQLiteAdapter(Store):
 
     # -- the operations --------------------------------------------------------------
 
-    async def _write(self, op: WriteOp) -> list[str]:
+    async def _write(self, op: ops.WriteOp) -> list[str]:
         return await self._run(self._insert, list(op.records), op.progress)
 
     def _select(self, *args: Any) -> list[Record]:
         return select(self._db(), *args)
 
-    def _ranked(self, op: SearchOp, vector: Any = None) -> list[MemoryItem]:
+    def _ranked(self, op: ops.SearchOp, vector: np.ndarray | None = None) -> list[MemoryItem]:
         from memkit.adapters._sqlite._search import ranked  # numpy and the keyword index: searches only
 
         hits = ranked(self._db(), self._keywords, self._vectors, op, vector)
@@ -313,16 +302,16 @@ class SQLiteAdapter(Store):
         # The next step queues behind any call that came meanwhile: none waits for more than one.
         self._settling = more and self._worker.submit(self._settle)
 
-    async def _rank(self, op: SearchOp) -> list[MemoryItem]:
+    async def _rank(self, op: ops.SearchOp) -> list[MemoryItem]:
         return await self._run(self._ranked, op)
 
-    async def _list(self, op: ListOp) -> list[Record]:
+    async def _list(self, op: ops.ListOp) -> list[Record]:
         conditions = op.conditions if op.until_us is None else (*op.conditions, created_by(op.until_us))
         return await self._run(self._select, op.user_id, op.agent_id, conditions, op.limit, op.offset)
 
     async def search_by_vector(
         self,
-        vector: Any,
+        vector: ArrayLike,
         user_id: str,
         agent_id: str,
         limit: int = 5,
@@ -344,18 +333,18 @@ class SQLiteAdapter(Store):
         if norm == 0.0:
             raise InvalidInputError("vector must not be all zeros")
         user, agent, limit, _, conditions = check_read(user_id, agent_id, limit, filters, self.limits)
-        request = SearchOp(
+        request = ops.SearchOp(
             query="", user_id=user, agent_id=agent, limit=limit, filters=filters, conditions=conditions,
             mode="semantic", config=self.hybrid,
         )
         return await self._run(self._ranked, request, query / norm)
 
     @property
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder | None:
         """The :class:`memkit.embeddings.Embedder` in use, or ``None`` (keyword only)."""
         return self._vectors.embedder
 
-    def _reembed(self, embedder: Any, progress: bool) -> int:
+    def _reembed(self, embedder: Embedder, progress: bool) -> int:
         db = self._db()
         previous = self._vectors.embedder
         total = db.execute("SELECT count(*) FROM memories").fetchone()[0]
@@ -394,7 +383,7 @@ class SQLiteAdapter(Store):
         row = self._db().execute(f"SELECT {COLUMNS} FROM memories m WHERE m.id = ?", (memory_id,)).fetchone()  # noqa: S608
         return None if row is None else row_record(row)
 
-    async def _get(self, op: GetOp) -> Record | None:
+    async def _get(self, op: ops.GetOp) -> Record | None:
         return await self._run(self._row_of, op.memory_id)
 
     def _delete_rows(self, memory_id: str, user_id: str | None, agent_id: str | None) -> bool:
@@ -410,7 +399,7 @@ class SQLiteAdapter(Store):
         self._written.update((user, agent) for _, user, agent in deleted)
         return bool(deleted)
 
-    async def _delete(self, op: DeleteOp) -> bool:
+    async def _delete(self, op: ops.DeleteOp) -> bool:
         return await self._run(self._delete_rows, op.memory_id, op.user_id, op.agent_id)
 
     def _wipe(self) -> None:
@@ -427,70 +416,32 @@ class SQLiteAdapter(Store):
         self._vectors.clear()
         self._written.clear()
 
-    async def _reset(self, op: ResetOp) -> None:
+    async def _reset(self, op: ops.ResetOp) -> None:
         await self._run(self._wipe)
 
     # -- capabilities ------------------------------------------------------------
 
-    def _namespace_rows(self) -> list[NamespaceInfo]:
-        rows = self._db().execute(
-            "SELECT user_id, agent_id, count(*), min(created_us), max(created_us)"
-            " FROM memories GROUP BY user_id, agent_id ORDER BY user_id, agent_id"
-        ).fetchall()
-        return [
-            NamespaceInfo(user_id=u, agent_id=a, count=c, first_at=from_us(lo), last_at=from_us(hi))
-            for u, a, c, lo, hi in rows
-        ]
+    def _on_db(self, fn: Callable[..., T], *args: Any) -> T:
+        return fn(self._db(), *args)
 
-    async def _namespaces(self, op: NamespacesOp) -> list[NamespaceInfo]:
-        return await self._run(self._namespace_rows)
+    async def _query(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(connection, *args)`` on the worker thread (a function of :mod:`._queries`)."""
+        return await self._run(self._on_db, fn, *args)
 
-    def _measure(self) -> Stats:
-        db = self._db()
-        memories, traces = db.execute(
-            "SELECT count(*), coalesce(sum(json_extract(metadata, '$.type') = 'trace'), 0) FROM memories"
-        ).fetchone()
-        namespaces = db.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM memories GROUP BY user_id, agent_id)"
-        ).fetchone()[0]
-        pages = db.execute("PRAGMA page_count").fetchone()[0] * db.execute("PRAGMA page_size").fetchone()[0]
-        name, dim = recorded(db)
-        vectors = db.execute("SELECT count(*) FROM memory_vectors").fetchone()[0]
-        return Stats(
-            provider=self.provider_name, memories=memories, traces=traces, namespaces=namespaces,
-            storage_bytes=pages, path=self.path, schema_version=SCHEMA_VERSION,
-            embedder=name, embedder_dim=dim, vectors=vectors,
-        )
+    async def _namespaces(self, op: ops.NamespacesOp) -> list[NamespaceInfo]:
+        return await self._query(queries.namespaces)
 
-    async def _stats(self, op: StatsOp) -> Stats:
-        return await self._run(self._measure)
+    async def _stats(self, op: ops.StatsOp) -> Stats:
+        return await self._query(queries.stats, self.path)
 
-    def _schema_line(self) -> str:
-        version = self._db().execute("PRAGMA user_version").fetchone()[0]
-        return f"schema version {version}, SQLite {sqlite3.sqlite_version}"
+    async def _ping(self, op: ops.PingOp) -> str:
+        return await self._query(queries.schema_line)
 
-    async def _ping(self, op: PingOp) -> str:
-        return await self._run(self._schema_line)
-
-    def _export_chunk(
-        self, after: tuple[int, int], user_id: str | None, agent_id: str | None, size: int
-    ) -> list[tuple[Any, ...]]:
-        sql = f"SELECT {COLUMNS} FROM memories m WHERE (m.created_us, m.seq) > (?, ?)"  # noqa: S608
-        params: list[Any] = list(after)
-        if user_id is not None:
-            sql += " AND m.user_id = ?"
-            params.append(user_id)
-        if agent_id is not None:
-            sql += " AND m.agent_id = ?"
-            params.append(agent_id)
-        sql += " ORDER BY m.created_us, m.seq LIMIT ?"
-        return self._db().execute(sql, [*params, size]).fetchall()
-
-    async def _export(self, op: ExportOp) -> AsyncIterator[Record]:
+    async def _export(self, op: ops.ExportOp) -> AsyncIterator[Record]:
         # In chunks, so memory use stays flat.
         after = (-(2**62), -1)
         while True:
-            rows = await self._run(self._export_chunk, after, op.user_id, op.agent_id, 2_000)
+            rows = await self._query(queries.export_chunk, op, after, 2_000)
             for row in rows:
                 yield row_record(row)
             if len(rows) < 2_000:
@@ -500,7 +451,7 @@ class SQLiteAdapter(Store):
     def _columns(self, *args: Any) -> dict[str, Any]:
         return trace_columns(self._db(), self.path, *args)
 
-    async def _trace_columns(self, op: TraceColumnsOp) -> dict[str, Any]:
+    async def _trace_columns(self, op: ops.TraceColumnsOp) -> dict[str, Any]:
         return await self._run(self._columns, op.workflow_id, op.agent_id, op.user_id, op.status, op.since_us)
 
     # -- recalls, written behind the searches, in batches, on the worker thread --------
@@ -567,51 +518,12 @@ class SQLiteAdapter(Store):
         elif count == 1:
             self._recall_wake.set()
 
-    def _recall_rows_matching(
-        self, user_id: str | None, agent_id: str | None, workflow_id: str | None, run_id: str | None,
-        recall_id: str | None,
-    ) -> list[str]:
-        sql = "SELECT body FROM recalls WHERE 1"
-        params: list[Any] = []
-        for column, value in (
-            ("user_id", user_id), ("agent_id", agent_id), ("workflow_id", workflow_id), ("run_id", run_id),
-            ("id", recall_id),
-        ):
-            if value is not None:
-                sql += f" AND {column} = ?"
-                params.append(value)
-        self._flush_recalls()
-        return [row[0] for row in self._db().execute(sql + " ORDER BY seq", params)]
+    def _flushed(self, fn: Callable[..., T], *args: Any) -> T:
+        self._flush_recalls()  # the recalls recorded so far are read too
+        return fn(self._db(), *args)
 
-    async def _recalls(self, op: RecallsOp) -> list[Recall]:
-        bodies = await self._run(
-            self._recall_rows_matching, op.user_id, op.agent_id, op.workflow_id, op.run_id, op.recall_id)
-        return [_recall.loads(body) for body in bodies]
-
-    def _recall_step_counts(
-        self, workflow_id: str | None, user_id: str | None, agent_id: str | None
-    ) -> list[tuple[Any, ...]]:
-        # A recall counts for the step of its trace's namespace (see _recall.step_namespace);
-        # one recorded without it belongs to the step of the namespace it searched.
-        sql = (
-            "SELECT su, sa, workflow_id, run_id, step_index, count(*), sum(hits) FROM ("
-            " SELECT coalesce(json_extract(body, '$.trace_user_id'), user_id) AS su,"
-            " coalesce(json_extract(body, '$.trace_agent_id'), agent_id) AS sa,"
-            " workflow_id, run_id, step_index, json_array_length(body, '$.hits') AS hits"
-            " FROM recalls WHERE step_index IS NOT NULL) WHERE 1 = 1"
-        )
-        params: list[Any] = []
-        if workflow_id is not None:
-            sql += " AND workflow_id = ?"
-            params.append(workflow_id)
-        if user_id is not None:
-            sql += " AND su = ?"
-            params.append(user_id)
-        if agent_id is not None:
-            sql += " AND sa = ?"
-            params.append(agent_id)
-        self._flush_recalls()
-        return list(self._db().execute(sql + " GROUP BY su, sa, workflow_id, run_id, step_index", params))
+    async def _recalls(self, op: ops.RecallsOp) -> list[Recall]:
+        return [_recall.loads(body) for body in await self._run(self._flushed, queries.recall_bodies, op)]
 
     async def recall_step_counts(
         self, workflow_id: str | None = None, *, user_id: str | None = None, agent_id: str | None = None
@@ -622,9 +534,9 @@ class SQLiteAdapter(Store):
         for value, name in ((workflow_id, "workflow_id"), (user_id, "user_id"), (agent_id, "agent_id")):
             if value is not None:
                 check_id(value, name, self.limits)
-        return await self._run(self._recall_step_counts, workflow_id, user_id, agent_id)
+        return await self._run(self._flushed, queries.recall_step_counts, workflow_id, user_id, agent_id)
 
-    async def _add_recalls(self, op: AddRecallsOp) -> int:
+    async def _add_recalls(self, op: ops.AddRecallsOp) -> int:
         # One transaction: an id already stored refuses them all.
         return await self._run(self._import_recalls, [_recall.body_of(r) for r in op.recalls])
 
@@ -634,48 +546,14 @@ class SQLiteAdapter(Store):
 
     # -- marks ----------------------------------------------------------------------
 
-    def _mark_rows(
-        self, user_id: str | None, agent_id: str | None, workflow_id: str | None, run_id: str | None
-    ) -> list[str]:
-        sql = "SELECT body FROM marks WHERE 1"
-        params: list[Any] = []
-        for column, value in (
-            ("user_id", user_id), ("agent_id", agent_id), ("workflow_id", workflow_id), ("run_id", run_id),
-        ):
-            if value is not None:
-                sql += f" AND {column} = ?"  # column names from the tuple above, values as parameters
-                params.append(value)
-        return [row[0] for row in self._db().execute(sql, params)]
+    async def _marks(self, op: ops.MarksOp) -> list[Mark]:
+        return list(map(_marks.loads, await self._query(queries.mark_bodies, op)))
 
-    async def _marks(self, op: MarksOp) -> list[Mark]:
-        bodies = await self._run(self._mark_rows, op.user_id, op.agent_id, op.workflow_id, op.run_id)
-        return list(map(_marks.loads, bodies))
+    async def _put_marks(self, op: ops.PutMarksOp) -> int:
+        return await self._query(queries.put_marks, op)
 
-    def _insert_marks(self, batch: tuple[Mark, ...]) -> int:
-        db = self._db()
-        with write_transaction(db):
-            db.executemany(
-                "INSERT OR REPLACE INTO marks (id, created_us, user_id, agent_id, workflow_id, run_id, body)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(m.id, to_us(m.created_at), m.user_id, m.agent_id, m.workflow_id, m.run_id, _marks.dumps(m))
-                 for m in batch],
-            )
-        return len(batch)
-
-    async def _put_marks(self, op: PutMarksOp) -> int:
-        return await self._run(self._insert_marks, op.marks)
-
-    def _delete_marks(self, ids: tuple[str, ...], user_id: str, agent_id: str) -> int:
-        db = self._db()
-        with write_transaction(db):
-            return sum(
-                db.execute("DELETE FROM marks WHERE id = ? AND user_id = ? AND agent_id = ?",
-                           (i, user_id, agent_id)).rowcount
-                for i in ids
-            )
-
-    async def _remove_marks(self, op: RemoveMarksOp) -> int:
-        return await self._run(self._delete_marks, op.mark_ids, op.user_id, op.agent_id)
+    async def _remove_marks(self, op: ops.RemoveMarksOp) -> int:
+        return await self._query(queries.remove_marks, op)
 
     def _release(self) -> None:
         self._recall_wake.set()  # the recall thread sees the store closing and ends
@@ -688,7 +566,7 @@ class SQLiteAdapter(Store):
             self._conn.close()
             self._conn = None
 
-    async def _close(self, op: CloseOp) -> None:
+    async def _close(self, op: ops.CloseOp) -> None:
         # Writes the queued recalls and closes the file; again is a no-op, any other call then fails.
         await self._worker.aclose(self._release)
 

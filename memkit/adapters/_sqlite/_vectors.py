@@ -38,6 +38,8 @@ from memkit.adapters._sqlite._schema import write_transaction, write_unless_busy
 if TYPE_CHECKING:
     import numpy as np
 
+    from memkit.embeddings import Embedder
+
 __all__ = ["EMBED_BATCH", "Vectors", "blob"]
 
 EMBED_BATCH = 1_024
@@ -72,7 +74,7 @@ def _is_new(conn: sqlite3.Connection) -> bool:
 class Vectors:
     """The store's embedder (or none) and each searched namespace's vectors as one matrix."""
 
-    def __init__(self, path: str, embedder: Any, unset: bool) -> None:
+    def __init__(self, path: str, embedder: Embedder | None, unset: bool) -> None:
         self.path = path
         # Unset: the store decides (new stores get the default model); None: keyword-only if new.
         self.unset = unset

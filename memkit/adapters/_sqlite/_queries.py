@@ -1,0 +1,127 @@
+"""The store's reads and small writes that need nothing but the connection: one function per
+operation, each run on the adapter's worker thread (``db`` is its connection)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from memkit import _marks
+from memkit._core._ops import ExportOp, MarksOp, PutMarksOp, RecallsOp, RemoveMarksOp
+from memkit._models import NamespaceInfo, Stats
+from memkit._records import from_us, to_us
+from memkit.adapters._sqlite._schema import SCHEMA_VERSION, write_transaction
+from memkit.adapters._sqlite._sql import COLUMNS
+from memkit.adapters._sqlite._vectors import recorded
+
+__all__ = [
+    "export_chunk",
+    "mark_bodies",
+    "namespaces",
+    "put_marks",
+    "recall_bodies",
+    "recall_step_counts",
+    "remove_marks",
+    "schema_line",
+    "stats",
+]
+
+
+def _where(sql: str, wanted: tuple[tuple[str, str | None], ...]) -> tuple[str, list[Any]]:
+    """``sql`` narrowed to the columns given a value (column names are ours, values parameters)."""
+    params: list[Any] = []
+    for column, value in wanted:
+        if value is not None:
+            sql += f" AND {column} = ?"
+            params.append(value)
+    return sql, params
+
+
+def namespaces(db: sqlite3.Connection) -> list[NamespaceInfo]:
+    rows = db.execute(
+        "SELECT user_id, agent_id, count(*), min(created_us), max(created_us)"
+        " FROM memories GROUP BY user_id, agent_id ORDER BY user_id, agent_id"
+    ).fetchall()
+    return [
+        NamespaceInfo(user_id=u, agent_id=a, count=c, first_at=from_us(lo), last_at=from_us(hi))
+        for u, a, c, lo, hi in rows
+    ]
+
+
+def stats(db: sqlite3.Connection, path: str) -> Stats:
+    memories, traces = db.execute(
+        "SELECT count(*), coalesce(sum(json_extract(metadata, '$.type') = 'trace'), 0) FROM memories"
+    ).fetchone()
+    spaces = db.execute("SELECT count(*) FROM (SELECT 1 FROM memories GROUP BY user_id, agent_id)").fetchone()[0]
+    pages = db.execute("PRAGMA page_count").fetchone()[0] * db.execute("PRAGMA page_size").fetchone()[0]
+    name, dim = recorded(db)
+    vectors = db.execute("SELECT count(*) FROM memory_vectors").fetchone()[0]
+    return Stats(
+        provider="sqlite", memories=memories, traces=traces, namespaces=spaces, storage_bytes=pages, path=path,
+        schema_version=SCHEMA_VERSION, embedder=name, embedder_dim=dim, vectors=vectors,
+    )
+
+
+def schema_line(db: sqlite3.Connection) -> str:
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    return f"schema version {version}, SQLite {sqlite3.sqlite_version}"
+
+
+def export_chunk(db: sqlite3.Connection, op: ExportOp, after: tuple[int, int], size: int) -> list[tuple[Any, ...]]:
+    """The next ``size`` rows after ``after`` (``(created_us, seq)``), oldest first."""
+    sql, params = _where(
+        f"SELECT {COLUMNS} FROM memories m WHERE (m.created_us, m.seq) > (?, ?)",  # noqa: S608
+        (("m.user_id", op.user_id), ("m.agent_id", op.agent_id)),
+    )
+    return db.execute(sql + " ORDER BY m.created_us, m.seq LIMIT ?", [*after, *params, size]).fetchall()
+
+
+def recall_bodies(db: sqlite3.Connection, op: RecallsOp) -> list[str]:
+    sql, params = _where("SELECT body FROM recalls WHERE 1", (
+        ("user_id", op.user_id), ("agent_id", op.agent_id), ("workflow_id", op.workflow_id),
+        ("run_id", op.run_id), ("id", op.recall_id),
+    ))
+    return [row[0] for row in db.execute(sql + " ORDER BY seq", params)]
+
+
+def recall_step_counts(
+    db: sqlite3.Connection, workflow_id: str | None, user_id: str | None, agent_id: str | None
+) -> list[tuple[Any, ...]]:
+    # A recall counts for the step of its trace's namespace (see _recall.step_namespace);
+    # one recorded without it belongs to the step of the namespace it searched.
+    sql, params = _where(
+        "SELECT su, sa, workflow_id, run_id, step_index, count(*), sum(hits) FROM ("
+        " SELECT coalesce(json_extract(body, '$.trace_user_id'), user_id) AS su,"
+        " coalesce(json_extract(body, '$.trace_agent_id'), agent_id) AS sa,"
+        " workflow_id, run_id, step_index, json_array_length(body, '$.hits') AS hits"
+        " FROM recalls WHERE step_index IS NOT NULL) WHERE 1 = 1",
+        (("workflow_id", workflow_id), ("su", user_id), ("sa", agent_id)),
+    )
+    return list(db.execute(sql + " GROUP BY su, sa, workflow_id, run_id, step_index", params))
+
+
+def mark_bodies(db: sqlite3.Connection, op: MarksOp) -> list[str]:
+    sql, params = _where("SELECT body FROM marks WHERE 1", (
+        ("user_id", op.user_id), ("agent_id", op.agent_id), ("workflow_id", op.workflow_id), ("run_id", op.run_id),
+    ))
+    return [row[0] for row in db.execute(sql, params)]
+
+
+def put_marks(db: sqlite3.Connection, op: PutMarksOp) -> int:
+    with write_transaction(db):
+        db.executemany(
+            "INSERT OR REPLACE INTO marks (id, created_us, user_id, agent_id, workflow_id, run_id, body)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(m.id, to_us(m.created_at), m.user_id, m.agent_id, m.workflow_id, m.run_id, _marks.dumps(m))
+             for m in op.marks],
+        )
+    return len(op.marks)
+
+
+def remove_marks(db: sqlite3.Connection, op: RemoveMarksOp) -> int:
+    with write_transaction(db):
+        return sum(
+            db.execute("DELETE FROM marks WHERE id = ? AND user_id = ? AND agent_id = ?",
+                       (i, op.user_id, op.agent_id)).rowcount
+            for i in op.mark_ids
+        )
