@@ -31,7 +31,7 @@ install-notebook: $(BIN)/python
 # No torch here: Mem0 runs on memkit's own embedder, and the sentence-transformers tests
 # run only where `memkit[embeddings]` is installed (make bench-minilm).
 install-test: $(BIN)/python chromium neo4j tests/cypher/node_modules/.package-lock.json
-	$(PIP) install -e '.[dev,graph,notebook,mem0,agents,mcp,langgraph,otel]'
+	$(PIP) install -e '.[dev,graph,notebook,mem0,agents,mcp,langgraph,otel,postgres]'
 
 # Neo4j's Cypher parser for tests/test_cypher_lint.py (needs the machine's Node.js and npm).
 tests/cypher/node_modules/.package-lock.json: tests/cypher/package.json tests/cypher/package-lock.json

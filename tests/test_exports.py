@@ -46,7 +46,8 @@ PUBLIC: dict[str, set[str]] = {
         "spans_to_otlp",
     },
     "memkit.testing": {
-        "NEO4J_CURRENT", "NEO4J_LTS", "FalkorDBServer", "Neo4jServer", "ProviderConformance", "absence_report",
+        "NEO4J_CURRENT", "NEO4J_LTS", "FalkorDBServer", "Neo4jServer", "PostgresServer", "ProviderConformance",
+        "absence_report",
     },
     "memkit.tools": {"MemoryTools", "ProviderTools", "ToolCall", "ToolDispatcher", "register_pydantic_ai_tools"},
     "memkit.traces": {

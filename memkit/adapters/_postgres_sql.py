@@ -1,0 +1,248 @@
+"""The PostgreSQL store's statements: metadata filters compiled to SQL, and the retrieval legs.
+
+Nothing a caller supplies is ever part of a statement's text: values (texts, ids, numbers,
+filter paths and values, vectors) travel as parameters, and the only identifiers spliced
+in come from fixed sets here. Every statement that reads a namespace names ``user_id`` and
+``agent_id`` first, so PostgreSQL reads it through the namespace's own index entries.
+
+The keyword leg scores with memkit's BM25 (:mod:`memkit._keyword`) inside the database:
+memories are stored with memkit's own analysis as a ``tsvector`` (a term's positions
+``1..tf`` count its uses), the GIN index finds the namespace's memories that hold any query
+term, and the score sums ``idf * tf (k1 + 1) / (tf + k1 (1 - b + b len / avglen))`` with
+the namespace's N, average length and document frequencies, so it ranks as SQLite does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from typing import Any
+
+from memkit._filters import Condition, type_class
+from memkit._keyword import K1, B, analyze
+
+__all__ = [
+    "COLUMNS", "DENSE_EXACT_MAX", "STATS_SAMPLE", "any_query", "filter_sql", "term_query", "terms_vector",
+]
+
+COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
+
+#: Namespaces up to this size are scored exactly by the dense leg (every vector of the namespace,
+#: read through its index entries); larger ones go through the HNSW index (iterative scan).
+DENSE_EXACT_MAX = 5_000
+#: The namespace's mean and spread of cosine come from this many of its vectors (all of them in a
+#: smaller namespace), picked by a random key stored with each memory: the same sample every time.
+STATS_SAMPLE = 2_000
+
+# tsvector limits: a lexeme is at most 2047 bytes, a term keeps at most 256 positions.
+_MAX_LEXEME_BYTES = 2_046
+_MAX_POSITIONS = 256
+
+
+def _quoted(term: str) -> str:
+    """A lexeme in tsvector/tsquery input syntax: quoted, with quotes and backslashes escaped."""
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _indexable(term: str) -> bool:
+    return len(term.encode("utf-8")) <= _MAX_LEXEME_BYTES
+
+
+def terms_vector(text: str) -> tuple[str, int]:
+    """``(tsvector input, length)`` for ``text``: memkit's analysis, a term's uses as positions 1..tf."""
+    terms = analyze(text)
+    counts = Counter(t for t in terms if _indexable(t))
+    vector = " ".join(
+        f"{_quoted(term)}:{','.join(map(str, range(1, min(tf, _MAX_POSITIONS) + 1)))}" for term, tf in counts.items()
+    )
+    return vector, len(terms)
+
+
+def term_query(term: str) -> str:
+    """A tsquery that matches documents holding ``term`` (an analysed term)."""
+    return _quoted(term)
+
+
+def any_query(terms: list[str]) -> str:
+    """A tsquery that matches documents holding any of ``terms``."""
+    return " | ".join(_quoted(t) for t in terms)
+
+
+def query_terms(terms: list[str]) -> list[str]:
+    """The query terms an index can hold (longer ones match nothing)."""
+    return [t for t in terms if _indexable(t)]
+
+
+# -- metadata filters ---------------------------------------------------------------------
+
+# Not a metadata operator (the filter parser never makes it): ``search(as_of=...)`` rides on
+# the filter machinery so every leg and the empty-query listing honour it the same way.
+CREATED_BY = "$created_by"
+
+_RANGE_SQL = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+
+
+def created_by(until_us: int) -> Condition:
+    """A condition that holds for memories created at or before ``until_us``."""
+    return Condition(path=(), op=CREATED_BY, value=int(until_us))
+
+
+def _equal_sql(path: list[str], wanted: Any, params: list[Any]) -> str:
+    """SQL that is true exactly when :func:`memkit._filters._equal` is (never NULL)."""
+    if wanted is None:
+        params.append(path)
+        return "coalesce(jsonb_typeof(m.metadata #> %s) = 'null', true)"
+    # jsonb equality compares numbers by value (1 = 1.0) and never equates two types.
+    params.extend([path, json.dumps(wanted)])
+    return "coalesce(m.metadata #> %s = %s::jsonb, false)"
+
+
+def _number(value: int | float) -> str:
+    return str(value) if isinstance(value, int) else repr(float(value))
+
+
+def filter_sql(conditions: tuple[Condition, ...]) -> tuple[str, list[Any]]:
+    """Compile parsed filters to a parameterised predicate over ``m`` (``%s`` placeholders)."""
+    parts: list[str] = []
+    params: list[Any] = []
+    for cond in conditions:
+        path = list(cond.path)
+        if cond.op == CREATED_BY:
+            parts.append("m.created_us <= %s")
+            params.append(cond.value)
+        elif cond.op in ("$eq", "$ne"):
+            expr = _equal_sql(path, cond.value, params)
+            parts.append(expr if cond.op == "$eq" else f"NOT {expr}")
+        elif cond.op in ("$in", "$nin"):
+            exprs = [_equal_sql(path, v, params) for v in cond.value] or ["false"]
+            any_of = "(" + " OR ".join(exprs) + ")"
+            parts.append(any_of if cond.op == "$in" else f"NOT {any_of}")
+        elif type_class(cond.value) == "number":
+            params.extend([path, path, _number(cond.value)])
+            parts.append(
+                f"coalesce(CASE WHEN jsonb_typeof(m.metadata #> %s) = 'number'"
+                f" THEN (m.metadata #> %s)::numeric {_RANGE_SQL[cond.op]} %s::numeric END, false)"
+            )
+        else:
+            # Strings compare by code point: byte order of UTF-8 under the "C" collation.
+            params.extend([path, path, cond.value])
+            parts.append(
+                f"coalesce(CASE WHEN jsonb_typeof(m.metadata #> %s) = 'string'"
+                f" THEN (m.metadata #>> %s) COLLATE \"C\" {_RANGE_SQL[cond.op]} %s::text COLLATE \"C\" END, false)"
+            )
+    return (" AND ".join(parts) or "true"), params
+
+
+# -- the keyword leg ----------------------------------------------------------------------
+
+def frequencies_statement(user_id: str, agent_id: str, terms: list[str]) -> tuple[str, list[Any]]:
+    """One snapshot of what BM25 normalises by: ``(-1, N, total terms)`` from namespace_stats, then
+    ``(i, document frequency of terms[i], 0)`` counted over the namespace (as SQLite's index counts
+    them, filters or not), each through the GIN index with the term as a constant."""
+    parts = ["SELECT -1, count, terms FROM namespace_stats WHERE user_id = %s AND agent_id = %s"]
+    params: list[Any] = [user_id, agent_id]
+    for i, term in enumerate(terms):
+        parts.append("SELECT %s, count(*), 0 FROM memories WHERE user_id = %s AND agent_id = %s"
+                     " AND terms @@ %s::tsquery")
+        params.extend([i, user_id, agent_id, term_query(term)])
+    return " UNION ALL ".join(parts), params
+
+
+def idf(count: int, df: int) -> float:
+    """FTS5's idf, floored as :meth:`memkit._keyword.KeywordIndex.top` floors it."""
+    value = math.log((count - df + 0.5) / (df + 0.5))
+    return value if value > 0 else 1e-6
+
+
+# The BM25 of every memory of the namespace that holds a query term and passes the filters. Only the
+# query terms' entries of each tsvector are unnested: setweight marks them, ts_filter keeps them.
+KEYWORD_SQL = """
+WITH w AS (SELECT * FROM unnest(%s::text[], %s::float8[]) AS w(term, idf)),
+hits AS MATERIALIZED (
+    SELECT m.seq, m.created_us, m.terms_len, ts_filter(setweight(m.terms, 'A', %s::text[]), '{{a}}') AS found
+    FROM memories m
+    WHERE m.user_id = %s AND m.agent_id = %s AND m.terms @@ %s::tsquery AND {where}
+)
+SELECT h.seq, h.created_us,
+       sum(w.idf * cardinality(u.positions) * %s::float8
+           / (cardinality(u.positions) + %s::float8 * (1 - %s::float8 + %s::float8 * h.terms_len / %s::float8)))
+           AS score
+FROM hits h CROSS JOIN LATERAL unnest(h.found) AS u(lexeme, positions, weights)
+JOIN w ON w.term = u.lexeme
+GROUP BY h.seq, h.created_us
+ORDER BY score DESC, h.created_us DESC, h.seq DESC
+LIMIT %s
+"""
+
+
+def keyword_statement(
+    user_id: str, agent_id: str, weights: dict[str, float], average: float, conditions: tuple[Condition, ...],
+    limit: int,
+) -> tuple[str, list[Any]]:
+    """The keyword leg's statement: ``(seq, created_us, bm25)`` rows, best first, ties newest first.
+    ``weights`` are the query terms' idf (terms no memory holds left out)."""
+    where, params = filter_sql(conditions)
+    terms = list(weights)
+    return KEYWORD_SQL.format(where=where), [
+        terms, [weights[t] for t in terms], terms, user_id, agent_id, any_query(terms), *params,
+        K1 + 1.0, K1, B, B, average, limit,
+    ]
+
+
+# -- the dense leg ------------------------------------------------------------------------
+
+def dense_statement(
+    user_id: str, agent_id: str, conditions: tuple[Condition, ...], limit: int, exact: bool
+) -> tuple[str, list[Any]]:
+    """``(seq, created_us, cosine)`` of the namespace's ``limit`` nearest memories that pass the filters.
+
+    The query vector is the first parameter. ``exact`` orders by the inner product (no index
+    serves it: every vector of the namespace is scored); otherwise by the cosine distance the
+    HNSW index serves. Both are the cosine for memkit's unit vectors.
+    """
+    where, params = filter_sql(conditions)
+    order = "m.embedding <#> v.q" if exact else "m.embedding <=> v.q"
+    sql = (
+        "SELECT m.seq, m.created_us, -(m.embedding <#> v.q) AS cosine"  # noqa: S608
+        " FROM (SELECT %s::vector AS q) v, memories m"
+        f" WHERE m.user_id = %s AND m.agent_id = %s AND m.embedding IS NOT NULL AND {where}"
+        f" ORDER BY {order}, m.seq LIMIT %s"
+    )
+    return sql, [user_id, agent_id, *params, limit]
+
+
+# The namespace's mean and standard deviation of cosine, over a fixed random sample of it.
+DENSE_STATS_SQL = """
+SELECT coalesce(avg(c), 0), coalesce(stddev_pop(c), 0) FROM (
+    SELECT -(m.embedding <#> %s::vector) AS c FROM memories m
+    WHERE m.user_id = %s AND m.agent_id = %s AND m.embedding IS NOT NULL
+    ORDER BY m.sample LIMIT %s
+) s
+"""
+
+COSINES_SQL = (
+    "SELECT m.seq, m.created_us, -(m.embedding <#> %s::vector) FROM memories m"
+    " WHERE m.user_id = %s AND m.agent_id = %s AND m.seq = ANY(%s) AND m.embedding IS NOT NULL"
+)
+
+# For each candidate, the memories written up to ``reach`` places before and after it in its namespace.
+NEIGHBOURS_SQL = """
+SELECT c.seq, -row_number() OVER (PARTITION BY c.seq ORDER BY b.seq DESC), b.seq
+FROM unnest(%s::bigint[]) AS c(seq) CROSS JOIN LATERAL (
+    SELECT m.seq FROM memories m WHERE m.user_id = %s AND m.agent_id = %s AND m.seq < c.seq
+    ORDER BY m.seq DESC LIMIT %s) b
+UNION ALL
+SELECT c.seq, row_number() OVER (PARTITION BY c.seq ORDER BY a.seq), a.seq
+FROM unnest(%s::bigint[]) AS c(seq) CROSS JOIN LATERAL (
+    SELECT m.seq FROM memories m WHERE m.user_id = %s AND m.agent_id = %s AND m.seq > c.seq
+    ORDER BY m.seq LIMIT %s) a
+"""
+
+
+def neighbours_statement(user_id: str, agent_id: str, seqs: list[int], reach: int) -> tuple[str, list[Any]]:
+    return NEIGHBOURS_SQL, [seqs, user_id, agent_id, reach, seqs, user_id, agent_id, reach]
+
+
+def finite(value: float) -> float:
+    return value if math.isfinite(value) else 0.0

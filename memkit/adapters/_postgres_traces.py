@@ -1,0 +1,77 @@
+"""Trace steps as columns, read from the PostgreSQL store (see :class:`memkit.SupportsTraceColumns`).
+
+The step fields are read out of each trace's metadata in SQL, with the same rules as the
+SQLite store's trace table: text fields only when they are strings, integers only when
+they are whole numbers, times in microseconds; then the cells are decoded as SQLite's are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memkit.adapters._sqlite._traces import MISSING, TRACE_NUMBERS, decode_trace_fields, gc_paused
+
+__all__ = ["read"]
+
+_TEXTS = ("user_id", "agent_id", "workflow_id", "run_id", "step_name", "tool", "status")
+
+_SQL = """
+SELECT m.seq, m.created_us, m.user_id, m.agent_id,
+    CASE WHEN jsonb_typeof(m.metadata -> 'workflow_id') = 'string' THEN m.metadata ->> 'workflow_id' END,
+    CASE WHEN jsonb_typeof(m.metadata -> 'run_id') = 'string' THEN m.metadata ->> 'run_id' END,
+    CASE WHEN jsonb_typeof(t.v -> 'step_name') = 'string' THEN t.v ->> 'step_name' END,
+    CASE WHEN jsonb_typeof(t.v -> 'tool') = 'string' THEN t.v ->> 'tool' END,
+    CASE WHEN jsonb_typeof(t.v -> 'status') = 'string' THEN t.v ->> 'status' END,
+    CASE WHEN jsonb_typeof(t.v -> 'step_index') = 'number' AND (t.v ->> 'step_index') ~ '^-?[0-9]{{1,18}}$'
+        THEN (t.v ->> 'step_index')::bigint END,
+    CASE WHEN jsonb_typeof(t.v -> 'timestamp') = 'number'
+        THEN round((t.v ->> 'timestamp')::numeric * 1000000)::bigint END,
+    CASE WHEN jsonb_typeof(t.v -> 'duration') = 'number'
+        THEN round((t.v ->> 'duration')::numeric * 1000000)::bigint END,
+    CASE WHEN jsonb_typeof(t.v -> 'retry_count') = 'number' AND (t.v ->> 'retry_count') ~ '^-?[0-9]{{1,18}}$'
+        THEN (t.v ->> 'retry_count')::bigint END,
+    m.id,
+    coalesce((t.v -> 'error')::text, 'null'),
+    CASE WHEN jsonb_typeof(t.v -> 'parameters') = 'object' THEN (t.v -> 'parameters')::text ELSE 'null' END,
+    CASE WHEN jsonb_typeof(t.v -> 'result') = 'object' THEN (t.v -> 'result')::text ELSE 'null' END
+FROM memories m CROSS JOIN LATERAL (SELECT m.metadata -> 'trace' AS v) t
+WHERE m.metadata ->> 'type' = 'trace' AND {where}
+ORDER BY m.seq
+"""
+
+
+async def read(
+    pool: Any, *, workflow_id: str | None, agent_id: str | None, user_id: str | None, status: str | None,
+    since_us: int | None,
+) -> dict[str, Any]:
+    import numpy as np
+
+    where: list[str] = ["true"]
+    params: list[Any] = []
+    for expr, value in (("m.metadata ->> 'workflow_id'", workflow_id), ("m.agent_id", agent_id),
+                        ("m.user_id", user_id), ("m.metadata -> 'trace' ->> 'status'", status)):
+        if value is not None:
+            where.append(f"{expr} = %s")  # expressions from the tuple above, values as parameters
+            params.append(value)
+    if since_us is not None:
+        where.append("m.created_us >= %s")
+        params.append(since_us)
+    async with pool.connection() as conn:
+        cur = conn.cursor()
+        await cur.execute(_SQL.format(where=" AND ".join(where)), params)
+        rows = await cur.fetchall()
+    with gc_paused():
+        out: dict[str, Any] = {}
+        columns = list(zip(*rows, strict=True)) if rows else [() for _ in range(len(TRACE_NUMBERS) + 4)]
+        for j, name in enumerate(TRACE_NUMBERS):
+            values = columns[j]
+            if name in _TEXTS:
+                out[name] = np.array(values, dtype=object)
+            else:
+                out[name] = np.array([MISSING if v is None else v for v in values], dtype=np.int64)
+        fields = [cell for row in rows for cell in row[len(TRACE_NUMBERS):]]
+        if fields:
+            out.update(decode_trace_fields(fields))
+        else:
+            out.update({"id": [], "error": np.zeros(0, dtype=object)})
+        return out
