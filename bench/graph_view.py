@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import memkit
-from memkit._records import Record
+from memkit._core._records import Record
 from memkit.graph import MemoryGraph, memory_graph
 from memkit.graph._model import graph_from_parts
 from memkit.graph._page import page_from_payload, payload

@@ -43,7 +43,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import memkit
-import memkit._recall
+import memkit._recall._recording
 from bench._util import dump, print_table
 from bench.run import make_queries, make_texts
 from memkit.adapters._sqlite import SQLiteAdapter
@@ -95,8 +95,8 @@ class Meter:
 async def bench(n: int, mode: str, limit: int, rounds: int, queries_per_block: int, tmp: Path) -> dict[str, Any]:
     store = await build(tmp / f"bench_{n}_{mode}.db", n, None if mode == "keyword" else "default")
     caller, writer = Meter(), Meter()
-    record = memkit._recall.record
-    memkit._recall.record = caller.wrap(record)
+    record = memkit._recall._recording.record
+    memkit._recall._recording.record = caller.wrap(record)
     store._flush_recalls = writer.wrap(store._flush_recalls)  # type: ignore[method-assign]
     queries = make_queries(make_texts(n, seed=n), queries_per_block, seed=7)
     await block(store, queries, mode, limit)  # warm the indexes and caches
@@ -112,7 +112,7 @@ async def bench(n: int, mode: str, limit: int, rounds: int, queries_per_block: i
             runs[state][2].append(cpu)
     recalls = len(await store.recalls())
     await store.aclose()
-    memkit._recall.record = record
+    memkit._recall._recording.record = record
     row: dict[str, Any] = {"memories": n, "mode": mode, "limit": limit, "searches": 2 * rounds * len(queries),
                            "recalls": recalls}
     for label, index in (("p50", 0), ("block", 1), ("cpu", 2)):

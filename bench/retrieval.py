@@ -291,7 +291,8 @@ async def _loco_rows(
     variants: Sequence[Variant],
 ) -> dict[Variant, list[tuple[str, int, tuple[float, float, float]]]]:
     """Per variant: ``(conversation, category, scores)`` of every question, hybrid mode."""
-    from memkit import _keyword, _retrieval
+    from memkit._retrieval import _fusion as _retrieval
+    from memkit._retrieval import _keyword
 
     saved = _keyword.date_terms, _keyword.query_date_terms, _keyword.K1, _keyword.B, _retrieval.CONTEXT_REACH
     if not dates:  # the analyzer without date terms, as before they existed
@@ -329,7 +330,8 @@ def _mean(rows: Sequence[tuple[str, int, tuple[float, float, float]]]) -> tuple[
 
 async def run_loco(data: str | Path, embedder: str, tmp: Path) -> dict[str, Any]:
     """Leave-one-conversation-out selection over :data:`LOCO_GRID` (see the module docstring)."""
-    from memkit import _keyword, _retrieval
+    from memkit._retrieval import _fusion as _retrieval
+    from memkit._retrieval import _keyword
 
     conversations = load_locomo(data)
     names = [c.name for c in conversations]

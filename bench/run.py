@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._util import dump, percentiles, print_table, time_each
 from memkit._demo import _MAKERS
-from memkit._keyword import STOPWORDS, analyze_query
+from memkit._retrieval._keyword import STOPWORDS, analyze_query
 from memkit.adapters import InMemoryAdapter, SQLiteAdapter
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from memkit._errors import (
+from memkit._core._errors import (
     BackendUnavailableError,
     ConfigError,
     ErrorCategory,
@@ -16,13 +16,8 @@ from memkit._errors import (
 )
 
 if TYPE_CHECKING:
-    from memkit._context import ContextWindow, build_context
-    from memkit._evaluate import Evaluation, evaluate
-    from memkit._factory import get_memory_provider
-    from memkit._io import export_jsonl, import_history, import_jsonl
-    from memkit._marks import Mark
-    from memkit._models import Health, MemoryFilter, MemoryItem, NamespaceInfo, NewMemory, Stats
-    from memkit._protocols import (
+    from memkit._core._models import Health, MemoryFilter, MemoryItem, NamespaceInfo, NewMemory, Stats
+    from memkit._core._port import (
         MemoryProvider,
         SupportsAddMany,
         SupportsAsOf,
@@ -38,10 +33,15 @@ if TYPE_CHECKING:
         SupportsStats,
         SupportsTraceColumns,
     )
-    from memkit._recall import Recall, RecalledMemory, recall_scope
-    from memkit._retrieval import HybridConfig
+    from memkit._core._registry import get_memory_provider
+    from memkit._core._validate import Limits
+    from memkit._evaluate import Evaluation, evaluate
+    from memkit._io import export_jsonl, import_history, import_jsonl
+    from memkit._recall._context import ContextWindow, build_context
+    from memkit._recall._marks import Mark
+    from memkit._recall._recording import Recall, RecalledMemory, recall_scope
+    from memkit._retrieval._fusion import HybridConfig
     from memkit._sync import Memory, open
-    from memkit._validate import Limits
 
 __all__ = [
     "BackendUnavailableError",
@@ -94,42 +94,42 @@ __version__ = "0.1.0"
 # Importing memkit stays cheap (the command line pays for every import on every call): each
 # name below loads its module, and what that module needs (pydantic, numpy, pandas), on first use.
 _LAZY: dict[str, str] = {
-    "ContextWindow": "memkit._context",
-    "build_context": "memkit._context",
+    "ContextWindow": "memkit._recall._context",
+    "build_context": "memkit._recall._context",
     "Evaluation": "memkit._evaluate",
     "evaluate": "memkit._evaluate",
-    "get_memory_provider": "memkit._factory",
+    "get_memory_provider": "memkit._core._registry",
     "export_jsonl": "memkit._io",
     "import_history": "memkit._io",
     "import_jsonl": "memkit._io",
-    "Mark": "memkit._marks",
-    "Health": "memkit._models",
-    "MemoryFilter": "memkit._models",
-    "MemoryItem": "memkit._models",
-    "NamespaceInfo": "memkit._models",
-    "NewMemory": "memkit._models",
-    "Stats": "memkit._models",
-    "MemoryProvider": "memkit._protocols",
-    "SupportsAddMany": "memkit._protocols",
-    "SupportsAsOf": "memkit._protocols",
-    "SupportsClose": "memkit._protocols",
-    "SupportsExport": "memkit._protocols",
-    "SupportsGet": "memkit._protocols",
-    "SupportsHealth": "memkit._protocols",
-    "SupportsMarks": "memkit._protocols",
-    "SupportsNamespaces": "memkit._protocols",
-    "SupportsPaging": "memkit._protocols",
-    "SupportsRecalls": "memkit._protocols",
-    "SupportsSearchModes": "memkit._protocols",
-    "SupportsStats": "memkit._protocols",
-    "SupportsTraceColumns": "memkit._protocols",
-    "Recall": "memkit._recall",
-    "RecalledMemory": "memkit._recall",
-    "recall_scope": "memkit._recall",
-    "HybridConfig": "memkit._retrieval",
+    "Mark": "memkit._recall._marks",
+    "Health": "memkit._core._models",
+    "MemoryFilter": "memkit._core._models",
+    "MemoryItem": "memkit._core._models",
+    "NamespaceInfo": "memkit._core._models",
+    "NewMemory": "memkit._core._models",
+    "Stats": "memkit._core._models",
+    "MemoryProvider": "memkit._core._port",
+    "SupportsAddMany": "memkit._core._port",
+    "SupportsAsOf": "memkit._core._port",
+    "SupportsClose": "memkit._core._port",
+    "SupportsExport": "memkit._core._port",
+    "SupportsGet": "memkit._core._port",
+    "SupportsHealth": "memkit._core._port",
+    "SupportsMarks": "memkit._core._port",
+    "SupportsNamespaces": "memkit._core._port",
+    "SupportsPaging": "memkit._core._port",
+    "SupportsRecalls": "memkit._core._port",
+    "SupportsSearchModes": "memkit._core._port",
+    "SupportsStats": "memkit._core._port",
+    "SupportsTraceColumns": "memkit._core._port",
+    "Recall": "memkit._recall._recording",
+    "RecalledMemory": "memkit._recall._recording",
+    "recall_scope": "memkit._recall._recording",
+    "HybridConfig": "memkit._retrieval._fusion",
     "Memory": "memkit._sync",
     "open": "memkit._sync",
-    "Limits": "memkit._validate",
+    "Limits": "memkit._core._validate",
 }
 
 

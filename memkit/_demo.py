@@ -11,11 +11,11 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from memkit._records import trace_record
+from memkit._core._records import trace_record
 
 if TYPE_CHECKING:
-    from memkit._protocols import MemoryProvider
-    from memkit._recall import Recall
+    from memkit._core._port import MemoryProvider
+    from memkit._recall._recording import Recall
     from memkit._sync import Memory
 
 __all__ = ["DEMO_AGENTS", "DEMO_USERS", "REVIEW_RUN", "demo_items", "load_demo"]
@@ -201,8 +201,8 @@ def load_demo(mem: Memory, *, progress: bool = False) -> None:
     are real, their recalls written as an import), so notebooks show the same thing everywhere.
     """
     mem.add_many(demo_items(), progress=progress)
-    from memkit._protocols import SupportsRecalls
-    from memkit._recall import Recall, RecalledMemory
+    from memkit._core._port import SupportsRecalls
+    from memkit._recall._recording import Recall, RecalledMemory
     from memkit._sync import call
 
     provider = mem.provider
@@ -246,7 +246,7 @@ def load_demo(mem: Memory, *, progress: bool = False) -> None:
 
 
 async def _add_recalls(provider: MemoryProvider, recalls: list[Recall]) -> None:
-    from memkit._protocols import SupportsRecalls
+    from memkit._core._port import SupportsRecalls
 
     if isinstance(provider, SupportsRecalls):
         await provider.add_recalls(recalls)

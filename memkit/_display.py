@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from memkit._models import MemoryItem
+from memkit._core._models import MemoryItem
 from memkit.traces._timing import step_timing
 
 __all__ = [

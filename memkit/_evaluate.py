@@ -20,13 +20,13 @@ from typing import Any
 
 import pandas as pd
 
-from memkit import _recall
-from memkit._errors import InvalidInputError
-from memkit._marks import Mark, no_recall
-from memkit._protocols import MemoryProvider, SupportsMarks, SupportsRecalls
-from memkit._recall import Recall
+from memkit._core._errors import InvalidInputError
+from memkit._core._port import MemoryProvider, SupportsMarks, SupportsRecalls
+from memkit._core._validate import check_id, check_limit
+from memkit._recall import _recording as _recall
+from memkit._recall._marks import Mark, no_recall
+from memkit._recall._recording import Recall
 from memkit._sync import Memory, call, provider_of
-from memkit._validate import check_id, check_limit
 
 __all__ = ["EVALUATION_COLUMNS", "Evaluation", "QueryScore", "evaluate"]
 

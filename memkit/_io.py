@@ -20,10 +20,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memkit import _marks, _recall
-from memkit._errors import InvalidInputError
-from memkit._models import NewMemory
-from memkit._protocols import (
+from memkit._core._errors import InvalidInputError
+from memkit._core._models import NewMemory
+from memkit._core._port import (
     MemoryProvider,
     SupportsAddMany,
     SupportsExport,
@@ -31,7 +30,9 @@ from memkit._protocols import (
     SupportsRecalls,
     SupportsStats,
 )
-from memkit._records import from_us, trace_record
+from memkit._core._records import from_us, trace_record
+from memkit._recall import _marks
+from memkit._recall import _recording as _recall
 from memkit._sync import Memory, call, provider_of
 
 __all__ = ["export_jsonl", "import_history", "import_jsonl"]

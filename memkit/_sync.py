@@ -19,12 +19,9 @@ import threading
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from memkit import _marks
-from memkit._errors import ConfigError, InvalidInputError
-from memkit._factory import build_provider, default_url
-from memkit._marks import Mark
-from memkit._models import Health, MemoryFilter, MemoryItem, NamespaceInfo, NewMemory, Stats
-from memkit._protocols import (
+from memkit._core._errors import ConfigError, InvalidInputError
+from memkit._core._models import Health, MemoryFilter, MemoryItem, NamespaceInfo, NewMemory, Stats
+from memkit._core._port import (
     MemoryProvider,
     SupportsAddMany,
     SupportsClose,
@@ -38,8 +35,8 @@ from memkit._protocols import (
     SupportsReembed,
     SupportsStats,
 )
-from memkit._recall import Recall
-from memkit._validate import (
+from memkit._core._registry import build_provider, default_url
+from memkit._core._validate import (
     DEFAULT_LIMITS,
     Limits,
     check_forwarded,
@@ -48,6 +45,9 @@ from memkit._validate import (
     checked_as,
     checked_methods,
 )
+from memkit._recall import _marks
+from memkit._recall._marks import Mark
+from memkit._recall._recording import Recall
 
 __all__ = ["Memory", "call", "open"]
 
@@ -211,7 +211,7 @@ class Memory:
         self, query: str, user_id: str, agent_id: str, token_budget: int = 1_000, **options: Any
     ) -> Any:
         """The best memories that fit ``token_budget``, rendered (see :func:`memkit.build_context`)."""
-        from memkit._context import build_context
+        from memkit._recall._context import build_context
 
         check_forwarded("Memory.build_context", build_context, options, _CONTEXT_ARGS)
         return run_sync(build_context(self.provider, query, user_id, agent_id, token_budget, **options))

@@ -20,8 +20,8 @@ from typing import Any, TypeAlias
 
 import pandas as pd
 
+from memkit._core._port import MemoryProvider
 from memkit._display import status_of
-from memkit._protocols import MemoryProvider
 from memkit._sync import Memory
 from memkit.frames import failure_patterns
 from memkit.frames._reading import _frame

@@ -25,7 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from memkit._errors import ConfigError, InvalidInputError, missing_extra
+from memkit._core._errors import ConfigError, InvalidInputError, missing_extra
 
 # numpy is imported by the functions that compute with it: opening a store to read its
 # counts or namespaces (the command line) never loads it.

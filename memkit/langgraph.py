@@ -32,10 +32,10 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from memkit._errors import BackendUnavailableError, ConfigError
-from memkit._models import MemoryItem
-from memkit._protocols import MemoryProvider, SupportsAddMany, SupportsGet, SupportsPaging
-from memkit._recall import current_scope, recall_scope
+from memkit._core._errors import BackendUnavailableError, ConfigError
+from memkit._core._models import MemoryItem
+from memkit._core._port import MemoryProvider, SupportsAddMany, SupportsGet, SupportsPaging
+from memkit._recall._recording import current_scope, recall_scope
 from memkit._sync import Memory, provider_of, run_sync, submit
 
 try:
@@ -208,7 +208,7 @@ class MemkitStore(BaseStore):
         else:
             self._memory = Memory(provider_of(store))
         self._provider = self._memory.provider
-        from memkit._validate import check_namespace
+        from memkit._core._validate import check_namespace
 
         self.user_id, self.agent_id = check_namespace(user_id, agent_id)
         self.workflow_id = workflow_id

@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memkit._errors import BackendUnavailableError, InvalidInputError
-from memkit._models import MemoryItem
-from memkit._protocols import MemoryProvider, SupportsAddMany, SupportsNamespaces, SupportsPaging, SupportsRecalls
-from memkit._recall import Recall, RecalledMemory, checked_recalls
-from memkit._records import from_us, to_us, trace_record
+from memkit._core._errors import BackendUnavailableError, InvalidInputError
+from memkit._core._models import MemoryItem
+from memkit._core._port import MemoryProvider, SupportsAddMany, SupportsNamespaces, SupportsPaging, SupportsRecalls
+from memkit._core._records import from_us, to_us, trace_record
+from memkit._recall._recording import Recall, RecalledMemory, checked_recalls
 from memkit._sync import Memory, provider_of, run_sync
 
 __all__ = [
@@ -369,7 +369,7 @@ def send_otlp(
     finally:
         exporter.shutdown()  # type: ignore[no-untyped-call]
     if result is not SpanExportResult.SUCCESS:
-        from memkit._errors import StorageError
+        from memkit._core._errors import StorageError
 
         raise StorageError(f"the OTLP endpoint {endpoint} refused the {len(spans)} spans")
     return len(spans)

@@ -147,10 +147,10 @@ def test_reading_commands_leave_numpy_and_pandas_unloaded(store: str) -> None:
 
 
 def test_lazy_names_are_the_same_objects() -> None:
-    code = ("import memkit, memkit._sync, memkit._models, memkit._evaluate\n"
+    code = ("import memkit, memkit._sync, memkit._core._models, memkit._evaluate\n"
             "ns = {}\nexec('from memkit import *', ns)\n"
             "assert memkit.open is memkit._sync.open and ns['Memory'] is memkit._sync.Memory\n"
-            "assert ns['Stats'] is memkit._models.Stats and memkit.evaluate is memkit._evaluate.evaluate\n"
+            "assert ns['Stats'] is memkit._core._models.Stats and memkit.evaluate is memkit._evaluate.evaluate\n"
             "assert set(memkit.__all__) <= set(dir(memkit)) and set(memkit.__all__) <= set(ns)\n"
             "try:\n    memkit.no_such_name\nexcept AttributeError as exc:\n    print(exc)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -162,7 +162,7 @@ def _researchers_store(url: str) -> memkit.Memory:
     none, statuses missing or unknown, retries, errors, recalls and marks: as agents write them."""
     import random
 
-    from memkit._recall import Recall, RecalledMemory
+    from memkit._recall._recording import Recall, RecalledMemory
     from memkit._sync import run_sync
 
     rng = random.Random(7)

@@ -46,7 +46,7 @@ class TestInMemoryAdapterWithEmbeddings(ProviderConformance):
 def test_the_readme_says_which_capabilities_each_adapter_lacks(tmp_path: Path) -> None:
     import re
 
-    from memkit import _protocols
+    from memkit._core import _port as _protocols
     from memkit._core._store import Store
     from memkit.adapters import FalkorDBAdapter, Mem0Adapter, Neo4jAdapter
     from memkit.testing._optional import OPTIONAL, _members

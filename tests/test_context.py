@@ -10,7 +10,7 @@ import pytest
 
 import memkit
 from memkit import ContextWindow, InvalidInputError, build_context
-from memkit._context import count_tokens
+from memkit._recall._context import count_tokens
 from memkit.adapters import InMemoryAdapter, SQLiteAdapter
 
 NS = ("u1", "bio")

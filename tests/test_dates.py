@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memkit._dates import TIME_REFERENCE, date_terms, query_date_terms
+from memkit._retrieval._dates import TIME_REFERENCE, date_terms, query_date_terms
 
 STAMP = "[1:56 pm on 8 May, 2023] Caroline: "  # a Monday
 

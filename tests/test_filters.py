@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memkit import InvalidInputError, MemoryFilter
-from memkit._filters import matches, parse_filters
+from memkit._retrieval._filters import matches, parse_filters
 from memkit.adapters._sqlite._sql import filter_sql
 
 scalars = st.one_of(

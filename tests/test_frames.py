@@ -95,7 +95,7 @@ def test_sqlite_fast_path_equals_the_generic_path(tmp_path: Path, in_ram: bool) 
     odd = {"step_name": "s", "tool": "t", "status": "failed", "error": "bad\x1fsep\x1e", "step_index": -(2**63),
            "duration": None, "parameters": {"deep": {"a": [1, {"b": 2}]}, "q": "x"}}
     for _ in range(2):
-        record = memkit._records.trace_record("a", "wf", odd)
+        record = memkit._core._records.trace_record("a", "wf", odd)
         record.metadata["trace"]["retry_count"] = 1.5
         asyncio.run(store.add_many([{"content": record.content, "user_id": record.user_id,
                                      "agent_id": record.agent_id, "metadata": record.metadata}]))
@@ -141,7 +141,7 @@ def test_migration_backfills_existing_traces(tmp_path: Path, version: int) -> No
     conn.execute(f"PRAGMA user_version = {version}")
     # Write traces with that schema's contract (its triggers, if any, fill its tables).
     records = [
-        memkit._records.trace_record("a", "wf", {"tool": "blast", "step_name": "s", "parameters": {"k": 1},
+        memkit._core._records.trace_record("a", "wf", {"tool": "blast", "step_name": "s", "parameters": {"k": 1},
                                                   "step_index": i, "duration": 0.5, "timestamp": 1.7e9})
         for i in range(2)
     ]

@@ -16,7 +16,7 @@ import pytest
 from graph_scale import fill_scale
 
 import memkit
-from memkit._errors import InvalidInputError
+from memkit._core._errors import InvalidInputError
 from memkit.adapters import FalkorDBAdapter, Neo4jAdapter
 from memkit.graph import memory_graph
 from memkit.graph._view import expansion, select

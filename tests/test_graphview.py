@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import memkit
-from memkit._errors import InvalidInputError
+from memkit._core._errors import InvalidInputError
 from memkit.adapters import FalkorDBAdapter, InMemoryAdapter, Neo4jAdapter, SQLiteAdapter
 from memkit.graph import GraphNode, MemoryGraph, amemory_graph, aneighbourhood, memory_graph, neighbourhood
 from memkit.graph._page import page_html, payload

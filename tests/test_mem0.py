@@ -23,7 +23,8 @@ import pytest
 pytest.importorskip("mem0", reason="the mem0 extra is not installed: pip install 'memkit[mem0]'")
 
 import memkit
-from memkit import ConfigError, InvalidInputError, StorageError, _recall, get_memory_provider
+from memkit import ConfigError, InvalidInputError, StorageError, get_memory_provider
+from memkit._recall import _recording as _recall
 from memkit.adapters import Mem0Adapter, SQLiteAdapter
 from memkit.adapters._mem0_backend import decode_id, encode_id, oss_config
 from memkit.embeddings import DEFAULT_EMBEDDER

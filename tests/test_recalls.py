@@ -541,7 +541,7 @@ def test_a_scope_left_in_another_context_still_ends() -> None:
 
 
 def _recall_scope_now() -> tuple[str | None, str | None] | None:
-    from memkit._recall import current_scope
+    from memkit._recall._recording import current_scope
 
     scope = current_scope()
     return None if scope is None else (scope.workflow_id, scope.step_name)
@@ -560,8 +560,8 @@ async def test_editing_a_returned_hit_does_not_edit_its_recall(store: Any) -> No
 
 
 def test_a_queued_recall_is_stored_as_encoding_the_whole_body_would() -> None:
-    from memkit import _recall
-    from memkit._records import from_us
+    from memkit._core._records import from_us
+    from memkit._recall import _recording as _recall
 
     hits = [["m1", 1, 0.25, {"mode": "hybrid", "found_by": ["keyword"], "x": {"y": None}}, "é \u2028 \"q\" \x01"],
             ["m2", 2, None, None, ""]]
@@ -579,7 +579,7 @@ def test_a_queued_recall_is_stored_as_encoding_the_whole_body_would() -> None:
 
 
 def _child_ids(out: Any) -> None:
-    from memkit import _recall
+    from memkit._recall import _recording as _recall
 
     out.put([_recall._new_id() for _ in range(3)])
 
@@ -588,7 +588,7 @@ def test_recall_ids_are_unique_across_a_fork() -> None:
     import multiprocessing
     import re
 
-    from memkit import _recall
+    from memkit._recall import _recording as _recall
 
     mine = [_recall._new_id() for _ in range(3)]
     context = multiprocessing.get_context("fork")

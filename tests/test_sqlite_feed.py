@@ -92,12 +92,12 @@ async def test_a_version_4_store_migrates_and_stops_reusing_seqs(tmp_path: Path)
 
 _WORKER = textwrap.dedent("""
     import asyncio, json, sys
-    import memkit._retrieval
+    import memkit._retrieval._fusion
     from memkit.adapters import SQLiteAdapter
 
     # Shortlists from a handful of vectors on: saved vector indexes carry their projections and
     # are restored without their vectors, which are read when a search or a deletion needs them.
-    memkit._retrieval.SHORTLIST_MIN = 5
+    memkit._retrieval._fusion.SHORTLIST_MIN = 5
 
     async def main():
         store = None
@@ -311,7 +311,7 @@ async def test_cached_vectors_follow_another_writer(tmp_path: Path) -> None:
 
 
 async def test_an_index_saved_by_an_older_analyzer_is_rebuilt_and_resaved(tmp_path: Path) -> None:
-    from memkit._keyword import ANALYZER
+    from memkit._retrieval._keyword import ANALYZER
 
     path = tmp_path / "old.db"
     first = SQLiteAdapter(path, embedder=None)

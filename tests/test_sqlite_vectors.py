@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import memkit._retrieval
+import memkit._retrieval._fusion
 import memkit.adapters._sqlite._vectors
 from memkit.adapters import SQLiteAdapter
 from memkit.adapters._sqlite._schema import MIGRATIONS, SCHEMA_VERSION, statements
@@ -34,7 +34,7 @@ def _texts(n: int, seed: int) -> list[dict[str, Any]]:
 @pytest.fixture
 def shortlisted(monkeypatch: pytest.MonkeyPatch) -> None:
     # The shortlist (and so a partial restore) starts at 20,000 vectors; a few thousand show the same paths.
-    monkeypatch.setattr(memkit._retrieval, "SHORTLIST_MIN", 1_000)
+    monkeypatch.setattr(memkit._retrieval._fusion, "SHORTLIST_MIN", 1_000)
 
 
 def _snapshots(path: Path) -> list[tuple[Any, ...]]:

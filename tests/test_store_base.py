@@ -8,14 +8,14 @@ from collections.abc import Callable
 import pytest
 
 from memkit import InvalidInputError, SupportsGet, SupportsMarks, SupportsStats, SupportsTraceColumns
+from memkit._core._models import MemoryItem
 from memkit._core._ops import DeleteOp, GetOp, ListOp, MarksOp, PingOp, ResetOp, SearchOp, WriteOp
+from memkit._core._port import Capability
+from memkit._core._records import Record, new_record
 from memkit._core._store import Store
-from memkit._filters import matches
-from memkit._keyword import analyze_query
-from memkit._models import MemoryItem
-from memkit._pipeline import rank
-from memkit._protocols import Capability
-from memkit._records import Record, new_record
+from memkit._retrieval._filters import matches
+from memkit._retrieval._keyword import analyze_query
+from memkit._retrieval._pipeline import rank
 from memkit.adapters import InMemoryAdapter, SQLiteAdapter
 from memkit.testing import ProviderConformance
 

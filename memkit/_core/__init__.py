@@ -1,3 +1,3 @@
-"""The core every other layer builds on: the operations a store executes (``_ops``) and THE
-store base every adapter extends (``_store``). Models, errors, limits, records and the port
-join this package when the flat low-level modules move in."""
+"""The ground floor: models, errors, limits and validation, records, the port with its
+declared capabilities, the operations and the one store base every adapter extends,
+and the adapter registry. Nothing here imports a backend, a view or a server."""

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from memkit._filters import Condition
-from memkit._marks import Mark
-from memkit._models import MemoryItem, NamespaceInfo, Stats
-from memkit._protocols import Capability
-from memkit._recall import Recall
-from memkit._records import Record
-from memkit._retrieval import HybridConfig
+from memkit._core._models import MemoryItem, NamespaceInfo, Stats
+from memkit._core._port import Capability
+from memkit._core._records import Record
+from memkit._recall._marks import Mark
+from memkit._recall._recording import Recall
+from memkit._retrieval._filters import Condition
+from memkit._retrieval._fusion import HybridConfig
 
 if TYPE_CHECKING:
     from memkit._core._store import Store
@@ -81,7 +81,7 @@ class SearchOp(Op[list[MemoryItem]]):
     """Rank one namespace's memories against a non-empty query: ``Store._rank``.
 
     The adapter finds candidates (its keyword and semantic legs) and hands them to
-    :func:`memkit._pipeline.rank`; the base records the recall. An empty query never reaches
+    :func:`memkit._retrieval._pipeline.rank`; the base records the recall. An empty query never reaches
     the adapter as a search: the base lists the namespace newest first (:class:`ListOp`).
     """
 

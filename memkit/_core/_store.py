@@ -3,13 +3,13 @@
 A public method (``add``, ``search``, ``get_page``, ``put_marks``, ...) checks its arguments
 into an operation (:mod:`memkit._core._ops`), which :meth:`Store.execute` hands to the one
 adapter method that executes it. Validation, limits, the empty-query listing, recall
-recording (through :mod:`memkit._pipeline`), ``health`` timing and the refusal of what a
+recording (through :mod:`memkit._retrieval._pipeline`), ``health`` timing and the refusal of what a
 store does not offer live here, once. An adapter holds only what differs:
 
 * required: ``_write`` (store records, all or none), ``_rank`` (find the candidates of a
-  query and rank them with :func:`memkit._pipeline.rank`), ``_list`` (a namespace newest
+  query and rank them with :func:`memkit._retrieval._pipeline.rank`), ``_list`` (a namespace newest
   first), ``_delete`` and ``_reset``;
-* per declared :class:`~memkit._protocols.Capability`: ``_get``, ``_namespaces``, ``_stats``,
+* per declared :class:`~memkit._core._port.Capability`: ``_get``, ``_namespaces``, ``_stats``,
   ``_ping``, ``_export``, ``_trace_columns``, ``_recalls``/``_add_recalls``/``_keep_recall``,
   ``_marks``/``_put_marks``/``_remove_marks``, ``_close``.
 
@@ -29,16 +29,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
-from memkit import _marks, _pipeline
 from memkit._core import _ops as ops
-from memkit._errors import ConfigError
-from memkit._marks import Mark
-from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
-from memkit._protocols import Capability, Declares
-from memkit._recall import Recall, checked_recalls
-from memkit._records import Record, new_record, records_from_items, trace_record
-from memkit._retrieval import HybridConfig, modes_for
-from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_namespace, check_read, check_scope
+from memkit._core._errors import ConfigError
+from memkit._core._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
+from memkit._core._port import Capability, Declares
+from memkit._core._records import Record, new_record, records_from_items, trace_record
+from memkit._core._validate import DEFAULT_LIMITS, Limits, check_id, check_namespace, check_read, check_scope
+from memkit._recall import _marks
+from memkit._recall._marks import Mark
+from memkit._recall._recording import Recall, checked_recalls
+from memkit._retrieval import _pipeline
+from memkit._retrieval._fusion import HybridConfig, modes_for
 
 if TYPE_CHECKING:
     from memkit.embeddings import Embedder
@@ -227,7 +228,7 @@ class Store(Declares, abc.ABC):
         raise NotImplementedError
 
     def _keep_recall(self, body: dict[str, Any]) -> Awaitable[None] | None:
-        """Store one recorded recall (see :func:`memkit._recall.record`); an awaitable if asynchronous."""
+        """Store one recorded recall (see :func:`memkit._recall._recording.record`); an awaitable if asynchronous."""
         raise NotImplementedError
 
     async def _marks(self, op: ops.MarksOp) -> list[Mark]:

@@ -13,9 +13,9 @@ import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from memkit._core._errors import InvalidInputError, MemkitError
 from memkit._display import format_duration, format_time, printable
-from memkit._errors import InvalidInputError, MemkitError
-from memkit._marks import Mark
+from memkit._recall._marks import Mark
 from memkit._serve._runs import RunDetail, filter_runs, read_run, read_runs
 from memkit._serve._terminal import cell, json_line, say, table, when
 from memkit._sync import Memory, call

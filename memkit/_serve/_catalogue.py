@@ -21,10 +21,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from memkit._core._errors import ConfigError
+from memkit._core._models import MemoryItem
+from memkit._core._port import MemoryProvider, SupportsPaging
 from memkit._display import is_trace, summary
-from memkit._errors import ConfigError
-from memkit._models import MemoryItem
-from memkit._protocols import MemoryProvider, SupportsPaging
 
 __all__ = [
     "FUNCTION_TOOLS", "KEY_VALUE_TOOLS", "MCP_TOOLS", "TOOLS", "KeyValueTools", "Namespace", "Tool",

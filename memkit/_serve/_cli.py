@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import memkit
+from memkit._core._errors import InvalidInputError, MemkitError
 from memkit._display import printable, shorten, summary
-from memkit._errors import InvalidInputError, MemkitError
 from memkit._serve._audit import NothingFound, add_audit_commands
 from memkit._serve._terminal import json_line, say
 

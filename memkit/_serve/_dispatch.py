@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from memkit._errors import InvalidInputError
-from memkit._protocols import MemoryProvider
+from memkit._core._errors import InvalidInputError
+from memkit._core._port import MemoryProvider
+from memkit._core._validate import checked_as, checked_methods
 from memkit._serve._catalogue import FUNCTION_TOOLS, KEY_VALUE_TOOLS, TOOLS, KeyValueTools, Namespace
 from memkit._sync import Memory, call, provider_of
-from memkit._validate import checked_as, checked_methods
 
 __all__ = ["KEPT_CALLS", "ProviderTools", "ToolCall", "ToolDispatcher", "register_pydantic_ai_tools"]
 
@@ -185,7 +185,7 @@ def register_pydantic_ai_tools(agent: Any, tools: ProviderTools) -> None:
     try:
         import pydantic_ai  # noqa: F401
     except ImportError:
-        from memkit._errors import missing_extra
+        from memkit._core._errors import missing_extra
 
         raise missing_extra("pydantic-ai", "agents") from None
     if not callable(getattr(agent, "tool_plain", None)):

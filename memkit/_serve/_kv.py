@@ -15,8 +15,8 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from memkit._errors import InvalidInputError
-from memkit._validate import DEFAULT_LIMITS, Limits, check_text, checked_methods
+from memkit._core._errors import InvalidInputError
+from memkit._core._validate import DEFAULT_LIMITS, Limits, check_text, checked_methods
 
 __all__ = ["MemoryTools"]
 

@@ -27,16 +27,23 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
+from memkit._core._errors import (
+    ConfigError,
+    ErrorCategory,
+    InvalidInputError,
+    MemkitError,
+    NotFoundError,
+    missing_extra,
+)
+from memkit._core._models import MemoryItem
+from memkit._core._port import MemoryProvider, SupportsClose, SupportsMarks, SupportsRecalls
+from memkit._core._registry import build_provider, default_url
+from memkit._core._validate import DEFAULT_LIMITS, Limits, check_namespace
 from memkit._display import format_time, printable, shorten, summary
-from memkit._errors import ConfigError, ErrorCategory, InvalidInputError, MemkitError, NotFoundError, missing_extra
-from memkit._factory import build_provider, default_url
-from memkit._marks import Mark
-from memkit._models import MemoryItem
-from memkit._protocols import MemoryProvider, SupportsClose, SupportsMarks, SupportsRecalls
+from memkit._recall._marks import Mark
 from memkit._serve._catalogue import KEY_VALUE_TOOLS, MCP_TOOLS, Namespace, Tool
 from memkit._serve._kv import MemoryTools
 from memkit._serve._stdio import stdio
-from memkit._validate import DEFAULT_LIMITS, Limits, check_namespace
 
 if TYPE_CHECKING:
     from mcp.server import Server, ServerRequestContext

@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from memkit._errors import InvalidInputError
-from memkit._marks import Mark
-from memkit._protocols import (
+from memkit._core._errors import InvalidInputError
+from memkit._core._port import (
     MemoryProvider,
     SupportsExport,
     SupportsMarks,
@@ -27,8 +26,9 @@ from memkit._protocols import (
     SupportsRecalls,
     SupportsTraceColumns,
 )
-from memkit._recall import Recall, step_namespace
-from memkit._records import from_us, to_us
+from memkit._core._records import from_us, to_us
+from memkit._recall._marks import Mark
+from memkit._recall._recording import Recall, step_namespace
 from memkit.traces._timing import step_timing
 
 __all__ = ["Run", "RunDetail", "Step", "pick_run", "read_run", "read_runs"]

@@ -183,7 +183,7 @@ NS_PAGE = {
 # Recalls: a Recall node per recorded search, RECALLED edges to the memories it returned that
 # still exist (same namespace only), and HAS_RECALL from the step that made it (same
 # namespace, workflow, run and step index) if that step is stored; a step stored later links
-# itself (see LINK_RECALLS). ``step_ns`` is the namespace of the step's trace (memkit._recall.
+# itself (see LINK_RECALLS). ``step_ns`` is the namespace of the step's trace (memkit._recall._recording.
 # step_namespace): a step whose trace lives in another namespace than the one it searched is
 # not linked, so a namespace's graph never holds another namespace's memories.
 RECALL_WRITE = """
@@ -230,7 +230,7 @@ RECALL = (
     " RETURN r.id AS id, r.user_id AS user_id, r.agent_id AS agent_id, r.body AS body"
 )
 
-# Marks: a node per mark, keyed by its id (derived from namespace and target, see memkit._marks),
+# Marks: a node per mark, keyed by its id (derived from namespace and target, see memkit._recall._marks),
 # so marking a target again replaces the node's properties. Not linked to the recall or step it
 # judges: like a recall, a mark outlives them, and the graph views stay those of the memories.
 MARK_WRITE = """

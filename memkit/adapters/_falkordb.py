@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
-from memkit._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError, missing_extra
-from memkit._url import bool_option, embedder_option, query_options
+from memkit._core._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError, missing_extra
+from memkit._core._url import bool_option, embedder_option, query_options
 from memkit.adapters._cypher import Dialect, Statement
 from memkit.adapters._graph import GraphAdapter
 from memkit.adapters._plumbing import Worker

@@ -4,7 +4,7 @@ The Cypher text and the :class:`~memkit.adapters._cypher.Dialect` seam live in
 :mod:`memkit.adapters._cypher`; ranked search and its per-namespace caches in
 :mod:`memkit.adapters._graph_search`; reading the graph back for the views in
 :mod:`memkit.adapters._graph_views`. Metadata is stored as one JSON string and filtered in
-Python with :func:`memkit._filters.matches`, the reference semantics, after Cypher has
+Python with :func:`memkit._retrieval._filters.matches`, the reference semantics, after Cypher has
 narrowed the candidates to one namespace.
 """
 
@@ -13,18 +13,19 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Iterable
 from typing import Any
 
-from memkit import _marks, _recall
 from memkit._core import _ops as ops
+from memkit._core._errors import ConfigError, InvalidInputError
+from memkit._core._models import MemoryItem, NamespaceInfo, Stats
+from memkit._core._port import Capability
+from memkit._core._records import Record, from_us, now_us, to_us
 from memkit._core._store import Store
-from memkit._errors import ConfigError, InvalidInputError
-from memkit._filters import matches
-from memkit._marks import Mark
-from memkit._models import MemoryItem, NamespaceInfo, Stats
-from memkit._protocols import Capability
-from memkit._recall import Recall
-from memkit._records import Record, from_us, now_us, to_us
-from memkit._retrieval import HybridConfig
-from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_limit
+from memkit._core._validate import DEFAULT_LIMITS, Limits, check_id, check_limit
+from memkit._recall import _marks
+from memkit._recall import _recording as _recall
+from memkit._recall._marks import Mark
+from memkit._recall._recording import Recall
+from memkit._retrieval._filters import matches
+from memkit._retrieval._fusion import HybridConfig
 from memkit.adapters._cypher import (
     DELETE,
     EXISTING_IDS,
@@ -298,7 +299,8 @@ class GraphAdapter(Store):
     # -- recalls --------------------------------------------------------------------
 
     def _keep_recall(self, body: dict[str, Any]) -> Awaitable[None]:
-        # Awaited by the search that made it (memkit._recall.settle): a failure warns, never fails the search.
+        # Awaited by the search that made it (memkit._recall._recording.settle): a failure warns,
+        # never fails the search.
         return self._write_recalls([body])
 
     async def _write_recalls(self, bodies: list[dict[str, Any]]) -> None:

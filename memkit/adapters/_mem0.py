@@ -9,9 +9,9 @@ the Mem0 platform through mem0's ``MemoryClient``.
 How the port maps onto mem0 (see docs/mem0.md):
 
 - Ids and payloads: see :mod:`memkit.adapters._mem0_backend`, which holds every call into mem0.
-- Search runs the shared pipeline (:mod:`memkit._pipeline`): mem0's similarity is the one
+- Search runs the shared pipeline (:mod:`memkit._retrieval._pipeline`): mem0's similarity is the one
   (semantic) leg, so scores, ties and ``score_details`` are those of every other store.
-- Filters use the reference semantics (:func:`memkit._filters.matches`) on
+- Filters use the reference semantics (:func:`memkit._retrieval._filters.matches`) on
   mem0's results; ordering is done here, because mem0's listing is unordered.
 - mem0's calls are blocking; each adapter runs them on its own worker thread.
 """
@@ -27,19 +27,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
-from memkit import _pipeline
 from memkit._core import _ops as ops
+from memkit._core._errors import BackendUnavailableError, ConfigError, InvalidInputError, MemkitError, StorageError
+from memkit._core._models import MemoryItem, NamespaceInfo, NewMemory, Stats
+from memkit._core._port import Capability
+from memkit._core._records import Record, namespace_infos, now_us
 from memkit._core._store import Store
-from memkit._errors import BackendUnavailableError, ConfigError, InvalidInputError, MemkitError, StorageError
-from memkit._filters import Condition, matches
-from memkit._marks import Mark
-from memkit._models import MemoryItem, NamespaceInfo, NewMemory, Stats
-from memkit._protocols import Capability
-from memkit._recall import Recall
-from memkit._records import Record, namespace_infos, now_us
-from memkit._retrieval import DenseScores
-from memkit._url import bool_option, query_options
-from memkit._validate import DEFAULT_LIMITS, Limits
+from memkit._core._url import bool_option, query_options
+from memkit._core._validate import DEFAULT_LIMITS, Limits
+from memkit._recall._marks import Mark
+from memkit._recall._recording import Recall
+from memkit._retrieval import _pipeline
+from memkit._retrieval._filters import Condition, matches
+from memkit._retrieval._fusion import DenseScores
 from memkit.adapters._mem0_backend import (
     DEFAULT_COLLECTION,
     PAYLOAD_KEY,

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote
 
-from memkit._errors import BackendUnavailableError, ConfigError, StorageError, missing_extra
-from memkit._records import Record, to_us
+from memkit._core._errors import BackendUnavailableError, ConfigError, StorageError, missing_extra
+from memkit._core._records import Record, to_us
 from memkit.embeddings import DEFAULT_EMBEDDER, Embedder, get_embedder
 
 __all__ = [

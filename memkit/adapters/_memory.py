@@ -8,19 +8,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memkit import _marks, _pipeline, _recall
 from memkit._core import _ops as ops
+from memkit._core._errors import ConfigError, InvalidInputError
+from memkit._core._models import MemoryItem, NamespaceInfo, Stats
+from memkit._core._port import Capability
+from memkit._core._records import Record, namespace_infos
 from memkit._core._store import Store
-from memkit._errors import ConfigError, InvalidInputError
-from memkit._filters import Condition, matches
-from memkit._keyword import KeywordIndex, analyze_query
-from memkit._marks import Mark
-from memkit._models import MemoryItem, NamespaceInfo, Stats
-from memkit._protocols import Capability
-from memkit._recall import Recall
-from memkit._records import Record, namespace_infos
-from memkit._retrieval import HybridConfig, Neighbours, VectorIndex, dense_leg
-from memkit._validate import DEFAULT_LIMITS, Limits
+from memkit._core._validate import DEFAULT_LIMITS, Limits
+from memkit._recall import _marks
+from memkit._recall import _recording as _recall
+from memkit._recall._marks import Mark
+from memkit._recall._recording import Recall
+from memkit._retrieval import _pipeline
+from memkit._retrieval._filters import Condition, matches
+from memkit._retrieval._fusion import HybridConfig, Neighbours, VectorIndex, dense_leg
+from memkit._retrieval._keyword import KeywordIndex, analyze_query
 
 if TYPE_CHECKING:
     from memkit.embeddings import Embedder
@@ -78,7 +80,7 @@ class InMemoryAdapter(Store):
     @classmethod
     def from_url(cls, url: str, **options: Any) -> InMemoryAdapter:
         """``memory://`` or ``memory://?embedder=default&record_recalls=true`` (the factory calls this)."""
-        from memkit._url import bool_option, embedder_option, query_options
+        from memkit._core._url import bool_option, embedder_option, query_options
 
         query = query_options(url)
         if "embedder" in query:

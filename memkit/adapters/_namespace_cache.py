@@ -14,8 +14,8 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from memkit._keyword import KeywordIndex
-from memkit._retrieval import DenseScores, VectorIndex, dense_leg
+from memkit._retrieval._fusion import DenseScores, VectorIndex, dense_leg
+from memkit._retrieval._keyword import KeywordIndex
 
 __all__ = ["NamespaceCache"]
 
@@ -25,7 +25,7 @@ F = TypeVar("F", bound=Hashable)
 class NamespaceCache(Generic[F]):
     """What this process keeps of one namespace for searching: memkit's BM25 index of its
     memories (the keyword leg, scored as SQLite and in-memory score it) and its vectors in a
-    :class:`~memkit._retrieval.VectorIndex` (the semantic leg, scored exactly as SQLite scores it).
+    :class:`~memkit._retrieval._fusion.VectorIndex` (the semantic leg, scored exactly as SQLite scores it).
 
     Memories are known by their string id; index keys follow the order they were added, which
     is write order when rows are added oldest first (fusion's ``context`` relies on it).

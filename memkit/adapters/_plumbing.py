@@ -10,7 +10,7 @@ import concurrent.futures
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
-from memkit._errors import StorageError
+from memkit._core._errors import StorageError
 
 __all__ = ["Worker"]
 

@@ -23,7 +23,8 @@ from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterable
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from memkit import _marks, _pipeline, _recall
+from memkit._core._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError, missing_extra
+from memkit._core._models import MemoryItem, NamespaceInfo, Stats
 from memkit._core._ops import (
     AddRecallsOp,
     CloseOp,
@@ -43,17 +44,18 @@ from memkit._core._ops import (
     TraceColumnsOp,
     WriteOp,
 )
+from memkit._core._port import Capability
+from memkit._core._records import Record, from_us, to_us
 from memkit._core._store import Store
-from memkit._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError, missing_extra
-from memkit._keyword import analyze_query
-from memkit._marks import Mark
-from memkit._models import MemoryItem, NamespaceInfo, Stats
-from memkit._protocols import Capability
-from memkit._recall import Recall
-from memkit._records import Record, from_us, to_us
-from memkit._retrieval import CONTEXT_REACH, DenseScores, HybridConfig
-from memkit._url import bool_option, embedder_option, query_options
-from memkit._validate import DEFAULT_LIMITS, Limits, check_id
+from memkit._core._url import bool_option, embedder_option, query_options
+from memkit._core._validate import DEFAULT_LIMITS, Limits, check_id
+from memkit._recall import _marks
+from memkit._recall import _recording as _recall
+from memkit._recall._marks import Mark
+from memkit._recall._recording import Recall
+from memkit._retrieval import _pipeline
+from memkit._retrieval._fusion import CONTEXT_REACH, DenseScores, HybridConfig
+from memkit._retrieval._keyword import analyze_query
 from memkit.adapters import _postgres_sql as q
 from memkit.adapters._postgres_schema import ADVISORY_LOCK, META_TABLE, MIGRATIONS, SCHEMA_VERSION, vector_statements
 

@@ -52,7 +52,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             last_us  bigint,
             PRIMARY KEY (user_id, agent_id)
         )""",
-        # A recall: what one search returned at which step. The body is memkit._recall.encode's JSON;
+        # A recall: what one search returned at which step. The body is memkit._recall._recording.encode's JSON;
         # step_user_id/step_agent_id are the namespace of the step's trace (the one searched when the
         # recall names none).
         """CREATE TABLE recalls (

@@ -5,7 +5,7 @@ filter paths and values, vectors) travel as parameters, and the only identifiers
 in come from fixed sets here. Every statement that reads a namespace names ``user_id`` and
 ``agent_id`` first, so PostgreSQL reads it through the namespace's own index entries.
 
-The keyword leg scores with memkit's BM25 (:mod:`memkit._keyword`) inside the database:
+The keyword leg scores with memkit's BM25 (:mod:`memkit._retrieval._keyword`) inside the database:
 memories are stored with memkit's own analysis as a ``tsvector`` (a term's positions
 ``1..tf`` count its uses), the GIN index finds the namespace's memories that hold any query
 term, and the score sums ``idf * tf (k1 + 1) / (tf + k1 (1 - b + b len / avglen))`` with
@@ -19,8 +19,8 @@ import math
 from collections import Counter
 from typing import Any
 
-from memkit._filters import Condition, type_class
-from memkit._keyword import K1, B, analyze
+from memkit._retrieval._filters import Condition, type_class
+from memkit._retrieval._keyword import K1, B, analyze
 
 __all__ = [
     "COLUMNS", "DENSE_EXACT_MAX", "STATS_SAMPLE", "any_query", "filter_sql", "term_query", "terms_vector",
@@ -89,7 +89,7 @@ def created_by(until_us: int) -> Condition:
 
 
 def _equal_sql(path: list[str], wanted: Any, params: list[Any]) -> str:
-    """SQL that is true exactly when :func:`memkit._filters._equal` is (never NULL)."""
+    """SQL that is true exactly when :func:`memkit._retrieval._filters._equal` is (never NULL)."""
     if wanted is None:
         params.append(path)
         return "coalesce(jsonb_typeof(m.metadata #> %s) = 'null', true)"
@@ -150,7 +150,7 @@ def frequencies_statement(user_id: str, agent_id: str, terms: list[str]) -> tupl
 
 
 def idf(count: int, df: int) -> float:
-    """FTS5's idf, floored as :meth:`memkit._keyword.KeywordIndex.top` floors it."""
+    """FTS5's idf, floored as :meth:`memkit._retrieval._keyword.KeywordIndex.top` floors it."""
     value = math.log((count - df + 0.5) / (df + 0.5))
     return value if value > 0 else 1e-6
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from memkit._protocols import (
+from memkit._core._port import (
     MemoryProvider,
 )
 from memkit._sync import Memory

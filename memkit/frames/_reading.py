@@ -10,15 +10,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memkit._models import NamespaceInfo
-from memkit._protocols import (
+from memkit._core._models import NamespaceInfo
+from memkit._core._port import (
     MemoryProvider,
     SupportsExport,
     SupportsNamespaces,
     SupportsPaging,
     SupportsTraceColumns,
 )
-from memkit._records import to_us
+from memkit._core._records import to_us
 from memkit._sync import Memory, call, provider_of
 from memkit.frames._recalls import _with_recall_counts
 from memkit.traces import ExecutionStatus, categorize_error

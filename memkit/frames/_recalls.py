@@ -7,15 +7,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memkit import _recall
-from memkit._marks import Mark
-from memkit._protocols import (
+from memkit._core._port import (
     MemoryProvider,
     SupportsMarks,
     SupportsRecallCounts,
     SupportsRecalls,
 )
-from memkit._recall import Recall, RecalledMemory
+from memkit._recall import _recording as _recall
+from memkit._recall._marks import Mark
+from memkit._recall._recording import Recall, RecalledMemory
 from memkit._sync import Memory, call, provider_of
 
 RECALL_COLUMNS = (

@@ -8,16 +8,16 @@ from typing import Any
 
 import pandas as pd
 
-from memkit import _recall
-from memkit._display import status_of
-from memkit._errors import NotFoundError
-from memkit._models import MemoryItem
-from memkit._protocols import (
+from memkit._core._errors import NotFoundError
+from memkit._core._models import MemoryItem
+from memkit._core._port import (
     MemoryProvider,
     SupportsGet,
     SupportsRecalls,
 )
-from memkit._recall import Recall
+from memkit._display import status_of
+from memkit._recall import _recording as _recall
+from memkit._recall._recording import Recall
 from memkit._sync import Memory, call
 from memkit.frames._reading import _missing, traces_frame
 from memkit.traces import ExecutionHistory, ExecutionItem, ExecutionStatus
@@ -84,7 +84,7 @@ REPLAY_COLUMNS = ("memory_id", "change", "old_rank", "new_rank", "old_score", "n
 
 async def _rerun(provider: MemoryProvider, recall: Recall) -> list[tuple[int, MemoryItem]]:
     if recall.kind == "context":
-        from memkit._context import build_context
+        from memkit._recall._context import build_context
 
         options = recall.options or {}
         window = await build_context(

@@ -7,8 +7,8 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
-from memkit._errors import InvalidInputError
-from memkit._protocols import (
+from memkit._core._errors import InvalidInputError
+from memkit._core._port import (
     MemoryProvider,
 )
 from memkit._sync import Memory

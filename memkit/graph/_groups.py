@@ -8,7 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from memkit._errors import InvalidInputError
+from memkit._core._errors import InvalidInputError
 from memkit.graph._layout import _chain
 from memkit.graph._parts import GraphEdge, GraphNode
 

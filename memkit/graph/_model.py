@@ -103,7 +103,7 @@ class MemoryGraph:
         try:
             import networkx as nx
         except ImportError:  # pragma: no cover - depends on the environment
-            from memkit._errors import missing_extra
+            from memkit._core._errors import missing_extra
 
             raise missing_extra("networkx", "graph") from None
         graph = nx.MultiDiGraph()

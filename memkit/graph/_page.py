@@ -12,7 +12,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from memkit._errors import missing_extra
+from memkit._core._errors import missing_extra
 from memkit.graph._groups import MEMBERS_SHOWN
 from memkit.graph._parts import GraphEdge, GraphNode
 from memkit.graph._style import edge_legend, legend, style_edges, style_nodes

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memkit._models import MemoryItem
-from memkit._records import Record, to_us
+from memkit._core._models import MemoryItem
+from memkit._core._records import Record, to_us
 from memkit.graph._schema import (
     EDGE_PROPERTIES,
     NODE_PROPERTIES,

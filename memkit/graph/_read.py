@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from memkit._errors import InvalidInputError
-from memkit._protocols import SupportsExport, SupportsGet, SupportsGraph, SupportsNamespaces, SupportsPaging
-from memkit._records import Record
-from memkit._validate import check_id
+from memkit._core._errors import InvalidInputError
+from memkit._core._port import SupportsExport, SupportsGet, SupportsGraph, SupportsNamespaces, SupportsPaging
+from memkit._core._records import Record
+from memkit._core._validate import check_id
 from memkit.graph._model import MemoryGraph, graph_from_parts
 from memkit.graph._parts import GraphEdge, GraphNode, _record
 from memkit.graph._schema import (

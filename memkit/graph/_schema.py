@@ -26,7 +26,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from memkit._records import Record
+from memkit._core._records import Record
 
 __all__ = [
     "DEFAULT_ENTITY_FIELDS",

@@ -15,9 +15,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from memkit._core._models import MemoryItem
+from memkit._core._records import from_us
 from memkit._display import format_time, printable, shorten, status_of, summary
-from memkit._models import MemoryItem
-from memkit._records import from_us
 from memkit.graph._groups import GraphIndex, Grouping
 from memkit.graph._parts import GraphEdge, GraphNode
 

@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from memkit._errors import InvalidInputError
-from memkit._models import MemoryItem
-from memkit._recall import Recall, step_namespace
+from memkit._core._errors import InvalidInputError
+from memkit._core._models import MemoryItem
+from memkit._recall._recording import Recall, step_namespace
 from memkit.graph._groups import MEMBERS_SHOWN, UNLINKED, GraphIndex, Grouping, _check_group, grouping
 from memkit.graph._layout import _force_start, _workflow_layout
 from memkit.graph._parts import GraphEdge, GraphNode, _record, node_properties

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memkit._models import MemoryItem
+from memkit._core._models import MemoryItem
 
 __all__ = ["BAD_FILTERS", "FILTER_CASES", "FILTER_ROWS", "HOSTILE", "ids"]
 

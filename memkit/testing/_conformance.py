@@ -18,10 +18,10 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("memkit.testing needs pytest and pytest-asyncio: pip install 'memkit[dev]'") from exc
 
-from memkit import _protocols as port
+from memkit._core import _port as port
+from memkit._core._errors import InvalidInputError
 from memkit._core._store import Store
-from memkit._errors import InvalidInputError
-from memkit._filters import matches, parse_filters
+from memkit._retrieval._filters import matches, parse_filters
 from memkit.testing._cases import BAD_FILTERS, FILTER_CASES, FILTER_ROWS, HOSTILE
 from memkit.testing._cases import ids as _ids
 from memkit.testing._optional import OptionalConformance, absence_report
@@ -429,7 +429,7 @@ class ProviderConformance(OptionalConformance):
 
     @pytest.mark.asyncio
     async def test_search_modes_are_declared_and_kept(self, provider: Any, ns: tuple[str, str]) -> None:
-        from memkit._retrieval import MODES, HybridConfig
+        from memkit._retrieval._fusion import MODES, HybridConfig
 
         assert isinstance(provider, port.SupportsSearchModes)
         declared = provider.search_modes

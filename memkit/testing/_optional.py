@@ -18,8 +18,8 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("memkit.testing needs pytest and pytest-asyncio: pip install 'memkit[dev]'") from exc
 
-from memkit import _protocols as port
-from memkit._errors import InvalidInputError, MemkitError
+from memkit._core import _port as port
+from memkit._core._errors import InvalidInputError, MemkitError
 from memkit.testing._cases import ids as _ids
 
 __all__ = ["OptionalConformance", "absence_report"]

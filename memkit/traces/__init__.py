@@ -38,7 +38,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memkit._records import REDACTED, Redactor, get_trace_redactor, set_trace_redactor
+    from memkit._core._records import REDACTED, Redactor, get_trace_redactor, set_trace_redactor
     from memkit.traces._history import ExecutionHistory
     from memkit.traces._items import ExecutionItem, ExecutionStatus, TraceWriteError, categorize_error
     from memkit.traces._step import Step
@@ -59,8 +59,9 @@ __all__ = [
 
 # Where each name lives (the redaction hook is the record layer's: a step is redacted as it is stored).
 _HOME = {
-    "REDACTED": "memkit._records", "Redactor": "memkit._records", "get_trace_redactor": "memkit._records",
-    "set_trace_redactor": "memkit._records", "ExecutionHistory": "memkit.traces._history",
+    "REDACTED": "memkit._core._records", "Redactor": "memkit._core._records",
+    "get_trace_redactor": "memkit._core._records", "set_trace_redactor": "memkit._core._records",
+    "ExecutionHistory": "memkit.traces._history",
     "ExecutionItem": "memkit.traces._items", "ExecutionStatus": "memkit.traces._items",
     "TraceWriteError": "memkit.traces._items", "categorize_error": "memkit.traces._items",
     "Step": "memkit.traces._step",

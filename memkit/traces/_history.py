@@ -19,8 +19,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from memkit._errors import InvalidInputError, StorageError
-from memkit._protocols import MemoryProvider
+from memkit._core._errors import InvalidInputError, StorageError
+from memkit._core._port import MemoryProvider
 from memkit._sync import Memory, on_loop_thread, provider_of, submit
 from memkit.traces._items import ExecutionItem, ExecutionStatus, TraceWriteError, categorize_error
 from memkit.traces._step import _RESERVED_INDEX, Step

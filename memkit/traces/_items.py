@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from memkit._errors import InvalidInputError, StorageError
+from memkit._core._errors import InvalidInputError, StorageError
 
 FAILURE_CATEGORIES = (
     "network_error", "validation_error", "parameter_error", "criteria_failure", "execution_error",

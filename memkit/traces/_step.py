@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from memkit._recall import RecallScope, current_scope, step_scope
+from memkit._recall._recording import RecallScope, current_scope, step_scope
 from memkit.traces._items import ExecutionItem, ExecutionStatus, TraceWriteError
 
 if TYPE_CHECKING:

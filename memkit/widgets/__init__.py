@@ -6,7 +6,7 @@ store (``memkit.open(...)``); ``Dashboard`` shows the three in tabs.
 
 from __future__ import annotations
 
-from memkit._errors import missing_extra
+from memkit._core._errors import missing_extra
 
 try:
     import ipywidgets as _ipywidgets  # noqa: F401

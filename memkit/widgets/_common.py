@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 import ipywidgets as w
 import traitlets
 
-from memkit._errors import MemkitError
-from memkit._protocols import SupportsSearchModes
+from memkit._core._errors import MemkitError
+from memkit._core._port import SupportsSearchModes
 from memkit._sync import Memory
 
 __all__ = ["Panel", "esc", "short", "status_html", "table_html"]

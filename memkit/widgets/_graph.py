@@ -18,9 +18,9 @@ import anywidget
 import ipywidgets as w
 import traitlets
 
-from memkit._errors import InvalidInputError, MemkitError
-from memkit._protocols import SupportsRecalls
-from memkit._recall import step_namespace
+from memkit._core._errors import InvalidInputError, MemkitError
+from memkit._core._port import SupportsRecalls
+from memkit._recall._recording import step_namespace
 from memkit._sync import Memory
 from memkit.graph import GraphNode, MemoryGraph, memory_graph, neighbourhood
 from memkit.graph._groups import MEMBERS_SHOWN, _check_group

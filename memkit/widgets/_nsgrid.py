@@ -12,10 +12,10 @@ from typing import Any
 import anywidget
 import traitlets as t
 
+from memkit._core._errors import InvalidInputError
+from memkit._core._models import MemoryItem
 from memkit._display import format_duration, format_time, is_trace, printable, shorten, step_fields, summary
-from memkit._errors import InvalidInputError
-from memkit._models import MemoryItem
-from memkit._recall import Recall, step_namespace
+from memkit._recall._recording import Recall, step_namespace
 from memkit.widgets._common import Panel, esc, pretty, table_html
 
 _LEGS = ("keyword", "semantic")

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from memkit._core._models import MemoryItem
 from memkit._display import format_duration, format_time, printable, shorten, summary
-from memkit._models import MemoryItem
 
 
 def _text(value: Any) -> str | None:

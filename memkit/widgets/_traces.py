@@ -20,13 +20,13 @@ import anywidget
 import pandas as pd
 import traitlets as t
 
-from memkit import _marks
+from memkit._core._errors import InvalidInputError, MemkitError, NotFoundError
+from memkit._core._models import MemoryItem
+from memkit._core._port import SupportsMarks
 from memkit._display import format_duration, format_time, printable, shorten, status_of, summary
-from memkit._errors import InvalidInputError, MemkitError, NotFoundError
-from memkit._marks import Mark
-from memkit._models import MemoryItem
-from memkit._protocols import SupportsMarks
-from memkit._recall import Recall, step_namespace
+from memkit._recall import _marks
+from memkit._recall._marks import Mark
+from memkit._recall._recording import Recall, step_namespace
 from memkit._sync import Memory
 from memkit.frames import RUN_COLUMNS, filter_runs, traces_frame
 from memkit.frames._compare import _compare_steps

@@ -18,18 +18,19 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memkit import _marks, _recall
 from memkit._core import _ops as ops
+from memkit._core._errors import ConfigError, InvalidInputError, StorageError
+from memkit._core._models import MemoryItem, NamespaceInfo, Stats
+from memkit._core._port import Capability
+from memkit._core._records import Record
 from memkit._core._store import Store
-from memkit._errors import ConfigError, InvalidInputError, StorageError
-from memkit._marks import Mark
-from memkit._models import MemoryItem, NamespaceInfo, Stats
-from memkit._protocols import Capability
-from memkit._recall import Recall
-from memkit._records import Record
-from memkit._retrieval import HybridConfig
-from memkit._url import bool_option, embedder_option, query_options, sqlite_path
-from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_read
+from memkit._core._url import bool_option, embedder_option, query_options, sqlite_path
+from memkit._core._validate import DEFAULT_LIMITS, Limits, check_id, check_read
+from memkit._recall import _marks
+from memkit._recall import _recording as _recall
+from memkit._recall._marks import Mark
+from memkit._recall._recording import Recall
+from memkit._retrieval._fusion import HybridConfig
 from memkit.adapters._plumbing import Worker
 from memkit.adapters._sqlite import _queries as queries
 from memkit.adapters._sqlite._keywords import KeywordCache, feed_head, lag

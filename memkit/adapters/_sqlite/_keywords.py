@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from memkit.adapters._sqlite._schema import write_unless_busy
 
 if TYPE_CHECKING:
-    from memkit._keyword import KeywordIndex
+    from memkit._retrieval._keyword import KeywordIndex
 
 __all__ = ["KeywordCache", "feed_head", "lag", "snapshot"]
 
@@ -103,7 +103,7 @@ class KeywordCache:
 
     def _load(self, db: sqlite3.Connection, user_id: str, agent_id: str) -> tuple[KeywordIndex, int]:
         """The namespace's index at our feed position, and how many changes that took past the saved one."""
-        from memkit._keyword import KeywordIndex, StaleIndexError  # numpy: loaded by the first search
+        from memkit._retrieval._keyword import KeywordIndex, StaleIndexError  # numpy: loaded by the first search
 
         saved = db.execute(
             "SELECT seq, change, data FROM keyword_snapshots WHERE user_id = ? AND agent_id = ?", (user_id, agent_id)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from memkit import _marks
+from memkit._core._models import NamespaceInfo, Stats
 from memkit._core._ops import ExportOp, MarksOp, PutMarksOp, RecallsOp, RemoveMarksOp
-from memkit._models import NamespaceInfo, Stats
-from memkit._records import from_us, to_us
+from memkit._core._records import from_us, to_us
+from memkit._recall import _marks
 from memkit.adapters._sqlite._schema import SCHEMA_VERSION, write_transaction
 from memkit.adapters._sqlite._sql import COLUMNS
 from memkit.adapters._sqlite._vectors import recorded

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from memkit._errors import ConfigError
+from memkit._core._errors import ConfigError
 from memkit.adapters._sqlite._traces import TRACE_NUMBERS, pack_trace_numbers
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "migrate", "statements", "write_transaction", "write_unless_busy"]
@@ -280,7 +280,7 @@ CREATE TABLE recalls (
     workflow_id TEXT,
     run_id      TEXT,
     step_index  INTEGER,
-    body        TEXT NOT NULL            -- memkit._recall.encode: JSON, hits as arrays
+    body        TEXT NOT NULL            -- memkit._recall._recording.encode: JSON, hits as arrays
 );
 CREATE INDEX recalls_namespace ON recalls (user_id, agent_id, seq);
 CREATE INDEX recalls_workflow ON recalls (workflow_id, run_id, step_index);
@@ -346,7 +346,7 @@ def _recall_step_namespaces(conn: sqlite3.Connection) -> None:
 MIGRATIONS[8] = _recall_step_namespaces
 
 # Marks: a researcher's verdicts on recalled memories and steps. The id is derived from the
-# namespace and the target (memkit._marks.mark_id), so marking a target again replaces the
+# namespace and the target (memkit._recall._marks.mark_id), so marking a target again replaces the
 # row and never reaches another namespace's. Like a recall, a mark names memories and steps
 # by id only: it outlives them.
 MIGRATIONS[9] = """
@@ -357,7 +357,7 @@ CREATE TABLE marks (
     agent_id    TEXT NOT NULL,
     workflow_id TEXT,
     run_id      TEXT,
-    body        TEXT NOT NULL            -- memkit._marks.dumps: the mark as JSON
+    body        TEXT NOT NULL            -- memkit._recall._marks.dumps: the mark as JSON
 );
 CREATE INDEX marks_namespace ON marks (user_id, agent_id);
 CREATE INDEX marks_workflow ON marks (workflow_id, run_id);

@@ -7,13 +7,13 @@ import sqlite3
 
 import numpy as np
 
+from memkit._core._models import MemoryItem
 from memkit._core._ops import SearchOp
-from memkit._filters import Condition
-from memkit._keyword import KeywordIndex, analyze_query
-from memkit._models import MemoryItem
-from memkit._pipeline import rank
-from memkit._records import Record
-from memkit._retrieval import DenseScores, dense_leg
+from memkit._core._records import Record
+from memkit._retrieval._filters import Condition
+from memkit._retrieval._fusion import DenseScores, dense_leg
+from memkit._retrieval._keyword import KeywordIndex, analyze_query
+from memkit._retrieval._pipeline import rank
 from memkit.adapters._sqlite._keywords import KeywordCache, snapshot
 from memkit.adapters._sqlite._sql import allowed, created_by, filter_sql, records_by_seq
 from memkit.adapters._sqlite._vectors import Vectors
@@ -65,7 +65,7 @@ def ranked(
     db: sqlite3.Connection, keywords: KeywordCache, vectors: Vectors, request: SearchOp,
     vector: np.ndarray | None = None,
 ) -> list[MemoryItem]:
-    """The SQLite legs of :func:`memkit._pipeline.rank` (the index and connection live on this thread)."""
+    """The SQLite legs of :func:`memkit._retrieval._pipeline.rank` (the index and connection live on this thread)."""
     user_id, agent_id, conditions, text = request.user_id, request.agent_id, request.conditions, request.query
     if request.until_us is not None:
         conditions = (*conditions, created_by(request.until_us))

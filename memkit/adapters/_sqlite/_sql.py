@@ -7,8 +7,8 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
-from memkit._filters import Condition, type_class
-from memkit._records import Record
+from memkit._core._records import Record
+from memkit._retrieval._filters import Condition, type_class
 
 __all__ = ["COLUMNS", "allowed", "created_by", "filter_sql", "records_by_seq", "row_record", "select"]
 
@@ -23,7 +23,7 @@ def row_record(row: tuple[Any, ...]) -> Record:
 
 
 def _equal_sql(cond: Condition, wanted: Any, params: list[Any]) -> str:
-    """SQL that is 1 exactly when :func:`memkit._filters._equal` is true (never NULL)."""
+    """SQL that is 1 exactly when :func:`memkit._retrieval._filters._equal` is true (never NULL)."""
     params.append(cond.json_path)
     kind = type_class(wanted)
     if kind == "null":

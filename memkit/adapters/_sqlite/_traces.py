@@ -19,7 +19,7 @@ from itertools import repeat
 from operator import methodcaller
 from typing import TYPE_CHECKING, Any
 
-from memkit._errors import StorageError
+from memkit._core._errors import StorageError
 
 # numpy is imported by the functions that compute with it: opening a store to read its
 # counts or namespaces (the command line) never loads it.

@@ -27,9 +27,9 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memkit._errors import ConfigError
-from memkit._records import Record
-from memkit._retrieval import VectorIndex
+from memkit._core._errors import ConfigError
+from memkit._core._records import Record
+from memkit._retrieval._fusion import VectorIndex
 from memkit.adapters._sqlite._keywords import feed_head, snapshot
 from memkit.adapters._sqlite._schema import write_transaction, write_unless_busy
 

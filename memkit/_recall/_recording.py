@@ -41,11 +41,11 @@ from typing import Any, Literal
 import pydantic_core
 from pydantic import BaseModel, Field
 
-from memkit._errors import InvalidInputError
-from memkit._models import MemoryFilter, MemoryItem
-from memkit._protocols import RecallKeeper
-from memkit._records import from_us, now_us, to_us
-from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_namespace
+from memkit._core._errors import InvalidInputError
+from memkit._core._models import MemoryFilter, MemoryItem
+from memkit._core._port import RecallKeeper
+from memkit._core._records import from_us, now_us, to_us
+from memkit._core._validate import DEFAULT_LIMITS, Limits, check_id, check_namespace
 
 __all__ = [
     "Recall",

@@ -1,7 +1,7 @@
 """The one search pipeline every adapter runs: validate, legs, fuse, tie-break, details, recall.
 
 An adapter supplies only what is its own: the keyword leg (BM25 hits of the namespace, best
-first, ties newest first), the semantic leg (a :class:`memkit._retrieval.DenseScores`:
+first, ties newest first), the semantic leg (a :class:`memkit._retrieval._fusion.DenseScores`:
 its best candidates' cosines, the cosine of every keyword hit, and the namespace's
 mean and standard deviation of cosine), how new each candidate is, and the rows of the
 hits it returns. Everything else is here, so a query means the same on every adapter:
@@ -9,11 +9,11 @@ hits it returns. Everything else is here, so a query means the same on every ada
 1. :func:`prepare` checks the arguments (query, namespace, limit, filters, mode,
    ``hybrid=``, ``as_of``) with the same errors everywhere;
 2. the adapter runs its legs for the :class:`memkit._core._ops.SearchOp` (``depth`` candidates each);
-3. :func:`rank` fuses them (:func:`memkit._retrieval.fuse`, the score fusion measured in
+3. :func:`rank` fuses them (:func:`memkit._retrieval._fusion.fuse`, the score fusion measured in
    docs/retrieval.md), breaks ties newest first, and builds ``score_details`` with the
    same keys on every adapter (``mode``, ``found_by`` and one entry per leg);
 4. :func:`search` runs the adapter's ranking and records the recall: the only place a
-   search is recorded (:mod:`memkit._recall`).
+   search is recorded (:mod:`memkit._recall._recording`).
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar, cast
 
-from memkit import _recall
+from memkit._core._errors import InvalidInputError
+from memkit._core._models import MemoryItem
 from memkit._core._ops import SearchOp
-from memkit._errors import InvalidInputError
-from memkit._models import MemoryItem
-from memkit._protocols import SupportsAsOf
-from memkit._recall import check_as_of
-from memkit._retrieval import DenseScores, HybridConfig, Neighbours, check_hybrid, check_mode, fuse
-from memkit._validate import Limits, check_query, check_read
+from memkit._core._port import SupportsAsOf
+from memkit._core._validate import Limits, check_query, check_read
+from memkit._recall import _recording as _recall
+from memkit._recall._recording import check_as_of
+from memkit._retrieval._fusion import DenseScores, HybridConfig, Neighbours, check_hybrid, check_mode, fuse
 
 __all__ = ["Ranked", "SearchOp", "Searcher", "prepare", "rank", "search"]
 
@@ -95,7 +95,7 @@ def rank(
     ``keyword`` is the keyword leg, best first (its own ties newest first); ``dense`` the
     semantic leg (``None`` in keyword mode). ``newer(keys)`` gives each key a
     ``(created_us, tie)`` pair, larger is newer; it is asked once, for the candidates
-    that need it. ``neighbours`` (:data:`memkit._retrieval.Neighbours`) says which memories
+    that need it. ``neighbours`` (:data:`memkit._retrieval._fusion.Neighbours`) says which memories
     were written around each candidate, for ``config.context``; without it there is no context.
     """
     if request.mode == "keyword":

@@ -31,7 +31,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memkit._errors import ConfigError, InvalidInputError
+from memkit._core._errors import ConfigError, InvalidInputError
 
 # numpy is imported by the functions that compute with it: opening a store to read its
 # counts or namespaces (the command line) never loads it.

@@ -22,11 +22,11 @@ from typing import Any, Literal
 import pydantic_core
 from pydantic import BaseModel, ConfigDict
 
-from memkit._errors import InvalidInputError, NotFoundError
-from memkit._models import MemoryItem
-from memkit._recall import Recall
-from memkit._records import from_us, now_us
-from memkit._validate import DEFAULT_LIMITS, Limits, check_id, check_namespace, check_text
+from memkit._core._errors import InvalidInputError, NotFoundError
+from memkit._core._models import MemoryItem
+from memkit._core._records import from_us, now_us
+from memkit._core._validate import DEFAULT_LIMITS, Limits, check_id, check_namespace, check_text
+from memkit._recall._recording import Recall
 
 __all__ = [
     "MAX_NOTE_CHARS",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlsplit
 
-from memkit._errors import ConfigError
+from memkit._core._errors import ConfigError
 
 __all__ = ["query_options", "sqlite_path"]
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from memkit._errors import ConfigError, missing_extra
-from memkit._protocols import MemoryProvider
-from memkit._validate import checked_as
+from memkit._core._errors import ConfigError, missing_extra
+from memkit._core._port import MemoryProvider
+from memkit._core._validate import checked_as
 
 __all__ = [
     "DEFAULT_URL",

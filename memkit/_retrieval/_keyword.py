@@ -3,7 +3,7 @@
 Text is analysed like SQLite FTS5's ``porter unicode61`` tokenizer (lower-case,
 diacritics removed, split on anything that is not a letter or digit, Porter
 stemming of tokens longer than two characters), plus the date terms of
-:mod:`memkit._dates` (a memory's dates, relative ones resolved, and a marker for
+:mod:`memkit._retrieval._dates` (a memory's dates, relative ones resolved, and a marker for
 memories that say when something happened), and scored with FTS5's ``bm25()``
 formula (idf floored at 1e-6) with k1 = 0.9, b = 0.4 instead of FTS5's fixed 1.2 and
 0.75: chat-sized memories vary little in length, and the lower values won in every
@@ -30,7 +30,7 @@ from typing import Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from memkit._dates import date_terms, query_date_terms
+from memkit._retrieval._dates import date_terms, query_date_terms
 
 __all__ = ["ANALYZER", "STOPWORDS", "IndexCache", "KeywordIndex", "StaleIndexError", "analyze", "analyze_query",
            "query_words", "stemmed_words"]

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from memkit._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
+from memkit._core._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 
 __all__ = [
     "Capability",
@@ -72,8 +72,8 @@ class Declares:
 if TYPE_CHECKING:
     from abc import ABCMeta as _ProtocolMeta
 
-    from memkit._marks import Mark
-    from memkit._recall import Recall
+    from memkit._recall._marks import Mark
+    from memkit._recall._recording import Recall
     from memkit.graph._model import MemoryGraph
 else:
     _ProtocolMeta = type(Protocol)
@@ -258,7 +258,7 @@ class SupportsTraceColumns(Protocol, metaclass=_Declared):
 
 @runtime_checkable
 class SupportsRecalls(Protocol, metaclass=_Declared):
-    """Keep recalls: what each search returned, at which step (see :mod:`memkit._recall`).
+    """Keep recalls: what each search returned, at which step (see :mod:`memkit._recall._recording`).
 
     ``record_recalls`` is the store's setting for searches made outside any step scope
     (off unless the store was opened with ``record_recalls=True``); inside a scope every
@@ -370,7 +370,7 @@ class SupportsGraph(Protocol, metaclass=_Declared):
 
 @runtime_checkable
 class RecallKeeper(Protocol, metaclass=_Declared):
-    """Where :func:`memkit._recall.record` puts a recall: ``_keep_recall`` stores its body (an
+    """Where :func:`memkit._recall._recording.record` puts a recall: ``_keep_recall`` stores its body (an
     awaitable when the write is asynchronous); ``record_recalls`` as in :class:`SupportsRecalls`."""
 
     record_recalls: bool

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from memkit._errors import InvalidInputError
-from memkit._models import MemoryItem, NamespaceInfo, NewMemory
-from memkit._validate import (
+from memkit._core._errors import InvalidInputError
+from memkit._core._models import MemoryItem, NamespaceInfo, NewMemory
+from memkit._core._validate import (
     DEFAULT_LIMITS,
     Limits,
     check_content,

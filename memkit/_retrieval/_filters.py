@@ -28,8 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from memkit._errors import InvalidInputError
-from memkit._models import MemoryFilter
+from memkit._core._errors import InvalidInputError
+from memkit._core._models import MemoryFilter
 
 __all__ = ["OPERATORS", "Condition", "matches", "parse_filters", "type_class"]
 

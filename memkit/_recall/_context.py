@@ -8,10 +8,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from memkit import _recall
-from memkit._errors import InvalidInputError
-from memkit._models import MemoryItem
-from memkit._protocols import SupportsSearchModes
+from memkit._core._errors import InvalidInputError
+from memkit._core._models import MemoryItem
+from memkit._core._port import SupportsSearchModes
+from memkit._recall import _recording as _recall
 
 __all__ = ["ContextWindow", "build_context", "count_tokens"]
 
