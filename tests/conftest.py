@@ -76,3 +76,20 @@ def postgres_server() -> Iterator[PostgresServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _quiet_jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every JupyterLab a test starts reads these user settings: no "Jupyter news?" toast over the
+    views the browser tests look at and screenshot (and no update check: this machine is offline)."""
+    settings = tmp_path_factory.mktemp("lab-settings")
+    plugin = settings / "@jupyterlab" / "apputils-extension"
+    plugin.mkdir(parents=True)
+    (plugin / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
+    before = os.environ.get("JUPYTERLAB_SETTINGS_DIR")
+    os.environ["JUPYTERLAB_SETTINGS_DIR"] = str(settings)
+    yield
+    if before is None:
+        os.environ.pop("JUPYTERLAB_SETTINGS_DIR", None)
+    else:
+        os.environ["JUPYTERLAB_SETTINGS_DIR"] = before
