@@ -10,6 +10,7 @@ time, and the chain's caret folding its children away and back. Screenshots:
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import nbformat
@@ -47,7 +48,7 @@ panel = TraceReplay(mem)
 panel.run = next(r["run"] for r in panel.runs if r["workflow_id"] == "triage")
 panel
 '''
-READ = "print('rolled:', panel.timeline['rolled'])"
+READ = "import json; print('rolled:', json.dumps(panel.timeline['rolled']))"
 
 
 def _notebook(root: Path) -> None:
@@ -107,7 +108,7 @@ def _look(page: Page) -> None:
     # Parents show their children's rolled-up time, as the kernel computed it; leaves show none.
     page.get_by_text("rolled: [").wait_for(timeout=60_000)
     printed = page.locator(".jp-OutputArea-output").filter(has_text="rolled: [").inner_text()
-    rolled = eval(printed.split("rolled: ", 1)[1].strip())  # noqa: S307 (a list of strings the kernel printed)
+    rolled = json.loads(printed.split("rolled: ", 1)[1])
     assert gather.locator(".mk-rollup").inner_text() == f"Σ {rolled[1]}"
     assert answer.locator(".mk-rollup").inner_text() == f"Σ {rolled[0]}"
     assert rolled[1].endswith("ms") and int(rolled[1].split()[0]) >= 300  # look_up 0.2 s + fetch 0.1 s
