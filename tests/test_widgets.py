@@ -687,3 +687,36 @@ def test_step_tree_keeps_every_step_of_a_broken_tree() -> None:
     assert sorted(order) == [0, 1, 2, 3, 4]  # nothing dropped, nothing twice
     assert order.index(4) == order.index(2) + 1 and parents[order.index(4)] == order.index(2)
     assert step_tree(steps, {"s0": {"parent_step_index": 0}, "s1": {"parent_step_index": 7}}) is None
+
+
+def test_trace_replay_shows_the_same_tree_after_otlp_and_from_live_spans(tmp_path: Path) -> None:
+    pytest.importorskip("opentelemetry.sdk.trace", reason="needs memkit[otel]")
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from memkit.otel import MemkitSpanProcessor, export_otlp, import_otlp
+
+    with memkit.open(f"sqlite:///{tmp_path / 'a.db'}") as mem, memkit.open(f"sqlite:///{tmp_path / 'b.db'}") as copy:
+        _nested_run(mem)
+        import_otlp(copy, export_otlp(mem))
+        shown = []
+        for store in (mem, copy):
+            panel = TraceReplay(store)
+            panel.run = panel.runs[0]["run"]
+            shown.append({k: panel.timeline[k] for k in ("label", "depth", "parent", "status_of")})
+        assert shown[0] == shown[1] and shown[0]["depth"] == [0, 1, 2, 2, 1]
+    # Spans streamed as they end name their parent by span id only (it has not ended yet).
+    with memkit.open(f"sqlite:///{tmp_path / 'live.db'}") as live:
+        provider = TracerProvider()
+        provider.add_span_processor(MemkitSpanProcessor(live, user_id="alice", agent_id="live", workflow_id="chat"))
+        tracer = provider.get_tracer("test")
+        with tracer.start_as_current_span("agent"):
+            with tracer.start_as_current_span("chain"), tracer.start_as_current_span("tool"):
+                pass
+            with tracer.start_as_current_span("llm"):
+                pass
+        assert all("parent_step_index" not in m.metadata["trace"] for m in live.get_all("alice", "live", 10))
+        panel = TraceReplay(live)
+        panel.run = panel.runs[0]["run"]
+        assert [label.split(" · ")[1].split(" (")[0] for label in panel.timeline["label"]] == [
+            "agent", "chain", "tool", "llm"]
+        assert panel.timeline["depth"] == [0, 1, 2, 1]
