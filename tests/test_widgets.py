@@ -664,29 +664,37 @@ def test_trace_replay_sends_a_nested_run_as_a_tree(tmp_path: Path) -> None:
         panel.step = 3
         assert panel.detail["title"].endswith("fetch") and "TimeoutError" in panel.detail["error"]
         assert list(panel.steps["step_name"]) == ["answer", "gather", "look_up", "fetch", "write"]
+        # The same parents in run_steps, by step_index; a top-level step has none.
+        steps = run_steps(mem, panel.run).set_index("step_name")
+        parent = steps["parent_step_index"]
+        assert str(parent.dtype) == "Int64" and parent.index[parent.isna()].tolist() == ["answer"]
+        assert parent.dropna().to_dict() == {"gather": 0, "look_up": 1, "fetch": 1, "write": 0}
+        assert list(steps.columns[-2:]) == ["parent_step_index", "timing"]
         # A flat run is sent as before: no tree columns at all.
         panel.run = next(r["run"] for r in panel.runs if r["workflow_id"] == "flat")
         assert not {"depth", "parent", "children", "rolled"} & set(panel.timeline)
 
 
-def test_step_tree_keeps_every_step_of_a_broken_tree() -> None:
+def test_a_broken_tree_keeps_every_step() -> None:
+    from memkit.frames._runs import _parent_positions
     from memkit.widgets._trace_rows import step_tree
 
     steps = pd.DataFrame({"step_index": pd.array([0, 1, 2, 3, 4], dtype="Int64")},
                          index=pd.Index(["s0", "s1", "s2", "s3", "s4"], name="step_id"))
     payloads = {
         "s0": {"parent_step_index": 1}, "s1": {"parent_step_index": 0},  # a loop of parents
-        "s2": {"parent_step_index": 2},  # its own parent
+        "s2": {"parent_step_index": 2, "span_id": "b"},  # its own parent
         "s3": {"parent_step_index": 99},  # a parent outside the run
-        "s4": {"parent_span_id": "b", "span_id": "c"},  # live spans: the parent named by span only
+        "s4": {"parent_span_id": "b", "span_id": "c"},  # streamed live: the parent named by span only
     }
-    payloads["s2"] = {"span_id": "b"}
-    tree = step_tree(steps, payloads)
+    parents = _parent_positions(steps, payloads)
+    assert parents == [1, 0, None, None, 2]
+    tree = step_tree(parents)
     assert tree is not None
-    order, parents = tree
+    order, shown = tree
     assert sorted(order) == [0, 1, 2, 3, 4]  # nothing dropped, nothing twice
-    assert order.index(4) == order.index(2) + 1 and parents[order.index(4)] == order.index(2)
-    assert step_tree(steps, {"s0": {"parent_step_index": 0}, "s1": {"parent_step_index": 7}}) is None
+    assert order.index(4) == order.index(2) + 1 and shown[order.index(4)] == order.index(2)
+    assert step_tree([None, None]) is None
 
 
 def test_trace_replay_shows_the_same_tree_after_otlp_and_from_live_spans(tmp_path: Path) -> None:

@@ -66,34 +66,15 @@ def run_rows(runs: pd.DataFrame) -> list[dict[str, Any]]:
     ]
 
 
-def _parent_position(data: Any, by_index: dict[int, int], by_span: dict[str, int]) -> int | None:
-    if not isinstance(data, dict):
-        return None
-    index = data.get("parent_step_index")
-    if isinstance(index, int) and not isinstance(index, bool) and index in by_index:
-        return by_index[index]
-    span = data.get("parent_span_id")  # a span streamed in live knows its parent's span only
-    return by_span.get(span) if isinstance(span, str) else None
-
-
-def step_tree(steps: pd.DataFrame, payloads: dict[str, Any]) -> tuple[list[int], list[int]] | None:
+def step_tree(parent: list[int | None]) -> tuple[list[int], list[int]] | None:
     """The run as a tree: (the order to show its steps in, each shown step's parent row or -1).
 
-    ``payloads`` holds each step's trace data by step id; a parent is named by
-    ``parent_step_index`` or, failing that, ``parent_span_id``. Children follow their parent,
-    in the order they started. ``None`` when no step has a parent in the run (a flat run is
-    shown as it always was). A parent outside the run, the step itself or a loop of parents
-    makes a root: what was recorded is shown, never dropped.
+    ``parent`` is each step's parent position (``frames._runs._parent_positions``). Children
+    follow their parent, in the order the run stored them. ``None`` when no step has a
+    parent (a flat run is shown as it always was). A loop of parents makes a root: what was
+    recorded is shown, never dropped.
     """
-    n = len(steps)
-    by_index: dict[int, int] = {}
-    for position, index in enumerate(steps["step_index"].tolist()):
-        if index is not pd.NA and index is not None:
-            by_index.setdefault(int(index), position)
-    ids = [str(i) for i in steps.index]
-    by_span = {d["span_id"]: p for p, i in enumerate(ids)
-               if isinstance(d := payloads.get(i), dict) and isinstance(d.get("span_id"), str)}
-    parent = [_parent_position(payloads.get(i), by_index, by_span) for i in ids]
+    n = len(parent)
     if all(p is None or p == k for k, p in enumerate(parent)):
         return None
     children: list[list[int]] = [[] for _ in range(n)]

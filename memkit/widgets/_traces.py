@@ -22,7 +22,7 @@ import traitlets as t
 
 from memkit._core._errors import InvalidInputError, MemkitError, NotFoundError
 from memkit._core._models import MemoryItem
-from memkit._core._port import SupportsMarks, SupportsPaging
+from memkit._core._port import SupportsMarks
 from memkit._display import format_duration, format_time, printable, shorten, status_of, summary
 from memkit._recall import _marks
 from memkit._recall._marks import Mark
@@ -31,7 +31,7 @@ from memkit._sync import Memory
 from memkit.frames import RUN_COLUMNS, filter_runs, traces_frame
 from memkit.frames._compare import _compare_steps
 from memkit.frames._recalls import _keeps_recalls
-from memkit.frames._runs import _normalised, _runs_from_steps, run_positions
+from memkit.frames._runs import _normalised, _parent_positions, _runs_from_steps, _step_payloads, run_positions
 from memkit.widgets._common import Panel
 from memkit.widgets._trace_rows import _jsonable, _seconds, _text, memory_view, run_rows, step_tree, timeline
 
@@ -218,7 +218,7 @@ class TraceReplay(Panel, anywidget.AnyWidget):
         with self.working("loading the run"):
             row = self.all_runs.loc[run]
             steps = self.steps_all.iloc[self._positions[run]]
-            tree = step_tree(steps, self._payloads(row, steps))
+            tree = step_tree(_parent_positions(steps, _step_payloads(self.mem, row, steps)))
             parents = None
             if tree is not None:  # a nested run: shown (and exported) parent first, children under it
                 order, parents = tree
@@ -227,32 +227,6 @@ class TraceReplay(Panel, anywidget.AnyWidget):
             self.compare_options = self._compare_options(run, row)
             self._recalls = self._run_recalls(row)
             self.timeline = timeline(run, row, steps, parents)
-
-    def _payloads(self, row: pd.Series, steps: pd.DataFrame) -> dict[str, Any]:
-        """The open run's trace data by step id (where parents are kept), read a page at a time
-        from the run's namespace; a step stored in another namespace is not this run's."""
-        user, agent, workflow = row["user_id"], row["agent_id"], row["workflow_id"]
-        if not len(steps) or not all(isinstance(v, str) for v in (user, agent, workflow)):
-            return {}
-        wanted = {str(i) for i in steps.index}
-        found: dict[str, Any] = {}
-        if not isinstance(self.mem.provider, SupportsPaging):
-            for step_id in wanted:
-                item = self.mem.get(step_id)
-                if item is not None and (item.user_id, item.agent_id) == (user, agent):
-                    found[step_id] = item.metadata.get("trace")
-            return found
-        filters: dict[str, Any] = {"type": "trace", "workflow_id": workflow}
-        if isinstance(row["run_id"], str):
-            filters["run_id"] = row["run_id"]
-        page, offset = 1000, 0
-        while len(found) < len(wanted):
-            items = self.mem.get_page(user, agent, offset=offset, limit=page, filters=filters)
-            found.update((m.id, m.metadata.get("trace")) for m in items if m.id in wanted)
-            if len(items) < page:
-                break
-            offset += page
-        return found
 
     def _run_recalls(self, row: pd.Series) -> dict[int, list[Recall]]:
         """The recalls the run's steps made, by ``step_index`` (every namespace they searched,
