@@ -7,6 +7,7 @@ import io
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import memkit
@@ -14,6 +15,7 @@ from memkit._demo import demo_items
 from memkit._display import format_time
 from memkit.adapters import InMemoryAdapter
 from memkit.frames import TRACE_COLUMNS, compare_runs, run_steps, runs_frame
+from memkit.traces import ExecutionHistory
 from memkit.widgets import Dashboard, GraphExplorer, NamespaceBrowser, TraceReplay
 from memkit.widgets._static import snapshot_html
 
@@ -621,3 +623,108 @@ def test_a_csv_past_the_cap_stops_there_and_says_so(tmp_path: Path, monkeypatch:
         sent.clear()
         browser._on_grid_message(browser.rows, {"action": "csv", "columns": [{"key": "secret", "label": "x"}]}, [])
         assert sent == [] and browser.rows.message_kind == "error" and "secret" in browser.rows.message
+
+
+def _nested_run(mem: memkit.Memory, run_id: str = "r-nested") -> None:
+    """agent > (chain > (tool, tool that fails), llm): nested steps, as a researcher's agent writes them."""
+    history = ExecutionHistory(memory_provider=mem, workflow_id="triage", agent_id="bio", user_id="u1",
+                                      run_id=run_id)
+    with history.step("answer", tool="agent"):
+        with history.step("gather", tool="chain"):
+            with history.step("look_up", tool="pubmed"):
+                pass
+            with pytest.raises(TimeoutError), history.step("fetch", tool="http"):
+                raise TimeoutError("remote closed")
+        with history.step("write", tool="llm"):
+            pass
+
+
+def test_trace_replay_sends_a_nested_run_as_a_tree(tmp_path: Path) -> None:
+    with memkit.open(f"sqlite:///{tmp_path / 't.db'}") as mem:
+        _nested_run(mem)
+        history = ExecutionHistory(memory_provider=mem, workflow_id="flat", agent_id="bio", user_id="u1")
+        for name in ("a", "b"):
+            with history.step(name, tool="x"):
+                pass
+        panel = TraceReplay(mem)
+        panel.run = next(r["run"] for r in panel.runs if r["workflow_id"] == "triage")
+        tl = panel.timeline
+        # Stored children first (a step is written when it ends); shown parent first, children under it.
+        assert [label.split(" · ")[1] for label in tl["label"]] == [
+            "answer (agent)", "gather (chain)", "look_up (pubmed)", "fetch (http)", "write (llm)"]
+        assert tl["depth"] == [0, 1, 2, 2, 1]
+        assert tl["parent"] == [-1, 0, 1, 1, 0]
+        assert tl["children"] == [2, 2, 0, 0, 0]
+        assert tl["status_of"] == ["success", "success", "success", "failed", "success"]  # the chain caught it
+        dur = tl["duration_s"]
+        assert tl["rolled_s"][1] == pytest.approx(dur[2] + dur[3], abs=0.002)
+        assert tl["rolled_s"][0] == pytest.approx(dur[1] + dur[4], abs=0.002)
+        assert tl["rolled"][0] and tl["rolled"][2] == "" and tl["rolled_s"][2] is None
+        # A position is a shown row: the step opened is the row clicked, and the export keeps the tree order.
+        panel.step = 3
+        assert panel.detail["title"].endswith("fetch") and "TimeoutError" in panel.detail["error"]
+        assert list(panel.steps["step_name"]) == ["answer", "gather", "look_up", "fetch", "write"]
+        # The same parents in run_steps, by step_index; a top-level step has none.
+        steps = run_steps(mem, panel.run).set_index("step_name")
+        parent = steps["parent_step_index"]
+        assert str(parent.dtype) == "Int64" and parent.index[parent.isna()].tolist() == ["answer"]
+        assert parent.dropna().to_dict() == {"gather": 0, "look_up": 1, "fetch": 1, "write": 0}
+        assert list(steps.columns[-2:]) == ["parent_step_index", "timing"]
+        # A flat run is sent as before: no tree columns at all.
+        panel.run = next(r["run"] for r in panel.runs if r["workflow_id"] == "flat")
+        assert not {"depth", "parent", "children", "rolled"} & set(panel.timeline)
+
+
+def test_a_broken_tree_keeps_every_step() -> None:
+    from memkit.frames._runs import _parent_positions
+    from memkit.widgets._trace_rows import step_tree
+
+    steps = pd.DataFrame({"step_index": pd.array([0, 1, 2, 3, 4], dtype="Int64")},
+                         index=pd.Index(["s0", "s1", "s2", "s3", "s4"], name="step_id"))
+    payloads = {
+        "s0": {"parent_step_index": 1}, "s1": {"parent_step_index": 0},  # a loop of parents
+        "s2": {"parent_step_index": 2, "span_id": "b"},  # its own parent
+        "s3": {"parent_step_index": 99},  # a parent outside the run
+        "s4": {"parent_span_id": "b", "span_id": "c"},  # streamed live: the parent named by span only
+    }
+    parents = _parent_positions(steps, payloads)
+    assert parents == [1, 0, None, None, 2]
+    tree = step_tree(parents)
+    assert tree is not None
+    order, shown = tree
+    assert sorted(order) == [0, 1, 2, 3, 4]  # nothing dropped, nothing twice
+    assert order.index(4) == order.index(2) + 1 and shown[order.index(4)] == order.index(2)
+    assert step_tree([None, None]) is None
+
+
+def test_trace_replay_shows_the_same_tree_after_otlp_and_from_live_spans(tmp_path: Path) -> None:
+    pytest.importorskip("opentelemetry.sdk.trace", reason="needs memkit[otel]")
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from memkit.otel import MemkitSpanProcessor, export_otlp, import_otlp
+
+    with memkit.open(f"sqlite:///{tmp_path / 'a.db'}") as mem, memkit.open(f"sqlite:///{tmp_path / 'b.db'}") as copy:
+        _nested_run(mem)
+        import_otlp(copy, export_otlp(mem))
+        shown = []
+        for store in (mem, copy):
+            panel = TraceReplay(store)
+            panel.run = panel.runs[0]["run"]
+            shown.append({k: panel.timeline[k] for k in ("label", "depth", "parent", "status_of")})
+        assert shown[0] == shown[1] and shown[0]["depth"] == [0, 1, 2, 2, 1]
+    # Spans streamed as they end name their parent by span id only (it has not ended yet).
+    with memkit.open(f"sqlite:///{tmp_path / 'live.db'}") as live:
+        provider = TracerProvider()
+        provider.add_span_processor(MemkitSpanProcessor(live, user_id="alice", agent_id="live", workflow_id="chat"))
+        tracer = provider.get_tracer("test")
+        with tracer.start_as_current_span("agent"):
+            with tracer.start_as_current_span("chain"), tracer.start_as_current_span("tool"):
+                pass
+            with tracer.start_as_current_span("llm"):
+                pass
+        assert all("parent_step_index" not in m.metadata["trace"] for m in live.get_all("alice", "live", 10))
+        panel = TraceReplay(live)
+        panel.run = panel.runs[0]["run"]
+        assert [label.split(" · ")[1].split(" (")[0] for label in panel.timeline["label"]] == [
+            "agent", "chain", "tool", "llm"]
+        assert panel.timeline["depth"] == [0, 1, 2, 1]

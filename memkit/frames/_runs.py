@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -10,8 +11,10 @@ import pandas as pd
 from memkit._core._errors import InvalidInputError
 from memkit._core._port import (
     MemoryProvider,
+    SupportsGet,
+    SupportsPaging,
 )
-from memkit._sync import Memory
+from memkit._sync import Memory, call
 from memkit.frames._reading import _since_us, traces_frame
 from memkit.frames._recalls import _keeps_recalls, _with_recall_counts
 from memkit.traces import ExecutionStatus
@@ -300,7 +303,69 @@ def run_steps(mem: pd.DataFrame | MemoryProvider | Memory, run: str | pd.Series)
     chosen = _normalised(steps[keep])
     if not isinstance(mem, pd.DataFrame) and _keeps_recalls(mem) and "recalls" not in chosen.columns:
         chosen = _with_recall_counts(chosen, mem)  # one workflow's recalls: an indexed read
+    if not isinstance(mem, pd.DataFrame):
+        parents = _parent_positions(chosen, _step_payloads(mem, row, chosen))
+        indexes = chosen["step_index"].tolist()
+        chosen = chosen.assign(parent_step_index=pd.array(
+            [None if p is None else indexes[p] for p in parents], dtype="Int64"))
     return chosen.assign(timing=_timing_of(chosen))
+
+
+async def _read_payloads(
+    provider: MemoryProvider, user: str, agent: str, workflow: str, run_id: Any, wanted: set[str]
+) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    if not isinstance(provider, SupportsPaging):
+        if isinstance(provider, SupportsGet):
+            for step_id in wanted:
+                item = await provider.get(step_id)
+                if item is not None and (item.user_id, item.agent_id) == (user, agent):
+                    found[step_id] = item.metadata.get("trace")
+        return found
+    filters: dict[str, Any] = {"type": "trace", "workflow_id": workflow}
+    if isinstance(run_id, str):
+        filters["run_id"] = run_id
+    page, offset = 1000, 0
+    while len(found) < len(wanted):
+        items = await provider.get_page(user, agent, offset=offset, limit=page, filters=filters)
+        found.update((m.id, m.metadata.get("trace")) for m in items if m.id in wanted)
+        if len(items) < page:
+            break
+        offset += page
+    return found
+
+
+def _step_payloads(mem: MemoryProvider | Memory, row: pd.Series, steps: pd.DataFrame) -> dict[str, Any]:
+    """One run's trace data by step id (where parents are kept), read a page at a time from the
+    run's namespace: a step stored in another namespace is not this run's."""
+    user, agent, workflow = row["user_id"], row["agent_id"], row["workflow_id"]
+    if not len(steps) or not all(isinstance(v, str) for v in (user, agent, workflow)):
+        return {}
+    return call(mem, _read_payloads, user, agent, workflow, row["run_id"], {str(i) for i in steps.index})
+
+
+def _parent_positions(steps: pd.DataFrame, payloads: dict[str, Any]) -> list[int | None]:
+    """Each step's parent as a position in ``steps``: named by ``parent_step_index`` or, failing
+    that (a span streamed in live, before its parent ended), ``parent_span_id``. ``None`` for a
+    top-level step, a parent outside the run, or the step itself."""
+    by_index: dict[int, int] = {}
+    for position, index in enumerate(steps["step_index"].tolist()):
+        if index is not pd.NA and index is not None:
+            by_index.setdefault(int(index), position)
+    ids = [str(i) for i in steps.index]
+    by_span = {d["span_id"]: p for p, i in enumerate(ids)
+               if isinstance(d := payloads.get(i), dict) and isinstance(d.get("span_id"), str)}
+    parents: list[int | None] = []
+    for position, step_id in enumerate(ids):
+        data, parent = payloads.get(step_id), None
+        if isinstance(data, dict):
+            index, span = data.get("parent_step_index"), data.get("parent_span_id")
+            if isinstance(index, int) and not isinstance(index, bool) and index in by_index:
+                parent = by_index[index]
+            elif isinstance(span, str):
+                parent = by_span.get(span)
+        parents.append(None if parent == position else parent)
+    return parents
 
 
 def _timing_of(steps: pd.DataFrame) -> pd.Series:

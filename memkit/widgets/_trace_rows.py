@@ -66,8 +66,75 @@ def run_rows(runs: pd.DataFrame) -> list[dict[str, Any]]:
     ]
 
 
-def timeline(run: str, row: pd.Series, steps: pd.DataFrame) -> dict[str, Any]:
-    """The run's bars as columns (one list per field), which the browser draws in one pass."""
+def step_tree(parent: list[int | None]) -> tuple[list[int], list[int]] | None:
+    """The run as a tree: (the order to show its steps in, each shown step's parent row or -1).
+
+    ``parent`` is each step's parent position (``frames._runs._parent_positions``). Children
+    follow their parent, in the order the run stored them. ``None`` when no step has a
+    parent (a flat run is shown as it always was). A loop of parents makes a root: what was
+    recorded is shown, never dropped.
+    """
+    n = len(parent)
+    if all(p is None or p == k for k, p in enumerate(parent)):
+        return None
+    children: list[list[int]] = [[] for _ in range(n)]
+    for k, p in enumerate(parent):
+        if p is not None and p != k:
+            children[p].append(k)
+    order: list[int] = []
+    shown_parent: list[int] = []
+    row_of: dict[int, int] = {}
+
+    def walk(root: int) -> None:
+        stack: list[tuple[int, int]] = [(root, -1)]
+        while stack:
+            k, up = stack.pop()
+            if k in row_of:  # a loop of parents: the step is already shown
+                continue
+            row_of[k] = len(order)
+            order.append(k)
+            shown_parent.append(up)
+            stack.extend((c, row_of[k]) for c in reversed(children[k]))
+
+    for k, p in enumerate(parent):
+        if p is None or p == k:
+            walk(k)
+    for k in range(n):  # steps whose parents form a loop
+        if k not in row_of:
+            walk(k)
+    return order, shown_parent
+
+
+def _tree_columns(parents: list[int], durations: np.ndarray, timed: np.ndarray) -> dict[str, Any]:
+    """Depth, child count and the children's rolled-up time of each shown row (parents come first)."""
+    n = len(parents)
+    depth = [0] * n
+    kids = [0] * n
+    for k, p in enumerate(parents):
+        if p >= 0:
+            depth[k] = depth[p] + 1
+            kids[p] += 1
+    own = [float(d) if t else None for d, t in zip(durations.tolist(), timed.tolist(), strict=True)]
+    rolled: list[float | None] = [None] * n
+    for k in range(n - 1, -1, -1):  # children after their parent: each child is summed before its parent
+        p = parents[k]
+        if p >= 0:
+            time = own[k] if own[k] is not None else rolled[k]
+            if time is not None:
+                rolled[p] = (rolled[p] or 0.0) + time
+    return {
+        "parent": parents, "depth": depth, "children": kids,
+        "rolled_s": [None if r is None else round(r, 3) for r in rolled],
+        "rolled": [format_duration(r) if c and r is not None else "" for r, c in zip(rolled, kids, strict=True)],
+    }
+
+
+def timeline(run: str, row: pd.Series, steps: pd.DataFrame, parents: list[int] | None = None) -> dict[str, Any]:
+    """The run's bars as columns (one list per field), which the browser draws in one pass.
+
+    ``parents`` (each step's parent row, -1 for a root; parents before their children) draws the
+    run as a tree: ``depth``, ``children`` and each parent's ``rolled`` children's time.
+    """
     n = len(steps)
     starts = steps["started_at"]
     timed = steps["duration_s"].notna().to_numpy()
@@ -116,6 +183,7 @@ def timeline(run: str, row: pd.Series, steps: pd.DataFrame) -> dict[str, Any]:
         "retries": retries.tolist(), "gap_s": np.round(gaps, 3).tolist(), "recalls": recalls,
         "statuses": sorted(set(steps["status"])), "axis": "steps" if by_order else "seconds",
         "timing_note": note, "timed": timed.tolist(),
+        **({} if parents is None else _tree_columns(parents, durations, timed)),
         "caption": f"{n} steps · {'no timing' if by_order else format_duration(_seconds(row['duration_s']))}"
                    f" · started "
                    f"{format_time(row['started_at'].to_pydatetime()) if pd.notna(row['started_at']) else '?'}",

@@ -42,6 +42,15 @@ function fmtOffset(seconds) {
   return `${+(seconds / 3600).toFixed(1)} h`;
 }
 
+// Which parents are folded, per run: survives a redraw of the same run (a step opened, marks saved).
+const COLLAPSED = new WeakMap();
+function collapsedOf(model, run) {
+  let byRun = COLLAPSED.get(model);
+  if (!byRun) { byRun = new Map(); COLLAPSED.set(model, byRun); }
+  if (!byRun.has(run)) byRun.set(run, new Set());
+  return byRun.get(run);
+}
+
 function drawTimeline(model, box) {
   box.replaceChildren();
   const tl = model.get("timeline") || {};
@@ -62,8 +71,22 @@ function drawTimeline(model, box) {
   // Only the rows in view exist in the page (a 10,000-step run draws as fast as a 10-step one).
   const ROW = 20;
   const rows = h("div", { class: "mk-tl-rows", "data-steps": tl.n });
-  const inner = h("div", { class: "mk-tl-inner", style: { height: `${tl.n * ROW}px` } });
+  const inner = h("div", { class: "mk-tl-inner" });
   rows.append(inner);
+  // A nested run is a tree: a collapsed parent hides its descendants (kept per run while the panel lives).
+  const tree = Array.isArray(tl.depth);
+  const collapsed = collapsedOf(model, tl.run);
+  let shown = [];
+  const layout = () => {
+    shown = [];
+    for (let i = 0; i < tl.n; i++) {
+      let p = tree ? tl.parent[i] : -1;
+      while (p >= 0 && !collapsed.has(p)) p = tl.parent[p];
+      if (p < 0) shown.push(i);
+    }
+    inner.style.height = `${shown.length * ROW}px`;
+  };
+  layout();
   const tooltip = (i) => {
     const timed = !tl.timed || tl.timed[i];
     let text = `${tl.label[i]} · ${tl.status_of[i]} · ${timed && !byOrder ? fmtOffset(tl.duration_s[i]) : "no timing recorded"}`;
@@ -72,7 +95,7 @@ function drawTimeline(model, box) {
     if (tl.error[i]) text += ` · "${tl.error[i]}"`;
     return text;
   };
-  const drawRow = (i) => {
+  const drawRow = (i, slot) => {
     const status = tl.status_of[i], start = tl.start_s[i], dur = tl.duration_s[i], retries = tl.retries[i], gap = tl.gap_s[i];
     const left = (100 * start) / span;
     const width = Math.max((100 * dur) / span, 0.15);
@@ -87,17 +110,29 @@ function drawTimeline(model, box) {
     const recalls = (tl.recalls || [])[i];
     const label = h("div", { class: "mk-tl-label", title: tooltip(i) }, h("span", { class: "mk-tl-name", text: tl.label[i] }),
       recalls ? h("span", { class: "mk-recall-mark", text: String(recalls), title: `${recalls} recalls: searches this step made` }) : null);
-    return h("div", { class: `mk-tl-row${i === model.get("step") ? " mk-selected" : ""}`, "data-position": i, style: { top: `${i * ROW}px` } },
-      label, track);
+    if (tree) {
+      label.style.paddingLeft = `${tl.depth[i] * 14}px`;
+      const open = !collapsed.has(i);
+      label.prepend(tl.children[i]
+        ? h("span", { class: "mk-caret", "data-position": i, "aria-expanded": open ? "true" : "false", text: open ? "▾" : "▸",
+          title: `${open ? "hide" : "show"} its ${tl.children[i]} child steps` })
+        : h("span", { class: "mk-caret mk-leaf" }));
+      if (tl.rolled[i]) {
+        label.append(h("span", { class: "mk-rollup", text: `Σ ${tl.rolled[i]}`,
+          title: `${tl.rolled[i]} in its ${tl.children[i]} child steps (each child's own time, children of children included)` }));
+      }
+    }
+    return h("div", { class: `mk-tl-row${i === model.get("step") ? " mk-selected" : ""}`, "data-position": i,
+      "data-depth": tree ? tl.depth[i] : null, style: { top: `${slot * ROW}px` } }, label, track);
   };
   let drawn = [-1, -1];
   const paint = () => {
     const first = Math.max(Math.floor(rows.scrollTop / ROW) - 10, 0);
-    const last = Math.min(Math.ceil((rows.scrollTop + (rows.clientHeight || 420)) / ROW) + 10, tl.n);
+    const last = Math.min(Math.ceil((rows.scrollTop + (rows.clientHeight || 420)) / ROW) + 10, shown.length);
     if (first === drawn[0] && last === drawn[1]) return;
     drawn = [first, last];
     const frag = document.createDocumentFragment();
-    for (let i = first; i < last; i++) frag.append(drawRow(i));
+    for (let slot = first; slot < last; slot++) frag.append(drawRow(shown[slot], slot));
     inner.replaceChildren(frag);
   };
   let pending = false;
@@ -106,6 +141,13 @@ function drawTimeline(model, box) {
   paint();
   // One listener for all rows.
   rows.addEventListener("click", (event) => {
+    const caret = event.target.closest(".mk-caret[data-position]");
+    if (caret) {  // folds the tree; does not open the step
+      const i = Number(caret.dataset.position);
+      if (collapsed.has(i)) collapsed.delete(i); else collapsed.add(i);
+      layout(); drawn = [-1, -1]; paint();
+      return;
+    }
     const row = event.target.closest(".mk-tl-row");
     if (row) send(model, "step", Number(row.dataset.position));
   });

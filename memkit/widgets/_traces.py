@@ -31,9 +31,9 @@ from memkit._sync import Memory
 from memkit.frames import RUN_COLUMNS, filter_runs, traces_frame
 from memkit.frames._compare import _compare_steps
 from memkit.frames._recalls import _keeps_recalls
-from memkit.frames._runs import _normalised, _runs_from_steps, run_positions
+from memkit.frames._runs import _normalised, _parent_positions, _runs_from_steps, _step_payloads, run_positions
 from memkit.widgets._common import Panel
-from memkit.widgets._trace_rows import _jsonable, _seconds, _text, memory_view, run_rows, timeline
+from memkit.widgets._trace_rows import _jsonable, _seconds, _text, memory_view, run_rows, step_tree, timeline
 
 __all__ = ["TraceReplay"]
 
@@ -218,10 +218,15 @@ class TraceReplay(Panel, anywidget.AnyWidget):
         with self.working("loading the run"):
             row = self.all_runs.loc[run]
             steps = self.steps_all.iloc[self._positions[run]]
+            tree = step_tree(_parent_positions(steps, _step_payloads(self.mem, row, steps)))
+            parents = None
+            if tree is not None:  # a nested run: shown (and exported) parent first, children under it
+                order, parents = tree
+                steps = steps.iloc[order]
             self.steps = steps
             self.compare_options = self._compare_options(run, row)
             self._recalls = self._run_recalls(row)
-            self.timeline = timeline(run, row, steps)
+            self.timeline = timeline(run, row, steps, parents)
 
     def _run_recalls(self, row: pd.Series) -> dict[int, list[Recall]]:
         """The recalls the run's steps made, by ``step_index`` (every namespace they searched,
