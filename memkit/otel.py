@@ -34,7 +34,7 @@ from memkit._core._models import MemoryItem
 from memkit._core._port import MemoryProvider, SupportsAddMany, SupportsNamespaces, SupportsPaging, SupportsRecalls
 from memkit._core._records import from_us, to_us, trace_record
 from memkit._recall._recording import Recall, RecalledMemory, checked_recalls
-from memkit._sync import Memory, provider_of, run_sync
+from memkit._sync import Memory, call, provider_of
 
 __all__ = [
     "MAX_ATTRIBUTE_CHARS",
@@ -183,27 +183,39 @@ def _hex(seed: str, size: int) -> str:
     return hashlib.sha256(seed.encode()).hexdigest()[: size * 2]
 
 
-def _steps(provider: MemoryProvider, user_id: str | None, agent_id: str | None) -> Iterator[MemoryItem]:
+async def _steps(provider: MemoryProvider, user_id: str | None, agent_id: str | None) -> list[MemoryItem]:
     if user_id is not None and agent_id is not None:
         spaces = [(user_id, agent_id)]
     elif isinstance(provider, SupportsNamespaces):
         spaces = [
-            (i.user_id, i.agent_id) for i in run_sync(provider.namespaces())
+            (i.user_id, i.agent_id) for i in await provider.namespaces()
             if user_id in (None, i.user_id) and agent_id in (None, i.agent_id)
         ]
     else:
         raise InvalidInputError(f"{type(provider).__name__} cannot list namespaces: pass user_id and agent_id")
+    steps: list[MemoryItem] = []
     for user, agent in spaces:
         if isinstance(provider, SupportsPaging):
             offset = 0
             while True:
-                page = run_sync(provider.get_page(user, agent, offset=offset, limit=1_000, filters={"type": "trace"}))
-                yield from page
+                page = await provider.get_page(user, agent, offset=offset, limit=1_000, filters={"type": "trace"})
+                steps.extend(page)
                 offset += len(page)
                 if len(page) < 1_000:
                     break
         else:
-            yield from run_sync(provider.get_all(user, agent, 10_000, {"type": "trace"}))
+            steps.extend(await provider.get_all(user, agent, 10_000, {"type": "trace"}))
+    return steps
+
+
+async def _read_runs(
+    provider: MemoryProvider, user_id: str | None, agent_id: str | None, workflow_id: str | None
+) -> tuple[list[Recall], list[MemoryItem]]:
+    """The recalls and trace steps an export covers, read in one visit to memkit's loop."""
+    recalls: list[Recall] = []
+    if isinstance(provider, SupportsRecalls):
+        recalls = await provider.recalls(user_id=user_id, agent_id=agent_id, workflow_id=workflow_id)
+    return recalls, await _steps(provider, user_id, agent_id)
 
 
 def _recall_span(recall: Recall, trace_id: str, parent: str, start_ns: int) -> dict[str, Any]:
@@ -312,17 +324,16 @@ def export_otlp(
     with ``user_id``/``agent_id``/``workflow_id``/``run_id``. The file opens in any OTLP viewer
     (Phoenix, Jaeger, the OTel collector's file receiver) and :func:`import_otlp` reads it back.
     """
-    provider = provider_of(mem)
+    recalls, steps = call(mem, _read_runs, user_id, agent_id, workflow_id)
     by_step: dict[tuple[str, str, str, str | None, int], list[Recall]] = {}
-    if isinstance(provider, SupportsRecalls):
-        for recall in run_sync(provider.recalls(user_id=user_id, agent_id=agent_id, workflow_id=workflow_id)):
-            if recall.workflow_id is None or recall.step_index is None:
-                continue
-            user = recall.trace_user_id or recall.user_id
-            agent = recall.trace_agent_id or recall.agent_id
-            by_step.setdefault((user, agent, recall.workflow_id, recall.run_id, recall.step_index), []).append(recall)
+    for recall in recalls:
+        if recall.workflow_id is None or recall.step_index is None:
+            continue
+        user = recall.trace_user_id or recall.user_id
+        agent = recall.trace_agent_id or recall.agent_id
+        by_step.setdefault((user, agent, recall.workflow_id, recall.run_id, recall.step_index), []).append(recall)
     spans: list[dict[str, Any]] = []
-    for item in _steps(provider, user_id, agent_id):
+    for item in steps:
         meta = item.metadata
         data = meta.get("trace") or {}
         if workflow_id is not None and meta.get("workflow_id") != workflow_id:
@@ -759,16 +770,22 @@ def import_otlp(
     ]
     if not isinstance(provider, SupportsAddMany):
         raise InvalidInputError(f"{type(provider).__name__} cannot write a batch; import_otlp needs add_many")
-    written = run_sync(provider.add_many(rows)) if rows else []
-    if checked:
+    call(provider, _write, rows, checked)
+    return OtlpImport(runs=len(runs), steps=len(rows), recalls=len(checked), run_ids=runs)
+
+
+async def _write(provider: MemoryProvider, rows: list[dict[str, Any]], recalls: list[Recall]) -> None:
+    """Store an import's steps in one batch, then its recalls; a refused recall takes the steps back out."""
+    assert isinstance(provider, SupportsAddMany)
+    written = await provider.add_many(rows) if rows else []
+    if recalls:
         assert isinstance(provider, SupportsRecalls)
         try:
-            run_sync(provider.add_recalls(checked))
+            await provider.add_recalls(recalls)
         except BaseException:
-            for memory_id in written:  # nothing half-imported: take the steps back out
-                run_sync(provider.delete(memory_id))
+            for memory_id in written:  # nothing half-imported
+                await provider.delete(memory_id)
             raise
-    return OtlpImport(runs=len(runs), steps=len(rows), recalls=len(checked), run_ids=runs)
 
 
 # -- live ------------------------------------------------------------------------------------------
@@ -823,14 +840,22 @@ class MemkitSpanProcessor(_ProcessorBase):  # type: ignore[misc]
             self._roots.pop(trace_id, None)
             self._counts.pop(trace_id, None)
         steps, recalls, _ = _plan(parsed, self.user_id, self.agent_id, workflow)
-        for user, agent, wf, data in steps:
+        for *_, data in steps:
             data.pop("parent_step_index", None)  # the parent has not ended yet: its index is unknown
-            run_sync(self._provider.add_trace(agent, wf, data, user))
-        if recalls and isinstance(self._provider, SupportsRecalls):
-            run_sync(self._provider.add_recalls(recalls))
+        call(self._provider, _store_span, steps, recalls)
 
     def shutdown(self) -> None:
         self._counts.clear()
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         return True
+
+
+async def _store_span(
+    provider: MemoryProvider, steps: list[tuple[str, str, str, dict[str, Any]]], recalls: list[Recall]
+) -> None:
+    """One ended span's steps and recalls, stored in one visit to memkit's loop."""
+    for user, agent, workflow, data in steps:
+        await provider.add_trace(agent, workflow, data, user)
+    if recalls and isinstance(provider, SupportsRecalls):
+        await provider.add_recalls(recalls)
