@@ -13,8 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from memkit._core._errors import InvalidInputError
+from memkit._core._ops import AddRecallsOp, WriteOp
 from memkit._core._port import MemoryProvider, SupportsAddMany, SupportsRecalls
-from memkit._core._records import from_us, trace_record
+from memkit._core._records import Record, from_us, trace_record
+from memkit._core._store import Store
+from memkit._core._validate import DEFAULT_LIMITS
 from memkit._recall._recording import Recall, RecalledMemory, checked_recalls
 from memkit._sync import Memory, call, provider_of
 from memkit.otel._convert import (
@@ -332,6 +335,9 @@ def import_otlp(
     :class:`memkit.InvalidInputError` naming it, and nothing is written.
     """
     provider = provider_of(mem)
+    # Checked once, here, against the store's own limits: a memkit store then writes the records as
+    # they are instead of checking every one again (any other provider gets them through add_many).
+    limits = provider.limits if isinstance(provider, Store) else DEFAULT_LIMITS
     spans: list[_Span] = []
     for request in _load(source):
         spans.extend(_parse(request))
@@ -339,31 +345,41 @@ def import_otlp(
     records = []
     for user, agent, workflow, data in steps:
         try:
-            records.append(trace_record(agent, workflow, data, user))
+            records.append(trace_record(agent, workflow, data, user, limits))
         except InvalidInputError as exc:
             raise InvalidInputError(f"span {data.get('span_id')} ({data.get('step_name')!r}): {exc}") from None
     if recalls and not isinstance(provider, SupportsRecalls):
         recalls = []
-    checked = checked_recalls(recalls)
-    rows = [
-        {"id": r.id, "content": r.content, "user_id": r.user_id, "agent_id": r.agent_id,
-         "metadata": r.metadata, "created_at": r.created_at}
-        for r in records
-    ]
+    checked = checked_recalls(recalls, limits)
     if not isinstance(provider, SupportsAddMany):
         raise InvalidInputError(f"{type(provider).__name__} cannot write a batch; import_otlp needs add_many")
-    call(provider, _write, rows, checked)
-    return OtlpImport(runs=len(runs), steps=len(rows), recalls=len(checked), run_ids=runs)
+    call(provider, _write, records, checked)
+    return OtlpImport(runs=len(runs), steps=len(records), recalls=len(checked), run_ids=runs)
 
 
-async def _write(provider: MemoryProvider, rows: list[dict[str, Any]], recalls: list[Recall]) -> None:
-    """Store an import's steps in one batch, then its recalls; a refused recall takes the steps back out."""
-    assert isinstance(provider, SupportsAddMany)
-    written = await provider.add_many(rows) if rows else []
+async def _write(provider: MemoryProvider, records: list[Record], recalls: list[Recall]) -> None:
+    """Store an import's steps in one batch, then its recalls; a refused recall takes the steps back out.
+
+    ``records`` and ``recalls`` were checked against the store's limits: a memkit store writes them
+    as they are; another provider gets them through its own ``add_many`` and ``add_recalls``.
+    """
+    written: list[str] = []
+    if isinstance(provider, Store):
+        written = await provider.execute(WriteOp(tuple(records))) if records else []
+    elif records:
+        assert isinstance(provider, SupportsAddMany)
+        written = await provider.add_many([
+            {"id": r.id, "content": r.content, "user_id": r.user_id, "agent_id": r.agent_id,
+             "metadata": r.metadata, "created_at": r.created_at}
+            for r in records
+        ])
     if recalls:
         assert isinstance(provider, SupportsRecalls)
         try:
-            await provider.add_recalls(recalls)
+            if isinstance(provider, Store):
+                await provider.execute(AddRecallsOp(tuple(recalls)))
+            else:
+                await provider.add_recalls(recalls)
         except BaseException:
             for memory_id in written:  # nothing half-imported
                 await provider.delete(memory_id)
