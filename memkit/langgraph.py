@@ -36,7 +36,7 @@ from memkit._core._errors import BackendUnavailableError, ConfigError
 from memkit._core._models import MemoryItem
 from memkit._core._port import MemoryProvider, SupportsAddMany, SupportsGet, SupportsPaging
 from memkit._recall._recording import current_scope, recall_scope
-from memkit._sync import Memory, provider_of, run_sync, submit
+from memkit._sync import Memory, call, provider_of, submit
 
 try:
     from langgraph.store.base import (
@@ -234,7 +234,7 @@ class MemkitStore(BaseStore):
     # -- LangGraph's two entry points ----------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        return run_sync(self._batch(list(ops)))
+        return call(self._provider, _run_batch, self, list(ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         # The provider lives on memkit's loop (the graph drivers are bound to it): run there.
@@ -422,3 +422,8 @@ class MemkitStore(BaseStore):
         else:
             namespaces = sorted(namespaces)
         return namespaces[op.offset : op.offset + op.limit]
+
+
+async def _run_batch(provider: MemoryProvider, store: MemkitStore, ops: list[Op]) -> list[Result]:
+    """``store``'s operations, for :func:`memkit._sync.call` (``provider`` is the store's own)."""
+    return await store._batch(ops)

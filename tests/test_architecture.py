@@ -259,13 +259,9 @@ KNOWN: dict[str, tuple[set[str], str]] = {
         {"memkit.graph._model"},
         "MemoryGraph's drawing methods (to_html, to_pyvis, grouped) import the graph view when called",
     ),
-    "only memkit._sync calls run_sync": (
-        {"memkit.langgraph", "memkit.otel"},
-        "the LangGraph store and the OTel import block on the loop themselves",
-    ),
     f"no module over {MAX_LINES} lines": (
-        {"memkit.adapters._postgres", "memkit.otel"},
-        "the Postgres adapter and the OTel module are still one file each",
+        {"memkit.adapters._postgres"},
+        "the Postgres adapter is still one file",
     ),
 }
 

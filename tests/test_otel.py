@@ -406,3 +406,21 @@ def test_nested_memkit_steps_keep_their_parent_through_otlp(mem: memkit.Memory, 
         back = {m.metadata["trace"]["step_name"]: m.metadata["trace"] for m in copy.get_all("u1", "bio", 10)}
     assert {k: v.get("parent_step_index") for k, v in back.items()} == {
         k: v.get("parent_step_index") for k, v in stored.items()}
+
+
+def test_an_import_is_held_to_the_stores_own_limits(span_file: Path, tmp_path: Path) -> None:
+    """Each step is checked once, against the store it goes to (not memkit's defaults): a store with
+    tighter limits refuses the file whole, naming the span, before anything is written."""
+    from memkit.adapters import SQLiteAdapter
+
+    n_spans = len(_spans(json.loads(span_file.read_text())))
+    tight = memkit.Memory(SQLiteAdapter(tmp_path / "tight.db", limits=memkit.Limits(max_metadata_bytes=1_000)))
+    with tight:
+        too_big = r"span \w+ .*metadata is \d+ bytes as JSON; the limit is 1000"
+        with pytest.raises(memkit.InvalidInputError, match=too_big):
+            import_otlp(tight, span_file, user_id="alice", agent_id="bio-agent")
+        assert tight.stats().memories == 0 and tight.recalls() == []
+    roomy = memkit.Memory(SQLiteAdapter(tmp_path / "roomy.db"))
+    with roomy:
+        report = import_otlp(roomy, span_file, user_id="alice", agent_id="bio-agent")
+        assert roomy.stats().memories == report.steps == n_spans

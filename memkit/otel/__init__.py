@@ -1,0 +1,32 @@
+"""OpenTelemetry traces in and out: memkit runs as OTLP spans, and OTLP / OpenInference spans as runs.
+
+Out (:func:`export_otlp`, :func:`send_otlp`): one span per step, following the OTel GenAI semantic
+conventions (``gen_ai.operation.name="execute_tool"``, ``gen_ai.tool.name``), with the step's
+parameters and result as ``input.value``/``output.value`` (what Phoenix shows) and a failed step as
+span status ERROR with its error. Each recall the step made is a child span, the memory operation
+``search_memory`` (``gen_ai.memory.query``, ``gen_ai.memory.search.mode``, ``gen_ai.memory.top_k``),
+whose hits are retrieval documents (``retrieval.documents.<i>.document.id/score/content``).
+
+In (:func:`import_otlp`, :class:`MemkitSpanProcessor`): each trace becomes one run (``run_id`` =
+the trace id), each span a step: name, kind (OpenInference ``openinference.span.kind`` or
+``gen_ai.operation.name``) as ``tool`` unless the span names its tool, start and duration, status
+and error, ``input.value``/``output.value`` as parameters/result, and its place in the tree
+(``span_id``, ``parent_span_id``, ``parent_step_index``). A retriever span's documents become a
+recall of its step. A file is checked whole before anything is written, and written in one batch:
+a bad file changes nothing.
+"""
+
+from memkit.otel._convert import MAX_ATTRIBUTE_CHARS
+from memkit.otel._export import export_otlp, send_otlp, spans_to_otlp
+from memkit.otel._import import OtlpImport, import_otlp
+from memkit.otel._live import MemkitSpanProcessor
+
+__all__ = [
+    "MAX_ATTRIBUTE_CHARS",
+    "MemkitSpanProcessor",
+    "OtlpImport",
+    "export_otlp",
+    "import_otlp",
+    "send_otlp",
+    "spans_to_otlp",
+]
