@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from memkit._core._errors import InvalidInputError
 from memkit._core._models import MemoryItem
-from memkit._core._port import SupportsSearchModes
+from memkit._core._port import MemoryProvider, SupportsSearchModes
 from memkit._recall import _recording as _recall
 
 __all__ = ["ContextWindow", "build_context", "count_tokens"]
@@ -61,7 +61,7 @@ def _render_line(item: MemoryItem, template: str) -> str:
     return template.format(content=item.content, date=date, id=item.id, score=item.score, metadata=item.metadata)
 
 
-def _resolved_mode(provider: Any, mode: str | None, hits: list[MemoryItem]) -> str:
+def _resolved_mode(provider: MemoryProvider, mode: str | None, hits: list[MemoryItem]) -> str:
     if mode is not None:
         return mode
     for item in hits:
@@ -71,7 +71,7 @@ def _resolved_mode(provider: Any, mode: str | None, hits: list[MemoryItem]) -> s
 
 
 async def build_context(
-    provider: Any,
+    provider: MemoryProvider,
     query: str,
     user_id: str,
     agent_id: str,

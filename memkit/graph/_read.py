@@ -6,7 +6,7 @@ graph from their rows (same node ids and properties), so graph views work withou
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memkit._core._errors import InvalidInputError
 from memkit._core._port import SupportsExport, SupportsGet, SupportsGraph, SupportsNamespaces, SupportsPaging
@@ -23,13 +23,17 @@ from memkit.graph._schema import (
     record_parts,
 )
 
+if TYPE_CHECKING:
+    from memkit._core._port import MemoryProvider
+    from memkit._sync import Memory
+
 DEFAULT_GRAPH_LIMIT = 1_000
 DEFAULT_NEIGHBOURS = 50
 _PAGE = 500
 
 
 async def _newest(
-    provider: Any, user_id: str | None, agent_id: str | None, filters: dict[str, Any] | None, limit: int,
+    provider: MemoryProvider, user_id: str | None, agent_id: str | None, filters: dict[str, Any] | None, limit: int,
 ) -> list[Record] | None:
     """The newest ``limit`` records of a scope through paging (``None``: the provider cannot page)."""
     if not isinstance(provider, SupportsPaging):
@@ -56,7 +60,7 @@ async def _newest(
 
 
 async def _from_export(
-    provider: Any, user_id: str | None, agent_id: str | None, workflow_id: str | None, limit: int,
+    provider: MemoryProvider, user_id: str | None, agent_id: str | None, workflow_id: str | None, limit: int,
     entity_fields: tuple[str, ...],
 ) -> MemoryGraph:
     filters = {"type": "trace", "workflow_id": workflow_id} if workflow_id is not None else None
@@ -76,7 +80,7 @@ async def _from_export(
 
 
 async def amemory_graph(
-    mem: Any,
+    mem: Memory | MemoryProvider,
     user_id: str | None = None,
     agent_id: str | None = None,
     workflow_id: str | None = None,
@@ -97,7 +101,7 @@ async def amemory_graph(
 
 
 def memory_graph(
-    mem: Any,
+    mem: Memory | MemoryProvider,
     user_id: str | None = None,
     agent_id: str | None = None,
     workflow_id: str | None = None,
@@ -175,7 +179,9 @@ def _filters_for(node: GraphNode) -> dict[str, Any] | None:
     return None
 
 
-async def _row_records(provider: Any, node: GraphNode, limit: int, fields: tuple[str, ...]) -> list[RecordParts]:
+async def _row_records(
+    provider: MemoryProvider, node: GraphNode, limit: int, fields: tuple[str, ...]
+) -> list[RecordParts]:
     """The records of a row store whose graph fragment holds ``node``, newest first, at most ``limit``."""
     if node.type == "Memory":
         item = await provider.get(node.id) if isinstance(provider, SupportsGet) else None
@@ -185,6 +191,8 @@ async def _row_records(provider: Any, node: GraphNode, limit: int, fields: tuple
         return []
     # A step needs its whole trace; anything else needs `limit` records that touch it.
     want = None if node.type in ("Step", "Trace") else limit
+    if not isinstance(provider, SupportsPaging):
+        raise NotImplementedError(f"{provider!r} does not support get_page(), which a neighbourhood reads")
     found: list[RecordParts] = []
     for filters in (_filters_for(node), None):
         offset = 0
@@ -203,7 +211,7 @@ async def _row_records(provider: Any, node: GraphNode, limit: int, fields: tuple
     return found if want is None else found[:want]
 
 
-async def _resolve(provider: Any, node_id: str, fields: tuple[str, ...]) -> GraphNode | None:
+async def _resolve(provider: MemoryProvider, node_id: str, fields: tuple[str, ...]) -> GraphNode | None:
     """Find a node by id in a row store: a memory directly, anything else by rebuilding the graph."""
     if isinstance(provider, SupportsGet):
         item = await provider.get(node_id)
@@ -237,14 +245,14 @@ def _within(graph: MemoryGraph, start: str, limit: int) -> MemoryGraph:
                        [e for e in graph.edges if e.source in keep and e.target in keep])
 
 
-async def _row_neighbourhood(provider: Any, node: GraphNode, limit: int) -> MemoryGraph:
+async def _row_neighbourhood(provider: MemoryProvider, node: GraphNode, limit: int) -> MemoryGraph:
     fields = tuple(provider.entity_fields) if isinstance(provider, SupportsGraph) else DEFAULT_ENTITY_FIELDS
     parts = await _row_records(provider, node, limit, fields)
     return _within(graph_from_parts(parts), node.id, limit)
 
 
 async def aneighbourhood(
-    mem: Any, node: str | GraphNode, depth: int = 1, limit: int = DEFAULT_NEIGHBOURS,
+    mem: Memory | MemoryProvider, node: str | GraphNode, depth: int = 1, limit: int = DEFAULT_NEIGHBOURS,
 ) -> MemoryGraph:
     """Async form of :func:`neighbourhood` (``mem`` may be a provider or the sync facade)."""
     from memkit._sync import provider_of
@@ -277,7 +285,7 @@ async def aneighbourhood(
 
 
 def neighbourhood(
-    mem: Any, node: str | GraphNode, depth: int = 1, limit: int = DEFAULT_NEIGHBOURS,
+    mem: Memory | MemoryProvider, node: str | GraphNode, depth: int = 1, limit: int = DEFAULT_NEIGHBOURS,
 ) -> MemoryGraph:
     """A node and what it connects to, read from the store: the way to walk out from one gene.
 
