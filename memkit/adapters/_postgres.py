@@ -57,8 +57,10 @@ _SCHEMES = ("postgresql", "postgres")
 # URL options memkit reads; every other ``?key=value`` goes to libpq (sslmode, connect_timeout, ...).
 _OWN_OPTIONS = ("embedder", "record_recalls", "durable_recalls", "pool_size", "pool_min")
 _EMBED_BATCH = 512
-# One COPY per batch: a fraction of the per-row work of INSERT statements, same transaction.
-_COPY = "COPY memories (id, user_id, agent_id, content, metadata, created_us, terms, terms_len{vector}) FROM STDIN"
+_INSERT = (
+    "INSERT INTO memories (id, user_id, agent_id, content, metadata, created_us, terms, terms_len{vector})"
+    " VALUES (%s, %s, %s, %s, %s::jsonb, %s, %s::tsvector, %s{slot})"
+)
 _STATS_ADD = (
     "INSERT INTO namespace_stats AS s (user_id, agent_id, count, terms) VALUES (%s, %s, %s, %s)"
     " ON CONFLICT (user_id, agent_id) DO UPDATE SET count = s.count + excluded.count, terms = s.terms + excluded.terms"
@@ -347,7 +349,8 @@ class PostgresAdapter(RecallsAndMarks, Store):
 
             vectors = np.concatenate([self._embed([r.content for r in records[i : i + _EMBED_BATCH]])
                                       for i in range(0, len(records), _EMBED_BATCH)])
-        sql = _COPY.format(vector=", embedding" if vectors is not None else "")
+        sql = _INSERT.format(vector=", embedding" if vectors is not None else "",
+                             slot=", %s" if vectors is not None else "")
         rows = [
             (r.id, r.user_id, r.agent_id, r.content,
              r.metadata_json or json.dumps(r.metadata, ensure_ascii=False, separators=(",", ":")), r.created_us,
@@ -361,9 +364,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
             lengths[(r.user_id, r.agent_id)] += length
         try:
             async with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-                async with cur.copy(sql) as copy:
-                    for row in rows:
-                        await copy.write_row(row)
+                await cur.executemany(sql, rows)
                 # Last, so that writers of one namespace insert side by side and queue only for this
                 # row update before their commits; namespaces in one order in every writer, so two
                 # batches never wait for each other in a cycle.
