@@ -259,10 +259,6 @@ KNOWN: dict[str, tuple[set[str], str]] = {
         {"memkit.graph._model"},
         "MemoryGraph's drawing methods (to_html, to_pyvis, grouped) import the graph view when called",
     ),
-    f"no module over {MAX_LINES} lines": (
-        {"memkit.adapters._postgres"},
-        "the Postgres adapter is still one file",
-    ),
 }
 
 

@@ -14,30 +14,22 @@ store can be used from any thread or event loop, as the other stores can.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import json
-import threading
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterable
+from collections.abc import AsyncIterator, Coroutine, Iterable
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from memkit._core._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError, missing_extra
+from memkit._core._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError
 from memkit._core._models import MemoryItem, NamespaceInfo, Stats
 from memkit._core._ops import (
-    AddRecallsOp,
     CloseOp,
     DeleteOp,
     ExportOp,
     GetOp,
     ListOp,
-    MarksOp,
     NamespacesOp,
     PingOp,
-    PutMarksOp,
-    RecallsOp,
-    RemoveMarksOp,
     ResetOp,
     SearchOp,
     StatsOp,
@@ -45,19 +37,16 @@ from memkit._core._ops import (
     WriteOp,
 )
 from memkit._core._port import Capability
-from memkit._core._records import Record, from_us, to_us
+from memkit._core._records import Record, from_us
 from memkit._core._store import Store
 from memkit._core._url import bool_option, embedder_option, query_options
-from memkit._core._validate import DEFAULT_LIMITS, Limits, check_id
-from memkit._recall import _marks
-from memkit._recall import _recording as _recall
-from memkit._recall._marks import Mark
-from memkit._recall._recording import Recall
-from memkit._retrieval import _pipeline
-from memkit._retrieval._fusion import CONTEXT_REACH, DenseScores, HybridConfig
-from memkit._retrieval._keyword import analyze_query
+from memkit._core._validate import DEFAULT_LIMITS, Limits
+from memkit._retrieval._fusion import HybridConfig
 from memkit.adapters import _postgres_sql as q
+from memkit.adapters._postgres_loop import Loop, load_psycopg, safe_url
+from memkit.adapters._postgres_recalls import RecallsAndMarks
 from memkit.adapters._postgres_schema import ADVISORY_LOCK, META_TABLE, MIGRATIONS, SCHEMA_VERSION, vector_statements
+from memkit.adapters._postgres_search import ranked
 
 __all__ = ["PostgresAdapter"]
 
@@ -76,100 +65,8 @@ _STATS_ADD = (
     "INSERT INTO namespace_stats AS s (user_id, agent_id, count, terms) VALUES (%s, %s, %s, %s)"
     " ON CONFLICT (user_id, agent_id) DO UPDATE SET count = s.count + excluded.count, terms = s.terms + excluded.terms"
 )
-_INSERT_RECALL = (
-    "INSERT INTO recalls (id, created_us, user_id, agent_id, workflow_id, run_id, step_index, step_user_id,"
-    " step_agent_id, hits, body) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-)
 
-
-def _psycopg() -> Any:
-    try:
-        import psycopg
-        import psycopg_pool
-    except ImportError:
-        raise missing_extra("psycopg", "postgres") from None
-    return psycopg, psycopg_pool
-
-
-def _safe(url: str) -> str:
-    """The URL without its password, for messages and ``repr``."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    if parts.username:
-        host = f"{parts.username}@{host}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def _row_record(row: tuple[Any, ...]) -> Record:
-    metadata = row[5]
-    return Record(id=row[1], user_id=row[2], agent_id=row[3], content=row[4],
-                  metadata=metadata if isinstance(metadata, dict) else {}, created_us=row[6])
-
-
-class _Loop:
-    """One event loop on a thread of its own, where the adapter's connection pool lives.
-
-    Closing is strict, as in :class:`memkit.adapters._plumbing.Worker`: the first close runs
-    ``release`` on the loop, later closes wait for it, any other call then fails saying so.
-    """
-
-    def __init__(self, name: str, owner: Any) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
-        self.thread.start()
-        self._owner = owner
-        self._closing: concurrent.futures.Future[None] | None = None
-
-    @property
-    def closed(self) -> bool:
-        return self._closing is not None
-
-    def _refuse(self) -> StorageError:
-        return StorageError(f"{self._owner()} is closed; open the store again to use it")
-
-    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        if self._closing is not None:
-            coro.close()
-            raise self._refuse()
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
-
-    async def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        if threading.current_thread() is self.thread:
-            return await coro
-        return await asyncio.wrap_future(self.submit(coro))
-
-    def call(self, coro: Coroutine[Any, Any, T]) -> T:
-        return self.submit(coro).result()
-
-    def _start_close(self, release: Coroutine[Any, Any, None]) -> concurrent.futures.Future[None]:
-        if self._closing is None:
-            closing: concurrent.futures.Future[None] = concurrent.futures.Future()
-            self._closing = closing
-            done = asyncio.run_coroutine_threadsafe(release, self.loop)
-
-            def finish(result: concurrent.futures.Future[None]) -> None:
-                self.loop.call_soon_threadsafe(self.loop.stop)
-                error = result.exception()
-                if error is None:
-                    closing.set_result(None)
-                else:
-                    closing.set_exception(error)
-
-            done.add_done_callback(finish)
-        else:
-            release.close()
-        return self._closing
-
-    async def aclose(self, release: Coroutine[Any, Any, None]) -> None:
-        await asyncio.wrap_future(self._start_close(release))
-
-    def close(self, release: Coroutine[Any, Any, None]) -> None:
-        self._start_close(release).result()
-
-
-class PostgresAdapter(Store):
+class PostgresAdapter(RecallsAndMarks, Store):
     """Memories in a PostgreSQL database with pgvector, for many writers on many machines.
 
     Parameters
@@ -226,9 +123,9 @@ class PostgresAdapter(Store):
             raise ConfigError(f"pool_size must be at least 1 and at least pool_min ({pool_min}), got {pool_size}")
         if not isinstance(url, str) or urlsplit(url).scheme.lower() not in _SCHEMES:
             raise ConfigError("PostgresAdapter needs a postgresql:// URL")
-        _psycopg()
+        load_psycopg()
         self.durable_recalls = durable_recalls
-        self.url = _safe(url)
+        self.url = safe_url(url)
         self._conninfo = urlunsplit(("postgresql", *urlsplit(url)[1:]))
         self._pool_size, self._pool_min = pool_size, pool_min
         self._embedder: Any = None
@@ -240,7 +137,7 @@ class PostgresAdapter(Store):
         self._foreign: str | None = None  # vectors made by an embedder this handle cannot load
         self._dim: int | None = None
         self._pool: Any = None
-        self._loop = _Loop("memkit-postgres", self.__repr__)
+        self._loop = Loop("memkit-postgres", self.__repr__)
         try:
             self._loop.call(self._open())
         except BaseException:
@@ -275,7 +172,7 @@ class PostgresAdapter(Store):
     # -- connections, on the adapter's loop ---------------------------------------------
 
     def _storage_error(self, exc: BaseException) -> BaseException:
-        psycopg, _ = _psycopg()
+        psycopg, _ = load_psycopg()
         if isinstance(exc, psycopg.OperationalError):
             return BackendUnavailableError(f"PostgreSQL at {self.url} cannot be reached: {exc}")
         if isinstance(exc, psycopg.Error):
@@ -283,7 +180,7 @@ class PostgresAdapter(Store):
         return exc
 
     async def _open(self) -> None:
-        psycopg, _ = _psycopg()
+        psycopg, _ = load_psycopg()
         try:
             conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
         except psycopg.ProgrammingError as exc:
@@ -301,7 +198,7 @@ class PostgresAdapter(Store):
         await self._open_pool()
 
     async def _open_pool(self) -> None:
-        _, psycopg_pool = _psycopg()
+        _, psycopg_pool = load_psycopg()
 
         async def configure(connection: Any) -> None:
             if self._dim is not None:
@@ -427,7 +324,7 @@ class PostgresAdapter(Store):
 
     async def _call(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the adapter's loop; a database error becomes memkit's."""
-        psycopg, psycopg_pool = _psycopg()
+        psycopg, psycopg_pool = load_psycopg()
         try:
             return await self._loop.run(coro)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
@@ -439,7 +336,7 @@ class PostgresAdapter(Store):
             return list(await cur.fetchall())
 
     async def _insert(self, records: list[Record]) -> list[str]:
-        psycopg, _ = _psycopg()
+        psycopg, _ = load_psycopg()
         if self._foreign is not None:
             raise ConfigError(
                 f"the store at {self.url} holds vectors made by embedder {self._foreign!r}; open it with"
@@ -532,14 +429,14 @@ class PostgresAdapter(Store):
             " ORDER BY m.created_us DESC, m.seq DESC LIMIT %s OFFSET %s"
         )
         rows = await self._fetch(sql, [op.user_id, op.agent_id, *params, op.limit, op.offset])
-        return [_row_record(r) for r in rows]
+        return [q.row_record(r) for r in rows]
 
     async def _list(self, op: ListOp) -> list[Record]:
         return await self._call(self._select(op))
 
     async def _get(self, op: GetOp) -> Record | None:
         rows = await self._call(self._fetch(f"SELECT {q.COLUMNS} FROM memories m WHERE m.id = %s", [op.memory_id]))  # noqa: S608
-        return _row_record(rows[0]) if rows else None
+        return q.row_record(rows[0]) if rows else None
 
     # -- search -------------------------------------------------------------------------------
 
@@ -548,83 +445,7 @@ class PostgresAdapter(Store):
         if op.until_us is not None:
             conditions = (*conditions, q.created_by(op.until_us))
         vector = None if op.mode == "keyword" else self._embed([op.query])[0]
-        return await self._call(self._ranked(op, conditions, vector))
-
-    async def _ranked(
-        self, request: SearchOp, conditions: tuple[Any, ...], vector: Any
-    ) -> list[MemoryItem]:
-        user, agent, depth = request.user_id, request.agent_id, request.depth
-        created: dict[int, int] = {}
-        hits: list[tuple[int, float]] = []
-        terms = q.query_terms(analyze_query(request.query)) if request.mode != "semantic" else []
-        async with self._pool.connection() as conn:
-            if terms:
-                sql, params = q.frequencies_statement(user, agent, terms)
-                rows = await (await conn.execute(sql, params)).fetchall()
-                counts = {int(i): (int(n), int(total)) for i, n, total in rows}
-                size, total = counts.get(-1, (0, 0))
-                weights = {t: q.idf(size, counts[i][0]) for i, t in enumerate(terms) if counts.get(i, (0, 0))[0] > 0}
-                if size and weights:
-                    average = total / size if total else 1.0
-                    sql, params = q.keyword_statement(user, agent, weights, average, conditions, depth)
-                    for seq, created_us, score in await (await conn.execute(sql, params)).fetchall():
-                        hits.append((seq, float(score)))
-                        created[seq] = created_us
-            dense = None
-            if vector is not None:
-                dense = await self._dense(conn, user, agent, conditions, depth, vector, [s for s, _ in hits], created)
-            around: dict[int, list[tuple[int, int]]] = {}
-            if request.mode == "hybrid" and request.config.context > 0:
-                keys = list(dict.fromkeys([*(s for s, _ in hits), *(dense.ranked if dense else [])]))
-                if keys:
-                    sql, params = q.neighbours_statement(user, agent, keys, len(CONTEXT_REACH))
-                    for seq, step, other in await (await conn.execute(sql, params)).fetchall():
-                        around.setdefault(seq, []).append((abs(int(step)), other))
-
-            def newer(seqs: list[int]) -> dict[int, tuple[int, int]]:
-                return {s: (created.get(s, 0), s) for s in seqs}
-
-            top = _pipeline.rank(request, hits, dense, newer, lambda keys, reach: around)
-            wanted = [s for s, _, _ in top]
-            rows = await (await conn.execute(
-                f"SELECT {q.COLUMNS} FROM memories m WHERE m.seq = ANY(%s)", (wanted,)  # noqa: S608
-            )).fetchall() if wanted else []
-        records = {r[0]: _row_record(r) for r in rows}
-        return [records[s].to_item(score, details) for s, score, details in top if s in records]
-
-    async def _dense(
-        self, conn: Any, user: str, agent: str, conditions: tuple[Any, ...], depth: int, vector: Any,
-        extra: list[int], created: dict[int, int],
-    ) -> DenseScores:
-        row = await (await conn.execute(
-            "SELECT count FROM namespace_stats WHERE user_id = %s AND agent_id = %s", (user, agent)
-        )).fetchone()
-        size = int(row[0]) if row else 0
-        if size == 0:
-            return DenseScores({}, [], 0.0, 0.0)
-        mean, std = await (await conn.execute(q.DENSE_STATS_SQL, (vector, user, agent, q.STATS_SAMPLE))).fetchone()
-        exact = size <= q.DENSE_EXACT_MAX
-        sql, params = q.dense_statement(user, agent, conditions, depth, exact)
-        async with conn.transaction():
-            if not exact:
-                # Filtered HNSW scans keep going until enough rows of this namespace pass.
-                await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-                await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(40, 2 * depth)),))
-            rows = await (await conn.execute(sql, [vector, *params])).fetchall()
-        ranked: list[int] = []
-        cosine: dict[int, float] = {}
-        for seq, created_us, cos in sorted(rows, key=lambda r: (-float(r[2]), r[0])):
-            ranked.append(seq)
-            cosine[seq] = q.finite(float(cos))
-            created[seq] = created_us
-        missing = [s for s in extra if s not in cosine]
-        if missing:
-            cur = await conn.execute(q.COSINES_SQL, (vector, user, agent, missing))
-            for seq, created_us, cos in await cur.fetchall():
-                cosine[seq] = q.finite(float(cos))
-                created.setdefault(seq, created_us)
-        return DenseScores(cosine, ranked, q.finite(float(mean)), q.finite(float(std)))
-
+        return await self._call(ranked(self._pool, op, conditions, vector))
 
     @property
     def embedder(self) -> Any:
@@ -720,7 +541,7 @@ class PostgresAdapter(Store):
                     params.append(value)
             rows = await self._call(self._fetch(sql + " ORDER BY m.created_us, m.seq LIMIT 2000", params))
             for row in rows:
-                yield _row_record(row)
+                yield q.row_record(row)
             if len(rows) < 2_000:
                 return
             after = (rows[-1][6], rows[-1][0])
@@ -732,100 +553,6 @@ class PostgresAdapter(Store):
             self._pool, workflow_id=op.workflow_id, agent_id=op.agent_id, user_id=op.user_id, status=op.status,
             since_us=op.since_us,
         ))
-
-    # -- recalls: each committed before its search returns ---------------------------------------
-
-    @staticmethod
-    def _recall_row(body: dict[str, Any]) -> tuple[Any, ...]:
-        return (
-            body["id"], _recall.created_us(body), body["user_id"], body["agent_id"], body["workflow_id"],
-            body["run_id"], body["step_index"], body.get("trace_user_id") or body["user_id"],
-            body.get("trace_agent_id") or body["agent_id"], len(body.get("hits") or ()), _recall.encode(body),
-        )
-
-    async def _insert_recalls(self, rows: list[tuple[Any, ...]]) -> int:
-        psycopg, _ = _psycopg()
-        try:
-            async with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-                await cur.executemany(_INSERT_RECALL, rows)
-        except psycopg.errors.UniqueViolation as exc:
-            detail = exc.diag.message_detail
-            raise InvalidInputError(f"a recall with one of these ids already exists ({detail})") from None
-        return len(rows)
-
-    def _keep_recall(self, body: dict[str, Any]) -> Awaitable[None]:
-        row = self._recall_row(body)
-
-        async def keep() -> None:
-            await self._call(self._insert_recalls([row]))
-
-        return keep()
-
-    async def _recalls(self, op: RecallsOp) -> list[Recall]:
-        sql = "SELECT body FROM recalls WHERE true"
-        params: list[Any] = []
-        for column, value in (("user_id", op.user_id), ("agent_id", op.agent_id), ("workflow_id", op.workflow_id),
-                              ("run_id", op.run_id), ("id", op.recall_id)):
-            if value is not None:
-                sql += f" AND {column} = %s"  # column names from the tuple above, values as parameters
-                params.append(value)
-        rows = await self._call(self._fetch(sql + " ORDER BY seq", params))
-        return [_recall.loads(r[0]) for r in rows]
-
-    async def _add_recalls(self, op: AddRecallsOp) -> int:
-        return await self._call(self._insert_recalls([self._recall_row(_recall.body_of(r)) for r in op.recalls]))
-
-    async def recall_step_counts(
-        self, workflow_id: str | None = None, *, user_id: str | None = None, agent_id: str | None = None
-    ) -> list[tuple[Any, ...]]:
-        """``(user_id, agent_id, workflow_id, run_id, step_index, recalls, memories returned)`` per step
-        that recalled, the namespace being the step's (as on SQLite)."""
-        sql = ("SELECT step_user_id, step_agent_id, workflow_id, run_id, step_index, count(*), sum(hits)"
-               " FROM recalls WHERE step_index IS NOT NULL")
-        params: list[Any] = []
-        for column, value, name in (("workflow_id", workflow_id, "workflow_id"), ("step_user_id", user_id, "user_id"),
-                                    ("step_agent_id", agent_id, "agent_id")):
-            if value is not None:
-                check_id(value, name, self.limits)
-                sql += f" AND {column} = %s"  # column names from the tuple above, values as parameters
-                params.append(value)
-        sql += " GROUP BY step_user_id, step_agent_id, workflow_id, run_id, step_index"
-        return [tuple(r) for r in await self._call(self._fetch(sql, params))]
-
-    # -- marks ----------------------------------------------------------------------------------
-
-    async def _marks(self, op: MarksOp) -> list[Mark]:
-        sql = "SELECT body FROM marks WHERE true"
-        params: list[Any] = []
-        for column, value in (("user_id", op.user_id), ("agent_id", op.agent_id), ("workflow_id", op.workflow_id),
-                              ("run_id", op.run_id)):
-            if value is not None:
-                sql += f" AND {column} = %s"  # column names from the tuple above, values as parameters
-                params.append(value)
-        rows = await self._call(self._fetch(sql + " ORDER BY created_us, id", params))
-        return [_marks.loads(r[0]) for r in rows]
-
-    async def _upsert_marks(self, batch: tuple[Mark, ...]) -> int:
-        async with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-            await cur.executemany(
-                "INSERT INTO marks (id, created_us, user_id, agent_id, workflow_id, run_id, body)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET created_us = excluded.created_us,"
-                " user_id = excluded.user_id, agent_id = excluded.agent_id, workflow_id = excluded.workflow_id,"
-                " run_id = excluded.run_id, body = excluded.body",
-                [(m.id, to_us(m.created_at), m.user_id, m.agent_id, m.workflow_id, m.run_id, _marks.dumps(m))
-                 for m in batch],
-            )
-        return len(batch)
-
-    async def _put_marks(self, op: PutMarksOp) -> int:
-        return await self._call(self._upsert_marks(op.marks))
-
-    async def _remove_marks(self, op: RemoveMarksOp) -> int:
-        rows = await self._call(self._fetch(
-            "DELETE FROM marks WHERE id = ANY(%s) AND user_id = %s AND agent_id = %s RETURNING id",
-            [list(op.mark_ids), op.user_id, op.agent_id],
-        ))
-        return len(rows)
 
     # -- closing --------------------------------------------------------------------------------
 

@@ -19,14 +19,22 @@ import math
 from collections import Counter
 from typing import Any
 
+from memkit._core._records import Record
 from memkit._retrieval._filters import Condition, type_class
 from memkit._retrieval._keyword import K1, B, analyze
 
 __all__ = [
-    "COLUMNS", "DENSE_EXACT_MAX", "STATS_SAMPLE", "any_query", "filter_sql", "term_query", "terms_vector",
+    "COLUMNS", "DENSE_EXACT_MAX", "STATS_SAMPLE", "any_query", "filter_sql", "row_record", "term_query", "terms_vector",
 ]
 
 COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
+
+
+def row_record(row: tuple[Any, ...]) -> Record:
+    """A memory read with :data:`COLUMNS`."""
+    metadata = row[5]
+    return Record(id=row[1], user_id=row[2], agent_id=row[3], content=row[4],
+                  metadata=metadata if isinstance(metadata, dict) else {}, created_us=row[6])
 
 #: Namespaces up to this size are scored exactly by the dense leg (every vector of the namespace,
 #: read through its index entries); larger ones go through the HNSW index (iterative scan).

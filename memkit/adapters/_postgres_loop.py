@@ -1,0 +1,99 @@
+"""The PostgreSQL store's plumbing: psycopg loaded on demand, URLs without passwords, and the
+event loop thread the connection pool lives on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+from memkit._core._errors import StorageError, missing_extra
+
+__all__ = ["Loop", "load_psycopg", "safe_url"]
+
+T = TypeVar("T")
+
+
+def load_psycopg() -> Any:
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError:
+        raise missing_extra("psycopg", "postgres") from None
+    return psycopg, psycopg_pool
+
+
+def safe_url(url: str) -> str:
+    """The URL without its password, for messages and ``repr``."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    if parts.username:
+        host = f"{parts.username}@{host}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+class Loop:
+    """One event loop on a thread of its own, where the adapter's connection pool lives.
+
+    Closing is strict, as in :class:`memkit.adapters._plumbing.Worker`: the first close runs
+    ``release`` on the loop, later closes wait for it, any other call then fails saying so.
+    """
+
+    def __init__(self, name: str, owner: Any) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self.thread.start()
+        self._owner = owner
+        self._closing: concurrent.futures.Future[None] | None = None
+
+    @property
+    def closed(self) -> bool:
+        return self._closing is not None
+
+    def _refuse(self) -> StorageError:
+        return StorageError(f"{self._owner()} is closed; open the store again to use it")
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        if self._closing is not None:
+            coro.close()
+            raise self._refuse()
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    async def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        if threading.current_thread() is self.thread:
+            return await coro
+        return await asyncio.wrap_future(self.submit(coro))
+
+    def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        return self.submit(coro).result()
+
+    def _start_close(self, release: Coroutine[Any, Any, None]) -> concurrent.futures.Future[None]:
+        if self._closing is None:
+            closing: concurrent.futures.Future[None] = concurrent.futures.Future()
+            self._closing = closing
+            done = asyncio.run_coroutine_threadsafe(release, self.loop)
+
+            def finish(result: concurrent.futures.Future[None]) -> None:
+                self.loop.call_soon_threadsafe(self.loop.stop)
+                error = result.exception()
+                if error is None:
+                    closing.set_result(None)
+                else:
+                    closing.set_exception(error)
+
+            done.add_done_callback(finish)
+        else:
+            release.close()
+        return self._closing
+
+    async def aclose(self, release: Coroutine[Any, Any, None]) -> None:
+        await asyncio.wrap_future(self._start_close(release))
+
+    def close(self, release: Coroutine[Any, Any, None]) -> None:
+        self._start_close(release).result()

@@ -1,0 +1,91 @@
+"""Search in the PostgreSQL store: the keyword and dense legs run in the database, in one
+connection, and memkit's shared pipeline fuses them (see :mod:`memkit.adapters._postgres_sql`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memkit._core._models import MemoryItem
+from memkit._core._ops import SearchOp
+from memkit._retrieval import _pipeline
+from memkit._retrieval._fusion import CONTEXT_REACH, DenseScores
+from memkit._retrieval._keyword import analyze_query
+from memkit.adapters import _postgres_sql as q
+
+__all__ = ["ranked"]
+
+
+async def ranked(pool: Any, request: SearchOp, conditions: tuple[Any, ...], vector: Any) -> list[MemoryItem]:
+    """The top memories for ``request``: the database's legs, memkit's fusion."""
+    user, agent, depth = request.user_id, request.agent_id, request.depth
+    created: dict[int, int] = {}
+    hits: list[tuple[int, float]] = []
+    terms = q.query_terms(analyze_query(request.query)) if request.mode != "semantic" else []
+    async with pool.connection() as conn:
+        if terms:
+            sql, params = q.frequencies_statement(user, agent, terms)
+            rows = await (await conn.execute(sql, params)).fetchall()
+            counts = {int(i): (int(n), int(total)) for i, n, total in rows}
+            size, total = counts.get(-1, (0, 0))
+            weights = {t: q.idf(size, counts[i][0]) for i, t in enumerate(terms) if counts.get(i, (0, 0))[0] > 0}
+            if size and weights:
+                average = total / size if total else 1.0
+                sql, params = q.keyword_statement(user, agent, weights, average, conditions, depth)
+                for seq, created_us, score in await (await conn.execute(sql, params)).fetchall():
+                    hits.append((seq, float(score)))
+                    created[seq] = created_us
+        dense = None
+        if vector is not None:
+            dense = await _dense(conn, user, agent, conditions, depth, vector, [s for s, _ in hits], created)
+        around: dict[int, list[tuple[int, int]]] = {}
+        if request.mode == "hybrid" and request.config.context > 0:
+            keys = list(dict.fromkeys([*(s for s, _ in hits), *(dense.ranked if dense else [])]))
+            if keys:
+                sql, params = q.neighbours_statement(user, agent, keys, len(CONTEXT_REACH))
+                for seq, step, other in await (await conn.execute(sql, params)).fetchall():
+                    around.setdefault(seq, []).append((abs(int(step)), other))
+
+        def newer(seqs: list[int]) -> dict[int, tuple[int, int]]:
+            return {s: (created.get(s, 0), s) for s in seqs}
+
+        top = _pipeline.rank(request, hits, dense, newer, lambda keys, reach: around)
+        wanted = [s for s, _, _ in top]
+        rows = await (await conn.execute(
+            f"SELECT {q.COLUMNS} FROM memories m WHERE m.seq = ANY(%s)", (wanted,)  # noqa: S608
+        )).fetchall() if wanted else []
+    records = {r[0]: q.row_record(r) for r in rows}
+    return [records[s].to_item(score, details) for s, score, details in top if s in records]
+
+async def _dense(
+    conn: Any, user: str, agent: str, conditions: tuple[Any, ...], depth: int, vector: Any,
+    extra: list[int], created: dict[int, int],
+) -> DenseScores:
+    row = await (await conn.execute(
+        "SELECT count FROM namespace_stats WHERE user_id = %s AND agent_id = %s", (user, agent)
+    )).fetchone()
+    size = int(row[0]) if row else 0
+    if size == 0:
+        return DenseScores({}, [], 0.0, 0.0)
+    mean, std = await (await conn.execute(q.DENSE_STATS_SQL, (vector, user, agent, q.STATS_SAMPLE))).fetchone()
+    exact = size <= q.DENSE_EXACT_MAX
+    sql, params = q.dense_statement(user, agent, conditions, depth, exact)
+    async with conn.transaction():
+        if not exact:
+            # Filtered HNSW scans keep going until enough rows of this namespace pass.
+            await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(40, 2 * depth)),))
+        rows = await (await conn.execute(sql, [vector, *params])).fetchall()
+    ranked: list[int] = []
+    cosine: dict[int, float] = {}
+    for seq, created_us, cos in sorted(rows, key=lambda r: (-float(r[2]), r[0])):
+        ranked.append(seq)
+        cosine[seq] = q.finite(float(cos))
+        created[seq] = created_us
+    missing = [s for s in extra if s not in cosine]
+    if missing:
+        cur = await conn.execute(q.COSINES_SQL, (vector, user, agent, missing))
+        for seq, created_us, cos in await cur.fetchall():
+            cosine[seq] = q.finite(float(cos))
+            created.setdefault(seq, created_us)
+    return DenseScores(cosine, ranked, q.finite(float(mean)), q.finite(float(std)))
