@@ -12,12 +12,29 @@ from typing import Any, NoReturn, TypeVar
 
 from memkit._core._errors import StorageError
 
-__all__ = ["Worker"]
+__all__ = ["Closing", "Worker"]
 
 T = TypeVar("T")
 
 
-class Worker:
+class Closing:
+    """The closing state every kind of adapter worker shares: closed from the moment a close
+    starts, and every call after that refused with an error naming the store."""
+
+    def __init__(self, owner: Callable[[], str]) -> None:
+        self._owner = owner
+        self._closing: concurrent.futures.Future[None] | None = None
+
+    @property
+    def closed(self) -> bool:
+        """True from the moment a close starts: no call is accepted after that."""
+        return self._closing is not None
+
+    def _refuse(self) -> StorageError:
+        return StorageError(f"{self._owner()} is closed; open the store again to use it")
+
+
+class Worker(Closing):
     """Threads that run one adapter's blocking calls off the event loop, and their closing.
 
     ``translate`` turns a client library's exception into the memkit error to raise
@@ -35,18 +52,9 @@ class Worker:
         threads: int = 1,
         translate: Callable[[Exception], BaseException | None] | None = None,
     ) -> None:
+        super().__init__(owner)
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name)
-        self._owner = owner
         self._translate = translate
-        self._closing: concurrent.futures.Future[None] | None = None
-
-    @property
-    def closed(self) -> bool:
-        """True from the moment a close starts: no call is accepted after that."""
-        return self._closing is not None
-
-    def _refuse(self) -> StorageError:
-        return StorageError(f"{self._owner()} is closed; open the store again to use it")
 
     def _rethrow(self, exc: Exception) -> NoReturn:
         """Raise ``exc`` as the memkit error ``translate`` names (the client's traceback is noise)."""

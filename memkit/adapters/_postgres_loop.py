@@ -7,11 +7,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from memkit._core._errors import StorageError, missing_extra
+from memkit._core._errors import missing_extra
+from memkit.adapters._plumbing import Closing
 
 __all__ = ["Loop", "load_psycopg", "safe_url"]
 
@@ -38,26 +39,18 @@ def safe_url(url: str) -> str:
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
-class Loop:
+class Loop(Closing):
     """One event loop on a thread of its own, where the adapter's connection pool lives.
 
     Closing is strict, as in :class:`memkit.adapters._plumbing.Worker`: the first close runs
     ``release`` on the loop, later closes wait for it, any other call then fails saying so.
     """
 
-    def __init__(self, name: str, owner: Any) -> None:
+    def __init__(self, name: str, owner: Callable[[], str]) -> None:
+        super().__init__(owner)
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
         self.thread.start()
-        self._owner = owner
-        self._closing: concurrent.futures.Future[None] | None = None
-
-    @property
-    def closed(self) -> bool:
-        return self._closing is not None
-
-    def _refuse(self) -> StorageError:
-        return StorageError(f"{self._owner()} is closed; open the store again to use it")
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         if self._closing is not None:
