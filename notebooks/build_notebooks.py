@@ -452,8 +452,8 @@ LANGGRAPH = [
        "spans from other frameworks. Needs `pip install 'memkit[langgraph,otel]'`."),
     code("import tempfile\nimport warnings\nfrom pathlib import Path\nfrom typing import TypedDict\n\n"
          "# LangChain announces a future default when LangGraph is imported; it does not concern this notebook.\n"
-         "warnings.filterwarnings(\"ignore\", message=\"The default value of `allowed_objects`\")\n"
-         "from langgraph.graph import END, START, StateGraph\nfrom langgraph.store.base import BaseStore\n\n"
+         "with warnings.catch_warnings(record=True):\n"
+         "    from langgraph.graph import END, START, StateGraph\n    from langgraph.store.base import BaseStore\n\n"
          "import memkit\nfrom memkit.langgraph import MemkitStore\n\n"
          "folder = Path(tempfile.mkdtemp(prefix=\"memkit-nb-\"))\n"
          "mem = memkit.open(f\"sqlite:///{folder / 'agent.db'}\")\n"
