@@ -26,7 +26,7 @@ install: $(BIN)/python
 	$(PIP) install -e .
 
 install-notebook: $(BIN)/python
-	$(PIP) install -e '.[notebook]'
+	$(PIP) install -e '.[notebook,langgraph,otel]'
 
 # No torch here: Mem0 runs on memkit's own embedder, and the sentence-transformers tests
 # run only where `memkit[embeddings]` is installed (make bench-minilm).
@@ -86,7 +86,7 @@ nbval:
 		--nbval-sanitize-with notebooks/sanitize.cfg notebooks/
 
 # The notebooks run top to bottom in what `make lab` installs and nothing more: a separate
-# venv with only '.[notebook,langgraph,otel]' (nbconvert comes with JupyterLab), executing each notebook.
+# venv with only what `make lab` installs, '.[notebook,langgraph,otel]' (nbconvert comes with JupyterLab), executing each notebook.
 LAB_VENV ?= .venv-lab
 $(LAB_VENV)/bin/python:
 	$(PYTHON) -m venv $(LAB_VENV)
