@@ -150,7 +150,7 @@ def test_neighbours_follow_writing_order_and_skip_deleted() -> None:
 
 
 def test_index_cache_drops_the_least_recently_used_past_its_budget() -> None:
-    from memkit._retrieval._keyword import IndexCache
+    from memkit._retrieval._cache import IndexCache
 
     cache: IndexCache[tuple[str, str], list[int]] = IndexCache(max_indexed=5)
     cache.put(("alice", "bio"), [1, 2])

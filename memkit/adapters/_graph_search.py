@@ -23,9 +23,10 @@ from memkit._core import _ops as ops
 from memkit._core._models import MemoryItem
 from memkit._core._records import Record
 from memkit._retrieval import _pipeline
+from memkit._retrieval._cache import IndexCache
 from memkit._retrieval._filters import matches
 from memkit._retrieval._fusion import DenseScores, VectorIndex
-from memkit._retrieval._keyword import IndexCache, analyze_query
+from memkit._retrieval._keyword import analyze_query
 from memkit.adapters._cypher import CHECKSUM, NS_FINGERPRINT, NS_PAGE, PAGE, Statement
 from memkit.adapters._namespace_cache import NamespaceCache
 from memkit.graph._schema import memory_key, node_key

@@ -11,11 +11,11 @@ Everything here runs on the adapter's worker thread, which owns the connection.
 from __future__ import annotations
 
 import sqlite3
-from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from memkit._retrieval._cache import IndexCache
 from memkit.adapters._sqlite._schema import write_unless_busy
 
 if TYPE_CHECKING:
@@ -46,14 +46,13 @@ def snapshot(db: sqlite3.Connection) -> Iterator[None]:
 
 
 class KeywordCache:
-    """In-memory BM25 indexes, least recently searched dropped first past ``max_indexed`` memories."""
+    """In-memory BM25 indexes of the namespaces, kept current from the feed, in one :class:`IndexCache`."""
 
     def __init__(self, max_indexed: int, resave_min: int = 1_000) -> None:
-        self.max_indexed = max_indexed
         # An index is saved when building or loading it took this many changes (or a quarter
         # of its size): a new process then loads it instead of analysing every text again.
         self.resave_min = resave_min
-        self._indexes: OrderedDict[tuple[str, str], KeywordIndex] = OrderedDict()
+        self._indexes: IndexCache[tuple[str, str], KeywordIndex] = IndexCache(max_indexed)
         self._seq = 0  # every cached index holds the store as of this seq ...
         self._change = 0  # ... and this deletion
 
@@ -69,7 +68,7 @@ class KeywordCache:
                 (self._seq, seq),
             ).fetchall()
             for key, user, agent, content, created in rows:
-                index = self._indexes.get((user, agent))
+                index = self._indexes.peek((user, agent))
                 if index is not None:
                     index.add(key, content, created)
         if self._indexes and change > self._change:
@@ -77,7 +76,7 @@ class KeywordCache:
                 "SELECT seq, user_id, agent_id FROM memory_deletions WHERE change > ? AND change <= ?",
                 (self._change, change),
             ):
-                index = self._indexes.get((user, agent))
+                index = self._indexes.peek((user, agent))
                 if index is not None:
                     index.remove(key)
         self._seq, self._change = seq, change
@@ -90,15 +89,12 @@ class KeywordCache:
             self._catch_up(db)
             index = self._indexes.get(key)
             if index is not None:
-                self._indexes.move_to_end(key)
                 return index
             index, replayed = self._load(db, user_id, agent_id)
             position = (self._seq, self._change)
         if replayed and replayed >= max(self.resave_min, len(index) // 4):
             _save(db, user_id, agent_id, position, index)
-        self._indexes[key] = index
-        while len(self._indexes) > 1 and sum(len(i) for i in self._indexes.values()) > self.max_indexed:
-            self._indexes.popitem(last=False)
+        self._indexes.put(key, index)
         return index
 
     def _load(self, db: sqlite3.Connection, user_id: str, agent_id: str) -> tuple[KeywordIndex, int]:
@@ -134,13 +130,13 @@ class KeywordCache:
 
     def save_current(self, db: sqlite3.Connection, user_id: str, agent_id: str) -> None:
         """Save the namespace's index as of now (built, loaded or cached), unless already saved there."""
-        self.index(db, user_id, agent_id)
+        index = self.index(db, user_id, agent_id)
         position = (self._seq, self._change)
         saved = db.execute(
             "SELECT seq, change FROM keyword_snapshots WHERE user_id = ? AND agent_id = ?", (user_id, agent_id)
         ).fetchone()
         if saved is None or tuple(saved) != position:
-            _save(db, user_id, agent_id, position, self._indexes[(user_id, agent_id)])
+            _save(db, user_id, agent_id, position, index)
 
     def clear(self) -> None:
         self._indexes.clear()
