@@ -235,8 +235,10 @@ function recallSection(model, d) {
     table.append(h("tr", {}, ...["rank", "score", "found by", "memory (as recalled)"].map((t) => h("th", { text: t }))));
     for (const hit of r.hits) {
       const full = hit.full || hit.text;
-      const text = h("td", { class: "mk-hit-text", title: hit.deleted ? `deleted from the store since; recalled as: ${full}` : `${full}\n(click to open)` },
-        h("div", { class: "mk-clamp" }, hit.deleted ? h("span", { class: "mk-deleted", text: "deleted" }) : null, hit.text));
+      const text = h("td", { class: "mk-hit-text", title: hit.deleted ? `deleted from the store since; recalled as: ${full}`
+        : hit.external ? `${full}\n(returned by the traced agent's own retriever; not a memory in this store; click to open)` : `${full}\n(click to open)` },
+        h("div", { class: "mk-clamp" }, hit.deleted ? h("span", { class: "mk-deleted", text: "deleted" })
+          : hit.external ? h("span", { class: "mk-external", text: "document" }) : null, hit.text));
       table.append(h("tr", {
         class: `mk-hit${hit.deleted ? " mk-hit-deleted" : ""}`, "data-id": hit.id, "data-rank": hit.rank,
         onclick: () => openMemory(model, hit.id),

@@ -45,6 +45,9 @@ _FILTER_KEYS = ("status", "agent_id", "user_id", "workflow_id", "tool", "since",
 _SORTABLE = {"status", "workflow_id", "agent_id", "user_id", "run_id", "started_at", "duration_s", "steps",
              "failed_steps", "retries", "first_error", "recalls"}
 _LEGS = ("keyword", "semantic")
+# The search mode memkit.otel records for a foreign framework's retriever span. Its hits are that
+# framework's own documents: one missing from this store was never a memory here, not deleted since.
+_FOREIGN_MODE = "retriever"
 
 
 class TraceReplay(Panel, anywidget.AnyWidget):
@@ -314,7 +317,8 @@ class TraceReplay(Panel, anywidget.AnyWidget):
                     "id": hit.id, "rank": hit.rank, "legs": " + ".join(legs) or r.mode,
                     "score": hit.score if hit.score is not None and math.isfinite(hit.score) else None,
                     "text": shorten(printable(hit.content), 160), "full": printable(hit.content),
-                    "deleted": hit.id in gone,
+                    "deleted": hit.id in gone and r.mode != _FOREIGN_MODE,
+                    "external": hit.id in gone and r.mode == _FOREIGN_MODE,
                 })
             shown.append({
                 "id": r.id, "kind": r.kind, "query": printable(r.query), "mode": r.mode, "limit": r.limit,
@@ -428,6 +432,16 @@ class TraceReplay(Panel, anywidget.AnyWidget):
                     self.memory = {}
                 else:
                     recall, recalled = hit
+                    if recall.mode == _FOREIGN_MODE:
+                        self.memory = {
+                            "id": printable(memory_id), "deleted": False, "external": True,
+                            "text": printable(recalled.content),
+                            "title": f"document {printable(memory_id)[:8]} · from the agent's retriever",
+                            "facts": [["namespace", printable(f"{recall.user_id} / {recall.agent_id}")],
+                                      ["recalled", format_time(recall.created_at)], ["rank", str(recalled.rank)]],
+                            "note": "returned by the traced agent's own retriever; not a memory in this store",
+                        }
+                        return dict(self.memory)
                     self.memory = {
                         "id": printable(memory_id), "deleted": True, "text": printable(recalled.content),
                         "title": f"memory {printable(memory_id)[:8]} · deleted since",

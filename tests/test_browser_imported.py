@@ -1,0 +1,298 @@
+"""A trace recorded by another framework, in TraceReplay, as a researcher sees it: real JupyterLab, real Chromium.
+
+The span file is made here the way an instrumented agent makes one: OpenInference's LangChain
+instrumentation traces a real LangGraph graph (retriever with two documents, a planning LLM, a tool
+that calls an LLM, a tool that times out) under an agent span opened with the OTel SDK, and the SDK's
+spans are written as OTLP JSON. ``memkit.otel.import_otlp`` imports the file into a SQLite file and
+into a real PostgreSQL; a notebook opens TraceReplay on each store. The test reads what is drawn:
+the tree nested five deep (indentation, carets), the failed tool red, the retriever's documents as
+the step's recalls, the parents' rolled-up time, and a caret folding its children away and back.
+Screenshots: .artifacts/lab-imported-{sqlite,postgres}{,-folded,-recall}.png.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TypedDict
+
+import nbformat
+import pytest
+from playwright.sync_api import Browser, Locator, Page
+from test_browser import ARTIFACTS, _guarded_page, _pwned, browser  # noqa: F401
+from test_browser_graph import _run_all, lab, pytestmark  # noqa: F401
+
+import memkit
+
+pytest.importorskip("opentelemetry.sdk.trace", reason="needs memkit[otel]")
+pytest.importorskip("openinference.instrumentation.langchain", reason="needs memkit[dev]")
+
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.tools import tool
+from langgraph.graph import END, START, StateGraph
+from openinference.instrumentation.langchain import LangChainInstrumentor
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from memkit.otel import import_otlp, spans_to_otlp
+
+QUESTION = "which gene is mutated in cancers?"
+DOCUMENTS = ["TP53 is mutated in half of all cancers", "KRAS drives pancreatic cancer"]
+# The tree the agent below makes, parents before children: (step name, depth).
+TREE = [("triage_agent", 0), ("LangGraph", 1), ("retrieve", 2), ("papers", 3), ("think", 2), ("planner", 3),
+        ("lookup_gene", 3), ("summarise", 4), ("fetch_structure", 3)]
+RED, GREEN = "rgb(198, 40, 40)", "rgb(46, 125, 50)"
+
+
+class _Papers(BaseRetriever):
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        return [Document(page_content=text, id=f"paper-{n}") for n, text in enumerate(DOCUMENTS, start=1)]
+
+
+_summariser = FakeListChatModel(responses=["TP53 guards the genome"], name="summarise")
+
+
+@tool
+def lookup_gene(symbol: str) -> str:
+    """Look a gene up and summarise what is known (a tool that calls an LLM)."""
+    time.sleep(0.2)
+    return str(_summariser.invoke(f"summarise {symbol}").content)
+
+
+@tool
+def fetch_structure(symbol: str) -> str:
+    """Fetch a protein structure (the remote side never answers)."""
+    time.sleep(0.1)
+    raise TimeoutError(f"PDB did not answer for {symbol}")
+
+
+class _State(TypedDict):
+    question: str
+    docs: list[str]
+    answer: str
+
+
+def _graph() -> Any:
+    papers = _Papers(name="papers")
+    planner = FakeListChatModel(responses=["TP53"], name="planner")
+
+    def retrieve(state: _State) -> dict[str, Any]:
+        return {"docs": [d.page_content for d in papers.invoke(state["question"])]}
+
+    def think(state: _State) -> dict[str, Any]:
+        gene = str(planner.invoke(state["question"]).content)
+        answer = lookup_gene.invoke({"symbol": gene})
+        with contextlib.suppress(TimeoutError):  # the agent carries on; the span keeps the failure
+            fetch_structure.invoke({"symbol": gene})
+        return {"answer": answer}
+
+    builder = StateGraph(_State)
+    builder.add_node("retrieve", retrieve)
+    builder.add_node("think", think)
+    builder.add_edge(START, "retrieve")
+    builder.add_edge("retrieve", "think")
+    builder.add_edge("think", END)
+    return builder.compile()
+
+
+@pytest.fixture(scope="module")
+def span_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One agent run as OTLP JSON: an SDK agent span around an OpenInference-traced LangGraph run."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        tracer = provider.get_tracer("triage-agent")
+        with tracer.start_as_current_span("triage_agent", attributes={"openinference.span.kind": "AGENT",
+                                                                      "input.value": QUESTION}):
+            _graph().invoke({"question": QUESTION, "docs": [], "answer": ""})
+    finally:
+        instrumentor.uninstrument()
+    spans = exporter.get_finished_spans()
+    # The file is the tree TREE describes: what the browser must show is what the frameworks recorded.
+    by_id = {s.context.span_id: s for s in spans}
+
+    def depth(span: Any) -> int:
+        return 0 if span.parent is None else 1 + depth(by_id[span.parent.span_id])
+
+    assert sorted((s.name, depth(s)) for s in spans) == sorted(TREE)
+    kinds = {s.name: (s.attributes or {}).get("openinference.span.kind") for s in spans}
+    assert [kinds[n] for n in ("triage_agent", "think", "fetch_structure", "summarise", "papers")] == \
+        ["AGENT", "CHAIN", "TOOL", "LLM", "RETRIEVER"]
+    assert [s.status.status_code.name for s in spans if s.name == "fetch_structure"] == ["ERROR"]
+    path = tmp_path_factory.mktemp("spans") / "agent.otlp.json"
+    path.write_text(json.dumps(spans_to_otlp(spans)))
+    return path
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, lab: tuple[str, Path]) -> tuple[str, str]:  # noqa: F811
+    """(name, store URL): a SQLite file in the notebook's folder, or a database on the session's PostgreSQL."""
+    if request.param == "sqlite":
+        return "sqlite", f"sqlite:///{lab[1] / 'imported.db'}?embedder=none"
+    server = request.getfixturevalue("postgres_server")
+    return "postgres", server.url("lab_imported") + "?embedder=none"
+
+
+def _notebook(root: Path, url: str) -> None:
+    cells = [
+        f"import json\nimport memkit\nfrom memkit.widgets import TraceReplay\nmem = memkit.open({url!r})\n"
+        "panel = TraceReplay(mem)\npanel.run = panel.runs[0]['run']\npanel",
+        "print('rolled:', json.dumps(panel.timeline['rolled']))",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, root / "imported.ipynb")
+
+
+@pytest.fixture
+def imported(span_file: Path, backend: tuple[str, str]) -> Iterator[tuple[str, str]]:
+    """The span file imported into the backend's store, empty before; the store emptied after."""
+    name, url = backend
+    with memkit.open(url) as mem:
+        mem.reset()
+        report = import_otlp(mem, span_file, user_id="alice", agent_id="bio-agent", workflow_id="triage")
+        assert (report.runs, report.steps, report.recalls) == (1, len(TREE), 1)
+    yield name, url
+    with memkit.open(url) as mem:
+        mem.reset()
+
+
+def test_an_imported_nested_trace_in_jupyterlab(browser: Browser, lab: tuple[str, Path],  # noqa: F811
+                                                imported: tuple[str, str]) -> None:
+    url, root = lab
+    name, store = imported
+    _notebook(root, store)
+    outside: list[str] = []
+    page = _guarded_page(browser, outside)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    ARTIFACTS.mkdir(exist_ok=True)
+    _run_all(page, url.replace("graph.ipynb", "imported.ipynb"))
+    try:
+        _look(page, f"lab-imported-{name}")
+    except Exception:
+        page.screenshot(path=str(ARTIFACTS / f"lab-imported-{name}-failed.png"), full_page=True)
+        raise
+    assert _pwned(page) == [None] * len(page.frames)
+    assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+    assert outside == []
+
+
+def _row(timeline: Locator, name: str) -> Locator:
+    # A label reads "6 · lookup_gene" or "3 · papers (retriever)": the step number, the name, the kind.
+    label = re.compile(rf"^\d+ · {re.escape(name)}( \(|$)")
+    return timeline.locator(".mk-tl-inner .mk-tl-row").filter(has=timeline.page.locator(".mk-tl-name", has_text=label))
+
+
+def _x(row: Locator) -> float:
+    """Where the step's name starts, in pixels from the left of the page."""
+    box = row.locator(".mk-tl-name").bounding_box()
+    assert box is not None
+    return float(box["x"])
+
+
+def _shown(page: Page, count: int) -> None:
+    page.wait_for_function(
+        "(n) => document.querySelectorAll('.memkit-traces .mk-tl-inner .mk-tl-row').length === n", arg=count)
+
+
+def _look(page: Page, shot: str) -> None:
+    timeline = page.locator(".memkit-traces .mk-timeline").first
+    _row(timeline, "fetch_structure").wait_for(timeout=90_000)
+    rows = timeline.locator(".mk-tl-inner .mk-tl-row")
+    labels = rows.locator(".mk-tl-name").all_inner_texts()
+    assert [re.sub(r"^\d+ · | \(\w+\)$", "", t) for t in labels] == [n for n, _ in TREE]  # parents above children
+    assert [int(d or -1) for d in rows.evaluate_all("rs => rs.map(r => r.dataset.depth)")] == [d for _, d in TREE]
+    row = {n: _row(timeline, n) for n, _ in TREE}
+    # One indentation step per level, the same for every row at a level, whatever its parent.
+    x = {n: _x(row[n]) for n, _ in TREE}
+    step = x["LangGraph"] - x["triage_agent"]
+    assert step > 5
+    for n, d in TREE:
+        assert x[n] == pytest.approx(x["triage_agent"] + d * step, abs=0.5), n
+    # A caret on every parent, open; none on a leaf.
+    for n in ("triage_agent", "LangGraph", "retrieve", "think", "lookup_gene"):
+        assert row[n].locator(".mk-caret").get_attribute("aria-expanded") == "true", n
+    for n in ("papers", "planner", "summarise", "fetch_structure"):
+        assert row[n].locator(".mk-caret[aria-expanded]").count() == 0, n
+    # The tool that timed out is red; the others green.
+    bar = row["fetch_structure"].locator(".mk-bar")
+    assert bar.get_attribute("data-status") == "failed"
+    assert bar.evaluate("b => getComputedStyle(b).backgroundColor") == RED
+    for n in ("lookup_gene", "summarise", "papers", "think"):
+        assert row[n].locator(".mk-bar").evaluate("b => getComputedStyle(b).backgroundColor") == GREEN, n
+    # Parents show their children's rolled-up time as the kernel computed it; leaves none. The
+    # planner's children slept 0.2 s (lookup_gene) and 0.1 s (fetch_structure).
+    page.get_by_text("rolled: [").wait_for(timeout=60_000)
+    printed = page.locator(".jp-OutputArea-output").filter(has_text="rolled: [").inner_text()
+    rolled = json.loads(printed.split("rolled: ", 1)[1])
+    for k, (n, _) in enumerate(TREE):
+        if rolled[k]:
+            assert row[n].locator(".mk-rollup").inner_text() == f"Σ {rolled[k]}", n
+        else:
+            assert row[n].locator(".mk-rollup").count() == 0, n
+    assert all(rolled[k] for k, (n, _) in enumerate(TREE) if n in ("triage_agent", "LangGraph", "think"))
+    think, unit = rolled[[n for n, _ in TREE].index("think")].split()
+    assert float(think) * (1000 if unit == "s" else 1) >= 300, (think, unit)
+    # The retriever carries its recall mark; nothing else searched.
+    assert row["papers"].locator(".mk-recall-mark").inner_text() == "1"
+    assert timeline.locator(".mk-tl-inner .mk-recall-mark").count() == 1
+    page.locator(".memkit-traces").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / f"{shot}.png"), clip=_clip(page))
+    # The retriever's step: its query and both documents, best first, as what the step recalled.
+    row["papers"].click()
+    detail = page.locator(".memkit-traces .mk-detail")
+    detail.locator(".mk-title").filter(has_text="papers").wait_for(timeout=30_000)
+    detail.get_by_text("recalled 2 memories").wait_for(timeout=30_000)
+    assert detail.locator(".mk-recalled .mk-query").inner_text() == QUESTION
+    # They are the agent's own documents, not memories deleted from the store: marked as such, not struck out.
+    hits = detail.locator(".mk-hits .mk-hit-text .mk-clamp")
+    assert [t.removeprefix("document") for t in hits.all_inner_texts()] == DOCUMENTS
+    assert hits.locator(".mk-external").all_inner_texts() == ["document", "document"]
+    assert detail.locator(".mk-deleted, .mk-hit-deleted").count() == 0
+    assert hits.first.evaluate("c => getComputedStyle(c).textDecorationLine") == "none"
+    hits.first.click()
+    opened = detail.locator(".mk-memory")
+    opened.locator(".mk-title").filter(has_text="from the agent's retriever").wait_for(timeout=30_000)
+    assert "not a memory in this store" in opened.locator(".mk-note").inner_text()
+    assert opened.locator(".mk-memory-text").inner_text() == DOCUMENTS[0]
+    page.screenshot(path=str(ARTIFACTS / f"{shot}-recall.png"), clip=_clip(page))
+    # The failed tool's step says why.
+    row["fetch_structure"].click()
+    detail.locator(".mk-title").filter(has_text="fetch_structure").wait_for(timeout=30_000)
+    assert "PDB did not answer for TP53" in detail.locator(".mk-error").inner_text()
+    # Folding the chain hides its four descendants (the tool's LLM too); folding the retriever's chain
+    # moves the folded chain up a row; unfolding brings every row back; folding the root leaves one.
+    tops = {n: row[n].bounding_box()["y"] for n, _ in TREE}  # type: ignore[index]
+    row["think"].locator(".mk-caret").click()
+    _shown(page, 5)
+    for n in ("planner", "lookup_gene", "summarise", "fetch_structure"):
+        assert row[n].count() == 0, n
+    assert row["think"].locator(".mk-caret").get_attribute("aria-expanded") == "false"
+    assert row["think"].bounding_box()["y"] == tops["think"]  # type: ignore[index]
+    page.screenshot(path=str(ARTIFACTS / f"{shot}-folded.png"), clip=_clip(page))
+    row["retrieve"].locator(".mk-caret").click()
+    _shown(page, 4)
+    assert row["think"].bounding_box()["y"] == tops["papers"]  # type: ignore[index]  # moved up one row
+    row["retrieve"].locator(".mk-caret").click()
+    row["think"].locator(".mk-caret").click()
+    _shown(page, len(TREE))
+    assert row["summarise"].is_visible() and _x(row["summarise"]) == pytest.approx(x["summarise"], abs=0.5)
+    row["triage_agent"].locator(".mk-caret").click()
+    _shown(page, 1)
+
+
+def _clip(page: Page) -> dict[str, float]:
+    box = page.locator(".memkit-traces").first.bounding_box()
+    assert box is not None
+    return {"x": box["x"], "y": max(box["y"], 0), "width": box["width"], "height": min(box["height"], 900)}
