@@ -13,6 +13,7 @@ Screenshots: .artifacts/lab-imported-{sqlite,postgres}{,-folded,-recall}.png.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import re
 import time
@@ -220,6 +221,14 @@ def _look(page: Page, shot: str) -> None:
     assert step > 5
     for n, d in TREE:
         assert x[n] == pytest.approx(x["triage_agent"] + d * step, abs=0.5), n
+    # Every name reads whole, the deepest too (a label cut short ends in an ellipsis).
+    names = rows.locator(".mk-tl-name")
+    assert names.evaluate_all("ns => ns.filter(n => n.scrollWidth > n.clientWidth).map(n => n.textContent)") == []
+    # The time axis above them: tick labels apart, none running into the next.
+    ticks = timeline.locator(".mk-tl-head .mk-tick").evaluate_all(
+        "ts => ts.filter(t => t.textContent && getComputedStyle(t).visibility !== 'hidden')"
+        ".map(t => t.getBoundingClientRect()).map(r => [r.left, r.right])")
+    assert len(ticks) >= 3 and all(a[1] + 4 <= b[0] for a, b in itertools.pairwise(ticks)), ticks
     # A caret on every parent, open; none on a leaf.
     for n in ("triage_agent", "LangGraph", "retrieve", "think", "lookup_gene"):
         assert row[n].locator(".mk-caret").get_attribute("aria-expanded") == "true", n

@@ -61,12 +61,29 @@ function drawTimeline(model, box) {
   if (tl.timing_note) box.append(h("div", { class: "mk-timing-note", text: tl.timing_note }));
   const byOrder = tl.axis === "steps";
   const span = Math.max(tl.span_s || 0, 1e-3);
+  // A nested run's labels are indented and carry roll-ups: a wider label column keeps deep names readable.
+  const deepest = Array.isArray(tl.depth) ? tl.depth.reduce((a, b) => Math.max(a, b), 0) : 0;
+  box.style.setProperty("--mk-tl-label", `${Math.min(190 + (deepest ? 60 + 14 * deepest : 0), 340)}px`);
   const step = byOrder ? Math.max(1, Math.ceil(span / 8)) : tickStep(span);
   const axis = h("div", { class: "mk-axis" });
   for (let t = 0; t <= span + 1e-9; t += step) {
     const text = byOrder ? (t < span ? `step ${t + 1}` : "") : (t === 0 ? "0" : fmtOffset(t));
     axis.append(h("span", { class: "mk-tick", style: { left: `${(100 * t) / span}%` }, text }));
   }
+  // The track's width is known only once drawn (and changes with the page): a tick label that
+  // would run into the one before it is hidden, so "150 ms" never reads as "100 ms150 ms".
+  const thin = new ResizeObserver(() => {
+    if (!axis.isConnected) { thin.disconnect(); return; }
+    let right = -Infinity;
+    for (const tick of axis.children) {
+      tick.style.visibility = "";
+      const r = tick.getBoundingClientRect();
+      if (!r.width) continue;
+      if (r.left < right + 6) tick.style.visibility = "hidden";
+      else right = r.right;
+    }
+  });
+  thin.observe(axis);
   box.append(h("div", { class: "mk-tl-row mk-tl-head" }, h("div", { class: "mk-tl-label", text: `step · tool (${tl.n})` }), axis));
   // Only the rows in view exist in the page (a 10,000-step run draws as fast as a 10-step one).
   const ROW = 20;
