@@ -288,17 +288,25 @@ def _look(page: Page, shot: str) -> None:
     for n in ("planner", "lookup_gene", "summarise", "fetch_structure"):
         assert row[n].count() == 0, n
     assert row["think"].locator(".mk-caret").get_attribute("aria-expanded") == "false"
+    # The folded chain still says a step under it failed, in the failed colour.
+    folded_failure = row["think"].locator(".mk-failed-below")
+    assert folded_failure.inner_text() == "✕1"
+    assert folded_failure.evaluate("b => getComputedStyle(b).backgroundColor") == RED
+    assert timeline.locator(".mk-failed-below").count() == 1
     assert row["think"].bounding_box()["y"] == tops["think"]  # type: ignore[index]
     page.screenshot(path=str(ARTIFACTS / f"{shot}-folded.png"), clip=_clip(page))
     row["retrieve"].locator(".mk-caret").click()
     _shown(page, 4)
+    assert row["retrieve"].locator(".mk-failed-below").count() == 0  # nothing failed under the retriever
     assert row["think"].bounding_box()["y"] == tops["papers"]  # type: ignore[index]  # moved up one row
     row["retrieve"].locator(".mk-caret").click()
     row["think"].locator(".mk-caret").click()
     _shown(page, len(TREE))
     assert row["summarise"].is_visible() and _x(row["summarise"]) == pytest.approx(x["summarise"], abs=0.5)
+    assert timeline.locator(".mk-failed-below").count() == 0  # shown again, the failure is its own red row
     row["triage_agent"].locator(".mk-caret").click()
     _shown(page, 1)
+    assert row["triage_agent"].locator(".mk-failed-below").inner_text() == "✕1"
 
 
 def _clip(page: Page) -> dict[str, float]:

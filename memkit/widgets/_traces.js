@@ -93,6 +93,14 @@ function drawTimeline(model, box) {
   // A nested run is a tree: a collapsed parent hides its descendants (kept per run while the panel lives).
   const tree = Array.isArray(tl.depth);
   const collapsed = collapsedOf(model, tl.run);
+  // Failed steps under each parent (children of children included), so a folded parent still says so.
+  const failedBelow = new Array(tl.n).fill(0);
+  if (tree) {
+    for (let i = tl.n - 1; i >= 0; i--) {  // parents come before their children
+      const p = tl.parent[i];
+      if (p >= 0 && p !== i) failedBelow[p] += failedBelow[i] + (tl.status_of[i] === "failed" ? 1 : 0);
+    }
+  }
   let shown = [];
   const layout = () => {
     shown = [];
@@ -134,6 +142,10 @@ function drawTimeline(model, box) {
         ? h("span", { class: "mk-caret", "data-position": i, "aria-expanded": open ? "true" : "false", text: open ? "▾" : "▸",
           title: `${open ? "hide" : "show"} its ${tl.children[i]} child steps` })
         : h("span", { class: "mk-caret mk-leaf" }));
+      if (!open && failedBelow[i]) {
+        label.append(h("span", { class: "mk-failed-below", text: `✕${failedBelow[i]}`,
+          title: `${plural(failedBelow[i], "failed step", "failed steps")} folded away under this step` }));
+      }
       if (tl.rolled[i]) {
         label.append(h("span", { class: "mk-rollup", text: `Σ ${tl.rolled[i]}`,
           title: `${tl.rolled[i]} in its ${tl.children[i]} child steps (each child's own time, children of children included)` }));
