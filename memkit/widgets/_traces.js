@@ -70,18 +70,16 @@ function drawTimeline(model, box) {
     const text = byOrder ? (t < span ? `step ${t + 1}` : "") : (t === 0 ? "0" : fmtOffset(t));
     axis.append(h("span", { class: "mk-tick", style: { left: `${(100 * t) / span}%` }, text }));
   }
-  // The track's width is known only once drawn (and changes with the page): a tick label that
-  // would run into the one before it is hidden, so "150 ms" never reads as "100 ms150 ms".
+  // The track's width is known only once drawn (and changes with the page): when tick labels would
+  // run together ("100 ms150 ms"), only every k-th is shown, the smallest k that keeps them apart.
   const thin = new ResizeObserver(() => {
     if (!axis.isConnected) { thin.disconnect(); return; }
-    let right = -Infinity;
-    for (const tick of axis.children) {
-      tick.style.visibility = "";
-      const r = tick.getBoundingClientRect();
-      if (!r.width) continue;
-      if (r.left < right + 6) tick.style.visibility = "hidden";
-      else right = r.right;
-    }
+    const ticks = [...axis.children];
+    const boxes = ticks.map((t) => { t.style.visibility = ""; return t.getBoundingClientRect(); });
+    const apart = (k) => boxes.every((b, i) => i < k || i % k || !b.width || boxes[i - k].right + 6 <= b.left);
+    let k = 1;
+    while (k < ticks.length && !apart(k)) k++;
+    ticks.forEach((t, i) => { if (i % k) t.style.visibility = "hidden"; });
   });
   thin.observe(axis);
   box.append(h("div", { class: "mk-tl-row mk-tl-head" }, h("div", { class: "mk-tl-label", text: `step · tool (${tl.n})` }), axis));
