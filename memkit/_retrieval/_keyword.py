@@ -413,8 +413,11 @@ class KeywordIndex:
         wanted = np.fromiter(keys, dtype=np.int64)
         if not named or len(wanted) == 0:
             return set()
-        all_keys = columns[0]
-        spoken = np.unique(np.concatenate([all_keys[slots] for slots, _ in named]))
+        all_keys, _, _, alive = columns
+        slots = np.concatenate([slots for slots, _ in named])
+        spoken = np.unique(all_keys[slots[alive[slots]]])  # deleted memories speak no more
+        if len(spoken) == 0:
+            return set()
         at = np.minimum(np.searchsorted(spoken, wanted), len(spoken) - 1)
         return set(wanted[spoken[at] == wanted].tolist())
 
