@@ -180,6 +180,7 @@ class KeywordIndex:
         self._arrays: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64],
                             npt.NDArray[np.bool_]] | None = None
         self._live_sorted: tuple[object, npt.NDArray[np.int64]] | None = None  # for neighbours(), per _arrays
+        self._speakers: dict[str, tuple[tuple[int, int, int], npt.NDArray[np.int64]]] = {}  # see _spoken()
 
     def __len__(self) -> int:
         return self._live
@@ -407,19 +408,30 @@ class KeywordIndex:
     def spoken_by(self, keys: Iterable[int], query: str) -> set[int]:
         """The ``keys`` whose memory is a chat line by someone the query names (by any word of the
         speaker's name, case-insensitively), for fusion's ``speaker`` weight."""
-        columns = self._columns()
-        named = [posting for word in dict.fromkeys(_tokens(query))
-                 if (posting := self._posting(SPEAKER_MARK + word)) is not None]
         wanted = np.fromiter(keys, dtype=np.int64)
-        if not named or len(wanted) == 0:
-            return set()
-        all_keys, _, _, alive = columns
-        slots = np.concatenate([slots for slots, _ in named])
-        spoken = np.unique(all_keys[slots[alive[slots]]])  # deleted memories speak no more
-        if len(spoken) == 0:
-            return set()
-        at = np.minimum(np.searchsorted(spoken, wanted), len(spoken) - 1)
-        return set(wanted[spoken[at] == wanted].tolist())
+        out: set[int] = set()
+        for word in dict.fromkeys(_tokens(query)) if len(wanted) else ():
+            spoken = self._spoken(SPEAKER_MARK + word)
+            if spoken is not None and len(spoken):
+                at = np.minimum(np.searchsorted(spoken, wanted), len(spoken) - 1)
+                out.update(wanted[spoken[at] == wanted].tolist())
+        return out
+
+    def _spoken(self, term: str) -> npt.NDArray[np.int64] | None:
+        """The live keys with speaker term ``term``, sorted; cached until the index changes (a speaker
+        of a large chat namespace has tens of thousands of lines: sorting them per query would cost ms)."""
+        posting = self._posting(term)
+        if posting is None:
+            return None
+        stamp = (len(posting[0]), self._live, len(self._keys) if self._loaded is None else len(self._loaded[0]))
+        cached = self._speakers.get(term)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        all_keys, _, _, alive = self._columns()
+        slots = posting[0]
+        spoken = np.sort(all_keys[slots[alive[slots]]])  # deleted memories speak no more
+        self._speakers[term] = (stamp, spoken)
+        return spoken
 
     def top(
         self, terms: list[str], k: int, *, k1: float | None = None, b: float | None = None
