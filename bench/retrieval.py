@@ -29,7 +29,8 @@ defaults were not tuned on::
     python bench/retrieval.py --loco [--json loco.json]
 
 Runs hybrid search for every variant of a small grid (date terms in the keyword
-analyzer on/off, BM25 k1/b, fusion ``context`` and how far it reaches), then for each conversation picks the
+analyzer on/off, BM25 k1/b, fusion ``context`` and how far it reaches, and, on the
+shipped values of those, the ``speaker`` weight), then for each conversation picks the
 variant with the best R@10 + MRR@10 on the other four and scores it on the held-out
 one. Reports the out-of-fold numbers (overall, per category, per fold, and which
 variant each fold picked) next to the in-sample numbers of the baseline and of the
@@ -267,23 +268,24 @@ async def run_locomo(
         stack.close()
 
 
-Variant = tuple[bool, float, float, float, int]
+Variant = tuple[bool, float, float, float, int, float]
 #: The LOCO grid: (date terms, BM25 k1, BM25 b, HybridConfig.context, how many neighbours on each side
-#: context reaches). The first is the previous default (no date terms, FTS5's k1/b, no context); the
-#: shipped default is in it too.
-LOCO_GRID: tuple[Variant, ...] = tuple(
-    (dates, k1, b, context, reach)
-    for dates in (False, True)
-    for k1, b in ((1.2, 0.75), (0.9, 0.4))
-    for context, reach in ((0.0, 0), *((c, r) for c in (0.2, 0.4, 0.6, 0.8) for r in (1, 2)))
+#: context reaches, HybridConfig.speaker). The first is the previous default (no date terms, FTS5's
+#: k1/b, no context, no speaker weight); the shipped default is in it too.
+LOCO_GRID: tuple[Variant, ...] = (
+    *((dates, k1, b, context, reach, 0.0)
+      for dates in (False, True)
+      for k1, b in ((1.2, 0.75), (0.9, 0.4))
+      for context, reach in ((0.0, 0), *((c, r) for c in (0.2, 0.4, 0.6, 0.8) for r in (1, 2)))),
+    *((True, 0.9, 0.4, 0.6, 2, speaker) for speaker in (0.25, 0.5, 0.75, 1.0, 2.0)),
 )
-BASELINE: Variant = (False, 1.2, 0.75, 0.0, 0)
+BASELINE: Variant = (False, 1.2, 0.75, 0.0, 0, 0.0)
 _REACH = {0: (), 1: (1.0,), 2: (1.0, 1.0 / 3.0)}  # context reach -> CONTEXT_REACH
 
 
 def _variant_name(variant: Variant) -> str:
-    dates, k1, b, context, reach = variant
-    return f"dates={'on' if dates else 'off'} k1={k1} b={b} context={context} reach={reach}"
+    dates, k1, b, context, reach, speaker = variant
+    return f"dates={'on' if dates else 'off'} k1={k1} b={b} context={context} reach={reach} speaker={speaker}"
 
 
 async def _loco_rows(
@@ -305,9 +307,9 @@ async def _loco_rows(
                                  "user_id": f"locomo-{conv.name}", "agent_id": "locomo"} for m in conv.memories])
         out: dict[Variant, list[tuple[str, int, tuple[float, float, float]]]] = {}
         for variant in variants:
-            _, _keyword.K1, _keyword.B, context, reach = variant
+            _, _keyword.K1, _keyword.B, context, reach, speaker = variant
             _retrieval.CONTEXT_REACH = _REACH[reach]
-            config = HybridConfig(context=context)
+            config = HybridConfig(context=context, speaker=speaker)
             rows = []
             for conv in conversations:
                 for question, evidence, category in conv.questions:
@@ -336,7 +338,7 @@ async def run_loco(data: str | Path, embedder: str, tmp: Path) -> dict[str, Any]
     conversations = load_locomo(data)
     names = [c.name for c in conversations]
     reach = next(r for r, weights in _REACH.items() if weights == _retrieval.CONTEXT_REACH)
-    shipped: Variant = (True, _keyword.K1, _keyword.B, HybridConfig.context, reach)
+    shipped: Variant = (True, _keyword.K1, _keyword.B, HybridConfig.context, reach, HybridConfig.speaker)
     results: dict[Variant, list[tuple[str, int, tuple[float, float, float]]]] = {}
     for dates in (False, True):
         variants = [v for v in LOCO_GRID if v[0] is dates]
@@ -474,6 +476,8 @@ class Knob:
 #: The configurations `--knobs` measures and the README's retrieval table lists, in its order.
 KNOBS: tuple[Knob, ...] = (
     Knob("hybrid (default)"),
+    Knob("hybrid, speaker=0", hybrid={"speaker": 0.0}),
+    Knob("hybrid, speaker=1", hybrid={"speaker": 1.0}),
     Knob("hybrid, context=0", hybrid={"context": 0.0}),
     Knob("hybrid, candidates=50", hybrid={"candidates": 50}),
     Knob("hybrid, candidates=300", hybrid={"candidates": 300}),

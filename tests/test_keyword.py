@@ -10,7 +10,15 @@ import sqlite3
 import numpy as np
 import pytest
 
-from memkit._retrieval._keyword import ANALYZER, KeywordIndex, StaleIndexError, analyze, analyze_query, stemmed_words
+from memkit._retrieval._keyword import (
+    ANALYZER,
+    KeywordIndex,
+    StaleIndexError,
+    analyze,
+    analyze_query,
+    speaker_terms,
+    stemmed_words,
+)
 
 WORDS = (
     "the aligner mapped reads to the reference genome while BLAST searched homologs of TP53 "
@@ -163,3 +171,30 @@ def test_index_cache_drops_the_least_recently_used_past_its_budget() -> None:
     cache.put(("dave", "bio"), list(range(9)))  # alone over the budget: the newest index stays
     assert list(cache) == [("dave", "bio")]
     assert cache.pop(("dave", "bio")) == list(range(9)) and len(cache) == 0
+
+
+def test_speaker_terms_name_who_speaks_a_chat_line() -> None:
+    assert speaker_terms("[1:56 pm on 8 May, 2023] Caroline: I went to a support group") == ["@caroline"]
+    assert speaker_terms("John Smith: the run finished") == ["@john", "@smith"]
+    assert speaker_terms("Note: buy milk") == ["@note"]
+    for text in ("the cat: sat", "Caroline said: hi", "[x] 12: no", "no colon here", "Ann Bob Cy Dee: too long"):
+        assert speaker_terms(text) == [], text
+
+
+def test_speaker_terms_are_found_by_spoken_by_and_never_score() -> None:
+    texts = ["[8 May, 2023] Ann: pottery class today", "[8 May, 2023] Ben: pottery again, Ann",
+             "Ann went to pottery", "[9 May, 2023] Ann Lee: lunch"]
+    index, plain = KeywordIndex(), KeywordIndex()
+    index.add_many((i, t, i) for i, t in enumerate(texts))
+    for i, text in enumerate(texts):
+        plain._add(i, analyze(text), [], i)  # the same documents without speaker terms
+    for query in ("pottery", "ann pottery", "lunch ann"):
+        keys, scores = index.top(analyze_query(query), 10)
+        want_keys, want_scores = plain.top(analyze_query(query), 10)
+        assert keys.tolist() == want_keys.tolist() and scores.tolist() == pytest.approx(want_scores.tolist())
+    assert index.spoken_by(range(4), "What did Ann make?") == {0, 3}  # not the line that only mentions her
+    assert index.spoken_by([1, 2, 3], "what did ANN and ben do") == {1, 3}
+    assert index.spoken_by(range(4), "what did Cy do") == set()
+    assert index.remove(0)
+    restored = KeywordIndex.from_bytes(index.to_bytes())  # saved with the index, deletions kept
+    assert restored.spoken_by([0, 1, 2, 3], "Ann") == {3}

@@ -427,3 +427,38 @@ async def test_context_lifts_the_reply_next_to_the_match_within_its_namespace(tm
     assert fused[question]["context"] == 0.0  # its neighbours score lower: they pull nothing
     if url == "sqlite":
         await mem.aclose()
+
+
+@pytest.mark.parametrize("url", ["sqlite", "memory://?embedder=default"])
+async def test_speaker_weight_lifts_the_lines_of_the_person_the_query_names(tmp_path: Path, url: str) -> None:
+    mem = (SQLiteAdapter(tmp_path / "s.db", embedder="default") if url == "sqlite"
+           else memkit.get_memory_provider(url))
+    about = await mem.add("[8 May, 2023] Ann: Ben keeps talking about hiking in the mountains, mountains all day", *NS)
+    said = await mem.add("[9 May, 2023] Ben: I went hiking again", *NS)
+    note = await mem.add("Ben hiking plan: mountains in June", *NS)  # not a chat line: no speaker
+    await mem.add("[9 May, 2023] Ben: hiking in the mountains is my thing", "u2", "agent")  # another tenant
+    for i in range(8):
+        await mem.add(f"[10 May, 2023] Ann: lunch order number {i}", *NS)
+    query = "Where does Ben go hiking in the mountains?"
+    plain = await mem.search(query, *NS, limit=5, hybrid=HybridConfig(speaker=0.0))
+    weighted = await mem.search(query, *NS, limit=5)
+    assert [h.id for h in plain].index(said) > [h.id for h in plain].index(about)
+    assert weighted[0].id == said  # Ben's own line, though Ann's matches more of the words
+    assert {h.id for h in weighted} <= {h.id for h in plain} | {said} and about in {h.id for h in weighted}
+    assert all(h.user_id == "u1" for h in weighted)
+    before = {h.id: h.score for h in plain}
+    factor = 1.0 + HybridConfig().speaker
+    for hit in weighted:
+        fused = hit.score_details["fused"]  # type: ignore[index]
+        assert fused["speaker"] == (factor if hit.id == said else 1.0), hit.content
+        assert hit.score == pytest.approx(before[hit.id] * fused["speaker"])
+    assert note in before  # found on its words, never weighted as a speaker
+    # a query naming nobody who speaks here, or the weight off, changes nothing
+    nobody = await mem.search("hiking in the mountains", *NS, limit=5)
+    assert all(h.score_details["fused"]["speaker"] == 1.0 for h in nobody)  # type: ignore[index]
+    with pytest.raises(ConfigError, match="speaker"):
+        HybridConfig(speaker=-0.5)
+    with pytest.raises(ConfigError, match="speaker"):
+        HybridConfig(speaker=True)
+    if url == "sqlite":
+        await mem.aclose()

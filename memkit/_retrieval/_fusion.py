@@ -17,7 +17,10 @@ their matches are. We fuse *scores* instead:
   memories written just before and after it in the namespace, plus a third of that
   for the two written two places away (only candidates count, and only a neighbour
   that scores higher lifts): the answer to a question is often a short turn ("Yes,
-  last Friday!") next to the one that matches its words.
+  last Friday!") next to the one that matches its words;
+* last, a chat line whose speaker the query names ("What does *Melanie* do to
+  destress?" and "[date] Melanie: ...") is weighted by ``1 + speaker``: the
+  evidence of a question about someone is nearly always what they said.
 
 Candidates are the union of each leg's top ``candidates``; every candidate gets
 its real cosine (the dense leg scores the whole namespace anyway), so a keyword
@@ -31,7 +34,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memkit._core._errors import ConfigError, InvalidInputError
+from memkit._retrieval._config import MODES, HybridConfig, check_hybrid, check_mode, modes_for
 
 # numpy is imported by the functions that compute with it: opening a store to read its
 # counts or namespaces (the command line) never loads it.
@@ -40,96 +43,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTEXT_REACH", "MODES", "SHORTLIST_MIN", "CosineMoments", "DenseScores", "HybridConfig", "Neighbours",
-    "VectorIndex", "check_hybrid", "check_mode", "dense_leg", "fuse", "modes_for",
+    "Speakers", "VectorIndex", "check_hybrid", "check_mode", "dense_leg", "fuse", "modes_for",
 ]
 
 K = TypeVar("K", bound=Hashable)
-
-MODES = ("hybrid", "keyword", "semantic")
-
-
-@dataclass(frozen=True)
-class HybridConfig:
-    """The knobs of hybrid search; the defaults are the ones measured in docs/retrieval.md.
-
-    Parameters
-    ----------
-    alpha
-        Weight of the semantic leg in ``[0, 1]`` (0 = keyword only, 1 = semantic
-        only). Default 0.5.
-    dense_scale
-        Divides the semantic z-score before fusion: a memory ``dense_scale``
-        standard deviations above the namespace's mean similarity counts as much
-        as the best keyword hit. Default 4.0.
-    candidates
-        How many results each leg contributes before fusion. Default 100.
-    min_similarity
-        A memory the keyword leg did not find is only returned if its cosine
-        similarity reaches this (so a query about "restart" does not return every
-        memory of a small namespace). Default 0.5: the shipped static model's cosines
-        run high (unrelated short texts about 0.2-0.6, "dog" against "Caroline adopted a
-        golden retriever puppy" 0.54, LoCoMo turns of one conversation about 0.8 since
-        they share a date and speaker prefix), so this is a coarse guard; any value up
-        to 0.7 scores the same on the dev set.
-    context
-        Pull of a memory's neighbours: each candidate adds ``context`` times the amount
-        by which the better of the memories written just before and just after it in
-        its namespace outscores it, and a third of that for the two written two places
-        away. A neighbour that scores no higher adds nothing, so equally good memories
-        keep their order, and a memory scoring zero on its own stays at zero. 0 turns
-        it off. Default 0.6 (chosen leave-one-conversation-out on LoCoMo, where it lifts
-        R@10 most of all the changes measured).
-    """
-
-    alpha: float = 0.5
-    dense_scale: float = 4.0
-    candidates: int = 100
-    min_similarity: float = 0.5
-    context: float = 0.6
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.alpha, (int, float)) or not 0.0 <= float(self.alpha) <= 1.0:
-            raise ConfigError(f"HybridConfig.alpha must be in [0, 1], got {self.alpha!r}")
-        if not isinstance(self.dense_scale, (int, float)) or not float(self.dense_scale) > 0.0:
-            raise ConfigError(f"HybridConfig.dense_scale must be > 0, got {self.dense_scale!r}")
-        if isinstance(self.candidates, bool) or not isinstance(self.candidates, int) or self.candidates < 1:
-            raise ConfigError(f"HybridConfig.candidates must be a positive int, got {self.candidates!r}")
-        if not isinstance(self.min_similarity, (int, float)) or not -1.0 <= float(self.min_similarity) <= 1.0:
-            raise ConfigError(f"HybridConfig.min_similarity must be in [-1, 1], got {self.min_similarity!r}")
-        if not isinstance(self.context, (int, float)) or not 0.0 <= float(self.context) <= 1.0:
-            raise ConfigError(f"HybridConfig.context must be in [0, 1], got {self.context!r}")
-
-
-def modes_for(has_embedder: bool) -> tuple[str, ...]:
-    """The modes a store answers: all three with an embedder, keyword search without one."""
-    return MODES if has_embedder else ("keyword",)
-
-
-def check_mode(mode: object, supported: Sequence[str], owner: str) -> str:
-    """Resolve ``mode`` against the modes ``owner`` declares (``None``: hybrid if offered, else its first).
-
-    An unknown or unsupported mode is bad input to this call, whichever adapter it is.
-    """
-    if mode is None:
-        return "hybrid" if "hybrid" in supported else supported[0]
-    if mode not in MODES:
-        raise InvalidInputError(f"mode must be 'hybrid', 'keyword' or 'semantic', got {mode!r}")
-    if mode not in supported:
-        hint = (
-            "; open the store with embedder='default' (or an Embedder instance) for semantic and hybrid search"
-            if "semantic" not in supported and "keyword" in supported else ""
-        )
-        raise InvalidInputError(
-            f"{owner} searches with mode {', '.join(repr(m) for m in supported)} only, not {mode!r}{hint}"
-        )
-    return str(mode)
-
-
-def check_hybrid(hybrid: object) -> HybridConfig | None:
-    """A per-call ``hybrid=`` argument: ``None`` or a :class:`HybridConfig`."""
-    if hybrid is not None and not isinstance(hybrid, HybridConfig):
-        raise InvalidInputError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
-    return hybrid
 
 
 @dataclass(frozen=True)
@@ -527,6 +444,9 @@ def dense_leg(
 Neighbours = Callable[[Iterable[Any], int], Mapping[Any, Sequence[tuple[int, Any]]]]
 #: How much of ``context`` a neighbour at distance 1, 2, ... passes on (measured in docs/retrieval.md).
 CONTEXT_REACH = (1.0, 1.0 / 3.0)
+#: ``speakers(keys)``: the keys whose memory is a chat line by someone the query names (bound to the
+#: query by the pipeline; see :meth:`memkit._retrieval._keyword.KeywordIndex.spoken_by`).
+Speakers = Callable[[list[Any]], "set[Any]"]
 
 
 def fuse(
@@ -534,13 +454,15 @@ def fuse(
     dense: DenseScores,
     config: HybridConfig,
     neighbours: Neighbours | None = None,
+    speakers: Speakers | None = None,
 ) -> list[tuple[K, float, dict[str, Any]]]:
     """Fuse the legs into ``(key, fused score, score_details)``, best first.
 
     ``keyword`` is the keyword leg's ``(key, score)`` list, best first (higher is
     better); ``dense.cosine`` must hold a cosine for every keyword key that has a
     vector. ``neighbours`` (see :data:`Neighbours`) gives the memories written around
-    each candidate, for ``config.context``. Ties keep
+    each candidate, for ``config.context``; ``speakers`` (see :data:`Speakers`) the
+    candidates spoken by someone the query names, for ``config.speaker``. Ties keep
     the order of first appearance (keyword leg, then dense), which the caller breaks
     by recency.
     """
@@ -563,11 +485,22 @@ def fuse(
             "found_by": [leg for leg, hit in (("keyword", k_rank), ("semantic", dense_rank.get(key))) if hit],
             "keyword": {"rank": k_rank, "score": k_score, "normalized": round(k_norm, 6)},
             "semantic": {"rank": dense_rank.get(key), "score": cos, "normalized": round(d_norm, 6)},
-            "fused": {"score": fused, "alpha": alpha, "context": 0.0},
+            "fused": {"score": fused, "alpha": alpha, "context": 0.0, "speaker": 1.0},
         }
         out.append((key, fused, details))
     if neighbours is not None and config.context > 0 and out:
         out = _with_context(out, neighbours, float(config.context))
+    if speakers is not None and config.speaker > 0 and out:
+        # After context: the turn next to a named speaker's line still gets its pull, but
+        # only the lines they spoke are weighted (measured both ways in docs/retrieval.md).
+        named = speakers([key for key, _, _ in out])
+        if named:
+            factor = 1.0 + float(config.speaker)
+            for position, (key, value, details) in enumerate(out):
+                if key in named:
+                    details["fused"]["speaker"] = factor
+                    details["fused"]["score"] = value * factor
+                    out[position] = (key, value * factor, details)
     out.sort(key=lambda t: -t[1])
     return out
 

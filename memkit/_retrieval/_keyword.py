@@ -4,7 +4,8 @@ Text is analysed like SQLite FTS5's ``porter unicode61`` tokenizer (lower-case,
 diacritics removed, split on anything that is not a letter or digit, Porter
 stemming of tokens longer than two characters), plus the date terms of
 :mod:`memkit._retrieval._dates` (a memory's dates, relative ones resolved, and a marker for
-memories that say when something happened), and scored with FTS5's ``bm25()``
+memories that say when something happened) and the speaker terms of a chat line
+(``"[date] Caroline: ..."`` -> ``@caroline``, see :func:`speaker_terms`), and scored with FTS5's ``bm25()``
 formula (idf floored at 1e-6) with k1 = 0.9, b = 0.4 instead of FTS5's fixed 1.2 and
 0.75: chat-sized memories vary little in length, and the lower values won in every
 held-out fold on LoCoMo (docs/retrieval.md).
@@ -32,10 +33,10 @@ import numpy.typing as npt
 from memkit._retrieval._dates import date_terms, query_date_terms
 
 __all__ = ["ANALYZER", "STOPWORDS", "KeywordIndex", "StaleIndexError", "analyze", "analyze_query",
-           "query_words", "stemmed_words"]
+           "query_words", "speaker_terms", "stemmed_words"]
 
 #: Version of the analysis below; an index saved by another version is rebuilt, never mixed.
-ANALYZER = 2
+ANALYZER = 3
 
 # Dropped from queries (never from stored text): they match almost every memory,
 # cost the most to score, and add nothing to the ranking.
@@ -57,6 +58,24 @@ STOPWORDS = frozenset(
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 K1, B = 0.9, 0.4
+
+# A chat line's speaker: an optional "[timestamp]" prefix, then one to three capitalised words and a
+# colon ("[1:56 pm on 8 May, 2023] Caroline: ...", "John Smith: ..."). Its words become speaker terms.
+_SPEAKER = re.compile(r"\s*(?:\[[^\]\n]{0,80}\]\s*)?([^\W\d_][\w'.-]*(?: [^\W\d_][\w'.-]*){0,2}):", re.UNICODE)
+#: Speaker terms start with this, which no word token contains, so a query's words never match them.
+SPEAKER_MARK = "@"
+
+
+def speaker_terms(text: str) -> list[str]:
+    """``@word`` for each lower-cased word of the speaker a chat line starts with (none otherwise).
+
+    Kept out of BM25 (no query term starts with ``@``) and out of the document length: they only
+    say who spoke, for :meth:`KeywordIndex.spoken_by`.
+    """
+    match = _SPEAKER.match(text)
+    if match is None or not all(word[0].isupper() for word in match.group(1).split()):
+        return []
+    return [SPEAKER_MARK + word for word in dict.fromkeys(_tokens(match.group(1)))]
 
 
 class StaleIndexError(ValueError):
@@ -110,7 +129,7 @@ def stemmed_words(text: str) -> list[str]:
 
 
 def analyze(text: str) -> list[str]:
-    """The index terms of ``text``: :func:`stemmed_words`, then its date terms."""
+    """The index terms of ``text``: :func:`stemmed_words`, then its date terms (no speaker terms)."""
     tokens = _tokens(text)
     _stemmer.learn(tokens)
     cache = _stemmer.cache
@@ -161,6 +180,7 @@ class KeywordIndex:
         self._arrays: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64],
                             npt.NDArray[np.bool_]] | None = None
         self._live_sorted: tuple[object, npt.NDArray[np.int64]] | None = None  # for neighbours(), per _arrays
+        self._speakers: dict[str, tuple[tuple[int, int, int], npt.NDArray[np.int64]]] = {}  # see _spoken()
 
     def __len__(self) -> int:
         return self._live
@@ -173,9 +193,9 @@ class KeywordIndex:
         """Index one document; adding a key twice is a no-op."""
         self._thaw()
         if key not in self._slot:
-            self._add(key, analyze(text), order)
+            self._add(key, analyze(text), speaker_terms(text), order)
 
-    def _add(self, key: int, terms: list[str], order: int) -> None:
+    def _add(self, key: int, terms: list[str], speakers: list[str], order: int) -> None:
         slot = len(self._keys)
         self._slot[key] = slot
         self._keys.append(key)
@@ -185,7 +205,7 @@ class KeywordIndex:
         self._live += 1
         self._total_length += len(terms)
         postings, frozen = self._postings, self._frozen
-        for term, tf in Counter(terms).items():
+        for term, tf in Counter(terms + speakers).items():
             entry = postings.get(term)
             if entry is None:
                 postings[term] = ([slot], [tf])
@@ -199,14 +219,14 @@ class KeywordIndex:
         """Index many documents: new words are stemmed in one batch, postings built with numpy."""
         self._thaw()
         fresh: list[tuple[int, list[str], int]] = []
-        dated: list[list[str]] = []
+        dated: list[tuple[list[str], list[str]]] = []  # date terms, speaker terms
         seen: set[int] = set()
         for key, text, order in rows:
             if key not in self._slot and key not in seen:
                 seen.add(key)
                 tokens = _tokens(text)
                 fresh.append((key, tokens, order))
-                dated.append(date_terms(text, tokens))
+                dated.append((date_terms(text, tokens), speaker_terms(text)))
         if not fresh:
             return
         _stemmer.learn(t for _, tokens, _ in fresh for t in tokens)
@@ -214,7 +234,7 @@ class KeywordIndex:
         term_ids: dict[str, int] = {}
         ids: list[int] = []
         docs: list[int] = []
-        for slot, (key, tokens, order), extra in zip(
+        for slot, (key, tokens, order), (extra, speakers) in zip(
             range(len(self._keys), len(self._keys) + len(fresh)), fresh, dated, strict=True
         ):
             terms = [cache[t] for t in tokens] + extra
@@ -224,6 +244,7 @@ class KeywordIndex:
             self._lengths.append(len(terms))
             self._alive.append(True)
             self._total_length += len(terms)
+            terms += speakers
             ids.extend([term_ids.setdefault(t, len(term_ids)) for t in terms])
             docs.extend([slot] * len(terms))
         self._live += len(fresh)
@@ -383,6 +404,34 @@ class KeywordIndex:
             for key, other in zip(wanted[inside].tolist(), live[place[inside]].tolist(), strict=True):
                 out[key].append((abs(step), other))
         return out
+
+    def spoken_by(self, keys: Iterable[int], query: str) -> set[int]:
+        """The ``keys`` whose memory is a chat line by someone the query names (by any word of the
+        speaker's name, case-insensitively), for fusion's ``speaker`` weight."""
+        wanted = np.fromiter(keys, dtype=np.int64)
+        out: set[int] = set()
+        for word in dict.fromkeys(_tokens(query)) if len(wanted) else ():
+            spoken = self._spoken(SPEAKER_MARK + word)
+            if spoken is not None and len(spoken):
+                at = np.minimum(np.searchsorted(spoken, wanted), len(spoken) - 1)
+                out.update(wanted[spoken[at] == wanted].tolist())
+        return out
+
+    def _spoken(self, term: str) -> npt.NDArray[np.int64] | None:
+        """The live keys with speaker term ``term``, sorted; cached until the index changes (a speaker
+        of a large chat namespace has tens of thousands of lines: sorting them per query would cost ms)."""
+        posting = self._posting(term)
+        if posting is None:
+            return None
+        stamp = (len(posting[0]), self._live, len(self._keys) if self._loaded is None else len(self._loaded[0]))
+        cached = self._speakers.get(term)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        all_keys, _, _, alive = self._columns()
+        slots = posting[0]
+        spoken = np.sort(all_keys[slots[alive[slots]]])  # deleted memories speak no more
+        self._speakers[term] = (stamp, spoken)
+        return spoken
 
     def top(
         self, terms: list[str], k: int, *, k1: float | None = None, b: float | None = None

@@ -89,6 +89,7 @@ def rank(
     dense: DenseScores | None,
     newer: Callable[[list[K]], Mapping[K, tuple[int, int]]],
     neighbours: Neighbours | None = None,
+    speakers: Callable[[list[K], str], set[K]] | None = None,
 ) -> Ranked[K]:
     """Fuse the legs in ``request.mode``; ties go to the newer memory; at most ``limit`` results.
 
@@ -97,6 +98,8 @@ def rank(
     ``(created_us, tie)`` pair, larger is newer; it is asked once, for the candidates
     that need it. ``neighbours`` (:data:`memkit._retrieval._fusion.Neighbours`) says which memories
     were written around each candidate, for ``config.context``; without it there is no context.
+    ``speakers(keys, query)`` says which candidates are chat lines by someone the query names
+    (:meth:`memkit._retrieval._keyword.KeywordIndex.spoken_by`), for ``config.speaker``.
     """
     if request.mode == "keyword":
         return [(key, score, _keyword_details(r, score)) for r, (key, score) in
@@ -107,7 +110,8 @@ def rank(
         age = newer(keys)
         order = sorted(keys, key=lambda k: (-dense.cosine[k], -age[k][0], -age[k][1]))
         return [(k, dense.cosine[k], _semantic_details(r, dense.cosine[k])) for r, k in enumerate(order, start=1)]
-    fused = fuse(keyword, dense, request.config, neighbours)
+    spoken = None if speakers is None else (lambda keys: speakers(keys, request.query))
+    fused = fuse(keyword, dense, request.config, neighbours, spoken)
     age = newer([k for k, _, _ in fused])
     fused.sort(key=lambda t: (-t[1], -age[t[0]][0], -age[t[0]][1]))
     return fused[: request.limit]

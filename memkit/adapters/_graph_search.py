@@ -102,7 +102,7 @@ class GraphSearch:
         dense = None
         if op.mode != "keyword":
             dense = await self._dense(op, found, ages, cache)
-        ranked = _pipeline.rank(op, keyword, dense, lambda keys: ages, cache.neighbours)
+        ranked = _pipeline.rank(op, keyword, dense, lambda keys: ages, cache.neighbours, cache.spoken_by)
         return [found[k].to_item(score, details) for k, score, details in ranked]
 
     @staticmethod

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -188,12 +188,15 @@ class InMemoryAdapter(Store):
             vectors.add([i for i, _ in present], np.stack([v for _, v in present]))
         query_vector = self._embedder.embed([op.query])[0].astype(np.float32)
         dense = dense_leg(vectors, query_vector, depth, None, [i for i, _ in keyword])
-        ranked = _pipeline.rank(op, keyword, dense, lambda keys: {i: (-i, 0) for i in keys},
-                                self._neighbours(user, agent, rows))
+        neighbours, speakers = self._neighbours(user, agent, rows)
+        ranked = _pipeline.rank(op, keyword, dense, lambda keys: {i: (-i, 0) for i in keys}, neighbours, speakers)
         return [rows[i].to_item(score, details) for i, score, details in ranked]
 
-    def _neighbours(self, user: str, agent: str, rows: list[Record]) -> Neighbours:
-        """Neighbours in writing order, for fusion's ``context``, keyed by position in ``rows``."""
+    def _neighbours(
+        self, user: str, agent: str, rows: list[Record]
+    ) -> tuple[Neighbours, Callable[[list[int], str], set[int]]]:
+        """Neighbours in writing order, for fusion's ``context``, and the candidates spoken by someone the
+        query names, for its ``speaker`` weight; both keyed by position in ``rows``."""
         index = self._indexes.get((user, agent))
         seq_of = {i: self._seq[r.id] for i, r in enumerate(rows)}
         position = {seq: i for i, seq in seq_of.items()}
@@ -206,7 +209,14 @@ class InMemoryAdapter(Store):
             return {position[s]: [(d, position[o]) for d, o in near if o in position]
                     for s, near in around.items() if s in position}
 
-        return neighbours
+        def speakers(keys: list[int], query: str) -> set[int]:
+            if index is None:
+                return set()
+            with self._lock:
+                spoken = index.spoken_by((seq_of[k] for k in keys), query)
+            return {position[s] for s in spoken}
+
+        return neighbours, speakers
 
     async def _get(self, op: ops.GetOp) -> Record | None:
         return self._records.get(op.memory_id)

@@ -98,6 +98,12 @@ class NamespaceCache(Generic[F]):
             around = self.index.neighbours((self.key_of[i] for i in ids if i in self.key_of), reach)
             return {self.ids[key]: [(d, self.ids[other]) for d, other in near] for key, near in around.items()}
 
+    def spoken_by(self, ids: list[str], query: str) -> set[str]:
+        """For fusion's ``speaker``: the ``ids`` that are chat lines by someone ``query`` names."""
+        with self._lock:
+            keys = self.index.spoken_by((self.key_of[i] for i in ids if i in self.key_of), query)
+            return {self.ids[key] for key in keys}
+
     def top(self, terms: list[str], k: int | None, until_us: int | None) -> list[tuple[str, float]]:
         """The best ``k`` (``None``: every) matching memories by BM25 as ``(id, score)``, ties
         newest first, created at or before ``until_us`` if given."""

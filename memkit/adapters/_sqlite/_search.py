@@ -90,7 +90,8 @@ def ranked(
         ))
         return {q: (created.get(q, 0), q) for q in seqs}
 
-    top = rank(request, hits, dense, newer, None if index is None else index.neighbours)
+    top = rank(request, hits, dense, newer, None if index is None else index.neighbours,
+               None if index is None else index.spoken_by)
     missing = [q for q, _, _ in top if q not in records]
     if missing:
         records.update(records_by_seq(db, missing))
