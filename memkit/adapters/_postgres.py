@@ -47,6 +47,7 @@ from memkit.adapters._postgres_loop import Loop, load_psycopg, safe_url
 from memkit.adapters._postgres_recalls import RecallsAndMarks
 from memkit.adapters._postgres_schema import ADVISORY_LOCK, META_TABLE, MIGRATIONS, SCHEMA_VERSION, vector_statements
 from memkit.adapters._postgres_search import ranked
+from memkit.adapters._sql_filters import created_by, filter_sql
 
 __all__ = ["PostgresAdapter"]
 
@@ -422,8 +423,8 @@ class PostgresAdapter(RecallsAndMarks, Store):
     async def _select(self, op: ListOp) -> list[Record]:
         conditions = op.conditions
         if op.until_us is not None:
-            conditions = (*conditions, q.created_by(op.until_us))
-        where, params = q.filter_sql(conditions)
+            conditions = (*conditions, created_by(op.until_us))
+        where, params = filter_sql(conditions, q.POSTGRES)
         sql = (
             f"SELECT {q.COLUMNS} FROM memories m WHERE m.user_id = %s AND m.agent_id = %s AND {where}"  # noqa: S608
             " ORDER BY m.created_us DESC, m.seq DESC LIMIT %s OFFSET %s"
@@ -443,7 +444,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
     async def _rank(self, op: SearchOp) -> list[MemoryItem]:
         conditions = op.conditions
         if op.until_us is not None:
-            conditions = (*conditions, q.created_by(op.until_us))
+            conditions = (*conditions, created_by(op.until_us))
         vector = None if op.mode == "keyword" else self._embed([op.query])[0]
         return await self._call(ranked(self._pool, op, conditions, vector))
 
