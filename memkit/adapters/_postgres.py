@@ -47,7 +47,7 @@ from memkit.adapters._postgres_loop import Loop, load_psycopg, safe_url
 from memkit.adapters._postgres_recalls import RecallsAndMarks
 from memkit.adapters._postgres_schema import ADVISORY_LOCK, META_TABLE, MIGRATIONS, SCHEMA_VERSION, vector_statements
 from memkit.adapters._postgres_search import ranked
-from memkit.adapters._sql_filters import created_by, filter_sql
+from memkit.adapters._sqlbase import created_by, embedded, filter_sql
 
 __all__ = ["PostgresAdapter"]
 
@@ -308,15 +308,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
             after, done = rows[-1][0], done + len(rows)
 
     def _embed(self, texts: list[str]) -> Any:
-        import numpy as np
-
-        vectors = np.asarray(self._embedder.embed(texts), dtype=np.float32)
-        if vectors.shape != (len(texts), self._embedder.dim):
-            raise ConfigError(
-                f"embedder {self._embedder.name!r} returned shape {vectors.shape},"
-                f" expected {(len(texts), self._embedder.dim)}"
-            )
-        return vectors
+        return embedded(self._embedder, texts)
 
     async def _release(self) -> None:
         if self._pool is not None:

@@ -21,7 +21,7 @@ from typing import Any
 from memkit._core._records import Record
 from memkit._retrieval._filters import Condition
 from memkit._retrieval._keyword import K1, B, analyze
-from memkit.adapters._sql_filters import Dialect, filter_sql
+from memkit.adapters._sqlbase import Dialect, filter_sql
 
 __all__ = [
     "COLUMNS", "DENSE_EXACT_MAX", "POSTGRES", "STATS_SAMPLE", "any_query", "row_record", "term_query", "terms_vector",

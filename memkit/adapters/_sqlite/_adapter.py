@@ -32,7 +32,7 @@ from memkit._recall._marks import Mark
 from memkit._recall._recording import Recall
 from memkit._retrieval._fusion import HybridConfig
 from memkit.adapters._plumbing import Worker
-from memkit.adapters._sql_filters import created_by
+from memkit.adapters._sqlbase import created_by
 from memkit.adapters._sqlite import _queries as queries
 from memkit.adapters._sqlite._keywords import KeywordCache, feed_head, lag
 from memkit.adapters._sqlite._schema import connect, write_transaction

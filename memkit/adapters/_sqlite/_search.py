@@ -14,7 +14,7 @@ from memkit._retrieval._filters import Condition
 from memkit._retrieval._fusion import DenseScores, dense_leg
 from memkit._retrieval._keyword import KeywordIndex, analyze_query
 from memkit._retrieval._pipeline import rank
-from memkit.adapters._sql_filters import created_by, filter_sql
+from memkit.adapters._sqlbase import created_by, filter_sql
 from memkit.adapters._sqlite._keywords import KeywordCache, snapshot
 from memkit.adapters._sqlite._sql import SQLITE, allowed, records_by_seq
 from memkit.adapters._sqlite._vectors import Vectors

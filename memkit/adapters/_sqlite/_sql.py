@@ -9,7 +9,7 @@ from typing import Any
 
 from memkit._core._records import Record
 from memkit._retrieval._filters import Condition
-from memkit.adapters._sql_filters import Dialect, filter_sql
+from memkit.adapters._sqlbase import Dialect, filter_sql
 
 __all__ = ["COLUMNS", "SQLITE", "allowed", "records_by_seq", "row_record", "select"]
 

@@ -1,6 +1,7 @@
-"""Metadata filters compiled to SQL, once for every SQL store; a :class:`Dialect` says how its database reads JSON.
+"""What the SQL stores (SQLite, PostgreSQL) share: the metadata-filter compiler, the trace
+filters' predicate and the embedder's shape check. A :class:`Dialect` carries every difference.
 
-The compiler owns the meaning (:mod:`memkit._retrieval._filters`: types never mix, a missing key
+The filter compiler owns the meaning (:mod:`memkit._retrieval._filters`: types never mix, a missing key
 is ``None``, ``$ne``/``$nin`` are exact negations, every test is true or false, never NULL). A
 dialect owns only text: its placeholder, its boolean literals, the expression that names a JSON
 value's type, the type names of each kind, and how a value of a kind is read and compared.
@@ -13,11 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from memkit._core._errors import ConfigError
 from memkit._retrieval._filters import Condition, type_class
 
-__all__ = ["CREATED_BY", "Dialect", "created_by", "filter_sql"]
+if TYPE_CHECKING:
+    import numpy as np
+
+    from memkit.embeddings import Embedder
+
+__all__ = ["CREATED_BY", "Dialect", "created_by", "embedded", "filter_sql", "trace_filter"]
 
 Kind = Literal["bool", "number", "string"]
 
@@ -107,3 +114,32 @@ def filter_sql(conditions: tuple[Condition, ...], d: Dialect) -> tuple[str, list
         else:
             parts.append(_test(d, cond, _RANGE_SQL[cond.op], cond.value, params))
     return (" AND ".join(parts) or d.true), params
+
+
+def trace_filter(
+    d: Dialect, tests: Mapping[str, str], since: str, values: Mapping[str, str | None], since_us: int | None,
+) -> tuple[str, list[Any]]:
+    """The predicate of a trace-columns read: the test of each filter given a value (``tests[name]``
+    holds one placeholder, bound to it) and ``since`` (bound to ``since_us``) when that is given."""
+    where: list[str] = [d.true]
+    params: list[Any] = []
+    for name, value in values.items():
+        if value is not None:
+            where.append(tests[name])
+            params.append(value)
+    if since_us is not None:
+        where.append(since)
+        params.append(since_us)
+    return " AND ".join(where), params
+
+
+def embedded(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """``texts`` as a float32 matrix of the shape the embedder declares; a :class:`ConfigError` otherwise."""
+    import numpy as np
+
+    vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+    if vectors.shape != (len(texts), embedder.dim):
+        raise ConfigError(
+            f"embedder {embedder.name!r} returned shape {vectors.shape}, expected {(len(texts), embedder.dim)}"
+        )
+    return vectors
