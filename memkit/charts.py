@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, Unpack
 
 import pandas as pd
 
@@ -24,7 +24,7 @@ from memkit._core._port import MemoryProvider
 from memkit._display import status_of
 from memkit._sync import Memory
 from memkit.frames import failure_patterns
-from memkit.frames._reading import _frame
+from memkit.frames._reading import TraceFilters, _frame
 
 __all__ = ["VEGA_LITE_MIME", "Chart", "duration_chart", "failure_heatmap", "success_rate_chart"]
 
@@ -80,7 +80,7 @@ def _spec(title: str, data: pd.DataFrame, body: dict[str, Any]) -> dict[str, Any
             "config": {"view": {"stroke": None}, "axis": {"labelFontSize": 11, "titleFontSize": 12}}, **body}
 
 
-def duration_chart(source: Source, **filters: Any) -> Chart:
+def duration_chart(source: Source, **filters: Unpack[TraceFilters]) -> Chart:
     """How long each tool's steps take: one row per tool, a box of the durations and every step as a tick.
 
     ``source`` is a :func:`~memkit.frames.traces_frame` or a store (``filters`` go to it).
@@ -115,7 +115,7 @@ def duration_chart(source: Source, **filters: Any) -> Chart:
     return Chart(title, data, spec)
 
 
-def failure_heatmap(source: Source, **filters: Any) -> Chart:
+def failure_heatmap(source: Source, **filters: Unpack[TraceFilters]) -> Chart:
     """Failed steps by failure category (rows) and tool (columns), the count written in each cell.
 
     The table is :func:`memkit.frames.failure_patterns` of the same steps.
@@ -141,7 +141,7 @@ def failure_heatmap(source: Source, **filters: Any) -> Chart:
     return Chart(title, data, spec)
 
 
-def success_rate_chart(source: Source, freq: str = "D", **filters: Any) -> Chart:
+def success_rate_chart(source: Source, freq: str = "D", **filters: Unpack[TraceFilters]) -> Chart:
     """Share of successful steps per period (``freq``: ``"h"``, ``"D"``, ``"W"``…), with the step count.
 
     A step counts as successful when its status is ``success``; the line is drawn over

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,7 +13,10 @@ from hypothesis import strategies as st
 
 from memkit import InvalidInputError, MemoryFilter
 from memkit._retrieval._filters import matches, parse_filters
-from memkit.adapters._sqlite._sql import filter_sql
+from memkit.adapters._postgres_sql import POSTGRES
+from memkit.adapters._sqlbase import filter_sql
+from memkit.adapters._sqlite._sql import SQLITE
+from memkit.testing import PostgresServer
 
 scalars = st.one_of(
     st.none(),
@@ -47,7 +51,7 @@ def filters(draw: st.DrawFn) -> dict[str, Any]:
 def _sql_matches(conn: sqlite3.Connection, meta: dict[str, Any], spec: dict[str, Any]) -> bool:
     import json
 
-    where, params = filter_sql(parse_filters(spec))
+    where, params = filter_sql(parse_filters(spec), SQLITE)
     # the CTE's placeholder comes first in the text, so the row's JSON is bound first
     sql = f"WITH m(metadata) AS (SELECT ?) SELECT {where} FROM m"  # noqa: S608 - compiled predicate, values bound
     row = conn.execute(sql, [json.dumps(meta), *params]).fetchone()
@@ -59,6 +63,26 @@ def _sql_matches(conn: sqlite3.Connection, meta: dict[str, Any], spec: dict[str,
 def test_sql_agrees_with_reference(meta: dict[str, Any], spec: dict[str, Any]) -> None:
     conn = sqlite3.connect(":memory:")
     assert _sql_matches(conn, meta, spec) == matches(parse_filters(spec), meta)
+
+
+@pytest.fixture(scope="module")
+def postgres(postgres_server: PostgresServer) -> Iterator[Any]:
+    import psycopg
+
+    with psycopg.connect(postgres_server.url("filters"), autocommit=True) as conn:
+        yield conn
+
+
+@settings(max_examples=300, deadline=None)
+@given(meta=metadata, spec=filters())
+def test_postgres_sql_agrees_with_reference(postgres: Any, meta: dict[str, Any], spec: dict[str, Any]) -> None:
+    """The same compiler in PostgreSQL's dialect, on a real server, means what the reference means."""
+    import json
+
+    where, params = filter_sql(parse_filters(spec), POSTGRES)
+    sql = f"WITH m(metadata) AS (SELECT %s::jsonb) SELECT {where} FROM m"  # noqa: S608 - compiled predicate, values bound
+    row = postgres.execute(sql, [json.dumps(meta), *params]).fetchone()
+    assert row[0] is (matches(parse_filters(spec), meta))
 
 
 def test_memory_filter_model_is_accepted() -> None:

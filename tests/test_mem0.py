@@ -576,3 +576,12 @@ def test_llm_key_in_a_bad_config_is_not_echoed(tmp_path: Path) -> None:
         Mem0Adapter(tmp_path, config=bad)
     # mem0's pydantic error echoes the llm section, key included; the adapter's does not.
     assert secret not in str(err.value) and "Unsupported LLM provider" in str(err.value)
+
+
+@pytest.mark.parametrize("mode", ["oss", "cloud"])
+def test_a_wrapped_object_that_is_not_mem0_is_refused_before_anything_is_made(tmp_path: Path, mode: str) -> None:
+    """``memory=`` takes a mem0 Memory (or MemoryClient): anything else is named, and no folder appears."""
+    target = tmp_path / "never"
+    with pytest.raises(InvalidInputError, match=r"memory must be a mem0 Memory.*got dict"):
+        Mem0Adapter(target, mode=mode, memory={"add": None})  # type: ignore[arg-type]
+    assert not target.exists()

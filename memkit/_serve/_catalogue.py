@@ -4,10 +4,11 @@ A :class:`Tool` is what a model reads (name, description, JSON-schema parameters
 writes (a read-only MCP server leaves it out) and what it runs. Two families:
 
 * key-value tools (``write``, ``read``, ``list``, ``delete``, ``pattern_search``): a run's
-  scratchpad, run by the method of the same name of a :class:`KeyValueTools` (such as
-  :class:`memkit.tools.MemoryTools`); they answer in words, with the seed's messages;
+  scratchpad, run by the :class:`KeyValueTools` method the entry's ``method`` picks (on a
+  :class:`memkit.tools.MemoryTools`, say); they answer in words, with the seed's messages;
 * store tools: an ``async`` function of a provider, a namespace and the tool's arguments,
   answering a JSON-able dict. memkit validates the arguments as it validates a Python caller.
+  Function calling runs two of them through the :class:`FunctionTools` method ``method`` picks.
 
 :class:`memkit.tools.ToolDispatcher` (function calling) offers :data:`KEY_VALUE_TOOLS` and
 :data:`FUNCTION_TOOLS`; ``memkit mcp`` offers :data:`MCP_TOOLS` and, on a SQLite store, the
@@ -19,7 +20,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from memkit._core._errors import ConfigError
 from memkit._core._models import MemoryItem
@@ -27,7 +28,8 @@ from memkit._core._port import MemoryProvider, SupportsPaging
 from memkit._display import is_trace, summary
 
 __all__ = [
-    "FUNCTION_TOOLS", "KEY_VALUE_TOOLS", "MCP_TOOLS", "TOOLS", "KeyValueTools", "Namespace", "Tool",
+    "FUNCTION_TOOLS", "KEY_VALUE_TOOLS", "MCP_TOOLS", "TOOLS", "FunctionTools", "KeyValueTools", "Namespace",
+    "Tool",
 ]
 
 Namespace = tuple[str, str]
@@ -46,9 +48,22 @@ class KeyValueTools(Protocol):
     def pattern_search(self, pattern: str) -> str: ...
 
 
+class FunctionTools(Protocol):
+    """What runs the store tools of function calling: :class:`memkit.tools.ProviderTools`."""
+
+    def recall_memory(self, query: str, limit: int = 5) -> dict[str, Any]: ...
+    def save_note(self, content: str, metadata: dict[str, Any] | None = None) -> dict[str, str]: ...
+
+
+#: The kind of object a tool's ``method`` is read from.
+H = TypeVar("H")
+
+
 @dataclass(frozen=True)
-class Tool:
-    """One agent tool: what a model reads, and what it runs (``run`` is ``None`` for a key-value tool)."""
+class Tool(Generic[H]):
+    """One agent tool: what a model reads, and what it runs: ``run`` on a provider (``None`` for a
+    key-value tool), and ``method``, the callable of the object that serves it (a :class:`KeyValueTools`,
+    a :class:`FunctionTools`), so no face looks a method up by its name."""
 
     name: str
     description: str
@@ -57,6 +72,7 @@ class Tool:
     writes: bool = False
     destructive: bool = False
     run: StoreCall | None = None
+    method: Callable[[H], Callable[..., Any]] | None = None
 
     def definition(self) -> dict[str, Any]:
         """The tool in the Ollama/OpenAI function-calling format (a copy the caller may change)."""
@@ -156,20 +172,33 @@ async def _save_note(provider: MemoryProvider, ns: Namespace, content: Any, meta
     return {"id": await provider.add(content, ns[0], ns[1], metadata)}
 
 
-KEY_VALUE_TOOLS: tuple[Tool, ...] = (
+KEY_VALUE_TOOLS: tuple[Tool[KeyValueTools], ...] = (
     Tool("write", "Write a value to persistent memory under a specified key. Overwrites if key exists.",
          {"key": _string("The key to store the value under"), "value": _string("The value to store")},
-         ("key", "value"), writes=True),
+         ("key", "value"), writes=True, method=lambda kv: kv.write),
     Tool("read", "Read a value from persistent memory by key.", {"key": _string("The key to retrieve the value for")},
-         ("key",)),
-    Tool("list", "List all keys currently stored in persistent memory.", {}),
+         ("key",), method=lambda kv: kv.read),
+    Tool("list", "List all keys currently stored in persistent memory.", {}, method=lambda kv: kv.list),
     Tool("delete", "Delete a key and its associated value from persistent memory.",
-         {"key": _string("The key to delete")}, ("key",), writes=True, destructive=True),
+         {"key": _string("The key to delete")}, ("key",), writes=True, destructive=True, method=lambda kv: kv.delete),
     Tool("pattern_search", "Search for keys in persistent memory that contain a specific pattern.",
-         {"pattern": _string("Substring to search for in keys")}, ("pattern",)),
+         {"pattern": _string("Substring to search for in keys")}, ("pattern",), method=lambda kv: kv.pattern_search),
 )
 
-_STORE_TOOLS: tuple[Tool, ...] = (
+#: The store tools of function calling (:class:`memkit.tools.ProviderTools`).
+FUNCTION_TOOLS: tuple[Tool[FunctionTools], ...] = (
+    Tool("recall_memory", "Search long-term memory for notes and past steps relevant to a query.",
+         {"query": _string("What to look for"),
+          "limit": {"type": "integer", "description": "How many memories to return at most", "default": 5}},
+         ("query",), run=_recall_memory, method=lambda tools: tools.recall_memory),
+    Tool("save_note", "Save a note to long-term memory so it can be recalled later.",
+         {"content": _string("The note to remember"),
+          "metadata": {"type": "object", "description": "Optional structured labels for the note"}},
+         ("content",), writes=True, run=_save_note, method=lambda tools: tools.save_note),
+)
+
+#: The store tools ``memkit mcp`` serves.
+MCP_TOOLS: tuple[Tool[None], ...] = (
     Tool("remember", "Save a memory (a note, a finding, a decision) so it can be recalled later.",
          {"content": _string("The text to remember"),
           "metadata": {"type": "object", "description": 'Optional labels, e.g. {"gene": "TP53"}'}},
@@ -195,19 +224,10 @@ _STORE_TOOLS: tuple[Tool, ...] = (
          "Record one step of a workflow's execution trace (what ran, with which tool, how it ended).",
          {"workflow_id": _string("The workflow (run) the step belongs to"), "step": _STEP_SCHEMA},
          ("workflow_id", "step"), writes=True, run=_record_step),
-    Tool("recall_memory", "Search long-term memory for notes and past steps relevant to a query.",
-         {"query": _string("What to look for"),
-          "limit": {"type": "integer", "description": "How many memories to return at most", "default": 5}},
-         ("query",), run=_recall_memory),
-    Tool("save_note", "Save a note to long-term memory so it can be recalled later.",
-         {"content": _string("The note to remember"),
-          "metadata": {"type": "object", "description": "Optional structured labels for the note"}},
-         ("content",), writes=True, run=_save_note),
 )
 
 #: Every tool by name.
-TOOLS: dict[str, Tool] = {tool.name: tool for tool in (*KEY_VALUE_TOOLS, *_STORE_TOOLS)}
-#: The store tools of function calling (:class:`memkit.tools.ProviderTools`).
-FUNCTION_TOOLS: tuple[Tool, ...] = (TOOLS["recall_memory"], TOOLS["save_note"])
-#: The store tools ``memkit mcp`` serves.
-MCP_TOOLS: tuple[Tool, ...] = tuple(TOOLS[n] for n in ("remember", "recall", "forget", "list_recent", "record_step"))
+TOOLS: dict[str, Tool[Any]] = {
+    **{tool.name: tool for tool in KEY_VALUE_TOOLS}, **{tool.name: tool for tool in FUNCTION_TOOLS},
+    **{tool.name: tool for tool in MCP_TOOLS},
+}

@@ -122,11 +122,13 @@ class ToolDispatcher:
         self.tools: dict[str, Callable[..., Any]] = {}
         self._definitions: dict[str, dict[str, Any]] = {}
         if memory_tools is not None:
-            for tool in KEY_VALUE_TOOLS:
-                self.register(tool.name, getattr(memory_tools, tool.name), tool.definition())
+            for kv in KEY_VALUE_TOOLS:
+                assert kv.method is not None
+                self.register(kv.name, kv.method(memory_tools), kv.definition())
         if provider_tools is not None:
             for tool in FUNCTION_TOOLS:
-                self.register(tool.name, getattr(provider_tools, tool.name), tool.definition())
+                assert tool.method is not None
+                self.register(tool.name, tool.method(provider_tools), tool.definition())
 
     def register(self, name: str, function: Callable[..., Any], definition: dict[str, Any]) -> None:
         """Add a tool (``definition`` in the same function-calling format)."""

@@ -134,30 +134,31 @@ class McpMemory:
     kv_path: str | None = None
     #: The bounds every tool's arguments are held to (the store's, and the key-value tools').
     limits: Limits = DEFAULT_LIMITS
-    tools: dict[str, Tool] = field(init=False)
+    tools: dict[str, Tool[Any]] = field(init=False)
     _kv: dict[Namespace, MemoryTools] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
-        tools = list(MCP_TOOLS)
+        tools: list[Tool[Any]] = list(MCP_TOOLS)
         if self.kv_path is not None:
             tools += KEY_VALUE_TOOLS
         self.tools = {t.name: t for t in tools}
 
-    def _kv_call(self, name: str, ns: Namespace, arguments: dict[str, Any]) -> Awaitable[str]:
+    def _kv_call(self, tool: Tool[Any], ns: Namespace, arguments: dict[str, Any]) -> Awaitable[str]:
         tools = self._kv.get(ns)
         if tools is None:
             assert self.kv_path is not None
             # Each namespace's scratchpad is its own run_id, so namespaces stay apart here too.
             tools = self._kv[ns] = MemoryTools(self.kv_path, run_id=namespace_label(*ns), limits=self.limits)
-        return asyncio.to_thread(getattr(tools, name), **arguments)
+        assert tool.method is not None
+        return asyncio.to_thread(tool.method(tools), **arguments)
 
     # -- dispatch ---------------------------------------------------------------------
 
-    def listed(self) -> list[Tool]:
+    def listed(self) -> list[Tool[Any]]:
         """The tools a client sees: no write tools on a read-only server."""
         return [t for t in self.tools.values() if not (t.writes and self.access.read_only)]
 
-    def input_schema(self, tool: Tool) -> dict[str, Any]:
+    def input_schema(self, tool: Tool[Any]) -> dict[str, Any]:
         properties = dict(tool.properties)
         required = list(tool.required)
         if self.access.choose:
@@ -187,7 +188,7 @@ class McpMemory:
         if missing:
             raise InvalidInputError(f"{name} needs {', '.join(missing)}")
         if tool.run is None:
-            return await self._kv_call(name, ns, args)
+            return await self._kv_call(tool, ns, args)
         return await tool.run(self.provider, ns, **args)
 
     # -- resources --------------------------------------------------------------------

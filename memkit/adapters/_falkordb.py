@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 from urllib.parse import unquote, urlsplit
 
 from memkit._core._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError, missing_extra
 from memkit._core._url import bool_option, embedder_option, query_options
 from memkit.adapters._cypher import Dialect, Statement
-from memkit.adapters._graph import GraphAdapter
+from memkit.adapters._graph import GraphAdapter, GraphOptions
 from memkit.adapters._plumbing import Worker
 
 __all__ = ["FalkorDBAdapter", "FalkorDBDialect"]
@@ -189,6 +189,16 @@ def parse_falkordb_url(url: str) -> dict[str, Any]:
     return options
 
 
+class FalkorDBOptions(GraphOptions, total=False):
+    """Every keyword of :class:`FalkorDBAdapter` (what ``from_url`` takes beside the URL)."""
+
+    host: str
+    port: int
+    graph: str
+    password: str | None
+    socket_timeout: float
+
+
 class FalkorDBAdapter(GraphAdapter):
     """Memories as a graph in FalkorDB, through the native ``falkordb`` client.
 
@@ -210,7 +220,7 @@ class FalkorDBAdapter(GraphAdapter):
 
     def __init__(
         self, host: str = "127.0.0.1", port: int = 6379, graph: str = "memkit", *,
-        password: str | None = None, socket_timeout: float = 60.0, **options: Any,
+        password: str | None = None, socket_timeout: float = 60.0, **options: Unpack[GraphOptions],
     ) -> None:
         if not isinstance(graph, str) or not graph.strip():
             raise ConfigError("graph must be a non-empty name")
@@ -227,6 +237,6 @@ class FalkorDBAdapter(GraphAdapter):
             raise
 
     @classmethod
-    def from_url(cls, url: str, **options: Any) -> FalkorDBAdapter:
+    def from_url(cls, url: str, **options: Unpack[FalkorDBOptions]) -> FalkorDBAdapter:
         """``falkordb://host:port/graph`` (the factory calls this)."""
         return cls(**{**parse_falkordb_url(url), **options})

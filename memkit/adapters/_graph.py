@@ -11,7 +11,7 @@ narrowed the candidates to one namespace.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Iterable
-from typing import Any
+from typing import Any, TypedDict
 
 from memkit._core import _ops as ops
 from memkit._core._errors import ConfigError, InvalidInputError
@@ -51,10 +51,22 @@ from memkit.adapters._cypher import (
 )
 from memkit.adapters._graph_search import GraphSearch, record_of
 from memkit.adapters._graph_views import read_graph, read_neighbourhood
+from memkit.embeddings import Embedder
 from memkit.graph._model import MemoryGraph
 from memkit.graph._schema import DEFAULT_ENTITY_FIELDS, RecordParts, edge_id, memory_key, node_key, record_parts
 
-__all__ = ["GraphAdapter"]
+__all__ = ["GraphAdapter", "GraphOptions"]
+
+
+class GraphOptions(TypedDict, total=False):
+    """The keywords every graph store takes besides where its server is (see :class:`GraphAdapter`)."""
+
+    limits: Limits
+    entity_fields: Iterable[str]
+    embedder: Embedder | None
+    hybrid: HybridConfig | None
+    record_recalls: bool
+    max_indexed: int
 
 _EXPORT_CHUNK = 2_000
 _WRITE_CHUNK = 2_000
@@ -114,7 +126,7 @@ class GraphAdapter(Store):
         *,
         limits: Limits = DEFAULT_LIMITS,
         entity_fields: Iterable[str] = DEFAULT_ENTITY_FIELDS,
-        embedder: Any = None,
+        embedder: Embedder | None = None,
         hybrid: HybridConfig | None = None,
         record_recalls: bool = False,
         max_indexed: int = 2_000_000,
@@ -137,7 +149,7 @@ class GraphAdapter(Store):
         self.entity_fields = tuple(entity_fields)
         self._schema_ready = False
         self._search = GraphSearch(self._read, dialect.hits_statement(), None if embedder is None else self._embed,
-                                   None if embedder is None else int(self._embedder.dim), max_indexed)
+                                   None if embedder is None else int(embedder.dim), max_indexed)
 
     @property
     def embedder(self) -> Any:

@@ -20,16 +20,16 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import unquote
 
-from memkit._core._errors import BackendUnavailableError, ConfigError, StorageError, missing_extra
+from memkit._core._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError, missing_extra
 from memkit._core._records import Record, to_us
 from memkit.embeddings import DEFAULT_EMBEDDER, Embedder, get_embedder
 
 __all__ = [
-    "DEFAULT_COLLECTION", "PAYLOAD_KEY", "Backend", "CloudBackend", "OSSBackend", "Opened", "Row", "connect",
-    "decode_id", "encode_id", "newest_first", "oss_config", "redact", "row_of",
+    "DEFAULT_COLLECTION", "PAYLOAD_KEY", "Backend", "CloudBackend", "Mem0Memory", "OSSBackend", "Opened", "Row",
+    "connect", "decode_id", "encode_id", "newest_first", "oss_config", "redact", "row_of",
 ]
 
 PAYLOAD_KEY = "memkit"
@@ -197,6 +197,19 @@ def bind_embedder(root: Path, spec: object, collection: str) -> Embedder:
 # -- the two backends: the blocking calls, nothing else ------------------------------------------
 
 
+@runtime_checkable
+class Mem0Memory(Protocol):
+    """What memkit calls on a mem0 object it is handed: ``mem0.Memory`` (OSS) or ``mem0.MemoryClient``
+    (cloud). Their own signatures vary between mem0 releases, so only the methods are named."""
+
+    def add(self, *args: Any, **kwargs: Any) -> Any: ...
+    def get(self, *args: Any, **kwargs: Any) -> Any: ...
+    def get_all(self, *args: Any, **kwargs: Any) -> Any: ...
+    def search(self, *args: Any, **kwargs: Any) -> Any: ...
+    def delete(self, *args: Any, **kwargs: Any) -> Any: ...
+    def reset(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
 class Backend(Protocol):
     mode: str
     owned: bool  # opened by memkit (so memkit closes it), not handed in
@@ -218,8 +231,8 @@ def _results(response: Any) -> list[dict[str, Any]]:
 class OSSBackend:
     mode = "oss"
 
-    def __init__(self, memory: Any, owned: bool) -> None:
-        self.memory = memory
+    def __init__(self, memory: Mem0Memory, owned: bool) -> None:
+        self.memory: Any = memory
         self.owned = owned
 
     def add(self, content: str, user: str, agent: str, payload: dict[str, Any], infer: bool) -> str:
@@ -419,10 +432,14 @@ path: str | os.PathLike[str] | None,
     embedder: object,
     collection: str,
     llm: Mapping[str, Any] | None,
-    memory: Any,
+    memory: Mem0Memory | None,
 ) -> Backend:
     """Open mem0 in ``opened.mode`` (``call`` runs a blocking constructor on the adapter's worker
     thread), recording in ``opened`` what the adapter keeps: where, which embedder, which secrets."""
+    if memory is not None and not isinstance(memory, Mem0Memory):
+        raise InvalidInputError(
+            f"memory must be a mem0 Memory (or a MemoryClient in cloud mode), got {type(memory).__name__}"
+        )
     if opened.mode == "cloud":
         prepare_environment(None, offline=False)
         mem0 = import_mem0()

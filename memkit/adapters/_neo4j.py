@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 from urllib.parse import unquote, urlsplit
 
 from memkit._core._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError, missing_extra
 from memkit.adapters._cypher import Dialect, Statement
-from memkit.adapters._graph import GraphAdapter
+from memkit.adapters._graph import GraphAdapter, GraphOptions
 
 __all__ = ["Neo4jAdapter", "Neo4jDialect"]
 
@@ -180,6 +180,16 @@ def parse_neo4j_url(url: str) -> dict[str, Any]:
     return options
 
 
+class Neo4jOptions(GraphOptions, total=False):
+    """Every keyword of :class:`Neo4jAdapter` (what ``from_url`` takes beside the URL)."""
+
+    uri: str
+    user: str | None
+    password: str | None
+    database: str | None
+    max_retry_time: float
+
+
 class Neo4jAdapter(GraphAdapter):
     """Memories as a graph in Neo4j 5.x, through the official async ``neo4j`` driver.
 
@@ -205,7 +215,7 @@ class Neo4jAdapter(GraphAdapter):
 
     def __init__(
         self, uri: str = "neo4j://localhost:7687", *, user: str | None = None, password: str | None = None,
-        database: str | None = None, max_retry_time: float = 30.0, **options: Any,
+        database: str | None = None, max_retry_time: float = 30.0, **options: Unpack[GraphOptions],
     ) -> None:
         if urlsplit(uri).scheme not in SCHEMES:
             raise ConfigError(f"not a Neo4j URL: use one of {', '.join(s + '://' for s in SCHEMES)}")
@@ -219,6 +229,6 @@ class Neo4jAdapter(GraphAdapter):
         super().__init__(Neo4jDialect(uri, user, password, database, max_retry_time), **options)
 
     @classmethod
-    def from_url(cls, url: str, **options: Any) -> Neo4jAdapter:
+    def from_url(cls, url: str, **options: Unpack[Neo4jOptions]) -> Neo4jAdapter:
         """``neo4j://user:password@host:7687/database`` (the factory calls this)."""
         return cls(**{**parse_neo4j_url(url), **options})

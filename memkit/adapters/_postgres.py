@@ -47,6 +47,7 @@ from memkit.adapters._postgres_loop import Loop, load_psycopg, safe_url
 from memkit.adapters._postgres_recalls import RecallsAndMarks
 from memkit.adapters._postgres_schema import ADVISORY_LOCK, META_TABLE, MIGRATIONS, SCHEMA_VERSION, vector_statements
 from memkit.adapters._postgres_search import ranked
+from memkit.adapters._sqlbase import created_by, embedded, filter_sql
 
 __all__ = ["PostgresAdapter"]
 
@@ -307,15 +308,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
             after, done = rows[-1][0], done + len(rows)
 
     def _embed(self, texts: list[str]) -> Any:
-        import numpy as np
-
-        vectors = np.asarray(self._embedder.embed(texts), dtype=np.float32)
-        if vectors.shape != (len(texts), self._embedder.dim):
-            raise ConfigError(
-                f"embedder {self._embedder.name!r} returned shape {vectors.shape},"
-                f" expected {(len(texts), self._embedder.dim)}"
-            )
-        return vectors
+        return embedded(self._embedder, texts)
 
     async def _release(self) -> None:
         if self._pool is not None:
@@ -422,8 +415,8 @@ class PostgresAdapter(RecallsAndMarks, Store):
     async def _select(self, op: ListOp) -> list[Record]:
         conditions = op.conditions
         if op.until_us is not None:
-            conditions = (*conditions, q.created_by(op.until_us))
-        where, params = q.filter_sql(conditions)
+            conditions = (*conditions, created_by(op.until_us))
+        where, params = filter_sql(conditions, q.POSTGRES)
         sql = (
             f"SELECT {q.COLUMNS} FROM memories m WHERE m.user_id = %s AND m.agent_id = %s AND {where}"  # noqa: S608
             " ORDER BY m.created_us DESC, m.seq DESC LIMIT %s OFFSET %s"
@@ -443,7 +436,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
     async def _rank(self, op: SearchOp) -> list[MemoryItem]:
         conditions = op.conditions
         if op.until_us is not None:
-            conditions = (*conditions, q.created_by(op.until_us))
+            conditions = (*conditions, created_by(op.until_us))
         vector = None if op.mode == "keyword" else self._embed([op.query])[0]
         return await self._call(ranked(self._pool, op, conditions, vector))
 

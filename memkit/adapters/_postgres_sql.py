@@ -14,17 +14,17 @@ the namespace's N, average length and document frequencies, so it ranks as SQLit
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from typing import Any
 
 from memkit._core._records import Record
-from memkit._retrieval._filters import Condition, type_class
+from memkit._retrieval._filters import Condition
 from memkit._retrieval._keyword import K1, B, analyze
+from memkit.adapters._sqlbase import Dialect, filter_sql
 
 __all__ = [
-    "COLUMNS", "DENSE_EXACT_MAX", "STATS_SAMPLE", "any_query", "filter_sql", "row_record", "term_query", "terms_vector",
+    "COLUMNS", "DENSE_EXACT_MAX", "POSTGRES", "STATS_SAMPLE", "any_query", "row_record", "term_query", "terms_vector",
 ]
 
 COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
@@ -84,62 +84,22 @@ def query_terms(terms: list[str]) -> list[str]:
 
 # -- metadata filters ---------------------------------------------------------------------
 
-# Not a metadata operator (the filter parser never makes it): ``search(as_of=...)`` rides on
-# the filter machinery so every leg and the empty-query listing honour it the same way.
-CREATED_BY = "$created_by"
-
-_RANGE_SQL = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
-
-
-def created_by(until_us: int) -> Condition:
-    """A condition that holds for memories created at or before ``until_us``."""
-    return Condition(path=(), op=CREATED_BY, value=int(until_us))
-
-
-def _equal_sql(path: list[str], wanted: Any, params: list[Any]) -> str:
-    """SQL that is true exactly when :func:`memkit._retrieval._filters._equal` is (never NULL)."""
-    if wanted is None:
-        params.append(path)
-        return "coalesce(jsonb_typeof(m.metadata #> %s) = 'null', true)"
-    # jsonb equality compares numbers by value (1 = 1.0) and never equates two types.
-    params.extend([path, json.dumps(wanted)])
-    return "coalesce(m.metadata #> %s = %s::jsonb, false)"
-
-
 def _number(value: int | float) -> str:
     return str(value) if isinstance(value, int) else repr(float(value))
 
 
-def filter_sql(conditions: tuple[Condition, ...]) -> tuple[str, list[Any]]:
-    """Compile parsed filters to a parameterised predicate over ``m`` (``%s`` placeholders)."""
-    parts: list[str] = []
-    params: list[Any] = []
-    for cond in conditions:
-        path = list(cond.path)
-        if cond.op == CREATED_BY:
-            parts.append("m.created_us <= %s")
-            params.append(cond.value)
-        elif cond.op in ("$eq", "$ne"):
-            expr = _equal_sql(path, cond.value, params)
-            parts.append(expr if cond.op == "$eq" else f"NOT {expr}")
-        elif cond.op in ("$in", "$nin"):
-            exprs = [_equal_sql(path, v, params) for v in cond.value] or ["false"]
-            any_of = "(" + " OR ".join(exprs) + ")"
-            parts.append(any_of if cond.op == "$in" else f"NOT {any_of}")
-        elif type_class(cond.value) == "number":
-            params.extend([path, path, _number(cond.value)])
-            parts.append(
-                f"coalesce(CASE WHEN jsonb_typeof(m.metadata #> %s) = 'number'"
-                f" THEN (m.metadata #> %s)::numeric {_RANGE_SQL[cond.op]} %s::numeric END, false)"
-            )
-        else:
-            # Strings compare by code point: byte order of UTF-8 under the "C" collation.
-            params.extend([path, path, cond.value])
-            parts.append(
-                f"coalesce(CASE WHEN jsonb_typeof(m.metadata #> %s) = 'string'"
-                f" THEN (m.metadata #>> %s) COLLATE \"C\" {_RANGE_SQL[cond.op]} %s::text COLLATE \"C\" END, false)"
-            )
-    return (" AND ".join(parts) or "true"), params
+#: jsonb: a path is a text array; a number is compared as numeric (bound as its exact text) and a
+#: string under the "C" collation, by code point as UTF-8 bytes order.
+POSTGRES = Dialect(
+    mark="%s", true="true", false="false",
+    type_of="jsonb_typeof(m.metadata #> %s)",
+    types={"bool": "'boolean'", "number": "'number'", "string": "'string'"},
+    values={"bool": "(m.metadata #> %s)::boolean", "number": "(m.metadata #> %s)::numeric",
+            "string": '(m.metadata #>> %s) COLLATE "C"'},
+    operands={"bool": "%s::boolean", "number": "%s::numeric", "string": '%s::text COLLATE "C"'},
+    path=lambda cond: list(cond.path),
+    binds={"number": _number},
+)
 
 
 # -- the keyword leg ----------------------------------------------------------------------
@@ -190,7 +150,7 @@ def keyword_statement(
 ) -> tuple[str, list[Any]]:
     """The keyword leg's statement: ``(seq, created_us, bm25)`` rows, best first, ties newest first.
     ``weights`` are the query terms' idf (terms no memory holds left out)."""
-    where, params = filter_sql(conditions)
+    where, params = filter_sql(conditions, POSTGRES)
     terms = list(weights)
     return KEYWORD_SQL.format(where=where), [
         terms, [weights[t] for t in terms], terms, user_id, agent_id, any_query(terms), *params,
@@ -209,7 +169,7 @@ def dense_statement(
     serves it: every vector of the namespace is scored); otherwise by the cosine distance the
     HNSW index serves. Both are the cosine for memkit's unit vectors.
     """
-    where, params = filter_sql(conditions)
+    where, params = filter_sql(conditions, POSTGRES)
     order = "m.embedding <#> v.q" if exact else "m.embedding <=> v.q"
     sql = (
         "SELECT m.seq, m.created_us, -(m.embedding <#> v.q) AS cosine"  # noqa: S608

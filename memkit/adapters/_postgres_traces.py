@@ -9,11 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from memkit.adapters._postgres_sql import POSTGRES
+from memkit.adapters._sqlbase import trace_filter
 from memkit.adapters._sqlite._traces import MISSING, TRACE_NUMBERS, decode_trace_fields, gc_paused
 
 __all__ = ["read"]
 
 _TEXTS = ("user_id", "agent_id", "workflow_id", "run_id", "step_name", "tool", "status")
+
+_TESTS = {
+    "workflow_id": "m.metadata ->> 'workflow_id' = %s", "agent_id": "m.agent_id = %s", "user_id": "m.user_id = %s",
+    "status": "m.metadata -> 'trace' ->> 'status' = %s",
+}
 
 _SQL = """
 SELECT m.seq, m.created_us, m.user_id, m.agent_id,
@@ -46,19 +53,11 @@ async def read(
 ) -> dict[str, Any]:
     import numpy as np
 
-    where: list[str] = ["true"]
-    params: list[Any] = []
-    for expr, value in (("m.metadata ->> 'workflow_id'", workflow_id), ("m.agent_id", agent_id),
-                        ("m.user_id", user_id), ("m.metadata -> 'trace' ->> 'status'", status)):
-        if value is not None:
-            where.append(f"{expr} = %s")  # expressions from the tuple above, values as parameters
-            params.append(value)
-    if since_us is not None:
-        where.append("m.created_us >= %s")
-        params.append(since_us)
+    given = {"workflow_id": workflow_id, "agent_id": agent_id, "user_id": user_id, "status": status}
+    where, params = trace_filter(POSTGRES, _TESTS, "m.created_us >= %s", given, since_us)
     async with pool.connection() as conn:
         cur = conn.cursor()
-        await cur.execute(_SQL.format(where=" AND ".join(where)), params)
+        await cur.execute(_SQL.format(where=where), params)
         rows = await cur.fetchall()
     with gc_paused():
         out: dict[str, Any] = {}

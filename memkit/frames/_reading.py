@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 import pandas as pd
@@ -291,11 +291,27 @@ async def _namespaces(provider: MemoryProvider) -> list[NamespaceInfo]:
 # -- audits ------------------------------------------------------------------------------
 
 
-def _frame(source: pd.DataFrame | MemoryProvider | Memory, **filters: Any) -> pd.DataFrame:
+class StepFilters(TypedDict, total=False):
+    """The keywords of :func:`traces_frame` besides ``workflow_id``, as the audits pass them on."""
+
+    agent_id: str | None
+    user_id: str | None
+    status: str | ExecutionStatus | None
+    since: datetime | str | float | None
+    recalls: bool
+
+
+class TraceFilters(StepFilters, total=False):
+    """Every keyword of :func:`traces_frame`."""
+
+    workflow_id: str | None
+
+
+def _frame(source: pd.DataFrame | MemoryProvider | Memory, **filters: Unpack[TraceFilters]) -> pd.DataFrame:
     return source if isinstance(source, pd.DataFrame) else traces_frame(source, **filters)
 
 
-def tool_stats(source: pd.DataFrame | MemoryProvider | Memory, **filters: Any) -> pd.DataFrame:
+def tool_stats(source: pd.DataFrame | MemoryProvider | Memory, **filters: Unpack[TraceFilters]) -> pd.DataFrame:
     """Per tool: ``steps, successes, failures, success_rate, retries`` and duration
     ``duration_mean_s, duration_p50_s, duration_p90_s, duration_p99_s``.
 
@@ -326,7 +342,9 @@ def tool_stats(source: pd.DataFrame | MemoryProvider | Memory, **filters: Any) -
     return out[columns]
 
 
-def failure_patterns(source: pd.DataFrame | MemoryProvider | Memory, **filters: Any) -> pd.DataFrame:
+def failure_patterns(
+    source: pd.DataFrame | MemoryProvider | Memory, **filters: Unpack[TraceFilters]
+) -> pd.DataFrame:
     """Failed steps per category (the seed framework's: network_error, validation_error,
     parameter_error, criteria_failure, execution_error, unknown) and tool: ``category, tool, count``,
     most frequent first.

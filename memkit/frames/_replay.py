@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import pandas as pd
 
@@ -19,7 +19,7 @@ from memkit._display import status_of
 from memkit._recall import _recording as _recall
 from memkit._recall._recording import Recall
 from memkit._sync import Memory, call
-from memkit.frames._reading import _missing, traces_frame
+from memkit.frames._reading import StepFilters, _missing, traces_frame
 from memkit.traces import ExecutionHistory, ExecutionItem, ExecutionStatus
 
 
@@ -55,7 +55,7 @@ def _item(row: pd.Series) -> ExecutionItem:
 
 
 def replay(
-    mem: MemoryProvider | Memory | pd.DataFrame, workflow_id: str, **filters: Any
+    mem: MemoryProvider | Memory | pd.DataFrame, workflow_id: str, **filters: Unpack[StepFilters]
 ) -> Iterator[ReplayState]:
     """Walk one workflow step by step, yielding the state after each step.
 

@@ -32,10 +32,11 @@ from memkit._recall._marks import Mark
 from memkit._recall._recording import Recall
 from memkit._retrieval._fusion import HybridConfig
 from memkit.adapters._plumbing import Worker
+from memkit.adapters._sqlbase import created_by
 from memkit.adapters._sqlite import _queries as queries
 from memkit.adapters._sqlite._keywords import KeywordCache, feed_head, lag
 from memkit.adapters._sqlite._schema import connect, write_transaction
-from memkit.adapters._sqlite._sql import COLUMNS, created_by, row_record, select
+from memkit.adapters._sqlite._sql import COLUMNS, row_record, select
 from memkit.adapters._sqlite._traces import trace_columns
 from memkit.adapters._sqlite._vectors import Vectors, blob
 

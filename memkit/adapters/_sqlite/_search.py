@@ -14,8 +14,9 @@ from memkit._retrieval._filters import Condition
 from memkit._retrieval._fusion import DenseScores, dense_leg
 from memkit._retrieval._keyword import KeywordIndex, analyze_query
 from memkit._retrieval._pipeline import rank
+from memkit.adapters._sqlbase import created_by, filter_sql
 from memkit.adapters._sqlite._keywords import KeywordCache, snapshot
-from memkit.adapters._sqlite._sql import allowed, created_by, filter_sql, records_by_seq
+from memkit.adapters._sqlite._sql import SQLITE, allowed, records_by_seq
 from memkit.adapters._sqlite._vectors import Vectors
 
 __all__ = ["ranked"]
@@ -32,7 +33,7 @@ def keyword_ranked(
         return []
     if index is None:
         index = keywords.index(db, user_id, agent_id)
-    where, params = filter_sql(conditions)
+    where, params = filter_sql(conditions, SQLITE)
     sql = (
         "SELECT m.seq FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?))"  # noqa: S608
         # unary + keeps the planner on the seq primary key: the namespace index would scan it all

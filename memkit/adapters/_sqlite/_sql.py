@@ -8,9 +8,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from memkit._core._records import Record
-from memkit._retrieval._filters import Condition, type_class
+from memkit._retrieval._filters import Condition
+from memkit.adapters._sqlbase import Dialect, filter_sql
 
-__all__ = ["COLUMNS", "allowed", "created_by", "filter_sql", "records_by_seq", "row_record", "select"]
+__all__ = ["COLUMNS", "SQLITE", "allowed", "records_by_seq", "row_record", "select"]
 
 COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
 
@@ -22,55 +23,16 @@ def row_record(row: tuple[Any, ...]) -> Record:
     )
 
 
-def _equal_sql(cond: Condition, wanted: Any, params: list[Any]) -> str:
-    """SQL that is 1 exactly when :func:`memkit._retrieval._filters._equal` is true (never NULL)."""
-    params.append(cond.json_path)
-    kind = type_class(wanted)
-    if kind == "null":
-        return "coalesce(json_type(m.metadata, ?) = 'null', 1)"
-    if kind == "bool":
-        return f"coalesce(json_type(m.metadata, ?) = '{'true' if wanted else 'false'}', 0)"
-    params.extend([cond.json_path, wanted])
-    types = "('integer', 'real')" if kind == "number" else "('text')"
-    return f"coalesce(json_type(m.metadata, ?) IN {types} AND json_extract(m.metadata, ?) = ?, 0)"
-
-
-# Not a metadata operator (the filter parser never makes it): ``search(as_of=...)`` rides on
-# the filter machinery so every leg and the empty-query listing honour it the same way.
-_CREATED_BY = "$created_by"
-
-
-def created_by(until_us: int) -> Condition:
-    """A condition that holds for memories created at or before ``until_us``."""
-    return Condition(path=(), op=_CREATED_BY, value=int(until_us))
-
-
-_RANGE_SQL = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
-
-
-def filter_sql(conditions: tuple[Condition, ...]) -> tuple[str, list[Any]]:
-    """Compile parsed filters to a parameterised SQL predicate over ``m.metadata``."""
-    parts: list[str] = []
-    params: list[Any] = []
-    for cond in conditions:
-        if cond.op == _CREATED_BY:
-            parts.append("m.created_us <= ?")
-            params.append(cond.value)
-        elif cond.op in ("$eq", "$ne"):
-            expr = _equal_sql(cond, cond.value, params)
-            parts.append(expr if cond.op == "$eq" else f"NOT {expr}")
-        elif cond.op in ("$in", "$nin"):
-            exprs = [_equal_sql(cond, v, params) for v in cond.value] or ["0"]
-            any_of = "(" + " OR ".join(exprs) + ")"
-            parts.append(any_of if cond.op == "$in" else f"NOT {any_of}")
-        else:
-            types = "('integer', 'real')" if type_class(cond.value) == "number" else "('text')"
-            params.extend([cond.json_path, cond.json_path, cond.value])
-            parts.append(
-                f"coalesce(json_type(m.metadata, ?) IN {types}"
-                f" AND json_extract(m.metadata, ?) {_RANGE_SQL[cond.op]} ?, 0)"
-            )
-    return (" AND ".join(parts) or "1"), params
+#: SQLite's JSON1: ``json_type`` names true and false apart, ``json_extract`` reads a true as 1; text
+#: compares by byte, which for UTF-8 is code point order.
+SQLITE = Dialect(
+    mark="?", true="1", false="0",
+    type_of="json_type(m.metadata, ?)",
+    types={"bool": "'true', 'false'", "number": "'integer', 'real'", "string": "'text'"},
+    values=dict.fromkeys(("bool", "number", "string"), "json_extract(m.metadata, ?)"),
+    operands=dict.fromkeys(("bool", "number", "string"), "?"),
+    path=lambda cond: cond.json_path,
+)
 
 
 def select(
@@ -78,7 +40,7 @@ def select(
     offset: int = 0,
 ) -> list[Record]:
     """One namespace's memories that pass the filters, newest first."""
-    where, params = filter_sql(conditions)
+    where, params = filter_sql(conditions, SQLITE)
     sql = (
         f"SELECT {COLUMNS} FROM memories m WHERE m.user_id = ? AND m.agent_id = ? AND {where}"  # noqa: S608
         " ORDER BY m.created_us DESC, m.seq DESC LIMIT ? OFFSET ?"
@@ -101,7 +63,7 @@ def records_by_seq(db: sqlite3.Connection, seqs: Iterable[int]) -> dict[int, Rec
 
 def allowed(db: sqlite3.Connection, seqs: list[int], conditions: tuple[Condition, ...]) -> set[int]:
     """Those of ``seqs`` whose memory passes the filters."""
-    where, params = filter_sql(conditions)
+    where, params = filter_sql(conditions, SQLITE)
     passing: set[int] = set()
     for start in range(0, len(seqs), 500):
         chunk = seqs[start : start + 500]

@@ -20,6 +20,8 @@ from operator import methodcaller
 from typing import TYPE_CHECKING, Any
 
 from memkit._core._errors import StorageError
+from memkit.adapters._sqlbase import trace_filter
+from memkit.adapters._sqlite._sql import SQLITE
 
 # numpy is imported by the functions that compute with it: opening a store to read its
 # counts or namespaces (the command line) never loads it.
@@ -168,18 +170,17 @@ def trace_columns(
     since_us: int | None,
 ) -> dict[str, Any]:
     """Every trace step that matches, as columns (see :class:`memkit.SupportsTraceColumns`)."""
-    where: list[str] = ["1"]
-    params: list[Any] = []
-    for column, value in (("workflow_id", workflow_id), ("agent_id", agent_id),
-                          ("user_id", user_id), ("status", status)):
-        if value is not None:
-            where.append(f"{column} = (SELECT code FROM trace_dict WHERE text = ?)")  # noqa: S608
-            params.append(value)
-    if since_us is not None:
-        where.append("created_us >= ?")
-        params.append(since_us)
+    values = {"workflow_id": workflow_id, "agent_id": agent_id, "user_id": user_id, "status": status}
+    where, params = trace_filter(SQLITE, _TRACE_TESTS, "created_us >= ?", values, since_us)
     with gc_paused():
-        return _read(db, path, " AND ".join(where), params)
+        return _read(db, path, where, params)
+
+
+# A text column holds its dictionary code: a filter reads the code of its value.
+_TRACE_TESTS = {
+    column: f"{column} = (SELECT code FROM trace_dict WHERE text = ?)"  # noqa: S608
+    for column in ("workflow_id", "agent_id", "user_id", "status")
+}
 
 
 def _read(db: sqlite3.Connection, path: str, condition: str, params: list[Any]) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from memkit._core._errors import ConfigError
 from memkit._core._records import Record
 from memkit._retrieval._fusion import VectorIndex
+from memkit.adapters._sqlbase import embedded
 from memkit.adapters._sqlite._keywords import feed_head, snapshot
 from memkit.adapters._sqlite._schema import write_transaction, write_unless_busy
 
@@ -158,16 +159,8 @@ class Vectors:
         return done
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        import numpy as np
-
         assert self.embedder is not None
-        vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
-        if vectors.shape != (len(texts), self.embedder.dim):
-            raise ConfigError(
-                f"embedder {self.embedder.name!r} returned shape {vectors.shape},"
-                f" expected {(len(texts), self.embedder.dim)}"
-            )
-        return vectors
+        return embedded(self.embedder, texts)
 
     def embed_records(self, records: Sequence[Record]) -> np.ndarray | None:
         """The records' vectors (``None`` for a keyword-only store)."""
