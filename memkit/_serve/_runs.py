@@ -142,11 +142,15 @@ async def read_runs(
     workflow_id: str | None = None,
 ) -> list[Run]:
     """Every run of the store (or of one namespace or workflow), newest first."""
+    return _keys(await _summaries(provider, user_id, agent_id, workflow_id))
+
+
+async def _summaries(
+    provider: MemoryProvider, user_id: str | None, agent_id: str | None, workflow_id: str | None
+) -> list[RunSummary]:
     if isinstance(provider, Store) and isinstance(provider, SupportsExport):
-        rows = await provider.run_summaries(user_id=user_id, agent_id=agent_id, workflow_id=workflow_id)
-    else:
-        rows = await summaries(provider, user_id, agent_id, workflow_id)
-    return _keys(rows)
+        return await provider.run_summaries(user_id=user_id, agent_id=agent_id, workflow_id=workflow_id)
+    return await summaries(provider, user_id, agent_id, workflow_id)
 
 
 def filter_runs(
@@ -190,9 +194,30 @@ async def _steps(provider: MemoryProvider, run: Run, runs: list[Run]) -> list[St
     return steps
 
 
+def _workflows_in(name: str) -> set[str]:
+    """Every workflow id a run whose id is ``name`` can have: its id is ``[user/agent/]workflow[/run_id]``."""
+    parts = name.split("/")
+    return {"/".join(parts[i:j]) for i in range(len(parts)) for j in range(i + 1, len(parts) + 1)}
+
+
+async def _runs_named(provider: MemoryProvider, name: str) -> list[Run]:
+    """The runs of the workflows ``name`` can name, when one of them has that id (else every run).
+
+    Every run that could share that id (or make it need its namespace in front) belongs to one of
+    those workflows, so their ids are the ids the whole list gives them; a store reads one
+    workflow's summaries by its index."""
+    if "/" in name:
+        rows = [row for workflow in sorted(_workflows_in(name))
+                for row in await _summaries(provider, None, None, workflow)]
+        runs = _keys(rows)
+        if sum(run.key == name for run in runs) == 1:
+            return runs
+    return await read_runs(provider)
+
+
 async def read_run(provider: MemoryProvider, name: str) -> RunDetail:
     """One run by name (see :func:`pick_run`), with its steps, its recalls and the marks on it."""
-    runs = await read_runs(provider)
+    runs = await _runs_named(provider, name)
     run = pick_run(runs, name)
     steps = await _steps(provider, run, runs)
     recalls: list[Recall] = []
