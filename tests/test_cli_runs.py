@@ -219,9 +219,10 @@ def _researchers_store(url: str) -> memkit.Memory:
 def test_the_run_list_is_runs_frame_without_pandas(
     backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What ``memkit runs`` reads (no pandas; a big store as columns) is exactly ``runs_frame``."""
-    from memkit._serve import _runs
-    from memkit._serve._runs import read_runs
+    """What ``memkit runs`` reads (no pandas) is exactly ``runs_frame``: SQLite's run summaries, the
+    store base's (memory://), and the base's read of a big store's trace columns (as on Postgres)."""
+    from memkit._core import _runs
+    from memkit._serve._runs import _keys, read_runs
     from memkit._sync import call
     from memkit.frames import runs_frame
 
@@ -230,7 +231,8 @@ def test_the_run_list_is_runs_frame_without_pandas(
     url = f"sqlite:///{tmp_path / 'r.db'}?embedder=none" if backend.startswith("sqlite") else "memory://"
     with _researchers_store(url) as mem:
         frame = runs_frame(mem)
-        runs = call(mem, read_runs)
+        # "as columns": the base's reading, not SQLite's own
+        runs = _keys(call(mem, _runs.summaries)) if backend == "sqlite, as columns" else call(mem, read_runs)
         assert [r.key for r in runs] == list(frame.index) and len(runs) > 30
         assert any(r.key.startswith(("alice/", "bob/")) for r in runs)  # shared workflow ids, no run_id
         for run, (key, row) in zip(runs, frame.iterrows(), strict=True):
@@ -251,7 +253,7 @@ def test_the_run_list_is_runs_frame_without_pandas(
 def test_show_keeps_two_users_runs_of_one_workflow_apart_and_shows_marks(
     columns: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memkit._serve import _runs
+    from memkit._core import _runs
 
     if columns:  # as a store of more than COLUMNS_FROM records is read: workflow by workflow
         monkeypatch.setattr(_runs, "COLUMNS_FROM", 0)
@@ -289,7 +291,7 @@ def test_show_keeps_two_users_runs_of_one_workflow_apart_and_shows_marks(
 def test_show_finds_a_run_whose_id_another_workflow_could_also_spell(
     columns: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memkit._serve import _runs
+    from memkit._core import _runs
 
     if columns:
         monkeypatch.setattr(_runs, "COLUMNS_FROM", 0)
@@ -309,3 +311,22 @@ def test_show_finds_a_run_whose_id_another_workflow_could_also_spell(
     assert [s["step_name"] for s in json.loads(capsys.readouterr().out)["steps"]] == ["slash"]
     assert main(["--url", url, "show", "c", "--json"]) == 0  # a run_id naming one run
     assert json.loads(capsys.readouterr().out)["run"] == "a/c"
+
+
+def test_sqlite_counts_run_summaries_as_the_generic_reads_do_and_within_a_namespace(tmp_path: Path) -> None:
+    """SQLite's run summaries (packed step numbers, recall counts from an index) equal what any store's
+    public reads give, for the whole store, one namespace and one workflow; another namespace never shows."""
+    from memkit._core._runs import summaries
+    from memkit._sync import run_sync
+
+    with _researchers_store(f"sqlite:///{tmp_path / 's.db'}?embedder=none") as mem:
+        store = mem.provider
+        for scope in ({}, {"user_id": "alice"}, {"user_id": "bob", "agent_id": "bio"}, {"workflow_id": "wf-1"}):
+            fast = run_sync(store.run_summaries(**scope))  # type: ignore[attr-defined]
+            slow = run_sync(summaries(store, scope.get("user_id"), scope.get("agent_id"), scope.get("workflow_id")))
+            assert fast == slow and fast, scope
+            assert all(r.recalls is not None for r in fast) and any(r.recalls for r in fast)
+            assert any(r.marks for r in fast) or scope.get("workflow_id")
+        assert {r.user_id for r in run_sync(store.run_summaries(user_id="alice"))} == {"alice"}  # type: ignore[attr-defined]
+        with pytest.raises(memkit.InvalidInputError, match="user_id"):
+            run_sync(store.run_summaries(user_id=""))  # type: ignore[attr-defined]

@@ -1,4 +1,9 @@
-"""The typed records that cross the port."""
+"""The typed records that cross the port.
+
+Every model here and in :mod:`memkit._recall` builds its validator on first use
+(``defer_build``): building them all costs about 40 ms of CPU at import, which a command that
+never makes one (``memkit runs``) would pay on every call.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,8 @@ class MemoryFilter(BaseModel):
     ``filters=MemoryFilter(metadata={...})`` and ``filters={...}`` mean the same.
     """
 
+    model_config = ConfigDict(defer_build=True)
+
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -26,7 +33,7 @@ class MemoryItem(BaseModel):
     which retrieval leg found the item and at what rank (``None`` outside search).
     """
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     id: str
     content: str
@@ -45,7 +52,7 @@ class NewMemory(BaseModel):
     store assigns a fresh id and the current time.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     content: Any
     user_id: Any
@@ -58,6 +65,8 @@ class NewMemory(BaseModel):
 class NamespaceInfo(BaseModel):
     """One (user_id, agent_id) namespace and its activity."""
 
+    model_config = ConfigDict(defer_build=True)
+
     user_id: str
     agent_id: str
     count: int
@@ -68,7 +77,7 @@ class NamespaceInfo(BaseModel):
 class Stats(BaseModel):
     """Size of a store; adapters may add backend-specific fields."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     provider: str
     memories: int
@@ -80,7 +89,7 @@ class Stats(BaseModel):
 class Health(BaseModel):
     """Whether a store answers, and how long it took."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     ok: bool
     provider: str

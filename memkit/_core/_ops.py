@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from memkit._core._models import MemoryItem, NamespaceInfo, Stats
 from memkit._core._port import Capability
 from memkit._core._records import Record
+from memkit._core._runs import RunSummary
 from memkit._recall._marks import Mark
 from memkit._recall._recording import Recall
 from memkit._retrieval._filters import Condition
@@ -45,6 +46,7 @@ __all__ = [
     "RecallsOp",
     "RemoveMarksOp",
     "ResetOp",
+    "RunsOp",
     "SearchOp",
     "StatsOp",
     "TraceColumnsOp",
@@ -208,6 +210,21 @@ class TraceColumnsOp(Op[dict[str, Any]]):
 
     def send(self, store: Store) -> Awaitable[dict[str, Any]]:
         return store._trace_columns(self)
+
+
+@dataclass(frozen=True, slots=True)
+class RunsOp(Op[list[RunSummary]]):
+    """Every run (of one namespace or workflow where given) in one row, newest first:
+    ``Store._run_summaries`` (the base reads them from the store's public reads; a store that
+    can count in place overrides it). Needs what the base reads them from: ``export``."""
+
+    capability: ClassVar[Capability | None] = Capability.EXPORT
+    user_id: str | None = None
+    agent_id: str | None = None
+    workflow_id: str | None = None
+
+    def send(self, store: Store) -> Awaitable[list[RunSummary]]:
+        return store._run_summaries(self)
 
 
 @dataclass(frozen=True, slots=True)

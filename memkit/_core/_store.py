@@ -10,7 +10,8 @@ store does not offer live here, once. An adapter holds only what differs:
   query and rank them with :func:`memkit._retrieval._pipeline.rank`), ``_list`` (a namespace newest
   first), ``_delete`` and ``_reset``;
 * per declared :class:`~memkit._core._port.Capability`: ``_get``, ``_namespaces``, ``_stats``,
-  ``_ping``, ``_export``, ``_trace_columns``, ``_recalls``/``_add_recalls``/``_keep_recall``,
+  ``_ping``, ``_export`` (and ``_run_summaries``, which the base reads from it), ``_trace_columns``,
+  ``_recalls``/``_add_recalls``/``_keep_recall``,
   ``_marks``/``_put_marks``/``_remove_marks``, ``_close``.
 
 ``capabilities`` is the declaration: ``isinstance(store, SupportsStats)`` answers from it, the
@@ -34,6 +35,7 @@ from memkit._core._errors import ConfigError
 from memkit._core._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._core._port import Capability, Declares
 from memkit._core._records import Record, new_record, records_from_items, trace_record
+from memkit._core._runs import RunSummary, summaries
 from memkit._core._validate import DEFAULT_LIMITS, Limits, check_id, check_namespace, check_read, check_scope
 from memkit._recall import _marks
 from memkit._recall._marks import Mark
@@ -221,6 +223,10 @@ class Store(Declares, abc.ABC):
     async def _trace_columns(self, op: ops.TraceColumnsOp) -> dict[str, Any]:
         raise NotImplementedError
 
+    async def _run_summaries(self, op: ops.RunsOp) -> list[RunSummary]:
+        """Read from the store's public reads; a store that can count in place does better."""
+        return await summaries(self, op.user_id, op.agent_id, op.workflow_id)
+
     async def _recalls(self, op: ops.RecallsOp) -> list[Recall]:
         raise NotImplementedError
 
@@ -375,6 +381,17 @@ class Store(Declares, abc.ABC):
     ) -> dict[str, Any]:
         """Every trace step as columns (see :class:`memkit.SupportsTraceColumns`), in storage order."""
         return await self.execute(ops.TraceColumnsOp(workflow_id, agent_id, user_id, status, since_us))
+
+    @_offered(Capability.EXPORT)
+    async def run_summaries(
+        self, *, user_id: str | None = None, agent_id: str | None = None, workflow_id: str | None = None
+    ) -> list[RunSummary]:
+        """Every workflow run (of one namespace or workflow where given) in one row, newest first:
+        the figures of a :func:`memkit.frames.runs_frame` row, without reading each step."""
+        for value, name in ((user_id, "user_id"), (agent_id, "agent_id"), (workflow_id, "workflow_id")):
+            if value is not None:
+                check_id(value, name, self.limits)
+        return await self.execute(ops.RunsOp(user_id, agent_id, workflow_id))
 
     @_offered(Capability.RECALLS)
     async def recalls(

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from memkit._core._errors import InvalidInputError
 from memkit._core._models import MemoryItem
@@ -32,6 +32,8 @@ def count_tokens(text: str) -> int:
 
 class ContextWindow(BaseModel):
     """What :func:`build_context` returns: the chosen memories and the prompt block."""
+
+    model_config = ConfigDict(defer_build=True)
 
     query: str
     items: list[MemoryItem] = Field(default_factory=list)

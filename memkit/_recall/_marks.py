@@ -67,7 +67,7 @@ class Mark(BaseModel):
     ``note`` is the researcher's own text, kept as given and shown as text.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: str
     created_at: datetime

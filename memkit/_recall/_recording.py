@@ -39,7 +39,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 import pydantic_core
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from memkit._core._errors import InvalidInputError
 from memkit._core._models import MemoryFilter, MemoryItem
@@ -71,6 +71,8 @@ __all__ = [
 class RecalledMemory(BaseModel):
     """One memory a recall returned: its rank (1 = best), score, legs and text at the time."""
 
+    model_config = ConfigDict(defer_build=True)
+
     id: str
     rank: int
     score: float | None = None
@@ -90,6 +92,8 @@ class Recall(BaseModel):
     trace is stored in, when the step said so (``None``: the namespace searched; see
     :func:`step_namespace`).
     """
+
+    model_config = ConfigDict(defer_build=True)
 
     id: str
     created_at: datetime

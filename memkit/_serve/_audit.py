@@ -71,7 +71,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         for run in shown:
             say(json_line(run.as_json()))
     elif shown:
-        rows = [[cell(r.key), when(r.started_at), r.status, cell(format_duration(r.duration_s)), str(len(r.steps)),
+        rows = [[cell(r.key), when(r.started_at), r.status, cell(format_duration(r.duration_s)), str(r.step_count),
                  str(r.failed_steps), cell(r.recalls), _marks_cell(dict(r.marks)), cell(r.first_error)]
                 for r in shown]
         for line in table(["run", "started", "status", "duration", "steps", "failed", "recalls", "marks",
@@ -103,13 +103,13 @@ def cmd_show(args: argparse.Namespace) -> int:
             if str(exc).startswith("no run"):
                 raise NothingFound(f"no run {printable(args.run)!r} in this store; `memkit runs` lists them") from None
             raise
-    run, recalls = detail.run, detail.recalls
+    run, steps, recalls = detail.run, detail.steps, detail.recalls
     step_marks = {m.step_id: m for m in detail.marks if m.kind == "step"}
     hit_marks = {(m.recall_id, m.memory_id): m for m in detail.marks if m.kind == "memory"}
     if args.json:
         say(json_line({
             **run.as_json(),
-            "steps": [s.as_json() for s in run.steps],
+            "steps": [s.as_json() for s in steps],
             "recalls": [{
                 "recall_id": r.id, "step_index": r.step_index, "step_name": r.step_name, "kind": r.kind,
                 "query": r.query, "mode": r.mode, "limit": r.limit, "namespace": [r.user_id, r.agent_id],
@@ -120,24 +120,24 @@ def cmd_show(args: argparse.Namespace) -> int:
             "marks": [_mark_json(m) for m in detail.marks],
         }))
         return 0
-    say(f"run {cell(run.key)}: {run.status} · {len(run.steps)} steps · {cell(format_duration(run.duration_s))}"
+    say(f"run {cell(run.key)}: {run.status} · {len(steps)} steps · {cell(format_duration(run.duration_s))}"
         f" · started {when(run.started_at)} · {cell(run.user_id)} / {cell(run.agent_id)}")
-    untimed = sum(s.timing == "none" for s in run.steps)
+    untimed = sum(s.timing == "none" for s in steps)
     if untimed:
-        say(f"{untimed} of {len(run.steps)} steps recorded no timing")
+        say(f"{untimed} of {len(steps)} steps recorded no timing")
     say("")
     rows = [[cell(s.step_index), cell(s.step_name), cell(s.tool), cell(s.status), cell(format_duration(s.duration_s)),
              cell(s.timing), cell(s.recalls), cell((m := step_marks.get(s.id)) and m.label), cell(s.error)]
-            for s in run.steps]
+            for s in steps]
     for line in table(["#", "step", "tool", "status", "duration", "timing", "recalls", "mark", "error"], rows,
                       flex=8):
         say(line)
-    failed = [s for s in run.steps if s.error is not None]
+    failed = [s for s in steps if s.error is not None]
     if failed:
         say("\nerrors:")
         for s in failed:
             say(f"  step {cell(s.step_index)} {cell(s.step_name)}: {printable(s.error)}")
-    noted = [(s, step_marks[s.id]) for s in run.steps if s.id in step_marks]
+    noted = [(s, step_marks[s.id]) for s in steps if s.id in step_marks]
     if noted:
         say("\nmarks:")
         for s, m in noted:

@@ -23,6 +23,7 @@ from memkit._core._errors import ConfigError, InvalidInputError, StorageError
 from memkit._core._models import MemoryItem, NamespaceInfo, Stats
 from memkit._core._port import Capability
 from memkit._core._records import Record
+from memkit._core._runs import RunSummary
 from memkit._core._store import Store
 from memkit._core._url import bool_option, embedder_option, query_options, sqlite_path
 from memkit._core._validate import DEFAULT_LIMITS, Limits, check_id, check_read
@@ -36,8 +37,13 @@ from memkit.adapters._sqlbase import created_by
 from memkit.adapters._sqlite import _queries as queries
 from memkit.adapters._sqlite._keywords import KeywordCache, feed_head, lag
 from memkit.adapters._sqlite._schema import connect, write_transaction
+<<<<<<< HEAD
 from memkit.adapters._sqlite._sql import COLUMNS, row_record, select
 from memkit.adapters._sqlite._traces import trace_columns
+=======
+from memkit.adapters._sqlite._sql import COLUMNS, created_by, row_record, select
+from memkit.adapters._sqlite._traces import run_summaries, trace_columns
+>>>>>>> cli
 from memkit.adapters._sqlite._vectors import Vectors, blob
 
 if TYPE_CHECKING:
@@ -60,8 +66,8 @@ _CHUNK = 10_000
 _RECALL_BATCH = 256
 _RECALL_DELAY_S = 0.2
 _INSERT_RECALL = (
-    "INSERT INTO recalls (id, created_us, user_id, agent_id, workflow_id, run_id, step_index, body)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO recalls (id, created_us, user_id, agent_id, workflow_id, run_id, step_index, step_user_id,"
+    " step_agent_id, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -456,13 +462,23 @@ class SQLiteAdapter(Store):
     async def _trace_columns(self, op: ops.TraceColumnsOp) -> dict[str, Any]:
         return await self._run(self._columns, op.workflow_id, op.agent_id, op.user_id, op.status, op.since_us)
 
+    def _summaries(self, op: ops.RunsOp) -> list[RunSummary]:
+        self._flush_recalls()  # recorded recalls count too
+        db = self._db()
+        return run_summaries(db, op, lambda o: queries.step_recall_counts(db, o),
+                             lambda o: queries.step_mark_counts(db, o))
+
+    async def _run_summaries(self, op: ops.RunsOp) -> list[RunSummary]:
+        return await self._run(self._summaries, op)
+
     # -- recalls, written behind the searches, in batches, on the worker thread --------
 
     @staticmethod
     def _recall_rows(bodies: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
         return [
             (b["id"], _recall.created_us(b), b["user_id"], b["agent_id"], b["workflow_id"], b["run_id"],
-             b["step_index"], _recall.encode(b))
+             b["step_index"], b.get("trace_user_id") or b["user_id"], b.get("trace_agent_id") or b["agent_id"],
+             _recall.encode(b))
             for b in bodies
         ]
 

@@ -7,7 +7,7 @@ import sqlite3
 from typing import Any
 
 from memkit._core._models import NamespaceInfo, Stats
-from memkit._core._ops import ExportOp, MarksOp, PutMarksOp, RecallsOp, RemoveMarksOp
+from memkit._core._ops import ExportOp, MarksOp, PutMarksOp, RecallsOp, RemoveMarksOp, RunsOp
 from memkit._core._records import from_us, to_us
 from memkit._recall import _marks
 from memkit.adapters._sqlite._schema import SCHEMA_VERSION, write_transaction
@@ -24,6 +24,8 @@ __all__ = [
     "remove_marks",
     "schema_line",
     "stats",
+    "step_mark_counts",
+    "step_recall_counts",
 ]
 
 
@@ -125,3 +127,26 @@ def remove_marks(db: sqlite3.Connection, op: RemoveMarksOp) -> int:
                        (i, op.user_id, op.agent_id)).rowcount
             for i in op.mark_ids
         )
+
+
+
+def step_recall_counts(db: sqlite3.Connection, op: RunsOp) -> dict[tuple[Any, ...], int]:
+    """Recalls per step, keyed ``(user_id, agent_id, workflow_id, run_id, step_index)`` of the step:
+    read from an index alone (no recall body is read)."""
+    sql, params = _where(
+        "SELECT step_user_id, step_agent_id, workflow_id, run_id, step_index, count(*) FROM recalls"
+        " WHERE step_index IS NOT NULL",
+        (("step_user_id", op.user_id), ("step_agent_id", op.agent_id), ("workflow_id", op.workflow_id)),
+    )
+    rows = db.execute(sql + " GROUP BY step_user_id, step_agent_id, workflow_id, run_id, step_index", params)
+    return {tuple(row[:5]): row[5] for row in rows}
+
+
+def step_mark_counts(db: sqlite3.Connection, op: RunsOp) -> list[tuple[Any, ...]]:
+    """``(user_id, agent_id, workflow_id, run_id, label, marks)`` per run and label of its step marks."""
+    sql, params = _where(
+        "SELECT user_id, agent_id, workflow_id, run_id, body ->> '$.label', count(*) FROM marks"
+        " WHERE body ->> '$.step_id' IS NOT NULL",  # a mark on a step names it
+        (("user_id", op.user_id), ("agent_id", op.agent_id), ("workflow_id", op.workflow_id)),
+    )
+    return db.execute(sql + " GROUP BY user_id, agent_id, workflow_id, run_id, body ->> '$.label'", params).fetchall()

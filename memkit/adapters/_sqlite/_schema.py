@@ -12,7 +12,7 @@ from memkit.adapters._sqlite._traces import TRACE_NUMBERS, pack_trace_numbers
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "migrate", "statements", "write_transaction", "write_unless_busy"]
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 # Each entry upgrades the schema from the previous version; never edit a shipped one.
 MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
@@ -362,6 +362,28 @@ CREATE TABLE marks (
 CREATE INDEX marks_namespace ON marks (user_id, agent_id);
 CREATE INDEX marks_workflow ON marks (workflow_id, run_id);
 """
+
+def _recall_step_columns(conn: sqlite3.Connection) -> None:
+    """The namespace of the step each recall belongs to (:func:`memkit._recall._recording.step_namespace`)
+    as columns, indexed with the step's workflow, run and index: counting every step's recalls
+    then reads that index alone, never the bodies (most of the table's bytes). The columns are
+    added only where missing (a store marked older than it is keeps them) and filled from the bodies."""
+    present = {row[1] for row in conn.execute("PRAGMA table_info(recalls)")}
+    for column in ("step_user_id", "step_agent_id"):
+        if column not in present:
+            conn.execute(f"ALTER TABLE recalls ADD COLUMN {column} TEXT")
+    conn.execute(
+        "UPDATE recalls SET"
+        " step_user_id = coalesce(nullif(json_extract(body, '$.trace_user_id'), ''), user_id),"
+        " step_agent_id = coalesce(nullif(json_extract(body, '$.trace_agent_id'), ''), agent_id)"
+    )
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS recalls_steps ON recalls (step_user_id, step_agent_id, workflow_id, run_id,"
+        " step_index)"
+    )
+
+
+MIGRATIONS[10] = _recall_step_columns
 
 
 @contextmanager

@@ -12,7 +12,7 @@ import gc
 import json
 import sqlite3
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from itertools import repeat
@@ -20,6 +20,9 @@ from operator import methodcaller
 from typing import TYPE_CHECKING, Any
 
 from memkit._core._errors import StorageError
+from memkit._core._ops import RunsOp
+from memkit._core._records import from_us
+from memkit._core._runs import STATUSES, RunSummary, run_status
 from memkit.adapters._sqlbase import trace_filter
 from memkit.adapters._sqlite._sql import SQLITE
 
@@ -28,7 +31,7 @@ from memkit.adapters._sqlite._sql import SQLITE
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["TRACE_NUMBERS", "pack_trace_numbers", "trace_columns"]
+__all__ = ["TRACE_NUMBERS", "pack_trace_numbers", "run_summaries", "trace_columns"]
 
 # The packed numbers of a trace step, in this order, as little-endian int64; a missing value
 # is int64's minimum, which is also numpy's NaT, so timestamps need no extra pass.
@@ -248,3 +251,67 @@ def _read(db: sqlite3.Connection, path: str, condition: str, params: list[Any]) 
         if name in TRACE_CODES:
             out[name] = lookup[out[name]]
     return out
+
+
+def run_summaries(
+    db: sqlite3.Connection, op: RunsOp, recalls: Callable[[RunsOp], dict[tuple[Any, ...], int]],
+    marks: Callable[[RunsOp], list[tuple[Any, ...]]],
+) -> list[RunSummary]:
+    """Every run in one row, newest first, from the packed numbers of its steps (no record's JSON is
+    read, no numpy is loaded); ``recalls`` and ``marks`` count them per step and per run in SQL."""
+    where, params = ["1"], []
+    for column, value in (("workflow_id", op.workflow_id), ("agent_id", op.agent_id), ("user_id", op.user_id)):
+        if value is not None:
+            where.append(f"{column} = (SELECT code FROM trace_dict WHERE text = ?)")  # noqa: S608
+            params.append(value)
+    db.execute("BEGIN")  # the steps, the dictionary and the counts from one snapshot
+    try:
+        words: dict[int, str] = dict(db.execute("SELECT code, text FROM trace_dict"))
+        failed = next((code for code, text in words.items() if text == "failed"), None)
+        rows = db.execute(
+            "SELECT numbers, CASE WHEN status = ? THEN cells END FROM trace_steps"  # noqa: S608
+            f" WHERE {' AND '.join(where)} ORDER BY created_us, seq", [failed, *params],
+        ).fetchall()
+        counts = recalls(op)
+        marked = marks(op)
+    finally:
+        db.execute("COMMIT")
+    words[MISSING] = None  # type: ignore[assignment]
+    runs: dict[tuple[Any, ...], list[Any]] = {}
+    unpack = _PACKED.unpack
+    for numbers, cells in rows:
+        (_, created, user, agent, workflow, run, _, tool, status, index, started, duration, retries) = unpack(numbers)
+        key = (words[user], words[agent], words.get(workflow), words.get(run))
+        start = created if started == MISSING else started
+        end = start if duration == MISSING or started == MISSING else started + duration
+        state = words.get(status)
+        state = state if state in STATUSES else "unknown"
+        found = 0 if index == MISSING else counts.get((*key, index), 0)
+        acc = runs.get(key)
+        if acc is None:
+            acc = runs[key] = [0, 0, 0, start, end, set(), None, set(), 0]
+        acc[0] += 1
+        acc[1] += state == "failed"
+        acc[2] += 0 if retries == MISSING else retries
+        acc[3] = min(acc[3], start)
+        acc[4] = max(acc[4], end)
+        acc[5].add(state)
+        if acc[6] is None and cells is not None:
+            error = json.loads(cells.rsplit("\x1f", 3)[1])  # id, error, parameters, result
+            acc[6] = error if isinstance(error, str) else None
+        if tool != MISSING:
+            acc[7].add(words[tool])
+        acc[8] += found
+    by_run: dict[tuple[Any, ...], dict[str, int]] = {}
+    for user, agent, workflow, run, label, n in marked:
+        by_run.setdefault((user, agent, workflow, run), {})[label] = n
+    summaries = [
+        RunSummary(
+            user_id=key[0], agent_id=key[1], workflow_id=key[2], run_id=key[3], status=run_status(acc[5]),
+            started_at=from_us(acc[3]), ended_at=from_us(acc[4]), steps=acc[0],
+            failed_steps=acc[1], retries=acc[2], recalls=acc[8], first_error=acc[6], tools=", ".join(sorted(acc[7])),
+            marks=dict(sorted(by_run.get(key, {}).items())),
+        )
+        for key, acc in runs.items()
+    ]
+    return sorted(summaries, key=lambda r: r.started_at, reverse=True)  # stable: ties keep first-seen order

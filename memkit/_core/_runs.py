@@ -1,0 +1,261 @@
+"""Workflow runs as one row each: what :meth:`memkit._core._store.Store.run_summaries` answers.
+
+A run is the trace steps sharing ``(user_id, agent_id, workflow_id, run_id)``; its row has the
+figures of a :func:`memkit.frames.runs_frame` row (status, steps, failed steps, first error,
+start, end, recalls, marks). A store that can count in place answers in one query (SQLite);
+:func:`summaries` is the answer of any other store, read from its public reads.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from memkit._core._records import from_us, to_us
+from memkit.traces._timing import step_timing
+
+if TYPE_CHECKING:
+    from memkit._core._port import MemoryProvider
+
+__all__ = ["STATUSES", "RunSummary", "Step", "run_status", "step_of", "summaries", "summarise"]
+
+STATUSES = ("pending", "running", "success", "failed", "retrying", "skipped")
+_RUNNING = ("running", "pending", "retrying")
+#: Records from which a store's columnar trace read (with numpy's and pandas' import, about 0.5 s
+#: of CPU) costs less than reading every record (about 30 us each).
+COLUMNS_FROM = 15_000
+_MISSING = -(2**63)  # a missing number in trace columns
+RunKey = tuple[str, str, str | None, str | None]
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**63 else None
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None
+
+
+@dataclass
+class Step:
+    """One trace step as a run shows it (``status`` as shown: a missing or unknown one reads ``unknown``)."""
+
+    id: str
+    user_id: str
+    agent_id: str
+    workflow_id: str | None
+    run_id: str | None
+    step_index: int | None
+    step_name: str | None
+    tool: str | None
+    status: str
+    error: str | None
+    retry_count: int | None
+    created_at: datetime
+    #: From the step's own timing (any spelling memkit reads); ``None`` when it recorded none.
+    started_at: datetime | None
+    duration_s: float | None
+    #: Searches the step made (``None``: the store keeps no recalls).
+    recalls: int | None = None
+
+    @property
+    def ended_at(self) -> datetime | None:
+        if self.started_at is None or self.duration_s is None:
+            return None
+        return from_us(to_us(self.started_at) + round(self.duration_s * 1e6))
+
+    @property
+    def timing(self) -> str:
+        """``recorded``, ``start only`` or ``none`` (as :func:`memkit.frames.run_steps` says)."""
+        return "recorded" if self.duration_s is not None else "start only" if self.started_at is not None else "none"
+
+    @property
+    def run(self) -> RunKey:
+        return (self.user_id, self.agent_id, self.workflow_id, self.run_id)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "step_id": self.id, "step_index": self.step_index, "step_name": self.step_name, "tool": self.tool,
+            "status": self.status, "started_at": _iso(self.started_at), "duration_s": self.duration_s,
+            "timing": self.timing, "retry_count": self.retry_count, "recalls": self.recalls, "error": self.error,
+        }
+
+
+def run_status(statuses: Iterable[str]) -> str:
+    """A run's status from its steps': failed, else running, else unknown, else success."""
+    seen = set(statuses)
+    if "failed" in seen:
+        return "failed"
+    if seen.intersection(_RUNNING):
+        return "running"
+    return "unknown" if "unknown" in seen else "success"
+
+
+@dataclass
+class RunSummary:
+    """One run in one row: its namespace, ids and the figures of a :func:`memkit.frames.runs_frame` row."""
+
+    user_id: str
+    agent_id: str
+    workflow_id: str | None
+    run_id: str | None
+    status: str
+    started_at: datetime
+    ended_at: datetime
+    steps: int
+    failed_steps: int
+    retries: int
+    #: Searches its steps made (``None``: the store keeps no recalls).
+    recalls: int | None
+    first_error: str | None
+    #: Its distinct tools, sorted, joined by ``", "``.
+    tools: str
+    #: How many of its steps a researcher marked, by label (``good``, ``bad``).
+    marks: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def duration_s(self) -> float:
+        return (self.ended_at - self.started_at).total_seconds()
+
+
+def step_of(item: Any, counts: dict[tuple[Any, ...], int] | None) -> Step:
+    """A stored trace record (a record or a memory item) as a step; ``counts``: recalls per step."""
+    # add_trace stores every spelling of a step's timing as ``timestamp`` and ``duration`` beside the
+    # agent's own keys: read those, as the stores' indexes do.
+    meta = item.metadata
+    trace = meta.get("trace") or {}
+    start_s, duration_s = _number(trace.get("timestamp")), _number(trace.get("duration"))
+    if start_s is None and duration_s is None:  # a step stored before timing was made canonical on write
+        timing = step_timing(trace, warn=False)  # (its odd keys were warned about when it was written)
+        start_s, duration_s = timing.start, timing.duration
+    start = None if start_s is None else from_us(round(start_s * 1e6))
+    duration = None if duration_s is None else round(duration_s * 1e6) / 1e6
+    status = trace.get("status")
+    step = Step(
+        id=item.id, user_id=item.user_id, agent_id=item.agent_id, workflow_id=_text(meta.get("workflow_id")),
+        run_id=_text(meta.get("run_id")), step_index=_int(trace.get("step_index")),
+        step_name=_text(trace.get("step_name")), tool=_text(trace.get("tool")),
+        status=status if status in STATUSES else "unknown", error=_text(trace.get("error")),
+        retry_count=_int(trace.get("retry_count")), created_at=item.created_at, started_at=start,
+        duration_s=duration,
+    )
+    if counts is not None:
+        step.recalls = counts.get((*step.run, step.step_index), 0)
+    return step
+
+
+def _steps_of_columns(columns: dict[str, Any], counts: dict[tuple[Any, ...], int] | None) -> list[Step]:
+    """Steps from :meth:`memkit.SupportsTraceColumns.trace_columns` (numbers: int64, missing = its minimum)."""
+    cells = {name: values if isinstance(values, list) else values.tolist() for name, values in columns.items()
+             if name in ("id", "user_id", "agent_id", "workflow_id", "run_id", "step_name", "tool", "status", "error",
+                         "created_us", "step_index", "started_us", "duration_us", "retry_count")}
+    steps = []
+    for row in zip(*(cells[name] for name in (
+            "id", "user_id", "agent_id", "workflow_id", "run_id", "step_index", "step_name", "tool", "status",
+            "error", "retry_count", "created_us", "started_us", "duration_us")), strict=True):
+        (id_, user, agent, workflow, run, index, name, tool, status, error, retries, created, started,
+         duration) = row
+        step = Step(
+            id=id_, user_id=user, agent_id=agent, workflow_id=workflow, run_id=run,
+            step_index=None if index == _MISSING else index, step_name=name, tool=tool,
+            status=status if status in STATUSES else "unknown", error=error,
+            retry_count=None if retries == _MISSING else retries, created_at=from_us(created),
+            started_at=None if started == _MISSING else from_us(started),
+            duration_s=None if duration == _MISSING else duration / 1e6,
+        )
+        if counts is not None:
+            step.recalls = counts.get((user, agent, workflow, run, step.step_index), 0)
+        steps.append(step)
+    return steps
+
+
+def summarise(
+    steps: list[Step], marks: dict[RunKey, Counter[str]] | None = None, *, recalls_kept: bool = True
+) -> list[RunSummary]:
+    """One row per run of ``steps`` (their ``recalls`` counted already), newest first."""
+    steps = sorted(steps, key=lambda s: s.created_at)  # replay order: the order they were stored
+    grouped: dict[RunKey, list[Step]] = {}
+    for step in steps:
+        grouped.setdefault(step.run, []).append(step)
+    rows = []
+    for key, group in grouped.items():
+        rows.append(RunSummary(
+            *key, status=run_status(s.status for s in group),
+            started_at=min(s.started_at or s.created_at for s in group),
+            ended_at=max(s.ended_at or s.started_at or s.created_at for s in group),
+            steps=len(group), failed_steps=sum(s.status == "failed" for s in group),
+            retries=sum(s.retry_count or 0 for s in group),
+            recalls=sum(s.recalls or 0 for s in group) if recalls_kept else None,
+            first_error=next((s.error for s in group if s.status == "failed" and s.error is not None), None),
+            tools=", ".join(sorted({s.tool for s in group if s.tool is not None})),
+            marks=dict(sorted((marks or {}).get(key, Counter()).items())),
+        ))
+    return sorted(rows, key=lambda r: r.started_at, reverse=True)  # stable: ties keep first-seen order
+
+
+async def _many_records(provider: MemoryProvider, user_id: str | None, agent_id: str | None) -> bool:
+    """Whether the store reads traces as columns and holds more records than :data:`COLUMNS_FROM`."""
+    from memkit._core._port import SupportsNamespaces, SupportsTraceColumns
+
+    if not isinstance(provider, SupportsTraceColumns) or not isinstance(provider, SupportsNamespaces):
+        return False
+    total = sum(ns.count for ns in await provider.namespaces()
+                if user_id in (None, ns.user_id) and agent_id in (None, ns.agent_id))
+    return total > COLUMNS_FROM
+
+
+async def recall_counts(provider: MemoryProvider, workflow_id: str | None) -> dict[tuple[Any, ...], int] | None:
+    """Searches per step, keyed by the step's namespace, workflow, run and index (``None``: none kept)."""
+    from memkit._core._port import SupportsRecallCounts, SupportsRecalls
+    from memkit._recall._recording import step_namespace
+
+    if isinstance(provider, SupportsRecallCounts):
+        rows = await provider.recall_step_counts(workflow_id)
+        return {tuple(row[:5]): int(row[5]) for row in rows}
+    if not isinstance(provider, SupportsRecalls):
+        return None
+    counts: Counter[tuple[Any, ...]] = Counter()
+    for recall in await provider.recalls(workflow_id=workflow_id):
+        if recall.step_index is not None:
+            counts[(*step_namespace(recall), recall.workflow_id, recall.run_id, recall.step_index)] += 1
+    return dict(counts)
+
+
+async def summaries(
+    provider: MemoryProvider, user_id: str | None = None, agent_id: str | None = None, workflow_id: str | None = None
+) -> list[RunSummary]:
+    """Every run of ``provider`` (or of one namespace or workflow), newest first, from its public reads:
+    its records (as columns on a big store that offers them), its recalls and its marks."""
+    from memkit._core._port import SupportsExport, SupportsMarks, SupportsTraceColumns
+
+    if not isinstance(provider, SupportsExport):
+        raise NotImplementedError(f"{provider!r} cannot list its records (no export()), which runs need")
+    counts = await recall_counts(provider, workflow_id)
+    steps: list[Step] = []
+    if await _many_records(provider, user_id, agent_id):
+        assert isinstance(provider, SupportsTraceColumns)
+        columns = await provider.trace_columns(workflow_id=workflow_id, agent_id=agent_id, user_id=user_id)
+        steps = _steps_of_columns(columns, counts)
+    else:
+        async for item in provider.export(user_id, agent_id):
+            meta = item.metadata
+            if meta.get("type") == "trace" and (workflow_id is None or meta.get("workflow_id") == workflow_id):
+                steps.append(step_of(item, counts))
+    marks: dict[RunKey, Counter[str]] = {}
+    if isinstance(provider, SupportsMarks) and steps:
+        for mark in await provider.marks(user_id=user_id, agent_id=agent_id, workflow_id=workflow_id):
+            if mark.kind == "step":
+                marks.setdefault((mark.user_id, mark.agent_id, mark.workflow_id, mark.run_id), Counter())[
+                    mark.label] += 1
+    return summarise(steps, marks, recalls_kept=counts is not None)
