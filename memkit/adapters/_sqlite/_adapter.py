@@ -37,13 +37,8 @@ from memkit.adapters._sqlbase import created_by
 from memkit.adapters._sqlite import _queries as queries
 from memkit.adapters._sqlite._keywords import KeywordCache, feed_head, lag
 from memkit.adapters._sqlite._schema import connect, write_transaction
-<<<<<<< HEAD
 from memkit.adapters._sqlite._sql import COLUMNS, row_record, select
-from memkit.adapters._sqlite._traces import trace_columns
-=======
-from memkit.adapters._sqlite._sql import COLUMNS, created_by, row_record, select
 from memkit.adapters._sqlite._traces import run_summaries, trace_columns
->>>>>>> cli
 from memkit.adapters._sqlite._vectors import Vectors, blob
 
 if TYPE_CHECKING:
