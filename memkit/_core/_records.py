@@ -313,14 +313,21 @@ def _plain_copy(value: Any, depth: int, limit: int, redactor: Redactor | None) -
         return value
     if kind is dict:
         out = {}
+        inline = depth < limit  # a value kept here sits one level deeper
         for key, item in value.items():
             if type(key) is not str or not key.isascii():
                 raise _NotPlain
             if redactor is not None and redactor.is_secret(key):
-                item = redactor.replacement
-                if isinstance(value[key], (Mapping, list, tuple)):
+                if isinstance(item, (Mapping, list, tuple)):
                     raise _NotPlain  # the depth check must still see what the redactor drops
-            out[key] = _plain_copy(item, depth + 1, limit, redactor)
+                item = redactor.replacement
+            kind = type(item)
+            # Most values are short ASCII text or numbers: kept here without a call per value.
+            if inline and ((kind is str and item.isascii()) or item is None or kind is bool or (
+                    kind is float and item - item == 0.0) or (kind is int and -(2**63) <= item < 2**63)):
+                out[key] = item
+            else:
+                out[key] = _plain_copy(item, depth + 1, limit, redactor)
         return out
     if kind is list or kind is tuple:
         return [_plain_copy(item, depth + 1, limit, redactor) for item in value]

@@ -146,8 +146,15 @@ def _check_tree(spans: list[_Span]) -> None:
         done.update(path)
 
 
+_JSON_STARTS = frozenset('{["-0123456789tfnNI')  # what a JSON text (as Python reads it) can start with
+
+
 def _json_or_text(value: Any) -> Any:
     if isinstance(value, str):
+        # Prose ("plan the assay") is not sent through the JSON parser to fail there: an
+        # exception per span costs more than the parse.
+        if value.lstrip()[:1] not in _JSON_STARTS:
+            return {"value": value}
         try:
             parsed = json.loads(value)
         except ValueError:
