@@ -82,21 +82,23 @@ def _kind_of(raw: Mapping[str, Any], attrs: Mapping[str, Any], where: str) -> st
 def _parse(request: Any) -> list[_Span]:
     spans: list[_Span] = []
     seen: set[tuple[str, str]] = set()
+    trace_ids: dict[str, str] = {}  # as written -> hex, so each distinct id is decoded once
+    span_ids: dict[str, str] = {}
     for raw_spans, resource in _walk(request):
         service = resource.get("service.name")
         for raw in raw_spans:
             where = f"span {len(spans)}"
             if len(spans) >= _MAX_SPANS_PER_FILE:
                 raise InvalidInputError(f"the file holds more than {_MAX_SPANS_PER_FILE:,} spans; split it")
-            if not isinstance(raw, Mapping):
+            if type(raw) is not dict and not isinstance(raw, Mapping):
                 raise InvalidInputError(f"{where} must be an object")
             name = raw.get("name")
             if not isinstance(name, str) or not name:
                 raise InvalidInputError(f"{where}: 'name' must be a non-empty string")
             where = f"span {len(spans)} ({name[:60]!r})"
-            trace_id = _span_id(raw.get("traceId"), 16, f"{where} traceId")
-            span_id = _span_id(raw.get("spanId"), 8, f"{where} spanId")
-            parent = _span_id(raw.get("parentSpanId"), 8, f"{where} parentSpanId", optional=True)
+            trace_id = _span_id(raw.get("traceId"), 16, f"{where} traceId", seen=trace_ids)
+            span_id = _span_id(raw.get("spanId"), 8, f"{where} spanId", seen=span_ids)
+            parent = _span_id(raw.get("parentSpanId"), 8, f"{where} parentSpanId", optional=True, seen=span_ids)
             assert trace_id is not None and span_id is not None
             if (trace_id, span_id) in seen:
                 raise InvalidInputError(f"{where}: span id {span_id} appears twice in trace {trace_id}")
@@ -107,7 +109,7 @@ def _parse(request: Any) -> list[_Span]:
             if end < start:
                 raise InvalidInputError(f"{where} ends before it starts ({end} < {start})")
             status = raw.get("status") or {}
-            if not isinstance(status, Mapping):
+            if type(status) is not dict and not isinstance(status, Mapping):
                 raise InvalidInputError(f"{where}: status must be an object")
             code = status.get("code", 0)
             failed = code in (2, "STATUS_CODE_ERROR")
@@ -154,7 +156,8 @@ def _json_or_text(value: Any) -> Any:
     if isinstance(value, str):
         # Prose ("plan the assay") is not sent through the JSON parser to fail there: an
         # exception per span costs more than the parse.
-        if value.lstrip()[:1] not in _JSON_STARTS:
+        first = value[:1]
+        if first not in _JSON_STARTS and (not first.isspace() or value.lstrip()[:1] not in _JSON_STARTS):
             return {"value": value}
         try:
             parsed = json.loads(value)
