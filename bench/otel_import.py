@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -104,14 +105,15 @@ def main() -> None:
                 "store": f"sqlite {flavour}", "spans": n, "recalls": report.recalls,
                 "median_spans_per_s": round(statistics.median(rates)),
                 "min_spans_per_s": round(min(rates)), "median_cpu_spans_per_s": round(statistics.median(cpu_rates)),
-                "rounds": args.rounds,
+                "rounds": args.rounds, "load_average": round(os.getloadavg()[0], 1),
             })
     if args.json:
         print(dump({"file_made_s": round(made_s, 1), "rows": rows}))
     else:
-        print(f"span file: {n:,} spans made by the OTel SDK in {made_s:.1f} s ({path.name})")
+        print(f"span file: {n:,} spans made by the OTel SDK in {made_s:.1f} s ({path.name}); "
+              f"load average when each flavour ended in the last column (2 cores)")
         print_table(rows, ["store", "spans", "recalls", "median_spans_per_s", "min_spans_per_s",
-                           "median_cpu_spans_per_s", "rounds"])
+                           "median_cpu_spans_per_s", "rounds", "load_average"])
 
 
 if __name__ == "__main__":

@@ -18,10 +18,10 @@ from memkit._core._validate import (
     DEFAULT_LIMITS,
     Limits,
     check_content,
+    check_depth,
     check_id,
     check_metadata,
     check_namespace,
-    check_trace_data,
     encode_metadata,
 )
 from memkit.traces._timing import with_timing
@@ -80,12 +80,19 @@ class Redactor:
         self.patterns = tuple(patterns)
         self.replacement = replacement
         self._regex = re.compile("|".join(f"(?:{p})" for p in self.patterns)) if self.patterns else None
+        self._known: dict[str, bool] = {}
 
     def __repr__(self) -> str:
         return f"Redactor({self.patterns!r})"
 
     def is_secret(self, key: str) -> bool:
-        return self._regex is not None and self._regex.search(key.lower()) is not None
+        known = self._known.get(key)
+        if known is None:
+            # Agents repeat the same few keys on every step: each is matched once.
+            if len(self._known) >= _KNOWN_KEYS:
+                self._known.clear()
+            known = self._known[key] = self._regex is not None and self._regex.search(key.lower()) is not None
+        return known
 
     def __call__(self, data: dict[str, Any]) -> dict[str, Any]:
         result: dict[str, Any] = self._walk(data)
@@ -100,6 +107,9 @@ class Redactor:
         if isinstance(value, (list, tuple)):
             return [self._walk(v) for v in value]
         return value
+
+
+_KNOWN_KEYS = 10_000  # keys whose verdict a Redactor remembers
 
 
 TraceRedactor = Callable[[dict[str, Any]], dict[str, Any]]
@@ -280,6 +290,60 @@ def check_trace_fields(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+class _NotPlain(Exception):
+    """Raised inside :func:`_plain_copy` for anything it does not take; the general path then decides."""
+
+
+def _plain_copy(value: Any, depth: int, limit: int, redactor: Redactor | None) -> Any:
+    """A private copy of plain JSON (exact dicts, lists, tuples, str, finite float, 64-bit int, bool,
+    None) no deeper than ``limit`` (``depth`` counts as in stored metadata), with ``redactor``
+    applied on the way; :class:`_NotPlain` at anything else (a datetime, a secret dict, a lone
+    surrogate...), so that the general path, which knows every case and says what is wrong,
+    handles it. Valid steps, nearly all of them, are then walked once instead of five times.
+    """
+    if depth > limit:
+        raise _NotPlain
+    kind = type(value)
+    if kind is str:
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _NotPlain from None
+        return value
+    if kind is dict:
+        out = {}
+        inline = depth < limit  # a value kept here sits one level deeper
+        for key, item in value.items():
+            if type(key) is not str or not key.isascii():
+                raise _NotPlain
+            if redactor is not None and redactor.is_secret(key):
+                if isinstance(item, (Mapping, list, tuple)):
+                    raise _NotPlain  # the depth check must still see what the redactor drops
+                item = redactor.replacement
+            kind = type(item)
+            # Most values are short ASCII text or numbers: kept here without a call per value.
+            if inline and ((kind is str and item.isascii()) or item is None or kind is bool or (
+                    kind is float and item - item == 0.0) or (kind is int and -(2**63) <= item < 2**63)):
+                out[key] = item
+            else:
+                out[key] = _plain_copy(item, depth + 1, limit, redactor)
+        return out
+    if kind is list or kind is tuple:
+        return [_plain_copy(item, depth + 1, limit, redactor) for item in value]
+    if kind is float:
+        if value - value != 0.0:  # inf or nan
+            raise _NotPlain
+        return value
+    if kind is int:
+        if not -(2**63) <= value < 2**63:
+            raise _NotPlain
+        return value
+    if value is None or kind is bool:
+        return value
+    raise _NotPlain
+
+
 def trace_record(
     agent_id: object,
     workflow_id: object,
@@ -301,7 +365,54 @@ def trace_record(
     """
     workflow = check_id(workflow_id, "workflow_id", limits)
     agent = check_id(agent_id, "agent_id", limits)
-    data = check_trace_fields(check_trace_data(trace_data, limits))
+    if not isinstance(trace_data, Mapping):
+        raise InvalidInputError(f"trace_data must be a dict, got {type(trace_data).__name__}")
+    data = dict(trace_data)
+    try:
+        check_trace_fields(data)
+    except (InvalidInputError, RecursionError):  # the message shows a bad value, which can be deep
+        check_depth(trace_data, limits.max_metadata_depth, "trace_data")  # too deep is said first
+        raise
+    redactor = _redactor
+    payload: dict[str, Any] | None = None
+    if redactor is None or type(redactor) is Redactor:
+        try:
+            # The payload sits at depth 2 of the metadata (under "trace"), hence the start at 2.
+            payload = _plain_copy(data, 2, limits.max_metadata_depth, redactor)
+        except _NotPlain:
+            payload = None
+    if payload is None:
+        return _checked_trace_record(workflow, agent, trace_data, data, user_id, limits)
+    extra = payload.pop("metadata", None) or {}
+    if not isinstance(extra, dict):
+        extra = {"metadata": extra}
+    payload = with_timing(payload)
+    meta: dict[str, Any] = extra
+    for key in TRACE_FIELDS:
+        value = payload.get(key)
+        if value is not None and not isinstance(value, (dict, list)):
+            meta[key] = value
+    meta["trace"] = payload
+    meta["type"] = "trace"
+    meta["workflow_id"] = workflow
+    rendered = json.dumps(payload, ensure_ascii=False, sort_keys=True)
+    user, agent = check_namespace(user_id, agent, limits)
+    content = check_content(f"[trace] workflow={workflow} agent={agent} data={rendered}", limits)
+    encoded = json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
+    size = len(encoded) if encoded.isascii() else len(encoded.encode("utf-8"))
+    if size > limits.max_metadata_bytes:
+        raise InvalidInputError(f"metadata is {size} bytes as JSON; the limit is {limits.max_metadata_bytes}")
+    return Record(id=new_id(), user_id=user, agent_id=agent, content=content, metadata=meta,
+                  created_us=now_us(), metadata_json=encoded)
+
+
+def _checked_trace_record(
+    workflow: str, agent: str, trace_data: Mapping[str, Any], data: dict[str, Any], user_id: object,
+    limits: Limits,
+) -> Record:
+    """:func:`trace_record` for data :func:`_plain_copy` does not take: every check in turn, each
+    with its own message, and whatever the installed redactor does."""
+    check_depth(trace_data, limits.max_metadata_depth, "trace_data")
     redactor = _redactor
     if redactor is not None:
         redacted = redactor(data)

@@ -53,6 +53,11 @@ def _attributes(values: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _read_value(value: Any, where: str) -> Any:
+    if type(value) is dict and len(value) == 1:
+        # The usual case, answered before the general checks: one short string.
+        raw = value.get("stringValue")
+        if type(raw) is str and len(raw) <= MAX_ATTRIBUTE_CHARS:
+            return raw
     if not isinstance(value, Mapping):
         raise InvalidInputError(f"{where}: an OTLP attribute value must be an object, got {type(value).__name__}")
     if not value:
@@ -103,14 +108,29 @@ def _read_attributes(raw: Any, where: str) -> dict[str, Any]:
         raise InvalidInputError(f"{where}: attributes must be a list of key/value objects")
     out: dict[str, Any] = {}
     for pair in raw:
-        if not isinstance(pair, Mapping) or not isinstance(pair.get("key"), str):
+        if type(pair) is not dict and not isinstance(pair, Mapping):
             raise InvalidInputError(f"{where}: an attribute needs a string 'key'")
-        out[pair["key"]] = _read_value(pair.get("value", {}), f"{where} attribute {pair['key']!r}")
+        key = pair.get("key")
+        if type(key) is not str:
+            raise InvalidInputError(f"{where}: an attribute needs a string 'key'")
+        out[key] = _read_value(pair.get("value", {}), f"{where} attribute {key!r}")
     return out
 
 
-def _span_id(raw: Any, size: int, where: str, *, optional: bool = False) -> str | None:
-    """A trace/span id as lower-case hex; OTLP JSON writes hex, protobuf's JSON mapping base64."""
+def _span_id(
+    raw: Any, size: int, where: str, *, optional: bool = False, seen: dict[str, str] | None = None
+) -> str | None:
+    """A trace/span id as lower-case hex; OTLP JSON writes hex, protobuf's JSON mapping base64.
+
+    ``seen`` remembers ids already read (a trace id recurs on each of its spans, a parent on each child).
+    """
+    if seen is not None and type(raw) is str:
+        known = seen.get(raw)
+        if known is None:
+            known = _span_id(raw, size, where, optional=optional)
+            if known is not None:
+                seen[raw] = known
+        return known
     if raw in (None, "") and optional:
         return None
     if not isinstance(raw, str) or not raw:

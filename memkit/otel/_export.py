@@ -22,7 +22,11 @@ def _hex(seed: str, size: int) -> str:
     return hashlib.sha256(seed.encode()).hexdigest()[: size * 2]
 
 
-async def _steps(provider: MemoryProvider, user_id: str | None, agent_id: str | None) -> list[MemoryItem]:
+async def _steps(
+    provider: MemoryProvider, user_id: str | None, agent_id: str | None, memories: bool = False
+) -> list[MemoryItem]:
+    """The trace steps of the namespaces asked for; with ``memories``, their other memories too."""
+    wanted = None if memories else {"type": "trace"}
     if user_id is not None and agent_id is not None:
         spaces = [(user_id, agent_id)]
     elif isinstance(provider, SupportsNamespaces):
@@ -37,24 +41,50 @@ async def _steps(provider: MemoryProvider, user_id: str | None, agent_id: str | 
         if isinstance(provider, SupportsPaging):
             offset = 0
             while True:
-                page = await provider.get_page(user, agent, offset=offset, limit=1_000, filters={"type": "trace"})
+                page = await provider.get_page(user, agent, offset=offset, limit=1_000, filters=wanted)
                 steps.extend(page)
                 offset += len(page)
                 if len(page) < 1_000:
                     break
         else:
-            steps.extend(await provider.get_all(user, agent, 10_000, {"type": "trace"}))
+            steps.extend(await provider.get_all(user, agent, 10_000, wanted))
     return steps
 
 
 async def _read_runs(
-    provider: MemoryProvider, user_id: str | None, agent_id: str | None, workflow_id: str | None
+    provider: MemoryProvider, user_id: str | None, agent_id: str | None, workflow_id: str | None,
+    memories: bool = False,
 ) -> tuple[list[Recall], list[MemoryItem]]:
-    """The recalls and trace steps an export covers, read in one visit to memkit's loop."""
+    """The recalls and trace steps (and with ``memories`` the other memories) an export covers, read
+    in one visit to memkit's loop."""
     recalls: list[Recall] = []
     if isinstance(provider, SupportsRecalls):
         recalls = await provider.recalls(user_id=user_id, agent_id=agent_id, workflow_id=workflow_id)
-    return recalls, await _steps(provider, user_id, agent_id)
+    return recalls, await _steps(provider, user_id, agent_id, memories)
+
+
+def _memory_span(item: MemoryItem) -> dict[str, Any]:
+    """A memory's creation as the GenAI memory operation ``create_memory``, in one trace per namespace."""
+    namespace = f"{item.user_id}/{item.agent_id}"
+    at = (to_us(item.created_at) * 1_000 if item.created_at is not None else 0) or 1
+    attrs: dict[str, Any] = {
+        "gen_ai.operation.name": "create_memory",
+        "gen_ai.memory.record.id": item.id,
+        "gen_ai.memory.namespace": namespace,
+        "gen_ai.agent.id": item.agent_id,
+        "user.id": item.user_id,
+        "input.value": item.content,
+        "memkit.memory.id": item.id,
+        "memkit.memory.user_id": item.user_id,
+        "memkit.memory.agent_id": item.agent_id,
+        "memkit.memory.metadata": json.dumps(item.metadata, ensure_ascii=False, sort_keys=True),
+    }
+    return {
+        "traceId": _hex(f"memories:{item.user_id}|{item.agent_id}", 16), "spanId": _hex(f"memory:{item.id}", 8),
+        "name": f"create_memory {item.agent_id}", "kind": 1,
+        "startTimeUnixNano": str(at), "endTimeUnixNano": str(at),
+        "attributes": _attributes(attrs), "status": {"code": 1},
+    }
 
 
 def _recall_span(recall: Recall, trace_id: str, parent: str, start_ns: int) -> dict[str, Any]:
@@ -156,14 +186,20 @@ def export_otlp(
     workflow_id: str | None = None,
     run_id: str | None = None,
     service_name: str = "memkit",
+    memories: bool = False,
 ) -> dict[str, Any]:
     """The store's runs as an OTLP JSON ``ExportTraceServiceRequest`` (and written to ``path`` if given).
 
     Every step is a span of its run's trace; every recall its child ``search_memory`` span. Narrow
-    with ``user_id``/``agent_id``/``workflow_id``/``run_id``. The file opens in any OTLP viewer
-    (Phoenix, Jaeger, the OTel collector's file receiver) and :func:`import_otlp` reads it back.
+    with ``user_id``/``agent_id``/``workflow_id``/``run_id``. With ``memories=True`` (and no
+    ``workflow_id`` or ``run_id``: a memory belongs to no run), each memory of the namespaces
+    exported is also a ``create_memory`` span at the time it was written, in one trace per
+    namespace. The file opens in any OTLP viewer (Phoenix, Jaeger, the OTel collector's file
+    receiver) and :func:`import_otlp` reads it back (memories as memories).
     """
-    recalls, steps = call(mem, _read_runs, user_id, agent_id, workflow_id)
+    memories = memories and workflow_id is None and run_id is None
+    recalls, items = call(mem, _read_runs, user_id, agent_id, workflow_id, memories)
+    steps = [i for i in items if i.metadata.get("type") == "trace"]
     by_step: dict[tuple[str, str, str, str | None, int], list[Recall]] = {}
     for recall in recalls:
         if recall.workflow_id is None or recall.step_index is None:
@@ -184,6 +220,8 @@ def export_otlp(
         built = _step_span(item, by_step.get(key, []))
         spans.append(built["span"])
         spans.extend(built["children"])
+    if memories:
+        spans.extend(_memory_span(i) for i in items if i.metadata.get("type") != "trace")
     spans.sort(key=lambda s: (s["traceId"], int(s["startTimeUnixNano"])))
     request = {"resourceSpans": [{
         "resource": {"attributes": _attributes({"service.name": service_name})},

@@ -15,9 +15,9 @@ from typing import Any
 from memkit._core._errors import InvalidInputError
 from memkit._core._ops import AddRecallsOp, WriteOp
 from memkit._core._port import MemoryProvider, SupportsAddMany, SupportsRecalls
-from memkit._core._records import Record, from_us, trace_record
+from memkit._core._records import Record, from_us, new_record, trace_record
 from memkit._core._store import Store
-from memkit._core._validate import DEFAULT_LIMITS
+from memkit._core._validate import DEFAULT_LIMITS, Limits, check_id
 from memkit._recall._recording import Recall, RecalledMemory, checked_recalls
 from memkit._sync import Memory, call, provider_of
 from memkit.otel._convert import (
@@ -50,12 +50,13 @@ class _Span:
 
 @dataclass
 class OtlpImport:
-    """What :func:`import_otlp` wrote: ``runs`` (one per trace), ``steps`` and ``recalls``."""
+    """What :func:`import_otlp` wrote: ``runs`` (one per trace), ``steps``, ``recalls`` and ``memories``."""
 
     runs: int = 0
     steps: int = 0
     recalls: int = 0
     run_ids: list[str] = field(default_factory=list)
+    memories: int = 0  # ``create_memory`` spans of a memkit export, written back as memories
 
 
 def _kind_of(raw: Mapping[str, Any], attrs: Mapping[str, Any], where: str) -> str:
@@ -81,21 +82,23 @@ def _kind_of(raw: Mapping[str, Any], attrs: Mapping[str, Any], where: str) -> st
 def _parse(request: Any) -> list[_Span]:
     spans: list[_Span] = []
     seen: set[tuple[str, str]] = set()
+    trace_ids: dict[str, str] = {}  # as written -> hex, so each distinct id is decoded once
+    span_ids: dict[str, str] = {}
     for raw_spans, resource in _walk(request):
         service = resource.get("service.name")
         for raw in raw_spans:
             where = f"span {len(spans)}"
             if len(spans) >= _MAX_SPANS_PER_FILE:
                 raise InvalidInputError(f"the file holds more than {_MAX_SPANS_PER_FILE:,} spans; split it")
-            if not isinstance(raw, Mapping):
+            if type(raw) is not dict and not isinstance(raw, Mapping):
                 raise InvalidInputError(f"{where} must be an object")
             name = raw.get("name")
             if not isinstance(name, str) or not name:
                 raise InvalidInputError(f"{where}: 'name' must be a non-empty string")
             where = f"span {len(spans)} ({name[:60]!r})"
-            trace_id = _span_id(raw.get("traceId"), 16, f"{where} traceId")
-            span_id = _span_id(raw.get("spanId"), 8, f"{where} spanId")
-            parent = _span_id(raw.get("parentSpanId"), 8, f"{where} parentSpanId", optional=True)
+            trace_id = _span_id(raw.get("traceId"), 16, f"{where} traceId", seen=trace_ids)
+            span_id = _span_id(raw.get("spanId"), 8, f"{where} spanId", seen=span_ids)
+            parent = _span_id(raw.get("parentSpanId"), 8, f"{where} parentSpanId", optional=True, seen=span_ids)
             assert trace_id is not None and span_id is not None
             if (trace_id, span_id) in seen:
                 raise InvalidInputError(f"{where}: span id {span_id} appears twice in trace {trace_id}")
@@ -106,7 +109,7 @@ def _parse(request: Any) -> list[_Span]:
             if end < start:
                 raise InvalidInputError(f"{where} ends before it starts ({end} < {start})")
             status = raw.get("status") or {}
-            if not isinstance(status, Mapping):
+            if type(status) is not dict and not isinstance(status, Mapping):
                 raise InvalidInputError(f"{where}: status must be an object")
             code = status.get("code", 0)
             failed = code in (2, "STATUS_CODE_ERROR")
@@ -146,8 +149,16 @@ def _check_tree(spans: list[_Span]) -> None:
         done.update(path)
 
 
+_JSON_STARTS = frozenset('{["-0123456789tfnNI')  # what a JSON text (as Python reads it) can start with
+
+
 def _json_or_text(value: Any) -> Any:
     if isinstance(value, str):
+        # Prose ("plan the assay") is not sent through the JSON parser to fail there: an
+        # exception per span costs more than the parse.
+        first = value[:1]
+        if first not in _JSON_STARTS and (not first.isspace() or value.lstrip()[:1] not in _JSON_STARTS):
+            return {"value": value}
         try:
             parsed = json.loads(value)
         except ValueError:
@@ -294,6 +305,25 @@ def _plan(
     return steps, recalls, runs
 
 
+def _is_memory(span: _Span) -> bool:
+    """A memory's creation as memkit exports it (``export_otlp(memories=True)``), not a step."""
+    return span.attrs.get("gen_ai.operation.name") == "create_memory" and "memkit.memory.id" in span.attrs
+
+
+def _memory_of(span: _Span, user_id: str | None, agent_id: str | None, limits: Limits) -> Record:
+    a = span.attrs
+    raw = a.get("memkit.memory.metadata")
+    try:
+        metadata = json.loads(raw) if isinstance(raw, str) else None
+        record = new_record(a.get("input.value"), user_id or a.get("memkit.memory.user_id"),
+                            agent_id or a.get("memkit.memory.agent_id"), metadata, limits)
+        record.id = check_id(a.get("memkit.memory.id"), "memkit.memory.id", limits)
+    except ValueError as exc:  # InvalidInputError included
+        raise InvalidInputError(f"{span.where}: {exc}") from None
+    record.created_us = span.start_ns // 1_000
+    return record
+
+
 def _load(source: Any) -> list[Any]:
     if isinstance(source, Mapping):
         return [source]
@@ -341,8 +371,10 @@ def import_otlp(
     spans: list[_Span] = []
     for request in _load(source):
         spans.extend(_parse(request))
-    steps, recalls, runs = _plan(spans, user_id, agent_id, workflow_id)
-    records = []
+    records = [_memory_of(s, user_id, agent_id, limits) for s in spans if _is_memory(s)]
+    memories = len(records)
+    steps, recalls, runs = _plan([s for s in spans if not _is_memory(s)] if memories else spans,
+                                 user_id, agent_id, workflow_id)
     for user, agent, workflow, data in steps:
         try:
             records.append(trace_record(agent, workflow, data, user, limits))
@@ -354,7 +386,8 @@ def import_otlp(
     if not isinstance(provider, SupportsAddMany):
         raise InvalidInputError(f"{type(provider).__name__} cannot write a batch; import_otlp needs add_many")
     call(provider, _write, records, checked)
-    return OtlpImport(runs=len(runs), steps=len(records), recalls=len(checked), run_ids=runs)
+    return OtlpImport(runs=len(runs), steps=len(records) - memories, recalls=len(checked), run_ids=runs,
+                      memories=memories)
 
 
 async def _write(provider: MemoryProvider, records: list[Record], recalls: list[Recall]) -> None:

@@ -46,6 +46,8 @@ _TIMING_LIKE = re.compile(
 )
 _NOT_TIMING = frozenset(("retry_count", "step_index", "created_at", "retry_errors"))
 _warned: set[str] = set()
+_judged: set[str] = set()  # keys found not to look like timing
+_JUDGED_MAX = 10_000
 _EPOCH_MS = 1e11  # epoch seconds reach this only in the year 5138: larger numbers are milliseconds
 
 
@@ -119,11 +121,13 @@ def _first(data: Mapping[str, Any], keys: Any, read: Any) -> tuple[str | None, f
 def step_timing(data: Mapping[str, Any], *, warn: bool = True) -> StepTiming:
     """The timing of one step from its trace data (see the module docstring for the keys)."""
     if warn:
-        for key in data:
+        for key in data.keys() - _judged:
             if isinstance(key, str) and key not in TIMING_KEYS and key not in _NOT_TIMING \
                     and "timeout" not in key.lower() and _TIMING_LIKE.search(key.lower()):
                 _warn_once(key, f"memkit: trace key {key!r} looks like step timing but is not read as timing; "
                                 f"use duration (seconds), duration_ms, or started_at/ended_at")
+            elif isinstance(key, str) and len(_judged) < _JUDGED_MAX:
+                _judged.add(key)  # agents repeat the same few keys on every step: each is judged once
     duration_key, duration = _first(data, (k for k in DURATION_KEYS if k in data),
                                     lambda raw: None if _seconds(raw) is None else _seconds(raw))
     if duration_key is not None and duration is not None:

@@ -105,8 +105,29 @@ def step_tree(parent: list[int | None]) -> tuple[list[int], list[int]] | None:
     return order, shown_parent
 
 
-def _tree_columns(parents: list[int], durations: np.ndarray, timed: np.ndarray) -> dict[str, Any]:
-    """Depth, child count and the children's rolled-up time of each shown row (parents come first)."""
+def _cover(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The union of ``intervals`` as sorted, disjoint intervals."""
+    merged: list[tuple[float, float]] = []
+    for lo, hi in sorted(intervals):
+        if merged and lo <= merged[-1][1]:
+            if hi > merged[-1][1]:
+                merged[-1] = (merged[-1][0], hi)
+        else:
+            merged.append((lo, hi))
+    return merged
+
+
+def _tree_columns(
+    parents: list[int], durations: np.ndarray, timed: np.ndarray, starts: list[float | None]
+) -> dict[str, Any]:
+    """Depth, child count and the children's rolled-up time of each shown row (parents come first).
+
+    A parent's rolled-up time is the wall-clock time its children cover: children that ran at the
+    same time (parallel tool calls) count once, as the union of their intervals. A child without a
+    start time cannot be placed, so its duration is added; children with no start times at all
+    therefore roll up to the sum of their durations. A child with no duration of its own counts
+    as the time its own children cover.
+    """
     n = len(parents)
     depth = [0] * n
     kids = [0] * n
@@ -115,18 +136,43 @@ def _tree_columns(parents: list[int], durations: np.ndarray, timed: np.ndarray) 
             depth[k] = depth[p] + 1
             kids[p] += 1
     own = [float(d) if t else None for d, t in zip(durations.tolist(), timed.tolist(), strict=True)]
+    # Per row, what its children cover: intervals placed in time, and seconds that could not be placed.
+    placed: list[list[tuple[float, float]]] = [[] for _ in range(n)]
+    unplaced = [0.0] * n
+    covered = [False] * n
     rolled: list[float | None] = [None] * n
-    for k in range(n - 1, -1, -1):  # children after their parent: each child is summed before its parent
+    for k in range(n - 1, -1, -1):  # children after their parent: each child is done before its parent
+        if covered[k]:
+            placed[k] = _cover(placed[k])
+            rolled[k] = sum(hi - lo for lo, hi in placed[k]) + unplaced[k]
         p = parents[k]
-        if p >= 0:
-            time = own[k] if own[k] is not None else rolled[k]
-            if time is not None:
-                rolled[p] = (rolled[p] or 0.0) + time
+        if p < 0:
+            continue
+        seconds = own[k]
+        if seconds is not None:
+            start = starts[k]
+            if start is None:
+                unplaced[p] += seconds
+            else:
+                placed[p].append((start, start + seconds))
+            covered[p] = True
+        elif covered[k]:
+            placed[p].extend(placed[k])
+            unplaced[p] += unplaced[k]
+            covered[p] = True
     return {
         "parent": parents, "depth": depth, "children": kids,
         "rolled_s": [None if r is None else round(r, 3) for r in rolled],
         "rolled": [format_duration(r) if c and r is not None else "" for r, c in zip(rolled, kids, strict=True)],
     }
+
+
+def _start_offsets(starts: pd.Series) -> list[float | None]:
+    """Each step's start in seconds from the run's first, ``None`` where the step recorded none."""
+    if not starts.notna().any():
+        return [None] * len(starts)
+    seconds = (starts - starts.min()).dt.total_seconds()
+    return [None if pd.isna(v) else float(v) for v in seconds.tolist()]
 
 
 def timeline(run: str, row: pd.Series, steps: pd.DataFrame, parents: list[int] | None = None) -> dict[str, Any]:
@@ -183,7 +229,7 @@ def timeline(run: str, row: pd.Series, steps: pd.DataFrame, parents: list[int] |
         "retries": retries.tolist(), "gap_s": np.round(gaps, 3).tolist(), "recalls": recalls,
         "statuses": sorted(set(steps["status"])), "axis": "steps" if by_order else "seconds",
         "timing_note": note, "timed": timed.tolist(),
-        **({} if parents is None else _tree_columns(parents, durations, timed)),
+        **({} if parents is None else _tree_columns(parents, durations, timed, _start_offsets(starts))),
         "caption": f"{n} steps · {'no timing' if by_order else format_duration(_seconds(row['duration_s']))}"
                    f" · started "
                    f"{format_time(row['started_at'].to_pydatetime()) if pd.notna(row['started_at']) else '?'}",
