@@ -146,7 +146,7 @@ function drawTimeline(model, box) {
       }
       if (tl.rolled[i]) {
         label.append(h("span", { class: "mk-rollup", text: `Σ ${tl.rolled[i]}`,
-          title: `${tl.rolled[i]} in its ${tl.children[i]} child steps (each child's own time, children of children included)` }));
+          title: `its ${tl.children[i]} child steps cover ${tl.rolled[i]} of wall-clock time (parallel children counted once)` }));
       }
     }
     return h("div", { class: `mk-tl-row${i === model.get("step") ? " mk-selected" : ""}`, "data-position": i,
@@ -183,6 +183,7 @@ function drawTimeline(model, box) {
   const legend = h("div", { class: "mk-legend" });
   for (const s of tl.statuses || []) legend.append(statusBadge(s), " ");
   legend.append(h("span", { class: "mk-retry-key", text: "↻n retries · dotted line = idle gap" }));
+  if ((tl.rolled || []).some((r) => r)) legend.append(" ", h("span", { class: "mk-retry-key", text: "· Σ time its children cover" }));
   if ((tl.recalls || []).some((n) => n)) legend.append(" ", h("span", { class: "mk-recall-mark", text: "n" }), h("span", { class: "mk-retry-key", text: " searches the step made" }));
   box.append(legend);
 }
