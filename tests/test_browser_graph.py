@@ -413,6 +413,12 @@ def _at_scale(page: Page, title: str) -> None:
                            timeout=30_000)
     memories = page.evaluate(COUNT, [title, "Memory"])
     assert 0 < memories - before <= 60  # one page of TP53's memories
+    # the rest fades: TP53, its memories and the entities it shares memories with are drawn over the veil
+    assert page.evaluate(f"(t) => ({PICK})(t).dataset.spotlight", title) == tp53["id"]
+    page.wait_for_function(f"([t, n]) => Number(({PICK})(t).dataset.lit || 0) > n", arg=[title, memories - before],
+                           timeout=10_000)
+    assert int(page.evaluate(f"(t) => ({PICK})(t).dataset.lit", title)) < page.evaluate(
+        f"(t) => ({PICK})(t).__memkit.nodes.length", title)
     # ... drawn from the first pages the kernel set ahead, without a round trip
     assert int(page.evaluate(f"(t) => ({PICK})(t).dataset.fromReserve || '0'", title)) >= 1
     assert "of" in page.locator(".memkit-graph-group").first.inner_text()  # "60 of 2,085 memories shown"
