@@ -254,12 +254,7 @@ CONTRACTS = {
     f"no module over {MAX_LINES} lines": long_modules,
 }
 
-KNOWN: dict[str, tuple[set[str], str]] = {
-    "domain imports nothing above it": (
-        {"memkit.graph._model"},
-        "MemoryGraph's drawing methods (to_html, to_pyvis, grouped) import the graph view when called",
-    ),
-}
+KNOWN: dict[str, tuple[set[str], str]] = {}
 
 
 class KnownViolations(AssertionError):

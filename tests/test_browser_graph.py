@@ -413,6 +413,12 @@ def _at_scale(page: Page, title: str) -> None:
                            timeout=30_000)
     memories = page.evaluate(COUNT, [title, "Memory"])
     assert 0 < memories - before <= 60  # one page of TP53's memories
+    # the rest fades: TP53, its memories and the entities it shares memories with are drawn over the veil
+    assert page.evaluate(f"(t) => ({PICK})(t).dataset.spotlight", title) == tp53["id"]
+    page.wait_for_function(f"([t, n]) => Number(({PICK})(t).dataset.lit || 0) > n", arg=[title, memories - before],
+                           timeout=10_000)
+    assert int(page.evaluate(f"(t) => ({PICK})(t).dataset.lit", title)) < page.evaluate(
+        f"(t) => ({PICK})(t).__memkit.nodes.length", title)
     # ... drawn from the first pages the kernel set ahead, without a round trip
     assert int(page.evaluate(f"(t) => ({PICK})(t).dataset.fromReserve || '0'", title)) >= 1
     assert "of" in page.locator(".memkit-graph-group").first.inner_text()  # "60 of 2,085 memories shown"
@@ -534,6 +540,31 @@ def _browser_at_scale(page: Page, root: Path) -> None:
     assert exported[0] == ["#", "created", "memory", "metadata", "id"]
     assert sorted(r[2] for r in exported[1:]) == sorted(expected)  # every matching row, each once
     grid.locator(".mk-message", has_text=f"CSV: {len(expected):,} rows").wait_for(timeout=10_000)
+    # A search shows its best 20 hits; its CSV holds every hit the store finds, best first, and says so.
+    with memkit.open(f"sqlite:///{root / 'scale.db'}?embedder=none") as mem:
+        hits = [i.content for i in mem.search("EGFR", "ana", "bio", 10_000, {"type": {"$ne": "trace"}}, mode="keyword")
+                if i.score is None or i.score > 0]
+    assert len(hits) > 20
+    grid.locator(".mk-col-filter-text").fill("")
+    page.wait_for_function("el => el.querySelector('.mk-total')?.textContent.startsWith('memories 1–20 (of')",
+                           arg=grid.element_handle(), timeout=30_000)
+    cell.locator("input[placeholder^='search text']").fill("EGFR")
+    cell.locator("input[placeholder^='search text']").press("Enter")
+    page.wait_for_function("el => el.querySelector('.mk-total')?.textContent.includes(\"matches for 'EGFR'\")",
+                           arg=grid.element_handle(), timeout=30_000)
+    assert len(grid.locator("tbody td.mk-col-text").all_inner_texts()) == 20
+    with page.expect_download() as info:
+        grid.locator(".mk-csv").click()
+    path = info.value.path()
+    assert path is not None
+    with Path(path).open(encoding="utf-8", newline="") as f:
+        exported = list(csv.reader(f))
+    text = exported[0].index("memory")
+    assert [r[text] for r in exported[1:]] == hits  # every hit, in the store's order, not the page of 20
+    grid.locator(".mk-message", has_text=f"CSV: every hit of the search, {len(hits):,} rows").wait_for(timeout=10_000)
+    cell.screenshot(path=str(ARTIFACTS / "lab-namespaces-search-csv.png"))
+    cell.locator("input[placeholder^='search text']").fill("")
+    cell.locator("input[placeholder^='search text']").press("Enter")
     cell.locator(".widget-toggle-button", has_text="recalls").click()
     page.wait_for_function("el => el.querySelector('.mk-total')?.textContent.startsWith('recalls')",
                            arg=grid.element_handle(), timeout=30_000)

@@ -32,12 +32,22 @@ def _structure(mem: memkit.Memory) -> dict[str, Any]:
            for n in view.graph.nodes}
     biggest = max((n.id for n in view.nodes if n.id in view.counts), key=lambda i: (view.counts[i], key[i]))
     fresh, edges, _, left = expansion(view, biggest, {n.id for n in view.nodes})
+    # "used by runs": each recalled memory's runs, and a run opened as its ordered steps
+    index = view.groups.index
+    assert index is not None
+    memories = [n for n in view.graph.nodes if n.type == "Memory"]
+    used = {key[m.id]: [key[t] for t in index.runs_that_recalled(m.id)] for m in memories}
+    run = min(t for runs in used.values() for t in runs)  # the same run on every store
+    run_id = next(i for i, k in key.items() if k == run)
+    steps, step_edges, _, _ = expansion(view, run_id, {n.id for n in view.nodes})
     return {
         "nodes": sorted(key[n.id] for n in view.nodes),
         "edges": sorted((e.type, key[e.source], key[e.target], e.properties.get("count")) for e in view.edges),
         "counts": sorted((key[g], c) for g, c in view.counts.items()),
         "opened": (key[biggest], sorted(key[n.id] for n in fresh), len(edges), left),
         "users": {n.properties.get("user_id") for n in view.graph.nodes},
+        "used_by": {m: runs for m, runs in used.items() if runs},
+        "run": (run, [key[n.id] for n in steps], sorted((e.type, key[e.source], key[e.target]) for e in step_edges)),
     }
 
 
@@ -63,6 +73,8 @@ def test_grouped_views_are_the_same_on_sqlite_falkordb_and_neo4j(stores: list[me
     assert falkor == sqlite
     assert neo == sqlite
     assert any(t == "Entity" and name == "TP53" for (t, name), _ in sqlite["counts"])
+    assert len(sqlite["used_by"]) >= 3  # memories that runs recalled
+    assert [t for t, _ in sqlite["run"][1]].count("Step") == 5  # a run opens as its five steps (and what they recalled)
 
 
 def test_grouping_reaches_networkx_and_pyvis(tmp_path: Path) -> None:

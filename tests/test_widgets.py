@@ -567,15 +567,28 @@ def test_column_filters_and_csv_cover_the_whole_namespace(tmp_path: Path) -> Non
         browser.rows.column_filters = {}
         assert browser.rows.caption == "memories 1–20 (of 230 records in the namespace)"
         assert browser.to_csv()[1] == 230
-        # a search: the CSV is its hits with the column filters applied
+        # a search: the grid shows one page of hits, the CSV every hit (all 40 BRCA1 notes, none of
+        # the neighbour's), best first, with the column filters applied
         browser.query.value = "BRCA1"
         browser.search_button.click()
-        hits = len(browser.items)
-        assert hits == 20 and browser.to_csv()[1] == hits
+        assert len(browser.items) == 20
+        text, count, capped = browser.to_csv([("text", "memory"), ("score", "score")])
+        rows = list(csv.reader(text.splitlines()))[1:]
+        assert (count, capped) == (40, False)
+        assert {r[0] for r in rows} == {f"note {n:03d} on BRCA1" for n in range(40)}
+        scores = [float(r[1]) for r in rows]
+        assert scores == sorted(scores, reverse=True)
+        sent: list[dict[str, object]] = []
+        browser.rows.send = lambda content, buffers=None: sent.append(content)  # type: ignore[method-assign]
+        browser._on_grid_message(browser.rows, {"action": "csv", "columns": [{"key": "text", "label": "memory"}]}, [])
+        assert sent[0]["rows"] == 40 and "neighbour" not in str(sent[0]["text"])
+        assert browser.rows.message == "CSV: every hit of the search, 40 rows, best first (not only this page)"
         browser.rows.column_filters = {"text": "note 00"}
         assert {i.content for i in browser.items} == {f"note {n:03d} on BRCA1" for n in range(10)} & {
             i.content for i in browser._hits or []}
-        assert browser.to_csv()[1] == len(browser.items)
+        text, count, _ = browser.to_csv([("text", "memory")])
+        assert count == 10 and {r[0] for r in list(csv.reader(text.splitlines()))[1:]} == {
+            f"note {n:03d} on BRCA1" for n in range(10)}
         # a filter naming no column is refused with a clear message and shows nothing stale
         browser.rows.column_filters = {"bogus": "x"}
         assert "column_filters" in browser.status.value and "bogus" in browser.status.value
@@ -619,6 +632,14 @@ def test_a_csv_past_the_cap_stops_there_and_says_so(tmp_path: Path, monkeypatch:
             "CSV: the first 50 rows only (an export stops at 50)", "warn")
         browser.rows.column_filters = {"text": "tp53"}
         assert browser.rows.caption == "memories 1–20 of the first 50 matching the column filters"
+        # a search's CSV stops at what one search returns (here the cap too), and says so
+        browser.rows.column_filters = {}
+        browser.query.value = "TP53"
+        browser.search_button.click()
+        sent.clear()
+        browser._on_grid_message(browser.rows, {"action": "csv", "columns": [{"key": "text", "label": "memory"}]}, [])
+        assert sent[0]["rows"] == 50 and browser.rows.message_kind == "warn"
+        assert browser.rows.message == "CSV: the best 50 hits of the search only (a search returns at most 50)"
         # a column the grid does not have is refused in the message line, and nothing is sent
         sent.clear()
         browser._on_grid_message(browser.rows, {"action": "csv", "columns": [{"key": "secret", "label": "x"}]}, [])

@@ -7,11 +7,12 @@ views work without a graph server. See ``docs/graph.md`` for the schema.
 The package: ``_schema`` (node and edge ids and properties, shared with the graph adapters),
 ``_parts`` and ``_model`` (the graph), ``_read`` (reading it from a store), and the view
 (``_layout``, ``_groups``, ``_style``, ``_view``, ``_page`` and ``_graph.js``/``_graph.css``),
-which only the drawing methods and the widgets import.
+which only the widgets and ``_draw`` import; ``_draw`` hands ``MemoryGraph`` its drawing methods.
 """
 
 from __future__ import annotations
 
+from memkit.graph import _draw  # noqa: F401  (registers the drawn forms with MemoryGraph)
 from memkit.graph._model import MemoryGraph
 from memkit.graph._parts import GraphEdge, GraphNode
 from memkit.graph._read import amemory_graph, aneighbourhood, memory_graph, neighbourhood

@@ -318,18 +318,38 @@ function memkitGraph(vis, el, model) {
   }
 
   // A selected node and its neighbours stay as they are; everything else fades, so an opened group
-  // reads on its own even inside a dense drawing.
-  let spotlit = false;
+  // reads on its own even inside a dense drawing. The fade is painted over the drawing (a white veil,
+  // then the lit edges and nodes drawn again on top of it) rather than written into every node and
+  // edge: updating each item through vis-network's DataSet took longer than the rest of a click.
+  let spot = null;  // the ids at the centre of the light, or null
   function spotlight(id, more) {
-    if (id === null && !spotlit) return;
-    const centre = id === null ? null : new Set([id, ...(more || [])]);
-    const near = centre === null ? null : new Set(centre);
-    if (near) for (const c of centre) for (const other of network.getConnectedNodes(c)) near.add(other);
-    nodes.update(nodes.get({ fields: ["id"] }).map((n) => ({ id: n.id, opacity: !near || near.has(n.id) ? 1 : 0.2 })));
-    edges.update(edges.get({ fields: ["id", "from", "to", "base"] }).map((e) => ({
-      id: e.id, color: { ...e.base, opacity: !centre || centre.has(e.from) || centre.has(e.to) ? 1 : 0.12 } })));
-    spotlit = id !== null;
+    if (id === null && spot === null) return;
+    spot = id === null ? null : new Set([id, ...(more || [])]);
     root.dataset.spotlight = id || "";
+    if (network) network.body.emitter.emit("_requestRedraw");
+  }
+
+  function drawSpotlight(ctx) {
+    if (spot === null) return;
+    const body = network.body;
+    const near = new Set(spot), lit = new Set();
+    for (const c of spot) {
+      if (!body.nodes[c]) continue;
+      for (const e of network.getConnectedEdges(c)) lit.add(e);
+      for (const o of network.getConnectedNodes(c)) near.add(o);
+    }
+    ctx.save();
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.fillStyle = "rgba(255,255,255,0.8)";
+    ctx.fillRect(0, 0, ctx.canvas.width, ctx.canvas.height);
+    ctx.restore();
+    const shown = (n) => n && !n.options.hidden;
+    for (const id of lit) {
+      const e = body.edges[id];
+      if (e && e.connected && shown(e.from) && shown(e.to)) { e.draw(ctx); e.drawArrows(ctx); }
+    }
+    for (const id of near) if (shown(body.nodes[id])) body.nodes[id].draw(ctx);
+    root.dataset.lit = String(near.size);
   }
 
   function select(id, more) {
@@ -429,12 +449,14 @@ function memkitGraph(vis, el, model) {
       }
       n.hidden = hiddenTypes.has(legendKey(n));
     });
-    nodes.add(fresh.map((n) => prepare(n)));
-    if (msg.move) {  // nodes already drawn that belong in the new picture
-      nodes.update(Object.entries(msg.move).filter(([id]) => nodes.get(id) !== null)
-        .map(([id, [dx, dy]]) => ({ id, x: parent.x + dx, y: parent.y + dy })));
-    }
-    edges.update(msg.edges.map(edgeBase));
+    batch(() => {
+      nodes.add(fresh.map((n) => prepare(n)));
+      if (msg.move) {  // nodes already drawn that belong in the new picture
+        nodes.update(Object.entries(msg.move).filter(([id]) => nodes.get(id) !== null)
+          .map(([id, [dx, dy]]) => ({ id, x: parent.x + dx, y: parent.y + dy })));
+      }
+      edges.update(msg.edges.map(edgeBase));
+    });
     if (msg.group) opened.set(msg.group, msg.shown);
     root.dataset.expanded = String(Number(root.dataset.expanded || 0) + fresh.length);
     rerank();
@@ -452,6 +474,32 @@ function memkitGraph(vis, el, model) {
       showProps(msg.group);
     }
     root.dataset.opened = String(Number(root.dataset.opened || 0) + 1);
+  }
+
+  // After each DataSet change vis-network redoes its bookkeeping over every node and edge (edge
+  // state, clusters, visible indices, value ranges) and, physics being off, draws everything at once.
+  // A batch of changes pays for the bookkeeping once and is drawn on the next frame.
+  function batch(work) {
+    const emitter = network.body.emitter;
+    const own = Object.prototype.hasOwnProperty.call(emitter, "emit"), emit = emitter.emit;
+    const held = new Set();
+    let flushing = false;
+    emitter.emit = function (event, ...args) {
+      if (event === "_redraw" || (!flushing && (event === "_dataChanged" || event === "_dataUpdated"))) {
+        held.add(event);
+        return this;
+      }
+      return emit.apply(this, [event, ...args]);
+    };
+    try {
+      work();
+      flushing = true;
+      if (held.has("_dataChanged")) emitter.emit("_dataChanged");
+      else if (held.has("_dataUpdated")) emitter.emit("_dataUpdated");
+    } finally {
+      if (own) emitter.emit = emit; else delete emitter.emit;
+    }
+    if (held.size) emitter.emit("_requestRedraw");
   }
 
   function edgeBase(e) {
@@ -493,7 +541,7 @@ function memkitGraph(vis, el, model) {
     data = d;
     if (network) network.destroy();
     hiddenTypes.clear();
-    spotlit = false;
+    spot = null;
     opened.clear();
     pinned.clear();
     firstDrawn = false;
@@ -525,6 +573,7 @@ function memkitGraph(vis, el, model) {
       ctx.restore();
     });
     network.on("afterDrawing", (ctx) => {
+      drawSpotlight(ctx);
       drawCaptions(ctx);
       if (!firstDrawn) { firstDrawn = true; window.__memkitGraphFirstDrawn = performance.now(); root.dataset.drawn = "1"; }
     });

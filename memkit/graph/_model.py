@@ -1,7 +1,8 @@
 """``MemoryGraph``: typed nodes and edges of a store, and how to build one from records.
 
 The drawn forms (``to_html``, ``to_pyvis``, a grouped ``to_networkx``) are made by the view
-modules of this package, imported when asked for: they read graphs, never the other way round.
+of this package, which registers itself here (``register_drawing``) when ``memkit.graph`` loads:
+the view reads graphs, never the other way round.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memkit.graph._schema import (
     RecordParts,
@@ -23,6 +24,30 @@ from memkit.graph._parts import GraphEdge, GraphNode, edge_properties, node_prop
 
 # Nodes the drawn views keep unless told otherwise (see MemoryGraph.to_html).
 DEFAULT_VIEW_NODES = 300
+
+
+class Drawing(Protocol):
+    """How a graph is drawn (implemented by the view, ``memkit.graph._draw``)."""
+
+    def pyvis(self, graph: MemoryGraph, max_nodes: int, group: str | None) -> Any: ...
+
+    def html(self, graph: MemoryGraph, max_nodes: int, title: str, group: str | None) -> str: ...
+
+    def grouped(self, graph: MemoryGraph, out: networkx.MultiDiGraph, group: str, max_nodes: int) -> None: ...
+
+
+_drawing: list[Drawing] = []
+
+
+def register_drawing(drawing: Drawing) -> None:
+    """Called once by the view when ``memkit.graph`` loads."""
+    _drawing[:] = [drawing]
+
+
+def _draw() -> Drawing:
+    if not _drawing:  # pragma: no cover - memkit.graph's __init__ registers it before any graph exists
+        raise RuntimeError("memkit.graph's view is not loaded: import memkit.graph")
+    return _drawing[0]
 
 
 @dataclass
@@ -71,10 +96,7 @@ class MemoryGraph:
         unless you pass ``cdn_resources="in_line"``, so for an offline page use :meth:`to_html`.
         ``group="entity"`` draws the grouped overview GraphExplorer shows on a large store.
         """
-        from memkit.graph._page import to_pyvis
-        from memkit.graph._view import select
-
-        return to_pyvis(select(self, max_nodes, group))
+        return _draw().pyvis(self, max_nodes, group)
 
     def to_html(self, path: str | None = None, *, max_nodes: int = DEFAULT_VIEW_NODES,
                 title: str = "memkit graph", group: str | None = None) -> str:
@@ -85,10 +107,7 @@ class MemoryGraph:
         ``"auto"``: over ``max_nodes``) writes the grouped overview, each group's first page opening
         on a click in the file.
         """
-        from memkit.graph._page import page_html
-        from memkit.graph._view import select
-
-        page = page_html(select(self, max_nodes, group), title)
+        page = _draw().html(self, max_nodes, title, group)
         if path is not None:
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(page)
@@ -108,16 +127,7 @@ class MemoryGraph:
             raise missing_extra("networkx", "graph") from None
         graph = nx.MultiDiGraph()
         if group is not None:
-            from memkit.graph._groups import _check_group
-            from memkit.graph._view import select
-
-            _check_group(group)
-            view = select(self, max_nodes, "entity" if group == "auto" else group)
-            for node in view.nodes:
-                graph.add_node(node.id, **{**node.properties, "type": node.type,
-                                           "memories": view.counts.get(node.id, 0)})
-            for edge in view.edges:
-                graph.add_edge(edge.source, edge.target, key=edge.id, **{**edge.properties, "type": edge.type})
+            _draw().grouped(self, graph, group, max_nodes)
             return graph
         for node in self.nodes:
             graph.add_node(node.id, **{**node.properties, "type": node.type})

@@ -82,7 +82,7 @@ function render({ model, el }) {
       });
     }
     const shown = columns.filter((c) => !hidden.includes(c.key));
-    const csv = h("button", { class: "mk-csv", text: "CSV", title: "download every row of this view (all pages, column filters applied) as CSV",
+    const csv = h("button", { class: "mk-csv", text: "CSV", title: "download every row of this view as CSV: all pages, or every hit of a search (not only this page), column filters applied",
       onclick: () => model.send({ action: "csv", columns: shown.map((c) => ({ key: c.key, label: c.label })) }) });
     caption.replaceChildren(...[h("span", { class: "mk-total", text: model.get("caption") || "" }),
       columnPicker(columns, model.get("hidden_columns"), (now) => send(model, "hidden_columns", now)), csv,

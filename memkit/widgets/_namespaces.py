@@ -64,6 +64,8 @@ class NamespaceBrowser(Panel):
         self._infos: list[NamespaceInfo] = []
         # The last search's hits (before the column filters); None while browsing.
         self._hits: list[MemoryItem] | None = None
+        # What found them (query, namespace, mode, metadata filter): the CSV runs it again for every hit.
+        self._search: tuple[str, str, str, str | None, Any] | None = None
         # The column-filtered rows of the namespace, kept while paging through them.
         self._matched: tuple[tuple[Any, ...], list[MemoryItem], bool] | None = None
         # Which recalls returned each memory, per namespace; read on the first open, dropped on refresh.
@@ -382,8 +384,8 @@ class NamespaceBrowser(Panel):
         items = self._guard(fetch)
         if items is None:
             return
-        # Hits with no score left found nothing; showing them would only pad the list.
-        self._hits = [i for i in items if i.score is None or i.score > 0]
+        self._hits = _found(items)
+        self._search = (text, user, agent, mode, self._kind_filters())
         self._show_hits()
 
     def _show_hits(self) -> None:
@@ -437,10 +439,8 @@ class NamespaceBrowser(Panel):
             user, agent = self.namespace.value
             rows = self._recall_rows(self.mem.recalls(user_id=user, agent_id=agent), wanted)
             return rows[:CSV_CAP], len(rows) > CSV_CAP
-        if self._hits is not None:
-            rows = [_memory_row(0, i) for i in self._hits]
-            rows = [r for r in rows if _matches(r, wanted)]
-            capped = False
+        if self._hits is not None and self._search is not None:
+            rows, capped = self._every_hit(wanted)
         else:
             rows = []
             capped = False
@@ -455,8 +455,29 @@ class NamespaceBrowser(Panel):
             row["n"] = n
         return rows, capped
 
+    def _every_hit(self, wanted: dict[str, str]) -> tuple[list[dict[str, Any]], bool]:
+        """Every hit of the last search, best first (not only the page the grid shows), column filters
+        applied, and whether the store cut it: one search returns at most ``search_cap`` hits."""
+        assert self._search is not None
+        text, user, agent, mode, filters = self._search
+        cap = self.search_cap
+        items = self.mem.search(text, user, agent, cap, filters, mode=mode)
+        rows = [row for i in _found(items)
+                if (i.user_id, i.agent_id) == (user, agent) and _matches(row := _memory_row(0, i), wanted)]
+        return rows, len(items) >= cap
+
+    @property
+    def search_cap(self) -> int:
+        """The most hits one search (so a search's CSV) holds: the store's ``max_limit``, at most ``CSV_CAP``."""
+        limit = getattr(getattr(self.mem.provider, "limits", None), "max_limit", None)
+        return min(limit if isinstance(limit, int) and limit > 0 else 10_000, CSV_CAP)
+
     def to_csv(self, columns: list[tuple[str, str]] | None = None) -> tuple[str, int, bool]:
         """The current view as spreadsheet-safe CSV: ``(text, rows, capped)``.
+
+        Browsing: every record of the namespace (all pages). After a search: every hit of that
+        search, best first, up to :attr:`search_cap` (not only the page of hits the grid shows).
+        Column filters apply to both.
 
         ``columns`` are ``(key, label)`` pairs of the grid's columns (all of them by default);
         a cell holds the full text, not the shortened one the grid shows.
@@ -477,8 +498,14 @@ class NamespaceBrowser(Panel):
             text, count, capped = self.to_csv(columns)
             name = f"memkit-{self.kind.value}.csv"
             self.rows.send({"event": "csv", "name": name, "text": text, "rows": count})
-            if capped:
+            searched = self._hits is not None
+            if capped and searched:
+                self.rows.say(f"CSV: the best {count:,} hits of the search only (a search returns at most "
+                              f"{self.search_cap:,})", "warn")
+            elif capped:
                 self.rows.say(f"CSV: the first {count:,} rows only (an export stops at {CSV_CAP:,})", "warn")
+            elif searched:
+                self.rows.say(f"CSV: every hit of the search, {count:,} rows, best first (not only this page)", "info")
             else:
                 self.rows.say(f"CSV: {count:,} rows", "info")
 
@@ -548,3 +575,8 @@ class NamespaceBrowser(Panel):
     def summary(self) -> str:
         ns = "/".join(self.namespace.value) if self.namespace.value else "-"
         return f"NamespaceBrowser: {len(self._infos)} namespaces; showing {ns}, {len(self.items)} rows"
+
+
+def _found(items: list[MemoryItem]) -> list[MemoryItem]:
+    # Hits with no score left found nothing; showing (or exporting) them would only pad the list.
+    return [i for i in items if i.score is None or i.score > 0]
