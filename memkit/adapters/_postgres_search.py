@@ -62,23 +62,24 @@ async def _dense(
     extra: list[int], created: dict[int, int],
 ) -> DenseScores:
     row = await (await conn.execute(
-        "SELECT count FROM namespace_stats WHERE user_id = %s AND agent_id = %s", (user, agent)
+        "SELECT (SELECT count FROM namespace_stats WHERE user_id = %s AND agent_id = %s),"
+        " (SELECT value FROM memkit_meta WHERE key = 'vector_indexed_seq')", (user, agent)
     )).fetchone()
-    size = int(row[0]) if row else 0
+    size, indexed = int(row[0] or 0), int(row[1] or 0)
     if size == 0:
         return DenseScores({}, [], 0.0, 0.0)
     mean, std = await (await conn.execute(q.DENSE_STATS_SQL, (vector, user, agent, q.STATS_SAMPLE))).fetchone()
-    exact = size <= q.DENSE_EXACT_MAX
-    sql, params = q.dense_statement(user, agent, conditions, depth, exact)
+    exact = size <= q.DENSE_EXACT_MAX or indexed <= 0
+    sql, params = q.dense_statement(user, agent, conditions, depth, exact, vector, indexed)
     async with conn.transaction():
         if not exact:
             # Filtered HNSW scans keep going until enough rows of this namespace pass.
             await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(40, 2 * depth)),))
-        rows = await (await conn.execute(sql, [vector, *params])).fetchall()
+        rows = await (await conn.execute(sql, params)).fetchall()
     ranked: list[int] = []
     cosine: dict[int, float] = {}
-    for seq, created_us, cos in sorted(rows, key=lambda r: (-float(r[2]), r[0])):
+    for seq, created_us, cos in sorted(rows, key=lambda r: (-float(r[2]), r[0]))[:depth]:
         ranked.append(seq)
         cosine[seq] = q.finite(float(cos))
         created[seq] = created_us

@@ -201,23 +201,34 @@ def keyword_statement(
 # -- the dense leg ------------------------------------------------------------------------
 
 def dense_statement(
-    user_id: str, agent_id: str, conditions: tuple[Condition, ...], limit: int, exact: bool
+    user_id: str, agent_id: str, conditions: tuple[Condition, ...], limit: int, exact: bool, vector: Any,
+    indexed: int = 0,
 ) -> tuple[str, list[Any]]:
-    """``(seq, created_us, cosine)`` of the namespace's ``limit`` nearest memories that pass the filters.
+    """``(seq, created_us, cosine)`` of the namespace's ``limit`` nearest memories to ``vector`` that
+    pass the filters (up to twice as many rows when ``exact`` is false: the caller keeps the best).
 
-    The query vector is the first parameter. ``exact`` orders by the inner product (no index
-    serves it: every vector of the namespace is scored); otherwise by the cosine distance the
-    HNSW index serves. Both are the cosine for memkit's unit vectors.
+    ``exact`` orders every vector of the namespace by the inner product (no index serves it).
+    Otherwise the memories up to ``seq`` ``indexed`` come through the partial HNSW index (by
+    cosine distance, the order it serves; ``indexed`` is spliced as an ``int`` constant so the
+    planner can prove the index's predicate) and the ones written after it, which no index
+    holds yet, are scored exactly through the namespace's ``seq`` index. Both orders are the
+    cosine for memkit's unit vectors.
     """
     where, params = filter_sql(conditions)
-    order = "m.embedding <#> v.q" if exact else "m.embedding <=> v.q"
-    sql = (
+    head = (
         "SELECT m.seq, m.created_us, -(m.embedding <#> v.q) AS cosine"  # noqa: S608
         " FROM (SELECT %s::vector AS q) v, memories m"
         f" WHERE m.user_id = %s AND m.agent_id = %s AND m.embedding IS NOT NULL AND {where}"
-        f" ORDER BY {order}, m.seq LIMIT %s"
     )
-    return sql, [user_id, agent_id, *params, limit]
+    leg = [vector, user_id, agent_id, *params, limit]
+    if exact or indexed <= 0:
+        return f"{head} ORDER BY m.embedding <#> v.q, m.seq LIMIT %s", leg
+    upto = int(indexed)
+    sql = (
+        f"({head} AND m.seq <= {upto} ORDER BY m.embedding <=> v.q, m.seq LIMIT %s)"
+        f" UNION ALL ({head} AND m.seq > {upto} ORDER BY m.embedding <#> v.q, m.seq LIMIT %s)"
+    )
+    return sql, [*leg, *leg]
 
 
 # The namespace's mean and standard deviation of cosine, over a fixed random sample of it.
