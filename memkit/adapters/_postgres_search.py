@@ -24,17 +24,10 @@ async def ranked(pool: Any, request: SearchOp, conditions: tuple[Any, ...], vect
     terms = q.query_terms(analyze_query(request.query)) if request.mode != "semantic" else []
     async with pool.connection() as conn:
         if terms:
-            sql, params = q.frequencies_statement(user, agent, terms)
-            rows = await (await conn.execute(sql, params)).fetchall()
-            counts = {int(i): (int(n), int(total)) for i, n, total in rows}
-            size, total = counts.get(-1, (0, 0))
-            weights = {t: q.idf(size, counts[i][0]) for i, t in enumerate(terms) if counts.get(i, (0, 0))[0] > 0}
-            if size and weights:
-                average = total / size if total else 1.0
-                sql, params = q.keyword_statement(user, agent, weights, average, conditions, depth)
-                for seq, created_us, score in await (await conn.execute(sql, params)).fetchall():
-                    hits.append((seq, float(score)))
-                    created[seq] = created_us
+            sql, params = q.keyword_statement(user, agent, list(dict.fromkeys(terms)), conditions, depth)
+            for seq, created_us, score in await (await conn.execute(sql, params)).fetchall():
+                hits.append((seq, float(score)))
+                created[seq] = created_us
         dense = None
         if vector is not None:
             dense = await _dense(conn, user, agent, conditions, depth, vector, [s for s, _ in hits], created)
