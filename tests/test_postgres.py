@@ -162,8 +162,8 @@ async def test_writes_stay_out_of_the_vector_index_until_a_bulk_build_and_search
 ) -> None:
     """A write never waits for the HNSW graph: memories past the index are scored exactly, so a
     search finds a memory written a moment ago (by this process or another) as well as one the
-    index holds; a build covers what was written, replaces the index before it, and a writer
-    starts one by itself once enough memories are outside."""
+    index holds; a build covers what was written, replaces the index before it (and drops one an
+    interrupted build left), and a writer starts one by itself once enough memories are outside."""
     import asyncio
 
     import psycopg
@@ -186,6 +186,9 @@ async def test_writes_stay_out_of_the_vector_index_until_a_bulk_build_and_search
         first = await writer.add_many([{"content": f"{t} note {i}", "user_id": "u", "agent_id": "a"}
                                        for i in range(30) for t in topics])
         assert indexes() == (None, [])
+        with psycopg.connect(url, autocommit=True) as conn:  # what a build cut short by kill -9 leaves
+            conn.execute("CREATE INDEX memories_embedding_7 ON memories USING hnsw (embedding vector_cosine_ops)"
+                         " WHERE seq <= 7")
         assert await writer.index_vectors() == 120
         assert indexes() == ("120", ["memories_embedding_120"])
         late = await other.add("a dachshund puppy at the vet", "u", "a")  # after the build: outside the index
