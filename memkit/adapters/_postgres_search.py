@@ -25,7 +25,7 @@ async def ranked(pool: Any, request: SearchOp, conditions: tuple[Any, ...], vect
     async with pool.connection() as conn:
         if terms:
             sql, params = q.keyword_statement(user, agent, list(dict.fromkeys(terms)), conditions, depth)
-            for seq, created_us, score in await (await conn.execute(sql, params)).fetchall():
+            for seq, created_us, score in await (await conn.execute(sql, params, prepare=False)).fetchall():
                 hits.append((seq, float(score)))
                 created[seq] = created_us
         dense = None
@@ -69,7 +69,9 @@ async def _dense(
             # Filtered HNSW scans keep going until enough rows of this namespace pass.
             await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(40, 2 * depth)),))
-        rows = await (await conn.execute(sql, params)).fetchall()
+        # Never a prepared statement: a generic plan, not knowing the LIMIT, scores the whole
+        # namespace through its seq index instead of walking the HNSW graph (seen at 100k: 1-2 s).
+        rows = await (await conn.execute(sql, params, prepare=False)).fetchall()
     ranked: list[int] = []
     cosine: dict[int, float] = {}
     for seq, created_us, cos in sorted(rows, key=lambda r: (-float(r[2]), r[0]))[:depth]:
