@@ -168,7 +168,7 @@ async def test_writes_stay_out_of_the_vector_index_until_a_bulk_build_and_search
 
     import psycopg
 
-    from memkit.adapters import _postgres, _postgres_sql
+    from memkit.adapters import _postgres_index, _postgres_sql
 
     monkeypatch.setattr(_postgres_sql, "DENSE_EXACT_MAX", 0)  # namespaces this small go through HNSW too
     url = _database(postgres_server)
@@ -199,7 +199,7 @@ async def test_writes_stay_out_of_the_vector_index_until_a_bulk_build_and_search
         assert len(await writer.search("puppy", "u", "a", mode="semantic", limit=200)) == 121
         assert not await writer.search("puppy", "u", "other", mode="semantic", limit=5)
 
-        monkeypatch.setattr(_postgres, "INDEX_DELTA", 50)
+        monkeypatch.setattr(_postgres_index, "INDEX_DELTA", 50)
         await writer.add_many([{"content": f"{t} more {i}", "user_id": "u", "agent_id": "b"}
                                for i in range(30) for t in topics])  # 121 outside >= 120 indexed: a build starts
         for _ in range(600):

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Coroutine, Iterable
 from typing import Any, ClassVar, TypeVar
@@ -45,20 +44,11 @@ from memkit._core._store import Store
 from memkit._core._url import bool_option, embedder_option, query_options
 from memkit._core._validate import DEFAULT_LIMITS, Limits
 from memkit._retrieval._fusion import HybridConfig
+from memkit.adapters import _postgres_index, _postgres_schema
 from memkit.adapters import _postgres_sql as q
 from memkit.adapters._postgres_loop import Loop, load_psycopg, safe_url
 from memkit.adapters._postgres_recalls import RecallsAndMarks
-from memkit.adapters._postgres_schema import (
-    ADVISORY_LOCK,
-    INDEX_LOCK,
-    META_TABLE,
-    MIGRATIONS,
-    SCHEMA_VERSION,
-    index_name,
-    indexed_upto,
-    vector_index_statement,
-    vector_statements,
-)
+from memkit.adapters._postgres_schema import ADVISORY_LOCK, META_TABLE, MIGRATIONS, SCHEMA_VERSION
 from memkit.adapters._postgres_search import ranked
 
 __all__ = ["PostgresAdapter"]
@@ -74,23 +64,10 @@ _INSERT = (
     "INSERT INTO memories (id, user_id, agent_id, content, metadata, created_us, terms, terms_len{vector})"
     " VALUES (%s, %s, %s, %s, %s::jsonb, %s, %s::tsvector, %s{slot})"
 )
-#: A write that leaves at least this many memories (and at least as many as the HNSW index
-#: holds) outside the index starts a rebuild: each rebuild covers at least twice what the last
-#: one did, so building costs at most about two bulk builds per vector.
-INDEX_DELTA = 5_000
-_INDEXED_SEQ = "SELECT value FROM memkit_meta WHERE key = 'vector_indexed_seq'"
-_log = logging.getLogger("memkit")
 _STATS_ADD = (
     "INSERT INTO namespace_stats AS s (user_id, agent_id, count, terms) VALUES (%s, %s, %s, %s)"
     " ON CONFLICT (user_id, agent_id) DO UPDATE SET count = s.count + excluded.count, terms = s.terms + excluded.terms"
 )
-
-def _report_index_failure(task: asyncio.Task[int | None]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        # Searches stay right without the index (they read unindexed memories exactly): say why
-        # it was not built, and let the next write try again.
-        _log.warning("memkit could not build the PostgreSQL vector index: %s", task.exception())
-
 
 class PostgresAdapter(RecallsAndMarks, Store):
     """Memories in a PostgreSQL database with pgvector, for many writers on many machines.
@@ -303,7 +280,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
                     raise self._mismatch(name, dim)
                 self._dim = emb.dim
                 return
-            for statement in vector_statements(emb.dim):
+            for statement in _postgres_schema.vector_statements(emb.dim):
                 await conn.execute(statement)
             from pgvector.psycopg import register_vector_async
 
@@ -413,83 +390,20 @@ class PostgresAdapter(RecallsAndMarks, Store):
             await self._maybe_index()
         return [r.id for r in records]
 
-    # -- the HNSW index, built in bulk ------------------------------------------------------
-
     async def _maybe_index(self) -> None:
-        if self._indexing is not None and not self._indexing.done():
-            return
-        async with self._pool.connection() as conn:
-            top, indexed = await (await conn.execute(
-                f"SELECT (SELECT coalesce(max(seq), 0) FROM memories), ({_INDEXED_SEQ})"  # noqa: S608
-            )).fetchone()
-        indexed = int(indexed or 0)
-        if int(top) - indexed >= max(INDEX_DELTA, indexed):
-            task = asyncio.get_running_loop().create_task(self._build_index(wait=False))
-            task.add_done_callback(_report_index_failure)
-            self._indexing = task
-
-    async def _build_index(self, *, wait: bool) -> int | None:
-        """Build the HNSW index over every memory written so far, then drop the one it replaces.
-
-        On a connection of its own (a build takes a while and the pool serves searches and
-        writes meanwhile), holding a session advisory lock so that one process builds at a time;
-        ``CREATE INDEX CONCURRENTLY`` lets every other writer and search go on. Returns the
-        ``seq`` the index now covers, or ``None`` when another process was building (``wait``
-        false).
-        """
-        psycopg, _ = load_psycopg()
-        conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
-        try:
-            if wait:
-                await conn.execute("SELECT pg_advisory_lock(%s)", (INDEX_LOCK,))
-            elif not (await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (INDEX_LOCK,))).fetchone())[0]:
-                return None
-            top, indexed, work_mem = await (await conn.execute(
-                f"SELECT (SELECT coalesce(max(seq), 0) FROM memories), ({_INDEXED_SEQ}),"  # noqa: S608
-                " (SELECT setting::bigint * 1024 FROM pg_settings WHERE name = 'maintenance_work_mem')"
-            )).fetchone()
-            top, indexed = int(top), int(indexed or 0)
-            names = await (await conn.execute(
-                "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'memories'"
-            )).fetchall()
-            for (name,) in names:
-                upto = indexed_upto(name)
-                if upto is not None and upto != indexed:  # left by an interrupted build
-                    await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index_name(upto)}")
-            if top <= indexed:
-                return indexed
-            # pgvector builds the graph in memory when it fits maintenance_work_mem (many times
-            # faster than on disk): raise it for this session to what the graph needs, up to 1 GB.
-            need = min(2**30, top * ((self._dim or 0) * 4 + 400))
-            if need > int(work_mem or 0):
-                await conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (f"{need // 1024}kB",))
-            try:
-                await conn.execute(vector_index_statement(top, concurrently=True))
-            except asyncio.CancelledError:
-                with contextlib.suppress(Exception):
-                    await conn.cancel_safe()
-                raise
-            await conn.execute(
-                "INSERT INTO memkit_meta (key, value) VALUES ('vector_indexed_seq', %s)"
-                " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(top),),
-            )
-            if indexed:
-                await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index_name(indexed)}")
-            return top
-        finally:
-            await conn.close()
+        if self._indexing is None or self._indexing.done():
+            self._indexing = await _postgres_index.maybe_start(self._pool, self._conninfo, self._dim or 0)
 
     async def index_vectors(self) -> int:
         """Bring the HNSW index up to date with every memory written so far, waiting for it.
 
-        Writers start such a build on their own, in the background, once enough memories
-        are outside the index (searches read those exactly, so results never wait for it);
-        call this after a bulk import so that searches run at full speed at once. Returns
-        the ``seq`` up to which the index covers the store (0 for a keyword-only store).
+        Writers start such builds in the background once enough memories are outside the
+        index (searches score those exactly); call this after a bulk import so searches run at
+        full speed at once. Returns the ``seq`` the index covers (0 for a keyword-only store).
         """
         if self._dim is None:
             return 0
-        done = await self._call(self._build_index(wait=True))
+        done = await self._call(_postgres_index.build(self._conninfo, self._dim, wait=True))
         return int(done or 0)
 
     async def _write(self, op: WriteOp) -> list[str]:
@@ -573,7 +487,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (ADVISORY_LOCK,))
             # Dropping the column drops every vector index with it.
             await conn.execute("ALTER TABLE memories DROP COLUMN IF EXISTS embedding")
-            add_extension, add_column = vector_statements(embedder.dim)
+            add_extension, add_column = _postgres_schema.vector_statements(embedder.dim)
             await conn.execute(add_extension)
             await conn.execute(add_column)
             from pgvector.psycopg import register_vector_async
@@ -587,7 +501,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
                 raise
             top = (await (await conn.execute("SELECT coalesce(max(seq), 0) FROM memories")).fetchone())[0]
             if top:  # built once over every vector, faster than row by row
-                await conn.execute(vector_index_statement(int(top), concurrently=False))
+                await conn.execute(_postgres_schema.vector_index_statement(int(top), concurrently=False))
             await conn.execute(
                 "INSERT INTO memkit_meta (key, value) VALUES ('vector_indexed_seq', %s)"
                 " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(top),),
