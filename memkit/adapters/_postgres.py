@@ -14,6 +14,8 @@ store can be used from any thread or event loop, as the other stores can.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections import Counter
 from collections.abc import AsyncIterator, Coroutine, Iterable
@@ -42,10 +44,11 @@ from memkit._core._store import Store
 from memkit._core._url import bool_option, embedder_option, query_options
 from memkit._core._validate import DEFAULT_LIMITS, Limits
 from memkit._retrieval._fusion import HybridConfig
+from memkit.adapters import _postgres_index, _postgres_schema
 from memkit.adapters import _postgres_sql as q
 from memkit.adapters._postgres_loop import Loop, load_psycopg, safe_url
 from memkit.adapters._postgres_recalls import RecallsAndMarks
-from memkit.adapters._postgres_schema import ADVISORY_LOCK, META_TABLE, MIGRATIONS, SCHEMA_VERSION, vector_statements
+from memkit.adapters._postgres_schema import ADVISORY_LOCK, META_TABLE, MIGRATIONS, SCHEMA_VERSION
 from memkit.adapters._postgres_search import ranked
 from memkit.adapters._sqlbase import created_by, embedded, filter_sql
 
@@ -138,6 +141,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
         self._foreign: str | None = None  # vectors made by an embedder this handle cannot load
         self._dim: int | None = None
         self._pool: Any = None
+        self._indexing: asyncio.Task[int | None] | None = None
         self._loop = Loop("memkit-postgres", self.__repr__)
         try:
             self._loop.call(self._open())
@@ -277,7 +281,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
                     raise self._mismatch(name, dim)
                 self._dim = emb.dim
                 return
-            for statement in vector_statements(emb.dim):
+            for statement in _postgres_schema.vector_statements(emb.dim):
                 await conn.execute(statement)
             from pgvector.psycopg import register_vector_async
 
@@ -311,6 +315,13 @@ class PostgresAdapter(RecallsAndMarks, Store):
         return embedded(self._embedder, texts)
 
     async def _release(self) -> None:
+        task, self._indexing = self._indexing, None
+        if task is not None and not task.done():
+            # The next writer past the threshold builds again; an interrupted build leaves at
+            # most an unused index, which that build drops first.
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await pool.close()
@@ -368,7 +379,25 @@ class PostgresAdapter(RecallsAndMarks, Store):
             raise InvalidInputError(f"a memory with one of these ids already exists ({detail})") from None
         except psycopg.errors.UntranslatableCharacter as exc:
             raise InvalidInputError(f"PostgreSQL cannot store this text: {exc}") from None
+        if vectors is not None:
+            await self._maybe_index()
         return [r.id for r in records]
+
+    async def _maybe_index(self) -> None:
+        if self._indexing is None or self._indexing.done():
+            self._indexing = await _postgres_index.maybe_start(self._pool, self._conninfo, self._dim or 0)
+
+    async def index_vectors(self) -> int:
+        """Bring the HNSW index up to date with every memory written so far, waiting for it.
+
+        Writers start such builds in the background once enough memories are outside the
+        index (searches score those exactly); call this after a bulk import so searches run at
+        full speed at once. Returns the ``seq`` the index covers (0 for a keyword-only store).
+        """
+        if self._dim is None:
+            return 0
+        done = await self._call(_postgres_index.build(self._conninfo, self._dim, wait=True))
+        return int(done or 0)
 
     async def _write(self, op: WriteOp) -> list[str]:
         bar = None
@@ -406,6 +435,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
     async def _truncate(self) -> None:
         async with self._pool.connection() as conn, conn.transaction():
             await conn.execute("TRUNCATE memories, namespace_stats, recalls, marks")
+            await conn.execute("DELETE FROM memkit_meta WHERE key = 'vector_indexed_seq'")
 
     async def _reset(self, op: ResetOp) -> None:
         await self._call(self._truncate())
@@ -448,9 +478,9 @@ class PostgresAdapter(RecallsAndMarks, Store):
     async def _switch(self, embedder: Any) -> int:
         async with self._pool.connection() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (ADVISORY_LOCK,))
-            await conn.execute("DROP INDEX IF EXISTS memories_embedding")
+            # Dropping the column drops every vector index with it.
             await conn.execute("ALTER TABLE memories DROP COLUMN IF EXISTS embedding")
-            add_extension, add_column, add_index = vector_statements(embedder.dim)
+            add_extension, add_column = _postgres_schema.vector_statements(embedder.dim)
             await conn.execute(add_extension)
             await conn.execute(add_column)
             from pgvector.psycopg import register_vector_async
@@ -462,7 +492,13 @@ class PostgresAdapter(RecallsAndMarks, Store):
             except BaseException:
                 self._embedder = previous
                 raise
-            await conn.execute(add_index)  # built once over every vector, faster than row by row
+            top = (await (await conn.execute("SELECT coalesce(max(seq), 0) FROM memories")).fetchone())[0]
+            if top:  # built once over every vector, faster than row by row
+                await conn.execute(_postgres_schema.vector_index_statement(int(top), concurrently=False))
+            await conn.execute(
+                "INSERT INTO memkit_meta (key, value) VALUES ('vector_indexed_seq', %s)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(top),),
+            )
             async with conn.cursor() as cur:
                 await cur.executemany(
                     "INSERT INTO memkit_meta (key, value) VALUES (%s, %s)"

@@ -14,10 +14,17 @@ memkit is refused (:class:`memkit.ConfigError`), never written.
 
 from __future__ import annotations
 
-__all__ = ["ADVISORY_LOCK", "MIGRATIONS", "SCHEMA_VERSION", "vector_statements"]
+import re
+
+__all__ = [
+    "ADVISORY_LOCK", "INDEX_LOCK", "MIGRATIONS", "SCHEMA_VERSION", "index_name", "indexed_upto",
+    "vector_index_statement", "vector_statements",
+]
 
 #: The advisory lock key (an arbitrary constant, "memkit" in ASCII) that serialises migrations.
 ADVISORY_LOCK = 0x6D656D6B6974
+#: The session advisory lock held by the one process building the vector index ("memkit" + "ix").
+INDEX_LOCK = 0x6D656D6B69746978
 
 # Each entry upgrades the schema from the previous version; never edit a shipped one.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -84,6 +91,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE INDEX marks_namespace ON marks (user_id, agent_id, workflow_id, run_id)",
         "CREATE INDEX marks_workflow ON marks (workflow_id, run_id)",
     ),
+    # The HNSW index no longer covers the whole table (every insert paid for its upkeep): it is
+    # built in bulk over the memories up to a recorded ``seq`` (see ``vector_index_statement``).
+    2: ("DROP INDEX IF EXISTS memories_embedding",),
 }
 
 SCHEMA_VERSION = max(MIGRATIONS)
@@ -93,7 +103,7 @@ META_TABLE = "CREATE TABLE IF NOT EXISTS memkit_meta (key text PRIMARY KEY, valu
 
 
 def vector_statements(dim: int) -> tuple[str, ...]:
-    """What a store gains with its first embedder: the pgvector column and its HNSW cosine index.
+    """What a store gains with its first embedder: the pgvector extension and column.
 
     Not a numbered migration: a keyword-only store never needs the extension, and the
     dimension is the embedder's. ``dim`` is an ``int`` checked by the caller (never text).
@@ -103,7 +113,33 @@ def vector_statements(dim: int) -> tuple[str, ...]:
     return (
         "CREATE EXTENSION IF NOT EXISTS vector",
         f"ALTER TABLE memories ADD COLUMN IF NOT EXISTS embedding vector({dim})",
-        "CREATE INDEX IF NOT EXISTS memories_embedding ON memories USING hnsw (embedding vector_cosine_ops)",
     )
+
+
+_INDEX_NAME = re.compile(r"memories_embedding_(\d+)")
+
+
+def index_name(upto: int) -> str:
+    return f"memories_embedding_{int(upto)}"
+
+
+def indexed_upto(name: str) -> int | None:
+    """The ``seq`` an HNSW index made by :func:`vector_index_statement` covers, from its name."""
+    found = _INDEX_NAME.fullmatch(name)
+    return int(found.group(1)) if found else None
+
+
+def vector_index_statement(upto: int, *, concurrently: bool) -> str:
+    """The HNSW cosine index over the memories up to ``seq`` ``upto`` (an ``int``, never text).
+
+    Partial, so that a memory written later costs its writer nothing here (maintaining an HNSW
+    graph row by row was most of a write's time); built in one pass, which is many times cheaper
+    per vector than inserting into the graph one row at a time. Searches read memories past
+    ``upto`` exactly, and name ``seq <= upto`` as a constant so the planner can use this index.
+    """
+    upto = int(upto)
+    how = "CONCURRENTLY " if concurrently else ""
+    return (f"CREATE INDEX {how}{index_name(upto)} ON memories USING hnsw (embedding vector_cosine_ops)"
+            f" WHERE seq <= {upto}")
 
 

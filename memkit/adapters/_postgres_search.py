@@ -24,17 +24,10 @@ async def ranked(pool: Any, request: SearchOp, conditions: tuple[Any, ...], vect
     terms = q.query_terms(analyze_query(request.query)) if request.mode != "semantic" else []
     async with pool.connection() as conn:
         if terms:
-            sql, params = q.frequencies_statement(user, agent, terms)
-            rows = await (await conn.execute(sql, params)).fetchall()
-            counts = {int(i): (int(n), int(total)) for i, n, total in rows}
-            size, total = counts.get(-1, (0, 0))
-            weights = {t: q.idf(size, counts[i][0]) for i, t in enumerate(terms) if counts.get(i, (0, 0))[0] > 0}
-            if size and weights:
-                average = total / size if total else 1.0
-                sql, params = q.keyword_statement(user, agent, weights, average, conditions, depth)
-                for seq, created_us, score in await (await conn.execute(sql, params)).fetchall():
-                    hits.append((seq, float(score)))
-                    created[seq] = created_us
+            sql, params = q.keyword_statement(user, agent, list(dict.fromkeys(terms)), conditions, depth)
+            for seq, created_us, score in await (await conn.execute(sql, params, prepare=False)).fetchall():
+                hits.append((seq, float(score)))
+                created[seq] = created_us
         dense = None
         if vector is not None:
             dense = await _dense(conn, user, agent, conditions, depth, vector, [s for s, _ in hits], created)
@@ -62,23 +55,26 @@ async def _dense(
     extra: list[int], created: dict[int, int],
 ) -> DenseScores:
     row = await (await conn.execute(
-        "SELECT count FROM namespace_stats WHERE user_id = %s AND agent_id = %s", (user, agent)
+        "SELECT (SELECT count FROM namespace_stats WHERE user_id = %s AND agent_id = %s),"
+        " (SELECT value FROM memkit_meta WHERE key = 'vector_indexed_seq')", (user, agent)
     )).fetchone()
-    size = int(row[0]) if row else 0
+    size, indexed = int(row[0] or 0), int(row[1] or 0)
     if size == 0:
         return DenseScores({}, [], 0.0, 0.0)
     mean, std = await (await conn.execute(q.DENSE_STATS_SQL, (vector, user, agent, q.STATS_SAMPLE))).fetchone()
-    exact = size <= q.DENSE_EXACT_MAX
-    sql, params = q.dense_statement(user, agent, conditions, depth, exact)
+    exact = size <= q.DENSE_EXACT_MAX or indexed <= 0
+    sql, params = q.dense_statement(user, agent, conditions, depth, exact, vector, indexed)
     async with conn.transaction():
         if not exact:
             # Filtered HNSW scans keep going until enough rows of this namespace pass.
             await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(40, 2 * depth)),))
-        rows = await (await conn.execute(sql, [vector, *params])).fetchall()
+        # Never a prepared statement: a generic plan, not knowing the LIMIT, scores the whole
+        # namespace through its seq index instead of walking the HNSW graph (seen at 100k: 1-2 s).
+        rows = await (await conn.execute(sql, params, prepare=False)).fetchall()
     ranked: list[int] = []
     cosine: dict[int, float] = {}
-    for seq, created_us, cos in sorted(rows, key=lambda r: (-float(r[2]), r[0])):
+    for seq, created_us, cos in sorted(rows, key=lambda r: (-float(r[2]), r[0]))[:depth]:
         ranked.append(seq)
         cosine[seq] = q.finite(float(cos))
         created[seq] = created_us

@@ -24,7 +24,7 @@ from memkit._retrieval._keyword import K1, B, analyze
 from memkit.adapters._sqlbase import Dialect, filter_sql
 
 __all__ = [
-    "COLUMNS", "DENSE_EXACT_MAX", "POSTGRES", "STATS_SAMPLE", "any_query", "row_record", "term_query", "terms_vector",
+    "COLUMNS", "DENSE_EXACT_MAX", "POSTGRES", "STATS_SAMPLE", "any_query", "row_record", "terms_vector",
 ]
 
 COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
@@ -67,11 +67,6 @@ def terms_vector(text: str) -> tuple[str, int]:
     return vector, len(terms)
 
 
-def term_query(term: str) -> str:
-    """A tsquery that matches documents holding ``term`` (an analysed term)."""
-    return _quoted(term)
-
-
 def any_query(terms: list[str]) -> str:
     """A tsquery that matches documents holding any of ``terms``."""
     return " | ".join(_quoted(t) for t in terms)
@@ -104,80 +99,85 @@ POSTGRES = Dialect(
 
 # -- the keyword leg ----------------------------------------------------------------------
 
-def frequencies_statement(user_id: str, agent_id: str, terms: list[str]) -> tuple[str, list[Any]]:
-    """One snapshot of what BM25 normalises by: ``(-1, N, total terms)`` from namespace_stats, then
-    ``(i, document frequency of terms[i], 0)`` counted over the namespace (as SQLite's index counts
-    them, filters or not), each through the GIN index with the term as a constant."""
-    parts = ["SELECT -1, count, terms FROM namespace_stats WHERE user_id = %s AND agent_id = %s"]
-    params: list[Any] = [user_id, agent_id]
-    for i, term in enumerate(terms):
-        parts.append("SELECT %s, count(*), 0 FROM memories WHERE user_id = %s AND agent_id = %s"
-                     " AND terms @@ %s::tsquery")
-        params.extend([i, user_id, agent_id, term_query(term)])
-    return " UNION ALL ".join(parts), params
-
-
-def idf(count: int, df: int) -> float:
-    """FTS5's idf, floored as :meth:`memkit._retrieval._keyword.KeywordIndex.top` floors it."""
-    value = math.log((count - df + 0.5) / (df + 0.5))
-    return value if value > 0 else 1e-6
-
-
-# The BM25 of every memory of the namespace that holds a query term and passes the filters. Only the
-# query terms' entries of each tsvector are unnested: setweight marks them, ts_filter keeps them.
+# The BM25 of every memory of the namespace that holds a query term and passes the filters, in one
+# pass over the memories holding any query term: those rows also give each term's document
+# frequency in the namespace (counted as SQLite's index counts them, filters or not), and
+# namespace_stats gives N and the average length. Only the query terms' entries of each tsvector
+# are unnested: setweight marks them, ts_filter keeps them. The idf is FTS5's, floored as
+# memkit._retrieval._keyword.KeywordIndex.top floors it.
 KEYWORD_SQL = """
-WITH w AS (SELECT * FROM unnest(%s::text[], %s::float8[]) AS w(term, idf)),
+WITH stats AS (
+    SELECT count::float8 AS n, CASE WHEN terms > 0 THEN terms::float8 / count ELSE 1 END AS avglen
+    FROM namespace_stats WHERE user_id = %s AND agent_id = %s AND count > 0
+),
 hits AS MATERIALIZED (
-    SELECT m.seq, m.created_us, m.terms_len, ts_filter(setweight(m.terms, 'A', %s::text[]), '{{a}}') AS found
+    SELECT m.seq, m.created_us, m.terms_len, ({where}) AS passes,
+           ts_filter(setweight(m.terms, 'A', %s::text[]), '{{a}}') AS found
     FROM memories m
-    WHERE m.user_id = %s AND m.agent_id = %s AND m.terms @@ %s::tsquery AND {where}
+    WHERE m.user_id = %s AND m.agent_id = %s AND m.terms @@ %s::tsquery
+),
+postings AS MATERIALIZED (
+    SELECT h.seq, h.created_us, h.terms_len, h.passes, u.lexeme, cardinality(u.positions) AS tf
+    FROM hits h CROSS JOIN LATERAL unnest(h.found) AS u(lexeme, positions, weights)
+),
+w AS (
+    SELECT d.lexeme, CASE WHEN l.x > 0 THEN l.x ELSE 1e-6 END AS idf
+    FROM (SELECT lexeme, count(*) AS df FROM postings GROUP BY lexeme) d CROSS JOIN stats
+    CROSS JOIN LATERAL (SELECT ln((stats.n - d.df + 0.5) / (d.df + 0.5)) AS x) l
 )
-SELECT h.seq, h.created_us,
-       sum(w.idf * cardinality(u.positions) * %s::float8
-           / (cardinality(u.positions) + %s::float8 * (1 - %s::float8 + %s::float8 * h.terms_len / %s::float8)))
+SELECT p.seq, p.created_us,
+       sum(w.idf * p.tf * %s::float8 / (p.tf + %s::float8 * (1 - %s::float8 + %s::float8 * p.terms_len / stats.avglen)))
            AS score
-FROM hits h CROSS JOIN LATERAL unnest(h.found) AS u(lexeme, positions, weights)
-JOIN w ON w.term = u.lexeme
-GROUP BY h.seq, h.created_us
-ORDER BY score DESC, h.created_us DESC, h.seq DESC
+FROM postings p JOIN w ON w.lexeme = p.lexeme CROSS JOIN stats
+WHERE p.passes
+GROUP BY p.seq, p.created_us
+ORDER BY score DESC, p.created_us DESC, p.seq DESC
 LIMIT %s
 """
 
 
 def keyword_statement(
-    user_id: str, agent_id: str, weights: dict[str, float], average: float, conditions: tuple[Condition, ...],
-    limit: int,
+    user_id: str, agent_id: str, terms: list[str], conditions: tuple[Condition, ...], limit: int,
 ) -> tuple[str, list[Any]]:
     """The keyword leg's statement: ``(seq, created_us, bm25)`` rows, best first, ties newest first.
-    ``weights`` are the query terms' idf (terms no memory holds left out)."""
+    ``terms`` are the analysed query terms an index can hold (:func:`query_terms`)."""
     where, params = filter_sql(conditions, POSTGRES)
-    terms = list(weights)
     return KEYWORD_SQL.format(where=where), [
-        terms, [weights[t] for t in terms], terms, user_id, agent_id, any_query(terms), *params,
-        K1 + 1.0, K1, B, B, average, limit,
+        user_id, agent_id, *params, terms, user_id, agent_id, any_query(terms), K1 + 1.0, K1, B, B, limit,
     ]
 
 
 # -- the dense leg ------------------------------------------------------------------------
 
 def dense_statement(
-    user_id: str, agent_id: str, conditions: tuple[Condition, ...], limit: int, exact: bool
+    user_id: str, agent_id: str, conditions: tuple[Condition, ...], limit: int, exact: bool, vector: Any,
+    indexed: int = 0,
 ) -> tuple[str, list[Any]]:
-    """``(seq, created_us, cosine)`` of the namespace's ``limit`` nearest memories that pass the filters.
+    """``(seq, created_us, cosine)`` of the namespace's ``limit`` nearest memories to ``vector`` that
+    pass the filters (up to twice as many rows when ``exact`` is false: the caller keeps the best).
 
-    The query vector is the first parameter. ``exact`` orders by the inner product (no index
-    serves it: every vector of the namespace is scored); otherwise by the cosine distance the
-    HNSW index serves. Both are the cosine for memkit's unit vectors.
+    ``exact`` orders every vector of the namespace by the inner product (no index serves it).
+    Otherwise the memories up to ``seq`` ``indexed`` come through the partial HNSW index (by
+    cosine distance, the order it serves; ``indexed`` is spliced as an ``int`` constant so the
+    planner can prove the index's predicate) and the ones written after it, which no index
+    holds yet, are scored exactly through the namespace's ``seq`` index. Both orders are the
+    cosine for memkit's unit vectors.
     """
     where, params = filter_sql(conditions, POSTGRES)
-    order = "m.embedding <#> v.q" if exact else "m.embedding <=> v.q"
-    sql = (
+    head = (
         "SELECT m.seq, m.created_us, -(m.embedding <#> v.q) AS cosine"  # noqa: S608
         " FROM (SELECT %s::vector AS q) v, memories m"
         f" WHERE m.user_id = %s AND m.agent_id = %s AND m.embedding IS NOT NULL AND {where}"
-        f" ORDER BY {order}, m.seq LIMIT %s"
     )
-    return sql, [user_id, agent_id, *params, limit]
+    leg = [vector, user_id, agent_id, *params, limit]
+    if exact or indexed <= 0:
+        return f"{head} ORDER BY m.embedding <#> v.q, m.seq LIMIT %s", leg
+    upto = int(indexed)
+    sql = (
+        f"({head} AND m.seq <= {upto} ORDER BY m.embedding <=> v.q, m.seq LIMIT %s)"
+        f" UNION ALL ({head} AND m.seq > {upto} ORDER BY m.embedding <#> v.q, m.seq LIMIT %s)"
+    )
+    return sql, [*leg, *leg]
 
 
 # The namespace's mean and standard deviation of cosine, over a fixed random sample of it.
