@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
@@ -429,8 +430,12 @@ async def test_context_lifts_the_reply_next_to_the_match_within_its_namespace(tm
         await mem.aclose()
 
 
-@pytest.mark.parametrize("url", ["sqlite", "memory://?embedder=default"])
-async def test_speaker_weight_lifts_the_lines_of_the_person_the_query_names(tmp_path: Path, url: str) -> None:
+@pytest.mark.parametrize("url", ["sqlite", "memory://?embedder=default", "postgresql"])
+async def test_speaker_weight_lifts_the_lines_of_the_person_the_query_names(
+    tmp_path: Path, url: str, request: pytest.FixtureRequest
+) -> None:
+    if url == "postgresql":  # reads the candidates' opening characters instead of a speaker index
+        url = str(request.getfixturevalue("postgres_server").url(f"speaker_{uuid.uuid4().hex[:8]}"))
     mem = (SQLiteAdapter(tmp_path / "s.db", embedder="default") if url == "sqlite"
            else memkit.get_memory_provider(url))
     about = await mem.add("[8 May, 2023] Ann: Ben keeps talking about hiking in the mountains, mountains all day", *NS)
@@ -460,5 +465,5 @@ async def test_speaker_weight_lifts_the_lines_of_the_person_the_query_names(tmp_
         HybridConfig(speaker=-0.5)
     with pytest.raises(ConfigError, match="speaker"):
         HybridConfig(speaker=True)
-    if url == "sqlite":
+    if url == "sqlite" or url.startswith("postgresql"):
         await mem.aclose()

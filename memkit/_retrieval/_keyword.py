@@ -25,7 +25,8 @@ import re
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -64,6 +65,7 @@ K1, B = 0.9, 0.4
 _SPEAKER = re.compile(r"\s*(?:\[[^\]\n]{0,80}\]\s*)?([^\W\d_][\w'.-]*(?: [^\W\d_][\w'.-]*){0,2}):", re.UNICODE)
 #: Speaker terms start with this, which no word token contains, so a query's words never match them.
 SPEAKER_MARK = "@"
+_K = TypeVar("_K")
 
 
 def speaker_terms(text: str) -> list[str]:
@@ -76,6 +78,14 @@ def speaker_terms(text: str) -> list[str]:
     if match is None or not all(word[0].isupper() for word in match.group(1).split()):
         return []
     return [SPEAKER_MARK + word for word in dict.fromkeys(_tokens(match.group(1)))]
+
+
+def named_speakers(texts: Mapping[_K, str], query: str) -> set[_K]:
+    """The keys of ``texts`` that are chat lines by someone ``query`` names: what
+    :meth:`KeywordIndex.spoken_by` answers, for a store that keeps no index in the process
+    (it reads the candidates' text instead)."""
+    words = {SPEAKER_MARK + word for word in _tokens(query)}
+    return {key for key, text in texts.items() if words and not words.isdisjoint(speaker_terms(text))}
 
 
 class StaleIndexError(ValueError):

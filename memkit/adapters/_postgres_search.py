@@ -10,7 +10,7 @@ from memkit._core._models import MemoryItem
 from memkit._core._ops import SearchOp
 from memkit._retrieval import _pipeline
 from memkit._retrieval._fusion import CONTEXT_REACH, DenseScores
-from memkit._retrieval._keyword import analyze_query
+from memkit._retrieval._keyword import analyze_query, named_speakers
 from memkit.adapters import _postgres_sql as q
 
 __all__ = ["ranked"]
@@ -32,17 +32,22 @@ async def ranked(pool: Any, request: SearchOp, conditions: tuple[Any, ...], vect
         if vector is not None:
             dense = await _dense(conn, user, agent, conditions, depth, vector, [s for s, _ in hits], created)
         around: dict[int, list[tuple[int, int]]] = {}
-        if request.mode == "hybrid" and request.config.context > 0:
-            keys = list(dict.fromkeys([*(s for s, _ in hits), *(dense.ranked if dense else [])]))
-            if keys:
+        heads: dict[int, str] = {}
+        keys = list(dict.fromkeys([*(s for s, _ in hits), *(dense.ranked if dense else [])]))
+        if request.mode == "hybrid" and keys:
+            if request.config.context > 0:
                 sql, params = q.neighbours_statement(user, agent, keys, len(CONTEXT_REACH))
                 for seq, step, other in await (await conn.execute(sql, params)).fetchall():
                     around.setdefault(seq, []).append((abs(int(step)), other))
+            if request.config.speaker > 0:
+                # Who spoke a chat line is in its first characters; no index in this process holds it.
+                heads = dict(await (await conn.execute(q.HEADS_SQL, (user, agent, keys))).fetchall())
 
         def newer(seqs: list[int]) -> dict[int, tuple[int, int]]:
             return {s: (created.get(s, 0), s) for s in seqs}
 
-        top = _pipeline.rank(request, hits, dense, newer, lambda keys, reach: around)
+        top = _pipeline.rank(request, hits, dense, newer, lambda keys, reach: around,
+                             lambda keys, query: named_speakers({k: heads[k] for k in keys if k in heads}, query))
         wanted = [s for s, _, _ in top]
         rows = await (await conn.execute(
             f"SELECT {q.COLUMNS} FROM memories m WHERE m.seq = ANY(%s)", (wanted,)  # noqa: S608

@@ -24,7 +24,7 @@ from memkit._retrieval._keyword import K1, B, analyze
 from memkit.adapters._sqlbase import Dialect, filter_sql
 
 __all__ = [
-    "COLUMNS", "DENSE_EXACT_MAX", "POSTGRES", "STATS_SAMPLE", "any_query", "row_record", "terms_vector",
+    "COLUMNS", "DENSE_EXACT_MAX", "HEADS_SQL", "POSTGRES", "STATS_SAMPLE", "any_query", "row_record", "terms_vector",
 ]
 
 COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
@@ -134,6 +134,13 @@ GROUP BY p.seq, p.created_us
 ORDER BY score DESC, p.created_us DESC, p.seq DESC
 LIMIT %s
 """
+
+
+#: The opening characters of candidate memories of one namespace: enough for a chat line's
+#: "[timestamp] Speaker Name:" prefix (see :func:`memkit._retrieval._keyword.speaker_terms`).
+HEADS_SQL = (
+    "SELECT seq, left(content, 200) FROM memories WHERE user_id = %s AND agent_id = %s AND seq = ANY(%s)"
+)
 
 
 def keyword_statement(
