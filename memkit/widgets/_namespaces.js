@@ -11,7 +11,7 @@ function scoreBar(row) {
   for (const leg of legs) {
     box.append(h("span", {
       class: `mk-score-bar mk-leg-${leg.name}`,
-      style: { width: `${Math.max(Math.round(leg.share * 60), leg.found ? 3 : 0)}px`, background: LEG_COLOURS[leg.name] || "#607d8b" },
+      style: { width: `${Math.max(Math.round(leg.share * 40), leg.found ? 3 : 0)}px`, background: LEG_COLOURS[leg.name] || "#607d8b" },
     }));
   }
   box.append(h("span", { class: "mk-score-num", text: ` ${row.score.toFixed(3)}` }));
@@ -24,13 +24,30 @@ function scoreTitle(row) {
   return [`score ${row.score.toFixed(3)}`, ...parts].join("\n");
 }
 
+// The id cell: its first characters, the full id on hover and one click from the clipboard
+// (the click copies rather than opening the row).
+function idCell(row) {
+  const copy = h("button", {
+    class: "mk-copy-id", text: "⧉", title: `copy the full id ${row.id}`,
+    onclick: (event) => {
+      event.stopPropagation();
+      if (navigator.clipboard) navigator.clipboard.writeText(row.id).catch(() => {});
+      copy.textContent = "✓";
+      setTimeout(() => { copy.textContent = "⧉"; }, 1200);
+    },
+  });
+  return h("span", { class: "mk-id" }, h("span", { class: "mk-id-text", text: row.short_id }), copy);
+}
+
+// Column widths are in _panels.css (narrower when the detail is open): the memory column takes what
+// is left and wraps at word boundaries; metadata is cut with an ellipsis, its full text on hover.
 const NS_COLUMNS = [
   { key: "n", label: "#" },
   { key: "created", label: "created", sortKey: "created_ts" },
   { key: "score", label: "score", render: scoreBar, title: scoreTitle },
   { key: "text", label: "memory", title: (r) => r.full },
   { key: "metadata", label: "metadata", title: (r) => r.metadata_full },
-  { key: "short_id", label: "id", title: (r) => r.id },
+  { key: "short_id", label: "id", title: (r) => r.id, render: idCell },
 ];
 
 const KIND_LABELS = { recalls: { text: "query", metadata: "mode · hits · step" } };

@@ -73,8 +73,10 @@ class NamespaceBrowser(Panel):
 
         self.overview = w.HTML()
         self.namespace = w.Dropdown(description="namespace", layout=w.Layout(width="420px"))
+        # Sized to its buttons: ipywidgets' default box (300 px) for three 148 px buttons wraps "recalls".
         self.kind = w.ToggleButtons(options=list(KINDS), value="memories",
-                                    tooltips=["memories the agent stored", "trace steps", "recorded searches"])
+                                    tooltips=["memories the agent stored", "trace steps", "recorded searches"],
+                                    style={"button_width": "84px"}, layout=w.Layout(width="auto", flex="none"))
         self.refresh_button = w.Button(description="refresh", icon="refresh", layout=w.Layout(width="90px"))
         self.query = w.Text(placeholder="search text (empty = browse newest first)", layout=w.Layout(width="360px"))
         self.mode = w.Dropdown(options=["keyword"], value="keyword", description="mode", layout=w.Layout(width="200px"))
@@ -87,7 +89,7 @@ class NamespaceBrowser(Panel):
         self.status = self.status_line()
         # The table spans the cell; the detail sits beside it on a wide cell, below it on a narrow one
         # (the row wraps), and is not there at all until a row is opened.
-        self.rows = NamespaceGrid(layout=w.Layout(flex="3 1 560px", min_width="0"))
+        self.rows = NamespaceGrid(layout=w.Layout(flex="3 1 620px", min_width="0"))
         self.detail = w.HTML(layout=w.Layout(min_width="0"))
         self.delete_button = w.Button(description="delete…", icon="trash", button_style="danger", disabled=True)
         self.confirm_button = w.Button(description="yes, delete it", button_style="danger")
@@ -96,7 +98,7 @@ class NamespaceBrowser(Panel):
         self.confirm_box = w.HBox([self.confirm_text, self.confirm_button, self.cancel_button],
                                   layout=w.Layout(display="none", flex_flow="row wrap"))
         self.side = w.VBox([self.detail, self.delete_button, self.confirm_box],
-                           layout=w.Layout(flex="2 1 380px", min_width="0", display="none"))
+                           layout=w.Layout(flex="1 1 320px", min_width="0", display="none"))
 
         self.widget = w.VBox([
             self.overview,
@@ -256,10 +258,11 @@ class NamespaceBrowser(Panel):
         where = f"recalls {self.offset + 1 if page else 0}–{self.offset + len(page)} of {len(rows):,}"
         if wanted:
             where += " matching the column filters"
-        self.rows.caption = where
-        self.rows.empty_text = "no recorded searches here"
-        self.rows.rows = page
-        self.rows.value = ""
+        with self.rows.hold_sync():
+            self.rows.caption = where
+            self.rows.empty_text = "no recorded searches here"
+            self.rows.rows = page
+            self.rows.value = ""
         self._select(None)
 
     def _recall_rows(self, found: list[Recall], wanted: dict[str, str]) -> list[dict[str, Any]]:
@@ -414,10 +417,12 @@ class NamespaceBrowser(Panel):
         self.page_label.value = esc(where)
         self.prev_button.disabled = self.offset == 0
         self.next_button.disabled = not self._has_more
-        self.rows.caption = where
-        self.rows.empty_text = "no memories here"
-        self.rows.rows = [self._row(self.offset + n, i) for n, i in enumerate(items, start=1)]
-        self.rows.value = ""
+        # one message: the caption never names rows the grid does not show yet
+        with self.rows.hold_sync():
+            self.rows.caption = where
+            self.rows.empty_text = "no memories here"
+            self.rows.rows = [self._row(self.offset + n, i) for n, i in enumerate(items, start=1)]
+            self.rows.value = ""
         self._select(None)
 
     @staticmethod

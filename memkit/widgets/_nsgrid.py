@@ -183,9 +183,12 @@ def recalled_html(found: list[tuple[Recall, int]]) -> str:
     steps = [(r, rank) for r, rank in found if r.step_index is not None or r.step_name is not None]
     loose = len(found) - len(steps)
     distinct = len({(*step_namespace(r), r.workflow_id, r.run_id, r.step_index, r.step_name) for r, _ in steps})
-    title = f"recalled by {distinct} step{'' if distinct == 1 else 's'}"
-    if len(steps) > distinct:
-        title += f" ({len(steps)} searches)"
+    if distinct:
+        title = f"recalled by {distinct} step{'' if distinct == 1 else 's'}"
+        if len(steps) > distinct:
+            title += f" ({len(steps)} searches)"
+    else:
+        title = "not recalled by any step"
     html = f'<div class="memkit-recalled-by"><b>{esc(title)}</b>'
     # Two lines per recall rather than a wide table: the detail is the narrow half of the browser.
     for r, rank in steps:
@@ -195,5 +198,6 @@ def recalled_html(found: list[tuple[Recall, int]]) -> str:
                  f'<span style="color:#555;overflow-wrap:anywhere">{esc(r.workflow_id or "")} / '
                  f'{esc(r.run_id or "—")} · query “{esc(shorten(printable(r.query), 80))}”</span></div>')
     if loose:
-        html += f"<div>{esc(f'and {loose} recorded searches outside any step')}</div>"
+        lead = "and" if distinct else "but returned by"
+        html += f"<div>{esc(f'{lead} {loose} recorded searches outside any step')}</div>"
     return html + "</div>"
