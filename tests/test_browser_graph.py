@@ -321,11 +321,11 @@ def test_standalone_page_without_a_kernel(browser: Browser, site: tuple[str, Pat
     assert _pwned(page) == [None] and outside == []
 
 
-def _scale_notebook(root: Path, url: str, browser: bool = False) -> None:
+def _scale_notebook(root: Path, url: str, namespaces: bool = False) -> None:
     source = (Path(__file__).parent / "graph_scale.py").read_text(encoding="utf-8")
     fill = (f"{source}\nimport memkit\nfrom memkit.widgets import GraphExplorer\nmem = memkit.open({url!r})\n"
             "mem.reset()\nfill_scale(mem)\nprint('filled')")
-    if browser:
+    if namespaces:
         code = [fill, "from memkit.widgets import NamespaceBrowser\n"
                       "nb = NamespaceBrowser(mem)\nnb.namespace.value = ('ana', 'bio')\nnb"]
     else:
@@ -365,7 +365,7 @@ def test_the_namespace_browser_on_a_5000_memory_store(browser: Browser, lab: tup
     """The NamespaceBrowser on the graph's 5,000-memory store, in its own notebook so either view's
     failure leaves the other's checks standing."""
     url, root = lab
-    _scale_notebook(root, f"sqlite:///{root / 'scale.db'}?embedder=none", browser=True)
+    _scale_notebook(root, f"sqlite:///{root / 'scale.db'}?embedder=none", namespaces=True)
     outside: list[str] = []
     page = _guarded_page(browser, outside)
     # tall enough that a screenshot of the cell holds the whole table
