@@ -537,6 +537,8 @@ def _browser_at_scale(page: Page, root: Path) -> None:
     # the memories / traces / recalls switch is one row of buttons
     tops = {round(b["y"]) for b in (x.bounding_box() for x in cell.locator(".widget-toggle-button").all()) if b}
     assert len(tops) == 1, tops
+    for button in cell.locator(".widget-toggle-button").all():  # each label whole, no ellipsis
+        assert button.evaluate("b => b.scrollWidth <= b.clientWidth + 1"), button.inner_text()
     grid.locator("tbody tr").first.click()
     detail = cell.locator(".memkit-detail")
     detail.wait_for(timeout=30_000)

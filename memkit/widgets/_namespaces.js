@@ -28,12 +28,12 @@ function scoreTitle(row) {
 // (the click copies rather than opening the row).
 function idCell(row) {
   const copy = h("button", {
-    class: "mk-copy-id", text: "⧉", title: `copy the full id ${row.id}`,
+    class: "mk-copy-id", text: "copy", title: `copy the full id ${row.id}`,
     onclick: (event) => {
       event.stopPropagation();
       if (navigator.clipboard) navigator.clipboard.writeText(row.id).catch(() => {});
-      copy.textContent = "✓";
-      setTimeout(() => { copy.textContent = "⧉"; }, 1200);
+      copy.textContent = "copied";
+      setTimeout(() => { copy.textContent = "copy"; }, 1200);
     },
   });
   return h("span", { class: "mk-id" }, h("span", { class: "mk-id-text", text: row.short_id }), copy);

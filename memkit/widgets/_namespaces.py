@@ -73,10 +73,11 @@ class NamespaceBrowser(Panel):
 
         self.overview = w.HTML()
         self.namespace = w.Dropdown(description="namespace", layout=w.Layout(width="420px"))
-        # Sized to its buttons: ipywidgets' default box (300 px) for three 148 px buttons wraps "recalls".
+        # Sized to its buttons: ipywidgets' default box (300 px) for three 148 px buttons wraps "recalls";
+        # 100 px holds "memories" in the bold of the chosen button.
         self.kind = w.ToggleButtons(options=list(KINDS), value="memories",
                                     tooltips=["memories the agent stored", "trace steps", "recorded searches"],
-                                    style={"button_width": "84px"}, layout=w.Layout(width="auto", flex="none"))
+                                    style={"button_width": "100px"}, layout=w.Layout(width="auto", flex="none"))
         self.refresh_button = w.Button(description="refresh", icon="refresh", layout=w.Layout(width="90px"))
         self.query = w.Text(placeholder="search text (empty = browse newest first)", layout=w.Layout(width="360px"))
         self.mode = w.Dropdown(options=["keyword"], value="keyword", description="mode", layout=w.Layout(width="200px"))
