@@ -90,7 +90,11 @@ def _legs(item: MemoryItem) -> list[dict[str, Any]]:
         weight = (alpha if name == "semantic" else 1 - alpha) if isinstance(alpha, (int, float)) else 1.0
         norm = leg.get("normalized")
         raw = leg.get("score")
-        share = float(norm) * weight if isinstance(norm, (int, float)) and math.isfinite(norm) else 0.0
+        if isinstance(norm, (int, float)) and math.isfinite(norm):
+            share = float(norm) * weight
+        else:
+            # a search by this leg alone: the whole score is its share (a 0 would draw no bar at all)
+            share = 1.0 if mode == name and leg.get("rank") is not None else 0.0
         legs.append({"name": name, "found": leg.get("rank") is not None, "rank": leg.get("rank"),
                      "raw": round(float(raw), 3) if isinstance(raw, (int, float)) else None, "share": share})
     return legs
