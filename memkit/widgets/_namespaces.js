@@ -114,13 +114,13 @@ function render({ model, el }) {
     // one filter box per column, under its header (none for the row number, which follows the filter)
     const filterRow = h("tr", { class: "mk-filter-row" });
     for (const col of shown) {
-      if (col.key === "n") { filterRow.append(h("th")); continue; }
+      if (col.key === "n") { filterRow.append(h("th", { class: "mk-col-n" })); continue; }
       const input = h("input", { class: `mk-col-filter mk-col-filter-${col.key}`, placeholder: "filter", value: typed[col.key] || "",
         title: "rows whose cell contains this text (any case), over the whole namespace" });
       input.addEventListener("input", () => { typed[col.key] = input.value; focus = [col.key, input.selectionStart]; submit(); });
       // a box a redraw removed keeps the caret for its replacement; one the user left lets it go
       input.addEventListener("blur", () => setTimeout(() => { if (input.isConnected && focus && focus[0] === col.key) focus = null; }, 0));
-      filterRow.append(h("th", {}, input));
+      filterRow.append(h("th", { class: `mk-col-${col.key}` }, input));
     }
     grid.querySelector("thead").append(filterRow);
     const parts = [grid];

@@ -33,6 +33,11 @@ from memkit.widgets._nsgrid import (
 __all__ = ["NamespaceBrowser"]
 
 
+def _wrap() -> w.Layout:
+    """A row of controls that wraps onto the next line when the cell is too narrow for it."""
+    return w.Layout(flex_flow="row wrap", max_width="100%")
+
+
 class NamespaceBrowser(Panel):
     """Browse a store one namespace at a time.
 
@@ -72,16 +77,18 @@ class NamespaceBrowser(Panel):
         self._recalled: dict[tuple[str, str], dict[str, list[tuple[Recall, int]]]] = {}
 
         self.overview = w.HTML()
-        self.namespace = w.Dropdown(description="namespace", layout=w.Layout(width="420px"))
+        self.namespace = w.Dropdown(description="namespace", layout=w.Layout(width="420px", max_width="100%"))
         # Sized to its buttons: ipywidgets' default box (300 px) for three 148 px buttons wraps "recalls";
         # 100 px holds "memories" in the bold of the chosen button.
         self.kind = w.ToggleButtons(options=list(KINDS), value="memories",
                                     tooltips=["memories the agent stored", "trace steps", "recorded searches"],
                                     style={"button_width": "100px"}, layout=w.Layout(width="auto", flex="none"))
         self.refresh_button = w.Button(description="refresh", icon="refresh", layout=w.Layout(width="90px"))
-        self.query = w.Text(placeholder="search text (empty = browse newest first)", layout=w.Layout(width="360px"))
+        self.query = w.Text(placeholder="search text (empty = browse newest first)",
+                            layout=w.Layout(width="360px", max_width="100%"))
         self.mode = w.Dropdown(options=["keyword"], value="keyword", description="mode", layout=w.Layout(width="200px"))
-        self.filters = w.Text(placeholder='metadata filter, JSON: {"gene": "TP53"}', layout=w.Layout(width="360px"))
+        self.filters = w.Text(placeholder='metadata filter, JSON: {"gene": "TP53"}',
+                              layout=w.Layout(width="360px", max_width="100%"))
         self.search_button = w.Button(description="search", icon="search", button_style="primary")
         self.clear_button = w.Button(description="clear")
         self.prev_button = w.Button(description="◀ newer", disabled=True)
@@ -103,9 +110,10 @@ class NamespaceBrowser(Panel):
 
         self.widget = w.VBox([
             self.overview,
-            w.HBox([self.namespace, self.refresh_button, self.kind]),
-            w.HBox([self.query, self.mode]),
-            w.HBox([self.filters, self.search_button, self.clear_button]),
+            # rows of controls wrap on a narrow cell rather than running past its edge
+            w.HBox([self.namespace, self.refresh_button, self.kind], layout=_wrap()),
+            w.HBox([self.query, self.mode], layout=_wrap()),
+            w.HBox([self.filters, self.search_button, self.clear_button], layout=_wrap()),
             self.status,
             w.HBox([self.prev_button, self.next_button, self.page_label]),
             w.Box([self.rows, self.side], layout=w.Layout(display="flex", flex_flow="row wrap", width="100%",
