@@ -524,6 +524,17 @@ def _fits(grid: Locator, area: FloatRect) -> None:
         assert head.evaluate("th => th.scrollWidth <= th.clientWidth + 1"), head.inner_text()
 
 
+def _caption_whole(grid: Locator, area: FloatRect) -> None:
+    """The line over the grid (caption, column picker, CSV, score key): each part one line inside the cell."""
+    for part in (".mk-total", ".mk-columns summary", ".mk-csv", ".mk-score-legend"):
+        found = grid.locator(f".mk-caption {part}")
+        if not found.count():  # the score key shows with scored rows only
+            continue
+        box = found.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= area["x"] + area["width"] + 1, (part, box)
+        assert box["height"] < 24, (part, box)  # one line, not a squeezed column of words
+
+
 def _browser_at_scale(page: Page, root: Path) -> None:
     """The NamespaceBrowser on the same store: memories first, the table across the cell, the detail beside."""
     cell = page.locator(".jp-CodeCell").nth(1)
@@ -569,6 +580,7 @@ def _browser_at_scale(page: Page, root: Path) -> None:
     assert side["y"] >= table["y"] + table["height"] - 1, (table, side)
     assert side["x"] + side["width"] <= narrow["x"] + narrow["width"] + 1
     _fits(grid, narrow)
+    _caption_whole(grid, narrow)
     # the controls wrap inside the cell; the switch stays one row of whole buttons
     buttons = [b.bounding_box() for b in cell.locator(".widget-toggle-button").all()]
     assert len({round(b["y"]) for b in buttons if b}) == 1, buttons
@@ -629,6 +641,7 @@ def _browser_at_scale(page: Page, root: Path) -> None:
     assert [r[text] for r in exported[1:]] == hits  # every hit, in the store's order, not the page of 20
     grid.locator(".mk-message", has_text=f"CSV: every hit of the search, {len(hits):,} rows").wait_for(timeout=10_000)
     _fits(grid, area)  # with the score column too
+    _caption_whole(grid, area)
     cell.screenshot(path=str(ARTIFACTS / "lab-namespaces-search-csv.png"))
     cell.locator("input[placeholder^='search text']").fill("")
     cell.locator("input[placeholder^='search text']").press("Enter")
