@@ -27,7 +27,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from graph_scale import fill_scale
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, FloatRect, Locator, Page
 from test_browser import ARTIFACTS, PAYLOAD, _guarded_page, _pwned, browser, site  # noqa: F401
 
 import memkit
@@ -321,16 +321,16 @@ def test_standalone_page_without_a_kernel(browser: Browser, site: tuple[str, Pat
     assert _pwned(page) == [None] and outside == []
 
 
-def _scale_notebook(root: Path, url: str) -> None:
+def _scale_notebook(root: Path, url: str, namespaces: bool = False) -> None:
     source = (Path(__file__).parent / "graph_scale.py").read_text(encoding="utf-8")
-    code = [
-        f"{source}\nimport memkit\nfrom memkit.widgets import GraphExplorer\nmem = memkit.open({url!r})\n"
-        "mem.reset()\nfill_scale(mem)\nprint('filled')",
-        "gx = GraphExplorer(mem, size_by='count')\ngx.namespace.value = ('ana', 'bio')\ngx.draw()\ngx",
-        "print('drawn:', len(gx.view.nodes), 'memories in store:', gx.view.total['Memory'])",
-        "from memkit.widgets import NamespaceBrowser\n"
-        "nb = NamespaceBrowser(mem)\nnb.namespace.value = ('ana', 'bio')\nnb",
-    ]
+    fill = (f"{source}\nimport memkit\nfrom memkit.widgets import GraphExplorer\nmem = memkit.open({url!r})\n"
+            "mem.reset()\nfill_scale(mem)\nprint('filled')")
+    if namespaces:
+        code = [fill, "from memkit.widgets import NamespaceBrowser\n"
+                      "nb = NamespaceBrowser(mem)\nnb.namespace.value = ('ana', 'bio')\nnb"]
+    else:
+        code = [fill, "gx = GraphExplorer(mem, size_by='count')\ngx.namespace.value = ('ana', 'bio')\ngx.draw()\ngx",
+                "print('drawn:', len(gx.view.nodes), 'nodes; memories in store:', gx.view.total['Memory'])"]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in code])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, root / "graph.ipynb")
@@ -354,9 +354,28 @@ def test_a_5000_memory_store_reads_as_groups(browser: Browser, lab: tuple[str, P
     try:
         _settled(page, title)
         _at_scale(page, title)
-        _browser_at_scale(page, root)
     except Exception:
         page.screenshot(path=str(ARTIFACTS / "lab-graph-scale-failed.png"), full_page=True)
+        raise
+    assert outside == []
+    assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+
+
+def test_the_namespace_browser_on_a_5000_memory_store(browser: Browser, lab: tuple[str, Path]) -> None:  # noqa: F811
+    """The NamespaceBrowser on the graph's 5,000-memory store, in its own notebook so either view's
+    failure leaves the other's checks standing."""
+    url, root = lab
+    _scale_notebook(root, f"sqlite:///{root / 'scale.db'}?embedder=none", namespaces=True)
+    outside: list[str] = []
+    page = _guarded_page(browser, outside)
+    # tall enough that a screenshot of the cell holds the whole table
+    page.set_viewport_size({"width": 1400, "height": 1500})
+    ARTIFACTS.mkdir(exist_ok=True)
+    _run_all(page, url)
+    try:
+        _browser_at_scale(page, root)
+    except Exception:
+        page.screenshot(path=str(ARTIFACTS / "lab-namespaces-failed.png"), full_page=True)
         raise
     assert outside == []
     assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
@@ -491,9 +510,34 @@ def _at_scale(page: Page, title: str) -> None:
     assert page.evaluate(f"(t) => ({PICK})(t).querySelectorAll('img, script, a').length", title) == 0
 
 
+def _fits(grid: Locator, area: FloatRect) -> None:
+    """The grid and every header of it end inside the output cell: nothing cut at its right edge."""
+    right = area["x"] + area["width"] + 1
+    table = grid.locator("table.mk-grid").bounding_box()
+    assert table is not None and table["x"] + table["width"] <= right, (table, area)
+    for head in grid.locator("thead tr").first.locator("th").all():
+        if not head.is_visible():  # a column a narrow cell leaves out
+            continue
+        box = head.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= right, (head.inner_text(), box, area)
+        # each header reads whole (no column squeezed below its own name)
+        assert head.evaluate("th => th.scrollWidth <= th.clientWidth + 1"), head.inner_text()
+
+
+def _caption_whole(grid: Locator, area: FloatRect) -> None:
+    """The line over the grid (caption, column picker, CSV, score key): each part one line inside the cell."""
+    for part in (".mk-total", ".mk-columns summary", ".mk-csv", ".mk-score-legend"):
+        found = grid.locator(f".mk-caption {part}")
+        if not found.count():  # the score key shows with scored rows only
+            continue
+        box = found.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= area["x"] + area["width"] + 1, (part, box)
+        assert box["height"] < 24, (part, box)  # one line, not a squeezed column of words
+
+
 def _browser_at_scale(page: Page, root: Path) -> None:
     """The NamespaceBrowser on the same store: memories first, the table across the cell, the detail beside."""
-    cell = page.locator(".jp-CodeCell").nth(3)
+    cell = page.locator(".jp-CodeCell").nth(1)
     cell.scroll_into_view_if_needed()
     grid = cell.locator(".memkit-namespaces")
     grid.locator("tbody tr").first.wait_for(timeout=60_000)
@@ -502,14 +546,48 @@ def _browser_at_scale(page: Page, root: Path) -> None:
     table = grid.bounding_box()
     assert area is not None and table is not None
     assert table["width"] >= 0.9 * area["width"], (table, area)  # nothing opened: the table spans the cell
+    _fits(grid, area)
+    # the memories / traces / recalls switch is one row of buttons
+    tops = {round(b["y"]) for b in (x.bounding_box() for x in cell.locator(".widget-toggle-button").all()) if b}
+    assert len(tops) == 1, tops
+    for button in cell.locator(".widget-toggle-button").all():  # each label whole, no ellipsis
+        assert button.evaluate("b => b.scrollWidth <= b.clientWidth + 1"), button.inner_text()
     grid.locator("tbody tr").first.click()
     detail = cell.locator(".memkit-detail")
     detail.wait_for(timeout=30_000)
+    page.wait_for_timeout(300)
     table, side = grid.bounding_box(), detail.bounding_box()
     assert table is not None and side is not None
-    # beside it on this wide cell, never over it
+    # beside it on this wide cell, never over it, and both inside the cell
     assert side["x"] >= table["x"] + table["width"] - 1 or side["y"] >= table["y"] + table["height"] - 1
+    assert side["x"] + side["width"] <= area["x"] + area["width"] + 1, (side, area)
     assert table["width"] >= 0.5 * area["width"]
+    _fits(grid, area)
+    # the id column shows a short id, the full one on hover and behind the copy button
+    first = grid.locator("tbody tr").first
+    full = first.get_attribute("data-key")
+    assert full is not None and len(full) == 36
+    assert first.locator("td.mk-col-short_id").get_attribute("title") == full
+    assert first.locator(".mk-id-text").inner_text() == full[:8]
+    assert full in (first.locator(".mk-copy-id").get_attribute("title") or "")
+    cell.screenshot(path=str(ARTIFACTS / "lab-namespaces-detail.png"))
+    # on a narrow cell the detail goes below the table, and both still fit
+    page.set_viewport_size({"width": 900, "height": 1500})
+    page.wait_for_timeout(500)
+    narrow = cell.locator(".jp-OutputArea-output").bounding_box()
+    table, side = grid.bounding_box(), detail.bounding_box()
+    assert narrow is not None and table is not None and side is not None
+    assert side["y"] >= table["y"] + table["height"] - 1, (table, side)
+    assert side["x"] + side["width"] <= narrow["x"] + narrow["width"] + 1
+    _fits(grid, narrow)
+    _caption_whole(grid, narrow)
+    # the controls wrap inside the cell; the switch stays one row of whole buttons
+    buttons = [b.bounding_box() for b in cell.locator(".widget-toggle-button").all()]
+    assert len({round(b["y"]) for b in buttons if b}) == 1, buttons
+    assert all(b and b["x"] + b["width"] <= narrow["x"] + narrow["width"] + 1 for b in buttons), (buttons, narrow)
+    cell.screenshot(path=str(ARTIFACTS / "lab-namespaces-narrow.png"))
+    page.set_viewport_size({"width": 1400, "height": 1500})
+    page.wait_for_timeout(500)
     # words wrap whole: no line of the memory text ends inside a word
     assert detail.locator("pre").first.evaluate("p => getComputedStyle(p).wordBreak") == "normal"
     # A column filter works over the whole namespace, not the page: its count is the store's, its
@@ -562,6 +640,8 @@ def _browser_at_scale(page: Page, root: Path) -> None:
     text = exported[0].index("memory")
     assert [r[text] for r in exported[1:]] == hits  # every hit, in the store's order, not the page of 20
     grid.locator(".mk-message", has_text=f"CSV: every hit of the search, {len(hits):,} rows").wait_for(timeout=10_000)
+    _fits(grid, area)  # with the score column too
+    _caption_whole(grid, area)
     cell.screenshot(path=str(ARTIFACTS / "lab-namespaces-search-csv.png"))
     cell.locator("input[placeholder^='search text']").fill("")
     cell.locator("input[placeholder^='search text']").press("Enter")

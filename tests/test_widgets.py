@@ -322,7 +322,7 @@ def test_the_memory_detail_lists_the_steps_that_recalled_it(tmp_path: Path) -> N
         assert "recalled by 1 step<" in browser.detail.value
         unrelated = next(i for i in browser.items if i.content.startswith("KRAS"))
         browser.rows.value = unrelated.id
-        assert "recalled by 0 steps" in browser.detail.value
+        assert "not recalled by any step" in browser.detail.value
 
 
 def test_a_workflow_graph_draws_recall_edges_apart_from_the_recorded_ones(tmp_path: Path) -> None:
@@ -749,3 +749,16 @@ def test_trace_replay_shows_the_same_tree_after_otlp_and_from_live_spans(tmp_pat
         assert [label.split(" · ")[1].split(" (")[0] for label in panel.timeline["label"]] == [
             "agent", "chain", "tool", "llm"]
         assert panel.timeline["depth"] == [0, 1, 2, 1]
+
+
+def test_a_single_leg_search_draws_a_full_bar_for_that_leg(tmp_path: Path) -> None:
+    """A keyword-only hit's score is all keyword: its bar is full length, not the 3 px stub of a leg
+    that found nothing."""
+    from memkit.widgets._nsgrid import _memory_row
+
+    with memkit.open(f"sqlite:///{tmp_path / 't.db'}?embedder=none") as mem:
+        mem.add("EGFR knockdown in A549", "ana", "bio")
+        mem.add("TP53 variant in HeLa", "ana", "bio")
+        (hit,) = mem.search("EGFR", "ana", "bio", 5, mode="keyword")
+        legs = _memory_row(1, hit)["legs"]
+        assert [(leg["name"], leg["found"], leg["share"]) for leg in legs] == [("keyword", True, 1.0)]

@@ -78,7 +78,7 @@ function dataGrid({ columns, rows, sort, onSort, onRowClick, rowClass, selectedK
     const active = sort && sort.column === (col.sortKey || col.key);
     const arrow = active ? (sort.descending ? " ▼" : " ▲") : "";
     head.append(h("th", {
-      class: active ? "mk-sorted" : null, style: col.width ? { width: col.width } : null,
+      class: `mk-col-${col.key}${active ? " mk-sorted" : ""}`, style: col.width ? { width: col.width } : null,
       title: col.sortable === false ? null : "click to sort", text: col.label + arrow,
       onclick: col.sortable === false || !onSort ? null : () => onSort(col.sortKey || col.key),
     }));

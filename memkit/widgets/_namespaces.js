@@ -11,7 +11,7 @@ function scoreBar(row) {
   for (const leg of legs) {
     box.append(h("span", {
       class: `mk-score-bar mk-leg-${leg.name}`,
-      style: { width: `${Math.max(Math.round(leg.share * 60), leg.found ? 3 : 0)}px`, background: LEG_COLOURS[leg.name] || "#607d8b" },
+      style: { width: `${Math.max(Math.round(leg.share * 40), leg.found ? 3 : 0)}px`, background: LEG_COLOURS[leg.name] || "#607d8b" },
     }));
   }
   box.append(h("span", { class: "mk-score-num", text: ` ${row.score.toFixed(3)}` }));
@@ -24,13 +24,30 @@ function scoreTitle(row) {
   return [`score ${row.score.toFixed(3)}`, ...parts].join("\n");
 }
 
+// The id cell: its first characters, the full id on hover and one click from the clipboard
+// (the click copies rather than opening the row).
+function idCell(row) {
+  const copy = h("button", {
+    class: "mk-copy-id", text: "copy", title: `copy the full id ${row.id}`,
+    onclick: (event) => {
+      event.stopPropagation();
+      if (navigator.clipboard) navigator.clipboard.writeText(row.id).catch(() => {});
+      copy.textContent = "copied";
+      setTimeout(() => { copy.textContent = "copy"; }, 1200);
+    },
+  });
+  return h("span", { class: "mk-id" }, h("span", { class: "mk-id-text", text: row.short_id }), copy);
+}
+
+// Column widths are in _panels.css (narrower when the detail is open): the memory column takes what
+// is left and wraps at word boundaries; metadata is cut with an ellipsis, its full text on hover.
 const NS_COLUMNS = [
   { key: "n", label: "#" },
   { key: "created", label: "created", sortKey: "created_ts" },
   { key: "score", label: "score", render: scoreBar, title: scoreTitle },
   { key: "text", label: "memory", title: (r) => r.full },
   { key: "metadata", label: "metadata", title: (r) => r.metadata_full },
-  { key: "short_id", label: "id", title: (r) => r.id },
+  { key: "short_id", label: "id", title: (r) => r.id, render: idCell },
 ];
 
 const KIND_LABELS = { recalls: { text: "query", metadata: "mode · hits · step" } };
@@ -97,13 +114,13 @@ function render({ model, el }) {
     // one filter box per column, under its header (none for the row number, which follows the filter)
     const filterRow = h("tr", { class: "mk-filter-row" });
     for (const col of shown) {
-      if (col.key === "n") { filterRow.append(h("th")); continue; }
+      if (col.key === "n") { filterRow.append(h("th", { class: "mk-col-n" })); continue; }
       const input = h("input", { class: `mk-col-filter mk-col-filter-${col.key}`, placeholder: "filter", value: typed[col.key] || "",
         title: "rows whose cell contains this text (any case), over the whole namespace" });
       input.addEventListener("input", () => { typed[col.key] = input.value; focus = [col.key, input.selectionStart]; submit(); });
       // a box a redraw removed keeps the caret for its replacement; one the user left lets it go
       input.addEventListener("blur", () => setTimeout(() => { if (input.isConnected && focus && focus[0] === col.key) focus = null; }, 0));
-      filterRow.append(h("th", {}, input));
+      filterRow.append(h("th", { class: `mk-col-${col.key}` }, input));
     }
     grid.querySelector("thead").append(filterRow);
     const parts = [grid];

@@ -33,6 +33,11 @@ from memkit.widgets._nsgrid import (
 __all__ = ["NamespaceBrowser"]
 
 
+def _wrap() -> w.Layout:
+    """A row of controls that wraps onto the next line when the cell is too narrow for it."""
+    return w.Layout(flex_flow="row wrap", max_width="100%")
+
+
 class NamespaceBrowser(Panel):
     """Browse a store one namespace at a time.
 
@@ -72,13 +77,18 @@ class NamespaceBrowser(Panel):
         self._recalled: dict[tuple[str, str], dict[str, list[tuple[Recall, int]]]] = {}
 
         self.overview = w.HTML()
-        self.namespace = w.Dropdown(description="namespace", layout=w.Layout(width="420px"))
+        self.namespace = w.Dropdown(description="namespace", layout=w.Layout(width="420px", max_width="100%"))
+        # Sized to its buttons: ipywidgets' default box (300 px) for three 148 px buttons wraps "recalls";
+        # 100 px holds "memories" in the bold of the chosen button.
         self.kind = w.ToggleButtons(options=list(KINDS), value="memories",
-                                    tooltips=["memories the agent stored", "trace steps", "recorded searches"])
+                                    tooltips=["memories the agent stored", "trace steps", "recorded searches"],
+                                    style={"button_width": "100px"}, layout=w.Layout(width="auto", flex="none"))
         self.refresh_button = w.Button(description="refresh", icon="refresh", layout=w.Layout(width="90px"))
-        self.query = w.Text(placeholder="search text (empty = browse newest first)", layout=w.Layout(width="360px"))
+        self.query = w.Text(placeholder="search text (empty = browse newest first)",
+                            layout=w.Layout(width="360px", max_width="100%"))
         self.mode = w.Dropdown(options=["keyword"], value="keyword", description="mode", layout=w.Layout(width="200px"))
-        self.filters = w.Text(placeholder='metadata filter, JSON: {"gene": "TP53"}', layout=w.Layout(width="360px"))
+        self.filters = w.Text(placeholder='metadata filter, JSON: {"gene": "TP53"}',
+                              layout=w.Layout(width="360px", max_width="100%"))
         self.search_button = w.Button(description="search", icon="search", button_style="primary")
         self.clear_button = w.Button(description="clear")
         self.prev_button = w.Button(description="◀ newer", disabled=True)
@@ -87,7 +97,7 @@ class NamespaceBrowser(Panel):
         self.status = self.status_line()
         # The table spans the cell; the detail sits beside it on a wide cell, below it on a narrow one
         # (the row wraps), and is not there at all until a row is opened.
-        self.rows = NamespaceGrid(layout=w.Layout(flex="3 1 560px", min_width="0"))
+        self.rows = NamespaceGrid(layout=w.Layout(flex="3 1 620px", min_width="0"))
         self.detail = w.HTML(layout=w.Layout(min_width="0"))
         self.delete_button = w.Button(description="delete…", icon="trash", button_style="danger", disabled=True)
         self.confirm_button = w.Button(description="yes, delete it", button_style="danger")
@@ -96,13 +106,14 @@ class NamespaceBrowser(Panel):
         self.confirm_box = w.HBox([self.confirm_text, self.confirm_button, self.cancel_button],
                                   layout=w.Layout(display="none", flex_flow="row wrap"))
         self.side = w.VBox([self.detail, self.delete_button, self.confirm_box],
-                           layout=w.Layout(flex="2 1 380px", min_width="0", display="none"))
+                           layout=w.Layout(flex="1 1 320px", min_width="0", display="none"))
 
         self.widget = w.VBox([
             self.overview,
-            w.HBox([self.namespace, self.refresh_button, self.kind]),
-            w.HBox([self.query, self.mode]),
-            w.HBox([self.filters, self.search_button, self.clear_button]),
+            # rows of controls wrap on a narrow cell rather than running past its edge
+            w.HBox([self.namespace, self.refresh_button, self.kind], layout=_wrap()),
+            w.HBox([self.query, self.mode], layout=_wrap()),
+            w.HBox([self.filters, self.search_button, self.clear_button], layout=_wrap()),
             self.status,
             w.HBox([self.prev_button, self.next_button, self.page_label]),
             w.Box([self.rows, self.side], layout=w.Layout(display="flex", flex_flow="row wrap", width="100%",
@@ -256,10 +267,11 @@ class NamespaceBrowser(Panel):
         where = f"recalls {self.offset + 1 if page else 0}–{self.offset + len(page)} of {len(rows):,}"
         if wanted:
             where += " matching the column filters"
-        self.rows.caption = where
-        self.rows.empty_text = "no recorded searches here"
-        self.rows.rows = page
-        self.rows.value = ""
+        with self.rows.hold_sync():
+            self.rows.caption = where
+            self.rows.empty_text = "no recorded searches here"
+            self.rows.rows = page
+            self.rows.value = ""
         self._select(None)
 
     def _recall_rows(self, found: list[Recall], wanted: dict[str, str]) -> list[dict[str, Any]]:
@@ -414,10 +426,12 @@ class NamespaceBrowser(Panel):
         self.page_label.value = esc(where)
         self.prev_button.disabled = self.offset == 0
         self.next_button.disabled = not self._has_more
-        self.rows.caption = where
-        self.rows.empty_text = "no memories here"
-        self.rows.rows = [self._row(self.offset + n, i) for n, i in enumerate(items, start=1)]
-        self.rows.value = ""
+        # one message: the caption never names rows the grid does not show yet
+        with self.rows.hold_sync():
+            self.rows.caption = where
+            self.rows.empty_text = "no memories here"
+            self.rows.rows = [self._row(self.offset + n, i) for n, i in enumerate(items, start=1)]
+            self.rows.value = ""
         self._select(None)
 
     @staticmethod

@@ -90,7 +90,11 @@ def _legs(item: MemoryItem) -> list[dict[str, Any]]:
         weight = (alpha if name == "semantic" else 1 - alpha) if isinstance(alpha, (int, float)) else 1.0
         norm = leg.get("normalized")
         raw = leg.get("score")
-        share = float(norm) * weight if isinstance(norm, (int, float)) and math.isfinite(norm) else 0.0
+        if isinstance(norm, (int, float)) and math.isfinite(norm):
+            share = float(norm) * weight
+        else:
+            # a search by this leg alone: the whole score is its share (a 0 would draw no bar at all)
+            share = 1.0 if mode == name and leg.get("rank") is not None else 0.0
         legs.append({"name": name, "found": leg.get("rank") is not None, "rank": leg.get("rank"),
                      "raw": round(float(raw), 3) if isinstance(raw, (int, float)) else None, "share": share})
     return legs
@@ -183,9 +187,12 @@ def recalled_html(found: list[tuple[Recall, int]]) -> str:
     steps = [(r, rank) for r, rank in found if r.step_index is not None or r.step_name is not None]
     loose = len(found) - len(steps)
     distinct = len({(*step_namespace(r), r.workflow_id, r.run_id, r.step_index, r.step_name) for r, _ in steps})
-    title = f"recalled by {distinct} step{'' if distinct == 1 else 's'}"
-    if len(steps) > distinct:
-        title += f" ({len(steps)} searches)"
+    if distinct:
+        title = f"recalled by {distinct} step{'' if distinct == 1 else 's'}"
+        if len(steps) > distinct:
+            title += f" ({len(steps)} searches)"
+    else:
+        title = "not recalled by any step"
     html = f'<div class="memkit-recalled-by"><b>{esc(title)}</b>'
     # Two lines per recall rather than a wide table: the detail is the narrow half of the browser.
     for r, rank in steps:
@@ -195,5 +202,6 @@ def recalled_html(found: list[tuple[Recall, int]]) -> str:
                  f'<span style="color:#555;overflow-wrap:anywhere">{esc(r.workflow_id or "")} / '
                  f'{esc(r.run_id or "—")} · query “{esc(shorten(printable(r.query), 80))}”</span></div>')
     if loose:
-        html += f"<div>{esc(f'and {loose} recorded searches outside any step')}</div>"
+        lead = "and" if distinct else "but returned by"
+        html += f"<div>{esc(f'{lead} {loose} recorded searches outside any step')}</div>"
     return html + "</div>"
