@@ -423,6 +423,10 @@ def _at_scale(page: Page, title: str) -> None:
     assert canvas is not None
     page.mouse.click(canvas["x"] + 5, canvas["y"] + 5)
     page.wait_for_timeout(300)
+    # Centre TP53 first, as a researcher zooms before clicking in a crowded centre: at the default
+    # fit a neighbour (BRCA1) can lie over it, so a click on its spot may open the neighbour.
+    page.evaluate(f"([t, id]) => {{ ({PICK})(t).__memkit.network.focus(id, {{scale: 1.5}}); }}", [title, tp53["id"]])
+    page.wait_for_timeout(200)
     spot = page.evaluate(WHERE, [title, tp53["caption"]])
     # What this click adds (a group the drag's click opened, if any, is already drawn).
     before = page.evaluate(COUNT, [title, "Memory"])
