@@ -121,7 +121,9 @@ class InMemoryAdapter(Store):
                 self._records[record.id] = record
                 self._seq[record.id] = self._next_seq
                 self._by_seq[self._next_seq] = record
-                index = self._indexes.setdefault((record.user_id, record.agent_id), KeywordIndex())
+                index = self._indexes.get((record.user_id, record.agent_id))
+                if index is None:  # not setdefault: building an index to throw away costs more than the add
+                    index = self._indexes[(record.user_id, record.agent_id)] = KeywordIndex()
                 index.add(self._next_seq, record.content, record.created_us)
                 self._next_seq += 1
             if vectors is not None:
