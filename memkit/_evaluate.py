@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import pandas as pd
 
@@ -26,6 +26,7 @@ from memkit._core._validate import check_id, check_limit
 from memkit._recall import _recording as _recall
 from memkit._recall._marks import Mark, no_recall
 from memkit._recall._recording import Recall
+from memkit._retrieval._config import SearchOptions
 from memkit._sync import Memory, call, provider_of
 
 __all__ = ["EVALUATION_COLUMNS", "Evaluation", "QueryScore", "evaluate"]
@@ -139,7 +140,7 @@ def _mean(values: list[float]) -> float | None:
 
 async def _evaluate(
     provider: MemoryProvider, marks: Iterable[Mark] | None, user_id: str | None, agent_id: str | None, k: int,
-    mode: str | None, options: dict[str, Any],
+    mode: str | None, options: SearchOptions,
 ) -> Evaluation:
     if not isinstance(provider, SupportsRecalls):
         raise NotImplementedError(f"{provider!r} keeps no recalls: there is nothing to evaluate")
@@ -209,7 +210,7 @@ def evaluate(
     user_id: str | None = None,
     agent_id: str | None = None,
     mode: str | None = None,
-    **options: Any,
+    **options: Unpack[SearchOptions],
 ) -> Evaluation:
     """Rerun every recall with memories marked relevant and score today's top ``k`` (recall@k, MRR).
 

@@ -17,7 +17,7 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
 
 from memkit._core._errors import ConfigError, InvalidInputError
 from memkit._core._models import Health, MemoryFilter, MemoryItem, NamespaceInfo, NewMemory, Stats
@@ -46,8 +46,10 @@ from memkit._core._validate import (
     checked_methods,
 )
 from memkit._recall import _marks
+from memkit._recall._context import ContextOptions
 from memkit._recall._marks import Mark
 from memkit._recall._recording import Recall
+from memkit._retrieval._config import SearchOptions
 
 __all__ = ["Memory", "call", "open"]
 
@@ -197,18 +199,19 @@ class Memory:
         filters: Filters = None,
         *,
         mode: str | None = None,
-        **options: Any,
+        **options: Unpack[SearchOptions],
     ) -> list[MemoryItem]:
         """Best matches in one namespace; other ``options`` (e.g. ``hybrid=``) go to the adapter."""
         check_forwarded("Memory.search", self.provider.search, options, _SEARCH_ARGS)
+        forwarded: dict[str, Any] = dict(options)
         if mode is not None:  # left out otherwise, so a provider written to the first port still works
-            options["mode"] = mode
-        search: Any = self.provider.search  # options beyond the port's are the adapter's own
-        result: list[MemoryItem] = run_sync(search(query, user_id, agent_id, limit, filters, **options))
+            forwarded["mode"] = mode
+        search: Any = self.provider.search  # the port's search need not take these keywords
+        result: list[MemoryItem] = run_sync(search(query, user_id, agent_id, limit, filters, **forwarded))
         return result
 
     def build_context(
-        self, query: str, user_id: str, agent_id: str, token_budget: int = 1_000, **options: Any
+        self, query: str, user_id: str, agent_id: str, token_budget: int = 1_000, **options: Unpack[ContextOptions]
     ) -> Any:
         """The best memories that fit ``token_budget``, rendered (see :func:`memkit.build_context`)."""
         from memkit._recall._context import build_context

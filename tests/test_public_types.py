@@ -39,13 +39,7 @@ ARBITRARY: dict[str, str] = {
 
 #: Still typed ``Any`` though the value is not arbitrary: keyword options passed on to a
 #: constructor or a search. Type them (a TypedDict with ``Unpack``) and delete the entry.
-NOT_YET: set[str] = {
-    "memkit.Memory.search.options", "memkit.Memory.build_context.options", "memkit.evaluate.options",
-    "memkit.adapters.InMemoryAdapter.from_url.options", "memkit.adapters.Mem0Adapter.from_url.options",
-    "memkit.adapters.SQLiteAdapter.from_url.options",
-    "memkit.otel.send_otlp.narrow", "memkit.traces.ExecutionHistory.load_from_file.options",
-    "memkit.traces.ExecutionHistory.from_dict.options",
-}
+NOT_YET: set[str] = set()
 
 # A JSON object's values: the one place ``Any`` says exactly what is meant.
 _JSON_OBJECT = re.compile(r"\b(?:dict|Mapping)\[str, Any\]")
@@ -72,11 +66,12 @@ def _functions() -> Iterator[tuple[str, Callable[..., object]]]:
 
 def _loose(annotation: str, function: Callable[..., object]) -> bool:
     """Whether ``annotation`` holds an ``Any`` that is not a JSON object's value type (a
-    ``**kwargs: Unpack[SomeTypedDict]`` is read through the TypedDict's fields)."""
+    ``**kwargs: Unpack[SomeTypedDict]`` is read through the TypedDict's fields, looked up where the
+    function is defined: beneath any checking wrapper)."""
     if "Any" in _JSON_OBJECT.sub("", annotation):
         return True
     for typed_dict in _UNPACK.findall(annotation):
-        fields = getattr(function, "__globals__", {})[typed_dict].__annotations__
+        fields = getattr(inspect.unwrap(function), "__globals__", {})[typed_dict].__annotations__
         if any(_loose(str(field), function) for field in fields.values()):
             return True
     return False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -70,6 +70,20 @@ def _resolved_mode(provider: MemoryProvider, mode: str | None, hits: list[Memory
         if item.score_details and isinstance(item.score_details.get("mode"), str):
             return str(item.score_details["mode"])
     return "hybrid" if isinstance(provider, SupportsSearchModes) and "hybrid" in provider.search_modes else "keyword"
+
+
+class ContextOptions(TypedDict, total=False):
+    """The keywords :func:`build_context` takes besides the store, query, namespace and budget (what
+    ``Memory.build_context`` passes on)."""
+
+    candidates: int
+    filters: dict[str, Any] | None
+    mode: str | None
+    order: Literal["relevance", "chronological"]
+    header: str
+    template: str
+    dedup_threshold: float
+    count_tokens: Callable[[str], int]
 
 
 async def build_context(

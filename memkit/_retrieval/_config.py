@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import TypedDict
 
 from memkit._core._errors import ConfigError, InvalidInputError
 
-__all__ = ["MODES", "HybridConfig", "check_hybrid", "check_mode", "modes_for"]
+__all__ = ["MODES", "HybridConfig", "SearchOptions", "check_hybrid", "check_mode", "modes_for"]
 
 MODES = ("hybrid", "keyword", "semantic")
 
@@ -108,3 +110,11 @@ def check_hybrid(hybrid: object) -> HybridConfig | None:
     if hybrid is not None and not isinstance(hybrid, HybridConfig):
         raise InvalidInputError(f"hybrid must be a HybridConfig, got {type(hybrid).__name__}")
     return hybrid
+
+
+class SearchOptions(TypedDict, total=False):
+    """The keywords a search takes besides query, namespace, limit, filters and mode (those a
+    caller that forwards them, such as ``Memory.search`` or ``memkit.evaluate``, passes on)."""
+
+    hybrid: HybridConfig | None
+    as_of: datetime | None

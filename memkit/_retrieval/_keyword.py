@@ -62,7 +62,9 @@ K1, B = 0.9, 0.4
 
 # A chat line's speaker: an optional "[timestamp]" prefix, then one to three capitalised words and a
 # colon ("[1:56 pm on 8 May, 2023] Caroline: ...", "John Smith: ..."). Its words become speaker terms.
-_SPEAKER = re.compile(r"\s*(?:\[[^\]\n]{0,80}\]\s*)?([^\W\d_][\w'.-]*(?: [^\W\d_][\w'.-]*){0,2}):", re.UNICODE)
+# Possessive words: neither " " nor ":" is a word character, so giving one back never helps a match,
+# and a line that is no chat line fails at once instead of trying every split of its first words.
+_SPEAKER = re.compile(r"\s*(?:\[[^\]\n]{0,80}\]\s*)?([^\W\d_][\w'.-]*+(?: [^\W\d_][\w'.-]*+){0,2}):", re.UNICODE)
 #: Speaker terms start with this, which no word token contains, so a query's words never match them.
 SPEAKER_MARK = "@"
 _K = TypeVar("_K")
@@ -74,7 +76,7 @@ def speaker_terms(text: str) -> list[str]:
     Kept out of BM25 (no query term starts with ``@``) and out of the document length: they only
     say who spoke, for :meth:`KeywordIndex.spoken_by`.
     """
-    match = _SPEAKER.match(text)
+    match = _SPEAKER.match(text) if ":" in text else None  # every add asks; most texts have no colon
     if match is None or not all(word[0].isupper() for word in match.group(1).split()):
         return []
     return [SPEAKER_MARK + word for word in dict.fromkeys(_tokens(match.group(1)))]

@@ -24,7 +24,7 @@ import uuid
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
 from urllib.parse import urlsplit
 
 from memkit._core import _ops as ops
@@ -69,6 +69,24 @@ _SCORE_DIGITS = 7
 
 
 # -- the adapter ----------------------------------------------------------------------------------
+
+
+class Mem0Options(TypedDict, total=False):
+    """The keywords :class:`Mem0Adapter` takes besides its path (what ``from_url`` passes on)."""
+
+    mode: str
+    api_key: str | None
+    base_url: str | None
+    config: Mapping[str, Any] | None
+    embedder: object  # a name, an Embedder, or None (see memkit.embeddings.get_embedder)
+    collection: str
+    llm: Mapping[str, Any] | None
+    infer: bool
+    threshold: float
+    memory: Mem0Memory | None
+    limits: Limits
+    record_recalls: bool
+    recalls_path: str | os.PathLike[str] | None
 
 
 class Mem0Adapter(Store):
@@ -195,7 +213,7 @@ class Mem0Adapter(Store):
         return self._embedder
 
     @classmethod
-    def from_url(cls, url: str, **options: Any) -> Mem0Adapter:
+    def from_url(cls, url: str, **options: Unpack[Mem0Options]) -> Mem0Adapter:
         """``mem0:///rel/dir``, ``mem0:////abs/dir`` (OSS) or ``mem0+cloud://host[:port][/prefix]`` (cloud).
 
         The cloud URL is turned into ``https://host...`` (``?tls=0`` for http); the API

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import numpy as np
 
@@ -28,6 +28,15 @@ if TYPE_CHECKING:
     from memkit.embeddings import Embedder
 
 __all__ = ["InMemoryAdapter", "MockMemoryAdapter"]
+
+
+class InMemoryOptions(TypedDict, total=False):
+    """The keywords :class:`InMemoryAdapter` takes (what ``from_url`` passes on)."""
+
+    limits: Limits
+    embedder: object  # a name, an Embedder, or None (see memkit.embeddings.get_embedder)
+    hybrid: HybridConfig | None
+    record_recalls: bool
 
 
 class InMemoryAdapter(Store):
@@ -78,7 +87,7 @@ class InMemoryAdapter(Store):
         return self._embedder
 
     @classmethod
-    def from_url(cls, url: str, **options: Any) -> InMemoryAdapter:
+    def from_url(cls, url: str, **options: Unpack[InMemoryOptions]) -> InMemoryAdapter:
         """``memory://`` or ``memory://?embedder=default&record_recalls=true`` (the factory calls this)."""
         from memkit._core._url import bool_option, embedder_option, query_options
 
@@ -112,7 +121,9 @@ class InMemoryAdapter(Store):
                 self._records[record.id] = record
                 self._seq[record.id] = self._next_seq
                 self._by_seq[self._next_seq] = record
-                index = self._indexes.setdefault((record.user_id, record.agent_id), KeywordIndex())
+                index = self._indexes.get((record.user_id, record.agent_id))
+                if index is None:  # not setdefault: building an index to throw away costs more than the add
+                    index = self._indexes[(record.user_id, record.agent_id)] = KeywordIndex()
                 index.add(self._next_seq, record.content, record.created_us)
                 self._next_seq += 1
             if vectors is not None:

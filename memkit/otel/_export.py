@@ -238,19 +238,27 @@ def send_otlp(
     *,
     headers: Mapping[str, str] | None = None,
     timeout: float = 10.0,
-    **narrow: Any,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    workflow_id: str | None = None,
+    run_id: str | None = None,
+    service_name: str = "memkit",
+    memories: bool = False,
 ) -> int:
     """POST the store's runs (as :func:`export_otlp` builds them) to an OTLP/HTTP collector.
 
     Sent through the OTel SDK's ``OTLPSpanExporter`` (protobuf over HTTP, ``endpoint`` such as
     ``http://127.0.0.1:6006/v1/traces``); needs ``memkit[otel]``. Returns how many spans went out.
+    The keywords after ``timeout`` narrow and shape the export as :func:`export_otlp`'s do.
     """
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.trace.export import SpanExportResult
     except ImportError as exc:
         raise BackendUnavailableError("send_otlp needs the OTel SDK: pip install 'memkit[otel]'") from exc
-    spans = _readable_spans(export_otlp(mem, **narrow))
+    request = export_otlp(mem, user_id=user_id, agent_id=agent_id, workflow_id=workflow_id, run_id=run_id,
+                          service_name=service_name, memories=memories)
+    spans = _readable_spans(request)
     exporter = OTLPSpanExporter(endpoint=endpoint, headers=dict(headers or {}), timeout=timeout)
     try:
         result = exporter.export(spans)

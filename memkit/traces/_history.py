@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from memkit._core._errors import InvalidInputError, StorageError
 from memkit._core._port import MemoryProvider
@@ -51,6 +51,18 @@ def _flush_at_exit() -> None:
             history.flush()
         except Exception as exc:
             print(f"memkit: {exc}", file=sys.stderr)
+
+
+class HistoryOptions(TypedDict, total=False):
+    """Where a loaded history's new steps go (:class:`ExecutionHistory`'s keywords besides its
+    steps and times, which the loaded data sets)."""
+
+    memory_provider: MemoryProvider | Memory | None
+    workflow_id: str | None
+    agent_id: str | None
+    user_id: str
+    run_id: str | None
+    write_behind: bool
 
 
 @dataclass(eq=False)
@@ -391,7 +403,7 @@ class ExecutionHistory:
             json.dump(self.to_dict(), f, indent=2, default=str)
 
     @classmethod
-    def load_from_file(cls, filepath: str | os.PathLike[str], **options: Any) -> ExecutionHistory:
+    def load_from_file(cls, filepath: str | os.PathLike[str], **options: Unpack[HistoryOptions]) -> ExecutionHistory:
         """Read a :meth:`save_to_file` JSON; ``options`` (e.g. ``memory_provider``) go to the constructor.
 
         Loading never writes traces; use :func:`memkit.import_history` to store them.
@@ -401,7 +413,7 @@ class ExecutionHistory:
         return cls.from_dict(data, **options)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], **options: Any) -> ExecutionHistory:
+    def from_dict(cls, data: Mapping[str, Any], **options: Unpack[HistoryOptions]) -> ExecutionHistory:
         if not isinstance(data, Mapping) or not isinstance(data.get("items", []), list):
             raise InvalidInputError("an execution history must be a JSON object with an 'items' list")
         history = cls(**options)

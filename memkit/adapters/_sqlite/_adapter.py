@@ -16,7 +16,7 @@ import warnings
 import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
 
 from memkit._core import _ops as ops
 from memkit._core._errors import ConfigError, InvalidInputError, StorageError
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 __all__ = ["SQLiteAdapter"]
 
 
-
 # ``embedder`` left out (as opposed to ``embedder=None``): see SQLiteAdapter.
 _UNSET: Any = object()
 
@@ -81,6 +80,18 @@ def _flush_later(adapter_ref: weakref.ref[SQLiteAdapter], wake: threading.Event)
             return
         adapter._submit_flush()
         del adapter
+
+
+class SQLiteOptions(TypedDict, total=False):
+    """The keywords :class:`SQLiteAdapter` takes besides its path (what ``from_url`` passes on)."""
+
+    limits: Limits
+    busy_timeout_ms: int
+    max_indexed: int
+    embedder: object  # a name, an Embedder, or None (see memkit.embeddings.get_embedder)
+    hybrid: HybridConfig | None
+    record_recalls: bool
+    durable_recalls: bool
 
 
 class SQLiteAdapter(Store):
@@ -175,14 +186,15 @@ class SQLiteAdapter(Store):
             raise
 
     @classmethod
-    def from_url(cls, url: str, **options: Any) -> SQLiteAdapter:
+    def from_url(cls, url: str, **options: Unpack[SQLiteOptions]) -> SQLiteAdapter:
         """``sqlite:///relative.db``, ``sqlite:////absolute.db`` or ``sqlite://`` (in RAM)."""
         query = query_options(url)
         if "embedder" in query:
             options.setdefault("embedder", embedder_option(query.pop("embedder")))
-        for flag in ("record_recalls", "durable_recalls"):
-            if flag in query:
-                options.setdefault(flag, bool_option(flag, query.pop(flag)))
+        if "record_recalls" in query:
+            options.setdefault("record_recalls", bool_option("record_recalls", query.pop("record_recalls")))
+        if "durable_recalls" in query:
+            options.setdefault("durable_recalls", bool_option("durable_recalls", query.pop("durable_recalls")))
         if "busy_timeout_ms" in query:
             try:
                 options.setdefault("busy_timeout_ms", int(query.pop("busy_timeout_ms")))
