@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -253,10 +254,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_shot() -> None:
+    """Settings for a process that runs one command and exits (the variable a user set wins).
+
+    OpenBLAS starts a thread per core when numpy loads, which costs a one-shot search about 45 ms of
+    CPU, and its vector products gain nothing from threads at a single query; pydantic looks for
+    validation plugins in every installed distribution's entry points the first time a model is
+    built (30-40 ms in a 200-package environment) for a process that validates a handful of results.
+    A long-running server (``memkit mcp``) keeps both."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memkit`` console script."""
     args = build_parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
+    if argv is None and func is not cmd_mcp:
+        _one_shot()
     try:
         return func(args)
     except NothingFound as exc:
