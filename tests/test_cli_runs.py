@@ -356,3 +356,24 @@ def test_one_workflows_steps_listed_through_the_trace_index_are_what_the_filters
     assert listings[0] == listings[1]
     assert [s for _, _, s in listings[0]["wf-1"]] == [5, 3, 1] and {u for u, _, _ in listings[0]["wf-1"]} == {"alice"}
     assert listings[0]["wf-9"] == listings[0]["7"] == listings[0]["none"] == []
+
+
+def test_a_one_shot_command_starts_blas_with_one_thread_unless_the_user_said(store: str) -> None:
+    """The ``memkit`` command (argv from the shell) sets one OpenBLAS thread and no pydantic plugin
+    scan before anything loads numpy, a value the user set wins, and ``main([...])`` called from
+    Python leaves the caller's environment alone."""
+    import os
+
+    code = ("import os, sys\nfrom memkit.cli import main\n"
+            "sys.argv = ['memkit', '--url', sys.argv[1], 'search', 'TP53', '--user', 'alice', '--agent', 'bio']\n"
+            "code = main()\n"
+            "print(code, os.environ.get('OPENBLAS_NUM_THREADS'), os.environ.get('PYDANTIC_DISABLE_PLUGINS'))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "PYDANTIC_DISABLE_PLUGINS")}
+    done = subprocess.run([sys.executable, "-c", code, store], capture_output=True, text=True, check=True, env=env)
+    assert "TP53 knockdown" in done.stdout and done.stdout.splitlines()[-1] == "0 1 __all__"
+    mine = {**env, "OPENBLAS_NUM_THREADS": "2"}
+    done = subprocess.run([sys.executable, "-c", code, store], capture_output=True, text=True, check=True, env=mine)
+    assert done.stdout.splitlines()[-1] == "0 2 __all__"
+    before = dict(os.environ)
+    assert main(["--url", store, "stats"]) == 0
+    assert dict(os.environ) == before
