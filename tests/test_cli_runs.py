@@ -330,3 +330,50 @@ def test_sqlite_counts_run_summaries_as_the_generic_reads_do_and_within_a_namesp
         assert {r.user_id for r in run_sync(store.run_summaries(user_id="alice"))} == {"alice"}  # type: ignore[attr-defined]
         with pytest.raises(memkit.InvalidInputError, match="user_id"):
             run_sync(store.run_summaries(user_id=""))  # type: ignore[attr-defined]
+
+
+def test_one_workflows_steps_listed_through_the_trace_index_are_what_the_filters_select(tmp_path: Path) -> None:
+    """SQLite lists one workflow's trace steps from the trace table's workflow index (what ``show``
+    reads): the same memories, in the same order, as memory:// (which tests every record), with notes,
+    steps of other workflows and of another namespace, a numeric workflow id and a workflow id that
+    only a note has beside them."""
+    url = f"sqlite:///{tmp_path / 'w.db'}?embedder=none"
+    listings = []
+    for each in (url, "memory://"):
+        with memkit.open(each) as mem:
+            for i in range(6):
+                mem.add_trace("bio", "wf-1" if i % 2 else "wf-2", {"step_index": i, "run_id": "r"}, user_id="alice")
+                mem.add_trace("bio", "wf-1", {"step_index": i, "run_id": "r"}, user_id="bob")
+            mem.add("a note of wf-1", "alice", "bio", metadata={"workflow_id": "wf-1", "type": "note"})
+            mem.add("a trace-typed note", "alice", "bio", metadata={"workflow_id": 7, "type": "trace"})
+            mem.add("only a note names it", "alice", "bio", metadata={"workflow_id": "wf-9"})
+            got = {}
+            for workflow in ("wf-1", "wf-2", "wf-9", "7", "none"):
+                items = mem.get_all("alice", "bio", 100, {"type": "trace", "workflow_id": workflow})
+                got[workflow] = [(i.user_id, i.metadata["workflow_id"], i.metadata["trace"]["step_index"])
+                                 for i in items]
+            listings.append(got)
+    assert listings[0] == listings[1]
+    assert [s for _, _, s in listings[0]["wf-1"]] == [5, 3, 1] and {u for u, _, _ in listings[0]["wf-1"]} == {"alice"}
+    assert listings[0]["wf-9"] == listings[0]["7"] == listings[0]["none"] == []
+
+
+def test_a_one_shot_command_starts_blas_with_one_thread_unless_the_user_said(store: str) -> None:
+    """The ``memkit`` command (argv from the shell) sets one OpenBLAS thread and no pydantic plugin
+    scan before anything loads numpy, a value the user set wins, and ``main([...])`` called from
+    Python leaves the caller's environment alone."""
+    import os
+
+    code = ("import os, sys\nfrom memkit.cli import main\n"
+            "sys.argv = ['memkit', '--url', sys.argv[1], 'search', 'TP53', '--user', 'alice', '--agent', 'bio']\n"
+            "code = main()\n"
+            "print(code, os.environ.get('OPENBLAS_NUM_THREADS'), os.environ.get('PYDANTIC_DISABLE_PLUGINS'))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "PYDANTIC_DISABLE_PLUGINS")}
+    done = subprocess.run([sys.executable, "-c", code, store], capture_output=True, text=True, check=True, env=env)
+    assert "TP53 knockdown" in done.stdout and done.stdout.splitlines()[-1] == "0 1 __all__"
+    mine = {**env, "OPENBLAS_NUM_THREADS": "2"}
+    done = subprocess.run([sys.executable, "-c", code, store], capture_output=True, text=True, check=True, env=mine)
+    assert done.stdout.splitlines()[-1] == "0 2 __all__"
+    before = dict(os.environ)
+    assert main(["--url", store, "stats"]) == 0
+    assert dict(os.environ) == before

@@ -130,16 +130,17 @@ def remove_marks(db: sqlite3.Connection, op: RemoveMarksOp) -> int:
 
 
 
-def step_recall_counts(db: sqlite3.Connection, op: RunsOp) -> dict[tuple[Any, ...], int]:
-    """Recalls per step, keyed ``(user_id, agent_id, workflow_id, run_id, step_index)`` of the step:
-    read from an index alone (no recall body is read)."""
+def step_recall_counts(db: sqlite3.Connection, op: RunsOp) -> dict[tuple[Any, ...], str]:
+    """The step index of every recall of a run, comma-separated, keyed ``(user_id, agent_id,
+    workflow_id, run_id)`` of the step: read from an index alone (no recall body is read). One row
+    per run, not per step: at thousands of runs the rows themselves are what costs."""
     sql, params = _where(
-        "SELECT step_user_id, step_agent_id, workflow_id, run_id, step_index, count(*) FROM recalls"
+        "SELECT step_user_id, step_agent_id, workflow_id, run_id, group_concat(step_index) FROM recalls"
         " WHERE step_index IS NOT NULL",
         (("step_user_id", op.user_id), ("step_agent_id", op.agent_id), ("workflow_id", op.workflow_id)),
     )
-    rows = db.execute(sql + " GROUP BY step_user_id, step_agent_id, workflow_id, run_id, step_index", params)
-    return {tuple(row[:5]): row[5] for row in rows}
+    rows = db.execute(sql + " GROUP BY step_user_id, step_agent_id, workflow_id, run_id", params)
+    return {row[:4]: row[4] for row in rows}
 
 
 def step_mark_counts(db: sqlite3.Connection, op: RunsOp) -> list[tuple[Any, ...]]:

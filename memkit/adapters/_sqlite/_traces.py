@@ -12,6 +12,7 @@ import gc
 import json
 import sqlite3
 import struct
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -254,11 +255,12 @@ def _read(db: sqlite3.Connection, path: str, condition: str, params: list[Any]) 
 
 
 def run_summaries(
-    db: sqlite3.Connection, op: RunsOp, recalls: Callable[[RunsOp], dict[tuple[Any, ...], int]],
+    db: sqlite3.Connection, op: RunsOp, recalls: Callable[[RunsOp], dict[tuple[Any, ...], str]],
     marks: Callable[[RunsOp], list[tuple[Any, ...]]],
 ) -> list[RunSummary]:
     """Every run in one row, newest first, from the packed numbers of its steps (no record's JSON is
-    read, no numpy is loaded); ``recalls`` and ``marks`` count them per step and per run in SQL."""
+    read, no numpy is loaded); ``recalls`` lists the step index of each recall per run (see
+    :func:`memkit.adapters._sqlite._queries.step_recall_counts`), ``marks`` counts them per run in SQL."""
     where, params = ["1"], []
     for column, value in (("workflow_id", op.workflow_id), ("agent_id", op.agent_id), ("user_id", op.user_id)):
         if value is not None:
@@ -266,52 +268,65 @@ def run_summaries(
             params.append(value)
     db.execute("BEGIN")  # the steps, the dictionary and the counts from one snapshot
     try:
-        words: dict[int, str] = dict(db.execute("SELECT code, text FROM trace_dict"))
+        words: dict[int, str | None] = dict(db.execute("SELECT code, text FROM trace_dict"))
         failed = next((code for code, text in words.items() if text == "failed"), None)
         rows = db.execute(
             "SELECT numbers, CASE WHEN status = ? THEN cells END FROM trace_steps"  # noqa: S608
             f" WHERE {' AND '.join(where)} ORDER BY created_us, seq", [failed, *params],
         ).fetchall()
-        counts = recalls(op)
+        indexes = recalls(op)
         marked = marks(op)
     finally:
         db.execute("COMMIT")
-    words[MISSING] = None  # type: ignore[assignment]
-    runs: dict[tuple[Any, ...], list[Any]] = {}
+    words[MISSING] = None
+    # Grouped by dictionary codes (one code per text, so the same runs as by their texts), read as
+    # words once per run: the loop below runs once per step.
+    runs: dict[tuple[int, int, int, int], list[Any]] = {}
     unpack = _PACKED.unpack
     for numbers, cells in rows:
         (_, created, user, agent, workflow, run, _, tool, status, index, started, duration, retries) = unpack(numbers)
-        key = (words[user], words[agent], words.get(workflow), words.get(run))
-        start = created if started == MISSING else started
-        end = start if duration == MISSING or started == MISSING else started + duration
-        state = words.get(status)
-        state = state if state in STATUSES else "unknown"
-        found = 0 if index == MISSING else counts.get((*key, index), 0)
+        key = (user, agent, workflow, run)
+        if started == MISSING:
+            start = end = created
+        else:
+            start = started
+            end = started if duration == MISSING else started + duration
         acc = runs.get(key)
         if acc is None:
-            acc = runs[key] = [0, 0, 0, start, end, set(), None, set(), 0]
+            acc = runs[key] = [0, 0, 0, start, end, set(), None, set(), []]
         acc[0] += 1
-        acc[1] += state == "failed"
         acc[2] += 0 if retries == MISSING else retries
-        acc[3] = min(acc[3], start)
-        acc[4] = max(acc[4], end)
-        acc[5].add(state)
-        if acc[6] is None and cells is not None:
-            error = json.loads(cells.rsplit("\x1f", 3)[1])  # id, error, parameters, result
-            acc[6] = error if isinstance(error, str) else None
-        if tool != MISSING:
-            acc[7].add(words[tool])
-        acc[8] += found
+        if start < acc[3]:
+            acc[3] = start
+        if end > acc[4]:
+            acc[4] = end
+        acc[5].add(status)
+        if cells is not None:
+            acc[1] += 1
+            if acc[6] is None:
+                error = json.loads(cells.rsplit("\x1f", 3)[1])  # id, error, parameters, result
+                acc[6] = error if isinstance(error, str) else None  # a later failed step's may say
+        acc[7].add(tool)
+        if index != MISSING:
+            acc[8].append(index)
+    states = {code: word if word in STATUSES else "unknown" for code, word in words.items()}
     by_run: dict[tuple[Any, ...], dict[str, int]] = {}
     for user, agent, workflow, run, label, n in marked:
         by_run.setdefault((user, agent, workflow, run), {})[label] = n
-    summaries = [
-        RunSummary(
-            user_id=key[0], agent_id=key[1], workflow_id=key[2], run_id=key[3], status=run_status(acc[5]),
+    summaries = []
+    for codes, acc in runs.items():
+        key = (words[codes[0]], words[codes[1]], words.get(codes[2]), words.get(codes[3]))
+        listed = indexes.get(key)
+        found = 0
+        if listed is not None and acc[8]:  # each step counts the recalls made at its index
+            per_index = Counter(map(int, listed.split(",")))
+            found = sum(per_index.get(i, 0) for i in acc[8])
+        summaries.append(RunSummary(
+            user_id=key[0], agent_id=key[1], workflow_id=key[2], run_id=key[3],  # type: ignore[arg-type]
+            status=run_status(states.get(code, "unknown") for code in acc[5]),
             started_at=from_us(acc[3]), ended_at=from_us(acc[4]), steps=acc[0],
-            failed_steps=acc[1], retries=acc[2], recalls=acc[8], first_error=acc[6], tools=", ".join(sorted(acc[7])),
+            failed_steps=acc[1], retries=acc[2], recalls=found, first_error=acc[6],
+            tools=", ".join(sorted(words[t] for t in acc[7] if t != MISSING)),  # type: ignore[misc]
             marks=dict(sorted(by_run.get(key, {}).items())),
-        )
-        for key, acc in runs.items()
-    ]
+        ))
     return sorted(summaries, key=lambda r: r.started_at, reverse=True)  # stable: ties keep first-seen order
