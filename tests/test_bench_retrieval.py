@@ -188,3 +188,41 @@ def test_knobs_measure_every_configuration_and_rewrite_only_the_readme_block(
     assert (header, names, widths) == committed
     with pytest.raises(SystemExit):
         harness.main(["--write-readme", "--data", str(TINY)])  # only with --knobs
+
+
+@pytest.fixture(scope="module")
+def late() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_late_interaction", ROOT / "bench" / "late_interaction.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_late_interaction_links_a_category_to_its_members(late: ModuleType) -> None:
+    from memkit.embeddings import get_embedder
+
+    lines = ["[1 May, 2023] Maria: My dog chewed the sofa again.",
+             "[2 May, 2023] John: I fixed the kitchen sink this morning.",
+             "[1 May, 2023] John: We spent a week in Paris and then Rome.",
+             "[2 May, 2023] Maria: The weather was lovely today."]
+    signal = late.MaxSim(get_embedder("default"), lines).signal("Which cities has John been to?")
+    assert signal is not None and signal.shape == (4,)
+    assert int(signal.argmax()) == 2  # "cities" is closest to "paris"/"rome" token to token
+    # nothing but stopwords and a speaker's name: no signal at all, the fused order stands
+    assert late.MaxSim(get_embedder("default"), lines).signal("What has John?") is None
+
+
+def test_late_interaction_reports_held_out_next_to_the_default(
+    late: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "late.json"
+    report = late.main(["--data", str(TINY), "--json", str(out)])
+    assert json.loads(out.read_text()) == json.loads(json.dumps(report))
+    assert set(report["picked"]) == {"tiny-1", "tiny-2"} and len(report["variants"]) == len(late.GRID)
+    r5, r10, mrr = report["out_of_fold"]["overall"]
+    assert 0.0 <= r5 <= r10 <= 1.0 and 0.0 <= mrr <= 1.0
+    # weight 0 is the default's own ranking
+    assert report["variants"]["weight=0.0 threshold=0.0"] == report["default"]
+    assert "out_of_fold: R@5/R@10/MRR@10" in capsys.readouterr().out
