@@ -613,6 +613,16 @@ def _fits(grid: Locator, area: FloatRect) -> None:
         assert head.evaluate("th => th.scrollWidth <= th.clientWidth + 1"), head.inner_text()
 
 
+def _id_whole(grid: Locator) -> None:
+    """Each id cell shows its short id and its copy button whole, inside the cell's right edge."""
+    cut = grid.locator("tbody td.mk-col-short_id").evaluate_all("""tds => tds.filter((td) => {
+      const right = td.getBoundingClientRect().right - parseFloat(getComputedStyle(td).paddingRight) + 1;
+      return Array.from(td.querySelectorAll('.mk-id-text, .mk-copy-id')).some(
+        (e) => e.getClientRects().length && e.getBoundingClientRect().right > right);
+    }).map((td) => td.textContent)""")
+    assert cut == [], cut
+
+
 def _caption_whole(grid: Locator, area: FloatRect) -> None:
     """The line over the grid (caption, column picker, CSV, score key): each part one line inside the cell."""
     for part in (".mk-total", ".mk-columns summary", ".mk-csv", ".mk-score-legend"):
@@ -659,6 +669,8 @@ def _browser_at_scale(page: Page, root: Path) -> None:
     assert first.locator("td.mk-col-short_id").get_attribute("title") == full
     assert first.locator(".mk-id-text").inner_text() == full[:8]
     assert full in (first.locator(".mk-copy-id").get_attribute("title") or "")
+    _id_whole(grid)
+    assert not grid.locator(".mk-narrow-note").is_visible()  # the metadata column is there: nothing to say
     cell.screenshot(path=str(ARTIFACTS / "lab-namespaces-detail.png"))
     # on a narrow cell the detail goes below the table, and both still fit
     page.set_viewport_size({"width": 900, "height": 1500})
@@ -670,6 +682,11 @@ def _browser_at_scale(page: Page, root: Path) -> None:
     assert side["x"] + side["width"] <= narrow["x"] + narrow["width"] + 1
     _fits(grid, narrow)
     _caption_whole(grid, narrow)
+    # the metadata column gave way, and the line over the grid says where it went
+    assert not grid.locator("td.mk-col-metadata").first.is_visible()
+    note = grid.locator(".mk-caption .mk-narrow-note")
+    assert note.is_visible() and note.inner_text().startswith("metadata: in the detail"), note.inner_text()
+    _id_whole(grid)
     # the controls wrap inside the cell; the switch stays one row of whole buttons
     buttons = [b.bounding_box() for b in cell.locator(".widget-toggle-button").all()]
     assert len({round(b["y"]) for b in buttons if b}) == 1, buttons
@@ -730,6 +747,7 @@ def _browser_at_scale(page: Page, root: Path) -> None:
     assert [r[text] for r in exported[1:]] == hits  # every hit, in the store's order, not the page of 20
     grid.locator(".mk-message", has_text=f"CSV: every hit of the search, {len(hits):,} rows").wait_for(timeout=10_000)
     _fits(grid, area)  # with the score column too
+    _id_whole(grid)
     _caption_whole(grid, area)
     cell.screenshot(path=str(ARTIFACTS / "lab-namespaces-search-csv.png"))
     cell.locator("input[placeholder^='search text']").fill("")

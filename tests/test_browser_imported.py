@@ -7,7 +7,7 @@ spans are written as OTLP JSON. ``memkit.otel.import_otlp`` imports the file int
 into a real PostgreSQL; a notebook opens TraceReplay on each store. The test reads what is drawn:
 the tree nested five deep (indentation, carets), the failed tool red, the retriever's documents as
 the step's recalls, the parents' rolled-up time, and a caret folding its children away and back.
-Screenshots: .artifacts/lab-imported-{sqlite,postgres}{,-folded,-recall}.png.
+Screenshots: .artifacts/lab-imported-{sqlite,postgres}{,-folded,-recall,-error}.png.
 """
 
 from __future__ import annotations
@@ -289,6 +289,7 @@ def _look(page: Page, shot: str) -> None:
     # the run list's cell: the message only
     first_error = page.locator(".memkit-traces td.mk-col-first_error").first
     assert first_error.inner_text() == "TimeoutError('PDB did not answer for TP53')"
+    page.screenshot(path=str(ARTIFACTS / f"{shot}-error.png"), clip=_clip(page))
     # Folding the chain hides its four descendants (the tool's LLM too); folding the retriever's chain
     # moves the folded chain up a row; unfolding brings every row back; folding the root leaves one.
     tops = {n: row[n].bounding_box()["y"] for n, _ in TREE}  # type: ignore[index]
