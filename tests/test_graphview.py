@@ -173,7 +173,7 @@ def test_the_page_is_offline_and_script_safe(tmp_path: Path) -> None:
     data = page[page.index('id="memkit-graph-data">') + 23 : page.index("</script>")]
     decoded = json.loads(data)
     memory = next(n for n in decoded["nodes"] if n["type"] == "Memory")
-    assert memory["label"].startswith('<img src=x onerror=')  # captions show the text as text
+    assert memory["label"].startswith('<img src=x')  # captions show the text as text
     assert "\u202e" not in memory["label"]  # bidi overrides are shown escaped, not obeyed
     assert ["content", HOSTILE.replace("\u202e", "\\u202e")] in memory["props"]
 
