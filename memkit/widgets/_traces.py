@@ -335,7 +335,7 @@ class TraceReplay(Panel, anywidget.AnyWidget):
                 "attempt": r.attempt, "hits": hits,
             })
         # hits from the traced agent's own retriever are its documents, not memories recalled here
-        documents = sum(hit["external"] for r in shown for hit in r["hits"])
+        documents = sum(hit.id in gone for r in recalls if r.mode == _FOREIGN_MODE for hit in r.hits)
         return {"recalls": shown, "recalled": sum(len(r.hits) for r in recalls), "documents": documents,
                 "keeps_recalls": _keeps_recalls(self.mem)}
 
