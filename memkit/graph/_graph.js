@@ -111,7 +111,7 @@ function memkitGraph(vis, el, model) {
   // The radius a node takes on the canvas (canvas units): its shape's size and its border.
   function nodeRadius(n) { return (n.options.size || 10) + (n.options.borderWidth || 1); }
 
-  // Nodes pushed apart until none overlaps another (at most 200 passes). Physics' avoidOverlap only
+  // Nodes pushed apart until none overlaps another (60 passes, then a free spot for any left). Physics' avoidOverlap only
   // weakens the pull between linked hubs, so a dense centre kept nodes over nodes and a click on one
   // opened its neighbour. Each node is a box; with `scale` (the zoom it will be seen at) the
   // NAMED most important nodes' boxes hold their caption under them too, so the hubs of a
@@ -130,19 +130,20 @@ function memkitGraph(vis, el, model) {
     });
     const cell = 2 * Math.max(...items.map((i) => Math.max(i.hw, i.down))) + GAP;
     const moved = new Set();
-    for (let round = 0; round < 200; round++) {
+    const cellKey = (gx, gy) => gx * 65536 + gy;
+    for (let round = 0; round < 60; round++) {
       const grid = new Map();
       items.forEach((it, k) => {
-        const key = `${Math.floor(it.x / cell)},${Math.floor(it.y / cell)}`;
-        if (!grid.has(key)) grid.set(key, []);
-        grid.get(key).push(k);
+        const key = cellKey(Math.floor(it.x / cell), Math.floor(it.y / cell));
+        const list = grid.get(key);
+        if (list) list.push(k); else grid.set(key, [k]);
       });
       let overlaps = 0;
       items.forEach((a, k) => {
         const gx = Math.floor(a.x / cell), gy = Math.floor(a.y / cell);
         for (let i = gx - 1; i <= gx + 1; i++) {
           for (let j = gy - 1; j <= gy + 1; j++) {
-            for (const m of grid.get(`${i},${j}`) || []) {
+            for (const m of grid.get(cellKey(i, j)) || []) {
               const b = items[m];
               if (m <= k || (!a.move && !b.move)) continue;
               const ox = Math.min(a.x + a.hw, b.x + b.hw) - Math.max(a.x - a.hw, b.x - b.hw) + GAP;
@@ -162,6 +163,18 @@ function memkitGraph(vis, el, model) {
       });
       if (!overlaps) break;
     }
+    // One squeezed between nodes that stay put can swing between them: it goes to the nearest free
+    // spot on a spiral around where it is.
+    const clash = (a, b, x, y) => Math.min(x + a.hw, b.x + b.hw) - Math.max(x - a.hw, b.x - b.hw) + GAP > 0
+      && Math.min(y + a.down, b.y + b.down) - Math.max(y - a.up, b.y - b.up) + GAP > 0;
+    for (const a of items) {
+      if (!a.move || !items.some((b) => b !== a && clash(a, b, a.x, a.y))) continue;
+      const step = Math.max(a.hw, a.down) + GAP;
+      for (let t = 1; t < 2000; t++) {
+        const x = a.x + step * Math.sqrt(t) * Math.cos(t * 2.39996), y = a.y + step * Math.sqrt(t) * Math.sin(t * 2.39996);
+        if (!items.some((b) => b !== a && clash(a, b, x, y))) { a.x = x; a.y = y; moved.add(a); break; }
+      }
+    }
     for (const it of moved) network.moveNode(it.id, it.x, it.y);
     return moved.size;
   }
@@ -169,6 +182,7 @@ function memkitGraph(vis, el, model) {
   // Room for every node, then for the main captions at the zoom the fit will show (which shrinks
   // as the drawing grows: a few rounds), then the fit.
   function arrange() {
+    const t0 = performance.now();
     let moved = separate();
     if (canvas.clientWidth && canvas.clientHeight) {
       for (let round = 0; round < 3; round++) {
@@ -181,6 +195,7 @@ function memkitGraph(vis, el, model) {
       fitAll();
     }
     root.dataset.separated = String(moved);
+    root.dataset.arrangeMs = String(Math.round(performance.now() - t0));  // what bench/graph_view.py reads
     return moved;
   }
 
@@ -250,7 +265,12 @@ function memkitGraph(vis, el, model) {
     const chosen = network.getSelectedNodes();
     for (const id of chosen) first.push(id);
     if (root.dataset.focused) first.push(root.dataset.focused);
-    for (const id of chosen) for (const other of network.getConnectedNodes(id).slice(0, 150)) first.push(other);
+    // an opened group's own members (not the groups it links to) first
+    for (const id of chosen) {
+      const near = network.getConnectedNodes(id).slice(0, 150);
+      const member = (o) => !(nodes.get(o) || { group: true }).group;
+      first.push(...near.filter(member), ...near.filter((o) => !member(o)));
+    }
     const bodyNodes = network.body.nodes;
     // Every node on screen is room no caption may take: a caption is never drawn over a node.
     for (const id of network.body.nodeIndices) {
@@ -771,8 +791,13 @@ function memkitGraph(vis, el, model) {
     if (!network) return;
     const chosen = network.getSelectedNodes();
     if (!chosen.length) { say("select a node first"); return; }
+    // an opened group's members, not every group it links to: close enough to read their captions
     const around = new Set(chosen);
-    for (const id of chosen) for (const other of network.getConnectedNodes(id)) around.add(other);
+    for (const id of chosen) {
+      const near = network.getConnectedNodes(id);
+      const members = opened.get(id) ? near.filter((o) => !(nodes.get(o) || {}).group) : [];
+      for (const other of members.length ? members : near) around.add(other);
+    }
     network.fit({ nodes: [...around].filter((i) => !nodes.get(i).hidden), animation: false });
   });
   resetButton.addEventListener("click", () => draw(model.get("data")));
