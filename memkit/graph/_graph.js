@@ -116,11 +116,13 @@ function memkitGraph(vis, el, model) {
   // opened its neighbour. Each node is a box; with `scale` (the zoom it will be seen at) the
   // NAMED most important nodes' boxes hold their caption under them too, so the hubs of a
   // crowded centre keep room to be named. `movable`: the ids that may move (all when omitted).
-  const GAP = 6, NAMED = 40;
+  // SPACED: above this many drawn nodes the layout is drawn as computed (the pairwise work would
+  // hold the page for seconds; a drawing that large is read by zooming anyway).
+  const GAP = 6, NAMED = 40, SPACED = 600;
   function separate(movable, scale) {
     const body = network.body.nodes;
     const ids = nodes.getIds({ filter: (n) => !n.hidden }).filter((id) => body[id]);
-    if (!ids.length || ids.length > LARGE) return 0;
+    if (!ids.length || ids.length > SPACED) return 0;
     const named = new Set(scale ? ranked.filter((id) => body[id] && !body[id].options.hidden).slice(0, NAMED) : []);
     const items = ids.map((id) => {
       const n = body[id], r = nodeRadius(n), text = named.has(id) && n.options.caption;
@@ -170,7 +172,7 @@ function memkitGraph(vis, el, model) {
     for (const a of items) {
       if (!a.move || !items.some((b) => b !== a && clash(a, b, a.x, a.y))) continue;
       const step = Math.max(a.hw, a.down) + GAP;
-      for (let t = 1; t < 2000; t++) {
+      for (let t = 1; t < 400; t++) {
         const x = a.x + step * Math.sqrt(t) * Math.cos(t * 2.39996), y = a.y + step * Math.sqrt(t) * Math.sin(t * 2.39996);
         if (!items.some((b) => b !== a && clash(a, b, x, y))) { a.x = x; a.y = y; moved.add(a); break; }
       }
