@@ -235,7 +235,9 @@ def grouped(repeat: int) -> None:
                         const root = document.querySelector('.memkit-graph'); const model = root.__model;
                         const t = performance.now(); root.__open(msg); root.__memkit.network.redraw();
                         return performance.now() - t; }""", f"{base}/open.json")
-                    rows.append((first, settled, opened, page.evaluate("() => window.__long")))
+                    arranged = float(page.evaluate(
+                        "() => document.querySelector('.memkit-graph').dataset.arrangeMs || 'nan'"))
+                    rows.append((first, settled, opened, page.evaluate("() => window.__long"), arranged))
                     context.close()
                 chromium.close()
         finally:
@@ -244,7 +246,8 @@ def grouped(repeat: int) -> None:
         print(f"browser (median of {repeat}): first drawn {statistics.median(r[0] for r in rows):.2f} s,"
               f" settled {statistics.median(r[1] for r in rows):.2f} s,"
               f" opening the largest group {statistics.median(r[2] for r in rows):.0f} ms,"
-              f" longest task while loading {statistics.median(r[3] for r in rows):.0f} ms")
+              f" longest task while loading {statistics.median(r[3] for r in rows):.0f} ms,"
+              f" of which spacing the settled layout {statistics.median(r[4] for r in rows):.0f} ms")
         mem.close()
 
 

@@ -85,6 +85,34 @@ WHERE = f"""([title, label]) => {{
   const inside = p.x > 0 && p.y > 0 && p.x < box.width && p.y < box.height;
   return {{id: n.id, x: box.x + p.x, y: box.y + p.y, inside}};
 }}"""
+# What a person could misread: two drawn nodes on top of each other (a click opens the wrong one), a
+# caption over a node or cut at the canvas edge. Read from the network's positions and the captions drawn.
+LAYOUT = """([title, nth]) => {
+  const r = Array.from(document.querySelectorAll('.memkit-graph')).filter(
+    (r) => r.querySelector('.memkit-graph-title').textContent.startsWith(title))[nth || 0];
+  const g = r.__memkit; const body = g.network.body.nodes;
+  const box = r.querySelector('canvas').getBoundingClientRect(); const s = g.network.getScale();
+  const shown = g.network.body.nodeIndices.map((id) => body[id]).filter((n) => !n.options.hidden);
+  const rad = (n) => (n.options.size || 10) + (n.options.borderWidth || 1);
+  const overlaps = [];
+  for (let i = 0; i < shown.length; i++) for (let j = i + 1; j < shown.length; j++) {
+    const a = shown[i], b = shown[j];
+    if (Math.hypot(a.x - b.x, a.y - b.y) < rad(a) + rad(b)) overlaps.push([a.options.caption, b.options.caption]);
+  }
+  const screen = shown.map((n) => { const p = g.network.canvasToDOM({x: n.x, y: n.y});
+    return {id: n.id, x: p.x, y: p.y, r: rad(n) * s}; });
+  const covered = [], outside = [];
+  for (const c of g.captions()) {
+    const [x0, y0, x1, y1] = c.box;
+    if (x0 < 0 || y0 < 0 || x1 > box.width || y1 > box.height) outside.push(c.text);
+    for (const n of screen) {
+      if (n.id !== c.id && n.x + n.r > x0 && n.x - n.r < x1 && n.y + n.r > y0 && n.y - n.r < y1) {
+        covered.push([c.text, body[n.id].options.caption]);
+      }
+    }
+  }
+  return {overlaps, covered, outside, captions: g.captions().length, nodes: shown.length};
+}"""
 COUNT = f"""([title, type]) => ({PICK})(title).__memkit.nodes.get(
   {{filter: (n) => !n.hidden && (type === null || n.type === type)}}).length"""
 
@@ -202,6 +230,12 @@ def _explore(page: Page) -> None:
     assert flow["failed"] == FAILED_COLOUR
     assert flow["Step"] == LABEL_STYLE["Step"]["color"] and flow["Tool"] == LABEL_STYLE["Tool"]["color"]
     assert len(set(flow.values())) == len(flow) >= 6
+    _readable(page, wf)
+    drawn = {c["text"] for c in page.evaluate(CAPTIONS, wf)}
+    assert "variant-calling" in drawn and "alice / bio" in drawn, drawn  # the workflow square names itself
+    flow_nodes = page.evaluate(f"(t) => ({PICK})(t).__memkit.nodes.get()", wf)
+    step_memories = sorted(n["caption"] for n in flow_nodes if n["type"] == "Memory")
+    assert step_memories[:2] == ["step 0 · fetch_reads"] * 2, step_memories  # whole, not "step 0 · sra-tools · fetch_…"
     page.locator(".memkit-graph").nth(1).screenshot(path=str(ARTIFACTS / "lab-graph-workflow.png"))
 
     # Double-click an entity: its neighbours come from the store.
@@ -286,7 +320,56 @@ def _explore(page: Page) -> None:
               n: ps.length, scale: g.network.getScale()};
     }""", dash_title)
     assert fitted["w"] > 300 and fitted["n"] > 20 and fitted["inside"] and fitted["scale"] > 0.2, fitted
+    _readable(page, dash_title, 1)  # every caption drawn whole inside the canvas, none cut at its edge
     page.locator(".widget-tab").first.screenshot(path=str(ARTIFACTS / "lab-graph-dashboard.png"))
+
+
+def _readable(page: Page, title: str, nth: int = 0) -> None:
+    """No two drawn nodes overlap; each caption is whole inside the canvas and over no node; a caption
+    cut short ends after a whole word and its node's tooltip holds the whole text."""
+    layout = page.evaluate(LAYOUT, [title, nth])
+    assert layout["captions"] > 0 and layout["overlaps"] == [], layout
+    assert layout["covered"] == [] and layout["outside"] == [], layout
+    nodes = page.evaluate("""([t, nth]) => Array.from(document.querySelectorAll('.memkit-graph')).filter(
+      (r) => r.querySelector('.memkit-graph-title').textContent.startsWith(t))[nth].__memkit.nodes.get()""",
+                          [title, nth])
+    for n in nodes:
+        if not n["caption"].endswith("…"):
+            continue
+        head, tip = n["caption"][:-1], " ".join(str(n["title"]).split())
+        assert head in tip, (n["caption"], tip)
+        after = tip[tip.index(head) + len(head):][:1]
+        assert not after.isalnum() and after != "_", (n["caption"], tip)  # never cut inside a word
+
+
+def _lab(hex_colour: str) -> tuple[float, float, float]:
+    """CIE L*a*b* (D65) of an sRGB colour, to measure how different two colours look."""
+    rgb = [int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    x = (0.4124 * lin[0] + 0.3576 * lin[1] + 0.1805 * lin[2]) / 0.95047
+    y = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    z = (0.0193 * lin[0] + 0.1192 * lin[1] + 0.9505 * lin[2]) / 1.08883
+
+    def f(t: float) -> float:
+        return t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116
+
+    return 116 * f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))
+
+
+def _distinct_colours(page: Page, title: str) -> None:
+    """Every two legend entries differ by at least 20 (CIE76 delta E; 2.3 is the smallest a person notices)."""
+    chips = page.evaluate(f"""(t) => Array.from(({PICK})(t).querySelectorAll('.memkit-graph-chip')).map((c) => [
+      c.dataset.type, getComputedStyle(c.querySelector('.memkit-graph-dot')).backgroundColor])""", title)
+    colours = {}
+    for kind, css in chips:
+        r, g, b = (int(v) for v in re.findall(r"\d+", css)[:3])
+        colours[kind] = _lab(f"#{r:02x}{g:02x}{b:02x}")
+    assert len(colours) >= 5, chips
+    for a in colours:
+        for b in colours:
+            if a < b:
+                distance = sum((p - q) ** 2 for p, q in zip(colours[a], colours[b], strict=True)) ** 0.5
+                assert distance >= 20, (a, b, distance)
 
 
 def test_standalone_page_without_a_kernel(browser: Browser, site: tuple[str, Path]) -> None:  # noqa: F811
@@ -396,6 +479,8 @@ def _at_scale(page: Page, title: str) -> None:
     captions = page.evaluate(CAPTIONS, title)
     assert len(captions) >= 20 and all(c["px"] >= 11 for c in captions), captions[:3]
     assert tp53["id"] in {c["id"] for c in captions}
+    _readable(page, title)
+    _distinct_colours(page, title)
     # Styled by rule (size by the memories in a group, as the notebook asked): TP53 outgrows a rare gene.
     assert page.evaluate(f"(t) => ({PICK})(t).dataset.sizeBy", title) == "count"
     rare = min((n for n in nodes if n["type"] == "Entity"), key=lambda n: n["count"])
@@ -423,11 +508,11 @@ def _at_scale(page: Page, title: str) -> None:
     assert canvas is not None
     page.mouse.click(canvas["x"] + 5, canvas["y"] + 5)
     page.wait_for_timeout(300)
-    # Centre TP53 first, as a researcher zooms before clicking in a crowded centre: at the default
-    # fit a neighbour (BRCA1) can lie over it, so a click on its spot may open the neighbour.
-    page.evaluate(f"([t, id]) => {{ ({PICK})(t).__memkit.network.focus(id, {{scale: 1.5}}); }}", [title, tp53["id"]])
+    # At the default fit, in the crowded centre: a click on TP53's spot opens TP53, not a neighbour over it.
+    graph.locator(".memkit-graph-fit").click()
     page.wait_for_timeout(200)
     spot = page.evaluate(WHERE, [title, tp53["caption"]])
+    assert spot["inside"]
     # What this click adds (a group the drag's click opened, if any, is already drawn).
     before = page.evaluate(COUNT, [title, "Memory"])
     opened = page.evaluate(f"(t) => Number(({PICK})(t).dataset.opened || 0)", title)
@@ -528,6 +613,16 @@ def _fits(grid: Locator, area: FloatRect) -> None:
         assert head.evaluate("th => th.scrollWidth <= th.clientWidth + 1"), head.inner_text()
 
 
+def _id_whole(grid: Locator) -> None:
+    """Each id cell shows its short id and its copy button whole, inside the cell's right edge."""
+    cut = grid.locator("tbody td.mk-col-short_id").evaluate_all("""tds => tds.filter((td) => {
+      const right = td.getBoundingClientRect().right - parseFloat(getComputedStyle(td).paddingRight) + 1;
+      return Array.from(td.querySelectorAll('.mk-id-text, .mk-copy-id')).some(
+        (e) => e.getClientRects().length && e.getBoundingClientRect().right > right);
+    }).map((td) => td.textContent)""")
+    assert cut == [], cut
+
+
 def _caption_whole(grid: Locator, area: FloatRect) -> None:
     """The line over the grid (caption, column picker, CSV, score key): each part one line inside the cell."""
     for part in (".mk-total", ".mk-columns summary", ".mk-csv", ".mk-score-legend"):
@@ -574,6 +669,8 @@ def _browser_at_scale(page: Page, root: Path) -> None:
     assert first.locator("td.mk-col-short_id").get_attribute("title") == full
     assert first.locator(".mk-id-text").inner_text() == full[:8]
     assert full in (first.locator(".mk-copy-id").get_attribute("title") or "")
+    _id_whole(grid)
+    assert not grid.locator(".mk-narrow-note").is_visible()  # the metadata column is there: nothing to say
     cell.screenshot(path=str(ARTIFACTS / "lab-namespaces-detail.png"))
     # on a narrow cell the detail goes below the table, and both still fit
     page.set_viewport_size({"width": 900, "height": 1500})
@@ -585,6 +682,11 @@ def _browser_at_scale(page: Page, root: Path) -> None:
     assert side["x"] + side["width"] <= narrow["x"] + narrow["width"] + 1
     _fits(grid, narrow)
     _caption_whole(grid, narrow)
+    # the metadata column gave way, and the line over the grid says where it went
+    assert not grid.locator("td.mk-col-metadata").first.is_visible()
+    note = grid.locator(".mk-caption .mk-narrow-note")
+    assert note.is_visible() and note.inner_text().startswith("metadata: in the detail"), note.inner_text()
+    _id_whole(grid)
     # the controls wrap inside the cell; the switch stays one row of whole buttons
     buttons = [b.bounding_box() for b in cell.locator(".widget-toggle-button").all()]
     assert len({round(b["y"]) for b in buttons if b}) == 1, buttons
@@ -645,6 +747,7 @@ def _browser_at_scale(page: Page, root: Path) -> None:
     assert [r[text] for r in exported[1:]] == hits  # every hit, in the store's order, not the page of 20
     grid.locator(".mk-message", has_text=f"CSV: every hit of the search, {len(hits):,} rows").wait_for(timeout=10_000)
     _fits(grid, area)  # with the score column too
+    _id_whole(grid)
     _caption_whole(grid, area)
     cell.screenshot(path=str(ARTIFACTS / "lab-namespaces-search-csv.png"))
     cell.locator("input[placeholder^='search text']").fill("")
@@ -694,4 +797,6 @@ def test_a_grouped_page_opens_groups_without_a_kernel(browser: Browser, site: tu
     assert page.evaluate(COUNT, [title, "Memory"]) == min(60, tp53["count"])
     assert "more in the live widget" in page.inner_text(".memkit-graph-message")
     page.screenshot(path=str(ARTIFACTS / "graph-grouped-page.png"))
+    _distinct_colours(page, title)
+    _readable(page, title)  # the opened group's notes: no caption over a node, no node over another
     assert _pwned(page) == [None] and outside == []

@@ -7,7 +7,7 @@ spans are written as OTLP JSON. ``memkit.otel.import_otlp`` imports the file int
 into a real PostgreSQL; a notebook opens TraceReplay on each store. The test reads what is drawn:
 the tree nested five deep (indentation, carets), the failed tool red, the retriever's documents as
 the step's recalls, the parents' rolled-up time, and a caret folding its children away and back.
-Screenshots: .artifacts/lab-imported-{sqlite,postgres}{,-folded,-recall}.png.
+Screenshots: .artifacts/lab-imported-{sqlite,postgres}{,-folded,-recall,-error}.png.
 """
 
 from __future__ import annotations
@@ -262,7 +262,10 @@ def _look(page: Page, shot: str) -> None:
     row["papers"].click()
     detail = page.locator(".memkit-traces .mk-detail")
     detail.locator(".mk-title").filter(has_text="papers").wait_for(timeout=30_000)
-    detail.get_by_text("recalled 2 memories").wait_for(timeout=30_000)
+    # the outside retriever's documents are named as such, not as memories this store recalled
+    detail.locator(".mk-recalled .mk-section").filter(has_text="retrieved 2 documents").wait_for(timeout=30_000)
+    assert "memor" not in detail.locator(".mk-recalled .mk-section").inner_text()
+    assert detail.locator(".mk-hits th").last.inner_text() == "document (as retrieved)"
     assert detail.locator(".mk-recalled .mk-query").inner_text() == QUESTION
     # They are the agent's own documents, not memories deleted from the store: marked as such, not struck out.
     hits = detail.locator(".mk-hits .mk-hit-text .mk-clamp")
@@ -279,7 +282,14 @@ def _look(page: Page, shot: str) -> None:
     # The failed tool's step says why.
     row["fetch_structure"].click()
     detail.locator(".mk-title").filter(has_text="fetch_structure").wait_for(timeout=30_000)
-    assert "PDB did not answer for TP53" in detail.locator(".mk-error").inner_text()
+    error = detail.locator(".mk-error").inner_text()
+    # LangChain records repr(e) and the traceback as one string: the message and the traceback read apart
+    assert error.splitlines()[0] == "TimeoutError('PDB did not answer for TP53')", error
+    assert error.splitlines()[1] == "Traceback (most recent call last):", error
+    # the run list's cell: the message only
+    first_error = page.locator(".memkit-traces td.mk-col-first_error").first
+    assert first_error.inner_text() == "TimeoutError('PDB did not answer for TP53')"
+    page.screenshot(path=str(ARTIFACTS / f"{shot}-error.png"), clip=_clip(page))
     # Folding the chain hides its four descendants (the tool's LLM too); folding the retriever's chain
     # moves the folded chain up a row; unfolding brings every row back; folding the root leaves one.
     tops = {n: row[n].bounding_box()["y"] for n, _ in TREE}  # type: ignore[index]

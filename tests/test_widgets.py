@@ -762,3 +762,18 @@ def test_a_single_leg_search_draws_a_full_bar_for_that_leg(tmp_path: Path) -> No
         (hit,) = mem.search("EGFR", "ana", "bio", 5, mode="keyword")
         legs = _memory_row(1, hit)["legs"]
         assert [(leg["name"], leg["found"], leg["share"]) for leg in legs] == [("keyword", True, 1.0)]
+
+
+def test_an_error_reads_apart_from_the_traceback_a_framework_ran_into_it() -> None:
+    """LangChain records repr(e) and the traceback as one string: the detail shows them on separate
+    lines, the run list's one-line cell the message only."""
+    from memkit.widgets._trace_rows import error_lines, error_message
+
+    raw = "TimeoutError('PDB did not answer for TP53')Traceback (most recent call last):\n  File \"x.py\", line 1"
+    assert error_lines(raw).splitlines()[:2] == ["TimeoutError('PDB did not answer for TP53')",
+                                                 "Traceback (most recent call last):"]
+    assert error_message(raw) == "TimeoutError('PDB did not answer for TP53')"
+    plain = "Connection reset by peer"
+    assert error_lines(plain) == error_message(plain) == plain
+    only = "Traceback (most recent call last):\n  boom"  # nothing before it: kept as it is
+    assert error_lines(only) == error_message(only) == only

@@ -108,6 +108,134 @@ function memkitGraph(vis, el, model) {
     return w;
   }
 
+  // The radius a node takes on the canvas (canvas units): its shape's size and its border.
+  function nodeRadius(n) { return (n.options.size || 10) + (n.options.borderWidth || 1); }
+
+  // Nodes pushed apart until none overlaps another (60 passes, then a free spot for any left). Physics' avoidOverlap only
+  // weakens the pull between linked hubs, so a dense centre kept nodes over nodes and a click on one
+  // opened its neighbour. Each node is a box; with `scale` (the zoom it will be seen at) the
+  // NAMED most important nodes' boxes hold their caption under them too, so the hubs of a
+  // crowded centre keep room to be named. `movable`: the ids that may move (all when omitted).
+  // SPACED: above this many drawn nodes the layout is drawn as computed (the pairwise work would
+  // hold the page for seconds; a drawing that large is read by zooming anyway).
+  const GAP = 6, NAMED = 40, SPACED = 600;
+  function separate(movable, scale) {
+    const body = network.body.nodes;
+    const ids = nodes.getIds({ filter: (n) => !n.hidden }).filter((id) => body[id]);
+    if (!ids.length || ids.length > SPACED) return 0;
+    const named = new Set(scale ? ranked.filter((id) => body[id] && !body[id].options.hidden).slice(0, NAMED) : []);
+    const items = ids.map((id) => {
+      const n = body[id], r = nodeRadius(n), text = named.has(id) && n.options.caption;
+      const half = text ? Math.max(r, (captionWidth(id, text) / 2 + 4) / scale) : r;
+      return { id, x: n.x, y: n.y, hw: half, up: r, down: text ? r + (CAPTION_PX + 6) / scale : r,
+        move: !movable || movable.has(id) };
+    });
+    const cell = 2 * Math.max(...items.map((i) => Math.max(i.hw, i.down))) + GAP;
+    const moved = new Set();
+    const cellKey = (gx, gy) => gx * 65536 + gy;
+    for (let round = 0; round < 60; round++) {
+      const grid = new Map();
+      items.forEach((it, k) => {
+        const key = cellKey(Math.floor(it.x / cell), Math.floor(it.y / cell));
+        const list = grid.get(key);
+        if (list) list.push(k); else grid.set(key, [k]);
+      });
+      let overlaps = 0;
+      items.forEach((a, k) => {
+        const gx = Math.floor(a.x / cell), gy = Math.floor(a.y / cell);
+        for (let i = gx - 1; i <= gx + 1; i++) {
+          for (let j = gy - 1; j <= gy + 1; j++) {
+            for (const m of grid.get(cellKey(i, j)) || []) {
+              const b = items[m];
+              if (m <= k || (!a.move && !b.move)) continue;
+              const ox = Math.min(a.x + a.hw, b.x + b.hw) - Math.max(a.x - a.hw, b.x - b.hw) + GAP;
+              const oy = Math.min(a.y + a.down, b.y + b.down) - Math.max(a.y - a.up, b.y - b.up) + GAP;
+              if (ox <= 0 || oy <= 0) continue;
+              overlaps += 1;
+              // along the shorter way out; two nodes at one spot part in a direction of their own
+              let dx = 0, dy = 0;
+              if (ox < oy) dx = (b.x > a.x || (b.x === a.x && m % 2) ? 1 : -1) * (ox + 0.5);
+              else dy = (b.y > a.y || (b.y === a.y && m % 2) ? 1 : -1) * (oy + 0.5);
+              const share = a.move && b.move ? 0.5 : 1;
+              if (a.move) { a.x -= dx * share; a.y -= dy * share; moved.add(a); }
+              if (b.move) { b.x += dx * share; b.y += dy * share; moved.add(b); }
+            }
+          }
+        }
+      });
+      if (!overlaps) break;
+    }
+    // One squeezed between nodes that stay put can swing between them: it goes to the nearest free
+    // spot on a spiral around where it is.
+    const clash = (a, b, x, y) => Math.min(x + a.hw, b.x + b.hw) - Math.max(x - a.hw, b.x - b.hw) + GAP > 0
+      && Math.min(y + a.down, b.y + b.down) - Math.max(y - a.up, b.y - b.up) + GAP > 0;
+    for (const a of items) {
+      if (!a.move || !items.some((b) => b !== a && clash(a, b, a.x, a.y))) continue;
+      const step = Math.max(a.hw, a.down) + GAP;
+      for (let t = 1; t < 400; t++) {
+        const x = a.x + step * Math.sqrt(t) * Math.cos(t * 2.39996), y = a.y + step * Math.sqrt(t) * Math.sin(t * 2.39996);
+        if (!items.some((b) => b !== a && clash(a, b, x, y))) { a.x = x; a.y = y; moved.add(a); break; }
+      }
+    }
+    for (const it of moved) network.moveNode(it.id, it.x, it.y);
+    return moved.size;
+  }
+
+  // Room for every node, then for the main captions at the zoom the fit will show (which shrinks
+  // as the drawing grows: a few rounds), then the fit.
+  function arrange() {
+    const t0 = performance.now();
+    let moved = separate();
+    if (canvas.clientWidth && canvas.clientHeight) {
+      for (let round = 0; round < 3; round++) {
+        fitAll();
+        const more = separate(null, network.getScale());
+        moved += more;
+        if (!more) break;
+      }
+      moved += separate();  // whatever the caption rounds left: no node on another
+      fitAll();
+    }
+    root.dataset.separated = String(moved);
+    root.dataset.arrangeMs = String(Math.round(performance.now() - t0));  // what bench/graph_view.py reads
+    return moved;
+  }
+
+  // Fit every drawn node and the caption under it inside the canvas. vis-network's fit counts the
+  // nodes only, so a caption at the rim was cut at the canvas edge.
+  function fitAll() {
+    network.fit({ animation: false });
+    const W = canvas.clientWidth, H = canvas.clientHeight, pad = 4;
+    if (!W || !H) return;
+    const body = network.body.nodes;
+    const items = [];
+    for (const id of network.body.nodeIndices) {
+      const n = body[id];
+      if (!n || n.options.hidden) continue;
+      const text = n.options.caption;
+      items.push([n.x, n.y, nodeRadius(n), text ? captionWidth(id, text) / 2 + 2 : 0, text ? CAPTION_PX + 4 : 0]);
+    }
+    if (!items.length) return;
+    const extent = (s) => {
+      let l = Infinity, r = -Infinity, t = Infinity, b = -Infinity;
+      for (const [x, y, rad, half, below] of items) {
+        const side = Math.max(rad * s, half);
+        l = Math.min(l, x * s - side); r = Math.max(r, x * s + side);
+        t = Math.min(t, y * s - rad * s); b = Math.max(b, y * s + rad * s + below);
+      }
+      return [l, r, t, b];
+    };
+    const fits = (s) => { const [l, r, t, b] = extent(s); return r - l <= W - 2 * pad && b - t <= H - 2 * pad; };
+    let hi = network.getScale(), lo = hi / 64;
+    if (!fits(hi)) {
+      for (let i = 0; i < 30; i++) { const mid = (lo + hi) / 2; if (fits(mid)) lo = mid; else hi = mid; }
+      hi = lo;
+    }
+    const [l, r, t, b] = extent(hi);
+    network.moveTo({ position: { x: (l + r) / 2 / hi, y: (t + b) / 2 / hi }, scale: hi, animation: false });
+    root.dataset.fitScale = String(hi);
+  }
+
   function drawCaptions(ctx) {
     const scale = network.getScale();
     const w = canvas.clientWidth, hgt = canvas.clientHeight;
@@ -139,18 +267,31 @@ function memkitGraph(vis, el, model) {
     const chosen = network.getSelectedNodes();
     for (const id of chosen) first.push(id);
     if (root.dataset.focused) first.push(root.dataset.focused);
-    for (const id of chosen) for (const other of network.getConnectedNodes(id).slice(0, 150)) first.push(other);
+    // an opened group's own members (not the groups it links to) first
+    for (const id of chosen) {
+      const near = network.getConnectedNodes(id).slice(0, 150);
+      const member = (o) => !(nodes.get(o) || { group: true }).group;
+      first.push(...near.filter(member), ...near.filter((o) => !member(o)));
+    }
     const bodyNodes = network.body.nodes;
+    // Every node on screen is room no caption may take: a caption is never drawn over a node.
+    for (const id of network.body.nodeIndices) {
+      const n = bodyNodes[id];
+      if (!n || n.options.hidden) continue;
+      const sx = (n.x - tl.x) * scale, sy = (n.y - tl.y) * scale, r = nodeRadius(n) * scale;
+      if (sx + r < 0 || sy + r < 0 || sx - r > w || sy - r > hgt) continue;
+      take([sx - r, sy - r, sx + r, sy + r]);
+    }
     const out = [];
     ctx.save();
     ctx.font = `${size}px sans-serif`;
-    ctx.textAlign = "center";
     ctx.textBaseline = "top";
     ctx.lineJoin = "round";
     ctx.lineWidth = 3 / scale;
     ctx.strokeStyle = "rgba(255,255,255,0.9)";
     ctx.fillStyle = "#1f2328";
     const seen = new Set();
+    const H = CAPTION_PX + 3;
     for (const id of first.concat(ranked)) {
       if (seen.has(id)) continue;
       seen.add(id);
@@ -159,18 +300,20 @@ function memkitGraph(vis, el, model) {
       const text = n.options.caption;
       if (!text) continue;
       const sx = (n.x - tl.x) * scale, sy = (n.y - tl.y) * scale;
-      const r = (n.options.size || 10) * scale;
+      const r = nodeRadius(n) * scale;
       if (sx < -50 || sy < -50 || sx > w + 50 || sy > hgt + 50) continue;
-      const tw = captionWidth(id, text);
-      const box = [sx - tw / 2 - 2, sy + r + 1, sx + tw / 2 + 2, sy + r + CAPTION_PX + 4];
-      if (!free(box[0], box[1], box[2], box[3])) continue;
+      const tw = captionWidth(id, text) + 4;
+      // under the node, else over it, else beside it; always whole inside the canvas, never on a node
+      const spots = [[sx - tw / 2, sy + r + 1], [sx - tw / 2, sy - r - 1 - H], [sx + r + 2, sy - H / 2],
+                     [sx - r - 2 - tw, sy - H / 2]];
+      const spotAt = spots.find(([x, y]) => x >= 0 && y >= 0 && x + tw <= w && y + H <= hgt && free(x, y, x + tw, y + H));
+      if (!spotAt) continue;
+      const box = [spotAt[0], spotAt[1], spotAt[0] + tw, spotAt[1] + H];
       take(box);
-      // the node itself is room no caption may take either
-      take([sx - r, sy - r, sx + r, sy + r]);
-      const y = n.y + (n.options.size || 10) + 2 / scale;
-      ctx.strokeText(text, n.x, y);
-      ctx.fillText(text, n.x, y);
-      out.push({ id, text, px: size * scale, x: sx, y: sy + r + 1 });
+      const cx = tl.x + (box[0] + 2) / scale, cy = tl.y + (box[1] + 1) / scale;
+      ctx.strokeText(text, cx, cy);
+      ctx.fillText(text, cx, cy);
+      out.push({ id, text, px: size * scale, x: sx, y: box[1], box });
       if (out.length >= 600) break;
     }
     ctx.restore();
@@ -457,6 +600,7 @@ function memkitGraph(vis, el, model) {
       }
       edges.update(msg.edges.map(edgeBase));
     });
+    separate(new Set(fresh.map((n) => n.id)));  // what arrives makes room for itself; the rest stays put
     if (msg.group) opened.set(msg.group, msg.shown);
     root.dataset.expanded = String(Number(root.dataset.expanded || 0) + fresh.length);
     rerank();
@@ -527,13 +671,14 @@ function memkitGraph(vis, el, model) {
       root.dataset.settled = "1";
       window.__memkitGraphSettled = performance.now();
     };
-    if (canvas.clientWidth === 0) {  // drawn in a hidden tab: fit when it is shown
+    if (canvas.clientWidth === 0) {  // drawn in a hidden tab: arranged and fitted when it is shown
+      separate();
       needsFit = true;
       mark();
       return;
     }
     network.once("afterDrawing", mark);  // settled means drawn where it will stay
-    network.fit({ animation: false });
+    arrange();
     network.redraw();
   }
 
@@ -603,7 +748,7 @@ function memkitGraph(vis, el, model) {
       };
       network.once("stabilized", stop);
       setTimeout(stop, d.settle_ms || 2500);  // never longer: a still picture beats a drifting one
-      network.once("afterDrawing", () => network.fit({ animation: false }));
+      network.once("afterDrawing", () => fitAll());
     } else if (d.physics) {
       network.once("stabilizationIterationsDone", () => { network.setOptions({ physics: { enabled: false } }); settled(); });
     } else {
@@ -643,13 +788,18 @@ function memkitGraph(vis, el, model) {
   }
 
   search.addEventListener("keydown", (e) => { if (e.key === "Enter") find(); });
-  fitButton.addEventListener("click", () => network && network.fit({ animation: false }));
+  fitButton.addEventListener("click", () => network && fitAll());
   fitSelection.addEventListener("click", () => {
     if (!network) return;
     const chosen = network.getSelectedNodes();
     if (!chosen.length) { say("select a node first"); return; }
+    // an opened group's members, not every group it links to: close enough to read their captions
     const around = new Set(chosen);
-    for (const id of chosen) for (const other of network.getConnectedNodes(id)) around.add(other);
+    for (const id of chosen) {
+      const near = network.getConnectedNodes(id);
+      const members = opened.get(id) ? near.filter((o) => !(nodes.get(o) || {}).group) : [];
+      for (const other of members.length ? members : near) around.add(other);
+    }
     network.fit({ nodes: [...around].filter((i) => !nodes.get(i).hidden), animation: false });
   });
   resetButton.addEventListener("click", () => draw(model.get("data")));
@@ -678,7 +828,7 @@ function memkitGraph(vis, el, model) {
     const hidden = canvas.clientWidth === 0;
     if (!hidden && network && (wasHidden || needsFit)) {
       network.redraw();
-      network.fit({ animation: false });
+      arrange();
       needsFit = false;
     }
     wasHidden = hidden;

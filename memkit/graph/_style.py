@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from memkit._core._models import MemoryItem
 from memkit._core._records import from_us
-from memkit._display import format_time, printable, shorten, status_of, summary
+from memkit._display import format_time, is_trace, printable, shorten, status_of, step_fields, summary
 from memkit.graph._groups import GraphIndex, Grouping
 from memkit.graph._parts import GraphEdge, GraphNode
 
@@ -34,7 +34,8 @@ LABEL_STYLE: dict[str, dict[str, Any]] = {
     "Trace": {"color": "#F0E442", "shape": "triangle", "size": 14},
     "Step": {"color": "#0072B2", "shape": "dot", "size": 13},
     "Tool": {"color": "#009E73", "shape": "triangleDown", "size": 14},
-    "Group": {"color": "#56B4E9", "shape": "star", "size": 16},  # a namespace's memories that mention nothing
+    # a namespace's memories that mention nothing: Tol's wine, told apart from a Memory's sky blue
+    "Group": {"color": "#882255", "shape": "star", "size": 16},
 }
 
 
@@ -88,14 +89,32 @@ def _item(props: dict[str, Any]) -> MemoryItem:
 
 
 def _text(value: object, width: int = _CAPTION) -> str:
-    return printable(shorten("" if value is None else value, width))
+    """``value`` on one line of at most ``width`` characters, cut after a whole word (the tooltip
+    holds the whole text); a single word longer than the line is cut where it must be."""
+    flat = " ".join(str("" if value is None else value).split())
+    if len(flat) > width:
+        cut = flat[: width - 1]
+        space = cut.rfind(" ")
+        cut = cut[:space] if space >= width // 3 else cut
+        flat = cut.rstrip(" ·,;:-") + "…"
+    return printable(flat)
+
+
+def _step_caption(item: MemoryItem) -> str:
+    """A trace memory's caption: its step's index and name (its tool is the step node's caption)."""
+    step = step_fields(item)
+    name = step["step_name"] if step["step_name"] is not None else step["tool"]
+    head = f"step {step['step_index']}" if step["step_index"] is not None else "step"
+    return f"{head} · {name}" if name is not None else head
 
 
 def caption(node: GraphNode) -> str:
     """The label drawn under a node: a name, ``3 · bwa``, a memory's first words; never its UUID."""
     p = node.properties
     if node.type == "Memory":
-        return _text(("(deleted) " if p.get("deleted") else "") + summary(_item(p), 80))
+        item = _item(p)
+        text = _step_caption(item) if is_trace(item) else summary(item, 80)
+        return _text(("(deleted) " if p.get("deleted") else "") + text)
     if node.type in ("Entity", "Tool"):
         return _text(p.get("name"))
     if node.type == "Step":

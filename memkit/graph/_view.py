@@ -409,7 +409,7 @@ def expansion(view: GraphView, group_id: str, drawn: set[str], offset: int = 0,
         for i, mid in enumerate(page):
             if mid not in drawn:
                 k = i + offset
-                r = 60.0 + 26.0 * math.sqrt(k + 1)
+                r = 80.0 + 40.0 * math.sqrt(k + 1)  # room for the captions of an opened page
                 new[mid] = by_id[mid]
                 where[mid] = (r * math.cos(k * golden), r * math.sin(k * golden))
     both = drawn | set(new)

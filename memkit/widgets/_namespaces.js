@@ -64,6 +64,14 @@ function scoreLegend() {
     "score bars:", key("keyword"), key("semantic"), " (length: that leg's share of the score)");
 }
 
+// A narrow cell leaves the metadata column out (_panels.css): this line, shown only then, says where it went.
+function narrowNote(columns, hidden) {
+  const meta = columns.find((c) => c.key === "metadata");
+  if (!meta || hidden.includes("metadata")) return null;
+  return h("span", { class: "mk-narrow-note", text: `${meta.label}: in the detail (click a row); the cell is too narrow for its column`,
+    title: "widen the cell (or the window) to show the column" });
+}
+
 // The kernel builds the CSV of the whole view (every matching row, not this page) and sends it back.
 function download(name, text) {
   const link = document.createElement("a");
@@ -103,7 +111,7 @@ function render({ model, el }) {
       onclick: () => model.send({ action: "csv", columns: shown.map((c) => ({ key: c.key, label: c.label })) }) });
     caption.replaceChildren(...[h("span", { class: "mk-total", text: model.get("caption") || "" }),
       columnPicker(columns, model.get("hidden_columns"), (now) => send(model, "hidden_columns", now)), csv,
-      scored ? scoreLegend() : null].filter(Boolean));
+      scored ? scoreLegend() : null, narrowNote(columns, hidden)].filter(Boolean));
     const grid = dataGrid({
       columns, rows, hidden, sort,
       onSort: (column) => { sort = { column, descending: sort && sort.column === column ? !sort.descending : false }; draw(); },

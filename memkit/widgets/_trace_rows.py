@@ -20,6 +20,22 @@ def _text(value: Any) -> str | None:
     return printable(value)
 
 
+_TRACEBACK = "Traceback (most recent call last):"
+
+
+def error_lines(text: str) -> str:
+    """An error with its traceback on lines of its own: LangChain records ``repr(e)`` run straight
+    into the traceback ("...TP53')Traceback (most recent call last):")."""
+    at = text.find(_TRACEBACK)
+    return text[:at].rstrip() + "\n" + text[at:] if at > 0 and text[at - 1] != "\n" else text
+
+
+def error_message(text: str) -> str:
+    """An error's message without the traceback a framework appended to it (for one-line cells)."""
+    at = text.find(_TRACEBACK)
+    return text[:at].rstrip() or text if at > 0 else text
+
+
 def _seconds(value: Any) -> float | None:
     return None if value is None or pd.isna(value) else float(value)
 
@@ -57,7 +73,8 @@ def run_rows(runs: pd.DataFrame) -> list[dict[str, Any]]:
         {"run": printable(key), "workflow_id": text(wf), "agent_id": text(agent), "user_id": text(user),
          "run_id": text(run_id) or "—", "started": start, "duration": format_duration(_seconds(dur)),
          "steps": int(n), "failed_steps": int(failed), "retries": int(retries),
-         "first_error": shorten(text(error) or "", 90), "first_error_full": text(error) or "", "status": status,
+         "first_error": shorten(error_message(text(error) or ""), 90),
+         "first_error_full": error_lines(text(error) or ""), "status": status,
          "recalls": None if recalls is pd.NA else int(recalls)}
         for key, wf, agent, user, run_id, start, dur, n, failed, retries, error, status, recalls in zip(
             runs.index, runs["workflow_id"], runs["agent_id"], runs["user_id"], runs["run_id"], started,
@@ -221,7 +238,7 @@ def timeline(run: str, row: pd.Series, steps: pd.DataFrame, parents: list[int] |
     for i, (idx, name, tool) in enumerate(zip(index.tolist(), names.tolist(), tools.tolist(), strict=True)):
         labels.append(f"{idx} · {name}" + (f" ({tool})" if tool != name else ""))
         error = errors[i]
-        short_errors.append(shorten(printable(error), 80) if isinstance(error, str) and error else "")
+        short_errors.append(shorten(printable(error_message(error)), 80) if isinstance(error, str) and error else "")
     return {
         "run": printable(run), "status": row["status"], "span_s": span, "n": n,
         "label": labels, "error": short_errors, "status_of": steps["status"].tolist(),

@@ -250,7 +250,11 @@ function recallSection(model, d) {
   if (!d.keeps_recalls) { part.append(h("div", { class: "mk-section", text: "recalled: not recorded by this store" })); return part; }
   const recalls = d.recalls || [];
   const searches = recalls.length > 1 ? ` in ${recalls.length} searches` : "";
-  part.append(h("div", { class: "mk-section", text: `recalled ${plural(d.recalled || 0, "memory", "memories")}${searches}` }));
+  const docs = d.documents || 0, mems = (d.recalled || 0) - docs;
+  const found = !docs ? `recalled ${plural(mems, "memory", "memories")}`
+    : !mems ? `retrieved ${plural(docs, "document", "documents")}`
+    : `recalled ${plural(mems, "memory", "memories")} and retrieved ${plural(docs, "document", "documents")}`;
+  part.append(h("div", { class: "mk-section", text: `${found}${searches}` }));
   if (!recalls.length) { part.append(h("div", { class: "mk-empty", text: "no search recorded at this step" })); return part; }
   for (const r of recalls) {
     const head = h("div", { class: "mk-recall-head" },
@@ -260,7 +264,8 @@ function recallSection(model, d) {
     part.append(head);
     if (!r.hits.length) { part.append(h("div", { class: "mk-empty", text: "returned nothing" })); continue; }
     const table = h("table", { class: "mk-hits", "data-recall": r.id });
-    table.append(h("tr", {}, ...["rank", "score", "found by", "memory (as recalled)"].map((t) => h("th", { text: t }))));
+    const what = r.hits.every((hit) => hit.external) ? "document (as retrieved)" : "memory (as recalled)";
+    table.append(h("tr", {}, ...["rank", "score", "found by", what].map((t) => h("th", { text: t }))));
     for (const hit of r.hits) {
       const full = hit.full || hit.text;
       const text = h("td", { class: "mk-hit-text", title: hit.deleted ? `deleted from the store since; recalled as: ${full}`

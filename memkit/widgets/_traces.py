@@ -33,7 +33,16 @@ from memkit.frames._compare import _compare_steps
 from memkit.frames._recalls import _keeps_recalls
 from memkit.frames._runs import _normalised, _parent_positions, _runs_from_steps, _step_payloads, run_positions
 from memkit.widgets._common import Panel
-from memkit.widgets._trace_rows import _jsonable, _seconds, _text, memory_view, run_rows, step_tree, timeline
+from memkit.widgets._trace_rows import (
+    _jsonable,
+    _seconds,
+    _text,
+    error_lines,
+    memory_view,
+    run_rows,
+    step_tree,
+    timeline,
+)
 
 __all__ = ["TraceReplay"]
 
@@ -293,7 +302,7 @@ class TraceReplay(Panel, anywidget.AnyWidget):
         return {
             "title": f"step {index if index is not pd.NA else '?'} · {name}", "status": status_of(row["status"]),
             "facts": [[k, printable(v)] for k, v in facts],
-            "error": _text(row["error"]) or "",
+            "error": error_lines(_text(row["error"]) or ""),
             "retry_errors": [printable(e) for e in payload.get("retry_errors") or [] if isinstance(e, str)],
             "parameters": _jsonable(payload.get("parameters")) if payload else None,
             "result": _jsonable(payload.get("result")) if payload else None,
@@ -325,7 +334,9 @@ class TraceReplay(Panel, anywidget.AnyWidget):
                 "when": format_time(r.created_at), "namespace": printable(f"{r.user_id} / {r.agent_id}"),
                 "attempt": r.attempt, "hits": hits,
             })
-        return {"recalls": shown, "recalled": sum(len(r.hits) for r in recalls),
+        # hits from the traced agent's own retriever are its documents, not memories recalled here
+        documents = sum(hit.id in gone for r in recalls if r.mode == _FOREIGN_MODE for hit in r.hits)
+        return {"recalls": shown, "recalled": sum(len(r.hits) for r in recalls), "documents": documents,
                 "keeps_recalls": _keeps_recalls(self.mem)}
 
     # -- marks: the researcher's verdicts ------------------------------------------------
