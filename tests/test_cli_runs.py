@@ -8,6 +8,7 @@ import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -377,3 +378,40 @@ def test_a_one_shot_command_starts_blas_with_one_thread_unless_the_user_said(sto
     before = dict(os.environ)
     assert main(["--url", store, "stats"]) == 0
     assert dict(os.environ) == before
+
+
+def test_run_summaries_follow_when_steps_happened_not_the_order_they_were_imported(tmp_path: Path) -> None:
+    """Steps imported out of order (an export merged from two machines): the first error is the first
+    failed step's by time (a later one's when it says none), and runs starting at the same moment
+    are listed in the order of their first steps, on SQLite as by the generic reads."""
+    from memkit._core._runs import summaries
+    from memkit._sync import run_sync
+
+    def step(run: str, index: int, minute: int, status: str = "success", error: str | None = None) -> dict[str, Any]:
+        trace: dict[str, Any] = {"step_index": index, "run_id": run, "status": status, "tool": "bwa"}
+        if error is not None:
+            trace["error"] = error
+        return {"content": f"[trace] {run} {index}", "user_id": "alice", "agent_id": "bio",
+                "created_at": T0 + timedelta(minutes=minute),
+                "metadata": {"type": "trace", "workflow_id": "wf", "run_id": run, "status": status,
+                             "step_index": index, "trace": trace}}
+
+    rows = [
+        step("a", 1, 70),  # written first, but not a's first step
+        step("late", 1, 50, "failed", "the later error"),
+        step("b", 0, 60),
+        step("late", 0, 40, "failed"),  # first by time, no error text
+        step("a", 0, 60),  # a starts with b; its first step written after b's
+        step("late", 2, 45, "failed", "the first error"),
+    ]
+    got = []
+    for url in (f"sqlite:///{tmp_path / 'o.db'}?embedder=none", "memory://"):
+        with memkit.open(url) as mem:
+            mem.add_many(rows)
+            store = mem.provider
+            slow = run_sync(summaries(store, None, None, None))
+            if url != "memory://":
+                assert run_sync(store.run_summaries()) == slow  # type: ignore[attr-defined]
+            got.append([(r.run_id, r.first_error, r.failed_steps, r.steps) for r in slow])
+    assert got[0] == got[1]
+    assert got[0] == [("b", None, 0, 1), ("a", None, 0, 2), ("late", "the first error", 3, 3)]

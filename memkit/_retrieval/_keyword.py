@@ -24,8 +24,9 @@ import math
 import re
 import sqlite3
 import threading
+from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TypeVar
 
 import numpy as np
@@ -164,6 +165,26 @@ def analyze_query(text: str) -> list[str]:
     return list(dict.fromkeys([*(_stemmer.cache[t] for t in kept), *query_date_terms(text)]))
 
 
+class _SavedTerms:
+    """The terms of a saved index with their ``(start, end)`` in its packed postings, looked up by
+    bisection: :meth:`KeywordIndex.to_bytes` saves them sorted, and a loaded index is searched for a
+    handful of terms, so building a dict of every term (tens of thousands) would cost more than it saves."""
+
+    __slots__ = ("_ends", "_terms")
+
+    def __init__(self, terms: list[str], ends: list[int]) -> None:
+        self._terms, self._ends = terms, ends
+
+    def get(self, term: str) -> tuple[int, int] | None:
+        at = bisect_left(self._terms, term)
+        if at == len(self._terms) or self._terms[at] != term:
+            return None
+        return (self._ends[at - 1] if at else 0), self._ends[at]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._terms)
+
+
 class KeywordIndex:
     """BM25 over one namespace: documents are appended, deleted ones are masked out.
 
@@ -183,7 +204,7 @@ class KeywordIndex:
         self._total_length = 0
         self._frozen: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
         # Postings loaded by from_bytes: term -> (start, end) into the two packed arrays.
-        self._base_terms: dict[str, tuple[int, int]] = {}
+        self._base_terms = _SavedTerms([], [])
         self._base_slots: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
         self._base_tfs: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
         # Per-document arrays loaded by from_bytes, turned into the lists above on the first change
@@ -378,8 +399,7 @@ class KeywordIndex:
         ends = take("<i8", len(terms))
         index = cls()
         index._base_slots, index._base_tfs = take("<i4", total), take("<i4", total)
-        starts = np.concatenate([[0], ends[:-1]]) if len(ends) else ends
-        index._base_terms = dict(zip(terms, zip(starts.tolist(), ends.tolist(), strict=True), strict=True))
+        index._base_terms = _SavedTerms(terms, ends.tolist())
         index._loaded = (keys, order, lengths, alive)
         index._arrays = (keys.astype(np.int64), order.astype(np.int64), lengths.astype(np.float64), alive)
         index._live, index._total_length = header["live"], header["total_length"]

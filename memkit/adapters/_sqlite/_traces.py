@@ -260,7 +260,11 @@ def run_summaries(
 ) -> list[RunSummary]:
     """Every run in one row, newest first, from the packed numbers of its steps (no record's JSON is
     read, no numpy is loaded); ``recalls`` lists the step index of each recall per run (see
-    :func:`memkit.adapters._sqlite._queries.step_recall_counts`), ``marks`` counts them per run in SQL."""
+    :func:`memkit.adapters._sqlite._queries.step_recall_counts`), ``marks`` counts them per run in SQL.
+
+    The steps are read in the table's order (sorting them in SQL costs more than the loop below):
+    what depends on the order of steps, the first error and which of two runs starting at the same
+    moment is listed first, goes by ``(created_us, seq)`` as a listing would."""
     where, params = ["1"], []
     for column, value in (("workflow_id", op.workflow_id), ("agent_id", op.agent_id), ("user_id", op.user_id)):
         if value is not None:
@@ -270,10 +274,12 @@ def run_summaries(
     try:
         words: dict[int, str | None] = dict(db.execute("SELECT code, text FROM trace_dict"))
         failed = next((code for code, text in words.items() if text == "failed"), None)
-        rows = db.execute(
-            "SELECT numbers, CASE WHEN status = ? THEN cells END FROM trace_steps"  # noqa: S608
-            f" WHERE {' AND '.join(where)} ORDER BY created_us, seq", [failed, *params],
-        ).fetchall()
+        packed = b"".join(row[0] for row in db.execute(
+            f"SELECT numbers FROM trace_steps WHERE {' AND '.join(where)}", params))  # noqa: S608
+        errors = db.execute(
+            f"SELECT numbers, cells FROM trace_steps WHERE status = ? AND {' AND '.join(where)}",  # noqa: S608
+            [failed, *params],
+        ).fetchall() if failed is not None else []
         indexes = recalls(op)
         marked = marks(op)
     finally:
@@ -282,9 +288,8 @@ def run_summaries(
     # Grouped by dictionary codes (one code per text, so the same runs as by their texts), read as
     # words once per run: the loop below runs once per step.
     runs: dict[tuple[int, int, int, int], list[Any]] = {}
-    unpack = _PACKED.unpack
-    for numbers, cells in rows:
-        (_, created, user, agent, workflow, run, _, tool, status, index, started, duration, retries) = unpack(numbers)
+    for (seq, created, user, agent, workflow, run, _, tool, status, index, started, duration,
+         retries) in _PACKED.iter_unpack(packed):
         key = (user, agent, workflow, run)
         if started == MISSING:
             start = end = created
@@ -293,40 +298,51 @@ def run_summaries(
             end = started if duration == MISSING else started + duration
         acc = runs.get(key)
         if acc is None:
-            acc = runs[key] = [0, 0, 0, start, end, set(), None, set(), []]
+            acc = runs[key] = [0, 0, start, end, {status}, {tool}, [], created, seq]
+        else:
+            if start < acc[2]:
+                acc[2] = start
+            if end > acc[3]:
+                acc[3] = end
+            acc[4].add(status)
+            acc[5].add(tool)
+            if created < acc[7] or (created == acc[7] and seq < acc[8]):  # the run's first step
+                acc[7], acc[8] = created, seq
         acc[0] += 1
-        acc[2] += 0 if retries == MISSING else retries
-        if start < acc[3]:
-            acc[3] = start
-        if end > acc[4]:
-            acc[4] = end
-        acc[5].add(status)
-        if cells is not None:
-            acc[1] += 1
-            if acc[6] is None:
-                error = json.loads(cells.rsplit("\x1f", 3)[1])  # id, error, parameters, result
-                acc[6] = error if isinstance(error, str) else None  # a later failed step's may say
-        acc[7].add(tool)
+        if retries != MISSING:
+            acc[1] += retries
         if index != MISSING:
-            acc[8].append(index)
+            acc[6].append(index)
+    failures: dict[tuple[int, int, int, int], list[tuple[int, int, str]]] = {}
+    for numbers, cells in errors:
+        (seq, created, user, agent, workflow, run) = _PACKED.unpack(numbers)[:6]
+        failures.setdefault((user, agent, workflow, run), []).append((created, seq, cells))
     states = {code: word if word in STATUSES else "unknown" for code, word in words.items()}
     by_run: dict[tuple[Any, ...], dict[str, int]] = {}
     for user, agent, workflow, run, label, n in marked:
         by_run.setdefault((user, agent, workflow, run), {})[label] = n
+    listed_runs = sorted(runs.items(), key=lambda item: (-item[1][2], item[1][7], item[1][8]))
     summaries = []
-    for codes, acc in runs.items():
+    for codes, acc in listed_runs:
         key = (words[codes[0]], words[codes[1]], words.get(codes[2]), words.get(codes[3]))
         listed = indexes.get(key)
         found = 0
-        if listed is not None and acc[8]:  # each step counts the recalls made at its index
+        if listed is not None and acc[6]:  # each step counts the recalls made at its index
             per_index = Counter(map(int, listed.split(",")))
-            found = sum(per_index.get(i, 0) for i in acc[8])
+            found = sum(per_index.get(i, 0) for i in acc[6])
+        first_error = None
+        failing = sorted(failures.get(codes, ()))
+        for _, _, cells in failing:  # the first failed step's error (a later one's if it says none)
+            error = json.loads(cells.rsplit("\x1f", 3)[1])  # id, error, parameters, result
+            if isinstance(error, str):
+                first_error = error
+                break
         summaries.append(RunSummary(
             user_id=key[0], agent_id=key[1], workflow_id=key[2], run_id=key[3],  # type: ignore[arg-type]
-            status=run_status(states.get(code, "unknown") for code in acc[5]),
-            started_at=from_us(acc[3]), ended_at=from_us(acc[4]), steps=acc[0],
-            failed_steps=acc[1], retries=acc[2], recalls=found, first_error=acc[6],
-            tools=", ".join(sorted(words[t] for t in acc[7] if t != MISSING)),  # type: ignore[misc]
+            status=run_status(states.get(code, "unknown") for code in acc[4]),
+            started_at=from_us(acc[2]), ended_at=from_us(acc[3]), steps=acc[0],
+            failed_steps=len(failing), retries=acc[1], recalls=found, first_error=first_error,
+            tools=", ".join(sorted(words[t] for t in acc[5] if t != MISSING)),  # type: ignore[misc]
             marks=dict(sorted(by_run.get(key, {}).items())),
         ))
-    return sorted(summaries, key=lambda r: r.started_at, reverse=True)  # stable: ties keep first-seen order
+    return summaries  # newest first; runs starting together in the order of their first steps
