@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -111,6 +111,11 @@ class Redactor:
 
 _KNOWN_KEYS = 10_000  # keys whose verdict a Redactor remembers
 
+# json.dumps builds a new encoder on every call with options; these are built once. The same
+# options, so the same text: content sorted with json's default separators, metadata compact.
+_CONTENT_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+_METADATA_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
 
 TraceRedactor = Callable[[dict[str, Any]], dict[str, Any]]
 _redactor: TraceRedactor | None = Redactor()
@@ -190,8 +195,35 @@ class Record:
         )
 
 
+_ids: list[str] = []
+_ID_BLOCK = 512
+# Version 4 and the RFC 4122 variant, as uuid.uuid4() sets them.
+_UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
+_UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
+
+
+def _uuid4_block(n: int) -> list[str]:
+    """``n`` random version-4 UUIDs as text, from one ``os.urandom`` call (``str(uuid.uuid4())``
+    reads the entropy pool and builds a UUID object per id: most of an import's id cost)."""
+    raw = os.urandom(16 * n)
+    out = []
+    for i in range(0, 16 * n, 16):
+        h = "%032x" % ((int.from_bytes(raw[i : i + 16]) & _UUID4_CLEAR) | _UUID4_SET)
+        out.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
+    return out
+
+
+# A forked child must not hand out the ids left in its parent's block.
+os.register_at_fork(after_in_child=_ids.clear)
+
+
 def new_id() -> str:
-    return str(uuid.uuid4())
+    """A new random (version 4) UUID as text."""
+    while True:
+        try:
+            return _ids.pop()  # atomic: two threads never get the same id
+        except IndexError:
+            _ids.extend(_uuid4_block(_ID_BLOCK))
 
 
 def new_record(
@@ -395,10 +427,10 @@ def trace_record(
     meta["trace"] = payload
     meta["type"] = "trace"
     meta["workflow_id"] = workflow
-    rendered = json.dumps(payload, ensure_ascii=False, sort_keys=True)
+    rendered = _CONTENT_JSON.encode(payload)
     user, agent = check_namespace(user_id, agent, limits)
     content = check_content(f"[trace] workflow={workflow} agent={agent} data={rendered}", limits)
-    encoded = json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
+    encoded = _METADATA_JSON.encode(meta)
     size = len(encoded) if encoded.isascii() else len(encoded.encode("utf-8"))
     if size > limits.max_metadata_bytes:
         raise InvalidInputError(f"metadata is {size} bytes as JSON; the limit is {limits.max_metadata_bytes}")
