@@ -108,3 +108,20 @@ def test_a_forked_child_does_not_reuse_its_parents_ids() -> None:
     os.close(write)
     assert child not in _records._ids and child != new_id()
     assert uuid.UUID(child).version == 4
+
+
+def test_a_known_key_set_is_still_redacted_and_depth_checked_below() -> None:
+    from memkit._core._errors import InvalidInputError
+    from memkit._core._validate import Limits
+
+    steps = [{"tool": "db", "parameters": {"host": "h", "opts": {"n": i}}} for i in range(3)]
+    for step in steps:  # the key tuples are now known
+        trace_record("a", "wf", step, "u")
+    secret = trace_record("a", "wf", {"tool": "db", "parameters": {"host": "h", "opts": {"password": "hunter2"}}}, "u")
+    assert secret.metadata["trace"]["parameters"]["opts"] == {"password": "[REDACTED]"}
+    assert "hunter2" not in secret.content and "hunter2" not in (secret.metadata_json or "")
+    deep: dict[str, Any] = {"n": 0}
+    for _ in range(12):
+        deep = {"n": deep}
+    with pytest.raises(InvalidInputError, match="deeper"):
+        trace_record("a", "wf", {"tool": "db", "parameters": {"host": "h", "opts": deep}}, "u", Limits())

@@ -81,6 +81,7 @@ class Redactor:
         self.replacement = replacement
         self._regex = re.compile("|".join(f"(?:{p})" for p in self.patterns)) if self.patterns else None
         self._known: dict[str, bool] = {}
+        self._clean: set[tuple[Any, ...]] = set()  # key tuples of dicts with no secret key (see _plain_copy)
 
     def __repr__(self) -> str:
         return f"Redactor({self.patterns!r})"
@@ -322,6 +323,10 @@ def check_trace_fields(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+_CLEAN_WITHOUT_REDACTOR: set[tuple[Any, ...]] = set()  # _plain_copy's known key tuples when nothing is redacted
+_CLEAN_KEYS_MAX = 64  # longer key tuples are not remembered: hashing them would cost what it saves
+
+
 class _NotPlain(Exception):
     """Raised inside :func:`_plain_copy` for anything it does not take; the general path then decides."""
 
@@ -346,6 +351,20 @@ def _plain_copy(value: Any, depth: int, limit: int, redactor: Redactor | None) -
     if kind is dict:
         out = {}
         inline = depth < limit  # a value kept here sits one level deeper
+        keys = tuple(value)
+        clean = _CLEAN_WITHOUT_REDACTOR if redactor is None else redactor._clean
+        if keys in clean:
+            # Steps repeat the same keys: once a key tuple is known to be ASCII text with no
+            # secret, a dict with those keys is checked for its values only.
+            for key, item in value.items():
+                kind = type(item)
+                if inline and ((kind is str and item.isascii()) or item is None or kind is bool or (
+                        kind is float and item - item == 0.0) or (kind is int and -(2**63) <= item < 2**63)):
+                    out[key] = item
+                else:
+                    out[key] = _plain_copy(item, depth + 1, limit, redactor)
+            return out
+        secret = False
         for key, item in value.items():
             if type(key) is not str or not key.isascii():
                 raise _NotPlain
@@ -353,6 +372,7 @@ def _plain_copy(value: Any, depth: int, limit: int, redactor: Redactor | None) -
                 if isinstance(item, (Mapping, list, tuple)):
                     raise _NotPlain  # the depth check must still see what the redactor drops
                 item = redactor.replacement
+                secret = True
             kind = type(item)
             # Most values are short ASCII text or numbers: kept here without a call per value.
             if inline and ((kind is str and item.isascii()) or item is None or kind is bool or (
@@ -360,6 +380,10 @@ def _plain_copy(value: Any, depth: int, limit: int, redactor: Redactor | None) -
                 out[key] = item
             else:
                 out[key] = _plain_copy(item, depth + 1, limit, redactor)
+        if not secret and len(keys) <= _CLEAN_KEYS_MAX:
+            if len(clean) >= _KNOWN_KEYS:
+                clean.clear()
+            clean.add(keys)
         return out
     if kind is list or kind is tuple:
         return [_plain_copy(item, depth + 1, limit, redactor) for item in value]
