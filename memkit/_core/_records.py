@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -81,6 +81,7 @@ class Redactor:
         self.replacement = replacement
         self._regex = re.compile("|".join(f"(?:{p})" for p in self.patterns)) if self.patterns else None
         self._known: dict[str, bool] = {}
+        self._clean: set[tuple[Any, ...]] = set()  # key tuples of dicts with no secret key (see _plain_copy)
 
     def __repr__(self) -> str:
         return f"Redactor({self.patterns!r})"
@@ -110,6 +111,11 @@ class Redactor:
 
 
 _KNOWN_KEYS = 10_000  # keys whose verdict a Redactor remembers
+
+# json.dumps builds a new encoder on every call with options; these are built once. The same
+# options, so the same text: content sorted with json's default separators, metadata compact.
+_CONTENT_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+_METADATA_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 TraceRedactor = Callable[[dict[str, Any]], dict[str, Any]]
@@ -190,8 +196,35 @@ class Record:
         )
 
 
+_ids: list[str] = []
+_ID_BLOCK = 512
+# Version 4 and the RFC 4122 variant, as uuid.uuid4() sets them.
+_UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
+_UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
+
+
+def _uuid4_block(n: int) -> list[str]:
+    """``n`` random version-4 UUIDs as text, from one ``os.urandom`` call (``str(uuid.uuid4())``
+    reads the entropy pool and builds a UUID object per id: most of an import's id cost)."""
+    raw = os.urandom(16 * n)
+    out = []
+    for i in range(0, 16 * n, 16):
+        h = "%032x" % ((int.from_bytes(raw[i : i + 16]) & _UUID4_CLEAR) | _UUID4_SET)
+        out.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
+    return out
+
+
+# A forked child must not hand out the ids left in its parent's block.
+os.register_at_fork(after_in_child=_ids.clear)
+
+
 def new_id() -> str:
-    return str(uuid.uuid4())
+    """A new random (version 4) UUID as text."""
+    while True:
+        try:
+            return _ids.pop()  # atomic: two threads never get the same id
+        except IndexError:
+            _ids.extend(_uuid4_block(_ID_BLOCK))
 
 
 def new_record(
@@ -290,6 +323,10 @@ def check_trace_fields(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+_CLEAN_WITHOUT_REDACTOR: set[tuple[Any, ...]] = set()  # _plain_copy's known key tuples when nothing is redacted
+_CLEAN_KEYS_MAX = 64  # longer key tuples are not remembered: hashing them would cost what it saves
+
+
 class _NotPlain(Exception):
     """Raised inside :func:`_plain_copy` for anything it does not take; the general path then decides."""
 
@@ -314,6 +351,20 @@ def _plain_copy(value: Any, depth: int, limit: int, redactor: Redactor | None) -
     if kind is dict:
         out = {}
         inline = depth < limit  # a value kept here sits one level deeper
+        keys = tuple(value)
+        clean = _CLEAN_WITHOUT_REDACTOR if redactor is None else redactor._clean
+        if keys in clean:
+            # Steps repeat the same keys: once a key tuple is known to be ASCII text with no
+            # secret, a dict with those keys is checked for its values only.
+            for key, item in value.items():
+                kind = type(item)
+                if inline and ((kind is str and item.isascii()) or item is None or kind is bool or (
+                        kind is float and item - item == 0.0) or (kind is int and -(2**63) <= item < 2**63)):
+                    out[key] = item
+                else:
+                    out[key] = _plain_copy(item, depth + 1, limit, redactor)
+            return out
+        secret = False
         for key, item in value.items():
             if type(key) is not str or not key.isascii():
                 raise _NotPlain
@@ -321,6 +372,7 @@ def _plain_copy(value: Any, depth: int, limit: int, redactor: Redactor | None) -
                 if isinstance(item, (Mapping, list, tuple)):
                     raise _NotPlain  # the depth check must still see what the redactor drops
                 item = redactor.replacement
+                secret = True
             kind = type(item)
             # Most values are short ASCII text or numbers: kept here without a call per value.
             if inline and ((kind is str and item.isascii()) or item is None or kind is bool or (
@@ -328,6 +380,10 @@ def _plain_copy(value: Any, depth: int, limit: int, redactor: Redactor | None) -
                 out[key] = item
             else:
                 out[key] = _plain_copy(item, depth + 1, limit, redactor)
+        if not secret and len(keys) <= _CLEAN_KEYS_MAX:
+            if len(clean) >= _KNOWN_KEYS:
+                clean.clear()
+            clean.add(keys)
         return out
     if kind is list or kind is tuple:
         return [_plain_copy(item, depth + 1, limit, redactor) for item in value]
@@ -395,10 +451,10 @@ def trace_record(
     meta["trace"] = payload
     meta["type"] = "trace"
     meta["workflow_id"] = workflow
-    rendered = json.dumps(payload, ensure_ascii=False, sort_keys=True)
+    rendered = _CONTENT_JSON.encode(payload)
     user, agent = check_namespace(user_id, agent, limits)
     content = check_content(f"[trace] workflow={workflow} agent={agent} data={rendered}", limits)
-    encoded = json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
+    encoded = _METADATA_JSON.encode(meta)
     size = len(encoded) if encoded.isascii() else len(encoded.encode("utf-8"))
     if size > limits.max_metadata_bytes:
         raise InvalidInputError(f"metadata is {size} bytes as JSON; the limit is {limits.max_metadata_bytes}")

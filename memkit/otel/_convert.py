@@ -113,7 +113,14 @@ def _read_attributes(raw: Any, where: str) -> dict[str, Any]:
         key = pair.get("key")
         if type(key) is not str:
             raise InvalidInputError(f"{where}: an attribute needs a string 'key'")
-        out[key] = _read_value(pair.get("value", {}), f"{where} attribute {key!r}")
+        value = pair.get("value")
+        if type(value) is dict and len(value) == 1:
+            # The usual case, read here without a call or the text naming the attribute: one short string.
+            raw = value.get("stringValue")
+            if type(raw) is str and len(raw) <= MAX_ATTRIBUTE_CHARS:
+                out[key] = raw
+                continue
+        out[key] = _read_value({} if value is None and "value" not in pair else value, f"{where} attribute {key!r}")
     return out
 
 

@@ -45,7 +45,11 @@ class _Span:
     attrs: dict[str, Any]
     error: str | None
     service: str | None
-    where: str
+    index: int  # its place in the file, for messages
+
+    @property
+    def where(self) -> str:
+        return f"span {self.index} ({self.name[:60]!r})"
 
 
 @dataclass
@@ -96,9 +100,19 @@ def _parse(request: Any) -> list[_Span]:
             if not isinstance(name, str) or not name:
                 raise InvalidInputError(f"{where}: 'name' must be a non-empty string")
             where = f"span {len(spans)} ({name[:60]!r})"
-            trace_id = _span_id(raw.get("traceId"), 16, f"{where} traceId", seen=trace_ids)
-            span_id = _span_id(raw.get("spanId"), 8, f"{where} spanId", seen=span_ids)
-            parent = _span_id(raw.get("parentSpanId"), 8, f"{where} parentSpanId", optional=True, seen=span_ids)
+            # Ids seen before are looked up here, before the text naming them is built.
+            raw_id = raw.get("traceId")
+            trace_id = trace_ids.get(raw_id) if type(raw_id) is str else None
+            if trace_id is None:
+                trace_id = _span_id(raw_id, 16, f"{where} traceId", seen=trace_ids)
+            raw_id = raw.get("spanId")
+            span_id = span_ids.get(raw_id) if type(raw_id) is str else None
+            if span_id is None:
+                span_id = _span_id(raw_id, 8, f"{where} spanId", seen=span_ids)
+            raw_id = raw.get("parentSpanId")
+            parent = span_ids.get(raw_id) if type(raw_id) is str else None
+            if parent is None and raw_id not in (None, ""):
+                parent = _span_id(raw_id, 8, f"{where} parentSpanId", optional=True, seen=span_ids)
             assert trace_id is not None and span_id is not None
             if (trace_id, span_id) in seen:
                 raise InvalidInputError(f"{where}: span id {span_id} appears twice in trace {trace_id}")
@@ -124,7 +138,7 @@ def _parse(request: Any) -> list[_Span]:
                         error = error or (f"{kind}: {message}" if kind else str(message))
                 error = error or "error"
             spans.append(_Span(trace_id, span_id, parent, name, _kind_of(raw, attrs, where), start, end,
-                               attrs, error, service if isinstance(service, str) else None, where))
+                               attrs, error, service if isinstance(service, str) else None, len(spans)))
     _check_tree(spans)
     return spans
 

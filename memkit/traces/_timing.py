@@ -118,16 +118,21 @@ def _first(data: Mapping[str, Any], keys: Any, read: Any) -> tuple[str | None, f
     return None, None
 
 
+def _judge_keys(data: Mapping[str, Any]) -> None:
+    """Warn (once per key) about keys that look like timing but are not read as timing."""
+    for key in data.keys() - _judged:
+        if isinstance(key, str) and key not in TIMING_KEYS and key not in _NOT_TIMING \
+                and "timeout" not in key.lower() and _TIMING_LIKE.search(key.lower()):
+            _warn_once(key, f"memkit: trace key {key!r} looks like step timing but is not read as timing; "
+                            f"use duration (seconds), duration_ms, or started_at/ended_at")
+        elif isinstance(key, str) and len(_judged) < _JUDGED_MAX:
+            _judged.add(key)  # agents repeat the same few keys on every step: each is judged once
+
+
 def step_timing(data: Mapping[str, Any], *, warn: bool = True) -> StepTiming:
     """The timing of one step from its trace data (see the module docstring for the keys)."""
     if warn:
-        for key in data.keys() - _judged:
-            if isinstance(key, str) and key not in TIMING_KEYS and key not in _NOT_TIMING \
-                    and "timeout" not in key.lower() and _TIMING_LIKE.search(key.lower()):
-                _warn_once(key, f"memkit: trace key {key!r} looks like step timing but is not read as timing; "
-                                f"use duration (seconds), duration_ms, or started_at/ended_at")
-            elif isinstance(key, str) and len(_judged) < _JUDGED_MAX:
-                _judged.add(key)  # agents repeat the same few keys on every step: each is judged once
+        _judge_keys(data)
     duration_key, duration = _first(data, (k for k in DURATION_KEYS if k in data),
                                     lambda raw: None if _seconds(raw) is None else _seconds(raw))
     if duration_key is not None and duration is not None:
@@ -144,11 +149,26 @@ def step_timing(data: Mapping[str, Any], *, warn: bool = True) -> StepTiming:
     return StepTiming(start, duration, source)
 
 
+_CANONICAL = frozenset(("timestamp", "duration"))
+
+
+def _canonical(start: Any, duration: Any) -> bool:
+    """Whether ``step_timing`` reads ``start``/``duration`` as these very numbers: floats (an int
+    would come back a float), finite, a start in epoch seconds (not milliseconds), a duration >= 0."""
+    return (start is None or (type(start) is float and 0.0 < start <= _EPOCH_MS)) and (
+        duration is None or (type(duration) is float and 0.0 <= duration < math.inf))
+
+
 def with_timing(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` ready to store: ``timestamp``/``duration`` canonical, times made JSON (ISO strings, seconds).
 
     The caller's own keys are kept (a ``datetime`` becomes its ISO string, a ``timedelta`` its seconds).
     """
+    if data.keys() & TIMING_KEYS <= _CANONICAL and _canonical(data.get("timestamp"), data.get("duration")):
+        # Already canonical (what an import or ExecutionItem writes): step_timing would read these
+        # two numbers back unchanged, so only the key check is left to do.
+        _judge_keys(data)
+        return dict(data)
     timing = step_timing(data)
     out = dict(data)
     for key in TIMING_KEYS & out.keys():

@@ -164,10 +164,10 @@ class Vectors:
 
     def embed_records(self, records: Sequence[Record]) -> np.ndarray | None:
         """The records' vectors (``None`` for a keyword-only store)."""
+        if self.embedder is None:
+            return None  # before numpy: a keyword-only write never needs it
         import numpy as np
 
-        if self.embedder is None:
-            return None
         return np.concatenate(
             [self.embed([r.content for r in records[i : i + EMBED_BATCH]])
              for i in range(0, len(records), EMBED_BATCH)]
