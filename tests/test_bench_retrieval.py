@@ -226,3 +226,21 @@ def test_late_interaction_reports_held_out_next_to_the_default(
     # weight 0 is the default's own ranking
     assert report["variants"]["weight=0.0 threshold=0.0"] == report["default"]
     assert "out_of_fold: R@5/R@10/MRR@10" in capsys.readouterr().out
+
+
+def test_onnx_bench_picks_each_folds_config_on_the_other_folds() -> None:
+    spec = importlib.util.spec_from_file_location("bench_onnx_embedder", ROOT / "bench" / "onnx_embedder.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # onnxruntime is imported only when a model is loaded
+    good, bad = (1.0, 1.0, 1.0), (0.0, 0.0, 0.0)
+    # "a" wins on conversations x and y, "b" only on z: z is scored with "a" (picked on x and y),
+    # x and y with whichever wins the other two (a tie on R@10 + MRR@10 keeps the first config).
+    runs = {
+        "a": [("x", 1, good), ("y", 4, good), ("z", 1, bad)],
+        "b": [("x", 1, bad), ("y", 4, bad), ("z", 1, good)],
+    }
+    report = module.held_out(runs)
+    assert report["picked"] == {"x": "a", "y": "a", "z": "a"}
+    assert report["overall"]["recall@10"] == pytest.approx(2 / 3, abs=1e-4)  # rounded to 4 places
+    assert report["1-multi-hop"]["n"] == 2 and report["1-multi-hop"]["recall@10"] == 0.5
