@@ -15,7 +15,9 @@ PostgreSQL writers leave their memories outside the HNSW index (searches score t
 build the index in bulk in the background; the ingest rate is what the writers got acknowledged
 (committed, visible to every search). After them, ``index_vectors()`` brings the index up to date
 (reported as ``index_s``: what a bulk import adds before searches run at full speed), then the
-searches run. The load average is printed beside each phase: the machine is shared.
+searches run. The load average is printed beside each phase: the machine is shared, so the
+ingest is also reported as CPU per memory (the writers' own, plus the local server's from
+``/proc``; SQLite's work is all in the writers), which a run at another load can be compared by.
 """
 
 from __future__ import annotations
@@ -39,36 +41,64 @@ from bench.run import make_queries, make_varied
 MODES = ("hybrid", "keyword", "semantic")
 
 
-def _write(args: tuple[str, int, int, list[tuple[str, dict[str, Any]]], float]) -> tuple[float, float]:
+def _write(args: tuple[str, int, int, list[tuple[str, dict[str, Any]]], float]) -> tuple[float, float, float]:
     """One writer process: its share of the corpus, in batches, from ``go`` (a wall-clock time, so
-    that every writer starts together once all are up); returns when it started and finished."""
+    that every writer starts together once all are up); returns when it started and finished, and
+    the CPU seconds it spent writing."""
     import memkit
 
     url, me, batch, texts, go = args
     with memkit.open(url) as mem:
         time.sleep(max(0.0, go - time.time()))
-        start = time.time()
+        start, cpu = time.time(), time.process_time()
         for at in range(0, len(texts), batch):
             mem.add_many([{"content": t, "user_id": "lab", "agent_id": "bio", "metadata": {**m, "w": me}}
                           for t, m in texts[at : at + batch]])
-        return start, time.time()
+        return start, time.time(), time.process_time() - cpu
 
 
-def ingest(url: str, writers: int, texts: list[tuple[str, dict[str, Any]]], batch: int) -> dict[str, Any]:
+def server_cpu(port: int) -> float:
+    """CPU seconds of the local PostgreSQL listening on ``port``: the postmaster (with the children it
+    has reaped, so backends that ended count) and its live children, from ``/proc``."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stats = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            stats[int(pid)] = (cmd, Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split())
+        except OSError:
+            continue
+    root = next(pid for pid, (cmd, _) in stats.items() if cmd[0].endswith(b"/postgres") and str(port).encode() in cmd)
+    return sum(sum(int(x) for x in st[11:15]) if pid == root else int(st[11]) + int(st[12])
+               for pid, (_, st) in stats.items() if pid == root or int(st[1]) == root) / tick
+
+
+def ingest(url: str, writers: int, texts: list[tuple[str, dict[str, Any]]], batch: int,
+           port: int | None = None) -> dict[str, Any]:
+    """Wall-clock rate, plus CPU per memory (the writers', and a local server's when ``port`` is
+    given): on a shared machine the CPU figures are what compares runs at different loads."""
     import memkit
 
     memkit.open(url).close()  # the schema (and the embedder's record) exist before the race
     go = time.time() + 20 + 5 * writers  # time for the writers to start and import memkit
     with multiprocessing.get_context("spawn").Pool(writers) as pool:
+        before = server_cpu(port) if port else 0.0
         spans = pool.map(_write, [(url, me, batch, texts[me::writers], go) for me in range(writers)])
-    wall = max(end for _, end in spans) - min(start for start, _ in spans)
-    out: dict[str, Any] = {"memories": len(texts), "writers": writers, "wall_s": round(wall, 1),
-                           "memories_per_s": round(len(texts) / wall), "load": _load()}
+        after = server_cpu(port) if port else 0.0
+    wall = max(end for _, end, _ in spans) - min(start for start, _, _ in spans)
+    n = len(texts)
+    out: dict[str, Any] = {"memories": n, "writers": writers, "wall_s": round(wall, 1),
+                           "memories_per_s": round(n / wall), "load": _load(),
+                           "writers_cpu_us_per_memory": round(sum(cpu for *_, cpu in spans) / n * 1e6)}
+    if port:
+        out["server_cpu_us_per_memory"] = round((after - before) / n * 1e6)
     if url.startswith("postgresql"):
         start = time.time()
         out["indexed_upto"] = asyncio.run(_index(url))
         out["index_s"] = round(time.time() - start, 1)
         out["load_after_index"] = _load()
+        if port:
+            out["index_server_cpu_us_per_memory"] = round((server_cpu(port) - after) / n * 1e6)
     return out
 
 
@@ -127,7 +157,7 @@ def main() -> None:
                 server = PostgresServer(settings={"shared_buffers": "1GB", "maintenance_work_mem": "512MB"})
                 with server:
                     url = server.url("bench") + "?pool_size=2"
-                    results[store] = {"ingest": ingest(url, args.writers, texts, args.batch),
+                    results[store] = {"ingest": ingest(url, args.writers, texts, args.batch, server.port),
                                       "search": asyncio.run(searches(url, queries)),
                                       "server": server.server_version}
             else:
@@ -136,7 +166,9 @@ def main() -> None:
                                   "search": asyncio.run(searches(url, queries))}
             print(json.dumps({store: results[store]}), flush=True)
     rows = [
-        {"store": store, "ingest/s": r["ingest"]["memories_per_s"], "index s": r["ingest"].get("index_s", ""),
+        {"store": store, "ingest/s": r["ingest"]["memories_per_s"],
+         "ingest CPU us/mem": r["ingest"]["writers_cpu_us_per_memory"] + r["ingest"].get("server_cpu_us_per_memory", 0),
+         "index s": r["ingest"].get("index_s", ""),
          "first search ms": r["search"]["first_search_ms"],
          **{f"{mode} p50/p95 ms": f"{r['search'][mode]['p50_ms']:.1f}/{r['search'][mode]['p95_ms']:.1f}"
             for mode in MODES}, "load (search)": r["search"]["load"]}

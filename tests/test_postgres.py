@@ -215,3 +215,30 @@ async def test_writes_stay_out_of_the_vector_index_until_a_bulk_build_and_search
     finally:
         await writer.aclose()
         await other.aclose()
+
+
+async def test_the_binary_copy_stores_the_terms_the_text_form_spells(postgres_server: PostgresServer) -> None:
+    """Writes send each memory's terms in tsvector's binary form: what is stored equals the tsvector
+    input text the keyword leg was written against, for quotes, backslashes, repeats past 256
+    positions, words too long to index, dates and non-ASCII words."""
+    from memkit.adapters._postgres_sql import terms_vector
+
+    texts = [
+        "O'Brien's lab: 'quoted' and \"double\" words, back\\slash",
+        " ".join(["repeat"] * 300) + " once",
+        "x" * 3_000 + " short words stay",
+        "Met on 8 May, 2023 at 1:56 pm; follow-up 2023-05-09",
+        "Zellkultur in München, 東京 の 実験, naïve café",
+        "!!! ... ???",
+    ]
+    mem = PostgresAdapter(_database(postgres_server), embedder=None)
+    try:
+        ids = await mem.add_many([{"content": t, "user_id": "u", "agent_id": "a"} for t in texts])
+        for memory_id, text in zip(ids, texts, strict=True):
+            expected, length = terms_vector(text)
+            rows = await mem._call(mem._fetch(
+                "SELECT terms = %s::tsvector, terms_len FROM memories WHERE id = %s", [expected, memory_id]
+            ))
+            assert rows == [(True, length)], text[:40]
+    finally:
+        await mem.aclose()

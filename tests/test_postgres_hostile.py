@@ -183,3 +183,27 @@ def test_four_writer_processes_lose_nothing_and_duplicate_nothing(postgres_serve
             await mem.aclose()
 
     asyncio.run(check())
+
+
+async def test_a_refused_batch_writes_nothing(mem: PostgresAdapter) -> None:
+    """A batch travels as one COPY: a duplicate id or a value PostgreSQL cannot store, anywhere in
+    it, fails the whole batch with a memkit error, and the namespace's counts stay as they were."""
+    [kept] = await mem.add_many([{"content": "first note TP53", "user_id": "u", "agent_id": "a", "id": "taken"}])
+    before = await mem.stats()
+    good = [{"content": f"note {i} about BRCA1", "user_id": "u", "agent_id": "a"} for i in range(5)]
+    bad_rows = [
+        {"content": "duplicate", "user_id": "u", "agent_id": "a", "id": "taken"},
+        {"content": "jsonb refuses a NUL escape", "user_id": "u", "agent_id": "a", "metadata": {"k": "x\x00y"}},
+        {"content": "content with a NUL \x00 byte", "user_id": "u", "agent_id": "a"},
+        {"content": "a lone surrogate \ud800 here", "user_id": "u", "agent_id": "a"},
+    ]
+    for bad in bad_rows:
+        with pytest.raises(InvalidInputError):
+            await mem.add_many([*good[:3], bad, *good[3:]])
+        assert [i.id for i in await mem.get_all("u", "a")] == [kept]
+        assert await mem.search("BRCA1", "u", "a", mode="keyword") == []
+        after = await mem.stats()
+        assert (after.memories, after.namespaces) == (before.memories, before.namespaces)
+    rows = await mem._call(mem._fetch("SELECT count, terms FROM namespace_stats WHERE user_id = 'u'"))
+    [(count, terms)] = rows
+    assert count == 1 and terms == len("first note TP53".split())

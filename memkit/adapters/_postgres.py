@@ -17,12 +17,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections import Counter
 from collections.abc import AsyncIterator, Coroutine, Iterable
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from memkit._core._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError
+from memkit._core._errors import BackendUnavailableError, ConfigError, StorageError
 from memkit._core._models import MemoryItem, NamespaceInfo, Stats
 from memkit._core._ops import (
     CloseOp,
@@ -44,7 +43,7 @@ from memkit._core._store import Store
 from memkit._core._url import bool_option, embedder_option, query_options
 from memkit._core._validate import DEFAULT_LIMITS, Limits
 from memkit._retrieval._fusion import HybridConfig
-from memkit.adapters import _postgres_index, _postgres_schema
+from memkit.adapters import _postgres_index, _postgres_schema, _postgres_writes
 from memkit.adapters import _postgres_sql as q
 from memkit.adapters._postgres_loop import Loop, load_psycopg, safe_url
 from memkit.adapters._postgres_recalls import RecallsAndMarks
@@ -61,14 +60,6 @@ _SCHEMES = ("postgresql", "postgres")
 # URL options memkit reads; every other ``?key=value`` goes to libpq (sslmode, connect_timeout, ...).
 _OWN_OPTIONS = ("embedder", "record_recalls", "durable_recalls", "pool_size", "pool_min")
 _EMBED_BATCH = 512
-_INSERT = (
-    "INSERT INTO memories (id, user_id, agent_id, content, metadata, created_us, terms, terms_len{vector})"
-    " VALUES (%s, %s, %s, %s, %s::jsonb, %s, %s::tsvector, %s{slot})"
-)
-_STATS_ADD = (
-    "INSERT INTO namespace_stats AS s (user_id, agent_id, count, terms) VALUES (%s, %s, %s, %s)"
-    " ON CONFLICT (user_id, agent_id) DO UPDATE SET count = s.count + excluded.count, terms = s.terms + excluded.terms"
-)
 
 class PostgresAdapter(RecallsAndMarks, Store):
     """Memories in a PostgreSQL database with pgvector, for many writers on many machines.
@@ -340,45 +331,17 @@ class PostgresAdapter(RecallsAndMarks, Store):
             return list(await cur.fetchall())
 
     async def _insert(self, records: list[Record]) -> list[str]:
-        psycopg, _ = load_psycopg()
         if self._foreign is not None:
             raise ConfigError(
                 f"the store at {self.url} holds vectors made by embedder {self._foreign!r}; open it with"
                 " embedder=<that embedder> to write"
             )
-        analysed = [q.terms_vector(r.content) for r in records]
-        vectors = None
-        if self._embedder is not None:
-            import numpy as np
-
-            vectors = np.concatenate([self._embed([r.content for r in records[i : i + _EMBED_BATCH]])
-                                      for i in range(0, len(records), _EMBED_BATCH)])
-        sql = _INSERT.format(vector=", embedding" if vectors is not None else "",
-                             slot=", %s" if vectors is not None else "")
-        rows = [
-            (r.id, r.user_id, r.agent_id, r.content,
-             r.metadata_json or json.dumps(r.metadata, ensure_ascii=False, separators=(",", ":")), r.created_us,
-             terms, length, *((vectors[i],) if vectors is not None else ()))
-            for i, (r, (terms, length)) in enumerate(zip(records, analysed, strict=True))
-        ]
-        per_namespace: Counter[tuple[str, str]] = Counter()
-        lengths: Counter[tuple[str, str]] = Counter()
-        for r, (_, length) in zip(records, analysed, strict=True):
-            per_namespace[(r.user_id, r.agent_id)] += 1
-            lengths[(r.user_id, r.agent_id)] += length
-        try:
-            async with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-                await cur.executemany(sql, rows)
-                # Last, so that writers of one namespace insert side by side and queue only for this
-                # row update before their commits; namespaces in one order in every writer, so two
-                # batches never wait for each other in a cycle.
-                await cur.executemany(_STATS_ADD, [(u, a, n, lengths[(u, a)])
-                                                   for (u, a), n in sorted(per_namespace.items())])
-        except psycopg.errors.UniqueViolation as exc:
-            detail = exc.diag.message_detail
-            raise InvalidInputError(f"a memory with one of these ids already exists ({detail})") from None
-        except psycopg.errors.UntranslatableCharacter as exc:
-            raise InvalidInputError(f"PostgreSQL cannot store this text: {exc}") from None
+        # One embedder call per batch: the model's per-call cost is paid once.
+        vectors = self._embed([r.content for r in records]) if self._embedder is not None else None
+        metadata = [r.metadata_json or json.dumps(r.metadata, ensure_ascii=False, separators=(",", ":"))
+                    for r in records]
+        async with self._pool.connection() as conn:
+            await _postgres_writes.insert(conn, records, metadata, vectors)
         if vectors is not None:
             await self._maybe_index()
         return [r.id for r in records]

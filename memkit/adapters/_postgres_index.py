@@ -82,6 +82,10 @@ async def build(conninfo: str, dim: int | None, *, wait: bool) -> int | None:
         need = min(2**30, top * ((dim or 0) * 4 + 400))
         if need > int(work_mem or 0):
             await conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (f"{need // 1024}kB",))
+        if not wait:
+            # A build in the background shares the server with the writers that started it: one
+            # process builds, so parallel build workers never crowd those writers out.
+            await conn.execute("SET max_parallel_maintenance_workers = 0")
         try:
             await conn.execute(vector_index_statement(top, concurrently=True))
         except asyncio.CancelledError:

@@ -1,0 +1,147 @@
+"""The PostgreSQL store's write path: one binary ``COPY`` per batch, in one transaction.
+
+A batch is sent as PostgreSQL's binary ``COPY`` stream, encoded here: text as UTF-8, numbers
+as network-order integers, the analysed terms in ``tsvector``'s binary form and the vector in
+pgvector's (a dimension header and big-endian float32s). Compared with one ``INSERT`` per
+memory carrying decimal vector text and ``tsvector`` input syntax, neither side formats or
+parses a number, and the server receives the batch as one stream. The batch stays all or
+nothing: the ``COPY`` and the namespace statistics commit together or not at all, and a
+duplicate id or a value PostgreSQL refuses fails the whole batch with a memkit error.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import Counter
+from typing import Any
+
+from memkit._core._errors import InvalidInputError
+from memkit._core._records import Record
+from memkit._retrieval import _keyword
+from memkit._retrieval._keyword import analyze
+from memkit.adapters._postgres_loop import load_psycopg
+
+__all__ = ["insert", "terms_binary"]
+
+_COLUMNS = "id, user_id, agent_id, content, metadata, created_us, terms, terms_len"
+_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
+_TRAILER = struct.pack(">h", -1)
+_STATS_ADD = (
+    "INSERT INTO namespace_stats AS s (user_id, agent_id, count, terms) VALUES (%s, %s, %s, %s)"
+    " ON CONFLICT (user_id, agent_id) DO UPDATE SET count = s.count + excluded.count, terms = s.terms + excluded.terms"
+)
+# tsvector limits: a lexeme is at most 2047 bytes, a term keeps at most 256 positions.
+_MAX_LEXEME_BYTES = 2_046
+_MAX_POSITIONS = 256
+# A term's positions 1..tf in tsvector's binary form (a uint16 count, then uint16 positions; weight D is 0).
+_POSITIONS = [b""] + [struct.pack(f">H{n}H", n, *range(1, n + 1)) for n in range(1, _MAX_POSITIONS + 1)]
+# Terms recur (a vocabulary follows Zipf's law): each is encoded once per process, up to this many.
+_LEXEMES: dict[str, bytes | None] = {}
+_LEXEMES_MAX = 200_000
+
+
+def _lexeme(term: str) -> bytes | None:
+    """``term`` as tsvector's binary lexeme (UTF-8, NUL-terminated), or ``None`` when too long to index."""
+    found = _LEXEMES.get(term, b"")
+    if found != b"":
+        return found
+    raw = term.encode("utf-8")
+    lexeme = raw + b"\x00" if len(raw) <= _MAX_LEXEME_BYTES and b"\x00" not in raw else None
+    if len(_LEXEMES) < _LEXEMES_MAX:
+        _LEXEMES[term] = lexeme
+    return lexeme
+
+
+def terms_binary(text: str) -> tuple[bytes, int]:
+    """``(tsvector in binary form, length)`` for ``text``: memkit's analysis, a term's uses as positions 1..tf.
+
+    The same value :func:`memkit.adapters._postgres_sql.terms_vector` spells as tsvector input text.
+    """
+    terms = analyze(text)
+    parts = [b""]
+    kept = 0
+    for term, tf in Counter(terms).items():
+        lexeme = _lexeme(term)
+        if lexeme is not None:
+            parts.append(lexeme)
+            parts.append(_POSITIONS[min(tf, _MAX_POSITIONS)])
+            kept += 1
+    parts[0] = struct.pack(">i", kept)
+    return b"".join(parts), len(terms)
+
+
+def _utf8(value: str, name: str) -> bytes:
+    if "\x00" in value:
+        raise InvalidInputError(f"{name} must not contain NUL characters (PostgreSQL cannot store them)")
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(f"{name} holds {value[exc.start:exc.end]!r}, which is not valid Unicode") from None
+
+
+def _text(value: str, name: str) -> bytes:
+    raw = _utf8(value, name)
+    return struct.pack(">i", len(raw)) + raw
+
+
+def _stream(records: list[Record], metadata: list[str], vectors: Any) -> tuple[bytes, Counter[tuple[str, str]]]:
+    """The batch as one binary ``COPY`` stream (header, one tuple per record, trailer), and the
+    analysed terms it adds per namespace."""
+    fields = 9 if vectors is not None else 8
+    rows = None
+    head = b""
+    if vectors is not None:
+        import numpy as np
+
+        dim = int(vectors.shape[1])
+        head = struct.pack(">iHH", 4 + 4 * dim, dim, 0)
+        rows = np.ascontiguousarray(vectors, dtype=">f4")
+    lengths: Counter[tuple[str, str]] = Counter()
+    # The stemmer learns the batch's new words in one pass (it stems through SQLite's FTS5, one
+    # round per call): analysing each text then finds every word known.
+    _keyword._stemmer.learn([t for r in records for t in _keyword._tokens(r.content)])
+    out = [_HEADER]
+    for i, r in enumerate(records):
+        terms, length = terms_binary(r.content)
+        lengths[(r.user_id, r.agent_id)] += length
+        meta = _utf8(metadata[i], "metadata")
+        out.append(struct.pack(">h", fields))
+        out.append(_text(r.id, "id"))
+        out.append(_text(r.user_id, "user_id"))
+        out.append(_text(r.agent_id, "agent_id"))
+        out.append(_text(r.content, "content"))
+        # jsonb's binary form is a version byte (1), then the JSON text.
+        out.append(struct.pack(">ib", len(meta) + 1, 1) + meta)
+        out.append(struct.pack(">iqi", 8, r.created_us, len(terms)))
+        out.append(terms)
+        out.append(struct.pack(">ii", 4, length))
+        if rows is not None:
+            out.append(head + rows[i].tobytes())
+    out.append(_TRAILER)
+    return b"".join(out), lengths
+
+
+async def insert(conn: Any, records: list[Record], metadata: list[str], vectors: Any) -> None:
+    """Write ``records`` (their metadata as JSON text, their vectors or ``None``) in one transaction.
+
+    Raises :class:`memkit.InvalidInputError` when an id exists already or PostgreSQL refuses a
+    value; nothing of the batch is written then.
+    """
+    psycopg, _ = load_psycopg()
+    data, lengths = _stream(records, metadata, vectors)
+    per_namespace = Counter((r.user_id, r.agent_id) for r in records)
+    columns = _COLUMNS + (", embedding" if vectors is not None else "")
+    try:
+        async with conn.transaction(), conn.cursor() as cur:
+            async with cur.copy(f"COPY memories ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
+                await copy.write(data)
+            # Last, so that writers of one namespace insert side by side and queue only for this
+            # row update before their commits; namespaces in one order in every writer, so two
+            # batches never wait for each other in a cycle.
+            await cur.executemany(_STATS_ADD, [(u, a, n, lengths[(u, a)])
+                                               for (u, a), n in sorted(per_namespace.items())])
+    except psycopg.errors.UniqueViolation as exc:
+        detail = exc.diag.message_detail
+        raise InvalidInputError(f"a memory with one of these ids already exists ({detail})") from None
+    except (psycopg.errors.UntranslatableCharacter, psycopg.errors.CharacterNotInRepertoire) as exc:
+        raise InvalidInputError(f"PostgreSQL cannot store this text: {exc}") from None
