@@ -92,7 +92,7 @@ MIGRATION: tuple[str, ...] = (
         RETURN NULL;
     END $$""",
     # An existing store's memories, before the index (one sorted build beats row-by-row upkeep).
-    f"""INSERT INTO postings (user_id, agent_id, term, impact, seq)
+    """INSERT INTO postings (user_id, agent_id, term, impact, seq)
         SELECT m.user_id, m.agent_id, u.lexeme, memkit_impact(cardinality(u.positions), m.terms_len), m.seq
         FROM memories m CROSS JOIN LATERAL unnest(m.terms) AS u(lexeme, positions, weights)""",
     "CREATE INDEX postings_top ON postings (user_id, agent_id, term, impact DESC, seq DESC)",
