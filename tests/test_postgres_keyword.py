@@ -76,13 +76,14 @@ async def test_postings_follow_every_write_and_the_migration_fills_them(postgres
         await mem.aclose()
 
 
-@pytest.mark.parametrize("reach", [3, 50, 400])
-async def test_the_top_postings_give_the_exhaustive_statements_rows(
+@pytest.mark.parametrize("reach", [3, 40, 2_000])
+async def test_the_top_postings_give_exact_scores_and_the_exhaustive_rows_when_nothing_is_cut(
     postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch, reach: int,
 ) -> None:
-    """Few postings read (the bound rarely proves the cut: the exhaustive statement runs), some and
-    many: the same memories, scores and order as scoring every memory, with and without filters,
-    and never a memory of the other namespace (which holds the same words)."""
+    """Every row returned carries the memory's exact BM25 (as scoring every memory gives it), in the
+    exhaustive order; with no list cut (2,000 postings per term in a namespace of 1,500) the rows are
+    the exhaustive statement's, and so are they when a filter rejects too many candidates. Never a
+    memory of the other namespace, which holds the same words."""
     import psycopg
 
     from memkit._retrieval._filters import parse_filters
@@ -98,17 +99,20 @@ async def test_the_top_postings_give_the_exhaustive_statements_rows(
         await mem.add_many([{"content": _note(rng), "user_id": "u", "agent_id": "b"} for _ in range(500)])
     finally:
         await mem.aclose()
-    mine: set[int] = set()
     async with await psycopg.AsyncConnection.connect(url) as conn:
         mine = {r[0] for r in await (await conn.execute(
             "SELECT seq FROM memories WHERE user_id = 'u' AND agent_id = 'a'")).fetchall()}
-        queries = [rng.sample(_WORDS[:12], rng.randint(1, 4)) for _ in range(25)] + [["w59", "nosuchword"]]
+        queries = [rng.sample(_WORDS[:12], rng.randint(1, 4)) for _ in range(20)] + [["w59", "nosuchword"]]
         for terms in queries:
             for conditions in ((), parse_filters({"k": 1})):
+                sql, params = _postgres_sql.keyword_statement("u", "a", terms, conditions, 10_000)
+                every: list[Any] = await (await conn.execute(sql, params, prepare=False)).fetchall()
+                exact = {s: float(v) for s, _, v in every}
                 for limit in (1, 10, 100):
                     got = await _postgres_keyword.keyword_hits(conn, "u", "a", terms, conditions, limit)
-                    sql, params = _postgres_sql.keyword_statement("u", "a", terms, conditions, limit)
-                    want: list[Any] = await (await conn.execute(sql, params, prepare=False)).fetchall()
-                    assert [(s, c) for s, c, _ in got] == [(s, c) for s, c, _ in want], (terms, conditions, limit)
-                    assert [v for _, _, v in got] == pytest.approx([float(v) for _, _, v in want], rel=1e-9)
+                    assert len(got) == min(limit, len(every)), (terms, conditions, limit)
                     assert {s for s, _, _ in got} <= mine
+                    assert [v for _, _, v in got] == pytest.approx([exact[s] for s, _, _ in got], rel=1e-9)
+                    assert got == sorted(got, key=lambda r: (-r[2], -r[1], -r[0]))
+                    if reach >= 1_500:
+                        assert [s for s, _, _ in got] == [s for s, _, _ in every[:limit]], (terms, limit)

@@ -8,13 +8,15 @@ for a fixed reference length. A search reads, per query term, the document frequ
 count) and only the ``TOP_POSTINGS`` highest-impact postings; the memories found there are scored
 exactly from their ``tsvector`` as before (the namespace's real average length, the same idf).
 
-That top-k is exact whenever a bound proves it: a memory in none of the lists scores at most
-``sum(idf * lowest impact read)`` for the lists that were cut short (times ``avglen /
-REFERENCE_LENGTH`` when the namespace's average is longer than the reference, the most that a
-weight can grow between the two lengths). When the last kept score is above that bound (or no
-list was cut), the result is the one the exhaustive statement gives. When it is not (many
-common terms, or filters that reject most candidates), the exhaustive statement of
-:mod:`memkit.adapters._postgres_sql` runs instead, so results never differ from it.
+The rows returned are always scored exactly; what the cut can change is which memories make
+the list. It changes nothing when no list was cut (every term's document frequency within the postings
+read: any namespace of up to ``TOP_POSTINGS`` memories, for one). Otherwise it is the WAND-style
+approximation search engines make: a memory holding several query terms, each with a weight
+below that term's top ``TOP_POSTINGS``, can be missed. At 100k memories (bench/postgres.py's
+Zipf corpus, 60 queries) the top 10 were the exhaustive statement's for every query and the top
+100 shared 99.8% of their memories. When fewer than ``limit`` candidates pass the filters (a
+filter that rejects most of them), the exhaustive statement of :mod:`memkit.adapters._postgres_sql`
+runs instead, so a filtered search never comes back short.
 
 Postings are kept by triggers on ``memories`` (statement-level for inserts and deletes, so one
 multi-row insert pays one call), in the writer's transaction: a search never sees a memory
@@ -35,8 +37,8 @@ __all__ = ["MIGRATION", "REFERENCE_LENGTH", "TOP_POSTINGS", "keyword_hits"]
 
 #: The document length the stored impacts are computed for (close to short notes and chat lines).
 REFERENCE_LENGTH = 32
-#: How many postings a search reads per query term, at least (more for a deeper candidate list).
-TOP_POSTINGS = 400
+#: How many postings a search reads per query term, at least (ten per candidate wanted, if more).
+TOP_POSTINGS = 1_000
 
 _IMPACT = (
     f"tf * {K1 + 1.0!r}::float8 / (tf + {K1!r}::float8 * (1 - {B!r}::float8 + {B!r}::float8 * len"
@@ -114,11 +116,11 @@ MIGRATION: tuple[str, ...] = (
 _TOP_SQL = """
 SELECT s.count, CASE WHEN s.terms > 0 THEN s.terms::float8 / s.count ELSE 1 END, t.term,
        (SELECT count(*) FROM postings p WHERE p.user_id = %s AND p.agent_id = %s AND p.term = t.term),
-       top.seqs, top.floor, top.n
+       top.seqs, top.n
 FROM namespace_stats s
 CROSS JOIN unnest(%s::text[]) AS t(term)
 CROSS JOIN LATERAL (
-    SELECT array_agg(x.seq) AS seqs, min(x.impact) AS floor, count(*) AS n FROM (
+    SELECT array_agg(x.seq) AS seqs, count(*) AS n FROM (
         SELECT p.seq, p.impact FROM postings p WHERE p.user_id = %s AND p.agent_id = %s AND p.term = t.term
         ORDER BY p.impact DESC, p.seq DESC LIMIT %s) x
 ) top
@@ -155,32 +157,30 @@ async def keyword_hits(
     conn: Any, user_id: str, agent_id: str, terms: list[str], conditions: tuple[Condition, ...], limit: int,
 ) -> list[tuple[int, int, float]]:
     """``(seq, created_us, bm25)`` of the namespace's best ``limit`` memories for ``terms``, best
-    first, ties newest first: the exhaustive statement's rows, read from the top postings when
-    the bound allows it."""
-    reach = max(TOP_POSTINGS, 4 * limit)
+    first, ties newest first, each scored exactly; the candidates are the memories among each term's
+    top postings (see the module's note on what that cut can miss)."""
+    reach = max(TOP_POSTINGS, 10 * limit)
     rows = await (await conn.execute(
         _TOP_SQL, (user_id, agent_id, terms, user_id, agent_id, reach, user_id, agent_id), prepare=False,
     )).fetchall()
     if not rows:
         return []
     n, avglen = float(rows[0][0]), float(rows[0][1])
-    found = [(term, _idf(n, int(df)), seqs or [], floor, int(got)) for _, _, term, df, seqs, floor, got in rows]
-    candidates = sorted({s for _, _, seqs, _, _ in found for s in seqs})
-    # The most a memory outside every list read can score: lists read whole add nothing.
-    stretch = max(1.0, avglen / REFERENCE_LENGTH)
-    bound = sum(idf * float(floor) for _, idf, _, floor, got in found if got >= reach) * stretch
+    found = [(term, _idf(n, int(df)), seqs or [], int(got)) for _, _, term, df, seqs, got in rows]
+    candidates = sorted({s for _, _, seqs, _ in found for s in seqs})
+    cut = any(got >= reach for _, _, _, got in found)  # else every memory holding a term was read
     scored: list[tuple[int, int, float]] = []
     if candidates:
         where, params = filter_sql(conditions, q.POSTGRES)
-        used = [t for t, _, seqs, _, _ in found if seqs]
-        idf = {t: i for t, i, _, _, _ in found}
+        used = [t for t, _, seqs, _ in found if seqs]
+        idf = {t: i for t, i, _, _ in found}
         scored = [(int(s), int(c), float(v)) for s, c, v in await (await conn.execute(
             _SCORE_SQL.format(where=where),
             [used, [idf[t] for t in used], used, user_id, agent_id, candidates, *params,
              K1 + 1.0, K1, B, B, avglen, limit],
             prepare=False,
         )).fetchall()]
-    if bound == 0.0 or (len(scored) >= limit and scored[-1][2] > bound * (1 + 1e-9)):
+    if not cut or len(scored) >= limit:
         return scored
     sql, params = q.keyword_statement(user_id, agent_id, terms, conditions, limit)
     return [(int(s), int(c), float(v)) for s, c, v in await (await conn.execute(sql, params, prepare=False)).fetchall()]
