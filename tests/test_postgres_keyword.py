@@ -53,7 +53,7 @@ async def test_postings_follow_every_write_and_the_migration_fills_them(postgres
         assert not await mem.delete(ids[1], user_id="other")  # someone else's id: nothing changes
         _postings_match(url)
         with psycopg.connect(url) as conn:
-            assert conn.execute("SELECT count(*) FROM postings WHERE user_id = 'other'").fetchone()[0] > 0
+            assert conn.execute("SELECT count(*) > 0 FROM postings WHERE user_id = 'other'").fetchone() == (True,)
     finally:
         await mem.aclose()
     # A store written before migration 3: the upgrade fills postings from its memories.
@@ -69,7 +69,7 @@ async def test_postings_follow_every_write_and_the_migration_fills_them(postgres
         assert (await mem.search("single", "u", "a", mode="keyword", limit=1))[0].content == "w1 w1 w2 single"
         await mem.reset()
         with psycopg.connect(url) as conn:
-            assert conn.execute("SELECT count(*) FROM postings").fetchone()[0] == 0
+            assert conn.execute("SELECT count(*) FROM postings").fetchone() == (0,)
         await mem.add("after the reset", "u", "a")
         _postings_match(url)
     finally:
