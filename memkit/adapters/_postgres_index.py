@@ -92,6 +92,9 @@ async def build(conninfo: str, dim: int | None, *, wait: bool) -> int | None:
             with contextlib.suppress(Exception):
                 await conn.cancel_safe()
             raise
+        # A table written in bulk may not be analysed yet (autovacuum lags under load): the planner
+        # then thinks the namespace holds one row and scans it exactly instead of walking the graph.
+        await conn.execute("ANALYZE memories")
         await conn.execute(
             "INSERT INTO memkit_meta (key, value) VALUES ('vector_indexed_seq', %s)"
             " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(top),),

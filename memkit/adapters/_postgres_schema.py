@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from memkit.adapters._postgres_keyword import MIGRATION as _POSTINGS
+
 __all__ = [
     "ADVISORY_LOCK", "INDEX_LOCK", "MIGRATIONS", "SCHEMA_VERSION", "index_name", "indexed_upto",
     "vector_index_statement", "vector_statements",
@@ -94,6 +96,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # The HNSW index no longer covers the whole table (every insert paid for its upkeep): it is
     # built in bulk over the memories up to a recorded ``seq`` (see ``vector_index_statement``).
     2: ("DROP INDEX IF EXISTS memories_embedding",),
+    # Impact-ordered postings for the keyword leg, kept by triggers, filled from the memories
+    # already stored (see memkit.adapters._postgres_keyword).
+    3: _POSTINGS,
 }
 
 SCHEMA_VERSION = max(MIGRATIONS)

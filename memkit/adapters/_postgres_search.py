@@ -12,6 +12,7 @@ from memkit._retrieval import _pipeline
 from memkit._retrieval._fusion import CONTEXT_REACH, DenseScores
 from memkit._retrieval._keyword import analyze_query, named_speakers
 from memkit.adapters import _postgres_sql as q
+from memkit.adapters._postgres_keyword import keyword_hits
 
 __all__ = ["ranked"]
 
@@ -24,9 +25,9 @@ async def ranked(pool: Any, request: SearchOp, conditions: tuple[Any, ...], vect
     terms = q.query_terms(analyze_query(request.query)) if request.mode != "semantic" else []
     async with pool.connection() as conn:
         if terms:
-            sql, params = q.keyword_statement(user, agent, list(dict.fromkeys(terms)), conditions, depth)
-            for seq, created_us, score in await (await conn.execute(sql, params, prepare=False)).fetchall():
-                hits.append((seq, float(score)))
+            for seq, created_us, score in await keyword_hits(conn, user, agent, list(dict.fromkeys(terms)),
+                                                             conditions, depth):
+                hits.append((seq, score))
                 created[seq] = created_us
         dense = None
         if vector is not None:

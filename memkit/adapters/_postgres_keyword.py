@@ -1,0 +1,186 @@
+"""The PostgreSQL store's keyword leg: BM25 top-k from impact-ordered postings.
+
+Scoring every memory that holds a common query term means reading (and decompressing) tens of
+thousands of ``tsvector`` values per search in a big namespace. Instead, the database keeps one
+row per (memory, term) in ``postings``, ordered in a b-tree by the term's *impact* in that
+memory: its BM25 term weight ``tf (k1 + 1) / (tf + k1 (1 - b + b len / REFERENCE_LENGTH))``
+for a fixed reference length. A search reads, per query term, the document frequency (an index
+count) and only the ``TOP_POSTINGS`` highest-impact postings; the memories found there are scored
+exactly from their ``tsvector`` as before (the namespace's real average length, the same idf).
+
+The rows returned are always scored exactly; what the cut can change is which memories make
+the list. It changes nothing when no list was cut (every term's document frequency within the postings
+read: any namespace of up to ``TOP_POSTINGS`` memories, for one). Otherwise it is the WAND-style
+approximation search engines make: a memory holding several query terms, each with a weight
+below that term's top ``TOP_POSTINGS``, can be missed. At 100k memories (bench/postgres.py's
+Zipf corpus, 60 queries) the top 10 were the exhaustive statement's for every query and the top
+100 shared 99.8% of their memories. When fewer than ``limit`` candidates pass the filters (a
+filter that rejects most of them), the exhaustive statement of :mod:`memkit.adapters._postgres_sql`
+runs instead, so a filtered search never comes back short.
+
+Postings are kept by triggers on ``memories`` (statement-level for inserts and deletes, so one
+multi-row insert pays one call), in the writer's transaction: a search never sees a memory
+without its postings, in any process.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from memkit._retrieval._filters import Condition
+from memkit._retrieval._keyword import K1, B
+from memkit.adapters import _postgres_sql as q
+from memkit.adapters._sqlbase import filter_sql
+
+__all__ = ["MIGRATION", "REFERENCE_LENGTH", "TOP_POSTINGS", "keyword_hits"]
+
+#: The document length the stored impacts are computed for (close to short notes and chat lines).
+REFERENCE_LENGTH = 32
+#: How many postings a search reads per query term, at least (ten per candidate wanted, if more).
+TOP_POSTINGS = 1_000
+
+_IMPACT = (
+    f"tf * {K1 + 1.0!r}::float8 / (tf + {K1!r}::float8 * (1 - {B!r}::float8 + {B!r}::float8 * len"
+    f" / {float(REFERENCE_LENGTH)!r}::float8))"
+)
+
+# Statements of schema migration 3 (the numbers above are this module's constants, never input).
+MIGRATION: tuple[str, ...] = (
+    """CREATE TABLE postings (
+        user_id  text NOT NULL,
+        agent_id text NOT NULL,
+        term     text NOT NULL,
+        impact   float8 NOT NULL,   -- memkit_impact(tf, terms_len): the order a search reads
+        seq      bigint NOT NULL    -- the memory
+    )""",
+    f"""CREATE FUNCTION memkit_impact(tf integer, len integer) RETURNS float8
+        LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT {_IMPACT} $$""",
+    """CREATE FUNCTION memkit_postings_add() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO postings (user_id, agent_id, term, impact, seq)
+        SELECT n.user_id, n.agent_id, u.lexeme, memkit_impact(cardinality(u.positions), n.terms_len), n.seq
+        FROM added n CROSS JOIN LATERAL unnest(n.terms) AS u(lexeme, positions, weights);
+        RETURN NULL;
+    END $$""",
+    # A posting is found again by its whole key (the impact recomputed from the same inputs).
+    """CREATE FUNCTION memkit_postings_drop() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        DELETE FROM postings p USING (
+            SELECT o.user_id, o.agent_id, u.lexeme AS term,
+                   memkit_impact(cardinality(u.positions), o.terms_len) AS impact, o.seq
+            FROM removed o CROSS JOIN LATERAL unnest(o.terms) AS u(lexeme, positions, weights)
+        ) r
+        WHERE p.user_id = r.user_id AND p.agent_id = r.agent_id AND p.term = r.term
+          AND p.impact = r.impact AND p.seq = r.seq;
+        RETURN NULL;
+    END $$""",
+    """CREATE FUNCTION memkit_postings_change() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        DELETE FROM postings p USING (
+            SELECT u.lexeme AS term, memkit_impact(cardinality(u.positions), OLD.terms_len) AS impact
+            FROM unnest(OLD.terms) AS u(lexeme, positions, weights)
+        ) r
+        WHERE p.user_id = OLD.user_id AND p.agent_id = OLD.agent_id AND p.term = r.term
+          AND p.impact = r.impact AND p.seq = OLD.seq;
+        INSERT INTO postings (user_id, agent_id, term, impact, seq)
+        SELECT NEW.user_id, NEW.agent_id, u.lexeme, memkit_impact(cardinality(u.positions), NEW.terms_len), NEW.seq
+        FROM unnest(NEW.terms) AS u(lexeme, positions, weights);
+        RETURN NULL;
+    END $$""",
+    """CREATE FUNCTION memkit_postings_clear() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        TRUNCATE postings;
+        RETURN NULL;
+    END $$""",
+    # An existing store's memories, before the index (one sorted build beats row-by-row upkeep).
+    """INSERT INTO postings (user_id, agent_id, term, impact, seq)
+        SELECT m.user_id, m.agent_id, u.lexeme, memkit_impact(cardinality(u.positions), m.terms_len), m.seq
+        FROM memories m CROSS JOIN LATERAL unnest(m.terms) AS u(lexeme, positions, weights)""",
+    "CREATE INDEX postings_top ON postings (user_id, agent_id, term, impact DESC, seq DESC)",
+    "CREATE TRIGGER memories_postings_add AFTER INSERT ON memories REFERENCING NEW TABLE AS added"
+    " FOR EACH STATEMENT EXECUTE FUNCTION memkit_postings_add()",
+    "CREATE TRIGGER memories_postings_drop AFTER DELETE ON memories REFERENCING OLD TABLE AS removed"
+    " FOR EACH STATEMENT EXECUTE FUNCTION memkit_postings_drop()",
+    # Memories' terms never change today; if a later version rewrites them, postings follow.
+    "CREATE TRIGGER memories_postings_change AFTER UPDATE OF user_id, agent_id, seq, terms, terms_len ON memories"
+    " FOR EACH ROW WHEN (OLD.terms IS DISTINCT FROM NEW.terms OR OLD.terms_len IS DISTINCT FROM NEW.terms_len"
+    " OR OLD.user_id IS DISTINCT FROM NEW.user_id OR OLD.agent_id IS DISTINCT FROM NEW.agent_id"
+    " OR OLD.seq IS DISTINCT FROM NEW.seq) EXECUTE FUNCTION memkit_postings_change()",
+    "CREATE TRIGGER memories_postings_clear AFTER TRUNCATE ON memories"
+    " FOR EACH STATEMENT EXECUTE FUNCTION memkit_postings_clear()",
+)
+
+# Per query term: its document frequency in the namespace (counted from the index alone) and
+# its highest-impact postings; with the namespace's N and average length.
+_TOP_SQL = """
+SELECT s.count, CASE WHEN s.terms > 0 THEN s.terms::float8 / s.count ELSE 1 END, t.term,
+       (SELECT count(*) FROM postings p WHERE p.user_id = %s AND p.agent_id = %s AND p.term = t.term),
+       top.seqs, top.n
+FROM namespace_stats s
+CROSS JOIN unnest(%s::text[]) AS t(term)
+CROSS JOIN LATERAL (
+    SELECT array_agg(x.seq) AS seqs, count(*) AS n FROM (
+        SELECT p.seq, p.impact FROM postings p WHERE p.user_id = %s AND p.agent_id = %s AND p.term = t.term
+        ORDER BY p.impact DESC, p.seq DESC LIMIT %s) x
+) top
+WHERE s.user_id = %s AND s.agent_id = %s AND s.count > 0
+"""
+
+# The exact BM25 of the candidate memories that pass the filters, with the idf given per term.
+_SCORE_SQL = """
+WITH w AS (SELECT * FROM unnest(%s::text[], %s::float8[]) AS w(lexeme, idf)),
+hits AS MATERIALIZED (
+    SELECT m.seq, m.created_us, m.terms_len, ts_filter(setweight(m.terms, 'A', %s::text[]), '{{a}}') AS found
+    FROM memories m
+    WHERE m.user_id = %s AND m.agent_id = %s AND m.seq = ANY(%s) AND ({where})
+)
+SELECT h.seq, h.created_us,
+       sum(w.idf * cardinality(u.positions) * %s::float8
+           / (cardinality(u.positions) + %s::float8 * (1 - %s::float8 + %s::float8 * h.terms_len / %s::float8)))
+           AS score
+FROM hits h CROSS JOIN LATERAL unnest(h.found) AS u(lexeme, positions, weights) JOIN w ON w.lexeme = u.lexeme
+GROUP BY h.seq, h.created_us
+ORDER BY score DESC, h.created_us DESC, h.seq DESC
+LIMIT %s
+"""
+
+
+def _idf(n: float, df: int) -> float:
+    # FTS5's idf, floored as memkit._retrieval._keyword.KeywordIndex.top floors it (and as the
+    # exhaustive statement does).
+    x = math.log((n - df + 0.5) / (df + 0.5))
+    return x if x > 0 else 1e-6
+
+
+async def keyword_hits(
+    conn: Any, user_id: str, agent_id: str, terms: list[str], conditions: tuple[Condition, ...], limit: int,
+) -> list[tuple[int, int, float]]:
+    """``(seq, created_us, bm25)`` of the namespace's best ``limit`` memories for ``terms``, best
+    first, ties newest first, each scored exactly; the candidates are the memories among each term's
+    top postings (see the module's note on what that cut can miss)."""
+    reach = max(TOP_POSTINGS, 10 * limit)
+    rows = await (await conn.execute(
+        _TOP_SQL, (user_id, agent_id, terms, user_id, agent_id, reach, user_id, agent_id), prepare=False,
+    )).fetchall()
+    if not rows:
+        return []
+    n, avglen = float(rows[0][0]), float(rows[0][1])
+    found = [(term, _idf(n, int(df)), seqs or [], int(got)) for _, _, term, df, seqs, got in rows]
+    candidates = sorted({s for _, _, seqs, _ in found for s in seqs})
+    cut = any(got >= reach for _, _, _, got in found)  # else every memory holding a term was read
+    scored: list[tuple[int, int, float]] = []
+    if candidates:
+        where, params = filter_sql(conditions, q.POSTGRES)
+        used = [t for t, _, seqs, _ in found if seqs]
+        idf = {t: i for t, i, _, _ in found}
+        scored = [(int(s), int(c), float(v)) for s, c, v in await (await conn.execute(
+            _SCORE_SQL.format(where=where),
+            [used, [idf[t] for t in used], used, user_id, agent_id, candidates, *params,
+             K1 + 1.0, K1, B, B, avglen, limit],
+            prepare=False,
+        )).fetchall()]
+    if not cut or len(scored) >= limit:
+        return scored
+    sql, params = q.keyword_statement(user_id, agent_id, terms, conditions, limit)
+    return [(int(s), int(c), float(v)) for s, c, v in await (await conn.execute(sql, params, prepare=False)).fetchall()]

@@ -1,0 +1,118 @@
+"""The PostgreSQL keyword leg's postings: kept right through every write, read namespace-first, and
+giving the exhaustive BM25 statement's rows whether the bound proves the cut or not."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from typing import Any
+
+import pytest
+
+from memkit.adapters._postgres import PostgresAdapter
+from memkit.testing import PostgresServer
+
+# Postings as the triggers should have them: one per (memory, term), from the memories themselves.
+_EXPECTED = """
+SELECT m.user_id, m.agent_id, u.lexeme, memkit_impact(cardinality(u.positions), m.terms_len), m.seq
+FROM memories m CROSS JOIN LATERAL unnest(m.terms) AS u(lexeme, positions, weights)
+ORDER BY 1, 2, 3, 5
+"""
+_STORED = "SELECT user_id, agent_id, term, impact, seq FROM postings ORDER BY 1, 2, 3, 5"
+
+_WORDS = [f"w{i}" for i in range(60)]
+
+
+def _note(rng: random.Random) -> str:
+    # Zipf-like: a few words in most notes, repeated within a note, notes of very different lengths.
+    words = [_WORDS[min(int(rng.paretovariate(0.8)) - 1, len(_WORDS) - 1)] for _ in range(rng.randint(1, 40))]
+    return " ".join(words)
+
+
+def _postings_match(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        stored = conn.execute(_STORED).fetchall()
+        assert stored == conn.execute(_EXPECTED).fetchall()
+
+
+async def test_postings_follow_every_write_and_the_migration_fills_them(postgres_server: PostgresServer) -> None:
+    import psycopg
+
+    url = postgres_server.url(f"t_{uuid.uuid4().hex[:12]}")
+    rng = random.Random(3)
+    mem = PostgresAdapter(url, embedder=None)
+    try:
+        ids = await mem.add_many([{"content": _note(rng), "user_id": "u", "agent_id": "a"} for _ in range(300)])
+        await mem.add_many([{"content": _note(rng), "user_id": "other", "agent_id": "a"} for _ in range(100)])
+        await mem.add("w1 w1 w2 single", "u", "a")
+        _postings_match(url)
+        for memory_id in ids[::7]:
+            assert await mem.delete(memory_id)
+        assert not await mem.delete(ids[1], user_id="other")  # someone else's id: nothing changes
+        _postings_match(url)
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT count(*) > 0 FROM postings WHERE user_id = 'other'").fetchone() == (True,)
+    finally:
+        await mem.aclose()
+    # A store written before migration 3: the upgrade fills postings from its memories.
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DROP TABLE postings")
+        conn.execute("DROP FUNCTION memkit_postings_add, memkit_postings_drop, memkit_postings_change,"
+                     " memkit_postings_clear CASCADE")
+        conn.execute("DROP FUNCTION memkit_impact")
+        conn.execute("UPDATE memkit_meta SET value = '2' WHERE key = 'schema_version'")
+    mem = PostgresAdapter(url, embedder=None)
+    try:
+        _postings_match(url)
+        assert (await mem.search("single", "u", "a", mode="keyword", limit=1))[0].content == "w1 w1 w2 single"
+        await mem.reset()
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT count(*) FROM postings").fetchone() == (0,)
+        await mem.add("after the reset", "u", "a")
+        _postings_match(url)
+    finally:
+        await mem.aclose()
+
+
+@pytest.mark.parametrize("reach", [3, 40, 2_000])
+async def test_the_top_postings_give_exact_scores_and_the_exhaustive_rows_when_nothing_is_cut(
+    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch, reach: int,
+) -> None:
+    """Every row returned carries the memory's exact BM25 (as scoring every memory gives it), in the
+    exhaustive order; with no list cut (2,000 postings per term in a namespace of 1,500) the rows are
+    the exhaustive statement's, and so are they when a filter rejects too many candidates. Never a
+    memory of the other namespace, which holds the same words."""
+    import psycopg
+
+    from memkit._retrieval._filters import parse_filters
+    from memkit.adapters import _postgres_keyword, _postgres_sql
+
+    monkeypatch.setattr(_postgres_keyword, "TOP_POSTINGS", reach)
+    url = postgres_server.url(f"t_{uuid.uuid4().hex[:12]}")
+    rng = random.Random(reach)
+    mem = PostgresAdapter(url, embedder=None)
+    try:
+        await mem.add_many([{"content": _note(rng), "user_id": "u", "agent_id": "a", "metadata": {"k": i % 3}}
+                            for i in range(1_500)])
+        await mem.add_many([{"content": _note(rng), "user_id": "u", "agent_id": "b"} for _ in range(500)])
+    finally:
+        await mem.aclose()
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        mine = {r[0] for r in await (await conn.execute(
+            "SELECT seq FROM memories WHERE user_id = 'u' AND agent_id = 'a'")).fetchall()}
+        queries = [rng.sample(_WORDS[:12], rng.randint(1, 4)) for _ in range(20)] + [["w59", "nosuchword"]]
+        for terms in queries:
+            for conditions in ((), parse_filters({"k": 1})):
+                sql, params = _postgres_sql.keyword_statement("u", "a", terms, conditions, 10_000)
+                every: list[Any] = await (await conn.execute(sql, params, prepare=False)).fetchall()
+                exact = {s: float(v) for s, _, v in every}
+                for limit in (1, 10, 100):
+                    got = await _postgres_keyword.keyword_hits(conn, "u", "a", terms, conditions, limit)
+                    assert len(got) == min(limit, len(every)), (terms, conditions, limit)
+                    assert {s for s, _, _ in got} <= mine
+                    assert [v for _, _, v in got] == pytest.approx([exact[s] for s, _, _ in got], rel=1e-9)
+                    assert got == sorted(got, key=lambda r: (-r[2], -r[1], -r[0]))
+                    if reach >= 1_500:
+                        assert [s for s, _, _ in got] == [s for s, _, _ in every[:limit]], (terms, limit)
