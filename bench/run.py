@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import random
 import sys
 import tempfile
@@ -53,10 +54,12 @@ def make_varied(n: int, seed: int) -> list[tuple[str, dict[str, Any]]]:
     rng = random.Random(seed)
     vocab = _vocabulary()
     weights = [1.0 / (rank + 1) ** 1.07 for rank in range(len(vocab))]
+    # choices() would accumulate all 30k weights for every note; the same sums once give the same draws
+    cum_weights = list(itertools.accumulate(weights))
     out = []
     for _ in range(n):
         text, meta = rng.choice(list(_MAKERS.values()))(rng)
-        words = rng.choices(vocab, weights, k=rng.randint(8, 24))
+        words = rng.choices(vocab, cum_weights=cum_weights, k=rng.randint(8, 24))
         out.append((f"{text} {' '.join(words)}", meta))
     return out
 
