@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import uuid
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,8 +16,10 @@ import pytest
 import memkit
 from memkit._core._runs import RunSummary, _steps_of_columns, summaries, summarise
 from memkit._sync import run_sync
+from memkit.adapters._postgres import PostgresAdapter
 from memkit.adapters._sqlite import _schema
 from memkit.cli import main
+from memkit.testing import PostgresServer
 
 # Each step is created (stored) a day after it ran: a reader that takes created_at for the start is wrong.
 CREATED = datetime(2026, 10, 2, tzinfo=UTC)
@@ -118,3 +121,17 @@ def test_migration_11_repacks_steps_written_at_schema_10(tmp_path: Path, monkeyp
         own, generic, _ = _sqlite_reads(mem)
         assert _runs(own) == _runs(generic)
         assert [r.started_at for r in own if r.user_id == "carol"] == [T0]
+
+
+@pytest.mark.filterwarnings("ignore:memkit. trace key")
+async def test_postgres_trace_columns_read_add_many_step_times(postgres_server: PostgresServer) -> None:
+    """PostgreSQL's trace columns (what run summaries read on a big store) time steps as its records do."""
+    store = PostgresAdapter(postgres_server.url(f"timing_{uuid.uuid4().hex[:10]}"), embedder=None)
+    try:
+        await store.add_many(ROWS)
+        generic = await summaries(store)  # from its records: a store this small is not read as columns
+        columns = summarise(_steps_of_columns(await store.trace_columns(), None), recalls_kept=False)
+        assert _runs(columns) == _runs(generic)
+        assert {(r.user_id, r.run_id): r.started_at for r in columns}["alice", "r1"] == T0
+    finally:
+        await store.aclose()
