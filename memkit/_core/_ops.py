@@ -67,7 +67,7 @@ class Op(Generic[R]):
         raise NotImplementedError
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class WriteOp(Op[list[str]]):
     """Store these records, all or none (``add``, ``add_trace``, ``add_many``): ``Store._write``."""
 
@@ -78,7 +78,7 @@ class WriteOp(Op[list[str]]):
         return store._write(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class SearchOp(Op[list[MemoryItem]]):
     """Rank one namespace's memories against a non-empty query: ``Store._rank``.
 
@@ -107,7 +107,7 @@ class SearchOp(Op[list[MemoryItem]]):
         return store._rank(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ListOp(Op[list[Record]]):
     """One namespace newest first, filtered, a page of it (``get_all``, ``get_page``, a search
     with an empty query): ``Store._list``."""
@@ -123,7 +123,7 @@ class ListOp(Op[list[Record]]):
         return store._list(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class GetOp(Op["Record | None"]):
     """One memory by id, whatever its namespace (``None``: no such memory): ``Store._get``."""
 
@@ -134,7 +134,7 @@ class GetOp(Op["Record | None"]):
         return store._get(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class DeleteOp(Op[bool]):
     """Delete one memory, only if it lives in ``user_id``/``agent_id`` where given: ``Store._delete``."""
 
@@ -146,7 +146,7 @@ class DeleteOp(Op[bool]):
         return store._delete(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ResetOp(Op[None]):
     """Delete everything the store holds (memories, recalls, marks): ``Store._reset``."""
 
@@ -154,7 +154,7 @@ class ResetOp(Op[None]):
         return store._reset(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class NamespacesOp(Op[list[NamespaceInfo]]):
     """Every namespace with its count and activity, sorted: ``Store._namespaces``."""
 
@@ -164,7 +164,7 @@ class NamespacesOp(Op[list[NamespaceInfo]]):
         return store._namespaces(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class StatsOp(Op[Stats]):
     """How much the store holds: ``Store._stats``."""
 
@@ -174,7 +174,7 @@ class StatsOp(Op[Stats]):
         return store._stats(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class PingOp(Op[str]):
     """Reach the store and say where it is (the detail line of ``health``); the base times it
     and reports a failure: ``Store._ping``."""
@@ -185,7 +185,7 @@ class PingOp(Op[str]):
         return store._ping(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ExportOp:
     """Every record, oldest first, those of ``user_id``/``agent_id`` where given: ``Store._export``.
 
@@ -197,7 +197,7 @@ class ExportOp:
     agent_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class TraceColumnsOp(Op[dict[str, Any]]):
     """Every trace step as columns (see :class:`memkit.SupportsTraceColumns`): ``Store._trace_columns``."""
 
@@ -212,7 +212,7 @@ class TraceColumnsOp(Op[dict[str, Any]]):
         return store._trace_columns(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class RunsOp(Op[list[RunSummary]]):
     """Every run (of one namespace or workflow where given) in one row, newest first:
     ``Store._run_summaries`` (the base reads them from the store's public reads; a store that
@@ -227,7 +227,7 @@ class RunsOp(Op[list[RunSummary]]):
         return store._run_summaries(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class RecallsOp(Op[list[Recall]]):
     """Stored recalls, oldest first, those matching every field given (``recalls``,
     ``get_recall``): ``Store._recalls``."""
@@ -243,7 +243,7 @@ class RecallsOp(Op[list[Recall]]):
         return store._recalls(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class AddRecallsOp(Op[int]):
     """Store recalls as given (an import), all or none; an id held already refuses them all:
     ``Store._add_recalls``."""
@@ -255,7 +255,7 @@ class AddRecallsOp(Op[int]):
         return store._add_recalls(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class MarksOp(Op[list[Mark]]):
     """Stored marks, oldest first; the base keeps those matching every field given:
     ``Store._marks``."""
@@ -270,7 +270,7 @@ class MarksOp(Op[list[Mark]]):
         return store._marks(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class PutMarksOp(Op[int]):
     """Store marks, each replacing the one on the same target (same id), all or none:
     ``Store._put_marks``."""
@@ -282,7 +282,7 @@ class PutMarksOp(Op[int]):
         return store._put_marks(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class RemoveMarksOp(Op[int]):
     """Delete the marks with these ids that live in ``user_id``/``agent_id``; how many:
     ``Store._remove_marks``."""
@@ -296,7 +296,7 @@ class RemoveMarksOp(Op[int]):
         return store._remove_marks(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class CloseOp(Op[None]):
     """Release connections, files and threads, once (the base makes a second close a no-op):
     ``Store._close``."""

@@ -184,15 +184,18 @@ class Record:
         return from_us(self.created_us)
 
     def to_item(self, score: float | None = None, details: dict[str, Any] | None = None) -> MemoryItem:
-        return MemoryItem(
+        # A record holds what its store validated: constructing skips building MemoryItem's validator
+        # (~20 ms in a one-shot command). What validation would do is done here: the dicts are
+        # copied (a caller changing its item never changes the store) and the score made a float.
+        return MemoryItem.model_construct(
             id=self.id,
             content=self.content,
-            score=score,
-            metadata=self.metadata,
+            score=None if score is None else float(score),
+            metadata=dict(self.metadata),
             created_at=self.created_at,
             agent_id=self.agent_id,
             user_id=self.user_id,
-            score_details=details,
+            score_details=None if details is None else dict(details),
         )
 
 

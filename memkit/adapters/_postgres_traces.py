@@ -11,7 +11,7 @@ from typing import Any
 
 from memkit.adapters._postgres_sql import POSTGRES
 from memkit.adapters._sqlbase import trace_filter
-from memkit.adapters._sqlite._traces import MISSING, TRACE_NUMBERS, decode_trace_fields, gc_paused
+from memkit.adapters._sqlite._traces import MISSING, TRACE_NUMBERS, decode_trace_fields, gc_paused, step_timing_us
 
 __all__ = ["read"]
 
@@ -40,7 +40,9 @@ SELECT m.seq, m.created_us, m.user_id, m.agent_id,
     m.id,
     coalesce((t.v -> 'error')::text, 'null'),
     CASE WHEN jsonb_typeof(t.v -> 'parameters') = 'object' THEN (t.v -> 'parameters')::text ELSE 'null' END,
-    CASE WHEN jsonb_typeof(t.v -> 'result') = 'object' THEN (t.v -> 'result')::text ELSE 'null' END
+    CASE WHEN jsonb_typeof(t.v -> 'result') = 'object' THEN (t.v -> 'result')::text ELSE 'null' END,
+    CASE WHEN jsonb_typeof(t.v) = 'object' AND coalesce(jsonb_typeof(t.v -> 'timestamp'), '') <> 'number'
+        AND coalesce(jsonb_typeof(t.v -> 'duration'), '') <> 'number' THEN t.v::text END
 FROM memories m CROSS JOIN LATERAL (SELECT m.metadata -> 'trace' AS v) t
 WHERE m.metadata ->> 'type' = 'trace' AND {where}
 ORDER BY m.seq
@@ -61,14 +63,22 @@ async def read(
         rows = await cur.fetchall()
     with gc_paused():
         out: dict[str, Any] = {}
-        columns = list(zip(*rows, strict=True)) if rows else [() for _ in range(len(TRACE_NUMBERS) + 4)]
+        columns = list(zip(*rows, strict=True)) if rows else [() for _ in range(len(TRACE_NUMBERS) + 5)]
         for j, name in enumerate(TRACE_NUMBERS):
             values = columns[j]
             if name in _TEXTS:
                 out[name] = np.array(values, dtype=object)
             else:
                 out[name] = np.array([MISSING if v is None else v for v in values], dtype=np.int64)
-        fields = [cell for row in rows for cell in row[len(TRACE_NUMBERS):]]
+        # A step without add_trace's numeric timestamp and duration (written with add_many): its
+        # timing from whatever spelling it has, as the generic reads take it.
+        started, duration = out["started_us"], out["duration_us"]
+        for i, trace in enumerate(columns[len(TRACE_NUMBERS) + 4] if rows else ()):
+            if trace is not None:
+                start_us, duration_us = step_timing_us(trace)
+                started[i] = MISSING if start_us is None else start_us
+                duration[i] = MISSING if duration_us is None else duration_us
+        fields = [cell for row in rows for cell in row[len(TRACE_NUMBERS):len(TRACE_NUMBERS) + 4]]
         if fields:
             out.update(decode_trace_fields(fields))
         else:

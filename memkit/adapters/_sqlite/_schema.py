@@ -8,11 +8,11 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from memkit._core._errors import ConfigError
-from memkit.adapters._sqlite._traces import TRACE_NUMBERS, pack_trace_numbers
+from memkit.adapters._sqlite._traces import TRACE_NUMBERS, pack_trace_numbers, pack_trace_step, unpack_trace_numbers
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "migrate", "statements", "write_transaction", "write_unless_busy"]
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 # Each entry upgrades the schema from the previous version; never edit a shipped one.
 MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
@@ -385,6 +385,83 @@ def _recall_step_columns(conn: sqlite3.Connection) -> None:
 
 MIGRATIONS[10] = _recall_step_columns
 
+# A step's start and duration as the generic reads take them (memkit._core._runs.step_of): the
+# numeric ``timestamp``/``duration`` add_trace stores; when it has neither (a step written with
+# add_many, its times spelt ``started_at``/``ended_at``, ISO or epoch), whatever memkit.traces._timing
+# reads, handed to the packing function as the trace's JSON. A non-numeric ``timestamp`` was read as
+# a number by migration 3's view (an ISO string as its year).
+_TIMING_V11 = """
+DROP TRIGGER trace_steps_insert;
+DROP VIEW trace_source;
+CREATE VIEW trace_source AS SELECT
+    seq, id, created_us, user_id, agent_id,
+    json_extract(metadata, '$.workflow_id') AS workflow_id,
+    json_extract(metadata, '$.run_id') AS run_id,
+    json_extract(metadata, '$.trace.step_name') AS step_name,
+    json_extract(metadata, '$.trace.tool') AS tool,
+    json_extract(metadata, '$.trace.status') AS status,
+    json_extract(metadata, '$.trace.step_index') AS step_index,
+    CASE WHEN json_type(metadata, '$.trace.timestamp') IN ('integer', 'real')
+        THEN CAST(round(json_extract(metadata, '$.trace.timestamp') * 1e6) AS INTEGER) END AS started_us,
+    CASE WHEN json_type(metadata, '$.trace.duration') IN ('integer', 'real')
+        THEN CAST(round(json_extract(metadata, '$.trace.duration') * 1e6) AS INTEGER) END AS duration_us,
+    CASE WHEN coalesce(json_type(metadata, '$.trace.timestamp'), '') NOT IN ('integer', 'real')
+        AND coalesce(json_type(metadata, '$.trace.duration'), '') NOT IN ('integer', 'real')
+        THEN metadata -> '$.trace' END AS timing,
+    json_extract(metadata, '$.trace.retry_count') AS retry_count,
+    json_extract(metadata, '$.trace.error') AS error,
+    CASE json_type(metadata, '$.trace.parameters') WHEN 'object' THEN metadata -> '$.trace.parameters' END
+        AS parameters,
+    CASE json_type(metadata, '$.trace.result') WHEN 'object' THEN metadata -> '$.trace.result' END AS result
+FROM memories WHERE json_extract(metadata, '$.type') = 'trace';
+CREATE TRIGGER trace_steps_insert AFTER INSERT ON memories
+WHEN json_extract(new.metadata, '$.type') = 'trace' BEGIN
+    INSERT OR IGNORE INTO trace_dict (text)
+        SELECT value FROM trace_source s, json_each(json_array(
+            s.user_id, s.agent_id, s.workflow_id, s.run_id, s.step_name, s.tool, s.status))
+        WHERE s.seq = new.seq AND json_each.type = 'text';
+    INSERT INTO trace_steps
+        SELECT seq, created_us, user_id, agent_id, workflow_id, status,
+            memkit_pack_trace_numbers(seq, created_us, user_id, agent_id, workflow_id, run_id, step_name,
+                tool, status, step_index, started_us, duration_us, retry_count, timing),
+            cells
+        FROM (SELECT seq, created_us,
+            (SELECT code FROM trace_dict WHERE text = s.user_id) AS user_id,
+            (SELECT code FROM trace_dict WHERE text = s.agent_id) AS agent_id,
+            (SELECT code FROM trace_dict WHERE text = s.workflow_id) AS workflow_id,
+            (SELECT code FROM trace_dict WHERE text = s.run_id) AS run_id,
+            (SELECT code FROM trace_dict WHERE text = s.step_name) AS step_name,
+            (SELECT code FROM trace_dict WHERE text = s.tool) AS tool,
+            (SELECT code FROM trace_dict WHERE text = s.status) AS status,
+            step_index, started_us, duration_us, timing, retry_count,
+            id || char(31) || json_quote(error) || char(31) || coalesce(parameters, 'null') || char(31)
+                || coalesce(result, 'null') AS cells
+        FROM trace_source s WHERE s.seq = new.seq);
+END;
+"""
+
+
+def _step_timing_read_alike(conn: sqlite3.Connection) -> None:
+    """Re-create the trace trigger to read timing as the generic reads do, and re-pack the stored steps
+    whose timing is not two numbers (only those can differ)."""
+    for statement in statements(_TIMING_V11):
+        conn.execute(statement)
+    stale = conn.execute(
+        "SELECT t.seq, t.numbers, s.started_us, s.duration_us, s.timing FROM trace_source s"
+        " JOIN trace_steps t ON t.seq = s.seq"
+        " WHERE s.timing IS NOT NULL OR s.started_us IS NULL OR s.duration_us IS NULL"
+    ).fetchall()
+    for seq, numbers, started, duration, timing in stale:
+        values: list[object] = list(unpack_trace_numbers(numbers))
+        values[TRACE_NUMBERS.index("started_us")] = started
+        values[TRACE_NUMBERS.index("duration_us")] = duration
+        packed = pack_trace_step(*values, timing)
+        if packed != numbers:
+            conn.execute("UPDATE trace_steps SET numbers = ? WHERE seq = ?", (packed, seq))
+
+
+MIGRATIONS[11] = _step_timing_read_alike
+
 
 @contextmanager
 def write_transaction(db: sqlite3.Connection) -> Iterator[None]:
@@ -453,8 +530,12 @@ def connect(
         # NORMAL is durable across application crashes in WAL mode; only a power
         # cut can lose the last commits, and it makes small writes ~10x faster.
         conn.execute("PRAGMA synchronous = NORMAL")
+        # Migrations before 11 pack without the trace's timing; the trigger since then passes it last.
         conn.create_function(
             "memkit_pack_trace_numbers", len(TRACE_NUMBERS), pack_trace_numbers, deterministic=True
+        )
+        conn.create_function(
+            "memkit_pack_trace_numbers", len(TRACE_NUMBERS) + 1, pack_trace_step, deterministic=True
         )
         migrate(conn)
         prepare(conn)

@@ -12,6 +12,7 @@ import gc
 import json
 import sqlite3
 import struct
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -26,13 +27,15 @@ from memkit._core._records import from_us
 from memkit._core._runs import STATUSES, RunSummary, run_status
 from memkit.adapters._sqlbase import trace_filter
 from memkit.adapters._sqlite._sql import SQLITE
+from memkit.traces._timing import step_timing
 
 # numpy is imported by the functions that compute with it: opening a store to read its
 # counts or namespaces (the command line) never loads it.
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["TRACE_NUMBERS", "pack_trace_numbers", "run_summaries", "trace_columns"]
+__all__ = ["TRACE_NUMBERS", "pack_trace_numbers", "pack_trace_step", "run_summaries", "step_timing_us", "trace_columns",
+           "unpack_trace_numbers"]
 
 # The packed numbers of a trace step, in this order, as little-endian int64; a missing value
 # is int64's minimum, which is also numpy's NaT, so timestamps need no extra pass.
@@ -51,6 +54,41 @@ _NO_KEYS: dict[str, Any] = {}
 def pack_trace_numbers(*values: object) -> bytes:
     """SQL function for the trace trigger; must never raise (that would abort the write)."""
     return _PACKED.pack(*(v if type(v) is int and MISSING < v < 2**63 else MISSING for v in values))
+
+
+def unpack_trace_numbers(packed: bytes) -> tuple[int, ...]:
+    return _PACKED.unpack(packed)
+
+
+_STARTED, _DURATION = TRACE_NUMBERS.index("started_us"), TRACE_NUMBERS.index("duration_us")
+
+
+def step_timing_us(trace_json: str) -> tuple[int | None, int | None]:
+    """(start, duration) in microseconds of a step whose trace has no numeric ``timestamp`` nor
+    ``duration`` (written by ``add_many``, not ``add_trace``), read as the generic reads read it
+    (:func:`memkit._core._runs.step_of`): from any spelling :func:`step_timing` knows."""
+    trace = json.loads(trace_json)
+    if not isinstance(trace, dict):
+        return None, None
+    with warnings.catch_warnings():  # the reads warn about unreadable times; a write stays silent
+        warnings.simplefilter("ignore")
+        timing = step_timing(trace, warn=False)
+    start = None if timing.start is None else round(timing.start * 1e6)
+    duration = None if timing.duration is None else round(timing.duration * 1e6)
+    return start, duration
+
+
+def pack_trace_step(*values: object) -> bytes:
+    """SQL function for the trace trigger: :func:`pack_trace_numbers` of the first values; the last is
+    the step's trace as JSON when its timing must be read in Python (else NULL). Must never raise."""
+    numbers = list(values[:-1])
+    trace_json = values[-1]
+    if isinstance(trace_json, str):
+        try:
+            numbers[_STARTED], numbers[_DURATION] = step_timing_us(trace_json)
+        except Exception:  # a step without readable timing is still stored
+            numbers[_STARTED] = numbers[_DURATION] = None
+    return pack_trace_numbers(*numbers)
 
 
 @contextmanager

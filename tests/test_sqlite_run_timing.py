@@ -1,0 +1,137 @@
+"""Run start and end times of trace steps an agent wrote with ``add_many`` (its own timing keys, not
+``add_trace``'s): SQLite's run summaries and trace columns read them as the generic reads do."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from contextlib import closing
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import memkit
+from memkit._core._runs import RunSummary, _steps_of_columns, summaries, summarise
+from memkit._sync import run_sync
+from memkit.adapters._postgres import PostgresAdapter
+from memkit.adapters._sqlite import _schema
+from memkit.cli import main
+from memkit.testing import PostgresServer
+
+# Each step is created (stored) a day after it ran: a reader that takes created_at for the start is wrong.
+CREATED = datetime(2026, 10, 2, tzinfo=UTC)
+T0 = datetime(2026, 10, 1, 8, tzinfo=UTC)
+
+
+def _step(user: str, run: str, index: int, created_min: int, **timing: Any) -> dict[str, Any]:
+    trace = {"step_index": index, "step_name": f"s{index}", "tool": "bwa", "status": "success", **timing}
+    return {"content": f"[trace] {run} {index}", "user_id": user, "agent_id": "bio",
+            "created_at": CREATED + timedelta(minutes=created_min),
+            "metadata": {"type": "trace", "workflow_id": "wf", "run_id": run, "trace": trace}}
+
+
+def _epoch(minutes: float) -> float:
+    return (T0 + timedelta(minutes=minutes)).timestamp()
+
+
+# alice and bob run workflow "wf" with the same run ids; every spelling an agent uses.
+ROWS = [
+    _step("alice", "r1", 0, 0, started_at="2026-10-01T10:00:00+02:00", ended_at="2026-10-01T10:00:30+02:00"),
+    _step("alice", "r1", 1, 1, started_at="2026-10-01T08:01:00Z", ended_at="2026-10-01T08:02:00.250000Z"),
+    _step("alice", "r1", 2, 2),  # no times: its created_at
+    _step("bob", "r1", 0, 3, started_at="2026-10-01T07:00:00", ended_at="2026-10-01T07:05:00"),  # naive: UTC
+    _step("bob", "r1", 1, 4, start_time=_epoch(-30), end_time=_epoch(-20)),
+    _step("bob", "r2", 0, 5, started_at=_epoch(10) * 1000, duration_ms=1500),  # epoch milliseconds
+    _step("bob", "r2", 1, 6, timestamp="2026-10-01T08:20:00+00:00", duration_s=2.5),  # ISO timestamp
+    _step("alice", "r2", 0, 7, timestamp=_epoch(30)),  # add_trace's key, a number, no duration
+    _step("alice", "r2", 1, 8, timestamp=_epoch(31), duration=4),
+    _step("alice", "r3", 0, 9, ended_at="2026-10-01T09:00:00+00:00", duration_ms=60_000),  # end only
+    _step("alice", "r3", 1, 10, started_at="not a time", ended_at=None),  # unreadable: created_at
+]
+
+
+def _runs(summary: list[RunSummary]) -> list[tuple[Any, ...]]:
+    return [(r.user_id, r.workflow_id, r.run_id, r.started_at, r.ended_at, r.steps) for r in summary]
+
+
+def _sqlite_reads(mem: memkit.Memory) -> tuple[list[RunSummary], list[RunSummary], list[RunSummary]]:
+    """SQLite's own summaries, the generic ones from its records, and the generic ones from its columns."""
+    store = mem.provider
+    own = run_sync(store.run_summaries())  # type: ignore[attr-defined]
+    generic = run_sync(summaries(store))
+    columns = summarise(_steps_of_columns(run_sync(store.trace_columns()), None),  # type: ignore[attr-defined]
+                        recalls_kept=False)
+    return own, generic, columns
+
+
+@pytest.mark.filterwarnings("ignore:memkit. trace key")
+def test_sqlite_reads_add_many_step_times_as_the_generic_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) \
+        -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}?embedder=none"
+    with memkit.open(url) as mem:
+        mem.add_many(ROWS)
+        own, generic, columns = _sqlite_reads(mem)
+    with memkit.open("memory://") as mem:
+        mem.add_many(ROWS)
+        memory = run_sync(summaries(mem.provider))
+    assert _runs(own) == _runs(generic) == _runs(memory)
+    assert [(r.started_at, r.ended_at) for r in columns] == [(r.started_at, r.ended_at) for r in own]
+    by_run = {(r.user_id, r.run_id): r for r in own}
+    assert by_run["alice", "r1"].started_at == T0  # 10:00+02:00, not the day after
+    assert by_run["alice", "r1"].ended_at == CREATED + timedelta(minutes=2)  # the untimed step
+    assert by_run["bob", "r1"].started_at == T0 - timedelta(minutes=60)
+    assert by_run["bob", "r1"].ended_at == T0 - timedelta(minutes=20)  # its epoch end_time
+    assert (by_run["bob", "r2"].started_at, by_run["bob", "r2"].ended_at) == (
+        T0 + timedelta(minutes=10), T0 + timedelta(minutes=20, seconds=2.5))
+    assert by_run["alice", "r3"].started_at == T0 + timedelta(minutes=59)
+    # What a script reads: the command line prints the same moments.
+    assert main(["--url", url, "runs", "--json"]) == 0
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(p["user_id"], p["run_id"], p["started_at"], p["ended_at"]) for p in printed] == [
+        (r.user_id, r.run_id, r.started_at.isoformat(), r.ended_at.isoformat()) for r in memory]
+
+
+def test_add_many_refuses_datetime_objects_in_a_trace(tmp_path: Path) -> None:
+    with memkit.open(f"sqlite:///{tmp_path / 'runs.db'}?embedder=none") as mem:
+        with pytest.raises(memkit.InvalidInputError, match=r"metadata\.trace\.started_at is a datetime"):
+            mem.add_many([ROWS[0], _step("alice", "r9", 0, 0, started_at=T0)])
+        assert run_sync(mem.provider.run_summaries()) == []  # type: ignore[attr-defined]
+
+
+@pytest.mark.filterwarnings("ignore:memkit. trace key")
+def test_migration_11_repacks_steps_written_at_schema_10(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "old.db"
+    url = f"sqlite:///{path}?embedder=none"
+    with monkeypatch.context() as old:
+        old.setattr(_schema, "SCHEMA_VERSION", 10)
+        with memkit.open(url) as mem:
+            mem.add_many(ROWS)
+            before, generic, _ = _sqlite_reads(mem)
+            assert _runs(before) != _runs(generic)  # what schema 10 got wrong
+    with memkit.open(url) as mem:
+        with closing(sqlite3.connect(path)) as plain:
+            assert plain.execute("PRAGMA user_version").fetchone()[0] == 11
+        own, generic, columns = _sqlite_reads(mem)
+        assert _runs(own) == _runs(generic)
+        assert [(r.started_at, r.ended_at) for r in columns] == [(r.started_at, r.ended_at) for r in own]
+        mem.add_many([_step("carol", "r1", 0, 0, started_at="2026-10-01T08:00:00Z")])  # the new trigger
+        own, generic, _ = _sqlite_reads(mem)
+        assert _runs(own) == _runs(generic)
+        assert [r.started_at for r in own if r.user_id == "carol"] == [T0]
+
+
+@pytest.mark.filterwarnings("ignore:memkit. trace key")
+async def test_postgres_trace_columns_read_add_many_step_times(postgres_server: PostgresServer) -> None:
+    """PostgreSQL's trace columns (what run summaries read on a big store) time steps as its records do."""
+    store = PostgresAdapter(postgres_server.url(f"timing_{uuid.uuid4().hex[:10]}"), embedder=None)
+    try:
+        await store.add_many(ROWS)
+        generic = await summaries(store)  # from its records: a store this small is not read as columns
+        columns = summarise(_steps_of_columns(await store.trace_columns(), None), recalls_kept=False)
+        assert _runs(columns) == _runs(generic)
+        assert {(r.user_id, r.run_id): r.started_at for r in columns}["alice", "r1"] == T0
+    finally:
+        await store.aclose()
