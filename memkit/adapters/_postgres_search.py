@@ -12,13 +12,17 @@ from memkit._retrieval import _pipeline
 from memkit._retrieval._fusion import CONTEXT_REACH, DenseScores
 from memkit._retrieval._keyword import analyze_query, named_speakers
 from memkit.adapters import _postgres_sql as q
+from memkit.adapters._postgres_dense import VERSION_SQL, SampleCache
 from memkit.adapters._postgres_keyword import keyword_hits
 
 __all__ = ["ranked"]
 
 
-async def ranked(pool: Any, request: SearchOp, conditions: tuple[Any, ...], vector: Any) -> list[MemoryItem]:
-    """The top memories for ``request``: the database's legs, memkit's fusion."""
+async def ranked(
+    pool: Any, request: SearchOp, conditions: tuple[Any, ...], vector: Any, samples: SampleCache,
+) -> list[MemoryItem]:
+    """The top memories for ``request``: the database's legs, memkit's fusion (``samples``: this
+    store's cosine statistics, see :mod:`memkit.adapters._postgres_dense`)."""
     user, agent, depth = request.user_id, request.agent_id, request.depth
     created: dict[int, int] = {}
     hits: list[tuple[int, float]] = []
@@ -31,7 +35,8 @@ async def ranked(pool: Any, request: SearchOp, conditions: tuple[Any, ...], vect
                 created[seq] = created_us
         dense = None
         if vector is not None:
-            dense = await _dense(conn, user, agent, conditions, depth, vector, [s for s, _ in hits], created)
+            dense = await _dense(conn, samples, user, agent, conditions, depth, vector, [s for s, _ in hits],
+                                   created)
         around: dict[int, list[tuple[int, int]]] = {}
         heads: dict[int, str] = {}
         keys = list(dict.fromkeys([*(s for s, _ in hits), *(dense.ranked if dense else [])]))
@@ -57,17 +62,14 @@ async def ranked(pool: Any, request: SearchOp, conditions: tuple[Any, ...], vect
     return [records[s].to_item(score, details) for s, score, details in top if s in records]
 
 async def _dense(
-    conn: Any, user: str, agent: str, conditions: tuple[Any, ...], depth: int, vector: Any,
+    conn: Any, samples: SampleCache, user: str, agent: str, conditions: tuple[Any, ...], depth: int, vector: Any,
     extra: list[int], created: dict[int, int],
 ) -> DenseScores:
-    row = await (await conn.execute(
-        "SELECT (SELECT count FROM namespace_stats WHERE user_id = %s AND agent_id = %s),"
-        " (SELECT value FROM memkit_meta WHERE key = 'vector_indexed_seq')", (user, agent)
-    )).fetchone()
-    size, indexed = int(row[0] or 0), int(row[1] or 0)
+    size, top, embedder, indexed_text = await (await conn.execute(VERSION_SQL, {"u": user, "a": agent})).fetchone()
+    size, indexed = int(size or 0), int(indexed_text or 0)
     if size == 0:
         return DenseScores({}, [], 0.0, 0.0)
-    mean, std = await (await conn.execute(q.DENSE_STATS_SQL, (vector, user, agent, q.STATS_SAMPLE))).fetchone()
+    mean, std = await samples.stats(conn, user, agent, (size, int(top or 0), embedder), vector)
     exact = size <= q.DENSE_EXACT_MAX or indexed <= 0
     sql, params = q.dense_statement(user, agent, conditions, depth, exact, vector, indexed)
     async with conn.transaction():
@@ -90,4 +92,4 @@ async def _dense(
         for seq, created_us, cos in await cur.fetchall():
             cosine[seq] = q.finite(float(cos))
             created.setdefault(seq, created_us)
-    return DenseScores(cosine, ranked, q.finite(float(mean)), q.finite(float(std)))
+    return DenseScores(cosine, ranked, q.finite(mean), q.finite(std))

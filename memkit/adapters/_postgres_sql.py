@@ -24,7 +24,7 @@ from memkit._retrieval._keyword import K1, B, analyze
 from memkit.adapters._sqlbase import Dialect, filter_sql
 
 __all__ = [
-    "COLUMNS", "DENSE_EXACT_MAX", "HEADS_SQL", "POSTGRES", "STATS_SAMPLE", "any_query", "row_record", "terms_vector",
+    "COLUMNS", "DENSE_EXACT_MAX", "HEADS_SQL", "POSTGRES", "any_query", "row_record", "terms_vector",
 ]
 
 COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
@@ -39,9 +39,6 @@ def row_record(row: tuple[Any, ...]) -> Record:
 #: Namespaces up to this size are scored exactly by the dense leg (every vector of the namespace,
 #: read through its index entries); larger ones go through the HNSW index (iterative scan).
 DENSE_EXACT_MAX = 5_000
-#: The namespace's mean and spread of cosine come from this many of its vectors (all of them in a
-#: smaller namespace), picked by a random key stored with each memory: the same sample every time.
-STATS_SAMPLE = 2_000
 
 # tsvector limits: a lexeme is at most 2047 bytes, a term keeps at most 256 positions.
 _MAX_LEXEME_BYTES = 2_046
@@ -186,15 +183,6 @@ def dense_statement(
     )
     return sql, [*leg, *leg]
 
-
-# The namespace's mean and standard deviation of cosine, over a fixed random sample of it.
-DENSE_STATS_SQL = """
-SELECT coalesce(avg(c), 0), coalesce(stddev_pop(c), 0) FROM (
-    SELECT -(m.embedding <#> %s::vector) AS c FROM memories m
-    WHERE m.user_id = %s AND m.agent_id = %s AND m.embedding IS NOT NULL
-    ORDER BY m.sample LIMIT %s
-) s
-"""
 
 COSINES_SQL = (
     "SELECT m.seq, m.created_us, -(m.embedding <#> %s::vector) FROM memories m"
