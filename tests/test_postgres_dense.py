@@ -4,7 +4,7 @@ to it (another process, another connection), after deletes and a reset, never an
 
 from __future__ import annotations
 
-import subprocess
+import asyncio
 import sys
 import uuid
 from typing import Any
@@ -90,7 +90,8 @@ async def test_cached_statistics_follow_every_write_from_anywhere(
         assert reads == []  # nothing written: both samples came from this process's cache
 
         # another process writes 150 memories about something else into namespace a
-        subprocess.run([sys.executable, "-c", _WRITER, url, "150"], check=True, timeout=120)
+        child = await asyncio.create_subprocess_exec(sys.executable, "-c", _WRITER, url, "150")
+        assert await asyncio.wait_for(child.wait(), 120) == 0
         after_insert = await check("a")
         assert after_insert != pytest.approx(first, abs=1e-3)
         assert reads == [("u", "a")]
