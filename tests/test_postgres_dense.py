@@ -61,7 +61,9 @@ async def test_cached_statistics_follow_every_write_from_anywhere(
 
     def reference(agent: str) -> tuple[int, float, float]:
         with psycopg.connect(url, autocommit=True) as conn:
-            n, mean, std = conn.execute(_REFERENCE, (str(vector.tolist()), "u", agent, 60)).fetchone()
+            row = conn.execute(_REFERENCE, (str(vector.tolist()), "u", agent, 60)).fetchone()
+        assert row is not None
+        n, mean, std = row
         return int(n), float(mean), float(std)
 
     async def searched(agent: str) -> tuple[float, float]:
@@ -107,9 +109,10 @@ async def test_cached_statistics_follow_every_write_from_anywhere(
         after_delete = await check("a")
         assert after_delete != pytest.approx(after_insert, abs=1e-4)
         with psycopg.connect(url, autocommit=True) as conn:
-            (low,) = conn.execute("SELECT id FROM memories WHERE user_id = 'u' AND agent_id = 'a'"
-                                  " ORDER BY sample LIMIT 1").fetchone()
-        assert await other.delete(low)
+            low = conn.execute("SELECT id FROM memories WHERE user_id = 'u' AND agent_id = 'a'"
+                               " ORDER BY sample LIMIT 1").fetchone()
+        assert low is not None
+        assert await other.delete(low[0])
         await other.add("a dachshund puppy at the vet clinic", "u", "a", metadata={"k": 1})
         await check("a")
 
