@@ -114,7 +114,22 @@ async def test_cached_statistics_follow_every_write_from_anywhere(
         assert low is not None
         assert await other.delete(low[0])
         await other.add("a dachshund puppy at the vet clinic", "u", "a", metadata={"k": 1})
-        await check("a")
+        before_late = await check("a")
+
+        # a writer whose transaction took its seq early but committed late (below the largest seq),
+        # then a delete: the count and the largest seq are back where they were, the sample is not
+        with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+            conn.execute("CREATE TEMP TABLE late AS SELECT * FROM memories WHERE user_id = 'u' AND agent_id = 'a'"
+                         " ORDER BY seq DESC LIMIT 1")
+            conn.execute("UPDATE late SET seq = -1, id = 'late-writer', sample = -1, embedding ="
+                         " (SELECT embedding FROM memories WHERE agent_id = 'b' ORDER BY seq LIMIT 1)")
+            conn.execute("INSERT INTO memories SELECT * FROM late")
+            conn.execute("UPDATE namespace_stats SET count = count + 1 WHERE user_id = 'u' AND agent_id = 'a'")
+            gone = conn.execute("SELECT id FROM memories WHERE user_id = 'u' AND agent_id = 'a' AND seq > 0"
+                                " ORDER BY sample DESC LIMIT 1").fetchone()
+        assert gone is not None
+        assert await other.delete(gone[0])
+        assert await check("a") != pytest.approx(before_late, abs=1e-4)
 
         # a reset from another connection, then a few writes: the old sample is never used again
         assert await other.reset()

@@ -9,13 +9,13 @@ query against them itself (a 2,000 x 384 product, well under a millisecond): the
 numbers, since the statistics are the population mean and standard deviation of the same
 cosines.
 
-The kept sample is used only while the namespace's *version* is unchanged: its memory count
-(kept in ``namespace_stats`` in every write's transaction), its largest ``seq`` and the
-embedder's name. Any insert raises the largest ``seq`` (an identity column, which a reset
-does not restart); between inserts, every delete lowers the count; re-embedding the store
-records the embedder. So no two states of a namespace share a version, and a search in one
-process sees at once what another process wrote, deleted or reset. The version is read in the
-statement that reads the sample (one snapshot) and checked by one cheap statement per search.
+The kept sample is used only while the namespace's *version* is unchanged: the transaction id
+that last wrote its ``namespace_stats`` row (``xmin``: every insert and delete updates that row in
+its own transaction, and a reset removes it), its memory count, its largest ``seq`` and the
+embedder's name (re-embedding the store records it, and touches no namespace's row). No two
+committed states of a namespace share a version, so a search in one process sees at once what
+another process wrote, deleted or reset. The version is read in the statement that reads the
+sample (one snapshot) and checked by one cheap statement per search.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ VERSION_SQL = """
 SELECT (SELECT count FROM namespace_stats WHERE user_id = %(u)s AND agent_id = %(a)s),
        (SELECT max(seq) FROM memories WHERE user_id = %(u)s AND agent_id = %(a)s),
        (SELECT value FROM memkit_meta WHERE key = 'embedder_name'),
+       (SELECT xmin::text FROM namespace_stats WHERE user_id = %(u)s AND agent_id = %(a)s),
        (SELECT value FROM memkit_meta WHERE key = 'vector_indexed_seq')
 """
 
@@ -45,13 +46,14 @@ _SAMPLE_SQL = """
 SELECT (SELECT count FROM namespace_stats WHERE user_id = %(u)s AND agent_id = %(a)s),
        (SELECT max(seq) FROM memories WHERE user_id = %(u)s AND agent_id = %(a)s),
        (SELECT value FROM memkit_meta WHERE key = 'embedder_name'),
+       (SELECT xmin::text FROM namespace_stats WHERE user_id = %(u)s AND agent_id = %(a)s),
        (SELECT string_agg(substring(vector_send(s.embedding) FROM 5), ''::bytea) FROM (
             SELECT m.embedding FROM memories m
             WHERE m.user_id = %(u)s AND m.agent_id = %(a)s AND m.embedding IS NOT NULL
             ORDER BY m.sample LIMIT %(n)s) s)
 """
 
-Version = tuple[int, int, str | None]
+Version = tuple[int, int, str | None, str | None]
 
 
 class SampleCache:
@@ -82,6 +84,6 @@ class SampleCache:
         import numpy as np
 
         row = await (await conn.execute(_SAMPLE_SQL, {"u": user, "a": agent, "n": SAMPLE}, binary=True)).fetchone()
-        blob = bytes(row[3] or b"")
+        blob = bytes(row[4] or b"")
         vectors = np.frombuffer(blob, dtype=">f4").astype(np.float32).reshape(-1, dim)
-        return (int(row[0] or 0), int(row[1] or 0), row[2]), vectors
+        return (int(row[0] or 0), int(row[1] or 0), row[2], row[3]), vectors

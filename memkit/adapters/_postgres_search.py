@@ -65,11 +65,12 @@ async def _dense(
     conn: Any, samples: SampleCache, user: str, agent: str, conditions: tuple[Any, ...], depth: int, vector: Any,
     extra: list[int], created: dict[int, int],
 ) -> DenseScores:
-    size, top, embedder, indexed_text = await (await conn.execute(VERSION_SQL, {"u": user, "a": agent})).fetchone()
+    size, top, embedder, writer, indexed_text = await (
+        await conn.execute(VERSION_SQL, {"u": user, "a": agent})).fetchone()
     size, indexed = int(size or 0), int(indexed_text or 0)
     if size == 0:
         return DenseScores({}, [], 0.0, 0.0)
-    mean, std = await samples.stats(conn, user, agent, (size, int(top or 0), embedder), vector)
+    mean, std = await samples.stats(conn, user, agent, (size, int(top or 0), embedder, writer), vector)
     exact = size <= q.DENSE_EXACT_MAX or indexed <= 0
     sql, params = q.dense_statement(user, agent, conditions, depth, exact, vector, indexed)
     async with conn.transaction():
