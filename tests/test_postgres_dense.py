@@ -41,6 +41,7 @@ async def test_cached_statistics_follow_every_write_from_anywhere(
     postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(_postgres_dense, "SAMPLE", 60)  # a sample smaller than the namespace
+    monkeypatch.setattr(_postgres_dense, "REREAD_AFTER_S", 0.0)  # every change read at once
     url = postgres_server.url(f"t_{uuid.uuid4().hex[:12]}")
     seen: list[tuple[float, float]] = []
     reads: list[tuple[str, str]] = []
@@ -143,3 +144,42 @@ async def test_cached_statistics_follow_every_write_from_anywhere(
     finally:
         await searcher.aclose()
         await other.aclose()
+
+
+async def test_a_namespace_changing_faster_than_reads_is_scored_in_sql_exactly(
+    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_postgres_dense, "REREAD_AFTER_S", 3600.0)
+    url = postgres_server.url(f"t_{uuid.uuid4().hex[:12]}")
+    reads: list[tuple[str, str]] = []
+    seen: list[tuple[float, float]] = []
+    rank, read = _pipeline.rank, _postgres_dense.SampleCache._read
+
+    def spy_rank(request: Any, hits: Any, dense: Any, *rest: Any) -> Any:
+        seen.append((dense.mean, dense.std))
+        return rank(request, hits, dense, *rest)
+
+    async def spy_read(self: Any, conn: Any, user: str, *rest: Any) -> Any:
+        reads.append((user, rest[0]))
+        return await read(self, conn, user, *rest)
+
+    monkeypatch.setattr(_pipeline, "rank", spy_rank)
+    monkeypatch.setattr(_postgres_dense.SampleCache, "_read", spy_read)
+    searcher, writer = PostgresAdapter(url), PostgresAdapter(url)
+    vector = searcher._embed([_QUERY])[0]
+    try:
+        got = []
+        for topic in ("golden retriever puppy", "quarterly tax filing", "sourdough rye starter"):
+            await writer.add_many([{"content": f"{topic} {i}", "user_id": "u", "agent_id": "a"} for i in range(30)])
+            seen.clear()
+            await searcher.search(_QUERY, "u", "a", mode="semantic", limit=5)
+            with psycopg.connect(url, autocommit=True) as conn:
+                row = conn.execute(_REFERENCE, (str(vector.tolist()), "u", "a", _postgres_dense.SAMPLE)).fetchone()
+            assert row is not None
+            assert seen == [pytest.approx((float(row[1]), float(row[2])), abs=1e-6)]
+            got.append(seen[0])
+        assert reads == [("u", "a")]  # read once; the two later changes were scored in SQL
+        assert got[0] != pytest.approx(got[1], abs=1e-3) and got[1] != pytest.approx(got[2], abs=1e-3)
+    finally:
+        await searcher.aclose()
+        await writer.aclose()
