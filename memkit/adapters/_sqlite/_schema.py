@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -526,7 +527,7 @@ def connect(
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         if path != ":memory:":
-            conn.execute("PRAGMA journal_mode = WAL")
+            _use_wal(conn, busy_timeout_ms)
         # NORMAL is durable across application crashes in WAL mode; only a power
         # cut can lose the last commits, and it makes small writes ~10x faster.
         conn.execute("PRAGMA synchronous = NORMAL")
@@ -546,6 +547,24 @@ def connect(
         conn.close()
         raise
     return conn
+
+
+def _use_wal(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
+    # Switching a fresh file to WAL needs an exclusive lock, and SQLite answers
+    # "locked" at once instead of calling the busy handler when several processes
+    # open the same new file together; wait for it as the busy timeout would.
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    delay = 0.002
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            busy = getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+            if not busy or time.monotonic() >= deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
 
 
 def migrate(conn: sqlite3.Connection) -> None:
