@@ -113,7 +113,7 @@ def test_migration_11_repacks_steps_written_at_schema_10(tmp_path: Path, monkeyp
             assert _runs(before) != _runs(generic)  # what schema 10 got wrong
     with memkit.open(url) as mem:
         with closing(sqlite3.connect(path)) as plain:
-            assert plain.execute("PRAGMA user_version").fetchone()[0] == 11
+            assert plain.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION
         own, generic, columns = _sqlite_reads(mem)
         assert _runs(own) == _runs(generic)
         assert [(r.started_at, r.ended_at) for r in columns] == [(r.started_at, r.ended_at) for r in own]

@@ -38,6 +38,7 @@ from memkit.adapters._sqlite import _queries as queries
 from memkit.adapters._sqlite._keywords import KeywordCache, feed_head, lag
 from memkit.adapters._sqlite._schema import connect, write_transaction
 from memkit.adapters._sqlite._sql import COLUMNS, row_record, select
+from memkit.adapters._sqlite._trace_writes import insert_memories
 from memkit.adapters._sqlite._traces import run_summaries, trace_columns
 from memkit.adapters._sqlite._vectors import Vectors, blob
 
@@ -253,11 +254,7 @@ class SQLiteAdapter(Store):
                 last_seq = feed_head(db)[0]
                 for start in range(0, len(records), _CHUNK):
                     chunk = [next(rows) for _ in range(min(_CHUNK, len(records) - start))]
-                    db.executemany(
-                        "INSERT INTO memories (id, user_id, agent_id, content, metadata, created_us)"
-                        " VALUES (?, ?, ?, ?, ?, ?)",
-                        chunk,
-                    )
+                    insert_memories(db, chunk, records[start:start + len(chunk)], last_seq + 1 + start)
                     if vectors is not None:
                         db.executemany(
                             "INSERT OR REPLACE INTO memory_vectors (seq, vector) VALUES (?, ?)",

@@ -13,7 +13,7 @@ from memkit.adapters._sqlite._traces import TRACE_NUMBERS, pack_trace_numbers, p
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "migrate", "statements", "write_transaction", "write_unless_busy"]
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 # Each entry upgrades the schema from the previous version; never edit a shipped one.
 MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
@@ -462,6 +462,11 @@ def _step_timing_read_alike(conn: sqlite3.Connection) -> None:
 
 
 MIGRATIONS[11] = _step_timing_read_alike
+
+# The insert trigger parsed a step's metadata once per field; memkit now writes the same rows from
+# Python in the inserting transaction (memkit.adapters._sqlite._trace_writes). IF EXISTS: a store
+# marked older than it is may run this twice.
+MIGRATIONS[12] = "DROP TRIGGER IF EXISTS trace_steps_insert;"
 
 
 @contextmanager

@@ -34,7 +34,8 @@ from memkit.traces._timing import step_timing
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["TRACE_NUMBERS", "pack_trace_numbers", "pack_trace_step", "run_summaries", "step_timing_us", "trace_columns",
+__all__ = ["MISSING", "PACKED", "TRACE_NUMBERS", "pack_trace_numbers", "pack_trace_step", "run_summaries",
+           "step_timing_us", "trace_columns",
            "unpack_trace_numbers"]
 
 # The packed numbers of a trace step, in this order, as little-endian int64; a missing value
@@ -44,7 +45,7 @@ TRACE_NUMBERS = (
     "step_index", "started_us", "duration_us", "retry_count",
 )
 TRACE_CODES = frozenset(("user_id", "agent_id", "workflow_id", "run_id", "step_name", "tool", "status"))
-_PACKED = struct.Struct(f"<{len(TRACE_NUMBERS)}q")
+PACKED = _PACKED = struct.Struct(f"<{len(TRACE_NUMBERS)}q")
 MISSING = -(2**63)
 TRACE_CHUNK = 65_536  # steps per chunk when reading
 _copy = methodcaller("copy")
