@@ -172,7 +172,7 @@ def test_any_step_data_gives_the_triggers_rows(tmp_path_factory: pytest.TempPath
                                                monkeypatch: pytest.MonkeyPatch, steps: list[dict[str, Any]]) -> None:
     records = []
     for i, fields in enumerate(steps):
-        top = {key: fields.pop(key) for key in ("workflow_id", "run_id") if key in fields}
+        top: dict[str, Any] = {key: fields.pop(key) for key in ("workflow_id", "run_id") if key in fields}
         records.append(Record(id=f"id-{i}", user_id="u" if i % 2 else "5", agent_id="a", content="c",
                               metadata={"type": "trace", **top, "trace": fields}, created_us=i))
     folder = tmp_path_factory.mktemp("any")
