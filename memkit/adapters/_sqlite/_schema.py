@@ -392,7 +392,7 @@ MIGRATIONS[10] = _recall_step_columns
 # reads, handed to the packing function as the trace's JSON. A non-numeric ``timestamp`` was read as
 # a number by migration 3's view (an ISO string as its year).
 _TIMING_V11 = """
-DROP TRIGGER trace_steps_insert;
+DROP TRIGGER IF EXISTS trace_steps_insert;
 DROP VIEW trace_source;
 CREATE VIEW trace_source AS SELECT
     seq, id, created_us, user_id, agent_id,
@@ -464,8 +464,8 @@ def _step_timing_read_alike(conn: sqlite3.Connection) -> None:
 MIGRATIONS[11] = _step_timing_read_alike
 
 # The insert trigger parsed a step's metadata once per field; memkit now writes the same rows from
-# Python in the inserting transaction (memkit.adapters._sqlite._trace_writes). IF EXISTS: a store
-# marked older than it is may run this twice.
+# Python in the inserting transaction (memkit.adapters._sqlite._trace_writes). IF EXISTS (here and
+# in 11, which has no other effect): a store marked older than it is runs them again.
 MIGRATIONS[12] = "DROP TRIGGER IF EXISTS trace_steps_insert;"
 
 
