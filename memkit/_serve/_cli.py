@@ -61,8 +61,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_stats(args: argparse.Namespace) -> int:
     """Print counts and storage size (JSON)."""
-    with _open(args) as mem:
-        say(json.dumps(mem.stats().model_dump(), indent=2, default=str, ensure_ascii=True))
+    from memkit._serve._runs import open_reads
+
+    with open_reads(args.url) as reads:
+        say(json.dumps(reads.stats(), indent=2, default=str, ensure_ascii=True))
     return 0
 
 
