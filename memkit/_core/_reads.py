@@ -1,7 +1,8 @@
 """One-shot reads: what a command that reads a little and exits asks of a store, on the caller's thread.
 
 A store whose registry entry names a ``reads`` opener (see :mod:`memkit._core._registry`) answers
-the command line's reads (``memkit runs``, ``show``, ``namespaces``, ``stats``) through
+the command line's reads (``memkit runs``, ``show``, ``namespaces``, ``stats``, and a keyword
+``search`` where that is what the store would run) through
 :class:`OneShotReads` without the models, pydantic or an event loop, which are most of such a
 command's CPU; any other store is read through its port, as every store can be
 (:class:`memkit._serve._runs.PortReads`). Both give the same objects' fields, so a command prints
@@ -24,7 +25,8 @@ if TYPE_CHECKING:
 
     from memkit._core._runs import RunSummary, Step
 
-__all__ = ["HitView", "MarkView", "NamespaceView", "OneShotReads", "RecallView", "mark_view", "recall_view"]
+__all__ = ["FoundView", "HitView", "MarkView", "NamespaceView", "OneShotReads", "RecallView", "found_json", "mark_view",
+           "recall_view"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,49 @@ class NamespaceView:
     last_at: datetime | None
 
 
+@dataclass(frozen=True)
+class FoundView:
+    """One search result with :class:`memkit.MemoryItem`'s fields, in its order."""
+
+    id: str
+    content: str
+    score: float | None
+    metadata: dict[str, Any]
+    created_at: datetime | None
+    agent_id: str | None
+    user_id: str | None
+    score_details: dict[str, Any] | None
+
+    def as_json(self) -> dict[str, Any]:
+        """What ``MemoryItem.model_dump(mode="json")`` gives for the same fields (pydantic writes a
+        UTC time with ``Z``); ``None`` when a value needs pydantic's own conversion."""
+        stamp = self.created_at
+        when = None if stamp is None else stamp.isoformat()
+        if when is not None and when.endswith("+00:00"):
+            when = when[:-6] + "Z"
+        out: dict[str, Any] = {"id": self.id, "content": self.content, "score": self.score, "metadata": self.metadata,
+               "created_at": when, "agent_id": self.agent_id, "user_id": self.user_id,
+               "score_details": self.score_details}
+        try:  # what a store validated is plain finite JSON; anything else goes through the model
+            json.dumps(out, allow_nan=False)
+        except (TypeError, ValueError):
+            from memkit._core._models import MemoryItem
+
+            item = MemoryItem.model_construct(
+                id=self.id, content=self.content, score=self.score, metadata=self.metadata,
+                created_at=self.created_at, agent_id=self.agent_id, user_id=self.user_id,
+                score_details=self.score_details,
+            )
+            dumped: dict[str, Any] = item.model_dump(mode="json")
+            return dumped
+        return out
+
+
+def found_json(hit: Any) -> dict[str, Any]:
+    """A search result (:class:`memkit.MemoryItem` or :class:`FoundView`) as ``search --json`` prints it."""
+    return hit.as_json() if isinstance(hit, FoundView) else hit.model_dump(mode="json")
+
+
 _RECALL_FIELDS = ("id", "user_id", "agent_id", "query", "mode", "limit", "kind", "workflow_id", "run_id",
                   "step_index", "step_name", "trace_user_id", "trace_agent_id")
 _MARK_FIELDS = ("id", "user_id", "agent_id", "label", "note", "recall_id", "memory_id", "step_id", "query",
@@ -149,6 +194,13 @@ class OneShotReads(Protocol):
 
     def stats(self) -> dict[str, Any]:
         """``memkit.Stats``' fields, in its order (what ``stats().model_dump()`` gives)."""
+        ...
+
+    def search(
+        self, query: str, user_id: str, agent_id: str, limit: int, filters: Any, mode: str | None
+    ) -> list[Any] | None:
+        """What the store's ``search`` returns (:class:`FoundView` or :class:`memkit.MemoryItem`);
+        ``None``: this search needs the store itself (then open it and ask its port)."""
         ...
 
     def __enter__(self) -> OneShotReads: ...

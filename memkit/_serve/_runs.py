@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from memkit._core._reads import OneShotReads
     from memkit._sync import Memory
 
-__all__ = ["PortReads", "Run", "RunDetail", "Step", "filter_runs", "open_reads", "pick_run", "read_run",
+__all__ = ["PortReads", "Run", "RunDetail", "Step", "filter_runs", "open_reads", "pick_run", "port_reads", "read_run",
            "read_runs"]
 
 def _iso(moment: datetime | None) -> str | None:
@@ -225,8 +225,11 @@ def open_reads(url: str | None) -> OneShotReads:
     from memkit._core._registry import default_url, one_shot_reads
 
     reads = one_shot_reads(url if url is not None else default_url())
-    if reads is not None:
-        return reads
+    return reads if reads is not None else port_reads(url)
+
+
+def port_reads(url: str | None) -> PortReads:
+    """The store at ``url`` opened, read through its port."""
     import memkit
 
     return PortReads(memkit.open(url))
@@ -280,6 +283,12 @@ class PortReads:
 
     def stats(self) -> dict[str, Any]:
         return self.memory.stats().model_dump()
+
+    def search(
+        self, query: str, user_id: str, agent_id: str, limit: int, filters: Any, mode: str | None
+    ) -> list[Any]:
+        options = {"mode": mode} if mode else {}
+        return list(self.memory.search(query, user_id, agent_id, limit, filters, **options))  # type: ignore[arg-type]
 
 
 async def _summaries(

@@ -1,11 +1,13 @@
 """The one-shot reads of a SQLite file (:class:`memkit._core._reads.OneShotReads`), on the caller's thread.
 
-What ``memkit runs``, ``show``, ``namespaces`` and ``stats`` read, with the queries the store's own
-worker runs (:mod:`._traces`, :mod:`._queries`, :mod:`._sql`), but without the adapter: no worker
-thread, no event loop, no models, so a command that reads a little and exits does not pay for
-pydantic's and asyncio's import (about 120 ms of CPU). Only a file the store could read as it is:
-one that is not there yet, or of another schema version, or opened with options that make opening
-do something (an embedder to add), goes through :class:`SQLiteAdapter` as before.
+What ``memkit runs``, ``show``, ``namespaces``, ``stats`` and ``search`` read, with the queries the
+store's own worker runs (:mod:`._traces`, :mod:`._queries`, :mod:`._sql`, :mod:`._search`,
+:mod:`._keywords`), but without the adapter: no worker thread, no event loop, no models, so a
+command that reads a little and exits does not pay for pydantic's and asyncio's import (about
+120 ms of CPU). Only a file the store could read as it is: one that is not there yet, or of another
+schema version, or opened with options that make opening do something (an embedder to add, recalls
+to record), goes through :class:`SQLiteAdapter` as before; so does a search in any other mode than
+keyword, or on a store with vectors, or one whose arguments the store would refuse (it says why).
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memkit._core._errors import ConfigError, StorageError
-from memkit._core._reads import MarkView, NamespaceView, RecallView, mark_view, recall_view
+from memkit._core._errors import ConfigError, MemkitError, StorageError
+from memkit._core._reads import FoundView, MarkView, NamespaceView, RecallView, mark_view, recall_view
 from memkit._core._records import from_us
 from memkit._core._runs import RunSummary, Step, step_of
 from memkit._core._url import embedder_option, query_options, sqlite_path
+from memkit._core._validate import DEFAULT_LIMITS, check_query, check_read
+from memkit._retrieval._config import HybridConfig, check_mode
 from memkit._retrieval._filters import parse_filters
 from memkit.adapters._sqlite import _queries as queries
 from memkit.adapters._sqlite._schema import SCHEMA_VERSION
@@ -34,7 +38,8 @@ __all__ = ["SQLiteReads", "open_reads"]
 
 T = TypeVar("T")
 
-_BUSY_TIMEOUT_MS = 10_000  # SQLiteAdapter's default
+_BUSY_TIMEOUT_MS = 10_000  # SQLiteAdapter's defaults
+_MAX_INDEXED = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -138,6 +143,45 @@ class SQLiteReads:
     def stats(self) -> dict[str, Any]:
         return self._read(queries.stats_fields, self.path)
 
+    def search(
+        self, query: str, user_id: str, agent_id: str, limit: int, filters: Any, mode: str | None
+    ) -> list[FoundView] | None:
+        """A keyword search of a keyword-only store, as :class:`SQLiteAdapter` runs it (the same checks,
+        index, leg and ranking); ``None`` for any other (see the module docstring)."""
+        from memkit.adapters._sqlite._vectors import recorded
+
+        try:
+            text = check_query(query, DEFAULT_LIMITS)
+            user, agent, checked, _, conditions = check_read(user_id, agent_id, limit, filters, DEFAULT_LIMITS)
+            if not text or self._read(recorded)[0] is not None:
+                return None  # an empty query lists; a store with an embedder ranks in its own modes
+            request = _Keyword(text, checked, check_mode(mode, ("keyword",), repr(self)), HybridConfig())
+        except MemkitError:
+            return None  # the store says what is wrong, in its words
+        return self._read(self._keyword_search, request, user, agent, conditions)
+
+    @staticmethod
+    def _keyword_search(
+        db: sqlite3.Connection, request: _Keyword, user_id: str, agent_id: str, conditions: Any
+    ) -> list[FoundView]:
+        from memkit._retrieval._pipeline import rank
+        from memkit.adapters._sqlite._keywords import KeywordCache
+        from memkit.adapters._sqlite._search import keyword_ranked
+        from memkit.adapters._sqlite._sql import records_by_seq
+
+        keywords = KeywordCache(_MAX_INDEXED)
+        index = keywords.index(db, user_id, agent_id)
+        hits = keyword_ranked(db, keywords, request.query, user_id, agent_id, conditions, request.limit, index)
+
+        def newer(seqs: list[int]) -> dict[int, tuple[int, int]]:  # asked in the other modes only
+            raise AssertionError("a keyword ranking orders by the index alone")
+
+        top = rank(request, hits, None, newer, index.neighbours, index.spoken_by)
+        records = records_by_seq(db, [seq for seq, _, _ in top])
+        return [FoundView(r.id, r.content, float(score), dict(r.metadata), r.created_at, r.agent_id, r.user_id,
+                          dict(details))
+                for r, score, details in ((records[q], s, d) for q, s, d in top if q in records)]
+
 
 @dataclass(frozen=True)
 class _RecallScope:
@@ -148,3 +192,13 @@ class _RecallScope:
     workflow_id: str | None
     run_id: str | None
     recall_id: str | None
+
+
+@dataclass(frozen=True)
+class _Keyword:
+    """What :func:`memkit._retrieval._pipeline.rank` reads of a keyword search."""
+
+    query: str
+    limit: int
+    mode: str
+    config: HybridConfig
