@@ -15,7 +15,6 @@ import struct
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from itertools import repeat
 from operator import methodcaller
@@ -247,6 +246,8 @@ def _read(db: sqlite3.Connection, path: str, condition: str, params: list[Any]) 
         def fetch(i: int) -> tuple[Any, ...]:
             row: tuple[Any, ...] = db.execute(sql, [*params, edges[i], edges[i + 1]]).fetchone()
             return row
+
+        from concurrent.futures import ThreadPoolExecutor  # and logging: the command line's reads need neither
 
         chunks: list[dict[str, Any]] = []
         with ThreadPoolExecutor(max_workers=1) as pool:
