@@ -26,6 +26,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         for i in range(30):
             mem.add(f"note {i} on TP53 and BRCA{i % 3}", "alice", "bio", {"gene": f"BRCA{i % 3}", "n": i})
         mem.add("bob's own TP53 note", "bob", "bio")
+        mem.add("TP53 naïve Ω \u202e note", "alice", "bio",
+                {"gene": "BRCA1", "tags": ["a", "ü"], "nested": {"x": 1.5, "flag": True, "none": None, "big": 2**62}})
         # several marks on one run's recalls (shown oldest first), one with a note
         for user in ("alice", "bob"):
             recalls = [r for r in mem.recalls(user_id=user, agent_id="bio") if r.run_id is not None]

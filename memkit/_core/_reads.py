@@ -109,28 +109,14 @@ class FoundView:
     score_details: dict[str, Any] | None
 
     def as_json(self) -> dict[str, Any]:
-        """What ``MemoryItem.model_dump(mode="json")`` gives for the same fields (pydantic writes a
-        UTC time with ``Z``); ``None`` when a value needs pydantic's own conversion."""
-        stamp = self.created_at
-        when = None if stamp is None else stamp.isoformat()
+        """What ``MemoryItem.model_dump(mode="json")`` gives for the same fields: the values are the plain,
+        finite JSON the store validated on write, and pydantic writes a UTC time with ``Z``."""
+        when = None if self.created_at is None else self.created_at.isoformat()
         if when is not None and when.endswith("+00:00"):
             when = when[:-6] + "Z"
-        out: dict[str, Any] = {"id": self.id, "content": self.content, "score": self.score, "metadata": self.metadata,
-               "created_at": when, "agent_id": self.agent_id, "user_id": self.user_id,
-               "score_details": self.score_details}
-        try:  # what a store validated is plain finite JSON; anything else goes through the model
-            json.dumps(out, allow_nan=False)
-        except (TypeError, ValueError):
-            from memkit._core._models import MemoryItem
-
-            item = MemoryItem.model_construct(
-                id=self.id, content=self.content, score=self.score, metadata=self.metadata,
-                created_at=self.created_at, agent_id=self.agent_id, user_id=self.user_id,
-                score_details=self.score_details,
-            )
-            dumped: dict[str, Any] = item.model_dump(mode="json")
-            return dumped
-        return out
+        return {"id": self.id, "content": self.content, "score": self.score, "metadata": self.metadata,
+                "created_at": when, "agent_id": self.agent_id, "user_id": self.user_id,
+                "score_details": self.score_details}
 
 
 def found_json(hit: Any) -> dict[str, Any]:
