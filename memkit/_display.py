@@ -11,10 +11,12 @@ import math
 import unicodedata
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memkit._core._models import MemoryItem
 from memkit.traces._timing import step_timing
+
+if TYPE_CHECKING:
+    from memkit._core._models import MemoryItem
 
 __all__ = [
     "UNKNOWN_STATUS",

@@ -223,7 +223,7 @@ def test_the_run_list_is_runs_frame_without_pandas(
     """What ``memkit runs`` reads (no pandas) is exactly ``runs_frame``: SQLite's run summaries, the
     store base's (memory://), and the base's read of a big store's trace columns (as on Postgres)."""
     from memkit._core import _runs
-    from memkit._serve._runs import _keys, read_runs
+    from memkit._serve._runs import PortReads, _keys, read_runs
     from memkit._sync import call
     from memkit.frames import runs_frame
 
@@ -233,7 +233,7 @@ def test_the_run_list_is_runs_frame_without_pandas(
     with _researchers_store(url) as mem:
         frame = runs_frame(mem)
         # "as columns": the base's reading, not SQLite's own
-        runs = _keys(call(mem, _runs.summaries)) if backend == "sqlite, as columns" else call(mem, read_runs)
+        runs = _keys(call(mem, _runs.summaries)) if backend == "sqlite, as columns" else read_runs(PortReads(mem))
         assert [r.key for r in runs] == list(frame.index) and len(runs) > 30
         assert any(r.key.startswith(("alice/", "bob/")) for r in runs)  # shared workflow ids, no run_id
         for run, (key, row) in zip(runs, frame.iterrows(), strict=True):
@@ -244,7 +244,7 @@ def test_the_run_list_is_runs_frame_without_pandas(
             assert run.started_at == row["started_at"] and run.ended_at == row["ended_at"], key
             assert run.duration_s == pytest.approx(row["duration_s"], abs=1e-6) and run.tools == row["tools"], key
         for user in ("alice", "bob"):
-            mine = call(mem, read_runs, user_id=user, agent_id="bio")
+            mine = read_runs(PortReads(mem), user_id=user, agent_id="bio")
             assert [r.key for r in mine] == list(runs_frame(mem, user_id=user, agent_id="bio").index)
         marked = {r.key: dict(r.marks) for r in runs if r.marks}
         assert marked and all(set(m) <= {"good", "bad"} for m in marked.values())

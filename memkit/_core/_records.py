@@ -10,10 +10,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memkit._core._errors import InvalidInputError
-from memkit._core._models import MemoryItem, NamespaceInfo, NewMemory
 from memkit._core._validate import (
     DEFAULT_LIMITS,
     Limits,
@@ -25,6 +24,11 @@ from memkit._core._validate import (
     encode_metadata,
 )
 from memkit.traces._timing import with_timing
+
+# The models (and pydantic) load with the first record made into an item: the command line's
+# one-shot reads use records' times and never make one.
+if TYPE_CHECKING:
+    from memkit._core._models import MemoryItem, NamespaceInfo, NewMemory
 
 __all__ = [
     "REDACTED",
@@ -142,7 +146,6 @@ def get_trace_redactor() -> TraceRedactor | None:
 
 
 
-_NEW_MEMORY_FIELDS = frozenset(NewMemory.model_fields)
 _clock_lock = threading.Lock()
 _last_us = 0
 
@@ -187,6 +190,8 @@ class Record:
         # A record holds what its store validated: constructing skips building MemoryItem's validator
         # (~20 ms in a one-shot command). What validation would do is done here: the dicts are
         # copied (a caller changing its item never changes the store) and the score made a float.
+        from memkit._core._models import MemoryItem
+
         return MemoryItem.model_construct(
             id=self.id,
             content=self.content,
@@ -510,6 +515,8 @@ def _as_datetime(value: object) -> datetime:
 
 def records_from_items(items: Iterable[NewMemory | Mapping[str, Any]], limits: Limits = DEFAULT_LIMITS) -> list[Record]:
     """Validate a whole batch before anything is written; the first bad item names its index."""
+    from memkit._core._models import NewMemory
+
     records: list[Record] = []
     seen: set[str] = set()
     for index, raw in enumerate(items):
@@ -517,7 +524,7 @@ def records_from_items(items: Iterable[NewMemory | Mapping[str, Any]], limits: L
             fields: Mapping[str, Any] = raw.model_dump()
         elif isinstance(raw, Mapping):
             fields = raw
-            unknown = set(fields) - _NEW_MEMORY_FIELDS
+            unknown = set(fields) - NewMemory.model_fields.keys()
             if unknown:
                 raise InvalidInputError(f"item {index} of add_many has unknown fields: {', '.join(sorted(unknown))}")
         else:
@@ -543,6 +550,8 @@ def records_from_items(items: Iterable[NewMemory | Mapping[str, Any]], limits: L
 def namespace_infos(records: Iterable[Record]) -> list[NamespaceInfo]:
     """One :class:`~memkit.NamespaceInfo` per (user_id, agent_id) of ``records``, sorted: for stores
     without a query engine of their own."""
+    from memkit._core._models import NamespaceInfo
+
     spans: dict[tuple[str, str], list[int]] = {}
     for r in records:
         span = spans.setdefault((r.user_id, r.agent_id), [0, r.created_us, r.created_us])

@@ -1,7 +1,9 @@
 """Turn a URL, a dict, or a config object into a provider.
 
 One registry maps provider names and URL schemes to adapter classes, imported
-lazily so a missing optional dependency only matters when that provider is asked for.
+lazily so a missing optional dependency only matters when that provider is asked for, and,
+for a store that offers them, to its one-shot reads (:mod:`memkit._core._reads`): what the
+command line reads without building the store.
 """
 
 from __future__ import annotations
@@ -10,12 +12,15 @@ import importlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from memkit._core._errors import ConfigError, missing_extra
-from memkit._core._port import MemoryProvider
 from memkit._core._validate import checked_as
+
+if TYPE_CHECKING:
+    from memkit._core._port import MemoryProvider
+    from memkit._core._reads import OneShotReads
 
 __all__ = [
     "DEFAULT_URL",
@@ -24,6 +29,7 @@ __all__ = [
     "build_provider",
     "default_url",
     "get_memory_provider",
+    "one_shot_reads",
     "provider_names",
 ]
 
@@ -42,12 +48,15 @@ class _Entry:
     extra: str | None = None  # the pip extra that installs its dependencies
     requires: str | None = None  # the importable module the extra provides
     also: tuple[str, ...] = ()  # other names its module exports for the class (``from memkit.adapters import``)
+    # "module:function" opening a URL's one-shot reads (None: build the store and read its port)
+    reads: str | None = None
 
 
 _REGISTRY: tuple[_Entry, ...] = (
     _Entry("memory", "memkit.adapters._memory:InMemoryAdapter", ("memory",), ("mock", "in_memory", "inmemory"),
            also=("MockMemoryAdapter",)),
-    _Entry("sqlite", "memkit.adapters._sqlite:SQLiteAdapter", ("sqlite",)),
+    _Entry("sqlite", "memkit.adapters._sqlite:SQLiteAdapter", ("sqlite",),
+           reads="memkit.adapters._sqlite._reads:open_reads"),
     _Entry("falkordb", "memkit.adapters._falkordb:FalkorDBAdapter", ("falkordb",), (), "graph", "falkordb"),
     _Entry("neo4j", "memkit.adapters._neo4j:Neo4jAdapter",
            ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc"), (), "graph", "neo4j"),
@@ -101,6 +110,20 @@ def _load(entry: _Entry) -> Any:
     return getattr(importlib.import_module(module_name), attr)
 
 
+def one_shot_reads(url: str) -> OneShotReads | None:
+    """The one-shot reads of the store at ``url``, where its adapter offers them and can read it as
+    it is; ``None``: open it with :func:`build_provider` (which also reports what is wrong with the URL)."""
+    try:
+        entry = _entry_by_url(url.strip())
+    except ConfigError:
+        return None
+    if entry.reads is None:
+        return None
+    module_name, _, attr = entry.reads.partition(":")
+    reads: OneShotReads | None = getattr(importlib.import_module(module_name), attr)(url.strip())
+    return reads
+
+
 def _plain(value: Any) -> Any:
     """Deep-convert Mapping-like config (OmegaConf DictConfig included) into dicts."""
     if isinstance(value, Mapping):
@@ -121,6 +144,8 @@ def _as_options(cfg: object) -> dict[str, Any]:
 
 
 def _build(entry: _Entry, options: dict[str, Any], url: str | None) -> MemoryProvider:
+    from memkit._core._port import MemoryProvider  # the models and pydantic: a store is being built
+
     cls = _load(entry)
     try:
         provider = cls.from_url(url, **options) if url is not None else cls(**options)

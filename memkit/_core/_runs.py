@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memkit._core._records import from_us, to_us
 from memkit.traces._timing import step_timing
@@ -20,7 +20,7 @@ from memkit.traces._timing import step_timing
 if TYPE_CHECKING:
     from memkit._core._port import MemoryProvider
 
-__all__ = ["STATUSES", "RunSummary", "Step", "run_status", "step_of", "summaries", "summarise"]
+__all__ = ["STATUSES", "RunScope", "RunSummary", "Step", "run_status", "step_of", "summaries", "summarise"]
 
 STATUSES = ("pending", "running", "success", "failed", "retrying", "skipped")
 _RUNNING = ("running", "pending", "retrying")
@@ -90,6 +90,19 @@ class Step:
             "status": self.status, "started_at": _iso(self.started_at), "duration_s": self.duration_s,
             "timing": self.timing, "retry_count": self.retry_count, "recalls": self.recalls, "error": self.error,
         }
+
+
+class RunScope(Protocol):
+    """Which runs to read: of one namespace and/or workflow where given (``RunsOp`` is one)."""
+
+    @property
+    def user_id(self) -> str | None: ...
+
+    @property
+    def agent_id(self) -> str | None: ...
+
+    @property
+    def workflow_id(self) -> str | None: ...
 
 
 def run_status(statuses: Iterable[str]) -> str:

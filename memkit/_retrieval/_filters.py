@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from memkit._core._errors import InvalidInputError
-from memkit._core._models import MemoryFilter
 
 __all__ = ["OPERATORS", "Condition", "matches", "parse_filters", "type_class"]
 
@@ -121,8 +120,11 @@ def parse_filters(filters: object) -> tuple[Condition, ...]:
     """Validate ``filters`` and return its conditions; raise ``InvalidInputError`` on anything odd."""
     if filters is None:
         return ()
-    if isinstance(filters, MemoryFilter):
-        filters = filters.metadata
+    if not isinstance(filters, Mapping):
+        from memkit._core._models import MemoryFilter  # pydantic: only a filter that is not a dict needs it
+
+        if isinstance(filters, MemoryFilter):
+            filters = filters.metadata
     if not isinstance(filters, Mapping):
         raise InvalidInputError(f"filters must be a dict, got {type(filters).__name__}")
     conditions: list[Condition] = []

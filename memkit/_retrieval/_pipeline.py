@@ -20,18 +20,19 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from memkit._core._errors import InvalidInputError
-from memkit._core._models import MemoryItem
-from memkit._core._ops import SearchOp
-from memkit._core._port import SupportsAsOf
 from memkit._core._validate import Limits, check_query, check_read
-from memkit._recall import _recording as _recall
-from memkit._recall._recording import check_as_of
 from memkit._retrieval._fusion import DenseScores, HybridConfig, Neighbours, check_hybrid, check_mode, fuse
 
-__all__ = ["Ranked", "SearchOp", "Searcher", "prepare", "rank", "search"]
+# The models (and pydantic) load with the first search a store runs: ranking alone (the command
+# line's one-shot keyword search) needs none of them.
+if TYPE_CHECKING:
+    from memkit._core._models import MemoryItem
+    from memkit._core._ops import SearchOp
+
+__all__ = ["Ranked", "Ranking", "Searcher", "prepare", "rank", "search"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -49,6 +50,22 @@ class Searcher(Protocol):
     def search_modes(self) -> tuple[str, ...]: ...
 
 
+class Ranking(Protocol):
+    """What :func:`rank` reads of a search (a :class:`memkit._core._ops.SearchOp` is one)."""
+
+    @property
+    def query(self) -> str: ...
+
+    @property
+    def limit(self) -> int: ...
+
+    @property
+    def mode(self) -> str: ...
+
+    @property
+    def config(self) -> HybridConfig: ...
+
+
 def prepare(
     store: Searcher,
     query: object,
@@ -61,6 +78,10 @@ def prepare(
     as_of: object = None,
 ) -> SearchOp:
     """Check a search's arguments against ``store`` (its ``limits``, ``search_modes`` and ``hybrid``)."""
+    from memkit._core._ops import SearchOp
+    from memkit._core._port import SupportsAsOf
+    from memkit._recall._recording import check_as_of
+
     text = check_query(query, store.limits)
     user, agent, checked_limit, _, conditions = check_read(user_id, agent_id, limit, filters, store.limits)
     resolved = check_mode(mode, store.search_modes, repr(store))
@@ -84,7 +105,7 @@ def _semantic_details(rank: int, cosine: float) -> dict[str, Any]:
 
 
 def rank(
-    request: SearchOp,
+    request: Ranking,
     keyword: Sequence[tuple[K, float]],
     dense: DenseScores | None,
     newer: Callable[[list[K]], Mapping[K, tuple[int, int]]],
@@ -123,6 +144,8 @@ async def search(
     ranked: Callable[[SearchOp], Awaitable[list[MemoryItem]]],
 ) -> list[MemoryItem]:
     """Run the adapter's ranking for ``request`` and record the recall (if recording is on)."""
+    from memkit._recall import _recording as _recall
+
     hits = await ranked(request)
     await _recall.settle(_recall.record(
         store, query=request.query, user_id=request.user_id, agent_id=request.agent_id, mode=request.mode,

@@ -6,7 +6,8 @@
 * ``_dispatch``: function calling: ``ProviderTools``, ``ToolDispatcher``, pydantic-ai registration.
 * ``_mcp``: the MCP server: which namespaces a client reaches, the tools and resources, serving.
 * ``_stdio``: every line an MCP client sends over stdio is screened and answered.
-* ``_runs``: runs, their steps, recalls and marks read straight from a provider (no pandas).
+* ``_runs``: runs, their steps, recalls and marks read straight from a store (no pandas): through its
+  one-shot reads where it offers them (:mod:`memkit._core._reads`), else through its port.
 * ``_cli``, ``_audit``, ``_terminal``: the ``memkit`` command, its audit commands, safe printing.
 
 ``memkit.cli`` and ``memkit.tools`` are the public faces; nothing below this layer imports it.

@@ -2,7 +2,8 @@
 
 Readable tables on a terminal, ``--json`` for scripts, exit code 1 when nothing matched (so
 ``memkit runs --status failed && ...`` reads naturally). Runs come from :mod:`._runs`, which
-reads the provider directly: these commands never load pandas or numpy.
+reads the store through its one-shot reads (:mod:`memkit._core._reads`): these commands never
+load pandas or numpy, and on SQLite neither pydantic nor asyncio.
 """
 
 from __future__ import annotations
@@ -15,10 +16,8 @@ from typing import Any
 
 from memkit._core._errors import InvalidInputError, MemkitError
 from memkit._display import format_duration, format_time, printable
-from memkit._recall._marks import Mark
-from memkit._serve._runs import RunDetail, filter_runs, read_run, read_runs
+from memkit._serve._runs import RunDetail, filter_runs, open_reads, read_run, read_runs
 from memkit._serve._terminal import cell, json_line, say, table, when
-from memkit._sync import Memory, call
 
 __all__ = ["NothingFound", "add_audit_commands"]
 
@@ -52,19 +51,13 @@ def _marks_cell(marks: dict[str, int]) -> str:
     return ", ".join(f"{n} {label.replace('_', ' ')}" for label, n in sorted(marks.items())) or "-"
 
 
-def _open(args: argparse.Namespace) -> Memory:
-    import memkit
-
-    return memkit.open(args.url)
-
-
 def cmd_runs(args: argparse.Namespace) -> int:
     """List runs, newest first, with the filters of runs_frame; exit 1 when none matches."""
     if args.limit < 1:
         raise InvalidInputError(f"--limit must be at least 1, got {args.limit}")
     since, until = moment_arg(args.since, "--since"), moment_arg(args.until, "--until")
-    with _open(args) as mem:
-        runs = call(mem, read_runs, user_id=args.user, agent_id=args.agent, workflow_id=args.workflow)
+    with open_reads(args.url) as reads:
+        runs = read_runs(reads, user_id=args.user, agent_id=args.agent, workflow_id=args.workflow)
     runs = filter_runs(runs, status=args.status, since=since, until=until)
     shown = runs[:args.limit]
     if args.json:
@@ -88,7 +81,8 @@ def _filtered(args: argparse.Namespace) -> bool:
     return any(getattr(args, k) is not None for k in ("status", "workflow", "agent", "user", "since", "until"))
 
 
-def _mark_json(mark: Mark) -> dict[str, Any]:
+def _mark_json(mark: Any) -> dict[str, Any]:
+    """A :class:`memkit.Mark` (or its view) as ``show --json`` prints it."""
     return {"mark_id": mark.id, "kind": mark.kind, "label": mark.label, "note": mark.note,
             "step_id": mark.step_id, "step_index": mark.step_index, "recall_id": mark.recall_id,
             "memory_id": mark.memory_id, "created_at": mark.created_at.isoformat()}
@@ -96,9 +90,9 @@ def _mark_json(mark: Mark) -> dict[str, Any]:
 
 def cmd_show(args: argparse.Namespace) -> int:
     """One run: its steps, the full text of its errors, what each step recalled and how it was marked."""
-    with _open(args) as mem:
+    with open_reads(args.url) as reads:
         try:
-            detail: RunDetail = call(mem, read_run, args.run)
+            detail: RunDetail = read_run(reads, args.run)
         except InvalidInputError as exc:
             if str(exc).startswith("no run"):
                 raise NothingFound(f"no run {printable(args.run)!r} in this store; `memkit runs` lists them") from None
@@ -159,8 +153,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_namespaces(args: argparse.Namespace) -> int:
     """Every (user_id, agent_id) with how many memories and when they were written."""
-    with _open(args) as mem:
-        spaces = mem.namespaces()
+    with open_reads(args.url) as reads:
+        spaces = reads.namespaces()
     if args.json:
         for ns in spaces:
             say(json_line({"user_id": ns.user_id, "agent_id": ns.agent_id, "count": ns.count,

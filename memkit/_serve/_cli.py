@@ -61,25 +61,33 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_stats(args: argparse.Namespace) -> int:
     """Print counts and storage size (JSON)."""
-    with _open(args) as mem:
-        say(json.dumps(mem.stats().model_dump(), indent=2, default=str, ensure_ascii=True))
+    from memkit._serve._runs import open_reads
+
+    with open_reads(args.url) as reads:
+        say(json.dumps(reads.stats(), indent=2, default=str, ensure_ascii=True))
     return 0
 
 
 def cmd_search(args: argparse.Namespace) -> int:
     """Search one namespace and print the hits (JSON lines with --json)."""
+    from memkit._core._reads import found_json
+    from memkit._serve._runs import open_reads, port_reads
+
     filters = _json_arg(args.filters, "--filters") if args.filters else None
-    with _open(args) as mem:
-        options = {"mode": args.mode} if args.mode else {}
-        hits = mem.search(args.query, args.user, args.agent, args.limit, filters, **options)
-        if not hits and not args.json:
-            say(f"no matches in {args.user}/{args.agent}", file=sys.stderr)
-        for hit in hits:
-            if args.json:
-                say(json_line(hit.model_dump(mode="json")))
-            else:
-                score = f"{hit.score:6.2f}" if hit.score is not None else "     -"
-                say(f"{score}  {hit.id}  {summary(hit, 110)}")
+    search = (args.query, args.user, args.agent, args.limit, filters, args.mode)
+    with open_reads(args.url) as reads:
+        hits = reads.search(*search)
+    if hits is None:  # a search the store runs itself (another mode, vectors, an argument it refuses)
+        with port_reads(args.url) as port:
+            hits = port.search(*search)
+    if not hits and not args.json:
+        say(f"no matches in {args.user}/{args.agent}", file=sys.stderr)
+    for hit in hits:
+        if args.json:
+            say(json_line(found_json(hit)))
+        else:
+            score = f"{hit.score:6.2f}" if hit.score is not None else "     -"
+            say(f"{score}  {hit.id}  {summary(hit, 110)}")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Workflow runs read straight from a provider, without pandas: what ``memkit runs`` and ``show`` print.
+"""Workflow runs read straight from a store, without pandas: what ``memkit runs`` and ``show`` print.
 
 A run is the trace steps sharing ``(user_id, agent_id, workflow_id, run_id)``, with the ids,
 figures and status of :func:`memkit.frames.runs_frame` (a test holds the two equal on a store
@@ -6,6 +6,9 @@ written the way an agent writes it). The list comes from the store's run summari
 run: SQLite counts them without reading a record's JSON; any other store reads them from its
 records), so a command pays neither pandas' nor numpy's import; ``show`` then reads the steps of
 the one run it shows.
+
+Everything is read through :class:`memkit._core._reads.OneShotReads`: a store's own one-shot reads
+where it offers them (SQLite: no models, no event loop), else :class:`PortReads` over its port.
 """
 
 from __future__ import annotations
@@ -14,20 +17,20 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memkit._core._errors import InvalidInputError
-from memkit._core._port import MemoryProvider, SupportsExport, SupportsMarks, SupportsRecalls
-from memkit._core._runs import RunSummary, Step, step_of, summaries
-from memkit._core._store import Store
-from memkit._recall._marks import Mark
-from memkit._recall._recording import Recall, step_namespace
+from memkit._core._runs import RunSummary, Step, step_of
 
-__all__ = ["Run", "RunDetail", "Step", "filter_runs", "pick_run", "read_run", "read_runs"]
+if TYPE_CHECKING:
+    from types import TracebackType
 
-#: The most steps ``show`` reads through a filtered listing (a store's own bound on one listing).
-_LISTED = 10_000
+    from memkit._core._port import MemoryProvider
+    from memkit._core._reads import OneShotReads
+    from memkit._sync import Memory
 
+__all__ = ["PortReads", "Run", "RunDetail", "Step", "filter_runs", "open_reads", "pick_run", "port_reads", "read_run",
+           "read_runs"]
 
 def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment is not None else None
@@ -122,8 +125,10 @@ class RunDetail:
 
     run: Run
     steps: list[Step]
-    recalls: list[Recall]
-    marks: list[Mark]
+    #: :class:`memkit.Recall` or its view (:class:`memkit._core._reads.RecallView`): the same fields.
+    recalls: list[Any]
+    #: :class:`memkit.Mark` or :class:`memkit._core._reads.MarkView`.
+    marks: list[Any]
 
 
 def _keys(rows: list[RunSummary]) -> list[Run]:
@@ -134,23 +139,15 @@ def _keys(rows: list[RunSummary]) -> list[Run]:
             for row, key in zip(rows, plain, strict=True)]
 
 
-async def read_runs(
-    provider: MemoryProvider,
+def read_runs(
+    reads: OneShotReads,
     *,
     user_id: str | None = None,
     agent_id: str | None = None,
     workflow_id: str | None = None,
 ) -> list[Run]:
     """Every run of the store (or of one namespace or workflow), newest first."""
-    return _keys(await _summaries(provider, user_id, agent_id, workflow_id))
-
-
-async def _summaries(
-    provider: MemoryProvider, user_id: str | None, agent_id: str | None, workflow_id: str | None
-) -> list[RunSummary]:
-    if isinstance(provider, Store) and isinstance(provider, SupportsExport):
-        return await provider.run_summaries(user_id=user_id, agent_id=agent_id, workflow_id=workflow_id)
-    return await summaries(provider, user_id, agent_id, workflow_id)
+    return _keys(reads.run_summaries(user_id, agent_id, workflow_id))
 
 
 def filter_runs(
@@ -174,64 +171,153 @@ def pick_run(runs: list[Run], name: str) -> Run:
     raise InvalidInputError(f"no run {name!r} in this store")
 
 
-async def _steps(provider: MemoryProvider, run: Run, runs: list[Run]) -> list[Step]:
-    """The steps of ``run`` in replay order, read through a filtered listing of its namespace."""
-    filters: dict[str, Any] = {"type": "trace", "workflow_id": run.workflow_id}
-    if run.run_id is not None:
-        filters["run_id"] = run.run_id
-        size = run.step_count
-    else:  # a run without a run_id: its workflow's steps without one (a run_id of another type included)
-        size = sum(r.step_count for r in runs if r.ids[:3] == run.ids[:3])
-    if size <= _LISTED:
-        items = await provider.get_all(run.user_id, run.agent_id, size, filters)
-        items.reverse()  # oldest first (ties: in the order written)
-    else:
-        assert isinstance(provider, SupportsExport)  # it listed its runs
-        items = [i async for i in provider.export(run.user_id, run.agent_id)
-                 if i.metadata.get("type") == "trace" and i.metadata.get("workflow_id") == run.workflow_id]
-    steps = [s for s in (step_of(item, None) for item in items) if s.run == run.ids]
-    steps.sort(key=lambda s: s.created_at)
-    return steps
-
-
 def _workflows_in(name: str) -> set[str]:
     """Every workflow id a run whose id is ``name`` can have: its id is ``[user/agent/]workflow[/run_id]``."""
     parts = name.split("/")
     return {"/".join(parts[i:j]) for i in range(len(parts)) for j in range(i + 1, len(parts) + 1)}
 
 
-async def _runs_named(provider: MemoryProvider, name: str) -> list[Run]:
+def _runs_named(reads: OneShotReads, name: str) -> list[Run]:
     """The runs of the workflows ``name`` can name, when one of them has that id (else every run).
 
     Every run that could share that id (or make it need its namespace in front) belongs to one of
     those workflows, so their ids are the ids the whole list gives them; a store reads one
     workflow's summaries by its index."""
     if "/" in name:
-        rows = [row for workflow in sorted(_workflows_in(name))
-                for row in await _summaries(provider, None, None, workflow)]
+        rows = [row for workflow in sorted(_workflows_in(name)) for row in reads.run_summaries(None, None, workflow)]
         runs = _keys(rows)
         if sum(run.key == name for run in runs) == 1:
             return runs
-    return await read_runs(provider)
+    return read_runs(reads)
 
 
-async def read_run(provider: MemoryProvider, name: str) -> RunDetail:
+def _step_namespace(recall: Any) -> tuple[str, str]:
+    """:func:`memkit._recall._recording.step_namespace` of a recall or its view."""
+    return (recall.trace_user_id or recall.user_id, recall.trace_agent_id or recall.agent_id)
+
+
+def read_run(reads: OneShotReads, name: str) -> RunDetail:
     """One run by name (see :func:`pick_run`), with its steps, its recalls and the marks on it."""
-    runs = await _runs_named(provider, name)
+    runs = _runs_named(reads, name)
     run = pick_run(runs, name)
-    steps = await _steps(provider, run, runs)
-    recalls: list[Recall] = []
-    if isinstance(provider, SupportsRecalls):
+    # A run without a run_id: its workflow's steps without one (a run_id of another type included).
+    size = run.step_count if run.run_id is not None else sum(r.step_count for r in runs if r.ids[:3] == run.ids[:3])
+    steps = reads.run_steps(run.ids, size)
+    recalls: list[Any] = []
+    if reads.keeps_recalls:
         if run.workflow_id is not None:
-            recalls = [r for r in await provider.recalls(workflow_id=run.workflow_id, run_id=run.run_id)
-                       if r.run_id == run.run_id and step_namespace(r) == (run.user_id, run.agent_id)]
+            recalls = [r for r in reads.recalls(run.workflow_id, run.run_id)
+                       if r.run_id == run.run_id and _step_namespace(r) == (run.user_id, run.agent_id)]
         per_step = Counter(r.step_index for r in recalls if r.step_index is not None)
         for step in steps:
             step.recalls = 0 if step.step_index is None else per_step[step.step_index]
-    marks: list[Mark] = []
-    if isinstance(provider, SupportsMarks) and run.workflow_id is not None:
+    marks: list[Any] = []
+    if run.workflow_id is not None:
         ids = {s.id for s in steps}
         recalled = {r.id for r in recalls}
-        marks = [m for m in await provider.marks(workflow_id=run.workflow_id, run_id=run.run_id)
-                 if m.step_id in ids or m.recall_id in recalled]
+        marks = [m for m in reads.marks(run.workflow_id, run.run_id) if m.step_id in ids or m.recall_id in recalled]
     return RunDetail(run, steps, recalls, marks)
+
+
+def open_reads(url: str | None) -> OneShotReads:
+    """What the command line reads ``url`` (``None``: the default store) through: the store's own
+    one-shot reads where its adapter offers them for this file, else its port (:class:`PortReads`)."""
+    from memkit._core._registry import default_url, one_shot_reads
+
+    reads = one_shot_reads(url if url is not None else default_url())
+    return reads if reads is not None else port_reads(url)
+
+
+def port_reads(url: str | None) -> PortReads:
+    """The store at ``url`` opened, read through its port."""
+    import memkit
+
+    return PortReads(memkit.open(url))
+
+
+#: The most steps :class:`PortReads` reads through a filtered listing (a store's own bound on one listing).
+_LISTED = 10_000
+
+
+class PortReads:
+    """:class:`memkit._core._reads.OneShotReads` over any store's port (on memkit's event loop)."""
+
+    def __init__(self, memory: Memory) -> None:
+        from memkit._core._port import SupportsMarks, SupportsRecalls
+
+        self.memory = memory
+        self.provider: MemoryProvider = memory.provider
+        self.keeps_recalls = isinstance(self.provider, SupportsRecalls)
+        self._keeps_marks = isinstance(self.provider, SupportsMarks)
+
+    def __enter__(self) -> PortReads:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.memory.close()
+
+    def run_summaries(
+        self, user_id: str | None = None, agent_id: str | None = None, workflow_id: str | None = None
+    ) -> list[RunSummary]:
+        from memkit._sync import call
+
+        return call(self.memory, _summaries, user_id, agent_id, workflow_id)
+
+    def run_steps(self, ids: tuple[str, str, str | None, str | None], size: int) -> list[Step]:
+        from memkit._sync import call
+
+        return call(self.memory, _steps, ids, size)
+
+    def recalls(self, workflow_id: str, run_id: str | None) -> list[Any]:
+        if not self.keeps_recalls:
+            return []
+        return list(self.memory.recalls(workflow_id=workflow_id, run_id=run_id))
+
+    def marks(self, workflow_id: str, run_id: str | None) -> list[Any]:
+        return list(self.memory.marks(workflow_id=workflow_id, run_id=run_id)) if self._keeps_marks else []
+
+    def namespaces(self) -> list[Any]:
+        return list(self.memory.namespaces())
+
+    def stats(self) -> dict[str, Any]:
+        return self.memory.stats().model_dump()
+
+    def search(
+        self, query: str, user_id: str, agent_id: str, limit: int, filters: Any, mode: str | None
+    ) -> list[Any]:
+        options = {"mode": mode} if mode else {}
+        return list(self.memory.search(query, user_id, agent_id, limit, filters, **options))  # type: ignore[arg-type]
+
+
+async def _summaries(
+    provider: MemoryProvider, user_id: str | None, agent_id: str | None, workflow_id: str | None
+) -> list[RunSummary]:
+    from memkit._core._port import SupportsExport
+    from memkit._core._runs import summaries
+    from memkit._core._store import Store
+
+    if isinstance(provider, Store) and isinstance(provider, SupportsExport):
+        return await provider.run_summaries(user_id=user_id, agent_id=agent_id, workflow_id=workflow_id)
+    return await summaries(provider, user_id, agent_id, workflow_id)
+
+
+async def _steps(provider: MemoryProvider, ids: tuple[str, str, str | None, str | None], size: int) -> list[Step]:
+    """The steps of run ``ids`` in replay order, read through a filtered listing of its namespace."""
+    from memkit._core._port import SupportsExport
+
+    user_id, agent_id, workflow_id, run_id = ids
+    filters: dict[str, Any] = {"type": "trace", "workflow_id": workflow_id}
+    if run_id is not None:
+        filters["run_id"] = run_id
+    if size <= _LISTED:
+        items = await provider.get_all(user_id, agent_id, size, filters)
+        items.reverse()  # oldest first (ties: in the order written)
+    else:
+        assert isinstance(provider, SupportsExport)  # it listed its runs
+        items = [i async for i in provider.export(user_id, agent_id)
+                 if i.metadata.get("type") == "trace" and i.metadata.get("workflow_id") == workflow_id]
+    steps = [s for s in (step_of(item, None) for item in items) if s.run == ids]
+    steps.sort(key=lambda s: s.created_at)
+    return steps

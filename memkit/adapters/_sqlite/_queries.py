@@ -1,22 +1,25 @@
 """The store's reads and small writes that need nothing but the connection: one function per
-operation, each run on the adapter's worker thread (``db`` is its connection)."""
+operation, each run on the adapter's worker thread (``db`` is its connection), or on the caller's
+by the one-shot reads (:mod:`._reads`), which is why the models load only where one is made."""
 
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from memkit._core._models import NamespaceInfo, Stats
-from memkit._core._ops import ExportOp, MarksOp, PutMarksOp, RecallsOp, RemoveMarksOp, RunsOp
 from memkit._core._records import from_us, to_us
-from memkit._recall import _marks
 from memkit.adapters._sqlite._schema import SCHEMA_VERSION, write_transaction
 from memkit.adapters._sqlite._sql import COLUMNS
-from memkit.adapters._sqlite._vectors import recorded
+
+if TYPE_CHECKING:
+    from memkit._core._models import NamespaceInfo, Stats
+    from memkit._core._ops import ExportOp, PutMarksOp, RemoveMarksOp
+    from memkit._core._runs import RunScope
 
 __all__ = [
     "export_chunk",
     "mark_bodies",
+    "namespace_rows",
     "namespaces",
     "put_marks",
     "recall_bodies",
@@ -24,9 +27,33 @@ __all__ = [
     "remove_marks",
     "schema_line",
     "stats",
+    "stats_fields",
     "step_mark_counts",
     "step_recall_counts",
 ]
+
+
+class MarkScope(Protocol):
+    """What a read of marks narrows to (``MarksOp`` is one; ``None``: any)."""
+
+    @property
+    def user_id(self) -> str | None: ...
+
+    @property
+    def agent_id(self) -> str | None: ...
+
+    @property
+    def workflow_id(self) -> str | None: ...
+
+    @property
+    def run_id(self) -> str | None: ...
+
+
+class RecallScope(MarkScope, Protocol):
+    """What a read of recalls narrows to (``RecallsOp`` is one)."""
+
+    @property
+    def recall_id(self) -> str | None: ...
 
 
 def _where(sql: str, wanted: tuple[tuple[str, str | None], ...]) -> tuple[str, list[Any]]:
@@ -39,18 +66,27 @@ def _where(sql: str, wanted: tuple[tuple[str, str | None], ...]) -> tuple[str, l
     return sql, params
 
 
-def namespaces(db: sqlite3.Connection) -> list[NamespaceInfo]:
-    rows = db.execute(
+def namespace_rows(db: sqlite3.Connection) -> list[tuple[str, str, int, int, int]]:
+    """``(user_id, agent_id, memories, first created_us, last created_us)`` per namespace, sorted."""
+    return db.execute(
         "SELECT user_id, agent_id, count(*), min(created_us), max(created_us)"
         " FROM memories GROUP BY user_id, agent_id ORDER BY user_id, agent_id"
     ).fetchall()
+
+
+def namespaces(db: sqlite3.Connection) -> list[NamespaceInfo]:
+    from memkit._core._models import NamespaceInfo
+
     return [
         NamespaceInfo(user_id=u, agent_id=a, count=c, first_at=from_us(lo), last_at=from_us(hi))
-        for u, a, c, lo, hi in rows
+        for u, a, c, lo, hi in namespace_rows(db)
     ]
 
 
-def stats(db: sqlite3.Connection, path: str) -> Stats:
+def stats_fields(db: sqlite3.Connection, path: str) -> dict[str, Any]:
+    """The fields of :meth:`stats`, in its order."""
+    from memkit.adapters._sqlite._vectors import recorded
+
     memories, traces = db.execute(
         "SELECT count(*), coalesce(sum(json_extract(metadata, '$.type') = 'trace'), 0) FROM memories"
     ).fetchone()
@@ -58,10 +94,16 @@ def stats(db: sqlite3.Connection, path: str) -> Stats:
     pages = db.execute("PRAGMA page_count").fetchone()[0] * db.execute("PRAGMA page_size").fetchone()[0]
     name, dim = recorded(db)
     vectors = db.execute("SELECT count(*) FROM memory_vectors").fetchone()[0]
-    return Stats(
-        provider="sqlite", memories=memories, traces=traces, namespaces=spaces, storage_bytes=pages, path=path,
-        schema_version=SCHEMA_VERSION, embedder=name, embedder_dim=dim, vectors=vectors,
-    )
+    return {
+        "provider": "sqlite", "memories": memories, "traces": traces, "namespaces": spaces, "storage_bytes": pages,
+        "path": path, "schema_version": SCHEMA_VERSION, "embedder": name, "embedder_dim": dim, "vectors": vectors,
+    }
+
+
+def stats(db: sqlite3.Connection, path: str) -> Stats:
+    from memkit._core._models import Stats
+
+    return Stats(**stats_fields(db, path))
 
 
 def schema_line(db: sqlite3.Connection) -> str:
@@ -78,7 +120,7 @@ def export_chunk(db: sqlite3.Connection, op: ExportOp, after: tuple[int, int], s
     return db.execute(sql + " ORDER BY m.created_us, m.seq LIMIT ?", [*after, *params, size]).fetchall()
 
 
-def recall_bodies(db: sqlite3.Connection, op: RecallsOp) -> list[str]:
+def recall_bodies(db: sqlite3.Connection, op: RecallScope) -> list[str]:
     sql, params = _where("SELECT body FROM recalls WHERE 1", (
         ("user_id", op.user_id), ("agent_id", op.agent_id), ("workflow_id", op.workflow_id),
         ("run_id", op.run_id), ("id", op.recall_id),
@@ -102,7 +144,7 @@ def recall_step_counts(
     return list(db.execute(sql + " GROUP BY su, sa, workflow_id, run_id, step_index", params))
 
 
-def mark_bodies(db: sqlite3.Connection, op: MarksOp) -> list[str]:
+def mark_bodies(db: sqlite3.Connection, op: MarkScope) -> list[str]:
     sql, params = _where("SELECT body FROM marks WHERE 1", (
         ("user_id", op.user_id), ("agent_id", op.agent_id), ("workflow_id", op.workflow_id), ("run_id", op.run_id),
     ))
@@ -110,6 +152,8 @@ def mark_bodies(db: sqlite3.Connection, op: MarksOp) -> list[str]:
 
 
 def put_marks(db: sqlite3.Connection, op: PutMarksOp) -> int:
+    from memkit._recall import _marks
+
     with write_transaction(db):
         db.executemany(
             "INSERT OR REPLACE INTO marks (id, created_us, user_id, agent_id, workflow_id, run_id, body)"
@@ -129,8 +173,7 @@ def remove_marks(db: sqlite3.Connection, op: RemoveMarksOp) -> int:
         )
 
 
-
-def step_recall_counts(db: sqlite3.Connection, op: RunsOp) -> dict[tuple[Any, ...], str]:
+def step_recall_counts(db: sqlite3.Connection, op: RunScope) -> dict[tuple[Any, ...], str]:
     """The step index of every recall of a run, comma-separated, keyed ``(user_id, agent_id,
     workflow_id, run_id)`` of the step: read from an index alone (no recall body is read). One row
     per run, not per step: at thousands of runs the rows themselves are what costs."""
@@ -143,7 +186,7 @@ def step_recall_counts(db: sqlite3.Connection, op: RunsOp) -> dict[tuple[Any, ..
     return {row[:4]: row[4] for row in rows}
 
 
-def step_mark_counts(db: sqlite3.Connection, op: RunsOp) -> list[tuple[Any, ...]]:
+def step_mark_counts(db: sqlite3.Connection, op: RunScope) -> list[tuple[Any, ...]]:
     """``(user_id, agent_id, workflow_id, run_id, label, marks)`` per run and label of its step marks."""
     sql, params = _where(
         "SELECT user_id, agent_id, workflow_id, run_id, body ->> '$.label', count(*) FROM marks"

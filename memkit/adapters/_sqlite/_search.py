@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from memkit._core._models import MemoryItem
-from memkit._core._ops import SearchOp
 from memkit._core._records import Record
 from memkit._retrieval._filters import Condition
 from memkit._retrieval._fusion import DenseScores, dense_leg
@@ -18,6 +17,10 @@ from memkit.adapters._sqlbase import created_by, filter_sql
 from memkit.adapters._sqlite._keywords import KeywordCache, snapshot
 from memkit.adapters._sqlite._sql import SQLITE, allowed, records_by_seq
 from memkit.adapters._sqlite._vectors import Vectors
+
+if TYPE_CHECKING:  # the models load with a store's search; the one-shot keyword search needs none
+    from memkit._core._models import MemoryItem
+    from memkit._core._ops import SearchOp
 
 __all__ = ["ranked"]
 

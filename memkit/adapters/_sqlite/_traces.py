@@ -15,16 +15,14 @@ import struct
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from itertools import repeat
 from operator import methodcaller
 from typing import TYPE_CHECKING, Any
 
 from memkit._core._errors import StorageError
-from memkit._core._ops import RunsOp
 from memkit._core._records import from_us
-from memkit._core._runs import STATUSES, RunSummary, run_status
+from memkit._core._runs import STATUSES, RunScope, RunSummary, run_status
 from memkit.adapters._sqlbase import trace_filter
 from memkit.adapters._sqlite._sql import SQLITE
 from memkit.traces._timing import step_timing
@@ -250,6 +248,8 @@ def _read(db: sqlite3.Connection, path: str, condition: str, params: list[Any]) 
             row: tuple[Any, ...] = db.execute(sql, [*params, edges[i], edges[i + 1]]).fetchone()
             return row
 
+        from concurrent.futures import ThreadPoolExecutor  # and logging: the command line's reads need neither
+
         chunks: list[dict[str, Any]] = []
         with ThreadPoolExecutor(max_workers=1) as pool:
             pending = pool.submit(fetch, 0)
@@ -294,8 +294,8 @@ def _read(db: sqlite3.Connection, path: str, condition: str, params: list[Any]) 
 
 
 def run_summaries(
-    db: sqlite3.Connection, op: RunsOp, recalls: Callable[[RunsOp], dict[tuple[Any, ...], str]],
-    marks: Callable[[RunsOp], list[tuple[Any, ...]]],
+    db: sqlite3.Connection, op: RunScope, recalls: Callable[[RunScope], dict[tuple[Any, ...], str]],
+    marks: Callable[[RunScope], list[tuple[Any, ...]]],
 ) -> list[RunSummary]:
     """Every run in one row, newest first, from the packed numbers of its steps (no record's JSON is
     read, no numpy is loaded); ``recalls`` lists the step index of each recall per run (see

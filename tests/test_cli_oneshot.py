@@ -1,0 +1,162 @@
+"""The command line's one-shot reads: on SQLite, ``runs``, ``show``, ``namespaces``, ``stats`` and a keyword
+``search`` load neither pydantic nor asyncio, and print byte for byte what reading through the store prints."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_cli_runs import _researchers_store
+
+import memkit
+from memkit._core import _registry
+from memkit._serve._runs import open_reads, read_runs
+from memkit.adapters._sqlite._reads import SQLiteReads
+from memkit.cli import main
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    url = f"sqlite:///{tmp_path_factory.mktemp('oneshot') / 'r.db'}?embedder=none"
+    with _researchers_store(url) as mem:  # two users sharing workflow ids, recalls, marks, odd timings
+        for i in range(30):
+            mem.add(f"note {i} on TP53 and BRCA{i % 3}", "alice", "bio", {"gene": f"BRCA{i % 3}", "n": i})
+        mem.add("bob's own TP53 note", "bob", "bio")
+        mem.add("TP53 naïve Ω \u202e note", "alice", "bio",
+                {"gene": "BRCA1", "tags": ["a", "ü"], "nested": {"x": 1.5, "flag": True, "none": None, "big": 2**62}})
+        # several marks on one run's recalls (shown oldest first), one with a note
+        for user in ("alice", "bob"):
+            recalls = [r for r in mem.recalls(user_id=user, agent_id="bio") if r.run_id is not None]
+            run = recalls[0].run_id
+            for n, recall in enumerate(r for r in recalls if r.run_id == run):
+                mem.mark_memory(recall.id, recall.hits[0].id, relevant=n % 2 == 0, user_id=user, agent_id="bio",
+                                note=f"checked {n}" if n == 1 else "")
+    yield url
+
+
+def _printed(url: str, args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(["--url", url, *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _through_the_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every read through the store's port, as any store without one-shot reads is read."""
+    monkeypatch.setattr(_registry, "one_shot_reads", lambda url: None)
+
+
+SEARCH = ["search", "TP53", "--user", "alice", "--agent", "bio"]
+COMMANDS = [
+    ["runs"], ["runs", "--json"], ["runs", "--status", "failed"], ["runs", "--status", "failed", "--json"],
+    ["runs", "--user", "alice", "--agent", "bio", "--json"], ["runs", "--workflow", "wf-1"],
+    ["runs", "--since", "2026-10-01T03:00", "--until", "2026-10-01T06:00", "--json"], ["runs", "--limit", "3"],
+    ["namespaces"], ["namespaces", "--json"], ["stats"],
+    SEARCH, [*SEARCH, "--json"], [*SEARCH, "--limit", "50", "--json"], [*SEARCH, "--mode", "keyword"],
+    [*SEARCH, "--filters", '{"gene": "BRCA1"}', "--json"], [*SEARCH, "--filters", '{"n": {"$gte": 20}}'],
+    ["search", "TP53 note", "--user", "bob", "--agent", "bio", "--json"],
+    ["search", "nothing like it", "--user", "alice", "--agent", "bio"],
+    # what the store refuses or finds nothing for: the same message and exit code
+    ["show", "no-such-run"], ["show", "wf-1"], ["runs", "--workflow", "none"], ["runs", "--limit", "0"],
+    ["runs", "--since", "yesterday"], [*SEARCH, "--mode", "semantic"], [*SEARCH, "--limit", "0"],
+    ["search", "", "--user", "alice", "--agent", "bio"], ["search", "TP53", "--user", "", "--agent", "bio"],
+    [*SEARCH, "--filters", '{"gene": {"$regex": "x"}}'], [*SEARCH, "--filters", "{bad"],
+]
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=[" ".join(a) for a in COMMANDS])
+def test_one_shot_reads_print_what_the_store_prints(
+    args: list[str], store: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = _printed(store, args, capsys)
+    _through_the_store(monkeypatch)
+    assert fast == _printed(store, args, capsys)
+
+
+def test_every_run_shows_the_same_through_both_reads(
+    store: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each run, text and JSON: its steps, timings, recalls and marks, two users' runs of one workflow apart."""
+    code, out, _ = _printed(store, ["runs", "--json", "--limit", "1000"], capsys)
+    keys = [json.loads(line)["run"] for line in out.splitlines()]
+    assert code == 0 and len(keys) > 30 and any(k.startswith(("alice/", "bob/")) for k in keys)
+    fast = [_printed(store, ["show", key, *flag], capsys) for key in keys for flag in ([], ["--json"])]
+    shown = [json.loads(out) for code, out, _ in fast[1::2]]
+    assert any(run["recalls"] for run in shown) and any(run["marks"] for run in shown)
+    for run in shown:  # a run shows its own namespace's recalls only
+        assert all(r["namespace"][0] == run["user_id"] for r in run["recalls"])
+        assert all(h["content"].startswith(run["user_id"]) for r in run["recalls"] for h in r["hits"])
+    _through_the_store(monkeypatch)
+    assert fast == [_printed(store, ["show", key, *flag], capsys) for key in keys for flag in ([], ["--json"])]
+
+
+def test_the_commands_answered_by_one_shot_reads_are(store: str) -> None:
+    """What the equality tests above compare: the one-shot reads answer these, not the store."""
+    with open_reads(store) as reads:
+        assert isinstance(reads, SQLiteReads)
+        assert reads.search("TP53", "alice", "bio", 5, {"gene": "BRCA1"}, None)
+        assert reads.search("TP53", "alice", "bio", 5, None, "keyword")
+        for refused in (("", "alice", "bio", 5, None, None), ("TP53", "alice", "bio", 0, None, None),
+                        ("TP53", "alice", "bio", 5, None, "semantic"), ("TP53", "alice", "bio", 5, {"$x": 1}, None)):
+            assert reads.search(*refused) is None  # the store says what is wrong
+
+
+def test_read_commands_load_neither_pydantic_nor_asyncio(store: str) -> None:
+    """The promise the one-shot reads keep: each reading command on SQLite, in a fresh process,
+    leaves pydantic, asyncio and the store's models unloaded (and numpy for all but search)."""
+    heavy = ("pydantic", "pydantic_core", "asyncio", "memkit._core._models", "memkit._sync", "memkit._core._store",
+             "memkit.adapters._sqlite._adapter", "numpy", "pandas")
+    code = ("import sys\nfrom memkit.cli import main\n"
+            f"heavy = {heavy!r}\n"
+            "args = sys.argv[2:]\n"
+            "code = main(['--url', sys.argv[1], *args])\n"
+            "print('LOADED', code, sorted(m for m in heavy if m in sys.modules))\n")
+    with open_reads(store) as reads:
+        runs = read_runs(reads)
+    shared = next(r.key for r in runs if r.key.startswith("alice/") and r.recalls)  # a workflow bob runs too
+    marked = next(r.key for r in runs if r.marks and r.recalls)
+    for args in (["runs"], ["runs", "--status", "failed", "--json"], ["show", shared], ["show", marked, "--json"],
+                 ["namespaces"], ["namespaces", "--json"], ["stats"],
+                 SEARCH, [*SEARCH, "--json", "--filters", '{"gene": "BRCA1"}']):
+        done = subprocess.run([sys.executable, "-c", code, store, *args], capture_output=True, text=True, check=True)
+        [said] = [line for line in done.stdout.splitlines() if line.startswith("LOADED ")]
+        assert said == ("LOADED 0 ['numpy']" if args[0] == "search" else "LOADED 0 []"), (args, said)
+
+
+def test_what_the_store_must_open_goes_through_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file not there yet, not memkit's, in RAM, or opened with options that make opening do
+    something: read through the store as before, with its answers and exit codes."""
+    new = tmp_path / "new.db"
+    assert _registry.one_shot_reads(f"sqlite:///{new}") is None
+    assert _printed(f"sqlite:///{new}", ["runs"], capsys)[:2] == (1, "")  # created, holds no traces
+    assert new.exists()
+    with open_reads(f"sqlite:///{new}") as reads:  # now a memkit file of this version
+        assert isinstance(reads, SQLiteReads)
+    for url in ("sqlite://", f"sqlite:///{new}?record_recalls=true", f"sqlite:///{new}?embedder=default",
+                f"sqlite:///{new}?busy_timeout_ms=x", f"sqlite:///{new}?nonsense=1", "memory://", "nope://x"):
+        assert _registry.one_shot_reads(url) is None, url
+    assert isinstance(_registry.one_shot_reads(f"sqlite:///{new}?embedder=none&busy_timeout_ms=50"), SQLiteReads)
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database at all" * 100)
+    assert _registry.one_shot_reads(f"sqlite:///{junk}") is None
+    code, out, err = _printed(f"sqlite:///{junk}", ["stats"], capsys)
+    assert code == 2 and out == "" and "not a usable memkit database" in err
+
+
+def test_a_store_with_vectors_is_searched_by_the_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'vectors.db'}"
+    with memkit.open(url) as mem:  # the shipped static embedder: hybrid search
+        for i in range(20):
+            mem.add(f"TP53 note {i}", "alice", "bio")
+    with open_reads(url) as reads:
+        assert reads.search("TP53", "alice", "bio", 5, None, None) is None
+        assert reads.stats()["vectors"] == 20
+    fast = _printed(url, [*SEARCH, "--json"], capsys)
+    assert fast[0] == 0 and json.loads(fast[1].splitlines()[0])["score_details"]["mode"] == "hybrid"
+    _through_the_store(monkeypatch)
+    assert fast == _printed(url, [*SEARCH, "--json"], capsys)
