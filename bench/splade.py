@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import json
 import math
+import os
 import statistics
 import struct
 import sys
@@ -34,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # tiny matrices: BLAS threads cost 3x the CPU here
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -44,6 +46,7 @@ from memkit.adapters import SQLiteAdapter
 from memkit.embeddings import get_embedder
 
 WEIGHTS = (0.0, 0.05, 0.1, 0.2, 0.35, 0.5, 1.0)
+MODES = ("times", "plus")  # fused x (1 + w x z) over the fused list; fused + w x dot / best dot over the namespace
 Row = tuple[str, int, tuple[float, float, float]]
 
 
@@ -99,7 +102,8 @@ class Splade:
         self.tokenizer.enable_truncation(max_length)
         self.vocab = {i: t for t, i in self.tokenizer.get_vocab().items()}
 
-    def _encode_one(self, ids: Sequence[int]) -> np.ndarray:
+    def _hidden(self, ids: Sequence[int]) -> np.ndarray:
+        """The masked-LM head's input for one text: (tokens, width), before the vocabulary projection."""
         w = self.w
         n = len(ids)
         x = w["bert.embeddings.word_embeddings.weight"][list(ids)] + w["bert.embeddings.position_embeddings.weight"][:n]
@@ -127,16 +131,31 @@ class Splade:
         t = _gelu(x @ w["cls.predictions.transform.dense.weight"].T + w["cls.predictions.transform.dense.bias"])
         head_norm = "cls.predictions.transform.LayerNorm."
         t = _layer_norm(t, w[head_norm + "gamma"], w[head_norm + "beta"])
-        logits = t @ w["bert.embeddings.word_embeddings.weight"].T + w["cls.predictions.bias"]  # tied decoder
-        return np.asarray(np.log1p(np.maximum(logits, 0.0)).max(axis=0), dtype=np.float32)
+        return t
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
+    def encode(self, texts: Sequence[str], batch: int = 16) -> np.ndarray:
         """One (vocabulary-wide) SPLADE vector per text, as a dense float32 matrix."""
-        return np.stack([self._encode_one(e.ids) for e in self.tokenizer.encode_batch(list(texts))])
+        decoder = self.w["bert.embeddings.word_embeddings.weight"].T  # tied to the input embeddings
+        bias = self.w["cls.predictions.bias"]
+        encodings = self.tokenizer.encode_batch(list(texts))
+        out = np.empty((len(encodings), decoder.shape[1]), dtype=np.float32)
+        for lo in range(0, len(encodings), batch):
+            hidden = [self._hidden(e.ids) for e in encodings[lo : lo + batch]]
+            starts = np.cumsum([0, *(len(h) for h in hidden[:-1])])
+            # one projection for the batch's tokens; log1p(relu(.)) is monotonic, so max-pool the logits first
+            logits = np.concatenate(hidden) @ decoder + bias
+            out[lo : lo + len(hidden)] = np.log1p(np.maximum(np.maximum.reduceat(logits, starts, axis=0), 0.0))
+        return out
 
     def top_terms(self, text: str, k: int = 12) -> list[tuple[str, float]]:
         vec = self.encode([text])[0]
         return [(self.vocab[int(i)], round(float(vec[i]), 2)) for i in np.argsort(-vec)[:k]]
+
+
+def rerank(fused: Sequence[tuple[str, float]], signal: np.ndarray, position: dict[str, int],
+           weight: float) -> list[tuple[str, float]]:
+    """``fused`` (id, score) reordered by ``score x (1 + weight x signal)``; ties keep their order."""
+    return sorted(fused, key=lambda t: -t[1] * (1.0 + weight * float(signal[position[t[0]]])))
 
 
 def _mean(rows: Sequence[Row]) -> list[float]:
@@ -166,7 +185,8 @@ async def run(data: str | Path, model: Path, candidates: Sequence[int], tmp: Pat
     conversations: list[Conversation] = load_locomo(data)
     splade = Splade(model)
     mem = SQLiteAdapter(tmp / "splade.db", embedder=get_embedder("default"))
-    per_variant: dict[tuple[int, float], list[Row]] = {(c, w): [] for c in candidates for w in WEIGHTS}
+    grid = [(c, m, w) for c in candidates for m in MODES for w in WEIGHTS if w > 0 or m == MODES[0]]
+    per_variant: dict[tuple[int, str, float], list[Row]] = {v: [] for v in grid}
     alone: list[Row] = []
     encode_s: list[float] = []
     query_s: list[float] = []
@@ -189,18 +209,26 @@ async def run(data: str | Path, model: Path, candidates: Sequence[int], tmp: Pat
                     hits = await mem.search(question, f"locomo-{conv.name}", "locomo", limit=c, mode="hybrid",
                                             hybrid=HybridConfig(candidates=max(100, c)))
                     fused = [(h.metadata["dia_id"], h.score or 0.0) for h in hits]
-                    for weight in WEIGHTS:
-                        order = sorted(fused, key=lambda t: -t[1] * (1.0 + weight * float(z[position[t[0]]])))
-                        per_variant[(c, weight)].append((conv.name, category, score([d for d, _ in order], evidence)))
+                    for c2, mode, weight in grid:
+                        if c2 != c:
+                            continue
+                        if mode == "times":
+                            order = [d for d, _ in rerank(fused, z, position, weight)]
+                        else:  # a third leg: every memory, its fused score (0 outside the list) plus SPLADE's
+                            total = weight * dots / max(float(dots.max()), 1e-9)
+                            for d, f in fused:
+                                total[position[d]] += f
+                            order = [dias[i] for i in np.argsort(-total, kind="stable")]
+                        per_variant[(c, mode, weight)].append((conv.name, category, score(order, evidence)))
     finally:
         await mem.aclose()
     names = [c.name for c in conversations]
     rows, picked = held_out(per_variant, names)
-    return {"data": str(data), "model": str(model), "default": _summary(per_variant[(candidates[0], 0.0)]),
+    return {"data": str(data), "model": str(model), "default": _summary(per_variant[(candidates[0], MODES[0], 0.0)]),
             "out_of_fold": _summary(rows), "picked": picked, "signal_alone": _summary(alone),
             "cpu_ms_per_memory": round(1000 * statistics.median(encode_s), 2),
             "cpu_ms_per_query_p50": round(1000 * statistics.median(query_s), 2),
-            "variants": {f"top{c} weight={w}": _summary(r) for (c, w), r in per_variant.items()}}
+            "variants": {f"top{c} {m} weight={w}": _summary(r) for (c, m, w), r in per_variant.items()}}
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

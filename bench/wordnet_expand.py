@@ -36,7 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.retrieval import DEFAULT_DATA, Conversation, load_locomo, score
-from bench.splade import Row, _summary, held_out
+from bench.splade import Row, _summary, held_out, rerank
 from memkit import HybridConfig
 from memkit._retrieval._keyword import STOPWORDS
 from memkit.adapters import SQLiteAdapter
@@ -164,12 +164,6 @@ class CategorySignal:
         if raw.std() == 0:
             return None
         return np.asarray(np.maximum((raw - raw.mean()) / raw.std(), 0.0))
-
-
-def rerank(fused: Sequence[tuple[str, float]], signal: np.ndarray, position: dict[str, int],
-           weight: float) -> list[tuple[str, float]]:
-    """``fused`` (id, score) reordered by ``score x (1 + weight x signal)``; ties keep their order."""
-    return sorted(fused, key=lambda t: -t[1] * (1.0 + weight * float(signal[position[t[0]]])))
 
 
 async def run(data: str | Path, wordnet: Path, tmp: Path) -> dict[str, Any]:

@@ -342,3 +342,16 @@ def test_splade_reads_safetensors_and_computes_gelu_without_scipy(tmp_path: Path
     bad.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0\0")
     with pytest.raises(ValueError, match="F16, expected F32"):
         bench.read_safetensors(bad)
+
+
+def test_rerank_lifts_by_the_signal_and_keeps_ties_in_order() -> None:
+    import numpy as np
+
+    bench = _bench_module("splade")
+    fused = [("a", 1.0), ("b", 0.9), ("c", 0.9), ("d", 0.5)]
+    position = {"a": 0, "b": 1, "c": 2, "d": 3}
+    signal = np.array([0.0, 0.0, 0.0, 2.0])
+    assert [d for d, _ in bench.rerank(fused, signal, position, 0.0)] == ["a", "b", "c", "d"]
+    # d: 0.5 x (1 + 0.5 x 2) = 1.0 ties a, which stays first; b and c keep their order
+    assert [d for d, _ in bench.rerank(fused, signal, position, 0.5)] == ["a", "d", "b", "c"]
+    assert [d for d, _ in bench.rerank(fused, signal, position, 1.0)] == ["d", "a", "b", "c"]
