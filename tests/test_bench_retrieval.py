@@ -244,3 +244,114 @@ def test_onnx_bench_picks_each_folds_config_on_the_other_folds() -> None:
     assert report["picked"] == {"x": "a", "y": "a", "z": "a"}
     assert report["overall"]["recall@10"] == pytest.approx(2 / 3, abs=1e-4)  # rounded to 4 places
     assert report["1-multi-hop"]["n"] == 2 and report["1-multi-hop"]["recall@10"] == 0.5
+
+
+def _bench_module(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _tiny_wordnet(folder: Path) -> Path:
+    """A WordNet 3.0 database in its own file format, with just enough synsets to follow the links."""
+    synsets = {  # offset: (lemmas, hypernym pointers)
+        "00000001": (["activity"], []),
+        "00000002": (["sport", "athletics"], [("@", "00000001")]),
+        "00000003": (["swimming", "swim"], [("@", "00000002")]),
+        "00000010": (["city", "metropolis"], []),
+        "00000011": (["Seattle"], [("@i", "00000010")]),
+        "00000020": (["kid", "child"], []),
+        "00000030": (["museum"], []),
+    }
+    data, index = [], {}
+    for offset, (lemmas, ptrs) in synsets.items():
+        words = " ".join(f"{w} 0" for w in lemmas)
+        pointers = " ".join(f"{sym} {target} n 0000" for sym, target in ptrs)
+        data.append(f"{offset} 04 n {len(lemmas):02x} {words} {len(ptrs):03d} {pointers} | a gloss")
+        for lemma in lemmas:
+            index.setdefault(lemma.lower(), []).append(offset)
+    lines = [f"{lemma} n {len(offs)} 1 @ {len(offs)} 0 {' '.join(offs)}" for lemma, offs in sorted(index.items())]
+    folder.mkdir()
+    (folder / "index.noun").write_text("  1 licence header line\n" + "\n".join(lines) + "\n")
+    (folder / "data.noun").write_text("  1 licence header line\n" + "\n".join(data) + "\n")
+    (folder / "noun.exc").write_text("children child\n")
+    return folder
+
+
+def test_wordnet_links_a_list_question_to_the_instances_it_asks_for(tmp_path: Path) -> None:
+    bench = _bench_module("wordnet_expand")
+    wn = bench.WordNet(_tiny_wordnet(tmp_path / "wn"))
+    assert [wn.lemma(w) for w in ("cities", "children", "swimming", "activities", "quickly")] == [
+        "city", "child", "swimming", "activity", None]
+    assert wn.categories("swimming", 1, 1) == {"sport", "athletics"}
+    assert wn.categories("swimming", 1, 2) == {"sport", "athletics", "activity"}
+    assert wn.categories("seattle", 1, 3) == {"city", "metropolis"}  # an instance link counts as a hypernym
+    lines = ["[1 May, 2023] Melanie: I'm off to go swimming with the kids",
+             "[2 May, 2023] Melanie: We went to the museum yesterday",
+             "[3 May, 2023] John: Seattle was rainy but fun",
+             "[4 May, 2023] Melanie: Swimming again, the activity I love"]
+    signal = bench.CategorySignal(wn, lines, senses=1, depth=4)
+    assert signal.head("What activities has Melanie done with her family?") == "activity"
+    assert signal.head("What kind of cities has John been to?") == "city"
+    assert signal.head("When did Melanie go swimming?") is None  # not a list question
+    # the swimming line reaches "activity" through its categories; the last one says the word itself
+    # (BM25 already counts it), the museum line does not reach it
+    assert signal.signal("What activities has Melanie done?", head=True).tolist() == [1.0, 0.0, 0.0, 0.0]
+    assert signal.signal("Which cities has John been to?", head=True).tolist() == [0.0, 0.0, 1.0, 0.0]
+    assert signal.signal("What has Melanie?") is None  # only stopwords and a speaker's name
+
+
+def test_wordnet_bench_reports_held_out_next_to_the_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench = _bench_module("wordnet_expand")
+    out = tmp_path / "wordnet.json"
+    report = bench.main(["--data", str(TINY), "--wordnet", str(_tiny_wordnet(tmp_path / "wn")),
+                         "--json", str(out)])
+    assert json.loads(out.read_text()) == json.loads(json.dumps(report))
+    assert set(report["picked"]) == {"tiny-1", "tiny-2"}
+    # weight 0 is the default's own ranking
+    assert report["variants"]["pool=100 all depth=2 senses=1 weight=0.0"] == report["default"]
+    assert "out_of_fold: R@5/R@10/MRR@10" in capsys.readouterr().out
+
+
+def test_splade_reads_safetensors_and_computes_gelu_without_scipy(tmp_path: Path) -> None:
+    import math
+    import struct
+
+    import numpy as np
+
+    bench = _bench_module("splade")
+    a = np.arange(6, dtype="<f4").reshape(2, 3)
+    b = np.array([0.5, -1.5], dtype="<f4")
+    header = json.dumps({"__metadata__": {"format": "pt"},
+                         "a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
+                         "b": {"dtype": "F32", "shape": [2], "data_offsets": [24, 32]}}).encode()
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header + a.tobytes() + b.tobytes())
+    tensors = bench.read_safetensors(path)
+    assert set(tensors) == {"a", "b"}
+    assert tensors["a"].tolist() == a.tolist() and tensors["b"].tolist() == b.tolist()
+    xs = np.linspace(-4, 4, 81)
+    assert np.max(np.abs(bench._erf(xs) - np.array([math.erf(x) for x in xs]))) < 2e-7
+    raw = json.dumps({"x": {"dtype": "F16", "shape": [1], "data_offsets": [0, 2]}}).encode()
+    bad = tmp_path / "half.safetensors"
+    bad.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0\0")
+    with pytest.raises(ValueError, match="F16, expected F32"):
+        bench.read_safetensors(bad)
+
+
+def test_rerank_lifts_by_the_signal_and_keeps_ties_in_order() -> None:
+    import numpy as np
+
+    bench = _bench_module("splade")
+    fused = [("a", 1.0), ("b", 0.9), ("c", 0.9), ("d", 0.5)]
+    position = {"a": 0, "b": 1, "c": 2, "d": 3}
+    signal = np.array([0.0, 0.0, 0.0, 2.0])
+    assert [d for d, _ in bench.rerank(fused, signal, position, 0.0)] == ["a", "b", "c", "d"]
+    # d: 0.5 x (1 + 0.5 x 2) = 1.0 ties a, which stays first; b and c keep their order
+    assert [d for d, _ in bench.rerank(fused, signal, position, 0.5)] == ["a", "d", "b", "c"]
+    assert [d for d, _ in bench.rerank(fused, signal, position, 1.0)] == ["d", "a", "b", "c"]
