@@ -119,6 +119,7 @@ def _lab_page(url: str, width: int, height: int) -> Iterator[Page]:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
         try:
             context = browser.new_context(viewport={"width": width, "height": height})
+            context.set_default_timeout(60_000)  # generous: the machine may be loaded
             context.route("**/*", gate)
             page = context.new_page()
             page.goto(url)
