@@ -321,6 +321,11 @@ def _check_run_list(page: Page, panel: Locator) -> None:
                            arg=panel.element_handle())
     # Open a failed demo run: one bar per step, the failed bar in the failure colour.
     panel.locator(".mk-runs th", has_text="started").click()
+    # The kernel sends the rows back newest first a moment later: click once they stopped moving,
+    # or the click lands on whichever run the redraw put under the pointer.
+    page.wait_for_function("""el => { const t = [...el.querySelectorAll('.mk-runs tbody td.mk-col-started')]
+      .map((td) => td.textContent); return t.length === 23 && t.every((v, i) => i === 0 || t[i - 1] >= v); }""",
+                           arg=panel.element_handle())
     row = panel.locator(".mk-runs tbody tr[data-key='variant-calling-alice-1/run-alice-1']")
     row.click()
     bars = panel.locator(".mk-timeline .mk-bar")
@@ -609,6 +614,10 @@ def _open_run(page: Page, panel: Locator, run: str) -> Locator:
     box = panel.locator("input.mk-filter-text")
     box.fill(run)
     box.press("Enter")
+    # the filtered list replaces the whole one: click the run once only matching rows are drawn
+    page.wait_for_function("""([el, run]) => { const rows = [...el.querySelectorAll('.mk-runs tbody tr')];
+      return rows.length > 0 && rows.every((r) => r.dataset.key.includes(run)); }""",
+                           arg=[panel.element_handle(), run])
     row = panel.locator(f".mk-runs tbody tr[data-key='{run}']")
     row.wait_for(timeout=30_000)
     row.click()
