@@ -277,7 +277,7 @@ def _explore(page: Page) -> None:
     # the veil lifts on the next frame drawn: read the canvas once every type shows its own colour again
     want = {kind: LABEL_STYLE[kind]["color"] for kind in ("Namespace", "Memory", "Entity")}
     page.wait_for_function(f"([t, want]) => {{ const c = ({PIXELS})(t);"
-                           " return Object.entries(want).every(([k, v]) => c[k] === v); }}", arg=[ns, want])
+                           " return Object.entries(want).every(([k, v]) => c[k] === v); }", arg=[ns, want])
     colours = page.evaluate(PIXELS, ns)
     for kind in ("Namespace", "Memory", "Entity"):
         assert colours[kind] == LABEL_STYLE[kind]["color"], colours
