@@ -295,7 +295,14 @@ def _look(page: Page, shot: str) -> None:
     assert frames and frames[0] == 2 and 'test_browser_imported.py", line' in lines[frames[-1]], error
     assert all(lines[n + 1].startswith("    ") for n in frames), error  # each frame's code right under it
     assert lines[-1] == "TimeoutError: PDB did not answer for TP53", error
-    assert detail.locator(".mk-error *").count() == 0  # one text node, no markup
+    # the message, then the traceback in one text node (no markup from the error), each line whole:
+    # a frame's path and its caret line are never broken across screen lines
+    assert detail.locator(".mk-error *").count() == 1
+    traceback = detail.locator(".mk-error .mk-traceback")
+    assert traceback.inner_text().splitlines() == lines[1:]
+    shown = traceback.evaluate("s => { const r = document.createRange(); r.selectNodeContents(s);"
+                               " return new Set([...r.getClientRects()].map((b) => Math.round(b.top))).size; }")
+    assert shown == len(lines) - 1, (shown, error)
     # the run list's cell: the message only, the whole error on hover
     first_error = page.locator(".memkit-traces td.mk-col-first_error").first
     assert first_error.inner_text() == "TimeoutError('PDB did not answer for TP53')"
