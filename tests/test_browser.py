@@ -68,6 +68,8 @@ def browser() -> Iterator[Browser]:
 
 def _guarded_page(browser: Browser, outside: list[str]) -> Page:
     context = browser.new_context(viewport={"width": 1200, "height": 900})
+    # Generous by default: the CI machine may be loaded, and a wait on visible state costs nothing when it is not.
+    context.set_default_timeout(60_000)
 
     def gate(route: Route) -> None:
         url = route.request.url

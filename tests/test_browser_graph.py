@@ -27,7 +27,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from graph_scale import fill_scale
-from playwright.sync_api import Browser, FloatRect, Locator, Page
+from playwright.sync_api import Browser, FloatRect, Locator, Page, expect
 from test_browser import ARTIFACTS, PAYLOAD, _guarded_page, _pwned, browser, site  # noqa: F401
 
 import memkit
@@ -196,9 +196,22 @@ def _settled(page: Page, title: str) -> None:
                            arg=title, timeout=60_000)
 
 
+# True once an element's box has read the same for four polls in a row: a notebook that scrolls the
+# active cell into view (smoothly, and late on a loaded machine) has stopped moving it.
+STILL = """(el) => { const r = el.getBoundingClientRect(); const key = [r.x, r.y, r.width, r.height].join();
+  const n = el.__mkStill && el.__mkStill.key === key ? el.__mkStill.n + 1 : 0;
+  el.__mkStill = {key, n}; return n >= 3; }"""
+
+
+def _still(page: Page, element: Locator) -> None:
+    """Wait until ``element`` stops moving on the page (positions read after this are where a click lands)."""
+    page.wait_for_function(STILL, arg=element.element_handle(), polling=100, timeout=60_000)
+
+
 def _show(page: Page, title: str) -> None:
     page.evaluate(f"(t) => ({PICK})(t).scrollIntoView({{block: 'start'}})", title)
-    page.wait_for_timeout(400)
+    _still(page, page.locator(".memkit-graph").filter(
+        has=page.locator(".memkit-graph-title", has_text=title)).first.locator("canvas"))
 
 
 def test_graph_in_jupyterlab(browser: Browser, lab: tuple[str, Path], store_url: str) -> None:  # noqa: F811
@@ -247,20 +260,24 @@ def _explore(page: Page) -> None:
     canvas = page.locator(".memkit-graph-canvas").first.bounding_box()
     assert canvas is not None
     page.mouse.click(canvas["x"] + 5, canvas["y"] + 5)
-    page.wait_for_timeout(500)
+    _still(page, page.locator(".memkit-graph-canvas").first)
     tp53 = page.evaluate(WHERE, [ns, "TP53"])
     page.mouse.dblclick(tp53["x"], tp53["y"])
     page.wait_for_function(f"(t) => Number(({PICK})(t).dataset.expanded) > 0", arg=ns, timeout=30_000)
     assert page.evaluate(COUNT, [ns, "Memory"]) == before + 1  # BRCA1's memory; never another namespace's
     assert "new node" in page.locator(".memkit-graph-message").first.inner_text()
-    page.wait_for_timeout(300)
     # The double-click selected TP53, which fades what is not next to it; a click on the background clears it.
-    assert page.evaluate(f"(t) => ({PICK})(t).dataset.spotlight", ns) == tp53["id"]
+    spotlight = f"([t, want]) => ({PICK})(t).dataset.spotlight === want"
+    page.wait_for_function(spotlight, arg=[ns, tp53["id"]])
+    _still(page, page.locator(".memkit-graph-canvas").first)
     now = page.locator(".memkit-graph-canvas").first.bounding_box()
     assert now is not None
     page.mouse.click(now["x"] + 5, now["y"] + 5)
-    assert page.evaluate(f"(t) => ({PICK})(t).dataset.spotlight", ns) == ""
-    page.wait_for_timeout(300)
+    page.wait_for_function(spotlight, arg=[ns, ""])
+    # the veil lifts on the next frame drawn: read the canvas once every type shows its own colour again
+    want = {kind: LABEL_STYLE[kind]["color"] for kind in ("Namespace", "Memory", "Entity")}
+    page.wait_for_function(f"([t, want]) => {{ const c = ({PIXELS})(t);"
+                           " return Object.entries(want).every(([k, v]) => c[k] === v); }", arg=[ns, want])
     colours = page.evaluate(PIXELS, ns)
     for kind in ("Namespace", "Memory", "Entity"):
         assert colours[kind] == LABEL_STYLE[kind]["color"], colours
@@ -295,7 +312,7 @@ def _explore(page: Page) -> None:
     assert spot["inside"]
     page.mouse.move(spot["x"], spot["y"])
     tip = page.locator(".vis-tooltip", has_text="<img src=x onerror=")
-    tip.wait_for(state="visible", timeout=5000)
+    tip.wait_for(state="visible", timeout=30_000)
     assert tip.inner_text().startswith("disease: <img src=x onerror=")
     page.mouse.click(spot["x"], spot["y"])
     assert "<img src=x onerror=" in panel.inner_text()
@@ -310,15 +327,17 @@ def _explore(page: Page) -> None:
     # The Dashboard drew its graph while the tab was hidden: it opens fitted.
     dash_title = "namespace alice / bio"
     page.locator(".widget-tab .lm-TabBar-tab").filter(has_text=re.compile(r"^\s*Graph\s*$")).first.click()
-    page.wait_for_timeout(800)
-    fitted = page.evaluate("""(t) => {
+    fit = """(t) => {
       const r = Array.from(document.querySelectorAll('.memkit-graph')).filter(
         (r) => r.querySelector('.memkit-graph-title').textContent.startsWith(t))[1];
       const g = r.__memkit; const box = r.querySelector('canvas').getBoundingClientRect();
       const ps = Object.values(g.network.getPositions()).map((p) => g.network.canvasToDOM(p));
       return {w: box.width, inside: ps.every((p) => p.x >= 0 && p.y >= 0 && p.x <= box.width && p.y <= box.height),
               n: ps.length, scale: g.network.getScale()};
-    }""", dash_title)
+    }"""
+    # The tab shows, then the graph fits itself to it: wait for the fit rather than for a fixed time.
+    page.wait_for_function(f"(t) => {{ const f = ({fit})(t); return f.w > 300 && f.inside; }}", arg=dash_title)
+    fitted = page.evaluate(fit, dash_title)
     assert fitted["w"] > 300 and fitted["n"] > 20 and fitted["inside"] and fitted["scale"] > 0.2, fitted
     _readable(page, dash_title, 1)  # every caption drawn whole inside the canvas, none cut at its edge
     page.locator(".widget-tab").first.screenshot(path=str(ARTIFACTS / "lab-graph-dashboard.png"))
@@ -507,10 +526,10 @@ def _at_scale(page: Page, title: str) -> None:
     canvas = page.locator(".memkit-graph-canvas").first.bounding_box()
     assert canvas is not None
     page.mouse.click(canvas["x"] + 5, canvas["y"] + 5)
-    page.wait_for_timeout(300)
+    _still(page, page.locator(".memkit-graph-canvas").first)
     # At the default fit, in the crowded centre: a click on TP53's spot opens TP53, not a neighbour over it.
-    graph.locator(".memkit-graph-fit").click()
-    page.wait_for_timeout(200)
+    graph.locator(".memkit-graph-fit").click()  # the fit is not animated: the positions read next are final
+    _still(page, page.locator(".memkit-graph-canvas").first)
     spot = page.evaluate(WHERE, [title, tp53["caption"]])
     assert spot["inside"]
     # What this click adds (a group the drag's click opened, if any, is already drawn).
@@ -550,9 +569,8 @@ def _at_scale(page: Page, title: str) -> None:
     used = page.evaluate(f"""(t) => ({PICK})(t).__memkit.nodes.get(
         {{filter: (n) => n.type === 'Memory' && n.used_by && n.used_by.length}})[0]""", title)
     assert used is not None, "a memory of TP53 was recalled by a run"
-    page.evaluate(f"([t, id]) => {{ const g = ({PICK})(t).__memkit; g.network.focus(id, {{scale: 1.5}}); }}",
+    page.evaluate(f"([t, id]) => ({PICK})(t).__memkit.network.focus(id, {{scale: 1.5, animation: false}})",
                   [title, used["id"]])
-    page.wait_for_timeout(200)
     spot = page.evaluate(f"""([t, id]) => {{ const r = ({PICK})(t); const g = r.__memkit;
         const p = g.network.canvasToDOM(g.network.getPositions([id])[id]);
         const box = r.querySelector('canvas').getBoundingClientRect(); return {{x: box.x + p.x, y: box.y + p.y}}; }}""",
@@ -634,6 +652,12 @@ def _caption_whole(grid: Locator, area: FloatRect) -> None:
         assert box["height"] < 24, (part, box)  # one line, not a squeezed column of words
 
 
+def _narrowed(page: Page, cell: Locator, width: int) -> None:
+    """Wait until the cell's output fits a ``width``-pixel window (after a resize, JupyterLab lays out later)."""
+    page.wait_for_function("([el, w]) => el.getBoundingClientRect().right <= w",
+                           arg=[cell.locator(".jp-OutputArea-output").element_handle(), width], timeout=60_000)
+
+
 def _browser_at_scale(page: Page, root: Path) -> None:
     """The NamespaceBrowser on the same store: memories first, the table across the cell, the detail beside."""
     cell = page.locator(".jp-CodeCell").nth(1)
@@ -654,7 +678,7 @@ def _browser_at_scale(page: Page, root: Path) -> None:
     grid.locator("tbody tr").first.click()
     detail = cell.locator(".memkit-detail")
     detail.wait_for(timeout=30_000)
-    page.wait_for_timeout(300)
+    _still(page, detail)
     table, side = grid.bounding_box(), detail.bounding_box()
     assert table is not None and side is not None
     # beside it on this wide cell, never over it, and both inside the cell
@@ -674,7 +698,9 @@ def _browser_at_scale(page: Page, root: Path) -> None:
     cell.screenshot(path=str(ARTIFACTS / "lab-namespaces-detail.png"))
     # on a narrow cell the detail goes below the table, and both still fit
     page.set_viewport_size({"width": 900, "height": 1500})
-    page.wait_for_timeout(500)
+    # JupyterLab lays its panels out again after the resize, in its own time: wait for the cell to narrow
+    _narrowed(page, cell, 900)
+    _still(page, detail)
     narrow = cell.locator(".jp-OutputArea-output").bounding_box()
     table, side = grid.bounding_box(), detail.bounding_box()
     assert narrow is not None and table is not None and side is not None
@@ -693,7 +719,9 @@ def _browser_at_scale(page: Page, root: Path) -> None:
     assert all(b and b["x"] + b["width"] <= narrow["x"] + narrow["width"] + 1 for b in buttons), (buttons, narrow)
     cell.screenshot(path=str(ARTIFACTS / "lab-namespaces-narrow.png"))
     page.set_viewport_size({"width": 1400, "height": 1500})
-    page.wait_for_timeout(500)
+    page.wait_for_function("el => el.getBoundingClientRect().right > 1000",
+                           arg=cell.locator(".jp-OutputArea-output").element_handle())
+    _still(page, detail)
     # words wrap whole: no line of the memory text ends inside a word
     assert detail.locator("pre").first.evaluate("p => getComputedStyle(p).wordBreak") == "normal"
     # A column filter works over the whole namespace, not the page: its count is the store's, its
@@ -760,12 +788,21 @@ def _browser_at_scale(page: Page, root: Path) -> None:
         grid.locator(".mk-csv").click()
     path = info.value.path()
     assert path is not None and Path(path).read_text(encoding="utf-8").startswith("#,created,query")
-    # deleting asks first, naming what and how many
+    # Deleting asks first, naming what and how many. The recalls' rows stay on screen until the
+    # kernel sends the memories: a click before then opens a recall (no delete button), so wait for them.
     cell.locator(".widget-toggle-button", has_text="memories").click()
-    grid.locator("tbody tr").first.wait_for(timeout=30_000)
-    grid.locator("tbody tr").first.click()
-    cell.locator("button", has_text="delete").first.click()
-    cell.get_by_text("Delete 1 memory from").wait_for(timeout=30_000)
+    page.wait_for_function("el => el.querySelector('.mk-total')?.textContent.startsWith('memories')",
+                           arg=grid.element_handle(), timeout=60_000)
+    first = grid.locator("tbody tr").first
+    key = first.get_attribute("data-key")
+    assert key is not None and len(key) == 36
+    first.click()
+    # the kernel opens the memory beside the table and enables its delete button
+    detail.wait_for(timeout=60_000)
+    delete = cell.locator("button", has_text="delete…")
+    expect(delete).to_be_enabled(timeout=60_000)
+    delete.click()
+    cell.get_by_text("Delete 1 memory from").wait_for(timeout=60_000)
     assert "Delete 1 memory from ana / bio" in cell.inner_text()
     assert cell.locator("img, script").count() == 0
 

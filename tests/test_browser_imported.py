@@ -256,6 +256,7 @@ def _look(page: Page, shot: str) -> None:
     # The retriever carries its recall mark; nothing else searched.
     assert row["papers"].locator(".mk-recall-mark").inner_text() == "1"
     assert timeline.locator(".mk-tl-inner .mk-recall-mark").count() == 1
+    _runs_fit(page)
     page.locator(".memkit-traces").first.scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / f"{shot}.png"), clip=_clip(page))
     # The retriever's step: its query and both documents, best first, as what the step recalled.
@@ -286,9 +287,26 @@ def _look(page: Page, shot: str) -> None:
     # LangChain records repr(e) and the traceback as one string: the message and the traceback read apart
     assert error.splitlines()[0] == "TimeoutError('PDB did not answer for TP53')", error
     assert error.splitlines()[1] == "Traceback (most recent call last):", error
-    # the run list's cell: the message only
+    # ... and the traceback as Python printed it: LangChain's blank lines between the frames are gone,
+    # every frame and the exception line are there, as text
+    lines = error.splitlines()
+    assert "" not in lines, error
+    frames = [n for n, line in enumerate(lines) if line.startswith('  File "')]
+    assert frames and frames[0] == 2 and 'test_browser_imported.py", line' in lines[frames[-1]], error
+    assert all(lines[n + 1].startswith("    ") for n in frames), error  # each frame's code right under it
+    assert lines[-1] == "TimeoutError: PDB did not answer for TP53", error
+    # the message, then the traceback in one text node (no markup from the error), each line whole:
+    # a frame's path and its caret line are never broken across screen lines
+    assert detail.locator(".mk-error *").count() == 1
+    traceback = detail.locator(".mk-error .mk-traceback")
+    assert traceback.inner_text().splitlines() == lines[1:]
+    shown = traceback.evaluate("s => { const r = document.createRange(); r.selectNodeContents(s);"
+                               " return new Set([...r.getClientRects()].map((b) => Math.round(b.top))).size; }")
+    assert shown == len(lines) - 1, (shown, error)
+    # the run list's cell: the message only, the whole error on hover
     first_error = page.locator(".memkit-traces td.mk-col-first_error").first
     assert first_error.inner_text() == "TimeoutError('PDB did not answer for TP53')"
+    assert first_error.get_attribute("title") == error
     page.screenshot(path=str(ARTIFACTS / f"{shot}-error.png"), clip=_clip(page))
     # Folding the chain hides its four descendants (the tool's LLM too); folding the retriever's chain
     # moves the folded chain up a row; unfolding brings every row back; folding the root leaves one.
@@ -317,6 +335,33 @@ def _look(page: Page, shot: str) -> None:
     row["triage_agent"].locator(".mk-caret").click()
     _shown(page, 1)
     assert row["triage_agent"].locator(".mk-failed-below").inner_text() == "✕1"
+
+
+def _runs_fit(page: Page) -> None:
+    """The run list ends inside the output cell on this 1,400 px page: no column past its right edge,
+    nothing to scroll sideways, every header whole, and a cell cut short has its whole text on hover."""
+    panel = page.locator(".memkit-traces").first
+    area = page.locator(".jp-OutputArea-output").filter(has=panel).bounding_box()
+    table = panel.locator(".mk-runs table.mk-grid").bounding_box()
+    assert area is not None and table is not None
+    assert table["x"] + table["width"] <= area["x"] + area["width"] + 1, (table, area)
+    assert panel.locator(".mk-runs .mk-grid-wrap").evaluate("w => w.scrollWidth <= w.clientWidth + 1")
+    heads = panel.locator(".mk-runs thead th")
+    assert heads.count() == 12  # every column is there: none dropped to make room
+    for head in heads.all():
+        box = head.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= area["x"] + area["width"] + 1, (head.inner_text(), box)
+        assert head.evaluate("th => th.scrollWidth <= th.clientWidth + 1"), head.inner_text()
+    cut = panel.locator(".mk-runs tbody td").evaluate_all(
+        "tds => tds.filter((td) => td.scrollWidth > td.clientWidth + 1)"
+        ".map((td) => [td.className, td.textContent, td.title])")
+    assert all(full.startswith(text.removesuffix("…")) for _, text, full in cut), cut
+    assert any(c[0] == "mk-col-run_id" for c in cut), cut  # the trace's long id is cut here, whole on hover
+    # the start time reads as the date over the time, two lines at most
+    lines = panel.locator(".mk-runs tbody td.mk-col-started").first.evaluate(
+        "td => { const r = document.createRange(); r.selectNodeContents(td);"
+        " return new Set([...r.getClientRects()].map((b) => Math.round(b.top))).size; }")
+    assert lines <= 2, lines
 
 
 def _clip(page: Page) -> dict[str, float]:

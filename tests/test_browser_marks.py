@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
-from playwright.sync_api import Browser, Locator, Page
+from playwright.sync_api import Browser, Locator, Page, expect
 from test_browser import ARTIFACTS, PAYLOAD, _guarded_page, _pwned, browser  # noqa: F401
 from test_browser_graph import _run_all, lab, pytestmark  # noqa: F401
 
@@ -88,7 +88,8 @@ def _mark(page: Page) -> None:
     saved.wait_for(timeout=30_000)
     assert "marked relevant" in _hit(detail, 1).inner_text()
     assert _hit(detail, 1).locator(".mk-mark-note").input_value() == NOTE  # kept as text
-    assert "marked memory" in panel.locator(".mk-message").first.inner_text()
+    # the kernel says so in the message line a moment after it redraws the buttons
+    expect(panel.locator(".mk-message").first).to_contain_text("marked memory", timeout=60_000)
 
     # "not relevant" on the second; clicking the button does not open the memory.
     _hit(detail, 2).locator(".mk-mark-not_relevant").click()

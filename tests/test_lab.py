@@ -119,6 +119,7 @@ def _lab_page(url: str, width: int, height: int) -> Iterator[Page]:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
         try:
             context = browser.new_context(viewport={"width": width, "height": height})
+            context.set_default_timeout(60_000)  # generous: the machine may be loaded
             context.route("**/*", gate)
             page = context.new_page()
             page.goto(url)
@@ -260,17 +261,22 @@ def _check_the_views(url: str) -> None:
             (ROOT / ".artifacts").mkdir(exist_ok=True)
             page.screenshot(path=str(ROOT / ".artifacts" / "lab-views-failed.png"))
             raise
-        _check_run_list(page, cells.nth(1).locator(".memkit-traces"))
-        _check_big_run(page, cells.nth(2).locator(".memkit-traces"))
-        empty = cells.nth(3).locator(".memkit-traces")
-        assert "no traces in this store" in empty.inner_text()
-        _shot(page, empty, "lab-empty.png")
-        _check_namespaces(page, cells.nth(4))
-        _check_charts(page, cells)
-        _check_recalls(page, cells.nth(8))
-        _check_recalled_by(page, cells.nth(9))
-        _check_recall_graph(page, cells.nth(10))
-        _docs_charts(page, cells)
+        try:
+            _check_run_list(page, cells.nth(1).locator(".memkit-traces"))
+            _check_big_run(page, cells.nth(2).locator(".memkit-traces"))
+            empty = cells.nth(3).locator(".memkit-traces")
+            assert "no traces in this store" in empty.inner_text()
+            _shot(page, empty, "lab-empty.png")
+            _check_namespaces(page, cells.nth(4))
+            _check_charts(page, cells)
+            _check_recalls(page, cells.nth(8))
+            _check_recalled_by(page, cells.nth(9))
+            _check_recall_graph(page, cells.nth(10))
+            _docs_charts(page, cells)
+        except Exception:
+            (ROOT / ".artifacts").mkdir(exist_ok=True)
+            page.screenshot(path=str(ROOT / ".artifacts" / "lab-views-failed.png"))
+            raise
         body = page.locator(".jp-Notebook").inner_text()
         assert "data={" not in body
         assert page.evaluate("() => window.__pwned === undefined")
@@ -283,6 +289,8 @@ def _check_run_list(page: Page, panel: Locator) -> None:
     assert len(rows) == 23  # 18 demo runs, the 10,000-step one, the one-step one, no-status, hostile, recalls
     failed = [r for r in rows if r["cls"].startswith("mk-run-failed")]
     assert failed and all(r["cells"][0] == "failed" for r in failed)
+    # every column inside the cell, none past its right edge (long names are cut, whole on hover)
+    assert panel.locator(".mk-runs .mk-grid-wrap").evaluate("w => w.scrollWidth <= w.clientWidth + 1")
     # Sort by duration: click the header, the longest run comes first.
     panel.locator(".mk-runs th", has_text="duration").click()
     page.wait_for_function("el => el.querySelector('.mk-runs th.mk-sorted')?.textContent.startsWith('duration')",
@@ -320,6 +328,11 @@ def _check_run_list(page: Page, panel: Locator) -> None:
                            arg=panel.element_handle())
     # Open a failed demo run: one bar per step, the failed bar in the failure colour.
     panel.locator(".mk-runs th", has_text="started").click()
+    # The kernel sends the rows back newest first a moment later: click once they stopped moving,
+    # or the click lands on whichever run the redraw put under the pointer.
+    page.wait_for_function("""el => { const t = [...el.querySelectorAll('.mk-runs tbody td.mk-col-started')]
+      .map((td) => td.textContent); return t.length === 23 && t.every((v, i) => i === 0 || t[i - 1] >= v); }""",
+                           arg=panel.element_handle())
     row = panel.locator(".mk-runs tbody tr[data-key='variant-calling-alice-1/run-alice-1']")
     row.click()
     bars = panel.locator(".mk-timeline .mk-bar")
@@ -342,6 +355,8 @@ def _check_run_list(page: Page, panel: Locator) -> None:
     changed.first.wait_for(timeout=30_000)
     texts = changed.all_inner_texts()
     assert any("status" in t for t in texts)
+    # the comparison fits the cell: its long "what differs" wraps rather than running past the edge
+    assert panel.locator(".mk-compare .mk-grid-wrap").evaluate("w => w.scrollWidth <= w.clientWidth + 1")
     _shot(page, panel.locator(".mk-compare"), "lab-compare.png")
     # Hostile text in every field: shown as text, nothing runs.
     panel.locator("input.mk-filter-text").fill("<img")
@@ -608,6 +623,10 @@ def _open_run(page: Page, panel: Locator, run: str) -> Locator:
     box = panel.locator("input.mk-filter-text")
     box.fill(run)
     box.press("Enter")
+    # the filtered list replaces the whole one: click the run once only matching rows are drawn
+    page.wait_for_function("""([el, run]) => { const rows = [...el.querySelectorAll('.mk-runs tbody tr')];
+      return rows.length > 0 && rows.every((r) => r.dataset.key.includes(run)); }""",
+                           arg=[panel.element_handle(), run])
     row = panel.locator(f".mk-runs tbody tr[data-key='{run}']")
     row.wait_for(timeout=30_000)
     row.click()

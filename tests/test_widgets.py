@@ -777,3 +777,31 @@ def test_an_error_reads_apart_from_the_traceback_a_framework_ran_into_it() -> No
     assert error_lines(plain) == error_message(plain) == plain
     only = "Traceback (most recent call last):\n  boom"  # nothing before it: kept as it is
     assert error_lines(only) == error_message(only) == only
+
+
+def test_a_traceback_reads_without_the_blank_lines_a_framework_put_between_its_frames() -> None:
+    """OpenInference joins a LangChain tool's frames with blank lines; Python's own chained traceback
+    has single blank lines around "The above exception...", which stay, as does every line of text."""
+    import itertools
+    import traceback
+
+    from memkit.widgets._trace_rows import error_lines
+
+    def boom() -> None:
+        try:
+            raise KeyError("gene")
+        except KeyError as exc:
+            raise TimeoutError("PDB did not answer for TP53\n\nretry later") from exc
+
+    try:
+        boom()
+    except TimeoutError as exc:
+        frames = traceback.format_exception(exc)
+    python = "".join(frames)
+    # the way OpenInference writes it: repr(e), then the frames joined by blank lines
+    padded = "TimeoutError('PDB did not answer for TP53')" + "\n\n".join(frames)
+    shown = error_lines(padded).splitlines()
+    assert shown[0] == "TimeoutError('PDB did not answer for TP53')"
+    assert shown[1:] == python.splitlines()  # exactly Python's own traceback: its blank lines, no more
+    assert "" in shown and all(a or b for a, b in itertools.pairwise(shown))  # never two blank in a row
+    assert error_lines(python) == python  # Python's own traceback is left as it is

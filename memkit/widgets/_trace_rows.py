@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -24,10 +25,30 @@ _TRACEBACK = "Traceback (most recent call last):"
 
 
 def error_lines(text: str) -> str:
-    """An error with its traceback on lines of its own: LangChain records ``repr(e)`` run straight
-    into the traceback ("...TP53')Traceback (most recent call last):")."""
+    """An error with its traceback on lines of its own, as Python printed it. LangChain records
+    ``repr(e)`` run straight into the traceback ("...TP53')Traceback (most recent call last):") and
+    joins the traceback's parts with two more newlines each; both are undone here."""
     at = text.find(_TRACEBACK)
-    return text[:at].rstrip() + "\n" + text[at:] if at > 0 and text[at - 1] != "\n" else text
+    if at < 0:
+        return text
+    head = text[:at].rstrip() + "\n" if at > 0 and text[at - 1] != "\n" else text[:at]
+    return head + _unpadded(text[at:])
+
+
+# LangChain's stack trace is "\n\n".join(traceback.format_exception(e)): every part (the header, each
+# frame, the exception line, a "The above exception..." line) ends in a newline, then gets two more.
+# Python itself never writes two blank lines in a row after the header, so they mark that joining.
+_PADDED = _TRACEBACK + "\n\n\n"
+_RUN = re.compile(r"\n{3,}")
+
+
+def _unpadded(traceback: str) -> str:
+    """The traceback with the two newlines LangChain added at each joint taken out again: a run of n
+    blank lines there was n - 2 in Python's own traceback (one either side of "The above exception
+    was the direct cause..."). Every line with text, and every other traceback, is left as it is."""
+    if not traceback.startswith(_PADDED):
+        return traceback
+    return _RUN.sub(lambda run: run.group()[:-2], traceback)
 
 
 def error_message(text: str) -> str:

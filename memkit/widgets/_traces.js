@@ -188,6 +188,16 @@ function drawTimeline(model, box) {
   box.append(legend);
 }
 
+// The message wraps; a traceback keeps its lines as Python wrote them (a caret line under its code,
+// a long path on one line), scrolling sideways in a narrow detail instead of breaking mid-line.
+const TRACEBACK = "Traceback (most recent call last):";
+
+function errorBox(text) {
+  const at = text.indexOf(TRACEBACK);
+  if (at < 0) return h("pre", { class: "mk-error", text });
+  return h("pre", { class: "mk-error" }, text.slice(0, at), h("span", { class: "mk-traceback", text: text.slice(at) }));
+}
+
 function drawDetail(model, box) {
   box.replaceChildren();
   const d = model.get("detail") || {};
@@ -197,7 +207,7 @@ function drawDetail(model, box) {
   for (const [key, value] of d.facts || []) facts.append(h("tr", {}, h("th", { text: key }), h("td", { text: value })));
   box.append(facts);
   if (d.keeps_marks) box.append(stepVerdict(model, d));
-  if (d.error) box.append(h("div", { class: "mk-section", text: "error" }), h("pre", { class: "mk-error", text: d.error }));
+  if (d.error) box.append(h("div", { class: "mk-section", text: "error" }), errorBox(d.error));
   if ((d.retry_errors || []).length) {
     box.append(h("div", { class: "mk-section", text: "earlier attempts" }));
     const list = h("ol", { class: "mk-retries" });
