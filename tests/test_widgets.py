@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
 import pandas as pd
@@ -805,3 +806,46 @@ def test_a_traceback_reads_without_the_blank_lines_a_framework_put_between_its_f
     assert shown[1:] == python.splitlines()  # exactly Python's own traceback: its blank lines, no more
     assert "" in shown and all(a or b for a, b in itertools.pairwise(shown))  # never two blank in a row
     assert error_lines(python) == python  # Python's own traceback is left as it is
+
+
+class _Wire:
+    """What a widget puts on its comm: the state it opens with, then each message it sends."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import comm as comm_package
+
+        self.opened: list[dict[str, Any]] = []
+        self.sent: list[dict[str, Any]] = []
+        create = comm_package.create_comm
+
+        def record(**kwargs: Any) -> Any:
+            self.opened.append(kwargs["data"]["state"])
+            made = create(**kwargs)
+            monkeypatch.setattr(made, "send", lambda data=None, **_: self.sent.append(data))
+            return made
+
+        monkeypatch.setattr(comm_package, "create_comm", record)
+
+
+def test_trace_replay_opens_its_comm_with_the_runs_already_read(
+    demo: memkit.Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A browser drawing the panel from its first state shows the runs, not "0 of 0 runs"."""
+    wire = _Wire(monkeypatch)
+    panel = TraceReplay(demo)
+    states = [s for s in wire.opened if s.get("_anywidget_id", "").endswith("TraceReplay")]
+    assert len(states) == 1
+    assert states[0]["total_runs"] == panel.total_runs == 18
+    assert len(states[0]["runs"]) == 18 and states[0]["options"]["statuses"]
+    assert wire.sent == []  # nothing was sent before the comm opened
+
+
+def test_a_drawn_view_saying_ready_gets_the_whole_state(demo: memkit.Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    wire = _Wire(monkeypatch)
+    panel = TraceReplay(demo)
+    panel._handle_msg({"content": {"data": {"method": "custom", "content": {"action": "ready"}}}, "buffers": []})
+    updates = [m for m in wire.sent if m and m.get("method") == "update"]
+    assert updates and updates[-1]["state"]["total_runs"] == 18 and len(updates[-1]["state"]["runs"]) == 18
+    wire.sent.clear()
+    panel._handle_msg({"content": {"data": {"method": "custom", "content": {"action": "something else"}}}, "buffers": []})
+    assert [m for m in wire.sent if m and m.get("method") == "update"] == []

@@ -114,6 +114,19 @@ class Panel(traitlets.HasTraits):
         self.observe(show, names=["message", "message_kind"])
         return line
 
+    def answer_ready(self) -> None:
+        """Send the whole state when a browser view says it is drawn (an anywidget panel only).
+
+        Under load a view can be drawn from the state its comm opened with while updates sent just
+        after the opening are lost on the way, leaving a stale panel (an empty run list next to an
+        idle kernel); the view's ``ready`` message brings it up to date however it got there.
+        """
+        def answer(_widget: Any, content: Any, _buffers: Any) -> None:
+            if isinstance(content, dict) and content.get("action") == "ready":
+                self.send_state()  # type: ignore[attr-defined]
+
+        self.on_msg(answer)  # type: ignore[attr-defined]
+
     def say(self, message: str, kind: str = "info") -> None:
         self.message_kind = kind
         self.message = message

@@ -118,6 +118,9 @@ function columnPicker(columns, hidden, onChange) {
   return box;
 }
 
+// Asks the kernel for its whole state once drawn (Panel.answer_ready says why).
+function askForState(model) { model.send({ action: "ready" }); }
+
 function busyLine(model) {
   const line = h("div", { class: "mk-message" });
   let timer = null;

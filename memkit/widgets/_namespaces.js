@@ -147,6 +147,7 @@ function render({ model, el }) {
   model.on("msg:custom", (msg) => { if (msg && msg.event === "csv") download(msg.name, msg.text); });
   for (const name of ["rows", "caption", "hidden_columns", "value", "empty_text", "kind"]) model.on(`change:${name}`, draw);
   draw();
+  askForState(model);
 }
 
 export default { render };

@@ -73,6 +73,10 @@ class NamespaceGrid(Panel, anywidget.AnyWidget):
     # column key -> text its cell must contain (any case), over the whole namespace; set in the browser
     column_filters = t.Dict(value_trait=t.Unicode()).tag(sync=True)
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.answer_ready()
+
 
 def _legs(item: MemoryItem) -> list[dict[str, Any]]:
     """Each search leg's part of a hit's score, for the small bar: found, rank, raw score, share."""

@@ -440,6 +440,7 @@ function render({ model, el }) {
   });
   model.on("change:comparison", () => drawCompare(model, compare));
   model.on("change:compare_options", () => drawCompare(model, compare));
+  askForState(model);
 }
 
 export default { render };

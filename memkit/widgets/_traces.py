@@ -109,6 +109,8 @@ class TraceReplay(Panel, anywidget.AnyWidget):
     """The memory opened from the step detail (a recalled or written one); ``{}`` for none."""
 
     def __init__(self, mem: Memory, *, load: bool = True, recalls: bool = True) -> None:
+        # The comm opens once the traces are read, so the browser gets them in its first state.
+        self._open_later = True
         super().__init__()
         self.mem = mem
         self.count_recalls = recalls and _keeps_recalls(mem)
@@ -126,10 +128,18 @@ class TraceReplay(Panel, anywidget.AnyWidget):
         self.observe(lambda c: self.open_step(c["new"]), names="step")
         self.observe(lambda c: self.compare(c["new"]), names="compare_with")
         self.on_msg(self._on_message)
+        self.answer_ready()
         if load:
             self.refresh()
         else:
             self.say("the traces are read when this panel is first used")
+        self._open_later = False
+        self.open()
+
+    def open(self) -> None:
+        """Open the comm to the browser (held back while the constructor reads the traces)."""
+        if not getattr(self, "_open_later", False):
+            super().open()
 
     def ensure_loaded(self) -> None:
         """Read the traces if nothing has been read yet."""
