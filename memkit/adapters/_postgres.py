@@ -1,7 +1,7 @@
 """A PostgreSQL store with pgvector: many processes and machines writing and searching one database.
 
 Everything a search needs lives in the database, read in the statement that uses it: the
-keyword leg is memkit's BM25 over ``tsvector`` terms (GIN), the dense leg pgvector (exact
+keyword leg is memkit's BM25 over ``tsvector`` terms (impact-ordered postings), the dense leg pgvector (exact
 inside small namespaces, HNSW in large ones), and the statistics both legs normalise by
 (a namespace's size, average length, document frequencies, mean and spread of cosine) are
 counted there too. So no process holds an index another process's write could make stale:
