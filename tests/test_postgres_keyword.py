@@ -171,3 +171,65 @@ async def test_a_schema_3_store_upgrades_to_integer_postings(postgres_server: Po
         assert await mem.search("brandnew", "u", "a", mode="keyword") == []
     finally:
         await mem.aclose()
+
+
+async def test_kept_document_frequencies_never_outlive_a_write_from_elsewhere(
+    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A store keeps the counts of common terms it has counted; every search still scores exactly
+    as the exhaustive statement does after another store's inserts, deletes (keeping the count
+    too) and reset, and a repeated search in an unchanged namespace counts nothing again."""
+    import psycopg
+
+    from memkit.adapters import _postgres_keyword, _postgres_sql
+
+    monkeypatch.setattr(_postgres_keyword, "TOP_POSTINGS", 20)  # every common term's list is cut
+    url = postgres_server.url(f"t_{uuid.uuid4().hex[:12]}")
+    rng = random.Random(9)
+    counted = _postgres_keyword.Frequencies()
+    reader = PostgresAdapter(url, embedder=None)
+    other = PostgresAdapter(url, embedder=None)
+    queries = [["w0", "w1", "w5"], ["w2", "w3"], ["w0", "w7", "nosuchword"]]
+
+    async def check(conn: Any) -> None:
+        for terms in queries:
+            sql, params = _postgres_sql.keyword_statement("u", "a", terms, (), 10_000)
+            exact = {s: float(v) for s, _, v in await (await conn.execute(sql, params, prepare=False)).fetchall()}
+            got = await _postgres_keyword.keyword_hits(conn, "u", "a", terms, (), 10, counted)
+            assert len(got) == min(10, len(exact))
+            assert [v for _, _, v in got] == pytest.approx([exact[s] for s, _, _ in got], rel=1e-9), terms
+
+    try:
+        ids = await other.add_many([{"content": _note(rng), "user_id": "u", "agent_id": "a"} for _ in range(400)])
+        await reader.add("w0 w1 from the reader", "u", "a")
+        # autocommit: an open transaction would hold the lock the other store's reset waits for
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await check(conn)
+            kept = counted.known(("u", "a"))
+            assert kept[0] is not None and {"w0", "w1"} <= set(kept[1])
+            counts = []
+            real = conn.execute
+
+            async def spy(sql: Any, *args: Any, **kwargs: Any) -> Any:
+                if sql is _postgres_keyword._TOP_SQL:
+                    counts.append(list(args[0]["known"]))
+                return await real(sql, *args, **kwargs)
+
+            monkeypatch.setattr(conn, "execute", spy)
+            await check(conn)  # nothing written: the known terms are not counted again, one statement each
+            assert len(counts) == len(queries) and all(counts)
+            await other.add_many([{"content": "w0 w0 w1 w2 w3 " + _note(rng), "user_id": "u", "agent_id": "a"}
+                                  for _ in range(60)])
+            await check(conn)
+            for memory_id in ids[:50]:
+                assert await other.delete(memory_id)
+            await check(conn)
+            await other.add("w0 w5 w5 keeps the count", "u", "a")
+            assert await other.delete(ids[60])
+            await check(conn)
+            await other.reset()
+            await other.add_many([{"content": _note(rng), "user_id": "u", "agent_id": "a"} for _ in range(100)])
+            await check(conn)
+    finally:
+        await reader.aclose()
+        await other.aclose()

@@ -26,6 +26,7 @@ without its postings, in any process.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from typing import Any
 
 from memkit._retrieval._filters import Condition
@@ -33,7 +34,7 @@ from memkit._retrieval._keyword import K1, B
 from memkit.adapters import _postgres_sql as q
 from memkit.adapters._sqlbase import filter_sql
 
-__all__ = ["MIGRATION", "MIGRATION_4", "REFERENCE_LENGTH", "TOP_POSTINGS", "keyword_hits"]
+__all__ = ["MIGRATION", "MIGRATION_4", "REFERENCE_LENGTH", "TOP_POSTINGS", "Frequencies", "keyword_hits"]
 
 #: The document length the stored impacts are computed for (close to short notes and chat lines).
 REFERENCE_LENGTH = 32
@@ -206,25 +207,81 @@ MIGRATION_4: tuple[str, ...] = (
     " FOR EACH STATEMENT EXECUTE FUNCTION memkit_postings_clear()",
 )
 
-# Per query term: its document frequency in the namespace (counted from the index alone) and
-# its highest-impact postings; with the namespace's N and average length. A term in at least
-# half the namespace has the floored idf whatever its exact count, so counting stops there
-# (the commonest terms of a big namespace are the longest to count).
+# Per query term: its highest-impact postings and its document frequency in the namespace
+# (counted from the index alone, unless the postings read were all it has, or the caller knows
+# it for this version of the namespace); with the namespace's N, average length and version.
+# A term in at least half the namespace has the floored idf whatever its exact count, so
+# counting stops there (the commonest terms of a big namespace are the longest to count).
 _TOP_SQL = """
-SELECT s.count, CASE WHEN s.terms > 0 THEN s.terms::float8 / s.count ELSE 1 END, t.term,
-       (SELECT count(*) FROM (SELECT FROM postings p WHERE p.ns = ns.id AND p.term = t.hash
-                              LIMIT ceil(s.count / 2.0)::bigint) c),
+SELECT s.count, CASE WHEN s.terms > 0 THEN s.terms::float8 / s.count ELSE 1 END, s.xmin::text, t.term,
+       CASE WHEN top.n < %(reach)s THEN top.n
+            WHEN t.term = ANY(%(known)s::text[]) THEN NULL
+            ELSE (SELECT count(*) FROM (SELECT FROM postings p WHERE p.ns = ns.id AND p.term = t.hash
+                                        LIMIT ceil(s.count / 2.0)::bigint) c) END,
        top.seqs, top.n
 FROM namespace_stats s
 JOIN namespaces ns ON ns.user_id = s.user_id AND ns.agent_id = s.agent_id
-CROSS JOIN LATERAL (SELECT x.term, hashtextextended(x.term, 0) AS hash FROM unnest(%s::text[]) AS x(term)) t
+CROSS JOIN LATERAL (SELECT x.term, hashtextextended(x.term, 0) AS hash FROM unnest(%(terms)s::text[]) AS x(term)) t
 CROSS JOIN LATERAL (
     SELECT array_agg(x.seq) AS seqs, count(*) AS n FROM (
         SELECT p.seq, p.impact FROM postings p WHERE p.ns = ns.id AND p.term = t.hash
-        ORDER BY p.impact DESC, p.seq DESC LIMIT %s) x
+        ORDER BY p.impact DESC, p.seq DESC LIMIT %(reach)s) x
 ) top
-WHERE s.user_id = %s AND s.agent_id = %s AND s.count > 0
+WHERE s.user_id = %(u)s AND s.agent_id = %(a)s AND s.count > 0
 """
+
+
+class Frequencies:
+    """The document frequencies of common terms one store has counted, per namespace, tagged with
+    the namespace's version: its ``namespace_stats`` row's writing transaction (``xmin``: every
+    insert and delete updates that row in its own transaction; a reset removes it) and count.
+
+    A search names the terms it knows for its namespace; the statement that reads the postings
+    returns the version they were read at, in the same snapshot, and known counts are used only
+    when that version is the one they were counted at. Otherwise the statement runs again,
+    counting everything, so a search never uses a count another process's write has changed.
+    """
+
+    _NAMESPACES = 256
+    _TERMS = 50_000
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[tuple[str, str], tuple[tuple[int, str], dict[str, int]]] = OrderedDict()
+
+    def known(self, key: tuple[str, str]) -> tuple[tuple[int, str] | None, dict[str, int]]:
+        kept = self._kept.get(key)
+        return (None, {}) if kept is None else kept
+
+    def keep(self, key: tuple[str, str], version: tuple[int, str], counts: dict[str, int]) -> None:
+        kept = self._kept.get(key)
+        merged = {**kept[1], **counts} if kept is not None and kept[0] == version else dict(counts)
+        if len(merged) > self._TERMS:
+            merged = dict(counts)
+        self._kept[key] = (version, merged)
+        self._kept.move_to_end(key)
+        while len(self._kept) > self._NAMESPACES:
+            self._kept.popitem(last=False)
+
+
+async def _top(conn: Any, user_id: str, agent_id: str, terms: list[str], reach: int,
+               counted: Frequencies | None) -> list[tuple[float, float, str, int, list[int], int]]:
+    """Per term: N, the average length, the term, its document frequency, its top postings' seqs
+    and how many were read."""
+    key = (user_id, agent_id)
+    version, known = counted.known(key) if counted is not None else (None, {})
+    args = {"reach": reach, "terms": terms, "u": user_id, "a": agent_id}
+    rows = await (await conn.execute(_TOP_SQL, {**args, "known": [t for t in terms if t in known]},
+                                     prepare=False)).fetchall()
+    if rows and any(df is None for *_, df, _, _ in rows) and (int(rows[0][0]), rows[0][2]) != version:
+        rows = await (await conn.execute(_TOP_SQL, {**args, "known": []}, prepare=False)).fetchall()
+    if not rows:
+        return []
+    now = (int(rows[0][0]), str(rows[0][2]))
+    if counted is not None:
+        counted.keep(key, now, {t: int(df) for _, _, _, t, df, _, got in rows if df is not None and got >= reach})
+    return [(float(n), float(avglen), t, int(known[t] if df is None else df), seqs or [], int(got))
+            for n, avglen, _, t, df, seqs, got in rows]
+
 
 # The exact BM25 of the candidate memories that pass the filters, with the idf given per term.
 _SCORE_SQL = """
@@ -254,18 +311,18 @@ def _idf(n: float, df: int) -> float:
 
 async def keyword_hits(
     conn: Any, user_id: str, agent_id: str, terms: list[str], conditions: tuple[Condition, ...], limit: int,
+    counted: Frequencies | None = None,
 ) -> list[tuple[int, int, float]]:
     """``(seq, created_us, bm25)`` of the namespace's best ``limit`` memories for ``terms``, best
     first, ties newest first, each scored exactly; the candidates are the memories among each term's
-    top postings (see the module's note on what that cut can miss)."""
+    top postings (see the module's note on what that cut can miss). ``counted``: the store's
+    document frequencies counted before (see :class:`Frequencies`)."""
     reach = max(TOP_POSTINGS, 10 * limit)
-    rows = await (await conn.execute(
-        _TOP_SQL, (terms, reach, user_id, agent_id), prepare=False,
-    )).fetchall()
+    rows = await _top(conn, user_id, agent_id, terms, reach, counted)
     if not rows:
         return []
-    n, avglen = float(rows[0][0]), float(rows[0][1])
-    found = [(term, _idf(n, int(df)), seqs or [], int(got)) for _, _, term, df, seqs, got in rows]
+    n, avglen = rows[0][0], rows[0][1]
+    found = [(term, _idf(n, df), seqs, got) for _, _, term, df, seqs, got in rows]
     candidates = sorted({s for _, _, seqs, _ in found for s in seqs})
     cut = any(got >= reach for _, _, _, got in found)  # else every memory holding a term was read
     scored: list[tuple[int, int, float]] = []
