@@ -14,11 +14,14 @@ from memkit.testing import PostgresServer
 
 # Postings as the triggers should have them: one per (memory, term), from the memories themselves.
 _EXPECTED = """
-SELECT m.user_id, m.agent_id, u.lexeme, memkit_impact(cardinality(u.positions), m.terms_len), m.seq
+SELECT m.user_id, m.agent_id, hashtextextended(u.lexeme, 0), memkit_impact(cardinality(u.positions), m.terms_len), m.seq
 FROM memories m CROSS JOIN LATERAL unnest(m.terms) AS u(lexeme, positions, weights)
 ORDER BY 1, 2, 3, 5
 """
-_STORED = "SELECT user_id, agent_id, term, impact, seq FROM postings ORDER BY 1, 2, 3, 5"
+_STORED = """
+SELECT s.user_id, s.agent_id, p.term, p.impact, p.seq FROM postings p JOIN namespaces s ON s.id = p.ns
+ORDER BY 1, 2, 3, 5
+"""
 
 _WORDS = [f"w{i}" for i in range(60)]
 
@@ -53,15 +56,17 @@ async def test_postings_follow_every_write_and_the_migration_fills_them(postgres
         assert not await mem.delete(ids[1], user_id="other")  # someone else's id: nothing changes
         _postings_match(url)
         with psycopg.connect(url) as conn:
-            assert conn.execute("SELECT count(*) > 0 FROM postings WHERE user_id = 'other'").fetchone() == (True,)
+            assert conn.execute("SELECT count(*) > 0 FROM postings p JOIN namespaces s ON s.id = p.ns"
+                                " WHERE s.user_id = 'other'").fetchone() == (True,)
     finally:
         await mem.aclose()
-    # A store written before migration 3: the upgrade fills postings from its memories.
+    # A store written before migration 3: the upgrades (3, then 4) fill postings from its memories.
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("DROP TABLE postings")
+        conn.execute("DROP TABLE postings, namespaces")
         conn.execute("DROP FUNCTION memkit_postings_add, memkit_postings_drop, memkit_postings_change,"
                      " memkit_postings_clear CASCADE")
         conn.execute("DROP FUNCTION memkit_impact")
+        conn.execute("CREATE INDEX memories_terms ON memories USING gin (terms)")  # schema 2 had it
         conn.execute("UPDATE memkit_meta SET value = '2' WHERE key = 'schema_version'")
     mem = PostgresAdapter(url, embedder=None)
     try:
@@ -116,3 +121,115 @@ async def test_the_top_postings_give_exact_scores_and_the_exhaustive_rows_when_n
                     assert got == sorted(got, key=lambda r: (-r[2], -r[1], -r[0]))
                     if reach >= 1_500:
                         assert [s for s, _, _ in got] == [s for s, _, _ in every[:limit]], (terms, limit)
+
+
+async def test_a_schema_3_store_upgrades_to_integer_postings(postgres_server: PostgresServer) -> None:
+    """A store written by schema 3 (text-keyed postings, filled by its triggers) opened by this
+    memkit: migration 4 numbers its namespaces, rebuilds the postings from the memories, and
+    searches, writes and deletes go on with the new triggers; namespaces stay apart."""
+    import psycopg
+
+    from memkit.adapters._postgres_schema import META_TABLE, MIGRATIONS
+    from memkit.adapters._postgres_sql import terms_vector
+
+    url = postgres_server.url(f"t_{uuid.uuid4().hex[:12]}")
+    rng = random.Random(4)
+    notes = [(_note(rng), ("u", "a") if i % 3 else ("u", "b")) for i in range(400)]
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(META_TABLE)
+        with conn.transaction():
+            for version in (1, 2, 3):
+                for statement in MIGRATIONS[version]:
+                    conn.execute(statement)
+            conn.execute("INSERT INTO memkit_meta (key, value) VALUES ('schema_version', '3')")
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO memories (id, user_id, agent_id, content, metadata, created_us, terms, terms_len)"
+                " VALUES (%s, %s, %s, %s, '{}', %s, %s::tsvector, %s)",
+                [(f"m{i}", user, agent, text, 1_000 + i, *terms_vector(text)) for i, (text, (user, agent)) in
+                 enumerate(notes)],
+            )
+        conn.execute("INSERT INTO namespace_stats (user_id, agent_id, count, terms)"
+                     " SELECT user_id, agent_id, count(*), sum(terms_len) FROM memories GROUP BY 1, 2")
+        assert conn.execute("SELECT count(*) FROM postings").fetchone()[0] > 400  # schema 3's own
+    mem = PostgresAdapter(url, embedder=None)
+    try:
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT value FROM memkit_meta WHERE key = 'schema_version'").fetchone() == ("4",)
+            assert conn.execute("SELECT user_id, agent_id FROM namespaces ORDER BY id").fetchall() == [
+                ("u", "a"), ("u", "b")]
+            assert conn.execute("SELECT count(*) FROM pg_indexes WHERE indexname = 'memories_terms'").fetchone() == (0,)
+        _postings_match(url)
+        await mem.add("w1 w1 w2 upgraded", "u", "b")
+        await mem.add("w1 brandnew", "v", "c")
+        assert await mem.delete("m5")
+        _postings_match(url)
+        hits = await mem.search("upgraded w2", "u", "b", mode="keyword", limit=5)
+        assert hits[0].content == "w1 w1 w2 upgraded"
+        assert all(h.user_id == "u" and h.agent_id == "b" for h in hits)
+        assert [h.content for h in await mem.search("brandnew", "v", "c", mode="keyword")] == ["w1 brandnew"]
+        assert await mem.search("brandnew", "u", "a", mode="keyword") == []
+    finally:
+        await mem.aclose()
+
+
+async def test_kept_document_frequencies_never_outlive_a_write_from_elsewhere(
+    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A store keeps the counts of common terms it has counted; every search still scores exactly
+    as the exhaustive statement does after another store's inserts, deletes (keeping the count
+    too) and reset, and a repeated search in an unchanged namespace counts nothing again."""
+    import psycopg
+
+    from memkit.adapters import _postgres_keyword, _postgres_sql
+
+    monkeypatch.setattr(_postgres_keyword, "TOP_POSTINGS", 20)  # every common term's list is cut
+    url = postgres_server.url(f"t_{uuid.uuid4().hex[:12]}")
+    rng = random.Random(9)
+    counted = _postgres_keyword.Frequencies()
+    reader = PostgresAdapter(url, embedder=None)
+    other = PostgresAdapter(url, embedder=None)
+    queries = [["w0", "w1", "w5"], ["w2", "w3"], ["w0", "w7", "nosuchword"]]
+
+    async def check(conn: Any) -> None:
+        for terms in queries:
+            sql, params = _postgres_sql.keyword_statement("u", "a", terms, (), 10_000)
+            exact = {s: float(v) for s, _, v in await (await conn.execute(sql, params, prepare=False)).fetchall()}
+            got = await _postgres_keyword.keyword_hits(conn, "u", "a", terms, (), 10, counted)
+            assert len(got) == min(10, len(exact))
+            assert [v for _, _, v in got] == pytest.approx([exact[s] for s, _, _ in got], rel=1e-9), terms
+
+    try:
+        ids = await other.add_many([{"content": _note(rng), "user_id": "u", "agent_id": "a"} for _ in range(400)])
+        await reader.add("w0 w1 from the reader", "u", "a")
+        # autocommit: an open transaction would hold the lock the other store's reset waits for
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await check(conn)
+            kept = counted.known(("u", "a"))
+            assert kept[0] is not None and {"w0", "w1"} <= set(kept[1])
+            counts = []
+            real = conn.execute
+
+            async def spy(sql: Any, *args: Any, **kwargs: Any) -> Any:
+                if sql is _postgres_keyword._TOP_SQL:
+                    counts.append(list(args[0]["known"]))
+                return await real(sql, *args, **kwargs)
+
+            monkeypatch.setattr(conn, "execute", spy)
+            await check(conn)  # nothing written: the known terms are not counted again, one statement each
+            assert len(counts) == len(queries) and all(counts)
+            await other.add_many([{"content": "w0 w0 w1 w2 w3 " + _note(rng), "user_id": "u", "agent_id": "a"}
+                                  for _ in range(60)])
+            await check(conn)
+            for memory_id in ids[:50]:
+                assert await other.delete(memory_id)
+            await check(conn)
+            await other.add("w0 w5 w5 keeps the count", "u", "a")
+            assert await other.delete(ids[60])
+            await check(conn)
+            await other.reset()
+            await other.add_many([{"content": _note(rng), "user_id": "u", "agent_id": "a"} for _ in range(100)])
+            await check(conn)
+    finally:
+        await reader.aclose()
+        await other.aclose()

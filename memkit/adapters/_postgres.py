@@ -1,7 +1,7 @@
 """A PostgreSQL store with pgvector: many processes and machines writing and searching one database.
 
 Everything a search needs lives in the database, read in the statement that uses it: the
-keyword leg is memkit's BM25 over ``tsvector`` terms (GIN), the dense leg pgvector (exact
+keyword leg is memkit's BM25 over ``tsvector`` terms (impact-ordered postings), the dense leg pgvector (exact
 inside small namespaces, HNSW in large ones), and the statistics both legs normalise by
 (a namespace's size, average length, document frequencies, mean and spread of cosine) are
 counted there too. So no process holds an index another process's write could make stale:
@@ -46,6 +46,7 @@ from memkit._retrieval._fusion import HybridConfig
 from memkit.adapters import _postgres_index, _postgres_schema, _postgres_writes
 from memkit.adapters import _postgres_sql as q
 from memkit.adapters._postgres_dense import SampleCache
+from memkit.adapters._postgres_keyword import Frequencies
 from memkit.adapters._postgres_loop import Loop, load_psycopg, safe_url
 from memkit.adapters._postgres_recalls import RecallsAndMarks
 from memkit.adapters._postgres_schema import ADVISORY_LOCK, META_TABLE, MIGRATIONS, SCHEMA_VERSION
@@ -204,6 +205,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
                 await register_vector_async(connection)
 
         self._samples = SampleCache()
+        self._counted = Frequencies()
         self._pool = psycopg_pool.AsyncConnectionPool(
             self._conninfo, min_size=self._pool_min, max_size=self._pool_size, open=False,
             kwargs={"autocommit": True}, configure=configure, name="memkit",
@@ -433,7 +435,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
         if op.until_us is not None:
             conditions = (*conditions, created_by(op.until_us))
         vector = None if op.mode == "keyword" else self._embed([op.query])[0]
-        return await self._call(ranked(self._pool, op, conditions, vector, self._samples))
+        return await self._call(ranked(self._pool, op, conditions, vector, self._samples, self._counted))
 
     @property
     def embedder(self) -> Any:

@@ -78,8 +78,9 @@ async def build(conninfo: str, dim: int | None, *, wait: bool) -> int | None:
         if top <= indexed:
             return indexed
         # pgvector builds the graph in memory when it fits maintenance_work_mem (many times
-        # faster than on disk): raise it for this session to what the graph needs, up to 1 GB.
-        need = min(2**30, top * ((dim or 0) * 4 + 400))
+        # faster than on disk): raise it for this session to what the graph needs (about 2 kB
+        # per 384-dimension vector: a million vectors need 2 GB), up to 4 GB.
+        need = min(4 * 2**30, top * ((dim or 0) * 4 + 700))
         if need > int(work_mem or 0):
             await conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (f"{need // 1024}kB",))
         if not wait:
@@ -95,6 +96,10 @@ async def build(conninfo: str, dim: int | None, *, wait: bool) -> int | None:
         # A table written in bulk may not be analysed yet (autovacuum lags under load): the planner
         # then thinks the namespace holds one row and scans it exactly instead of walking the graph.
         await conn.execute("ANALYZE memories")
+        # The keyword leg counts a term's postings from their index alone only where the table's
+        # visibility map says every row is visible; an insert-only table waits for autovacuum
+        # for that, which lags under load (a common term's count then reads the table).
+        await conn.execute("VACUUM (ANALYZE) postings")
         await conn.execute(
             "INSERT INTO memkit_meta (key, value) VALUES ('vector_indexed_seq', %s)"
             " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(top),),

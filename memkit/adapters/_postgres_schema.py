@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from memkit.adapters._postgres_keyword import MIGRATION as _POSTINGS
+from memkit.adapters._postgres_keyword import MIGRATION_4 as _INTEGER_POSTINGS
 
 __all__ = [
     "ADVISORY_LOCK", "INDEX_LOCK", "MIGRATIONS", "SCHEMA_VERSION", "index_name", "indexed_upto",
@@ -99,6 +100,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # Impact-ordered postings for the keyword leg, kept by triggers, filled from the memories
     # already stored (see memkit.adapters._postgres_keyword).
     3: _POSTINGS,
+    # The postings keyed by a namespace number and a term hash instead of three texts (see
+    # memkit.adapters._postgres_keyword.MIGRATION_4).
+    4: _INTEGER_POSTINGS,
 }
 
 SCHEMA_VERSION = max(MIGRATIONS)

@@ -13,13 +13,14 @@ from memkit._retrieval._fusion import CONTEXT_REACH, DenseScores
 from memkit._retrieval._keyword import analyze_query, named_speakers
 from memkit.adapters import _postgres_sql as q
 from memkit.adapters._postgres_dense import VERSION_SQL, SampleCache
-from memkit.adapters._postgres_keyword import keyword_hits
+from memkit.adapters._postgres_keyword import Frequencies, keyword_hits
 
 __all__ = ["ranked"]
 
 
 async def ranked(
     pool: Any, request: SearchOp, conditions: tuple[Any, ...], vector: Any, samples: SampleCache,
+    counted: Frequencies | None = None,
 ) -> list[MemoryItem]:
     """The top memories for ``request``: the database's legs, memkit's fusion (``samples``: this
     store's cosine statistics, see :mod:`memkit.adapters._postgres_dense`)."""
@@ -30,7 +31,7 @@ async def ranked(
     async with pool.connection() as conn:
         if terms:
             for seq, created_us, score in await keyword_hits(conn, user, agent, list(dict.fromkeys(terms)),
-                                                             conditions, depth):
+                                                             conditions, depth, counted):
                 hits.append((seq, score))
                 created[seq] = created_us
         dense = None

@@ -7,9 +7,10 @@ in come from fixed sets here. Every statement that reads a namespace names ``use
 
 The keyword leg scores with memkit's BM25 (:mod:`memkit._retrieval._keyword`) inside the database:
 memories are stored with memkit's own analysis as a ``tsvector`` (a term's positions
-``1..tf`` count its uses), the GIN index finds the namespace's memories that hold any query
-term, and the score sums ``idf * tf (k1 + 1) / (tf + k1 (1 - b + b len / avglen))`` with
-the namespace's N, average length and document frequencies, so it ranks as SQLite does.
+``1..tf`` count its uses), the keyword postings (:mod:`memkit.adapters._postgres_keyword`)
+find the namespace's memories that hold any query term, and the score sums
+``idf * tf (k1 + 1) / (tf + k1 (1 - b + b len / avglen))`` with the namespace's N, average
+length and document frequencies, so it ranks as SQLite does.
 """
 
 from __future__ import annotations
@@ -111,7 +112,11 @@ hits AS MATERIALIZED (
     SELECT m.seq, m.created_us, m.terms_len, ({where}) AS passes,
            ts_filter(setweight(m.terms, 'A', %s::text[]), '{{a}}') AS found
     FROM memories m
-    WHERE m.user_id = %s AND m.agent_id = %s AND m.terms @@ %s::tsquery
+    WHERE m.user_id = %s AND m.agent_id = %s AND m.seq IN (
+        SELECT p.seq FROM postings p JOIN namespaces s ON s.id = p.ns
+        WHERE s.user_id = %s AND s.agent_id = %s
+          AND p.term IN (SELECT hashtextextended(x, 0) FROM unnest(%s::text[]) AS x))
+      AND m.terms @@ %s::tsquery  -- two terms may share a hash: the tsvector decides
 ),
 postings AS MATERIALIZED (
     SELECT h.seq, h.created_us, h.terms_len, h.passes, u.lexeme, cardinality(u.positions) AS tf
@@ -147,7 +152,8 @@ def keyword_statement(
     ``terms`` are the analysed query terms an index can hold (:func:`query_terms`)."""
     where, params = filter_sql(conditions, POSTGRES)
     return KEYWORD_SQL.format(where=where), [
-        user_id, agent_id, *params, terms, user_id, agent_id, any_query(terms), K1 + 1.0, K1, B, B, limit,
+        user_id, agent_id, *params, terms, user_id, agent_id, user_id, agent_id, terms, any_query(terms),
+        K1 + 1.0, K1, B, B, limit,
     ]
 
 
