@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -427,7 +427,7 @@ def test_a_failing_store_shows_an_error_instead_of_raising(small: memkit.Memory)
 
 def test_modes_a_provider_declares_are_offered_and_passed_through() -> None:
     """No adapter on this branch has an embedder yet, so a subclass declares hybrid and records the call."""
-    from typing import Any, ClassVar
+    from typing import ClassVar
 
     from memkit.adapters._memory import InMemoryAdapter
 
