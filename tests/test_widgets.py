@@ -847,5 +847,6 @@ def test_a_drawn_view_saying_ready_gets_the_whole_state(demo: memkit.Memory, mon
     updates = [m for m in wire.sent if m and m.get("method") == "update"]
     assert updates and updates[-1]["state"]["total_runs"] == 18 and len(updates[-1]["state"]["runs"]) == 18
     wire.sent.clear()
-    panel._handle_msg({"content": {"data": {"method": "custom", "content": {"action": "something else"}}}, "buffers": []})
+    other = {"action": "something else"}
+    panel._handle_msg({"content": {"data": {"method": "custom", "content": other}}, "buffers": []})
     assert [m for m in wire.sent if m and m.get("method") == "update"] == []
