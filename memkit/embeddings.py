@@ -264,7 +264,8 @@ class StaticEmbedder:
         ids = [self.token_ids(t) for t in texts]
         vectors = self._table
         if vectors is None and len(texts) <= _FEW_TEXTS:  # the rows of these tokens, renumbered
-            used = np.unique(np.fromiter((t for row in ids for t in row), dtype=np.int64))
+            # sorted(set()) rather than np.unique, which imports numpy.ma (~20 ms) on first use
+            used = np.array(sorted({t for row in ids for t in row}), dtype=np.int64)
             ids = [np.searchsorted(used, row).tolist() for row in ids]
             vectors = self._unpacked(used)
         elif vectors is None:
