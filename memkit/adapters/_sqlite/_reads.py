@@ -6,8 +6,11 @@ store's own worker runs (:mod:`._traces`, :mod:`._queries`, :mod:`._sql`, :mod:`
 command that reads a little and exits does not pay for pydantic's and asyncio's import (about
 120 ms of CPU). Only a file the store could read as it is: one that is not there yet, or of another
 schema version, or opened with options that make opening do something (an embedder to add, recalls
-to record), goes through :class:`SQLiteAdapter` as before; so does a search in any other mode than
-keyword, or on a store with vectors, or one whose arguments the store would refuse (it says why).
+to record), goes through :class:`SQLiteAdapter` as before. A search, in any mode, runs the store's own
+legs and ranking (:func:`._search.ranked_records`) on a keyword-only store or one whose vectors come
+from the shipped default embedder (its table, the saved vector and keyword snapshots, the change feed
+since); vectors of another embedder, an empty query, or arguments the store would refuse go to the
+store (it says why). Unlike the store it saves no snapshot after the search: it only reads.
 """
 
 from __future__ import annotations
