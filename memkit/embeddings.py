@@ -42,6 +42,9 @@ __all__ = [
 
 _STATIC_DIR = Path(__file__).parent / "_static" / "minilm-l6-static"
 
+#: A batch of at most this many texts unpacks only its tokens' rows of a static table.
+_FEW_TEXTS = 16
+
 #: The name stored in a database made with the shipped static model.
 DEFAULT_EMBEDDER = "static-minilm-l6-cls-d384"
 #: Names of earlier shipped models: their stores open keyword-only until ``reembed("default")``.
@@ -212,13 +215,31 @@ class StaticEmbedder:
         self.name: str = str(config["name"])
         self.dim: int = dim
         self.max_tokens = max_tokens
+        self._quantised = quantised
+        self._scales = scales.astype(np.float32)
+        # The whole table as float32 (47 MB) is unpacked on the first batch that needs it: a
+        # one-shot query reads the rows of its own few tokens only (the same values, unpacked alike).
+        self._table: np.ndarray | None = None
+        self._tokenizer = _WordPiece(vocab)
+
+    def _unpacked(self, rows: np.ndarray | slice) -> np.ndarray:
+        """The float32 vectors of vocabulary ``rows``, and an all-zero row after them (for padding)."""
+        import numpy as np
+
+        quantised = self._quantised[rows]
         # Two signed 4-bit values per byte, offset by 8, one scale per row.
-        nibbles = np.empty((quantised.shape[0], dim), dtype=np.float32)
+        nibbles = np.empty((quantised.shape[0], self.dim), dtype=np.float32)
         nibbles[:, 0::2] = quantised >> 4
         nibbles[:, 1::2] = quantised & 15
-        table = (nibbles - 8.0) * scales.astype(np.float32)[:, None]
-        self._vectors = np.vstack([table, np.zeros((1, self.dim), dtype=np.float32)])
-        self._tokenizer = _WordPiece(vocab)
+        table = (nibbles - 8.0) * self._scales[rows][:, None]
+        return np.vstack([table, np.zeros((1, self.dim), dtype=np.float32)])
+
+    @property
+    def _vectors(self) -> np.ndarray:
+        """Every vocabulary vector, then the padding row."""
+        if self._table is None:
+            self._table = self._unpacked(slice(None))
+        return self._table
 
     def __repr__(self) -> str:
         return f"StaticEmbedder(name={self.name!r}, dim={self.dim})"
@@ -241,10 +262,18 @@ class StaticEmbedder:
         if not texts:
             return out
         ids = [self.token_ids(t) for t in texts]
+        vectors = self._table
+        if vectors is None and len(texts) <= _FEW_TEXTS:  # the rows of these tokens, renumbered
+            # sorted(set()) rather than np.unique, which imports numpy.ma (~20 ms) on first use
+            used = np.array(sorted({t for row in ids for t in row}), dtype=np.int64)
+            ids = [np.searchsorted(used, row).tolist() for row in ids]
+            vectors = self._unpacked(used)
+        elif vectors is None:
+            vectors = self._vectors
         # Texts of similar length share one padded gather + sum: far faster than
         # reduceat over ragged rows. Padding points at an all-zero row.
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        pad = self._vectors.shape[0] - 1
+        pad = vectors.shape[0] - 1
         for start in range(0, len(order), 64):
             group = order[start : start + 64]
             width = len(ids[group[-1]])
@@ -255,7 +284,7 @@ class StaticEmbedder:
             for row, i in enumerate(group):
                 index[row, : len(ids[i])] = ids[i]
                 lengths[row] = max(len(ids[i]), 1)
-            out[group] = self._vectors[index].sum(axis=1) / lengths[:, None]
+            out[group] = vectors[index].sum(axis=1) / lengths[:, None]
         return _normalise(out)
 
 

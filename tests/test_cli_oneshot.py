@@ -1,9 +1,11 @@
-"""The command line's one-shot reads: on SQLite, ``runs``, ``show``, ``namespaces``, ``stats`` and a keyword
-``search`` load neither pydantic nor asyncio, and print byte for byte what reading through the store prints."""
+"""The command line's one-shot reads: on SQLite, ``runs``, ``show``, ``namespaces``, ``stats`` and ``search``
+(every mode, keyword-only or default-embedder store) load neither pydantic nor asyncio, and print byte for
+byte what reading through the store prints."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -146,17 +148,78 @@ def test_what_the_store_must_open_goes_through_it(tmp_path: Path, capsys: pytest
     assert code == 2 and out == "" and "not a usable memkit database" in err
 
 
-def test_a_store_with_vectors_is_searched_by_the_store(
+@pytest.fixture(scope="module")
+def vector_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A store opened with the defaults (the shipped static embedder: hybrid search), two users' namespaces
+    on the same words; a saved snapshot (over a thousand memories written), then memories past it and a
+    deletion, which a later process replays from the change feed."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('oneshot') / 'v.db'}"
+    genes = ("TP53", "BRCA2", "EGFR")
+    with memkit.open(url) as mem:
+        for user in ("alice", "bob"):
+            mem.add_many([{"content": f"{user} step {i}: blast on gene {genes[i % 3]} gave result {i}",
+                           "user_id": user, "agent_id": "bio", "metadata": {"gene": genes[i % 3], "n": i}}
+                          for i in range(1_200)])
+    with memkit.open(url) as mem:
+        later = [mem.add(f"alice later TP53 pubmed note {i}", "alice", "bio", {"gene": "TP53", "n": -i})
+                 for i in range(5)]
+        mem.add("bob later TP53 pubmed note", "bob", "bio", {"gene": "TP53"})
+        mem.delete(later[0], user_id="alice", agent_id="bio")
+    yield url
+
+
+VSEARCH = ["search", "TP53 blast result", "--user", "alice", "--agent", "bio"]
+VECTOR_SEARCHES = [
+    [*VSEARCH, *mode, *more] for mode in ([], ["--mode", "hybrid"], ["--mode", "keyword"], ["--mode", "semantic"])
+    for more in ([], ["--json"], ["--limit", "40", "--json"], ["--filters", '{"gene": "TP53"}', "--json"])
+] + [["search", "pubmed note", "--user", "bob", "--agent", "bio", "--json", *mode]
+     for mode in ([], ["--mode", "keyword"], ["--mode", "semantic"])]
+
+
+@pytest.mark.parametrize("args", VECTOR_SEARCHES, ids=[" ".join(a[1:]) for a in VECTOR_SEARCHES])
+def test_a_default_store_is_searched_in_every_mode_as_the_store_searches(
+    args: list[str], vector_store: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user, mode = args[3], args[args.index("--mode") + 1] if "--mode" in args else None
+    with open_reads(vector_store) as reads:  # answered by the one-shot reads, not handed to the store
+        assert reads.search(args[1], user, "bio", 5, None, mode)
+    fast = _printed(vector_store, args, capsys)
+    assert fast[0] == 0 and fast[1]
+    if "--json" in args:
+        hits = [json.loads(line) for line in fast[1].splitlines()]
+        assert all(h["user_id"] == user and h["content"].startswith(user) for h in hits)  # never the other's
+        assert {h["score_details"]["mode"] for h in hits} == {mode or "hybrid"}
+    _through_the_store(monkeypatch)
+    assert fast == _printed(vector_store, args, capsys)
+
+
+def test_a_default_store_search_loads_neither_pydantic_nor_asyncio(vector_store: str) -> None:
+    code = ("import sys\nfrom memkit.cli import main\n"
+            "code = main(['--url', sys.argv[1], *sys.argv[2:]])\n"
+            "print('LOADED', code, sorted(m for m in ('pydantic', 'pydantic_core', 'asyncio', 'memkit._core._models',"
+            " 'memkit._core._store', 'memkit.adapters._sqlite._adapter', 'numpy') if m in sys.modules))\n")
+    for mode in ("hybrid", "keyword", "semantic"):
+        done = subprocess.run([sys.executable, "-c", code, vector_store, *VSEARCH, "--mode", mode],
+                              capture_output=True, text=True, check=True)
+        assert done.stdout.splitlines()[-1] == "LOADED 0 ['numpy']", mode
+
+
+def test_vectors_of_another_embedder_are_searched_by_the_store(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Opening binds the embedder the file names: one the one-shot reads do not load goes to the store."""
     url = f"sqlite:///{tmp_path / 'vectors.db'}"
-    with memkit.open(url) as mem:  # the shipped static embedder: hybrid search
+    with memkit.open(url) as mem:
         for i in range(20):
             mem.add(f"TP53 note {i}", "alice", "bio")
     with open_reads(url) as reads:
-        assert reads.search("TP53", "alice", "bio", 5, None, None) is None
+        assert reads.search("TP53", "alice", "bio", 5, None, None)
         assert reads.stats()["vectors"] == 20
+    with sqlite3.connect(tmp_path / "vectors.db") as db:
+        db.execute("UPDATE store_meta SET value = '7' WHERE key = 'embedder_dim'")
+    with open_reads(url) as reads:
+        assert reads.search("TP53", "alice", "bio", 5, None, None) is None
     fast = _printed(url, [*SEARCH, "--json"], capsys)
-    assert fast[0] == 0 and json.loads(fast[1].splitlines()[0])["score_details"]["mode"] == "hybrid"
+    assert fast[0] == 2 and "dim 7" in fast[2]  # the store's own refusal
     _through_the_store(monkeypatch)
     assert fast == _printed(url, [*SEARCH, "--json"], capsys)

@@ -25,6 +25,7 @@ from memkit._core._records import Record
 from memkit._core._runs import RunSummary
 from memkit._recall._marks import Mark
 from memkit._recall._recording import Recall
+from memkit._retrieval._config import leg_depth
 from memkit._retrieval._filters import Condition
 from memkit._retrieval._fusion import HybridConfig
 
@@ -101,7 +102,7 @@ class SearchOp(Op[list[MemoryItem]]):
     @property
     def depth(self) -> int:
         """How many candidates each leg contributes (hybrid: ``config.candidates``; else the limit)."""
-        return max(self.config.candidates, self.limit) if self.mode == "hybrid" else self.limit
+        return leg_depth(self.mode, self.config, self.limit)
 
     def send(self, store: Store) -> Awaitable[list[MemoryItem]]:
         return store._rank(self)

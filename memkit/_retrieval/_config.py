@@ -13,7 +13,7 @@ from typing import TypedDict
 
 from memkit._core._errors import ConfigError, InvalidInputError
 
-__all__ = ["MODES", "HybridConfig", "SearchOptions", "check_hybrid", "check_mode", "modes_for"]
+__all__ = ["MODES", "HybridConfig", "SearchOptions", "check_hybrid", "check_mode", "leg_depth", "modes_for"]
 
 MODES = ("hybrid", "keyword", "semantic")
 
@@ -83,6 +83,11 @@ class HybridConfig:
 def modes_for(has_embedder: bool) -> tuple[str, ...]:
     """The modes a store answers: all three with an embedder, keyword search without one."""
     return MODES if has_embedder else ("keyword",)
+
+
+def leg_depth(mode: str, config: HybridConfig, limit: int) -> int:
+    """How many candidates each leg of a search contributes (hybrid: ``config.candidates``; else the limit)."""
+    return max(config.candidates, limit) if mode == "hybrid" else limit
 
 
 def check_mode(mode: object, supported: Sequence[str], owner: str) -> str:

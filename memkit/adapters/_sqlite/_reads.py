@@ -6,8 +6,11 @@ store's own worker runs (:mod:`._traces`, :mod:`._queries`, :mod:`._sql`, :mod:`
 command that reads a little and exits does not pay for pydantic's and asyncio's import (about
 120 ms of CPU). Only a file the store could read as it is: one that is not there yet, or of another
 schema version, or opened with options that make opening do something (an embedder to add, recalls
-to record), goes through :class:`SQLiteAdapter` as before; so does a search in any other mode than
-keyword, or on a store with vectors, or one whose arguments the store would refuse (it says why).
+to record), goes through :class:`SQLiteAdapter` as before. A search, in any mode, runs the store's own
+legs and ranking (:func:`._search.ranked_records`) on a keyword-only store or one whose vectors come
+from the shipped default embedder (its table, the saved vector and keyword snapshots, the change feed
+since); vectors of another embedder, an empty query, or arguments the store would refuse go to the
+store (it says why). Unlike the store it saves no snapshot after the search: it only reads.
 """
 
 from __future__ import annotations
@@ -20,11 +23,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memkit._core._errors import ConfigError, MemkitError, StorageError
 from memkit._core._reads import FoundView, MarkView, NamespaceView, RecallView, mark_view, recall_view
-from memkit._core._records import from_us
+from memkit._core._records import Record, from_us
 from memkit._core._runs import RunSummary, Step, step_of
 from memkit._core._url import embedder_option, query_options, sqlite_path
 from memkit._core._validate import DEFAULT_LIMITS, check_query, check_read
-from memkit._retrieval._config import HybridConfig, check_mode
+from memkit._retrieval._config import HybridConfig, check_mode, leg_depth, modes_for
 from memkit._retrieval._filters import parse_filters
 from memkit.adapters._sqlite import _queries as queries
 from memkit.adapters._sqlite._schema import SCHEMA_VERSION
@@ -33,6 +36,9 @@ from memkit.adapters._sqlite._traces import run_summaries
 
 if TYPE_CHECKING:
     from types import TracebackType
+
+    from memkit._retrieval._filters import Condition
+    from memkit.adapters._sqlite._vectors import Vectors
 
 __all__ = ["SQLiteReads", "open_reads"]
 
@@ -146,41 +152,48 @@ class SQLiteReads:
     def search(
         self, query: str, user_id: str, agent_id: str, limit: int, filters: Any, mode: str | None
     ) -> list[FoundView] | None:
-        """A keyword search of a keyword-only store, as :class:`SQLiteAdapter` runs it (the same checks,
-        index, leg and ranking); ``None`` for any other (see the module docstring)."""
-        from memkit.adapters._sqlite._vectors import recorded
-
+        """A search as :class:`SQLiteAdapter` runs it (the same checks, legs and ranking: :func:`._search.ranked`)
+        in any mode of a keyword-only store or of one with the default embedder's vectors; ``None`` for any
+        other (see the module docstring)."""
         try:
             text = check_query(query, DEFAULT_LIMITS)
             user, agent, checked, _, conditions = check_read(user_id, agent_id, limit, filters, DEFAULT_LIMITS)
-            if not text or self._read(recorded)[0] is not None:
-                return None  # an empty query lists; a store with an embedder ranks in its own modes
-            request = _Keyword(text, checked, check_mode(mode, ("keyword",), repr(self)), HybridConfig())
+            if not text:
+                return None  # an empty query lists the namespace
+            vectors = self._read(self._vectors)
+            if vectors is None:
+                return None  # vectors of another embedder: the store loads it, or says why it cannot
+            resolved = check_mode(mode, modes_for(vectors.embedder is not None), repr(self))
         except MemkitError:
             return None  # the store says what is wrong, in its words
-        return self._read(self._keyword_search, request, user, agent, conditions)
-
-    @staticmethod
-    def _keyword_search(
-        db: sqlite3.Connection, request: _Keyword, user_id: str, agent_id: str, conditions: Any
-    ) -> list[FoundView]:
-        from memkit._retrieval._pipeline import rank
-        from memkit.adapters._sqlite._keywords import KeywordCache
-        from memkit.adapters._sqlite._search import keyword_ranked
-        from memkit.adapters._sqlite._sql import records_by_seq
-
-        keywords = KeywordCache(_MAX_INDEXED)
-        index = keywords.index(db, user_id, agent_id)
-        hits = keyword_ranked(db, keywords, request.query, user_id, agent_id, conditions, request.limit, index)
-
-        def newer(seqs: list[int]) -> dict[int, tuple[int, int]]:  # asked in the other modes only
-            raise AssertionError("a keyword ranking orders by the index alone")
-
-        top = rank(request, hits, None, newer, index.neighbours, index.spoken_by)
-        records = records_by_seq(db, [seq for seq, _, _ in top])
+        config = HybridConfig()
+        request = _Search(text, checked, resolved, config, user, agent, conditions, None,
+                          leg_depth(resolved, config, checked))
         return [FoundView(r.id, r.content, float(score), dict(r.metadata), r.created_at, r.agent_id, r.user_id,
                           dict(details))
-                for r, score, details in ((records[q], s, d) for q, s, d in top if q in records)]
+                for r, score, details in self._read(self._ranked, vectors, request)]
+
+    def _vectors(self, db: sqlite3.Connection) -> Vectors | None:
+        """The store's vectors as the adapter would bind them when opening, or ``None`` where opening
+        would do more than read (an embedder other than the default, or a dimension it refuses)."""
+        from memkit.adapters._sqlite._vectors import Vectors, recorded
+
+        name, dim = recorded(db)
+        if name is None:
+            return Vectors(self.path, None, unset=False)  # keyword-only
+        from memkit.embeddings import DEFAULT_EMBEDDER, get_embedder
+
+        if name != DEFAULT_EMBEDDER:
+            return None
+        embedder = get_embedder("default")
+        return Vectors(self.path, embedder, unset=False) if dim == embedder.dim else None
+
+    @staticmethod
+    def _ranked(db: sqlite3.Connection, vectors: Vectors, request: _Search) -> list[tuple[Record, float, Any]]:
+        from memkit.adapters._sqlite._keywords import KeywordCache
+        from memkit.adapters._sqlite._search import ranked_records
+
+        return ranked_records(db, KeywordCache(_MAX_INDEXED), vectors, request)
 
 
 @dataclass(frozen=True)
@@ -195,10 +208,15 @@ class _RecallScope:
 
 
 @dataclass(frozen=True)
-class _Keyword:
-    """What :func:`memkit._retrieval._pipeline.rank` reads of a keyword search."""
+class _Search:
+    """What :func:`._search.ranked_records` reads of a search (:class:`._search.Legs`)."""
 
     query: str
     limit: int
     mode: str
     config: HybridConfig
+    user_id: str
+    agent_id: str
+    conditions: tuple[Condition, ...]
+    until_us: int | None
+    depth: int

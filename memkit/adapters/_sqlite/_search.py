@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -12,7 +12,7 @@ from memkit._core._records import Record
 from memkit._retrieval._filters import Condition
 from memkit._retrieval._fusion import DenseScores, dense_leg
 from memkit._retrieval._keyword import KeywordIndex, analyze_query
-from memkit._retrieval._pipeline import rank
+from memkit._retrieval._pipeline import Ranking, rank
 from memkit.adapters._sqlbase import created_by, filter_sql
 from memkit.adapters._sqlite._keywords import KeywordCache, snapshot
 from memkit.adapters._sqlite._sql import SQLITE, allowed, records_by_seq
@@ -20,9 +20,27 @@ from memkit.adapters._sqlite._vectors import Vectors
 
 if TYPE_CHECKING:  # the models load with a store's search; the one-shot keyword search needs none
     from memkit._core._models import MemoryItem
-    from memkit._core._ops import SearchOp
 
-__all__ = ["ranked"]
+__all__ = ["Legs", "ranked", "ranked_records"]
+
+
+class Legs(Ranking, Protocol):
+    """What :func:`ranked_records` reads of a search (a :class:`memkit._core._ops.SearchOp` is one)."""
+
+    @property
+    def user_id(self) -> str: ...
+
+    @property
+    def agent_id(self) -> str: ...
+
+    @property
+    def conditions(self) -> tuple[Condition, ...]: ...
+
+    @property
+    def until_us(self) -> int | None: ...
+
+    @property
+    def depth(self) -> int: ...
 
 
 def keyword_ranked(
@@ -66,10 +84,20 @@ def _dense(
 
 
 def ranked(
-    db: sqlite3.Connection, keywords: KeywordCache, vectors: Vectors, request: SearchOp,
+    db: sqlite3.Connection, keywords: KeywordCache, vectors: Vectors, request: Legs,
     vector: np.ndarray | None = None,
 ) -> list[MemoryItem]:
     """The SQLite legs of :func:`memkit._retrieval._pipeline.rank` (the index and connection live on this thread)."""
+    return [record.to_item(score, details) for record, score, details in
+            ranked_records(db, keywords, vectors, request, vector)]
+
+
+def ranked_records(
+    db: sqlite3.Connection, keywords: KeywordCache, vectors: Vectors, request: Legs,
+    vector: np.ndarray | None = None,
+) -> list[tuple[Record, float, dict[str, Any]]]:
+    """:func:`ranked` before the models: ``(record, score, score_details)``, best first (the command
+    line's one-shot search prints these without loading pydantic)."""
     user_id, agent_id, conditions, text = request.user_id, request.agent_id, request.conditions, request.query
     if request.until_us is not None:
         conditions = (*conditions, created_by(request.until_us))
@@ -99,4 +127,4 @@ def ranked(
     missing = [q for q, _, _ in top if q not in records]
     if missing:
         records.update(records_by_seq(db, missing))
-    return [records[q].to_item(score, details) for q, score, details in top if q in records]
+    return [(records[q], score, details) for q, score, details in top if q in records]
