@@ -223,3 +223,13 @@ def test_vectors_of_another_embedder_are_searched_by_the_store(
     assert fast[0] == 2 and "dim 7" in fast[2]  # the store's own refusal
     _through_the_store(monkeypatch)
     assert fast == _printed(url, [*SEARCH, "--json"], capsys)
+
+
+def test_the_pydantic_free_mark_keeps_the_fields_of_the_model() -> None:
+    """The one-shot reads mirror ``Mark`` without pydantic: a field added to one must reach the other."""
+    from dataclasses import fields
+
+    from memkit._core._reads import MarkView
+    from memkit._recall._marks import Mark
+
+    assert [f.name for f in fields(MarkView)] == list(Mark.model_fields)
