@@ -70,9 +70,13 @@ _SPAN = re.compile(
     r"(?:,?\s+(?:19|20)\d\d)?"
     r"|(?:19|20)\d\d)\b"
 )
-_DIGIT = re.compile(r"\d")
-# A text none of whose words is in these two sets holds no date the patterns would find.
-_DATE_WORDS = _FULL_NAMES - _AMBIGUOUS
+# Every match of _SPAN holds a month name or a year as a whole word (both edges are word
+# boundaries or spaces), so it is one of the text's tokens; and every match of _RELATIVE holds one
+# of _RELATIVE_WORDS as a whole word. A text without such tokens skips that pattern: a trace step's
+# JSON is full of digits, and scanning it for dates cost more than tokenising it.
+_CENTURIES = ("19", "20")
+_ASCII_YEARS = frozenset(f"{year}" for year in range(1900, 2100))
+_ABSOLUTE_WORDS = frozenset(_MONTHS) | _ASCII_YEARS
 _RELATIVE_WORDS = frozenset(["yesterday", "today", "tonight", "tomorrow", "last", "next", "this", "past", "ago",
                              "later", "now"])
 _UNITS = r"(?P<unit>day|week|weekend|month|year)s?"
@@ -191,19 +195,23 @@ def _resolve(match: re.Match[str], anchor: dt.date) -> list[str]:
 def date_terms(text: str, words: Collection[str] | None = None) -> list[str]:
     """Date terms of a memory: its absolute dates, and relative ones resolved against its first full date.
 
-    ``words``: the text's lower-cased words if the caller has them; most texts name no date, and
-    the words tell that without running the date patterns.
+    ``words``: the words of ``text.lower()`` (its runs of letters and digits, as the keyword
+    analyser splits it) if the caller has them; most texts name no date, and the words tell that
+    without running the date patterns.
     """
     lowered = text.lower()
+    absolute_too = relative_too = True
     if words is not None:
-        present = words if isinstance(words, (set, frozenset)) else set(words)
-        dated = _DIGIT.search(lowered) is not None or not _DATE_WORDS.isdisjoint(present)
-        if not dated and _RELATIVE_WORDS.isdisjoint(present):
+        absolute_too = not _ABSOLUTE_WORDS.isdisjoint(words) or (
+            # a year of other digits ("20٢٣"): \d is any decimal digit, and only ASCII has its set
+            not text.isascii() and any(len(w) == 4 and w.startswith(_CENTURIES) for w in words))
+        relative_too = not _RELATIVE_WORDS.isdisjoint(words)
+        if not (absolute_too or relative_too):
             return []
-    absolute = _absolute(lowered)
+    absolute = _absolute(lowered) if absolute_too else []
     terms = [t for _, _, found, _ in absolute for t in found]
     anchor = next((day for _, _, _, day in absolute if day is not None), None)
-    relative = list(_RELATIVE.finditer(lowered))
+    relative = list(_RELATIVE.finditer(lowered)) if relative_too else []
     if anchor is not None:
         for match in relative:
             terms.extend(_resolve(match, anchor))

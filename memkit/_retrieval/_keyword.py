@@ -25,8 +25,9 @@ import re
 import sqlite3
 import threading
 from bisect import bisect_left
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
+from itertools import chain
 from typing import TypeVar
 
 import numpy as np
@@ -59,6 +60,8 @@ STOPWORDS = frozenset(
 )
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+# The same split of an ASCII text: letters lower-cased, digits kept, any other character a space.
+_ASCII_WORDS = str.maketrans({chr(c): chr(c).lower() if chr(c).isalnum() else " " for c in range(128)})
 K1, B = 0.9, 0.4
 
 # A chat line's speaker: an optional "[timestamp]" prefix, then one to three capitalised words and a
@@ -100,36 +103,49 @@ class _Stemmer:
 
     Unknown tokens are inserted into a scratch FTS5 table and read back through
     ``fts5vocab``; results are cached, so each distinct word is stemmed once per process.
+    ASCII digits are their own stem (unicode61 keeps them, Porter's rules end in letters): a trace
+    step's numbers and timestamps are half of its distinct tokens, and skip SQLite.
     """
 
     def __init__(self) -> None:
         self._db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-        self._db.execute("CREATE VIRTUAL TABLE words USING fts5(word, tokenize='porter unicode61')")
+        # Contentless: nothing is read back but the vocabulary, and 'delete-all' empties it at once
+        # (a DELETE would tokenise every row again to find what to remove).
+        self._db.execute("CREATE VIRTUAL TABLE words USING fts5(word, content='', tokenize='porter unicode61')")
         self._db.execute("CREATE VIRTUAL TABLE terms USING fts5vocab(words, 'instance')")
         self._lock = threading.Lock()
         self.cache: dict[str, str] = {}
 
     def learn(self, tokens: Iterable[str]) -> None:
-        unknown = list({t for t in tokens if t not in self.cache})
+        cache = self.cache
+        unknown = {t for t in tokens if t not in cache}
         if not unknown:
             return
+        numbers = [t for t in unknown if t.isdigit() and t.isascii()]
+        words = list(unknown.difference(numbers)) if numbers else list(unknown)
         with self._lock:
-            db = self._db
-            db.execute("BEGIN")
-            db.executemany("INSERT INTO words (rowid, word) VALUES (?, ?)", enumerate(unknown))
-            found = dict(db.execute("SELECT doc, term FROM terms WHERE offset = 0"))
-            db.execute("DELETE FROM words")
-            db.execute("COMMIT")
-            if len(self.cache) > 2_000_000:  # bound memory on pathological vocabularies
-                self.cache.clear()
-            for row, token in enumerate(unknown):
-                self.cache[token] = found.get(row, token)
+            found: dict[int, str] = {}
+            if words:
+                db = self._db
+                db.execute("BEGIN")
+                db.executemany("INSERT INTO words (rowid, word) VALUES (?, ?)", enumerate(words))
+                found = dict(db.execute("SELECT doc, term FROM terms WHERE offset = 0"))
+                db.execute("INSERT INTO words (words) VALUES ('delete-all')")
+                db.execute("COMMIT")
+            if len(cache) > 2_000_000:  # bound memory on pathological vocabularies
+                cache.clear()
+            for row, token in enumerate(words):
+                cache[token] = found.get(row, token)
+            cache.update({number: number for number in numbers})
 
 
 _stemmer = _Stemmer()
 
 
 def _tokens(text: str) -> list[str]:
+    """The lower-cased runs of letters and digits of ``text`` (no underscores), in order."""
+    if text.isascii():  # the usual text: one C pass, where the pattern tests each character's class
+        return text.translate(_ASCII_WORDS).split()
     return _TOKEN.findall(text.lower())
 
 
@@ -183,6 +199,14 @@ class _SavedTerms:
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._terms)
+
+    @property
+    def terms(self) -> list[str]:
+        return self._terms
+
+    @property
+    def ends(self) -> list[int]:
+        return self._ends
 
 
 class KeywordIndex:
@@ -249,57 +273,81 @@ class KeywordIndex:
         self._arrays = None
 
     def add_many(self, rows: Iterable[tuple[int, str, int]]) -> None:
-        """Index many documents: new words are stemmed in one batch, postings built with numpy."""
+        """Index many documents: new words are stemmed in one batch, postings built with numpy.
+
+        Into an empty index (a namespace indexed whole, as when a store closes after an import)
+        the postings go straight into the packed arrays a loaded index has, which :meth:`to_bytes`
+        writes as they are: no list per term is made only to be packed again.
+        """
         self._thaw()
-        fresh: list[tuple[int, list[str], int]] = []
-        dated: list[tuple[list[str], list[str]]] = []  # date terms, speaker terms
+        # Each distinct token of the batch gets an id when first seen, by C-level lookups (no
+        # Python call per word). A date or speaker term is keyed with a leading space, which no
+        # token has: it is indexed as it is, where a token is indexed by its stem.
+        ids: defaultdict[str, int] = defaultdict(int)
+        ids.default_factory = ids.__len__
         seen: set[int] = set()
+        occurrences: list[int] = []
+        keys: list[int] = []
+        orders: list[int] = []
+        lengths: list[int] = []
+        counts: list[int] = []  # a document's term occurrences, speaker terms included
         for key, text, order in rows:
-            if key not in self._slot and key not in seen:
-                seen.add(key)
-                tokens = _tokens(text)
-                fresh.append((key, tokens, order))
-                dated.append((date_terms(text, tokens), speaker_terms(text)))
-        if not fresh:
+            if key in self._slot or key in seen:
+                continue
+            seen.add(key)
+            tokens = _tokens(text)
+            occurrences.extend(map(ids.__getitem__, tokens))
+            extra = date_terms(text, tokens)
+            speakers = speaker_terms(text)
+            if extra or speakers:
+                occurrences.extend([ids[" " + term] for term in extra + speakers])
+            keys.append(key)
+            orders.append(order)
+            lengths.append(len(tokens) + len(extra))
+            counts.append(lengths[-1] + len(speakers))
+        if not keys:
             return
-        _stemmer.learn(t for _, tokens, _ in fresh for t in tokens)
+        names = list(ids)  # insertion order is id order
+        _stemmer.learn([name for name in names if name[0] != " "])
         cache = _stemmer.cache
-        term_ids: dict[str, int] = {}
-        ids: list[int] = []
-        docs: list[int] = []
-        for slot, (key, tokens, order), (extra, speakers) in zip(
-            range(len(self._keys), len(self._keys) + len(fresh)), fresh, dated, strict=True
-        ):
-            terms = [cache[t] for t in tokens] + extra
-            self._slot[key] = slot
-            self._keys.append(key)
-            self._order.append(order)
-            self._lengths.append(len(terms))
-            self._alive.append(True)
-            self._total_length += len(terms)
-            terms += speakers
-            ids.extend([term_ids.setdefault(t, len(term_ids)) for t in terms])
-            docs.extend([slot] * len(terms))
-        self._live += len(fresh)
+        terms = [name[1:] if name[0] == " " else cache[name] for name in names]
+        first = len(self._keys)
+        empty = not first and not self._postings and not self._base_terms.ends
+        self._slot.update(zip(keys, range(first, first + len(keys)), strict=True))
+        self._keys.extend(keys)
+        self._order.extend(orders)
+        self._lengths.extend(lengths)
+        self._alive.extend([True] * len(keys))
+        self._live += len(keys)
+        self._total_length += sum(lengths)
         self._arrays = None
-        if not ids:
+        if not occurrences:
             return
-        # (term, doc) pairs sorted by term then doc; runs of equal pairs are term frequencies
-        term_col, doc_col = np.asarray(ids, dtype=np.int64), np.asarray(docs, dtype=np.int64)
-        by_pair = np.lexsort((doc_col, term_col))
-        term_col, doc_col = term_col[by_pair], doc_col[by_pair]
-        first = np.ones(len(term_col), dtype=np.bool_)
-        first[1:] = (term_col[1:] != term_col[:-1]) | (doc_col[1:] != doc_col[:-1])
-        starts = np.flatnonzero(first)
-        pair_terms, pair_docs = term_col[starts], doc_col[starts]
-        pair_tfs = np.diff(np.append(starts, len(term_col)))
-        term_starts = np.flatnonzero(np.r_[True, pair_terms[1:] != pair_terms[:-1]])
-        term_ends = np.append(term_starts[1:], len(pair_terms))
-        names = list(term_ids)  # insertion order is id order
+        # Term ranks in sorted order, the order a saved index keeps its terms in
+        distinct = sorted(set(terms))
+        rank = dict(zip(distinct, range(len(distinct)), strict=True))
+        rank_of_id = np.fromiter(map(rank.__getitem__, terms), dtype=np.int64, count=len(terms))
+        # (term, doc) pairs as one number, sorted: by term, then doc; runs of equal pairs are term frequencies
+        width = first + len(keys)
+        pairs = rank_of_id[np.asarray(occurrences, dtype=np.int64)] * width
+        pairs += np.repeat(np.arange(first, width, dtype=np.int64), counts)
+        pairs.sort()
+        starts = np.flatnonzero(np.r_[True, pairs[1:] != pairs[:-1]])
+        pair_tfs = np.diff(np.append(starts, len(pairs)))
+        pairs = pairs[starts]
+        pair_terms, pair_docs = np.divmod(pairs, width)
+        ends = np.cumsum(np.bincount(pair_terms, minlength=len(distinct)))
+        if empty:
+            self._base_terms = _SavedTerms(distinct, ends.tolist())
+            self._base_slots, self._base_tfs = pair_docs.astype(np.int32), pair_tfs.astype(np.int32)
+            self._frozen.clear()
+            return
         postings, frozen = self._postings, self._frozen
-        for lo, hi in zip(term_starts.tolist(), term_ends.tolist(), strict=True):
-            term = names[int(pair_terms[lo])]
-            slots, tfs = pair_docs[lo:hi].tolist(), pair_tfs[lo:hi].tolist()
+        all_slots, all_tfs = pair_docs.tolist(), pair_tfs.tolist()
+        lo = 0
+        for term, hi in zip(distinct, ends.tolist(), strict=True):
+            slots, tfs = all_slots[lo:hi], all_tfs[lo:hi]
+            lo = hi
             entry = postings.get(term)
             if entry is None:
                 postings[term] = (slots, tfs)
@@ -351,28 +399,43 @@ class KeywordIndex:
 
     def to_bytes(self) -> bytes:
         """The whole index as one blob (see :meth:`from_bytes`)."""
-        terms = sorted(set(self._base_terms) | set(self._postings))
-        slots: list[npt.NDArray[np.int64]] = []
-        tfs: list[npt.NDArray[np.float64]] = []
-        ends = np.zeros(len(terms), dtype=np.int64)
-        total = 0
-        for i, term in enumerate(terms):
-            posting = self._posting(term)
-            assert posting is not None
-            slots.append(posting[0])
-            tfs.append(posting[1])
-            total += len(posting[0])
-            ends[i] = total
+        terms, ends, slots, tfs = self._packed()
         keys, order, lengths, alive = self._columns()
-        header = json.dumps({"analyzer": ANALYZER, "terms": terms, "docs": len(keys), "postings": total,
+        header = json.dumps({"analyzer": ANALYZER, "terms": terms, "docs": len(keys), "postings": len(slots),
                              "live": self._live, "total_length": self._total_length}).encode()
         parts = [
             keys.astype("<i8"), order.astype("<i8"), lengths.astype("<i4"), alive.astype("u1"),
-            ends.astype("<i8"),
-            (np.concatenate(slots) if slots else np.zeros(0)).astype("<i4"),
-            (np.concatenate(tfs) if tfs else np.zeros(0)).astype("<i4"),
+            ends.astype("<i8"), slots.astype("<i4"), tfs.astype("<i4"),
         ]
         return len(header).to_bytes(8, "little") + header + b"".join(p.tobytes() for p in parts)
+
+    def _packed(self) -> tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+        """Every term, sorted, with the end of its posting in the packed slots and frequencies:
+        the loaded (or bulk-built) postings of a term first, then those appended since."""
+        base_terms, base_ends = self._base_terms.terms, np.asarray(self._base_terms.ends, dtype=np.int64)
+        if not self._postings:
+            return base_terms, base_ends, self._base_slots, self._base_tfs
+        new_terms = sorted(self._postings)
+        lists = [self._postings[term] for term in new_terms]
+        new_counts = np.fromiter((len(p[0]) for p in lists), dtype=np.int64, count=len(lists))
+        new_slots = np.fromiter(chain.from_iterable(p[0] for p in lists), dtype=np.int32, count=int(new_counts.sum()))
+        new_tfs = np.fromiter(chain.from_iterable(p[1] for p in lists), dtype=np.int32, count=len(new_slots))
+        if not base_terms:
+            return new_terms, np.cumsum(new_counts), new_slots, new_tfs
+        terms = sorted(set(base_terms).union(new_terms))
+        rank = dict(zip(terms, range(len(terms)), strict=True))
+        base_counts = np.diff(base_ends, prepend=0)
+        term_of = np.concatenate([  # each posting entry's term rank: loaded entries, then appended ones
+            np.repeat(np.fromiter(map(rank.__getitem__, base_terms), dtype=np.int64, count=len(base_terms)),
+                      base_counts),
+            np.repeat(np.fromiter(map(rank.__getitem__, new_terms), dtype=np.int64, count=len(new_terms)),
+                      new_counts),
+        ])
+        by_term = np.argsort(term_of, kind="stable")  # stable: a term's loaded entries stay first
+        ends = np.cumsum(np.bincount(term_of, minlength=len(terms)))
+        slots = np.concatenate([self._base_slots, new_slots])[by_term]
+        tfs = np.concatenate([self._base_tfs, new_tfs])[by_term]
+        return terms, ends, slots, tfs
 
     @classmethod
     def from_bytes(cls, blob: bytes) -> KeywordIndex:

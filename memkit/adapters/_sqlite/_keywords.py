@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from memkit._retrieval._cache import IndexCache
 from memkit.adapters._sqlite._schema import write_unless_busy
+from memkit.adapters._sqlite._traces import gc_paused
 
 if TYPE_CHECKING:
     from memkit._retrieval._keyword import KeywordIndex
@@ -67,10 +68,15 @@ class KeywordCache:
                 "SELECT seq, user_id, agent_id, content, created_us FROM memories WHERE seq > ? AND seq <= ?",
                 (self._seq, seq),
             ).fetchall()
+            added: dict[tuple[str, str], list[tuple[int, str, int]]] = {}
             for key, user, agent, content, created in rows:
-                index = self._indexes.peek((user, agent))
-                if index is not None:
-                    index.add(key, content, created)
+                if self._indexes.peek((user, agent)) is not None:
+                    added.setdefault((user, agent), []).append((key, content, created))
+            with gc_paused():  # one batch a namespace: after a bulk write, that is thousands of texts
+                for (user, agent), texts in added.items():
+                    index = self._indexes.peek((user, agent))
+                    assert index is not None
+                    index.add_many(texts)
         if self._indexes and change > self._change:
             for key, user, agent in db.execute(
                 "SELECT seq, user_id, agent_id FROM memory_deletions WHERE change > ? AND change <= ?",
@@ -90,10 +96,12 @@ class KeywordCache:
             index = self._indexes.get(key)
             if index is not None:
                 return index
-            index, replayed = self._load(db, user_id, agent_id)
+            with gc_paused():  # analysing a namespace makes millions of objects, none in a cycle
+                index, replayed = self._load(db, user_id, agent_id)
             position = (self._seq, self._change)
         if replayed and replayed >= max(self.resave_min, len(index) // 4):
-            _save(db, user_id, agent_id, position, index)
+            with gc_paused():
+                _save(db, user_id, agent_id, position, index)
         self._indexes.put(key, index)
         return index
 
