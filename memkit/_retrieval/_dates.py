@@ -70,13 +70,14 @@ _SPAN = re.compile(
     r"(?:,?\s+(?:19|20)\d\d)?"
     r"|(?:19|20)\d\d)\b"
 )
-# Every match of _SPAN holds a month name or a year as a whole word (both edges are word
-# boundaries or spaces), so it is one of the text's tokens; and every match of _RELATIVE holds one
-# of _RELATIVE_WORDS as a whole word. A text without such tokens skips that pattern: a trace step's
-# JSON is full of digits, and scanning it for dates cost more than tokenising it.
+# A date gives terms only with a year or a full, unambiguous month name, and both are whole words
+# in every match (their edges are word boundaries or spaces), so they are among the text's tokens;
+# every match of _RELATIVE holds one of _RELATIVE_WORDS as a whole word too. A text without such
+# tokens skips that pattern: a trace step's JSON is full of digits, and scanning it for dates cost
+# more than tokenising it.
 _CENTURIES = ("19", "20")
 _ASCII_YEARS = frozenset(f"{year}" for year in range(1900, 2100))
-_ABSOLUTE_WORDS = frozenset(_MONTHS) | _ASCII_YEARS
+_ABSOLUTE_WORDS = _FULL_NAMES - _AMBIGUOUS | _ASCII_YEARS
 _RELATIVE_WORDS = frozenset(["yesterday", "today", "tonight", "tomorrow", "last", "next", "this", "past", "ago",
                              "later", "now"])
 _UNITS = r"(?P<unit>day|week|weekend|month|year)s?"
