@@ -72,10 +72,10 @@ class KeywordCache:
             for key, user, agent, content, created in rows:
                 if self._indexes.peek((user, agent)) is not None:
                     added.setdefault((user, agent), []).append((key, content, created))
-            with gc_paused():  # one batch a namespace: after a bulk write, that is thousands of texts
-                for (user, agent), texts in added.items():
-                    index = self._indexes.peek((user, agent))
-                    assert index is not None
+            for (user, agent), texts in added.items():  # one batch a namespace: thousands after a bulk write
+                index = self._indexes.peek((user, agent))
+                assert index is not None
+                with gc_paused():
                     index.add_many(texts)
         if self._indexes and change > self._change:
             for key, user, agent in db.execute(
