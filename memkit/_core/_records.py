@@ -41,6 +41,7 @@ __all__ = [
     "records_from_items",
     "set_trace_redactor",
     "trace_record",
+    "trace_row",
 ]
 
 # Scalar fields of ``trace_data`` copied into metadata so audits can filter on them.
@@ -427,26 +428,44 @@ def trace_record(
     :func:`set_trace_redactor`) runs first, so secrets reach neither content nor
     metadata.
     """
+    row = trace_row(agent_id, workflow_id, trace_data, user_id, limits)
+    if row is None:
+        return _checked_trace_record(agent_id, workflow_id, trace_data, user_id, limits)
+    record_id, user, agent, content, encoded, created, meta = row
+    return Record(id=record_id, user_id=user, agent_id=agent, content=content, metadata=meta,
+                  created_us=created, metadata_json=encoded)
+
+
+TraceRow = tuple[str, str, str, str, str, int, dict[str, Any]]
+
+
+def trace_row(
+    agent_id: object, workflow_id: object, trace_data: object, user_id: object, limits: Limits
+) -> TraceRow | None:
+    """What :func:`trace_record` stores, as ``(id, user_id, agent_id, content, metadata_json, created_us,
+    metadata)``, for the plain steps nearly every trace is made of; ``None`` for any other (a datetime,
+    a secret, a custom redactor...): :func:`trace_record` then checks it in full and says what is wrong.
+
+    A bulk import writes these texts as they are, without a :class:`Record` per step; the bytes are
+    those of :func:`trace_record`, which is this plus the record.
+    """
+    if not isinstance(trace_data, Mapping):
+        return None
     workflow = check_id(workflow_id, "workflow_id", limits)
     agent = check_id(agent_id, "agent_id", limits)
-    if not isinstance(trace_data, Mapping):
-        raise InvalidInputError(f"trace_data must be a dict, got {type(trace_data).__name__}")
     data = dict(trace_data)
     try:
         check_trace_fields(data)
-    except (InvalidInputError, RecursionError):  # the message shows a bad value, which can be deep
-        check_depth(trace_data, limits.max_metadata_depth, "trace_data")  # too deep is said first
-        raise
+    except (InvalidInputError, RecursionError):
+        return None
     redactor = _redactor
-    payload: dict[str, Any] | None = None
-    if redactor is None or type(redactor) is Redactor:
-        try:
-            # The payload sits at depth 2 of the metadata (under "trace"), hence the start at 2.
-            payload = _plain_copy(data, 2, limits.max_metadata_depth, redactor)
-        except _NotPlain:
-            payload = None
-    if payload is None:
-        return _checked_trace_record(workflow, agent, trace_data, data, user_id, limits)
+    if redactor is not None and type(redactor) is not Redactor:
+        return None
+    try:
+        # The payload sits at depth 2 of the metadata (under "trace"), hence the start at 2.
+        payload = _plain_copy(data, 2, limits.max_metadata_depth, redactor)
+    except _NotPlain:
+        return None
     extra = payload.pop("metadata", None) or {}
     if not isinstance(extra, dict):
         extra = {"metadata": extra}
@@ -466,16 +485,24 @@ def trace_record(
     size = len(encoded) if encoded.isascii() else len(encoded.encode("utf-8"))
     if size > limits.max_metadata_bytes:
         raise InvalidInputError(f"metadata is {size} bytes as JSON; the limit is {limits.max_metadata_bytes}")
-    return Record(id=new_id(), user_id=user, agent_id=agent, content=content, metadata=meta,
-                  created_us=now_us(), metadata_json=encoded)
+    return new_id(), user, agent, content, encoded, now_us(), meta
 
 
 def _checked_trace_record(
-    workflow: str, agent: str, trace_data: Mapping[str, Any], data: dict[str, Any], user_id: object,
-    limits: Limits,
+    agent_id: object, workflow_id: object, trace_data: object, user_id: object, limits: Limits
 ) -> Record:
     """:func:`trace_record` for data :func:`_plain_copy` does not take: every check in turn, each
     with its own message, and whatever the installed redactor does."""
+    workflow = check_id(workflow_id, "workflow_id", limits)
+    agent = check_id(agent_id, "agent_id", limits)
+    if not isinstance(trace_data, Mapping):
+        raise InvalidInputError(f"trace_data must be a dict, got {type(trace_data).__name__}")
+    data = dict(trace_data)
+    try:
+        check_trace_fields(data)
+    except (InvalidInputError, RecursionError):  # the message shows a bad value, which can be deep
+        check_depth(trace_data, limits.max_metadata_depth, "trace_data")  # too deep is said first
+        raise
     check_depth(trace_data, limits.max_metadata_depth, "trace_data")
     redactor = _redactor
     if redactor is not None:

@@ -8,18 +8,18 @@ from __future__ import annotations
 import gc
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memkit._core._errors import InvalidInputError
-from memkit._core._ops import AddRecallsOp, WriteOp
-from memkit._core._port import MemoryProvider, SupportsAddMany, SupportsRecalls
+from memkit._core._ops import AddRecallsOp, ImportStepsOp, WriteOp
+from memkit._core._port import MemoryProvider, SupportsAddMany, SupportsImportSteps, SupportsRecalls
 from memkit._core._records import Record, from_us, new_record, trace_record
 from memkit._core._store import Store
 from memkit._core._validate import DEFAULT_LIMITS, Limits, check_id
-from memkit._recall._recording import Recall, RecalledMemory, checked_recalls
+from memkit._recall._recording import Recall, RecalledMemory, body_of, checked_recalls, json_time
 from memkit._sync import Memory, call, provider_of
 from memkit.otel._convert import (
     _GENAI_KINDS,
@@ -275,15 +275,55 @@ def _recall_of(
     )
 
 
+# The attributes of a recall memkit exported; a span with none of them is read by _recall_body itself.
+_RECALL_KEYS = frozenset((
+    "memkit.recall.id", "memkit.recall.user_id", "memkit.recall.agent_id", "memkit.recall.kind",
+    "memkit.recall.filters", "memkit.recall.options", "memkit.recall.attempt",
+))
+
+
+def _recall_body(
+    span: _Span, step: Mapping[str, Any], workflow: str, user_id: str, agent_id: str, own: bool
+) -> dict[str, Any] | None:
+    """``body_of(_recall_of(...))``: the recall as stores keep it. A foreign retriever's (the usual
+    case) is built here without the pydantic models, field for field what they would give; any other
+    goes through them."""
+    a = span.attrs
+    run_id, step_index = step.get("run_id"), step.get("step_index")
+    docs = _documents(a)
+    if own or not a.keys().isdisjoint(_RECALL_KEYS) or type(step_index) is not int or not (
+            run_id is None or type(run_id) is str) or any("metadata" in doc for doc in docs):
+        recall = _recall_of(span, step, workflow, user_id, agent_id, own)
+        return None if recall is None else body_of(recall)
+    if not docs:
+        return None
+    hits = []
+    for rank, doc in enumerate(docs, start=1):
+        score = doc.get("score")
+        hits.append([str(doc.get("id") or f"{span.span_id}-{rank}"), rank,
+                     float(score) if isinstance(score, (int, float)) else None, None, str(doc.get("content") or "")])
+    query = a.get("gen_ai.memory.query", a.get("input.value"))
+    return {
+        "id": f"otel-{span.trace_id}-{span.span_id}", "created_at": json_time(span.start_ns // 1_000),
+        "user_id": user_id, "agent_id": agent_id, "kind": "search", "query": str(query or ""),
+        "mode": str(a.get("gen_ai.memory.search.mode") or "retriever"), "filters": None,
+        "limit": int(a.get("gen_ai.memory.top_k") or max(len(hits), 1)), "as_of": None, "options": None,
+        "workflow_id": workflow, "run_id": run_id, "step_index": step_index, "step_name": step.get("step_name"),
+        "attempt": None, "trace_user_id": user_id, "trace_agent_id": agent_id, "hits": hits,
+    }
+
+
 def _plan(
-    spans: list[_Span], user_id: str | None, agent_id: str | None, workflow_id: str | None
-) -> tuple[list[tuple[str, str, str, dict[str, Any]]], list[Recall], list[str]]:
-    """(user, agent, workflow, step data) per step and the recalls, for the whole file."""
+    spans: list[_Span], user_id: str | None, agent_id: str | None, workflow_id: str | None, bodies: bool = False
+) -> tuple[list[tuple[str, str, str, dict[str, Any]]], list[Any], list[str]]:
+    """(user, agent, workflow, step data) per step and the recalls (as Recall, or with ``bodies`` as the
+    bodies stores keep), for the whole file."""
+    recall_of = _recall_body if bodies else _recall_of
     by_trace: dict[str, list[_Span]] = {}
     for span in spans:
         by_trace.setdefault(span.trace_id, []).append(span)
     steps: list[tuple[str, str, str, dict[str, Any]]] = []
-    recalls: list[Recall] = []
+    recalls: list[Any] = []
     runs: list[str] = []
     for trace_id, members in by_trace.items():
         members.sort(key=lambda s: (s.start_ns, s.end_ns))
@@ -306,14 +346,14 @@ def _plan(
             by_span[span.span_id] = {"data": data, "user": user, "agent": agent, "workflow": workflow}
             steps.append((user, agent, workflow, data))
             if span.kind == "RETRIEVER":
-                recall = _recall_of(span, data, workflow, user, agent, own=False)
+                recall = recall_of(span, data, workflow, user, agent, False)
                 if recall is not None:
                     recalls.append(recall)
         for span in own_recalls:
             owner = by_span.get(span.parent or "")
             if owner is None:
                 raise InvalidInputError(f"{span.where}: a memkit recall span whose parent step is not in the file")
-            recall = _recall_of(span, owner["data"], owner["workflow"], owner["user"], owner["agent"], own=True)
+            recall = recall_of(span, owner["data"], owner["workflow"], owner["user"], owner["agent"], True)
             assert recall is not None
             recalls.append(recall)
         runs.append(trace_id)
@@ -405,21 +445,45 @@ def _import(
         spans.extend(_parse(request))
     records = [_memory_of(s, user_id, agent_id, limits) for s in spans if _is_memory(s)]
     memories = len(records)
+    # A store that writes planned steps as rows takes them (and the recalls as bodies) in one go; a
+    # file that also holds memories goes the general way.
+    rows = not memories and isinstance(provider, Store) and isinstance(provider, SupportsImportSteps)
     steps, recalls, runs = _plan([s for s in spans if not _is_memory(s)] if memories else spans,
-                                 user_id, agent_id, workflow_id)
-    for user, agent, workflow, data in steps:
-        try:
-            records.append(trace_record(agent, workflow, data, user, limits))
-        except InvalidInputError as exc:
-            raise InvalidInputError(f"span {data.get('span_id')} ({data.get('step_name')!r}): {exc}") from None
+                                 user_id, agent_id, workflow_id, bodies=rows)
     if recalls and not isinstance(provider, SupportsRecalls):
         recalls = []
+    if rows:
+
+        def general(i: int) -> Record:
+            user, agent, workflow, data = steps[i]
+            return _step_record(agent, workflow, data, user, limits)
+
+        written = call(provider, _write_rows, steps, recalls, general)
+        return OtlpImport(runs=len(runs), steps=len(steps), recalls=written, run_ids=runs)
+    for user, agent, workflow, data in steps:
+        records.append(_step_record(agent, workflow, data, user, limits))
     checked = checked_recalls(recalls, limits)
     if not isinstance(provider, SupportsAddMany):
         raise InvalidInputError(f"{type(provider).__name__} cannot write a batch; import_otlp needs add_many")
     call(provider, _write, records, checked)
     return OtlpImport(runs=len(runs), steps=len(records) - memories, recalls=len(checked), run_ids=runs,
                       memories=memories)
+
+
+def _step_record(agent: str, workflow: str, data: dict[str, Any], user: str, limits: Limits) -> Record:
+    try:
+        return trace_record(agent, workflow, data, user, limits)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"span {data.get('span_id')} ({data.get('step_name')!r}): {exc}") from None
+
+
+async def _write_rows(
+    provider: MemoryProvider, steps: list[tuple[str, str, str, dict[str, Any]]], recalls: list[dict[str, Any]],
+    general: Callable[[int], Record],
+) -> int:
+    """Steps and recalls in one transaction, by the store's own rows (see ImportStepsOp)."""
+    assert isinstance(provider, Store)
+    return await provider.execute(ImportStepsOp(steps, recalls, general))
 
 
 async def _write(provider: MemoryProvider, records: list[Record], recalls: list[Recall]) -> None:

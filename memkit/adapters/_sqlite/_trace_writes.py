@@ -17,7 +17,6 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from memkit._core._records import Record
 from memkit.adapters._sqlite._traces import MISSING, PACKED, step_timing_us
 
 __all__ = ["insert_memories", "trigger_writes_steps", "write_trace_steps"]
@@ -134,10 +133,10 @@ def _micros(value: Any) -> int:
     return int(x)
 
 
-def _row(record: Record, seq: int, codes: _Codes) -> tuple[Any, ...] | None:
-    """The trace_steps row of one record (None when it is not a trace step); _Odd when only the
-    trigger's SQL can say."""
-    meta = record.metadata
+def _row(memory: Sequence[Any], meta: dict[str, Any], seq: int, codes: _Codes) -> tuple[Any, ...] | None:
+    """The trace_steps row of one memory (its memories columns and its metadata; None when it is not
+    a trace step); _Odd when only the trigger's SQL can say."""
+    record_id, created_us = memory[0], memory[5]
     kind = meta.get("type")
     if kind != "trace":
         if type(kind) is str and kind.startswith("trace\x00"):
@@ -148,7 +147,7 @@ def _row(record: Record, seq: int, codes: _Codes) -> tuple[Any, ...] | None:
     trace = meta.get("trace")
     if type(trace) is not dict:
         raise _Odd
-    user, agent = _text(record.user_id), _text(record.agent_id)
+    user, agent = _text(memory[1]), _text(memory[2])
     texts = (user, agent, _text(meta.get("workflow_id")), _text(meta.get("run_id")),
              _text(trace.get("step_name")), _text(trace.get("tool")), _text(trace.get("status")))
     numbered = [MISSING if text is None else codes(text) for text in texts]
@@ -173,27 +172,30 @@ def _row(record: Record, seq: int, codes: _Codes) -> tuple[Any, ...] | None:
         quoted = _QUOTE.encode(error)
     else:
         raise _Odd
-    if "\x00" in record.id:
+    if "\x00" in record_id:
         raise _Odd
-    cells = "\x1f".join((record.id, quoted, _object(trace.get("parameters")), _object(trace.get("result"))))
+    cells = "\x1f".join((record_id, quoted, _object(trace.get("parameters")), _object(trace.get("result"))))
     numbers = PACKED.pack(
-        seq, record.created_us, *numbered, _integer(trace.get("step_index")), started, lasted,
+        seq, created_us, *numbered, _integer(trace.get("step_index")), started, lasted,
         _integer(trace.get("retry_count")),
     )
     status = numbered[6]
-    return (seq, record.created_us, numbered[0], numbered[1], None if numbered[2] == MISSING else numbered[2],
+    return (seq, created_us, numbered[0], numbered[1], None if numbered[2] == MISSING else numbered[2],
             None if status == MISSING else status, numbers, cells)
 
 
-def write_trace_steps(db: sqlite3.Connection, records: Sequence[Record], first_seq: int) -> None:
-    """Write the trace_steps rows (and new trace_dict texts) of ``records``, just inserted into
-    ``memories`` with seqs from ``first_seq`` on, inside the caller's write transaction."""
+def write_trace_steps(
+    db: sqlite3.Connection, memories: Sequence[Sequence[Any]], metas: Sequence[dict[str, Any]], first_seq: int
+) -> None:
+    """Write the trace_steps rows (and new trace_dict texts) of ``memories`` (their columns as inserted,
+    and their metadata), just inserted with seqs from ``first_seq`` on, inside the caller's write
+    transaction."""
     codes = _Codes(db)
     rows: list[tuple[Any, ...]] = []
-    for i, record in enumerate(records):
+    for i, memory in enumerate(memories):
         seq = first_seq + i
         try:
-            row = _row(record, seq, codes)
+            row = _row(memory, metas[i], seq, codes)
         except _Odd:
             db.executemany(_INSERT_STEP, rows)  # the rows before it first: codes stay in order
             rows = []
@@ -211,10 +213,11 @@ _INSERT_MEMORY = (
 
 
 def insert_memories(
-    db: sqlite3.Connection, rows: Sequence[tuple[Any, ...]], records: Sequence[Record], first_seq: int
+    db: sqlite3.Connection, rows: Sequence[tuple[Any, ...]], metas: Sequence[dict[str, Any]], first_seq: int
 ) -> None:
-    """Insert ``rows`` (the ``records`` as memories' columns) taking seqs from ``first_seq`` on, and the
-    trace steps among them, inside the caller's write transaction: the only place memkit inserts memories."""
+    """Insert ``rows`` (memories' columns: id, user_id, agent_id, content, metadata text, created_us;
+    ``metas`` their metadata) taking seqs from ``first_seq`` on, and the trace steps among them, inside
+    the caller's write transaction: the only place memkit inserts memories."""
     db.executemany(_INSERT_MEMORY, rows)
     if not trigger_writes_steps(db):
-        write_trace_steps(db, records, first_seq)
+        write_trace_steps(db, rows, metas, first_seq)
