@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from memkit._core._errors import InvalidInputError
 from memkit._core._ops import AddRecallsOp, ImportStepsOp, WriteOp
 from memkit._core._port import MemoryProvider, SupportsAddMany, SupportsImportSteps, SupportsRecalls
@@ -253,11 +255,24 @@ def _recall_of(
             content=str(doc.get("content") or ""),
         ))
 
+    attempt = a.get("memkit.recall.attempt")
+    try:
+        return _recall_model(a, span, query, workflow, step, user_id, agent_id, attempt, hits)
+    except ValidationError as exc:  # a value of the wrong type in the file, said as memkit says it
+        problem = exc.errors()[0]
+        raise InvalidInputError(
+            f"{span.where}: its recall's {'.'.join(map(str, problem['loc']))}: {problem['msg']}"
+        ) from None
+
+
+def _recall_model(
+    a: Mapping[str, Any], span: _Span, query: Any, workflow: str, step: Mapping[str, Any], user_id: str,
+    agent_id: str, attempt: Any, hits: list[RecalledMemory],
+) -> Recall:
     def loaded(key: str) -> Any:
         value = a.get(key)
         return json.loads(value) if isinstance(value, str) else None
 
-    attempt = a.get("memkit.recall.attempt")
     return Recall(
         id=str(a.get("memkit.recall.id") or f"otel-{span.trace_id}-{span.span_id}"),
         created_at=from_us(span.start_ns // 1_000),
