@@ -21,8 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import memkit
+from memkit._core._encoding import encode_metadata_once
 from memkit._core._port import Capability
 from memkit.adapters import SQLiteAdapter
 from memkit.otel import export_otlp, import_otlp
@@ -238,3 +241,28 @@ def test_a_recall_id_held_already_takes_the_steps_back_out(tmp_path: Path, sdk_r
         assert mem.stats().memories == first.steps and len(mem.recalls()) == first.recalls
         with closing(sqlite3.connect(tmp_path / "rows.db")) as db:
             assert db.execute("SELECT count(*) FROM trace_steps").fetchone()[0] == first.steps
+
+
+_SLOTLIKE = st.sampled_from(["\x00memkit.parameters", "\x00memkit.result", "x", "\u2028", "🧬"])
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=5) | _SLOTLIKE,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3) | _SLOTLIKE, inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(parameters=st.none() | st.dictionaries(st.text(max_size=3), _json, max_size=3),
+       result=st.none() | _json, other=_json, extra=st.dictionaries(st.text(max_size=3), _json, max_size=2))
+def test_metadata_encoded_once_is_json_dumps(parameters: Any, result: Any, other: Any, extra: dict[str, Any]) -> None:
+    """The parameters and result encoded apart and put in their slots: the text json.dumps gives, even when
+    a step's own strings are the slots' (memkit then encodes it all again)."""
+    payload = {"step_name": "s", "other": other, "parameters": parameters, "result": result}
+    meta = {**extra, "trace": payload, "type": "trace"}
+    before = json.dumps(meta)
+    encoded, objects = encode_metadata_once(meta, payload)
+    assert encoded == json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
+    assert json.dumps(meta) == before  # the payload is handed back as it was
+    for text, value in zip(objects, (parameters, result), strict=True):
+        assert text == (json.dumps(value, ensure_ascii=False, separators=(",", ":")) if type(value) is dict else "null")

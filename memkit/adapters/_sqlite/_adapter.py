@@ -222,10 +222,10 @@ class SQLiteAdapter(Store):
 
     def _insert(
         self, rows: list[MemoryRow], metas: list[dict[str, Any]], progress: bool = False,
-        imported: list[dict[str, Any]] | None = None,
+        imported: list[dict[str, Any]] | None = None, objects: list[tuple[str, str] | None] | None = None,
     ) -> list[str]:
-        """Insert memories' ``rows`` (``metas`` their metadata) and then the ``imported`` recall bodies,
-        all in one transaction."""
+        """Insert memories' ``rows`` (``metas`` their metadata, ``objects`` their steps' parameters and
+        result cells where known) and then the ``imported`` recall bodies, all in one transaction."""
         db = self._db()
         self._vectors.check_writable()
         self._vectors.sync(db)
@@ -248,7 +248,8 @@ class SQLiteAdapter(Store):
                 last_seq = feed_head(db)[0]
                 for start in range(0, len(rows), _CHUNK):
                     end = start + _CHUNK
-                    insert_memories(db, rows[start:end], metas[start:end], last_seq + 1 + start)
+                    insert_memories(db, rows[start:end], metas[start:end], last_seq + 1 + start,
+                                    None if objects is None else objects[start:end])
                     if vectors is not None:
                         db.executemany(
                             "INSERT OR REPLACE INTO memory_vectors (seq, vector) VALUES (?, ?)",
@@ -296,10 +297,10 @@ class SQLiteAdapter(Store):
         return await self._run(lambda: self._insert(*memory_rows(op.records), op.progress))
 
     def _import(self, op: ops.ImportStepsOp) -> int:
-        rows, metas = step_rows(op.steps, op.general, self.limits)
+        rows, metas, objects = step_rows(op.steps, op.general, self.limits)
         bodies = _recall.checked_bodies(op.recalls, self.limits)
         self._flush_recalls()  # recorded before: written first, as add_recalls does
-        self._insert(rows, metas, imported=bodies)
+        self._insert(rows, metas, imported=bodies, objects=objects)
         return len(bodies)
 
     async def _import_steps(self, op: ops.ImportStepsOp) -> int:

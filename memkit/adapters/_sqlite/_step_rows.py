@@ -43,13 +43,15 @@ def memory_rows(records: Sequence[Record]) -> tuple[list[MemoryRow], list[dict[s
 
 def step_rows(
     steps: Sequence[tuple[str, str, str, dict[str, Any]]], general: Callable[[int], Record], limits: Limits
-) -> tuple[list[MemoryRow], list[dict[str, Any]]]:
+) -> tuple[list[MemoryRow], list[dict[str, Any]], list[tuple[str, str] | None]]:
     """The memories columns and metadata of each planned ``(user, agent, workflow, trace_data)`` step,
-    checked as ``add_trace`` checks them; ``general(i)`` makes (or refuses, naming the step) the record
-    of a step :func:`trace_row` does not take."""
+    checked as ``add_trace`` checks them, and its parameters' and result's cells where known (the text
+    the metadata holds, encoded once); ``general(i)`` makes (or refuses, naming the step) the record of
+    a step :func:`trace_row` does not take."""
     rows: list[MemoryRow] = []
     metas: list[dict[str, Any]] = []
-    add_row, add_meta = rows.append, metas.append
+    objects: list[tuple[str, str] | None] = []
+    add_row, add_meta, add_objects = rows.append, metas.append, objects.append
     for i, (user, agent, workflow, data) in enumerate(steps):
         try:
             row = trace_row(agent, workflow, data, user, limits)
@@ -60,10 +62,12 @@ def step_rows(
             more, meta = memory_rows((record,))
             add_row(more[0])
             add_meta(meta[0])
+            add_objects(None)
         else:
             add_row(row[:6])
             add_meta(row[6])
-    return rows, metas
+            add_objects(row[7:])
+    return rows, metas, objects
 
 
 def recall_rows(bodies: Sequence[dict[str, Any]]) -> list[tuple[Any, ...]]:
