@@ -28,7 +28,7 @@ import memkit
 from memkit._core._encoding import encode_metadata_once
 from memkit._core._port import Capability
 from memkit.adapters import SQLiteAdapter
-from memkit.otel import export_otlp, import_otlp
+from memkit.otel import _import, export_otlp, import_otlp
 from memkit.traces import ExecutionHistory
 
 pytest.importorskip("openinference.instrumentation.langchain", reason="needs memkit[dev]")
@@ -266,3 +266,56 @@ def test_metadata_encoded_once_is_json_dumps(parameters: Any, result: Any, other
     assert json.dumps(meta) == before  # the payload is handed back as it was
     for text, value in zip(objects, (parameters, result), strict=True):
         assert text == (json.dumps(value, ensure_ascii=False, separators=(",", ":")) if type(value) is dict else "null")
+
+
+
+# The step data as the import built it before it was built key by key: the spec the faster one keeps.
+def _old_step_of(span: Any, index: int, parent_index: int | None) -> dict[str, Any]:
+    a = span.attrs
+    tool = a.get("tool.name") or a.get("gen_ai.tool.name")
+    data: dict[str, Any] = {
+        "step_name": span.name,
+        "tool": str(tool) if tool is not None else span.kind.lower(),
+        "status": a.get("memkit.status") if isinstance(a.get("memkit.status"), str)
+        else ("failed" if span.error is not None else "success"),
+        "error": span.error,
+        "timestamp": span.start_ns / 1e9,
+        "duration": (span.end_ns - span.start_ns) / 1e9,
+        "parameters": _import._json_or_text(a.get("input.value")),
+        "result": _import._json_or_text(a.get("output.value")),
+        "retry_count": a.get("memkit.retry_count") if isinstance(a.get("memkit.retry_count"), int) else 0,
+        "step_index": index,
+        # A memkit export says its run (None included); a foreign trace's run is the trace.
+        "run_id": a.get("memkit.run_id") if "memkit.workflow_id" in a else span.trace_id,
+        "span_kind": span.kind,
+        "trace_id": span.trace_id,
+        "span_id": span.span_id,
+        "parent_span_id": span.parent,
+        "parent_step_index": parent_index,
+    }
+    if isinstance(a.get("memkit.retry_errors"), str):
+        data["retry_errors"] = json.loads(a["memkit.retry_errors"])
+    model = a.get("llm.model_name") or a.get("gen_ai.request.model")
+    if model is not None:
+        data["model"] = str(model)
+    tokens = {k: a[k] for k in ("llm.token_count.prompt", "llm.token_count.completion",
+                                "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens") if k in a}
+    if tokens:
+        data["tokens"] = tokens
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def test_a_steps_data_keeps_the_keys_values_and_order_it_had(tmp_path: Path) -> None:
+    source = tmp_path / "odd.json"
+    request = _odd_export(source, tmp_path)
+    _attrs(request["resourceSpans"][0]["scopeSpans"][0]["spans"][0]).extend([
+        {"key": "memkit.retry_errors", "value": {"stringValue": "null"}},
+        {"key": "memkit.retry_count", "value": {"boolValue": True}},
+        {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "12"}},
+        {"key": "gen_ai.request.model", "value": {"stringValue": "m"}},
+        {"key": "memkit.status", "value": {"stringValue": "skipped"}},
+    ])
+    spans = _import._parse(request) + _import._parse(json.loads(_sdk_file(tmp_path / "sdk.json", 100).read_text()))
+    for n, span in enumerate(spans):
+        for index, parent in ((n, None), (0, n - 1)):
+            assert json.dumps(_import._step_of(span, index, parent)) == json.dumps(_old_step_of(span, index, parent))

@@ -194,39 +194,54 @@ def _documents(attrs: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [docs[i] for i in sorted(docs)]
 
 
+_TOKEN_KEYS = ("llm.token_count.prompt", "llm.token_count.completion", "gen_ai.usage.input_tokens",
+               "gen_ai.usage.output_tokens")
+
+
 def _step_of(span: _Span, index: int, parent_index: int | None) -> dict[str, Any]:
+    """The step's trace data; a value that is None is left out (the keys keep this order)."""
     a = span.attrs
     tool = a.get("tool.name") or a.get("gen_ai.tool.name")
+    status = a.get("memkit.status")
     data: dict[str, Any] = {
         "step_name": span.name,
         "tool": str(tool) if tool is not None else span.kind.lower(),
-        "status": a.get("memkit.status") if isinstance(a.get("memkit.status"), str)
-        else ("failed" if span.error is not None else "success"),
-        "error": span.error,
-        "timestamp": span.start_ns / 1e9,
-        "duration": (span.end_ns - span.start_ns) / 1e9,
-        "parameters": _json_or_text(a.get("input.value")),
-        "result": _json_or_text(a.get("output.value")),
-        "retry_count": a.get("memkit.retry_count") if isinstance(a.get("memkit.retry_count"), int) else 0,
-        "step_index": index,
-        # A memkit export says its run (None included); a foreign trace's run is the trace.
-        "run_id": a.get("memkit.run_id") if "memkit.workflow_id" in a else span.trace_id,
-        "span_kind": span.kind,
-        "trace_id": span.trace_id,
-        "span_id": span.span_id,
-        "parent_span_id": span.parent,
-        "parent_step_index": parent_index,
+        "status": status if isinstance(status, str) else ("failed" if span.error is not None else "success"),
     }
+    if span.error is not None:
+        data["error"] = span.error
+    data["timestamp"] = span.start_ns / 1e9
+    data["duration"] = (span.end_ns - span.start_ns) / 1e9
+    parameters, result = _json_or_text(a.get("input.value")), _json_or_text(a.get("output.value"))
+    if parameters is not None:
+        data["parameters"] = parameters
+    if result is not None:
+        data["result"] = result
+    retries = a.get("memkit.retry_count")
+    data["retry_count"] = retries if isinstance(retries, int) else 0
+    data["step_index"] = index
+    # A memkit export says its run (None included); a foreign trace's run is the trace.
+    run_id = a.get("memkit.run_id") if "memkit.workflow_id" in a else span.trace_id
+    if run_id is not None:
+        data["run_id"] = run_id
+    data["span_kind"] = span.kind
+    data["trace_id"] = span.trace_id
+    data["span_id"] = span.span_id
+    if span.parent is not None:
+        data["parent_span_id"] = span.parent
+    if parent_index is not None:
+        data["parent_step_index"] = parent_index
     if isinstance(a.get("memkit.retry_errors"), str):
-        data["retry_errors"] = json.loads(a["memkit.retry_errors"])
+        errors = json.loads(a["memkit.retry_errors"])
+        if errors is not None:
+            data["retry_errors"] = errors
     model = a.get("llm.model_name") or a.get("gen_ai.request.model")
     if model is not None:
         data["model"] = str(model)
-    tokens = {k: a[k] for k in ("llm.token_count.prompt", "llm.token_count.completion",
-                                "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens") if k in a}
+    tokens = {k: a[k] for k in _TOKEN_KEYS if k in a}
     if tokens:
         data["tokens"] = tokens
-    return {k: v for k, v in data.items() if v is not None}
+    return data
 
 
 def _recall_of(
