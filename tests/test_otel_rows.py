@@ -25,6 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import memkit
+from memkit._core import _encoding
 from memkit._core._encoding import encode_metadata_once
 from memkit._core._port import Capability
 from memkit.adapters import SQLiteAdapter
@@ -132,7 +133,8 @@ def _odd_export(path: Path, tmp_path: Path) -> dict[str, Any]:
             mem.add(text, "bob", "bio")
         for user in ("alice", "bob"):  # two users share the workflow and run ids
             history = ExecutionHistory(memory_provider=mem, workflow_id="wf", agent_id="bio", user_id=user, run_id="r1")
-            with history.step("plan", tool="llm", parameters={"q": "TP53"}) as step:
+            # A long prompt: its text is put in the metadata's slot rather than encoded twice.
+            with history.step("plan", tool="llm", parameters={"q": "TP53", "prompt": "summarise ü " * 60}) as step:
                 step.result = {"hits": len(mem.search("TP53 genome", user, "bio", limit=2))}
             with history.step("log\x00in", tool="db", parameters={"password": {"value": "hunter2"}, "host": "h"}):
                 mem.search("oncogene", user, "bio", limit=1, filters={"source": "x"})
@@ -252,16 +254,24 @@ _json = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@pytest.mark.parametrize("slots_from", [0, _encoding._SLOT_MIN_CHARS])
+@settings(max_examples=200, deadline=None)
 @given(parameters=st.none() | st.dictionaries(st.text(max_size=3), _json, max_size=3),
        result=st.none() | _json, other=_json, extra=st.dictionaries(st.text(max_size=3), _json, max_size=2))
-def test_metadata_encoded_once_is_json_dumps(parameters: Any, result: Any, other: Any, extra: dict[str, Any]) -> None:
-    """The parameters and result encoded apart and put in their slots: the text json.dumps gives, even when
-    a step's own strings are the slots' (memkit then encodes it all again)."""
+def test_metadata_encoded_once_is_json_dumps(
+    slots_from: int, parameters: Any, result: Any, other: Any, extra: dict[str, Any]
+) -> None:
+    """The parameters and result encoded apart and put in their slots (from ``slots_from`` characters
+    on; all of them when 0): the text json.dumps gives, even when a step's own strings are the slots'
+    (memkit then encodes it all again)."""
     payload = {"step_name": "s", "other": other, "parameters": parameters, "result": result}
     meta = {**extra, "trace": payload, "type": "trace"}
     before = json.dumps(meta)
-    encoded, objects = encode_metadata_once(meta, payload)
+    kept, _encoding._SLOT_MIN_CHARS = _encoding._SLOT_MIN_CHARS, slots_from
+    try:
+        encoded, objects = encode_metadata_once(meta, payload)
+    finally:
+        _encoding._SLOT_MIN_CHARS = kept
     assert encoded == json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
     assert json.dumps(meta) == before  # the payload is handed back as it was
     for text, value in zip(objects, (parameters, result), strict=True):

@@ -18,12 +18,15 @@ METADATA_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 # NUL, so no text of a step reads as a slot unless it is this very string (then all is encoded again).
 _SLOTS = ("\x00memkit.parameters", "\x00memkit.result")
 _SLOT_TEXTS = tuple(METADATA_JSON.encode(slot) for slot in _SLOTS)
+# Below this, encoding the two objects again inside the metadata costs less than filling the slots.
+_SLOT_MIN_CHARS = 400
 
 
 def encode_metadata_once(meta: dict[str, Any], payload: dict[str, Any]) -> tuple[str, list[str]]:
     """``meta`` as ``METADATA_JSON`` encodes it, and its trace ``payload``'s parameters and result as
     that text holds them (``"null"`` unless a dict), each encoded once: the two objects first, then the
-    rest with a slot in their place, which their text then fills."""
+    rest with a slot in their place, which their text then fills (short objects are simply encoded
+    again: filling slots costs more than that)."""
     objects = ["null", "null"]
     kept: list[tuple[str, Any]] = []
     for n, key in enumerate(("parameters", "result")):
@@ -32,7 +35,9 @@ def encode_metadata_once(meta: dict[str, Any], payload: dict[str, Any]) -> tuple
             objects[n] = METADATA_JSON.encode(value)
             kept.append((key, value))
             payload[key] = _SLOTS[n]
-    if not kept:
+    if not kept or len(objects[0]) + len(objects[1]) < _SLOT_MIN_CHARS:
+        for key, value in kept:
+            payload[key] = value
         return METADATA_JSON.encode(meta), objects
     try:
         encoded = METADATA_JSON.encode(meta)
