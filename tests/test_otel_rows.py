@@ -329,3 +329,18 @@ def test_a_steps_data_keeps_the_keys_values_and_order_it_had(tmp_path: Path) -> 
     for n, span in enumerate(spans):
         for index, parent in ((n, None), (0, n - 1)):
             assert json.dumps(_import._step_of(span, index, parent)) == json.dumps(_old_step_of(span, index, parent))
+
+
+def test_ids_checked_for_the_step_before_are_still_held_to_the_limits_given() -> None:
+    from memkit._core._records import trace_record, trace_row
+
+    step = {"step_name": "s", "tool": "t", "timestamp": 1.7e9, "duration": 0.5}
+    long_user = "u" * 100
+    assert trace_row("bio", "wf", step, long_user, memkit.Limits()) is not None  # now remembered
+    for user, workflow, agent in ((long_user, "wf", "bio"), ("u", "w" * 100, "bio"), ("u", "wf", "b" * 100)):
+        with pytest.raises(memkit.InvalidInputError, match="is 100 characters; the limit is 50"):
+            trace_record(agent, workflow, step, user, memkit.Limits(max_id_chars=50))
+    # A bad id after a good one with the same limits is still refused.
+    trace_row("bio", "wf", step, "u", memkit.Limits())
+    with pytest.raises(memkit.InvalidInputError, match="user_id must not contain control characters"):
+        trace_record("bio", "wf", step, "u\x07", memkit.Limits())
