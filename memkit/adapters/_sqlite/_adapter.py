@@ -60,6 +60,8 @@ _CHUNK = 10_000
 
 _RECALL_BATCH = 256
 _RECALL_DELAY_S = 0.2
+
+
 def _flush_later(adapter_ref: weakref.ref[SQLiteAdapter], wake: threading.Event) -> None:
     """One thread per adapter that records recalls: write them _RECALL_DELAY_S after the first is queued.
 
