@@ -7,9 +7,10 @@ The span file is made once by the real OTel SDK (TracerProvider + in-memory expo
 OTLP JSON by memkit.otel.spans_to_otlp): traces of 50 spans each, an agent span over chains over
 tools, LLM calls and retrievers with three documents each (every fifth tool span failed).
 Each round imports the whole file into a fresh SQLite file with ``import_otlp`` (parsing and
-checking every span, then one transaction for the steps and one for the recalls). What is timed:
-from reading the file to the commit of the recalls. Inside: reading and decoding the JSON, the span
-checks, building the records, SQLite's writes (memories, trace_steps, recalls) and, in the
+checking every span, then one transaction for the steps and their recalls: SQLite takes the planned
+steps and recall bodies straight to rows). What is timed: from reading the file to that commit.
+Inside: reading and decoding the JSON, the span checks, building the rows, SQLite's writes
+(memories, trace_steps, recalls) and, in the
 "default embedder" flavour, embedding every step's text. Outside (not in the rate): the store's
 keyword index, which is built and saved when the store closes after the import; its CPU time is
 reported on its own (``close_cpu_us_per_span``). Reported: the median rate over rounds, per store

@@ -22,6 +22,7 @@ from memkit._core._records import Record, new_id, to_us, trace_record
 from memkit._sync import run_sync
 from memkit.adapters._sqlite import _schema
 from memkit.adapters._sqlite._adapter import SQLiteAdapter
+from memkit.adapters._sqlite._step_rows import memory_rows
 from memkit.adapters._sqlite._trace_writes import trigger_writes_steps
 
 T0 = datetime(2026, 10, 1, 8, tzinfo=UTC)
@@ -82,7 +83,7 @@ def _open(path: Path, schema: int, monkeypatch: pytest.MonkeyPatch) -> SQLiteAda
 
 
 def _write(store: SQLiteAdapter, records: list[Record]) -> None:
-    store._worker.call(store._insert, records)
+    store._worker.call(store._insert, *memory_rows(records))
 
 
 def _rows(path: Path) -> tuple[list[Any], list[Any]]:

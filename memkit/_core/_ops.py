@@ -14,7 +14,7 @@ adapter stay typed end to end. ``capability`` is the declaration a store needs f
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
@@ -38,6 +38,7 @@ __all__ = [
     "DeleteOp",
     "ExportOp",
     "GetOp",
+    "ImportStepsOp",
     "ListOp",
     "MarksOp",
     "NamespacesOp",
@@ -254,6 +255,28 @@ class AddRecallsOp(Op[int]):
 
     def send(self, store: Store) -> Awaitable[int]:
         return store._add_recalls(self)
+
+
+@dataclass(frozen=True)
+class ImportStepsOp(Op[int]):
+    """Store a bulk import's trace steps and then its recalls in one transaction, all or none; returns
+    how many recalls: ``Store._import_steps``.
+
+    ``steps`` are ``(user_id, agent_id, workflow_id, trace_data)`` as ``add_trace`` takes them, not yet
+    checked: the store builds each one's row as :func:`memkit._core._records.trace_row` gives it, and
+    takes ``general(i)`` (the step's :class:`Record` by :func:`~memkit._core._records.trace_record`,
+    whose error names the step) for a step that function does not take. ``recalls`` are bodies as
+    :func:`memkit._recall._recording.body_of` gives them, checked by the store after the steps
+    (:func:`~memkit._recall._recording.checked_bodies`), as ``add_recalls`` would check them.
+    """
+
+    capability: ClassVar[Capability | None] = Capability.IMPORT_STEPS
+    steps: Sequence[tuple[str, str, str, dict[str, Any]]]
+    recalls: Sequence[dict[str, Any]]
+    general: Callable[[int], Record]
+
+    def send(self, store: Store) -> Awaitable[int]:
+        return store._import_steps(self)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ __all__ = [
     "SupportsGet",
     "SupportsGraph",
     "SupportsHealth",
+    "SupportsImportSteps",
     "SupportsMarks",
     "SupportsNamespaces",
     "SupportsPaging",
@@ -60,6 +61,7 @@ class Capability(enum.StrEnum):
     RECALL_COUNTS = "recall_step_counts"
     REEMBED = "reembed"
     GRAPH = "graph"
+    IMPORT_STEPS = "import_steps"
 
 
 class Declares:
@@ -369,6 +371,15 @@ class SupportsGraph(Protocol, metaclass=_Declared):
 
 
 @runtime_checkable
+class SupportsImportSteps(Protocol, metaclass=_Declared):
+    """Write a bulk import's trace steps and recalls straight into rows, in one transaction (given a
+    :class:`memkit._core._ops.ImportStepsOp`): a store that can skips the records and recall models
+    the general path builds for each step. Internal: imports use it, users never call it."""
+
+    async def _import_steps(self, op: Any) -> int: ...
+
+
+@runtime_checkable
 class RecallKeeper(Protocol, metaclass=_Declared):
     """Where :func:`memkit._recall._recording.record` puts a recall: ``_keep_recall`` stores its body (an
     awaitable when the write is asynchronous); ``record_recalls`` as in :class:`SupportsRecalls`."""
@@ -396,5 +407,6 @@ _CAPABILITY: dict[type, Capability | None] = {
     SupportsRecallCounts: Capability.RECALL_COUNTS,
     SupportsReembed: Capability.REEMBED,
     SupportsGraph: Capability.GRAPH,
+    SupportsImportSteps: Capability.IMPORT_STEPS,
     RecallKeeper: Capability.RECALLS,
 }

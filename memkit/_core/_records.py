@@ -10,8 +10,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from memkit._core._encoding import CONTENT_JSON, encode_metadata_once
 from memkit._core._errors import InvalidInputError
 from memkit._core._validate import (
     DEFAULT_LIMITS,
@@ -41,6 +42,7 @@ __all__ = [
     "records_from_items",
     "set_trace_redactor",
     "trace_record",
+    "trace_row",
 ]
 
 # Scalar fields of ``trace_data`` copied into metadata so audits can filter on them.
@@ -116,10 +118,6 @@ class Redactor:
 
 _KNOWN_KEYS = 10_000  # keys whose verdict a Redactor remembers
 
-# json.dumps builds a new encoder on every call with options; these are built once. The same
-# options, so the same text: content sorted with json's default separators, metadata compact.
-_CONTENT_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
-_METADATA_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 TraceRedactor = Callable[[dict[str, Any]], dict[str, Any]]
@@ -427,26 +425,53 @@ def trace_record(
     :func:`set_trace_redactor`) runs first, so secrets reach neither content nor
     metadata.
     """
-    workflow = check_id(workflow_id, "workflow_id", limits)
-    agent = check_id(agent_id, "agent_id", limits)
+    row = trace_row(agent_id, workflow_id, trace_data, user_id, limits)
+    if row is None:
+        return _checked_trace_record(agent_id, workflow_id, trace_data, user_id, limits)
+    record_id, user, agent, content, encoded, created, meta = row[:7]
+    return Record(id=record_id, user_id=user, agent_id=agent, content=content, metadata=meta,
+                  created_us=created, metadata_json=encoded)
+
+
+TraceRow = tuple[str, str, str, str, str, int, dict[str, Any], str, str]
+
+_last_ids: tuple[object, ...] = ()  # the (workflow, agent, user, limits) trace_row checked last
+
+
+def trace_row(
+    agent_id: object, workflow_id: object, trace_data: object, user_id: object, limits: Limits
+) -> TraceRow | None:
+    """What :func:`trace_record` stores, as ``(id, user_id, agent_id, content, metadata_json, created_us,
+    metadata, parameters, result)``, for the plain steps nearly every trace is made of; ``None`` for any
+    other (a datetime, a secret dict, a custom redactor...): :func:`trace_record` then checks it in full
+    and says what is wrong. ``parameters``/``result`` are those objects as the metadata text holds them
+    (``"null"`` when absent), encoded once for both.
+
+    A bulk import writes these texts as they are, without a :class:`Record` per step; the bytes are
+    those of :func:`trace_record`, which is this plus the record.
+    """
+    global _last_ids
     if not isinstance(trace_data, Mapping):
-        raise InvalidInputError(f"trace_data must be a dict, got {type(trace_data).__name__}")
+        return None
+    ids = (workflow_id, agent_id, user_id, limits)
+    # A file's steps name the same few: the ids checked for the step before are not checked again
+    # (exact strings only, under the same limits). The user is checked where trace_record checks it.
+    known = ids == _last_ids and type(workflow_id) is str and type(agent_id) is str and type(user_id) is str
+    workflow = cast(str, workflow_id) if known else check_id(workflow_id, "workflow_id", limits)
+    agent = cast(str, agent_id) if known else check_id(agent_id, "agent_id", limits)
     data = dict(trace_data)
     try:
         check_trace_fields(data)
-    except (InvalidInputError, RecursionError):  # the message shows a bad value, which can be deep
-        check_depth(trace_data, limits.max_metadata_depth, "trace_data")  # too deep is said first
-        raise
+    except (InvalidInputError, RecursionError):
+        return None
     redactor = _redactor
-    payload: dict[str, Any] | None = None
-    if redactor is None or type(redactor) is Redactor:
-        try:
-            # The payload sits at depth 2 of the metadata (under "trace"), hence the start at 2.
-            payload = _plain_copy(data, 2, limits.max_metadata_depth, redactor)
-        except _NotPlain:
-            payload = None
-    if payload is None:
-        return _checked_trace_record(workflow, agent, trace_data, data, user_id, limits)
+    if redactor is not None and type(redactor) is not Redactor:
+        return None
+    try:
+        # The payload sits at depth 2 of the metadata (under "trace"), hence the start at 2.
+        payload = _plain_copy(data, 2, limits.max_metadata_depth, redactor)
+    except _NotPlain:
+        return None
     extra = payload.pop("metadata", None) or {}
     if not isinstance(extra, dict):
         extra = {"metadata": extra}
@@ -459,23 +484,32 @@ def trace_record(
     meta["trace"] = payload
     meta["type"] = "trace"
     meta["workflow_id"] = workflow
-    rendered = _CONTENT_JSON.encode(payload)
-    user, agent = check_namespace(user_id, agent, limits)
+    rendered = CONTENT_JSON.encode(payload)
+    user = cast(str, user_id) if known else check_id(user_id, "user_id", limits)
+    _last_ids = ids
     content = check_content(f"[trace] workflow={workflow} agent={agent} data={rendered}", limits)
-    encoded = _METADATA_JSON.encode(meta)
+    encoded, objects = encode_metadata_once(meta, payload)
     size = len(encoded) if encoded.isascii() else len(encoded.encode("utf-8"))
     if size > limits.max_metadata_bytes:
         raise InvalidInputError(f"metadata is {size} bytes as JSON; the limit is {limits.max_metadata_bytes}")
-    return Record(id=new_id(), user_id=user, agent_id=agent, content=content, metadata=meta,
-                  created_us=now_us(), metadata_json=encoded)
+    return new_id(), user, agent, content, encoded, now_us(), meta, objects[0], objects[1]
 
 
 def _checked_trace_record(
-    workflow: str, agent: str, trace_data: Mapping[str, Any], data: dict[str, Any], user_id: object,
-    limits: Limits,
+    agent_id: object, workflow_id: object, trace_data: object, user_id: object, limits: Limits
 ) -> Record:
     """:func:`trace_record` for data :func:`_plain_copy` does not take: every check in turn, each
     with its own message, and whatever the installed redactor does."""
+    workflow = check_id(workflow_id, "workflow_id", limits)
+    agent = check_id(agent_id, "agent_id", limits)
+    if not isinstance(trace_data, Mapping):
+        raise InvalidInputError(f"trace_data must be a dict, got {type(trace_data).__name__}")
+    data = dict(trace_data)
+    try:
+        check_trace_fields(data)
+    except (InvalidInputError, RecursionError):  # the message shows a bad value, which can be deep
+        check_depth(trace_data, limits.max_metadata_depth, "trace_data")  # too deep is said first
+        raise
     check_depth(trace_data, limits.max_metadata_depth, "trace_data")
     redactor = _redactor
     if redactor is not None:

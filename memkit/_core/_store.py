@@ -95,6 +95,7 @@ _HANDLERS: dict[Capability, tuple[str, ...]] = {
     Capability.RECALL_COUNTS: ("recall_step_counts",),
     Capability.REEMBED: ("reembed",),
     Capability.GRAPH: ("graph", "neighbourhood"),
+    Capability.IMPORT_STEPS: ("_import_steps",),
 }
 
 
@@ -235,6 +236,10 @@ class Store(Declares, abc.ABC):
 
     def _keep_recall(self, body: dict[str, Any]) -> Awaitable[None] | None:
         """Store one recorded recall (see :func:`memkit._recall._recording.record`); an awaitable if asynchronous."""
+        raise NotImplementedError
+
+    async def _import_steps(self, op: ops.ImportStepsOp) -> int:
+        """A bulk import's steps and recalls in one transaction (no public method: imports call it)."""
         raise NotImplementedError
 
     async def _marks(self, op: ops.MarksOp) -> list[Mark]:

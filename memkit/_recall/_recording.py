@@ -53,11 +53,13 @@ __all__ = [
     "RecalledMemory",
     "body_of",
     "check_as_of",
+    "checked_bodies",
     "checked_recalls",
     "created_us",
     "current_scope",
     "dumps",
     "encode",
+    "json_time",
     "loads",
     "paused",
     "recall_scope",
@@ -431,6 +433,25 @@ def checked_recalls(recalls: Iterable[Recall], limits: Limits = DEFAULT_LIMITS) 
         seen.add(recall.id)
         batch.append(recall)
     return batch
+
+
+def checked_bodies(bodies: Sequence[dict[str, Any]], limits: Limits = DEFAULT_LIMITS) -> list[dict[str, Any]]:
+    """Recall bodies (as :func:`body_of` gives them) to import, checked as :func:`checked_recalls` checks
+    recalls, with the same messages."""
+    seen: set[str] = set()
+    for body in bodies:
+        recall_id = body["id"]
+        check_id(recall_id, "recall id", limits)
+        check_namespace(body["user_id"], body["agent_id"], limits)
+        if recall_id in seen:
+            raise InvalidInputError(f"recall id {recall_id!r} appears twice")
+        seen.add(recall_id)
+    return list(bodies)
+
+
+def json_time(us: int) -> str:
+    """What :func:`body_of` writes for a time (pydantic's JSON form), without building the datetime."""
+    return _iso(us)[:-6] + "Z"
 
 
 def check_as_of(as_of: object) -> int | None:

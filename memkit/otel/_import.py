@@ -8,18 +8,20 @@ from __future__ import annotations
 import gc
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from memkit._core._errors import InvalidInputError
-from memkit._core._ops import AddRecallsOp, WriteOp
-from memkit._core._port import MemoryProvider, SupportsAddMany, SupportsRecalls
+from memkit._core._ops import AddRecallsOp, ImportStepsOp, WriteOp
+from memkit._core._port import MemoryProvider, SupportsAddMany, SupportsImportSteps, SupportsRecalls
 from memkit._core._records import Record, from_us, new_record, trace_record
 from memkit._core._store import Store
 from memkit._core._validate import DEFAULT_LIMITS, Limits, check_id
-from memkit._recall._recording import Recall, RecalledMemory, checked_recalls
+from memkit._recall._recording import Recall, RecalledMemory, body_of, checked_recalls, json_time
 from memkit._sync import Memory, call, provider_of
 from memkit.otel._convert import (
     _GENAI_KINDS,
@@ -192,39 +194,54 @@ def _documents(attrs: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [docs[i] for i in sorted(docs)]
 
 
+_TOKEN_KEYS = ("llm.token_count.prompt", "llm.token_count.completion", "gen_ai.usage.input_tokens",
+               "gen_ai.usage.output_tokens")
+
+
 def _step_of(span: _Span, index: int, parent_index: int | None) -> dict[str, Any]:
+    """The step's trace data; a value that is None is left out (the keys keep this order)."""
     a = span.attrs
     tool = a.get("tool.name") or a.get("gen_ai.tool.name")
+    status = a.get("memkit.status")
     data: dict[str, Any] = {
         "step_name": span.name,
         "tool": str(tool) if tool is not None else span.kind.lower(),
-        "status": a.get("memkit.status") if isinstance(a.get("memkit.status"), str)
-        else ("failed" if span.error is not None else "success"),
-        "error": span.error,
-        "timestamp": span.start_ns / 1e9,
-        "duration": (span.end_ns - span.start_ns) / 1e9,
-        "parameters": _json_or_text(a.get("input.value")),
-        "result": _json_or_text(a.get("output.value")),
-        "retry_count": a.get("memkit.retry_count") if isinstance(a.get("memkit.retry_count"), int) else 0,
-        "step_index": index,
-        # A memkit export says its run (None included); a foreign trace's run is the trace.
-        "run_id": a.get("memkit.run_id") if "memkit.workflow_id" in a else span.trace_id,
-        "span_kind": span.kind,
-        "trace_id": span.trace_id,
-        "span_id": span.span_id,
-        "parent_span_id": span.parent,
-        "parent_step_index": parent_index,
+        "status": status if isinstance(status, str) else ("failed" if span.error is not None else "success"),
     }
+    if span.error is not None:
+        data["error"] = span.error
+    data["timestamp"] = span.start_ns / 1e9
+    data["duration"] = (span.end_ns - span.start_ns) / 1e9
+    parameters, result = _json_or_text(a.get("input.value")), _json_or_text(a.get("output.value"))
+    if parameters is not None:
+        data["parameters"] = parameters
+    if result is not None:
+        data["result"] = result
+    retries = a.get("memkit.retry_count")
+    data["retry_count"] = retries if isinstance(retries, int) else 0
+    data["step_index"] = index
+    # A memkit export says its run (None included); a foreign trace's run is the trace.
+    run_id = a.get("memkit.run_id") if "memkit.workflow_id" in a else span.trace_id
+    if run_id is not None:
+        data["run_id"] = run_id
+    data["span_kind"] = span.kind
+    data["trace_id"] = span.trace_id
+    data["span_id"] = span.span_id
+    if span.parent is not None:
+        data["parent_span_id"] = span.parent
+    if parent_index is not None:
+        data["parent_step_index"] = parent_index
     if isinstance(a.get("memkit.retry_errors"), str):
-        data["retry_errors"] = json.loads(a["memkit.retry_errors"])
+        errors = json.loads(a["memkit.retry_errors"])
+        if errors is not None:
+            data["retry_errors"] = errors
     model = a.get("llm.model_name") or a.get("gen_ai.request.model")
     if model is not None:
         data["model"] = str(model)
-    tokens = {k: a[k] for k in ("llm.token_count.prompt", "llm.token_count.completion",
-                                "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens") if k in a}
+    tokens = {k: a[k] for k in _TOKEN_KEYS if k in a}
     if tokens:
         data["tokens"] = tokens
-    return {k: v for k, v in data.items() if v is not None}
+    return data
 
 
 def _recall_of(
@@ -253,11 +270,24 @@ def _recall_of(
             content=str(doc.get("content") or ""),
         ))
 
+    attempt = a.get("memkit.recall.attempt")
+    try:
+        return _recall_model(a, span, query, workflow, step, user_id, agent_id, attempt, hits)
+    except ValidationError as exc:  # a value of the wrong type in the file, said as memkit says it
+        problem = exc.errors()[0]
+        raise InvalidInputError(
+            f"{span.where}: its recall's {'.'.join(map(str, problem['loc']))}: {problem['msg']}"
+        ) from None
+
+
+def _recall_model(
+    a: Mapping[str, Any], span: _Span, query: Any, workflow: str, step: Mapping[str, Any], user_id: str,
+    agent_id: str, attempt: Any, hits: list[RecalledMemory],
+) -> Recall:
     def loaded(key: str) -> Any:
         value = a.get(key)
         return json.loads(value) if isinstance(value, str) else None
 
-    attempt = a.get("memkit.recall.attempt")
     return Recall(
         id=str(a.get("memkit.recall.id") or f"otel-{span.trace_id}-{span.span_id}"),
         created_at=from_us(span.start_ns // 1_000),
@@ -275,15 +305,55 @@ def _recall_of(
     )
 
 
+# The attributes of a recall memkit exported; a span with none of them is read by _recall_body itself.
+_RECALL_KEYS = frozenset((
+    "memkit.recall.id", "memkit.recall.user_id", "memkit.recall.agent_id", "memkit.recall.kind",
+    "memkit.recall.filters", "memkit.recall.options", "memkit.recall.attempt",
+))
+
+
+def _recall_body(
+    span: _Span, step: Mapping[str, Any], workflow: str, user_id: str, agent_id: str, own: bool
+) -> dict[str, Any] | None:
+    """``body_of(_recall_of(...))``: the recall as stores keep it. A foreign retriever's (the usual
+    case) is built here without the pydantic models, field for field what they would give; any other
+    goes through them."""
+    a = span.attrs
+    run_id, step_index = step.get("run_id"), step.get("step_index")
+    docs = _documents(a)
+    if own or not a.keys().isdisjoint(_RECALL_KEYS) or type(step_index) is not int or not (
+            run_id is None or type(run_id) is str) or any("metadata" in doc for doc in docs):
+        recall = _recall_of(span, step, workflow, user_id, agent_id, own)
+        return None if recall is None else body_of(recall)
+    if not docs:
+        return None
+    hits = []
+    for rank, doc in enumerate(docs, start=1):
+        score = doc.get("score")
+        hits.append([str(doc.get("id") or f"{span.span_id}-{rank}"), rank,
+                     float(score) if isinstance(score, (int, float)) else None, None, str(doc.get("content") or "")])
+    query = a.get("gen_ai.memory.query", a.get("input.value"))
+    return {
+        "id": f"otel-{span.trace_id}-{span.span_id}", "created_at": json_time(span.start_ns // 1_000),
+        "user_id": user_id, "agent_id": agent_id, "kind": "search", "query": str(query or ""),
+        "mode": str(a.get("gen_ai.memory.search.mode") or "retriever"), "filters": None,
+        "limit": int(a.get("gen_ai.memory.top_k") or max(len(hits), 1)), "as_of": None, "options": None,
+        "workflow_id": workflow, "run_id": run_id, "step_index": step_index, "step_name": step.get("step_name"),
+        "attempt": None, "trace_user_id": user_id, "trace_agent_id": agent_id, "hits": hits,
+    }
+
+
 def _plan(
-    spans: list[_Span], user_id: str | None, agent_id: str | None, workflow_id: str | None
-) -> tuple[list[tuple[str, str, str, dict[str, Any]]], list[Recall], list[str]]:
-    """(user, agent, workflow, step data) per step and the recalls, for the whole file."""
+    spans: list[_Span], user_id: str | None, agent_id: str | None, workflow_id: str | None, bodies: bool = False
+) -> tuple[list[tuple[str, str, str, dict[str, Any]]], list[Any], list[str]]:
+    """(user, agent, workflow, step data) per step and the recalls (as Recall, or with ``bodies`` as the
+    bodies stores keep), for the whole file."""
+    recall_of = _recall_body if bodies else _recall_of
     by_trace: dict[str, list[_Span]] = {}
     for span in spans:
         by_trace.setdefault(span.trace_id, []).append(span)
     steps: list[tuple[str, str, str, dict[str, Any]]] = []
-    recalls: list[Recall] = []
+    recalls: list[Any] = []
     runs: list[str] = []
     for trace_id, members in by_trace.items():
         members.sort(key=lambda s: (s.start_ns, s.end_ns))
@@ -306,14 +376,14 @@ def _plan(
             by_span[span.span_id] = {"data": data, "user": user, "agent": agent, "workflow": workflow}
             steps.append((user, agent, workflow, data))
             if span.kind == "RETRIEVER":
-                recall = _recall_of(span, data, workflow, user, agent, own=False)
+                recall = recall_of(span, data, workflow, user, agent, False)
                 if recall is not None:
                     recalls.append(recall)
         for span in own_recalls:
             owner = by_span.get(span.parent or "")
             if owner is None:
                 raise InvalidInputError(f"{span.where}: a memkit recall span whose parent step is not in the file")
-            recall = _recall_of(span, owner["data"], owner["workflow"], owner["user"], owner["agent"], own=True)
+            recall = recall_of(span, owner["data"], owner["workflow"], owner["user"], owner["agent"], True)
             assert recall is not None
             recalls.append(recall)
         runs.append(trace_id)
@@ -405,21 +475,45 @@ def _import(
         spans.extend(_parse(request))
     records = [_memory_of(s, user_id, agent_id, limits) for s in spans if _is_memory(s)]
     memories = len(records)
+    # A store that writes planned steps as rows takes them (and the recalls as bodies) in one go; a
+    # file that also holds memories goes the general way.
+    rows = not memories and isinstance(provider, Store) and isinstance(provider, SupportsImportSteps)
     steps, recalls, runs = _plan([s for s in spans if not _is_memory(s)] if memories else spans,
-                                 user_id, agent_id, workflow_id)
-    for user, agent, workflow, data in steps:
-        try:
-            records.append(trace_record(agent, workflow, data, user, limits))
-        except InvalidInputError as exc:
-            raise InvalidInputError(f"span {data.get('span_id')} ({data.get('step_name')!r}): {exc}") from None
+                                 user_id, agent_id, workflow_id, bodies=rows)
     if recalls and not isinstance(provider, SupportsRecalls):
         recalls = []
+    if rows:
+
+        def general(i: int) -> Record:
+            user, agent, workflow, data = steps[i]
+            return _step_record(agent, workflow, data, user, limits)
+
+        written = call(provider, _write_rows, steps, recalls, general)
+        return OtlpImport(runs=len(runs), steps=len(steps), recalls=written, run_ids=runs)
+    for user, agent, workflow, data in steps:
+        records.append(_step_record(agent, workflow, data, user, limits))
     checked = checked_recalls(recalls, limits)
     if not isinstance(provider, SupportsAddMany):
         raise InvalidInputError(f"{type(provider).__name__} cannot write a batch; import_otlp needs add_many")
     call(provider, _write, records, checked)
     return OtlpImport(runs=len(runs), steps=len(records) - memories, recalls=len(checked), run_ids=runs,
                       memories=memories)
+
+
+def _step_record(agent: str, workflow: str, data: dict[str, Any], user: str, limits: Limits) -> Record:
+    try:
+        return trace_record(agent, workflow, data, user, limits)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"span {data.get('span_id')} ({data.get('step_name')!r}): {exc}") from None
+
+
+async def _write_rows(
+    provider: MemoryProvider, steps: list[tuple[str, str, str, dict[str, Any]]], recalls: list[dict[str, Any]],
+    general: Callable[[int], Record],
+) -> int:
+    """Steps and recalls in one transaction, by the store's own rows (see ImportStepsOp)."""
+    assert isinstance(provider, Store)
+    return await provider.execute(ImportStepsOp(steps, recalls, general))
 
 
 async def _write(provider: MemoryProvider, records: list[Record], recalls: list[Recall]) -> None:

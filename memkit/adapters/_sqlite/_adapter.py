@@ -7,7 +7,6 @@ WAL and ``busy_timeout`` let several processes share the file.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
@@ -38,6 +37,7 @@ from memkit.adapters._sqlite import _queries as queries
 from memkit.adapters._sqlite._keywords import KeywordCache, feed_head, lag
 from memkit.adapters._sqlite._schema import connect, write_transaction
 from memkit.adapters._sqlite._sql import COLUMNS, row_record, select
+from memkit.adapters._sqlite._step_rows import INSERT_RECALL, MemoryRow, memory_rows, recall_rows, step_rows
 from memkit.adapters._sqlite._trace_writes import insert_memories
 from memkit.adapters._sqlite._traces import run_summaries, trace_columns
 from memkit.adapters._sqlite._vectors import Vectors, blob
@@ -60,10 +60,6 @@ _CHUNK = 10_000
 
 _RECALL_BATCH = 256
 _RECALL_DELAY_S = 0.2
-_INSERT_RECALL = (
-    "INSERT INTO recalls (id, created_us, user_id, agent_id, workflow_id, run_id, step_index, step_user_id,"
-    " step_agent_id, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
 
 
 def _flush_later(adapter_ref: weakref.ref[SQLiteAdapter], wake: threading.Event) -> None:
@@ -226,42 +222,48 @@ class SQLiteAdapter(Store):
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         return await self._worker.run(fn, *args)
 
-    def _insert(self, records: list[Record], progress: bool = False) -> list[str]:
+    def _insert(
+        self, rows: list[MemoryRow], metas: list[dict[str, Any]], progress: bool = False,
+        imported: list[dict[str, Any]] | None = None, objects: list[tuple[str, str] | None] | None = None,
+    ) -> list[str]:
+        """Insert memories' ``rows`` (``metas`` their metadata, ``objects`` their steps' parameters and
+        result cells where known) and then the ``imported`` recall bodies, all in one transaction."""
         db = self._db()
         self._vectors.check_writable()
         self._vectors.sync(db)
         # Embedded before the transaction so the write lock is held only for the inserts.
-        vectors = self._vectors.embed_records(records)
-        rows = (
-            (r.id, r.user_id, r.agent_id, r.content,
-             r.metadata_json or json.dumps(r.metadata, ensure_ascii=False, separators=(",", ":")), r.created_us)
-            for r in records
-        )
+        vectors = self._vectors.embed_contents([row[3] for row in rows])
         bar = None
         if progress:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=len(records), desc="add_many", unit="mem")
+            bar = tqdm(total=len(rows), desc="add_many", unit="mem")
         recalls = self._take_recalls() if self.durable_recalls else []
         try:
             with write_transaction(db):
                 if recalls:
                     # First, in the same transaction: the step this write stores cannot reach the
                     # disk without the recalls it made (a kill between two commits cannot split them).
-                    db.executemany(_INSERT_RECALL, self._recall_rows(recalls))
+                    db.executemany(INSERT_RECALL, recall_rows(recalls))
                 # Under the write lock nobody else can insert until we commit, so our rows take
                 # the seqs right after the last one handed out, in insertion order.
                 last_seq = feed_head(db)[0]
-                for start in range(0, len(records), _CHUNK):
-                    chunk = [next(rows) for _ in range(min(_CHUNK, len(records) - start))]
-                    insert_memories(db, chunk, records[start:start + len(chunk)], last_seq + 1 + start)
+                for start in range(0, len(rows), _CHUNK):
+                    end = start + _CHUNK
+                    insert_memories(db, rows[start:end], metas[start:end], last_seq + 1 + start,
+                                    None if objects is None else objects[start:end])
                     if vectors is not None:
                         db.executemany(
                             "INSERT OR REPLACE INTO memory_vectors (seq, vector) VALUES (?, ?)",
-                            [(last_seq + 1 + start + i, blob(vectors[start + i])) for i in range(len(chunk))],
+                            [(last_seq + 1 + i, blob(vectors[i])) for i in range(start, min(end, len(rows)))],
                         )
                     if bar is not None:
-                        bar.update(len(chunk))
+                        bar.update(min(end, len(rows)) - start)
+                if imported:
+                    try:
+                        db.executemany(INSERT_RECALL, recall_rows(imported))
+                    except sqlite3.IntegrityError as exc:
+                        raise InvalidInputError(f"a recall with one of these ids already exists ({exc})") from None
         except BaseException as exc:
             if recalls:
                 self._requeue_recalls(recalls)  # rolled back with the write: they wait for the next one
@@ -271,8 +273,8 @@ class SQLiteAdapter(Store):
         finally:
             if bar is not None:
                 bar.close()
-        self._written.update((r.user_id, r.agent_id) for r in records)
-        return [r.id for r in records]
+        self._written.update((row[1], row[2]) for row in rows)
+        return [row[0] for row in rows]
 
     def _save_stale(self) -> None:
         """Save the keyword and vector snapshots of every namespace this handle wrote that lack
@@ -294,7 +296,17 @@ class SQLiteAdapter(Store):
     # -- the operations --------------------------------------------------------------
 
     async def _write(self, op: ops.WriteOp) -> list[str]:
-        return await self._run(self._insert, list(op.records), op.progress)
+        return await self._run(lambda: self._insert(*memory_rows(op.records), op.progress))
+
+    def _import(self, op: ops.ImportStepsOp) -> int:
+        rows, metas, objects = step_rows(op.steps, op.general, self.limits)
+        bodies = _recall.checked_bodies(op.recalls, self.limits)
+        self._flush_recalls()  # recorded before: written first, as add_recalls does
+        self._insert(rows, metas, imported=bodies, objects=objects)
+        return len(bodies)
+
+    async def _import_steps(self, op: ops.ImportStepsOp) -> int:
+        return await self._run(self._import, op)
 
     def _select(self, *args: Any) -> list[Record]:
         return select(self._db(), *args)
@@ -477,21 +489,12 @@ class SQLiteAdapter(Store):
 
     # -- recalls, written behind the searches, in batches, on the worker thread --------
 
-    @staticmethod
-    def _recall_rows(bodies: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-        return [
-            (b["id"], _recall.created_us(b), b["user_id"], b["agent_id"], b["workflow_id"], b["run_id"],
-             b["step_index"], b.get("trace_user_id") or b["user_id"], b.get("trace_agent_id") or b["agent_id"],
-             _recall.encode(b))
-            for b in bodies
-        ]
-
     def _insert_recalls(self, bodies: list[dict[str, Any]]) -> int:
-        rows = self._recall_rows(bodies)
+        rows = recall_rows(bodies)
         db = self._db()
         try:
             with write_transaction(db):
-                db.executemany(_INSERT_RECALL, rows)
+                db.executemany(INSERT_RECALL, rows)
         except sqlite3.IntegrityError as exc:
             raise InvalidInputError(f"a recall with one of these ids already exists ({exc})") from None
         return len(rows)

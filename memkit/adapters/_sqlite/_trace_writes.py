@@ -17,7 +17,6 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from memkit._core._records import Record
 from memkit.adapters._sqlite._traces import MISSING, PACKED, step_timing_us
 
 __all__ = ["insert_memories", "trigger_writes_steps", "write_trace_steps"]
@@ -90,12 +89,6 @@ class _Codes:
         return code
 
 
-def _text(value: Any) -> str | None:
-    if value is None or (type(value) is str and "\x00" not in value):
-        return value
-    raise _Odd  # SQLite's JSON reads a NUL as the end of the text; numbers compare as texts
-
-
 def _integer(value: Any) -> Any:
     kind = type(value)
     if kind is int:
@@ -134,10 +127,13 @@ def _micros(value: Any) -> int:
     return int(x)
 
 
-def _row(record: Record, seq: int, codes: _Codes) -> tuple[Any, ...] | None:
-    """The trace_steps row of one record (None when it is not a trace step); _Odd when only the
-    trigger's SQL can say."""
-    meta = record.metadata
+def _row(
+    memory: Sequence[Any], meta: dict[str, Any], seq: int, codes: _Codes, objects: tuple[str, str] | None = None
+) -> tuple[Any, ...] | None:
+    """The trace_steps row of one memory (its memories columns and its metadata; None when it is not
+    a trace step); _Odd when only the trigger's SQL can say. ``objects``: the parameters' and result's
+    cells when the caller has them already (the texts their metadata encoding holds)."""
+    record_id, created_us = memory[0], memory[5]
     kind = meta.get("type")
     if kind != "trace":
         if type(kind) is str and kind.startswith("trace\x00"):
@@ -148,10 +144,13 @@ def _row(record: Record, seq: int, codes: _Codes) -> tuple[Any, ...] | None:
     trace = meta.get("trace")
     if type(trace) is not dict:
         raise _Odd
-    user, agent = _text(record.user_id), _text(record.agent_id)
-    texts = (user, agent, _text(meta.get("workflow_id")), _text(meta.get("run_id")),
-             _text(trace.get("step_name")), _text(trace.get("tool")), _text(trace.get("status")))
-    numbered = [MISSING if text is None else codes(text) for text in texts]
+    texts = (memory[1], memory[2], meta.get("workflow_id"), meta.get("run_id"), trace.get("step_name"),
+             trace.get("tool"), trace.get("status"))
+    for text in texts:
+        if text is not None and (type(text) is not str or "\x00" in text):
+            raise _Odd  # SQLite's JSON reads a NUL as the end of the text; numbers compare as texts
+    known = codes.known
+    numbered = [MISSING if text is None else known.get(text) or codes(text) for text in texts]
     stamp, duration = trace.get("timestamp"), trace.get("duration")
     stamp_number, duration_number = _number(stamp), _number(duration)
     if stamp_number or duration_number:
@@ -173,27 +172,33 @@ def _row(record: Record, seq: int, codes: _Codes) -> tuple[Any, ...] | None:
         quoted = _QUOTE.encode(error)
     else:
         raise _Odd
-    if "\x00" in record.id:
+    if "\x00" in record_id:
         raise _Odd
-    cells = "\x1f".join((record.id, quoted, _object(trace.get("parameters")), _object(trace.get("result"))))
+    if objects is None:
+        objects = (_object(trace.get("parameters")), _object(trace.get("result")))
+    cells = "\x1f".join((record_id, quoted, *objects))
     numbers = PACKED.pack(
-        seq, record.created_us, *numbered, _integer(trace.get("step_index")), started, lasted,
+        seq, created_us, *numbered, _integer(trace.get("step_index")), started, lasted,
         _integer(trace.get("retry_count")),
     )
     status = numbered[6]
-    return (seq, record.created_us, numbered[0], numbered[1], None if numbered[2] == MISSING else numbered[2],
+    return (seq, created_us, numbered[0], numbered[1], None if numbered[2] == MISSING else numbered[2],
             None if status == MISSING else status, numbers, cells)
 
 
-def write_trace_steps(db: sqlite3.Connection, records: Sequence[Record], first_seq: int) -> None:
-    """Write the trace_steps rows (and new trace_dict texts) of ``records``, just inserted into
-    ``memories`` with seqs from ``first_seq`` on, inside the caller's write transaction."""
+def write_trace_steps(
+    db: sqlite3.Connection, memories: Sequence[Sequence[Any]], metas: Sequence[dict[str, Any]], first_seq: int,
+    objects: Sequence[tuple[str, str] | None] | None = None,
+) -> None:
+    """Write the trace_steps rows (and new trace_dict texts) of ``memories`` (their columns as inserted,
+    and their metadata), just inserted with seqs from ``first_seq`` on, inside the caller's write
+    transaction. ``objects``: each step's parameters and result cells where known (see :func:`_row`)."""
     codes = _Codes(db)
     rows: list[tuple[Any, ...]] = []
-    for i, record in enumerate(records):
+    for i, memory in enumerate(memories):
         seq = first_seq + i
         try:
-            row = _row(record, seq, codes)
+            row = _row(memory, metas[i], seq, codes, None if objects is None else objects[i])
         except _Odd:
             db.executemany(_INSERT_STEP, rows)  # the rows before it first: codes stay in order
             rows = []
@@ -211,10 +216,12 @@ _INSERT_MEMORY = (
 
 
 def insert_memories(
-    db: sqlite3.Connection, rows: Sequence[tuple[Any, ...]], records: Sequence[Record], first_seq: int
+    db: sqlite3.Connection, rows: Sequence[tuple[Any, ...]], metas: Sequence[dict[str, Any]], first_seq: int,
+    objects: Sequence[tuple[str, str] | None] | None = None,
 ) -> None:
-    """Insert ``rows`` (the ``records`` as memories' columns) taking seqs from ``first_seq`` on, and the
-    trace steps among them, inside the caller's write transaction: the only place memkit inserts memories."""
+    """Insert ``rows`` (memories' columns: id, user_id, agent_id, content, metadata text, created_us;
+    ``metas`` their metadata) taking seqs from ``first_seq`` on, and the trace steps among them, inside
+    the caller's write transaction: the only place memkit inserts memories."""
     db.executemany(_INSERT_MEMORY, rows)
     if not trigger_writes_steps(db):
-        write_trace_steps(db, records, first_seq)
+        write_trace_steps(db, rows, metas, first_seq, objects)

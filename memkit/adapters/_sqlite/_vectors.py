@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memkit._core._errors import ConfigError
-from memkit._core._records import Record
 from memkit._retrieval._fusion import VectorIndex
 from memkit.adapters._sqlbase import embedded
 from memkit.adapters._sqlite._keywords import feed_head, snapshot
@@ -162,15 +161,14 @@ class Vectors:
         assert self.embedder is not None
         return embedded(self.embedder, texts)
 
-    def embed_records(self, records: Sequence[Record]) -> np.ndarray | None:
-        """The records' vectors (``None`` for a keyword-only store)."""
+    def embed_contents(self, contents: Sequence[str]) -> np.ndarray | None:
+        """The vectors of memories' contents (``None`` for a keyword-only store)."""
         if self.embedder is None:
             return None  # before numpy: a keyword-only write never needs it
         import numpy as np
 
         return np.concatenate(
-            [self.embed([r.content for r in records[i : i + EMBED_BATCH]])
-             for i in range(0, len(records), EMBED_BATCH)]
+            [self.embed(list(contents[i : i + EMBED_BATCH])) for i in range(0, len(contents), EMBED_BATCH)]
         )
 
     def check_writable(self) -> None:
