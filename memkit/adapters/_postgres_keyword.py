@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from memkit._retrieval._filters import Condition
 from memkit._retrieval._keyword import K1, B
@@ -218,12 +220,12 @@ SELECT s.count, CASE WHEN s.terms > 0 THEN s.terms::float8 / s.count ELSE 1 END,
             WHEN t.term = ANY(%(known)s::text[]) THEN NULL
             ELSE (SELECT count(*) FROM (SELECT FROM postings p WHERE p.ns = ns.id AND p.term = t.hash
                                         LIMIT ceil(s.count / 2.0)::bigint) c) END,
-       top.seqs, top.n
+       top.seqs, top.n, top.impacts
 FROM namespace_stats s
 JOIN namespaces ns ON ns.user_id = s.user_id AND ns.agent_id = s.agent_id
 CROSS JOIN LATERAL (SELECT x.term, hashtextextended(x.term, 0) AS hash FROM unnest(%(terms)s::text[]) AS x(term)) t
 CROSS JOIN LATERAL (
-    SELECT array_agg(x.seq) AS seqs, count(*) AS n FROM (
+    SELECT array_agg(x.seq) AS seqs, count(*) AS n, array_agg(x.impact) AS impacts FROM (
         SELECT p.seq, p.impact FROM postings p WHERE p.ns = ns.id AND p.term = t.hash
         ORDER BY p.impact DESC, p.seq DESC LIMIT %(reach)s) x
 ) top
@@ -263,24 +265,37 @@ class Frequencies:
             self._kept.popitem(last=False)
 
 
+class _Found(NamedTuple):
+    """One query term's top postings, as :func:`_top` reads them."""
+
+    n: float  # the namespace's memories
+    avglen: float  # and their average length
+    term: str
+    df: int  # its document frequency (exact, or at least ceil(n / 2))
+    seqs: list[int]  # its highest-impact memories, best first
+    impacts: list[float]  # and their impacts
+    got: int  # how many were read
+
+
 async def _top(conn: Any, user_id: str, agent_id: str, terms: list[str], reach: int,
-               counted: Frequencies | None) -> list[tuple[float, float, str, int, list[int], int]]:
-    """Per term: N, the average length, the term, its document frequency, its top postings' seqs
-    and how many were read."""
+               counted: Frequencies | None) -> list[_Found]:
+    """Per term: N, the average length, the term, its document frequency, its top postings and
+    how many were read."""
     key = (user_id, agent_id)
     version, known = counted.known(key) if counted is not None else (None, {})
     args = {"reach": reach, "terms": terms, "u": user_id, "a": agent_id}
     rows = await (await conn.execute(_TOP_SQL, {**args, "known": [t for t in terms if t in known]},
                                      prepare=False)).fetchall()
-    if rows and any(df is None for *_, df, _, _ in rows) and (int(rows[0][0]), rows[0][2]) != version:
+    if rows and any(r[4] is None for r in rows) and (int(rows[0][0]), rows[0][2]) != version:
         rows = await (await conn.execute(_TOP_SQL, {**args, "known": []}, prepare=False)).fetchall()
     if not rows:
         return []
     now = (int(rows[0][0]), str(rows[0][2]))
     if counted is not None:
-        counted.keep(key, now, {t: int(df) for _, _, _, t, df, _, got in rows if df is not None and got >= reach})
-    return [(float(n), float(avglen), t, int(known[t] if df is None else df), seqs or [], int(got))
-            for n, avglen, _, t, df, seqs, got in rows]
+        counted.keep(key, now, {r[3]: int(r[4]) for r in rows if r[4] is not None and r[6] >= reach})
+    return [_Found(float(n), float(avglen), t, int(known[t] if df is None else df), seqs or [], impacts or [],
+                   int(got))
+            for n, avglen, _, t, df, seqs, got, impacts in rows]
 
 
 # The exact BM25 of the candidate memories that pass the filters, with the idf given per term.
@@ -309,6 +324,41 @@ def _idf(n: float, df: int) -> float:
     return x if x > 0 else 1e-6
 
 
+def _bounds(found: list[_Found], idf: dict[str, float], reach: int) -> tuple[Any, Any, Any]:
+    """``(candidates, low, high)``: every memory found in a top list, with bounds on its exact BM25.
+
+    A stored impact is the term's BM25 weight for a document length over ``REFERENCE_LENGTH``; for
+    the namespace's average length ``A`` the weight of the same (tf, length) lies between the
+    impact times ``min(1, A / REFERENCE_LENGTH)`` and times ``max(1, A / REFERENCE_LENGTH)`` (the
+    length term of the denominator scales by at most that ratio), and below ``K1 + 1``. A memory
+    missing from a term's list that was cut has an impact at most the last one read there; from a
+    list read whole it does not hold the term.
+    """
+    ratio = found[0].avglen / REFERENCE_LENGTH
+    low, high, cap = min(1.0, ratio), max(1.0, ratio), K1 + 1.0
+    lists = [(f, idf[f.term], np.asarray(f.impacts, dtype=np.float64)) for f in found if f.seqs]
+    missing = {f.term: w * min(v[-1] * high, cap) if f.got >= reach else 0.0 for f, w, v in lists}
+    seqs = np.concatenate([np.asarray(f.seqs, dtype=np.int64) for f, _, _ in lists])
+    candidates, at = np.unique(seqs, return_inverse=True)
+    lower = np.bincount(at, np.concatenate([w * v * low for _, w, v in lists]), len(candidates))
+    upper = sum(missing.values()) + np.bincount(
+        at, np.concatenate([w * np.minimum(v * high, cap) - missing[f.term] for f, w, v in lists]), len(candidates))
+    # Room for floating-point rounding, here and in the database's own sums.
+    return candidates, lower * (1 - 1e-9), upper * (1 + 1e-9)
+
+
+async def _scores(conn: Any, user_id: str, agent_id: str, found: list[_Found], idf: dict[str, float],
+                  candidates: list[int], conditions: tuple[Condition, ...], limit: int) -> list[tuple[int, int, float]]:
+    where, params = filter_sql(conditions, q.POSTGRES)
+    used = [f.term for f in found if f.seqs]
+    return [(int(s), int(c), float(v)) for s, c, v in await (await conn.execute(
+        _SCORE_SQL.format(where=where),
+        [used, [idf[t] for t in used], used, user_id, agent_id, candidates, *params,
+         K1 + 1.0, K1, B, B, found[0].avglen, limit],
+        prepare=False,
+    )).fetchall()]
+
+
 async def keyword_hits(
     conn: Any, user_id: str, agent_id: str, terms: list[str], conditions: tuple[Condition, ...], limit: int,
     counted: Frequencies | None = None,
@@ -316,26 +366,33 @@ async def keyword_hits(
     """``(seq, created_us, bm25)`` of the namespace's best ``limit`` memories for ``terms``, best
     first, ties newest first, each scored exactly; the candidates are the memories among each term's
     top postings (see the module's note on what that cut can miss). ``counted``: the store's
-    document frequencies counted before (see :class:`Frequencies`)."""
+    document frequencies counted before (see :class:`Frequencies`).
+
+    Only the candidates that can still make the list are scored from their ``tsvector``: bounds
+    from the postings' impacts (:func:`_bounds`) set aside every memory whose best possible score
+    is below the ``limit``-th best sure one, which changes nothing in the result. With filters,
+    the best sure ones may not pass, so every candidate is scored.
+    """
     reach = max(TOP_POSTINGS, 10 * limit)
-    rows = await _top(conn, user_id, agent_id, terms, reach, counted)
-    if not rows:
+    found = await _top(conn, user_id, agent_id, terms, reach, counted)
+    if not found:
         return []
-    n, avglen = rows[0][0], rows[0][1]
-    found = [(term, _idf(n, df), seqs, got) for _, _, term, df, seqs, got in rows]
-    candidates = sorted({s for _, _, seqs, _ in found for s in seqs})
-    cut = any(got >= reach for _, _, _, got in found)  # else every memory holding a term was read
+    n = found[0].n
+    idf = {f.term: _idf(n, f.df) for f in found}
+    cut = any(f.got >= reach for f in found)  # else every memory holding a term was read
     scored: list[tuple[int, int, float]] = []
-    if candidates:
-        where, params = filter_sql(conditions, q.POSTGRES)
-        used = [t for t, _, seqs, _ in found if seqs]
-        idf = {t: i for t, i, _, _ in found}
-        scored = [(int(s), int(c), float(v)) for s, c, v in await (await conn.execute(
-            _SCORE_SQL.format(where=where),
-            [used, [idf[t] for t in used], used, user_id, agent_id, candidates, *params,
-             K1 + 1.0, K1, B, B, avglen, limit],
-            prepare=False,
-        )).fetchall()]
+    if any(f.seqs for f in found):
+        candidates, lower, upper = _bounds(found, idf, reach)
+        if not conditions and len(candidates) > limit:
+            floor = float(np.partition(lower, len(lower) - limit)[len(lower) - limit])
+            kept = candidates[upper >= floor]
+            scored = await _scores(conn, user_id, agent_id, found, idf, kept.tolist(), (), limit)
+            # Each of the sure ones scores at least its lower bound, so the list's last does too;
+            # only two terms sharing a hash (one list holding both) could break the bound.
+            if len(scored) < limit or scored[limit - 1][2] < floor:
+                scored = await _scores(conn, user_id, agent_id, found, idf, candidates.tolist(), (), limit)
+        else:
+            scored = await _scores(conn, user_id, agent_id, found, idf, candidates.tolist(), conditions, limit)
     if not cut or len(scored) >= limit:
         return scored
     sql, params = q.keyword_statement(user_id, agent_id, terms, conditions, limit)

@@ -4,6 +4,7 @@ connection, and memkit's shared pipeline fuses them (see :mod:`memkit.adapters._
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from memkit._core._models import MemoryItem
@@ -29,15 +30,29 @@ async def ranked(
     hits: list[tuple[int, float]] = []
     terms = q.query_terms(analyze_query(request.query)) if request.mode != "semantic" else []
     async with pool.connection() as conn:
-        if terms:
-            for seq, created_us, score in await keyword_hits(conn, user, agent, list(dict.fromkeys(terms)),
-                                                             conditions, depth, counted):
-                hits.append((seq, score))
-                created[seq] = created_us
+
+        async def keyword() -> None:
+            if terms:
+                for seq, created_us, score in await keyword_hits(conn, user, agent, list(dict.fromkeys(terms)),
+                                                                 conditions, depth, counted):
+                    hits.append((seq, score))
+                    created[seq] = created_us
+
+        async def dense_leg() -> DenseScores:
+            async with pool.connection() as other:
+                return await _dense(other, samples, user, agent, conditions, depth, vector, created)
+
         dense = None
-        if vector is not None:
-            dense = await _dense(conn, samples, user, agent, conditions, depth, vector, [s for s, _ in hits],
-                                   created)
+        if vector is not None and terms and pool.max_size > 1:
+            # The two legs on two connections at once: a search waits for the slower, not for both.
+            # (A pool of one connection would wait for itself, so it runs them one after the other.)
+            dense = (await asyncio.gather(keyword(), dense_leg()))[1]
+        else:
+            await keyword()
+            if vector is not None:
+                dense = await _dense(conn, samples, user, agent, conditions, depth, vector, created)
+        if dense is not None:
+            await _cosines(conn, dense, user, agent, vector, [s for s, _ in hits], created)
         around: dict[int, list[tuple[int, int]]] = {}
         heads: dict[int, str] = {}
         keys = list(dict.fromkeys([*(s for s, _ in hits), *(dense.ranked if dense else [])]))
@@ -64,7 +79,7 @@ async def ranked(
 
 async def _dense(
     conn: Any, samples: SampleCache, user: str, agent: str, conditions: tuple[Any, ...], depth: int, vector: Any,
-    extra: list[int], created: dict[int, int],
+    created: dict[int, int],
 ) -> DenseScores:
     size, top, embedder, writer, indexed_text = await (
         await conn.execute(VERSION_SQL, {"u": user, "a": agent})).fetchone()
@@ -88,10 +103,15 @@ async def _dense(
         ranked.append(seq)
         cosine[seq] = q.finite(float(cos))
         created[seq] = created_us
-    missing = [s for s in extra if s not in cosine]
+    return DenseScores(cosine, ranked, q.finite(mean), q.finite(std))
+
+
+async def _cosines(conn: Any, dense: DenseScores, user: str, agent: str, vector: Any, extra: list[int],
+                   created: dict[int, int]) -> None:
+    """Adds to ``dense`` the cosines of the keyword leg's memories that the dense leg did not rank."""
+    missing = [s for s in extra if s not in dense.cosine]
     if missing:
         cur = await conn.execute(q.COSINES_SQL, (vector, user, agent, missing))
         for seq, created_us, cos in await cur.fetchall():
-            cosine[seq] = q.finite(float(cos))
+            dense.cosine[seq] = q.finite(float(cos))
             created.setdefault(seq, created_us)
-    return DenseScores(cosine, ranked, q.finite(mean), q.finite(std))
