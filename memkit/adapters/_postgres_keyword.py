@@ -36,12 +36,20 @@ from memkit._retrieval._keyword import K1, B
 from memkit.adapters import _postgres_sql as q
 from memkit.adapters._sqlbase import filter_sql
 
-__all__ = ["MIGRATION", "MIGRATION_4", "REFERENCE_LENGTH", "TOP_POSTINGS", "Frequencies", "keyword_hits"]
+__all__ = ["MIGRATION", "MIGRATION_4", "REFERENCE_LENGTH", "TOP_POSTINGS", "Frequencies", "keyword_hits",
+           "postings_read"]
 
 #: The document length the stored impacts are computed for (close to short notes and chat lines).
 REFERENCE_LENGTH = 32
-#: How many postings a search reads per query term, at least (ten per candidate wanted, if more).
+#: How many postings a search reads, shared out among its query terms ...
 TOP_POSTINGS = 1_000
+#: ... but at least this many per term for each memory it wants.
+PER_CANDIDATE = 3
+
+
+def postings_read(terms: int, limit: int) -> int:
+    """How many postings a search for ``limit`` memories reads per query term, of ``terms``."""
+    return max(TOP_POSTINGS // max(1, terms), PER_CANDIDATE * limit)
 
 _IMPACT = (
     f"tf * {K1 + 1.0!r}::float8 / (tf + {K1!r}::float8 * (1 - {B!r}::float8 + {B!r}::float8 * len"
@@ -373,7 +381,7 @@ async def keyword_hits(
     is below the ``limit``-th best sure one, which changes nothing in the result. With filters,
     the best sure ones may not pass, so every candidate is scored.
     """
-    reach = max(TOP_POSTINGS, 10 * limit)
+    reach = postings_read(len(terms), limit)
     found = await _top(conn, user_id, agent_id, terms, reach, counted)
     if not found:
         return []
