@@ -165,6 +165,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--stores", default="postgres,sqlite")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--url", help="search this PostgreSQL store, one an earlier run's ingest built with the"
+                        " same --size (a million memories take most of an hour to write here): no ingest")
+    parser.add_argument("--against", type=Path, help="an earlier --out of the other store: compare top 10s with it")
     args = parser.parse_args()
 
     from memkit.testing import PostgresServer
@@ -176,7 +179,9 @@ def main() -> None:
     found: dict[str, dict[str, list[list[str]]]] = {}
     with tempfile.TemporaryDirectory(prefix="memkit-bench-pg-") as tmp:
         for store in args.stores.split(","):
-            if store == "postgres":
+            if store == "postgres" and args.url:
+                results[store] = {"search": asyncio.run(searches(args.url, queries, found.setdefault(store, {})))}
+            elif store == "postgres":
                 server = PostgresServer(settings={"shared_buffers": "1GB", "maintenance_work_mem": "512MB"})
                 with server:
                     url = server.url("bench") + "?pool_size=2"
@@ -188,22 +193,26 @@ def main() -> None:
                 results[store] = {"ingest": ingest(url, args.writers, texts, args.batch),
                                   "search": asyncio.run(searches(url, queries, found.setdefault(store, {})))}
             print(json.dumps({store: results[store]}), flush=True)
-    if "postgres" in found and "sqlite" in found:
+    results["top10"] = found
+    if args.against:
+        found = {**json.loads(args.against.read_text())["top10"], **found}
+    if "postgres" in found and "sqlite" in found and "postgres" in results:
         # PostgreSQL's keyword leg reads a share of each term's postings (the best by impact), so
         # its top 10 can differ from SQLite's exhaustive one: how much, per mode.
         results["postgres"]["search"]["top10_shared_with_sqlite"] = overlap(found["postgres"], found["sqlite"])
         print(json.dumps({"top10_shared_with_sqlite": results["postgres"]["search"]["top10_shared_with_sqlite"]}))
     rows = [
-        {"store": store, "ingest/s": r["ingest"]["memories_per_s"],
-         "ingest CPU us/mem": r["ingest"]["writers_cpu_us_per_memory"] + r["ingest"].get("server_cpu_us_per_memory", 0),
-         "index s": r["ingest"].get("index_s", ""),
+        {"store": store, "ingest/s": r.get("ingest", {}).get("memories_per_s", "-"),
+         "ingest CPU us/mem": r["ingest"]["writers_cpu_us_per_memory"] + r["ingest"].get("server_cpu_us_per_memory", 0)
+         if "ingest" in r else "-",
+         "index s": r.get("ingest", {}).get("index_s", ""),
          "first search ms": r["search"]["first_search_ms"],
          **{f"{mode} p50/p95 ms": f"{r['search'][mode]['p50_ms']:.1f}/{r['search'][mode]['p95_ms']:.1f}"
             for mode in MODES}, "load (search)": r["search"]["load"]}
-        for store, r in results.items() if isinstance(r, dict)
+        for store, r in results.items() if store in ("postgres", "sqlite")
     ]
     print_table(rows, list(rows[0]))
-    print(dump(results))
+    print(dump({k: v for k, v in results.items() if k != "top10"}))
     if args.out:
         args.out.write_text(dump(results))
 

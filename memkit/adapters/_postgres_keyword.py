@@ -5,18 +5,31 @@ thousands of ``tsvector`` values per search in a big namespace. Instead, the dat
 row per (memory, term) in ``postings``, ordered in a b-tree by the term's *impact* in that
 memory: its BM25 term weight ``tf (k1 + 1) / (tf + k1 (1 - b + b len / REFERENCE_LENGTH))``
 for a fixed reference length. A search reads, per query term, the document frequency (an index
-count) and only the ``TOP_POSTINGS`` highest-impact postings; the memories found there are scored
-exactly from their ``tsvector`` as before (the namespace's real average length, the same idf).
+count) and only the highest-impact postings: ``TOP_POSTINGS`` in all, shared among the query's
+terms, and at least ``PER_CANDIDATE`` per memory wanted (:func:`postings_read`), so the memories
+found stay about ``TOP_POSTINGS`` however many terms a query has. Each memory found is then
+scored exactly from its ``tsvector`` (the namespace's real average length, the same idf), which
+costs a read of its row: the leg's main cost, so the budget bounds it.
+
+Before that, bounds from the impacts read set aside the memories that cannot make the list
+(:func:`_bounds`): a memory whose best possible score is below the ``limit``-th best sure score
+is not read at all. That changes nothing in the result (the best ``limit`` of the memories found,
+exactly scored); it spares most of the reads when a rare term beside common ones decides the
+list, and little when every list is long and flat (common terms in short notes all weigh the same,
+and only a memory's row says which other query terms it holds).
 
 The rows returned are always scored exactly; what the cut can change is which memories make
 the list. It changes nothing when no list was cut (every term's document frequency within the postings
-read: any namespace of up to ``TOP_POSTINGS`` memories, for one). Otherwise it is the WAND-style
-approximation search engines make: a memory holding several query terms, each with a weight
-below that term's top ``TOP_POSTINGS``, can be missed. At 100k memories (bench/postgres.py's
-Zipf corpus, 60 queries) the top 10 were the exhaustive statement's for every query and the top
-100 shared 99.8% of their memories. When fewer than ``limit`` candidates pass the filters (a
-filter that rejects most of them), the exhaustive statement of :mod:`memkit.adapters._postgres_sql`
-runs instead, so a filtered search never comes back short.
+read). Otherwise it is the approximation search engines make: a memory holding several query
+terms, each with a weight below the postings read for that term, can be missed. Measured at a
+million memories (bench/postgres.py's Zipf corpus, its 60 queries, against the exhaustive
+statement on the same store, load average 12): with 1,000 postings per search shared among the
+terms, the top 10 held 84.7% of the exhaustive top 10 (44 of 60 queries exactly), at 30 / 44 ms
+p50 / p95; 1,000 postings per term held 94.3% (52 of 60) at 66 / 155 ms. For the 100 a hybrid
+search asks of the leg: 79.5% of the exhaustive top 100 at 41 / 70 ms, against 94.8% at 105 / 173 ms. When fewer than
+``limit`` candidates pass the filters (a filter that rejects most of them), the exhaustive
+statement of :mod:`memkit.adapters._postgres_sql` runs instead, so a filtered search never comes
+back short.
 
 Postings are kept by triggers on ``memories`` (statement-level for inserts and deletes, so one
 multi-row insert pays one call), in the writer's transaction: a search never sees a memory

@@ -18,6 +18,10 @@ from memkit.adapters._postgres_keyword import Frequencies, keyword_hits
 
 __all__ = ["ranked"]
 
+_HNSW_SETTINGS = (
+    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)"
+)
+
 
 async def ranked(
     pool: Any, request: SearchOp, conditions: tuple[Any, ...], vector: Any, samples: SampleCache,
@@ -51,19 +55,29 @@ async def ranked(
             await keyword()
             if vector is not None:
                 dense = await _dense(conn, samples, user, agent, conditions, depth, vector, created)
-        if dense is not None:
-            await _cosines(conn, dense, user, agent, vector, [s for s, _ in hits], created)
         around: dict[int, list[tuple[int, int]]] = {}
         heads: dict[int, str] = {}
         keys = list(dict.fromkeys([*(s for s, _ in hits), *(dense.ranked if dense else [])]))
-        if request.mode == "hybrid" and keys:
-            if request.config.context > 0:
-                sql, params = q.neighbours_statement(user, agent, keys, len(CONTEXT_REACH))
-                for seq, step, other in await (await conn.execute(sql, params)).fetchall():
-                    around.setdefault(seq, []).append((abs(int(step)), other))
-            if request.config.speaker > 0:
-                # Who spoke a chat line is in its first characters; no index in this process holds it.
-                heads = dict(await (await conn.execute(q.HEADS_SQL, (user, agent, keys))).fetchall())
+        missing = [s for s, _ in hits if dense is not None and s not in dense.cosine]
+        hybrid = request.mode == "hybrid" and keys
+        # Independent statements, sent together: one round trip, not one each.
+        async with conn.pipeline():
+            cosines = await conn.execute(q.COSINES_SQL, (vector, user, agent, missing)) if missing else None
+            near = None
+            if hybrid and request.config.context > 0:
+                near = await conn.execute(*q.neighbours_statement(user, agent, keys, len(CONTEXT_REACH)))
+            # Who spoke a chat line is in its first characters; no index in this process holds it.
+            spoke = await conn.execute(q.HEADS_SQL, (user, agent, keys)) if hybrid and request.config.speaker > 0 \
+                else None
+        if cosines is not None and dense is not None:
+            for seq, created_us, cos in await cosines.fetchall():
+                dense.cosine[seq] = q.finite(float(cos))
+                created.setdefault(seq, created_us)
+        if near is not None:
+            for seq, step, other in await near.fetchall():
+                around.setdefault(seq, []).append((abs(int(step)), other))
+        if spoke is not None:
+            heads = dict(await spoke.fetchall())
 
         def newer(seqs: list[int]) -> dict[int, tuple[int, int]]:
             return {s: (created.get(s, 0), s) for s in seqs}
@@ -89,14 +103,15 @@ async def _dense(
     mean, std = await samples.stats(conn, user, agent, (size, int(top or 0), embedder, writer), vector)
     exact = size <= q.DENSE_EXACT_MAX or indexed <= 0
     sql, params = q.dense_statement(user, agent, conditions, depth, exact, vector, indexed)
-    async with conn.transaction():
+    # The settings, the statement and the transaction around them in one round trip.
+    async with conn.pipeline(), conn.transaction():
         if not exact:
             # Filtered HNSW scans keep going until enough rows of this namespace pass.
-            await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(40, 2 * depth)),))
+            await conn.execute(_HNSW_SETTINGS, (str(max(40, 2 * depth)),))
         # Never a prepared statement: a generic plan, not knowing the LIMIT, scores the whole
         # namespace through its seq index instead of walking the HNSW graph (seen at 100k: 1-2 s).
-        rows = await (await conn.execute(sql, params, prepare=False)).fetchall()
+        cur = await conn.execute(sql, params, prepare=False)
+    rows = await cur.fetchall()
     ranked: list[int] = []
     cosine: dict[int, float] = {}
     for seq, created_us, cos in sorted(rows, key=lambda r: (-float(r[2]), r[0]))[:depth]:
@@ -105,13 +120,3 @@ async def _dense(
         created[seq] = created_us
     return DenseScores(cosine, ranked, q.finite(mean), q.finite(std))
 
-
-async def _cosines(conn: Any, dense: DenseScores, user: str, agent: str, vector: Any, extra: list[int],
-                   created: dict[int, int]) -> None:
-    """Adds to ``dense`` the cosines of the keyword leg's memories that the dense leg did not rank."""
-    missing = [s for s in extra if s not in dense.cosine]
-    if missing:
-        cur = await conn.execute(q.COSINES_SQL, (vector, user, agent, missing))
-        for seq, created_us, cos in await cur.fetchall():
-            dense.cosine[seq] = q.finite(float(cos))
-            created.setdefault(seq, created_us)
