@@ -2,6 +2,9 @@
 
     python bench/postgres.py                      # 100k memories, one shared namespace
     python bench/postgres.py --size 20000 --queries 100
+    python bench/postgres.py --size 1000000 --stores sqlite --writers 1 --out sqlite.json
+    python bench/postgres.py --size 1000000 --stores postgres --url postgresql://... --against sqlite.json
+                                                  # search a store an earlier run wrote (no ingest)
 
 Both stores get the same corpus (bench/run.py's Zipf-distributed notes) with the default static
 embedder, written by ``--writers`` processes at once in ``add_many`` batches of ``--batch``
