@@ -15,8 +15,12 @@ from memkit._retrieval._keyword import analyze_query, named_speakers
 from memkit.adapters import _postgres_sql as q
 from memkit.adapters._postgres_dense import VERSION_SQL, SampleCache
 from memkit.adapters._postgres_keyword import Frequencies, keyword_hits
+from memkit.adapters._postgres_loop import load_psycopg
 
 __all__ = ["ranked"]
+
+#: How long a search waits for a second connection (seconds): only for one the pool is opening.
+_SPARE_WAIT_S = 0.005
 
 _HNSW_SETTINGS = (
     "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)"
@@ -42,15 +46,15 @@ async def ranked(
                     hits.append((seq, score))
                     created[seq] = created_us
 
-        async def dense_leg() -> DenseScores:
-            async with pool.connection() as other:
-                return await _dense(other, samples, user, agent, conditions, depth, vector, created)
-
         dense = None
-        if vector is not None and terms and pool.max_size > 1:
+        other = await _spare(pool) if vector is not None and terms else None
+        if other is not None:
             # The two legs on two connections at once: a search waits for the slower, not for both.
-            # (A pool of one connection would wait for itself, so it runs them one after the other.)
-            dense = (await asyncio.gather(keyword(), dense_leg()))[1]
+            try:
+                dense = (await asyncio.gather(
+                    keyword(), _dense(other, samples, user, agent, conditions, depth, vector, created)))[1]
+            finally:
+                await pool.putconn(other)
         else:
             await keyword()
             if vector is not None:
@@ -90,6 +94,19 @@ async def ranked(
         )).fetchall() if wanted else []
     records = {r[0]: q.row_record(r) for r in rows}
     return [records[s].to_item(score, details) for s, score, details in top if s in records]
+
+async def _spare(pool: Any) -> Any:
+    """A second connection if the pool can give one at once, else None. Never waiting for one: a
+    search holding a connection while it waits for another could wait forever on searches doing
+    the same (a pool of two and two searches at once), so a busy pool runs the legs in turn."""
+    if pool.max_size < 2:
+        return None
+    _, psycopg_pool = load_psycopg()
+    try:
+        return await pool.getconn(timeout=_SPARE_WAIT_S)
+    except psycopg_pool.PoolTimeout:
+        return None
+
 
 async def _dense(
     conn: Any, samples: SampleCache, user: str, agent: str, conditions: tuple[Any, ...], depth: int, vector: Any,
