@@ -2,6 +2,9 @@
 
     python bench/postgres.py                      # 100k memories, one shared namespace
     python bench/postgres.py --size 20000 --queries 100
+    python bench/postgres.py --size 1000000 --stores sqlite --writers 1 --out sqlite.json
+    python bench/postgres.py --size 1000000 --stores postgres --url postgresql://... --against sqlite.json
+                                                  # search a store an earlier run wrote (no ingest)
 
 Both stores get the same corpus (bench/run.py's Zipf-distributed notes) with the default static
 embedder, written by ``--writers`` processes at once in ``add_many`` batches of ``--batch``
@@ -30,6 +33,7 @@ import os
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +120,8 @@ def _load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-async def searches(url: str, queries: list[str]) -> dict[str, Any]:
+async def searches(url: str, queries: list[str], found: dict[str, list[list[str]]]) -> dict[str, Any]:
+    """Latency per mode; ``found`` gets each query's top 10 contents per mode (from the timed pass)."""
     import memkit
 
     mem = memkit.open(url).provider
@@ -126,13 +131,33 @@ async def searches(url: str, queries: list[str]) -> dict[str, Any]:
         await mem.search(queries[0], "lab", "bio")
         out["first_search_ms"] = round((time.perf_counter() - start) * 1e3, 1)
         for mode in MODES:
-            calls = [lambda q=q, m=mode: mem.search(q, "lab", "bio", limit=10, mode=m) for q in queries]
-            await time_each(calls)  # warm-up pass: caches, plans, buffers
-            out[mode] = percentiles(await time_each(calls))
+            tops: list[list[str]] = []
+
+            async def one(q: str, m: str = mode, into: list[list[str]] | None = None) -> None:
+                hits = await mem.search(q, "lab", "bio", limit=10, mode=m)
+                if into is not None:
+                    into.append([h.content for h in hits])
+
+            await time_each([lambda q=q: one(q) for q in queries])  # warm-up pass: caches, plans, buffers
+            out[mode] = percentiles(await time_each([lambda q=q, t=tops: one(q, into=t) for q in queries]))
+            found[mode] = tops
         out["load"] = _load()
         return out
     finally:
         await mem.aclose()
+
+
+def overlap(mine: dict[str, list[list[str]]], theirs: dict[str, list[list[str]]]) -> dict[str, float]:
+    """Per mode, the share of the other store's top 10 that this store's top 10 holds too (by
+    content, duplicates counted once each), averaged over the queries."""
+    out = {}
+    for mode in MODES:
+        shares = []
+        for a, b in zip(mine[mode], theirs[mode], strict=True):
+            if b:
+                shares.append(sum((Counter(a) & Counter(b)).values()) / len(b))
+        out[mode] = round(sum(shares) / len(shares), 3) if shares else 1.0
+    return out
 
 
 def main() -> None:
@@ -143,6 +168,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--stores", default="postgres,sqlite")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--url", help="search this PostgreSQL store, one an earlier run's ingest built with the"
+                        " same --size (a million memories take most of an hour to write here): no ingest")
+    parser.add_argument("--against", type=Path, help="an earlier --out of the other store: compare top 10s with it")
     args = parser.parse_args()
 
     from memkit.testing import PostgresServer
@@ -151,31 +179,43 @@ def main() -> None:
     queries = make_queries(texts, args.queries, 7)
     results: dict[str, Any] = {"size": args.size, "writers": args.writers, "batch": args.batch,
                                "queries": args.queries}
+    found: dict[str, dict[str, list[list[str]]]] = {}
     with tempfile.TemporaryDirectory(prefix="memkit-bench-pg-") as tmp:
         for store in args.stores.split(","):
-            if store == "postgres":
+            if store == "postgres" and args.url:
+                results[store] = {"search": asyncio.run(searches(args.url, queries, found.setdefault(store, {})))}
+            elif store == "postgres":
                 server = PostgresServer(settings={"shared_buffers": "1GB", "maintenance_work_mem": "512MB"})
                 with server:
                     url = server.url("bench") + "?pool_size=2"
                     results[store] = {"ingest": ingest(url, args.writers, texts, args.batch, server.port),
-                                      "search": asyncio.run(searches(url, queries)),
+                                      "search": asyncio.run(searches(url, queries, found.setdefault(store, {}))),
                                       "server": server.server_version}
             else:
                 url = f"sqlite:///{tmp}/bench.db"
                 results[store] = {"ingest": ingest(url, args.writers, texts, args.batch),
-                                  "search": asyncio.run(searches(url, queries))}
+                                  "search": asyncio.run(searches(url, queries, found.setdefault(store, {})))}
             print(json.dumps({store: results[store]}), flush=True)
+    results["top10"] = found
+    if args.against:
+        found = {**json.loads(args.against.read_text())["top10"], **found}
+    if "postgres" in found and "sqlite" in found and "postgres" in results:
+        # PostgreSQL's keyword leg reads a share of each term's postings (the best by impact), so
+        # its top 10 can differ from SQLite's exhaustive one: how much, per mode.
+        results["postgres"]["search"]["top10_shared_with_sqlite"] = overlap(found["postgres"], found["sqlite"])
+        print(json.dumps({"top10_shared_with_sqlite": results["postgres"]["search"]["top10_shared_with_sqlite"]}))
     rows = [
-        {"store": store, "ingest/s": r["ingest"]["memories_per_s"],
-         "ingest CPU us/mem": r["ingest"]["writers_cpu_us_per_memory"] + r["ingest"].get("server_cpu_us_per_memory", 0),
-         "index s": r["ingest"].get("index_s", ""),
+        {"store": store, "ingest/s": r.get("ingest", {}).get("memories_per_s", "-"),
+         "ingest CPU us/mem": r["ingest"]["writers_cpu_us_per_memory"] + r["ingest"].get("server_cpu_us_per_memory", 0)
+         if "ingest" in r else "-",
+         "index s": r.get("ingest", {}).get("index_s", ""),
          "first search ms": r["search"]["first_search_ms"],
          **{f"{mode} p50/p95 ms": f"{r['search'][mode]['p50_ms']:.1f}/{r['search'][mode]['p95_ms']:.1f}"
             for mode in MODES}, "load (search)": r["search"]["load"]}
-        for store, r in results.items() if isinstance(r, dict)
+        for store, r in results.items() if store in ("postgres", "sqlite")
     ]
     print_table(rows, list(rows[0]))
-    print(dump(results))
+    print(dump({k: v for k, v in results.items() if k != "top10"}))
     if args.out:
         args.out.write_text(dump(results))
 

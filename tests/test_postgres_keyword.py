@@ -81,22 +81,33 @@ async def test_postings_follow_every_write_and_the_migration_fills_them(postgres
         await mem.aclose()
 
 
-@pytest.mark.parametrize("reach", [3, 40, 2_000])
+# Each term's best postings, as a search reads them: the memories a search may return.
+_TOP_READ = """
+SELECT DISTINCT x.seq FROM unnest(%s::text[]) AS t(term) CROSS JOIN LATERAL (
+    SELECT p.seq FROM postings p JOIN namespaces s ON s.id = p.ns
+    WHERE s.user_id = 'u' AND s.agent_id = 'a' AND p.term = hashtextextended(t.term, 0)
+    ORDER BY p.impact DESC, p.seq DESC LIMIT %s) x
+"""
+
+
+@pytest.mark.parametrize("budget", [12, 160, 8_000])
 async def test_the_top_postings_give_exact_scores_and_the_exhaustive_rows_when_nothing_is_cut(
-    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch, reach: int,
+    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch, budget: int,
 ) -> None:
     """Every row returned carries the memory's exact BM25 (as scoring every memory gives it), in the
-    exhaustive order; with no list cut (2,000 postings per term in a namespace of 1,500) the rows are
-    the exhaustive statement's, and so are they when a filter rejects too many candidates. Never a
-    memory of the other namespace, which holds the same words."""
+    exhaustive order, and the rows are the best of the memories in the postings read (the bounds that
+    spare scoring most of them never drop one that belongs); with no list cut (2,000 postings per
+    term in a namespace of 1,500) they are the exhaustive statement's, and so are they when a filter
+    rejects too many candidates. Never a memory of the other namespace, which holds the same words."""
     import psycopg
 
     from memkit._retrieval._filters import parse_filters
     from memkit.adapters import _postgres_keyword, _postgres_sql
 
-    monkeypatch.setattr(_postgres_keyword, "TOP_POSTINGS", reach)
+    monkeypatch.setattr(_postgres_keyword, "TOP_POSTINGS", budget)
+    monkeypatch.setattr(_postgres_keyword, "PER_CANDIDATE", 1)
     url = postgres_server.url(f"t_{uuid.uuid4().hex[:12]}")
-    rng = random.Random(reach)
+    rng = random.Random(budget)
     mem = PostgresAdapter(url, embedder=None)
     try:
         await mem.add_many([{"content": _note(rng), "user_id": "u", "agent_id": "a", "metadata": {"k": i % 3}}
@@ -119,8 +130,13 @@ async def test_the_top_postings_give_exact_scores_and_the_exhaustive_rows_when_n
                     assert {s for s, _, _ in got} <= mine
                     assert [v for _, _, v in got] == pytest.approx([exact[s] for s, _, _ in got], rel=1e-9)
                     assert got == sorted(got, key=lambda r: (-r[2], -r[1], -r[0]))
+                    reach = _postgres_keyword.postings_read(len(terms), limit)
                     if reach >= 1_500:
                         assert [s for s, _, _ in got] == [s for s, _, _ in every[:limit]], (terms, limit)
+                    elif not conditions:
+                        read = {r[0] for r in await (await conn.execute(_TOP_READ, (terms, reach))).fetchall()}
+                        best = [s for s, _, _ in every if s in read][:limit]
+                        assert [s for s, _, _ in got] == best, (terms, limit)
 
 
 async def test_a_schema_3_store_upgrades_to_integer_postings(postgres_server: PostgresServer) -> None:
@@ -233,3 +249,39 @@ async def test_kept_document_frequencies_never_outlive_a_write_from_elsewhere(
     finally:
         await reader.aclose()
         await other.aclose()
+
+
+async def test_memories_that_cannot_make_the_list_are_not_scored(
+    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A rare query term beside a common one: the memories holding only the common term cannot
+    outscore those holding both (their bounds say so), so they are never read and scored, and the
+    rows are still the exhaustive statement's."""
+    import psycopg
+
+    from memkit.adapters import _postgres_keyword, _postgres_sql
+
+    url = postgres_server.url(f"t_{uuid.uuid4().hex[:12]}")
+    rng = random.Random(5)
+    mem = PostgresAdapter(url, embedder=None)
+    try:
+        await mem.add_many([{"content": "w0 " + _note(rng), "user_id": "u", "agent_id": "a"} for _ in range(300)])
+        await mem.add_many([{"content": f"w0 zebra note {i}", "user_id": "u", "agent_id": "a"} for i in range(3)])
+        await mem.add_many([{"content": "w0 zebra elsewhere", "user_id": "u", "agent_id": "b"} for _ in range(5)])
+    finally:
+        await mem.aclose()
+    scored: list[int] = []
+    real = _postgres_keyword._scores
+
+    async def spy(*args: Any) -> Any:
+        scored.append(len(args[5]))
+        return await real(*args)
+
+    monkeypatch.setattr(_postgres_keyword, "_scores", spy)
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        sql, params = _postgres_sql.keyword_statement("u", "a", ["w0", "zebra"], (), 3)
+        every = await (await conn.execute(sql, params, prepare=False)).fetchall()
+        got = await _postgres_keyword.keyword_hits(conn, "u", "a", ["w0", "zebra"], (), 3)
+    assert [(s, c) for s, c, _ in got] == [(s, c) for s, c, _ in every]
+    assert [v for _, _, v in got] == pytest.approx([float(v) for _, _, v in every], rel=1e-9)
+    assert len(scored) == 1 and 3 <= scored[0] < 30, scored  # of 303 memories holding a query term

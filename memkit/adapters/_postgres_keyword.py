@@ -5,18 +5,31 @@ thousands of ``tsvector`` values per search in a big namespace. Instead, the dat
 row per (memory, term) in ``postings``, ordered in a b-tree by the term's *impact* in that
 memory: its BM25 term weight ``tf (k1 + 1) / (tf + k1 (1 - b + b len / REFERENCE_LENGTH))``
 for a fixed reference length. A search reads, per query term, the document frequency (an index
-count) and only the ``TOP_POSTINGS`` highest-impact postings; the memories found there are scored
-exactly from their ``tsvector`` as before (the namespace's real average length, the same idf).
+count) and only the highest-impact postings: ``TOP_POSTINGS`` in all, shared among the query's
+terms, and at least ``PER_CANDIDATE`` per memory wanted (:func:`postings_read`), so the memories
+found stay about ``TOP_POSTINGS`` however many terms a query has. Each memory found is then
+scored exactly from its ``tsvector`` (the namespace's real average length, the same idf), which
+costs a read of its row: the leg's main cost, so the budget bounds it.
+
+Before that, bounds from the impacts read set aside the memories that cannot make the list
+(:func:`_bounds`): a memory whose best possible score is below the ``limit``-th best sure score
+is not read at all. That changes nothing in the result (the best ``limit`` of the memories found,
+exactly scored); it spares most of the reads when a rare term beside common ones decides the
+list, and little when every list is long and flat (common terms in short notes all weigh the same,
+and only a memory's row says which other query terms it holds).
 
 The rows returned are always scored exactly; what the cut can change is which memories make
 the list. It changes nothing when no list was cut (every term's document frequency within the postings
-read: any namespace of up to ``TOP_POSTINGS`` memories, for one). Otherwise it is the WAND-style
-approximation search engines make: a memory holding several query terms, each with a weight
-below that term's top ``TOP_POSTINGS``, can be missed. At 100k memories (bench/postgres.py's
-Zipf corpus, 60 queries) the top 10 were the exhaustive statement's for every query and the top
-100 shared 99.8% of their memories. When fewer than ``limit`` candidates pass the filters (a
-filter that rejects most of them), the exhaustive statement of :mod:`memkit.adapters._postgres_sql`
-runs instead, so a filtered search never comes back short.
+read). Otherwise it is the approximation search engines make: a memory holding several query
+terms, each with a weight below the postings read for that term, can be missed. Measured at a
+million memories (bench/postgres.py's Zipf corpus, its 60 queries, against the exhaustive
+statement on the same store, load average 12): with 1,000 postings per search shared among the
+terms, the top 10 held 84.7% of the exhaustive top 10 (44 of 60 queries exactly), at 30 / 44 ms
+p50 / p95; 1,000 postings per term held 94.3% (52 of 60) at 66 / 155 ms. For the 100 a hybrid
+search asks of the leg: 79.5% of the exhaustive top 100 at 41 / 70 ms, against 94.8% at 105 / 173 ms. When fewer than
+``limit`` candidates pass the filters (a filter that rejects most of them), the exhaustive
+statement of :mod:`memkit.adapters._postgres_sql` runs instead, so a filtered search never comes
+back short.
 
 Postings are kept by triggers on ``memories`` (statement-level for inserts and deletes, so one
 multi-row insert pays one call), in the writer's transaction: a search never sees a memory
@@ -27,19 +40,29 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from memkit._retrieval._filters import Condition
 from memkit._retrieval._keyword import K1, B
 from memkit.adapters import _postgres_sql as q
 from memkit.adapters._sqlbase import filter_sql
 
-__all__ = ["MIGRATION", "MIGRATION_4", "REFERENCE_LENGTH", "TOP_POSTINGS", "Frequencies", "keyword_hits"]
+__all__ = ["MIGRATION", "MIGRATION_4", "REFERENCE_LENGTH", "TOP_POSTINGS", "Frequencies", "keyword_hits",
+           "postings_read"]
 
 #: The document length the stored impacts are computed for (close to short notes and chat lines).
 REFERENCE_LENGTH = 32
-#: How many postings a search reads per query term, at least (ten per candidate wanted, if more).
+#: How many postings a search reads, shared out among its query terms ...
 TOP_POSTINGS = 1_000
+#: ... but at least this many per term for each memory it wants.
+PER_CANDIDATE = 3
+
+
+def postings_read(terms: int, limit: int) -> int:
+    """How many postings a search for ``limit`` memories reads per query term, of ``terms``."""
+    return max(TOP_POSTINGS // max(1, terms), PER_CANDIDATE * limit)
 
 _IMPACT = (
     f"tf * {K1 + 1.0!r}::float8 / (tf + {K1!r}::float8 * (1 - {B!r}::float8 + {B!r}::float8 * len"
@@ -218,12 +241,12 @@ SELECT s.count, CASE WHEN s.terms > 0 THEN s.terms::float8 / s.count ELSE 1 END,
             WHEN t.term = ANY(%(known)s::text[]) THEN NULL
             ELSE (SELECT count(*) FROM (SELECT FROM postings p WHERE p.ns = ns.id AND p.term = t.hash
                                         LIMIT ceil(s.count / 2.0)::bigint) c) END,
-       top.seqs, top.n
+       top.seqs, top.n, top.impacts
 FROM namespace_stats s
 JOIN namespaces ns ON ns.user_id = s.user_id AND ns.agent_id = s.agent_id
 CROSS JOIN LATERAL (SELECT x.term, hashtextextended(x.term, 0) AS hash FROM unnest(%(terms)s::text[]) AS x(term)) t
 CROSS JOIN LATERAL (
-    SELECT array_agg(x.seq) AS seqs, count(*) AS n FROM (
+    SELECT array_agg(x.seq) AS seqs, count(*) AS n, array_agg(x.impact) AS impacts FROM (
         SELECT p.seq, p.impact FROM postings p WHERE p.ns = ns.id AND p.term = t.hash
         ORDER BY p.impact DESC, p.seq DESC LIMIT %(reach)s) x
 ) top
@@ -263,24 +286,37 @@ class Frequencies:
             self._kept.popitem(last=False)
 
 
+class _Found(NamedTuple):
+    """One query term's top postings, as :func:`_top` reads them."""
+
+    n: float  # the namespace's memories
+    avglen: float  # and their average length
+    term: str
+    df: int  # its document frequency (exact, or at least ceil(n / 2))
+    seqs: list[int]  # its highest-impact memories, best first
+    impacts: list[float]  # and their impacts
+    got: int  # how many were read
+
+
 async def _top(conn: Any, user_id: str, agent_id: str, terms: list[str], reach: int,
-               counted: Frequencies | None) -> list[tuple[float, float, str, int, list[int], int]]:
-    """Per term: N, the average length, the term, its document frequency, its top postings' seqs
-    and how many were read."""
+               counted: Frequencies | None) -> list[_Found]:
+    """Per term: N, the average length, the term, its document frequency, its top postings and
+    how many were read."""
     key = (user_id, agent_id)
     version, known = counted.known(key) if counted is not None else (None, {})
     args = {"reach": reach, "terms": terms, "u": user_id, "a": agent_id}
     rows = await (await conn.execute(_TOP_SQL, {**args, "known": [t for t in terms if t in known]},
                                      prepare=False)).fetchall()
-    if rows and any(df is None for *_, df, _, _ in rows) and (int(rows[0][0]), rows[0][2]) != version:
+    if rows and any(r[4] is None for r in rows) and (int(rows[0][0]), rows[0][2]) != version:
         rows = await (await conn.execute(_TOP_SQL, {**args, "known": []}, prepare=False)).fetchall()
     if not rows:
         return []
     now = (int(rows[0][0]), str(rows[0][2]))
     if counted is not None:
-        counted.keep(key, now, {t: int(df) for _, _, _, t, df, _, got in rows if df is not None and got >= reach})
-    return [(float(n), float(avglen), t, int(known[t] if df is None else df), seqs or [], int(got))
-            for n, avglen, _, t, df, seqs, got in rows]
+        counted.keep(key, now, {r[3]: int(r[4]) for r in rows if r[4] is not None and r[6] >= reach})
+    return [_Found(float(n), float(avglen), t, int(known[t] if df is None else df), seqs or [], impacts or [],
+                   int(got))
+            for n, avglen, _, t, df, seqs, got, impacts in rows]
 
 
 # The exact BM25 of the candidate memories that pass the filters, with the idf given per term.
@@ -309,6 +345,41 @@ def _idf(n: float, df: int) -> float:
     return x if x > 0 else 1e-6
 
 
+def _bounds(found: list[_Found], idf: dict[str, float], reach: int) -> tuple[Any, Any, Any]:
+    """``(candidates, low, high)``: every memory found in a top list, with bounds on its exact BM25.
+
+    A stored impact is the term's BM25 weight for a document length over ``REFERENCE_LENGTH``; for
+    the namespace's average length ``A`` the weight of the same (tf, length) lies between the
+    impact times ``min(1, A / REFERENCE_LENGTH)`` and times ``max(1, A / REFERENCE_LENGTH)`` (the
+    length term of the denominator scales by at most that ratio), and below ``K1 + 1``. A memory
+    missing from a term's list that was cut has an impact at most the last one read there; from a
+    list read whole it does not hold the term.
+    """
+    ratio = found[0].avglen / REFERENCE_LENGTH
+    low, high, cap = min(1.0, ratio), max(1.0, ratio), K1 + 1.0
+    lists = [(f, idf[f.term], np.asarray(f.impacts, dtype=np.float64)) for f in found if f.seqs]
+    missing = {f.term: w * min(v[-1] * high, cap) if f.got >= reach else 0.0 for f, w, v in lists}
+    seqs = np.concatenate([np.asarray(f.seqs, dtype=np.int64) for f, _, _ in lists])
+    candidates, at = np.unique(seqs, return_inverse=True)
+    lower = np.bincount(at, np.concatenate([w * v * low for _, w, v in lists]), len(candidates))
+    upper = sum(missing.values()) + np.bincount(
+        at, np.concatenate([w * np.minimum(v * high, cap) - missing[f.term] for f, w, v in lists]), len(candidates))
+    # Room for floating-point rounding, here and in the database's own sums.
+    return candidates, lower * (1 - 1e-9), upper * (1 + 1e-9)
+
+
+async def _scores(conn: Any, user_id: str, agent_id: str, found: list[_Found], idf: dict[str, float],
+                  candidates: list[int], conditions: tuple[Condition, ...], limit: int) -> list[tuple[int, int, float]]:
+    where, params = filter_sql(conditions, q.POSTGRES)
+    used = [f.term for f in found if f.seqs]
+    return [(int(s), int(c), float(v)) for s, c, v in await (await conn.execute(
+        _SCORE_SQL.format(where=where),
+        [used, [idf[t] for t in used], used, user_id, agent_id, candidates, *params,
+         K1 + 1.0, K1, B, B, found[0].avglen, limit],
+        prepare=False,
+    )).fetchall()]
+
+
 async def keyword_hits(
     conn: Any, user_id: str, agent_id: str, terms: list[str], conditions: tuple[Condition, ...], limit: int,
     counted: Frequencies | None = None,
@@ -316,26 +387,33 @@ async def keyword_hits(
     """``(seq, created_us, bm25)`` of the namespace's best ``limit`` memories for ``terms``, best
     first, ties newest first, each scored exactly; the candidates are the memories among each term's
     top postings (see the module's note on what that cut can miss). ``counted``: the store's
-    document frequencies counted before (see :class:`Frequencies`)."""
-    reach = max(TOP_POSTINGS, 10 * limit)
-    rows = await _top(conn, user_id, agent_id, terms, reach, counted)
-    if not rows:
+    document frequencies counted before (see :class:`Frequencies`).
+
+    Only the candidates that can still make the list are scored from their ``tsvector``: bounds
+    from the postings' impacts (:func:`_bounds`) set aside every memory whose best possible score
+    is below the ``limit``-th best sure one, which changes nothing in the result. With filters,
+    the best sure ones may not pass, so every candidate is scored.
+    """
+    reach = postings_read(len(terms), limit)
+    found = await _top(conn, user_id, agent_id, terms, reach, counted)
+    if not found:
         return []
-    n, avglen = rows[0][0], rows[0][1]
-    found = [(term, _idf(n, df), seqs, got) for _, _, term, df, seqs, got in rows]
-    candidates = sorted({s for _, _, seqs, _ in found for s in seqs})
-    cut = any(got >= reach for _, _, _, got in found)  # else every memory holding a term was read
+    n = found[0].n
+    idf = {f.term: _idf(n, f.df) for f in found}
+    cut = any(f.got >= reach for f in found)  # else every memory holding a term was read
     scored: list[tuple[int, int, float]] = []
-    if candidates:
-        where, params = filter_sql(conditions, q.POSTGRES)
-        used = [t for t, _, seqs, _ in found if seqs]
-        idf = {t: i for t, i, _, _ in found}
-        scored = [(int(s), int(c), float(v)) for s, c, v in await (await conn.execute(
-            _SCORE_SQL.format(where=where),
-            [used, [idf[t] for t in used], used, user_id, agent_id, candidates, *params,
-             K1 + 1.0, K1, B, B, avglen, limit],
-            prepare=False,
-        )).fetchall()]
+    if any(f.seqs for f in found):
+        candidates, lower, upper = _bounds(found, idf, reach)
+        if not conditions and len(candidates) > limit:
+            floor = float(np.partition(lower, len(lower) - limit)[len(lower) - limit])
+            kept = candidates[upper >= floor]
+            scored = await _scores(conn, user_id, agent_id, found, idf, kept.tolist(), (), limit)
+            # Each of the sure ones scores at least its lower bound, so the list's last does too;
+            # only two terms sharing a hash (one list holding both) could break the bound.
+            if len(scored) < limit or scored[limit - 1][2] < floor:
+                scored = await _scores(conn, user_id, agent_id, found, idf, candidates.tolist(), (), limit)
+        else:
+            scored = await _scores(conn, user_id, agent_id, found, idf, candidates.tolist(), conditions, limit)
     if not cut or len(scored) >= limit:
         return scored
     sql, params = q.keyword_statement(user_id, agent_id, terms, conditions, limit)

@@ -4,6 +4,7 @@ connection, and memkit's shared pipeline fuses them (see :mod:`memkit.adapters._
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from memkit._core._models import MemoryItem
@@ -14,8 +15,16 @@ from memkit._retrieval._keyword import analyze_query, named_speakers
 from memkit.adapters import _postgres_sql as q
 from memkit.adapters._postgres_dense import VERSION_SQL, SampleCache
 from memkit.adapters._postgres_keyword import Frequencies, keyword_hits
+from memkit.adapters._postgres_loop import load_psycopg
 
 __all__ = ["ranked"]
+
+#: How long a search waits for a second connection (seconds): only for one the pool is opening.
+_SPARE_WAIT_S = 0.005
+
+_HNSW_SETTINGS = (
+    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)"
+)
 
 
 async def ranked(
@@ -29,26 +38,50 @@ async def ranked(
     hits: list[tuple[int, float]] = []
     terms = q.query_terms(analyze_query(request.query)) if request.mode != "semantic" else []
     async with pool.connection() as conn:
-        if terms:
-            for seq, created_us, score in await keyword_hits(conn, user, agent, list(dict.fromkeys(terms)),
-                                                             conditions, depth, counted):
-                hits.append((seq, score))
-                created[seq] = created_us
+
+        async def keyword() -> None:
+            if terms:
+                for seq, created_us, score in await keyword_hits(conn, user, agent, list(dict.fromkeys(terms)),
+                                                                 conditions, depth, counted):
+                    hits.append((seq, score))
+                    created[seq] = created_us
+
         dense = None
-        if vector is not None:
-            dense = await _dense(conn, samples, user, agent, conditions, depth, vector, [s for s, _ in hits],
-                                   created)
+        other = await _spare(pool) if vector is not None and terms else None
+        if other is not None:
+            # The two legs on two connections at once: a search waits for the slower, not for both.
+            try:
+                dense = (await asyncio.gather(
+                    keyword(), _dense(other, samples, user, agent, conditions, depth, vector, created)))[1]
+            finally:
+                await pool.putconn(other)
+        else:
+            await keyword()
+            if vector is not None:
+                dense = await _dense(conn, samples, user, agent, conditions, depth, vector, created)
         around: dict[int, list[tuple[int, int]]] = {}
         heads: dict[int, str] = {}
         keys = list(dict.fromkeys([*(s for s, _ in hits), *(dense.ranked if dense else [])]))
-        if request.mode == "hybrid" and keys:
-            if request.config.context > 0:
-                sql, params = q.neighbours_statement(user, agent, keys, len(CONTEXT_REACH))
-                for seq, step, other in await (await conn.execute(sql, params)).fetchall():
-                    around.setdefault(seq, []).append((abs(int(step)), other))
-            if request.config.speaker > 0:
-                # Who spoke a chat line is in its first characters; no index in this process holds it.
-                heads = dict(await (await conn.execute(q.HEADS_SQL, (user, agent, keys))).fetchall())
+        missing = [s for s, _ in hits if dense is not None and s not in dense.cosine]
+        hybrid = request.mode == "hybrid" and keys
+        # Independent statements, sent together: one round trip, not one each.
+        async with conn.pipeline():
+            cosines = await conn.execute(q.COSINES_SQL, (vector, user, agent, missing)) if missing else None
+            near = None
+            if hybrid and request.config.context > 0:
+                near = await conn.execute(*q.neighbours_statement(user, agent, keys, len(CONTEXT_REACH)))
+            # Who spoke a chat line is in its first characters; no index in this process holds it.
+            spoke = await conn.execute(q.HEADS_SQL, (user, agent, keys)) if hybrid and request.config.speaker > 0 \
+                else None
+        if cosines is not None and dense is not None:
+            for seq, created_us, cos in await cosines.fetchall():
+                dense.cosine[seq] = q.finite(float(cos))
+                created.setdefault(seq, created_us)
+        if near is not None:
+            for seq, step, other in await near.fetchall():
+                around.setdefault(seq, []).append((abs(int(step)), other))
+        if spoke is not None:
+            heads = dict(await spoke.fetchall())
 
         def newer(seqs: list[int]) -> dict[int, tuple[int, int]]:
             return {s: (created.get(s, 0), s) for s in seqs}
@@ -62,9 +95,22 @@ async def ranked(
     records = {r[0]: q.row_record(r) for r in rows}
     return [records[s].to_item(score, details) for s, score, details in top if s in records]
 
+async def _spare(pool: Any) -> Any:
+    """A second connection if the pool can give one at once, else None. Never waiting for one: a
+    search holding a connection while it waits for another could wait forever on searches doing
+    the same (a pool of two and two searches at once), so a busy pool runs the legs in turn."""
+    if pool.max_size < 2:
+        return None
+    _, psycopg_pool = load_psycopg()
+    try:
+        return await pool.getconn(timeout=_SPARE_WAIT_S)
+    except psycopg_pool.PoolTimeout:
+        return None
+
+
 async def _dense(
     conn: Any, samples: SampleCache, user: str, agent: str, conditions: tuple[Any, ...], depth: int, vector: Any,
-    extra: list[int], created: dict[int, int],
+    created: dict[int, int],
 ) -> DenseScores:
     size, top, embedder, writer, indexed_text = await (
         await conn.execute(VERSION_SQL, {"u": user, "a": agent})).fetchone()
@@ -74,24 +120,20 @@ async def _dense(
     mean, std = await samples.stats(conn, user, agent, (size, int(top or 0), embedder, writer), vector)
     exact = size <= q.DENSE_EXACT_MAX or indexed <= 0
     sql, params = q.dense_statement(user, agent, conditions, depth, exact, vector, indexed)
-    async with conn.transaction():
+    # The settings, the statement and the transaction around them in one round trip.
+    async with conn.pipeline(), conn.transaction():
         if not exact:
             # Filtered HNSW scans keep going until enough rows of this namespace pass.
-            await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(40, 2 * depth)),))
+            await conn.execute(_HNSW_SETTINGS, (str(max(40, 2 * depth)),))
         # Never a prepared statement: a generic plan, not knowing the LIMIT, scores the whole
         # namespace through its seq index instead of walking the HNSW graph (seen at 100k: 1-2 s).
-        rows = await (await conn.execute(sql, params, prepare=False)).fetchall()
+        cur = await conn.execute(sql, params, prepare=False)
+    rows = await cur.fetchall()
     ranked: list[int] = []
     cosine: dict[int, float] = {}
     for seq, created_us, cos in sorted(rows, key=lambda r: (-float(r[2]), r[0]))[:depth]:
         ranked.append(seq)
         cosine[seq] = q.finite(float(cos))
         created[seq] = created_us
-    missing = [s for s in extra if s not in cosine]
-    if missing:
-        cur = await conn.execute(q.COSINES_SQL, (vector, user, agent, missing))
-        for seq, created_us, cos in await cur.fetchall():
-            cosine[seq] = q.finite(float(cos))
-            created.setdefault(seq, created_us)
     return DenseScores(cosine, ranked, q.finite(mean), q.finite(std))
+

@@ -1,0 +1,43 @@
+"""PostgreSQL hybrid searches run their keyword and dense legs on two connections of the pool when
+it has one to spare, and never wait on each other for one."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+
+import pytest
+
+from memkit.adapters._postgres import PostgresAdapter
+from memkit.testing import PostgresServer
+
+_WORDS = ["sample", "cohort", "variant", "align", "reads", "tp53", "brca1", "coverage", "report", "plan"]
+
+
+@pytest.mark.parametrize("pool_size", [1, 2])
+async def test_many_hybrid_searches_at_once_on_a_small_pool_all_answer_as_one_at_a_time(
+    postgres_server: PostgresServer, pool_size: int,
+) -> None:
+    """Eight hybrid searches at once on a pool of one or two connections: each would hold one
+    connection while its dense leg wanted a second, so waiting for it would leave them all waiting;
+    they all answer, the same as when run one after another, and only from their own namespace."""
+    url = postgres_server.url(f"t_{uuid.uuid4().hex[:12]}")
+    rng = random.Random(7)
+    writer = PostgresAdapter(url)
+    try:
+        for user in ("u", "other"):
+            await writer.add_many([{"content": " ".join(rng.choices(_WORDS, k=rng.randint(3, 12))),
+                                    "user_id": user, "agent_id": "a", "metadata": {"i": i}} for i in range(300)])
+    finally:
+        await writer.aclose()
+    queries = [" ".join(rng.sample(_WORDS, 2)) for _ in range(8)]
+    mem = PostgresAdapter(url, pool_size=pool_size, pool_min=1)
+    try:
+        alone = [await mem.search(q, "u", "a", limit=5, mode="hybrid") for q in queries]
+        together = await asyncio.wait_for(
+            asyncio.gather(*(mem.search(q, "u", "a", limit=5, mode="hybrid") for q in queries)), timeout=300)
+    finally:
+        await mem.aclose()
+    assert [[(h.id, h.score) for h in hits] for hits in together] == [[(h.id, h.score) for h in hits] for hits in alone]
+    assert all(len(hits) == 5 and all(h.user_id == "u" for h in hits) for hits in together)
