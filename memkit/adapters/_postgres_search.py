@@ -14,6 +14,7 @@ from memkit._retrieval._keyword import analyze_query, named_speakers
 from memkit.adapters import _postgres_sql as q
 from memkit.adapters._postgres_dense import VERSION_SQL, SampleCache
 from memkit.adapters._postgres_keyword import Frequencies, keyword_hits
+from memkit.adapters._postgres_schema import segment_bounds
 
 __all__ = ["ranked"]
 
@@ -66,14 +67,14 @@ async def _dense(
     conn: Any, samples: SampleCache, user: str, agent: str, conditions: tuple[Any, ...], depth: int, vector: Any,
     extra: list[int], created: dict[int, int],
 ) -> DenseScores:
-    size, top, embedder, writer, indexed_text = await (
+    size, top, embedder, writer, ends = await (
         await conn.execute(VERSION_SQL, {"u": user, "a": agent})).fetchone()
-    size, indexed = int(size or 0), int(indexed_text or 0)
+    size, segments = int(size or 0), segment_bounds(ends)
     if size == 0:
         return DenseScores({}, [], 0.0, 0.0)
     mean, std = await samples.stats(conn, user, agent, (size, int(top or 0), embedder, writer), vector)
-    exact = size <= q.DENSE_EXACT_MAX or indexed <= 0
-    sql, params = q.dense_statement(user, agent, conditions, depth, exact, vector, indexed)
+    exact = size <= q.DENSE_EXACT_MAX or not segments
+    sql, params = q.dense_statement(user, agent, conditions, depth, exact, vector, segments)
     async with conn.transaction():
         if not exact:
             # Filtered HNSW scans keep going until enough rows of this namespace pass.

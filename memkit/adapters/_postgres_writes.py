@@ -17,8 +17,7 @@ from typing import Any
 
 from memkit._core._errors import InvalidInputError
 from memkit._core._records import Record
-from memkit._retrieval import _keyword
-from memkit._retrieval._keyword import analyze
+from memkit._retrieval._keyword import analyze, analyze_many
 from memkit.adapters._postgres_loop import load_psycopg
 
 __all__ = ["insert", "terms_binary"]
@@ -52,12 +51,14 @@ def _lexeme(term: str) -> bytes | None:
     return lexeme
 
 
-def terms_binary(text: str) -> tuple[bytes, int]:
-    """``(tsvector in binary form, length)`` for ``text``: memkit's analysis, a term's uses as positions 1..tf.
+def terms_binary(text: str, terms: list[str] | None = None) -> tuple[bytes, int]:
+    """``(tsvector in binary form, length)`` for ``text`` (whose analysis, :func:`analyze`, is
+    ``terms`` when given): a term's uses as positions 1..tf.
 
     The same value :func:`memkit.adapters._postgres_sql.terms_vector` spells as tsvector input text.
     """
-    terms = analyze(text)
+    if terms is None:
+        terms = analyze(text)
     parts = [b""]
     kept = 0
     for term, tf in Counter(terms).items():
@@ -97,12 +98,10 @@ def _stream(records: list[Record], metadata: list[str], vectors: Any) -> tuple[b
         head = struct.pack(">iHH", 4 + 4 * dim, dim, 0)
         rows = np.ascontiguousarray(vectors, dtype=">f4")
     lengths: Counter[tuple[str, str]] = Counter()
-    # The stemmer learns the batch's new words in one pass (it stems through SQLite's FTS5, one
-    # round per call): analysing each text then finds every word known.
-    _keyword._stemmer.learn([t for r in records for t in _keyword._tokens(r.content)])
+    analysed = analyze_many(r.content for r in records)
     out = [_HEADER]
     for i, r in enumerate(records):
-        terms, length = terms_binary(r.content)
+        terms, length = terms_binary(r.content, analysed[i])
         lengths[(r.user_id, r.agent_id)] += length
         meta = _utf8(metadata[i], "metadata")
         out.append(struct.pack(">h", fields))
