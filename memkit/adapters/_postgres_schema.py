@@ -18,6 +18,7 @@ import re
 
 from memkit.adapters._postgres_keyword import MIGRATION as _POSTINGS
 from memkit.adapters._postgres_keyword import MIGRATION_4 as _INTEGER_POSTINGS
+from memkit.adapters._postgres_writes import SORTED_POSTINGS as _SORTED_POSTINGS
 
 __all__ = [
     "ADVISORY_LOCK", "INDEX_LOCK", "MIGRATIONS", "SCHEMA_VERSION", "index_name", "segment_bounds",
@@ -109,7 +110,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # memkit.adapters._postgres_index): the one index a store has is the first segment, so only
     # its reach is recorded anew, as the list of segment ends. A memkit of an earlier schema, which
     # rebuilds one index over everything, refuses the upgraded store instead of mixing the two.
+    # And a batch's postings go into their index sorted (see memkit.adapters._postgres_writes).
     6: (
+        _SORTED_POSTINGS,
         "INSERT INTO memkit_meta (key, value) SELECT 'vector_segments', value FROM memkit_meta"
         " WHERE key = 'vector_indexed_seq' ON CONFLICT (key) DO NOTHING",
         "DELETE FROM memkit_meta WHERE key = 'vector_indexed_seq'",

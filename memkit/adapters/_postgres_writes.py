@@ -20,9 +20,28 @@ from memkit._core._records import Record
 from memkit._retrieval._keyword import analyze, analyze_many
 from memkit.adapters._postgres_loop import load_psycopg
 
-__all__ = ["insert", "terms_binary"]
+__all__ = ["SORTED_POSTINGS", "insert", "terms_binary"]
 
 _COLUMNS = "id, user_id, agent_id, content, metadata, created_us, terms, terms_len"
+
+#: Schema migration 6's postings trigger: schema 4's, with a batch's postings inserted in the
+#: index's order. A batch's ~25 postings per memory then reach the b-tree as runs along its leaf
+#: pages instead of one random descent each (a common term's postings of a batch are neighbours):
+#: 205 -> 135 µs of server CPU per memory written at 100,000 memories (batches of 2,000).
+SORTED_POSTINGS = """CREATE OR REPLACE FUNCTION memkit_postings_add() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO namespaces (user_id, agent_id)
+        SELECT DISTINCT n.user_id, n.agent_id FROM added n
+        WHERE NOT EXISTS (SELECT 1 FROM namespaces s WHERE s.user_id = n.user_id AND s.agent_id = n.agent_id)
+        ORDER BY 1, 2
+        ON CONFLICT DO NOTHING;
+        INSERT INTO postings (ns, impact, term, seq)
+        SELECT s.id, memkit_impact(cardinality(u.positions), n.terms_len), hashtextextended(u.lexeme, 0), n.seq
+        FROM added n JOIN namespaces s ON s.user_id = n.user_id AND s.agent_id = n.agent_id
+        CROSS JOIN LATERAL unnest(n.terms) AS u(lexeme, positions, weights)
+        ORDER BY 1, 3, 2 DESC, 4 DESC;
+        RETURN NULL;
+    END $$"""
 _HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
 _TRAILER = struct.pack(">h", -1)
 _STATS_ADD = (
