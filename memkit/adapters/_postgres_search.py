@@ -79,7 +79,20 @@ async def _dense(
         if not exact:
             # Filtered HNSW scans keep going until enough rows of this namespace pass.
             await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(40, 2 * depth)),))
+            if size * 100 >= segments[-1]:
+                # A segment of the index may hold a few thousand of the namespace's memories: for a
+                # deep leg (ef_search 200) the planner then prefers reading all of them and sorting
+                # by distance, ten times the cost of walking the graph (pgvector prices a distance
+                # like any operator). Only the unindexed rest has no other order than a sort. (A
+                # namespace that is a sliver of the table is left to the planner, which reads its
+                # few memories of a segment through its own index.)
+                await conn.execute("SET LOCAL enable_sort = off")
+            # Several segments are several smaller graphs, each walked to its own ``ef_search``:
+            # at the same search list their merged top is closer to the exact one than one
+            # graph's (60,000 memories, 5 segments, top 100: 0.86 of the exact top 100 at 100
+            # against 0.80 for one graph at 200), for about 1.5 times the server's work.
+            ef = max(40, 2 * depth) if len(segments) == 1 else max(40, depth)
+            await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
         # Never a prepared statement: a generic plan, not knowing the LIMIT, scores the whole
         # namespace through its seq index instead of walking the HNSW graph (seen at 100k: 1-2 s).
         rows = await (await conn.execute(sql, params, prepare=False)).fetchall()
