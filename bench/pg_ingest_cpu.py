@@ -23,7 +23,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -165,5 +164,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    time.tzset()
     main()
