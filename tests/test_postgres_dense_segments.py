@@ -55,6 +55,8 @@ async def test_each_segment_is_built_once_and_every_search_reads_all_of_them(
                                 ("memories_embedding_3_9", "seq > 3 AND seq <= 9")):
                 conn.execute(f"CREATE INDEX {name} ON memories USING hnsw (embedding vector_cosine_ops)"
                              f" WHERE {where}")
+            # A concurrent build killed midway leaves its index marked invalid.
+            conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'memories_embedding_7'::regclass")
         assert await writer.index_vectors() == 120
         ends, indexes = _state(url)
         assert (ends, list(indexes)) == ("120", ["memories_embedding_120"])
@@ -77,13 +79,19 @@ async def test_each_segment_is_built_once_and_every_search_reads_all_of_them(
                                         for i in range(10)])  # 10 < 241: no build
         assert _state(url)[0] == "120 241"
         assert (await other.search("dachshund puppy vet", "u", "a", mode="semantic", limit=5))[0].id == late
+        with psycopg.connect(url, autocommit=True) as conn:  # a build done, its process gone before recording
+            conn.execute("CREATE INDEX memories_embedding_241_245 ON memories USING hnsw (embedding vector_cosine_ops)"
+                         " WHERE seq > 241 AND seq <= 245")
+        orphan = _state(url)[1]["memories_embedding_241_245"]
         assert await other.index_vectors() == 251
         ends, indexes = _state(url)
-        assert ends == "120 241 251"
-        assert sorted(indexes) == ["memories_embedding_120", "memories_embedding_120_241", "memories_embedding_241_251"]
-        assert (indexes["memories_embedding_120"], indexes["memories_embedding_120_241"]) == (oldest, second)
+        assert ends == "120 241 245 251"
+        assert sorted(indexes) == ["memories_embedding_120", "memories_embedding_120_241", "memories_embedding_241_245",
+                                   "memories_embedding_245_251"]
+        assert [indexes[n] for n in ("memories_embedding_120", "memories_embedding_120_241",
+                                     "memories_embedding_241_245")] == [oldest, second, orphan]
 
-        # Every memory of the namespace, from each of the three segments, and none of another's.
+        # Every memory of the namespace, from each segment, and none of another's.
         found = await other.search("puppy", "u", "a", mode="semantic", limit=200)
         assert {m.id for m in found} == {*first, late, *newest}
         assert (await other.search("sourdough loaf bake 3", "u", "a", mode="semantic", limit=3))[0].id == newest[3]

@@ -51,6 +51,18 @@ def _report_failure(task: asyncio.Task[int | None]) -> None:
         _log.warning("memkit could not build the PostgreSQL vector index: %s", task.exception())
 
 
+async def _record(conn: Any, recorded: str | None, ends: list[int]) -> bool:
+    """Record ``ends`` as the segments if they still are ``recorded`` (``None``: none yet)."""
+    after = " ".join(str(end) for end in ends)
+    if recorded is None:
+        cur = await conn.execute("INSERT INTO memkit_meta (key, value) VALUES ('vector_segments', %s)"
+                                 " ON CONFLICT (key) DO NOTHING", (after,))
+    else:
+        cur = await conn.execute("UPDATE memkit_meta SET value = %s WHERE key = 'vector_segments' AND value = %s",
+                                 (after, recorded))
+    return bool(cur.rowcount)
+
+
 async def maybe_start(pool: Any, conninfo: str, dim: int) -> asyncio.Task[int | None] | None:
     """Start a background build when enough memories are outside the segments (after a write)."""
     async with pool.connection() as conn:
@@ -87,13 +99,28 @@ async def build(conninfo: str, dim: int | None, *, wait: bool) -> int | None:
         )).fetchone()
         top, ends = int(top), segment_bounds(recorded)
         kept = {index_name(lo, hi) for lo, hi in zip([0, *ends], ends, strict=False)}
-        names = await (await conn.execute(
-            "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'memories'"
+        found = await (await conn.execute(
+            "SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+            " WHERE i.indrelid = 'memories'::regclass ORDER BY 1"
         )).fetchall()
-        for (name,) in names:
+        for name, valid in found:
+            segment = segment_of(name)
+            if segment is None or name in kept:
+                continue
+            indexed = ends[-1] if ends else 0
+            lo, hi = segment
+            # A build that finished but was stopped before recording its segment (the process
+            # closed or died during the statistics below) left a whole segment: keep it, if it
+            # starts where the segments end and holds memories (not one a reset emptied).
+            if (valid and lo == indexed and indexed < hi <= top and (await (await conn.execute(
+                "SELECT EXISTS (SELECT FROM memories WHERE seq > %s AND seq <= %s)", (lo, hi))).fetchone())[0]
+                    and await _record(conn, recorded, [*ends, hi])):
+                ends.append(hi)
+                recorded = " ".join(map(str, ends))
+                kept.add(name)
+                continue
             # Left by an interrupted build, or by segments a reset forgot.
-            if segment_of(name) is not None and name not in kept:
-                await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+            await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
         indexed = ends[-1] if ends else 0
         if top <= indexed:
             return indexed
@@ -113,6 +140,9 @@ async def build(conninfo: str, dim: int | None, *, wait: bool) -> int | None:
             with contextlib.suppress(Exception):
                 await conn.cancel_safe()
             raise
+        # Recorded at once (searches use it from then on), and only if the segments are still the
+        # ones this build extends: a reset in between forgot them (the next build drops this one).
+        await _record(conn, recorded, [*ends, top])
         # A table written in bulk may not be analysed yet (autovacuum lags under load): the planner
         # then thinks the namespace holds one row and scans it exactly instead of walking the graph.
         await conn.execute("ANALYZE memories")
@@ -120,15 +150,6 @@ async def build(conninfo: str, dim: int | None, *, wait: bool) -> int | None:
         # visibility map says every row is visible; an insert-only table waits for autovacuum
         # for that, which lags under load (a common term's count then reads the table).
         await conn.execute("VACUUM (ANALYZE) postings")
-        # Recorded only if the segments are still the ones this build extends: a reset in between
-        # forgot them, and the new segment then covers memories that are gone (the next build drops it).
-        after = " ".join(str(end) for end in [*ends, top])
-        if recorded is None:
-            await conn.execute("INSERT INTO memkit_meta (key, value) VALUES ('vector_segments', %s)"
-                               " ON CONFLICT (key) DO NOTHING", (after,))
-        else:
-            await conn.execute("UPDATE memkit_meta SET value = %s WHERE key = 'vector_segments' AND value = %s",
-                               (after, recorded))
         return top
     finally:
         await conn.close()
