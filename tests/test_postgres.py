@@ -157,66 +157,6 @@ async def test_locomo_dev_scores_like_sqlite(
                 assert got == pytest.approx(want, abs=0.002), (mode, metric, got, want)
 
 
-async def test_writes_stay_out_of_the_vector_index_until_a_bulk_build_and_searches_see_them_all(
-    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A write never waits for the HNSW graph: memories past the index are scored exactly, so a
-    search finds a memory written a moment ago (by this process or another) as well as one the
-    index holds; a build covers what was written, replaces the index before it (and drops one an
-    interrupted build left), and a writer starts one by itself once enough memories are outside."""
-    import asyncio
-
-    import psycopg
-
-    from memkit.adapters import _postgres_index, _postgres_sql
-
-    monkeypatch.setattr(_postgres_sql, "DENSE_EXACT_MAX", 0)  # namespaces this small go through HNSW too
-    url = _database(postgres_server)
-
-    def indexes() -> tuple[str | None, list[str]]:
-        with psycopg.connect(url, autocommit=True) as conn:
-            seq = conn.execute("SELECT value FROM memkit_meta WHERE key = 'vector_indexed_seq'").fetchone()
-            names = conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'memories'"
-                                 " AND indexname LIKE 'memories_embedding%' ORDER BY 1").fetchall()
-        return (seq[0] if seq else None), [n for (n,) in names]
-
-    topics = ["golden retriever puppy", "quarterly tax filing", "kinase assay buffer", "sourdough starter"]
-    writer, other = PostgresAdapter(url), PostgresAdapter(url)
-    try:
-        first = await writer.add_many([{"content": f"{t} note {i}", "user_id": "u", "agent_id": "a"}
-                                       for i in range(30) for t in topics])
-        assert indexes() == (None, [])
-        with psycopg.connect(url, autocommit=True) as conn:  # what a build cut short by kill -9 leaves
-            conn.execute("CREATE INDEX memories_embedding_7 ON memories USING hnsw (embedding vector_cosine_ops)"
-                         " WHERE seq <= 7")
-        assert await writer.index_vectors() == 120
-        assert indexes() == ("120", ["memories_embedding_120"])
-        late = await other.add("a dachshund puppy at the vet", "u", "a")  # after the build: outside the index
-        found = await writer.search("dachshund puppy vet", "u", "a", mode="semantic", limit=5)
-        assert found[0].id == late
-        assert (await writer.search("golden retriever puppy note 7", "u", "a", mode="semantic", limit=3))[0].id \
-            == first[28]
-        assert len(await writer.search("puppy", "u", "a", mode="semantic", limit=200)) == 121
-        assert not await writer.search("puppy", "u", "other", mode="semantic", limit=5)
-
-        monkeypatch.setattr(_postgres_index, "INDEX_DELTA", 50)
-        await writer.add_many([{"content": f"{t} more {i}", "user_id": "u", "agent_id": "b"}
-                               for i in range(30) for t in topics])  # 121 outside >= 120 indexed: a build starts
-        for _ in range(600):
-            if indexes() == ("241", ["memories_embedding_241"]):
-                break
-            await asyncio.sleep(0.1)
-        assert indexes() == ("241", ["memories_embedding_241"])
-        assert len(await other.search("puppy", "u", "b", mode="semantic", limit=200)) == 120
-        await writer.reset()
-        assert indexes() == (None, ["memories_embedding_241"])
-        await writer.add("a puppy again", "u", "a")
-        assert [m.content for m in await other.search("puppy", "u", "a", mode="semantic")] == ["a puppy again"]
-    finally:
-        await writer.aclose()
-        await other.aclose()
-
-
 async def test_the_binary_copy_stores_the_terms_the_text_form_spells(postgres_server: PostgresServer) -> None:
     """Writes send each memory's terms in tsvector's binary form: what is stored equals the tsvector
     input text the keyword leg was written against, for quotes, backslashes, repeats past 256

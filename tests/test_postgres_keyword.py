@@ -145,7 +145,7 @@ async def test_a_schema_3_store_upgrades_to_integer_postings(postgres_server: Po
     searches, writes and deletes go on with the new triggers; namespaces stay apart."""
     import psycopg
 
-    from memkit.adapters._postgres_schema import META_TABLE, MIGRATIONS
+    from memkit.adapters._postgres_schema import META_TABLE, MIGRATIONS, SCHEMA_VERSION
     from memkit.adapters._postgres_sql import terms_vector
 
     url = postgres_server.url(f"t_{uuid.uuid4().hex[:12]}")
@@ -171,7 +171,8 @@ async def test_a_schema_3_store_upgrades_to_integer_postings(postgres_server: Po
     mem = PostgresAdapter(url, embedder=None)
     try:
         with psycopg.connect(url) as conn:
-            assert conn.execute("SELECT value FROM memkit_meta WHERE key = 'schema_version'").fetchone() == ("4",)
+            version = conn.execute("SELECT value FROM memkit_meta WHERE key = 'schema_version'").fetchone()
+            assert version == (str(SCHEMA_VERSION),)
             assert conn.execute("SELECT user_id, agent_id FROM namespaces ORDER BY id").fetchall() == [
                 ("u", "a"), ("u", "b")]
             assert conn.execute("SELECT count(*) FROM pg_indexes WHERE indexname = 'memories_terms'").fetchone() == (0,)

@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from memkit._retrieval._dates import date_terms, query_date_terms
 
-__all__ = ["ANALYZER", "STOPWORDS", "KeywordIndex", "StaleIndexError", "analyze", "analyze_query",
+__all__ = ["ANALYZER", "STOPWORDS", "KeywordIndex", "StaleIndexError", "analyze", "analyze_many", "analyze_query",
            "query_words", "speaker_terms", "stemmed_words"]
 
 #: Version of the analysis below; an index saved by another version is rebuilt, never mixed.
@@ -163,6 +163,16 @@ def analyze(text: str) -> list[str]:
     _stemmer.learn(tokens)
     cache = _stemmer.cache
     return [cache[t] for t in tokens] + date_terms(text, tokens)
+
+
+def analyze_many(texts: Iterable[str]) -> list[list[str]]:
+    """:func:`analyze` of each text, for a batch: each text is split once, and the batch's new words
+    are stemmed in one round (a round per text costs a write of many texts more than the analysis)."""
+    texts = list(texts)
+    tokens = [_tokens(text) for text in texts]
+    _stemmer.learn(t for words in tokens for t in words)
+    cache = _stemmer.cache
+    return [[cache[t] for t in words] + date_terms(text, words) for text, words in zip(texts, tokens, strict=True)]
 
 
 def query_words(text: str) -> list[str]:

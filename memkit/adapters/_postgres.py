@@ -402,7 +402,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
     async def _truncate(self) -> None:
         async with self._pool.connection() as conn, conn.transaction():
             await conn.execute("TRUNCATE memories, namespace_stats, recalls, marks")
-            await conn.execute("DELETE FROM memkit_meta WHERE key = 'vector_indexed_seq'")
+            await conn.execute("DELETE FROM memkit_meta WHERE key = 'vector_segments'")
 
     async def _reset(self, op: ResetOp) -> None:
         await self._call(self._truncate())
@@ -460,12 +460,10 @@ class PostgresAdapter(RecallsAndMarks, Store):
                 self._embedder = previous
                 raise
             top = (await (await conn.execute("SELECT coalesce(max(seq), 0) FROM memories")).fetchone())[0]
-            if top:  # built once over every vector, faster than row by row
-                await conn.execute(_postgres_schema.vector_index_statement(int(top), concurrently=False))
-            await conn.execute(
-                "INSERT INTO memkit_meta (key, value) VALUES ('vector_indexed_seq', %s)"
-                " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(top),),
-            )
+            await conn.execute("DELETE FROM memkit_meta WHERE key = 'vector_segments'")
+            if top:  # one segment over every vector, built at once: faster than row by row
+                await conn.execute(_postgres_schema.vector_index_statement(0, int(top), concurrently=False))
+                await conn.execute("INSERT INTO memkit_meta (key, value) VALUES ('vector_segments', %s)", (str(top),))
             async with conn.cursor() as cur:
                 await cur.executemany(
                     "INSERT INTO memkit_meta (key, value) VALUES (%s, %s)"

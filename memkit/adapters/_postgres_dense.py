@@ -39,13 +39,13 @@ REREAD_AFTER_S = 1.0
 #: Keep at most this many bytes of samples per store (2,000 x 384 float32 vectors are 3 MB).
 _CACHE_BYTES = 64 * 2**20
 
-# The namespace's size, version and the vector index's reach, in one snapshot.
+# The namespace's size, version and the vector index's segment ends, in one snapshot.
 VERSION_SQL = """
 SELECT (SELECT count FROM namespace_stats WHERE user_id = %(u)s AND agent_id = %(a)s),
        (SELECT max(seq) FROM memories WHERE user_id = %(u)s AND agent_id = %(a)s),
        (SELECT value FROM memkit_meta WHERE key = 'embedder_name'),
        (SELECT xmin::text FROM namespace_stats WHERE user_id = %(u)s AND agent_id = %(a)s),
-       (SELECT value FROM memkit_meta WHERE key = 'vector_indexed_seq')
+       (SELECT value FROM memkit_meta WHERE key = 'vector_segments')
 """
 
 # The version and the sample's vectors (pgvector's binary form: a 4-byte header, then big-endian

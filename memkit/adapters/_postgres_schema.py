@@ -18,10 +18,11 @@ import re
 
 from memkit.adapters._postgres_keyword import MIGRATION as _POSTINGS
 from memkit.adapters._postgres_keyword import MIGRATION_4 as _INTEGER_POSTINGS
+from memkit.adapters._postgres_writes import SORTED_POSTINGS as _SORTED_POSTINGS
 
 __all__ = [
-    "ADVISORY_LOCK", "INDEX_LOCK", "MIGRATIONS", "SCHEMA_VERSION", "index_name", "indexed_upto",
-    "vector_index_statement", "vector_statements",
+    "ADVISORY_LOCK", "INDEX_LOCK", "MIGRATIONS", "SCHEMA_VERSION", "index_name", "segment_bounds",
+    "segment_of", "vector_index_statement", "vector_statements",
 ]
 
 #: The advisory lock key (an arbitrary constant, "memkit" in ASCII) that serialises migrations.
@@ -103,6 +104,17 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # The postings keyed by a namespace number and a term hash instead of three texts (see
     # memkit.adapters._postgres_keyword.MIGRATION_4).
     4: _INTEGER_POSTINGS,
+    # The vector index becomes segments, each over a range of ``seq`` and built once (see
+    # memkit.adapters._postgres_index): the one index a store has is the first segment, so only
+    # its reach is recorded anew, as the list of segment ends. A memkit of an earlier schema, which
+    # rebuilds one index over everything, refuses the upgraded store instead of mixing the two.
+    # And a batch's postings go into their index sorted (see memkit.adapters._postgres_writes).
+    5: (
+        _SORTED_POSTINGS,
+        "INSERT INTO memkit_meta (key, value) SELECT 'vector_segments', value FROM memkit_meta"
+        " WHERE key = 'vector_indexed_seq' ON CONFLICT (key) DO NOTHING",
+        "DELETE FROM memkit_meta WHERE key = 'vector_indexed_seq'",
+    ),
 }
 
 SCHEMA_VERSION = max(MIGRATIONS)
@@ -125,30 +137,37 @@ def vector_statements(dim: int) -> tuple[str, ...]:
     )
 
 
-_INDEX_NAME = re.compile(r"memories_embedding_(\d+)")
+_INDEX_NAME = re.compile(r"memories_embedding_(?:(\d+)_)?(\d+)")
 
 
-def index_name(upto: int) -> str:
-    return f"memories_embedding_{int(upto)}"
+def segment_bounds(text: str | None) -> list[int]:
+    """The vector index's segment ends as ``memkit_meta.vector_segments`` records them (ascending,
+    space-separated): segment ``i`` holds the memories with ``ends[i-1] < seq <= ends[i]``."""
+    return [int(end) for end in (text or "").split()]
 
 
-def indexed_upto(name: str) -> int | None:
-    """The ``seq`` an HNSW index made by :func:`vector_index_statement` covers, from its name."""
+def index_name(lo: int, hi: int) -> str:
+    """The name of the segment over ``lo < seq <= hi`` (the first segment keeps schema 4's name)."""
+    return f"memories_embedding_{int(lo)}_{int(hi)}" if lo else f"memories_embedding_{int(hi)}"
+
+
+def segment_of(name: str) -> tuple[int, int] | None:
+    """``(lo, hi)`` of a segment made by :func:`vector_index_statement`, from its index name."""
     found = _INDEX_NAME.fullmatch(name)
-    return int(found.group(1)) if found else None
+    return (int(found.group(1) or 0), int(found.group(2))) if found else None
 
 
-def vector_index_statement(upto: int, *, concurrently: bool) -> str:
-    """The HNSW cosine index over the memories up to ``seq`` ``upto`` (an ``int``, never text).
+def vector_index_statement(lo: int, hi: int, *, concurrently: bool) -> str:
+    """The HNSW cosine index over the memories with ``lo < seq <= hi`` (``int``s, never text).
 
     Partial, so that a memory written later costs its writer nothing here (maintaining an HNSW
     graph row by row was most of a write's time); built in one pass, which is many times cheaper
-    per vector than inserting into the graph one row at a time. Searches read memories past
-    ``upto`` exactly, and name ``seq <= upto`` as a constant so the planner can use this index.
+    per vector than inserting into the graph one row at a time. Searches read memories past the
+    last segment exactly, and name each segment's range as constants so the planner can use its
+    index.
     """
-    upto = int(upto)
+    lo, hi = int(lo), int(hi)
     how = "CONCURRENTLY " if concurrently else ""
-    return (f"CREATE INDEX {how}{index_name(upto)} ON memories USING hnsw (embedding vector_cosine_ops)"
-            f" WHERE seq <= {upto}")
-
-
+    where = f"seq > {lo} AND seq <= {hi}" if lo else f"seq <= {hi}"
+    return (f"CREATE INDEX {how}{index_name(lo, hi)} ON memories USING hnsw (embedding vector_cosine_ops)"
+            f" WHERE {where}")

@@ -16,6 +16,7 @@ from memkit.adapters import _postgres_sql as q
 from memkit.adapters._postgres_dense import VERSION_SQL, SampleCache
 from memkit.adapters._postgres_keyword import Frequencies, keyword_hits
 from memkit.adapters._postgres_loop import load_psycopg
+from memkit.adapters._postgres_schema import segment_bounds
 
 __all__ = ["ranked"]
 
@@ -23,7 +24,8 @@ __all__ = ["ranked"]
 _SPARE_WAIT_S = 0.005
 
 _HNSW_SETTINGS = (
-    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)"
+    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true),"
+    " set_config('enable_sort', %s, true)"
 )
 
 
@@ -112,19 +114,31 @@ async def _dense(
     conn: Any, samples: SampleCache, user: str, agent: str, conditions: tuple[Any, ...], depth: int, vector: Any,
     created: dict[int, int],
 ) -> DenseScores:
-    size, top, embedder, writer, indexed_text = await (
+    size, top, embedder, writer, ends = await (
         await conn.execute(VERSION_SQL, {"u": user, "a": agent})).fetchone()
-    size, indexed = int(size or 0), int(indexed_text or 0)
+    size, segments = int(size or 0), segment_bounds(ends)
     if size == 0:
         return DenseScores({}, [], 0.0, 0.0)
     mean, std = await samples.stats(conn, user, agent, (size, int(top or 0), embedder, writer), vector)
-    exact = size <= q.DENSE_EXACT_MAX or indexed <= 0
-    sql, params = q.dense_statement(user, agent, conditions, depth, exact, vector, indexed)
+    exact = size <= q.DENSE_EXACT_MAX or not segments
+    sql, params = q.dense_statement(user, agent, conditions, depth, exact, vector, segments)
     # The settings, the statement and the transaction around them in one round trip.
     async with conn.pipeline(), conn.transaction():
         if not exact:
-            # Filtered HNSW scans keep going until enough rows of this namespace pass.
-            await conn.execute(_HNSW_SETTINGS, (str(max(40, 2 * depth)),))
+            # Filtered HNSW scans keep going until enough rows of this namespace pass (iterative
+            # scan). A segment of the index may hold a few thousand of the namespace's memories: for
+            # a deep leg (ef_search 200) the planner then prefers reading all of them and sorting
+            # by distance, ten times the cost of walking the graph (pgvector prices a distance
+            # like any operator), so sorting is turned off; only the unindexed rest has no other
+            # order than a sort. A namespace that is a sliver of the table is left to the planner,
+            # which reads its few memories of a segment through its own index.
+            sort = "off" if size * 100 >= segments[-1] else "on"
+            # Several segments are several smaller graphs, each walked to its own ``ef_search``:
+            # at the same search list their merged top is closer to the exact one than one
+            # graph's (60,000 memories, 5 segments, top 100: 0.86 of the exact top 100 at 100
+            # against 0.80 for one graph at 200), for about 1.5 times the server's work.
+            ef = max(40, 2 * depth) if len(segments) == 1 else max(40, depth)
+            await conn.execute(_HNSW_SETTINGS, (str(ef), sort))
         # Never a prepared statement: a generic plan, not knowing the LIMIT, scores the whole
         # namespace through its seq index instead of walking the HNSW graph (seen at 100k: 1-2 s).
         cur = await conn.execute(sql, params, prepare=False)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from memkit._core._records import Record
@@ -161,17 +162,19 @@ def keyword_statement(
 
 def dense_statement(
     user_id: str, agent_id: str, conditions: tuple[Condition, ...], limit: int, exact: bool, vector: Any,
-    indexed: int = 0,
+    segments: Sequence[int] = (),
 ) -> tuple[str, list[Any]]:
     """``(seq, created_us, cosine)`` of the namespace's ``limit`` nearest memories to ``vector`` that
-    pass the filters (up to twice as many rows when ``exact`` is false: the caller keeps the best).
+    pass the filters (up to ``limit`` rows per segment and more for the rest when ``exact`` is
+    false: the caller keeps the best).
 
     ``exact`` orders every vector of the namespace by the inner product (no index serves it).
-    Otherwise the memories up to ``seq`` ``indexed`` come through the partial HNSW index (by
-    cosine distance, the order it serves; ``indexed`` is spliced as an ``int`` constant so the
-    planner can prove the index's predicate) and the ones written after it, which no index
-    holds yet, are scored exactly through the namespace's ``seq`` index. Both orders are the
-    cosine for memkit's unit vectors.
+    Otherwise each segment of the vector index (``segments``: their ends, see
+    :mod:`memkit.adapters._postgres_index`) serves its range of ``seq`` by cosine distance, the
+    order it serves (the range is spliced as ``int`` constants so the planner can prove the
+    segment's predicate), and the memories written after the last segment, which no index holds
+    yet, are scored exactly through the namespace's ``seq`` index. Both orders are the cosine for
+    memkit's unit vectors.
     """
     where, params = filter_sql(conditions, POSTGRES)
     head = (
@@ -180,14 +183,15 @@ def dense_statement(
         f" WHERE m.user_id = %s AND m.agent_id = %s AND m.embedding IS NOT NULL AND {where}"
     )
     leg = [vector, user_id, agent_id, *params, limit]
-    if exact or indexed <= 0:
+    if exact or not segments:
         return f"{head} ORDER BY m.embedding <#> v.q, m.seq LIMIT %s", leg
-    upto = int(indexed)
-    sql = (
-        f"({head} AND m.seq <= {upto} ORDER BY m.embedding <=> v.q, m.seq LIMIT %s)"
-        f" UNION ALL ({head} AND m.seq > {upto} ORDER BY m.embedding <#> v.q, m.seq LIMIT %s)"
-    )
-    return sql, [*leg, *leg]
+    ends = [int(end) for end in segments]
+    parts = [
+        f"({head}{f' AND m.seq > {lo}' if lo else ''} AND m.seq <= {hi} ORDER BY m.embedding <=> v.q, m.seq LIMIT %s)"
+        for lo, hi in zip([0, *ends], ends, strict=False)
+    ]
+    parts.append(f"({head} AND m.seq > {ends[-1]} ORDER BY m.embedding <#> v.q, m.seq LIMIT %s)")
+    return " UNION ALL ".join(parts), leg * len(parts)
 
 
 COSINES_SQL = (

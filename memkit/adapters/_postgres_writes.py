@@ -17,13 +17,31 @@ from typing import Any
 
 from memkit._core._errors import InvalidInputError
 from memkit._core._records import Record
-from memkit._retrieval import _keyword
-from memkit._retrieval._keyword import analyze
+from memkit._retrieval._keyword import analyze, analyze_many
 from memkit.adapters._postgres_loop import load_psycopg
 
-__all__ = ["insert", "terms_binary"]
+__all__ = ["SORTED_POSTINGS", "insert", "terms_binary"]
 
 _COLUMNS = "id, user_id, agent_id, content, metadata, created_us, terms, terms_len"
+
+#: Schema migration 5's postings trigger: schema 4's, with a batch's postings inserted in the
+#: index's order. A batch's ~25 postings per memory then reach the b-tree as runs along its leaf
+#: pages instead of one random descent each (a common term's postings of a batch are neighbours):
+#: 205 -> 135 µs of server CPU per memory written at 100,000 memories (batches of 2,000).
+SORTED_POSTINGS = """CREATE OR REPLACE FUNCTION memkit_postings_add() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO namespaces (user_id, agent_id)
+        SELECT DISTINCT n.user_id, n.agent_id FROM added n
+        WHERE NOT EXISTS (SELECT 1 FROM namespaces s WHERE s.user_id = n.user_id AND s.agent_id = n.agent_id)
+        ORDER BY 1, 2
+        ON CONFLICT DO NOTHING;
+        INSERT INTO postings (ns, impact, term, seq)
+        SELECT s.id, memkit_impact(cardinality(u.positions), n.terms_len), hashtextextended(u.lexeme, 0), n.seq
+        FROM added n JOIN namespaces s ON s.user_id = n.user_id AND s.agent_id = n.agent_id
+        CROSS JOIN LATERAL unnest(n.terms) AS u(lexeme, positions, weights)
+        ORDER BY 1, 3, 2 DESC, 4 DESC;
+        RETURN NULL;
+    END $$"""
 _HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
 _TRAILER = struct.pack(">h", -1)
 _STATS_ADD = (
@@ -52,12 +70,14 @@ def _lexeme(term: str) -> bytes | None:
     return lexeme
 
 
-def terms_binary(text: str) -> tuple[bytes, int]:
-    """``(tsvector in binary form, length)`` for ``text``: memkit's analysis, a term's uses as positions 1..tf.
+def terms_binary(text: str, terms: list[str] | None = None) -> tuple[bytes, int]:
+    """``(tsvector in binary form, length)`` for ``text`` (whose analysis, :func:`analyze`, is
+    ``terms`` when given): a term's uses as positions 1..tf.
 
     The same value :func:`memkit.adapters._postgres_sql.terms_vector` spells as tsvector input text.
     """
-    terms = analyze(text)
+    if terms is None:
+        terms = analyze(text)
     parts = [b""]
     kept = 0
     for term, tf in Counter(terms).items():
@@ -97,12 +117,10 @@ def _stream(records: list[Record], metadata: list[str], vectors: Any) -> tuple[b
         head = struct.pack(">iHH", 4 + 4 * dim, dim, 0)
         rows = np.ascontiguousarray(vectors, dtype=">f4")
     lengths: Counter[tuple[str, str]] = Counter()
-    # The stemmer learns the batch's new words in one pass (it stems through SQLite's FTS5, one
-    # round per call): analysing each text then finds every word known.
-    _keyword._stemmer.learn([t for r in records for t in _keyword._tokens(r.content)])
+    analysed = analyze_many(r.content for r in records)
     out = [_HEADER]
     for i, r in enumerate(records):
-        terms, length = terms_binary(r.content)
+        terms, length = terms_binary(r.content, analysed[i])
         lengths[(r.user_id, r.agent_id)] += length
         meta = _utf8(metadata[i], "metadata")
         out.append(struct.pack(">h", fields))

@@ -1,0 +1,175 @@
+"""The PostgreSQL vector index in segments: writes stay out of every HNSW graph, each build adds one
+segment over the memories written since the last and never rebuilds an older one, and every search,
+in any process, reads every segment plus the memories no segment holds yet. A schema-4 store's one
+index becomes the first segment, unchanged."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import psycopg
+import pytest
+
+from memkit.adapters import _postgres_index, _postgres_sql
+from memkit.adapters._postgres import PostgresAdapter
+from memkit.testing import PostgresServer
+
+_TOPICS = ["golden retriever puppy", "quarterly tax filing", "kinase assay buffer", "sourdough starter"]
+
+
+def _database(server: PostgresServer) -> str:
+    return server.url(f"t_{uuid.uuid4().hex[:12]}")
+
+
+def _state(url: str) -> tuple[str | None, dict[str, int]]:
+    """The recorded segment ends and the vector indexes (name -> oid: a rebuilt index gets a new oid)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        ends = conn.execute("SELECT value FROM memkit_meta WHERE key = 'vector_segments'").fetchone()
+        names = conn.execute("SELECT c.relname, c.oid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid"
+                             " WHERE c.relname LIKE 'memories_embedding%' ORDER BY 1").fetchall()
+    return (ends[0] if ends else None), {name: int(oid) for name, oid in names}
+
+
+async def _until(url: str, ends: str) -> dict[str, int]:
+    for _ in range(1_200):  # a background build on a loaded machine: up to two minutes
+        recorded, indexes = _state(url)
+        if recorded == ends:
+            return indexes
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"segments never reached {ends!r}: {_state(url)}")
+
+
+async def test_each_segment_is_built_once_and_every_search_reads_all_of_them(
+    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_postgres_sql, "DENSE_EXACT_MAX", 0)  # namespaces this small go through HNSW too
+    url = _database(postgres_server)
+    writer, other = PostgresAdapter(url), PostgresAdapter(url)
+    try:
+        first = await writer.add_many([{"content": f"{t} note {i}", "user_id": "u", "agent_id": "a"}
+                                       for i in range(30) for t in _TOPICS])
+        assert _state(url) == (None, {})
+        with psycopg.connect(url, autocommit=True) as conn:  # what builds cut short by kill -9 leave
+            for name, where in (("memories_embedding_7", "seq <= 7"),
+                                ("memories_embedding_3_9", "seq > 3 AND seq <= 9")):
+                conn.execute(f"CREATE INDEX {name} ON memories USING hnsw (embedding vector_cosine_ops)"
+                             f" WHERE {where}")
+            # A concurrent build killed midway leaves its index marked invalid.
+            conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'memories_embedding_7'::regclass")
+        assert await writer.index_vectors() == 120
+        ends, indexes = _state(url)
+        assert (ends, list(indexes)) == ("120", ["memories_embedding_120"])
+        oldest = indexes["memories_embedding_120"]
+
+        late = await other.add("a dachshund puppy at the vet", "u", "a")  # after the build: in no segment
+        assert (await writer.search("dachshund puppy vet", "u", "a", mode="semantic", limit=5))[0].id == late
+        assert (await writer.search("golden retriever puppy note 7", "u", "a", mode="semantic", limit=3))[0].id \
+            == first[28]
+
+        monkeypatch.setattr(_postgres_index, "INDEX_DELTA", 50)
+        await writer.add_many([{"content": f"{t} more {i}", "user_id": "u", "agent_id": "b"}
+                               for i in range(30) for t in _TOPICS])  # 121 outside >= 120 in segments: a build
+        indexes = await _until(url, "120 241")
+        assert indexes == {"memories_embedding_120": oldest, "memories_embedding_120_241": indexes[
+            "memories_embedding_120_241"]}
+        second = indexes["memories_embedding_120_241"]
+
+        newest = await writer.add_many([{"content": f"sourdough loaf bake {i}", "user_id": "u", "agent_id": "a"}
+                                        for i in range(10)])  # 10 < 241: no build
+        assert _state(url)[0] == "120 241"
+        assert (await other.search("dachshund puppy vet", "u", "a", mode="semantic", limit=5))[0].id == late
+        with psycopg.connect(url, autocommit=True) as conn:  # a build done, its process gone before recording
+            conn.execute("CREATE INDEX memories_embedding_241_245 ON memories USING hnsw (embedding vector_cosine_ops)"
+                         " WHERE seq > 241 AND seq <= 245")
+        orphan = _state(url)[1]["memories_embedding_241_245"]
+        assert await other.index_vectors() == 251
+        ends, indexes = _state(url)
+        assert ends == "120 241 245 251"
+        assert sorted(indexes) == ["memories_embedding_120", "memories_embedding_120_241", "memories_embedding_241_245",
+                                   "memories_embedding_245_251"]
+        assert [indexes[n] for n in ("memories_embedding_120", "memories_embedding_120_241",
+                                     "memories_embedding_241_245")] == [oldest, second, orphan]
+
+        # Every memory of the namespace, from each segment, and none of another's.
+        found = await other.search("puppy", "u", "a", mode="semantic", limit=200)
+        assert {m.id for m in found} == {*first, late, *newest}
+        assert (await other.search("sourdough loaf bake 3", "u", "a", mode="semantic", limit=3))[0].id == newest[3]
+        assert len(await writer.search("puppy", "u", "b", mode="semantic", limit=200)) == 120
+        assert all(m.agent_id == "b" for m in await writer.search("sourdough loaf", "u", "b", mode="hybrid"))
+        assert not await writer.search("puppy", "u", "other", mode="semantic", limit=5)
+
+        await writer.reset()
+        assert _state(url)[0] is None
+        again = await writer.add("a puppy again", "u", "a")
+        assert [m.id for m in await other.search("puppy", "u", "a", mode="semantic")] == [again]
+        top = await other.index_vectors()  # the forgotten segments go; one new segment over what is left
+        assert _state(url)[0] == str(top)
+        assert list(_state(url)[1]) == [f"memories_embedding_{top}"]
+        assert [m.id for m in await writer.search("puppy", "u", "a", mode="semantic")] == [again]
+    finally:
+        await writer.aclose()
+        await other.aclose()
+
+
+async def test_a_schema_4_store_keeps_its_vector_index_as_the_first_segment(postgres_server: PostgresServer) -> None:
+    """A store schema 4 wrote (one HNSW index over ``seq <= W``, recorded as ``vector_indexed_seq``)
+    opened by this memkit: the index is kept as is (same oid) as the first segment, searches use it
+    and the rest, and the next build adds a segment beside it instead of rebuilding it."""
+    from memkit.adapters._postgres_schema import META_TABLE, MIGRATIONS, SCHEMA_VERSION, vector_statements
+    from memkit.adapters._postgres_sql import terms_vector
+    from memkit.embeddings import get_embedder
+
+    embedder = get_embedder("default")
+    url = _database(postgres_server)
+    texts = [(f"{t} note {i}", "a" if i % 3 else "b") for i in range(40) for t in _TOPICS]
+    vectors = embedder.embed([t for t, _ in texts])
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(META_TABLE)
+        with conn.transaction():
+            for version in (1, 2, 3, 4):
+                for statement in MIGRATIONS[version]:
+                    conn.execute(statement)
+            for statement in vector_statements(embedder.dim):
+                conn.execute(statement)
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO memories (id, user_id, agent_id, content, metadata, created_us, terms, terms_len,"
+                " embedding) VALUES (%s, 'u', %s, %s, '{}', %s, %s::tsvector, %s, %s::vector)",
+                [(f"m{i}", agent, text, 1_000 + i, *terms_vector(text), "[" + ",".join(map(str, v.tolist())) + "]")
+                 for i, ((text, agent), v) in enumerate(zip(texts, vectors, strict=True))],
+            )
+        conn.execute("INSERT INTO namespace_stats (user_id, agent_id, count, terms)"
+                     " SELECT user_id, agent_id, count(*), sum(terms_len) FROM memories GROUP BY 1, 2")
+        # Schema 4's index and records, as its builds left them.
+        conn.execute("CREATE INDEX memories_embedding_150 ON memories USING hnsw (embedding vector_cosine_ops)"
+                     " WHERE seq <= 150")
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO memkit_meta (key, value) VALUES (%s, %s)", [
+                ("schema_version", "4"), ("vector_indexed_seq", "150"), ("embedder_name", embedder.name),
+                ("embedder_dim", str(embedder.dim))])
+        found = conn.execute("SELECT 'memories_embedding_150'::regclass::oid").fetchone()
+        assert found is not None
+        oid = int(found[0])
+
+    mem = PostgresAdapter(url)
+    try:
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT value FROM memkit_meta WHERE key = 'schema_version'").fetchone() == (
+                str(SCHEMA_VERSION),)
+            assert conn.execute("SELECT value FROM memkit_meta WHERE key = 'vector_indexed_seq'").fetchone() is None
+        assert _state(url) == ("150", {"memories_embedding_150": oid})
+        hits = await mem.search("kinase assay buffer note 7", "u", "a", mode="semantic", limit=3)
+        assert hits[0].content == "kinase assay buffer note 7"
+        assert (await mem.search("kinase assay buffer note 39", "u", "b", mode="semantic", limit=3))[0].content \
+            == "kinase assay buffer note 39"  # seq 158: past the old index
+        added = await mem.add("a newt in the pond", "u", "b")
+        assert await mem.index_vectors() == 161
+        ends, indexes = _state(url)
+        assert (ends, indexes["memories_embedding_150"], sorted(indexes)) == (
+            "150 161", oid, ["memories_embedding_150", "memories_embedding_150_161"])
+        assert (await mem.search("newt pond", "u", "b", mode="semantic", limit=3))[0].id == added
+        assert await mem.search("newt pond", "u", "a", mode="semantic", limit=200) != [] and all(
+            h.agent_id == "a" for h in await mem.search("newt pond", "u", "a", mode="semantic", limit=200))
+    finally:
+        await mem.aclose()
