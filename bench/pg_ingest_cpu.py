@@ -26,6 +26,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.postgres import server_cpu
+
 _CHILD = r"""
 import json, multiprocessing, os, sys, time
 root = sys.argv[1]
@@ -113,22 +117,6 @@ if __name__ == "__main__":
             out["load_search"] = round(os.getloadavg()[0], 1)
     print("RESULT " + json.dumps(out), flush=True)
 """
-
-
-def server_cpu(port: int) -> float:
-    """CPU seconds of the local PostgreSQL listening on ``port``: the postmaster (with the children it
-    has reaped, so backends and build workers that ended count) and its live children, from ``/proc``."""
-    tick = os.sysconf("SC_CLK_TCK")
-    stats = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            stats[int(pid)] = (cmd, Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split())
-        except OSError:
-            continue
-    root = next(pid for pid, (cmd, _) in stats.items() if cmd[0].endswith(b"/postgres") and str(port).encode() in cmd)
-    return sum(sum(int(x) for x in st[11:15]) if pid == root else int(st[11]) + int(st[12])
-               for pid, (_, st) in stats.items() if pid == root or int(st[1]) == root) / tick
 
 
 def main() -> None:
