@@ -173,3 +173,18 @@ async def test_a_schema_4_store_keeps_its_vector_index_as_the_first_segment(post
             h.agent_id == "a" for h in await mem.search("newt pond", "u", "a", mode="semantic", limit=200))
     finally:
         await mem.aclose()
+
+
+def test_a_deep_leg_asks_each_segment_for_its_share_and_a_shallow_one_for_everything() -> None:
+    """A hybrid leg (100 candidates) over segments of 6k, 23k, 121k and 850k memories asks the small
+    ones for their share four times over, at least 20 each and never more than 100; a semantic leg
+    of 10, or a store with one segment, asks every segment for all of them."""
+    ends = [6_000, 29_000, 150_000, 1_000_000]
+    assert _postgres_sql.segment_limits(100, ends, 1_000_000) == [20, 20, 49, 100]
+    assert _postgres_sql.segment_limits(10, ends, 1_000_000) == [10, 10, 10, 10]
+    assert _postgres_sql.segment_limits(100, [5_000], 9_000) == [100]
+    # A namespace whose memories stopped before the last segment: shares of the whole table still.
+    assert _postgres_sql.segment_limits(100, ends, 400) == [20, 20, 49, 100]
+    parts = _postgres_sql.dense_statements("u", "a", (), 100, False, [0.0], ends, [20, 20, 49, 100])
+    assert [asked for _, _, asked in parts] == [20, 20, 49, 100, 100]  # the unindexed rest: all of them
+    assert [params[-1] for _, params, _ in parts] == [20, 20, 49, 100, 100]

@@ -41,3 +41,45 @@ async def test_many_hybrid_searches_at_once_on_a_small_pool_all_answer_as_one_at
         await mem.aclose()
     assert [[(h.id, h.score) for h in hits] for hits in together] == [[(h.id, h.score) for h in hits] for hits in alone]
     assert all(len(hits) == 5 and all(h.user_id == "u" for h in hits) for hits in together)
+
+
+async def test_candidates_find_their_neighbours_among_each_other_across_interleaved_namespaces(
+    postgres_server: PostgresServer,
+) -> None:
+    """Fusion's context pull needs, per candidate, the other candidates written at most two places
+    before or after it in its namespace. Counting the namespace's memories between candidates next
+    to each other gives exactly those, with another namespace's memories written in between (and
+    deleted ones) never counted."""
+    import psycopg
+
+    from memkit._retrieval._fusion import CONTEXT_REACH
+    from memkit.adapters import _postgres_sql as q
+
+    url = postgres_server.url(f"t_{uuid.uuid4().hex[:12]}")
+    rng = random.Random(3)
+    mem = PostgresAdapter(url, embedder=None)
+    try:
+        for _ in range(30):
+            user = rng.choice(["u", "u", "other"])
+            await mem.add_many([{"content": f"note {rng.random()}", "user_id": user, "agent_id": "a"}
+                                for _ in range(rng.randint(1, 6))])
+        for hit in (await mem.get_all("u", "a", limit=1_000))[::9]:
+            assert await mem.delete(hit.id)
+    finally:
+        await mem.aclose()
+    with psycopg.connect(url) as conn:
+        mine = [r[0] for r in conn.execute("SELECT seq FROM memories WHERE user_id = 'u' ORDER BY seq").fetchall()]
+        reach = len(CONTEXT_REACH)
+        for size in (1, 2, 5, 20, len(mine) // 2, len(mine)):
+            for _ in range(5):
+                keys = rng.sample(mine, min(size, len(mine)))
+                place = {seq: i for i, seq in enumerate(mine)}
+                chosen = set(keys)
+                expected = {
+                    seq: sorted((abs(place[o] - place[seq]), o) for o in chosen
+                                if o != seq and abs(place[o] - place[seq]) <= reach)
+                    for seq in keys}
+                gaps = [g for g, in conn.execute(*q.gaps_statement("u", "a", keys, reach)).fetchall()] \
+                    if len(keys) > 1 else []
+                got = q.neighbours(keys, gaps, reach)
+                assert {k: sorted(v) for k, v in got.items()} == {k: v for k, v in expected.items() if v}

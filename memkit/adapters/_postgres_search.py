@@ -70,8 +70,8 @@ async def ranked(
         async with conn.pipeline():
             cosines = await conn.execute(q.COSINES_SQL, (vector, user, agent, missing)) if missing else None
             near = None
-            if hybrid and request.config.context > 0:
-                near = await conn.execute(*q.neighbours_statement(user, agent, keys, len(CONTEXT_REACH)))
+            if hybrid and request.config.context > 0 and len(keys) > 1:
+                near = await conn.execute(*q.gaps_statement(user, agent, keys, len(CONTEXT_REACH)))
             # Who spoke a chat line is in its first characters; no index in this process holds it.
             spoke = await conn.execute(q.HEADS_SQL, (user, agent, keys)) if hybrid and request.config.speaker > 0 \
                 else None
@@ -80,8 +80,7 @@ async def ranked(
                 dense.cosine[seq] = q.finite(float(cos))
                 created.setdefault(seq, created_us)
         if near is not None:
-            for seq, step, other in await near.fetchall():
-                around.setdefault(seq, []).append((abs(int(step)), other))
+            around = q.neighbours(keys, [gap for gap, in await near.fetchall()], len(CONTEXT_REACH))
         if spoke is not None:
             heads = dict(await spoke.fetchall())
 
@@ -121,28 +120,35 @@ async def _dense(
         return DenseScores({}, [], 0.0, 0.0)
     mean, std = await samples.stats(conn, user, agent, (size, int(top or 0), embedder, writer), vector)
     exact = size <= q.DENSE_EXACT_MAX or not segments
-    sql, params = q.dense_statement(user, agent, conditions, depth, exact, vector, segments)
-    # The settings, the statement and the transaction around them in one round trip.
+    # A deep leg (a hybrid search's candidates) asks each segment for about its share of them: a
+    # segment's graph walk costs about the same for a tenth of the memories, so asking the small
+    # ones for all 100 doubled the leg's time (at a million memories in 4 segments: 129 -> 64 ms,
+    # the top 100 holding 43.6% -> 41.6% of the exact top 100, 25 queries, load average 11).
+    limits = q.segment_limits(depth, segments, int(top or 0)) if not exact else []
+    parts = q.dense_statements(user, agent, conditions, depth, exact, vector, segments, limits)
+    # The settings, the statements and the transaction around them in one round trip.
+    cursors = []
     async with conn.pipeline(), conn.transaction():
-        if not exact:
-            # Filtered HNSW scans keep going until enough rows of this namespace pass (iterative
-            # scan). A segment of the index may hold a few thousand of the namespace's memories: for
-            # a deep leg (ef_search 200) the planner then prefers reading all of them and sorting
-            # by distance, ten times the cost of walking the graph (pgvector prices a distance
-            # like any operator), so sorting is turned off; only the unindexed rest has no other
-            # order than a sort. A namespace that is a sliver of the table is left to the planner,
-            # which reads its few memories of a segment through its own index.
-            sort = "off" if size * 100 >= segments[-1] else "on"
-            # Several segments are several smaller graphs, each walked to its own ``ef_search``:
-            # at the same search list their merged top is closer to the exact one than one
-            # graph's (60,000 memories, 5 segments, top 100: 0.86 of the exact top 100 at 100
-            # against 0.80 for one graph at 200), for about 1.5 times the server's work.
-            ef = max(40, 2 * depth) if len(segments) == 1 else max(40, depth)
-            await conn.execute(_HNSW_SETTINGS, (str(ef), sort))
-        # Never a prepared statement: a generic plan, not knowing the LIMIT, scores the whole
-        # namespace through its seq index instead of walking the HNSW graph (seen at 100k: 1-2 s).
-        cur = await conn.execute(sql, params, prepare=False)
-    rows = await cur.fetchall()
+        for sql, params, asked in parts:
+            if not exact:
+                # Filtered HNSW scans keep going until enough rows of this namespace pass (iterative
+                # scan). A segment of the index may hold a few thousand of the namespace's memories: for
+                # a deep leg (ef_search 200) the planner then prefers reading all of them and sorting
+                # by distance, ten times the cost of walking the graph (pgvector prices a distance
+                # like any operator), so sorting is turned off; only the unindexed rest has no other
+                # order than a sort. A namespace that is a sliver of the table is left to the planner,
+                # which reads its few memories of a segment through its own index.
+                sort = "off" if size * 100 >= segments[-1] else "on"
+                # Several segments are several smaller graphs, each walked to its own ``ef_search``:
+                # at the same search list their merged top is closer to the exact one than one
+                # graph's (60,000 memories, 5 segments, top 100: 0.86 of the exact top 100 at 100
+                # against 0.80 for one graph at 200), for about 1.5 times the server's work.
+                ef = max(40, 2 * asked) if len(segments) == 1 else max(40, asked)
+                await conn.execute(_HNSW_SETTINGS, (str(ef), sort))
+            # Never a prepared statement: a generic plan, not knowing the LIMIT, scores the whole
+            # namespace through its seq index instead of walking the HNSW graph (seen at 100k: 1-2 s).
+            cursors.append(await conn.execute(sql, params, prepare=False))
+    rows = [row for cur in cursors for row in await cur.fetchall()]
     ranked: list[int] = []
     cosine: dict[int, float] = {}
     for seq, created_us, cos in sorted(rows, key=lambda r: (-float(r[2]), r[0]))[:depth]:

@@ -26,7 +26,8 @@ from memkit._retrieval._keyword import K1, B, analyze
 from memkit.adapters._sqlbase import Dialect, filter_sql
 
 __all__ = [
-    "COLUMNS", "DENSE_EXACT_MAX", "HEADS_SQL", "POSTGRES", "any_query", "row_record", "terms_vector",
+    "COLUMNS", "DENSE_EXACT_MAX", "HEADS_SQL", "POSTGRES", "SEGMENT_FLOOR", "SEGMENT_SPREAD", "any_query",
+    "dense_statements", "gaps_statement", "neighbours", "row_record", "segment_limits", "terms_vector",
 ]
 
 COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
@@ -160,21 +161,36 @@ def keyword_statement(
 
 # -- the dense leg ------------------------------------------------------------------------
 
-def dense_statement(
-    user_id: str, agent_id: str, conditions: tuple[Condition, ...], limit: int, exact: bool, vector: Any,
-    segments: Sequence[int] = (),
-) -> tuple[str, list[Any]]:
-    """``(seq, created_us, cosine)`` of the namespace's ``limit`` nearest memories to ``vector`` that
-    pass the filters (up to ``limit`` rows per segment and more for the rest when ``exact`` is
-    false: the caller keeps the best).
+#: How many of a deep leg's candidates a segment of the vector index is asked for: its share of the
+#: memories, ``SEGMENT_SPREAD`` times over, and at least ``SEGMENT_FLOOR`` (never more than the leg's
+#: depth): a segment holding 1% of the memories holds about 1% of the nearest ones.
+SEGMENT_SPREAD = 4
+SEGMENT_FLOOR = 20
 
-    ``exact`` orders every vector of the namespace by the inner product (no index serves it).
-    Otherwise each segment of the vector index (``segments``: their ends, see
-    :mod:`memkit.adapters._postgres_index`) serves its range of ``seq`` by cosine distance, the
-    order it serves (the range is spliced as ``int`` constants so the planner can prove the
-    segment's predicate), and the memories written after the last segment, which no index holds
-    yet, are scored exactly through the namespace's ``seq`` index. Both orders are the cosine for
-    memkit's unit vectors.
+
+def segment_limits(depth: int, segments: Sequence[int], top: int) -> list[int]:
+    """How many rows to ask each segment (ending at ``segments``) for, for ``depth`` candidates, when
+    the memories run up to ``seq`` ``top``."""
+    total = max([top, *segments])
+    return [min(depth, max(SEGMENT_FLOOR, math.ceil(SEGMENT_SPREAD * depth * (hi - lo) / total)))
+            for lo, hi in zip([0, *segments], segments, strict=False)]
+
+
+def dense_statements(
+    user_id: str, agent_id: str, conditions: tuple[Condition, ...], limit: int, exact: bool, vector: Any,
+    segments: Sequence[int] = (), limits: Sequence[int] = (),
+) -> list[tuple[str, list[Any], int]]:
+    """``(statement, parameters, rows asked)`` whose rows together hold the namespace's ``limit``
+    nearest memories to ``vector`` that pass the filters: ``(seq, created_us, cosine)`` rows (the
+    caller keeps the best).
+
+    ``exact`` orders every vector of the namespace by the inner product (no index serves it): one
+    statement. Otherwise one statement per segment of the vector index (``segments``: their ends,
+    see :mod:`memkit.adapters._postgres_index`), asked for ``limits`` rows each (default ``limit``),
+    each served in its range of ``seq`` by cosine distance, the order it serves (the range is
+    spliced as ``int`` constants so the planner can prove the segment's predicate), and one for the
+    memories written after the last segment, which no index holds yet, scored exactly through the
+    namespace's ``seq`` index. Both orders are the cosine for memkit's unit vectors.
     """
     where, params = filter_sql(conditions, POSTGRES)
     head = (
@@ -182,16 +198,18 @@ def dense_statement(
         " FROM (SELECT %s::vector AS q) v, memories m"
         f" WHERE m.user_id = %s AND m.agent_id = %s AND m.embedding IS NOT NULL AND {where}"
     )
-    leg = [vector, user_id, agent_id, *params, limit]
+    leg = [vector, user_id, agent_id, *params]
     if exact or not segments:
-        return f"{head} ORDER BY m.embedding <#> v.q, m.seq LIMIT %s", leg
+        return [(f"{head} ORDER BY m.embedding <#> v.q, m.seq LIMIT %s", [*leg, limit], limit)]
     ends = [int(end) for end in segments]
+    asked = list(limits) or [limit] * len(ends)
     parts = [
-        f"({head}{f' AND m.seq > {lo}' if lo else ''} AND m.seq <= {hi} ORDER BY m.embedding <=> v.q, m.seq LIMIT %s)"
-        for lo, hi in zip([0, *ends], ends, strict=False)
+        (f"{head}{f' AND m.seq > {lo}' if lo else ''} AND m.seq <= {hi} ORDER BY m.embedding <=> v.q, m.seq LIMIT %s",
+         [*leg, n], n)
+        for lo, hi, n in zip([0, *ends], ends, asked, strict=False)
     ]
-    parts.append(f"({head} AND m.seq > {ends[-1]} ORDER BY m.embedding <#> v.q, m.seq LIMIT %s)")
-    return " UNION ALL ".join(parts), leg * len(parts)
+    parts.append((f"{head} AND m.seq > {ends[-1]} ORDER BY m.embedding <#> v.q, m.seq LIMIT %s", [*leg, limit], limit))
+    return parts
 
 
 COSINES_SQL = (
@@ -199,22 +217,40 @@ COSINES_SQL = (
     " WHERE m.user_id = %s AND m.agent_id = %s AND m.seq = ANY(%s) AND m.embedding IS NOT NULL"
 )
 
-# For each candidate, the memories written up to ``reach`` places before and after it in its namespace.
-NEIGHBOURS_SQL = """
-SELECT c.seq, -row_number() OVER (PARTITION BY c.seq ORDER BY b.seq DESC), b.seq
-FROM unnest(%s::bigint[]) AS c(seq) CROSS JOIN LATERAL (
-    SELECT m.seq FROM memories m WHERE m.user_id = %s AND m.agent_id = %s AND m.seq < c.seq
-    ORDER BY m.seq DESC LIMIT %s) b
-UNION ALL
-SELECT c.seq, row_number() OVER (PARTITION BY c.seq ORDER BY a.seq), a.seq
-FROM unnest(%s::bigint[]) AS c(seq) CROSS JOIN LATERAL (
-    SELECT m.seq FROM memories m WHERE m.user_id = %s AND m.agent_id = %s AND m.seq > c.seq
-    ORDER BY m.seq LIMIT %s) a
+# For each pair of candidates next to each other in ``seq`` order (``lo`` < ``hi``), how many memories
+# of the namespace lie between them, counted up to ``reach`` (one descent of the namespace's ``seq``
+# index per pair): enough to place every candidate among the others.
+GAPS_SQL = """
+SELECT (SELECT count(*) FROM (
+            SELECT FROM memories m WHERE m.user_id = %s AND m.agent_id = %s AND m.seq > g.lo AND m.seq < g.hi
+            LIMIT %s) x)
+FROM unnest(%s::bigint[], %s::bigint[]) WITH ORDINALITY AS g(lo, hi, i)
+ORDER BY g.i
 """
 
 
-def neighbours_statement(user_id: str, agent_id: str, seqs: list[int], reach: int) -> tuple[str, list[Any]]:
-    return NEIGHBOURS_SQL, [seqs, user_id, agent_id, reach, seqs, user_id, agent_id, reach]
+def gaps_statement(user_id: str, agent_id: str, seqs: Sequence[int], reach: int) -> tuple[str, list[Any]]:
+    """For the candidates ``seqs`` in ``seq`` order, how many of the namespace's memories lie between
+    each and the next (at most ``reach``); :func:`neighbours` turns them into distances."""
+    ordered = sorted(seqs)
+    return GAPS_SQL, [user_id, agent_id, reach, ordered[:-1], ordered[1:]]
+
+
+def neighbours(seqs: Sequence[int], gaps: Sequence[int], reach: int) -> dict[int, list[tuple[int, int]]]:
+    """Each candidate's fellow candidates at most ``reach`` memories of its namespace away (written
+    before or after it), as ``(distance, seq)``, from :func:`gaps_statement`'s counts. Memories
+    that are not candidates are left out: fusion gives them no score, so their pull is nil."""
+    ordered = sorted(seqs)
+    around: dict[int, list[tuple[int, int]]] = {}
+    for i, seq in enumerate(ordered):
+        distance = 0
+        for j in range(i + 1, len(ordered)):
+            distance += int(gaps[j - 1]) + 1
+            if distance > reach:
+                break
+            around.setdefault(seq, []).append((distance, ordered[j]))
+            around.setdefault(ordered[j], []).append((distance, seq))
+    return around
 
 
 def finite(value: float) -> float:
