@@ -364,8 +364,11 @@ class Vectors:
         import numpy as np
 
         if rows:
-            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
-            index.add([r[0] for r in rows], matrix.astype(np.float32))
+            # One copy of the stored bytes, writable, which an empty index keeps as its matrix.
+            joined = bytearray().join([r[1] for r in rows])
+            matrix = np.frombuffer(joined, dtype="<f4").reshape(len(rows), -1)
+            keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            index.add(keys, matrix.astype(np.float32, copy=False), adopt=True)
 
     def _catch_up(self, db: sqlite3.Connection) -> None:
         """Apply the change feed past our position to every cached namespace (see _keywords)."""
