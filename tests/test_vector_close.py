@@ -116,14 +116,20 @@ def test_an_adopted_index_changes_as_a_copied_one_does(shortlisted: None) -> Non
 
 
 async def test_a_store_saves_at_close_what_the_previous_build_saved(tmp_path: Path, shortlisted: None) -> None:
-    """Two users share an agent id; each namespace's snapshot, saved when the writer closes, holds
+    """Three users share an agent id; each namespace's snapshot, saved when the writer closes, holds
     exactly its own stored vectors and the previous build's moments and answers."""
     path = tmp_path / "close.db"
     store = SQLiteAdapter(path)
     store._vectors.resave_min = 1  # bob's few hundred memories are saved too
-    for user, count in (("alice", 2_500), ("bob", 600)):
-        await store.add_many([{"content": t, "user_id": user, "agent_id": "lab", "metadata": {"i": i}}
-                              for i, t in enumerate(_texts(count, seed=count))])
+    # alice's memories lie between carol's (read by key), bob's in one run (read as a range)
+    alice, carol = _texts(2_500, seed=1), _texts(7_500, seed=2)
+    for start in range(0, 2_500, 250):
+        await store.add_many([{"content": t, "user_id": "alice", "agent_id": "lab"}
+                              for t in alice[start : start + 250]])
+        await store.add_many([{"content": t, "user_id": "carol", "agent_id": "lab"}
+                              for t in carol[3 * start : 3 * start + 750]])
+    await store.add_many([{"content": t, "user_id": "bob", "agent_id": "lab", "metadata": {"i": i}}
+                          for i, t in enumerate(_texts(600, seed=3))])
     await store.aclose()
 
     embedder = get_embedder("default")
@@ -134,7 +140,7 @@ async def test_a_store_saves_at_close_what_the_previous_build_saved(tmp_path: Pa
             for u, a, size, coarse_dim, head, coarse, matrix in conn.execute(
                 "SELECT user_id, agent_id, size, coarse_dim, head, coarse, matrix FROM vector_snapshots")
         }
-        assert set(saved) == {("alice", "lab"), ("bob", "lab")}
+        assert set(saved) == {("alice", "lab"), ("bob", "lab"), ("carol", "lab")}
         for (user, agent), (size, coarse_dim, head, coarse, matrix) in saved.items():
             stored = conn.execute(
                 "SELECT v.seq, v.vector FROM memory_vectors v JOIN memories m ON m.seq = v.seq"
@@ -144,7 +150,7 @@ async def test_a_store_saves_at_close_what_the_previous_build_saved(tmp_path: Pa
             arrays = _arrays(head, coarse, size, embedder.dim, coarse_dim)
             arrays["matrix"] = np.frombuffer(matrix, dtype="<f4").reshape(size, embedder.dim)
             old = _old_arrays(keys, vectors, shortlist=bool(coarse_dim))
-            assert size == len(stored) == (2_500 if user == "alice" else 600)
+            assert size == len(stored) == {"alice": 2_500, "bob": 600, "carol": 7_500}[user]
             assert arrays["keys"].tobytes() == old["keys"].tobytes()
             assert arrays["matrix"].tobytes() == vectors.tobytes()
             np.testing.assert_allclose(arrays["sum"], old["sum"], rtol=1e-12, atol=1e-12)
