@@ -47,6 +47,8 @@ _STATIC_DIR = Path(__file__).parent / "_static" / "minilm-l6-static"
 _FEW_TEXTS = 16
 #: Texts summed side by side, one token position at a time (their sums fit in the CPU's cache).
 _GROUP = 256
+#: A group of fewer texts is gathered whole and summed in one call (fewer calls than positions).
+_GATHER_BELOW = 32
 #: Whitespace-separated chunks remembered with their token ids, and the longest one remembered.
 _CHUNKS = 1 << 15
 _CHUNK_CHARS = 64
@@ -357,16 +359,22 @@ class StaticEmbedder:
 
 
 def _token_means(ids: list[list[int]], table: np.ndarray) -> np.ndarray:
-    """Each row of ``ids``' mean of its tokens' ``table`` rows (zero for none), float32.
+    """Each row of ``ids``' mean of its tokens' ``table`` rows (zero for none), float32; the
+    table's last row is all zeros.
 
-    Every sum runs in token order, one position at a time for a group of texts: the very sums
-    of a padded gather summed along the tokens (padding added +0.0), without the gathered array
-    (a text's tokens times the dimension), which cost more to write and read back than the sums.
+    Every sum runs in token order. Many texts are summed one position at a time: the very sums
+    of a gather padded with the zero row and summed along the tokens (as a few texts are), without
+    the gathered array (a text's tokens times the dimension), which costs more to write and read
+    back than the sums.
     """
     import numpy as np
 
     count, dim = len(ids), table.shape[1]
     out = np.zeros((count, dim), dtype=np.float32)
+    if count == 1:  # a query, or one memory added: the fewest calls
+        if ids[0]:
+            out[0] = np.take(table, ids[0], axis=0, mode="clip").sum(axis=0) / np.float32(len(ids[0]))
+        return out
     lengths = np.fromiter(map(len, ids), dtype=np.int64, count=count)
     order = np.argsort(-lengths, kind="stable")  # longest first
     ranked = lengths[order]
@@ -375,7 +383,7 @@ def _token_means(ids: list[list[int]], table: np.ndarray) -> np.ndarray:
         return out
     flat = np.fromiter(chain.from_iterable(map(ids.__getitem__, order.tolist())), dtype=np.int64, count=total)
     width = int(ranked[0])
-    index = np.zeros((count, width), dtype=np.int64)
+    index = np.full((count, width), table.shape[0] - 1, dtype=np.int64)
     index[np.arange(width) < ranked[:, None]] = flat
     sums = np.empty((min(count, _GROUP), dim), dtype=np.float32)
     rows = np.empty_like(sums)
@@ -383,16 +391,21 @@ def _token_means(ids: list[list[int]], table: np.ndarray) -> np.ndarray:
         group = ranked[start : start + _GROUP]
         if not group[0]:
             break  # these and the rest have no known token: zero vectors
+        rows_in = slice(start, start + len(group))
+        if len(group) < _GATHER_BELOW:
+            gathered = np.take(table, index[rows_in, : int(group[0])], axis=0, mode="clip")
+            out[order[rows_in]] = gathered.sum(axis=1) / np.maximum(group, 1).astype(np.float32)[:, None]
+            continue
         acc = sums[: len(group)]
         acc.fill(0.0)
         # how many of the group's texts are still going at each position (longest first)
         going = np.searchsorted(-group, -np.arange(int(group[0])), side="left").tolist()
-        at = index[start : start + len(group)]
+        at = index[rows_in]
         for position, many in enumerate(going):
             # mode="clip": the ids are in range, and the default mode buffers (3x slower)
             np.take(table, at[:many, position], axis=0, out=rows[:many], mode="clip")
             acc[:many] += rows[:many]
-        out[order[start : start + len(group)]] = acc / np.maximum(group, 1).astype(np.float32)[:, None]
+        out[order[rows_in]] = acc / np.maximum(group, 1).astype(np.float32)[:, None]
     return out
 
 
