@@ -53,7 +53,7 @@ _GATHER_BELOW = 32
 _CHUNKS = 1 << 15
 _CHUNK_CHARS = 64
 #: Words the tokenizer has not seen before it builds a table that spells new words faster.
-_SCAN_AFTER = 2_000
+_SCAN_AFTER = 20_000
 
 #: The name stored in a database made with the shipped static model.
 DEFAULT_EMBEDDER = "static-minilm-l6-cls-d384"
@@ -119,12 +119,12 @@ class _Chunks(dict[str, tuple[int, ...]]):
     when full the oldest half is forgotten.
     """
 
-    def __init__(self, encode: Callable[[str], list[int]]) -> None:
+    def __init__(self, encode: Callable[[str], tuple[int, ...]]) -> None:
         super().__init__()
         self._encode = encode
 
     def __missing__(self, chunk: str) -> tuple[int, ...]:
-        ids = tuple(self._encode(chunk))
+        ids = self._encode(chunk)
         if len(chunk) <= _CHUNK_CHARS:
             if len(self) >= _CHUNKS:
                 for old in list(islice(self, _CHUNKS // 2)):
@@ -146,7 +146,7 @@ class _WordPiece:
         # No piece is longer than the longest vocabulary entry: the greedy search starts there.
         self.longest = max(map(len, vocab), default=0)
         self.word_ids = lru_cache(maxsize=200_000)(self._word_ids)
-        self.chunks = _Chunks(self._encode)
+        self.chunks = _Chunks(self._chunk_ids)
         self._misses = 0
         self._prefixes: dict[str, int] | None = None
 
@@ -246,6 +246,11 @@ class _WordPiece:
         if _DROPPED_SPACES.search(text):
             return self._encode(text)
         return list(chain.from_iterable(map(self.chunks.__getitem__, text.split())))
+
+    def _chunk_ids(self, chunk: str) -> tuple[int, ...]:
+        if chunk.isascii() and chunk.isalnum():  # one plain word (most of them): no pattern to run
+            return self.word_ids(chunk.lower())
+        return tuple(self._encode(chunk))
 
     def _encode(self, text: str) -> list[int]:
         if text.isascii():
