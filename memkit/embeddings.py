@@ -350,7 +350,10 @@ class StaticEmbedder:
             unique = list(distinct)
             where = {text: i for i, text in enumerate(unique)}
             return self.embed(unique)[[where[text] for text in texts]]
-        encode, limit = self._tokenizer.encode, self.max_tokens
+        # A few texts (a query, one memory) are split whole, as before: the chunk cache pays off
+        # on batches, whose texts share most of their chunks.
+        tokenizer, limit = self._tokenizer, self.max_tokens
+        encode = tokenizer.encode if len(texts) > _FEW_TEXTS else tokenizer._encode
         ids = [row if len(row) <= limit else row[:limit] for row in map(encode, texts)]
         vectors = self._table
         if vectors is None and len(texts) <= _FEW_TEXTS:  # the rows of these tokens, renumbered
