@@ -20,8 +20,9 @@ import json
 import os
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
+from itertools import chain, islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -44,6 +45,15 @@ _STATIC_DIR = Path(__file__).parent / "_static" / "minilm-l6-static"
 
 #: A batch of at most this many texts unpacks only its tokens' rows of a static table.
 _FEW_TEXTS = 16
+#: Texts summed side by side, one token position at a time (their sums fit in the CPU's cache).
+_GROUP = 256
+#: A group of fewer texts is gathered whole and summed in one call (fewer calls than positions).
+_GATHER_BELOW = 32
+#: Whitespace-separated chunks remembered with their token ids, and the longest one remembered.
+_CHUNKS = 1 << 15
+_CHUNK_CHARS = 64
+#: Words the tokenizer has not seen before it builds a table that spells new words faster.
+_SCAN_AFTER = 20_000
 
 #: The name stored in a database made with the shipped static model.
 DEFAULT_EMBEDDER = "static-minilm-l6-cls-d384"
@@ -80,6 +90,9 @@ def _normalise(matrix: np.ndarray) -> np.ndarray:
 
 _ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _ASCII_WORD = re.compile(r"[a-z0-9]+|[^a-z0-9\s]")
+# The characters str.split() splits at that the tokenizer drops instead (control characters that
+# count as white space): words run across them, so a text holding one is not split into chunks.
+_DROPPED_SPACES = re.compile("[\x0b\x0c\x1c-\x1f\x85]")
 
 
 def _is_punctuation(char: str) -> bool:
@@ -97,17 +110,45 @@ def _is_cjk(code: int) -> bool:
     )
 
 
+class _Chunks(dict[str, tuple[int, ...]]):
+    """Token ids of whitespace-separated chunks of text, computed on a miss.
+
+    A text's ids are its chunks' ids one after the other (no word crosses white space), and
+    chunks repeat far more than whole texts do: a trace step's JSON keys, the ids its run's
+    steps share, a chat's names and punctuated words. Bounded: a long chunk is not kept, and
+    when full the oldest half is forgotten.
+    """
+
+    def __init__(self, encode: Callable[[str], tuple[int, ...]]) -> None:
+        super().__init__()
+        self._encode = encode
+
+    def __missing__(self, chunk: str) -> tuple[int, ...]:
+        ids = self._encode(chunk)
+        if len(chunk) <= _CHUNK_CHARS:
+            if len(self) >= _CHUNKS:
+                for old in list(islice(self, _CHUNKS // 2)):
+                    self.pop(old, None)  # pop: another thread may be forgetting it too
+            self[chunk] = ids
+        return ids
+
+
 class _WordPiece:
     """The tokenizer of bert-base-uncased (BertNormalizer + BertPreTokenizer + WordPiece).
 
-    Matches the ``tokenizers`` implementation on ordinary text; words are cached
-    because conversational text repeats them constantly.
+    Matches the ``tokenizers`` implementation on ordinary text; words and whitespace-separated
+    chunks are cached because conversational text and trace steps repeat them constantly.
     """
 
     def __init__(self, vocab: Sequence[str], max_chars: int = 100) -> None:
         self.ids = {token: i for i, token in enumerate(vocab)}
         self.max_chars = max_chars
+        # No piece is longer than the longest vocabulary entry: the greedy search starts there.
+        self.longest = max(map(len, vocab), default=0)
         self.word_ids = lru_cache(maxsize=200_000)(self._word_ids)
+        self.chunks = _Chunks(self._chunk_ids)
+        self._misses = 0
+        self._prefixes: dict[str, int] | None = None
 
     @staticmethod
     def _normalise(text: str) -> str:
@@ -142,10 +183,23 @@ class _WordPiece:
     def _word_ids(self, word: str) -> tuple[int, ...]:
         if len(word) > self.max_chars:
             return ()
+        if self._prefixes is None:
+            self._misses += 1
+            if self._misses <= _SCAN_AFTER:
+                return self._longest_first(word)
+            # Every prefix of a vocabulary entry, with its id (or -1): about 0.1 s to build,
+            # which a bulk write's new words (ids, numbers) win back many times over.
+            prefixes = dict.fromkeys((t[:k] for t in self.ids for k in range(1, len(t))), -1)
+            prefixes.update(self.ids)
+            self._prefixes = prefixes
+        return self._scan(word, self._prefixes)
+
+    def _longest_first(self, word: str) -> tuple[int, ...]:
+        """Greedy longest-match-first WordPiece, trying each piece from the longest possible down."""
         pieces: list[int] = []
         start = 0
         while start < len(word):
-            end = len(word)
+            end = min(len(word), start + self.longest)
             found = None
             while start < end:
                 piece = word[start:end] if start == 0 else "##" + word[start:end]
@@ -155,6 +209,26 @@ class _WordPiece:
                 end -= 1
             if found is None:
                 return ()  # the whole word is [UNK], which the static model drops
+            pieces.append(found)
+            start = end
+        return tuple(pieces)
+
+    @staticmethod
+    def _scan(word: str, prefixes: dict[str, int]) -> tuple[int, ...]:
+        """The same pieces, each grown while it is still the start of a vocabulary entry."""
+        pieces: list[int] = []
+        start, size = 0, len(word)
+        while start < size:
+            mark = "" if start == 0 else "##"
+            found, end = -1, start
+            for stop in range(start + 1, size + 1):
+                known = prefixes.get(mark + word[start:stop])
+                if known is None:
+                    break  # no entry starts so: none is longer either
+                if known >= 0:
+                    found, end = known, stop
+            if found < 0:
+                return ()
             pieces.append(found)
             start = end
         return tuple(pieces)
@@ -169,6 +243,16 @@ class _WordPiece:
         return sum(len(self.word_ids(w)) or 1 for w in self.words(text))
 
     def encode(self, text: str) -> list[int]:
+        if _DROPPED_SPACES.search(text):
+            return self._encode(text)
+        return list(chain.from_iterable(map(self.chunks.__getitem__, text.split())))
+
+    def _chunk_ids(self, chunk: str) -> tuple[int, ...]:
+        if chunk.isascii() and chunk.isalnum():  # one plain word (most of them): no pattern to run
+            return self.word_ids(chunk.lower())
+        return tuple(self._encode(chunk))
+
+    def _encode(self, text: str) -> list[int]:
         if text.isascii():
             # Fast path, same result: in ASCII every non-alphanumeric printable is punctuation.
             words = _ASCII_WORD.findall(_ASCII_CONTROL.sub("", text).lower())
@@ -261,7 +345,16 @@ class StaticEmbedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        ids = [self.token_ids(t) for t in texts]
+        distinct = dict.fromkeys(texts)
+        if len(distinct) < len(texts):  # each text once (a text's vector never depends on the batch)
+            unique = list(distinct)
+            where = {text: i for i, text in enumerate(unique)}
+            return self.embed(unique)[[where[text] for text in texts]]
+        # A few texts (a query, one memory) are split whole, as before: the chunk cache pays off
+        # on batches, whose texts share most of their chunks.
+        tokenizer, limit = self._tokenizer, self.max_tokens
+        encode = tokenizer.encode if len(texts) > _FEW_TEXTS else tokenizer._encode
+        ids = [row if len(row) <= limit else row[:limit] for row in map(encode, texts)]
         vectors = self._table
         if vectors is None and len(texts) <= _FEW_TEXTS:  # the rows of these tokens, renumbered
             # sorted(set()) rather than np.unique, which imports numpy.ma (~20 ms) on first use
@@ -270,22 +363,58 @@ class StaticEmbedder:
             vectors = self._unpacked(used)
         elif vectors is None:
             vectors = self._vectors
-        # Texts of similar length share one padded gather + sum: far faster than
-        # reduceat over ragged rows. Padding points at an all-zero row.
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        pad = vectors.shape[0] - 1
-        for start in range(0, len(order), 64):
-            group = order[start : start + 64]
-            width = len(ids[group[-1]])
-            if width == 0:
-                continue
-            index = np.full((len(group), width), pad, dtype=np.int64)
-            lengths = np.empty(len(group), dtype=np.float32)
-            for row, i in enumerate(group):
-                index[row, : len(ids[i])] = ids[i]
-                lengths[row] = max(len(ids[i]), 1)
-            out[group] = vectors[index].sum(axis=1) / lengths[:, None]
-        return _normalise(out)
+        return _normalise(_token_means(ids, vectors))
+
+
+def _token_means(ids: list[list[int]], table: np.ndarray) -> np.ndarray:
+    """Each row of ``ids``' mean of its tokens' ``table`` rows (zero for none), float32; the
+    table's last row is all zeros.
+
+    Every sum runs in token order. Many texts are summed one position at a time: the very sums
+    of a gather padded with the zero row and summed along the tokens (as a few texts are), without
+    the gathered array (a text's tokens times the dimension), which costs more to write and read
+    back than the sums.
+    """
+    import numpy as np
+
+    count, dim = len(ids), table.shape[1]
+    out = np.zeros((count, dim), dtype=np.float32)
+    if count == 1:  # a query, or one memory added: the fewest calls
+        if ids[0]:
+            out[0] = np.take(table, ids[0], axis=0, mode="clip").sum(axis=0) / np.float32(len(ids[0]))
+        return out
+    lengths = np.fromiter(map(len, ids), dtype=np.int64, count=count)
+    order = np.argsort(-lengths, kind="stable")  # longest first
+    ranked = lengths[order]
+    total = int(ranked.sum())
+    if not total:
+        return out
+    flat = np.fromiter(chain.from_iterable(map(ids.__getitem__, order.tolist())), dtype=np.int64, count=total)
+    width = int(ranked[0])
+    index = np.full((count, width), table.shape[0] - 1, dtype=np.int64)
+    index[np.arange(width) < ranked[:, None]] = flat
+    sums = np.empty((min(count, _GROUP), dim), dtype=np.float32)
+    rows = np.empty_like(sums)
+    for start in range(0, count, _GROUP):
+        group = ranked[start : start + _GROUP]
+        if not group[0]:
+            break  # these and the rest have no known token: zero vectors
+        rows_in = slice(start, start + len(group))
+        if len(group) < _GATHER_BELOW:
+            gathered = np.take(table, index[rows_in, : int(group[0])], axis=0, mode="clip")
+            out[order[rows_in]] = gathered.sum(axis=1) / np.maximum(group, 1).astype(np.float32)[:, None]
+            continue
+        acc = sums[: len(group)]
+        acc.fill(0.0)
+        # how many of the group's texts are still going at each position (longest first)
+        going = np.searchsorted(-group, -np.arange(int(group[0])), side="left").tolist()
+        at = index[rows_in]
+        for position, many in enumerate(going):
+            # mode="clip": the ids are in range, and the default mode buffers (3x slower)
+            np.take(table, at[:many, position], axis=0, out=rows[:many], mode="clip")
+            acc[:many] += rows[:many]
+        out[order[rows_in]] = acc / np.maximum(group, 1).astype(np.float32)[:, None]
+    return out
 
 
 class SentenceTransformerEmbedder:

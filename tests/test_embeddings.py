@@ -138,7 +138,7 @@ def test_a_few_texts_embed_as_the_whole_table_embeds_them() -> None:
     """A short batch unpacks only its tokens' rows; the vectors are the same bytes as from the whole table."""
     texts = ["TP53 blast result", "Caroline went to a support group", "", "naïve Ω ünïcode zzzqqq", "a " * 600]
     few, whole = StaticEmbedder(), StaticEmbedder()
-    whole.embed(texts * 5)  # more than a few texts: the whole table
+    whole.embed([f"{text} {i}" for i in range(5) for text in texts])  # more than a few texts: the whole table
     for n in range(1, len(texts) + 1):
         assert few.embed(texts[:n]).tobytes() == whole.embed(texts[:n]).tobytes()
     assert few._table is None and whole._table is not None

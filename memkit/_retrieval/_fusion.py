@@ -34,6 +34,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from memkit._retrieval._blas import one_thread
 from memkit._retrieval._config import MODES, HybridConfig, check_hybrid, check_mode, modes_for
 
 # numpy is imported by the functions that compute with it: opening a store to read its
@@ -73,6 +74,10 @@ def _matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
 SHORTLIST_MIN = 20_000
 _COARSE_DIMS = 64
 _SHORTLIST = 4_000
+#: Vectors widened to float64 at a time for the moments (12 MB at 384 dimensions, reused).
+_MOMENT_ROWS = 4_096
+#: From this many vectors at once, their products run on one BLAS thread (see _blas).
+_BULK = 1_024
 
 
 class CosineMoments:
@@ -102,12 +107,22 @@ class CosineMoments:
         return out
 
     def add(self, vectors: np.ndarray) -> None:
+        if len(vectors) >= _BULK:
+            with one_thread():
+                self._add(vectors)
+        else:
+            self._add(vectors)
+
+    def _add(self, vectors: np.ndarray) -> None:
         import numpy as np
 
-        wide = np.asarray(vectors, dtype=np.float64)
-        self.count += len(wide)
-        self.sum += wide.sum(axis=0)
-        self.moment += wide.T @ wide
+        # A slice at a time: a namespace's vectors widened at once are twice their float32 size
+        # in fresh memory (300 MB at 100k), which cost more to fault in than the products.
+        for start in range(0, len(vectors), _MOMENT_ROWS):
+            wide = np.asarray(vectors[start : start + _MOMENT_ROWS], dtype=np.float64)
+            self.count += len(wide)
+            self.sum += wide.sum(axis=0)
+            self.moment += wide.T @ wide
 
     def remove(self, vectors: np.ndarray) -> None:
         import numpy as np
@@ -258,12 +273,27 @@ class VectorIndex:
         if self._missing:
             raise RuntimeError("this vector index is partial: materialize() it first")
 
-    def add(self, keys: Sequence[int], vectors: np.ndarray) -> None:
+    def add(self, keys: Sequence[int] | np.ndarray, vectors: np.ndarray, adopt: bool = False) -> None:
+        """Append ``vectors`` under ``keys``; ``adopt``: an empty index may keep ``vectors`` (a
+        writable float32 array nobody else holds) as its matrix instead of copying it."""
         import numpy as np
 
         if len(keys) == 0:
             return
         vectors = np.asarray(vectors, dtype=np.float32)
+        if adopt and not self._size and not self._missing and vectors.flags.writeable and vectors.flags.c_contiguous:
+            with one_thread():
+                self._adopt(keys, vectors)
+            return
+        if len(keys) >= _BULK:
+            with one_thread():
+                self._append(keys, vectors)
+        else:
+            self._append(keys, vectors)
+
+    def _append(self, keys: Sequence[int] | np.ndarray, vectors: np.ndarray) -> None:
+        import numpy as np
+
         need = self._size + len(keys)
         if need > self._matrix.shape[0]:
             capacity = max(need, 2 * self._matrix.shape[0], 64)
@@ -290,7 +320,24 @@ class VectorIndex:
         if self._basis is None and self._size >= SHORTLIST_MIN and self.dim > _COARSE_DIMS:
             self._build_shortlist()
 
+    def _adopt(self, keys: Sequence[int] | np.ndarray, vectors: np.ndarray) -> None:
+        import numpy as np
+
+        self._matrix = vectors
+        self._keys = np.array(keys, dtype=np.int64)
+        self._size = len(self._keys)
+        self._position, self._sorted = None, None  # found by bisection while the keys ascend
+        if self._basis is not None:
+            self._coarse = vectors @ self._basis
+        self._moments.add(vectors)
+        if self._basis is None and self._size >= SHORTLIST_MIN and self.dim > _COARSE_DIMS:
+            self._build_shortlist()
+
     def _build_shortlist(self) -> None:
+        with one_thread():
+            self._shortlist_axes()
+
+    def _shortlist_axes(self) -> None:
         import numpy as np
 
         self._whole_only()

@@ -307,14 +307,16 @@ class Vectors:
         """The namespace's index at our feed position, and how many changes that took past the saved one."""
         assert self.embedder is not None
         index, seq, change = self._restore(db, user_id, agent_id)
-        # From nothing, the namespace's index finds its rows; after a snapshot, the rows past it
-        # (unary + keeps the planner off the namespace index, which would walk the whole namespace).
-        namespace = "+m.user_id = ? AND +m.agent_id = ?" if seq else "m.user_id = ? AND m.agent_id = ?"
-        rows = db.execute(
-            "SELECT v.seq, v.vector FROM memory_vectors v JOIN memories m ON m.seq = v.seq"  # noqa: S608
-            f" WHERE {namespace} AND v.seq > ? AND v.seq <= ? ORDER BY v.seq",
-            (user_id, agent_id, seq, self._seq),
-        ).fetchall()
+        if seq:
+            # After a snapshot, the rows past it (unary + keeps the planner off the namespace
+            # index, which would walk the whole namespace).
+            rows = db.execute(
+                "SELECT v.seq, v.vector FROM memory_vectors v JOIN memories m ON m.seq = v.seq"
+                " WHERE +m.user_id = ? AND +m.agent_id = ? AND v.seq > ? AND v.seq <= ? ORDER BY v.seq",
+                (user_id, agent_id, seq, self._seq),
+            ).fetchall()
+        else:
+            rows = _namespace_rows(db, user_id, agent_id, self._seq)
         self._add(index, rows)
         gone = [
             key for (key,) in db.execute(
@@ -364,8 +366,11 @@ class Vectors:
         import numpy as np
 
         if rows:
-            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
-            index.add([r[0] for r in rows], matrix.astype(np.float32))
+            # One copy of the stored bytes, writable, which an empty index keeps as its matrix.
+            joined = bytearray().join([r[1] for r in rows])
+            matrix = np.frombuffer(joined, dtype="<f4").reshape(len(rows), -1)
+            keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            index.add(keys, matrix.astype(np.float32, copy=False), adopt=True)
 
     def _catch_up(self, db: sqlite3.Connection) -> None:
         """Apply the change feed past our position to every cached namespace (see _keywords)."""
@@ -429,6 +434,31 @@ def _arrays(head: bytes, coarse: bytes, size: int, dim: int, coarse_dim: int) ->
         arrays["basis"] = arrays["basis"].reshape(dim, coarse_dim)
         arrays["coarse"] = np.frombuffer(coarse, dtype="<f4").reshape(size, coarse_dim)
     return arrays
+
+
+def _namespace_rows(db: sqlite3.Connection, user_id: str, agent_id: str, upto: int) -> list[tuple[int, bytes]]:
+    """Every ``(seq, vector)`` of the namespace up to seq ``upto``, in seq order (inside the caller's
+    read transaction). Its seqs come from the namespace index alone; when they are at least half
+    of the seqs between their ends (one writer's bulk import), the vectors are then read as one
+    range of the vectors table and the others' dropped: a join looked up every row and sorted the
+    vectors in a temporary b-tree (7.5 against 2.4 µs a row at 100k)."""
+    seqs = [seq for (seq,) in db.execute(
+        "SELECT seq FROM memories WHERE user_id = ? AND agent_id = ? AND seq <= ?", (user_id, agent_id, upto)
+    )]
+    if not seqs:
+        return []
+    low, high = min(seqs), max(seqs)
+    if 2 * len(seqs) < high - low + 1:
+        rows = db.execute(
+            "SELECT seq, vector FROM memory_vectors WHERE seq IN (SELECT value FROM json_each(?))",
+            (json.dumps(seqs),),
+        ).fetchall()
+        rows.sort()
+        return rows
+    wanted = set(seqs)
+    return [row for row in db.execute(
+        "SELECT seq, vector FROM memory_vectors WHERE seq >= ? AND seq <= ? ORDER BY seq", (low, high)
+    ) if row[0] in wanted]
 
 
 def _rows(db: sqlite3.Connection, keys: np.ndarray, dim: int) -> np.ndarray:
