@@ -2,7 +2,7 @@
 holds what the previous, copying computation held, and answers every query the same.
 
 The index now keeps the vectors it read as its matrix (no copy), sums the moments a slice of rows
-at a time and runs those products on one BLAS thread. The vectors, keys and cosines are the same
+at a time. The vectors, keys and cosines are the same
 bytes; the float64 moments differ in their last bits only (the order of the additions changed,
 as it already did between an index built at once and one caught up piecewise).
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import random
 import sqlite3
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,6 @@ import numpy as np
 import pytest
 
 import memkit._retrieval._fusion as fusion
-from memkit._retrieval import _blas
 from memkit._retrieval._fusion import VectorIndex, dense_leg
 from memkit.adapters import SQLiteAdapter
 from memkit.adapters._sqlite._vectors import _arrays
@@ -159,37 +157,3 @@ async def test_a_store_saves_at_close_what_the_previous_build_saved(tmp_path: Pa
                           embedder.embed(_QUERIES))
     finally:
         conn.close()
-
-
-def test_one_blas_thread_is_counted_across_nested_and_concurrent_uses() -> None:
-    controls = _blas._controls()
-    if controls is None:
-        pytest.skip("numpy here does not use OpenBLAS: one_thread() changes nothing")
-    get, put = controls
-    before = get()
-    with _blas.one_thread():
-        assert get() == 1
-        with _blas.one_thread():
-            assert get() == 1
-        assert get() == 1
-    assert get() == before
-
-    inside, leave = threading.Event(), threading.Event()
-    seen: list[int] = []
-
-    def other() -> None:
-        with _blas.one_thread():
-            inside.set()
-            leave.wait(60)
-            seen.append(get())
-
-    thread = threading.Thread(target=other)
-    thread.start()
-    assert inside.wait(60)
-    with _blas.one_thread():
-        assert get() == 1
-    assert get() == 1  # the other thread is still inside
-    leave.set()
-    thread.join(60)
-    assert seen == [1] and get() == before
-    put(before)

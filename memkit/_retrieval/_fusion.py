@@ -34,7 +34,6 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memkit._retrieval._blas import one_thread
 from memkit._retrieval._config import MODES, HybridConfig, check_hybrid, check_mode, modes_for
 
 # numpy is imported by the functions that compute with it: opening a store to read its
@@ -76,8 +75,6 @@ _COARSE_DIMS = 64
 _SHORTLIST = 4_000
 #: Vectors widened to float64 at a time for the moments (12 MB at 384 dimensions, reused).
 _MOMENT_ROWS = 4_096
-#: From this many vectors at once, their products run on one BLAS thread (see _blas).
-_BULK = 1_024
 
 
 class CosineMoments:
@@ -107,13 +104,6 @@ class CosineMoments:
         return out
 
     def add(self, vectors: np.ndarray) -> None:
-        if len(vectors) >= _BULK:
-            with one_thread():
-                self._add(vectors)
-        else:
-            self._add(vectors)
-
-    def _add(self, vectors: np.ndarray) -> None:
         import numpy as np
 
         # A slice at a time: a namespace's vectors widened at once are twice their float32 size
@@ -282,14 +272,9 @@ class VectorIndex:
             return
         vectors = np.asarray(vectors, dtype=np.float32)
         if adopt and not self._size and not self._missing and vectors.flags.writeable and vectors.flags.c_contiguous:
-            with one_thread():
-                self._adopt(keys, vectors)
+            self._adopt(keys, vectors)
             return
-        if len(keys) >= _BULK:
-            with one_thread():
-                self._append(keys, vectors)
-        else:
-            self._append(keys, vectors)
+        self._append(keys, vectors)
 
     def _append(self, keys: Sequence[int] | np.ndarray, vectors: np.ndarray) -> None:
         import numpy as np
@@ -334,10 +319,6 @@ class VectorIndex:
             self._build_shortlist()
 
     def _build_shortlist(self) -> None:
-        with one_thread():
-            self._shortlist_axes()
-
-    def _shortlist_axes(self) -> None:
         import numpy as np
 
         self._whole_only()
