@@ -483,19 +483,44 @@ def _save(
         for name, dtype in (("keys", "<i8"), ("sum", "<f8"), ("moment", "<f8"), ("basis", "<f4"))
         if name in arrays
     )
-    coarse = arrays["coarse"].astype("<f4", copy=False).data.cast("B") if "coarse" in arrays else b""
+    coarse = arrays["coarse"].astype("<f4", copy=False) if "coarse" in arrays else None
     coarse_dim = arrays["basis"].shape[1] if "basis" in arrays else 0
-    # Never over a newer snapshot of the same embedder: a process that caught up less far (a closer
-    # or a search behind another) would only make every later process replay more.
-    write_unless_busy(
-        db,
-        "INSERT INTO vector_snapshots (user_id, agent_id, seq, change, embedder, size, dim,"
-        " coarse_dim, head, coarse, matrix) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        " ON CONFLICT (user_id, agent_id) DO UPDATE SET seq = excluded.seq, change = excluded.change,"
-        " embedder = excluded.embedder, size = excluded.size, dim = excluded.dim,"
-        " coarse_dim = excluded.coarse_dim, head = excluded.head, coarse = excluded.coarse,"
-        " matrix = excluded.matrix WHERE excluded.embedder != vector_snapshots.embedder"
-        " OR (excluded.seq >= vector_snapshots.seq AND excluded.change >= vector_snapshots.change)",
-        (user_id, agent_id, *position, embedder, len(matrix), index.dim, coarse_dim, head, coarse,
-         matrix.data.cast("B")),
-    )
+    # The matrix and the projections go in as zero-filled blobs, then are copied into place in
+    # slices: bound as parameters, SQLite would copy each whole (and again into the row it builds),
+    # three times the matrix in memory at once for a closing writer.
+    timeout = db.execute("PRAGMA busy_timeout").fetchone()[0]
+    db.execute("PRAGMA busy_timeout = 0")  # nobody waits for a writer to save a cache
+    try:
+        with write_transaction(db):
+            # Never over a newer snapshot of the same embedder: a process that caught up less far (a
+            # closer or a search behind another) would only make every later process replay more.
+            row = db.execute(
+                "INSERT INTO vector_snapshots (user_id, agent_id, seq, change, embedder, size, dim,"
+                " coarse_dim, head, coarse, matrix) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, zeroblob(?), zeroblob(?))"
+                " ON CONFLICT (user_id, agent_id) DO UPDATE SET seq = excluded.seq, change = excluded.change,"
+                " embedder = excluded.embedder, size = excluded.size, dim = excluded.dim,"
+                " coarse_dim = excluded.coarse_dim, head = excluded.head, coarse = excluded.coarse,"
+                " matrix = excluded.matrix WHERE excluded.embedder != vector_snapshots.embedder"
+                " OR (excluded.seq >= vector_snapshots.seq AND excluded.change >= vector_snapshots.change)"
+                " RETURNING rowid",
+                (user_id, agent_id, *position, embedder, len(matrix), index.dim, coarse_dim, head,
+                 0 if coarse is None else coarse.nbytes, matrix.nbytes),
+            ).fetchone()
+            if row is not None:
+                for column, array in (("coarse", coarse), ("matrix", matrix)):
+                    if array is not None and array.nbytes:
+                        _fill(db, column, row[0], array.data.cast("B"))
+    except (sqlite3.OperationalError, sqlite3.DataError):
+        return  # another writer holds the lock, or the file is read-only: the next process saves
+    finally:
+        db.execute(f"PRAGMA busy_timeout = {int(timeout)}")
+
+
+_SLICE = 1 << 24
+
+
+def _fill(db: sqlite3.Connection, column: str, rowid: int, data: memoryview) -> None:
+    """Copy ``data`` into the zero-filled blob ``column`` of the snapshot row, a slice at a time."""
+    with db.blobopen("vector_snapshots", column, rowid) as target:
+        for start in range(0, len(data), _SLICE):
+            target.write(data[start : start + _SLICE])
