@@ -281,3 +281,46 @@ def test_a_snapshot_is_never_saved_over_a_newer_one(tmp_path: Path) -> None:
         assert _saved(path) == newest
     finally:
         conn.close()
+
+
+def _cli_search(path: Path, query: str) -> str:
+    return subprocess.run(
+        [sys.executable, "-m", "memkit", "--url", f"sqlite:///{path}", "search", query, "--user", "alice",
+         "--agent", "bio", "--limit", "10", "--json"],
+        check=True, capture_output=True, text=True, timeout=600,
+    ).stdout
+
+
+def test_the_command_line_search_saves_a_vector_snapshot_it_found_far_behind(tmp_path: Path) -> None:
+    path = tmp_path / "lab.db"
+    _new_store(path)
+    _python(_WRITER, path, 0, 1000, 0, 100)  # snapshots saved on close
+    _python(_WRITER, path, 1, 2400, 0, 10**12)  # writers that never save: 1,200 of alice's 1,700 past them
+    behind = _read(path)["lags"]
+    assert behind["vector_snapshots/alice"] >= 1_000
+
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:  # a writer holds the lock: the search answers and saves nothing, never waiting
+        conn.execute("BEGIN IMMEDIATE")
+        held = _cli_search(path, "kinase inhibitor dose")
+        assert _read(path)["lags"] == behind
+    finally:
+        conn.execute("ROLLBACK")
+        conn.close()
+
+    first = _cli_search(path, "kinase inhibitor dose")
+    assert first == held and first.count("\n") == 10
+    lags = _read(path)["lags"]
+    assert lags["vector_snapshots/alice"] == lags["keyword_snapshots/alice"] == 0  # saved for the next one
+    assert lags["vector_snapshots/bob"] == behind["vector_snapshots/bob"]  # only what it searched
+    assert _cli_search(path, "kinase inhibitor dose") == first
+    copy = tmp_path / "scratch.db"
+    conn = sqlite3.connect(path)
+    conn.execute("VACUUM INTO ?", (str(copy),))
+    conn.close()
+    conn = sqlite3.connect(copy)
+    conn.execute("DELETE FROM keyword_snapshots")
+    conn.execute("DELETE FROM vector_snapshots")
+    conn.commit()
+    conn.close()
+    assert _cli_search(copy, "kinase inhibitor dose") == first  # as rebuilt from scratch
