@@ -114,8 +114,10 @@ def save_stale(
     if path == ":memory:" or not written:
         return
     wanted = set(written)
-    for _ in range(_ROUNDS):
+    for round_ in range(_ROUNDS):
         stale = [key for key in wanted if _stale(db, *key, keywords, vectors)]
+        if not stale and not round_:
+            return  # nothing to save (a few writes): no lock taken, no lock file made
         with _Turn(path) as turn:
             if not turn.mine:
                 turn.ask(stale)  # the holder saves them after its own
