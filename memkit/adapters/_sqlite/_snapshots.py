@@ -32,8 +32,8 @@ from memkit.adapters._sqlite._vectors import Vectors, fits
 
 __all__ = ["save_stale"]
 
-# How many times a holder takes the lock again after letting go: enough for the closers that asked
-# while it saved; what is asked after that waits in the file for the next closer that holds the lock.
+# How many times a holder saves its own namespaces again while they stay stale (other processes still
+# writing: they save their rows when they close); requests from closers are always served.
 _ROUNDS = 3
 
 
@@ -114,7 +114,8 @@ def save_stale(
     if path == ":memory:" or not written:
         return
     wanted = set(written)
-    for round_ in range(_ROUNDS):
+    round_ = 0
+    while True:  # ends: past _ROUNDS only for new requests, and each closer asks once
         stale = [key for key in wanted if _stale(db, *key, keywords, vectors)]
         if not stale and not round_:
             return  # nothing to save (a few writes): no lock taken, no lock file made
@@ -123,8 +124,9 @@ def save_stale(
                 turn.ask(stale)  # the holder saves them after its own
                 return
             asked = turn.take()
-            if not stale and not asked:
+            if not asked and (not stale or round_ >= _ROUNDS):
                 return
+            round_ += 1
             wanted |= asked
             for user_id, agent_id in sorted(set(stale) | asked):  # looked at again under the lock
                 if lag(db, "keyword_snapshots", user_id, agent_id) >= keywords.resave_min:
