@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import memkit
 from memkit._retrieval._fusion import VectorIndex
 from memkit._retrieval._keyword import KeywordIndex
 from memkit.adapters import SQLiteAdapter
@@ -230,6 +231,21 @@ def test_a_closer_skips_saving_while_another_process_holds_the_lock(tmp_path: Pa
     found = _read(path)
     assert found["lags"]["keyword_snapshots/alice"] == found["lags"]["vector_snapshots/alice"] >= 398
     _assert_same(found["answers"], _rebuilt(path, tmp_path))
+    # Its request waits in the store: the next closer that holds the lock saves those namespaces too,
+    # though it wrote only another one
+    mem = memkit.open(f"sqlite:///{path}")
+    mem.provider._keywords.resave_min = mem.provider._vectors.resave_min = 100  # type: ignore[attr-defined]
+    mem.add_many([{"content": f"carol's note {i} on kinase", "user_id": "carol", "agent_id": "bio"}
+                  for i in range(150)])
+    mem.close()
+    after = _read(path)
+    assert all(lag == 0 for lag in after["lags"].values()), after["lags"]
+    _assert_same(after["answers"], _rebuilt(path, tmp_path))
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT count(*) FROM store_meta WHERE key LIKE 'snapshot wanted %'").fetchone()[0] == 0
+    finally:
+        conn.close()
 
 
 # The lock holder, in the middle of its save, waits for another writer to write and close (that one
