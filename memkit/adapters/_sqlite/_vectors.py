@@ -446,16 +446,6 @@ def _arrays(head: bytes, coarse: bytes, size: int, dim: int, coarse_dim: int) ->
     return arrays
 
 
-def fits(db: sqlite3.Connection, vectors: Vectors, user_id: str, agent_id: str) -> bool:
-    """Whether the namespace's vectors fit in one snapshot: asked before building one, which would
-    hold every vector in memory only for :func:`_save` to drop it."""
-    assert vectors.embedder is not None
-    count = db.execute(
-        "SELECT count(*) FROM memories WHERE user_id = ? AND agent_id = ?", (user_id, agent_id)
-    ).fetchone()[0]
-    return int(count) * vectors.embedder.dim * 4 <= _MAX_BLOB
-
-
 def _rows(db: sqlite3.Connection, keys: np.ndarray, dim: int) -> np.ndarray:
     """The stored vectors of ``keys``, in that order (inside the caller's read transaction)."""
     import numpy as np
@@ -524,3 +514,13 @@ def _fill(db: sqlite3.Connection, column: str, rowid: int, data: memoryview) -> 
     with db.blobopen("vector_snapshots", column, rowid) as target:
         for start in range(0, len(data), _SLICE):
             target.write(data[start : start + _SLICE])
+
+
+def fits(db: sqlite3.Connection, vectors: Vectors, user_id: str, agent_id: str) -> bool:
+    """Whether the namespace's vectors fit in one snapshot: asked before building one, which would
+    hold every vector in memory only for :func:`_save` to drop it."""
+    assert vectors.embedder is not None
+    count = db.execute(
+        "SELECT count(*) FROM memories WHERE user_id = ? AND agent_id = ?", (user_id, agent_id)
+    ).fetchone()[0]
+    return int(count) * vectors.embedder.dim * 4 <= _MAX_BLOB
