@@ -70,16 +70,23 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     """Search one namespace and print the hits (JSON lines with --json)."""
-    from memkit._core._reads import found_json
     from memkit._serve._runs import open_reads, port_reads
 
     filters = _json_arg(args.filters, "--filters") if args.filters else None
     search = (args.query, args.user, args.agent, args.limit, filters, args.mode)
     with open_reads(args.url) as reads:
         hits = reads.search(*search)
+        if hits is not None:
+            _print_hits(hits, args)  # before closing: closing may save a snapshot the search found stale
     if hits is None:  # a search the store runs itself (another mode, vectors, an argument it refuses)
         with port_reads(args.url) as port:
-            hits = port.search(*search)
+            _print_hits(port.search(*search), args)
+    return 0
+
+
+def _print_hits(hits: list[Any], args: argparse.Namespace) -> None:
+    from memkit._core._reads import found_json
+
     if not hits and not args.json:
         say(f"no matches in {args.user}/{args.agent}", file=sys.stderr)
     for hit in hits:
@@ -88,7 +95,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         else:
             score = f"{hit.score:6.2f}" if hit.score is not None else "     -"
             say(f"{score}  {hit.id}  {summary(hit, 110)}")
-    return 0
+    sys.stdout.flush()
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -34,8 +34,9 @@ from memkit._retrieval._fusion import HybridConfig
 from memkit.adapters._plumbing import Worker
 from memkit.adapters._sqlbase import created_by
 from memkit.adapters._sqlite import _queries as queries
-from memkit.adapters._sqlite._keywords import KeywordCache, feed_head, lag
+from memkit.adapters._sqlite._keywords import KeywordCache, feed_head
 from memkit.adapters._sqlite._schema import connect, write_transaction
+from memkit.adapters._sqlite._snapshots import save_stale
 from memkit.adapters._sqlite._sql import COLUMNS, row_record, select
 from memkit.adapters._sqlite._step_rows import INSERT_RECALL, MemoryRow, memory_rows, recall_rows, step_rows
 from memkit.adapters._sqlite._trace_writes import insert_memories
@@ -275,23 +276,6 @@ class SQLiteAdapter(Store):
                 bar.close()
         self._written.update((row[1], row[2]) for row in rows)
         return [row[0] for row in rows]
-
-    def _save_stale(self) -> None:
-        """Save the keyword and vector snapshots of every namespace this handle wrote that lack
-        at least ``resave_min`` changes, so that the first search of the next process that opens
-        the file restores them instead of analysing and reading every memory again (seconds at
-        100k). Costs the closing handle what that first search would have (once); a search or
-        an ``add`` never waits for it."""
-        written, self._written = self._written, Counter()
-        if self._conn is None or self.path == ":memory:":
-            return
-        db = self._conn
-        for user_id, agent_id in written:
-            if lag(db, "keyword_snapshots", user_id, agent_id) >= self._keywords.resave_min:
-                self._keywords.save_current(db, user_id, agent_id)
-            if (self._vectors.embedder is not None
-                    and lag(db, "vector_snapshots", user_id, agent_id) >= self._vectors.resave_min):
-                self._vectors.save_current(db, user_id, agent_id)
 
     # -- the operations --------------------------------------------------------------
 
@@ -584,8 +568,9 @@ class SQLiteAdapter(Store):
         self._recall_wake.set()  # the recall thread sees the store closing and ends
         if self._conn is not None:
             self._flush_recalls()
+            written, self._written = self._written, Counter()
             try:
-                self._save_stale()
+                save_stale(self._conn, self.path, written, self._keywords, self._vectors)
             except Exception as exc:  # a cache not saved is only rebuilt by the next process: close anyway
                 warnings.warn(f"{self!r}: search snapshots not saved on close: {exc!r}", stacklevel=1)
             self._conn.close()

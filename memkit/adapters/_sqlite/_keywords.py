@@ -171,8 +171,13 @@ def lag(db: sqlite3.Connection, table: str, user_id: str, agent_id: str) -> int:
 def _save(db: sqlite3.Connection, user_id: str, agent_id: str, position: tuple[int, int], index: KeywordIndex) -> None:
     """Save ``index`` at feed ``position``; skipped when another writer holds the lock (a search never waits)."""
     data = index.to_bytes()
+    # Never over a newer snapshot: a process that caught up less far (a closer, or a search behind
+    # another) would only make every later process replay more.
     write_unless_busy(
         db,
-        "INSERT OR REPLACE INTO keyword_snapshots (user_id, agent_id, seq, change, data) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO keyword_snapshots (user_id, agent_id, seq, change, data) VALUES (?, ?, ?, ?, ?)"
+        " ON CONFLICT (user_id, agent_id) DO UPDATE SET seq = excluded.seq, change = excluded.change,"
+        " data = excluded.data WHERE excluded.seq >= keyword_snapshots.seq"
+        " AND excluded.change >= keyword_snapshots.change",
         (user_id, agent_id, *position, data),
     )

@@ -10,7 +10,10 @@ to record), goes through :class:`SQLiteAdapter` as before. A search, in any mode
 legs and ranking (:func:`._search.ranked_records`) on a keyword-only store or one whose vectors come
 from the shipped default embedder (its table, the saved vector and keyword snapshots, the change feed
 since); vectors of another embedder, an empty query, or arguments the store would refuse go to the
-store (it says why). Unlike the store it saves no snapshot after the search: it only reads.
+store (it says why). Like the store's first search, a search that had to replay many changes past a
+saved snapshot saves a current one (the keyword index at once, the vectors when the reads close, after
+the hits are printed), so the next command does not replay them again; it never waits for a writer to
+do so, and a file it cannot write is only read.
 """
 
 from __future__ import annotations
@@ -91,6 +94,7 @@ class SQLiteReads:
     def __init__(self, path: str, conn: sqlite3.Connection) -> None:
         self.path = path
         self._conn = conn
+        self._searched: Vectors | None = None  # the vectors the last search loaded
 
     def __repr__(self) -> str:
         return f"SQLiteReads({self.path!r})"
@@ -104,7 +108,15 @@ class SQLiteReads:
         self.close()
 
     def close(self) -> None:
-        self._conn.close()
+        """Save the vector snapshot a search found far behind (see the module docstring), then close."""
+        try:
+            if self._searched is not None:
+                self._searched.save_unsaved(self._conn)
+        except (sqlite3.Error, MemkitError):
+            pass  # a snapshot not saved is only replayed again by the next process
+        finally:
+            self._searched = None
+            self._conn.close()
 
     def _read(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(connection, *args)``, a SQLite failure told as the store tells it."""
@@ -167,6 +179,7 @@ class SQLiteReads:
         except MemkitError:
             return None  # the store says what is wrong, in its words
         config = HybridConfig()
+        self._searched = vectors
         request = _Search(text, checked, resolved, config, user, agent, conditions, None,
                           leg_depth(resolved, config, checked))
         return [FoundView(r.id, r.content, float(score), dict(r.metadata), r.created_at, r.agent_id, r.user_id,

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from memkit.embeddings import Embedder
 
-__all__ = ["EMBED_BATCH", "Vectors", "blob"]
+__all__ = ["EMBED_BATCH", "Vectors", "blob", "fits"]
 
 EMBED_BATCH = 1_024
 # SQLite's default limit on one value is 1e9 bytes: a larger namespace is not saved.
@@ -269,6 +269,21 @@ class Vectors:
         elif saved is None or tuple(saved) != position:
             _save(db, user_id, agent_id, position, self.embedder.name, index)
 
+    def save_unsaved(self, db: sqlite3.Connection) -> None:
+        """Save the namespaces whose loading took many changes (what :meth:`settle` saves behind
+        the searches), without reading any more of a restored index's vectors than saving needs:
+        for a process that searches once and exits (the command line's one-shot search)."""
+        if not self._unsaved or self.embedder is None:
+            return
+        self.sync(db)
+        with snapshot(db):
+            self._catch_up(db)
+            indexes = {k: self._whole(db, k) for k in self._unsaved if k in self._indexes}
+            position = (self._seq, self._change)
+        self._unsaved.clear()
+        for (user_id, agent_id), index in indexes.items():
+            _save(db, user_id, agent_id, position, self.embedder.name, index)
+
     def _supply(self, db: sqlite3.Connection, key: tuple[str, str]) -> None:
         """Read the next :data:`SUPPLY` vectors a restored index lacks, from the vectors table.
 
@@ -488,12 +503,54 @@ def _save(
         for name, dtype in (("keys", "<i8"), ("sum", "<f8"), ("moment", "<f8"), ("basis", "<f4"))
         if name in arrays
     )
-    coarse = arrays["coarse"].astype("<f4", copy=False).data.cast("B") if "coarse" in arrays else b""
+    coarse = arrays["coarse"].astype("<f4", copy=False) if "coarse" in arrays else None
     coarse_dim = arrays["basis"].shape[1] if "basis" in arrays else 0
-    write_unless_busy(
-        db,
-        "INSERT OR REPLACE INTO vector_snapshots (user_id, agent_id, seq, change, embedder, size, dim,"
-        " coarse_dim, head, coarse, matrix) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (user_id, agent_id, *position, embedder, len(matrix), index.dim, coarse_dim, head, coarse,
-         matrix.data.cast("B")),
-    )
+    # The matrix and the projections go in as zero-filled blobs, then are copied into place in
+    # slices: bound as parameters, SQLite would copy each whole (and again into the row it builds),
+    # three times the matrix in memory at once for a closing writer.
+    timeout = db.execute("PRAGMA busy_timeout").fetchone()[0]
+    db.execute("PRAGMA busy_timeout = 0")  # nobody waits for a writer to save a cache
+    try:
+        with write_transaction(db):
+            # Never over a newer snapshot of the same embedder: a process that caught up less far (a
+            # closer or a search behind another) would only make every later process replay more.
+            row = db.execute(
+                "INSERT INTO vector_snapshots (user_id, agent_id, seq, change, embedder, size, dim,"
+                " coarse_dim, head, coarse, matrix) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, zeroblob(?), zeroblob(?))"
+                " ON CONFLICT (user_id, agent_id) DO UPDATE SET seq = excluded.seq, change = excluded.change,"
+                " embedder = excluded.embedder, size = excluded.size, dim = excluded.dim,"
+                " coarse_dim = excluded.coarse_dim, head = excluded.head, coarse = excluded.coarse,"
+                " matrix = excluded.matrix WHERE excluded.embedder != vector_snapshots.embedder"
+                " OR (excluded.seq >= vector_snapshots.seq AND excluded.change >= vector_snapshots.change)"
+                " RETURNING rowid",
+                (user_id, agent_id, *position, embedder, len(matrix), index.dim, coarse_dim, head,
+                 0 if coarse is None else coarse.nbytes, matrix.nbytes),
+            ).fetchone()
+            if row is not None:
+                for column, array in (("coarse", coarse), ("matrix", matrix)):
+                    if array is not None and array.nbytes:
+                        _fill(db, column, row[0], array.data.cast("B"))
+    except (sqlite3.OperationalError, sqlite3.DataError):
+        return  # another writer holds the lock, or the file is read-only: the next process saves
+    finally:
+        db.execute(f"PRAGMA busy_timeout = {int(timeout)}")
+
+
+_SLICE = 1 << 24
+
+
+def _fill(db: sqlite3.Connection, column: str, rowid: int, data: memoryview) -> None:
+    """Copy ``data`` into the zero-filled blob ``column`` of the snapshot row, a slice at a time."""
+    with db.blobopen("vector_snapshots", column, rowid) as target:
+        for start in range(0, len(data), _SLICE):
+            target.write(data[start : start + _SLICE])
+
+
+def fits(db: sqlite3.Connection, vectors: Vectors, user_id: str, agent_id: str) -> bool:
+    """Whether the namespace's vectors fit in one snapshot: asked before building one, which would
+    hold every vector in memory only for :func:`_save` to drop it."""
+    assert vectors.embedder is not None
+    count = db.execute(
+        "SELECT count(*) FROM memories WHERE user_id = ? AND agent_id = ?", (user_id, agent_id)
+    ).fetchone()[0]
+    return int(count) * vectors.embedder.dim * 4 <= _MAX_BLOB
