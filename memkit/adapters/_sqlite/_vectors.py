@@ -22,16 +22,16 @@ Everything here runs on the adapter's worker thread, which owns the connection.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memkit._core._errors import ConfigError
-from memkit._retrieval._fusion import VectorIndex
+from memkit._retrieval._fusion import _COARSE_DIMS, SHORTLIST_MIN, VectorIndex
 from memkit.adapters._sqlbase import embedded
 from memkit.adapters._sqlite._keywords import feed_head, snapshot
 from memkit.adapters._sqlite._schema import write_transaction, write_unless_busy
+from memkit.adapters._sqlite._vector_rows import SUPPLY, _arrays, _namespace_rows, _Replaced, _rows, _stored
 
 # numpy is imported by the functions that compute with it: opening a store to read its
 # counts or namespaces (the command line) never loads it.
@@ -43,10 +43,13 @@ if TYPE_CHECKING:
 __all__ = ["EMBED_BATCH", "Vectors", "blob", "fits"]
 
 EMBED_BATCH = 1_024
-# SQLite's default limit on one value is 1e9 bytes: a larger namespace is not saved.
+# SQLite's default limit on one value is 1e9 bytes. A namespace whose vectors are larger (about
+# 585k at 384 dimensions) is saved without them (see _save), its vectors read from memory_vectors.
 _MAX_BLOB = 900_000_000
-#: Vectors a restored index reads per step behind its searches (about 25 MB at 384 dimensions).
-SUPPLY = 16_384
+# Marks, in the embedder column, a snapshot saved without its matrix. An older memkit looks its
+# snapshot up by the embedder's exact name, so it never finds one of these (it builds from the rows,
+# as it did for a namespace this large) and never reads an empty matrix as vectors.
+_NO_MATRIX = " +rows"
 _ALL_ROWS = "SELECT seq, content FROM memories WHERE seq > ? ORDER BY seq LIMIT ?"
 
 
@@ -259,8 +262,8 @@ class Vectors:
             index = self._whole(db, key)
             position = (self._seq, self._change)
             saved = db.execute(
-                "SELECT seq, change FROM vector_snapshots WHERE user_id = ? AND agent_id = ? AND embedder = ?",
-                (user_id, agent_id, self.embedder.name),
+                "SELECT seq, change FROM vector_snapshots WHERE user_id = ? AND agent_id = ? AND embedder IN (?, ?)",
+                (user_id, agent_id, self.embedder.name, self.embedder.name + _NO_MATRIX),
             ).fetchone()
         self._partial = any(i.partial for i in self._indexes.values())
         self._unsaved.discard(key)
@@ -350,15 +353,22 @@ class Vectors:
         import numpy as np
 
         assert self.embedder is not None
-        dim = self.embedder.dim
+        dim, name = self.embedder.dim, self.embedder.name
         saved = db.execute(
-            "SELECT seq, change, size, coarse_dim, head, coarse FROM vector_snapshots"
-            " WHERE user_id = ? AND agent_id = ? AND embedder = ? AND dim = ? AND seq <= ? AND change <= ?",
-            (user_id, agent_id, self.embedder.name, dim, self._seq, self._change),
+            "SELECT seq, change, size, coarse_dim, head, coarse, embedder FROM vector_snapshots"
+            " WHERE user_id = ? AND agent_id = ? AND embedder IN (?, ?) AND dim = ? AND seq <= ? AND change <= ?",
+            (user_id, agent_id, name, name + _NO_MATRIX, dim, self._seq, self._change),
         ).fetchone()
         if saved is None:
             return VectorIndex(dim), 0, self._change
-        seq, change, size, coarse_dim, head, coarse = saved
+        seq, change, size, coarse_dim, head, coarse, embedder = saved
+        if embedder != name and (not coarse_dim or db.execute(
+            "SELECT 1 FROM memory_deletions WHERE change > ? AND change <= ? AND user_id = ? AND agent_id = ? LIMIT 1",
+            (change, self._change, user_id, agent_id),
+        ).fetchone()):
+            # Saved without its vectors, and some of its memories deleted since: removing one from the
+            # moments needs its vector, which went with the row. Built from the rows instead.
+            return VectorIndex(dim), 0, self._change
         arrays = _arrays(head, coarse, size, dim, coarse_dim)
         where = (user_id, agent_id, seq, change, self.embedder.name)
 
@@ -372,9 +382,14 @@ class Vectors:
                 raise _Replaced  # another process saved a newer one since we read this
             return np.frombuffer(row[0], dtype="<f4").reshape(size, dim)
 
-        if not coarse_dim:  # no shortlist: every query scores every vector
+        def stored() -> np.ndarray:
+            return _stored(db, arrays["keys"], dim)
+
+        if embedder == name and not coarse_dim:  # no shortlist: every query scores every vector
             arrays["matrix"] = whole()
-        return VectorIndex.restore(dim, arrays, rows=lambda keys: _rows(db, keys, dim), whole=whole), seq, change
+        return VectorIndex.restore(
+            dim, arrays, rows=lambda keys: _rows(db, keys, dim), whole=whole if embedder == name else stored
+        ), seq, change
 
     @staticmethod
     def _add(index: VectorIndex, rows: Sequence[tuple[int, bytes]]) -> None:
@@ -426,67 +441,6 @@ class Vectors:
         self._partial = False
 
 
-class _Replaced(Exception):
-    """The snapshot a partial index was restored from is gone (a newer one replaced it)."""
-
-
-def _arrays(head: bytes, coarse: bytes, size: int, dim: int, coarse_dim: int) -> dict[str, np.ndarray]:
-    """A saved index's arrays (views of the stored bytes; VectorIndex.restore copies them)."""
-    import numpy as np
-
-    parts = [("keys", "<i8", size), ("sum", "<f8", dim), ("moment", "<f8", dim * dim)]
-    if coarse_dim:
-        parts.append(("basis", "<f4", dim * coarse_dim))
-    arrays: dict[str, np.ndarray] = {}
-    offset = 0
-    for name, dtype, count in parts:
-        arrays[name] = np.frombuffer(head, dtype=dtype, count=count, offset=offset)
-        offset += count * np.dtype(dtype).itemsize
-    if offset != len(head) or len(coarse) != size * coarse_dim * 4:
-        raise ValueError("a vector snapshot of the wrong size")
-    arrays["moment"] = arrays["moment"].reshape(dim, dim)
-    if coarse_dim:
-        arrays["basis"] = arrays["basis"].reshape(dim, coarse_dim)
-        arrays["coarse"] = np.frombuffer(coarse, dtype="<f4").reshape(size, coarse_dim)
-    return arrays
-
-
-def _namespace_rows(db: sqlite3.Connection, user_id: str, agent_id: str, upto: int) -> list[tuple[int, bytes]]:
-    """Every ``(seq, vector)`` of the namespace up to seq ``upto``, in seq order (inside the caller's
-    read transaction). Its seqs come from the namespace index alone; when they are at least half
-    of the seqs between their ends (one writer's bulk import), the vectors are then read as one
-    range of the vectors table and the others' dropped: a join looked up every row and sorted the
-    vectors in a temporary b-tree (7.5 against 2.4 µs a row at 100k)."""
-    seqs = [seq for (seq,) in db.execute(
-        "SELECT seq FROM memories WHERE user_id = ? AND agent_id = ? AND seq <= ?", (user_id, agent_id, upto)
-    )]
-    if not seqs:
-        return []
-    low, high = min(seqs), max(seqs)
-    if 2 * len(seqs) < high - low + 1:
-        rows = db.execute(
-            "SELECT seq, vector FROM memory_vectors WHERE seq IN (SELECT value FROM json_each(?))",
-            (json.dumps(seqs),),
-        ).fetchall()
-        rows.sort()
-        return rows
-    wanted = set(seqs)
-    return [row for row in db.execute(
-        "SELECT seq, vector FROM memory_vectors WHERE seq >= ? AND seq <= ? ORDER BY seq", (low, high)
-    ) if row[0] in wanted]
-
-
-def _rows(db: sqlite3.Connection, keys: np.ndarray, dim: int) -> np.ndarray:
-    """The stored vectors of ``keys``, in that order (inside the caller's read transaction)."""
-    import numpy as np
-
-    found = dict(db.execute(
-        "SELECT seq, vector FROM memory_vectors WHERE seq IN (SELECT value FROM json_each(?))",
-        (json.dumps(keys.tolist()),),
-    ))
-    return np.frombuffer(b"".join(found[k] for k in keys.tolist()), dtype="<f4").reshape(len(keys), dim)
-
-
 def _save(
     db: sqlite3.Connection, user_id: str, agent_id: str, position: tuple[int, int], embedder: str,
     index: VectorIndex,
@@ -494,17 +448,24 @@ def _save(
     """Save ``index`` at feed ``position``; skipped when another writer holds the lock (nobody waits)."""
     import numpy as np
 
+    base = embedder
     arrays = {name: np.ascontiguousarray(a) for name, a in index.state().items()}
     matrix = arrays["matrix"].astype("<f4", copy=False)
+    coarse = arrays["coarse"].astype("<f4", copy=False) if "coarse" in arrays else None
+    coarse_dim = arrays["basis"].shape[1] if "basis" in arrays else 0
     if matrix.nbytes > _MAX_BLOB:
-        return
+        # Too large for one value: saved without the vectors, which stay in memory_vectors (what a
+        # restored index reads anyway, by key and then behind its searches). Cutting the matrix into
+        # several rows would need a new table (a schema migration) and a second copy of every vector;
+        # what the snapshot saves a new process from is computing the moments and projections.
+        if coarse is None or coarse.nbytes > _MAX_BLOB or len(arrays["keys"]) * 8 > _MAX_BLOB:
+            return  # no shortlist to restore partially, or the projections too are over the limit
+        embedder, matrix = embedder + _NO_MATRIX, matrix[:0]
     head = b"".join(
         arrays[name].astype(dtype, copy=False).tobytes()
         for name, dtype in (("keys", "<i8"), ("sum", "<f8"), ("moment", "<f8"), ("basis", "<f4"))
         if name in arrays
     )
-    coarse = arrays["coarse"].astype("<f4", copy=False) if "coarse" in arrays else None
-    coarse_dim = arrays["basis"].shape[1] if "basis" in arrays else 0
     # The matrix and the projections go in as zero-filled blobs, then are copied into place in
     # slices: bound as parameters, SQLite would copy each whole (and again into the row it builds),
     # three times the matrix in memory at once for a closing writer.
@@ -520,11 +481,11 @@ def _save(
                 " ON CONFLICT (user_id, agent_id) DO UPDATE SET seq = excluded.seq, change = excluded.change,"
                 " embedder = excluded.embedder, size = excluded.size, dim = excluded.dim,"
                 " coarse_dim = excluded.coarse_dim, head = excluded.head, coarse = excluded.coarse,"
-                " matrix = excluded.matrix WHERE excluded.embedder != vector_snapshots.embedder"
+                " matrix = excluded.matrix WHERE vector_snapshots.embedder NOT IN (?, ?)"
                 " OR (excluded.seq >= vector_snapshots.seq AND excluded.change >= vector_snapshots.change)"
                 " RETURNING rowid",
-                (user_id, agent_id, *position, embedder, len(matrix), index.dim, coarse_dim, head,
-                 0 if coarse is None else coarse.nbytes, matrix.nbytes),
+                (user_id, agent_id, *position, embedder, len(arrays["keys"]), index.dim, coarse_dim, head,
+                 0 if coarse is None else coarse.nbytes, matrix.nbytes, base, base + _NO_MATRIX),
             ).fetchone()
             if row is not None:
                 for column, array in (("coarse", coarse), ("matrix", matrix)):
@@ -547,10 +508,14 @@ def _fill(db: sqlite3.Connection, column: str, rowid: int, data: memoryview) -> 
 
 
 def fits(db: sqlite3.Connection, vectors: Vectors, user_id: str, agent_id: str) -> bool:
-    """Whether the namespace's vectors fit in one snapshot: asked before building one, which would
-    hold every vector in memory only for :func:`_save` to drop it."""
+    """Whether :func:`_save` can save the namespace's index (with its vectors, or else its shortlist
+    projections without them): asked before building one, which would hold every vector in memory
+    only for :func:`_save` to drop it."""
     assert vectors.embedder is not None
-    count = db.execute(
+    count = int(db.execute(
         "SELECT count(*) FROM memories WHERE user_id = ? AND agent_id = ?", (user_id, agent_id)
-    ).fetchone()[0]
-    return int(count) * vectors.embedder.dim * 4 <= _MAX_BLOB
+    ).fetchone()[0])
+    dim = vectors.embedder.dim
+    return count * dim * 4 <= _MAX_BLOB or (
+        count >= SHORTLIST_MIN and dim > _COARSE_DIMS and count * _COARSE_DIMS * 4 <= _MAX_BLOB
+    )
