@@ -260,8 +260,19 @@ def test_a_kill_in_the_middle_of_the_save_leaves_the_previous_snapshot(
     found = _read(path)
     assert found["restored"]["alice"] is True  # the old snapshot, caught up from the feed
     _assert_same(found["answers"], _rebuilt(path, tmp_path))
-    # The next closer saves the namespace, again without its vectors
-    _python(_WRITER, path, tmp_path / "more.json", 500, 100, 30_000)
+    # The next closer saves the namespace, again without its vectors, and without reading them: its
+    # index restored from the snapshot stays partial (a marker file says if any whole read happened)
+    marker = tmp_path / "read-whole"
+    watched = _WRITER.replace("import memkit\n", textwrap.dedent(f"""
+        import memkit
+        from memkit.adapters._sqlite import _vectors
+        def _whole(db, keys, dim, _stored=_vectors._stored):
+            open({str(marker)!r}, "w").close()
+            return _stored(db, keys, dim)
+        _vectors._stored = _whole
+    """), 1)
+    _python(watched, path, tmp_path / "more.json", 500, 100, 30_000)
     after = _snapshots(path)
     assert after["alice"][0] > before["alice"][0] and after["alice"][6] == 0
+    assert not marker.exists()
     _assert_same(_read(path)["answers"], _rebuilt(path, tmp_path))

@@ -184,14 +184,16 @@ class VectorIndex:
         """Whether a ``depth``-deep query without filters scores every vector (no shortlist)."""
         return self._basis is None or max(depth * 20, _SHORTLIST) >= self._size
 
-    def state(self) -> dict[str, np.ndarray]:
-        """Everything :meth:`restore` needs, as arrays (the index must be whole)."""
-        self.materialize()
+    def state(self, matrix: bool = True) -> dict[str, np.ndarray]:
+        """Everything :meth:`restore` needs, as arrays (read whole first); without ``matrix``, all but
+        the vectors, which a partial index with a shortlist has without reading them."""
         n = self._size
-        out: dict[str, np.ndarray] = {
-            "keys": self._keys[:n], "sum": self._moments.sum, "moment": self._moments.moment,
-            "matrix": self._matrix[:n],
-        }
+        out: dict[str, np.ndarray] = {"keys": self._keys[:n], "sum": self._moments.sum, "moment": self._moments.moment}
+        if matrix:
+            self.materialize()
+            out["matrix"] = self._matrix[:n]
+        elif self._basis is None:
+            raise ValueError("only an index with a shortlist is restored without its vectors")
         if self._basis is not None:
             out["basis"] = self._basis
             out["coarse"] = self._coarse[:n]

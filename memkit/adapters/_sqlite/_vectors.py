@@ -244,7 +244,7 @@ class Vectors:
             for key in [k for k, index in self._indexes.items() if index.partial][:1]:
                 self._supply(db, key)
             self._partial = any(index.partial for index in self._indexes.values())
-            indexes = {k: self._whole(db, k) for k in self._unsaved if k in self._indexes}
+            indexes = {k: self._to_save(db, k) for k in self._unsaved if k in self._indexes}
             position = (self._seq, self._change)
         self._unsaved.clear()
         assert self.embedder is not None
@@ -259,7 +259,7 @@ class Vectors:
         self.sync(db)
         with snapshot(db):
             self.index(db, user_id, agent_id)
-            index = self._whole(db, key)
+            index = self._to_save(db, key)
             position = (self._seq, self._change)
             saved = db.execute(
                 "SELECT seq, change FROM vector_snapshots WHERE user_id = ? AND agent_id = ? AND embedder IN (?, ?)",
@@ -281,7 +281,7 @@ class Vectors:
         self.sync(db)
         with snapshot(db):
             self._catch_up(db)
-            indexes = {k: self._whole(db, k) for k in self._unsaved if k in self._indexes}
+            indexes = {k: self._to_save(db, k) for k in self._unsaved if k in self._indexes}
             position = (self._seq, self._change)
         self._unsaved.clear()
         for (user_id, agent_id), index in indexes.items():
@@ -308,6 +308,12 @@ class Vectors:
             self._whole(db, key)
             return
         index.supply(keys, np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1))
+
+    def _to_save(self, db: sqlite3.Connection, key: tuple[str, str]) -> VectorIndex:
+        """The cached index as :func:`_save` needs it: whole, unless it is saved without its vectors
+        (then a partial one is saved as it is, none of its vectors read)."""
+        index = self._indexes[key]
+        return index if _without_matrix(index) else self._whole(db, key)
 
     def _whole(self, db: sqlite3.Connection, key: tuple[str, str]) -> VectorIndex:
         """The cached index with every vector in memory (reloaded if its snapshot was replaced)."""
@@ -449,18 +455,14 @@ def _save(
     import numpy as np
 
     base = embedder
-    arrays = {name: np.ascontiguousarray(a) for name, a in index.state().items()}
-    matrix = arrays["matrix"].astype("<f4", copy=False)
+    if len(index) * index.dim * 4 > _MAX_BLOB and not _without_matrix(index):
+        return  # no shortlist to restore partially, or the projections too are over the limit
+    if _without_matrix(index):
+        embedder = embedder + _NO_MATRIX
+    arrays = {name: np.ascontiguousarray(a) for name, a in index.state(not _without_matrix(index)).items()}
+    matrix = arrays["matrix"].astype("<f4", copy=False) if "matrix" in arrays else np.zeros((0,), "<f4")
     coarse = arrays["coarse"].astype("<f4", copy=False) if "coarse" in arrays else None
     coarse_dim = arrays["basis"].shape[1] if "basis" in arrays else 0
-    if matrix.nbytes > _MAX_BLOB:
-        # Too large for one value: saved without the vectors, which stay in memory_vectors (what a
-        # restored index reads anyway, by key and then behind its searches). Cutting the matrix into
-        # several rows would need a new table (a schema migration) and a second copy of every vector;
-        # what the snapshot saves a new process from is computing the moments and projections.
-        if coarse is None or coarse.nbytes > _MAX_BLOB or len(arrays["keys"]) * 8 > _MAX_BLOB:
-            return  # no shortlist to restore partially, or the projections too are over the limit
-        embedder, matrix = embedder + _NO_MATRIX, matrix[:0]
     head = b"".join(
         arrays[name].astype(dtype, copy=False).tobytes()
         for name, dtype in (("keys", "<i8"), ("sum", "<f8"), ("moment", "<f8"), ("basis", "<f4"))
@@ -495,6 +497,16 @@ def _save(
         return  # another writer holds the lock, or the file is read-only: the next process saves
     finally:
         db.execute(f"PRAGMA busy_timeout = {int(timeout)}")
+
+
+def _without_matrix(index: VectorIndex) -> bool:
+    """Whether ``index`` is saved without its vectors: too large for one value (they stay in
+    memory_vectors, which a restored index reads anyway, by key and then behind its searches), and
+    with a shortlist whose projections fit. Cutting the matrix into several rows would need a new
+    table (a schema migration) and a second copy of every vector; what the snapshot spares a new
+    process is computing the moments, axes and projections."""
+    n = len(index)
+    return n * index.dim * 4 > _MAX_BLOB and not index.needs_all(0) and n * _COARSE_DIMS * 4 <= _MAX_BLOB
 
 
 _SLICE = 1 << 24
