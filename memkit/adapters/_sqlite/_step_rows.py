@@ -12,10 +12,11 @@ step's memories row comes from :func:`~memkit._core._records.trace_row` (the sam
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from memkit._core._errors import InvalidInputError
+from memkit._core._ops import StepsRestarted
 from memkit._core._records import Record, trace_row
 from memkit._core._validate import Limits
 from memkit._recall import _recording as _recall
@@ -42,12 +43,23 @@ def memory_rows(records: Sequence[Record]) -> tuple[list[MemoryRow], list[dict[s
 
 
 def step_rows(
-    steps: Sequence[tuple[str, str, str, dict[str, Any]]], general: Callable[[int], Record], limits: Limits
+    steps: Iterable[tuple[str, str, str, dict[str, Any]]], general: Callable[[int], Record], limits: Limits
 ) -> tuple[list[MemoryRow], list[dict[str, Any]], list[tuple[str, str] | None]]:
     """The memories columns and metadata of each planned ``(user, agent, workflow, trace_data)`` step,
     checked as ``add_trace`` checks them, and its parameters' and result's cells where known (the text
     the metadata holds, encoded once); ``general(i)`` makes (or refuses, naming the step) the record of
-    a step :func:`trace_row` does not take."""
+    a step :func:`trace_row` does not take. ``steps`` may be a stream that starts over
+    (:class:`~memkit._core._ops.StepsRestarted`): the rows so far are then dropped."""
+    while True:
+        try:
+            return _step_rows(steps, general, limits)
+        except StepsRestarted:
+            continue
+
+
+def _step_rows(
+    steps: Iterable[tuple[str, str, str, dict[str, Any]]], general: Callable[[int], Record], limits: Limits
+) -> tuple[list[MemoryRow], list[dict[str, Any]], list[tuple[str, str] | None]]:
     rows: list[MemoryRow] = []
     metas: list[dict[str, Any]] = []
     objects: list[tuple[str, str] | None] = []
