@@ -20,6 +20,7 @@ from memkit._core._ops import StepsRestarted
 from memkit._core._records import Record, trace_row
 from memkit._core._validate import Limits
 from memkit._recall import _recording as _recall
+from memkit.adapters._sqlite._trace_writes import Odd, prepare
 
 __all__ = ["INSERT_RECALL", "memory_rows", "recall_rows", "step_rows"]
 
@@ -44,7 +45,7 @@ def memory_rows(records: Sequence[Record]) -> tuple[list[MemoryRow], list[dict[s
 
 def step_rows(
     steps: Iterable[tuple[str, str, str, dict[str, Any]]], general: Callable[[int], Record], limits: Limits
-) -> tuple[list[MemoryRow], list[dict[str, Any]], list[tuple[str, str] | None]]:
+) -> tuple[list[MemoryRow], list[dict[str, Any]], list[Any]]:
     """The memories columns and metadata of each planned ``(user, agent, workflow, trace_data)`` step,
     checked as ``add_trace`` checks them, and its parameters' and result's cells where known (the text
     the metadata holds, encoded once); ``general(i)`` makes (or refuses, naming the step) the record of
@@ -59,10 +60,10 @@ def step_rows(
 
 def _step_rows(
     steps: Iterable[tuple[str, str, str, dict[str, Any]]], general: Callable[[int], Record], limits: Limits
-) -> tuple[list[MemoryRow], list[dict[str, Any]], list[tuple[str, str] | None]]:
+) -> tuple[list[MemoryRow], list[dict[str, Any]], list[Any]]:
     rows: list[MemoryRow] = []
     metas: list[dict[str, Any]] = []
-    objects: list[tuple[str, str] | None] = []
+    objects: list[Any] = []  # each step's cells (a pair), what prepare() gave, or None
     add_row, add_meta, add_objects = rows.append, metas.append, objects.append
     for i, (user, agent, workflow, data) in enumerate(steps):
         try:
@@ -78,7 +79,12 @@ def _step_rows(
         else:
             add_row(row[:6])
             add_meta(row[6])
-            add_objects(row[7:])
+            try:
+                # Its trace_steps row but for the seq and codes, now: a stream's steps are being
+                # planned meanwhile, while the writes wait for the last one.
+                add_objects(prepare(row[0], row[1], row[2], row[6], row[7:]))
+            except Odd:
+                add_objects(row[7:])  # written by the trigger's SQL, which _row decides again
     return rows, metas, objects
 
 
