@@ -17,10 +17,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import memkit
 from memkit._core._ops import StepsRestarted
 from memkit.otel import _stream, export_otlp, import_otlp
+from memkit.otel._import import _json_or_text
 from memkit.traces import ExecutionHistory
 from tests.test_otel_rows import _odd_export, _sdk_file, _tables
 
@@ -230,3 +233,18 @@ def test_a_recall_span_without_its_step_refuses_the_file(tmp_path: Path, monkeyp
             scope["spans"] = [s for s in scope["spans"] if s["spanId"] != owner["parentSpanId"]]
     message = _refused(tmp_path, request, monkeypatch)
     assert "a memkit recall span whose parent step is not in the file" in message
+
+
+_JSONISH = st.text(alphabet=' \t\n\r{}[]":,0123456789-.eEtrufalsnNIy\u00a0\ufeff', max_size=10)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(text=_JSONISH | st.sampled_from(["3 hits", " 3 ", '{"a": 1} x', "1.5.2", "\ufeff{}", " \u00a0{}", '"s" "t"']))
+def test_an_attribute_reads_as_json_exactly_when_json_loads_reads_it(text: str) -> None:
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        expected: Any = {"value": text}
+    else:
+        expected = parsed if isinstance(parsed, dict) else {"value": parsed}
+    assert json.dumps(_json_or_text(text)) == json.dumps(expected)

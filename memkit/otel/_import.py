@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,6 +176,8 @@ def _check_tree(spans: list[_Span]) -> None:
         done.update(path)
 
 
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"[ \t\n\r]*")  # what json.loads skips around a text
 _JSON_STARTS = frozenset('{["-0123456789tfnNI')  # what a JSON text (as Python reads it) can start with
 
 
@@ -185,9 +188,12 @@ def _json_or_text(value: Any) -> Any:
         first = value[:1]
         if first not in _JSON_STARTS and (not first.isspace() or value.lstrip()[:1] not in _JSON_STARTS):
             return {"value": value}
+        # json.loads, without the exception it raises for a number followed by words ("3 hits").
         try:
-            parsed = json.loads(value)
+            parsed, end = _DECODER.raw_decode(value, _SPACE.match(value, 0).end())  # type: ignore[union-attr]
         except ValueError:
+            return {"value": value}
+        if _SPACE.match(value, end).end() != len(value):  # type: ignore[union-attr]
             return {"value": value}
         return parsed if isinstance(parsed, dict) else {"value": parsed}
     return None if value is None else {"value": value}
