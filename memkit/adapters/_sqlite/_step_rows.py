@@ -47,8 +47,9 @@ def step_rows(
     steps: Iterable[tuple[str, str, str, dict[str, Any]]], general: Callable[[int], Record], limits: Limits
 ) -> tuple[list[MemoryRow], list[dict[str, Any]], list[Any]]:
     """The memories columns and metadata of each planned ``(user, agent, workflow, trace_data)`` step,
-    checked as ``add_trace`` checks them, and its parameters' and result's cells where known (the text
-    the metadata holds, encoded once); ``general(i)`` makes (or refuses, naming the step) the record of
+    checked as ``add_trace`` checks them, and for its trace_steps row what
+    :func:`~memkit.adapters._sqlite._trace_writes.prepare` gives (else its parameters' and result's
+    cells, the texts the metadata holds, encoded once); ``general(i)`` makes (or refuses, naming the step) the record of
     a step :func:`trace_row` does not take. ``steps`` may be a stream that starts over
     (:class:`~memkit._core._ops.StepsRestarted`): the rows so far are then dropped."""
     while True:
