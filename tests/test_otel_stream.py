@@ -27,6 +27,8 @@ from memkit.otel._import import _json_or_text
 from memkit.traces import ExecutionHistory
 from tests.test_otel_rows import _odd_export, _sdk_file, _tables
 
+_STREAM_MIN_BYTES = _stream.STREAM_MIN_BYTES  # before the fixture below lowers it
+
 
 class _Spy(_stream.StepStream):
     """StepStream, remembering each one made, whether it ran to the end and how often it started over."""
@@ -248,3 +250,14 @@ def test_an_attribute_reads_as_json_exactly_when_json_loads_reads_it(text: str) 
     else:
         expected = parsed if isinstance(parsed, dict) else {"value": parsed}
     assert json.dumps(_json_or_text(text)) == json.dumps(expected)
+
+
+def test_a_small_file_or_a_dict_is_imported_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_stream, "STREAM_MIN_BYTES", _STREAM_MIN_BYTES)
+    source = _sdk_file(tmp_path / "sdk.json", 400)
+    assert source.stat().st_size < _STREAM_MIN_BYTES
+    assert _import(tmp_path / "small.db", source, True, monkeypatch, user_id="alice").steps == 400
+    monkeypatch.setattr(_stream, "STREAM_MIN_BYTES", 0)
+    request = json.loads(source.read_text())
+    assert _import(tmp_path / "dict.db", request, True, monkeypatch, user_id="alice").steps == 400
+    assert _Spy.made == []  # no child started for either

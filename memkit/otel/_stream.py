@@ -116,7 +116,9 @@ class StepStream:
 def worth_streaming(provider: MemoryProvider, source: Any) -> bool:
     """Whether ``source`` is a file big enough to be parsed and planned by a second process, for a store
     that takes planned steps."""
-    if not (isinstance(source, (str, os.PathLike)) and sys.executable and isinstance(provider, Store)
+    # A frozen application's executable is not a Python that takes -c.
+    if not (isinstance(source, (str, os.PathLike)) and sys.executable and not getattr(sys, "frozen", False)
+            and isinstance(provider, Store)
             and isinstance(provider, SupportsImportSteps) and isinstance(provider, SupportsRecalls)):
         return False
     try:
