@@ -2,9 +2,10 @@
 (memkit.otel._stream): it writes exactly what the import in one process writes, and refuses exactly
 the files it refuses, with the same first error and nothing written.
 
-Every test lowers the size from which a file streams to 0 and the steps a message carries to a
-handful, so that messages end inside traces; each file is imported both ways into real SQLite
-files and every table is compared byte for byte (ids and write times aside).
+Every test lowers the size from which a file streams to 0, and the steps a message carries and the
+steps the store writes at a time to a handful, so that messages end inside traces and many chunks
+are written (in the import's one transaction) before the file's end; each file is imported both ways
+into real SQLite files and every table is compared byte for byte (ids and write times aside).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
-from contextlib import closing
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 import memkit
 from memkit._core._ops import StepsRestarted
+from memkit.adapters._sqlite import _step_rows
 from memkit.otel import _stream, export_otlp, import_otlp
 from memkit.otel._import import _json_or_text
 from memkit.traces import ExecutionHistory
@@ -48,16 +49,31 @@ class _Spy(_stream.StepStream):
             raise
 
 
+_INSERTED: list[int] = []  # the steps of each chunk the store inserted, in order
+
+
+def _counted(db: sqlite3.Connection, rows: Any, *args: Any) -> None:
+    _INSERTED.append(len(rows))
+    _insert_memories(db, rows, *args)
+
+
+_insert_memories = _step_rows.insert_memories
+
+
 @pytest.fixture(autouse=True)
 def _small(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(_stream, "STREAM_MIN_BYTES", 0)
     monkeypatch.setattr(_stream, "_CHUNK", 7)
     monkeypatch.setattr(_stream, "StepStream", _Spy)
+    monkeypatch.setattr(_step_rows, "_CHUNK", 5)
+    monkeypatch.setattr(_step_rows, "insert_memories", _counted)
     _Spy.made = []
+    _INSERTED.clear()
     yield
 
 
 def _import(path: Path, source: Any, streamed: bool, monkeypatch: pytest.MonkeyPatch, **where: str) -> Any:
+    _INSERTED.clear()
     with monkeypatch.context() as patch:
         if not streamed:
             patch.setattr(_stream, "STREAM_MIN_BYTES", 1 << 62)
@@ -109,6 +125,23 @@ def test_interleaved_traces_start_over_and_give_the_same_tables(
     assert got["stream"].restarts == 1 and got["stream"].runs is not None
 
 
+def test_a_late_span_of_the_first_trace_rolls_back_what_was_written_and_writes_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    request = json.loads(_sdk_file(tmp_path / "sdk.json", 300).read_text())
+    spans = _spans(request)
+    first = spans[0]["traceId"]
+    late = next(s for s in spans[1:] if s["traceId"] == first and s.get("parentSpanId"))
+    spans.remove(late)
+    spans.append(late)  # the first trace's steps were planned and sent without it long before
+    source = tmp_path / "late.json"
+    source.write_text(json.dumps(request))
+    got = _both(tmp_path, source, monkeypatch, user_id="alice", agent_id="bio")
+    assert got["stream"].restarts == 1 and got["stream"].runs is not None
+    # Chunks were written before the child started over: rolled back, then all written again.
+    assert sum(_INSERTED) > got["report"].steps + 100 and got["report"].steps == len(got["tables"]["memories"])
+
+
 def test_json_lines_whose_traces_go_on_across_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     request = json.loads(_sdk_file(tmp_path / "sdk.json", 200).read_text())
     spans = _spans(request)
@@ -158,23 +191,30 @@ def test_a_child_that_dies_leaves_the_import_to_this_process(
 
 
 def _refused(
-    tmp_path: Path, request: dict[str, Any], monkeypatch: pytest.MonkeyPatch, name: str = "bad.json"
+    tmp_path: Path, request: dict[str, Any], monkeypatch: pytest.MonkeyPatch, name: str = "bad.json",
+    written: int = 0,
 ) -> str:
-    """The error both ways (the same text), with nothing written on either."""
+    """The error both ways (the same text), with nothing written on either, though the streamed import
+    had inserted chunks (``written``) before the refusal reached it; the store then opens and searches."""
     source = tmp_path / name
     source.write_text(json.dumps(request))
     messages = []
     for streamed in (False, True):
         path = tmp_path / f"{name}-{streamed}.db"
         with memkit.open(f"sqlite:///{path}?embedder=none") as mem:
-            mem.add("already here", "alice", "bio")
+            mem.add("TP53 already here", "alice", "bio")
+        before = _tables(path)
         with pytest.raises(memkit.InvalidInputError) as caught:
             _import(path, source, streamed, monkeypatch, user_id="alice", agent_id="bio")
         messages.append(str(caught.value))
-        with closing(sqlite3.connect(path)) as db:
-            counts = [db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]  # noqa: S608
-                      for t in ("memories", "trace_steps", "recalls")]
-        assert counts == [1, 0, 0]
+        if streamed:
+            assert len(_INSERTED) >= written  # in the transaction rolled back
+        after = _tables(path)
+        assert after == before and len(after["memories"]) == 1 and after["trace_steps"] == after["recalls"] == []
+        with memkit.open(f"sqlite:///{path}?embedder=none") as mem:
+            assert [m.content for m in mem.search("TP53", "alice", "bio")] == ["TP53 already here"]
+            mem.add("TP53 written after", "alice", "bio")
+            assert len(mem.search("TP53", "alice", "bio")) == 2
     assert len(_Spy.made) == 1 and messages[1] == messages[0]
     return messages[0]
 
@@ -206,7 +246,7 @@ def test_a_bad_span_after_many_messages_refuses_the_file(
         last["kind"] = 9
     else:  # the last trace's root made a child of one of its own descendants
         last["parentSpanId"] = next(s["spanId"] for s in spans if s.get("parentSpanId") == last["spanId"])
-    assert __import__("re").search(message, _refused(tmp_path, sdk_request, monkeypatch))
+    assert __import__("re").search(message, _refused(tmp_path, sdk_request, monkeypatch, written=20))
 
 
 def test_a_bad_span_after_a_refused_step_is_the_error_said(
@@ -217,12 +257,12 @@ def test_a_bad_span_after_a_refused_step_is_the_error_said(
     bad = next(span for span in spans[20:] if span["name"] == "llm")
     _attrs(bad).extend([{"key": "memkit.workflow_id", "value": {"stringValue": "wf"}},
                         {"key": "memkit.run_id", "value": {"intValue": "7"}}])
-    alone = _refused(tmp_path, sdk_request, monkeypatch, "step.json")
+    alone = _refused(tmp_path, sdk_request, monkeypatch, "step.json", written=2)
     assert "trace_data['run_id'] must be a string, got int 7" in alone
     # ... and a span the parse refuses, further on: the one-process import names the span.
     _Spy.made = []
     spans[-1]["startTimeUnixNano"] = "soon"
-    both = _refused(tmp_path, sdk_request, monkeypatch, "both.json")
+    both = _refused(tmp_path, sdk_request, monkeypatch, "both.json", written=2)
     assert "startTimeUnixNano 'soon' is not a number of nanoseconds" in both
 
 
