@@ -9,8 +9,9 @@ tools, LLM calls and retrievers with three documents each (every fifth tool span
 Each round imports the whole file into a fresh SQLite file with ``import_otlp``. The file (69 MB at
 100k spans) is over ``memkit.otel._stream.STREAM_MIN_BYTES``, so a second Python process reads,
 decodes, checks and plans it trace by trace and sends the planned steps and recall bodies over a
-pipe, while the store's writer thread here builds their rows; then one transaction writes the steps
-and their recalls. What is timed: from the call (the child's start included) to that commit.
+pipe, while the store's writer thread here builds their rows and inserts them as they arrive, in
+one write transaction that takes the recalls after the last step. What is timed: from the call (the
+child's start included) to that commit.
 Inside: the child's reading, JSON decoding, span checks and planning, the rows (step texts, their
 JSON, trace_steps cells), SQLite's writes (memories, trace_steps, recalls) and, in the "default
 embedder" flavour, embedding every step's text. Outside (not in the rate): the store's keyword
