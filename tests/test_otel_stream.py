@@ -25,7 +25,7 @@ from memkit._core._ops import StepsRestarted
 from memkit.adapters._sqlite import _step_rows
 from memkit.otel import _stream, export_otlp, import_otlp
 from memkit.otel._import import _json_or_text
-from memkit.traces import ExecutionHistory
+from memkit.traces import ExecutionHistory, Redactor, set_trace_redactor
 from tests.test_otel_rows import _odd_export, _sdk_file, _tables
 
 _STREAM_MIN_BYTES = _stream.STREAM_MIN_BYTES  # before the fixture below lowers it
@@ -107,6 +107,24 @@ def test_sdk_spans_streamed_give_the_same_tables(tmp_path: Path, monkeypatch: py
     assert got["report"].steps == 400 and got["report"].recalls > 100
     stream = got["stream"]
     assert stream.runs is not None and stream.restarts == 0 and len(stream.steps) == 400  # streamed, no fallback
+
+
+@pytest.mark.parametrize("redactor", ["memkit's, own keys", "none", "a function"])
+def test_the_child_builds_rows_as_this_process_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redactor: str
+) -> None:
+    hook = {"memkit's, own keys": Redactor(patterns=[r"^model$"]), "none": None,
+            "a function": lambda data: {**data, "model": "hidden"}}[redactor]  # a lambda: cannot be pickled
+    previous = set_trace_redactor(hook)
+    try:
+        got = _both(tmp_path, _sdk_file(tmp_path / "sdk.json", 200), monkeypatch, user_id="alice", agent_id="bio")
+    finally:
+        set_trace_redactor(previous)
+    built = sum(row is not None for row in got["stream"].built)
+    # The child builds some messages' rows, with this process's redactor; never with one it cannot have.
+    assert 0 < built < 200 if redactor != "a function" else built == 0
+    contents = " ".join(str(row) for row in got["tables"]["memories"])
+    assert "gpt-x" not in contents if redactor != "none" else "gpt-x" in contents
 
 
 def test_interleaved_traces_start_over_and_give_the_same_tables(

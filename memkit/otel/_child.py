@@ -9,6 +9,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from memkit._core._errors import InvalidInputError
+from memkit._core._records import TraceRow, set_trace_redactor, trace_row
+from memkit._core._validate import Limits
 from memkit.otel._import import _check_tree, _is_memory, _load, _plan_trace, _read_spans, _Span
 from memkit.otel._stream import HEAD
 
@@ -21,7 +24,8 @@ def serve() -> None:
     gc.disable()  # as in import_otlp: millions of small objects, none in a cycle
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing printed may land among the messages
-    path, user_id, agent_id, workflow_id, chunk = pickle.load(sys.stdin.buffer)
+    path, user_id, agent_id, workflow_id, chunk, limits, rows, redactor, rows_of = pickle.load(sys.stdin.buffer)
+    set_trace_redactor(redactor)
 
     def send(kind: str, payload: Any = None) -> None:
         blob = pickle.dumps((kind, payload), protocol=pickle.HIGHEST_PROTOCOL)
@@ -31,11 +35,19 @@ def serve() -> None:
 
     try:
         try:
-            _plan_file(path, user_id, agent_id, workflow_id, chunk, send)
+            _plan_file(path, user_id, agent_id, workflow_id, chunk, send, limits if rows else None, rows_of)
         except Exception:
             send("fallback")
     except BrokenPipeError:  # the importing process stopped listening: nothing to say
         pass
+
+
+def _row(step: tuple[str, str, str, dict[str, Any]], limits: Limits) -> TraceRow | None:
+    user, agent, workflow, data = step
+    try:
+        return trace_row(agent, workflow, data, user, limits)
+    except InvalidInputError:
+        return None  # the importing process tries again, and says what is wrong
 
 
 class _Memory(Exception):
@@ -44,13 +56,13 @@ class _Memory(Exception):
 
 def _plan_file(
     path: str, user_id: str | None, agent_id: str | None, workflow_id: str | None, chunk: int,
-    send: Callable[..., None],
+    send: Callable[..., None], limits: Limits | None, rows_of: frozenset[int],
 ) -> None:
     by_trace: dict[str, list[_Span]] = {}
     sent: set[str] = set()
     steps: list[tuple[str, str, str, dict[str, Any]]] = []
     recalls: list[Any] = []
-    state: dict[str, Any] = {"current": None, "streaming": True}
+    state: dict[str, Any] = {"current": None, "streaming": True, "sent": 0}
 
     def plan(trace_id: str) -> None:
         _plan_trace(by_trace[trace_id], user_id, agent_id, workflow_id, True, steps, recalls)
@@ -59,7 +71,11 @@ def _plan_file(
 
     def flush() -> None:
         if steps or recalls:
-            send("steps", (steps[:], recalls[:]))
+            rows = None
+            if limits is not None and state["sent"] % 5 in rows_of:
+                rows = [_row(step, limits) for step in steps]
+            state["sent"] += 1
+            send("steps", (steps[:], recalls[:], rows))
             steps.clear()
             recalls.clear()
 

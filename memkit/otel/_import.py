@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from memkit._core._errors import InvalidInputError
 from memkit._core._ops import AddRecallsOp, ImportStepsOp, WriteOp
 from memkit._core._port import MemoryProvider, SupportsAddMany, SupportsImportSteps, SupportsRecalls
-from memkit._core._records import Record, from_us, new_record, trace_record
+from memkit._core._records import Record, TraceRow, from_us, new_record, trace_record
 from memkit._core._store import Store
 from memkit._core._validate import DEFAULT_LIMITS, Limits, check_id
 from memkit._recall._recording import Recall, RecalledMemory, body_of, checked_recalls, json_time
@@ -533,7 +533,7 @@ def _import_streamed(
 ) -> OtlpImport:
     """:func:`_import` of a file parsed and planned in a second process (see :mod:`._stream`); raises
     :class:`_stream.Fallback` for a file only :func:`_import` can say what to do with."""
-    stream = _stream.StepStream(path, user_id, agent_id, workflow_id)
+    stream = _stream.StepStream(path, user_id, agent_id, workflow_id, limits)
     try:
 
         def general(i: int) -> Record:
@@ -541,7 +541,7 @@ def _import_streamed(
             return _step_record(agent, workflow, data, user, limits)
 
         try:
-            written = call(provider, _write_rows, stream, stream.recalls, general)
+            written = call(provider, _write_rows, stream, stream.recalls, general, stream.built.__getitem__)
         except InvalidInputError:
             # A step refused here, before the child read the whole file: a bad span after it
             # is the error to report, which the ordinary import finds first.
@@ -563,11 +563,11 @@ def _step_record(agent: str, workflow: str, data: dict[str, Any], user: str, lim
 
 async def _write_rows(
     provider: MemoryProvider, steps: Iterable[tuple[str, str, str, dict[str, Any]]], recalls: list[dict[str, Any]],
-    general: Callable[[int], Record],
+    general: Callable[[int], Record], built: Callable[[int], TraceRow | None] | None = None,
 ) -> int:
     """Steps and recalls in one transaction, by the store's own rows (see ImportStepsOp)."""
     assert isinstance(provider, Store)
-    return await provider.execute(ImportStepsOp(steps, recalls, general))
+    return await provider.execute(ImportStepsOp(steps, recalls, general, built))
 
 
 async def _write(provider: MemoryProvider, records: list[Record], recalls: list[Recall]) -> None:

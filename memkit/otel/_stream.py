@@ -24,9 +24,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from memkit._core import _records
 from memkit._core._ops import StepsRestarted
 from memkit._core._port import MemoryProvider, SupportsImportSteps, SupportsRecalls
+from memkit._core._records import Redactor, TraceRow
 from memkit._core._store import Store
+from memkit._core._validate import Limits
 
 __all__ = ["HEAD", "STREAM_MIN_BYTES", "Fallback", "StepStream", "worth_streaming"]
 
@@ -34,6 +37,9 @@ __all__ = ["HEAD", "STREAM_MIN_BYTES", "Fallback", "StepStream", "worth_streamin
 # (~0.3 s: a fresh interpreter importing memkit) costs more than the overlap gives.
 STREAM_MIN_BYTES = 14_000_000
 _CHUNK = 2_000  # steps a message: large enough that pickling's fixed cost is nothing
+# The child also builds the rows (texts and JSON) of 2 messages in 5: it plans faster than this
+# process builds rows, and that share about evens out the two.
+ROWS_OF = frozenset({1, 3})
 HEAD = struct.Struct("<Q")
 _CHILD = "import sys; sys.path[0] = sys.argv[1]; from memkit.otel._child import serve; serve()"
 
@@ -49,7 +55,9 @@ class StepStream:
     (both lists are emptied: the same iteration then begins again) and :class:`Fallback` when it
     gives up."""
 
-    def __init__(self, path: Path, user_id: str | None, agent_id: str | None, workflow_id: str | None) -> None:
+    def __init__(
+        self, path: Path, user_id: str | None, agent_id: str | None, workflow_id: str | None, limits: Limits
+    ) -> None:
         root = str(Path(__file__).resolve().parents[2])  # where this memkit is imported from
         self._proc = subprocess.Popen(
             [sys.executable, "-c", _CHILD, root], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -58,11 +66,17 @@ class StepStream:
         assert self._proc.stdin is not None and self._proc.stdout is not None
         self._out: IO[bytes] = self._proc.stdout
         try:
-            self._proc.stdin.write(pickle.dumps((str(path), user_id, agent_id, workflow_id, _CHUNK)))
+            # The rows are built as here only with this process's redactor (none, or memkit's own).
+            redactor = _records._redactor
+            rows = redactor is None or type(redactor) is Redactor
+            self._proc.stdin.write(pickle.dumps(
+                (str(path), user_id, agent_id, workflow_id, _CHUNK, limits, rows, redactor if rows else None,
+                 ROWS_OF)))
             self._proc.stdin.close()
         except OSError:  # it died at once: read() says fallback
             pass
         self.steps: list[tuple[str, str, str, dict[str, Any]]] = []
+        self.built: list[TraceRow | None] = []  # each step's row if the child made it
         self.recalls: list[dict[str, Any]] = []
         self.runs: list[str] | None = None
         self._failed = False
@@ -81,12 +95,14 @@ class StepStream:
                 raise Fallback
             kind, payload = self._read()
             if kind == "steps":
-                steps, recalls = payload
+                steps, recalls, rows = payload
                 self.steps.extend(steps)
+                self.built.extend(rows or [None] * len(steps))
                 self.recalls.extend(recalls)
                 yield from steps
             elif kind == "restart":
                 self.steps.clear()
+                self.built.clear()
                 self.recalls.clear()
                 raise StepsRestarted
             elif kind == "done":

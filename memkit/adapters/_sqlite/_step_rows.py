@@ -20,7 +20,7 @@ from typing import Any
 
 from memkit._core._errors import InvalidInputError
 from memkit._core._ops import ImportStepsOp, StepsRestarted
-from memkit._core._records import Record, trace_row
+from memkit._core._records import Record, TraceRow, now_us, trace_row
 from memkit._core._validate import Limits
 from memkit._recall import _recording as _recall
 from memkit.adapters._sqlite._keywords import feed_head
@@ -79,7 +79,7 @@ def _chunks(op: ImportStepsOp, limits: Limits, vectors: Vectors) -> Iterator[tup
         def general(i: int, base: int = done) -> Record:
             return op.general(base + i)  # general's index counts from the first step
 
-        rows, metas, objects = step_rows(chunk, general, limits)
+        rows, metas, objects = step_rows(chunk, general, limits, op.built, done)
         embedded = vectors.embed_contents([row[3] for row in rows])
         yield rows, metas, objects, [] if embedded is None else [blob(v) for v in embedded]
         done += len(rows)
@@ -117,22 +117,28 @@ def _import_once(
 
 
 def step_rows(
-    steps: Iterable[tuple[str, str, str, dict[str, Any]]], general: Callable[[int], Record], limits: Limits
+    steps: Iterable[tuple[str, str, str, dict[str, Any]]], general: Callable[[int], Record], limits: Limits,
+    built: Callable[[int], TraceRow | None] | None = None, base: int = 0,
 ) -> tuple[list[MemoryRow], list[dict[str, Any]], list[Any]]:
     """The memories columns and metadata of each planned ``(user, agent, workflow, trace_data)`` step,
     checked as ``add_trace`` checks them, and for its trace_steps row what
     :func:`~memkit.adapters._sqlite._trace_writes.prepare` gives (else its parameters' and result's
     cells, the texts the metadata holds, encoded once); ``general(i)`` makes (or refuses, naming the
-    step) the record of a step :func:`trace_row` does not take."""
+    step) the record of a step :func:`trace_row` does not take. ``built(base + i)``: step i's row if another
+    process already made it (its write time is taken here, so that times follow the seqs)."""
     rows: list[MemoryRow] = []
     metas: list[dict[str, Any]] = []
     objects: list[Any] = []  # each step's cells (a pair), what prepare() gave, or None
     add_row, add_meta, add_objects = rows.append, metas.append, objects.append
     for i, (user, agent, workflow, data) in enumerate(steps):
-        try:
-            row = trace_row(agent, workflow, data, user, limits)
-        except InvalidInputError:
-            row = None  # general(i) says so, naming the step
+        row = None if built is None else built(base + i)
+        if row is not None:
+            row = (*row[:5], now_us(), *row[6:])
+        else:
+            try:
+                row = trace_row(agent, workflow, data, user, limits)
+            except InvalidInputError:
+                row = None  # general(i) says so, naming the step
         if row is None:
             record = general(i)
             more, meta = memory_rows((record,))
