@@ -4,13 +4,14 @@ An import is parse (read, decode, check every span), plan (steps and recalls tra
 (each step's texts) and SQLite's writes, one after the other; on one core they cost about the same
 per span. For a file of :data:`STREAM_MIN_BYTES` or more, a child process (a fresh interpreter, not
 a fork: the store has threads) does the parse and the plan and sends the planned steps, a chunk at
-a time, while the store's writer thread here builds their rows. A trace is planned as soon as the
-next one begins (a file's traces nearly always come one after the other); a span of a trace already
-sent makes the child start over with the whole file planned (:class:`StepsRestarted`).
+a time (with the rows of some chunks, :data:`ROWS_OF`), while the store's writer thread here builds
+the other rows and writes them in one transaction. A trace is planned as soon as the next one
+begins (a file's traces nearly always come one after the other); a span of a trace already sent
+makes the child start over with the whole file planned (:class:`StepsRestarted`).
 
 The child never decides what is wrong with a file: at any refusal (or a memory span, or a crash) it
 says ``fallback`` and the import is done again here the ordinary way, which raises the first error
-in the order and words it always has. Nothing is written before the last step has arrived.
+in the order and words it always has; the store's transaction is rolled back, so nothing is written.
 """
 
 from __future__ import annotations
