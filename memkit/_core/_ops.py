@@ -14,14 +14,14 @@ adapter stay typed end to end. ``capability`` is the declaration a store needs f
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from memkit._core._models import MemoryItem, NamespaceInfo, Stats
 from memkit._core._port import Capability
-from memkit._core._records import Record
+from memkit._core._records import Record, TraceRow
 from memkit._core._runs import RunSummary
 from memkit._recall._marks import Mark
 from memkit._recall._recording import Recall
@@ -51,6 +51,7 @@ __all__ = [
     "RunsOp",
     "SearchOp",
     "StatsOp",
+    "StepsRestarted",
     "TraceColumnsOp",
     "WriteOp",
 ]
@@ -257,6 +258,12 @@ class AddRecallsOp(Op[int]):
         return store._add_recalls(self)
 
 
+class StepsRestarted(Exception):
+    """Raised by an :class:`ImportStepsOp`'s ``steps`` while they are iterated: the steps given so far
+    are void and a new iteration gives them all again (a span file planned as it was read, whose
+    traces turned out not to come one after the other)."""
+
+
 @dataclass(frozen=True)
 class ImportStepsOp(Op[int]):
     """Store a bulk import's trace steps and then its recalls in one transaction, all or none; returns
@@ -271,9 +278,10 @@ class ImportStepsOp(Op[int]):
     """
 
     capability: ClassVar[Capability | None] = Capability.IMPORT_STEPS
-    steps: Sequence[tuple[str, str, str, dict[str, Any]]]
+    steps: Iterable[tuple[str, str, str, dict[str, Any]]]
     recalls: Sequence[dict[str, Any]]
     general: Callable[[int], Record]
+    built: Callable[[int], TraceRow | None] | None = None  # step i's row as trace_row gave it, if already made
 
     def send(self, store: Store) -> Awaitable[int]:
         return store._import_steps(self)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import gc
 import json
 import os
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,11 +19,12 @@ from pydantic import ValidationError
 from memkit._core._errors import InvalidInputError
 from memkit._core._ops import AddRecallsOp, ImportStepsOp, WriteOp
 from memkit._core._port import MemoryProvider, SupportsAddMany, SupportsImportSteps, SupportsRecalls
-from memkit._core._records import Record, from_us, new_record, trace_record
+from memkit._core._records import Record, TraceRow, from_us, new_record, trace_record
 from memkit._core._store import Store
 from memkit._core._validate import DEFAULT_LIMITS, Limits, check_id
 from memkit._recall._recording import Recall, RecalledMemory, body_of, checked_recalls, json_time
 from memkit._sync import Memory, call, provider_of
+from memkit.otel import _stream
 from memkit.otel._convert import (
     _GENAI_KINDS,
     _KIND_NAMES,
@@ -88,6 +90,14 @@ def _kind_of(raw: Mapping[str, Any], attrs: Mapping[str, Any], where: str) -> st
 
 def _parse(request: Any) -> list[_Span]:
     spans: list[_Span] = []
+    _read_spans(request, spans.append)
+    _check_tree(spans)
+    return spans
+
+
+def _read_spans(request: Any, keep: Callable[[_Span], object]) -> None:
+    """Each span of ``request`` checked, in file order, to ``keep``; the first bad one is an error."""
+    spans: list[_Span] = []
     seen: set[tuple[str, str]] = set()
     trace_ids: dict[str, str] = {}  # as written -> hex, so each distinct id is decoded once
     span_ids: dict[str, str] = {}
@@ -140,10 +150,10 @@ def _parse(request: Any) -> list[_Span]:
                         message = ev.get("exception.message") or ""
                         error = error or (f"{kind}: {message}" if kind else str(message))
                 error = error or "error"
-            spans.append(_Span(trace_id, span_id, parent, name, _kind_of(raw, attrs, where), start, end,
-                               attrs, error, service if isinstance(service, str) else None, len(spans)))
-    _check_tree(spans)
-    return spans
+            span = _Span(trace_id, span_id, parent, name, _kind_of(raw, attrs, where), start, end,
+                         attrs, error, service if isinstance(service, str) else None, len(spans))
+            spans.append(span)
+            keep(span)
 
 
 def _check_tree(spans: list[_Span]) -> None:
@@ -166,6 +176,8 @@ def _check_tree(spans: list[_Span]) -> None:
         done.update(path)
 
 
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"[ \t\n\r]*")  # what json.loads skips around a text
 _JSON_STARTS = frozenset('{["-0123456789tfnNI')  # what a JSON text (as Python reads it) can start with
 
 
@@ -176,9 +188,12 @@ def _json_or_text(value: Any) -> Any:
         first = value[:1]
         if first not in _JSON_STARTS and (not first.isspace() or value.lstrip()[:1] not in _JSON_STARTS):
             return {"value": value}
+        # json.loads, without the exception it raises for a number followed by words ("3 hits").
         try:
-            parsed = json.loads(value)
+            parsed, end = _DECODER.raw_decode(value, _SPACE.match(value, 0).end())  # type: ignore[union-attr]
         except ValueError:
+            return {"value": value}
+        if _SPACE.match(value, end).end() != len(value):  # type: ignore[union-attr]
             return {"value": value}
         return parsed if isinstance(parsed, dict) else {"value": parsed}
     return None if value is None else {"value": value}
@@ -348,46 +363,52 @@ def _plan(
 ) -> tuple[list[tuple[str, str, str, dict[str, Any]]], list[Any], list[str]]:
     """(user, agent, workflow, step data) per step and the recalls (as Recall, or with ``bodies`` as the
     bodies stores keep), for the whole file."""
-    recall_of = _recall_body if bodies else _recall_of
     by_trace: dict[str, list[_Span]] = {}
     for span in spans:
         by_trace.setdefault(span.trace_id, []).append(span)
     steps: list[tuple[str, str, str, dict[str, Any]]] = []
     recalls: list[Any] = []
-    runs: list[str] = []
-    for trace_id, members in by_trace.items():
-        members.sort(key=lambda s: (s.start_ns, s.end_ns))
-        own_recalls = [s for s in members if "memkit.recall.id" in s.attrs]
-        step_spans = [s for s in members if "memkit.recall.id" not in s.attrs]
-        # A memkit export keeps each step's index; a foreign trace is numbered by start time.
-        indexed = all(isinstance(s.attrs.get("memkit.step_index"), int) for s in step_spans)
-        index_of = {
-            s.span_id: (s.attrs["memkit.step_index"] if indexed else i) for i, s in enumerate(step_spans)
-        }
-        by_span: dict[str, dict[str, Any]] = {}
-        first = step_spans[0] if step_spans else members[0]
-        for span in step_spans:
-            a = span.attrs
-            user = str(user_id or a.get("memkit.user_id") or a.get("user.id") or "system")
-            agent = str(agent_id or a.get("memkit.agent_id") or a.get("gen_ai.agent.id") or span.service or "otel")
-            workflow = str(workflow_id or a.get("memkit.workflow_id") or first.service or first.name)
-            data = _step_of(span, index_of[span.span_id],
-                            None if span.parent is None else index_of.get(span.parent))
-            by_span[span.span_id] = {"data": data, "user": user, "agent": agent, "workflow": workflow}
-            steps.append((user, agent, workflow, data))
-            if span.kind == "RETRIEVER":
-                recall = recall_of(span, data, workflow, user, agent, False)
-                if recall is not None:
-                    recalls.append(recall)
-        for span in own_recalls:
-            owner = by_span.get(span.parent or "")
-            if owner is None:
-                raise InvalidInputError(f"{span.where}: a memkit recall span whose parent step is not in the file")
-            recall = recall_of(span, owner["data"], owner["workflow"], owner["user"], owner["agent"], True)
-            assert recall is not None
-            recalls.append(recall)
-        runs.append(trace_id)
-    return steps, recalls, runs
+    for members in by_trace.values():
+        _plan_trace(members, user_id, agent_id, workflow_id, bodies, steps, recalls)
+    return steps, recalls, list(by_trace)
+
+
+def _plan_trace(
+    members: list[_Span], user_id: str | None, agent_id: str | None, workflow_id: str | None, bodies: bool,
+    steps: list[tuple[str, str, str, dict[str, Any]]], recalls: list[Any],
+) -> None:
+    """One trace's steps and recalls (all its spans, in file order), appended to ``steps`` and ``recalls``."""
+    recall_of = _recall_body if bodies else _recall_of
+    members.sort(key=lambda s: (s.start_ns, s.end_ns))
+    own_recalls = [s for s in members if "memkit.recall.id" in s.attrs]
+    step_spans = [s for s in members if "memkit.recall.id" not in s.attrs]
+    # A memkit export keeps each step's index; a foreign trace is numbered by start time.
+    indexed = all(isinstance(s.attrs.get("memkit.step_index"), int) for s in step_spans)
+    index_of = {
+        s.span_id: (s.attrs["memkit.step_index"] if indexed else i) for i, s in enumerate(step_spans)
+    }
+    by_span: dict[str, dict[str, Any]] = {}
+    first = step_spans[0] if step_spans else members[0]
+    for span in step_spans:
+        a = span.attrs
+        user = str(user_id or a.get("memkit.user_id") or a.get("user.id") or "system")
+        agent = str(agent_id or a.get("memkit.agent_id") or a.get("gen_ai.agent.id") or span.service or "otel")
+        workflow = str(workflow_id or a.get("memkit.workflow_id") or first.service or first.name)
+        data = _step_of(span, index_of[span.span_id],
+                        None if span.parent is None else index_of.get(span.parent))
+        by_span[span.span_id] = {"data": data, "user": user, "agent": agent, "workflow": workflow}
+        steps.append((user, agent, workflow, data))
+        if span.kind == "RETRIEVER":
+            recall = recall_of(span, data, workflow, user, agent, False)
+            if recall is not None:
+                recalls.append(recall)
+    for span in own_recalls:
+        owner = by_span.get(span.parent or "")
+        if owner is None:
+            raise InvalidInputError(f"{span.where}: a memkit recall span whose parent step is not in the file")
+        recall = recall_of(span, owner["data"], owner["workflow"], owner["user"], owner["agent"], True)
+        assert recall is not None
+        recalls.append(recall)
 
 
 def _is_memory(span: _Span) -> bool:
@@ -470,6 +491,12 @@ def _import(
     # Checked once, here, against the store's own limits: a memkit store then writes the records as
     # they are instead of checking every one again (any other provider gets them through add_many).
     limits = provider.limits if isinstance(provider, Store) else DEFAULT_LIMITS
+    if _stream.worth_streaming(provider, source):
+        assert isinstance(source, (str, os.PathLike))
+        try:
+            return _import_streamed(provider, Path(source), user_id, agent_id, workflow_id, limits)
+        except _stream.Fallback:
+            pass  # refused, or memories in it: the ordinary import says what and does it
     spans: list[_Span] = []
     for request in _load(source):
         spans.extend(_parse(request))
@@ -500,6 +527,33 @@ def _import(
                       memories=memories)
 
 
+def _import_streamed(
+    provider: MemoryProvider, path: Path, user_id: str | None, agent_id: str | None, workflow_id: str | None,
+    limits: Limits,
+) -> OtlpImport:
+    """:func:`_import` of a file parsed and planned in a second process (see :mod:`._stream`); raises
+    :class:`_stream.Fallback` for a file only :func:`_import` can say what to do with."""
+    stream = _stream.StepStream(path, user_id, agent_id, workflow_id, limits)
+    try:
+
+        def general(i: int) -> Record:
+            user, agent, workflow, data = stream.steps[i]
+            return _step_record(agent, workflow, data, user, limits)
+
+        try:
+            written = call(provider, _write_rows, stream, stream.recalls, general, stream.built.__getitem__)
+        except InvalidInputError:
+            # A step refused here, before the child read the whole file: a bad span after it
+            # is the error to report, which the ordinary import finds first.
+            if not stream.finish():
+                raise _stream.Fallback from None
+            raise
+        assert stream.runs is not None
+        return OtlpImport(runs=len(stream.runs), steps=len(stream.steps), recalls=written, run_ids=stream.runs)
+    finally:
+        stream.close()
+
+
 def _step_record(agent: str, workflow: str, data: dict[str, Any], user: str, limits: Limits) -> Record:
     try:
         return trace_record(agent, workflow, data, user, limits)
@@ -508,12 +562,12 @@ def _step_record(agent: str, workflow: str, data: dict[str, Any], user: str, lim
 
 
 async def _write_rows(
-    provider: MemoryProvider, steps: list[tuple[str, str, str, dict[str, Any]]], recalls: list[dict[str, Any]],
-    general: Callable[[int], Record],
+    provider: MemoryProvider, steps: Iterable[tuple[str, str, str, dict[str, Any]]], recalls: list[dict[str, Any]],
+    general: Callable[[int], Record], built: Callable[[int], TraceRow | None] | None = None,
 ) -> int:
     """Steps and recalls in one transaction, by the store's own rows (see ImportStepsOp)."""
     assert isinstance(provider, Store)
-    return await provider.execute(ImportStepsOp(steps, recalls, general))
+    return await provider.execute(ImportStepsOp(steps, recalls, general, built))
 
 
 async def _write(provider: MemoryProvider, records: list[Record], recalls: list[Recall]) -> None:

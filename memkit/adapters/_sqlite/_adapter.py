@@ -38,7 +38,7 @@ from memkit.adapters._sqlite._keywords import KeywordCache, feed_head
 from memkit.adapters._sqlite._schema import connect, write_transaction
 from memkit.adapters._sqlite._snapshots import save_stale
 from memkit.adapters._sqlite._sql import COLUMNS, row_record, select
-from memkit.adapters._sqlite._step_rows import INSERT_RECALL, MemoryRow, memory_rows, recall_rows, step_rows
+from memkit.adapters._sqlite._step_rows import INSERT_RECALL, MemoryRow, import_steps, memory_rows, recall_rows
 from memkit.adapters._sqlite._trace_writes import insert_memories
 from memkit.adapters._sqlite._traces import run_summaries, trace_columns
 from memkit.adapters._sqlite._vectors import Vectors, blob
@@ -224,11 +224,9 @@ class SQLiteAdapter(Store):
         return await self._worker.run(fn, *args)
 
     def _insert(
-        self, rows: list[MemoryRow], metas: list[dict[str, Any]], progress: bool = False,
-        imported: list[dict[str, Any]] | None = None, objects: list[tuple[str, str] | None] | None = None,
+        self, rows: list[MemoryRow], metas: list[dict[str, Any]], progress: bool = False
     ) -> list[str]:
-        """Insert memories' ``rows`` (``metas`` their metadata, ``objects`` their steps' parameters and
-        result cells where known) and then the ``imported`` recall bodies, all in one transaction."""
+        """Insert memories' ``rows`` (``metas`` their metadata) in one transaction."""
         db = self._db()
         self._vectors.check_writable()
         self._vectors.sync(db)
@@ -251,8 +249,7 @@ class SQLiteAdapter(Store):
                 last_seq = feed_head(db)[0]
                 for start in range(0, len(rows), _CHUNK):
                     end = start + _CHUNK
-                    insert_memories(db, rows[start:end], metas[start:end], last_seq + 1 + start,
-                                    None if objects is None else objects[start:end])
+                    insert_memories(db, rows[start:end], metas[start:end], last_seq + 1 + start)
                     if vectors is not None:
                         db.executemany(
                             "INSERT OR REPLACE INTO memory_vectors (seq, vector) VALUES (?, ?)",
@@ -260,11 +257,6 @@ class SQLiteAdapter(Store):
                         )
                     if bar is not None:
                         bar.update(min(end, len(rows)) - start)
-                if imported:
-                    try:
-                        db.executemany(INSERT_RECALL, recall_rows(imported))
-                    except sqlite3.IntegrityError as exc:
-                        raise InvalidInputError(f"a recall with one of these ids already exists ({exc})") from None
         except BaseException as exc:
             if recalls:
                 self._requeue_recalls(recalls)  # rolled back with the write: they wait for the next one
@@ -283,11 +275,8 @@ class SQLiteAdapter(Store):
         return await self._run(lambda: self._insert(*memory_rows(op.records), op.progress))
 
     def _import(self, op: ops.ImportStepsOp) -> int:
-        rows, metas, objects = step_rows(op.steps, op.general, self.limits)
-        bodies = _recall.checked_bodies(op.recalls, self.limits)
         self._flush_recalls()  # recorded before: written first, as add_recalls does
-        self._insert(rows, metas, imported=bodies, objects=objects)
-        return len(bodies)
+        return import_steps(self._db(), self._vectors, op, self.limits, self._written)
 
     async def _import_steps(self, op: ops.ImportStepsOp) -> int:
         return await self._run(self._import, op)

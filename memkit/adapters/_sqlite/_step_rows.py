@@ -11,16 +11,26 @@ step's memories row comes from :func:`~memkit._core._records.trace_row` (the sam
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Callable, Sequence
+import sqlite3
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from memkit._core._errors import InvalidInputError
-from memkit._core._records import Record, trace_row
+from memkit._core._ops import ImportStepsOp, StepsRestarted
+from memkit._core._records import Record, TraceRow, now_us, trace_row
 from memkit._core._validate import Limits
 from memkit._recall import _recording as _recall
+from memkit.adapters._sqlite._keywords import feed_head
+from memkit.adapters._sqlite._schema import write_transaction
+from memkit.adapters._sqlite._trace_writes import Odd, insert_memories, prepare
+from memkit.adapters._sqlite._vectors import Vectors, blob
 
-__all__ = ["INSERT_RECALL", "memory_rows", "recall_rows", "step_rows"]
+__all__ = ["INSERT_RECALL", "import_steps", "memory_rows", "recall_rows", "step_rows"]
+
+_CHUNK = 2_000  # steps built, embedded and inserted at a time
 
 INSERT_RECALL = (
     "INSERT INTO recalls (id, created_us, user_id, agent_id, workflow_id, run_id, step_index, step_user_id,"
@@ -41,22 +51,94 @@ def memory_rows(records: Sequence[Record]) -> tuple[list[MemoryRow], list[dict[s
     return rows, [r.metadata for r in records]
 
 
+def import_steps(
+    db: sqlite3.Connection, vectors: Vectors, op: ImportStepsOp, limits: Limits, written: Counter[tuple[str, str]]
+) -> int:
+    """Write an import's steps and then its recalls in one write transaction, all or none; returns how
+    many recalls. ``written`` counts the namespaces written, once committed.
+
+    ``op.steps`` may be a stream still arriving (a span file another process plans): each chunk of
+    steps is built, embedded and inserted as it comes, the write lock held meanwhile. A refusal from
+    the stream rolls everything back; a :class:`~memkit._core._ops.StepsRestarted` rolls back and
+    writes the steps the stream gives again. Steps already at hand (a list) are built and embedded
+    first, so that the lock is held only for the inserts."""
+    vectors.check_writable()
+    vectors.sync(db)
+    while True:
+        try:
+            return _import_once(db, vectors, op, limits, written)
+        except StepsRestarted:
+            continue
+
+
+def _chunks(op: ImportStepsOp, limits: Limits, vectors: Vectors) -> Iterator[tuple[list[Any], ...]]:
+    steps = iter(op.steps)
+    done = 0
+    while chunk := list(itertools.islice(steps, _CHUNK)):
+
+        def general(i: int, base: int = done) -> Record:
+            return op.general(base + i)  # general's index counts from the first step
+
+        rows, metas, objects = step_rows(chunk, general, limits, op.built, done)
+        embedded = vectors.embed_contents([row[3] for row in rows])
+        yield rows, metas, objects, [] if embedded is None else [blob(v) for v in embedded]
+        done += len(rows)
+
+
+def _import_once(
+    db: sqlite3.Connection, vectors: Vectors, op: ImportStepsOp, limits: Limits, written: Counter[tuple[str, str]]
+) -> int:
+    chunks: Iterable[tuple[list[Any], ...]] = _chunks(op, limits, vectors)
+    if isinstance(op.steps, Sequence):
+        chunks = list(chunks)
+    namespaces: Counter[tuple[str, str]] = Counter()
+    try:
+        with write_transaction(db):
+            # Under the write lock nobody else can insert until we commit, so our rows take the seqs
+            # right after the last one handed out, in insertion order.
+            seq = feed_head(db)[0] + 1
+            for rows, metas, objects, blobs in chunks:
+                insert_memories(db, rows, metas, seq, objects)
+                if blobs:
+                    db.executemany("INSERT OR REPLACE INTO memory_vectors (seq, vector) VALUES (?, ?)",
+                                   [(seq + i, b) for i, b in enumerate(blobs)])
+                namespaces.update((row[1], row[2]) for row in rows)
+                seq += len(rows)
+            # After the last step: a stream's recalls have all arrived.
+            bodies = _recall.checked_bodies(op.recalls, limits)
+            try:
+                db.executemany(INSERT_RECALL, recall_rows(bodies))
+            except sqlite3.IntegrityError as exc:
+                raise InvalidInputError(f"a recall with one of these ids already exists ({exc})") from None
+    except sqlite3.IntegrityError as exc:
+        raise InvalidInputError(f"a memory with one of these ids already exists ({exc})") from None
+    written.update(namespaces)
+    return len(bodies)
+
+
 def step_rows(
-    steps: Sequence[tuple[str, str, str, dict[str, Any]]], general: Callable[[int], Record], limits: Limits
-) -> tuple[list[MemoryRow], list[dict[str, Any]], list[tuple[str, str] | None]]:
+    steps: Iterable[tuple[str, str, str, dict[str, Any]]], general: Callable[[int], Record], limits: Limits,
+    built: Callable[[int], TraceRow | None] | None = None, base: int = 0,
+) -> tuple[list[MemoryRow], list[dict[str, Any]], list[Any]]:
     """The memories columns and metadata of each planned ``(user, agent, workflow, trace_data)`` step,
-    checked as ``add_trace`` checks them, and its parameters' and result's cells where known (the text
-    the metadata holds, encoded once); ``general(i)`` makes (or refuses, naming the step) the record of
-    a step :func:`trace_row` does not take."""
+    checked as ``add_trace`` checks them, and for its trace_steps row what
+    :func:`~memkit.adapters._sqlite._trace_writes.prepare` gives (else its parameters' and result's
+    cells, the texts the metadata holds, encoded once); ``general(i)`` makes (or refuses, naming the
+    step) the record of a step :func:`trace_row` does not take. ``built(base + i)``: step i's row if another
+    process already made it (its write time is taken here, so that times follow the seqs)."""
     rows: list[MemoryRow] = []
     metas: list[dict[str, Any]] = []
-    objects: list[tuple[str, str] | None] = []
+    objects: list[Any] = []  # each step's cells (a pair), what prepare() gave, or None
     add_row, add_meta, add_objects = rows.append, metas.append, objects.append
     for i, (user, agent, workflow, data) in enumerate(steps):
-        try:
-            row = trace_row(agent, workflow, data, user, limits)
-        except InvalidInputError:
-            row = None  # general(i) says so, naming the step
+        row = None if built is None else built(base + i)
+        if row is not None:
+            row = (*row[:5], now_us(), *row[6:])
+        else:
+            try:
+                row = trace_row(agent, workflow, data, user, limits)
+            except InvalidInputError:
+                row = None  # general(i) says so, naming the step
         if row is None:
             record = general(i)
             more, meta = memory_rows((record,))
@@ -66,7 +148,12 @@ def step_rows(
         else:
             add_row(row[:6])
             add_meta(row[6])
-            add_objects(row[7:])
+            try:
+                # Its trace_steps row but for the seq and codes, now: built while a stream's next
+                # steps are being planned by the other process, the write left with the least.
+                add_objects(prepare(row[0], row[1], row[2], row[6], row[7:]))
+            except Odd:
+                add_objects(row[7:])  # written by the trigger's SQL, which _row decides again
     return rows, metas, objects
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from memkit.adapters._sqlite._traces import MISSING, PACKED, step_timing_us
 
-__all__ = ["insert_memories", "trigger_writes_steps", "write_trace_steps"]
+__all__ = ["Odd", "Prepared", "insert_memories", "prepare", "trigger_writes_steps", "write_trace_steps"]
 
 # The body of schema 11's trace_steps_insert trigger, for one row (new.seq is the parameter).
 _TRIGGER_SQL = (
@@ -57,7 +57,7 @@ _EXACT = 4503599627370496.0  # 2**52: SQLite's round() leaves a double this larg
 _ROUNDABLE = 2.0**62
 
 
-class _Odd(Exception):
+class Odd(Exception):
     """A step the trigger's SQL must write: its fields are not of the types packed here."""
 
 
@@ -95,17 +95,17 @@ def _integer(value: Any) -> Any:
         return value if MISSING < value < 2**63 else MISSING
     if kind is float or kind is str or value is None:
         return MISSING  # a real or a text is not packed
-    raise _Odd  # JSON true reads as the integer 1; a subclass or a container: let SQLite say
+    raise Odd  # JSON true reads as the integer 1; a subclass or a container: let SQLite say
 
 
 def _number(value: Any) -> bool:
-    """Whether ``value`` is a JSON number (the trigger's 'integer'/'real'); _Odd for a bool or a subclass."""
+    """Whether ``value`` is a JSON number (the trigger's 'integer'/'real'); Odd for a bool or a subclass."""
     kind = type(value)
     if kind is int or kind is float:
         return True
     if value is None or kind is str:
         return False
-    raise _Odd
+    raise Odd
 
 
 def _object(value: Any) -> str:
@@ -114,43 +114,45 @@ def _object(value: Any) -> str:
         return _COMPACT.encode(value)
     if value is None or type(value) in (str, int, float, list):
         return "null"
-    raise _Odd
+    raise Odd
 
 
 def _micros(value: Any) -> int:
     """SQLite's ``CAST(round(value * 1e6) AS INTEGER)`` of a JSON number."""
     x = value * 1e6
     if not -_ROUNDABLE < x < _ROUNDABLE:
-        raise _Odd
+        raise Odd
     if -_EXACT <= x <= _EXACT:
         x = float(int(x + 0.5)) if x >= 0 else -float(int(-x + 0.5))
     return int(x)
 
 
-def _row(
-    memory: Sequence[Any], meta: dict[str, Any], seq: int, codes: _Codes, objects: tuple[str, str] | None = None
-) -> tuple[Any, ...] | None:
-    """The trace_steps row of one memory (its memories columns and its metadata; None when it is not
-    a trace step); _Odd when only the trigger's SQL can say. ``objects``: the parameters' and result's
-    cells when the caller has them already (the texts their metadata encoding holds)."""
-    record_id, created_us = memory[0], memory[5]
+# A step's trace_steps row but for its seq and dictionary codes: its seven texts (user, agent,
+# workflow, run, step name, tool, status), its cells, and step index, start, duration and retries.
+Prepared = tuple[tuple[Any, ...], str, int, int, int, int]
+
+
+def prepare(
+    record_id: str, user_id: Any, agent_id: Any, meta: dict[str, Any], objects: tuple[str, str] | None = None
+) -> Prepared | None:
+    """What :func:`_row` makes of one memory before it needs the database (None when it is not a trace
+    step); Odd when only the trigger's SQL can say. ``objects``: the parameters' and result's cells
+    when the caller has them already (the texts their metadata encoding holds)."""
     kind = meta.get("type")
     if kind != "trace":
         if type(kind) is str and kind.startswith("trace\x00"):
-            raise _Odd
+            raise Odd
         return None
     if type(kind) is not str:
-        raise _Odd
+        raise Odd
     trace = meta.get("trace")
     if type(trace) is not dict:
-        raise _Odd
-    texts = (memory[1], memory[2], meta.get("workflow_id"), meta.get("run_id"), trace.get("step_name"),
+        raise Odd
+    texts = (user_id, agent_id, meta.get("workflow_id"), meta.get("run_id"), trace.get("step_name"),
              trace.get("tool"), trace.get("status"))
     for text in texts:
         if text is not None and (type(text) is not str or "\x00" in text):
-            raise _Odd  # SQLite's JSON reads a NUL as the end of the text; numbers compare as texts
-    known = codes.known
-    numbered = [MISSING if text is None else known.get(text) or codes(text) for text in texts]
+            raise Odd  # SQLite's JSON reads a NUL as the end of the text; numbers compare as texts
     stamp, duration = trace.get("timestamp"), trace.get("duration")
     stamp_number, duration_number = _number(stamp), _number(duration)
     if stamp_number or duration_number:
@@ -171,16 +173,33 @@ def _row(
     elif type(error) is str and "\x00" not in error:
         quoted = _QUOTE.encode(error)
     else:
-        raise _Odd
+        raise Odd
     if "\x00" in record_id:
-        raise _Odd
+        raise Odd
     if objects is None:
         objects = (_object(trace.get("parameters")), _object(trace.get("result")))
     cells = "\x1f".join((record_id, quoted, *objects))
-    numbers = PACKED.pack(
-        seq, created_us, *numbered, _integer(trace.get("step_index")), started, lasted,
-        _integer(trace.get("retry_count")),
-    )
+    return texts, cells, _integer(trace.get("step_index")), started, lasted, _integer(trace.get("retry_count"))
+
+
+def _row(
+    memory: Sequence[Any], meta: dict[str, Any], seq: int, codes: _Codes,
+    objects: tuple[str, str] | Prepared | None = None,
+) -> tuple[Any, ...] | None:
+    """The trace_steps row of one memory (its memories columns and its metadata; None when it is not
+    a trace step); Odd when only the trigger's SQL can say. ``objects``: what :func:`prepare` gave
+    for it, or the parameters' and result's cells."""
+    if objects is None or len(objects) == 2:
+        prepared = prepare(memory[0], memory[1], memory[2], meta, objects)
+        if prepared is None:
+            return None
+    else:
+        prepared = objects
+    texts, cells, step_index, started, lasted, retries = prepared
+    known = codes.known
+    numbered = [MISSING if text is None else known.get(text) or codes(text) for text in texts]
+    created_us = memory[5]
+    numbers = PACKED.pack(seq, created_us, *numbered, step_index, started, lasted, retries)
     status = numbered[6]
     return (seq, created_us, numbered[0], numbered[1], None if numbered[2] == MISSING else numbered[2],
             None if status == MISSING else status, numbers, cells)
@@ -188,7 +207,7 @@ def _row(
 
 def write_trace_steps(
     db: sqlite3.Connection, memories: Sequence[Sequence[Any]], metas: Sequence[dict[str, Any]], first_seq: int,
-    objects: Sequence[tuple[str, str] | None] | None = None,
+    objects: Sequence[tuple[str, str] | Prepared | None] | None = None,
 ) -> None:
     """Write the trace_steps rows (and new trace_dict texts) of ``memories`` (their columns as inserted,
     and their metadata), just inserted with seqs from ``first_seq`` on, inside the caller's write
@@ -199,7 +218,7 @@ def write_trace_steps(
         seq = first_seq + i
         try:
             row = _row(memory, metas[i], seq, codes, None if objects is None else objects[i])
-        except _Odd:
+        except Odd:
             db.executemany(_INSERT_STEP, rows)  # the rows before it first: codes stay in order
             rows = []
             db.execute(_TRIGGER_SQL[0], (seq,))
@@ -217,7 +236,7 @@ _INSERT_MEMORY = (
 
 def insert_memories(
     db: sqlite3.Connection, rows: Sequence[tuple[Any, ...]], metas: Sequence[dict[str, Any]], first_seq: int,
-    objects: Sequence[tuple[str, str] | None] | None = None,
+    objects: Sequence[tuple[str, str] | Prepared | None] | None = None,
 ) -> None:
     """Insert ``rows`` (memories' columns: id, user_id, agent_id, content, metadata text, created_us;
     ``metas`` their metadata) taking seqs from ``first_seq`` on, and the trace steps among them, inside

@@ -1,0 +1,117 @@
+"""The second process of a streamed span import (see :mod:`memkit.otel._stream`): it reads, checks and
+plans the file and sends the planned steps and recall bodies, trace by trace, a chunk at a time."""
+
+from __future__ import annotations
+
+import gc
+import pickle
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from memkit._core._errors import InvalidInputError
+from memkit._core._records import TraceRow, set_trace_redactor, trace_row
+from memkit._core._validate import Limits
+from memkit.otel._import import _check_tree, _is_memory, _load, _plan_trace, _read_spans, _Span
+from memkit.otel._stream import HEAD
+
+__all__ = ["serve"]
+
+
+def serve() -> None:
+    """The child: read ``(path, user_id, agent_id, workflow_id, chunk)`` from stdin, write the messages
+    to stdout (each a length and a pickle)."""
+    gc.disable()  # as in import_otlp: millions of small objects, none in a cycle
+    out = sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing printed may land among the messages
+    path, user_id, agent_id, workflow_id, chunk, limits, rows, redactor, rows_of = pickle.load(sys.stdin.buffer)
+    set_trace_redactor(redactor)
+
+    def send(kind: str, payload: Any = None) -> None:
+        blob = pickle.dumps((kind, payload), protocol=pickle.HIGHEST_PROTOCOL)
+        out.write(HEAD.pack(len(blob)))
+        out.write(blob)
+        out.flush()
+
+    try:
+        try:
+            _plan_file(path, user_id, agent_id, workflow_id, chunk, send, limits if rows else None, rows_of)
+        except Exception:
+            send("fallback")
+    except BrokenPipeError:  # the importing process stopped listening: nothing to say
+        pass
+
+
+def _row(step: tuple[str, str, str, dict[str, Any]], limits: Limits) -> TraceRow | None:
+    user, agent, workflow, data = step
+    try:
+        return trace_row(agent, workflow, data, user, limits)
+    except InvalidInputError:
+        return None  # the importing process tries again, and says what is wrong
+
+
+class _Memory(Exception):
+    """A memory span: such a file goes the general way."""
+
+
+def _plan_file(
+    path: str, user_id: str | None, agent_id: str | None, workflow_id: str | None, chunk: int,
+    send: Callable[..., None], limits: Limits | None, rows_of: frozenset[int],
+) -> None:
+    by_trace: dict[str, list[_Span]] = {}
+    sent: set[str] = set()
+    steps: list[tuple[str, str, str, dict[str, Any]]] = []
+    recalls: list[Any] = []
+    state: dict[str, Any] = {"current": None, "streaming": True, "sent": 0}
+
+    def plan(trace_id: str) -> None:
+        _plan_trace(by_trace[trace_id], user_id, agent_id, workflow_id, True, steps, recalls)
+        if len(steps) >= chunk:
+            flush()
+
+    def flush() -> None:
+        if steps or recalls:
+            rows = None
+            if limits is not None and state["sent"] % 5 in rows_of:
+                rows = [_row(step, limits) for step in steps]
+            state["sent"] += 1
+            send("steps", (steps[:], recalls[:], rows))
+            steps.clear()
+            recalls.clear()
+
+    def keep(span: _Span) -> None:
+        if _is_memory(span):
+            raise _Memory
+        members = by_trace.get(span.trace_id)
+        if members is None:
+            current = state["current"]
+            if current is not None and state["streaming"]:
+                plan(current)  # the trace before is taken as complete: the next has begun
+                sent.add(current)
+            by_trace[span.trace_id] = [span]
+            state["current"] = span.trace_id
+        else:
+            if span.trace_id in sent:
+                state["streaming"] = False  # its steps went out planned without this span
+            members.append(span)
+
+    for request in _load(path):
+        spans: list[_Span] = []
+
+        def read(span: _Span, spans: list[_Span] = spans) -> None:
+            spans.append(span)
+            keep(span)
+
+        _read_spans(request, read)
+        _check_tree(spans)
+    if state["streaming"]:
+        if state["current"] is not None:
+            plan(state["current"])
+    else:
+        steps.clear()  # planned and not yet sent: planned again below
+        recalls.clear()
+        send("restart")
+        for trace_id in by_trace:
+            plan(trace_id)
+    flush()
+    send("done", list(by_trace))

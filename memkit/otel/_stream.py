@@ -1,0 +1,144 @@
+"""A big span file read, checked and planned in a second Python process while this one builds the rows.
+
+An import is parse (read, decode, check every span), plan (steps and recalls trace by trace), rows
+(each step's texts) and SQLite's writes, one after the other; on one core they cost about the same
+per span. For a file of :data:`STREAM_MIN_BYTES` or more, a child process (a fresh interpreter, not
+a fork: the store has threads) does the parse and the plan and sends the planned steps, a chunk at
+a time (with the rows of some chunks, :data:`ROWS_OF`), while the store's writer thread here builds
+the other rows and writes them in one transaction. A trace is planned as soon as the next one
+begins (a file's traces nearly always come one after the other); a span of a trace already sent
+makes the child start over with the whole file planned (:class:`StepsRestarted`).
+
+The child never decides what is wrong with a file: at any refusal (or a memory span, or a crash) it
+says ``fallback`` and the import is done again here the ordinary way, which raises the first error
+in the order and words it always has; the store's transaction is rolled back, so nothing is written.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from memkit._core import _records
+from memkit._core._ops import StepsRestarted
+from memkit._core._port import MemoryProvider, SupportsImportSteps, SupportsRecalls
+from memkit._core._records import Redactor, TraceRow
+from memkit._core._store import Store
+from memkit._core._validate import Limits
+
+__all__ = ["HEAD", "STREAM_MIN_BYTES", "Fallback", "StepStream", "worth_streaming"]
+
+# Below this (about 20,000 spans of the benchmark's file, 700 bytes a span), starting the child
+# (~0.3 s: a fresh interpreter importing memkit) costs more than the overlap gives.
+STREAM_MIN_BYTES = 14_000_000
+_CHUNK = 2_000  # steps a message: large enough that pickling's fixed cost is nothing
+# The child also builds the rows (texts and JSON) of 2 messages in 5: it plans faster than this
+# process builds rows, and that share about evens out the two.
+ROWS_OF = frozenset({1, 3})
+HEAD = struct.Struct("<Q")
+_CHILD = "import sys; sys.path[0] = sys.argv[1]; from memkit.otel._child import serve; serve()"
+
+
+class Fallback(Exception):
+    """The child did not plan the whole file (a refused span, a memory span, a crash): import it here."""
+
+
+class StepStream:
+    """The planned ``(user, agent, workflow, data)`` steps as the child sends them, iterated (once, by
+    the store's writer thread) as they arrive. ``steps`` and ``recalls`` hold what has arrived, ``runs``
+    the trace ids once all has. Iteration raises :class:`StepsRestarted` when the child starts over
+    (both lists are emptied: the same iteration then begins again) and :class:`Fallback` when it
+    gives up."""
+
+    def __init__(
+        self, path: Path, user_id: str | None, agent_id: str | None, workflow_id: str | None, limits: Limits
+    ) -> None:
+        root = str(Path(__file__).resolve().parents[2])  # where this memkit is imported from
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, root], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._out: IO[bytes] = self._proc.stdout
+        try:
+            # The rows are built as here only with this process's redactor (none, or memkit's own).
+            redactor = _records._redactor
+            rows = redactor is None or type(redactor) is Redactor
+            self._proc.stdin.write(pickle.dumps(
+                (str(path), user_id, agent_id, workflow_id, _CHUNK, limits, rows, redactor if rows else None,
+                 ROWS_OF)))
+            self._proc.stdin.close()
+        except OSError:  # it died at once: read() says fallback
+            pass
+        self.steps: list[tuple[str, str, str, dict[str, Any]]] = []
+        self.built: list[TraceRow | None] = []  # each step's row if the child made it
+        self.recalls: list[dict[str, Any]] = []
+        self.runs: list[str] | None = None
+        self._failed = False
+
+    def _read(self) -> tuple[str, Any]:
+        head = self._out.read(HEAD.size)
+        if len(head) < HEAD.size:
+            return "fallback", None  # the child ended without a word: it crashed or was killed
+        blob = self._out.read(HEAD.unpack(head)[0])
+        message: tuple[str, Any] = pickle.loads(blob)  # our own child's, over our own pipe
+        return message
+
+    def __iter__(self) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
+        while self.runs is None:
+            if self._failed:
+                raise Fallback
+            kind, payload = self._read()
+            if kind == "steps":
+                steps, recalls, rows = payload
+                self.steps.extend(steps)
+                self.built.extend(rows or [None] * len(steps))
+                self.recalls.extend(recalls)
+                yield from steps
+            elif kind == "restart":
+                self.steps.clear()
+                self.built.clear()
+                self.recalls.clear()
+                raise StepsRestarted
+            elif kind == "done":
+                self.runs = payload
+            else:
+                self._failed = True
+                raise Fallback
+
+    def finish(self) -> bool:
+        """Read what is left; whether the child planned the whole file (else the file is refused, or
+        has memories, and only the ordinary import can say what it does)."""
+        while self.runs is None and not self._failed:
+            kind, payload = self._read()
+            if kind == "done":
+                self.runs = payload
+            elif kind not in ("steps", "restart"):
+                self._failed = True
+        return self.runs is not None
+
+    def close(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.wait()
+        self._out.close()
+
+
+def worth_streaming(provider: MemoryProvider, source: Any) -> bool:
+    """Whether ``source`` is a file big enough to be parsed and planned by a second process, for a store
+    that takes planned steps."""
+    # A frozen application's executable is not a Python that takes -c.
+    if not (isinstance(source, (str, os.PathLike)) and sys.executable and not getattr(sys, "frozen", False)
+            and isinstance(provider, Store)
+            and isinstance(provider, SupportsImportSteps) and isinstance(provider, SupportsRecalls)):
+        return False
+    try:
+        return os.stat(source).st_size >= STREAM_MIN_BYTES
+    except (OSError, ValueError):
+        return False  # the ordinary import says what is wrong with the path

@@ -1,0 +1,321 @@
+"""A big span file is read, checked and planned by a second process while the store builds the rows
+(memkit.otel._stream): it writes exactly what the import in one process writes, and refuses exactly
+the files it refuses, with the same first error and nothing written.
+
+Every test lowers the size from which a file streams to 0, and the steps a message carries and the
+steps the store writes at a time to a handful, so that messages end inside traces and many chunks
+are written (in the import's one transaction) before the file's end; each file is imported both ways
+into real SQLite files and every table is compared byte for byte (ids and write times aside).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import memkit
+from memkit._core._ops import StepsRestarted
+from memkit.adapters._sqlite import _step_rows
+from memkit.otel import _stream, export_otlp, import_otlp
+from memkit.otel._import import _json_or_text
+from memkit.traces import ExecutionHistory, Redactor, set_trace_redactor
+from tests.test_otel_rows import _odd_export, _sdk_file, _tables
+
+_STREAM_MIN_BYTES = _stream.STREAM_MIN_BYTES  # before the fixture below lowers it
+
+
+class _Spy(_stream.StepStream):
+    """StepStream, remembering each one made, whether it ran to the end and how often it started over."""
+
+    made: ClassVar[list[_Spy]] = []
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.restarts = 0
+        _Spy.made.append(self)
+
+    def __iter__(self) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
+        try:
+            yield from super().__iter__()
+        except StepsRestarted:
+            self.restarts += 1
+            raise
+
+
+_INSERTED: list[int] = []  # the steps of each chunk the store inserted, in order
+
+
+def _counted(db: sqlite3.Connection, rows: Any, *args: Any) -> None:
+    _INSERTED.append(len(rows))
+    _insert_memories(db, rows, *args)
+
+
+_insert_memories = _step_rows.insert_memories
+
+
+@pytest.fixture(autouse=True)
+def _small(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(_stream, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(_stream, "_CHUNK", 7)
+    monkeypatch.setattr(_stream, "StepStream", _Spy)
+    monkeypatch.setattr(_step_rows, "_CHUNK", 5)
+    monkeypatch.setattr(_step_rows, "insert_memories", _counted)
+    _Spy.made = []
+    _INSERTED.clear()
+    yield
+
+
+def _import(path: Path, source: Any, streamed: bool, monkeypatch: pytest.MonkeyPatch, **where: str) -> Any:
+    _INSERTED.clear()
+    with monkeypatch.context() as patch:
+        if not streamed:
+            patch.setattr(_stream, "STREAM_MIN_BYTES", 1 << 62)
+        with memkit.open(f"sqlite:///{path}?embedder=none") as mem:
+            return import_otlp(mem, source, **where)
+
+
+def _both(tmp_path: Path, source: Path, monkeypatch: pytest.MonkeyPatch, **where: str) -> dict[str, Any]:
+    """Import ``source`` in one process and streamed; the same report and tables, which are returned."""
+    one = _import(tmp_path / "one.db", source, False, monkeypatch, **where)
+    assert _Spy.made == []
+    two = _import(tmp_path / "two.db", source, True, monkeypatch, **where)
+    assert len(_Spy.made) == 1
+    assert (two.runs, two.steps, two.recalls, two.run_ids, two.memories) == (
+        one.runs, one.steps, one.recalls, one.run_ids, one.memories)
+    first, second = _tables(tmp_path / "one.db"), _tables(tmp_path / "two.db")
+    assert first.keys() == second.keys()
+    for name in first:
+        assert second[name] == first[name], name
+    return {"report": two, "tables": second, "stream": _Spy.made[0]}
+
+
+def _spans(request: dict[str, Any]) -> list[dict[str, Any]]:
+    spans: list[dict[str, Any]] = request["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    return spans
+
+
+def test_sdk_spans_streamed_give_the_same_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = _sdk_file(tmp_path / "sdk.json", 400)
+    got = _both(tmp_path, source, monkeypatch, user_id="alice", agent_id="bio")
+    assert got["report"].steps == 400 and got["report"].recalls > 100
+    stream = got["stream"]
+    assert stream.runs is not None and stream.restarts == 0 and len(stream.steps) == 400  # streamed, no fallback
+
+
+@pytest.mark.parametrize("redactor", ["memkit's, own keys", "none", "a function"])
+def test_the_child_builds_rows_as_this_process_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redactor: str
+) -> None:
+    hook = {"memkit's, own keys": Redactor(patterns=[r"^model$"]), "none": None,
+            "a function": lambda data: {**data, "model": "hidden"}}[redactor]  # a lambda: cannot be pickled
+    previous = set_trace_redactor(hook)
+    try:
+        got = _both(tmp_path, _sdk_file(tmp_path / "sdk.json", 200), monkeypatch, user_id="alice", agent_id="bio")
+    finally:
+        set_trace_redactor(previous)
+    built = sum(row is not None for row in got["stream"].built)
+    # The child builds some messages' rows, with this process's redactor; never with one it cannot have.
+    assert 0 < built < 200 if redactor != "a function" else built == 0
+    contents = " ".join(str(row) for row in got["tables"]["memories"])
+    assert "gpt-x" not in contents if redactor != "none" else "gpt-x" in contents
+
+
+def test_interleaved_traces_start_over_and_give_the_same_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    request = json.loads(_sdk_file(tmp_path / "sdk.json", 300).read_text())
+    spans = _spans(request)
+    by_trace: dict[str, list[dict[str, Any]]] = {}
+    for span in spans:
+        by_trace.setdefault(span["traceId"], []).append(span)
+    # Concurrent agents: the traces' spans taken in turn, as a batch exporter writes them.
+    spans[:] = [s for n in range(max(map(len, by_trace.values()))) for t in by_trace.values() for s in t[n:n + 1]]
+    source = tmp_path / "interleaved.json"
+    source.write_text(json.dumps(request))
+    got = _both(tmp_path, source, monkeypatch, user_id="alice", agent_id="bio")
+    assert got["stream"].restarts == 1 and got["stream"].runs is not None
+
+
+def test_a_late_span_of_the_first_trace_rolls_back_what_was_written_and_writes_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    request = json.loads(_sdk_file(tmp_path / "sdk.json", 300).read_text())
+    spans = _spans(request)
+    first = spans[0]["traceId"]
+    late = next(s for s in spans[1:] if s["traceId"] == first and s.get("parentSpanId"))
+    spans.remove(late)
+    spans.append(late)  # the first trace's steps were planned and sent without it long before
+    source = tmp_path / "late.json"
+    source.write_text(json.dumps(request))
+    got = _both(tmp_path, source, monkeypatch, user_id="alice", agent_id="bio")
+    assert got["stream"].restarts == 1 and got["stream"].runs is not None
+    # Chunks were written before the child started over: rolled back, then all written again.
+    assert sum(_INSERTED) > got["report"].steps + 100 and got["report"].steps == len(got["tables"]["memories"])
+
+
+def test_json_lines_whose_traces_go_on_across_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    request = json.loads(_sdk_file(tmp_path / "sdk.json", 200).read_text())
+    spans = _spans(request)
+    head, tail = json.loads(json.dumps(request)), json.loads(json.dumps(request))
+    _spans(head)[:] = spans[:77]  # line 2 starts in the middle of the second trace
+    _spans(tail)[:] = spans[77:]
+    source = tmp_path / "lines.jsonl"
+    source.write_text(json.dumps(head) + "\n" + json.dumps(tail) + "\n")
+    got = _both(tmp_path, source, monkeypatch)
+    assert got["report"].steps == 200 and got["stream"].restarts == 0 and got["stream"].runs is not None
+
+
+def test_a_memkit_export_by_two_users_streamed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = tmp_path / "odd.json"
+    _odd_export(source, tmp_path)
+    got = _both(tmp_path, source, monkeypatch)  # namespaces from the file itself
+    assert {row[3] for row in got["tables"]["recalls"]} == {"alice", "bob"}
+    assert got["stream"].runs is not None
+    with memkit.open(f"sqlite:///{tmp_path}/two.db?embedder=none") as mem:
+        for user, other in (("alice", "bob"), ("bob", "alice")):
+            steps = mem.get_all(user, "bio", limit=100)
+            assert steps and all(m.user_id == user for m in steps)
+            assert all(r.user_id == user and r.trace_user_id == user for r in mem.recalls(user_id=user))
+            assert not any(m.user_id == other for m in steps)
+
+
+def test_a_file_with_memories_is_imported_the_ordinary_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with memkit.open(f"sqlite:///{tmp_path}/source.db?embedder=none") as mem:
+        mem.add("TP53 guards the genome", "alice", "bio")
+        history = ExecutionHistory(memory_provider=mem, workflow_id="wf", agent_id="bio", user_id="alice")
+        with history.step("plan", tool="llm", parameters={"q": "TP53"}):
+            mem.search("TP53", "alice", "bio", limit=1)
+        request = export_otlp(mem, memories=True)
+    source = tmp_path / "with-memories.json"
+    source.write_text(json.dumps(request))
+    got = _both(tmp_path, source, monkeypatch)
+    assert got["report"].memories == 1 and got["stream"].runs is None  # the child handed it back
+
+
+def test_a_child_that_dies_leaves_the_import_to_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_stream, "_CHILD", "import sys; sys.exit(3)")
+    source = _sdk_file(tmp_path / "sdk.json", 100)
+    got = _both(tmp_path, source, monkeypatch, user_id="alice", agent_id="bio")
+    assert got["report"].steps == 100 and got["stream"].runs is None
+
+
+def _refused(
+    tmp_path: Path, request: dict[str, Any], monkeypatch: pytest.MonkeyPatch, name: str = "bad.json",
+    written: int = 0,
+) -> str:
+    """The error both ways (the same text), with nothing written on either, though the streamed import
+    had inserted chunks (``written``) before the refusal reached it; the store then opens and searches."""
+    source = tmp_path / name
+    source.write_text(json.dumps(request))
+    messages = []
+    for streamed in (False, True):
+        path = tmp_path / f"{name}-{streamed}.db"
+        with memkit.open(f"sqlite:///{path}?embedder=none") as mem:
+            mem.add("TP53 already here", "alice", "bio")
+        before = _tables(path)
+        with pytest.raises(memkit.InvalidInputError) as caught:
+            _import(path, source, streamed, monkeypatch, user_id="alice", agent_id="bio")
+        messages.append(str(caught.value))
+        if streamed:
+            assert len(_INSERTED) >= written  # in the transaction rolled back
+        after = _tables(path)
+        assert after == before and len(after["memories"]) == 1 and after["trace_steps"] == after["recalls"] == []
+        with memkit.open(f"sqlite:///{path}?embedder=none") as mem:
+            assert [m.content for m in mem.search("TP53", "alice", "bio")] == ["TP53 already here"]
+            mem.add("TP53 written after", "alice", "bio")
+            assert len(mem.search("TP53", "alice", "bio")) == 2
+    assert len(_Spy.made) == 1 and messages[1] == messages[0]
+    return messages[0]
+
+
+@pytest.fixture
+def sdk_request(tmp_path: Path) -> dict[str, Any]:
+    request: dict[str, Any] = json.loads(_sdk_file(tmp_path / "sdk.json", 300).read_text())
+    return request
+
+
+def _attrs(span: dict[str, Any]) -> list[dict[str, Any]]:
+    attrs: list[dict[str, Any]] = span.setdefault("attributes", [])
+    return attrs
+
+
+@pytest.mark.parametrize(("breaker", "message"), [
+    ("ends before it starts", r"span 299 \(.*\) ends before it starts"),
+    ("unknown kind", r"span 299 \(.*\): unknown span kind 9"),
+    ("cycle", r"its parent ids form a cycle"),
+])
+def test_a_bad_span_after_many_messages_refuses_the_file(
+    tmp_path: Path, sdk_request: dict[str, Any], monkeypatch: pytest.MonkeyPatch, breaker: str, message: str
+) -> None:
+    spans = _spans(sdk_request)
+    last = spans[-1]
+    if breaker == "ends before it starts":
+        last["endTimeUnixNano"] = str(int(last["startTimeUnixNano"]) - 1)
+    elif breaker == "unknown kind":
+        last["kind"] = 9
+    else:  # the last trace's root made a child of one of its own descendants
+        last["parentSpanId"] = next(s["spanId"] for s in spans if s.get("parentSpanId") == last["spanId"])
+    assert __import__("re").search(message, _refused(tmp_path, sdk_request, monkeypatch, written=20))
+
+
+def test_a_bad_span_after_a_refused_step_is_the_error_said(
+    tmp_path: Path, sdk_request: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spans = _spans(sdk_request)
+    # A step the store refuses while building its rows (early: its message went out long before the end)...
+    bad = next(span for span in spans[20:] if span["name"] == "llm")
+    _attrs(bad).extend([{"key": "memkit.workflow_id", "value": {"stringValue": "wf"}},
+                        {"key": "memkit.run_id", "value": {"intValue": "7"}}])
+    alone = _refused(tmp_path, sdk_request, monkeypatch, "step.json", written=2)
+    assert "trace_data['run_id'] must be a string, got int 7" in alone
+    # ... and a span the parse refuses, further on: the one-process import names the span.
+    _Spy.made = []
+    spans[-1]["startTimeUnixNano"] = "soon"
+    both = _refused(tmp_path, sdk_request, monkeypatch, "both.json", written=2)
+    assert "startTimeUnixNano 'soon' is not a number of nanoseconds" in both
+
+
+def test_a_recall_span_without_its_step_refuses_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    request = _odd_export(tmp_path / "odd.json", tmp_path)
+    spans = [s for block in request["resourceSpans"] for scope in block["scopeSpans"] for s in scope["spans"]]
+    owner = next(s for s in spans if any(a["key"] == "memkit.recall.id" for a in s.get("attributes", [])))
+    for block in request["resourceSpans"]:
+        for scope in block["scopeSpans"]:
+            scope["spans"] = [s for s in scope["spans"] if s["spanId"] != owner["parentSpanId"]]
+    message = _refused(tmp_path, request, monkeypatch)
+    assert "a memkit recall span whose parent step is not in the file" in message
+
+
+_JSONISH = st.text(alphabet=' \t\n\r{}[]":,0123456789-.eEtrufalsnNIy\u00a0\ufeff', max_size=10)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(text=_JSONISH | st.sampled_from(["3 hits", " 3 ", '{"a": 1} x', "1.5.2", "\ufeff{}", " \u00a0{}", '"s" "t"']))
+def test_an_attribute_reads_as_json_exactly_when_json_loads_reads_it(text: str) -> None:
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        expected: Any = {"value": text}
+    else:
+        expected = parsed if isinstance(parsed, dict) else {"value": parsed}
+    assert json.dumps(_json_or_text(text)) == json.dumps(expected)
+
+
+def test_a_small_file_or_a_dict_is_imported_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_stream, "STREAM_MIN_BYTES", _STREAM_MIN_BYTES)
+    source = _sdk_file(tmp_path / "sdk.json", 400)
+    assert source.stat().st_size < _STREAM_MIN_BYTES
+    assert _import(tmp_path / "small.db", source, True, monkeypatch, user_id="alice").steps == 400
+    monkeypatch.setattr(_stream, "STREAM_MIN_BYTES", 0)
+    request = json.loads(source.read_text())
+    assert _import(tmp_path / "dict.db", request, True, monkeypatch, user_id="alice").steps == 400
+    assert _Spy.made == []  # no child started for either
