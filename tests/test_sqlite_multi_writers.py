@@ -10,7 +10,6 @@ bench/sqlite_writers.py measures the close.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import signal
 import sqlite3
@@ -31,6 +30,7 @@ from memkit.adapters import SQLiteAdapter
 from memkit.adapters._sqlite._keywords import _save as save_keywords
 from memkit.adapters._sqlite._snapshots import lock_path
 from memkit.adapters._sqlite._vectors import _save as save_vectors
+from tests._snapshot_answers import assert_same, read, rebuilt, run_python
 
 # One writer: its notes in small batches, alternating two users who share workflow ids (spelled two
 # ways, sometimes missing), deleting a few of its own; then it closes. ``resave`` lowers the number of
@@ -88,44 +88,13 @@ _READER = textwrap.dedent("""
 """)
 
 
-def _python(script: str, *args: object, timeout: float = 600) -> str:
-    return subprocess.run([sys.executable, "-c", script, *map(str, args)], check=True, capture_output=True,
-                          text=True, timeout=timeout).stdout
-
-
 def _read(path: Path) -> dict[str, Any]:
-    result: dict[str, Any] = json.loads(_python(_READER, path))
-    return result
+    return read(_READER, path)
 
 
 def _rebuilt(path: Path, tmp: Path) -> dict[str, Any]:
-    """The answers of a copy of the store without any snapshot: every index built from the rows."""
-    copy = tmp / "rebuilt.db"
-    for leftover in tmp.glob("rebuilt.db*"):  # from an earlier comparison
-        leftover.unlink()
-    conn = sqlite3.connect(path)
-    try:
-        conn.execute("VACUUM INTO ?", (str(copy),))
-    finally:
-        conn.close()
-    conn = sqlite3.connect(copy)
-    conn.execute("DELETE FROM keyword_snapshots")
-    conn.execute("DELETE FROM vector_snapshots")
-    conn.commit()
-    conn.close()
-    answers: dict[str, Any] = _read(copy)["answers"]
-    return answers
+    return rebuilt(_READER, path, tmp)
 
-
-def _assert_same(answers: dict[str, Any], rebuilt: dict[str, Any]) -> None:
-    assert answers.keys() == rebuilt.keys()
-    for name, hits in answers.items():
-        expected = rebuilt[name]
-        assert [h[0] for h in hits] == [h[0] for h in expected], name
-        if "/hybrid/" in name:  # fused with the namespace's moments, summed in another order: the last bits
-            assert [h[1] for h in hits] == pytest.approx([h[1] for h in expected], rel=1e-9, abs=1e-12), name
-        else:
-            assert hits == expected, name
 
 
 def _saved(path: Path) -> dict[str, tuple[int, int]]:
@@ -155,7 +124,7 @@ def test_writers_closing_at_once_leave_snapshots_a_fresh_process_agrees_with(tmp
     found = _read(path)
     # Whoever saved last saved after every writer's rows were in (the holder looks again after letting go)
     assert all(lag < 100 for lag in found["lags"].values()), found["lags"]
-    _assert_same(found["answers"], _rebuilt(path, tmp_path))
+    assert_same(found["answers"], _rebuilt(path, tmp_path))
     assert all(found["answers"][f"{user}/keyword/kinase inhibitor dose"] for user in ("alice", "bob"))
 
 
@@ -194,7 +163,7 @@ def test_a_writer_killed_in_the_middle_of_its_save_leaves_a_store_that_searches_
 ) -> None:
     path = tmp_path / "lab.db"
     _new_store(path)
-    _python(_WRITER, path, 0, 900, 0, 100)  # a store with snapshots, for the killed save to replace
+    run_python(_WRITER, path, 0, 900, 0, 100)  # a store with snapshots, for the killed save to replace
     before = _saved(path)
     assert before
     signal_file = tmp_path / "signal"
@@ -210,12 +179,12 @@ def test_a_writer_killed_in_the_middle_of_its_save_leaves_a_store_that_searches_
     assert _saved(path) == before  # nothing of the interrupted save, the previous snapshots intact
     found = _read(path)
     assert found["lags"]["keyword_snapshots/alice"] >= 700  # its rows are in the store, replayed from the feed
-    _assert_same(found["answers"], _rebuilt(path, tmp_path))
+    assert_same(found["answers"], _rebuilt(path, tmp_path))
     # The kernel let go of its lock: the next closer saves
-    _python(_WRITER, path, 1, 300, 0, 100)
+    run_python(_WRITER, path, 1, 300, 0, 100)
     after = _read(path)
     assert all(lag < 100 for lag in after["lags"].values()), after["lags"]
-    _assert_same(after["answers"], _rebuilt(path, tmp_path))
+    assert_same(after["answers"], _rebuilt(path, tmp_path))
 
 
 def test_a_closer_skips_saving_while_another_process_holds_the_lock(tmp_path: Path) -> None:
@@ -224,13 +193,13 @@ def test_a_closer_skips_saving_while_another_process_holds_the_lock(tmp_path: Pa
     fd = os.open(lock_path(str(path)), os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a process in the middle of its save holds it
-        _python(_WRITER, path, 0, 800, 0, 100)
+        run_python(_WRITER, path, 0, 800, 0, 100)
         assert _saved(path) == {}  # it closed without building anything
     finally:
         os.close(fd)
     found = _read(path)
     assert found["lags"]["keyword_snapshots/alice"] == found["lags"]["vector_snapshots/alice"] >= 398
-    _assert_same(found["answers"], _rebuilt(path, tmp_path))
+    assert_same(found["answers"], _rebuilt(path, tmp_path))
     # Its request waits in the store: the next closer that holds the lock saves those namespaces too,
     # though it wrote only another one
     mem = memkit.open(f"sqlite:///{path}")
@@ -240,7 +209,7 @@ def test_a_closer_skips_saving_while_another_process_holds_the_lock(tmp_path: Pa
     mem.close()
     after = _read(path)
     assert all(lag == 0 for lag in after["lags"].values()), after["lags"]
-    _assert_same(after["answers"], _rebuilt(path, tmp_path))
+    assert_same(after["answers"], _rebuilt(path, tmp_path))
     conn = sqlite3.connect(path)
     try:
         assert conn.execute("SELECT count(*) FROM store_meta WHERE key LIKE 'snapshot wanted %'").fetchone()[0] == 0
@@ -274,17 +243,17 @@ _HOLDER = textwrap.dedent("""
 def test_the_lock_holder_saves_again_for_a_writer_that_skipped_while_it_saved(tmp_path: Path) -> None:
     path = tmp_path / "lab.db"
     _new_store(path)
-    saves = int(_python(_HOLDER, path, _WRITER))
+    saves = int(run_python(_HOLDER, path, _WRITER))
     assert saves >= 2  # alice saved once, then again after letting go (bob's rows came meanwhile too)
     found = _read(path)
     assert all(lag < 100 for lag in found["lags"].values()), found["lags"]
-    _assert_same(found["answers"], _rebuilt(path, tmp_path))
+    assert_same(found["answers"], _rebuilt(path, tmp_path))
 
 
 def test_a_snapshot_is_never_saved_over_a_newer_one(tmp_path: Path) -> None:
     path = tmp_path / "lab.db"
     _new_store(path)
-    _python(_WRITER, path, 0, 800, 0, 100)
+    run_python(_WRITER, path, 0, 800, 0, 100)
     newest = _saved(path)
     conn = sqlite3.connect(path, isolation_level=None)
     try:
@@ -310,8 +279,8 @@ def _cli_search(path: Path, query: str) -> str:
 def test_the_command_line_search_saves_a_vector_snapshot_it_found_far_behind(tmp_path: Path) -> None:
     path = tmp_path / "lab.db"
     _new_store(path)
-    _python(_WRITER, path, 0, 1000, 0, 100)  # snapshots saved on close
-    _python(_WRITER, path, 1, 2400, 0, 10**12)  # writers that never save: 1,200 of alice's 1,700 past them
+    run_python(_WRITER, path, 0, 1000, 0, 100)  # snapshots saved on close
+    run_python(_WRITER, path, 1, 2400, 0, 10**12)  # writers that never save: 1,200 of alice's 1,700 past them
     behind = _read(path)["lags"]
     assert behind["vector_snapshots/alice"] >= 1_000
 

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from memkit.embeddings import DEFAULT_EMBEDDER
+from tests._snapshot_answers import assert_same, read, rebuilt, run_python
 
 LIMIT = 20_000_000  # 21k x 384 x 4 bytes = 32 MB of vectors: over it; their projections (5 MB): under
 
@@ -86,45 +87,16 @@ _READER = _LOWER + textwrap.dedent("""
 """)
 
 
-def _python(script: str, *args: object, timeout: float = 900) -> str:
-    return subprocess.run([sys.executable, "-c", script, *map(str, args)], check=True, capture_output=True,
-                          text=True, timeout=timeout).stdout
-
-
 def _read(path: Path) -> dict[str, Any]:
-    result: dict[str, Any] = json.loads(_python(_READER, path))
-    return result
+    return read(_READER, path)
 
 
 def _rebuilt(path: Path, tmp: Path) -> dict[str, Any]:
-    """The answers of a copy of the store without any snapshot: every index built from the rows."""
-    copy = tmp / "rebuilt.db"
-    for leftover in tmp.glob("rebuilt.db*"):
-        leftover.unlink()
-    conn = sqlite3.connect(path)
-    try:
-        conn.execute("VACUUM INTO ?", (str(copy),))
-    finally:
-        conn.close()
-    conn = sqlite3.connect(copy)
-    conn.execute("DELETE FROM keyword_snapshots")
-    conn.execute("DELETE FROM vector_snapshots")
-    conn.commit()
-    conn.close()
-    answers: dict[str, Any] = _read(copy)["answers"]
-    return answers
+    return rebuilt(_READER, path, tmp)
 
 
-def _assert_same(answers: dict[str, Any], rebuilt: dict[str, Any]) -> None:
-    assert answers.keys() == rebuilt.keys()
-    for name, hits in answers.items():
-        expected = rebuilt[name]
-        assert hits, name
-        assert [h[0] for h in hits] == [h[0] for h in expected], name
-        if "/hybrid/" in name:  # fused with moments summed in another order: the last bits may differ
-            assert [h[1] for h in hits] == pytest.approx([h[1] for h in expected], rel=1e-9, abs=1e-12), name
-        else:
-            assert hits == expected, name
+def _assert_same(answers: dict[str, Any], expected: dict[str, Any]) -> None:
+    assert_same(answers, expected, nonempty=True)
 
 
 def _snapshots(path: Path) -> dict[str, tuple[Any, ...]]:
@@ -143,7 +115,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, l
     """A store whose two namespaces (about 21k and 5k memories) were saved at close with the limit lowered."""
     tmp = tmp_path_factory.mktemp("rows")
     path, ids = tmp / "lab.db", tmp / "ids.json"
-    _python(_WRITER, path, ids, 26_500, 1_000, 0)
+    run_python(_WRITER, path, ids, 26_500, 1_000, 0)
     return path, json.loads(ids.read_text())
 
 
@@ -209,7 +181,7 @@ def test_deletions_after_the_save_and_during_a_process_read_correctly(
         store.close()
     """)
     gone = written[1]["alice"][100:20_000:997]
-    during = json.loads(_python(script, path, json.dumps(gone)))
+    during = json.loads(run_python(script, path, json.dumps(gone)))
     assert _snapshots(path) == before  # nobody saved: the restore below sees deletions past the snapshot
     found = _read(path)
     assert found["restored"]["alice"] is False  # built from the rows: the deleted vectors are gone
@@ -271,7 +243,7 @@ def test_a_kill_in_the_middle_of_the_save_leaves_the_previous_snapshot(
             return _stored(db, keys, dim)
         _vectors._stored = _whole
     """), 1)
-    _python(watched, path, tmp_path / "more.json", 500, 100, 30_000)
+    run_python(watched, path, tmp_path / "more.json", 500, 100, 30_000)
     after = _snapshots(path)
     assert after["alice"][0] > before["alice"][0] and after["alice"][6] == 0
     assert not marker.exists()
