@@ -39,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._util import dump, percentiles, print_table, time_each
+from bench._util import dump, load_average, percentiles, print_table, time_each
 from bench.run import make_queries, make_varied
 
 MODES = ("hybrid", "keyword", "semantic")
@@ -92,7 +92,7 @@ def ingest(url: str, writers: int, texts: list[tuple[str, dict[str, Any]]], batc
     wall = max(end for _, end, _ in spans) - min(start for start, _, _ in spans)
     n = len(texts)
     out: dict[str, Any] = {"memories": n, "writers": writers, "wall_s": round(wall, 1),
-                           "memories_per_s": round(n / wall), "load": _load(),
+                           "memories_per_s": round(n / wall), "load": load_average(),
                            "writers_cpu_us_per_memory": round(sum(cpu for *_, cpu in spans) / n * 1e6)}
     if port:
         out["server_cpu_us_per_memory"] = round((after - before) / n * 1e6)
@@ -100,7 +100,7 @@ def ingest(url: str, writers: int, texts: list[tuple[str, dict[str, Any]]], batc
         start = time.time()
         out["indexed_upto"] = asyncio.run(_index(url))
         out["index_s"] = round(time.time() - start, 1)
-        out["load_after_index"] = _load()
+        out["load_after_index"] = load_average()
         if port:
             out["index_server_cpu_us_per_memory"] = round((server_cpu(port) - after) / n * 1e6)
     return out
@@ -114,10 +114,6 @@ async def _index(url: str) -> int:
         return int(await mem.index_vectors())
     finally:
         await mem.aclose()
-
-
-def _load() -> str:
-    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 async def searches(url: str, queries: list[str], found: dict[str, list[list[str]]]) -> dict[str, Any]:
@@ -141,7 +137,7 @@ async def searches(url: str, queries: list[str], found: dict[str, list[list[str]
             await time_each([lambda q=q: one(q) for q in queries])  # warm-up pass: caches, plans, buffers
             out[mode] = percentiles(await time_each([lambda q=q, t=tops: one(q, into=t) for q in queries]))
             found[mode] = tops
-        out["load"] = _load()
+        out["load"] = load_average()
         return out
     finally:
         await mem.aclose()

@@ -34,14 +34,9 @@ from typing import Any
 # Appended, not inserted: a memkit on PYTHONPATH (a baseline checkout) wins over this repository's.
 sys.path.append(str(Path(__file__).resolve().parents[1]))
 
-from bench._util import dump, percentiles, time_each
+from bench._util import dump, load_average
+from bench.postgres import searches
 from bench.run import make_queries, make_varied
-
-MODES = ("hybrid", "keyword", "semantic")
-
-
-def _load() -> str:
-    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def _rss_mb() -> float:
@@ -93,27 +88,6 @@ def _lags(path: str) -> dict[str, int]:
         conn.close()
 
 
-async def _searches(url: str, queries: list[str]) -> dict[str, Any]:
-    import memkit
-
-    mem = memkit.open(url).provider
-    try:
-        out: dict[str, Any] = {}
-        start = time.perf_counter()
-        await mem.search(queries[0], "lab", "bio")
-        out["first_search_ms"] = round((time.perf_counter() - start) * 1e3, 1)
-        for mode in MODES:
-            async def one(q: str, m: str = mode) -> None:
-                await mem.search(q, "lab", "bio", limit=10, mode=m)
-
-            await time_each([lambda q=q: one(q) for q in queries])  # warm-up pass
-            out[mode] = percentiles(await time_each([lambda q=q: one(q) for q in queries]))
-        out["load"] = _load()
-        return out
-    finally:
-        await mem.aclose()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--writers", type=int, default=4)
@@ -132,7 +106,7 @@ def main() -> None:
         memkit.open(url).close()  # the schema and the embedder's record exist before the race
         go = time.time() + 15 + 3 * args.writers  # time for every writer to start and make its notes
         result: dict[str, Any] = {"memkit": str(Path(memkit.__file__).parent), "writers": args.writers,
-                                  "each": args.each, "load_before": _load()}
+                                  "each": args.each, "load_before": load_average()}
         with multiprocessing.get_context("spawn").Pool(args.writers) as pool:
             rows = pool.map(_write, [(url, me, args.each, args.batch, go) for me in range(args.writers)])
         first = min(r["start"] for r in rows)
@@ -140,13 +114,13 @@ def main() -> None:
         n = args.writers * args.each
         result["ingest_per_s"] = round(n / (last_written - first))
         result["all_closed_s"] = round(max(r["closed"] for r in rows) - first, 1)
-        result["load_after_writers"] = _load()
+        result["load_after_writers"] = load_average()
         result["per_writer"] = [{k: v for k, v in r.items() if k not in ("start", "written", "closed")}
                                 for r in rows]
         result["snapshots"] = _lags(path)
         result["file_mb"] = round(os.path.getsize(path) / 2**20)
         queries = make_queries(make_varied(2_000, seed=1000), args.queries, seed=7)
-        result["search"] = asyncio.run(_searches(url, queries))
+        result["search"] = asyncio.run(searches(url, queries, {}))
         result["snapshots_after_search"] = _lags(path)
     print(dump(result))
     if args.out:
