@@ -63,6 +63,7 @@ _insert_memories = _step_rows.insert_memories
 @pytest.fixture(autouse=True)
 def _small(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(_stream, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(_stream, "_cores", lambda: 2)
     monkeypatch.setattr(_stream, "_CHUNK", 7)
     monkeypatch.setattr(_stream, "StepStream", _Spy)
     monkeypatch.setattr(_step_rows, "_CHUNK", 5)
@@ -310,7 +311,9 @@ def test_an_attribute_reads_as_json_exactly_when_json_loads_reads_it(text: str) 
     assert json.dumps(_json_or_text(text)) == json.dumps(expected)
 
 
-def test_a_small_file_or_a_dict_is_imported_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_small_file_a_dict_or_one_core_import_in_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(_stream, "STREAM_MIN_BYTES", _STREAM_MIN_BYTES)
     source = _sdk_file(tmp_path / "sdk.json", 400)
     assert source.stat().st_size < _STREAM_MIN_BYTES
@@ -319,3 +322,6 @@ def test_a_small_file_or_a_dict_is_imported_in_one_process(tmp_path: Path, monke
     request = json.loads(source.read_text())
     assert _import(tmp_path / "dict.db", request, True, monkeypatch, user_id="alice").steps == 400
     assert _Spy.made == []  # no child started for either
+    monkeypatch.setattr(_stream, "_cores", lambda: 1)  # a machine (or cgroup) with one core: no gain
+    assert _import(tmp_path / "one-core.db", source, True, monkeypatch, user_id="alice").steps == 400
+    assert _Spy.made == []

@@ -130,6 +130,14 @@ class StepStream:
         self._out.close()
 
 
+def _cores() -> int:
+    """The cores this process may run on: the child gains nothing without one of its own."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
 def worth_streaming(provider: MemoryProvider, source: Any) -> bool:
     """Whether ``source`` is a file big enough to be parsed and planned by a second process, for a store
     that takes planned steps."""
@@ -139,6 +147,6 @@ def worth_streaming(provider: MemoryProvider, source: Any) -> bool:
             and isinstance(provider, SupportsImportSteps) and isinstance(provider, SupportsRecalls)):
         return False
     try:
-        return os.stat(source).st_size >= STREAM_MIN_BYTES
+        return os.stat(source).st_size >= STREAM_MIN_BYTES and _cores() >= 2
     except (OSError, ValueError):
         return False  # the ordinary import says what is wrong with the path
