@@ -4,9 +4,12 @@ copy of that file whose search snapshots were removed (every index rebuilt from 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,13 @@ def rebuilt(reader: str, path: Path, tmp: Path) -> dict[str, Any]:
     copy = tmp / "rebuilt.db"
     for leftover in tmp.glob("rebuilt.db*"):  # from an earlier comparison
         leftover.unlink()
+    copy_without_snapshots(path, copy)
+    answers: dict[str, Any] = read(reader, copy)["answers"]
+    return answers
+
+
+def copy_without_snapshots(path: Path, copy: Path) -> None:
+    """A copy of the store at ``path`` whose keyword and vector snapshots are gone."""
     conn = sqlite3.connect(path)
     try:
         conn.execute("VACUUM INTO ?", (str(copy),))
@@ -40,8 +50,19 @@ def rebuilt(reader: str, path: Path, tmp: Path) -> dict[str, Any]:
     conn.execute("DELETE FROM vector_snapshots")
     conn.commit()
     conn.close()
-    answers: dict[str, Any] = read(reader, copy)["answers"]
-    return answers
+
+
+def kill_when_signalled(script: str, args: list[str], signal_file: Path, timeout: float) -> None:
+    """Run ``script`` in a fresh interpreter and kill -9 it once it has created ``signal_file``."""
+    victim = subprocess.Popen([sys.executable, "-c", script, *args],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + timeout
+    while not signal_file.exists():
+        assert victim.poll() is None, victim.communicate()[1]
+        assert time.time() < deadline, "the writer never reached its save"
+        time.sleep(0.1)
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.wait(timeout=60)
 
 
 def assert_same(answers: dict[str, Any], expected: dict[str, Any], *, nonempty: bool = False) -> None:

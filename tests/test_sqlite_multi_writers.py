@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -30,7 +29,14 @@ from memkit.adapters import SQLiteAdapter
 from memkit.adapters._sqlite._keywords import _save as save_keywords
 from memkit.adapters._sqlite._snapshots import lock_path
 from memkit.adapters._sqlite._vectors import _save as save_vectors
-from tests._snapshot_answers import assert_same, read, rebuilt, run_python
+from tests._snapshot_answers import (
+    assert_same,
+    copy_without_snapshots,
+    kill_when_signalled,
+    read,
+    rebuilt,
+    run_python,
+)
 
 # One writer: its notes in small batches, alternating two users who share workflow ids (spelled two
 # ways, sometimes missing), deleting a few of its own; then it closes. ``resave`` lowers the number of
@@ -167,15 +173,7 @@ def test_a_writer_killed_in_the_middle_of_its_save_leaves_a_store_that_searches_
     before = _saved(path)
     assert before
     signal_file = tmp_path / "signal"
-    victim = subprocess.Popen([sys.executable, "-c", _KILLED, str(path), stage, str(signal_file)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 300
-    while not signal_file.exists():
-        assert victim.poll() is None, victim.communicate()[1]
-        assert time.time() < deadline, "the writer never reached its save"
-        time.sleep(0.1)
-    os.kill(victim.pid, signal.SIGKILL)
-    victim.wait(timeout=60)
+    kill_when_signalled(_KILLED, [str(path), stage, str(signal_file)], signal_file, 300)
     assert _saved(path) == before  # nothing of the interrupted save, the previous snapshots intact
     found = _read(path)
     assert found["lags"]["keyword_snapshots/alice"] >= 700  # its rows are in the store, replayed from the feed
@@ -300,12 +298,5 @@ def test_the_command_line_search_saves_a_vector_snapshot_it_found_far_behind(tmp
     assert lags["vector_snapshots/bob"] == behind["vector_snapshots/bob"]  # only what it searched
     assert _cli_search(path, "kinase inhibitor dose") == first
     copy = tmp_path / "scratch.db"
-    conn = sqlite3.connect(path)
-    conn.execute("VACUUM INTO ?", (str(copy),))
-    conn.close()
-    conn = sqlite3.connect(copy)
-    conn.execute("DELETE FROM keyword_snapshots")
-    conn.execute("DELETE FROM vector_snapshots")
-    conn.commit()
-    conn.close()
+    copy_without_snapshots(path, copy)
     assert _cli_search(copy, "kinase inhibitor dose") == first  # as rebuilt from scratch

@@ -11,20 +11,15 @@ docs/benchmarks.md.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memkit.embeddings import DEFAULT_EMBEDDER
-from tests._snapshot_answers import assert_same, read, rebuilt, run_python
+from tests._snapshot_answers import assert_same, kill_when_signalled, read, rebuilt, run_python
 
 LIMIT = 20_000_000  # 21k x 384 x 4 bytes = 32 MB of vectors: over it; their projections (5 MB): under
 
@@ -219,15 +214,7 @@ def test_a_kill_in_the_middle_of_the_save_leaves_the_previous_snapshot(
     path = _copy(written, tmp_path)
     before = _snapshots(path)
     signal_file = tmp_path / "signal"
-    victim = subprocess.Popen([sys.executable, "-c", _KILLED, str(path), str(signal_file)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 600
-    while not signal_file.exists():
-        assert victim.poll() is None, victim.communicate()[1]
-        assert time.time() < deadline, "the writer never reached its save"
-        time.sleep(0.1)
-    os.kill(victim.pid, signal.SIGKILL)
-    victim.wait(timeout=60)
+    kill_when_signalled(_KILLED, [str(path), str(signal_file)], signal_file, 600)
     assert _snapshots(path) == before
     found = _read(path)
     assert found["restored"]["alice"] is True  # the old snapshot, caught up from the feed
