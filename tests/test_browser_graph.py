@@ -14,11 +14,9 @@ from __future__ import annotations
 import csv
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -26,6 +24,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from _lab_server import LabServer
 from graph_scale import fill_scale
 from playwright.sync_api import Browser, FloatRect, Locator, Page, expect
 from test_browser import ARTIFACTS, PAYLOAD, _guarded_page, _pwned, browser, site  # noqa: F401
@@ -145,32 +144,20 @@ def _notebook(root: Path, url: str) -> None:
 def lab(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """JupyterLab on 127.0.0.1 with its root in a temporary folder; stopped after the test."""
     port, token = _free_port(), uuid.uuid4().hex
-    log = (tmp_path / "lab.log").open("w+")
     root = tmp_path / "root"
     root.mkdir()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-         f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}", "--allow-root"],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "BROWSER": "true"}, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, (tmp_path / "lab.log").read_text()
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2):
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, (tmp_path / "lab.log").read_text()
-                time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}/lab/tree/graph.ipynb?token={token}", root
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
+
+    def ready(_log: str) -> str | None:
         try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
-        log.close()
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2):
+                return f"http://127.0.0.1:{port}/lab/tree/graph.ipynb?token={token}"
+        except OSError:
+            return None
+
+    with LabServer([sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+                    f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}", "--allow-root"],
+                   tmp_path / "lab.log", ready, env={**os.environ, "BROWSER": "true"}, timeout=120) as server:
+        yield server.url, root
 
 
 @pytest.fixture(params=["sqlite", "falkordb"])

@@ -11,10 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import socket
-import subprocess
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +21,7 @@ from urllib.parse import urlsplit
 
 import nbformat
 import pytest
+from _lab_server import LabServer, lab_url
 from playwright.sync_api import Locator, Page, Route, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,22 +50,12 @@ def test_make_lab_serves_the_tour_on_loopback(tmp_path: Path) -> None:
     nbformat.write(_views_notebook(), tmp_path / "notebooks" / "views.ipynb")
     nbformat.write(_timing_notebook(), tmp_path / "notebooks" / "timing.ipynb")
     port = _free_port()
-    log = (tmp_path / "lab.log").open("w+")
-    # No desktop browser (the test drives its own); JupyterLab's workspace files stay in tmp_path.
     env = {**os.environ, "BROWSER": "true", "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces")}
     db = tmp_path / "memory.db"
-    proc = subprocess.Popen(["make", "-C", str(ROOT), "lab-serve", f"LAB_PORT={port}", f"LAB_DIR={tmp_path}",
-                             f"LAB_DB={db}"],
-                            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    try:
-        url = None
-        deadline = time.monotonic() + 180
-        while url is None and time.monotonic() < deadline:
-            assert proc.poll() is None, (tmp_path / "lab.log").read_text()
-            found = re.search(rf"http://127\.0\.0\.1:{port}/lab\?token=\w+", (tmp_path / "lab.log").read_text())
-            url = found.group(0) if found else None
-            time.sleep(0.5)
-        assert url, (tmp_path / "lab.log").read_text()
+    cmd = ["make", "-C", str(ROOT), "lab-serve", f"LAB_PORT={port}", f"LAB_DIR={tmp_path}",
+           f"LAB_DB={db}"]
+    with LabServer(cmd, tmp_path / "lab.log", lab_url(port), env=env) as server:
+        url = server.url
         assert db.stat().st_size > 0  # make lab loaded the demo store
         token = url.split("token=")[1]
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents/notebooks/00_tour.ipynb?token={token}") as r:
@@ -77,14 +65,6 @@ def test_make_lab_serves_the_tour_on_loopback(tmp_path: Path) -> None:
         _run_the_tour(url.replace("/lab?", "/lab/tree/notebooks/00_tour.ipynb?reset&"))
         _check_the_views(url.replace("/lab?", "/lab/tree/notebooks/views.ipynb?reset&"))
         _check_timing(url.replace("/lab?", "/lab/tree/notebooks/timing.ipynb?reset&"))
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
-        log.close()
 
 
 def _only_loopback(port: int) -> None:

@@ -8,15 +8,12 @@ see alice's one search in her namespace, never bob's. Screenshot: .artifacts/lab
 from __future__ import annotations
 
 import os
-import re
 import shutil
-import signal
-import subprocess
-import time
 from pathlib import Path
 
 import nbformat
 import pytest
+from _lab_server import LabServer, lab_url
 from test_lab import ROOT, _free_port, _lab_page, _rows, _shot
 
 pytestmark = [
@@ -50,29 +47,12 @@ def test_a_run_shows_only_its_own_namespace_recalls(tmp_path: Path) -> None:
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, tmp_path / "notebooks" / "00_tour.ipynb")
     port = _free_port()
-    log = (tmp_path / "lab.log").open("w+")
     env = {**os.environ, "BROWSER": "true", "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces")}
-    proc = subprocess.Popen(["make", "-C", str(ROOT), "lab-serve", f"LAB_PORT={port}", f"LAB_DIR={tmp_path}",
-                             f"LAB_DB={tmp_path / 'demo.db'}"],
-                            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    try:
-        url = None
-        deadline = time.monotonic() + 180
-        while url is None and time.monotonic() < deadline:
-            assert proc.poll() is None, (tmp_path / "lab.log").read_text()
-            found = re.search(rf"http://127\.0\.0\.1:{port}/lab\?token=\w+", (tmp_path / "lab.log").read_text())
-            url = found.group(0) if found else None
-            time.sleep(0.5)
-        assert url, (tmp_path / "lab.log").read_text()
+    cmd = ["make", "-C", str(ROOT), "lab-serve", f"LAB_PORT={port}", f"LAB_DIR={tmp_path}",
+           f"LAB_DB={tmp_path / 'demo.db'}"]
+    with LabServer(cmd, tmp_path / "lab.log", lab_url(port), env=env) as server:
+        url = server.url
         _check(url.replace("/lab?", "/lab/tree/notebooks/00_tour.ipynb?reset&"))
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
-        log.close()
 
 
 def _check(url: str) -> None:

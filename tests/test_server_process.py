@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _lab_server import LabServer
 
 from memkit.testing import FalkorDBServer
 
@@ -90,3 +91,57 @@ def test_stop_stands_the_watchdog_down_and_kill_keeps_the_folder_for_restart() -
         server.stop()
     assert server.process is None and server._watchdog is None
     assert _gone_within(second_dog, 5) and not Path(folder).exists()
+
+
+# A stand-in for JupyterLab with the shape that leaked: a leader that starts a child (a kernel) and
+# serves until stopped. The fixtures start the real JupyterLab through the same class.
+LEADER = ("import subprocess, sys, time\n"
+          "k = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+          "print('kernel', k.pid, flush=True)\ntime.sleep(600)")
+
+
+def kernel_pid(log: str) -> str | None:
+    """``ready`` for LEADER: the kernel's pid once the leader has printed it."""
+    return log.split()[1] if log.startswith("kernel ") and log.endswith("\n") else None
+
+
+LAB_OWNER = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from _lab_server import LabServer
+from test_server_process import LEADER, kernel_pid
+server = LabServer([sys.executable, "-c", LEADER], Path(sys.argv[2]), kernel_pid).start()
+print(server.process.pid, server.url, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_lab_server_and_its_kernels_stop_when_the_test_run_is_killed(tmp_path: Path) -> None:
+    tests = str(Path(__file__).parent)
+    owner = subprocess.Popen([sys.executable, "-c", LAB_OWNER, tests, str(tmp_path / "lab.log")],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    leader = kernel = 0
+    try:
+        line = owner.stdout.readline().decode() if owner.stdout else ""
+        assert line, owner.stderr.read().decode() if owner.stderr else "the owner printed nothing"
+        leader, kernel = (int(word) for word in line.split())
+        assert _alive(leader) and _alive(kernel)
+        owner.send_signal(signal.SIGKILL)  # no teardown runs, as when CI kills pytest
+        assert owner.wait(10) == -signal.SIGKILL
+        assert _gone_within(leader, 15) and _gone_within(kernel, 15)
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait(10)
+        for pid in (leader, kernel):
+            if pid and _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_lab_server_stopped_by_its_test_takes_its_kernels_along(tmp_path: Path) -> None:
+    with LabServer([sys.executable, "-c", LEADER], tmp_path / "lab.log", kernel_pid) as server:
+        kernel = int(server.url)
+        assert server.process is not None and _alive(server.process.pid) and _alive(kernel)
+        leader = server.process.pid
+    assert _gone_within(leader, 15) and _gone_within(kernel, 15)
