@@ -8,7 +8,8 @@ steps, 5 % of runs failing) where every step made 2 searches of 5 hits each, the
 median of 5 in one process: ``TraceReplay`` construction, ``runs_frame``, ``run_steps``,
 ``recalls_frame`` (one run), ``compare_runs`` (two runs of one workflow), and each CLI
 command (``memkit runs``, ``memkit show``, ``memkit namespaces``, ``memkit stats``, ``memkit search``)
-as a fresh process.
+as a fresh process, and ``memkit search --mode semantic|hybrid`` on the same store written with the
+default embedder.
 Goals: every panel action <= 300 ms at 300 runs and <= 1 s at 3,000; CLI <= 300 ms. ``met`` is
 judged on the CPU time (see :func:`median_ms`); both are printed.
 """
@@ -40,10 +41,13 @@ STEPS = 10
 _TIMINGS = ("duration", "duration_ms", "latency_ms", "elapsed", "span", "none")
 
 
-def build(path: Path, runs: int, seed: int = 0) -> str:
-    """A store written the way an agent writes it: 40 workflows, mixed timing keys, recalls per step."""
+def build(path: Path, runs: int, seed: int = 0, embedder: bool = False) -> str:
+    """A store written the way an agent writes it: 40 workflows, mixed timing keys, recalls per step.
+
+    ``embedder``: with the default embedder's vectors (every note and step embedded), else keyword-only.
+    """
     rng = random.Random(seed)
-    url = f"sqlite:///{path}?embedder=none"
+    url = f"sqlite:///{path}" + ("" if embedder else "?embedder=none")
     with memkit.open(url) as mem:
         notes = [{"content": f"note {i} about gene {rng.choice(['TP53', 'BRCA2', 'EGFR'])} result {i}",
                   "user_id": "lab", "agent_id": "bio"} for i in range(500)]
@@ -143,19 +147,23 @@ def measure(url: str, runs: int) -> list[dict[str, Any]]:
     return out + measure_cli(url, runs, same[0])
 
 
-def measure_cli(url: str, runs: int, run: str) -> list[dict[str, Any]]:
+SEARCH = ["search", "TP53 result", "--user", "lab", "--agent", "bio"]
+
+
+def measure_cli(url: str, runs: int, run: str, commands: list[list[str]] | None = None,
+                label: str = "") -> list[dict[str, Any]]:
     """Each ``memkit`` command as a fresh process against ``url`` (``run``: the one ``show`` opens)."""
     # An installed package has its bytecode compiled; without it every call would compile memkit's
     # modules again (PYTHONDONTWRITEBYTECODE), so an untimed first call of each command writes it.
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "MEMKIT_URL": url}
     memkit_bin = str(Path(sys.executable).with_name("memkit"))
     out: list[dict[str, Any]] = []
-    for args in (["runs"], ["runs", "--status", "failed"], ["show", run], ["namespaces"], ["stats"],
-                 ["search", "TP53 result", "--user", "lab", "--agent", "bio"]):
+    for args in commands or (["runs"], ["runs", "--status", "failed"], ["show", run], ["namespaces"], ["stats"],
+                             SEARCH):
         subprocess.run([memkit_bin, *args], env=env, capture_output=True, check=True)
         wall, cpu = median_ms(lambda a=args: subprocess.run([memkit_bin, *a], env=env, capture_output=True,
                                                            check=False))
-        out.append({"runs": runs, "action": "memkit " + " ".join(args), "wall_ms": wall, "cpu_ms": cpu,
+        out.append({"runs": runs, "action": "memkit " + " ".join(args) + label, "wall_ms": wall, "cpu_ms": cpu,
                     "goal_ms": 300, "met": cpu <= 300})
     return out
 
@@ -171,6 +179,11 @@ def main() -> None:
             url = build(Path(tmp) / f"panels-{runs}.db", runs)
             print(f"built {runs} runs x {STEPS} steps in {time.perf_counter() - started:.1f} s", file=sys.stderr)
             rows += measure(url, runs)
+            # The same store with the default embedder's vectors: a search loads them (the saved
+            # snapshot) and embeds the query in the command's process.
+            url = build(Path(tmp) / f"panels-{runs}-embedded.db", runs, embedder=True)
+            rows += measure_cli(url, runs, "", [[*SEARCH, "--mode", mode] for mode in ("semantic", "hybrid")],
+                                label=" (default embedder)")
     print_table(rows, ["runs", "action", "wall_ms", "cpu_ms", "goal_ms", "met"])
 
 
