@@ -62,7 +62,7 @@ async def test_postings_follow_every_write_and_the_migration_fills_them(postgres
         await mem.aclose()
     # A store written before migration 3: the upgrades (3, then 4) fill postings from its memories.
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("DROP TABLE postings, namespaces, keyword_rows")
+        conn.execute("DROP TABLE postings, namespaces")
         conn.execute("DROP FUNCTION memkit_postings_add, memkit_postings_drop, memkit_postings_change,"
                      " memkit_postings_clear CASCADE")
         conn.execute("DROP FUNCTION memkit_impact")

@@ -50,7 +50,7 @@ from memkit._retrieval._keyword import K1, B
 from memkit.adapters import _postgres_sql as q
 from memkit.adapters._sqlbase import filter_sql
 
-__all__ = ["MIGRATION", "MIGRATION_4", "MIGRATION_6", "REFERENCE_LENGTH", "TOP_POSTINGS", "Frequencies", "keyword_hits",
+__all__ = ["MIGRATION", "MIGRATION_4", "REFERENCE_LENGTH", "TOP_POSTINGS", "Frequencies", "keyword_hits",
            "postings_read"]
 
 #: The document length the stored impacts are computed for (close to short notes and chat lines).
@@ -233,95 +233,6 @@ MIGRATION_4: tuple[str, ...] = (
     " FOR EACH STATEMENT EXECUTE FUNCTION memkit_postings_clear()",
 )
 
-# Statements of schema migration 6: what scoring a candidate reads, in a table of its own. The
-# exact score needs a memory's ``seq``, time, length and ``tsvector``: about 300 bytes, while its
-# ``memories`` row carries the content, metadata and the embedding (2.2 kB with a 384-dimension
-# vector), so the ~2,000 rows a search scores were ~2,000 wide rows on as many pages, most of them
-# outside the server's cache at a million memories. The narrow rows, keyed by the namespace's
-# number, are a seventh of that and stay cached. The triggers that keep the postings keep them, in
-# the writer's transaction (a search never sees a memory without them); the add trigger is
-# schema 5's with one more statement.
-MIGRATION_6: tuple[str, ...] = (
-    """CREATE TABLE keyword_rows (
-        seq        bigint NOT NULL,   -- the memory
-        created_us bigint NOT NULL,   -- its time (ties go to the newest)
-        ns         integer NOT NULL,  -- namespaces.id
-        terms_len  integer NOT NULL,
-        terms      tsvector NOT NULL
-    )""",
-    # Filled in the namespace's order, so that a namespace's rows share pages.
-    """INSERT INTO keyword_rows (seq, created_us, ns, terms_len, terms)
-        SELECT m.seq, m.created_us, s.id, m.terms_len, m.terms
-        FROM memories m JOIN namespaces s ON s.user_id = m.user_id AND s.agent_id = m.agent_id
-        ORDER BY s.id, m.seq""",
-    "ALTER TABLE keyword_rows ADD CONSTRAINT keyword_rows_key PRIMARY KEY (ns, seq)",
-    """CREATE OR REPLACE FUNCTION memkit_postings_add() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-        INSERT INTO namespaces (user_id, agent_id)
-        SELECT DISTINCT n.user_id, n.agent_id FROM added n
-        WHERE NOT EXISTS (SELECT 1 FROM namespaces s WHERE s.user_id = n.user_id AND s.agent_id = n.agent_id)
-        ORDER BY 1, 2
-        ON CONFLICT DO NOTHING;
-        INSERT INTO postings (ns, impact, term, seq)
-        SELECT s.id, memkit_impact(cardinality(u.positions), n.terms_len), hashtextextended(u.lexeme, 0), n.seq
-        FROM added n JOIN namespaces s ON s.user_id = n.user_id AND s.agent_id = n.agent_id
-        CROSS JOIN LATERAL unnest(n.terms) AS u(lexeme, positions, weights)
-        ORDER BY 1, 3, 2 DESC, 4 DESC;
-        INSERT INTO keyword_rows (seq, created_us, ns, terms_len, terms)
-        SELECT n.seq, n.created_us, s.id, n.terms_len, n.terms
-        FROM added n JOIN namespaces s ON s.user_id = n.user_id AND s.agent_id = n.agent_id
-        ORDER BY s.id, n.seq;
-        RETURN NULL;
-    END $$""",
-    """CREATE OR REPLACE FUNCTION memkit_postings_drop() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-        DELETE FROM postings p USING (
-            SELECT s.id AS ns, hashtextextended(u.lexeme, 0) AS term,
-                   memkit_impact(cardinality(u.positions), o.terms_len) AS impact, o.seq
-            FROM removed o JOIN namespaces s ON s.user_id = o.user_id AND s.agent_id = o.agent_id
-            CROSS JOIN LATERAL unnest(o.terms) AS u(lexeme, positions, weights)
-        ) r
-        WHERE p.ns = r.ns AND p.term = r.term AND p.impact = r.impact AND p.seq = r.seq;
-        DELETE FROM keyword_rows k
-        USING removed o JOIN namespaces s ON s.user_id = o.user_id AND s.agent_id = o.agent_id
-        WHERE k.ns = s.id AND k.seq = o.seq;
-        RETURN NULL;
-    END $$""",
-    """CREATE OR REPLACE FUNCTION memkit_postings_change() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-        DELETE FROM postings p USING (
-            SELECT s.id AS ns, hashtextextended(u.lexeme, 0) AS term,
-                   memkit_impact(cardinality(u.positions), OLD.terms_len) AS impact
-            FROM namespaces s CROSS JOIN unnest(OLD.terms) AS u(lexeme, positions, weights)
-            WHERE s.user_id = OLD.user_id AND s.agent_id = OLD.agent_id
-        ) r
-        WHERE p.ns = r.ns AND p.term = r.term AND p.impact = r.impact AND p.seq = OLD.seq;
-        DELETE FROM keyword_rows k USING namespaces s
-        WHERE s.user_id = OLD.user_id AND s.agent_id = OLD.agent_id AND k.ns = s.id AND k.seq = OLD.seq;
-        INSERT INTO namespaces (user_id, agent_id) VALUES (NEW.user_id, NEW.agent_id) ON CONFLICT DO NOTHING;
-        INSERT INTO postings (ns, impact, term, seq)
-        SELECT s.id, memkit_impact(cardinality(u.positions), NEW.terms_len), hashtextextended(u.lexeme, 0), NEW.seq
-        FROM namespaces s CROSS JOIN unnest(NEW.terms) AS u(lexeme, positions, weights)
-        WHERE s.user_id = NEW.user_id AND s.agent_id = NEW.agent_id;
-        INSERT INTO keyword_rows (seq, created_us, ns, terms_len, terms)
-        SELECT NEW.seq, NEW.created_us, s.id, NEW.terms_len, NEW.terms
-        FROM namespaces s WHERE s.user_id = NEW.user_id AND s.agent_id = NEW.agent_id;
-        RETURN NULL;
-    END $$""",
-    # The time is copied too, so a change of it must reach the copy.
-    "DROP TRIGGER memories_postings_change ON memories",
-    "CREATE TRIGGER memories_postings_change AFTER UPDATE OF user_id, agent_id, seq, terms, terms_len, created_us"
-    " ON memories FOR EACH ROW WHEN (OLD.terms IS DISTINCT FROM NEW.terms OR OLD.terms_len IS DISTINCT FROM"
-    " NEW.terms_len OR OLD.user_id IS DISTINCT FROM NEW.user_id OR OLD.agent_id IS DISTINCT FROM NEW.agent_id"
-    " OR OLD.seq IS DISTINCT FROM NEW.seq OR OLD.created_us IS DISTINCT FROM NEW.created_us)"
-    " EXECUTE FUNCTION memkit_postings_change()",
-    """CREATE OR REPLACE FUNCTION memkit_postings_clear() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-        TRUNCATE postings, namespaces, keyword_rows;
-        RETURN NULL;
-    END $$""",
-)
-
 # Per query term: its highest-impact postings and its document frequency in the namespace
 # (counted from the index alone, unless the postings read were all it has, or the caller knows
 # it for this version of the namespace); with the namespace's N, average length and version.
@@ -413,14 +324,13 @@ async def _top(conn: Any, user_id: str, agent_id: str, terms: list[str], reach: 
             for n, avglen, _, t, df, seqs, got, impacts in rows]
 
 
-# The exact BM25 of the candidate memories that pass the filters, with the idf given per term,
-# from their narrow copies (``keyword_rows``); the memories themselves only for a filter.
+# The exact BM25 of the candidate memories that pass the filters, with the idf given per term.
 _SCORE_SQL = """
 WITH w AS (SELECT * FROM unnest(%s::text[], %s::float8[]) AS w(lexeme, idf)),
 hits AS MATERIALIZED (
-    SELECT k.seq, k.created_us, k.terms_len, ts_filter(setweight(k.terms, 'A', %s::text[]), '{{a}}') AS found
-    FROM namespaces s JOIN keyword_rows k ON k.ns = s.id{join}
-    WHERE s.user_id = %s AND s.agent_id = %s AND k.seq = ANY(%s::bigint[])
+    SELECT m.seq, m.created_us, m.terms_len, ts_filter(setweight(m.terms, 'A', %s::text[]), '{{a}}') AS found
+    FROM memories m
+    WHERE m.user_id = %s AND m.agent_id = %s AND m.seq = ANY(%s::bigint[]) AND ({where})
 )
 SELECT h.seq, h.created_us,
        sum(w.idf * cardinality(u.positions) * %s::float8
@@ -431,8 +341,6 @@ GROUP BY h.seq, h.created_us
 ORDER BY score DESC, h.created_us DESC, h.seq DESC
 LIMIT %s
 """
-_FILTER_JOIN = (" JOIN memories m ON m.user_id = s.user_id AND m.agent_id = s.agent_id AND m.seq = k.seq"
-                " AND ({where})")
 
 
 def _idf(n: float, df: int) -> float:
@@ -467,14 +375,11 @@ def _bounds(found: list[_Found], idf: dict[str, float], reach: int) -> tuple[Any
 
 async def _scores(conn: Any, user_id: str, agent_id: str, found: list[_Found], idf: dict[str, float],
                   candidates: list[int], conditions: tuple[Condition, ...], limit: int) -> list[tuple[int, int, float]]:
-    join, params = "", list[Any]()
-    if conditions:
-        where, params = filter_sql(conditions, q.POSTGRES)
-        join = _FILTER_JOIN.format(where=where)
+    where, params = filter_sql(conditions, q.POSTGRES)
     used = [f.term for f in found if f.seqs]
     return [(int(s), int(c), float(v)) for s, c, v in await (await conn.execute(
-        _SCORE_SQL.format(join=join),
-        [used, [idf[t] for t in used], used, *params, user_id, agent_id, q.int_array(candidates),
+        _SCORE_SQL.format(where=where),
+        [used, [idf[t] for t in used], used, user_id, agent_id, q.int_array(candidates), *params,
          K1 + 1.0, K1, B, B, found[0].avglen, limit],
         prepare=False,
     )).fetchall()]

@@ -18,7 +18,6 @@ import re
 
 from memkit.adapters._postgres_keyword import MIGRATION as _POSTINGS
 from memkit.adapters._postgres_keyword import MIGRATION_4 as _INTEGER_POSTINGS
-from memkit.adapters._postgres_keyword import MIGRATION_6 as _KEYWORD_ROWS
 from memkit.adapters._postgres_writes import SORTED_POSTINGS as _SORTED_POSTINGS
 
 __all__ = [
@@ -116,9 +115,6 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         " WHERE key = 'vector_indexed_seq' ON CONFLICT (key) DO NOTHING",
         "DELETE FROM memkit_meta WHERE key = 'vector_indexed_seq'",
     ),
-    # What the keyword leg scores a memory from, in a narrow table of its own kept by the postings'
-    # triggers (see memkit.adapters._postgres_keyword.MIGRATION_6).
-    6: _KEYWORD_ROWS,
 }
 
 SCHEMA_VERSION = max(MIGRATIONS)
