@@ -7,7 +7,8 @@ query, in turn: the whole search per mode, then the parts of a hybrid search one
 store's own pool and event loop: the keyword leg and the dense leg at the hybrid depth and at the
 limit, the two legs at once on two connections (as a search runs them), the statements after the
 legs (the keyword hits' cosines, neighbours, speakers: one round trip), memkit's fusion, and the
-final row fetch. Medians and p95 in ms, the load average beside them; a warm-up pass first.
+final row fetch. Medians and p95 in ms, the load average beside them; a warm-up pass first. Each
+part's server CPU (its connections' backends, from ``/proc``) is reported beside its wall time.
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.run import make_queries, make_varied
+
+
+def _cpu(pids: list[int]) -> float:
+    """CPU seconds the server processes ``pids`` have used (``/proc``: the server runs on this machine)."""
+    return sum(int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) for pid in pids) / 1e9
 
 
 def _stats(values: list[float]) -> str:
@@ -57,20 +63,26 @@ async def _parts(mem: Any, query: str, times: dict[str, list[float]], counts: di
     config = HybridConfig()
     depth = config.candidates
 
-    def timed(name: str, start: float) -> None:
-        times.setdefault(name, []).append(time.perf_counter() - start)
-
     async with pool.connection() as conn, pool.connection() as other:
+        pids = [int((await (await c.execute("SELECT pg_backend_pid()")).fetchone())[0]) for c in (conn, other)]
+        cpu = [0.0]
+
+        def timed(name: str, start: float) -> None:
+            times.setdefault(name, []).append(time.perf_counter() - start)
+            now = _cpu(pids)
+            times.setdefault(f"{name} [server CPU]", []).append(now - cpu[0])
+            cpu[0] = _cpu(pids)
+
         for d in (depth, 10):
-            start = time.perf_counter()
+            start, cpu[0] = time.perf_counter(), _cpu(pids)
             scored.clear()
             hits = await keyword_hits(conn, "lab", "bio", terms, (), d, counted)
             timed(f"keyword leg, depth {d}", start)
             counts.setdefault(f"keyword memories scored, depth {d}", []).append(sum(scored))
-            start = time.perf_counter()
+            start, cpu[0] = time.perf_counter(), _cpu(pids)
             dense = await s._dense(conn, samples, "lab", "bio", (), d, vector, {})
             timed(f"dense leg, depth {d}", start)
-        start = time.perf_counter()
+        start, cpu[0] = time.perf_counter(), _cpu(pids)
         hits, dense = await asyncio.gather(keyword_hits(conn, "lab", "bio", terms, (), depth, counted),
                                            s._dense(other, samples, "lab", "bio", (), depth, vector, {}))
         timed("both legs at once, depth 100", start)
@@ -79,31 +91,31 @@ async def _parts(mem: Any, query: str, times: dict[str, list[float]], counts: di
         missing = [h[0] for h in hits if h[0] not in dense.cosine]
         counts.setdefault("candidates", []).append(len(keys))
         counts.setdefault("keyword hits without a cosine", []).append(len(missing))
-        start = time.perf_counter()
+        start, cpu[0] = time.perf_counter(), _cpu(pids)
         async with conn.pipeline():
-            cosines = await conn.execute(q.COSINES_SQL, (vector, "lab", "bio", missing))
+            cosines = await conn.execute(q.COSINES_SQL, (vector, "lab", "bio", q.int_array(missing)))
             near = await conn.execute(*q.gaps_statement("lab", "bio", keys, len(CONTEXT_REACH)))
-            spoke = await conn.execute(q.HEADS_SQL, ("lab", "bio", keys))
+            spoke = await conn.execute(q.HEADS_SQL, ("lab", "bio", q.int_array(keys)))
         for cur in (cosines, near, spoke):
             await cur.fetchall()
         timed("after the legs: cosines + neighbours + speakers", start)
         for name, sql, params in (
-            ("  cosines alone", q.COSINES_SQL, (vector, "lab", "bio", missing)),
+            ("  cosines alone", q.COSINES_SQL, (vector, "lab", "bio", q.int_array(missing))),
             ("  neighbours alone", *q.gaps_statement("lab", "bio", keys, len(CONTEXT_REACH))),
-            ("  speakers alone", q.HEADS_SQL, ("lab", "bio", keys)),
+            ("  speakers alone", q.HEADS_SQL, ("lab", "bio", q.int_array(keys))),
         ):
-            start = time.perf_counter()
+            start, cpu[0] = time.perf_counter(), _cpu(pids)
             await (await conn.execute(sql, params)).fetchall()
             timed(name, start)
         request = SearchOp(query=query, user_id="lab", agent_id="bio", limit=10, filters=None, mode="hybrid",
                            conditions=(), config=config)
         created = {k: 0 for k in keys}
-        start = time.perf_counter()
+        start, cpu[0] = time.perf_counter(), _cpu(pids)
         top = _pipeline.rank(request, [(h[0], h[2]) for h in hits], dense,
                              lambda seqs: {k: (created.get(k, 0), k) for k in seqs}, lambda keys, reach: {},
                              lambda keys, query: {})
         timed("fusion (memkit, no neighbours)", start)
-        start = time.perf_counter()
+        start, cpu[0] = time.perf_counter(), _cpu(pids)
         await (await conn.execute(f"SELECT {q.COLUMNS} FROM memories m WHERE m.seq = ANY(%s)",  # noqa: S608
                                   ([t[0] for t in top],))).fetchall()
         timed("final rows", start)

@@ -286,3 +286,23 @@ async def test_memories_that_cannot_make_the_list_are_not_scored(
     assert [(s, c) for s, c, _ in got] == [(s, c) for s, c, _ in every]
     assert [v for _, _, v in got] == pytest.approx([float(v) for _, _, v in every], rel=1e-9)
     assert len(scored) == 1 and 3 <= scored[0] < 30, scored  # of 303 memories holding a query term
+
+
+async def test_memory_numbers_travel_as_one_bigint_array_literal(postgres_server: PostgresServer) -> None:
+    """The lists of seqs a search sends (candidates, fused keys, final rows) are bound as one
+    ``bigint[]`` literal: the server reads back exactly the numbers, order and duplicates kept,
+    numpy integers and seqs past 32 bits included, and an empty list as an empty array."""
+    import numpy as np
+    import psycopg
+
+    from memkit.adapters._postgres_sql import int_array
+
+    url = postgres_server.url(f"t_{uuid.uuid4().hex[:12]}")
+    cases: list[list[int]] = [[], [7], [3, 1, 3, 2**40 + 1, 0], [int(x) for x in np.arange(5_000, 7_000)]]
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        for seqs in cases:
+            got = await (await conn.execute("SELECT %s::bigint[]", (int_array(seqs),))).fetchone()
+            assert got is not None and list(got[0]) == seqs
+        got = await (await conn.execute("SELECT %s::bigint[]", (int_array(np.array([5, 2**33], dtype=np.int64)),))
+                     ).fetchone()
+        assert got is not None and got[0] == [5, 2**33]

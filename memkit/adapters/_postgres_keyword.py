@@ -308,10 +308,12 @@ async def _top(conn: Any, user_id: str, agent_id: str, terms: list[str], reach: 
     key = (user_id, agent_id)
     version, known = counted.known(key) if counted is not None else (None, {})
     args = {"reach": reach, "terms": terms, "u": user_id, "a": agent_id}
+    # Binary results: each term's top seqs and impacts arrive as arrays, which psycopg reads four
+    # times faster in binary than as text (1,000 per term).
     rows = await (await conn.execute(_TOP_SQL, {**args, "known": [t for t in terms if t in known]},
-                                     prepare=False)).fetchall()
+                                     prepare=False, binary=True)).fetchall()
     if rows and any(r[4] is None for r in rows) and (int(rows[0][0]), rows[0][2]) != version:
-        rows = await (await conn.execute(_TOP_SQL, {**args, "known": []}, prepare=False)).fetchall()
+        rows = await (await conn.execute(_TOP_SQL, {**args, "known": []}, prepare=False, binary=True)).fetchall()
     if not rows:
         return []
     now = (int(rows[0][0]), str(rows[0][2]))
@@ -328,7 +330,7 @@ WITH w AS (SELECT * FROM unnest(%s::text[], %s::float8[]) AS w(lexeme, idf)),
 hits AS MATERIALIZED (
     SELECT m.seq, m.created_us, m.terms_len, ts_filter(setweight(m.terms, 'A', %s::text[]), '{{a}}') AS found
     FROM memories m
-    WHERE m.user_id = %s AND m.agent_id = %s AND m.seq = ANY(%s) AND ({where})
+    WHERE m.user_id = %s AND m.agent_id = %s AND m.seq = ANY(%s::bigint[]) AND ({where})
 )
 SELECT h.seq, h.created_us,
        sum(w.idf * cardinality(u.positions) * %s::float8
@@ -377,7 +379,7 @@ async def _scores(conn: Any, user_id: str, agent_id: str, found: list[_Found], i
     used = [f.term for f in found if f.seqs]
     return [(int(s), int(c), float(v)) for s, c, v in await (await conn.execute(
         _SCORE_SQL.format(where=where),
-        [used, [idf[t] for t in used], used, user_id, agent_id, candidates, *params,
+        [used, [idf[t] for t in used], used, user_id, agent_id, q.int_array(candidates), *params,
          K1 + 1.0, K1, B, B, found[0].avglen, limit],
         prepare=False,
     )).fetchall()]

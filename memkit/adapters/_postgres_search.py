@@ -68,13 +68,14 @@ async def ranked(
         hybrid = request.mode == "hybrid" and keys
         # Independent statements, sent together: one round trip, not one each.
         async with conn.pipeline():
-            cosines = await conn.execute(q.COSINES_SQL, (vector, user, agent, missing)) if missing else None
+            cosines = await conn.execute(q.COSINES_SQL, (vector, user, agent, q.int_array(missing))) if missing \
+                else None
             near = None
             if hybrid and request.config.context > 0 and len(keys) > 1:
                 near = await conn.execute(*q.gaps_statement(user, agent, keys, len(CONTEXT_REACH)))
             # Who spoke a chat line is in its first characters; no index in this process holds it.
-            spoke = await conn.execute(q.HEADS_SQL, (user, agent, keys)) if hybrid and request.config.speaker > 0 \
-                else None
+            spoke = await conn.execute(q.HEADS_SQL, (user, agent, q.int_array(keys))) \
+                if hybrid and request.config.speaker > 0 else None
         if cosines is not None and dense is not None:
             for seq, created_us, cos in await cosines.fetchall():
                 dense.cosine[seq] = q.finite(float(cos))
@@ -91,7 +92,7 @@ async def ranked(
                              lambda keys, query: named_speakers({k: heads[k] for k in keys if k in heads}, query))
         wanted = [s for s, _, _ in top]
         rows = await (await conn.execute(
-            f"SELECT {q.COLUMNS} FROM memories m WHERE m.seq = ANY(%s)", (wanted,)  # noqa: S608
+            f"SELECT {q.COLUMNS} FROM memories m WHERE m.seq = ANY(%s::bigint[])", (q.int_array(wanted),)  # noqa: S608
         )).fetchall() if wanted else []
     records = {r[0]: q.row_record(r) for r in rows}
     return [records[s].to_item(score, details) for s, score, details in top if s in records]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memkit._core._records import Record
@@ -27,10 +27,17 @@ from memkit.adapters._sqlbase import Dialect, filter_sql
 
 __all__ = [
     "COLUMNS", "DENSE_EXACT_MAX", "HEADS_SQL", "POSTGRES", "SEGMENT_FLOOR", "SEGMENT_SPREAD", "any_query",
-    "dense_statements", "gaps_statement", "neighbours", "row_record", "segment_limits", "terms_vector",
+    "dense_statements", "gaps_statement", "int_array", "neighbours", "row_record", "segment_limits", "terms_vector",
 ]
 
 COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
+
+
+def int_array(values: Iterable[int]) -> str:
+    """``values`` as a ``bigint[]`` literal, bound as one text parameter and cast (``%s::bigint[]``):
+    psycopg adapts a list element by element in Python, 1.1 against 0.24 ms for 2,000 seqs, and a
+    search sends several such lists."""
+    return "{" + ",".join(map(str, map(int, values))) + "}"
 
 
 def row_record(row: tuple[Any, ...]) -> Record:
@@ -143,7 +150,7 @@ LIMIT %s
 #: The opening characters of candidate memories of one namespace: enough for a chat line's
 #: "[timestamp] Speaker Name:" prefix (see :func:`memkit._retrieval._keyword.speaker_terms`).
 HEADS_SQL = (
-    "SELECT seq, left(content, 200) FROM memories WHERE user_id = %s AND agent_id = %s AND seq = ANY(%s)"
+    "SELECT seq, left(content, 200) FROM memories WHERE user_id = %s AND agent_id = %s AND seq = ANY(%s::bigint[])"
 )
 
 
@@ -214,7 +221,7 @@ def dense_statements(
 
 COSINES_SQL = (
     "SELECT m.seq, m.created_us, -(m.embedding <#> %s::vector) FROM memories m"
-    " WHERE m.user_id = %s AND m.agent_id = %s AND m.seq = ANY(%s) AND m.embedding IS NOT NULL"
+    " WHERE m.user_id = %s AND m.agent_id = %s AND m.seq = ANY(%s::bigint[]) AND m.embedding IS NOT NULL"
 )
 
 # For each pair of candidates next to each other in ``seq`` order (``lo`` < ``hi``), how many memories
@@ -233,7 +240,7 @@ def gaps_statement(user_id: str, agent_id: str, seqs: Sequence[int], reach: int)
     """For the candidates ``seqs`` in ``seq`` order, how many of the namespace's memories lie between
     each and the next (at most ``reach``); :func:`neighbours` turns them into distances."""
     ordered = sorted(seqs)
-    return GAPS_SQL, [user_id, agent_id, reach, ordered[:-1], ordered[1:]]
+    return GAPS_SQL, [user_id, agent_id, reach, int_array(ordered[:-1]), int_array(ordered[1:])]
 
 
 def neighbours(seqs: Sequence[int], gaps: Sequence[int], reach: int) -> dict[int, list[tuple[int, int]]]:
