@@ -392,10 +392,15 @@ def test_pydantic_core_writes_the_benchmarks_metadata(tmp_path: Path) -> None:
     from memkit._core._records import trace_row
 
     assert _encoding._fast_encoder()  # the installed pydantic-core writes what json writes
-    calls = []
+    calls: list[Any] = []
     encode = _encoding._encode_plain
+
+    def spy(*args: Any) -> Any:
+        calls.append(encode(*args))
+        return calls[-1]
+
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_encoding, "_encode_plain", lambda *a: calls.append(encode(*a)) or calls[-1])
+        patch.setattr(_encoding, "_encode_plain", spy)
         step = {"step_name": "tool-1", "tool": "blast", "timestamp": 1795693267.973682, "duration": 8.372e-06,
                 "parameters": {"query": "seq 0 1"}, "result": {"value": "3 hits"}, "retry_count": 0}
         row = trace_row("agent", "wf", step, "bench", memkit.Limits())
@@ -404,7 +409,7 @@ def test_pydantic_core_writes_the_benchmarks_metadata(tmp_path: Path) -> None:
     # A step's own text that is the duration's slot: json writes that step.
     step["parameters"] = {"q": "\x00memkit.duration"}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_encoding, "_encode_plain", lambda *a: calls.append(encode(*a)) or calls[-1])
+        patch.setattr(_encoding, "_encode_plain", spy)
         row = trace_row("agent", "wf", step, "bench", memkit.Limits())
     assert row is not None and len(calls) == 2 and calls[1] is None
     assert row[4] == json.dumps(row[6], ensure_ascii=False, separators=(",", ":")) and "8.372e-06" in row[4]
