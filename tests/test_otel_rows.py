@@ -236,10 +236,15 @@ def test_a_step_refused_in_the_rows_path_leaves_nothing_written(
 
 def test_a_recall_id_held_already_takes_the_steps_back_out(tmp_path: Path, sdk_request: dict[str, Any]) -> None:
     with _store(tmp_path / "rows.db", rows=True) as mem:
+        db = mem.provider._db()  # type: ignore[attr-defined]
+        default = db.execute("PRAGMA cache_size").fetchone()[0]
         first = import_otlp(mem, sdk_request, user_id="alice", agent_id="bio")
+        # The larger page cache an import takes is given back, after a refusal too.
+        assert db.execute("PRAGMA cache_size").fetchone()[0] == default == -2000
         # Recall ids come from the spans: the same file again clashes on them after its steps.
         with pytest.raises(memkit.InvalidInputError, match="a recall with one of these ids already exists"):
             import_otlp(mem, sdk_request, user_id="alice", agent_id="bio")
+        assert db.execute("PRAGMA cache_size").fetchone()[0] == default
         assert mem.stats().memories == first.steps and len(mem.recalls()) == first.recalls
         with closing(sqlite3.connect(tmp_path / "rows.db")) as db:
             assert db.execute("SELECT count(*) FROM trace_steps").fetchone()[0] == first.steps
