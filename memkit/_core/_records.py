@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 import time
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from memkit._core._encoding import CONTENT_JSON, TINY_FLOAT, encode_metadata_once
 from memkit._core._errors import InvalidInputError
+from memkit._core._ids import new_id
 from memkit._core._validate import (
     DEFAULT_LIMITS,
     Limits,
@@ -200,37 +200,6 @@ class Record:
             user_id=self.user_id,
             score_details=None if details is None else dict(details),
         )
-
-
-_ids: list[str] = []
-_ID_BLOCK = 512
-# Version 4 and the RFC 4122 variant, as uuid.uuid4() sets them.
-_UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
-_UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
-
-
-def _uuid4_block(n: int) -> list[str]:
-    """``n`` random version-4 UUIDs as text, from one ``os.urandom`` call (``str(uuid.uuid4())``
-    reads the entropy pool and builds a UUID object per id: most of an import's id cost)."""
-    raw = os.urandom(16 * n)
-    out = []
-    for i in range(0, 16 * n, 16):
-        h = "%032x" % ((int.from_bytes(raw[i : i + 16]) & _UUID4_CLEAR) | _UUID4_SET)
-        out.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
-    return out
-
-
-# A forked child must not hand out the ids left in its parent's block.
-os.register_at_fork(after_in_child=_ids.clear)
-
-
-def new_id() -> str:
-    """A new random (version 4) UUID as text."""
-    while True:
-        try:
-            return _ids.pop()  # atomic: two threads never get the same id
-        except IndexError:
-            _ids.extend(_uuid4_block(_ID_BLOCK))
 
 
 def new_record(
@@ -502,7 +471,11 @@ def trace_row(
     rendered = CONTENT_JSON.encode(payload)
     user = cast(str, user_id) if known else check_id(user_id, "user_id", limits)
     _last_ids = ids
-    content = check_content(f"[trace] workflow={workflow} agent={agent} data={rendered}", limits)
+    content = f"[trace] workflow={workflow} agent={agent} data={rendered}"
+    if len(content) > limits.max_content_chars:
+        # Only the length can be wrong: the text is not blank, the ids were checked, the copy took
+        # valid Unicode only and JSON escapes a NUL.
+        check_content(content, limits)
     encoded, objects = encode_metadata_once(meta, payload, not tiny)
     size = len(encoded) if encoded.isascii() else len(encoded.encode("utf-8"))
     if size > limits.max_metadata_bytes:
