@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from memkit._core._encoding import CONTENT_JSON, TINY_FLOAT, encode_metadata_once
 from memkit._core._errors import InvalidInputError
-from memkit._core._ids import new_id
+from memkit._core._stamps import from_us, new_id, now_us, to_us
 from memkit._core._validate import (
     DEFAULT_LIMITS,
     Limits,
@@ -31,16 +30,20 @@ from memkit.traces._timing import with_timing
 if TYPE_CHECKING:
     from memkit._core._models import MemoryItem, NamespaceInfo, NewMemory
 
+# from_us, now_us and to_us live in _stamps and are read from here by much of memkit.
 __all__ = [
     "REDACTED",
     "TRACE_FIELDS",
     "Record",
     "Redactor",
+    "from_us",
     "get_trace_redactor",
     "namespace_infos",
     "new_record",
+    "now_us",
     "records_from_items",
     "set_trace_redactor",
+    "to_us",
     "trace_record",
     "trace_row",
 ]
@@ -141,34 +144,6 @@ def set_trace_redactor(redactor: TraceRedactor | None) -> TraceRedactor | None:
 def get_trace_redactor() -> TraceRedactor | None:
     """The hook ``add_trace`` currently applies (a :class:`Redactor` by default)."""
     return _redactor
-
-
-
-_clock_lock = threading.Lock()
-_last_us = 0
-
-
-def now_us() -> int:
-    """Microseconds since the epoch, strictly increasing within this process.
-
-    Strictness keeps "newest first" identical to insertion order for records
-    written by one process, even when two land in the same microsecond.
-    """
-    global _last_us
-    with _clock_lock:
-        _last_us = max(time.time_ns() // 1000, _last_us + 1)
-        return _last_us
-
-
-def from_us(us: int) -> datetime:
-    return datetime.fromtimestamp(us / 1_000_000, tz=UTC)
-
-
-def to_us(moment: datetime) -> int:
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return round(moment.timestamp() * 1_000_000)
-
 
 @dataclass(slots=True)
 class Record:
@@ -296,6 +271,23 @@ def check_trace_fields(data: dict[str, Any]) -> dict[str, Any]:
     if errors is not None and not isinstance(errors, (list, tuple)):
         raise InvalidInputError(f"trace_data['retry_errors'] must be a list of strings, got {_shown(errors)}")
     return data
+
+
+# Each field of check_trace_fields with the exact types it keeps as they are.
+_AS_STORED = (*((key, (str,)) for key in _TRACE_TEXT), *((key, (int,)) for key in _TRACE_INTEGERS),
+              *((key, (float, int)) for key in _TRACE_NUMBERS), *((key, (dict,)) for key in _TRACE_OBJECTS),
+              ("retry_errors", (list, tuple)))
+
+
+def _fields_as_stored(data: dict[str, Any]) -> bool:
+    """Whether :func:`check_trace_fields` would take ``data`` as it is: each field absent, None or of
+    an exact type it keeps (what ExecutionItem and an import give). Then no copy is made to check it."""
+    get = data.get
+    for key, kinds in _AS_STORED:
+        value = get(key)
+        if value is not None and type(value) not in kinds:
+            return False
+    return True
 
 
 _CLEAN_WITHOUT_REDACTOR: set[tuple[Any, ...]] = set()  # _plain_copy's known key tuples when nothing is redacted
@@ -436,11 +428,14 @@ def trace_row(
     known = ids == _last_ids and type(workflow_id) is str and type(agent_id) is str and type(user_id) is str
     workflow = cast(str, workflow_id) if known else check_id(workflow_id, "workflow_id", limits)
     agent = cast(str, agent_id) if known else check_id(agent_id, "agent_id", limits)
-    data = dict(trace_data)
-    try:
-        check_trace_fields(data)
-    except (InvalidInputError, RecursionError):
-        return None
+    if type(trace_data) is dict and _fields_as_stored(trace_data):
+        data = trace_data  # the copy below is the one stored
+    else:
+        data = dict(trace_data)
+        try:
+            check_trace_fields(data)
+        except (InvalidInputError, RecursionError):
+            return None
     redactor = _redactor
     if redactor is not None and type(redactor) is not Redactor:
         return None
