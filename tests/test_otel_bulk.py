@@ -20,8 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import memkit
-from memkit._core import _records
-from memkit._core._records import new_id, trace_record
+from memkit._core import _stamps
+from memkit._core._records import trace_record
+from memkit._core._stamps import new_id
 from memkit.adapters._sqlite import _schema
 from memkit.otel import import_otlp
 from memkit.traces import _timing
@@ -90,7 +91,7 @@ def test_trace_record_encodes_as_json_dumps_does() -> None:
 
 
 def test_ids_are_version_4_uuids_and_unique() -> None:
-    ids = [new_id() for _ in range(3 * _records._ID_BLOCK + 7)]
+    ids = [new_id() for _ in range(3 * _stamps._ID_BLOCK + 7)]
     assert len(set(ids)) == len(ids)
     for text in ids:
         parsed = uuid.UUID(text)
@@ -113,7 +114,7 @@ def test_a_forked_child_does_not_reuse_its_parents_ids() -> None:
     child = os.read(read, 64).decode()
     os.close(read)
     os.close(write)
-    assert child not in _records._ids and child != new_id()
+    assert child not in _stamps._ids and child != new_id()
     assert uuid.UUID(child).version == 4
 
 

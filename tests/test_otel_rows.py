@@ -236,10 +236,15 @@ def test_a_step_refused_in_the_rows_path_leaves_nothing_written(
 
 def test_a_recall_id_held_already_takes_the_steps_back_out(tmp_path: Path, sdk_request: dict[str, Any]) -> None:
     with _store(tmp_path / "rows.db", rows=True) as mem:
+        db = mem.provider._db()  # type: ignore[attr-defined]
+        default = db.execute("PRAGMA cache_size").fetchone()[0]
         first = import_otlp(mem, sdk_request, user_id="alice", agent_id="bio")
+        # The larger page cache an import takes is given back, after a refusal too.
+        assert db.execute("PRAGMA cache_size").fetchone()[0] == default == -2000
         # Recall ids come from the spans: the same file again clashes on them after its steps.
         with pytest.raises(memkit.InvalidInputError, match="a recall with one of these ids already exists"):
             import_otlp(mem, sdk_request, user_id="alice", agent_id="bio")
+        assert db.execute("PRAGMA cache_size").fetchone()[0] == default
         assert mem.stats().memories == first.steps and len(mem.recalls()) == first.recalls
         with closing(sqlite3.connect(tmp_path / "rows.db")) as db:
             assert db.execute("SELECT count(*) FROM trace_steps").fetchone()[0] == first.steps
@@ -344,3 +349,72 @@ def test_ids_checked_for_the_step_before_are_still_held_to_the_limits_given() ->
     trace_row("bio", "wf", step, "u", memkit.Limits())
     with pytest.raises(memkit.InvalidInputError, match="user_id must not contain control characters"):
         trace_record("bio", "wf", step, "u\x07", memkit.Limits())
+
+
+# Floats of every magnitude: pydantic-core writes those below 1e-4 unlike json (0.000064 for 6.4e-05).
+_floats = st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(
+    [6.4e-05, -8.372e-06, 1e-4, 9.999999999999999e-05, 5e-324, -0.0, 1e16, 1.7976931348623157e308, 1795693267.97])
+_plain = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | _floats | st.text(max_size=5) | _SLOTLIKE
+    | st.sampled_from(["\x00memkit.timestamp", "\x00memkit.duration", "\x00\x1f\x7f\"\\\n\u2028"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3) | _SLOTLIKE, inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(step=st.dictionaries(st.sampled_from(["step_name", "tool", "q", "timestamp", "duration", "parameters",
+                                              "result", "metadata", "tokens", "duration_ms", "x"]), _plain, max_size=7),
+       timestamp=st.none() | _floats, duration=st.none() | _floats)
+def test_a_trace_rows_texts_are_json_dumps_whichever_encoder_wrote_them(
+    step: dict[str, Any], timestamp: float | None, duration: float | None
+) -> None:
+    """trace_row encodes the metadata with pydantic-core when its walk found no float json writes
+    otherwise (the step's timing aside, put in slots): the text and the objects are json.dumps's all the
+    same, tiny floats at any depth, slot-like strings and odd characters included."""
+    from memkit._core._records import trace_row
+
+    if timestamp is not None:
+        step["timestamp"] = timestamp
+    if duration is not None:
+        step["duration"] = duration
+    for key in ("parameters", "result", "metadata"):
+        if key in step and not isinstance(step[key], dict):
+            step[key] = {"value": step[key]}
+    row = trace_row("bio", "wf", step, "alice", memkit.Limits(max_metadata_bytes=10**6))
+    if row is None:  # a number where a text belongs: the general path says so
+        return
+    meta = row[6]
+    assert row[4] == json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
+    assert json.loads(row[4]) == meta
+    for text, key in zip(row[7:], ("parameters", "result"), strict=True):
+        value = meta["trace"].get(key)
+        assert text == (json.dumps(value, ensure_ascii=False, separators=(",", ":")) if type(value) is dict else "null")
+
+
+def test_pydantic_core_writes_the_benchmarks_metadata(tmp_path: Path) -> None:
+    """The import's plain steps, tiny durations included, take pydantic-core's encoder (not json's)."""
+    from memkit._core._records import trace_row
+
+    assert _encoding._fast_encoder()  # the installed pydantic-core writes what json writes
+    calls: list[Any] = []
+    encode = _encoding._encode_plain
+
+    def spy(*args: Any) -> Any:
+        calls.append(encode(*args))
+        return calls[-1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_encoding, "_encode_plain", spy)
+        step = {"step_name": "tool-1", "tool": "blast", "timestamp": 1795693267.973682, "duration": 8.372e-06,
+                "parameters": {"query": "seq 0 1"}, "result": {"value": "3 hits"}, "retry_count": 0}
+        row = trace_row("agent", "wf", step, "bench", memkit.Limits())
+    assert row is not None and len(calls) == 1 and calls[0] is not None
+    assert '"duration":8.372e-06' in row[4] and row[7:] == ('{"query":"seq 0 1"}', '{"value":"3 hits"}')
+    # A step's own text that is the duration's slot: json writes that step.
+    step["parameters"] = {"q": "\x00memkit.duration"}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_encoding, "_encode_plain", spy)
+        row = trace_row("agent", "wf", step, "bench", memkit.Limits())
+    assert row is not None and len(calls) == 2 and calls[1] is None
+    assert row[4] == json.dumps(row[6], ensure_ascii=False, separators=(",", ":")) and "8.372e-06" in row[4]

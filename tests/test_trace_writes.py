@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import memkit
-from memkit._core._records import Record, new_id, to_us, trace_record
+from memkit._core._records import Record, to_us, trace_record
+from memkit._core._stamps import new_id
 from memkit._sync import run_sync
 from memkit.adapters._sqlite import _schema
 from memkit.adapters._sqlite._adapter import SQLiteAdapter

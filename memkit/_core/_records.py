@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from memkit._core._encoding import CONTENT_JSON, encode_metadata_once
+from memkit._core._encoding import CONTENT_JSON, TINY_FLOAT, encode_metadata_once
 from memkit._core._errors import InvalidInputError
+from memkit._core._stamps import from_us, new_id, now_us, to_us
 from memkit._core._validate import (
     DEFAULT_LIMITS,
     Limits,
@@ -31,16 +30,20 @@ from memkit.traces._timing import with_timing
 if TYPE_CHECKING:
     from memkit._core._models import MemoryItem, NamespaceInfo, NewMemory
 
+# from_us, now_us and to_us live in _stamps and are read from here by much of memkit.
 __all__ = [
     "REDACTED",
     "TRACE_FIELDS",
     "Record",
     "Redactor",
+    "from_us",
     "get_trace_redactor",
     "namespace_infos",
     "new_record",
+    "now_us",
     "records_from_items",
     "set_trace_redactor",
+    "to_us",
     "trace_record",
     "trace_row",
 ]
@@ -142,34 +145,6 @@ def get_trace_redactor() -> TraceRedactor | None:
     """The hook ``add_trace`` currently applies (a :class:`Redactor` by default)."""
     return _redactor
 
-
-
-_clock_lock = threading.Lock()
-_last_us = 0
-
-
-def now_us() -> int:
-    """Microseconds since the epoch, strictly increasing within this process.
-
-    Strictness keeps "newest first" identical to insertion order for records
-    written by one process, even when two land in the same microsecond.
-    """
-    global _last_us
-    with _clock_lock:
-        _last_us = max(time.time_ns() // 1000, _last_us + 1)
-        return _last_us
-
-
-def from_us(us: int) -> datetime:
-    return datetime.fromtimestamp(us / 1_000_000, tz=UTC)
-
-
-def to_us(moment: datetime) -> int:
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return round(moment.timestamp() * 1_000_000)
-
-
 @dataclass(slots=True)
 class Record:
     id: str
@@ -200,37 +175,6 @@ class Record:
             user_id=self.user_id,
             score_details=None if details is None else dict(details),
         )
-
-
-_ids: list[str] = []
-_ID_BLOCK = 512
-# Version 4 and the RFC 4122 variant, as uuid.uuid4() sets them.
-_UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
-_UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
-
-
-def _uuid4_block(n: int) -> list[str]:
-    """``n`` random version-4 UUIDs as text, from one ``os.urandom`` call (``str(uuid.uuid4())``
-    reads the entropy pool and builds a UUID object per id: most of an import's id cost)."""
-    raw = os.urandom(16 * n)
-    out = []
-    for i in range(0, 16 * n, 16):
-        h = "%032x" % ((int.from_bytes(raw[i : i + 16]) & _UUID4_CLEAR) | _UUID4_SET)
-        out.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
-    return out
-
-
-# A forked child must not hand out the ids left in its parent's block.
-os.register_at_fork(after_in_child=_ids.clear)
-
-
-def new_id() -> str:
-    """A new random (version 4) UUID as text."""
-    while True:
-        try:
-            return _ids.pop()  # atomic: two threads never get the same id
-        except IndexError:
-            _ids.extend(_uuid4_block(_ID_BLOCK))
 
 
 def new_record(
@@ -329,20 +273,41 @@ def check_trace_fields(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+# Each field of check_trace_fields with the exact types it keeps as they are.
+_AS_STORED = (*((key, (str,)) for key in _TRACE_TEXT), *((key, (int,)) for key in _TRACE_INTEGERS),
+              *((key, (float, int)) for key in _TRACE_NUMBERS), *((key, (dict,)) for key in _TRACE_OBJECTS),
+              ("retry_errors", (list, tuple)))
+
+
+def _fields_as_stored(data: dict[str, Any]) -> bool:
+    """Whether :func:`check_trace_fields` would take ``data`` as it is: each field absent, None or of
+    an exact type it keeps (what ExecutionItem and an import give). Then no copy is made to check it."""
+    get = data.get
+    for key, kinds in _AS_STORED:
+        value = get(key)
+        if value is not None and type(value) not in kinds:
+            return False
+    return True
+
+
 _CLEAN_WITHOUT_REDACTOR: set[tuple[Any, ...]] = set()  # _plain_copy's known key tuples when nothing is redacted
 _CLEAN_KEYS_MAX = 64  # longer key tuples are not remembered: hashing them would cost what it saves
+
+
+_TIMING = ("timestamp", "duration")
 
 
 class _NotPlain(Exception):
     """Raised inside :func:`_plain_copy` for anything it does not take; the general path then decides."""
 
 
-def _plain_copy(value: Any, depth: int, limit: int, redactor: Redactor | None) -> Any:
+def _plain_copy(value: Any, depth: int, limit: int, redactor: Redactor | None, tiny: list[float]) -> Any:
     """A private copy of plain JSON (exact dicts, lists, tuples, str, finite float, 64-bit int, bool,
     None) no deeper than ``limit`` (``depth`` counts as in stored metadata), with ``redactor``
     applied on the way; :class:`_NotPlain` at anything else (a datetime, a secret dict, a lone
     surrogate...), so that the general path, which knows every case and says what is wrong,
     handles it. Valid steps, nearly all of them, are then walked once instead of five times.
+    Floats of magnitude below :data:`TINY_FLOAT` (but 0) are appended to ``tiny``.
     """
     if depth > limit:
         raise _NotPlain
@@ -365,10 +330,11 @@ def _plain_copy(value: Any, depth: int, limit: int, redactor: Redactor | None) -
             for key, item in value.items():
                 kind = type(item)
                 if inline and ((kind is str and item.isascii()) or item is None or kind is bool or (
-                        kind is float and item - item == 0.0) or (kind is int and -(2**63) <= item < 2**63)):
+                        kind is float and (item == 0.0 or not -TINY_FLOAT < item < TINY_FLOAT) and item - item == 0.0)
+                    or (kind is int and -(2**63) <= item < 2**63)):
                     out[key] = item
                 else:
-                    out[key] = _plain_copy(item, depth + 1, limit, redactor)
+                    out[key] = _plain_copy(item, depth + 1, limit, redactor, tiny)
             return out
         secret = False
         for key, item in value.items():
@@ -382,20 +348,23 @@ def _plain_copy(value: Any, depth: int, limit: int, redactor: Redactor | None) -
             kind = type(item)
             # Most values are short ASCII text or numbers: kept here without a call per value.
             if inline and ((kind is str and item.isascii()) or item is None or kind is bool or (
-                    kind is float and item - item == 0.0) or (kind is int and -(2**63) <= item < 2**63)):
+                    kind is float and (item == 0.0 or not -TINY_FLOAT < item < TINY_FLOAT) and item - item == 0.0)
+                    or (kind is int and -(2**63) <= item < 2**63)):
                 out[key] = item
             else:
-                out[key] = _plain_copy(item, depth + 1, limit, redactor)
+                out[key] = _plain_copy(item, depth + 1, limit, redactor, tiny)
         if not secret and len(keys) <= _CLEAN_KEYS_MAX:
             if len(clean) >= _KNOWN_KEYS:
                 clean.clear()
             clean.add(keys)
         return out
     if kind is list or kind is tuple:
-        return [_plain_copy(item, depth + 1, limit, redactor) for item in value]
+        return [_plain_copy(item, depth + 1, limit, redactor, tiny) for item in value]
     if kind is float:
         if value - value != 0.0:  # inf or nan
             raise _NotPlain
+        if value != 0.0 and -TINY_FLOAT < value < TINY_FLOAT:
+            tiny.append(value)
         return value
     if kind is int:
         if not -(2**63) <= value < 2**63:
@@ -459,19 +428,29 @@ def trace_row(
     known = ids == _last_ids and type(workflow_id) is str and type(agent_id) is str and type(user_id) is str
     workflow = cast(str, workflow_id) if known else check_id(workflow_id, "workflow_id", limits)
     agent = cast(str, agent_id) if known else check_id(agent_id, "agent_id", limits)
-    data = dict(trace_data)
-    try:
-        check_trace_fields(data)
-    except (InvalidInputError, RecursionError):
-        return None
+    if type(trace_data) is dict and _fields_as_stored(trace_data):
+        data = trace_data  # the copy below is the one stored
+    else:
+        data = dict(trace_data)
+        try:
+            check_trace_fields(data)
+        except (InvalidInputError, RecursionError):
+            return None
     redactor = _redactor
     if redactor is not None and type(redactor) is not Redactor:
         return None
+    tiny: list[float] = []
     try:
         # The payload sits at depth 2 of the metadata (under "trace"), hence the start at 2.
-        payload = _plain_copy(data, 2, limits.max_metadata_depth, redactor)
+        payload = _plain_copy(data, 2, limits.max_metadata_depth, redactor, tiny)
     except _NotPlain:
         return None
+    # pydantic-core may encode the metadata when no tiny float is left but the step's own timing
+    # (see encode_metadata_once), which with_timing below may only replace by another number.
+    for key in _TIMING:
+        value = payload.get(key)
+        if type(value) is float and value != 0.0 and -TINY_FLOAT < value < TINY_FLOAT:
+            tiny.pop()
     extra = payload.pop("metadata", None) or {}
     if not isinstance(extra, dict):
         extra = {"metadata": extra}
@@ -487,8 +466,12 @@ def trace_row(
     rendered = CONTENT_JSON.encode(payload)
     user = cast(str, user_id) if known else check_id(user_id, "user_id", limits)
     _last_ids = ids
-    content = check_content(f"[trace] workflow={workflow} agent={agent} data={rendered}", limits)
-    encoded, objects = encode_metadata_once(meta, payload)
+    content = f"[trace] workflow={workflow} agent={agent} data={rendered}"
+    if len(content) > limits.max_content_chars:
+        # Only the length can be wrong: the text is not blank, the ids were checked, the copy took
+        # valid Unicode only and JSON escapes a NUL.
+        check_content(content, limits)
+    encoded, objects = encode_metadata_once(meta, payload, not tiny)
     size = len(encoded) if encoded.isascii() else len(encoded.encode("utf-8"))
     if size > limits.max_metadata_bytes:
         raise InvalidInputError(f"metadata is {size} bytes as JSON; the limit is {limits.max_metadata_bytes}")
