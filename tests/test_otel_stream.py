@@ -24,7 +24,7 @@ import memkit
 from memkit._core._ops import StepsRestarted
 from memkit.adapters._sqlite import _step_rows
 from memkit.otel import _stream, export_otlp, import_otlp
-from memkit.otel._import import _json_or_text
+from memkit.otel._plan import _json_or_text
 from memkit.traces import ExecutionHistory, Redactor, set_trace_redactor
 from tests.test_otel_rows import _odd_export, _sdk_file, _tables
 

@@ -12,7 +12,8 @@ from typing import Any
 from memkit._core._errors import InvalidInputError
 from memkit._core._records import TraceRow, set_trace_redactor, trace_row
 from memkit._core._validate import Limits
-from memkit.otel._import import _check_tree, _is_memory, _load, _plan_trace, _read_spans, _Span
+from memkit.otel._plan import _plan_trace
+from memkit.otel._spans import _check_tree, _is_memory, _load, _read_spans, _Span
 from memkit.otel._stream import HEAD
 
 __all__ = ["serve"]
