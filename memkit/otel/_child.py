@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import pickle
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -19,20 +20,33 @@ from memkit.otel._stream import HEAD
 __all__ = ["serve"]
 
 
-def serve() -> None:
-    """The child: read ``(path, user_id, agent_id, workflow_id, chunk)`` from stdin, write the messages
-    to stdout (each a length and a pickle)."""
+def serve(started: float) -> None:
+    """The child (``started``: the time its interpreter began this module's import): read the import's
+    arguments from stdin (a pickle, see StepStream), write the messages to stdout (each a length and a
+    pickle)."""
     gc.disable()  # as in import_otlp: millions of small objects, none in a cycle
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing printed may land among the messages
-    path, user_id, agent_id, workflow_id, chunk, limits, rows, redactor, rows_of = pickle.load(sys.stdin.buffer)
+    imported = time.perf_counter()
+    path, user_id, agent_id, workflow_id, chunk, limits, rows, redactor, rows_of, timed = pickle.load(
+        sys.stdin.buffer)
     set_trace_redactor(redactor)
+    global _timeline
+    if timed:
+        _timeline = [(started, "child", "python", 0), (imported, "child", "imported", 0)]
+        _mark("arguments")
 
     def send(kind: str, payload: Any = None) -> None:
+        _mark("send" if kind == "steps" else kind, len(payload[0]) if kind == "steps" else 0)
+        if _timeline is not None and kind in ("done", "fallback"):  # the last message: the events first
+            blob = pickle.dumps(("timeline", _timeline), protocol=pickle.HIGHEST_PROTOCOL)
+            out.write(HEAD.pack(len(blob)) + blob)
         blob = pickle.dumps((kind, payload), protocol=pickle.HIGHEST_PROTOCOL)
         out.write(HEAD.pack(len(blob)))
         out.write(blob)
         out.flush()
+        if kind == "steps":
+            _mark("sent", len(payload[0]))
 
     try:
         try:
@@ -41,6 +55,14 @@ def serve() -> None:
             send("fallback")
     except BrokenPipeError:  # the importing process stopped listening: nothing to say
         pass
+
+
+_timeline: list[tuple[float, str, str, int]] | None = None  # see _stream.TIMELINE
+
+
+def _mark(what: str, steps: int = 0) -> None:
+    if _timeline is not None:
+        _timeline.append((time.perf_counter(), "child", what, steps))
 
 
 def _row(step: tuple[str, str, str, dict[str, Any]], limits: Limits) -> TraceRow | None:
@@ -96,7 +118,9 @@ def _plan_file(
                 state["streaming"] = False  # its steps went out planned without this span
             members.append(span)
 
-    for request in _load(path):
+    requests = _load(path)
+    _mark("decoded")
+    for request in requests:
         spans: list[_Span] = []
 
         def read(span: _Span, spans: list[_Span] = spans) -> None:

@@ -21,6 +21,7 @@ import pickle
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -42,7 +43,19 @@ _CHUNK = 2_000  # steps a message: large enough that pickling's fixed cost is no
 # process builds rows, and that share about evens out the two.
 ROWS_OF = frozenset({1, 3})
 HEAD = struct.Struct("<Q")
-_CHILD = "import sys; sys.path[0] = sys.argv[1]; from memkit.otel._child import serve; serve()"
+_CHILD = (
+    "import time; t = time.perf_counter(); import sys; sys.path[0] = sys.argv[1];"
+    " from memkit.otel._child import serve; serve(t)"
+)
+# A debug hook (bench/otel_timeline.py): a list, and each streamed import appends to it its events
+# ``(perf_counter time, "parent" or "child", what, steps)``; both processes' clocks are the
+# machine's monotonic clock. None: nothing is recorded.
+TIMELINE: list[tuple[float, str, str, int]] | None = None
+
+
+def _mark(what: str, steps: int = 0) -> None:
+    if TIMELINE is not None:
+        TIMELINE.append((time.perf_counter(), "parent", what, steps))
 
 
 class Fallback(Exception):
@@ -60,6 +73,7 @@ class StepStream:
         self, path: Path, user_id: str | None, agent_id: str | None, workflow_id: str | None, limits: Limits
     ) -> None:
         root = str(Path(__file__).resolve().parents[2])  # where this memkit is imported from
+        _mark("spawn")
         self._proc = subprocess.Popen(
             [sys.executable, "-c", _CHILD, root], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -72,7 +86,7 @@ class StepStream:
             rows = redactor is None or type(redactor) is Redactor
             self._proc.stdin.write(pickle.dumps(
                 (str(path), user_id, agent_id, workflow_id, _CHUNK, limits, rows, redactor if rows else None,
-                 ROWS_OF)))
+                 ROWS_OF, TIMELINE is not None)))
             self._proc.stdin.close()
         except OSError:  # it died at once: read() says fallback
             pass
@@ -83,12 +97,19 @@ class StepStream:
         self._failed = False
 
     def _read(self) -> tuple[str, Any]:
-        head = self._out.read(HEAD.size)
-        if len(head) < HEAD.size:
-            return "fallback", None  # the child ended without a word: it crashed or was killed
-        blob = self._out.read(HEAD.unpack(head)[0])
-        message: tuple[str, Any] = pickle.loads(blob)  # our own child's, over our own pipe
-        return message
+        while True:
+            _mark("wait")
+            head = self._out.read(HEAD.size)
+            if len(head) < HEAD.size:
+                return "fallback", None  # the child ended without a word: it crashed or was killed
+            blob = self._out.read(HEAD.unpack(head)[0])
+            _mark("read")
+            message: tuple[str, Any] = pickle.loads(blob)  # our own child's, over our own pipe
+            if message[0] != "timeline":
+                _mark(message[0], len(message[1][0]) if message[0] == "steps" else 0)
+                return message
+            if TIMELINE is not None:
+                TIMELINE.extend(message[1])
 
     def __iter__(self) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
         while self.runs is None:
