@@ -148,7 +148,7 @@ def _summary(events: list[tuple[float, str, str, int]], start: float, end: float
     return {
         "child_python_ms": ms(at("child", "python") - at("parent", "spawn")),
         "child_imports_ms": ms(at("child", "imported") - at("child", "python")),
-        "child_decoded_ms": ms(at("child", "decoded") - at("parent", "spawn")),
+        "child_read_ms": ms(at("child", "decoded") - at("parent", "spawn")),
         "child_ready_ms": ms(at("child", "send") - at("parent", "spawn")),
         "first_rows_ms": ms(at("writer", "rows") - start),
         "writer_idle_ms": ms(idle), "idle_after_first_ms": ms(first_chunk_idle),

@@ -4,7 +4,7 @@ An import is parse (read, decode, check every span), plan (steps and recalls tra
 (each step's texts) and SQLite's writes, one after the other; on one core they cost about the same
 per span. For a file of :data:`STREAM_MIN_BYTES` or more, a child process (a fresh interpreter, not
 a fork: the store has threads) does the parse and the plan and sends the planned steps, a chunk at
-a time (with the rows of some chunks, :data:`ROWS_OF`), while the store's writer thread here builds
+a time (with their rows while this process is behind, :data:`ROWS_BEHIND`), while the store's writer thread here builds
 the other rows and writes them in one transaction. A trace is planned as soon as the next one
 begins (a file's traces nearly always come one after the other); a span of a trace already sent
 makes the child start over with the whole file planned (:class:`StepsRestarted`).
@@ -39,9 +39,11 @@ __all__ = ["HEAD", "STREAM_MIN_BYTES", "Fallback", "StepStream", "worth_streamin
 # (~0.3 s: a fresh interpreter importing memkit) costs more than the overlap gives.
 STREAM_MIN_BYTES = 14_000_000
 _CHUNK = 2_000  # steps a message: large enough that pickling's fixed cost is nothing
-# The child also builds the rows (texts and JSON) of 2 messages in 5: it plans faster than this
-# process builds rows, and that share about evens out the two.
-ROWS_OF = frozenset({1, 3})
+# The child also builds the rows (texts and JSON) of a message it plans while this many planned
+# messages wait for this process to take them: this process is then the slower, and a row built
+# there saves it most of its cost. The share so follows whichever process is behind, on a machine
+# whose other load slows either.
+ROWS_BEHIND = 1
 HEAD = struct.Struct("<Q")
 _CHILD = (
     "import time; t = time.perf_counter(); import sys; sys.path[0] = sys.argv[1];"
@@ -80,13 +82,14 @@ class StepStream:
         )
         assert self._proc.stdin is not None and self._proc.stdout is not None
         self._out: IO[bytes] = self._proc.stdout
+        _widen(self._out)
         try:
             # The rows are built as here only with this process's redactor (none, or memkit's own).
             redactor = _records._redactor
             rows = redactor is None or type(redactor) is Redactor
             self._proc.stdin.write(pickle.dumps(
                 (str(path), user_id, agent_id, workflow_id, _CHUNK, limits, rows, redactor if rows else None,
-                 ROWS_OF, TIMELINE is not None)))
+                 ROWS_BEHIND, TIMELINE is not None)))
             self._proc.stdin.close()
         except OSError:  # it died at once: read() says fallback
             pass
@@ -149,6 +152,17 @@ class StepStream:
             self._proc.kill()
         self._proc.wait()
         self._out.close()
+
+
+def _widen(pipe: IO[bytes]) -> None:
+    """A pipe of 1 MB instead of 64 kB where the system allows it: a chunk (a few MB) then crosses in a
+    few wake-ups of each process instead of dozens, which on a busy machine each wait for a core."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
+    except (ImportError, AttributeError, OSError):  # not Linux, or a lower limit: the default size
+        pass
 
 
 def _cores() -> int:
