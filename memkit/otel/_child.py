@@ -127,6 +127,9 @@ def _row(step: tuple[str, str, str, dict[str, Any]], limits: Limits) -> TraceRow
         return None  # the importing process tries again, and says what is wrong
 
 
+_BUILT: tuple[str, str, str, dict[str, Any]] = ("", "", "", {})  # a step whose row is sent instead
+
+
 class _Memory(Exception):
     """A memory span: such a file goes the general way."""
 
@@ -152,10 +155,14 @@ def _plan_file(
     def flush() -> None:
         if steps or recalls:
             rows = None
+            sent = steps[:]
             if limits is not None and behind():
                 _mark("rows", len(steps))
                 rows = [_row(step, limits) for step in steps]
-            send("steps", (steps[:], recalls[:], rows))
+                # A built row is all the importing process needs of its step (pickling it too would
+                # double the message); it takes the step only where the row is None.
+                sent = [step if row is None else _BUILT for step, row in zip(steps, rows, strict=True)]
+            send("steps", (sent, recalls[:], rows))
             steps.clear()
             recalls.clear()
 

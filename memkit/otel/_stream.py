@@ -93,6 +93,7 @@ class StepStream:
             self._proc.stdin.close()
         except OSError:  # it died at once: read() says fallback
             pass
+        # A step whose row the child made is a placeholder: its row, in ``built``, is what is written.
         self.steps: list[tuple[str, str, str, dict[str, Any]]] = []
         self.built: list[TraceRow | None] = []  # each step's row if the child made it
         self.recalls: list[dict[str, Any]] = []
