@@ -5,9 +5,10 @@
 
 The span file is bench/otel_import.py's (the real OTel SDK's spans). Each pair imports it twice into
 fresh SQLite files (``?embedder=none``), once streamed (a second process reads, checks and plans it,
-see memkit/otel/_stream.py) and once in this process, the order alternating from pair to pair, so
-that both see the same neighbours' load. Reported for each import: wall spans/s, CPU µs a span of
-this process and of the child, and the load average; for a streamed one also its timeline, from
+see memkit/otel/_stream.py; streamed here whatever the load average) and once in this process, the
+order alternating from pair to pair, so that both see the same neighbours' load. Reported for each
+import: wall spans/s, CPU µs a span of this process and of the child, and the load average; for a
+streamed one also its timeline, from
 ``_stream.TIMELINE`` (both processes' events on the machine's monotonic clock) and from wrappers
 put here around the store's per-chunk steps (``_sqlite/_step_rows``: rows built, inserted, recalls,
 commit):
@@ -94,6 +95,9 @@ def _one(path: Path, db: Path, n: int, streamed: bool) -> tuple[dict[str, Any], 
         _stream.STREAM_MIN_BYTES = 1 << 62
     elif hasattr(_stream, "TIMELINE"):
         _stream.TIMELINE = timeline
+    load = getattr(_stream, "_load", None)
+    if streamed and load is not None:
+        _stream._load = lambda: 0.0  # streamed whatever the load: this compares the two ways
     try:
         mem = memkit.open(f"sqlite:///{db}?embedder=none")
         start, cpu, child = time.perf_counter(), time.process_time(), _children_cpu()
@@ -104,6 +108,8 @@ def _one(path: Path, db: Path, n: int, streamed: bool) -> tuple[dict[str, Any], 
         mem.close()
     finally:
         _stream.STREAM_MIN_BYTES = previous
+        if load is not None:
+            _stream._load = load
         if hasattr(_stream, "TIMELINE"):
             _stream.TIMELINE = None
     row = {

@@ -67,6 +67,7 @@ _insert_memories = _step_rows.insert_memories
 def _small(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(_stream, "STREAM_MIN_BYTES", 0)
     monkeypatch.setattr(_stream, "_cores", lambda: 2)
+    monkeypatch.setattr(_stream, "_load", lambda: 0.3)  # a core free, whatever the machine's load
     monkeypatch.setattr(_stream, "_CHUNK", 7)
     monkeypatch.setattr(_stream, "StepStream", _Spy)
     monkeypatch.setattr(_step_rows, "_CHUNK", 5)
@@ -336,7 +337,7 @@ def test_an_attribute_reads_as_json_exactly_when_json_loads_reads_it(text: str) 
     assert json.dumps(_json_or_text(text)) == json.dumps(expected)
 
 
-def test_a_small_file_a_dict_or_one_core_import_in_one_process(
+def test_a_small_file_a_dict_one_core_or_a_busy_machine_import_in_one_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_stream, "STREAM_MIN_BYTES", _STREAM_MIN_BYTES)
@@ -350,6 +351,14 @@ def test_a_small_file_a_dict_or_one_core_import_in_one_process(
     monkeypatch.setattr(_stream, "_cores", lambda: 1)  # a machine (or cgroup) with one core: no gain
     assert _import(tmp_path / "one-core.db", source, True, monkeypatch, user_id="alice").steps == 400
     assert _Spy.made == []
+    # Two cores, but the other processes keep more than half of the second busy: no core to spare.
+    monkeypatch.setattr(_stream, "_cores", lambda: 2)
+    monkeypatch.setattr(_stream, "_load", lambda: 1.6)
+    assert _import(tmp_path / "busy.db", source, True, monkeypatch, user_id="alice").steps == 400
+    assert _Spy.made == []
+    monkeypatch.setattr(_stream, "_load", lambda: 1.4)
+    assert _import(tmp_path / "free.db", source, True, monkeypatch, user_id="alice").steps == 400
+    assert len(_Spy.made) == 1
 
 
 _SPAN = st.fixed_dictionaries({"traceId": st.sampled_from(["aa" * 16, "bb" * 16]), "name": st.text(max_size=3)},

@@ -76,13 +76,14 @@ def _write(out: IO[bytes], blob: bytes) -> None:
 class _Sender:
     """Writes the planned chunks to the pipe from a thread of its own, so that the planning goes on
     while the importing process is still busy with earlier chunks (a blocking write to a pipe holds
-    no GIL). ``waiting()``: the chunks planned that it has not begun to write, that is, how far the
-    importing process is behind."""
+    no GIL). ``waiting()``: the chunks put that the importing process has not begun to read (each is
+    written whole only then, the pipe holding less than one), that is, how far it is behind."""
 
     def __init__(self, out: IO[bytes]) -> None:
         self._out = out
         self._queue: queue.SimpleQueue[tuple[bytes, int] | None] = queue.SimpleQueue()
         self._broken = False
+        self._put = self._written = 0  # each counted by one thread only
         self._thread = threading.Thread(target=self._run, name="memkit-otel-send", daemon=True)
         self._thread.start()
 
@@ -94,14 +95,16 @@ class _Sender:
                 except OSError:  # the importing process stopped listening
                     self._broken = True
                 _mark("sent", item[1])
+            self._written += 1
 
     def put(self, blob: bytes, steps: int) -> None:
         if self._broken:
             raise BrokenPipeError
+        self._put += 1
         self._queue.put((blob, steps))
 
     def waiting(self) -> int:
-        return self._queue.qsize()
+        return self._put - self._written
 
     def close(self) -> None:
         """Once everything put has been written."""

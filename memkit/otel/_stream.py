@@ -33,7 +33,7 @@ from memkit._core._records import Redactor, TraceRow
 from memkit._core._store import Store
 from memkit._core._validate import Limits
 
-__all__ = ["HEAD", "STREAM_MIN_BYTES", "Fallback", "StepStream", "worth_streaming"]
+__all__ = ["FREE_CORE_LOAD", "HEAD", "STREAM_MIN_BYTES", "Fallback", "StepStream", "worth_streaming"]
 
 # Below this (about 20,000 spans of the benchmark's file, 700 bytes a span), starting the child
 # (~0.3 s: a fresh interpreter importing memkit) costs more than the overlap gives.
@@ -44,6 +44,9 @@ _CHUNK = 2_000  # steps a message: large enough that pickling's fixed cost is no
 # there saves it most of its cost. The share so follows whichever process is behind, on a machine
 # whose other load slows either.
 ROWS_BEHIND = 1
+# How much of a second core others may use (the 1-minute load average beyond this process) for the
+# child to still have one: see worth_streaming.
+FREE_CORE_LOAD = 0.5
 HEAD = struct.Struct("<Q")
 _CHILD = (
     "import time; t = time.perf_counter(); import sys; sys.path[0] = sys.argv[1];"
@@ -166,6 +169,14 @@ def _widen(pipe: IO[bytes]) -> None:
         pass
 
 
+def _load() -> float:
+    """The runnable processes, averaged over the last minute (this one included)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):  # not available here: taken as quiet
+        return 0.0
+
+
 def _cores() -> int:
     """The cores this process may run on: the child gains nothing without one of its own."""
     try:
@@ -183,6 +194,11 @@ def worth_streaming(provider: MemoryProvider, source: Any) -> bool:
             and isinstance(provider, SupportsImportSteps) and isinstance(provider, SupportsRecalls)):
         return False
     try:
-        return os.stat(source).st_size >= STREAM_MIN_BYTES and _cores() >= 2
+        big = os.stat(source).st_size >= STREAM_MIN_BYTES
     except (OSError, ValueError):
         return False  # the ordinary import says what is wrong with the path
+    # Streaming costs about a third more CPU in all (pickling both ways, the child's start, its
+    # reading span by span) to be done in less wall time by two cores: only worth it when a core is
+    # free. The load average counts the runnable processes, this one included; measured on 2 cores,
+    # streamed imports were 10 to 50% slower than one process at loads of 5 to 10.
+    return big and (cores := _cores()) >= 2 and _load() <= cores - 1 + FREE_CORE_LOAD
