@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -416,3 +418,28 @@ def test_a_file_read_span_by_span_gives_what_reading_it_whole_gives_or_is_left_t
         assert isinstance(whole, type) or not plain or twice or junk in _JUNK[-3:], (lazy, whole)
     else:
         assert lazy == whole
+
+
+def test_the_child_imports_neither_the_otel_sdk_nor_the_store() -> None:
+    # Half of its start was memkit.otel's package importing the exporter, the live processor and the
+    # one-process import; it needs none of them.
+    code = ("import sys, memkit.otel._child; print(sorted(m for m in sys.modules if m.startswith(("
+            "'opentelemetry', 'memkit.otel._import', 'memkit.otel._export', 'memkit.otel._live', 'memkit._sync'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[]"
+    import memkit.otel as otel  # and the package still gives its names
+
+    assert otel.import_otlp is import_otlp and "MemkitSpanProcessor" in dir(otel)
+
+
+def test_the_timeline_hook_records_both_processes_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    timeline: list[tuple[float, str, str, int]] = []
+    monkeypatch.setattr(_stream, "TIMELINE", timeline)
+    _import(tmp_path / "timed.db", _sdk_file(tmp_path / "sdk.json", 200), True, monkeypatch, user_id="alice")
+    events = sorted(timeline)
+    names = [(who, what) for _, who, what, _ in events]
+    for before, after in [(("parent", "spawn"), ("child", "python")), (("child", "python"), ("child", "imported")),
+                          (("child", "send"), ("parent", "steps")), (("child", "done"), ("parent", "done"))]:
+        assert names.index(before) < names.index(after)
+    assert sum(steps for _, who, what, steps in events if (who, what) == ("parent", "steps")) == 200
+    assert sum(steps for _, who, what, steps in events if (who, what) == ("child", "sent")) == 200
