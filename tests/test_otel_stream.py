@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -22,9 +24,12 @@ from hypothesis import strategies as st
 
 import memkit
 from memkit._core._ops import StepsRestarted
+from memkit._core._validate import DEFAULT_LIMITS
 from memkit.adapters._sqlite import _step_rows
-from memkit.otel import _stream, export_otlp, import_otlp
-from memkit.otel._import import _json_or_text
+from memkit.otel import _child, _incremental, _stream, export_otlp, import_otlp
+from memkit.otel._convert import _walk
+from memkit.otel._plan import _json_or_text
+from memkit.otel._spans import _load
 from memkit.traces import ExecutionHistory, Redactor, set_trace_redactor
 from tests.test_otel_rows import _odd_export, _sdk_file, _tables
 
@@ -64,6 +69,7 @@ _insert_memories = _step_rows.insert_memories
 def _small(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(_stream, "STREAM_MIN_BYTES", 0)
     monkeypatch.setattr(_stream, "_cores", lambda: 2)
+    monkeypatch.setattr(_stream, "_load", lambda: 0.3)  # a core free, whatever the machine's load
     monkeypatch.setattr(_stream, "_CHUNK", 7)
     monkeypatch.setattr(_stream, "StepStream", _Spy)
     monkeypatch.setattr(_step_rows, "_CHUNK", 5)
@@ -116,16 +122,38 @@ def test_the_child_builds_rows_as_this_process_would(
 ) -> None:
     hook = {"memkit's, own keys": Redactor(patterns=[r"^model$"]), "none": None,
             "a function": lambda data: {**data, "model": "hidden"}}[redactor]  # a lambda: cannot be pickled
+    monkeypatch.setattr(_stream, "ROWS_BEHIND", 0)  # this process taken as behind all along: every row
     previous = set_trace_redactor(hook)
     try:
         got = _both(tmp_path, _sdk_file(tmp_path / "sdk.json", 200), monkeypatch, user_id="alice", agent_id="bio")
     finally:
         set_trace_redactor(previous)
     built = sum(row is not None for row in got["stream"].built)
-    # The child builds some messages' rows, with this process's redactor; never with one it cannot have.
-    assert 0 < built < 200 if redactor != "a function" else built == 0
+    # The child builds the rows with this process's redactor; never with one it cannot have.
+    assert built == 200 if redactor != "a function" else built == 0
     contents = " ".join(str(row) for row in got["tables"]["memories"])
     assert "gpt-x" not in contents if redactor != "none" else "gpt-x" in contents
+
+
+def test_the_child_builds_the_rows_of_the_chunks_it_plans_while_this_process_is_behind(tmp_path: Path) -> None:
+    source = _sdk_file(tmp_path / "sdk.json", 400)
+    behind = iter([False, True, True, False] * 20)  # what the child's sender says before each chunk
+    sent: list[tuple[str, Any]] = []
+    _child._plan_file(str(source), "alice", "bio", None, 10, lambda kind, payload=None: sent.append((kind, payload)),
+                      DEFAULT_LIMITS, lambda: next(behind))
+    chunks = [payload for kind, payload in sent if kind == "steps"]
+    assert [kind for kind, _ in sent[-1:]] == ["done"] and len(chunks) >= 6
+    pattern = [False, True, True, False]
+    assert [rows is not None for _, _, rows in chunks] == [pattern[i % 4] for i in range(len(chunks))]
+    for steps, _, rows in chunks:
+        if rows is not None:
+            assert [row[0] for row in rows] != [] and len(rows) == len(steps)
+            assert all(row is not None and row[1:3] == ("alice", "bio") for row in rows)
+    # Without limits (a redactor this process cannot hand over) no chunk has rows, behind or not.
+    sent.clear()
+    _child._plan_file(str(source), "alice", "bio", None, 10, lambda kind, payload=None: sent.append((kind, payload)),
+                      None, lambda: True)
+    assert all(payload[2] is None for kind, payload in sent if kind == "steps")
 
 
 def test_interleaved_traces_start_over_and_give_the_same_tables(
@@ -311,7 +339,7 @@ def test_an_attribute_reads_as_json_exactly_when_json_loads_reads_it(text: str) 
     assert json.dumps(_json_or_text(text)) == json.dumps(expected)
 
 
-def test_a_small_file_a_dict_or_one_core_import_in_one_process(
+def test_a_small_file_a_dict_one_core_or_a_busy_machine_import_in_one_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_stream, "STREAM_MIN_BYTES", _STREAM_MIN_BYTES)
@@ -325,3 +353,93 @@ def test_a_small_file_a_dict_or_one_core_import_in_one_process(
     monkeypatch.setattr(_stream, "_cores", lambda: 1)  # a machine (or cgroup) with one core: no gain
     assert _import(tmp_path / "one-core.db", source, True, monkeypatch, user_id="alice").steps == 400
     assert _Spy.made == []
+    # Two cores, but the other processes keep more than half of the second busy: no core to spare.
+    monkeypatch.setattr(_stream, "_cores", lambda: 2)
+    monkeypatch.setattr(_stream, "_load", lambda: 1.6)
+    assert _import(tmp_path / "busy.db", source, True, monkeypatch, user_id="alice").steps == 400
+    assert _Spy.made == []
+    monkeypatch.setattr(_stream, "_load", lambda: 1.4)
+    assert _import(tmp_path / "free.db", source, True, monkeypatch, user_id="alice").steps == 400
+    assert len(_Spy.made) == 1
+
+
+_SPAN = st.fixed_dictionaries({"traceId": st.sampled_from(["aa" * 16, "bb" * 16]), "name": st.text(max_size=3)},
+                              optional={"attributes": st.lists(st.fixed_dictionaries(
+                                  {"key": st.text(max_size=2), "value": st.fixed_dictionaries(
+                                      {"stringValue": st.text(max_size=3)})}), max_size=2)})
+_SCOPE = st.fixed_dictionaries({}, optional={"spans": st.lists(_SPAN, max_size=4), "scope": st.just({"name": "x"})})
+_BLOCK = st.fixed_dictionaries({}, optional={
+    "resource": st.one_of(st.none(), st.just({"attributes": [{"key": "service.name", "value": {"stringValue": "s"}}]})),
+    "scopeSpans": st.lists(_SCOPE, max_size=3), "instrumentationLibrarySpans": st.lists(_SCOPE, max_size=1),
+    "schemaUrl": st.text(max_size=2)})
+_REQUEST = st.fixed_dictionaries({}, optional={"resourceSpans": st.lists(_BLOCK, max_size=3), "x": st.integers()})
+
+
+_JUNK = ["", "\n", " \r\n", "\n\n", "\x0c\n", "x", ",", ' {"resourceSpans": []}']  # the last 3 make it not JSON
+
+
+def _blocks_read(read: Callable[[], Any]) -> Any:
+    """(span, resource) pairs of every request, or the kind of error raised."""
+    try:
+        return [(span, resource) for blocks in read() for spans, resource in blocks for span in spans]
+    except Exception as exc:  # what matters is that there was one
+        return type(exc)
+
+
+@settings(max_examples=400, deadline=None)
+@given(requests=st.lists(_REQUEST, min_size=1, max_size=3), indent=st.sampled_from([None, 1]),
+       shuffle=st.randoms(use_true_random=False), junk=st.sampled_from(_JUNK),
+       twice=st.booleans())
+def test_a_file_read_span_by_span_gives_what_reading_it_whole_gives_or_is_left_to_that(
+    tmp_path_factory: pytest.TempPathFactory, requests: list[dict[str, Any]], indent: int | None, shuffle: Any,
+    junk: str, twice: bool,
+) -> None:
+    def text_of(request: dict[str, Any]) -> str:
+        for block in request.get("resourceSpans", []):  # the keys of a block in any order
+            items = list(block.items())
+            shuffle.shuffle(items)
+            block.clear()
+            block.update(items)
+        text = json.dumps(request, indent=indent if len(requests) == 1 else None)
+        if twice and '"resourceSpans": ' in text:  # a key twice: json.loads keeps the last
+            text = text.replace('"resourceSpans": ', '"resourceSpans": [{"resource": null, "scopeSpans": [{"spans": '
+                                '[{"name": "gone"}]}]}], "resourceSpans": ', 1)
+        return text
+
+    path = tmp_path_factory.mktemp("lazy") / "spans.json"
+    path.write_text("\n".join(map(text_of, requests)) + junk)
+    whole = _blocks_read(lambda: (_walk(request) for request in _load(str(path))))
+    lazy = _blocks_read(lambda: _incremental.requests(str(path)))
+    if isinstance(lazy, type):  # refused, or not the plain layout: the import is done the ordinary way
+        plain = all(
+            "instrumentationLibrarySpans" not in b and ("scopeSpans" not in b or (
+                "resource" in b and list(b).index("scopeSpans") > list(b).index("resource")))
+            for r in requests for b in r.get("resourceSpans", []))
+        assert isinstance(whole, type) or not plain or twice or junk in _JUNK[-3:], (lazy, whole)
+    else:
+        assert lazy == whole
+
+
+def test_the_child_imports_neither_the_otel_sdk_nor_the_store() -> None:
+    # Half of its start was memkit.otel's package importing the exporter, the live processor and the
+    # one-process import; it needs none of them.
+    code = ("import sys, memkit.otel._child; print(sorted(m for m in sys.modules if m.startswith(("
+            "'opentelemetry', 'memkit.otel._import', 'memkit.otel._export', 'memkit.otel._live', 'memkit._sync'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[]"
+    import memkit.otel as otel  # and the package still gives its names
+
+    assert otel.import_otlp is import_otlp and "MemkitSpanProcessor" in dir(otel)
+
+
+def test_the_timeline_hook_records_both_processes_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    timeline: list[tuple[float, str, str, int]] = []
+    monkeypatch.setattr(_stream, "TIMELINE", timeline)
+    _import(tmp_path / "timed.db", _sdk_file(tmp_path / "sdk.json", 200), True, monkeypatch, user_id="alice")
+    events = sorted(timeline)
+    names = [(who, what) for _, who, what, _ in events]
+    for before, after in [(("parent", "spawn"), ("child", "python")), (("child", "python"), ("child", "imported")),
+                          (("child", "send"), ("parent", "steps")), (("child", "done"), ("parent", "done"))]:
+        assert names.index(before) < names.index(after)
+    assert sum(steps for _, who, what, steps in events if (who, what) == ("parent", "steps")) == 200
+    assert sum(steps for _, who, what, steps in events if (who, what) == ("child", "sent")) == 200

@@ -16,10 +16,25 @@ recall of its step. A file is checked whole before anything is written, and writ
 a bad file changes nothing.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from memkit.otel._convert import MAX_ATTRIBUTE_CHARS
-from memkit.otel._export import export_otlp, send_otlp, spans_to_otlp
-from memkit.otel._import import OtlpImport, import_otlp
-from memkit.otel._live import MemkitSpanProcessor
+
+if TYPE_CHECKING:
+    from memkit.otel._export import export_otlp, send_otlp, spans_to_otlp
+    from memkit.otel._import import OtlpImport, import_otlp
+    from memkit.otel._live import MemkitSpanProcessor
+
+# Loaded when first asked for, as in memkit/__init__.py: the second process of a streamed import
+# (memkit.otel._child) then imports only what it uses, not the OTel SDK and the store (half its start).
+_LAZY = {
+    "export_otlp": "memkit.otel._export", "send_otlp": "memkit.otel._export", "spans_to_otlp": "memkit.otel._export",
+    "OtlpImport": "memkit.otel._import", "import_otlp": "memkit.otel._import",
+    "MemkitSpanProcessor": "memkit.otel._live",
+}
 
 __all__ = [
     "MAX_ATTRIBUTE_CHARS",
@@ -30,3 +45,22 @@ __all__ = [
     "send_otlp",
     "spans_to_otlp",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    if not name.startswith("__"):
+        try:  # a submodule not imported yet (``memkit.otel._stream``) loads as it used to
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -9,7 +9,8 @@ from memkit._core._port import MemoryProvider, SupportsRecalls
 from memkit._recall._recording import Recall
 from memkit._sync import Memory, call, provider_of
 from memkit.otel._export import spans_to_otlp
-from memkit.otel._import import _parse, _plan
+from memkit.otel._plan import _plan
+from memkit.otel._spans import _parse
 
 _ProcessorBase: Any
 try:

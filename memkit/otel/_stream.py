@@ -4,7 +4,7 @@ An import is parse (read, decode, check every span), plan (steps and recalls tra
 (each step's texts) and SQLite's writes, one after the other; on one core they cost about the same
 per span. For a file of :data:`STREAM_MIN_BYTES` or more, a child process (a fresh interpreter, not
 a fork: the store has threads) does the parse and the plan and sends the planned steps, a chunk at
-a time (with the rows of some chunks, :data:`ROWS_OF`), while the store's writer thread here builds
+a time (with their rows while this process is behind, :data:`ROWS_BEHIND`), while the store's writer thread here builds
 the other rows and writes them in one transaction. A trace is planned as soon as the next one
 begins (a file's traces nearly always come one after the other); a span of a trace already sent
 makes the child start over with the whole file planned (:class:`StepsRestarted`).
@@ -21,6 +21,7 @@ import pickle
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -32,17 +33,34 @@ from memkit._core._records import Redactor, TraceRow
 from memkit._core._store import Store
 from memkit._core._validate import Limits
 
-__all__ = ["HEAD", "STREAM_MIN_BYTES", "Fallback", "StepStream", "worth_streaming"]
+__all__ = ["FREE_CORE_LOAD", "HEAD", "STREAM_MIN_BYTES", "Fallback", "StepStream", "worth_streaming"]
 
 # Below this (about 20,000 spans of the benchmark's file, 700 bytes a span), starting the child
 # (~0.3 s: a fresh interpreter importing memkit) costs more than the overlap gives.
 STREAM_MIN_BYTES = 14_000_000
 _CHUNK = 2_000  # steps a message: large enough that pickling's fixed cost is nothing
-# The child also builds the rows (texts and JSON) of 2 messages in 5: it plans faster than this
-# process builds rows, and that share about evens out the two.
-ROWS_OF = frozenset({1, 3})
+# The child also builds the rows (texts and JSON) of a message it plans while this many planned
+# messages wait for this process to take them: this process is then the slower, and a row built
+# there saves it most of its cost. The share so follows whichever process is behind, on a machine
+# whose other load slows either.
+ROWS_BEHIND = 1
+# How much of a second core others may use (the 1-minute load average beyond this process) for the
+# child to still have one: see worth_streaming.
+FREE_CORE_LOAD = 0.5
 HEAD = struct.Struct("<Q")
-_CHILD = "import sys; sys.path[0] = sys.argv[1]; from memkit.otel._child import serve; serve()"
+_CHILD = (
+    "import time; t = time.perf_counter(); import sys; sys.path[0] = sys.argv[1];"
+    " from memkit.otel._child import serve; serve(t)"
+)
+# A debug hook (bench/otel_timeline.py): a list, and each streamed import appends to it its events
+# ``(perf_counter time, "parent" or "child", what, steps)``; both processes' clocks are the
+# machine's monotonic clock. None: nothing is recorded.
+TIMELINE: list[tuple[float, str, str, int]] | None = None
+
+
+def _mark(what: str, steps: int = 0) -> None:
+    if TIMELINE is not None:
+        TIMELINE.append((time.perf_counter(), "parent", what, steps))
 
 
 class Fallback(Exception):
@@ -60,22 +78,25 @@ class StepStream:
         self, path: Path, user_id: str | None, agent_id: str | None, workflow_id: str | None, limits: Limits
     ) -> None:
         root = str(Path(__file__).resolve().parents[2])  # where this memkit is imported from
+        _mark("spawn")
         self._proc = subprocess.Popen(
             [sys.executable, "-c", _CHILD, root], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )
         assert self._proc.stdin is not None and self._proc.stdout is not None
         self._out: IO[bytes] = self._proc.stdout
+        _widen(self._out)
         try:
             # The rows are built as here only with this process's redactor (none, or memkit's own).
             redactor = _records._redactor
             rows = redactor is None or type(redactor) is Redactor
             self._proc.stdin.write(pickle.dumps(
                 (str(path), user_id, agent_id, workflow_id, _CHUNK, limits, rows, redactor if rows else None,
-                 ROWS_OF)))
+                 ROWS_BEHIND, TIMELINE is not None)))
             self._proc.stdin.close()
         except OSError:  # it died at once: read() says fallback
             pass
+        # A step whose row the child made is a placeholder: its row, in ``built``, is what is written.
         self.steps: list[tuple[str, str, str, dict[str, Any]]] = []
         self.built: list[TraceRow | None] = []  # each step's row if the child made it
         self.recalls: list[dict[str, Any]] = []
@@ -83,12 +104,19 @@ class StepStream:
         self._failed = False
 
     def _read(self) -> tuple[str, Any]:
-        head = self._out.read(HEAD.size)
-        if len(head) < HEAD.size:
-            return "fallback", None  # the child ended without a word: it crashed or was killed
-        blob = self._out.read(HEAD.unpack(head)[0])
-        message: tuple[str, Any] = pickle.loads(blob)  # our own child's, over our own pipe
-        return message
+        while True:
+            _mark("wait")
+            head = self._out.read(HEAD.size)
+            if len(head) < HEAD.size:
+                return "fallback", None  # the child ended without a word: it crashed or was killed
+            blob = self._out.read(HEAD.unpack(head)[0])
+            _mark("read")
+            message: tuple[str, Any] = pickle.loads(blob)  # our own child's, over our own pipe
+            if message[0] != "timeline":
+                _mark(message[0], len(message[1][0]) if message[0] == "steps" else 0)
+                return message
+            if TIMELINE is not None:
+                TIMELINE.extend(message[1])
 
     def __iter__(self) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
         while self.runs is None:
@@ -130,6 +158,25 @@ class StepStream:
         self._out.close()
 
 
+def _widen(pipe: IO[bytes]) -> None:
+    """A pipe of 1 MB instead of 64 kB where the system allows it: a chunk (a few MB) then crosses in a
+    few wake-ups of each process instead of dozens, which on a busy machine each wait for a core."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
+    except (ImportError, AttributeError, OSError):  # not Linux, or a lower limit: the default size
+        pass
+
+
+def _load() -> float:
+    """The runnable processes, averaged over the last minute (this one included)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):  # not available here: taken as quiet
+        return 0.0
+
+
 def _cores() -> int:
     """The cores this process may run on: the child gains nothing without one of its own."""
     try:
@@ -147,6 +194,11 @@ def worth_streaming(provider: MemoryProvider, source: Any) -> bool:
             and isinstance(provider, SupportsImportSteps) and isinstance(provider, SupportsRecalls)):
         return False
     try:
-        return os.stat(source).st_size >= STREAM_MIN_BYTES and _cores() >= 2
+        big = os.stat(source).st_size >= STREAM_MIN_BYTES
     except (OSError, ValueError):
         return False  # the ordinary import says what is wrong with the path
+    # Streaming costs about a third more CPU in all (pickling both ways, the child's start, its
+    # reading span by span) to be done in less wall time by two cores: only worth it when a core is
+    # free. The load average counts the runnable processes, this one included; measured on 2 cores,
+    # streamed imports were 10 to 50% slower than one process at loads of 5 to 10.
+    return big and (cores := _cores()) >= 2 and _load() <= cores - 1 + FREE_CORE_LOAD

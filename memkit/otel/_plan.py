@@ -1,0 +1,265 @@
+"""Planning checked spans as memkit runs: each trace's steps (``add_trace``'s data) and recalls, and
+the memories of a memkit export."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from memkit._core._errors import InvalidInputError
+from memkit._core._records import Record, from_us, new_record
+from memkit._core._validate import Limits, check_id
+from memkit._recall._recording import Recall, RecalledMemory, body_of, json_time
+from memkit.otel._spans import _Span
+
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"[ \t\n\r]*")  # what json.loads skips around a text
+_JSON_STARTS = frozenset('{["-0123456789tfnNI')  # what a JSON text (as Python reads it) can start with
+
+
+def _json_or_text(value: Any) -> Any:
+    if isinstance(value, str):
+        # Prose ("plan the assay") is not sent through the JSON parser to fail there: an
+        # exception per span costs more than the parse.
+        first = value[:1]
+        if first not in _JSON_STARTS and (not first.isspace() or value.lstrip()[:1] not in _JSON_STARTS):
+            return {"value": value}
+        # json.loads, without the exception it raises for a number followed by words ("3 hits").
+        try:
+            parsed, end = _DECODER.raw_decode(value, _SPACE.match(value, 0).end())  # type: ignore[union-attr]
+        except ValueError:
+            return {"value": value}
+        if _SPACE.match(value, end).end() != len(value):  # type: ignore[union-attr]
+            return {"value": value}
+        return parsed if isinstance(parsed, dict) else {"value": parsed}
+    return None if value is None else {"value": value}
+
+
+def _documents(attrs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    docs: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        if key.startswith("retrieval.documents."):
+            index, _, rest = key[len("retrieval.documents."):].partition(".")
+            if index.isdigit() and rest.startswith("document."):
+                docs.setdefault(int(index), {})[rest[len("document."):]] = value
+    return [docs[i] for i in sorted(docs)]
+
+
+_TOKEN_KEYS = ("llm.token_count.prompt", "llm.token_count.completion", "gen_ai.usage.input_tokens",
+               "gen_ai.usage.output_tokens")
+
+
+def _step_of(span: _Span, index: int, parent_index: int | None) -> dict[str, Any]:
+    """The step's trace data; a value that is None is left out (the keys keep this order)."""
+    a = span.attrs
+    tool = a.get("tool.name") or a.get("gen_ai.tool.name")
+    status = a.get("memkit.status")
+    data: dict[str, Any] = {
+        "step_name": span.name,
+        "tool": str(tool) if tool is not None else span.kind.lower(),
+        "status": status if isinstance(status, str) else ("failed" if span.error is not None else "success"),
+    }
+    if span.error is not None:
+        data["error"] = span.error
+    data["timestamp"] = span.start_ns / 1e9
+    data["duration"] = (span.end_ns - span.start_ns) / 1e9
+    parameters, result = _json_or_text(a.get("input.value")), _json_or_text(a.get("output.value"))
+    if parameters is not None:
+        data["parameters"] = parameters
+    if result is not None:
+        data["result"] = result
+    retries = a.get("memkit.retry_count")
+    data["retry_count"] = retries if isinstance(retries, int) else 0
+    data["step_index"] = index
+    # A memkit export says its run (None included); a foreign trace's run is the trace.
+    run_id = a.get("memkit.run_id") if "memkit.workflow_id" in a else span.trace_id
+    if run_id is not None:
+        data["run_id"] = run_id
+    data["span_kind"] = span.kind
+    data["trace_id"] = span.trace_id
+    data["span_id"] = span.span_id
+    if span.parent is not None:
+        data["parent_span_id"] = span.parent
+    if parent_index is not None:
+        data["parent_step_index"] = parent_index
+    if isinstance(a.get("memkit.retry_errors"), str):
+        errors = json.loads(a["memkit.retry_errors"])
+        if errors is not None:
+            data["retry_errors"] = errors
+    model = a.get("llm.model_name") or a.get("gen_ai.request.model")
+    if model is not None:
+        data["model"] = str(model)
+    tokens = {k: a[k] for k in _TOKEN_KEYS if k in a}
+    if tokens:
+        data["tokens"] = tokens
+    return data
+
+
+def _recall_of(
+    span: _Span, step: Mapping[str, Any], workflow: str, user_id: str, agent_id: str, own: bool
+) -> Recall | None:
+    a = span.attrs
+    docs = _documents(a)
+    query = a.get("gen_ai.memory.query", a.get("input.value"))
+    if not docs and not own:
+        return None
+    hits = []
+    for rank, doc in enumerate(docs, start=1):
+        meta = doc.get("metadata")
+        extra: dict[str, Any] = {}
+        if isinstance(meta, str):
+            try:
+                extra = json.loads(meta)
+            except ValueError:
+                extra = {}
+        score = doc.get("score")
+        hits.append(RecalledMemory(
+            id=str(doc.get("id") or f"{span.span_id}-{rank}"),
+            rank=int(extra.get("rank", rank)) if isinstance(extra, dict) else rank,
+            score=float(score) if isinstance(score, (int, float)) else None,
+            details=extra.get("details") if isinstance(extra, dict) else None,
+            content=str(doc.get("content") or ""),
+        ))
+
+    attempt = a.get("memkit.recall.attempt")
+    try:
+        return _recall_model(a, span, query, workflow, step, user_id, agent_id, attempt, hits)
+    except ValidationError as exc:  # a value of the wrong type in the file, said as memkit says it
+        problem = exc.errors()[0]
+        raise InvalidInputError(
+            f"{span.where}: its recall's {'.'.join(map(str, problem['loc']))}: {problem['msg']}"
+        ) from None
+
+
+def _recall_model(
+    a: Mapping[str, Any], span: _Span, query: Any, workflow: str, step: Mapping[str, Any], user_id: str,
+    agent_id: str, attempt: Any, hits: list[RecalledMemory],
+) -> Recall:
+    def loaded(key: str) -> Any:
+        value = a.get(key)
+        return json.loads(value) if isinstance(value, str) else None
+
+    return Recall(
+        id=str(a.get("memkit.recall.id") or f"otel-{span.trace_id}-{span.span_id}"),
+        created_at=from_us(span.start_ns // 1_000),
+        user_id=str(a.get("memkit.recall.user_id") or user_id),
+        agent_id=str(a.get("memkit.recall.agent_id") or agent_id),
+        kind="context" if a.get("memkit.recall.kind") == "context" else "search",
+        query=str(query or ""),
+        mode=str(a.get("gen_ai.memory.search.mode") or "retriever"),
+        filters=loaded("memkit.recall.filters"),
+        limit=int(a.get("gen_ai.memory.top_k") or max(len(hits), 1)),
+        options=loaded("memkit.recall.options"),
+        workflow_id=workflow, run_id=step.get("run_id"), step_index=step.get("step_index"),
+        step_name=step.get("step_name"), attempt=attempt if isinstance(attempt, int) else None,
+        trace_user_id=user_id, trace_agent_id=agent_id, hits=hits,
+    )
+
+
+# The attributes of a recall memkit exported; a span with none of them is read by _recall_body itself.
+_RECALL_KEYS = frozenset((
+    "memkit.recall.id", "memkit.recall.user_id", "memkit.recall.agent_id", "memkit.recall.kind",
+    "memkit.recall.filters", "memkit.recall.options", "memkit.recall.attempt",
+))
+
+
+def _recall_body(
+    span: _Span, step: Mapping[str, Any], workflow: str, user_id: str, agent_id: str, own: bool
+) -> dict[str, Any] | None:
+    """``body_of(_recall_of(...))``: the recall as stores keep it. A foreign retriever's (the usual
+    case) is built here without the pydantic models, field for field what they would give; any other
+    goes through them."""
+    a = span.attrs
+    run_id, step_index = step.get("run_id"), step.get("step_index")
+    docs = _documents(a)
+    if own or not a.keys().isdisjoint(_RECALL_KEYS) or type(step_index) is not int or not (
+            run_id is None or type(run_id) is str) or any("metadata" in doc for doc in docs):
+        recall = _recall_of(span, step, workflow, user_id, agent_id, own)
+        return None if recall is None else body_of(recall)
+    if not docs:
+        return None
+    hits = []
+    for rank, doc in enumerate(docs, start=1):
+        score = doc.get("score")
+        hits.append([str(doc.get("id") or f"{span.span_id}-{rank}"), rank,
+                     float(score) if isinstance(score, (int, float)) else None, None, str(doc.get("content") or "")])
+    query = a.get("gen_ai.memory.query", a.get("input.value"))
+    return {
+        "id": f"otel-{span.trace_id}-{span.span_id}", "created_at": json_time(span.start_ns // 1_000),
+        "user_id": user_id, "agent_id": agent_id, "kind": "search", "query": str(query or ""),
+        "mode": str(a.get("gen_ai.memory.search.mode") or "retriever"), "filters": None,
+        "limit": int(a.get("gen_ai.memory.top_k") or max(len(hits), 1)), "as_of": None, "options": None,
+        "workflow_id": workflow, "run_id": run_id, "step_index": step_index, "step_name": step.get("step_name"),
+        "attempt": None, "trace_user_id": user_id, "trace_agent_id": agent_id, "hits": hits,
+    }
+
+
+def _plan(
+    spans: list[_Span], user_id: str | None, agent_id: str | None, workflow_id: str | None, bodies: bool = False
+) -> tuple[list[tuple[str, str, str, dict[str, Any]]], list[Any], list[str]]:
+    """(user, agent, workflow, step data) per step and the recalls (as Recall, or with ``bodies`` as the
+    bodies stores keep), for the whole file."""
+    by_trace: dict[str, list[_Span]] = {}
+    for span in spans:
+        by_trace.setdefault(span.trace_id, []).append(span)
+    steps: list[tuple[str, str, str, dict[str, Any]]] = []
+    recalls: list[Any] = []
+    for members in by_trace.values():
+        _plan_trace(members, user_id, agent_id, workflow_id, bodies, steps, recalls)
+    return steps, recalls, list(by_trace)
+
+
+def _plan_trace(
+    members: list[_Span], user_id: str | None, agent_id: str | None, workflow_id: str | None, bodies: bool,
+    steps: list[tuple[str, str, str, dict[str, Any]]], recalls: list[Any],
+) -> None:
+    """One trace's steps and recalls (all its spans, in file order), appended to ``steps`` and ``recalls``."""
+    recall_of = _recall_body if bodies else _recall_of
+    members.sort(key=lambda s: (s.start_ns, s.end_ns))
+    own_recalls = [s for s in members if "memkit.recall.id" in s.attrs]
+    step_spans = [s for s in members if "memkit.recall.id" not in s.attrs]
+    # A memkit export keeps each step's index; a foreign trace is numbered by start time.
+    indexed = all(isinstance(s.attrs.get("memkit.step_index"), int) for s in step_spans)
+    index_of = {
+        s.span_id: (s.attrs["memkit.step_index"] if indexed else i) for i, s in enumerate(step_spans)
+    }
+    by_span: dict[str, dict[str, Any]] = {}
+    first = step_spans[0] if step_spans else members[0]
+    for span in step_spans:
+        a = span.attrs
+        user = str(user_id or a.get("memkit.user_id") or a.get("user.id") or "system")
+        agent = str(agent_id or a.get("memkit.agent_id") or a.get("gen_ai.agent.id") or span.service or "otel")
+        workflow = str(workflow_id or a.get("memkit.workflow_id") or first.service or first.name)
+        data = _step_of(span, index_of[span.span_id],
+                        None if span.parent is None else index_of.get(span.parent))
+        by_span[span.span_id] = {"data": data, "user": user, "agent": agent, "workflow": workflow}
+        steps.append((user, agent, workflow, data))
+        if span.kind == "RETRIEVER":
+            recall = recall_of(span, data, workflow, user, agent, False)
+            if recall is not None:
+                recalls.append(recall)
+    for span in own_recalls:
+        owner = by_span.get(span.parent or "")
+        if owner is None:
+            raise InvalidInputError(f"{span.where}: a memkit recall span whose parent step is not in the file")
+        recall = recall_of(span, owner["data"], owner["workflow"], owner["user"], owner["agent"], True)
+        assert recall is not None
+        recalls.append(recall)
+
+
+def _memory_of(span: _Span, user_id: str | None, agent_id: str | None, limits: Limits) -> Record:
+    a = span.attrs
+    raw = a.get("memkit.memory.metadata")
+    try:
+        metadata = json.loads(raw) if isinstance(raw, str) else None
+        record = new_record(a.get("input.value"), user_id or a.get("memkit.memory.user_id"),
+                            agent_id or a.get("memkit.memory.agent_id"), metadata, limits)
+        record.id = check_id(a.get("memkit.memory.id"), "memkit.memory.id", limits)
+    except ValueError as exc:  # InvalidInputError included
+        raise InvalidInputError(f"{span.where}: {exc}") from None
+    record.created_us = span.start_ns // 1_000
+    return record
