@@ -46,7 +46,7 @@ _CHUNK = 2_000  # steps a message: large enough that pickling's fixed cost is no
 ROWS_BEHIND = 1
 # How much of a second core others may use (the 1-minute load average beyond this process) for the
 # child to still have one: see worth_streaming.
-FREE_CORE_LOAD = 0.5
+FREE_CORE_LOAD = 1.0
 HEAD = struct.Struct("<Q")
 _CHILD = (
     "import time; t = time.perf_counter(); import sys; sys.path[0] = sys.argv[1];"
@@ -199,6 +199,8 @@ def worth_streaming(provider: MemoryProvider, source: Any) -> bool:
         return False  # the ordinary import says what is wrong with the path
     # Streaming costs about a third more CPU in all (pickling both ways, the child's start, its
     # reading span by span) to be done in less wall time by two cores: only worth it when a core is
-    # free. The load average counts the runnable processes, this one included; measured on 2 cores,
-    # streamed imports were 10 to 50% slower than one process at loads of 5 to 10.
+    # free. The load average counts the runnable processes, this one included (and its own import
+    # just before: a benchmark's earlier rounds push it towards 2); measured on 2 cores, streamed
+    # imports were about 1.45 times as fast as one process at loads of 1.5 to 1.8, and slower at 3.2
+    # to 13.
     return big and (cores := _cores()) >= 2 and _load() <= cores - 1 + FREE_CORE_LOAD
