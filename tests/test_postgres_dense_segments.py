@@ -59,8 +59,8 @@ async def test_each_segment_is_built_once_and_every_search_reads_all_of_them(
             conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'memories_embedding_7'::regclass")
         assert await writer.index_vectors() == 120
         ends, indexes = _state(url)
-        assert (ends, list(indexes)) == ("120", ["memories_embedding_120"])
-        oldest = indexes["memories_embedding_120"]
+        assert (ends, list(indexes)) == ("120:halfvec", ["memories_embedding_0_120_halfvec"])
+        oldest = indexes["memories_embedding_0_120_halfvec"]
 
         late = await other.add("a dachshund puppy at the vet", "u", "a")  # after the build: in no segment
         assert (await writer.search("dachshund puppy vet", "u", "a", mode="semantic", limit=5))[0].id == late
@@ -70,26 +70,26 @@ async def test_each_segment_is_built_once_and_every_search_reads_all_of_them(
         monkeypatch.setattr(_postgres_index, "INDEX_DELTA", 50)
         await writer.add_many([{"content": f"{t} more {i}", "user_id": "u", "agent_id": "b"}
                                for i in range(30) for t in _TOPICS])  # 121 outside >= 120 in segments: a build
-        indexes = await _until(url, "120 241")
-        assert indexes == {"memories_embedding_120": oldest, "memories_embedding_120_241": indexes[
-            "memories_embedding_120_241"]}
-        second = indexes["memories_embedding_120_241"]
+        indexes = await _until(url, "120:halfvec 241:halfvec")
+        assert indexes == {"memories_embedding_0_120_halfvec": oldest, "memories_embedding_120_241_halfvec": indexes[
+            "memories_embedding_120_241_halfvec"]}
+        second = indexes["memories_embedding_120_241_halfvec"]
 
         newest = await writer.add_many([{"content": f"sourdough loaf bake {i}", "user_id": "u", "agent_id": "a"}
                                         for i in range(10)])  # 10 < 241: no build
-        assert _state(url)[0] == "120 241"
+        assert _state(url)[0] == "120:halfvec 241:halfvec"
         assert (await other.search("dachshund puppy vet", "u", "a", mode="semantic", limit=5))[0].id == late
         with psycopg.connect(url, autocommit=True) as conn:  # a build done, its process gone before recording
-            conn.execute("CREATE INDEX memories_embedding_241_245 ON memories USING hnsw (embedding vector_cosine_ops)"
-                         " WHERE seq > 241 AND seq <= 245")
-        orphan = _state(url)[1]["memories_embedding_241_245"]
+            conn.execute("CREATE INDEX memories_embedding_241_245_halfvec ON memories"
+                         " USING hnsw ((embedding::halfvec(384)) halfvec_cosine_ops) WHERE seq > 241 AND seq <= 245")
+        orphan = _state(url)[1]["memories_embedding_241_245_halfvec"]
         assert await other.index_vectors() == 251
         ends, indexes = _state(url)
-        assert ends == "120 241 245 251"
-        assert sorted(indexes) == ["memories_embedding_120", "memories_embedding_120_241", "memories_embedding_241_245",
-                                   "memories_embedding_245_251"]
-        assert [indexes[n] for n in ("memories_embedding_120", "memories_embedding_120_241",
-                                     "memories_embedding_241_245")] == [oldest, second, orphan]
+        assert ends == "120:halfvec 241:halfvec 245:halfvec 251:halfvec"
+        assert sorted(indexes) == ["memories_embedding_0_120_halfvec", "memories_embedding_120_241_halfvec",
+                                   "memories_embedding_241_245_halfvec", "memories_embedding_245_251_halfvec"]
+        assert [indexes[n] for n in ("memories_embedding_0_120_halfvec", "memories_embedding_120_241_halfvec",
+                                     "memories_embedding_241_245_halfvec")] == [oldest, second, orphan]
 
         # Every memory of the namespace, from each segment, and none of another's.
         found = await other.search("puppy", "u", "a", mode="semantic", limit=200)
@@ -104,8 +104,8 @@ async def test_each_segment_is_built_once_and_every_search_reads_all_of_them(
         again = await writer.add("a puppy again", "u", "a")
         assert [m.id for m in await other.search("puppy", "u", "a", mode="semantic")] == [again]
         top = await other.index_vectors()  # the forgotten segments go; one new segment over what is left
-        assert _state(url)[0] == str(top)
-        assert list(_state(url)[1]) == [f"memories_embedding_{top}"]
+        assert _state(url)[0] == f"{top}:halfvec"
+        assert list(_state(url)[1]) == [f"memories_embedding_0_{top}_halfvec"]
         assert [m.id for m in await writer.search("puppy", "u", "a", mode="semantic")] == [again]
     finally:
         await writer.aclose()
@@ -114,8 +114,9 @@ async def test_each_segment_is_built_once_and_every_search_reads_all_of_them(
 
 async def test_a_schema_4_store_keeps_its_vector_index_as_the_first_segment(postgres_server: PostgresServer) -> None:
     """A store schema 4 wrote (one HNSW index over ``seq <= W``, recorded as ``vector_indexed_seq``)
-    opened by this memkit: the index is kept as is (same oid) as the first segment, searches use it
-    and the rest, and the next build adds a segment beside it instead of rebuilding it."""
+    opened by this memkit: the upgrade keeps the index as is (same oid) as the first segment, a
+    ``vector`` one, and searches use it and the rest; the next build adds a segment beside it and
+    rebuilds it as a ``halfvec`` graph."""
     from memkit.adapters._postgres_schema import META_TABLE, MIGRATIONS, SCHEMA_VERSION, vector_statements
     from memkit.adapters._postgres_sql import terms_vector
     from memkit.embeddings import get_embedder
@@ -164,10 +165,12 @@ async def test_a_schema_4_store_keeps_its_vector_index_as_the_first_segment(post
         assert (await mem.search("kinase assay buffer note 39", "u", "b", mode="semantic", limit=3))[0].content \
             == "kinase assay buffer note 39"  # seq 158: past the old index
         added = await mem.add("a newt in the pond", "u", "b")
+        # The next builds add a halfvec segment and rebuild the old one as a halfvec graph in its place.
         assert await mem.index_vectors() == 161
-        ends, indexes = _state(url)
-        assert (ends, indexes["memories_embedding_150"], sorted(indexes)) == (
-            "150 161", oid, ["memories_embedding_150", "memories_embedding_150_161"])
+        assert _state(url)[0] == "150:halfvec 161:halfvec"
+        assert sorted(_state(url)[1]) == ["memories_embedding_0_150_halfvec", "memories_embedding_150_161_halfvec"]
+        assert (await mem.search("kinase assay buffer note 7", "u", "a", mode="semantic", limit=3))[0].content \
+            == "kinase assay buffer note 7"
         assert (await mem.search("newt pond", "u", "b", mode="semantic", limit=3))[0].id == added
         assert await mem.search("newt pond", "u", "a", mode="semantic", limit=200) != [] and all(
             h.agent_id == "a" for h in await mem.search("newt pond", "u", "a", mode="semantic", limit=200))

@@ -462,8 +462,10 @@ class PostgresAdapter(RecallsAndMarks, Store):
             top = (await (await conn.execute("SELECT coalesce(max(seq), 0) FROM memories")).fetchone())[0]
             await conn.execute("DELETE FROM memkit_meta WHERE key = 'vector_segments'")
             if top:  # one segment over every vector, built at once: faster than row by row
-                await conn.execute(_postgres_schema.vector_index_statement(0, int(top), concurrently=False))
-                await conn.execute("INSERT INTO memkit_meta (key, value) VALUES ('vector_segments', %s)", (str(top),))
+                await conn.execute(_postgres_schema.vector_index_statement(
+                    0, int(top), concurrently=False, kind=_postgres_schema.NEW_KIND, dim=embedder.dim))
+                await conn.execute("INSERT INTO memkit_meta (key, value) VALUES ('vector_segments', %s)",
+                                   (_postgres_schema.segments_text([int(top)], [_postgres_schema.NEW_KIND]),))
             async with conn.cursor() as cur:
                 await cur.executemany(
                     "INSERT INTO memkit_meta (key, value) VALUES (%s, %s)"

@@ -18,6 +18,8 @@ import re
 
 from memkit.adapters._postgres_keyword import MIGRATION as _POSTINGS
 from memkit.adapters._postgres_keyword import MIGRATION_4 as _INTEGER_POSTINGS
+from memkit.adapters._postgres_sql import check_dim as _dim
+from memkit.adapters._postgres_sql import check_kind as _kind
 from memkit.adapters._postgres_writes import SORTED_POSTINGS as _SORTED_POSTINGS
 
 __all__ = [
@@ -115,6 +117,13 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         " WHERE key = 'vector_indexed_seq' ON CONFLICT (key) DO NOTHING",
         "DELETE FROM memkit_meta WHERE key = 'vector_indexed_seq'",
     ),
+    # A segment's graph has a kind, recorded after its end in ``vector_segments`` (``150000:halfvec``;
+    # a bare end is a ``vector`` graph, as every segment before): new segments are ``halfvec`` graphs.
+    # The segments a store has are kept as they are here, so the upgrade itself is instant; builds
+    # then rebuild them as ``halfvec`` graphs beside the old ones and swap them in (see
+    # memkit.adapters._postgres_index). A memkit of an earlier schema cannot read the kinds, so it
+    # refuses the upgraded store.
+    6: (),
 }
 
 SCHEMA_VERSION = max(MIGRATIONS)
@@ -129,45 +138,73 @@ def vector_statements(dim: int) -> tuple[str, ...]:
     Not a numbered migration: a keyword-only store never needs the extension, and the
     dimension is the embedder's. ``dim`` is an ``int`` checked by the caller (never text).
     """
-    if isinstance(dim, bool) or not isinstance(dim, int) or not 0 < dim <= 16_000:
-        raise ValueError(f"vector dimension must be an int in 1..16000, got {dim!r}")
     return (
         "CREATE EXTENSION IF NOT EXISTS vector",
-        f"ALTER TABLE memories ADD COLUMN IF NOT EXISTS embedding vector({dim})",
+        f"ALTER TABLE memories ADD COLUMN IF NOT EXISTS embedding vector({_dim(dim)})",
     )
 
 
-_INDEX_NAME = re.compile(r"memories_embedding_(?:(\d+)_)?(\d+)")
+#: What a new segment is built as (see :mod:`memkit.adapters._postgres_index`).
+NEW_KIND = "halfvec"
+
+_INDEX_NAME = re.compile(r"memories_embedding_(?:(\d+)_)?(\d+)(?:_(halfvec))?")
+_END = re.compile(r"(\d+)(?::(halfvec))?")
+
+
+def _ends(text: str | None) -> list[tuple[int, str]]:
+    out = []
+    for item in (text or "").split():
+        found = _END.fullmatch(item)
+        if found is None:
+            raise ValueError(f"memkit_meta.vector_segments holds {item!r}, not a segment end")
+        out.append((int(found.group(1)), found.group(2) or "vector"))
+    return out
 
 
 def segment_bounds(text: str | None) -> list[int]:
     """The vector index's segment ends as ``memkit_meta.vector_segments`` records them (ascending,
-    space-separated): segment ``i`` holds the memories with ``ends[i-1] < seq <= ends[i]``."""
-    return [int(end) for end in (text or "").split()]
+    space-separated, each followed by ``:<kind>`` unless the segment is a ``vector`` one): segment
+    ``i`` holds the memories with ``ends[i-1] < seq <= ends[i]``."""
+    return [end for end, _ in _ends(text)]
 
 
-def index_name(lo: int, hi: int) -> str:
-    """The name of the segment over ``lo < seq <= hi`` (the first segment keeps schema 4's name)."""
+def segment_kinds(text: str | None) -> list[str]:
+    """Each segment's kind (one of :data:`KINDS`), in the order of :func:`segment_bounds`."""
+    return [kind for _, kind in _ends(text)]
+
+
+def segments_text(ends: list[int], kinds: list[str]) -> str:
+    """What ``memkit_meta.vector_segments`` records for segments ending at ``ends``, of ``kinds``."""
+    return " ".join(str(int(end)) if kind == "vector" else f"{int(end)}:{kind}"
+                    for end, kind in zip(ends, kinds, strict=True))
+
+
+def index_name(lo: int, hi: int, kind: str = "vector") -> str:
+    """The name of the segment over ``lo < seq <= hi`` (the first ``vector`` one keeps schema 4's name)."""
+    if kind != "vector":
+        return f"memories_embedding_{int(lo)}_{int(hi)}_{_kind(kind)}"
     return f"memories_embedding_{int(lo)}_{int(hi)}" if lo else f"memories_embedding_{int(hi)}"
 
 
-def segment_of(name: str) -> tuple[int, int] | None:
-    """``(lo, hi)`` of a segment made by :func:`vector_index_statement`, from its index name."""
+def segment_of(name: str) -> tuple[int, int, str] | None:
+    """``(lo, hi, kind)`` of a segment made by :func:`vector_index_statement`, from its index name."""
     found = _INDEX_NAME.fullmatch(name)
-    return (int(found.group(1) or 0), int(found.group(2))) if found else None
+    return (int(found.group(1) or 0), int(found.group(2)), found.group(3) or "vector") if found else None
 
 
-def vector_index_statement(lo: int, hi: int, *, concurrently: bool) -> str:
-    """The HNSW cosine index over the memories with ``lo < seq <= hi`` (``int``s, never text).
+def vector_index_statement(lo: int, hi: int, *, concurrently: bool, kind: str = "vector", dim: int = 0) -> str:
+    """The HNSW cosine index of ``kind`` over the memories with ``lo < seq <= hi`` (``int``s, never text).
 
     Partial, so that a memory written later costs its writer nothing here (maintaining an HNSW
     graph row by row was most of a write's time); built in one pass, which is many times cheaper
     per vector than inserting into the graph one row at a time. Searches read memories past the
     last segment exactly, and name each segment's range as constants so the planner can use its
-    index.
+    index. A ``halfvec`` graph indexes the expression ``embedding::halfvec(dim)``: half the pages
+    of a ``vector`` one, so more of it stays in the server's buffers, and cheaper to build.
     """
     lo, hi = int(lo), int(hi)
     how = "CONCURRENTLY " if concurrently else ""
     where = f"seq > {lo} AND seq <= {hi}" if lo else f"seq <= {hi}"
-    return (f"CREATE INDEX {how}{index_name(lo, hi)} ON memories USING hnsw (embedding vector_cosine_ops)"
-            f" WHERE {where}")
+    column = (f"(embedding::halfvec({_dim(dim)})) halfvec_cosine_ops" if _kind(kind) == "halfvec"
+              else "embedding vector_cosine_ops")
+    return f"CREATE INDEX {how}{index_name(lo, hi, kind)} ON memories USING hnsw ({column}) WHERE {where}"

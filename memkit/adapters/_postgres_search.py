@@ -16,7 +16,7 @@ from memkit.adapters import _postgres_sql as q
 from memkit.adapters._postgres_dense import VERSION_SQL, SampleCache
 from memkit.adapters._postgres_keyword import Frequencies, keyword_hits
 from memkit.adapters._postgres_loop import load_psycopg
-from memkit.adapters._postgres_schema import segment_bounds
+from memkit.adapters._postgres_schema import segment_bounds, segment_kinds
 
 __all__ = ["ranked"]
 
@@ -126,7 +126,8 @@ async def _dense(
     # ones for all 100 doubled the leg's time (at a million memories in 4 segments: 129 -> 64 ms,
     # the top 100 holding 43.6% -> 41.6% of the exact top 100, 25 queries, load average 11).
     limits = q.segment_limits(depth, segments, int(top or 0)) if not exact else []
-    parts = q.dense_statements(user, agent, conditions, depth, exact, vector, segments, limits)
+    parts = q.dense_statements(user, agent, conditions, depth, exact, vector, segments, limits, segment_kinds(ends),
+                               len(vector))
     # The settings, the statements and the transaction around them in one round trip.
     cursors = []
     async with conn.pipeline(), conn.transaction():

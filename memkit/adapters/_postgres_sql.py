@@ -26,8 +26,9 @@ from memkit._retrieval._keyword import K1, B, analyze
 from memkit.adapters._sqlbase import Dialect, filter_sql
 
 __all__ = [
-    "COLUMNS", "DENSE_EXACT_MAX", "HEADS_SQL", "POSTGRES", "SEGMENT_FLOOR", "SEGMENT_SPREAD", "any_query",
-    "dense_statements", "gaps_statement", "int_array", "neighbours", "row_record", "segment_limits", "terms_vector",
+    "COLUMNS", "DENSE_EXACT_MAX", "HALFVEC_SLACK", "HEADS_SQL", "KINDS", "POSTGRES", "SEGMENT_FLOOR", "SEGMENT_SPREAD",
+    "any_query", "check_dim", "check_kind", "dense_statements", "gaps_statement", "graph_expression", "int_array",
+    "neighbours", "row_record", "segment_limits", "terms_vector",
 ]
 
 COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
@@ -183,9 +184,45 @@ def segment_limits(depth: int, segments: Sequence[int], top: int) -> list[int]:
             for lo, hi in zip([0, *segments], segments, strict=False)]
 
 
+#: The kinds of graph a segment of the vector index is built as. ``vector``: over the full vectors
+#: (every segment before schema 6). ``halfvec``: over the vectors rounded to 16-bit floats; its
+#: candidates are then scored with the full vectors, so only which memories the walk finds can
+#: differ, never their scores.
+KINDS = ("vector", "halfvec")
+
+
+#: A ``halfvec`` graph's segment yields this many rows more than it is asked for (its search list
+#: stays the same): 16-bit floats cannot tell apart memories whose cosines differ by less than
+#: about 1e-3 (near-duplicates: "bake 3" and "bake 4"), so the walk orders them by ``seq``, and the
+#: full vectors then pick among a few more of them.
+HALFVEC_SLACK = 10
+
+
+def check_kind(kind: str) -> str:
+    """``kind`` if it is one of :data:`KINDS`."""
+    if kind not in KINDS:
+        raise ValueError(f"a vector index segment is one of {KINDS}, not {kind!r}")
+    return kind
+
+
+def check_dim(dim: int) -> int:
+    """``dim`` if it is a vector dimension pgvector takes (an ``int``: it is spliced into statements)."""
+    if isinstance(dim, bool) or not isinstance(dim, int) or not 0 < dim <= 16_000:
+        raise ValueError(f"vector dimension must be an int in 1..16000, got {dim!r}")
+    return dim
+
+
+def graph_expression(kind: str, dim: int) -> str:
+    """What a segment of ``kind`` orders by: the indexed expression, the query's vector being ``v.q``
+    (the cosine distance, which orders as the inner product does for memkit's unit vectors)."""
+    if check_kind(kind) == "halfvec":
+        return f"m.embedding::halfvec({check_dim(dim)}) <=> v.q::halfvec({check_dim(dim)})"
+    return "m.embedding <=> v.q"
+
+
 def dense_statements(
     user_id: str, agent_id: str, conditions: tuple[Condition, ...], limit: int, exact: bool, vector: Any,
-    segments: Sequence[int] = (), limits: Sequence[int] = (),
+    segments: Sequence[int] = (), limits: Sequence[int] = (), kinds: Sequence[str] = (), dim: int = 0,
 ) -> list[tuple[str, list[Any], int]]:
     """``(statement, parameters, rows asked)`` whose rows together hold the namespace's ``limit``
     nearest memories to ``vector`` that pass the filters: ``(seq, created_us, cosine)`` rows (the
@@ -193,11 +230,13 @@ def dense_statements(
 
     ``exact`` orders every vector of the namespace by the inner product (no index serves it): one
     statement. Otherwise one statement per segment of the vector index (``segments``: their ends,
-    see :mod:`memkit.adapters._postgres_index`), asked for ``limits`` rows each (default ``limit``),
-    each served in its range of ``seq`` by cosine distance, the order it serves (the range is
-    spliced as ``int`` constants so the planner can prove the segment's predicate), and one for the
-    memories written after the last segment, which no index holds yet, scored exactly through the
-    namespace's ``seq`` index. Both orders are the cosine for memkit's unit vectors.
+    ``kinds``: what each one's graph is over, default ``vector``, see
+    :mod:`memkit.adapters._postgres_index`), asked for ``limits`` rows each (default ``limit``),
+    each served in its range of ``seq`` by the order its graph serves (the range is spliced as
+    ``int`` constants so the planner can prove the segment's predicate), and one for the memories
+    written after the last segment, which no index holds yet, scored exactly through the
+    namespace's ``seq`` index. The cosine a row carries is always the full vectors' (a ``halfvec``
+    graph only picks the rows); every order is the cosine's for memkit's unit vectors.
     """
     where, params = filter_sql(conditions, POSTGRES)
     head = (
@@ -211,9 +250,9 @@ def dense_statements(
     ends = [int(end) for end in segments]
     asked = list(limits) or [limit] * len(ends)
     parts = [
-        (f"{head}{f' AND m.seq > {lo}' if lo else ''} AND m.seq <= {hi} ORDER BY m.embedding <=> v.q, m.seq LIMIT %s",
-         [*leg, n], n)
-        for lo, hi, n in zip([0, *ends], ends, asked, strict=False)
+        (f"{head}{f' AND m.seq > {lo}' if lo else ''} AND m.seq <= {hi}"
+         f" ORDER BY {graph_expression(kind, dim)}, m.seq LIMIT %s", [*leg, n + HALFVEC_SLACK * (kind == "halfvec")], n)
+        for lo, hi, n, kind in zip([0, *ends], ends, asked, list(kinds) or ["vector"] * len(ends), strict=False)
     ]
     parts.append((f"{head} AND m.seq > {ends[-1]} ORDER BY m.embedding <#> v.q, m.seq LIMIT %s", [*leg, limit], limit))
     return parts
