@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memkit._core._errors import (
     BackendUnavailableError,
@@ -14,6 +13,7 @@ from memkit._core._errors import (
     NotFoundError,
     StorageError,
 )
+from memkit._core._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from memkit._core._models import Health, MemoryFilter, MemoryItem, NamespaceInfo, NewMemory, Stats
@@ -133,21 +133,4 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is not None:
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value  # later look-ups skip this function
-        return value
-    if not name.startswith("__"):
-        # A submodule not imported yet (``memkit._sync``, ``memkit.frames``) loads as it used to.
-        try:
-            return importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__, globals(), submodules=True)

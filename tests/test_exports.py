@@ -73,3 +73,30 @@ def test_each_public_module_exports_exactly_what_is_meant(name: str) -> None:
     assert len(module.__all__) == len(set(module.__all__))
     for member in module.__all__:
         assert getattr(module, member) is not None
+
+
+@pytest.mark.parametrize("package", ["memkit", "memkit.otel", "memkit.traces"])
+def test_lazy_packages_give_their_names_list_them_and_refuse_others(package: str) -> None:
+    module = importlib.import_module(package)
+    names = PUBLIC[package]
+    assert names <= set(dir(module))
+    for name in sorted(names):
+        value = getattr(module, name)
+        assert getattr(module, name) is value  # kept after the first look-up
+        assert vars(module)[name] is value
+    with pytest.raises(AttributeError, match=f"module '{package}' has no attribute 'no_such_name'"):
+        module.no_such_name  # noqa: B018
+
+
+def test_a_submodule_not_imported_yet_loads_as_an_attribute() -> None:
+    import subprocess
+    import sys
+
+    # A fresh process: here the test run has imported every submodule already.
+    code = ("import sys, memkit, memkit.otel\n"
+            "assert 'memkit.otel._stream' not in sys.modules\n"
+            "assert memkit.otel._stream is sys.modules['memkit.otel._stream']\n"
+            "assert memkit.frames is sys.modules['memkit.frames']\n"
+            "try:\n    memkit.otel._no_such_module\nexcept AttributeError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "module 'memkit.otel' has no attribute '_no_such_module'"

@@ -5,16 +5,15 @@ as ``halfvec`` graphs by later builds, even when a build is killed midway."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
 import sys
 import time
-import uuid
 
 import psycopg
 import pytest
+from test_postgres_dense_segments import _database, _state, _until
 
 from memkit._core._errors import ConfigError
 from memkit.adapters import _postgres, _postgres_sql
@@ -23,28 +22,6 @@ from memkit.testing import PostgresServer
 
 _TOPICS = ["golden retriever puppy", "quarterly tax filing", "kinase assay buffer", "sourdough starter",
            "tide pool anemone", "violin bow rosin"]
-
-
-def _database(server: PostgresServer) -> str:
-    return server.url(f"k_{uuid.uuid4().hex[:12]}")
-
-
-def _state(url: str) -> tuple[str | None, dict[str, int]]:
-    """The recorded segments and the vector indexes (name -> oid: a rebuilt index gets a new oid)."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        ends = conn.execute("SELECT value FROM memkit_meta WHERE key = 'vector_segments'").fetchone()
-        names = conn.execute("SELECT c.relname, c.oid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid"
-                             " WHERE c.relname LIKE 'memories_embedding%' ORDER BY 1").fetchall()
-    return (ends[0] if ends else None), {name: int(oid) for name, oid in names}
-
-
-async def _until(url: str, ends: str) -> dict[str, int]:
-    for _ in range(1_200):  # a background build on a loaded machine: up to two minutes
-        recorded, indexes = _state(url)
-        if recorded == ends:
-            return indexes
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"segments never reached {ends!r}: {_state(url)}")
 
 
 def _as_schema_5(url: str, ends: list[int]) -> dict[str, int]:

@@ -18,9 +18,9 @@ a bad file changes nothing.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from memkit._core._lazy import lazy_exports
 from memkit.otel._convert import MAX_ATTRIBUTE_CHARS
 
 if TYPE_CHECKING:
@@ -47,20 +47,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is not None:
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value  # later look-ups skip this function
-        return value
-    if not name.startswith("__"):
-        try:  # a submodule not imported yet (``memkit.otel._stream``) loads as it used to
-            return importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__, globals(), submodules=True)

@@ -34,8 +34,9 @@ nothing until a name is asked for).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from memkit._core._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from memkit._core._records import REDACTED, Redactor, get_trace_redactor, set_trace_redactor
@@ -68,14 +69,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is not None:
-        value = getattr(importlib.import_module(home), name)
-        globals()[name] = value  # later look-ups skip this function
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _HOME, __all__, globals())
