@@ -250,6 +250,35 @@ def test_a_recall_id_held_already_takes_the_steps_back_out(tmp_path: Path, sdk_r
             assert db.execute("SELECT count(*) FROM trace_steps").fetchone()[0] == first.steps
 
 
+def test_an_import_copies_its_pages_into_the_file_after_it_returns(
+    tmp_path: Path, sdk_request: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SQLite's automatic checkpoint would copy the whole import from the WAL into the file inside the
+    # commit; the store's writer thread does it once the import has returned, and the connection's
+    # automatic checkpoints are back on (after a refused import too).
+    sizes: list[int] = []
+    path = tmp_path / "rows.db"
+    checkpoint = SQLiteAdapter._checkpoint
+
+    def spied(self: SQLiteAdapter) -> None:
+        sizes.append(path.stat().st_size)
+        checkpoint(self)
+        sizes.append(path.stat().st_size)
+
+    monkeypatch.setattr(SQLiteAdapter, "_checkpoint", spied)
+    with _store(path, rows=True) as mem:
+        db = mem.provider._db()  # type: ignore[attr-defined]
+        db.execute("PRAGMA wal_autocheckpoint = 10")  # pages: the import's WAL holds many more
+        before = path.stat().st_size
+        first = import_otlp(mem, sdk_request, user_id="alice", agent_id="bio")
+        assert mem.stats().memories == first.steps  # a call queued behind the checkpoint
+        assert sizes[0] == before < sizes[1]  # the import's pages were all in the WAL until then
+        assert db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 10
+        with pytest.raises(memkit.InvalidInputError, match="a recall with one of these ids already exists"):
+            import_otlp(mem, sdk_request, user_id="alice", agent_id="bio")
+        assert db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 10 and len(sizes) == 4
+
+
 _SLOTLIKE = st.sampled_from(["\x00memkit.parameters", "\x00memkit.result", "x", "\u2028", "🧬"])
 _json = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)

@@ -215,6 +215,23 @@ def test_a_memkit_export_by_two_users_streamed(tmp_path: Path, monkeypatch: pyte
             assert not any(m.user_id == other for m in steps)
 
 
+def test_rows_the_child_builds_carry_the_trace_steps_row_and_leave_odd_steps_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The store's row maker: a plain step crosses as its columns and prepared trace_steps row (no
+    # metadata to pickle), a step only the trigger's SQL can write (a NUL in its name) as the whole row.
+    source = tmp_path / "odd.json"
+    _odd_export(source, tmp_path)
+    monkeypatch.setattr(_stream, "ROWS_BEHIND", 0)
+    got = _both(tmp_path, source, monkeypatch)  # every table byte for byte as the one-process import
+    built = got["stream"].built
+    assert built and all(row is not None for row in built)
+    whole = [row for row in built if len(row) != 2]
+    assert [row[6]["step_name"] for row in whole] == ["log\x00in", "log\x00in"]  # alice's and bob's
+    slim = [row for row in built if len(row) == 2]
+    assert len(slim) == len(built) - 2 and all(len(columns) == 6 and len(prepared) == 6 for columns, prepared in slim)
+
+
 def test_a_file_with_memories_is_imported_the_ordinary_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with memkit.open(f"sqlite:///{tmp_path}/source.db?embedder=none") as mem:
         mem.add("TP53 guards the genome", "alice", "bio")
@@ -311,6 +328,43 @@ def test_a_bad_span_after_a_refused_step_is_the_error_said(
     spans[-1]["startTimeUnixNano"] = "soon"
     both = _refused(tmp_path, sdk_request, monkeypatch, "both.json", written=2)
     assert "startTimeUnixNano 'soon' is not a number of nanoseconds" in both
+
+
+def test_recalls_go_in_with_each_chunk_and_refusals_are_said_in_the_one_process_order(
+    tmp_path: Path, sdk_request: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A streamed import inserts the recalls that came with each chunk of steps (none are left for the
+    # end). Its refusals are still those of an import of all the steps, then all the recalls: a clash
+    # with a stored recall id is said only when no step after it is refused.
+    source = tmp_path / "sdk.json"
+    source.write_text(json.dumps(sdk_request))
+    bad = next(span for span in reversed(_spans(sdk_request)) if span["name"] == "llm")  # in the last trace
+    _attrs(bad).extend([{"key": "memkit.workflow_id", "value": {"stringValue": "wf"}},
+                        {"key": "memkit.run_id", "value": {"intValue": "7"}}])
+    late = tmp_path / "late.json"
+    late.write_text(json.dumps(sdk_request))
+    batches: list[int] = []
+
+    def counted(bodies: Any) -> list[tuple[Any, ...]]:
+        batches.append(len(bodies))
+        return recall_rows(bodies)
+
+    recall_rows = _step_rows.recall_rows
+    monkeypatch.setattr(_step_rows, "recall_rows", counted)
+    for streamed in (False, True):
+        path = tmp_path / f"{streamed}.db"
+        batches.clear()
+        first = _import(path, source, streamed, monkeypatch, user_id="alice", agent_id="bio")
+        assert sum(batches) == first.recalls > 0
+        # Streamed: a batch with each trace's chunk (the child sends a trace once the next begins).
+        assert len(batches) == first.runs > 1 if streamed else batches == [first.recalls]
+        before = _tables(path)
+        with pytest.raises(memkit.InvalidInputError, match="a recall with one of these ids already exists"):
+            _import(path, source, streamed, monkeypatch, user_id="alice", agent_id="bio")
+        assert _tables(path) == before
+        with pytest.raises(memkit.InvalidInputError, match=r"trace_data\['run_id'\] must be a string, got int 7"):
+            _import(path, late, streamed, monkeypatch, user_id="alice", agent_id="bio")
+        assert _tables(path) == before
 
 
 def test_a_recall_span_without_its_step_refuses_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

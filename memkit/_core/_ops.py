@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from memkit._core._models import MemoryItem, NamespaceInfo, Stats
 from memkit._core._port import Capability
-from memkit._core._records import Record, TraceRow
+from memkit._core._records import Record
 from memkit._core._runs import RunSummary
 from memkit._recall._marks import Mark
 from memkit._recall._recording import Recall
@@ -281,7 +281,9 @@ class ImportStepsOp(Op[int]):
     steps: Iterable[tuple[str, str, str, dict[str, Any]]]
     recalls: Sequence[dict[str, Any]]
     general: Callable[[int], Record]
-    built: Callable[[int], TraceRow | None] | None = None  # step i's row as trace_row gave it, if already made
+    # Step i's row if already made: as trace_row gave it, or what the store's ``_import_row_maker``
+    # made of that row in another process.
+    built: Callable[[int], Any] | None = None
 
     def send(self, store: Store) -> Awaitable[int]:
         return store._import_steps(self)

@@ -118,6 +118,9 @@ class Store(Declares, abc.ABC):
     capabilities: frozenset[Capability] = frozenset()
     # What a failing ``_ping`` may raise that ``health`` reports instead of raising.
     health_failures: ClassVar[tuple[type[BaseException], ...]] = (Exception,)
+    # For a store with IMPORT_STEPS: "module:function" that another process may apply to each step's
+    # row (see ImportStepsOp.built) to hand the store the form it writes; None: the rows as they are.
+    _import_row_maker: ClassVar[str | None] = None
 
     def __init__(
         self, *, limits: Limits = DEFAULT_LIMITS, hybrid: HybridConfig | None = None, record_recalls: bool = False

@@ -435,10 +435,13 @@ def checked_recalls(recalls: Iterable[Recall], limits: Limits = DEFAULT_LIMITS) 
     return batch
 
 
-def checked_bodies(bodies: Sequence[dict[str, Any]], limits: Limits = DEFAULT_LIMITS) -> list[dict[str, Any]]:
+def checked_bodies(
+    bodies: Sequence[dict[str, Any]], limits: Limits = DEFAULT_LIMITS, seen: set[str] | None = None
+) -> list[dict[str, Any]]:
     """Recall bodies (as :func:`body_of` gives them) to import, checked as :func:`checked_recalls` checks
-    recalls, with the same messages."""
-    seen: set[str] = set()
+    recalls, with the same messages; ``seen``: the ids of the import's bodies checked before these
+    (added to), when they come in parts."""
+    seen = set() if seen is None else seen
     for body in bodies:
         recall_id = body["id"]
         check_id(recall_id, "recall id", limits)

@@ -4,8 +4,10 @@ plans the file and sends the planned steps and recall bodies, trace by trace, a 
 from __future__ import annotations
 
 import gc
+import importlib
 import pickle
 import queue
+import struct
 import sys
 import threading
 import time
@@ -18,9 +20,10 @@ from memkit._core._validate import Limits
 from memkit.otel import _incremental
 from memkit.otel._plan import _plan_trace
 from memkit.otel._spans import _check_tree, _is_memory, _read_blocks, _Span
-from memkit.otel._stream import HEAD
 
-__all__ = ["serve"]
+__all__ = ["HEAD", "serve"]
+
+HEAD = struct.Struct("<Q")  # each message's length, before its pickle
 
 
 def serve(started: float) -> None:
@@ -31,7 +34,7 @@ def serve(started: float) -> None:
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing printed may land among the messages
     imported = time.perf_counter()
-    path, user_id, agent_id, workflow_id, chunk, limits, rows, redactor, behind, timed = pickle.load(
+    path, user_id, agent_id, workflow_id, chunk, limits, rows, redactor, behind, timed, maker = pickle.load(
         sys.stdin.buffer)
     set_trace_redactor(redactor)
     global _timeline
@@ -58,7 +61,7 @@ def serve(started: float) -> None:
     try:
         try:
             _plan_file(path, user_id, agent_id, workflow_id, chunk, send, limits if rows else None,
-                       lambda: sender.waiting() >= behind)
+                       lambda: sender.waiting() >= behind, maker)
         except BrokenPipeError:
             raise
         except Exception:
@@ -122,13 +125,28 @@ def _mark(what: str, steps: int = 0) -> None:
         _timeline.append((time.perf_counter(), "child", what, steps))
 
 
-def _row(step: tuple[str, str, str, dict[str, Any]], limits: Limits) -> TraceRow | None:
+def _row(
+    step: tuple[str, str, str, dict[str, Any]], limits: Limits, maker: Callable[[TraceRow], Any] | None
+) -> Any:
     user, agent, workflow, data = step
     try:
-        return trace_row(agent, workflow, data, user, limits)
+        row = trace_row(agent, workflow, data, user, limits)
     except InvalidInputError:
         return None  # the importing process tries again, and says what is wrong
+    return row if row is None or maker is None else maker(row)
 
+
+def _resolve(maker: str | None) -> Callable[[TraceRow], Any] | None:
+    """The store's row maker by its "module:function" name (imported on first use: the first chunk,
+    sent while the store waits, never needs it)."""
+    if maker is None:
+        return None
+    module, _, name = maker.partition(":")
+    function: Callable[[TraceRow], Any] = getattr(importlib.import_module(module), name)
+    return function
+
+
+_FIRST = 8  # the first message holds this fraction of a chunk's steps
 
 _BUILT: tuple[str, str, str, dict[str, Any]] = ("", "", "", {})  # a step whose row is sent instead
 
@@ -139,20 +157,24 @@ class _Memory(Exception):
 
 def _plan_file(
     path: str, user_id: str | None, agent_id: str | None, workflow_id: str | None, chunk: int,
-    send: Callable[..., None], limits: Limits | None, behind: Callable[[], bool],
+    send: Callable[..., None], limits: Limits | None, behind: Callable[[], bool], maker: str | None = None,
 ) -> None:
     """Plan the file at ``path`` and send its steps ``chunk`` at a time, each trace as soon as the next
     begins; with ``limits``, also the rows of a chunk planned while the importing process is
-    ``behind()`` (it then has the less to do, and this process, ahead, the more)."""
+    ``behind()`` (it then has the less to do, and this process, ahead, the more), each made by the
+    store's ``maker`` ("module:function", see ``Store._import_row_maker``) if it names one."""
     by_trace: dict[str, list[_Span]] = {}
     sent: set[str] = set()
     steps: list[tuple[str, str, str, dict[str, Any]]] = []
     recalls: list[Any] = []
-    state: dict[str, Any] = {"current": None, "streaming": True}
+    # The first message is smaller: the store waits idle for it (this interpreter's start included),
+    # and can be writing it while the next ones are planned.
+    state: dict[str, Any] = {"current": None, "streaming": True, "maker": None, "chunk": max(1, chunk // _FIRST)}
 
     def plan(trace_id: str) -> None:
         _plan_trace(by_trace[trace_id], user_id, agent_id, workflow_id, True, steps, recalls)
-        if len(steps) >= chunk:
+        if len(steps) >= state["chunk"]:
+            state["chunk"] = chunk
             flush()
 
     def flush() -> None:
@@ -161,7 +183,9 @@ def _plan_file(
             sent = steps[:]
             if limits is not None and behind():
                 _mark("rows", len(steps))
-                rows = [_row(step, limits) for step in steps]
+                if maker is not None and state["maker"] is None:
+                    state["maker"] = _resolve(maker)
+                rows = [_row(step, limits, state["maker"]) for step in steps]
                 # A built row is all the importing process needs of its step (pickling it too would
                 # double the message); it takes the step only where the row is None.
                 sent = [step if row is None else _BUILT for step, row in zip(steps, rows, strict=True)]

@@ -17,7 +17,7 @@ from typing import Any
 from memkit._core._errors import InvalidInputError
 from memkit._core._ops import AddRecallsOp, ImportStepsOp, WriteOp
 from memkit._core._port import MemoryProvider, SupportsAddMany, SupportsImportSteps, SupportsRecalls
-from memkit._core._records import Record, TraceRow, trace_record
+from memkit._core._records import Record, trace_record
 from memkit._core._store import Store
 from memkit._core._validate import DEFAULT_LIMITS, Limits
 from memkit._recall._recording import Recall, checked_recalls
@@ -120,7 +120,8 @@ def _import_streamed(
 ) -> OtlpImport:
     """:func:`_import` of a file parsed and planned in a second process (see :mod:`._stream`); raises
     :class:`_stream.Fallback` for a file only :func:`_import` can say what to do with."""
-    stream = _stream.StepStream(path, user_id, agent_id, workflow_id, limits)
+    assert isinstance(provider, Store)
+    stream = _stream.StepStream(path, user_id, agent_id, workflow_id, limits, provider._import_row_maker)
     try:
 
         def general(i: int) -> Record:
@@ -150,7 +151,7 @@ def _step_record(agent: str, workflow: str, data: dict[str, Any], user: str, lim
 
 async def _write_rows(
     provider: MemoryProvider, steps: Iterable[tuple[str, str, str, dict[str, Any]]], recalls: list[dict[str, Any]],
-    general: Callable[[int], Record], built: Callable[[int], TraceRow | None] | None = None,
+    general: Callable[[int], Record], built: Callable[[int], Any] | None = None,
 ) -> int:
     """Steps and recalls in one transaction, by the store's own rows (see ImportStepsOp)."""
     assert isinstance(provider, Store)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import struct
 import subprocess
 import sys
 import time
@@ -29,11 +28,12 @@ from typing import IO, Any
 from memkit._core import _records
 from memkit._core._ops import StepsRestarted
 from memkit._core._port import MemoryProvider, SupportsImportSteps, SupportsRecalls
-from memkit._core._records import Redactor, TraceRow
+from memkit._core._records import Redactor
 from memkit._core._store import Store
 from memkit._core._validate import Limits
+from memkit.otel._child import HEAD
 
-__all__ = ["FREE_CORE_LOAD", "HEAD", "STREAM_MIN_BYTES", "Fallback", "StepStream", "worth_streaming"]
+__all__ = ["FREE_CORE_LOAD", "STREAM_MIN_BYTES", "Fallback", "StepStream", "worth_streaming"]
 
 # Below this (about 20,000 spans of the benchmark's file, 700 bytes a span), starting the child
 # (~0.3 s: a fresh interpreter importing memkit) costs more than the overlap gives.
@@ -47,7 +47,6 @@ ROWS_BEHIND = 1
 # How much of a second core others may use (the 1-minute load average beyond this process) for the
 # child to still have one: see worth_streaming.
 FREE_CORE_LOAD = 1.0
-HEAD = struct.Struct("<Q")
 _CHILD = (
     "import time; t = time.perf_counter(); import sys; sys.path[0] = sys.argv[1];"
     " from memkit.otel._child import serve; serve(t)"
@@ -75,7 +74,8 @@ class StepStream:
     gives up."""
 
     def __init__(
-        self, path: Path, user_id: str | None, agent_id: str | None, workflow_id: str | None, limits: Limits
+        self, path: Path, user_id: str | None, agent_id: str | None, workflow_id: str | None, limits: Limits,
+        maker: str | None = None,
     ) -> None:
         root = str(Path(__file__).resolve().parents[2])  # where this memkit is imported from
         _mark("spawn")
@@ -92,13 +92,13 @@ class StepStream:
             rows = redactor is None or type(redactor) is Redactor
             self._proc.stdin.write(pickle.dumps(
                 (str(path), user_id, agent_id, workflow_id, _CHUNK, limits, rows, redactor if rows else None,
-                 ROWS_BEHIND, TIMELINE is not None)))
+                 ROWS_BEHIND, TIMELINE is not None, maker)))
             self._proc.stdin.close()
         except OSError:  # it died at once: read() says fallback
             pass
         # A step whose row the child made is a placeholder: its row, in ``built``, is what is written.
         self.steps: list[tuple[str, str, str, dict[str, Any]]] = []
-        self.built: list[TraceRow | None] = []  # each step's row if the child made it
+        self.built: list[Any] = []  # each step's row if the child made it (by ``maker``, if one)
         self.recalls: list[dict[str, Any]] = []
         self.runs: list[str] | None = None
         self._failed = False

@@ -141,6 +141,7 @@ class SQLiteAdapter(Store):
 
     provider_name = "sqlite"
     capabilities = frozenset(Capability) - {Capability.GRAPH}
+    _import_row_maker = "memkit.adapters._sqlite._trace_writes:built_row"
     health_failures = (StorageError,)
 
     def __init__(
@@ -276,7 +277,14 @@ class SQLiteAdapter(Store):
 
     def _import(self, op: ops.ImportStepsOp) -> int:
         self._flush_recalls()  # recorded before: written first, as add_recalls does
-        return import_steps(self._db(), self._vectors, op, self.limits, self._written)
+        try:
+            return import_steps(self._db(), self._vectors, op, self.limits, self._written)
+        finally:
+            self._worker.submit(self._checkpoint)
+
+    def _checkpoint(self) -> None:
+        if self._conn is not None:
+            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     async def _import_steps(self, op: ops.ImportStepsOp) -> int:
         return await self._run(self._import, op)

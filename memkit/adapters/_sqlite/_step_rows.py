@@ -25,7 +25,7 @@ from memkit._core._validate import Limits
 from memkit._recall import _recording as _recall
 from memkit.adapters._sqlite._keywords import feed_head
 from memkit.adapters._sqlite._schema import write_transaction
-from memkit.adapters._sqlite._trace_writes import Odd, insert_memories, prepare
+from memkit.adapters._sqlite._trace_writes import BuiltRow, Odd, insert_memories, prepare
 from memkit.adapters._sqlite._vectors import Vectors, blob
 
 __all__ = ["INSERT_RECALL", "import_steps", "memory_rows", "recall_rows", "step_rows"]
@@ -39,6 +39,7 @@ INSERT_RECALL = (
 )
 
 MemoryRow = tuple[str, str, str, str, str, int]
+_UNREAD: dict[str, Any] = {}  # the metadata of a step whose trace_steps row came prepared: never read
 
 
 def memory_rows(records: Sequence[Record]) -> tuple[list[MemoryRow], list[dict[str, Any]]]:
@@ -70,6 +71,10 @@ def import_steps(
     # CPU at 100k steps). The connection gets a larger cache for the import only, freed after.
     cache = db.execute("PRAGMA cache_size").fetchone()[0]
     db.execute(f"PRAGMA cache_size = {_IMPORT_CACHE}")
+    # The commit would copy the whole import from the WAL into the file at once (a checkpoint, about
+    # as long as the inserts' last quarter); the caller runs that after the import has returned.
+    autocheckpoint = db.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+    db.execute("PRAGMA wal_autocheckpoint = 0")
     try:
         while True:
             try:
@@ -78,6 +83,7 @@ def import_steps(
                 continue
     finally:
         db.execute(f"PRAGMA cache_size = {int(cache)}")
+        db.execute(f"PRAGMA wal_autocheckpoint = {int(autocheckpoint)}")
 
 
 def _chunks(op: ImportStepsOp, limits: Limits, vectors: Vectors) -> Iterator[tuple[list[Any], ...]]:
@@ -101,6 +107,8 @@ def _import_once(
     if isinstance(op.steps, Sequence):
         chunks = list(chunks)
     namespaces: Counter[tuple[str, str]] = Counter()
+    recalls = _Recalls(db, limits)
+    streamed = not isinstance(op.steps, Sequence)
     try:
         with write_transaction(db):
             # Under the write lock nobody else can insert until we commit, so our rows take the seqs
@@ -113,34 +121,79 @@ def _import_once(
                                    [(seq + i, b) for i, b in enumerate(blobs)])
                 namespaces.update((row[1], row[2]) for row in rows)
                 seq += len(rows)
-            # After the last step: a stream's recalls have all arrived.
-            bodies = _recall.checked_bodies(op.recalls, limits)
-            try:
-                db.executemany(INSERT_RECALL, recall_rows(bodies))
-            except sqlite3.IntegrityError as exc:
-                raise InvalidInputError(f"a recall with one of these ids already exists ({exc})") from None
+                if streamed:
+                    recalls.take(op.recalls)  # those that came with the steps so far
+            # After the last step a stream's recalls have all arrived.
+            recalls.take(op.recalls)
+            taken = recalls.finish()
     except sqlite3.IntegrityError as exc:
         raise InvalidInputError(f"a memory with one of these ids already exists ({exc})") from None
     written.update(namespaces)
-    return len(bodies)
+    return taken
+
+
+class _Recalls:
+    """An import's recall bodies, checked and inserted as they arrive (a stream's come with its steps),
+    each refusal kept until :meth:`finish`, which raises the one an import of all the steps first and then
+    all the recalls would raise: a step's refusal is raised as it comes, before; a recall body
+    refused by the checks before any clash of an id with a stored recall."""
+
+    def __init__(self, db: sqlite3.Connection, limits: Limits) -> None:
+        self.db = db
+        self.limits = limits
+        self.taken = 0
+        self.seen: set[str] = set()
+        self.refused: InvalidInputError | None = None
+        self.clash: InvalidInputError | None = None
+
+    def take(self, bodies: Sequence[dict[str, Any]]) -> None:
+        """Those of ``bodies`` (all that have arrived, in order) not taken yet."""
+        new = bodies[self.taken:]
+        self.taken = len(bodies)
+        if not new or self.refused is not None:
+            return
+        try:
+            checked = _recall.checked_bodies(new, self.limits, self.seen)
+        except InvalidInputError as exc:
+            self.refused = exc
+            return
+        if self.clash is None:  # after a clash the rest are only checked: the transaction rolls back
+            try:
+                self.db.executemany(INSERT_RECALL, recall_rows(checked))
+            except sqlite3.IntegrityError as exc:
+                self.clash = InvalidInputError(f"a recall with one of these ids already exists ({exc})")
+
+    def finish(self) -> int:
+        """How many recalls, once all are taken; raises the refusal to say, if any."""
+        error = self.refused or self.clash
+        if error is not None:
+            raise error
+        return self.taken
 
 
 def step_rows(
     steps: Iterable[tuple[str, str, str, dict[str, Any]]], general: Callable[[int], Record], limits: Limits,
-    built: Callable[[int], TraceRow | None] | None = None, base: int = 0,
+    built: Callable[[int], TraceRow | BuiltRow | None] | None = None, base: int = 0,
 ) -> tuple[list[MemoryRow], list[dict[str, Any]], list[Any]]:
     """The memories columns and metadata of each planned ``(user, agent, workflow, trace_data)`` step,
     checked as ``add_trace`` checks them, and for its trace_steps row what
     :func:`~memkit.adapters._sqlite._trace_writes.prepare` gives (else its parameters' and result's
     cells, the texts the metadata holds, encoded once); ``general(i)`` makes (or refuses, naming the
     step) the record of a step :func:`trace_row` does not take. ``built(base + i)``: step i's row if another
-    process already made it (its write time is taken here, so that times follow the seqs)."""
+    process already made it, or :func:`~._trace_writes.built_row` of it (its write time is taken here,
+    so that times follow the seqs)."""
     rows: list[MemoryRow] = []
     metas: list[dict[str, Any]] = []
     objects: list[Any] = []  # each step's cells (a pair), what prepare() gave, or None
     add_row, add_meta, add_objects = rows.append, metas.append, objects.append
     for i, (user, agent, workflow, data) in enumerate(steps):
         row = None if built is None else built(base + i)
+        if row is not None and len(row) == 2:  # built_row's columns and prepared step: all it needs
+            columns, prepared = row
+            add_row((*columns[:5], now_us()))
+            add_meta(_UNREAD)
+            add_objects(prepared)
+            continue
         if row is not None:
             row = (*row[:5], now_us(), *row[6:])
         else:

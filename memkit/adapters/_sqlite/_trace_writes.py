@@ -17,9 +17,13 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from memkit._core._records import TraceRow
 from memkit.adapters._sqlite._traces import MISSING, PACKED, step_timing_us
 
-__all__ = ["Odd", "Prepared", "insert_memories", "prepare", "trigger_writes_steps", "write_trace_steps"]
+__all__ = [
+    "BuiltRow", "Odd", "Prepared", "built_row", "insert_memories", "prepare", "trigger_writes_steps",
+    "write_trace_steps",
+]
 
 # The body of schema 11's trace_steps_insert trigger, for one row (new.seq is the parameter).
 _TRIGGER_SQL = (
@@ -180,6 +184,22 @@ def prepare(
         objects = (_object(trace.get("parameters")), _object(trace.get("result")))
     cells = "\x1f".join((record_id, quoted, *objects))
     return texts, cells, _integer(trace.get("step_index")), started, lasted, _integer(trace.get("retry_count"))
+
+
+# What a streamed import's other process sends of a plain step (see built_row).
+BuiltRow = tuple[tuple[str, str, str, str, str, int], Prepared]
+
+
+def built_row(row: TraceRow) -> TraceRow | BuiltRow:
+    """What a streamed import's other process makes of a step's row (the store's
+    ``_import_row_maker``): its memories columns and its trace_steps row as :func:`prepare` gives it, so that
+    the metadata (needed here only to prepare it) is neither pickled nor prepared by the writer; the
+    row as it is when only the trigger's SQL can write the step."""
+    try:
+        prepared = prepare(row[0], row[1], row[2], row[6], row[7:])
+    except Odd:
+        return row
+    return row if prepared is None else (row[:6], prepared)
 
 
 def _row(
