@@ -14,10 +14,12 @@ import json
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+import zlib
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,7 +27,9 @@ from hypothesis import strategies as st
 import memkit
 from memkit._core._ops import StepsRestarted
 from memkit._core._validate import DEFAULT_LIMITS
+from memkit.adapters import SQLiteAdapter
 from memkit.adapters._sqlite import _step_rows
+from memkit.adapters._sqlite._vectors import Vectors
 from memkit.otel import _child, _incremental, _stream, export_otlp, import_otlp
 from memkit.otel._convert import _walk
 from memkit.otel._plan import _json_or_text
@@ -79,20 +83,25 @@ def _small(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-def _import(path: Path, source: Any, streamed: bool, monkeypatch: pytest.MonkeyPatch, **where: str) -> Any:
+def _import(
+    path: Path, source: Any, streamed: bool, monkeypatch: pytest.MonkeyPatch, embedder: Any = None, **where: str
+) -> Any:
     _INSERTED.clear()
     with monkeypatch.context() as patch:
         if not streamed:
             patch.setattr(_stream, "STREAM_MIN_BYTES", 1 << 62)
-        with memkit.open(f"sqlite:///{path}?embedder=none") as mem:
+        with memkit.Memory(SQLiteAdapter(path, embedder=embedder)) as mem:
             return import_otlp(mem, source, **where)
 
 
-def _both(tmp_path: Path, source: Path, monkeypatch: pytest.MonkeyPatch, **where: str) -> dict[str, Any]:
-    """Import ``source`` in one process and streamed; the same report and tables, which are returned."""
-    one = _import(tmp_path / "one.db", source, False, monkeypatch, **where)
+def _both(
+    tmp_path: Path, source: Path, monkeypatch: pytest.MonkeyPatch, embedder: Any = None, **where: str
+) -> dict[str, Any]:
+    """Import ``source`` in one process and streamed (into a store with ``embedder``, by default
+    keyword-only); the same report and tables, which are returned."""
+    one = _import(tmp_path / "one.db", source, False, monkeypatch, embedder, **where)
     assert _Spy.made == []
-    two = _import(tmp_path / "two.db", source, True, monkeypatch, **where)
+    two = _import(tmp_path / "two.db", source, True, monkeypatch, embedder, **where)
     assert len(_Spy.made) == 1
     assert (two.runs, two.steps, two.recalls, two.run_ids, two.memories) == (
         one.runs, one.steps, one.recalls, one.run_ids, one.memories)
@@ -230,6 +239,52 @@ def test_rows_the_child_builds_carry_the_trace_steps_row_and_leave_odd_steps_who
     assert [row[6]["step_name"] for row in whole] == ["log\x00in", "log\x00in"]  # alice's and bob's
     slim = [row for row in built if len(row) == 2]
     assert len(slim) == len(built) - 2 and all(len(columns) == 6 and len(prepared) == 6 for columns, prepared in slim)
+
+
+class _HashEmbedder:
+    """An embedder of the caller's own (not the shipped model): its vectors are made in this process."""
+
+    name = "hash-words-16"
+    dim = 16
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.split():
+                out[row, zlib.crc32(word.encode()) % self.dim] += 1.0
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+
+@pytest.mark.parametrize("embedder", ["default", "own"])
+def test_the_child_embeds_the_rows_it_builds_with_the_shipped_model_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: str
+) -> None:
+    # With the shipped model the child appends each row's vector (every process makes the same), and
+    # the store embeds none of them; another embedder's vectors are all made by the store.
+    monkeypatch.setattr(_stream, "ROWS_BEHIND", 0)
+    source = _odd_export(tmp_path / "odd.json", tmp_path)  # a step only the trigger's SQL writes too
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(source))
+    embedded: list[int] = []
+    embed_contents = Vectors.embed_contents
+
+    def counted(self: Vectors, contents: Sequence[str]) -> Any:
+        embedded.append(len(contents))
+        return embed_contents(self, contents)
+
+    monkeypatch.setattr(Vectors, "embed_contents", counted)
+    got = _both(tmp_path, path, monkeypatch, "default" if embedder == "default" else _HashEmbedder())
+    vectors = got["tables"]["memory_vectors"]
+    assert len(vectors) == len(got["tables"]["memories"]) > 0  # and byte for byte as one process made them
+    built = got["stream"].built
+    assert built and all(row is not None for row in built)
+    if embedder == "default":
+        assert sorted(len(row) for row in built) == [3] * (len(built) - 2) + [10, 10]  # the vector last
+        assert all(type(row[-1]) is bytes and len(row[-1]) == 384 * 4 for row in built)
+        assert sum(embedded) == len(vectors)  # all in the one-process import, none streamed
+    else:
+        assert sorted(len(row) for row in built) == [2] * (len(built) - 2) + [9, 9]
+        assert sum(embedded) == 2 * len(vectors)  # all, both ways
 
 
 def test_a_file_with_memories_is_imported_the_ordinary_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -281,7 +281,7 @@ class ImportStepsOp(Op[int]):
     steps: Iterable[tuple[str, str, str, dict[str, Any]]]
     recalls: Sequence[dict[str, Any]]
     general: Callable[[int], Record]
-    # Step i's row if already made: as trace_row gave it, or what the store's ``_import_row_maker``
+    # Step i's row if already made: as trace_row gave it, or what the store's ``_import_row_maker()``
     # made of that row in another process.
     built: Callable[[int], Any] | None = None
 

@@ -118,9 +118,6 @@ class Store(Declares, abc.ABC):
     capabilities: frozenset[Capability] = frozenset()
     # What a failing ``_ping`` may raise that ``health`` reports instead of raising.
     health_failures: ClassVar[tuple[type[BaseException], ...]] = (Exception,)
-    # For a store with IMPORT_STEPS: "module:function" that another process may apply to each step's
-    # row (see ImportStepsOp.built) to hand the store the form it writes; None: the rows as they are.
-    _import_row_maker: ClassVar[str | None] = None
 
     def __init__(
         self, *, limits: Limits = DEFAULT_LIMITS, hybrid: HybridConfig | None = None, record_recalls: bool = False
@@ -244,6 +241,13 @@ class Store(Declares, abc.ABC):
     async def _import_steps(self, op: ops.ImportStepsOp) -> int:
         """A bulk import's steps and recalls in one transaction (no public method: imports call it)."""
         raise NotImplementedError
+
+    def _import_row_maker(self) -> tuple[str, Any] | None:
+        """For a store with IMPORT_STEPS: ``("module:function", argument)``, which another process may
+        call as ``function(rows, argument)`` on a chunk of steps' rows as trace_row gives them (None
+        where it gave none) to hand the store, for each, the form it writes (see
+        ``ImportStepsOp.built``); None: the rows as they are. The argument must pickle."""
+        return None
 
     async def _marks(self, op: ops.MarksOp) -> list[Mark]:
         raise NotImplementedError

@@ -125,25 +125,31 @@ def _mark(what: str, steps: int = 0) -> None:
         _timeline.append((time.perf_counter(), "child", what, steps))
 
 
-def _row(
-    step: tuple[str, str, str, dict[str, Any]], limits: Limits, maker: Callable[[TraceRow], Any] | None
-) -> Any:
+def _row(step: tuple[str, str, str, dict[str, Any]], limits: Limits) -> TraceRow | None:
     user, agent, workflow, data = step
     try:
-        row = trace_row(agent, workflow, data, user, limits)
+        return trace_row(agent, workflow, data, user, limits)
     except InvalidInputError:
         return None  # the importing process tries again, and says what is wrong
-    return row if row is None or maker is None else maker(row)
 
 
-def _resolve(maker: str | None) -> Callable[[TraceRow], Any] | None:
-    """The store's row maker by its "module:function" name (imported on first use: the first chunk,
-    sent while the store waits, never needs it)."""
+Maker = Callable[[list[TraceRow | None]], list[Any]]
+
+
+def _resolve(maker: tuple[str, Any] | None) -> Maker | None:
+    """The store's row maker (``Store._import_row_maker()``: "module:function" and its argument) as a
+    function of a chunk's rows; imported on first use (the first chunk, sent while the store waits,
+    never needs it)."""
     if maker is None:
         return None
-    module, _, name = maker.partition(":")
-    function: Callable[[TraceRow], Any] = getattr(importlib.import_module(module), name)
-    return function
+    (module, _, name), argument = maker[0].partition(":"), maker[1]
+    function = getattr(importlib.import_module(module), name)
+
+    def make(rows: list[TraceRow | None]) -> list[Any]:
+        made: list[Any] = function(rows, argument)
+        return made
+
+    return make
 
 
 _FIRST = 8  # the first message holds this fraction of a chunk's steps
@@ -157,12 +163,13 @@ class _Memory(Exception):
 
 def _plan_file(
     path: str, user_id: str | None, agent_id: str | None, workflow_id: str | None, chunk: int,
-    send: Callable[..., None], limits: Limits | None, behind: Callable[[], bool], maker: str | None = None,
+    send: Callable[..., None], limits: Limits | None, behind: Callable[[], bool],
+    maker: tuple[str, Any] | None = None,
 ) -> None:
     """Plan the file at ``path`` and send its steps ``chunk`` at a time, each trace as soon as the next
     begins; with ``limits``, also the rows of a chunk planned while the importing process is
-    ``behind()`` (it then has the less to do, and this process, ahead, the more), each made by the
-    store's ``maker`` ("module:function", see ``Store._import_row_maker``) if it names one."""
+    ``behind()`` (it then has the less to do, and this process, ahead, the more), in the form the
+    store's ``maker`` makes of them if it names one (see ``Store._import_row_maker``)."""
     by_trace: dict[str, list[_Span]] = {}
     sent: set[str] = set()
     steps: list[tuple[str, str, str, dict[str, Any]]] = []
@@ -183,9 +190,11 @@ def _plan_file(
             sent = steps[:]
             if limits is not None and behind():
                 _mark("rows", len(steps))
-                if maker is not None and state["maker"] is None:
-                    state["maker"] = _resolve(maker)
-                rows = [_row(step, limits, state["maker"]) for step in steps]
+                rows = [_row(step, limits) for step in steps]
+                if maker is not None:
+                    if state["maker"] is None:
+                        state["maker"] = _resolve(maker)
+                    rows = state["maker"](rows)
                 # A built row is all the importing process needs of its step (pickling it too would
                 # double the message); it takes the step only where the row is None.
                 sent = [step if row is None else _BUILT for step, row in zip(steps, rows, strict=True)]

@@ -121,7 +121,7 @@ def _import_streamed(
     """:func:`_import` of a file parsed and planned in a second process (see :mod:`._stream`); raises
     :class:`_stream.Fallback` for a file only :func:`_import` can say what to do with."""
     assert isinstance(provider, Store)
-    stream = _stream.StepStream(path, user_id, agent_id, workflow_id, limits, provider._import_row_maker)
+    stream = _stream.StepStream(path, user_id, agent_id, workflow_id, limits, provider._import_row_maker())
     try:
 
         def general(i: int) -> Record:

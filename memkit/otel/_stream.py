@@ -75,7 +75,7 @@ class StepStream:
 
     def __init__(
         self, path: Path, user_id: str | None, agent_id: str | None, workflow_id: str | None, limits: Limits,
-        maker: str | None = None,
+        maker: tuple[str, Any] | None = None,
     ) -> None:
         root = str(Path(__file__).resolve().parents[2])  # where this memkit is imported from
         _mark("spawn")

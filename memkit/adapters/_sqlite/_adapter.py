@@ -141,7 +141,6 @@ class SQLiteAdapter(Store):
 
     provider_name = "sqlite"
     capabilities = frozenset(Capability) - {Capability.GRAPH}
-    _import_row_maker = "memkit.adapters._sqlite._trace_writes:built_row"
     health_failures = (StorageError,)
 
     def __init__(
@@ -281,6 +280,16 @@ class SQLiteAdapter(Store):
             return import_steps(self._db(), self._vectors, op, self.limits, self._written)
         finally:
             self._worker.submit(self._checkpoint)
+
+    def _import_row_maker(self) -> tuple[str, Any] | None:
+        # The shipped model gives every process the same vectors; any other embedder's stay here.
+        embedder = self._vectors.embedder
+        shipped = False
+        if embedder is not None:
+            from memkit.embeddings import DEFAULT_EMBEDDER, StaticEmbedder  # loaded with the embedder
+
+            shipped = type(embedder) is StaticEmbedder and embedder.name == DEFAULT_EMBEDDER
+        return "memkit.adapters._sqlite._trace_writes:built_rows", "default" if shipped else None
 
     def _checkpoint(self) -> None:
         if self._conn is not None:

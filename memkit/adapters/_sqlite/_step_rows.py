@@ -16,16 +16,16 @@ import json
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from memkit._core._errors import InvalidInputError
 from memkit._core._ops import ImportStepsOp, StepsRestarted
-from memkit._core._records import Record, TraceRow, now_us, trace_row
+from memkit._core._records import Record, now_us, trace_row
 from memkit._core._validate import Limits
 from memkit._recall import _recording as _recall
 from memkit.adapters._sqlite._keywords import feed_head
 from memkit.adapters._sqlite._schema import write_transaction
-from memkit.adapters._sqlite._trace_writes import BuiltRow, Odd, insert_memories, prepare
+from memkit.adapters._sqlite._trace_writes import Odd, insert_memories, prepare
 from memkit.adapters._sqlite._vectors import Vectors, blob
 
 __all__ = ["INSERT_RECALL", "import_steps", "memory_rows", "recall_rows", "step_rows"]
@@ -39,6 +39,8 @@ INSERT_RECALL = (
 )
 
 MemoryRow = tuple[str, str, str, str, str, int]
+# built_rows' forms with the step's vector appended: (columns, prepared, vector), a whole row and vector.
+_WITH_VECTOR = (3, 10)
 _UNREAD: dict[str, Any] = {}  # the metadata of a step whose trace_steps row came prepared: never read
 
 
@@ -94,9 +96,16 @@ def _chunks(op: ImportStepsOp, limits: Limits, vectors: Vectors) -> Iterator[tup
         def general(i: int, base: int = done) -> Record:
             return op.general(base + i)  # general's index counts from the first step
 
-        rows, metas, objects = step_rows(chunk, general, limits, op.built, done)
-        embedded = vectors.embed_contents([row[3] for row in rows])
-        yield rows, metas, objects, [] if embedded is None else [blob(v) for v in embedded]
+        rows, metas, objects, made = step_rows(chunk, general, limits, op.built, done)
+        blobs: list[bytes] = []
+        if vectors.embedder is not None:
+            # The vectors the other process made (the same model's) are taken as they came.
+            missing = [i for i, b in enumerate(made) if b is None]
+            embedded = vectors.embed_contents([rows[i][3] for i in missing]) if missing else None
+            for i, vector in zip(missing, () if embedded is None else embedded, strict=True):
+                made[i] = blob(vector)
+            blobs = cast(list[bytes], made)
+        yield rows, metas, objects, blobs
         done += len(rows)
 
 
@@ -173,21 +182,27 @@ class _Recalls:
 
 def step_rows(
     steps: Iterable[tuple[str, str, str, dict[str, Any]]], general: Callable[[int], Record], limits: Limits,
-    built: Callable[[int], TraceRow | BuiltRow | None] | None = None, base: int = 0,
-) -> tuple[list[MemoryRow], list[dict[str, Any]], list[Any]]:
+    built: Callable[[int], Any] | None = None, base: int = 0,
+) -> tuple[list[MemoryRow], list[dict[str, Any]], list[Any], list[bytes | None]]:
     """The memories columns and metadata of each planned ``(user, agent, workflow, trace_data)`` step,
     checked as ``add_trace`` checks them, and for its trace_steps row what
     :func:`~memkit.adapters._sqlite._trace_writes.prepare` gives (else its parameters' and result's
     cells, the texts the metadata holds, encoded once); ``general(i)`` makes (or refuses, naming the
     step) the record of a step :func:`trace_row` does not take. ``built(base + i)``: step i's row if another
-    process already made it, or :func:`~._trace_writes.built_row` of it (its write time is taken here,
-    so that times follow the seqs)."""
+    process already made it, or :func:`~._trace_writes.built_rows`' form of it (its write time is taken
+    here, so that times follow the seqs); last, each step's vector if that process made it."""
     rows: list[MemoryRow] = []
     metas: list[dict[str, Any]] = []
     objects: list[Any] = []  # each step's cells (a pair), what prepare() gave, or None
-    add_row, add_meta, add_objects = rows.append, metas.append, objects.append
+    made: list[bytes | None] = []  # each step's vector if the other process made it
+    add_row, add_meta, add_objects, add_made = rows.append, metas.append, objects.append, made.append
     for i, (user, agent, workflow, data) in enumerate(steps):
         row = None if built is None else built(base + i)
+        if row is not None and len(row) in _WITH_VECTOR:
+            add_made(row[-1])
+            row = row[:-1]
+        else:
+            add_made(None)
         if row is not None and len(row) == 2:  # built_row's columns and prepared step: all it needs
             columns, prepared = row
             add_row((*columns[:5], now_us()))
@@ -216,7 +231,7 @@ def step_rows(
                 add_objects(prepare(row[0], row[1], row[2], row[6], row[7:]))
             except Odd:
                 add_objects(row[7:])  # written by the trigger's SQL, which _row decides again
-    return rows, metas, objects
+    return rows, metas, objects, made
 
 
 def recall_rows(bodies: Sequence[dict[str, Any]]) -> list[tuple[Any, ...]]:

@@ -21,7 +21,7 @@ from memkit._core._records import TraceRow
 from memkit.adapters._sqlite._traces import MISSING, PACKED, step_timing_us
 
 __all__ = [
-    "BuiltRow", "Odd", "Prepared", "built_row", "insert_memories", "prepare", "trigger_writes_steps",
+    "BuiltRow", "Odd", "Prepared", "built_row", "built_rows", "insert_memories", "prepare", "trigger_writes_steps",
     "write_trace_steps",
 ]
 
@@ -200,6 +200,27 @@ def built_row(row: TraceRow) -> TraceRow | BuiltRow:
     except Odd:
         return row
     return row if prepared is None else (row[:6], prepared)
+
+
+def built_rows(rows: Sequence[TraceRow | None], embedder: str | None) -> list[Any]:
+    """What a streamed import's other process makes of a chunk of steps' rows (the SQLite store's
+    ``_import_row_maker()``): each one's :func:`built_row` (None stays None), and with ``embedder``
+    (a name :func:`memkit.embeddings.get_embedder` resolves to the same model in every process) its
+    content's vector, as the store keeps it, appended: so the store embeds none of them."""
+    built: list[Any] = [None if row is None else built_row(row) for row in rows]
+    if embedder is None:
+        return built
+    from memkit.adapters._sqlbase import embedded
+    from memkit.adapters._sqlite._vectors import EMBED_BATCH, blob
+    from memkit.embeddings import get_embedder
+
+    model = get_embedder(embedder)
+    made = [i for i, row in enumerate(rows) if row is not None]
+    for start in range(0, len(made), EMBED_BATCH):
+        part = made[start:start + EMBED_BATCH]
+        for i, vector in zip(part, embedded(model, [rows[i][3] for i in part]), strict=True):  # type: ignore[index]
+            built[i] = (*built[i], blob(vector))
+    return built
 
 
 def _row(
