@@ -9,9 +9,11 @@ tools, LLM calls and retrievers with three documents each (every fifth tool span
 Each round imports the whole file into a fresh SQLite file with ``import_otlp``. The file (69 MB at
 100k spans) is over ``memkit.otel._stream.STREAM_MIN_BYTES``, so a second Python process reads,
 decodes, checks and plans it trace by trace and sends the planned steps and recall bodies over a
-pipe, while the store's writer thread here builds their rows and inserts them as they arrive, in
-one write transaction that takes the recalls after the last step. What is timed: from the call (the
-child's start included) to that commit.
+pipe, while the store's writer thread here builds their rows and inserts them, and the recalls
+that came with them, as they arrive, in one write transaction. What is timed: from the call (the
+child's start included) to that commit. The checkpoint that then copies the import from the WAL
+into the database file runs in the store's writer thread after the import has returned: the close
+waits for it, so it is in ``close_cpu_us_per_span``.
 Inside: the child's reading, JSON decoding, span checks and planning, the rows (step texts, their
 JSON, trace_steps cells), SQLite's writes (memories, trace_steps, recalls) and, in the "default
 embedder" flavour, embedding every step's text. Outside (not in the rate): the store's keyword
