@@ -235,9 +235,10 @@ def test_rows_the_child_builds_carry_the_trace_steps_row_and_leave_odd_steps_who
     got = _both(tmp_path, source, monkeypatch)  # every table byte for byte as the one-process import
     built = got["stream"].built
     assert built and all(row is not None for row in built)
-    whole = [row for row in built if len(row) != 2]
+    assert all(len(row) == 3 and row[2] is None for row in built)  # no vectors: a keyword-only store
+    whole = [row for row, prepared, _ in built if prepared is None]
     assert [row[6]["step_name"] for row in whole] == ["log\x00in", "log\x00in"]  # alice's and bob's
-    slim = [row for row in built if len(row) == 2]
+    slim = [(columns, prepared) for columns, prepared, _ in built if prepared is not None]
     assert len(slim) == len(built) - 2 and all(len(columns) == 6 and len(prepared) == 6 for columns, prepared in slim)
 
 
@@ -278,12 +279,12 @@ def test_the_child_embeds_the_rows_it_builds_with_the_shipped_model_only(
     assert len(vectors) == len(got["tables"]["memories"]) > 0  # and byte for byte as one process made them
     built = got["stream"].built
     assert built and all(row is not None for row in built)
+    assert sum(prepared is None for _, prepared, _ in built) == 2  # the steps sent whole
     if embedder == "default":
-        assert sorted(len(row) for row in built) == [3] * (len(built) - 2) + [10, 10]  # the vector last
-        assert all(type(row[-1]) is bytes and len(row[-1]) == 384 * 4 for row in built)
+        assert all(type(vector) is bytes and len(vector) == 384 * 4 for _, _, vector in built)
         assert sum(embedded) == len(vectors)  # all in the one-process import, none streamed
     else:
-        assert sorted(len(row) for row in built) == [2] * (len(built) - 2) + [9, 9]
+        assert all(vector is None for _, _, vector in built)
         assert sum(embedded) == 2 * len(vectors)  # all, both ways
 
 

@@ -39,8 +39,6 @@ INSERT_RECALL = (
 )
 
 MemoryRow = tuple[str, str, str, str, str, int]
-# built_rows' forms with the step's vector appended: (columns, prepared, vector), a whole row and vector.
-_WITH_VECTOR = (3, 10)
 _UNREAD: dict[str, Any] = {}  # the metadata of a step whose trace_steps row came prepared: never read
 
 
@@ -189,8 +187,9 @@ def step_rows(
     :func:`~memkit.adapters._sqlite._trace_writes.prepare` gives (else its parameters' and result's
     cells, the texts the metadata holds, encoded once); ``general(i)`` makes (or refuses, naming the
     step) the record of a step :func:`trace_row` does not take. ``built(base + i)``: step i's row if another
-    process already made it, or :func:`~._trace_writes.built_rows`' form of it (its write time is taken
-    here, so that times follow the seqs); last, each step's vector if that process made it."""
+    process already made it, as trace_row gives it or in :func:`~._trace_writes.built_rows`' form (its
+    write time is taken here, so that times follow the seqs); last, each step's vector if that
+    process made it."""
     rows: list[MemoryRow] = []
     metas: list[dict[str, Any]] = []
     objects: list[Any] = []  # each step's cells (a pair), what prepare() gave, or None
@@ -198,17 +197,16 @@ def step_rows(
     add_row, add_meta, add_objects, add_made = rows.append, metas.append, objects.append, made.append
     for i, (user, agent, workflow, data) in enumerate(steps):
         row = None if built is None else built(base + i)
-        if row is not None and len(row) in _WITH_VECTOR:
-            add_made(row[-1])
-            row = row[:-1]
+        if row is not None and len(row) == 3:  # built_rows' form
+            row, prepared, vector = row
+            add_made(vector)
+            if prepared is not None:  # the columns and the prepared step: all it needs
+                add_row((*row[:5], now_us()))
+                add_meta(_UNREAD)
+                add_objects(prepared)
+                continue
         else:
             add_made(None)
-        if row is not None and len(row) == 2:  # built_row's columns and prepared step: all it needs
-            columns, prepared = row
-            add_row((*columns[:5], now_us()))
-            add_meta(_UNREAD)
-            add_objects(prepared)
-            continue
         if row is not None:
             row = (*row[:5], now_us(), *row[6:])
         else:
