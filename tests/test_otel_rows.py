@@ -276,6 +276,7 @@ def test_an_import_copies_its_pages_into_the_file_after_it_returns(
         assert db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 10
         with pytest.raises(memkit.InvalidInputError, match="a recall with one of these ids already exists"):
             import_otlp(mem, sdk_request, user_id="alice", agent_id="bio")
+        assert mem.stats().memories == first.steps  # queued behind the refused import's checkpoint
         assert db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 10 and len(sizes) == 4
 
 

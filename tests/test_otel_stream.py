@@ -532,9 +532,12 @@ def test_a_file_read_span_by_span_gives_what_reading_it_whole_gives_or_is_left_t
 
 def test_the_child_imports_neither_the_otel_sdk_nor_the_store() -> None:
     # Half of its start was memkit.otel's package importing the exporter, the live processor and the
-    # one-process import; it needs none of them.
+    # one-process import; it needs none of them, nor pydantic (the recall models: a foreign
+    # retriever's recall is built as a plain body) and numpy (only the store's row maker, later).
     code = ("import sys, memkit.otel._child; print(sorted(m for m in sys.modules if m.startswith(("
-            "'opentelemetry', 'memkit.otel._import', 'memkit.otel._export', 'memkit.otel._live', 'memkit._sync'))))")
+            "'opentelemetry', 'memkit.otel._import', 'memkit.otel._export', 'memkit.otel._live', 'memkit._sync',"
+            " 'memkit.otel._stream', 'memkit._core._store', 'memkit._core._ops', 'memkit._recall', 'pydantic',"
+            " 'numpy'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "[]"
     import memkit.otel as otel  # and the package still gives its names

@@ -8,7 +8,7 @@ import threading
 import time
 from datetime import UTC, datetime
 
-__all__ = ["from_us", "new_id", "now_us", "to_us"]
+__all__ = ["from_us", "iso_us", "json_time", "new_id", "now_us", "to_us"]
 
 _ids: list[str] = []
 _ID_BLOCK = 512
@@ -68,3 +68,22 @@ def to_us(moment: datetime) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return round(moment.timestamp() * 1_000_000)
+
+
+_iso_second: tuple[int, str] = (0, from_us(0).isoformat())
+
+
+def iso_us(us: int) -> str:
+    """``from_us(us).isoformat()``, without building a datetime for every recall of the same second."""
+    global _iso_second
+    second, micro = divmod(us, 1_000_000)
+    cached, prefix = _iso_second
+    if cached != second:
+        prefix = from_us(second * 1_000_000).isoformat()[:-6]  # up to the seconds, before "+00:00"
+        _iso_second = (second, prefix)
+    return f"{prefix}.{micro:06d}+00:00" if micro else f"{prefix}+00:00"
+
+
+def json_time(us: int) -> str:
+    """What a recall body holds for a time (pydantic's JSON form of the datetime), without building it."""
+    return iso_us(us)[:-6] + "Z"

@@ -45,6 +45,8 @@ from memkit._core._errors import InvalidInputError
 from memkit._core._models import MemoryFilter, MemoryItem
 from memkit._core._port import RecallKeeper
 from memkit._core._records import from_us, now_us, to_us
+from memkit._core._stamps import iso_us as _iso
+from memkit._core._stamps import json_time
 from memkit._core._validate import DEFAULT_LIMITS, Limits, check_id, check_namespace
 
 __all__ = [
@@ -157,20 +159,6 @@ def _hits(hits: Sequence[MemoryItem], ranks: Sequence[int] | None) -> _Hits:
         [item.id, rank, item.score, item.score_details, item.content]
         for rank, item in zip(range(1, len(hits) + 1) if ranks is None else ranks, hits, strict=False)
     ])
-
-
-_iso_second: tuple[int, str] = (0, from_us(0).isoformat())
-
-
-def _iso(us: int) -> str:
-    """``from_us(us).isoformat()``, without building a datetime for every recall of the same second."""
-    global _iso_second
-    second, micro = divmod(us, 1_000_000)
-    cached, prefix = _iso_second
-    if cached != second:
-        prefix = from_us(second * 1_000_000).isoformat()[:-6]  # up to the seconds, before "+00:00"
-        _iso_second = (second, prefix)
-    return f"{prefix}.{micro:06d}+00:00" if micro else f"{prefix}+00:00"
 
 
 def created_us(body: dict[str, Any]) -> int:
@@ -450,11 +438,6 @@ def checked_bodies(
             raise InvalidInputError(f"recall id {recall_id!r} appears twice")
         seen.add(recall_id)
     return list(bodies)
-
-
-def json_time(us: int) -> str:
-    """What :func:`body_of` writes for a time (pydantic's JSON form), without building the datetime."""
-    return _iso(us)[:-6] + "Z"
 
 
 def check_as_of(as_of: object) -> int | None:

@@ -6,15 +6,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from memkit._core._errors import InvalidInputError
 from memkit._core._records import Record, from_us, new_record
+from memkit._core._stamps import json_time
 from memkit._core._validate import Limits, check_id
-from memkit._recall._recording import Recall, RecalledMemory, body_of, json_time
 from memkit.otel._spans import _Span
+
+if TYPE_CHECKING:
+    from memkit._recall._recording import Recall, RecalledMemory
 
 _DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*")  # what json.loads skips around a text
@@ -102,6 +103,12 @@ def _step_of(span: _Span, index: int, parent_index: int | None) -> dict[str, Any
 def _recall_of(
     span: _Span, step: Mapping[str, Any], workflow: str, user_id: str, agent_id: str, own: bool
 ) -> Recall | None:
+    # The recall models (and pydantic) load with the first recall that needs them: the child of a
+    # streamed import builds foreign retrievers' bodies without them (see _recall_body).
+    from pydantic import ValidationError
+
+    from memkit._recall._recording import RecalledMemory
+
     a = span.attrs
     docs = _documents(a)
     query = a.get("gen_ai.memory.query", a.get("input.value"))
@@ -139,6 +146,8 @@ def _recall_model(
     a: Mapping[str, Any], span: _Span, query: Any, workflow: str, step: Mapping[str, Any], user_id: str,
     agent_id: str, attempt: Any, hits: list[RecalledMemory],
 ) -> Recall:
+    from memkit._recall._recording import Recall
+
     def loaded(key: str) -> Any:
         value = a.get(key)
         return json.loads(value) if isinstance(value, str) else None
@@ -178,6 +187,8 @@ def _recall_body(
     docs = _documents(a)
     if own or not a.keys().isdisjoint(_RECALL_KEYS) or type(step_index) is not int or not (
             run_id is None or type(run_id) is str) or any("metadata" in doc for doc in docs):
+        from memkit._recall._recording import body_of
+
         recall = _recall_of(span, step, workflow, user_id, agent_id, own)
         return None if recall is None else body_of(recall)
     if not docs:
