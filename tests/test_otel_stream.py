@@ -14,12 +14,10 @@ import json
 import sqlite3
 import subprocess
 import sys
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -35,6 +33,7 @@ from memkit.otel._convert import _walk
 from memkit.otel._plan import _json_or_text
 from memkit.otel._spans import _load
 from memkit.traces import ExecutionHistory, Redactor, set_trace_redactor
+from tests.test_graph_vector import HashEmbedder  # an embedder of the caller's own
 from tests.test_otel_rows import _odd_export, _sdk_file, _tables
 
 _STREAM_MIN_BYTES = _stream.STREAM_MIN_BYTES  # before the fixture below lowers it
@@ -242,20 +241,6 @@ def test_rows_the_child_builds_carry_the_trace_steps_row_and_leave_odd_steps_who
     assert len(slim) == len(built) - 2 and all(len(columns) == 6 and len(prepared) == 6 for columns, prepared in slim)
 
 
-class _HashEmbedder:
-    """An embedder of the caller's own (not the shipped model): its vectors are made in this process."""
-
-    name = "hash-words-16"
-    dim = 16
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in text.split():
-                out[row, zlib.crc32(word.encode()) % self.dim] += 1.0
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
-
-
 @pytest.mark.parametrize("embedder", ["default", "own"])
 def test_the_child_embeds_the_rows_it_builds_with_the_shipped_model_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: str
@@ -274,7 +259,7 @@ def test_the_child_embeds_the_rows_it_builds_with_the_shipped_model_only(
         return embed_contents(self, contents)
 
     monkeypatch.setattr(Vectors, "embed_contents", counted)
-    got = _both(tmp_path, path, monkeypatch, "default" if embedder == "default" else _HashEmbedder())
+    got = _both(tmp_path, path, monkeypatch, "default" if embedder == "default" else HashEmbedder())
     vectors = got["tables"]["memory_vectors"]
     assert len(vectors) == len(got["tables"]["memories"]) > 0  # and byte for byte as one process made them
     built = got["stream"].built
