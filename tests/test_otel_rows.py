@@ -399,7 +399,8 @@ _plain = st.recursive(
 def test_a_trace_rows_texts_are_json_dumps_whichever_encoder_wrote_them(
     step: dict[str, Any], timestamp: float | None, duration: float | None
 ) -> None:
-    """trace_row encodes the metadata with pydantic-core when its walk found no float json writes
+    """The content's data is json.dumps(sort_keys=True) of the payload. trace_row encodes the metadata
+    with pydantic-core when its walk found no float json writes
     otherwise (the step's timing aside, put in slots): the text and the objects are json.dumps's all the
     same, tiny floats at any depth, slot-like strings and odd characters included."""
     from memkit._core._records import trace_row
@@ -415,6 +416,9 @@ def test_a_trace_rows_texts_are_json_dumps_whichever_encoder_wrote_them(
     if row is None:  # a number where a text belongs: the general path says so
         return
     meta = row[6]
+    # The content's JSON (json's C encoder, made once, without its cycle check) is json.dumps's too.
+    data = json.dumps(meta["trace"], ensure_ascii=False, sort_keys=True)
+    assert row[3] == f"[trace] workflow=wf agent=bio data={data}"
     assert row[4] == json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
     assert json.loads(row[4]) == meta
     for text, key in zip(row[7:], ("parameters", "result"), strict=True):

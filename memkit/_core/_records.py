@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from memkit._core._encoding import CONTENT_JSON, TINY_FLOAT, encode_metadata_once
+from memkit._core._encoding import TINY_FLOAT, content_text, encode_metadata_once
 from memkit._core._errors import InvalidInputError
 from memkit._core._stamps import from_us, new_id, now_us, to_us
 from memkit._core._validate import (
@@ -463,7 +463,7 @@ def trace_row(
     meta["trace"] = payload
     meta["type"] = "trace"
     meta["workflow_id"] = workflow
-    rendered = CONTENT_JSON.encode(payload)
+    rendered = content_text(payload)
     user = cast(str, user_id) if known else check_id(user_id, "user_id", limits)
     _last_ids = ids
     content = f"[trace] workflow={workflow} agent={agent} data={rendered}"
