@@ -22,6 +22,13 @@ its own (``close_cpu_us_per_span``). Reported: the median rate over rounds, per 
 wall time and by CPU time (all of this process's threads, SQLite's writer included, plus the
 child's): on the shared 2-core machine the wall time follows the neighbours' load, the CPU time
 does not; with two processes the wall time can be below the CPU time.
+
+The host's speed: before and after each round a fixed pure-Python loop is timed on each core this
+process may run on (``core_loop_ms``, best of 3 on each, the round's before and after side by side).
+On the shared 2-core machine a core's speed jumps between two levels about 1.6 times apart, from one
+second to the next and for each core on its own, whatever this benchmark does; a streamed import,
+one process a core, goes at about the pace of the slower core. The per-round table shows each round's
+rate beside those loops, so that runs of different hours can be compared.
 """
 
 from __future__ import annotations
@@ -91,6 +98,34 @@ def make_file(path: Path, n_spans: int, per_trace: int = 50) -> int:
     return len(spans)
 
 
+_LOOP = 150_000  # iterations of the reference loop: 20-40 ms
+
+
+def _loop_s() -> float:
+    start = time.perf_counter()
+    kept: dict[int, str] = {}
+    for i in range(_LOOP):
+        kept[i & 1023] = str(i)
+    return time.perf_counter() - start
+
+
+def core_loop_ms() -> list[float]:
+    """Milliseconds of a fixed pure-Python loop on each core this process may run on (best of 3 each):
+    how fast the host runs each core right now. Empty where a process cannot be pinned (not Linux)."""
+    try:
+        cores = os.sched_getaffinity(0)
+    except AttributeError:
+        return []
+    times = []
+    try:
+        for core in sorted(cores):
+            os.sched_setaffinity(0, {core})  # this thread only; the child, started later, gets all again
+            times.append(round(min(_loop_s() for _ in range(3)) * 1e3, 1))
+    finally:
+        os.sched_setaffinity(0, cores)
+    return times
+
+
 def _children_cpu() -> float:
     """CPU seconds of the child processes that have ended (the import's parse process)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -109,17 +144,23 @@ def main() -> None:
         start = time.perf_counter()
         n = make_file(path, args.spans)
         made_s = time.perf_counter() - start
-        rows = []
+        rows, each_round = [], []
         flavours = (("keyword-only", "?embedder=none"), ("default embedder", ""))
         for flavour, query in flavours if args.flavour == "all" else flavours[:1]:
-            rates, cpu_rates, closing = [], [], []
+            rates, cpu_rates, closing, loops = [], [], [], []
             for r in range(args.rounds):
                 url = f"sqlite:///{tmp}/import-{flavour[:3]}-{r}.db{query}"
                 mem = memkit.open(url)
+                before = core_loop_ms()
                 start, cpu = time.perf_counter(), time.process_time() + _children_cpu()
                 report = import_otlp(mem, path, user_id="bench", agent_id="agent")
                 rates.append(n / (time.perf_counter() - start))
                 cpu_rates.append(n / (time.process_time() + _children_cpu() - cpu))
+                after = core_loop_ms()
+                loops.extend(before + after)
+                each_round.append({"store": f"sqlite {flavour}", "round": r, "spans_per_s": round(rates[-1]),
+                                   "core_loop_ms_before": " / ".join(map(str, before)),
+                                   "core_loop_ms_after": " / ".join(map(str, after))})
                 assert report.steps == n
                 cpu = time.process_time()
                 mem.close()  # builds and saves the namespace's keyword index: not in the rate
@@ -130,14 +171,18 @@ def main() -> None:
                 "min_spans_per_s": round(min(rates)), "median_cpu_spans_per_s": round(statistics.median(cpu_rates)),
                 "close_cpu_us_per_span": round(statistics.median(closing)),
                 "rounds": args.rounds, "load_average": round(os.getloadavg()[0], 1),
+                "core_loop_ms": f"{min(loops, default=0)}-{max(loops, default=0)}",
             })
     if args.json:
-        print(dump({"file_made_s": round(made_s, 1), "rows": rows}))
+        print(dump({"file_made_s": round(made_s, 1), "rows": rows, "rounds": each_round}))
     else:
         print(f"span file: {n:,} spans made by the OTel SDK in {made_s:.1f} s ({path.name}); "
               f"load average when each flavour ended in the last column (2 cores)")
         print_table(rows, ["store", "spans", "recalls", "median_spans_per_s", "min_spans_per_s",
-                           "median_cpu_spans_per_s", "close_cpu_us_per_span", "rounds", "load_average"])
+                           "median_cpu_spans_per_s", "close_cpu_us_per_span", "rounds", "load_average",
+                           "core_loop_ms"])
+        print("each round, beside the reference loop's ms on each core before and after it (the lower the faster):")
+        print_table(each_round, ["store", "round", "spans_per_s", "core_loop_ms_before", "core_loop_ms_after"])
 
 
 if __name__ == "__main__":

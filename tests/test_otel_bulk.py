@@ -142,6 +142,18 @@ def _bench_like_file(path: Path, spans: int) -> Path:
     return path
 
 
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="pinning a thread to a core needs Linux")
+def test_the_benchmarks_reference_loop_times_each_core_and_unpins_this_thread() -> None:
+    """bench/otel_import.py times a loop on each core before and after a round: one time a core, and
+    this thread may run on all of them again after (the import's child inherits its affinity)."""
+    from bench.otel_import import core_loop_ms
+
+    cores = os.sched_getaffinity(0)
+    times = core_loop_ms()
+    assert len(times) == len(cores) and all(t > 0 for t in times)
+    assert os.sched_getaffinity(0) == cores
+
+
 def test_the_import_leaves_the_cyclic_gc_as_it_found_it(tmp_path: Path) -> None:
     spans = _bench_like_file(tmp_path / "spans.json", 100)
     was = gc.isenabled()
