@@ -10,6 +10,7 @@ import copy
 import gc
 import http.server
 import json
+import re
 import threading
 import uuid
 from collections.abc import Iterator
@@ -230,11 +231,32 @@ def test_a_hostile_file_is_refused_whole(span_file: Path, mem: memkit.Memory, br
     mem.add("already here", "alice", "bio-agent")
     with pytest.raises(memkit.InvalidInputError, match=message) as caught:
         import_otlp(mem, hostile, user_id="alice", agent_id="bio-agent")
-    assert "span " in str(caught.value)  # names the span at fault
+    # Names the span at fault, and its field: the words are built only once a span is refused.
+    assert re.match(r"span \d+ \('[^']+'\)[ :]", str(caught.value)), str(caught.value)
+    if breaker is _break_huge:
+        assert " attribute '" in str(caught.value)
+    if breaker in (_break_id, _break_time):
+        assert (" traceId " if breaker is _break_id else " startTimeUnixNano ") in str(caught.value)
     assert mem.stats().memories == 1 and mem.recalls() == []
     assert gc.isenabled()  # the import pauses the cyclic GC and gives it back on the way out
     # The same file unbroken imports.
     assert import_otlp(mem, good, user_id="alice", agent_id="bio-agent").steps == len(_spans(good))
+
+
+def test_odd_retrieval_document_keys_are_not_documents(span_file: Path, mem: memkit.Memory) -> None:
+    """A key shaped like a document's but whose number is not ASCII digits (a superscript two, Arabic
+    digits) is an ordinary attribute: the retriever's documents are the others, the file imports."""
+    request = json.loads(span_file.read_text())
+    retriever = next(s for s in _spans(request) if any(
+        a["key"] == "openinference.span.kind" and a["value"] == {"stringValue": "RETRIEVER"} for a in s["attributes"]))
+    before = import_otlp(memkit.open("memory://"), copy.deepcopy(request), user_id="alice", agent_id="bio-agent")
+    for odd in ("\u00b2", "\u0663", "1x"):
+        retriever["attributes"].append({"key": f"retrieval.documents.{odd}.document.content",
+                                        "value": {"stringValue": "not a document"}})
+    report = import_otlp(mem, request, user_id="alice", agent_id="bio-agent")
+    assert report.recalls == before.recalls >= 1
+    hits = [h for r in mem.recalls() for h in r.hits]
+    assert hits and all(h.content != "not a document" for h in hits)
 
 
 def test_json_lines_of_requests_import_as_one_file(span_file: Path, mem: memkit.Memory, tmp_path: Path) -> None:

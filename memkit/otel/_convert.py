@@ -120,7 +120,13 @@ def _read_attributes(raw: Any, where: str) -> dict[str, Any]:
             if type(raw) is str and len(raw) <= MAX_ATTRIBUTE_CHARS:
                 out[key] = raw
                 continue
-        out[key] = _read_value({} if value is None and "value" not in pair else value, f"{where} attribute {key!r}")
+        value = {} if value is None and "value" not in pair else value
+        try:
+            out[key] = _read_value(value, where)
+        except InvalidInputError:
+            # The text naming the attribute is built for a refusal only: read again with it.
+            _read_value(value, f"{where} attribute {key!r}")
+            raise
     return out
 
 

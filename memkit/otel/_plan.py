@@ -40,13 +40,32 @@ def _json_or_text(value: Any) -> Any:
     return None if value is None else {"value": value}
 
 
+def _document_field(key: str) -> tuple[int, str] | None:
+    """``(n, field)`` of an attribute key ``retrieval.documents.<n>.document.<field>``, else None."""
+    if key.startswith("retrieval.documents."):
+        index, _, rest = key[len("retrieval.documents."):].partition(".")
+        if index.isascii() and index.isdigit() and rest.startswith("document."):
+            return int(index), rest[len("document."):]
+    return None
+
+
+# Retriever spans repeat the same few attribute keys: each key's reading, remembered (up to a bound).
+_DOCUMENT_FIELDS: dict[str, tuple[int, str] | None] = {}
+_DOCUMENT_FIELDS_MAX = 4_096
+_UNREAD = (-1, "")
+
+
 def _documents(attrs: Mapping[str, Any]) -> list[dict[str, Any]]:
     docs: dict[int, dict[str, Any]] = {}
+    fields = _DOCUMENT_FIELDS
     for key, value in attrs.items():
-        if key.startswith("retrieval.documents."):
-            index, _, rest = key[len("retrieval.documents."):].partition(".")
-            if index.isdigit() and rest.startswith("document."):
-                docs.setdefault(int(index), {})[rest[len("document."):]] = value
+        field = fields.get(key, _UNREAD)
+        if field is _UNREAD:
+            field = _document_field(key)
+            if len(fields) < _DOCUMENT_FIELDS_MAX:
+                fields[key] = field
+        if field is not None:
+            docs.setdefault(field[0], {})[field[1]] = value
     return [docs[i] for i in sorted(docs)]
 
 

@@ -84,57 +84,72 @@ def _read_blocks(blocks: Iterable[tuple[list[Any], dict[str, Any]]], keep: Calla
     span_ids: dict[str, str] = {}
     for raw_spans, resource in blocks:
         service = resource.get("service.name")
+        if not isinstance(service, str):
+            service = None
         for raw in raw_spans:
-            where = f"span {len(spans)}"
-            if len(spans) >= _MAX_SPANS_PER_FILE:
+            n = len(spans)
+            if n >= _MAX_SPANS_PER_FILE:
                 raise InvalidInputError(f"the file holds more than {_MAX_SPANS_PER_FILE:,} spans; split it")
-            if type(raw) is not dict and not isinstance(raw, Mapping):
-                raise InvalidInputError(f"{where} must be an object")
-            name = raw.get("name")
-            if not isinstance(name, str) or not name:
-                raise InvalidInputError(f"{where}: 'name' must be a non-empty string")
-            where = f"span {len(spans)} ({name[:60]!r})"
-            # Ids seen before are looked up here, before the text naming them is built.
-            raw_id = raw.get("traceId")
-            trace_id = trace_ids.get(raw_id) if type(raw_id) is str else None
-            if trace_id is None:
-                trace_id = _span_id(raw_id, 16, f"{where} traceId", seen=trace_ids)
-            raw_id = raw.get("spanId")
-            span_id = span_ids.get(raw_id) if type(raw_id) is str else None
-            if span_id is None:
-                span_id = _span_id(raw_id, 8, f"{where} spanId", seen=span_ids)
-            raw_id = raw.get("parentSpanId")
-            parent = span_ids.get(raw_id) if type(raw_id) is str else None
-            if parent is None and raw_id not in (None, ""):
-                parent = _span_id(raw_id, 8, f"{where} parentSpanId", optional=True, seen=span_ids)
-            assert trace_id is not None and span_id is not None
-            if (trace_id, span_id) in seen:
-                raise InvalidInputError(f"{where}: span id {span_id} appears twice in trace {trace_id}")
-            seen.add((trace_id, span_id))
-            attrs = _read_attributes(raw.get("attributes"), where)
-            start = _nanos(raw.get("startTimeUnixNano"), f"{where} startTimeUnixNano")
-            end = _nanos(raw.get("endTimeUnixNano"), f"{where} endTimeUnixNano")
-            if end < start:
-                raise InvalidInputError(f"{where} ends before it starts ({end} < {start})")
-            status = raw.get("status") or {}
-            if type(status) is not dict and not isinstance(status, Mapping):
-                raise InvalidInputError(f"{where}: status must be an object")
-            code = status.get("code", 0)
-            failed = code in (2, "STATUS_CODE_ERROR")
-            error = None
-            if failed:
-                error = str(status.get("message") or "")
-                for event in raw.get("events") or []:
-                    if isinstance(event, Mapping) and event.get("name") == "exception":
-                        ev = _read_attributes(event.get("attributes"), f"{where} event")
-                        kind = ev.get("exception.type")
-                        message = ev.get("exception.message") or ""
-                        error = error or (f"{kind}: {message}" if kind else str(message))
-                error = error or "error"
-            span = _Span(trace_id, span_id, parent, name, _kind_of(raw, attrs, where), start, end,
-                         attrs, error, service if isinstance(service, str) else None, len(spans))
+            try:
+                span = _read_span(raw, n, service, trace_ids, span_ids, seen, False)
+            except InvalidInputError:
+                # The texts naming the span and its field are built for a refusal only: the span is
+                # read again with them (nothing was kept of it), which raises the worded error.
+                _read_span(raw, n, service, trace_ids, span_ids, seen, True)
+                raise
+            seen.add((span.trace_id, span.span_id))
             spans.append(span)
             keep(span)
+
+
+def _read_span(
+    raw: Any, n: int, service: str | None, trace_ids: dict[str, str], span_ids: dict[str, str],
+    seen: set[tuple[str, str]], worded: bool,
+) -> _Span:
+    """Span ``n`` of the file checked; its errors name the span only when ``worded``. ``trace_ids`` and
+    ``span_ids`` remember the ids read (as written -> hex), ``seen`` the spans kept before it."""
+    if type(raw) is not dict and not isinstance(raw, Mapping):
+        raise InvalidInputError(f"span {n} must be an object")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidInputError(f"span {n}: 'name' must be a non-empty string")
+    where = f"span {n} ({name[:60]!r})" if worded else ""
+    # Ids seen before are looked up here, before the text naming them is built.
+    raw_id = raw.get("traceId")
+    trace_id = trace_ids.get(raw_id) if type(raw_id) is str else None
+    if trace_id is None:
+        trace_id = _span_id(raw_id, 16, f"{where} traceId" if worded else "", seen=trace_ids)
+    raw_id = raw.get("spanId")
+    span_id = span_ids.get(raw_id) if type(raw_id) is str else None
+    if span_id is None:
+        span_id = _span_id(raw_id, 8, f"{where} spanId" if worded else "", seen=span_ids)
+    raw_id = raw.get("parentSpanId")
+    parent = span_ids.get(raw_id) if type(raw_id) is str else None
+    if parent is None and raw_id not in (None, ""):
+        parent = _span_id(raw_id, 8, f"{where} parentSpanId" if worded else "", optional=True, seen=span_ids)
+    assert trace_id is not None and span_id is not None
+    if (trace_id, span_id) in seen:
+        raise InvalidInputError(f"{where}: span id {span_id} appears twice in trace {trace_id}")
+    attrs = _read_attributes(raw.get("attributes"), where)
+    start = _nanos(raw.get("startTimeUnixNano"), f"{where} startTimeUnixNano" if worded else "")
+    end = _nanos(raw.get("endTimeUnixNano"), f"{where} endTimeUnixNano" if worded else "")
+    if end < start:
+        raise InvalidInputError(f"{where} ends before it starts ({end} < {start})")
+    status = raw.get("status") or {}
+    if type(status) is not dict and not isinstance(status, Mapping):
+        raise InvalidInputError(f"{where}: status must be an object")
+    code = status.get("code", 0)
+    error = None
+    if code in (2, "STATUS_CODE_ERROR"):
+        error = str(status.get("message") or "")
+        for event in raw.get("events") or []:
+            if isinstance(event, Mapping) and event.get("name") == "exception":
+                ev = _read_attributes(event.get("attributes"), f"{where} event")
+                kind = ev.get("exception.type")
+                message = ev.get("exception.message") or ""
+                error = error or (f"{kind}: {message}" if kind else str(message))
+        error = error or "error"
+    return _Span(trace_id, span_id, parent, name, _kind_of(raw, attrs, where), start, end, attrs, error, service, n)
 
 
 def _check_tree(spans: list[_Span]) -> None:
