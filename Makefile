@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo lab lab-serve test lint typecheck pytest nbval nb-lab bench clean install install-notebook install-test chromium bench-minilm bench-rerank neo4j
+.PHONY: bench-peers demo lab lab-serve test lint typecheck pytest nbval nb-lab bench clean install install-notebook install-test chromium bench-minilm bench-rerank neo4j
 
 # The browser check drives Debian's chromium through Playwright (never `playwright install`).
 CHROMIUM ?= /usr/bin/chromium
@@ -31,7 +31,7 @@ install-notebook: $(BIN)/python
 # No torch here: Mem0 runs on memkit's own embedder, and the sentence-transformers tests
 # run only where `memkit[embeddings]` is installed (make bench-minilm).
 install-test: $(BIN)/python chromium neo4j tests/cypher/node_modules/.package-lock.json
-	$(PIP) install -e '.[dev,graph,notebook,mem0,agents,mcp,langgraph,otel,postgres]'
+	$(PIP) install -e '.[dev,graph,notebook,mem0,agents,mcp,langgraph,otel,postgres,peers]'
 
 # Neo4j's Cypher parser for tests/test_cypher_lint.py (needs the machine's Node.js and npm).
 tests/cypher/node_modules/.package-lock.json: tests/cypher/package.json tests/cypher/package-lock.json
@@ -116,6 +116,11 @@ test: install-test lint typecheck pytest nbval nb-lab
 
 bench: install
 	$(BIN)/python bench/run.py
+
+# memkit beside LangGraph's own stores (bench/peers.py); writes its table into the README.
+bench-peers: $(BIN)/python
+	$(PIP) install -e '.[langgraph,postgres,dev,peers]'
+	$(BIN)/python bench/peers.py --sizes 10000 100000 --rounds 3 --write-readme
 
 clean:
 	rm -rf $(VENV) $(LAB_VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -1,0 +1,350 @@
+"""memkit against the store a LangGraph user would pick instead, on the same data, alternated.
+
+``python bench/peers.py`` builds, for each backend, a memkit ``MemkitStore`` and LangGraph's own
+store on the same generated items, and times the operations a LangGraph agent runs:
+
+=========  ==========================================  =============================================
+backend    memkit                                      peer
+=========  ==========================================  =============================================
+memory     ``MemkitStore("memory://")``                ``langgraph.store.memory.InMemoryStore``
+sqlite     ``MemkitStore("sqlite:///…")``              ``langgraph.store.sqlite.SqliteStore``
+postgres   ``MemkitStore("postgresql://…")``           ``langgraph.store.postgres.PostgresStore``
+=========  ==========================================  =============================================
+
+Both sides are the same ``BaseStore`` interface, so one function drives both; both embed with
+memkit's shipped model (the peer through its ``IndexConfig['embed']``), and both index the same
+field. Each (backend, system, round) runs in a fresh process on a fresh database, so the peak RSS
+is that system's own; the rounds alternate which system goes first. The numbers printed are
+medians over the rounds of each round's median (latencies) or total (bulk put).
+
+Postgres runs both systems against one local server (``memkit.testing.PostgresServer``, or
+``--pg-url`` naming a server whose ``postgres`` database can create databases); the client's CPU
+is measured, the server's is not.
+
+``--write-readme`` replaces the table between the ``peers:start``/``peers:end`` markers in
+README.md with this run's (generated, never typed). ``--quick`` is the smoke run the test suite
+makes: a few hundred items, one round, checking the harness, not the speed.
+
+The peers come from ``pip install -e '.[peers]'`` (benchmark-only: never memkit's install path).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench._util import load_average  # noqa: E402
+
+BACKENDS = ("memory", "sqlite", "postgres")
+SYSTEMS = ("memkit", "peer")
+GENES = [f"G{i:02d}" for i in range(20)]  # a gene filter keeps 5% of the items
+NAMESPACES = [("notes", f"project-{i}") for i in range(50)]
+MARK_START, MARK_END = "<!-- peers:start -->", "<!-- peers:end -->"
+# (operation, what the number is, how it compares: lower time is better for all of them)
+OPERATIONS = [
+    ("put", "bulk put, s for all items"),
+    ("get", "get one item, ms"),
+    ("search", "search with a query, ms"),
+    ("search_filter", "query + equality filter, ms"),
+    ("filter_only", "filter, no query, ms"),
+    ("list10", "list 10 of a namespace, ms"),
+    ("list_namespaces", "list_namespaces, ms"),
+    ("file_mb", "storage, MB"),
+    ("rss_mb", "peak RSS, MB"),
+]
+
+_WORDS = (
+    "alignment variant coverage reads sample quality annotation pathway expression cohort "
+    "mutation protein binding assay knockout tumour control replicate batch normalisation "
+    "threshold cluster marker lineage enrichment motif promoter enhancer splice isoform"
+).split()
+
+
+def make_items(count: int, seed: int) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]:
+    """Research notes: a sentence of field words, a gene (20 values) and a lab, in 50 namespaces."""
+    rng = random.Random(seed)
+    items = []
+    for i in range(count):
+        gene = rng.choice(GENES)
+        words = " ".join(rng.choices(_WORDS, k=rng.randint(6, 14)))
+        value = {"text": f"{gene} {words}", "gene": gene, "lab": rng.choice(["north", "south"]), "n": i}
+        items.append((NAMESPACES[i % len(NAMESPACES)], f"note-{i}", value))
+    return items
+
+
+def make_queries(count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.sample(_WORDS, rng.randint(2, 4))) for _ in range(count)]
+
+
+def _shipped_embed(texts: Sequence[str]) -> list[list[float]]:
+    from memkit.embeddings import get_embedder
+
+    embedder = get_embedder("default")
+    return [list(map(float, row)) for row in embedder.embed(list(texts))]
+
+
+@contextmanager
+def open_system(backend: str, system: str, where: str) -> Iterator[tuple[Any, Callable[[], float]]]:
+    """The store, and a function giving its storage in MB (0 where it keeps nothing on disk)."""
+    if system == "memkit":
+        from memkit.langgraph import MemkitStore
+
+        url = {"memory": "memory://", "sqlite": f"sqlite:///{where}"}.get(backend, where)
+        store = MemkitStore(url, index={"fields": ["text"]}, user_id="bench", agent_id="peers")
+        try:
+            yield store, lambda: _storage_mb(backend, where)
+        finally:
+            store.close()
+        return
+    index: Any = {"dims": 384, "embed": _shipped_embed, "fields": ["text"]}
+    if backend == "memory":
+        from langgraph.store.memory import InMemoryStore
+
+        yield InMemoryStore(index=index), lambda: 0.0
+    elif backend == "sqlite":
+        from langgraph.store.sqlite import SqliteStore
+
+        conn = _extension_sqlite().connect(where, check_same_thread=False, isolation_level=None)
+        try:
+            peer = SqliteStore(conn, index=index)
+            peer.setup()
+            yield peer, lambda: _storage_mb(backend, where)
+        finally:
+            conn.close()
+    else:
+        from langgraph.store.postgres import PostgresStore
+
+        with PostgresStore.from_conn_string(where, index=index) as peer:
+            peer.setup()
+            yield peer, lambda: _storage_mb(backend, where)
+
+
+def _extension_sqlite() -> Any:
+    """An sqlite3 module that can load sqlite-vec: SqliteStore's vector index needs it, and a Python
+    built without loadable extensions (pyenv's default) has none, so pysqlite3 stands in there."""
+    import sqlite3
+
+    if hasattr(sqlite3.Connection, "enable_load_extension"):
+        return sqlite3
+    import pysqlite3.dbapi2
+
+    return pysqlite3.dbapi2
+
+
+def _storage_mb(backend: str, where: str) -> float:
+    if backend == "memory":
+        return 0.0
+    if backend == "sqlite":
+        base = Path(where)
+        return sum(p.stat().st_size for p in base.parent.glob(base.name + "*")) / 1e6
+    import psycopg
+
+    with psycopg.connect(where) as conn:
+        row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+    return float(row[0]) / 1e6 if row else 0.0
+
+
+def _timed(calls: Sequence[Callable[[], Any]]) -> tuple[list[float], float]:
+    """Wall seconds of each call, and the CPU seconds of all of them."""
+    walls = []
+    cpu0 = time.process_time()
+    for call in calls:
+        start = time.perf_counter()
+        call()
+        walls.append(time.perf_counter() - start)
+    return walls, time.process_time() - cpu0
+
+
+def _latency(walls: list[float], cpu: float) -> dict[str, float]:
+    ordered = sorted(walls)
+    return {
+        "median": statistics.median(ordered) * 1e3,
+        "p95": ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))] * 1e3,
+        "cpu": cpu / len(walls) * 1e3,
+    }
+
+
+def run_worker(backend: str, system: str, size: int, samples: int, where: str) -> dict[str, Any]:
+    """One system on one fresh database: every operation, its numbers as a dict."""
+    from langgraph.store.base import PutOp
+
+    items = make_items(size, seed=size)
+    queries = make_queries(samples, seed=size + 1)
+    rng = random.Random(size + 2)
+    out: dict[str, Any] = {}
+    with open_system(backend, system, where) as (store, storage_mb):
+        batches = [
+            [PutOp(namespace=ns, key=key, value=value) for ns, key, value in items[i : i + 500]]
+            for i in range(0, len(items), 500)
+        ]
+        walls, cpu = _timed([lambda ops=ops: store.batch(ops) for ops in batches])
+        out["put"] = {"median": sum(walls), "p95": sum(walls), "cpu": cpu, "per_s": size / sum(walls)}
+        picks = [rng.choice(items) for _ in range(samples)]
+        out["get"] = _latency(*_timed([lambda p=p: store.get(p[0], p[1]) for p in picks]))
+        out["search"] = _latency(*_timed([lambda q=q: store.search(("notes",), query=q, limit=10) for q in queries]))
+        genes = [rng.choice(GENES) for _ in queries]
+        out["search_filter"] = _latency(*_timed([
+            lambda q=q, g=g: store.search(("notes",), query=q, filter={"gene": g}, limit=10)
+            for q, g in zip(queries, genes, strict=True)
+        ]))
+        out["filter_only"] = _latency(*_timed([
+            lambda g=g: store.search(("notes",), filter={"gene": g}, limit=10) for g in genes
+        ]))
+        spaces = [rng.choice(NAMESPACES) for _ in queries]
+        out["list10"] = _latency(*_timed([lambda ns=ns: store.search(ns, limit=10) for ns in spaces]))
+        out["list_namespaces"] = _latency(*_timed([
+            lambda: store.list_namespaces(limit=100) for _ in range(max(3, samples // 10))
+        ]))
+        # the systems must answer the same questions: a wrong answer fast is not a win
+        sample = store.search(spaces[0], limit=10)
+        out["check"] = {"list10": len(sample), "namespaces": len(store.list_namespaces(limit=100))}
+        out["file_mb"] = {"median": storage_mb()}
+    out["rss_mb"] = {"median": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return out
+
+
+def _worker_process(backend: str, system: str, size: int, samples: int, where: str) -> dict[str, Any]:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", backend, system, str(size),
+           str(samples), where]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{backend}/{system} at {size} failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+@contextmanager
+def _postgres(pg_url: str | None) -> Iterator[Callable[[str], str]]:
+    """A function naming a fresh database on the benchmark's Postgres server by name."""
+    if pg_url:
+        import psycopg
+        from psycopg import sql
+
+        base = pg_url.rsplit("/", 1)[0]
+
+        def fresh(name: str) -> str:
+            with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+            return f"{base}/{name}"
+
+        yield fresh
+        return
+    from memkit.testing import PostgresServer
+
+    with PostgresServer() as server:
+        yield server.url
+
+
+def run(backends: Sequence[str], sizes: Sequence[int], rounds: int, samples: int,
+        pg_url: str | None = None) -> dict[str, Any]:
+    """Every backend and size, ``rounds`` times, the two systems alternating which goes first."""
+    runs: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory(prefix="memkit-peers-") as tmp, _postgres(
+        pg_url if "postgres" in backends else "unused://") as fresh_pg:
+        for size in sizes:
+            for r in range(rounds):
+                for backend in backends:
+                    order = SYSTEMS if r % 2 == 0 else SYSTEMS[::-1]
+                    for system in order:
+                        if backend == "postgres":
+                            where = fresh_pg(f"peers_{system}_{size}_{r}")
+                        else:
+                            where = str(Path(tmp) / f"{backend}-{system}-{size}-{r}.db")
+                        result = _worker_process(backend, system, size, samples, where)
+                        runs.setdefault((backend, size, system), []).append(result)
+                        print(f"  {backend:8} {system:6} {size:>7,} round {r + 1}: "
+                              f"put {result['put']['per_s']:,.0f}/s, search p50 "
+                              f"{result['search']['median']:.2f} ms", file=sys.stderr)
+    rows = []
+    for (backend, size, system), results in runs.items():
+        if system != "memkit":
+            continue
+        peers = runs[(backend, size, "peer")]
+        for op, label in OPERATIONS:
+            mine = statistics.median(r[op]["median"] for r in results)
+            theirs = statistics.median(r[op]["median"] for r in peers)
+            row = {"backend": backend, "size": size, "operation": op, "what": label,
+                   "memkit": mine, "peer": theirs, "ratio": mine / theirs if theirs else None}
+            if "p95" in results[0][op]:
+                row["memkit_p95"] = statistics.median(r[op]["p95"] for r in results)
+                row["peer_p95"] = statistics.median(r[op]["p95"] for r in peers)
+                row["cpu_ratio"] = (statistics.median(r[op]["cpu"] for r in results)
+                                    / max(statistics.median(r[op]["cpu"] for r in peers), 1e-9))
+            rows.append(row)
+    return {"rows": rows, "rounds": rounds, "samples": samples, "load": load_average(),
+            "checks": {f"{b}/{s}/{sy}": [r["check"] for r in rs] for (b, s, sy), rs in runs.items()}}
+
+
+def table(result: dict[str, Any]) -> str:
+    """The markdown table of a run (what ``--write-readme`` puts in the README)."""
+    lines = [
+        f"Generated by `python bench/peers.py` ({result['rounds']} alternated rounds, {result['samples']} calls "
+        f"a latency; load average at the end {result['load']}). Ratio is memkit / peer: below 1.0 memkit is "
+        "faster or smaller.",
+        "",
+        "| backend | items | operation | memkit | peer | ratio | p95 memkit / peer | CPU ratio |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in result["rows"]:
+        ratio = "n/a" if row["ratio"] is None else f"{row['ratio']:.2f}"
+        p95 = f"{row['memkit_p95']:.2f} / {row['peer_p95']:.2f}" if "memkit_p95" in row else ""
+        cpu = f"{row['cpu_ratio']:.2f}" if "cpu_ratio" in row else ""
+        lines.append(f"| {row['backend']} | {row['size']:,} | {row['what']} | {row['memkit']:.2f} | "
+                     f"{row['peer']:.2f} | {ratio} | {p95} | {cpu} |")
+    return "\n".join(lines)
+
+
+def write_readme(text: str, readme: Path) -> None:
+    body = readme.read_text(encoding="utf-8")
+    start, end = body.index(MARK_START) + len(MARK_START), body.index(MARK_END)
+    readme.write_text(body[:start] + "\n" + text + "\n" + body[end:], encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--worker", nargs=5, metavar=("BACKEND", "SYSTEM", "SIZE", "SAMPLES", "WHERE"),
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS))
+    parser.add_argument("--sizes", nargs="+", type=int, default=[10_000, 100_000])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--samples", type=int, default=100, help="calls timed for each latency")
+    parser.add_argument("--pg-url", help="a server to use instead of starting one")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 300 items, one round, 10 calls")
+    parser.add_argument("--write-readme", action="store_true", help="put the table into README.md")
+    parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
+    parser.add_argument("--json", type=Path, help="also write the raw result here")
+    args = parser.parse_args(argv)
+    if args.worker:
+        backend, system, size, samples, where = args.worker
+        print(json.dumps(run_worker(backend, system, int(size), int(samples), where)))
+        return 0
+    if args.quick:
+        args.sizes, args.rounds, args.samples = [300], 1, 10
+    result = run(args.backends, args.sizes, args.rounds, args.samples, args.pg_url)
+    text = table(result)
+    print(text)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2), encoding="utf-8")
+    if args.write_readme:
+        write_readme(text, args.readme)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

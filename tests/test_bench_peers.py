@@ -1,0 +1,45 @@
+"""bench/peers.py's smoke run: the harness drives memkit and LangGraph's own stores through the
+same calls, each on a fresh database, and both answer the same listing questions. Timings are not
+asserted (they belong to the benchmark, not the suite)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import peers
+from memkit.testing import PostgresServer
+
+
+@pytest.mark.slow
+def test_quick_run_covers_every_operation_on_every_backend(tmp_path: Path, postgres_server: PostgresServer) -> None:
+    out = tmp_path / "peers.json"
+    assert peers.main(["--quick", "--pg-url", postgres_server.url("peers_admin"), "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    seen = {(row["backend"], row["operation"]) for row in result["rows"]}
+    assert seen == {(b, op) for b in peers.BACKENDS for op, _ in peers.OPERATIONS}
+    for row in result["rows"]:
+        if row["operation"] in {"file_mb"} and row["backend"] == "memory":
+            continue
+        assert row["memkit"] > 0 and row["peer"] > 0, row
+    # the same questions get the same answers on both sides: 300 items over 50 namespaces list 6 each
+    for backend in peers.BACKENDS:
+        mine = result["checks"][f"{backend}/300/memkit"]
+        theirs = result["checks"][f"{backend}/300/peer"]
+        assert mine == theirs == [{"list10": 6, "namespaces": 50}]
+
+
+def test_table_goes_between_the_readme_markers(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\nbefore\n{peers.MARK_START}\nold table\n{peers.MARK_END}\nafter\n")
+    result = {"rounds": 3, "samples": 100, "load": "1.0 1.0 1.0", "rows": [
+        {"backend": "sqlite", "size": 100_000, "operation": "get", "what": "get one item, ms",
+         "memkit": 0.5, "peer": 0.25, "ratio": 2.0, "memkit_p95": 1.0, "peer_p95": 0.5, "cpu_ratio": 1.5},
+    ]}
+    peers.write_readme(peers.table(result), readme)
+    body = readme.read_text()
+    assert "old table" not in body and "before" in body and "after" in body
+    assert "| sqlite | 100,000 | get one item, ms | 0.50 | 0.25 | 2.00 | 1.00 / 0.50 | 1.50 |" in body
+    assert "Ratio is memkit / peer" in body
