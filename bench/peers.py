@@ -52,7 +52,9 @@ from bench._util import load_average  # noqa: E402
 BACKENDS = ("memory", "sqlite", "postgres")
 SYSTEMS = ("memkit", "peer")
 GENES = [f"G{i:02d}" for i in range(20)]  # a gene filter keeps 5% of the items
-NAMESPACES = [("notes", f"project-{i}") for i in range(50)]
+# Labels of one width: SqliteStore matches a namespace prefix as text, so its ("notes", "project-3")
+# would also list project-30..39 and the two systems would answer different questions.
+NAMESPACES = [("notes", f"project-{i:02d}") for i in range(50)]
 MARK_START, MARK_END = "<!-- peers:start -->", "<!-- peers:end -->"
 # (operation, what the number is, how it compares: lower time is better for all of them)
 OPERATIONS = [
