@@ -118,9 +118,14 @@ bench: install
 	$(BIN)/python bench/run.py
 
 # memkit beside LangGraph's own stores (bench/peers.py); writes its table into the README.
-bench-peers: $(BIN)/python
-	$(PIP) install -e '.[langgraph,postgres,dev,peers]'
-	$(BIN)/python bench/peers.py --sizes 10000 100000 --rounds 3 --write-readme
+# Phoenix gets a venv of its own: its pins do not install beside memkit's extras.
+PHOENIX_VENV ?= .venv-phoenix
+$(PHOENIX_VENV)/bin/python:
+	$(PYTHON) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/python -m pip --disable-pip-version-check -q install arize-phoenix==20.26.1
+bench-peers: $(BIN)/python $(PHOENIX_VENV)/bin/python
+	$(PIP) install -e '.[langgraph,postgres,dev,mem0,peers]'
+	$(BIN)/python bench/peers.py --sizes 10000 100000 --rounds 3 --phoenix $(PHOENIX_VENV)/bin/python --write-readme
 
 clean:
 	rm -rf $(VENV) $(LAB_VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -52,6 +52,13 @@ from memkit.otel import import_otlp, spans_to_otlp
 
 
 def make_file(path: Path, n_spans: int, per_trace: int = 50) -> int:
+    spans = make_spans(n_spans, per_trace)
+    path.write_text(json.dumps(spans_to_otlp(spans)))
+    return len(spans)
+
+
+def make_spans(n_spans: int, per_trace: int = 50) -> Any:
+    """The finished SDK spans of ``make_file`` (what an exporter would send)."""
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -93,9 +100,7 @@ def make_file(path: Path, n_spans: int, per_trace: int = 50) -> int:
                             made += 1
                     with tracer.start_as_current_span("format", attributes={"openinference.span.kind": "CHAIN"}):
                         made += 1
-    spans = exporter.get_finished_spans()
-    path.write_text(json.dumps(spans_to_otlp(spans)))
-    return len(spans)
+    return exporter.get_finished_spans()
 
 
 _LOOP = 150_000  # iterations of the reference loop: 20-40 ms

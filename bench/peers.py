@@ -9,6 +9,9 @@ backend    memkit                                      peer
 memory     ``MemkitStore("memory://")``                ``langgraph.store.memory.InMemoryStore``
 sqlite     ``MemkitStore("sqlite:///…")``              ``langgraph.store.sqlite.SqliteStore``
 postgres   ``MemkitStore("postgresql://…")``           ``langgraph.store.postgres.PostgresStore``
+mem0       memkit's SQLite store, through the port     ``Mem0Adapter``: Mem0 2.2.1 OSS (local Qdrant)
+otlp       ``import_otlp`` of a span file into SQLite  Arize Phoenix ingesting the same spans sent
+                                                       over OTLP/HTTP, until its database holds them
 =========  ==========================================  =============================================
 
 Both sides are the same ``BaseStore`` interface, so one function drives both; both embed with
@@ -25,13 +28,18 @@ is measured, the server's is not.
 README.md with this run's (generated, never typed). ``--quick`` is the smoke run the test suite
 makes: a few hundred items, one round, checking the harness, not the speed.
 
-The peers come from ``pip install -e '.[peers]'`` (benchmark-only: never memkit's install path).
+The peers come from ``pip install -e '.[peers]'`` (benchmark-only: never memkit's install path);
+Phoenix, whose dependencies do not install beside memkit's, from a venv of its own
+(``make bench-peers`` makes ``.venv-phoenix``; ``--phoenix PYTHON`` names another), started on
+127.0.0.1 with a working folder of its own and stopped after each round. Phoenix and Mem0 ingest far
+slower than the stores, so their sizes are their own options (``--spans``, ``--mem0-size``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import statistics
@@ -49,15 +57,16 @@ sys.path.insert(0, str(ROOT))
 
 from bench._util import load_average  # noqa: E402
 
-BACKENDS = ("memory", "sqlite", "postgres")
+BACKENDS = ("memory", "sqlite", "postgres", "mem0", "otlp")
+LANGGRAPH = ("memory", "sqlite", "postgres")
 SYSTEMS = ("memkit", "peer")
 GENES = [f"G{i:02d}" for i in range(20)]  # a gene filter keeps 5% of the items
 # Labels of one width: SqliteStore matches a namespace prefix as text, so its ("notes", "project-3")
 # would also list project-30..39 and the two systems would answer different questions.
 NAMESPACES = [("notes", f"project-{i:02d}") for i in range(50)]
 MARK_START, MARK_END = "<!-- peers:start -->", "<!-- peers:end -->"
-# (operation, what the number is, how it compares: lower time is better for all of them)
-OPERATIONS = [
+# (operation, what the number is); lower is better for every one of them
+_STORE_OPS = [
     ("put", "bulk put, s for all items"),
     ("get", "get one item, ms"),
     ("search", "search with a query, ms"),
@@ -65,9 +74,13 @@ OPERATIONS = [
     ("filter_only", "filter, no query, ms"),
     ("list10", "list 10 of a namespace, ms"),
     ("list_namespaces", "list_namespaces, ms"),
-    ("file_mb", "storage, MB"),
-    ("rss_mb", "peak RSS, MB"),
 ]
+_FOOTPRINT = [("file_mb", "storage, MB"), ("rss_mb", "peak RSS, MB")]
+OPERATIONS: dict[str, list[tuple[str, str]]] = {
+    **{backend: _STORE_OPS + _FOOTPRINT for backend in LANGGRAPH},
+    "mem0": [("add", "add one memory, ms"), ("search", "search, ms"), ("list10", "list 10, ms"), *_FOOTPRINT],
+    "otlp": [("ingest", "ingest all spans, s"), *_FOOTPRINT],
+}
 
 _WORDS = (
     "alignment variant coverage reads sample quality annotation pathway expression cohort "
@@ -220,6 +233,152 @@ def run_worker(backend: str, system: str, size: int, samples: int, where: str) -
     return out
 
 
+def run_mem0_worker(system: str, size: int, samples: int, where: str) -> dict[str, Any]:
+    """memkit's SQLite store or Mem0 through the same port calls: single adds, searches, lists."""
+    import asyncio
+
+    from memkit.adapters import Mem0Adapter, SQLiteAdapter
+    from memkit.embeddings import get_embedder
+
+    embedder = get_embedder("default")
+    items = make_items(size, seed=size)
+    queries = make_queries(samples, seed=size + 1)
+
+    async def go() -> dict[str, Any]:
+        store: Any = (SQLiteAdapter(where, embedder=embedder) if system == "memkit"
+                      else Mem0Adapter(where, threshold=0.0, embedder=embedder))
+        out: dict[str, Any] = {}
+        for op, calls in (
+            ("add", [lambda v=v: store.add(v["text"], "bench", "peers", {"gene": v["gene"]}) for _, _, v in items]),
+            ("search", [lambda q=q: store.search(q, "bench", "peers", limit=10) for q in queries]),
+            ("list10", [lambda: store.get_all("bench", "peers", limit=10) for _ in queries]),
+        ):
+            walls, cpu0 = [], time.process_time()
+            for call in calls:
+                start = time.perf_counter()
+                await call()
+                walls.append(time.perf_counter() - start)
+            out[op] = _latency(walls, time.process_time() - cpu0)
+        out["check"] = {"listed": len(await store.get_all("bench", "peers", limit=10))}
+        await store.aclose()
+        out["file_mb"] = {"median": _tree_mb(Path(where))}
+        return out
+
+    result = asyncio.run(go())
+    result["rss_mb"] = {"median": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return result
+
+
+def _tree_mb(path: Path) -> float:
+    files = [path] if path.is_file() else list(path.rglob("*")) if path.is_dir() else []
+    files += list(path.parent.glob(path.name + "-*")) if path.is_file() else []
+    return sum(f.stat().st_size for f in files if f.is_file()) / 1e6
+
+
+def run_otlp_worker(system: str, spans: int, where: str) -> dict[str, Any]:
+    """The same SDK spans into memkit (``import_otlp`` of their OTLP file, store closed) or into
+    Phoenix (sent over OTLP/HTTP in exporter-sized batches, until its database counts them all)."""
+    from bench.otel_import import make_spans
+
+    made = make_spans(spans)
+    folder = Path(where)
+    folder.mkdir(parents=True, exist_ok=True)
+    if system == "memkit":
+        import memkit
+        from memkit.otel import import_otlp, spans_to_otlp
+
+        path = folder / "spans.json"
+        path.write_text(json.dumps(spans_to_otlp(made)))
+        cpu0, start = _all_cpu(), time.perf_counter()
+        with memkit.open(f"sqlite:///{folder / 'memkit.db'}") as mem:
+            import_otlp(mem, path)
+        wall, cpu = time.perf_counter() - start, _all_cpu() - cpu0
+        storage = _tree_mb(folder / "memkit.db")
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    else:
+        wall, cpu, storage, rss = _phoenix_ingest(made, folder)
+    return {"ingest": {"median": wall, "p95": wall, "cpu": cpu, "per_s": len(made) / wall},
+            "file_mb": {"median": storage}, "rss_mb": {"median": rss}, "check": {"spans": len(made)}}
+
+
+def _all_cpu() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _phoenix_ingest(spans: Any, folder: Path) -> tuple[float, float, float, float]:
+    """Start Phoenix on 127.0.0.1, send the spans, wait until stored; wall s, CPU s (Phoenix's and the
+    sender's), storage MB, Phoenix's peak RSS MB. Phoenix is stopped before this returns."""
+    import sqlite3
+    import urllib.request
+
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    python = os.environ.get("MEMKIT_BENCH_PHOENIX") or str(ROOT / ".venv-phoenix" / "bin" / "python")
+    if not Path(python).exists():
+        raise RuntimeError(f"no Phoenix at {python}: `make bench-peers` makes .venv-phoenix, or pass --phoenix")
+    port = _free_port()
+    env = {**os.environ, "PHOENIX_WORKING_DIR": str(folder), "PHOENIX_HOST": "127.0.0.1",
+           "PHOENIX_PORT": str(port), "PHOENIX_GRPC_PORT": str(_free_port())}
+    log = (folder / "phoenix.log").open("w")
+    server = subprocess.Popen([python, str(Path(__file__).with_name("_phoenix_serve.py"))], env=env,
+                              stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"Phoenix did not start: see {folder / 'phoenix.log'}") from None
+                time.sleep(0.5)
+        exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces")
+        server_cpu0, cpu0, start = _proc_cpu(server.pid), time.process_time(), time.perf_counter()
+        for i in range(0, len(spans), 512):  # the BatchSpanProcessor's default batch
+            exporter.export(spans[i : i + 512])
+        while True:
+            with sqlite3.connect(folder / "phoenix.db") as db:
+                stored = db.execute("SELECT count(*) FROM spans").fetchone()[0]
+            if stored >= len(spans):
+                break
+            if time.perf_counter() - start > 3600:
+                raise RuntimeError(f"Phoenix stored {stored} of {len(spans)} spans in an hour")
+            time.sleep(0.1)
+        wall = time.perf_counter() - start
+        cpu = time.process_time() - cpu0 + _proc_cpu(server.pid) - server_cpu0
+        rss = _proc_peak_mb(server.pid)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+    return wall, cpu, _tree_mb(folder / "phoenix.db"), rss
+
+
+def _proc_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _proc_peak_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def _worker_process(backend: str, system: str, size: int, samples: int, where: str) -> dict[str, Any]:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", backend, system, str(size),
            str(samples), where]
@@ -253,32 +412,33 @@ def _postgres(pg_url: str | None) -> Iterator[Callable[[str], str]]:
         yield server.url
 
 
-def run(backends: Sequence[str], sizes: Sequence[int], rounds: int, samples: int,
-        pg_url: str | None = None) -> dict[str, Any]:
+def run(backends: Sequence[str], sizes: Sequence[int], rounds: int, samples: int, pg_url: str | None = None,
+        *, spans: int = 10_000, mem0_size: int = 2_000) -> dict[str, Any]:
     """Every backend and size, ``rounds`` times, the two systems alternating which goes first."""
     runs: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
+    plan = [(b, n) for n in sizes for b in backends if b in LANGGRAPH]
+    plan += [("mem0", mem0_size)] * ("mem0" in backends) + [("otlp", spans)] * ("otlp" in backends)
     with tempfile.TemporaryDirectory(prefix="memkit-peers-") as tmp, _postgres(
         pg_url if "postgres" in backends else "unused://") as fresh_pg:
-        for size in sizes:
-            for r in range(rounds):
-                for backend in backends:
-                    order = SYSTEMS if r % 2 == 0 else SYSTEMS[::-1]
-                    for system in order:
-                        if backend == "postgres":
-                            where = fresh_pg(f"peers_{system}_{size}_{r}")
-                        else:
-                            where = str(Path(tmp) / f"{backend}-{system}-{size}-{r}.db")
-                        result = _worker_process(backend, system, size, samples, where)
-                        runs.setdefault((backend, size, system), []).append(result)
-                        print(f"  {backend:8} {system:6} {size:>7,} round {r + 1}: "
-                              f"put {result['put']['per_s']:,.0f}/s, search p50 "
-                              f"{result['search']['median']:.2f} ms", file=sys.stderr)
+        for r in range(rounds):
+            for backend, size in plan:
+                order = SYSTEMS if r % 2 == 0 else SYSTEMS[::-1]
+                for system in order:
+                    if backend == "postgres":
+                        where = fresh_pg(f"peers_{system}_{size}_{r}")
+                    else:
+                        where = str(Path(tmp) / f"{backend}-{system}-{size}-{r}.db")
+                    result = _worker_process(backend, system, size, samples, where)
+                    runs.setdefault((backend, size, system), []).append(result)
+                    first, label = OPERATIONS[backend][0]
+                    print(f"  {backend:8} {system:6} {size:>7,} round {r + 1}: {label} "
+                          f"{result[first]['median']:.2f}", file=sys.stderr)
     rows = []
     for (backend, size, system), results in runs.items():
         if system != "memkit":
             continue
         peers = runs[(backend, size, "peer")]
-        for op, label in OPERATIONS:
+        for op, label in OPERATIONS[backend]:
             mine = statistics.median(r[op]["median"] for r in results)
             theirs = statistics.median(r[op]["median"] for r in peers)
             row = {"backend": backend, "size": size, "operation": op, "what": label,
@@ -326,19 +486,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sizes", nargs="+", type=int, default=[10_000, 100_000])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--samples", type=int, default=100, help="calls timed for each latency")
+    parser.add_argument("--spans", type=int, default=10_000, help="spans for the otlp comparison")
+    parser.add_argument("--mem0-size", type=int, default=2_000, help="memories for the mem0 comparison")
     parser.add_argument("--pg-url", help="a server to use instead of starting one")
-    parser.add_argument("--quick", action="store_true", help="smoke run: 300 items, one round, 10 calls")
+    parser.add_argument("--phoenix", help="the Python of a venv with arize-phoenix (default .venv-phoenix)")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke run: 300 items (100 for mem0, 500 spans), one round, 10 calls")
     parser.add_argument("--write-readme", action="store_true", help="put the table into README.md")
     parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
     parser.add_argument("--json", type=Path, help="also write the raw result here")
     args = parser.parse_args(argv)
     if args.worker:
         backend, system, size, samples, where = args.worker
-        print(json.dumps(run_worker(backend, system, int(size), int(samples), where)))
+        if backend == "mem0":
+            result = run_mem0_worker(system, int(size), int(samples), where)
+        elif backend == "otlp":
+            result = run_otlp_worker(system, int(size), where)
+        else:
+            result = run_worker(backend, system, int(size), int(samples), where)
+        print(json.dumps(result))
         return 0
+    if args.phoenix:
+        os.environ["MEMKIT_BENCH_PHOENIX"] = args.phoenix
     if args.quick:
-        args.sizes, args.rounds, args.samples = [300], 1, 10
-    result = run(args.backends, args.sizes, args.rounds, args.samples, args.pg_url)
+        args.sizes, args.rounds, args.samples, args.spans, args.mem0_size = [300], 1, 10, 500, 100
+    result = run(args.backends, args.sizes, args.rounds, args.samples, args.pg_url, spans=args.spans,
+                 mem0_size=args.mem0_size)
     text = table(result)
     print(text)
     if args.json:

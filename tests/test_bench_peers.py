@@ -1,6 +1,8 @@
 """bench/peers.py's smoke run: the harness drives memkit and LangGraph's own stores through the
-same calls, each on a fresh database, and both answer the same listing questions. Timings are not
-asserted (they belong to the benchmark, not the suite)."""
+same calls, each on a fresh database, and both answer the same listing questions; Mem0 through the
+port. Timings are not asserted (they belong to the benchmark, not the suite). Phoenix, the otlp
+comparison's peer, lives in a venv of its own that only `make bench-peers` builds (850 MB), so the
+suite does not start it."""
 
 from __future__ import annotations
 
@@ -16,16 +18,19 @@ from memkit.testing import PostgresServer
 @pytest.mark.slow
 def test_quick_run_covers_every_operation_on_every_backend(tmp_path: Path, postgres_server: PostgresServer) -> None:
     out = tmp_path / "peers.json"
-    assert peers.main(["--quick", "--pg-url", postgres_server.url("peers_admin"), "--json", str(out)]) == 0
+    backends = [*peers.LANGGRAPH, "mem0"]
+    assert peers.main(["--quick", "--backends", *backends, "--pg-url", postgres_server.url("peers_admin"),
+                       "--json", str(out)]) == 0
     result = json.loads(out.read_text())
     seen = {(row["backend"], row["operation"]) for row in result["rows"]}
-    assert seen == {(b, op) for b in peers.BACKENDS for op, _ in peers.OPERATIONS}
+    assert seen == {(b, op) for b in backends for op, _ in peers.OPERATIONS[b]}
     for row in result["rows"]:
         if row["operation"] in {"file_mb"} and row["backend"] == "memory":
             continue
         assert row["memkit"] > 0 and row["peer"] > 0, row
     # the same questions get the same answers on both sides: 300 items over 50 namespaces list 6 each
-    for backend in peers.BACKENDS:
+    assert result["checks"]["mem0/100/memkit"] == result["checks"]["mem0/100/peer"] == [{"listed": 10}]
+    for backend in peers.LANGGRAPH:
         mine = result["checks"][f"{backend}/300/memkit"]
         theirs = result["checks"][f"{backend}/300/peer"]
         assert mine == theirs == [{"list10": 6, "namespaces": 50}]
