@@ -4,16 +4,21 @@ The seed's persistent memory for one experiment run (``write``, ``read``, ``list
 ``pattern_search``), in a ``kv_memory`` table of a SQLite file, each ``run_id`` apart. The
 messages are part of the contract (users' tests match them word for word). ``write`` stores
 strings only, as the tool's schema says: any other JSON value is refused and nothing is written,
-so that what ``read`` returns is always exactly what was written.
+so that what ``read`` returns is always exactly what was written. As in the seed, the tools never
+raise for what they are given: a refused argument is answered with the seed's
+``Error: Invalid arguments for tool '<name>': <why>``.
 """
 
 from __future__ import annotations
 
 import builtins
+import functools
 import os
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from memkit._core._errors import InvalidInputError
 from memkit._core._validate import DEFAULT_LIMITS, Limits, check_text, checked_methods
@@ -41,6 +46,34 @@ def _need_str(name: str, value: object, most: int, knob: str) -> str:
     return check_text(value, name)
 
 
+T = TypeVar("T")
+
+#: The key-value tools: the methods that answer a refusal in words.
+_TOOL_METHODS = ("write", "read", "list", "delete", "pattern_search")
+
+
+def _answering(name: str, method: Callable[..., str]) -> Callable[..., str]:
+    @functools.wraps(method)
+    def answered(self: MemoryTools, *args: Any, **kwargs: Any) -> str:
+        try:
+            return method(self, *args, **kwargs)
+        except InvalidInputError as exc:
+            if not self._refusals_as_text:
+                raise
+            return f"Error: Invalid arguments for tool '{name}': {exc}"
+
+    return answered
+
+
+def _answers_refusals(cls: type[T]) -> type[T]:
+    """Make each tool method of ``cls`` answer an argument it refuses with the seed's error string
+    instead of raising; outside the argument check, so a missing or mistyped argument is answered too."""
+    for name in _TOOL_METHODS:
+        setattr(cls, name, _answering(name, getattr(cls, name)))
+    return cls
+
+
+@_answers_refusals
 @checked_methods
 class MemoryTools:
     """A persistent key-value memory for one experiment run.
@@ -65,6 +98,10 @@ class MemoryTools:
     >>> tools.write("task_status", "in_progress")                         # doctest: +SKIP
     "Wrote value to key 'task_status'"
     """
+
+    # The seed's tools answer every refusal in words; the MCP server, whose clients tell a tool
+    # error from an answer, turns this off to have the refusal raised as InvalidInputError.
+    _refusals_as_text = True
 
     def __init__(
         self, db_path: str | os.PathLike[str] = "data/memory.db", run_id: str = "default",

@@ -149,6 +149,7 @@ class McpMemory:
             assert self.kv_path is not None
             # Each namespace's scratchpad is its own run_id, so namespaces stay apart here too.
             tools = self._kv[ns] = MemoryTools(self.kv_path, run_id=namespace_label(*ns), limits=self.limits)
+            tools._refusals_as_text = False  # an MCP client reads a refusal as a tool error
         assert tool.method is not None
         return asyncio.to_thread(tool.method(tools), **arguments)
 
