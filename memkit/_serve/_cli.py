@@ -20,7 +20,6 @@ import memkit
 from memkit._core._errors import InvalidInputError, MemkitError
 from memkit._display import printable, shorten, summary
 from memkit._serve._audit import NothingFound, add_audit_commands
-from memkit._serve._kv import import_tinydb, kv_path
 from memkit._serve._terminal import json_line, say
 
 __all__ = ["build_parser", "main"]
@@ -112,6 +111,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     (with --tinydb) the seed's TinyDB key-value file into the store's key-value table."""
     with _open(args) as mem:
         if args.tinydb:
+            from memkit._serve._kv import import_tinydb, kv_path  # only this command needs the key-value table
+
             path = kv_path(mem.provider)
             if path is None:
                 say("memkit: error: --tinydb imports into a SQLite store file (--url sqlite:///...)", file=sys.stderr)
