@@ -100,7 +100,12 @@ def test_the_docs_hold_the_examples_this_test_runs() -> None:
     # A broken fence pattern would run nothing and pass.
     assert len(EXAMPLES) >= 20
     assert any(e.where.startswith("README.md") for e in EXAMPLES)
-    assert {"postgres"} <= {need for e in EXAMPLES for need in e.needs}
+    assert {"postgres", "mem0-cloud"} <= {need for e in EXAMPLES for need in e.needs}
+    # Python under another fence (indented, ```py) would be shown and never run.
+    for doc in DOCS:
+        for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1):
+            hidden = re.match(r"\s+```python|\s*```(?:py|python3|pycon|ipython)\s*$", line)
+            assert hidden is None, f"{doc.relative_to(ROOT)}:{number}: start a Python block with ```python at column 0"
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.where for e in EXAMPLES])
