@@ -55,6 +55,7 @@ T = TypeVar("T")
 def _open(path: Path) -> sqlite3.Connection:
     """A connection to the key-value table in ``path``; a file SQLite cannot read is a ConfigError
     saying what it is (the seed's TinyDB JSON file, say)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
     try:
         conn.execute("PRAGMA busy_timeout = 30000")
@@ -62,8 +63,11 @@ def _open(path: Path) -> sqlite3.Connection:
         conn.execute(_SCHEMA)
     except sqlite3.DatabaseError as exc:
         conn.close()
+        if isinstance(exc, sqlite3.OperationalError):  # locked, read-only, ...: not about what the file is
+            raise
         raise not_a_database(str(path), exc) from exc
     return conn
+
 
 #: The key-value tools: the methods that answer a refusal in words.
 _TOOL_METHODS = ("write", "read", "list", "delete", "pattern_search")
@@ -127,7 +131,6 @@ class MemoryTools:
         self.limits = limits
         self.db_path = Path(db_path)
         self.run_id = _need_str("run_id", run_id, limits.max_id_chars, "max_id_chars")
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._conn = _open(self.db_path)
 
