@@ -8,6 +8,8 @@
   answers with a string (never raises for a bad tool name or bad arguments). Call context
   the agent passes along (``run_id=``, ``cycle_number=``, ...) is recorded with each call.
 * :func:`register_pydantic_ai_tools`: ``recall_memory`` and ``save_note`` on a pydantic-ai agent.
+* :func:`import_tinydb`: the key-value records of the seed's first design (a TinyDB JSON file)
+  into ``MemoryTools``' SQLite table.
 
 The messages are part of the contract (users' tests match them word for word). ``write``
 stores strings only, as the tool's schema says: any other JSON value (a number, a list, an
@@ -19,6 +21,6 @@ nothing is written, so that what ``read`` returns is always exactly what was wri
 from __future__ import annotations
 
 from memkit._serve._dispatch import ProviderTools, ToolCall, ToolDispatcher, register_pydantic_ai_tools
-from memkit._serve._kv import MemoryTools
+from memkit._serve._kv import MemoryTools, import_tinydb
 
-__all__ = ["MemoryTools", "ProviderTools", "ToolCall", "ToolDispatcher", "register_pydantic_ai_tools"]
+__all__ = ["MemoryTools", "ProviderTools", "ToolCall", "ToolDispatcher", "import_tinydb", "register_pydantic_ai_tools"]

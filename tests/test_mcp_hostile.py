@@ -114,6 +114,14 @@ async def test_every_line_gets_the_jsonrpc_error_it_earns_and_the_server_keeps_s
         _error(await client.message(), -32600, None)
         await client.send(b'{"jsonrpc": "1.0", "id": "three", "method": "tools/list"}')
         _error(await client.message(), -32600, "three")
+        # An id member makes a request (JSON-RPC), and MCP's ids are strings or integers: the SDK
+        # took these for notifications and never answered; each is refused, to id null.
+        for bad_id in (b"null", b'{"n": 1}', b"1.5", b"true", b"[3]"):
+            await client.send(b'{"jsonrpc": "2.0", "id": ' + bad_id + b', "method": "tools/list"}')
+            assert "neither a string nor an integer" in _error(await client.message(), -32600, None)
+        await client.send(b'{"jsonrpc": "2.0", "id": null, "method": "tools/call", "params": {"name": "remember",'
+                          b' "arguments": {"content": "never stored"}}}')
+        _error(await client.message(), -32600, None)
 
         # A sound request whose arguments the transport cannot read: invalid params, to its id.
         await client.send(_call_line(4, "remember", '{"content": "lone \\ud800 surrogate"}'))

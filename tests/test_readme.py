@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -37,9 +35,7 @@ def test_quick_start_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert hits[0].score_details["mode"] == "keyword"  # type: ignore[index]
     assert (tmp_path / "data" / "memory.db").exists() and (tmp_path / "runs.db").exists()
 
-    body = "async def main():\n" + textwrap.indent(async_block, "    ")
-    exec(compile(body, "README.md", "exec"), scope)
-    asyncio.run(scope["main"]())  # type: ignore[operator]
+    exec(compile(async_block, "README.md", "exec"), {})
     with memkit_open(tmp_path / "runs.db") as mem:
         assert mem.search("note", "alice", "bio")[0].content == "note"
 

@@ -118,9 +118,20 @@ def test_several_processes_on_one_file(temp_db: str) -> None:
         assert tools.read("counter") in {"p0", "p1", "p2"}
 
 
-def test_non_string_arguments_are_refused(memory_tools: MemoryTools) -> None:
-    with pytest.raises(memkit.InvalidInputError, match="value must be a string, got int"):
-        memory_tools.write("k", 3)  # type: ignore[arg-type]
+def test_the_tools_answer_a_refused_argument_in_words_and_store_nothing(memory_tools: MemoryTools) -> None:
+    # The seed's tools return errors as strings and never raise, called directly too.
+    assert memory_tools.write("k" * 257, "v") == (
+        "Error: Invalid arguments for tool 'write': key is 257 characters; the limit is 256 (Limits.max_id_chars)")
+    assert memory_tools.write("k", 3) == (  # type: ignore[arg-type]
+        "Error: Invalid arguments for tool 'write': MemoryTools.write(): value must be a string, got int 3")
+    assert memory_tools.write("k").startswith(  # type: ignore[call-arg]
+        "Error: Invalid arguments for tool 'write': MemoryTools.write() missing a required argument: 'value'")
+    assert memory_tools.read("k" * 257).startswith("Error: Invalid arguments for tool 'read': key is 257")
+    assert memory_tools.delete(7).startswith(  # type: ignore[arg-type]
+        "Error: Invalid arguments for tool 'delete': MemoryTools.delete(): key must be a string")
+    assert memory_tools.pattern_search(None).startswith(  # type: ignore[arg-type]
+        "Error: Invalid arguments for tool 'pattern_search': ")
+    assert memory_tools.list() == "No keys stored"
 
 
 # -- the dispatcher --------------------------------------------------------------------
@@ -262,3 +273,28 @@ def test_function_calling_and_the_mcp_server_take_their_tools_from_one_catalogue
     offered[0]["function"]["parameters"]["properties"].clear()
     assert dispatcher.get_tool_definitions()[0]["function"]["parameters"]["properties"]
     assert TOOLS["write"].definition()["function"]["parameters"]["properties"]
+
+
+def test_a_registered_tool_gets_the_call_context_it_asks_for(memory_tools: MemoryTools) -> None:
+    config = {"run_id": "exp-001", "model_name": "llama3"}
+    dispatcher = ToolDispatcher(memory_tools, config=config)
+    seen: list[dict[str, object]] = []
+
+    def note(text: str, run_id: str, cycle_number: int, config: dict[str, object]) -> str:
+        seen.append({"text": text, "run_id": run_id, "cycle_number": cycle_number, "config": config})
+        return "noted"
+
+    def plain(text: str) -> str:
+        return text.upper()
+
+    dispatcher.register("note", note, {"type": "function", "function": {"name": "note"}})
+    dispatcher.register("plain", plain, {"type": "function", "function": {"name": "plain"}})
+    assert dispatcher.dispatch("note", {"text": "t"}, cycle_number=3) == "noted"
+    # The dispatcher's context wins over a model that names another run.
+    assert dispatcher.dispatch("note", {"text": "u", "run_id": "other"}, run_id="exp-002", cycle_number=4) == "noted"
+    assert seen == [{"text": "t", "run_id": "exp-001", "cycle_number": 3, "config": config},
+                    {"text": "u", "run_id": "exp-002", "cycle_number": 4, "config": config}]
+    # A tool that asks for none of it gets the model's arguments only, and the seed's tools still work.
+    assert dispatcher.dispatch("plain", {"text": "t"}, run_id="exp-001", cycle_number=5) == "T"
+    assert dispatcher.dispatch("write", {"key": "k", "value": "v"}, cycle_number=5) == "Wrote value to key 'k'"
+    assert ToolDispatcher(memory_tools).dispatch("note", {"text": "t"}) == "Error: Tool 'note' not found"

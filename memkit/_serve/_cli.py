@@ -107,9 +107,20 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    """Load a JSON Lines export, or (with --history) a seed ExecutionHistory JSON file as traces."""
+    """Load a JSON Lines export, or (with --history) a seed ExecutionHistory JSON file as traces, or
+    (with --tinydb) the seed's TinyDB key-value file into the store's key-value table."""
     with _open(args) as mem:
-        if args.history:
+        if args.tinydb:
+            from memkit._serve._kv import import_tinydb, kv_path  # only this command needs the key-value table
+
+            path = kv_path(mem.provider)
+            if path is None:
+                say("memkit: error: --tinydb imports into a SQLite store file (--url sqlite:///...)", file=sys.stderr)
+                return 2
+            count = import_tinydb(args.path, path)
+            say(f"Imported {count} key-value records from {args.path} into {path}"
+                " (MemoryTools reads them, each under its run_id).")
+        elif args.history:
             if not args.workflow or not args.agent:
                 say("memkit: error: --history needs --workflow and --agent", file=sys.stderr)
                 return 2
@@ -211,6 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument("path")
     load.add_argument("--history", action="store_true",
                       help="the file is an ExecutionHistory.save_to_file JSON: store its items as traces")
+    load.add_argument("--tinydb", action="store_true",
+                      help="the file is the seed's TinyDB JSON key-value file: store its records for MemoryTools")
     load.add_argument("--workflow", help="workflow_id of the imported history")
     load.add_argument("--agent", help="agent_id of the imported history")
     load.add_argument("--user", help="user_id of the imported history (default: system)")

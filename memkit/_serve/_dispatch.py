@@ -11,6 +11,7 @@ The tools themselves are declared in :mod:`memkit._serve._catalogue`.
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from collections import deque
@@ -131,7 +132,13 @@ class ToolDispatcher:
                 self.register(tool.name, tool.method(provider_tools), tool.definition())
 
     def register(self, name: str, function: Callable[..., Any], definition: dict[str, Any]) -> None:
-        """Add a tool (``definition`` in the same function-calling format)."""
+        """Add a tool (``definition`` in the same function-calling format).
+
+        A parameter of ``function`` named ``config`` receives the dispatcher's :attr:`config`, and one
+        named like a keyword of :meth:`dispatch` (``run_id``, ``cycle_number``, ...) receives that
+        keyword's value; the dispatcher's value wins over a model's argument of the same name, so a
+        model cannot act for another run.
+        """
         self.tools[name] = function
         self._definitions[name] = definition
 
@@ -142,21 +149,22 @@ class ToolDispatcher:
     def dispatch(self, tool_name: object, arguments: object = None, **context: Any) -> str:
         """Call ``tool_name`` with ``arguments`` (a dict, a JSON object string, or None).
 
-        Any other keyword (``run_id=``, ``cycle_number=``, ...) is call context: it is not
-        passed to the tool, and is recorded with the call in :attr:`calls`.
+        Any other keyword (``run_id=``, ``cycle_number=``, ...) is call context: it is recorded
+        with the call in :attr:`calls`, and passed to a tool only if the tool has a parameter of
+        that name (see :meth:`register`).
         """
         start = time.perf_counter()
         at = datetime.now(UTC)
-        result = self._answer(tool_name, arguments)
         if "run_id" not in context and (run_id := self._config_run_id()) is not None:
             context["run_id"] = run_id
+        result = self._answer(tool_name, arguments, context)
         self.calls.append(ToolCall(
             tool=str(tool_name), arguments=arguments, context=context, result=result,
             ok=not result.startswith("Error"), at=at, duration_ms=(time.perf_counter() - start) * 1e3,
         ))
         return result
 
-    def _answer(self, tool_name: object, arguments: object) -> str:
+    def _answer(self, tool_name: object, arguments: object, context: dict[str, Any]) -> str:
         if not isinstance(tool_name, str) or tool_name not in self.tools:
             return f"Error: Tool '{tool_name}' not found"
         if arguments is None:
@@ -168,8 +176,13 @@ class ToolDispatcher:
                 return f"Error: Invalid arguments for tool '{tool_name}': {e}"
         if not isinstance(arguments, Mapping) or not all(isinstance(k, str) for k in arguments):
             return f"Error: Invalid arguments for tool '{tool_name}': arguments must be a JSON object"
+        tool = self.tools[tool_name]
+        given = {**context, "config": self.config} if self.config is not None else context
+        if given:  # read each call: `tools` is a public dict an agent may change
+            named = _named_parameters(tool)
+            arguments = {**arguments, **{k: v for k, v in given.items() if k in named}}
         try:
-            result = self.tools[tool_name](**arguments)
+            result = tool(**arguments)
         except (TypeError, InvalidInputError) as e:
             return f"Error: Invalid arguments for tool '{tool_name}': {e}"
         except Exception as e:
@@ -179,6 +192,15 @@ class ToolDispatcher:
     def get_tool_definitions(self) -> list[dict[str, Any]]:
         """JSON-schema definitions of every registered tool (Ollama/OpenAI ``tools=`` format)."""
         return [json.loads(json.dumps(d)) for d in self._definitions.values()]
+
+
+def _named_parameters(function: Callable[..., Any]) -> frozenset[str]:
+    """The parameters of ``function`` a keyword can fill (none for ``*args, **kwargs`` only)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature takes only what the model sends
+        return frozenset()
+    return frozenset(p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
 
 @checked_as("register_pydantic_ai_tools")

@@ -42,7 +42,7 @@ from memkit._core._validate import DEFAULT_LIMITS, Limits, check_namespace
 from memkit._display import format_time, printable, shorten, summary
 from memkit._recall._marks import Mark
 from memkit._serve._catalogue import KEY_VALUE_TOOLS, MCP_TOOLS, Namespace, Tool
-from memkit._serve._kv import MemoryTools
+from memkit._serve._kv import MemoryTools, kv_path
 from memkit._serve._stdio import stdio
 
 if TYPE_CHECKING:
@@ -149,6 +149,7 @@ class McpMemory:
             assert self.kv_path is not None
             # Each namespace's scratchpad is its own run_id, so namespaces stay apart here too.
             tools = self._kv[ns] = MemoryTools(self.kv_path, run_id=namespace_label(*ns), limits=self.limits)
+            tools._refusals_as_text = False  # an MCP client reads a refusal as a tool error
         assert tool.method is not None
         return asyncio.to_thread(tool.method(tools), **arguments)
 
@@ -339,13 +340,6 @@ def build_server(memory: McpMemory) -> Server[Any]:
     )
 
 
-def _kv_path(provider: MemoryProvider) -> str | None:
-    """The SQLite file the key-value tools share with the store, if the store is one."""
-    from memkit.adapters import SQLiteAdapter
-
-    return provider.path if isinstance(provider, SQLiteAdapter) and provider.path != ":memory:" else None
-
-
 def limits_from_flags(**flags: int | None) -> Limits:
     """:class:`Limits` from ``memkit mcp``'s ``--max-...`` flags (``None``: the default)."""
     given = {name: value for name, value in flags.items() if value is not None}
@@ -366,7 +360,7 @@ async def _serve(url: str | None, access: Access, http_port: int | None, limits:
         # An external agent's reads are what an audit most needs to see, and no step scope
         # reaches across the protocol: a served store records every recall.
         provider.record_recalls = True
-    memory = McpMemory(provider, access, kv_path=_kv_path(provider), limits=limits)
+    memory = McpMemory(provider, access, kv_path=kv_path(provider), limits=limits)
     try:
         server = build_server(memory)
         if http_port is None:

@@ -5,6 +5,9 @@ server only logs), so a client that sent one waits forever. Lines are screened h
 each one the transport could not take is answered with the JSON-RPC error the protocol names:
 -32700 (not UTF-8, not JSON), -32600 (not a request), -32602 (a lone surrogate, nesting deeper
 than the SDK's parser reads), to the request's id; a broken notification is only logged.
+A message with an ``id`` member is a request (JSON-RPC), and MCP's ids are strings or integers:
+the SDK reads one whose id is null, fractional, boolean or structured as a notification and never
+answers it, so it is answered here with -32600 and ``"id": null``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ log = logging.getLogger("memkit.mcp")
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 _COLON = re.compile(r"\s*:\s*")
 _ENVELOPE_KEYS = ("jsonrpc", "id", "method")
+_NESTED = object()
 
 
 def _outline(text: str) -> tuple[int, dict[str, Any]]:
@@ -43,9 +47,12 @@ def _outline(text: str) -> tuple[int, dict[str, Any]]:
         elif depth == 1 and (colon := _COLON.match(text, match.end())) is not None:
             key = json.loads(token)
             start = colon.end()
-            if key in _ENVELOPE_KEYS and key not in top and text[start:start + 1] not in ("[", "{"):
-                with contextlib.suppress(ValueError):
-                    top[key] = decoder.raw_decode(text, start)[0]
+            if key in _ENVELOPE_KEYS and key not in top:
+                if text[start:start + 1] in ("[", "{"):
+                    top[key] = _NESTED  # present, and not a scalar, which is all a reader needs
+                else:
+                    with contextlib.suppress(ValueError):
+                        top[key] = decoder.raw_decode(text, start)[0]
     return deepest, top
 
 
@@ -93,7 +100,7 @@ def screen(line: bytes) -> str | tuple[int, str, str | int | None] | None:
     """One line from the client: the text to pass on, or ``(code, message, id)`` to answer it
     with, or ``None`` for nothing to do (a blank line; a broken notification, which JSON-RPC
     forbids answering)."""
-    from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, jsonrpc_message_adapter
+    from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, JSONRPCNotification, jsonrpc_message_adapter
     from pydantic import ValidationError
 
     try:
@@ -103,10 +110,13 @@ def screen(line: bytes) -> str | tuple[int, str, str | int | None] | None:
     if not text.strip():
         return None
     try:
-        jsonrpc_message_adapter.validate_json(text, by_name=False)
-        return text
+        message = jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValidationError as exc:
         problem = exc.errors()[0]["msg"] if exc.errors() else str(exc)
+    else:
+        if not isinstance(message, JSONRPCNotification) or "id" not in _outline(text)[1]:
+            return text
+        problem = "its id is neither a string nor an integer"
     try:
         value: Any = json.loads(text)
     except json.JSONDecodeError as exc:

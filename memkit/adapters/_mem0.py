@@ -53,6 +53,7 @@ from memkit.adapters._mem0_backend import (
     redact,
     row_of,
 )
+from memkit.adapters._mem0_seed import seed_options
 from memkit.adapters._plumbing import Worker
 from memkit.embeddings import Embedder
 
@@ -87,6 +88,9 @@ class Mem0Options(TypedDict, total=False):
     limits: Limits
     record_recalls: bool
     recalls_path: str | os.PathLike[str] | None
+    oss: Mapping[str, Any] | None
+    cloud: Mapping[str, Any] | None
+    enabled: bool
 
 
 class Mem0Adapter(Store):
@@ -96,7 +100,8 @@ class Mem0Adapter(Store):
     ----------
     path
         OSS mode: the folder for the local Qdrant store, mem0's history database and
-        mem0's home files. Default ``data/mem0``.
+        mem0's home files. Default ``data/mem0``. Or seed 002's whole config
+        (``Mem0Adapter(cfg)``, a ``DictConfig`` or a dict; see ``oss``).
     mode
         ``"oss"`` (default) or ``"cloud"``.
     api_key, base_url
@@ -138,6 +143,13 @@ class Mem0Adapter(Store):
         for them: its history database belongs to mem0 (and ``reset`` drops it),
         and its vector store holds memories only.
 
+    oss, cloud, enabled
+        Seed 002's config sections, as ``get_memory_provider`` passes them on:
+        ``oss: {vector_store, graph_store, llm, embedding}`` and ``cloud: {api_key,
+        base_url}``. A Qdrant ``vector_store`` gives the folder and collection; a
+        ``graph_store``, or another vector store, is a ConfigError saying why (see
+        docs/mem0.md).
+
     Examples
     --------
     >>> mem = Mem0Adapter("data/mem0")                              # doctest: +SKIP
@@ -155,7 +167,7 @@ class Mem0Adapter(Store):
 
     def __init__(
         self,
-        path: str | os.PathLike[str] | None = None,
+        path: str | os.PathLike[str] | Mapping[str, Any] | None = None,
         *,
         mode: str = "oss",
         api_key: str | None = None,
@@ -170,8 +182,19 @@ class Mem0Adapter(Store):
         limits: Limits = DEFAULT_LIMITS,
         record_recalls: bool = False,
         recalls_path: str | os.PathLike[str] | None = None,
+        oss: Mapping[str, Any] | None = None,
+        cloud: Mapping[str, Any] | None = None,
+        enabled: bool = True,
     ) -> None:
         super().__init__(limits=limits, record_recalls=record_recalls)
+        seed = {"mode": mode, "oss": oss, "cloud": cloud, "enabled": enabled}
+        if isinstance(path, Mapping) or oss is not None or cloud is not None or enabled is not True:
+            # Seed 002's shape: Mem0Adapter(cfg), or its sections through get_memory_provider.
+            found = seed_options(path if isinstance(path, Mapping) else seed)
+            path, mode = found.get("path"), found["mode"]
+            api_key, base_url = api_key or found.get("api_key"), base_url or found.get("base_url")
+            llm, embedder = llm or found.get("llm"), embedder if embedder is not None else found.get("embedder")
+            collection = found.get("collection", collection)
         if mode not in ("oss", "cloud"):
             raise ConfigError(f"mode must be 'oss' or 'cloud', got {mode!r}")
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:

@@ -10,6 +10,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from memkit._core._errors import ConfigError
+from memkit.adapters._sqlite._foreign import not_a_database
 from memkit.adapters._sqlite._migrations import MIGRATIONS, statements
 from memkit.adapters._sqlite._traces import TRACE_NUMBERS, pack_trace_numbers, pack_trace_step
 
@@ -86,7 +87,7 @@ def connect(
         prepare(conn)
     except sqlite3.DatabaseError as exc:
         conn.close()
-        raise ConfigError(f"{path!r} is not a usable memkit database: {exc}") from exc
+        raise not_a_database(path, exc) from exc
     except BaseException:
         conn.close()
         raise
