@@ -32,9 +32,11 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from memkit._core._errors import BackendUnavailableError, ConfigError
+from memkit._core._errors import BackendUnavailableError, ConfigError, InvalidInputError
 from memkit._core._models import MemoryItem
 from memkit._core._port import MemoryProvider, SupportsAddMany, SupportsGet, SupportsPaging
+from memkit._core._records import records_from_items
+from memkit._core._validate import DEFAULT_LIMITS, bound_id
 from memkit._recall._recording import current_scope, recall_scope
 from memkit._sync import Memory, call, provider_of, submit
 
@@ -208,6 +210,14 @@ class MemkitStore(BaseStore):
         else:
             self._memory = Memory(provider_of(store))
         self._provider = self._memory.provider
+        if not isinstance(self._provider, SupportsAddMany) or not getattr(self._provider, "keeps_given_ids", True):
+            if self._owns:
+                self._memory.close()
+            raise ConfigError(
+                f"MemkitStore cannot write to {type(self._provider).__name__}: a LangGraph item is found again by"
+                " the id its namespace and key give it, and this store assigns every id itself (Mem0) or cannot"
+                " write with ids (no add_many); use SQLite, memory://, Postgres, FalkorDB or Neo4j"
+            )
         from memkit._core._validate import check_namespace
 
         self.user_id, self.agent_id = check_namespace(user_id, agent_id)
@@ -243,31 +253,33 @@ class MemkitStore(BaseStore):
     # -- the operations ------------------------------------------------------------------------
 
     def _id(self, namespace: tuple[str, ...], key: str) -> str:
-        digest = hashlib.sha256(
-            json.dumps([self.user_id, self.agent_id, list(namespace), key]).encode()
-        ).hexdigest()
-        return f"lg-{digest[:40]}"
+        # Bound to this store's memkit namespace: computable, so another namespace could otherwise
+        # take an item's id before its first put and make that put fail.
+        digest = hashlib.sha256(json.dumps([list(namespace), key]).encode()).hexdigest()
+        return bound_id(self.user_id, self.agent_id, f"lg-{digest[:40]}")
 
     async def _batch(self, ops: list[Op]) -> list[Result]:
+        # As LangGraph's SqliteStore: every put is checked before anything runs, the reads answer
+        # from the store as it was before the batch, then the puts (the last one per key) are
+        # written together, replacing, never deleting first.
         results: list[Result] = [None] * len(ops)
         puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
-        for i, op in enumerate(ops):
+        for op in ops:
             if isinstance(op, PutOp):
                 puts[(tuple(op.namespace), str(op.key))] = op
-                continue
-            if puts:  # reads see the writes queued before them, as LangGraph's stores do
-                await self._apply_puts(puts)
-                puts = {}
+            elif not isinstance(op, (GetOp, SearchOp, ListNamespacesOp)):
+                raise ConfigError(f"unknown LangGraph operation {type(op).__name__}")
+        now = _now().isoformat()
+        rows = {place: self._row(place[0], place[1], op, now) for place, op in puts.items()}
+        for i, op in enumerate(ops):
             if isinstance(op, GetOp):
                 results[i] = await self._get(tuple(op.namespace), str(op.key))
             elif isinstance(op, SearchOp):
                 results[i] = await self._search(op)
             elif isinstance(op, ListNamespacesOp):
                 results[i] = await self._list_namespaces(op)
-            else:
-                raise ConfigError(f"unknown LangGraph operation {type(op).__name__}")
-        if puts:
-            await self._apply_puts(puts)
+        if rows:
+            await self._apply_puts(rows)
         return results
 
     def _item(self, memory: MemoryItem, score: float | None = None, *, search: bool = False) -> Item:
@@ -313,48 +325,60 @@ class MemkitStore(BaseStore):
         texts: list[str] = []
         for path, tokens in paths:
             if path == "$":
-                texts.append(json.dumps(value, ensure_ascii=False, sort_keys=True))
+                texts.append(json.dumps(value, ensure_ascii=False, sort_keys=True, allow_nan=False))
             else:
                 texts.extend(get_text_at_path(value, tokens))
         return "\n".join(t for t in texts if t) or "(not indexed)"
 
-    async def _apply_puts(self, puts: dict[tuple[tuple[str, ...], str], PutOp]) -> None:
-        provider = self._provider
-        now = _now().isoformat()
-        rows: list[dict[str, Any]] = []
-        for (namespace, key), op in puts.items():
-            if len(namespace) > _MAX_DEPTH:
-                raise ConfigError(f"namespace {namespace!r} is deeper than {_MAX_DEPTH} labels")
-            old = await self._fetch(namespace, key)
-            if old is not None:
-                await provider.delete(old.id, user_id=self.user_id, agent_id=self.agent_id)
-            if op.value is None:
-                continue
-            if not isinstance(op.value, dict):
-                raise ConfigError(f"a LangGraph value must be a dict, got {type(op.value).__name__}")
-            memory_id = self._id(namespace, key)
-            meta: dict[str, Any] = {
-                "type": _KIND,
-                "lg_id": memory_id,
-                "lg_ns": list(namespace),
-                "lg_path": ".".join(namespace),
-                "lg_depth": len(namespace),
-                "lg_key": key,
-                "lg_value": op.value,
-                "lg_created_at": old.metadata["lg_created_at"] if old is not None else now,
-                "lg_updated_at": now,
-            }
-            meta.update({f"lg_ns_{i}": label for i, label in enumerate(namespace)})
-            rows.append({
+    def _row(self, namespace: tuple[str, ...], key: str, op: PutOp, now: str) -> dict[str, Any] | None:
+        """The memory a put writes, checked as memkit will check it (``None``: a delete)."""
+        if len(namespace) > _MAX_DEPTH:
+            raise ConfigError(f"namespace {namespace!r} is deeper than {_MAX_DEPTH} labels")
+        if op.value is None:
+            return None
+        if not isinstance(op.value, dict):
+            raise ConfigError(f"a LangGraph value must be a dict, got {type(op.value).__name__}")
+        memory_id = self._id(namespace, key)
+        meta: dict[str, Any] = {
+            "type": _KIND,
+            "lg_id": memory_id,
+            "lg_ns": list(namespace),
+            "lg_path": ".".join(namespace),
+            "lg_depth": len(namespace),
+            "lg_key": key,
+            "lg_value": op.value,
+            "lg_created_at": now,
+            "lg_updated_at": now,
+        }
+        meta.update({f"lg_ns_{i}": label for i, label in enumerate(namespace)})
+        try:
+            row = {
                 "id": memory_id, "content": self._text(op.value, op.index),
                 "user_id": self.user_id, "agent_id": self.agent_id, "metadata": meta,
-            })
-        if not rows:
+            }
+            records_from_items([row], getattr(self._provider, "limits", DEFAULT_LIMITS))
+        except (InvalidInputError, TypeError, ValueError) as exc:
+            reason = str(exc).removeprefix("item 0 of add_many: ")
+            raise InvalidInputError(f"put {namespace!r}, {key!r} refused: {reason}") from None
+        return row
+
+    async def _apply_puts(self, rows: dict[tuple[tuple[str, ...], str], dict[str, Any] | None]) -> None:
+        provider = self._provider
+        written: list[dict[str, Any]] = []
+        for (namespace, key), row in rows.items():
+            old = await self._fetch(namespace, key)
+            if row is None:
+                if old is not None:
+                    await provider.delete(old.id, user_id=self.user_id, agent_id=self.agent_id)
+                continue
+            if old is not None:
+                row["metadata"]["lg_created_at"] = old.metadata["lg_created_at"]
+            written.append(row)
+        if not written:
             return
-        if isinstance(provider, SupportsAddMany):
-            await provider.add_many(rows)
-        else:  # pragma: no cover - every shipped adapter writes batches
+        if not isinstance(provider, SupportsAddMany):  # pragma: no cover - refused when the store opened
             raise ConfigError(f"{type(provider).__name__} cannot write with ids (no add_many)")
+        await provider.add_many(written, replace=True)
 
     def _prefix_filter(self, prefix: tuple[str, ...]) -> dict[str, Any]:
         found: dict[str, Any] = {"type": _KIND}

@@ -72,10 +72,16 @@ class Op(Generic[R]):
 
 @dataclass(frozen=True)
 class WriteOp(Op[list[str]]):
-    """Store these records, all or none (``add``, ``add_trace``, ``add_many``): ``Store._write``."""
+    """Store these records, all or none (``add``, ``add_trace``, ``add_many``): ``Store._write``.
+
+    ``replace``: a record whose id a memory of the same namespace holds replaces that memory in the
+    same transaction (an upsert: of writers racing on one id the last wins and none fails); an id
+    held in another namespace refuses the batch. Without it any id held already refuses the batch.
+    """
 
     records: tuple[Record, ...]
     progress: bool = False  # show a progress bar (add_many)
+    replace: bool = False
 
     def send(self, store: Store) -> Awaitable[list[str]]:
         return store._write(self)

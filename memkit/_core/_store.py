@@ -118,6 +118,9 @@ class Store(Declares, abc.ABC):
     capabilities: frozenset[Capability] = frozenset()
     # What a failing ``_ping`` may raise that ``health`` reports instead of raising.
     health_failures: ClassVar[tuple[type[BaseException], ...]] = (Exception,)
+    # False for a store that assigns every id itself (``add_many`` refuses items that carry one), so
+    # callers that need their own ids (memkit.langgraph) can refuse it when they open.
+    keeps_given_ids: ClassVar[bool] = True
 
     def __init__(
         self, *, limits: Limits = DEFAULT_LIMITS, hybrid: HybridConfig | None = None, record_recalls: bool = False
@@ -279,13 +282,19 @@ class Store(Declares, abc.ABC):
 
     @_offered(Capability.ADD_MANY)
     async def add_many(
-        self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False
+        self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False, replace: bool = False
     ) -> list[str]:
-        """Validate every item, then write all of them in one transaction (or none)."""
+        """Validate every item, then write all of them in one transaction (or none).
+
+        ``replace=True``: an item whose ``id`` a memory of its namespace holds replaces it (see
+        :class:`memkit.SupportsAddMany`).
+        """
+        if not isinstance(replace, bool):
+            raise ConfigError(f"replace must be True or False, got {replace!r}")
         records = records_from_items(items, self.limits)
         if not records:
             return []
-        return await self.execute(ops.WriteOp(tuple(records), progress))
+        return await self.execute(ops.WriteOp(tuple(records), progress, replace))
 
     async def search(
         self,

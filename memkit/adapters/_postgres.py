@@ -334,7 +334,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
             cur = await conn.execute(sql, list(params))
             return list(await cur.fetchall())
 
-    async def _insert(self, records: list[Record]) -> list[str]:
+    async def _insert(self, records: list[Record], replace: bool = False) -> list[str]:
         if self._foreign is not None:
             raise ConfigError(
                 f"the store at {self.url} holds vectors made by embedder {self._foreign!r}; open it with"
@@ -345,7 +345,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
         metadata = [r.metadata_json or json.dumps(r.metadata, ensure_ascii=False, separators=(",", ":"))
                     for r in records]
         async with self._pool.connection() as conn:
-            await _postgres_writes.insert(conn, records, metadata, vectors)
+            await _postgres_writes.insert(conn, records, metadata, vectors, replace)
         if vectors is not None:
             await self._maybe_index()
         return [r.id for r in records]
@@ -373,7 +373,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
 
             bar = tqdm(total=len(op.records), desc="add_many", unit="mem")
         try:
-            return await self._call(self._insert(list(op.records)))
+            return await self._call(self._insert(list(op.records), op.replace))
         finally:
             if bar is not None:
                 bar.update(len(op.records))

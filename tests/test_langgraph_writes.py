@@ -1,0 +1,189 @@
+"""MemkitStore's writes keep LangGraph's promises on every backend: a refused put changes nothing, puts
+of one key from many threads or tasks are upserts (last writer wins, none fails), and an item's id
+cannot be taken by another namespace first. Real stores and servers (tests/conftest.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypedDict
+
+import pytest
+
+pytest.importorskip("langgraph.store.base", reason="needs memkit[langgraph]")
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.store.base import BaseStore, PutOp
+
+import memkit
+from memkit.langgraph import MemkitStore
+
+BACKENDS = ["memory", "sqlite", "postgres", "falkordb", "neo4j"]
+
+
+@pytest.fixture(params=BACKENDS)
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], memkit.Memory]]:
+    """Opens the same store again on each call (``memory://``: the one store, it cannot be reopened)."""
+    name = f"lgw_{uuid.uuid4().hex[:10]}"
+    url: str | None
+    if request.param == "memory":
+        url = None
+    elif request.param == "sqlite":
+        url = f"sqlite:///{tmp_path}/lg.db"
+    elif request.param == "postgres":
+        url = request.getfixturevalue("postgres_server").url(name)
+    elif request.param == "falkordb":
+        url = request.getfixturevalue("falkordb_server").url(name)
+    else:
+        url = request.getfixturevalue("neo4j_uri")
+    opened: list[memkit.Memory] = []
+    shared = memkit.open("memory://") if url is None else None
+
+    def open_one() -> memkit.Memory:
+        if shared is not None:
+            return shared
+        mem = memkit.open(url)
+        if not opened and request.param == "neo4j":
+            mem.reset()  # one server for the session: start from an empty graph
+        opened.append(mem)
+        return mem
+
+    yield open_one
+    for mem in opened:
+        mem.close()
+    if shared is not None:
+        shared.close()
+
+
+def _assert_untouched(store: MemkitStore, key: str, value: dict[str, Any], created: datetime) -> None:
+    item = store.get(("ns",), key)
+    assert item is not None and item.value == value and item.created_at == created
+
+
+def test_a_refused_put_leaves_the_old_item_as_it_was(opener: Callable[[], memkit.Memory]) -> None:
+    store = MemkitStore(opener(), user_id="alice", agent_id="a")
+    store.put(("ns",), "k", {"t": "x"})
+    store.put(("ns",), "other", {"t": "kept"})
+    before = store.get(("ns",), "k")
+    assert before is not None
+    for bad in ({"t": "y" * 120_000}, {"when": datetime.now(UTC)}, {"n": math.nan}):
+        with pytest.raises((memkit.InvalidInputError, TypeError)) as refused:
+            store.put(("ns",), "k", bad)
+        _assert_untouched(store, "k", {"t": "x"}, before.created_at)
+        assert refused.type is memkit.InvalidInputError and "put ('ns',), 'k' refused" in str(refused.value)
+    # A batch is checked whole before anything is written (as LangGraph's SqliteStore: one
+    # transaction), so a good put beside a refused one is not written either.
+    with pytest.raises(memkit.InvalidInputError):
+        store.batch([PutOp(("ns",), "other", {"t": "new"}), PutOp(("ns",), "k", {"n": math.inf})])
+    _assert_untouched(store, "k", {"t": "x"}, before.created_at)
+    assert store.get(("ns",), "other").value == {"t": "kept"}  # type: ignore[union-attr]
+    assert [i.key for i in store.search(("ns",))] == ["other", "k"]
+
+
+def test_a_batch_reads_the_store_as_it_was_then_writes_its_puts(opener: Callable[[], memkit.Memory]) -> None:
+    from langgraph.store.base import GetOp
+
+    store = MemkitStore(opener(), user_id="alice", agent_id="a")
+    store.put(("ns",), "k", {"v": 0})
+    got = store.batch([PutOp(("ns",), "k", {"v": 1}), GetOp(("ns",), "k"), PutOp(("ns",), "k", {"v": 2})])
+    assert got[1].value == {"v": 0}  # type: ignore[union-attr]
+    assert store.get(("ns",), "k").value == {"v": 2}  # type: ignore[union-attr]
+
+
+def test_concurrent_puts_of_one_key_are_upserts(opener: Callable[[], memkit.Memory]) -> None:
+    # Two store objects over two connections where the backend has them: writers that do not share
+    # a client race in the database itself.
+    stores = [MemkitStore(opener(), user_id="alice", agent_id="a") for _ in range(2)]
+    errors: list[BaseException] = []
+    written: set[int] = set()
+    start = threading.Barrier(8)
+
+    def writer(n: int) -> None:
+        start.wait()
+        for i in range(25):
+            try:
+                stores[n % 2].put(("ns",), "k", {"n": n * 100 + i})
+                written.add(n * 100 + i)
+            except BaseException as exc:
+                errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(written) == 200
+    items = stores[0].search(("ns",))
+    assert len(items) == 1 and items[0].value["n"] in written
+    assert stores[1].get(("ns",), "k").value == items[0].value  # type: ignore[union-attr]
+
+    async def many() -> None:
+        await asyncio.gather(*(stores[i % 2].aput(("ns",), "k", {"n": 1000 + i}) for i in range(50)))
+
+    asyncio.run(many())
+    final = stores[0].get(("ns",), "k")
+    assert final is not None and 1000 <= final.value["n"] < 1050
+    assert [i.key for i in stores[0].search(("ns",))] == ["k"]
+
+
+class _State(TypedDict):
+    n: int
+
+
+def test_parallel_graph_nodes_writing_one_key(opener: Callable[[], memkit.Memory]) -> None:
+    store = MemkitStore(opener(), user_id="alice", agent_id="graph")
+
+    def node(i: int) -> Callable[..., dict[str, Any]]:
+        def run(state: _State, *, store: BaseStore) -> dict[str, Any]:
+            for j in range(10):
+                store.put(("shared",), "last", {"node": i, "j": j})
+            return {}
+
+        return run
+
+    builder = StateGraph(_State)
+    for i in range(6):
+        builder.add_node(f"n{i}", node(i))  # type: ignore[call-overload]
+        builder.add_edge(START, f"n{i}")
+        builder.add_edge(f"n{i}", END)
+    builder.compile(store=store).invoke({"n": 0})
+    items = store.search(("shared",))
+    assert len(items) == 1 and items[0].value["j"] == 9
+
+
+def test_another_namespace_cannot_take_an_items_id(opener: Callable[[], memkit.Memory]) -> None:
+    mem = opener()
+    alice = MemkitStore(mem, user_id="alice", agent_id="a")
+    bob = MemkitStore(mem, user_id="bob", agent_id="a")
+    future = alice._id(("prefs",), "food")  # computable by anyone who knows the scheme
+    with pytest.raises(memkit.InvalidInputError, match="bound to the namespace"):
+        mem.add_many([{"id": future, "content": "squat", "user_id": "bob", "agent_id": "a"}])
+    with pytest.raises(memkit.InvalidInputError, match="bound to the namespace"):
+        mem.add_many([{"id": future, "content": "squat", "user_id": "bob", "agent_id": "a"}], replace=True)
+    alice.put(("prefs",), "food", {"text": "sushi"})
+    bob.put(("prefs",), "food", {"text": "pizza"})
+    assert alice.get(("prefs",), "food").value == {"text": "sushi"}  # type: ignore[union-attr]
+    assert bob.get(("prefs",), "food").value == {"text": "pizza"}  # type: ignore[union-attr]
+    assert [i.value for i in bob.search(("prefs",))] == [{"text": "pizza"}]
+    assert [m.content for m in mem.get_all("bob", "a", 10)] == ['{"text": "pizza"}']
+
+
+def test_replace_refuses_an_id_of_another_namespace_and_writes_nothing(opener: Callable[[], memkit.Memory]) -> None:
+    mem = opener()
+    mem.add_many([{"id": "shared-id", "content": "alice's", "user_id": "alice", "agent_id": "a"}])
+    with pytest.raises(memkit.InvalidInputError, match="already exists"):
+        mem.add_many([
+            {"id": "new-id", "content": "bob's other", "user_id": "bob", "agent_id": "a"},
+            {"id": "shared-id", "content": "bob's", "user_id": "bob", "agent_id": "a"},
+        ], replace=True)
+    assert mem.get_all("bob", "a", 10) == []
+    assert [m.content for m in mem.get_all("alice", "a", 10)] == ["alice's"]
+    mem.add_many([{"id": "shared-id", "content": "alice's again", "user_id": "alice", "agent_id": "a"}], replace=True)
+    assert [m.content for m in mem.get_all("alice", "a", 10)] == ["alice's again"]
+    assert [m.content for m in mem.search("again", "alice", "a", 5)] == ["alice's again"]
