@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -69,6 +70,7 @@ _KIND = "langgraph_item"
 _MAX_DEPTH = 32
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _PAGE = 1_000
+_FILTER_DEPTH = 8  # memkit's deepest filter path
 
 
 def _now() -> datetime:
@@ -106,14 +108,48 @@ def _operator(value: Any, operator: str, operand: Any) -> bool:
     raise ConfigError(f"unsupported filter operator {operator!r}: use $eq, $ne, $gt, $gte, $lt or $lte")
 
 
-def _pushed(filter_: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The part of a LangGraph filter memkit's own filters can narrow by (always re-checked here)."""
+def _equal_to(value: Any) -> Any:
+    """A memkit condition holding wherever Python's ``item == value`` (LangGraph's equality) holds."""
+    if isinstance(value, bool) or (type(value) in (int, float) and value in (0, 1)):
+        # 1 == True in Python; memkit's equality never mixes numbers and booleans.
+        return {"$in": [value, int(value) if isinstance(value, bool) else bool(value)]}
+    return value
+
+
+def _scalar(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return value is None or isinstance(value, (str, int))
+
+
+def _pushed(filter_: Mapping[str, Any] | None, path: tuple[str, ...] = ("lg_value",)) -> dict[str, Any]:
+    """A memkit filter that keeps every item the LangGraph filter keeps (and few others), so the
+    database narrows and memkit ranks within what passes; the result is checked again with
+    LangGraph's own semantics (:func:`_compare`). Lists and keys memkit cannot name stay unpushed."""
     pushed: dict[str, Any] = {}
-    for key, value in (filter_ or {}).items():
-        if not _IDENT.match(key):
+    for key, want in (filter_ or {}).items():
+        if not isinstance(key, str) or not _IDENT.match(key) or len(path) >= _FILTER_DEPTH:
             continue
-        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-            pushed[f"lg_value.{key}"] = value
+        where = (*path, key)
+        name = ".".join(where)
+        if isinstance(want, Mapping) and any(str(k).startswith("$") for k in want):
+            condition: dict[str, Any] = {}
+            for operator, operand in want.items():
+                if operator == "$eq" and _scalar(operand):
+                    equal = _equal_to(operand)
+                    condition.update(equal if isinstance(equal, dict) else {"$eq": equal})
+                elif operator == "$ne" and _scalar(operand):
+                    # memkit's $ne keeps a missing key, as LangGraph's does (None != operand), and
+                    # excludes no more than it: 1 only, where LangGraph's excludes True too.
+                    condition["$ne"] = operand
+                elif operator in ("$gt", "$gte", "$lt", "$lte") and type(operand) in (int, float) and _scalar(operand):
+                    condition[operator] = operand
+            if condition:
+                pushed[name] = condition
+        elif isinstance(want, Mapping):
+            pushed.update(_pushed(want, where))
+        elif _scalar(want):
+            pushed[name] = _equal_to(want)
     return pushed
 
 
@@ -328,7 +364,7 @@ class MemkitStore(BaseStore):
                 texts.append(json.dumps(value, ensure_ascii=False, sort_keys=True, allow_nan=False))
             else:
                 texts.extend(get_text_at_path(value, tokens))
-        return "\n".join(t for t in texts if t) or "(not indexed)"
+        return "\n".join(t for t in texts if t)
 
     def _row(self, namespace: tuple[str, ...], key: str, op: PutOp, now: str) -> dict[str, Any] | None:
         """The memory a put writes, checked as memkit will check it (``None``: a delete)."""
@@ -352,8 +388,11 @@ class MemkitStore(BaseStore):
         }
         meta.update({f"lg_ns_{i}": label for i, label in enumerate(namespace)})
         try:
+            text = self._text(op.value, op.index)
+            if not text:  # LangGraph scores no item it has no text of (score None)
+                meta["lg_indexed"] = False
             row = {
-                "id": memory_id, "content": self._text(op.value, op.index),
+                "id": memory_id, "content": text or "(not indexed)",
                 "user_id": self.user_id, "agent_id": self.agent_id, "metadata": meta,
             }
             records_from_items([row], getattr(self._provider, "limits", DEFAULT_LIMITS))
@@ -385,61 +424,78 @@ class MemkitStore(BaseStore):
         found.update({f"lg_ns_{i}": label for i, label in enumerate(prefix)})
         return found
 
-    async def _all(self, filters: dict[str, Any]) -> list[MemoryItem]:
-        """Every memory of this store matching ``filters``, newest first."""
+    async def _listed(
+        self, filters: dict[str, Any], prefix: tuple[str, ...], filter_: Mapping[str, Any] | None,
+        want: int, skip: set[str],
+    ) -> list[MemoryItem]:
+        """The first ``want`` items under the filters, newest first (a replaced item is a new memory, so
+        memkit's order is LangGraph's ``updated_at`` order), leaving out ``skip``; reads pages only as
+        far as it needs."""
         provider = self._provider
         if not isinstance(provider, SupportsPaging):
-            return await provider.get_all(self.user_id, self.agent_id, self._limit, filters)
+            return self._kept(await provider.get_all(self.user_id, self.agent_id, self._limit, filters),
+                              prefix, filter_, skip)[:want]
         out: list[MemoryItem] = []
+        offset, size = 0, min(_PAGE, want + len(skip))
+        while size:
+            page = await provider.get_page(self.user_id, self.agent_id, offset=offset, limit=size, filters=filters)
+            out.extend(self._kept(page, prefix, filter_, skip))
+            if len(out) >= want or len(page) < size:
+                break
+            offset += size
+            size = min(_PAGE, size * 4)
+        return out[:want]
+
+    async def _ranked(
+        self, query: str, filters: dict[str, Any], prefix: tuple[str, ...], filter_: Mapping[str, Any] | None,
+        want: int,
+    ) -> list[MemoryItem]:
+        """memkit's ranking of ``query`` within the filters, the first ``want`` that pass ``filter_``."""
+        limit = min(self._limit, max(want, 10))
         while True:
-            page = await provider.get_page(
-                self.user_id, self.agent_id, offset=len(out), limit=_PAGE, filters=filters
-            )
-            out.extend(page)
-            if len(page) < _PAGE:
-                return out
+            if current_scope() is None:
+                with recall_scope(self.workflow_id, step="store.search"):
+                    hits = await self._provider.search(query, self.user_id, self.agent_id, limit, filters)
+            else:
+                hits = await self._provider.search(query, self.user_id, self.agent_id, limit, filters)
+            kept = self._kept(hits, prefix, filter_, set())
+            # A part of the filter memkit could not take (a list, an odd key) may drop hits: ask for more.
+            if len(kept) >= want or len(hits) < limit or limit >= self._limit:
+                return kept[:want]
+            limit = min(self._limit, limit * 4)
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
         filters = self._prefix_filter(prefix)
         filters.update(_pushed(op.filter))
         want = op.offset + op.limit
-        if op.query:
-            limit = min(self._limit, max(want * 4, 50))
-            scope = current_scope()
-            searcher: Any = self._provider.search
-            if scope is None:
-                with recall_scope(self.workflow_id, step="store.search"):
-                    hits = await searcher(op.query, self.user_id, self.agent_id, limit, filters)
-            else:
-                hits = await searcher(op.query, self.user_id, self.agent_id, limit, filters)
-        else:
-            hits = await self._all(filters)
-            hits.sort(key=lambda m: m.metadata.get("lg_updated_at", ""), reverse=True)
-        kept = self._kept(hits, prefix, op.filter)
-        scored = {m.id for m in kept} if op.query else set()
-        if op.query and len(kept) < want:
+        found = await self._ranked(op.query, filters, prefix, op.filter, want) if op.query else []
+        scored = {m.id for m in found}
+        if len(found) < want:
             # LangGraph's stores return every item under the prefix that passes the filter, ranked
             # ones first; memkit's retrieval returns only matches, so the rest follow, newest first.
-            rest = await self._all(filters)
-            rest.sort(key=lambda m: m.metadata.get("lg_updated_at", ""), reverse=True)
-            kept.extend(m for m in self._kept(rest, prefix, op.filter) if m.id not in scored)
-        return [
-            self._item(m, m.score if m.id in scored else None, search=True)  # type: ignore[misc]
-            for m in kept[op.offset : want]
-        ]
+            found.extend(await self._listed(filters, prefix, op.filter, want - len(found), scored))
+        items = []
+        for m in found[op.offset : want]:
+            score: float | None = None
+            if op.query and m.metadata.get("lg_indexed", True):
+                # LangGraph gives every indexed item a float score: one memkit's retrieval did not
+                # find is below every one it did.
+                score = float(m.score) if m.id in scored and m.score is not None else 0.0
+            items.append(self._item(m, score, search=True))
+        return items  # type: ignore[return-value]
 
     def _kept(
-        self, hits: list[MemoryItem], prefix: tuple[str, ...], filter_: Mapping[str, Any] | None
+        self, hits: list[MemoryItem], prefix: tuple[str, ...], filter_: Mapping[str, Any] | None, skip: set[str]
     ) -> list[MemoryItem]:
         return [
             m for m in hits
-            if self._mine(m) and tuple(m.metadata["lg_ns"])[: len(prefix)] == prefix
+            if m.id not in skip and self._mine(m) and tuple(m.metadata["lg_ns"])[: len(prefix)] == prefix
             and all(_compare(m.metadata["lg_value"].get(k), v) for k, v in (filter_ or {}).items())
         ]
 
     async def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        seen = {tuple(m.metadata["lg_ns"]) for m in await self._all({"type": _KIND}) if self._mine(m)}
+        seen = {tuple(m.metadata["lg_ns"]) for m in await self._listed({"type": _KIND}, (), None, 2**62, set())}
         namespaces = [ns for ns in seen if all(_does_match(c, ns) for c in op.match_conditions or ())]
         if op.max_depth is not None:
             namespaces = sorted({ns[: op.max_depth] for ns in namespaces})

@@ -1,6 +1,7 @@
-"""MemkitStore's writes keep LangGraph's promises on every backend: a refused put changes nothing, puts
-of one key from many threads or tasks are upserts (last writer wins, none fails), and an item's id
-cannot be taken by another namespace first. Real stores and servers (tests/conftest.py)."""
+"""MemkitStore keeps LangGraph's promises on every backend: a refused put changes nothing, puts of one
+key from many threads or tasks are upserts (last writer wins, none fails), an item's id cannot be
+taken by another namespace first, a filter of any operator ranks as an equality does, and every
+indexed item a query returns has a float score. Real stores and servers (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -187,3 +188,49 @@ def test_replace_refuses_an_id_of_another_namespace_and_writes_nothing(opener: C
     mem.add_many([{"id": "shared-id", "content": "alice's again", "user_id": "alice", "agent_id": "a"}], replace=True)
     assert [m.content for m in mem.get_all("alice", "a", 10)] == ["alice's again"]
     assert [m.content for m in mem.search("again", "alice", "a", 5)] == ["alice's again"]
+
+
+def _fruit(store: MemkitStore) -> None:
+    store.batch([
+        *(PutOp(("ns",), f"fr-{i}", {"text": "apple apple apple", "lang": "fr", "n": i, "meta": {"lang": "fr"}})
+          for i in range(60)),
+        PutOp(("ns",), "en-apple", {"text": "apple pie", "lang": "en", "n": 100, "meta": {"lang": "en"}}),
+        PutOp(("ns",), "en-banana", {"text": "banana bread", "lang": "en", "n": 101, "meta": {"lang": "en"}}),
+        PutOp(("ns",), "en-plain", {"text": "apple", "lang": "en", "n": 102}, index=False),
+    ])
+
+
+@pytest.mark.parametrize("filter_", [
+    {"lang": "en"},
+    {"lang": {"$eq": "en"}},
+    {"lang": {"$ne": "fr"}},
+    {"n": {"$gte": 100}},
+    {"n": {"$gt": 59.5, "$lt": 1000}},
+    {"meta": {"lang": "en"}},
+    {"lang": {"$ne": "fr"}, "n": {"$lte": 101}},
+])
+def test_every_filter_operator_keeps_the_ranking(opener: Callable[[], memkit.Memory], filter_: dict[str, Any]) -> None:
+    store = MemkitStore(opener(), user_id="alice", agent_id="a")
+    _fruit(store)
+    hits = store.search(("ns",), query="apple", filter=filter_, limit=2)
+    assert [h.key for h in hits][:1] == ["en-apple"]
+    assert all(isinstance(h.score, float) for h in hits if h.key != "en-plain")
+    if len(hits) == 2 and hits[1].key == "en-banana":
+        assert hits[0].score > hits[1].score  # type: ignore[operator]
+
+
+def test_every_indexed_item_a_query_returns_has_a_float_score(opener: Callable[[], memkit.Memory]) -> None:
+    store = MemkitStore(opener(), user_id="alice", agent_id="a")
+    _fruit(store)
+    hits = store.search(("ns",), query="apple", filter={"lang": "en"}, limit=10)
+    assert {h.key for h in hits} == {"en-apple", "en-banana", "en-plain"}
+    scores = {h.key: h.score for h in hits}
+    assert scores["en-plain"] is None  # put(index=False): nothing to score, as in LangGraph's stores
+    assert isinstance(scores["en-apple"], float) and isinstance(scores["en-banana"], float)
+    assert scores["en-apple"] > scores["en-banana"]
+    assert sorted((h for h in hits if h.score is not None), key=lambda h: -h.score)[0].key == "en-apple"  # type: ignore[operator]
+    # Paging through a query: each item once, ranked ones first.
+    pages = [store.search(("ns",), query="apple", limit=7, offset=o) for o in range(0, 63, 7)]
+    keys = [h.key for page in pages for h in page]
+    assert len(keys) == len(set(keys)) == 63 and "en-plain" not in keys[:61]
+    assert all(isinstance(h.score, float) for page in pages for h in page if h.key != "en-plain")
