@@ -6,7 +6,9 @@ without a query (a page of 10, newest first) and ``list_namespaces(prefix=("user
 time (every thread, so memkit's SQLite worker and loop count) and wall time per call; the two stores
 run alternately ``--rounds`` times and the medians are reported with the memkit / SqliteStore ratio.
 
-    python bench/langgraph_store.py --sizes 10000 100000 --rounds 3
+    PYTHONPATH=. python bench/langgraph_store.py --sizes 10000 100000 --rounds 3
+
+(``PYTHONPATH=.``: the memkit of this tree, not the one the virtualenv has installed.)
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def _fill(store: BaseStore, items: list[PutOp]) -> None:
 
 
 def _timed(fn: Callable[[int], Any], calls: int) -> tuple[float, float]:
-    for i in range(min(20, calls)):  # warm: statement caches, first pages
+    for i in range(3):  # warm: statement caches, first pages
         fn(i)
     cpu, wall = time.process_time(), time.perf_counter()
     for i in range(calls):
@@ -57,7 +59,7 @@ def _operations(size: int, namespaces: int) -> dict[str, tuple[Callable[[BaseSto
     return {
         "get": (lambda s, i: s.get(("users", f"u{keys[i] % namespaces}", "memories"), f"k{keys[i]}"), 1_000),
         "search(prefix)": (lambda s, i: s.search(("users", f"u{keys[i] % namespaces}"), limit=10), 200),
-        "list_namespaces": (lambda s, i: s.list_namespaces(prefix=("users",), limit=100), 50),
+        "list_namespaces": (lambda s, i: s.list_namespaces(prefix=("users",), limit=100), 10),
     }
 
 
@@ -94,10 +96,11 @@ def main() -> None:
                 for name, (op, calls) in _operations(size, args.namespaces).items():
                     for kind, (store, _close) in stores.items():
                         results.setdefault((name, kind), []).append(_timed(lambda i, s=store, o=op: o(s, i), calls))
-            for store, close in stores.values():
+            for _store, close in stores.values():
                 close()
         print(f"\n{size} items, {args.namespaces} namespaces, median of {args.rounds} alternated rounds (ms per call)")
-        print(f"{'operation':<16} {'memkit cpu':>10} {'sqlite cpu':>10} {'ratio':>6} {'memkit wall':>11} {'sqlite wall':>11}")
+        print(f"{'operation':<16} {'memkit cpu':>10} {'sqlite cpu':>10} {'ratio':>6}"
+              f" {'memkit wall':>11} {'sqlite wall':>11}")
         for name in _operations(size, args.namespaces):
             mine = results[(name, "memkit")]
             theirs = results[(name, "sqlitestore")]

@@ -18,6 +18,7 @@ import pytest
 
 pytest.importorskip("langgraph.store.base", reason="needs memkit[langgraph]")
 
+from langchain_core.embeddings import Embeddings
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore, PutOp
 
@@ -234,3 +235,67 @@ def test_every_indexed_item_a_query_returns_has_a_float_score(opener: Callable[[
     keys = [h.key for page in pages for h in page]
     assert len(keys) == len(set(keys)) == 63 and "en-plain" not in keys[:61]
     assert all(isinstance(h.score, float) for page in pages for h in page if h.key != "en-plain")
+
+
+class _Seeded(Embeddings):
+    """A LangChain ``Embeddings``: random projections of character counts, one table per seed."""
+
+    def __init__(self, seed: int, dims: int = 16) -> None:
+        import numpy as np
+
+        self._table = np.random.default_rng(seed).normal(size=(256, dims))
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        import numpy as np
+
+        counts = np.zeros((len(texts), 256))
+        for row, text in enumerate(texts):
+            for char in text:
+                counts[row, ord(char) % 256] += 1
+        return (counts @ self._table).tolist()  # type: ignore[no-any-return]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+class _Versioned:
+    name = "my-model"
+    dim = 8
+
+    def __init__(self, version: str, seed: int = 0) -> None:
+        self.version = version
+        self._seed = seed
+
+    def embed(self, texts: Any) -> Any:
+        import numpy as np
+
+        rng = np.random.default_rng(self._seed)
+        vectors = rng.normal(size=(len(texts), self.dim)).astype(np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_store_refuses_another_model_under_the_same_name(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path}/fp.db"
+        other = f"sqlite:///{tmp_path}/fp2.db"
+    else:
+        server = request.getfixturevalue("postgres_server")
+        url, other = server.url(f"fp_{uuid.uuid4().hex[:8]}"), server.url(f"fp_{uuid.uuid4().hex[:8]}")
+    with MemkitStore(url, index={"dims": 16, "embed": _Seeded(42)}) as store:
+        store.put(("docs",), "d1", {"text": "zebrafish"})
+    # Same class, same dims, so the same name: another seed is another model.
+    with pytest.raises(memkit.ConfigError, match="never mixes two embedders"):
+        MemkitStore(url, index={"dims": 16, "embed": _Seeded(7)})
+    with MemkitStore(url, index={"dims": 16, "embed": _Seeded(42)}) as store:  # the same model, a new object
+        store.put(("docs",), "d2", {"text": "zebra"})
+        assert [h.key for h in store.search(("docs",), query="zebrafish")][:1] == ["d1"]
+    # An embedder that declares a version is told apart by it.
+    with memkit.open({"url": other, "embedder": _Versioned("1")}) as mem:
+        mem.add("kinase", "u", "a")
+    with pytest.raises(memkit.ConfigError, match="never mixes two embedders"):
+        memkit.open({"url": other, "embedder": _Versioned("2")})
+    with memkit.open({"url": other, "embedder": _Versioned("1", seed=3)}) as mem:  # its word is what counts
+        assert [m.content for m in mem.get_all("u", "a")] == ["kinase"]

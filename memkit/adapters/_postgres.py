@@ -240,15 +240,17 @@ class PostgresAdapter(RecallsAndMarks, Store):
         return dict(rows)
 
     def _mismatch(self, name: str, dim: str | None) -> ConfigError:
+        from memkit.embeddings import fingerprint
+
         emb = self._embedder
         return ConfigError(
-            f"the store at {self.url} holds vectors made by embedder {name!r} (dim {dim}), not {emb.name!r}"
+            f"the store at {self.url} holds vectors made by embedder {name!r} (dim {dim}), not {fingerprint(emb)!r}"
             f" (dim {emb.dim}); memkit never mixes two embedders in one store. Open it with embedder={name!r}"
         )
 
     async def _bind(self, conn: Any) -> None:
         """Settle which embedder this handle uses, giving a store its vector column when it gets one."""
-        from memkit.embeddings import DEFAULT_EMBEDDER
+        from memkit.embeddings import DEFAULT_EMBEDDER, fingerprint, same_model
 
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (ADVISORY_LOCK,))
@@ -272,7 +274,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
                     return
             emb = self._embedder
             if name is not None:
-                if name != emb.name or dim != str(emb.dim):
+                if not same_model(name, emb) or dim != str(emb.dim):
                     raise self._mismatch(name, dim)
                 self._dim = emb.dim
                 return
@@ -286,7 +288,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
                 await cur.executemany(
                     "INSERT INTO memkit_meta (key, value) VALUES (%s, %s)"
                     " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    [("embedder_name", emb.name), ("embedder_dim", str(emb.dim))],
+                    [("embedder_name", fingerprint(emb)), ("embedder_dim", str(emb.dim))],
                 )
             await conn.execute("DELETE FROM memkit_meta WHERE key = 'keyword_only'")
             self._dim = emb.dim
@@ -443,6 +445,8 @@ class PostgresAdapter(RecallsAndMarks, Store):
         return self._embedder
 
     async def _switch(self, embedder: Any) -> int:
+        from memkit.embeddings import fingerprint
+
         async with self._pool.connection() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (ADVISORY_LOCK,))
             # Dropping the column drops every vector index with it.
@@ -470,7 +474,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
                 await cur.executemany(
                     "INSERT INTO memkit_meta (key, value) VALUES (%s, %s)"
                     " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    [("embedder_name", embedder.name), ("embedder_dim", str(embedder.dim))],
+                    [("embedder_name", fingerprint(embedder)), ("embedder_dim", str(embedder.dim))],
                 )
             await conn.execute("DELETE FROM memkit_meta WHERE key = 'keyword_only'")
         had_vectors, self._dim, self._foreign = self._dim is not None, embedder.dim, None

@@ -289,9 +289,9 @@ class SQLiteAdapter(Store):
         embedder = self._vectors.embedder
         shipped = False
         if embedder is not None:
-            from memkit.embeddings import DEFAULT_EMBEDDER, StaticEmbedder  # loaded with the embedder
+            from memkit.embeddings import DEFAULT_EMBEDDER, StaticEmbedder, fingerprint  # loaded with the embedder
 
-            shipped = type(embedder) is StaticEmbedder and embedder.name == DEFAULT_EMBEDDER
+            shipped = type(embedder) is StaticEmbedder and fingerprint(embedder) == DEFAULT_EMBEDDER
         return "memkit.adapters._sqlite._trace_writes:built_rows", "default" if shipped else None
 
     def _checkpoint(self) -> None:
