@@ -35,10 +35,13 @@ from typing import Any
 
 from memkit._core._errors import BackendUnavailableError, ConfigError, InvalidInputError
 from memkit._core._models import MemoryItem
+from memkit._core._ops import ValuesOp
 from memkit._core._port import MemoryProvider, SupportsAddMany, SupportsGet, SupportsPaging
 from memkit._core._records import records_from_items
+from memkit._core._store import Store
 from memkit._core._validate import DEFAULT_LIMITS, bound_id
 from memkit._recall._recording import current_scope, recall_scope
+from memkit._retrieval._filters import parse_filters
 from memkit._sync import Memory, call, provider_of, submit
 
 try:
@@ -495,7 +498,19 @@ class MemkitStore(BaseStore):
         ]
 
     async def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        seen = {tuple(m.metadata["lg_ns"]) for m in await self._listed({"type": _KIND}, (), None, 2**62, set())}
+        filters: dict[str, Any] = {"type": _KIND}
+        for condition in op.match_conditions or ():
+            if condition.match_type == "prefix":
+                filters.update({f"lg_ns_{i}": label for i, label in enumerate(condition.path) if label != "*"})
+        provider = self._provider
+        if isinstance(provider, Store):
+            # Only the namespaces, distinct, from the database: not every item made into a memory.
+            found = await provider.execute(
+                ValuesOp(self.user_id, self.agent_id, parse_filters(filters), ("lg_ns",))
+            )
+            seen = {tuple(ns) for ns in found if isinstance(ns, list)}
+        else:
+            seen = {tuple(m.metadata["lg_ns"]) for m in await self._listed(filters, (), None, 2**62, set())}
         namespaces = [ns for ns in seen if all(_does_match(c, ns) for c in op.match_conditions or ())]
         if op.max_depth is not None:
             namespaces = sorted({ns[: op.max_depth] for ns in namespaces})

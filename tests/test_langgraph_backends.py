@@ -299,3 +299,45 @@ def test_a_store_refuses_another_model_under_the_same_name(
         memkit.open({"url": other, "embedder": _Versioned("2")})
     with memkit.open({"url": other, "embedder": _Versioned("1", seed=3)}) as mem:  # its word is what counts
         assert [m.content for m in mem.get_all("u", "a")] == ["kinase"]
+
+
+def test_list_namespaces_reads_the_distinct_namespaces(opener: Callable[[], memkit.Memory]) -> None:
+    mem = opener()
+    store = MemkitStore(mem, user_id="alice", agent_id="a")
+    store.batch([PutOp(("users", f"u{i % 3}", "notes"), f"k{i}", {"i": i}) for i in range(30)])
+    store.put(("docs",), "d", {"i": 0})
+    # Not the store's: a plain memory that carries the same metadata key, and another namespace's item.
+    mem.add("plain", "alice", "a", {"lg_ns": ["users", "zz"]})
+    MemkitStore(mem, user_id="bob", agent_id="a").put(("users", "bob"), "k", {"i": 0})
+    assert store.list_namespaces() == [("docs",), *[("users", f"u{i}", "notes") for i in range(3)]]
+    assert store.list_namespaces(prefix=("users",), limit=2, offset=1) == [
+        ("users", "u1", "notes"), ("users", "u2", "notes"),
+    ]
+    assert store.list_namespaces(prefix=("users", "*", "notes"), max_depth=2) == [("users", f"u{i}") for i in range(3)]
+    assert store.list_namespaces(suffix=("notes",), max_depth=1) == [("users",)]
+    store.delete(("docs",), "d")
+    assert ("docs",) not in store.list_namespaces()
+
+
+async def _execute(provider: Any, op: Any) -> Any:
+    return await provider.execute(op)
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_distinct_values_of_a_metadata_path_are_read_alike(kind: str, tmp_path: Path) -> None:
+    import json
+
+    from memkit._core._ops import ValuesOp
+    from memkit._retrieval._filters import parse_filters
+    from memkit._sync import call
+
+    url = "memory://" if kind == "memory" else f"sqlite:///{tmp_path}/v.db?embedder=none"
+    values: list[Any] = [[1, "x"], "s", 2, 2.5, True, False, None, {"a": [1]}]
+    with memkit.open(url) as mem:
+        for value in [*values, [1, "x"]]:
+            mem.add("m", "u", "a", {"v": value, "keep": True})
+        mem.add("no v", "u", "a", {"keep": True})
+        mem.add("filtered out", "u", "a", {"v": "other", "keep": False})
+        mem.add("another namespace", "u2", "a", {"v": "elsewhere", "keep": True})
+        found = call(mem.provider, _execute, ValuesOp("u", "a", parse_filters({"keep": True}), ("v",)))
+    assert sorted(json.dumps(v, sort_keys=True) for v in found) == sorted(json.dumps(v, sort_keys=True) for v in values)

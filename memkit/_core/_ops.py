@@ -53,6 +53,7 @@ __all__ = [
     "StatsOp",
     "StepsRestarted",
     "TraceColumnsOp",
+    "ValuesOp",
     "WriteOp",
 ]
 
@@ -130,6 +131,21 @@ class ListOp(Op[list[Record]]):
 
     def send(self, store: Store) -> Awaitable[list[Record]]:
         return store._list(self)
+
+
+@dataclass(frozen=True)
+class ValuesOp(Op[list[Any]]):
+    """The distinct values one metadata ``path`` holds among a namespace's memories that pass the
+    filters (a memory without it adds none), in no order: ``Store._values``. The base reads them
+    from ``_list``; a store whose database can answer it alone overrides that."""
+
+    user_id: str
+    agent_id: str
+    conditions: tuple[Condition, ...]
+    path: tuple[str, ...]
+
+    def send(self, store: Store) -> Awaitable[list[Any]]:
+        return store._values(self)
 
 
 @dataclass(frozen=True)

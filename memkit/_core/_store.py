@@ -24,6 +24,7 @@ it is defined.
 from __future__ import annotations
 
 import abc
+import json
 import time
 import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
@@ -41,6 +42,7 @@ from memkit._recall import _marks
 from memkit._recall._marks import Mark
 from memkit._recall._recording import Recall, checked_recalls
 from memkit._retrieval import _pipeline
+from memkit._retrieval._filters import lookup
 from memkit._retrieval._fusion import HybridConfig, modes_for
 
 if TYPE_CHECKING:
@@ -208,6 +210,15 @@ class Store(Declares, abc.ABC):
         """Delete every memory, recall and mark."""
 
     # -- what an adapter writes per capability it declares ------------------------------------
+
+    async def _values(self, op: ops.ValuesOp) -> list[Any]:
+        found: dict[str, Any] = {}
+        listing = ops.ListOp(op.user_id, op.agent_id, op.conditions, 2**62)
+        for record in await self._list(listing):
+            present, value = lookup(record.metadata, op.path)
+            if present:
+                found.setdefault(json.dumps(value, sort_keys=True), value)
+        return list(found.values())
 
     async def _get(self, op: ops.GetOp) -> Record | None:
         raise NotImplementedError

@@ -448,6 +448,9 @@ class SQLiteAdapter(Store):
     async def _namespaces(self, op: ops.NamespacesOp) -> list[NamespaceInfo]:
         return await self._query(queries.namespaces)
 
+    async def _values(self, op: ops.ValuesOp) -> list[Any]:
+        return await self._query(queries.values, op)
+
     async def _stats(self, op: ops.StatsOp) -> Stats:
         return await self._query(queries.stats, self.path)
 
