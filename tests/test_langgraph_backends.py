@@ -323,8 +323,10 @@ async def _execute(provider: Any, op: Any) -> Any:
     return await provider.execute(op)
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
-def test_distinct_values_of_a_metadata_path_are_read_alike(kind: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
+def test_distinct_values_of_a_metadata_path_are_read_alike(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     import json
 
     from memkit._core._ops import ValuesOp
@@ -332,6 +334,8 @@ def test_distinct_values_of_a_metadata_path_are_read_alike(kind: str, tmp_path: 
     from memkit._sync import call
 
     url = "memory://" if kind == "memory" else f"sqlite:///{tmp_path}/v.db?embedder=none"
+    if kind == "postgres":
+        url = request.getfixturevalue("postgres_server").url(f"values_{uuid.uuid4().hex[:8]}")
     values: list[Any] = [[1, "x"], "s", 2, 2.5, True, False, None, {"a": [1]}]
     with memkit.open(url) as mem:
         for value in [*values, [1, "x"]]:

@@ -35,6 +35,7 @@ from memkit._core._ops import (
     SearchOp,
     StatsOp,
     TraceColumnsOp,
+    ValuesOp,
     WriteOp,
 )
 from memkit._core._port import Capability
@@ -425,6 +426,14 @@ class PostgresAdapter(RecallsAndMarks, Store):
 
     async def _list(self, op: ListOp) -> list[Record]:
         return await self._call(self._select(op))
+
+    async def _values(self, op: ValuesOp) -> list[Any]:
+        where, params = filter_sql(op.conditions, q.POSTGRES)
+        namespace = "m.user_id = %s AND m.agent_id = %s AND m.metadata #> %s IS NOT NULL"
+        sql = f"SELECT DISTINCT m.metadata #> %s FROM memories m WHERE {namespace} AND {where}"  # noqa: S608
+        path = list(op.path)
+        rows = await self._call(self._fetch(sql, [path, op.user_id, op.agent_id, path, *params]))
+        return [row[0] for row in rows]
 
     async def _get(self, op: GetOp) -> Record | None:
         rows = await self._call(self._fetch(f"SELECT {q.COLUMNS} FROM memories m WHERE m.id = %s", [op.memory_id]))  # noqa: S608
