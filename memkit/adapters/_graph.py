@@ -197,7 +197,9 @@ class GraphAdapter(Store):
 
     async def _write_once(self, op: ops.WriteOp) -> list[str]:
         ids = [r.id for r in op.records]
-        held = await self.dialect.read(EXISTING_IDS, {"keys": [memory_key(i) for i in ids]})
+        # Neo4j reads committed data: a node another transaction is deleting can show with no id.
+        held = [h for h in await self.dialect.read(EXISTING_IDS, {"keys": [memory_key(i) for i in ids]})
+                if h["id"] is not None]
         wanted = {r.id: (r.user_id, r.agent_id) for r in op.records}
         clash = [h["id"] for h in held if not op.replace or wanted.get(h["id"]) != (h["user_id"], h["agent_id"])]
         if clash:
