@@ -35,9 +35,9 @@ from typing import Any
 
 from memkit._core._errors import BackendUnavailableError, ConfigError, InvalidInputError
 from memkit._core._models import MemoryItem
-from memkit._core._ops import ValuesOp
+from memkit._core._ops import ValuesOp, WriteOp
 from memkit._core._port import MemoryProvider, SupportsAddMany, SupportsGet, SupportsPaging
-from memkit._core._records import records_from_items
+from memkit._core._records import Record, records_from_items
 from memkit._core._store import Store
 from memkit._core._validate import DEFAULT_LIMITS, bound_id
 from memkit._recall._recording import current_scope, recall_scope
@@ -309,7 +309,8 @@ class MemkitStore(BaseStore):
             elif not isinstance(op, (GetOp, SearchOp, ListNamespacesOp)):
                 raise ConfigError(f"unknown LangGraph operation {type(op).__name__}")
         now = _now().isoformat()
-        rows = {place: self._row(place[0], place[1], op, now) for place, op in puts.items()}
+        olds = {place: await self._fetch(*place) for place in puts}
+        rows = {place: self._row(place[0], place[1], op, now, olds[place]) for place, op in puts.items()}
         for i, op in enumerate(ops):
             if isinstance(op, GetOp):
                 results[i] = await self._get(tuple(op.namespace), str(op.key))
@@ -318,7 +319,7 @@ class MemkitStore(BaseStore):
             elif isinstance(op, ListNamespacesOp):
                 results[i] = await self._list_namespaces(op)
         if rows:
-            await self._apply_puts(rows)
+            await self._apply_puts(rows, olds)
         return results
 
     def _item(self, memory: MemoryItem, score: float | None = None, *, search: bool = False) -> Item:
@@ -369,8 +370,10 @@ class MemkitStore(BaseStore):
                 texts.extend(get_text_at_path(value, tokens))
         return "\n".join(t for t in texts if t)
 
-    def _row(self, namespace: tuple[str, ...], key: str, op: PutOp, now: str) -> dict[str, Any] | None:
-        """The memory a put writes, checked as memkit will check it (``None``: a delete)."""
+    def _row(
+        self, namespace: tuple[str, ...], key: str, op: PutOp, now: str, old: MemoryItem | None
+    ) -> tuple[dict[str, Any], Record] | None:
+        """The memory a put writes, and it checked as memkit checks it (``None``: a delete)."""
         if len(namespace) > _MAX_DEPTH:
             raise ConfigError(f"namespace {namespace!r} is deeper than {_MAX_DEPTH} labels")
         if op.value is None:
@@ -386,7 +389,7 @@ class MemkitStore(BaseStore):
             "lg_depth": len(namespace),
             "lg_key": key,
             "lg_value": op.value,
-            "lg_created_at": now,
+            "lg_created_at": now if old is None else old.metadata["lg_created_at"],
             "lg_updated_at": now,
         }
         meta.update({f"lg_ns_{i}": label for i, label in enumerate(namespace)})
@@ -398,29 +401,30 @@ class MemkitStore(BaseStore):
                 "id": memory_id, "content": text or "(not indexed)",
                 "user_id": self.user_id, "agent_id": self.agent_id, "metadata": meta,
             }
-            records_from_items([row], getattr(self._provider, "limits", DEFAULT_LIMITS))
+            [record] = records_from_items([row], getattr(self._provider, "limits", DEFAULT_LIMITS))
         except (InvalidInputError, TypeError, ValueError) as exc:
             reason = str(exc).removeprefix("item 0 of add_many: ")
             raise InvalidInputError(f"put {namespace!r}, {key!r} refused: {reason}") from None
-        return row
+        return row, record
 
-    async def _apply_puts(self, rows: dict[tuple[tuple[str, ...], str], dict[str, Any] | None]) -> None:
+    async def _apply_puts(
+        self,
+        rows: dict[tuple[tuple[str, ...], str], tuple[dict[str, Any], Record] | None],
+        olds: dict[tuple[tuple[str, ...], str], MemoryItem | None],
+    ) -> None:
         provider = self._provider
-        written: list[dict[str, Any]] = []
-        for (namespace, key), row in rows.items():
-            old = await self._fetch(namespace, key)
-            if row is None:
-                if old is not None:
-                    await provider.delete(old.id, user_id=self.user_id, agent_id=self.agent_id)
-                continue
-            if old is not None:
-                row["metadata"]["lg_created_at"] = old.metadata["lg_created_at"]
-            written.append(row)
+        for place, row in rows.items():
+            old = olds[place]
+            if row is None and old is not None:
+                await provider.delete(old.id, user_id=self.user_id, agent_id=self.agent_id)
+        written = [row for row in rows.values() if row is not None]
         if not written:
             return
-        if not isinstance(provider, SupportsAddMany):  # pragma: no cover - refused when the store opened
-            raise ConfigError(f"{type(provider).__name__} cannot write with ids (no add_many)")
-        await provider.add_many(written, replace=True)
+        if isinstance(provider, Store):  # the records are checked already: written as they are
+            await provider.execute(WriteOp(tuple(record for _, record in written), replace=True))
+        else:
+            assert isinstance(provider, SupportsAddMany)  # refused when the store opened otherwise
+            await provider.add_many([row for row, _ in written], replace=True)
 
     def _prefix_filter(self, prefix: tuple[str, ...]) -> dict[str, Any]:
         found: dict[str, Any] = {"type": _KIND}
