@@ -11,7 +11,10 @@ other, and every item a graph writes shows up in NamespaceBrowser under that nam
 
 Each item is one memkit memory: its text (the whole value as JSON, or the fields the
 ``IndexConfig`` or ``put(index=[...])`` names) is what memkit's hybrid retrieval ranks, and its
-metadata keeps the LangGraph namespace, key, value and times. ``search(query=...)`` runs memkit's
+metadata keeps the LangGraph namespace, key, value and times. Its memkit id is computed from the
+LangGraph namespace and key and bound to the store's memkit namespace (no other namespace can hold
+it); a put is checked first and replaces the item in one transaction (``WriteOp(replace=True)``:
+concurrent puts of one key are upserts, the last one wins). ``search(query=...)`` runs memkit's
 search (keyword + semantic with the store's own embedder) and is recorded as a recall, so a
 LangGraph agent's searches appear in the recall audit (inside a memkit step or
 :func:`memkit.recall_scope` they belong to that step, else to the store's ``workflow_id``).
