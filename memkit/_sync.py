@@ -245,9 +245,13 @@ class Memory:
         """One memory by id, or ``None``."""
         return run_sync(_require(self.provider, SupportsGet, "get").get(memory_id))
 
-    def add_many(self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False) -> list[str]:
-        """Store many memories in one transaction."""
+    def add_many(
+        self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False, replace: bool = False
+    ) -> list[str]:
+        """Store many memories in one transaction (``replace``: see :class:`memkit.SupportsAddMany`)."""
         adder = _require(self.provider, SupportsAddMany, "add_many")
+        if replace:
+            return run_sync(adder.add_many(list(items), progress=progress, replace=True))
         return run_sync(adder.add_many(list(items), progress=progress))
 
     def namespaces(self) -> list[NamespaceInfo]:

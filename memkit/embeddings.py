@@ -65,9 +65,10 @@ RETIRED_DEFAULTS = frozenset({"static-minilm-l6-d256"})
 class Embedder(Protocol):
     """Anything that maps texts to unit-length float32 vectors.
 
-    ``name`` identifies the model (it is stored with the vectors, so two
-    embedders with the same name must produce the same vectors); ``dim`` is the
-    vector length; ``embed`` returns an ``(len(texts), dim)`` float32 array whose
+    ``name`` identifies the model; a store records it with the vectors, with a
+    fingerprint of the model (:func:`fingerprint`: an optional ``version``
+    attribute, else a digest of the vectors of a fixed probe text), and refuses
+    another one. ``dim`` is the vector length; ``embed`` returns an ``(len(texts), dim)`` float32 array whose
     rows have L2 norm 1 (or 0 for a text with no known token).
     """
 
@@ -298,6 +299,7 @@ class StaticEmbedder:
             raise ConfigError(f"static model in {str(folder)!r} is inconsistent (vocab, vectors, dim)")
         self.name: str = str(config["name"])
         self.dim: int = dim
+        self._folder = folder.resolve()
         self.max_tokens = max_tokens
         self._quantised = quantised
         self._scales = scales.astype(np.float32)
@@ -470,6 +472,49 @@ class SentenceTransformerEmbedder:
             list(texts), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
         )
         return _normalise(np.asarray(vectors, dtype=np.float32))
+
+
+#: The text whose vectors fingerprint an embedder that declares no ``version``.
+_PROBE = ("memkit embedder fingerprint: TP53, BRCA2 and EGFR; 1, 2, 3; alpha beta gamma.", "zebrafish")
+_FINGERPRINTS: dict[int, tuple[object, str]] = {}
+
+
+def fingerprint(embedder: Embedder) -> str:
+    """What a store records of the model that makes its vectors, and refuses a different one by.
+
+    The shipped model: its name (the name stands for those weights); a :class:`StaticEmbedder` from
+    another folder: its name and a digest of its weights; an embedder with a non-empty str
+    ``version``: ``name@version``; any other: its name and a digest of the signs of its vectors for
+    a fixed probe text, so two models (or two seeds of one) under one name are told apart, while
+    rounding noise in the last bits of a float is not. Computed once per embedder object.
+    """
+    known = _FINGERPRINTS.get(id(embedder))
+    if known is not None and known[0] is embedder:
+        return known[1]
+    import hashlib
+
+    import numpy as np
+
+    version = getattr(embedder, "version", None)
+    if isinstance(embedder, StaticEmbedder):
+        found = embedder.name
+        if embedder._folder != _STATIC_DIR.resolve():
+            digest = hashlib.sha256(embedder._quantised.tobytes() + embedder._scales.tobytes()).hexdigest()
+            found = f"{embedder.name}#w{digest[:16]}"
+    elif isinstance(version, str) and version:
+        found = f"{embedder.name}@{version}"
+    else:
+        vectors = np.asarray(embedder.embed(list(_PROBE)), dtype=np.float32)
+        signs = np.sign(vectors).astype(np.int8).tobytes()
+        found = f"{embedder.name}#p{hashlib.sha256(signs).hexdigest()[:16]}"
+    _FINGERPRINTS[id(embedder)] = (embedder, found)  # the object is kept: its id stays its own
+    return found
+
+
+def same_model(recorded: str, embedder: Embedder) -> bool:
+    """Whether a store that recorded ``recorded`` holds this embedder's vectors. A store written before
+    fingerprints recorded the bare name: that name is all it can be checked by."""
+    return recorded == fingerprint(embedder) or recorded == embedder.name
 
 
 @lru_cache(maxsize=1)

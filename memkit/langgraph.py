@@ -11,7 +11,10 @@ other, and every item a graph writes shows up in NamespaceBrowser under that nam
 
 Each item is one memkit memory: its text (the whole value as JSON, or the fields the
 ``IndexConfig`` or ``put(index=[...])`` names) is what memkit's hybrid retrieval ranks, and its
-metadata keeps the LangGraph namespace, key, value and times. ``search(query=...)`` runs memkit's
+metadata keeps the LangGraph namespace, key, value and times. Its memkit id is computed from the
+LangGraph namespace and key and bound to the store's memkit namespace (no other namespace can hold
+it); a put is checked first and replaces the item in one transaction (``WriteOp(replace=True)``:
+concurrent puts of one key are upserts, the last one wins). ``search(query=...)`` runs memkit's
 search (keyword + semantic with the store's own embedder) and is recorded as a recall, so a
 LangGraph agent's searches appear in the recall audit (inside a memkit step or
 :func:`memkit.recall_scope` they belong to that step, else to the store's ``workflow_id``).
@@ -27,15 +30,21 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from memkit._core._errors import BackendUnavailableError, ConfigError
+from memkit._core._errors import BackendUnavailableError, ConfigError, InvalidInputError
 from memkit._core._models import MemoryItem
+from memkit._core._ops import ValuesOp, WriteOp
 from memkit._core._port import MemoryProvider, SupportsAddMany, SupportsGet, SupportsPaging
+from memkit._core._records import Record, records_from_items
+from memkit._core._store import Store
+from memkit._core._validate import DEFAULT_LIMITS, bound_id
 from memkit._recall._recording import current_scope, recall_scope
+from memkit._retrieval._filters import parse_filters
 from memkit._sync import Memory, call, provider_of, submit
 
 try:
@@ -67,6 +76,7 @@ _KIND = "langgraph_item"
 _MAX_DEPTH = 32
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _PAGE = 1_000
+_FILTER_DEPTH = 8  # memkit's deepest filter path
 
 
 def _now() -> datetime:
@@ -104,14 +114,48 @@ def _operator(value: Any, operator: str, operand: Any) -> bool:
     raise ConfigError(f"unsupported filter operator {operator!r}: use $eq, $ne, $gt, $gte, $lt or $lte")
 
 
-def _pushed(filter_: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The part of a LangGraph filter memkit's own filters can narrow by (always re-checked here)."""
+def _equal_to(value: Any) -> Any:
+    """A memkit condition holding wherever Python's ``item == value`` (LangGraph's equality) holds."""
+    if isinstance(value, bool) or (type(value) in (int, float) and value in (0, 1)):
+        # 1 == True in Python; memkit's equality never mixes numbers and booleans.
+        return {"$in": [value, int(value) if isinstance(value, bool) else bool(value)]}
+    return value
+
+
+def _scalar(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return value is None or isinstance(value, (str, int))
+
+
+def _pushed(filter_: Mapping[str, Any] | None, path: tuple[str, ...] = ("lg_value",)) -> dict[str, Any]:
+    """A memkit filter that keeps every item the LangGraph filter keeps (and few others), so the
+    database narrows and memkit ranks within what passes; the result is checked again with
+    LangGraph's own semantics (:func:`_compare`). Lists and keys memkit cannot name stay unpushed."""
     pushed: dict[str, Any] = {}
-    for key, value in (filter_ or {}).items():
-        if not _IDENT.match(key):
+    for key, want in (filter_ or {}).items():
+        if not isinstance(key, str) or not _IDENT.match(key) or len(path) >= _FILTER_DEPTH:
             continue
-        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-            pushed[f"lg_value.{key}"] = value
+        where = (*path, key)
+        name = ".".join(where)
+        if isinstance(want, Mapping) and any(str(k).startswith("$") for k in want):
+            condition: dict[str, Any] = {}
+            for operator, operand in want.items():
+                if operator == "$eq" and _scalar(operand):
+                    equal = _equal_to(operand)
+                    condition.update(equal if isinstance(equal, dict) else {"$eq": equal})
+                elif operator == "$ne" and _scalar(operand):
+                    # memkit's $ne keeps a missing key, as LangGraph's does (None != operand), and
+                    # excludes no more than it: 1 only, where LangGraph's excludes True too.
+                    condition["$ne"] = operand
+                elif operator in ("$gt", "$gte", "$lt", "$lte") and type(operand) in (int, float) and _scalar(operand):
+                    condition[operator] = operand
+            if condition:
+                pushed[name] = condition
+        elif isinstance(want, Mapping):
+            pushed.update(_pushed(want, where))
+        elif _scalar(want):
+            pushed[name] = _equal_to(want)
     return pushed
 
 
@@ -208,6 +252,14 @@ class MemkitStore(BaseStore):
         else:
             self._memory = Memory(provider_of(store))
         self._provider = self._memory.provider
+        if not isinstance(self._provider, SupportsAddMany) or not getattr(self._provider, "keeps_given_ids", True):
+            if self._owns:
+                self._memory.close()
+            raise ConfigError(
+                f"MemkitStore cannot write to {type(self._provider).__name__}: a LangGraph item is found again by"
+                " the id its namespace and key give it, and this store assigns every id itself (Mem0) or cannot"
+                " write with ids (no add_many); use SQLite, memory://, Postgres, FalkorDB or Neo4j"
+            )
         from memkit._core._validate import check_namespace
 
         self.user_id, self.agent_id = check_namespace(user_id, agent_id)
@@ -243,31 +295,34 @@ class MemkitStore(BaseStore):
     # -- the operations ------------------------------------------------------------------------
 
     def _id(self, namespace: tuple[str, ...], key: str) -> str:
-        digest = hashlib.sha256(
-            json.dumps([self.user_id, self.agent_id, list(namespace), key]).encode()
-        ).hexdigest()
-        return f"lg-{digest[:40]}"
+        # Bound to this store's memkit namespace: computable, so another namespace could otherwise
+        # take an item's id before its first put and make that put fail.
+        digest = hashlib.sha256(json.dumps([list(namespace), key]).encode()).hexdigest()
+        return bound_id(self.user_id, self.agent_id, f"lg-{digest[:40]}")
 
     async def _batch(self, ops: list[Op]) -> list[Result]:
+        # As LangGraph's SqliteStore: every put is checked before anything runs, the reads answer
+        # from the store as it was before the batch, then the puts (the last one per key) are
+        # written together, replacing, never deleting first.
         results: list[Result] = [None] * len(ops)
         puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
-        for i, op in enumerate(ops):
+        for op in ops:
             if isinstance(op, PutOp):
                 puts[(tuple(op.namespace), str(op.key))] = op
-                continue
-            if puts:  # reads see the writes queued before them, as LangGraph's stores do
-                await self._apply_puts(puts)
-                puts = {}
+            elif not isinstance(op, (GetOp, SearchOp, ListNamespacesOp)):
+                raise ConfigError(f"unknown LangGraph operation {type(op).__name__}")
+        now = _now().isoformat()
+        olds = {place: await self._fetch(*place) for place in puts}
+        rows = {place: self._row(place[0], place[1], op, now, olds[place]) for place, op in puts.items()}
+        for i, op in enumerate(ops):
             if isinstance(op, GetOp):
                 results[i] = await self._get(tuple(op.namespace), str(op.key))
             elif isinstance(op, SearchOp):
                 results[i] = await self._search(op)
             elif isinstance(op, ListNamespacesOp):
                 results[i] = await self._list_namespaces(op)
-            else:
-                raise ConfigError(f"unknown LangGraph operation {type(op).__name__}")
-        if puts:
-            await self._apply_puts(puts)
+        if rows:
+            await self._apply_puts(rows, olds)
         return results
 
     def _item(self, memory: MemoryItem, score: float | None = None, *, search: bool = False) -> Item:
@@ -313,109 +368,156 @@ class MemkitStore(BaseStore):
         texts: list[str] = []
         for path, tokens in paths:
             if path == "$":
-                texts.append(json.dumps(value, ensure_ascii=False, sort_keys=True))
+                texts.append(json.dumps(value, ensure_ascii=False, sort_keys=True, allow_nan=False))
             else:
                 texts.extend(get_text_at_path(value, tokens))
-        return "\n".join(t for t in texts if t) or "(not indexed)"
+        return "\n".join(t for t in texts if t)
 
-    async def _apply_puts(self, puts: dict[tuple[tuple[str, ...], str], PutOp]) -> None:
-        provider = self._provider
-        now = _now().isoformat()
-        rows: list[dict[str, Any]] = []
-        for (namespace, key), op in puts.items():
-            if len(namespace) > _MAX_DEPTH:
-                raise ConfigError(f"namespace {namespace!r} is deeper than {_MAX_DEPTH} labels")
-            old = await self._fetch(namespace, key)
-            if old is not None:
-                await provider.delete(old.id, user_id=self.user_id, agent_id=self.agent_id)
-            if op.value is None:
-                continue
-            if not isinstance(op.value, dict):
-                raise ConfigError(f"a LangGraph value must be a dict, got {type(op.value).__name__}")
-            memory_id = self._id(namespace, key)
-            meta: dict[str, Any] = {
-                "type": _KIND,
-                "lg_id": memory_id,
-                "lg_ns": list(namespace),
-                "lg_path": ".".join(namespace),
-                "lg_depth": len(namespace),
-                "lg_key": key,
-                "lg_value": op.value,
-                "lg_created_at": old.metadata["lg_created_at"] if old is not None else now,
-                "lg_updated_at": now,
-            }
-            meta.update({f"lg_ns_{i}": label for i, label in enumerate(namespace)})
-            rows.append({
-                "id": memory_id, "content": self._text(op.value, op.index),
+    def _row(
+        self, namespace: tuple[str, ...], key: str, op: PutOp, now: str, old: MemoryItem | None
+    ) -> tuple[dict[str, Any], Record] | None:
+        """The memory a put writes, and it checked as memkit checks it (``None``: a delete)."""
+        if len(namespace) > _MAX_DEPTH:
+            raise ConfigError(f"namespace {namespace!r} is deeper than {_MAX_DEPTH} labels")
+        if op.value is None:
+            return None
+        if not isinstance(op.value, dict):
+            raise ConfigError(f"a LangGraph value must be a dict, got {type(op.value).__name__}")
+        memory_id = self._id(namespace, key)
+        meta: dict[str, Any] = {
+            "type": _KIND,
+            "lg_id": memory_id,
+            "lg_ns": list(namespace),
+            "lg_path": ".".join(namespace),
+            "lg_depth": len(namespace),
+            "lg_key": key,
+            "lg_value": op.value,
+            "lg_created_at": now if old is None else old.metadata["lg_created_at"],
+            "lg_updated_at": now,
+        }
+        meta.update({f"lg_ns_{i}": label for i, label in enumerate(namespace)})
+        try:
+            text = self._text(op.value, op.index)
+            if not text:  # LangGraph scores no item it has no text of (score None)
+                meta["lg_indexed"] = False
+            row = {
+                "id": memory_id, "content": text or "(not indexed)",
                 "user_id": self.user_id, "agent_id": self.agent_id, "metadata": meta,
-            })
-        if not rows:
+            }
+            [record] = records_from_items([row], getattr(self._provider, "limits", DEFAULT_LIMITS))
+        except (InvalidInputError, TypeError, ValueError) as exc:
+            reason = str(exc).removeprefix("item 0 of add_many: ")
+            raise InvalidInputError(f"put {namespace!r}, {key!r} refused: {reason}") from None
+        return row, record
+
+    async def _apply_puts(
+        self,
+        rows: dict[tuple[tuple[str, ...], str], tuple[dict[str, Any], Record] | None],
+        olds: dict[tuple[tuple[str, ...], str], MemoryItem | None],
+    ) -> None:
+        provider = self._provider
+        for place, row in rows.items():
+            old = olds[place]
+            if row is None and old is not None:
+                await provider.delete(old.id, user_id=self.user_id, agent_id=self.agent_id)
+        written = [row for row in rows.values() if row is not None]
+        if not written:
             return
-        if isinstance(provider, SupportsAddMany):
-            await provider.add_many(rows)
-        else:  # pragma: no cover - every shipped adapter writes batches
-            raise ConfigError(f"{type(provider).__name__} cannot write with ids (no add_many)")
+        if isinstance(provider, Store):  # the records are checked already: written as they are
+            await provider.execute(WriteOp(tuple(record for _, record in written), replace=True))
+        else:
+            assert isinstance(provider, SupportsAddMany)  # refused when the store opened otherwise
+            await provider.add_many([row for row, _ in written], replace=True)
 
     def _prefix_filter(self, prefix: tuple[str, ...]) -> dict[str, Any]:
         found: dict[str, Any] = {"type": _KIND}
         found.update({f"lg_ns_{i}": label for i, label in enumerate(prefix)})
         return found
 
-    async def _all(self, filters: dict[str, Any]) -> list[MemoryItem]:
-        """Every memory of this store matching ``filters``, newest first."""
+    async def _listed(
+        self, filters: dict[str, Any], prefix: tuple[str, ...], filter_: Mapping[str, Any] | None,
+        want: int, skip: set[str],
+    ) -> list[MemoryItem]:
+        """The first ``want`` items under the filters, newest first (a replaced item is a new memory, so
+        memkit's order is LangGraph's ``updated_at`` order), leaving out ``skip``; reads pages only as
+        far as it needs."""
         provider = self._provider
         if not isinstance(provider, SupportsPaging):
-            return await provider.get_all(self.user_id, self.agent_id, self._limit, filters)
+            return self._kept(await provider.get_all(self.user_id, self.agent_id, self._limit, filters),
+                              prefix, filter_, skip)[:want]
         out: list[MemoryItem] = []
+        offset, size = 0, min(_PAGE, want + len(skip))
+        while size:
+            page = await provider.get_page(self.user_id, self.agent_id, offset=offset, limit=size, filters=filters)
+            out.extend(self._kept(page, prefix, filter_, skip))
+            if len(out) >= want or len(page) < size:
+                break
+            offset += size
+            size = min(_PAGE, size * 4)
+        return out[:want]
+
+    async def _ranked(
+        self, query: str, filters: dict[str, Any], prefix: tuple[str, ...], filter_: Mapping[str, Any] | None,
+        want: int,
+    ) -> list[MemoryItem]:
+        """memkit's ranking of ``query`` within the filters, the first ``want`` that pass ``filter_``."""
+        limit = min(self._limit, max(want, 10))
         while True:
-            page = await provider.get_page(
-                self.user_id, self.agent_id, offset=len(out), limit=_PAGE, filters=filters
-            )
-            out.extend(page)
-            if len(page) < _PAGE:
-                return out
+            if current_scope() is None:
+                with recall_scope(self.workflow_id, step="store.search"):
+                    hits = await self._provider.search(query, self.user_id, self.agent_id, limit, filters)
+            else:
+                hits = await self._provider.search(query, self.user_id, self.agent_id, limit, filters)
+            kept = self._kept(hits, prefix, filter_, set())
+            # A part of the filter memkit could not take (a list, an odd key) may drop hits: ask for more.
+            if len(kept) >= want or len(hits) < limit or limit >= self._limit:
+                return kept[:want]
+            limit = min(self._limit, limit * 4)
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
         filters = self._prefix_filter(prefix)
         filters.update(_pushed(op.filter))
         want = op.offset + op.limit
-        if op.query:
-            limit = min(self._limit, max(want * 4, 50))
-            scope = current_scope()
-            searcher: Any = self._provider.search
-            if scope is None:
-                with recall_scope(self.workflow_id, step="store.search"):
-                    hits = await searcher(op.query, self.user_id, self.agent_id, limit, filters)
-            else:
-                hits = await searcher(op.query, self.user_id, self.agent_id, limit, filters)
-        else:
-            hits = await self._all(filters)
-            hits.sort(key=lambda m: m.metadata.get("lg_updated_at", ""), reverse=True)
-        kept = self._kept(hits, prefix, op.filter)
-        scored = {m.id for m in kept} if op.query else set()
-        if op.query and len(kept) < want:
+        found = await self._ranked(op.query, filters, prefix, op.filter, want) if op.query else []
+        scored = {m.id for m in found}
+        if len(found) < want:
             # LangGraph's stores return every item under the prefix that passes the filter, ranked
             # ones first; memkit's retrieval returns only matches, so the rest follow, newest first.
-            rest = await self._all(filters)
-            rest.sort(key=lambda m: m.metadata.get("lg_updated_at", ""), reverse=True)
-            kept.extend(m for m in self._kept(rest, prefix, op.filter) if m.id not in scored)
-        return [
-            self._item(m, m.score if m.id in scored else None, search=True)  # type: ignore[misc]
-            for m in kept[op.offset : want]
-        ]
+            found.extend(await self._listed(filters, prefix, op.filter, want - len(found), scored))
+        items = []
+        for m in found[op.offset : want]:
+            score: float | None = None
+            if op.query and m.metadata.get("lg_indexed", True):
+                # LangGraph gives every indexed item a float score: one memkit's retrieval did not
+                # find is below every one it did.
+                score = float(m.score) if m.id in scored and m.score is not None else 0.0
+            items.append(self._item(m, score, search=True))
+        return items  # type: ignore[return-value]
 
     def _kept(
-        self, hits: list[MemoryItem], prefix: tuple[str, ...], filter_: Mapping[str, Any] | None
+        self, hits: list[MemoryItem], prefix: tuple[str, ...], filter_: Mapping[str, Any] | None, skip: set[str]
     ) -> list[MemoryItem]:
         return [
             m for m in hits
-            if self._mine(m) and tuple(m.metadata["lg_ns"])[: len(prefix)] == prefix
+            if m.id not in skip and self._mine(m) and tuple(m.metadata["lg_ns"])[: len(prefix)] == prefix
             and all(_compare(m.metadata["lg_value"].get(k), v) for k, v in (filter_ or {}).items())
         ]
 
     async def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        seen = {tuple(m.metadata["lg_ns"]) for m in await self._all({"type": _KIND}) if self._mine(m)}
+        filters: dict[str, Any] = {"type": _KIND}
+        for condition in op.match_conditions or ():
+            if condition.match_type == "prefix":
+                filters.update({f"lg_ns_{i}": label for i, label in enumerate(condition.path) if label != "*"})
+        provider = self._provider
+        if isinstance(provider, Store):
+            # Only the namespaces, distinct, from the database: not every item made into a memory.
+            found = await provider.execute(
+                ValuesOp(self.user_id, self.agent_id, parse_filters(filters), ("lg_ns",))
+            )
+            seen = {tuple(ns) for ns in found if isinstance(ns, list)}
+        else:
+            seen = {tuple(m.metadata["lg_ns"]) for m in await self._listed(filters, (), None, 2**62, set())}
         namespaces = [ns for ns in seen if all(_does_match(c, ns) for c in op.match_conditions or ())]
         if op.max_depth is not None:
             namespaces = sorted({ns[: op.max_depth] for ns in namespaces})

@@ -585,3 +585,17 @@ def test_a_wrapped_object_that_is_not_mem0_is_refused_before_anything_is_made(tm
     with pytest.raises(InvalidInputError, match=r"memory must be a mem0 Memory.*got dict"):
         Mem0Adapter(target, mode=mode, memory={"add": None})  # type: ignore[arg-type]
     assert not target.exists()
+
+
+def test_langgraph_store_refuses_mem0_when_it_opens(shared_mem0: Any, tmp_path: Path) -> None:
+    # A LangGraph item is found again by the id its namespace and key give it; mem0 assigns ids itself.
+    pytest.importorskip("langgraph.store.base", reason="needs memkit[langgraph]")
+    from memkit.langgraph import MemkitStore
+
+    adapter = Mem0Adapter(tmp_path, memory=shared_mem0)
+    try:
+        with pytest.raises(ConfigError, match="assigns every id itself"):
+            MemkitStore(adapter, user_id="alice", agent_id="a")
+        assert memkit.Memory(adapter).get_all("alice", "a") == []
+    finally:
+        adapter.close()

@@ -53,6 +53,7 @@ __all__ = [
     "StatsOp",
     "StepsRestarted",
     "TraceColumnsOp",
+    "ValuesOp",
     "WriteOp",
 ]
 
@@ -72,10 +73,16 @@ class Op(Generic[R]):
 
 @dataclass(frozen=True)
 class WriteOp(Op[list[str]]):
-    """Store these records, all or none (``add``, ``add_trace``, ``add_many``): ``Store._write``."""
+    """Store these records, all or none (``add``, ``add_trace``, ``add_many``): ``Store._write``.
+
+    ``replace``: a record whose id a memory of the same namespace holds replaces that memory in the
+    same transaction (an upsert: of writers racing on one id the last wins and none fails); an id
+    held in another namespace refuses the batch. Without it any id held already refuses the batch.
+    """
 
     records: tuple[Record, ...]
     progress: bool = False  # show a progress bar (add_many)
+    replace: bool = False
 
     def send(self, store: Store) -> Awaitable[list[str]]:
         return store._write(self)
@@ -124,6 +131,21 @@ class ListOp(Op[list[Record]]):
 
     def send(self, store: Store) -> Awaitable[list[Record]]:
         return store._list(self)
+
+
+@dataclass(frozen=True)
+class ValuesOp(Op[list[Any]]):
+    """The distinct values one metadata ``path`` holds among a namespace's memories that pass the
+    filters (a memory without it adds none), in no order: ``Store._values``. The base reads them
+    from ``_list``; a store whose database can answer it alone overrides that."""
+
+    user_id: str
+    agent_id: str
+    conditions: tuple[Condition, ...]
+    path: tuple[str, ...]
+
+    def send(self, store: Store) -> Awaitable[list[Any]]:
+        return store._values(self)
 
 
 @dataclass(frozen=True)

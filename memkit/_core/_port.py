@@ -169,10 +169,15 @@ class SupportsGet(Protocol, metaclass=_Declared):
 
 @runtime_checkable
 class SupportsAddMany(Protocol, metaclass=_Declared):
-    """Write many memories in one transaction: all of them or none."""
+    """Write many memories in one transaction: all of them or none.
+
+    ``replace=True`` makes each item with an ``id`` an upsert: a memory of the item's namespace
+    holding that id is replaced in the same transaction (of writers racing on one id the last one
+    wins and none fails); an id held in another namespace refuses the whole batch.
+    """
 
     async def add_many(
-        self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False
+        self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False, replace: bool = False
     ) -> list[str]: ...
 
 

@@ -16,6 +16,7 @@ from memkit._core._stamps import from_us, new_id, now_us, to_us
 from memkit._core._validate import (
     DEFAULT_LIMITS,
     Limits,
+    check_bound,
     check_content,
     check_depth,
     check_id,
@@ -551,7 +552,7 @@ def records_from_items(items: Iterable[NewMemory | Mapping[str, Any]], limits: L
                 fields.get("content"), fields.get("user_id"), fields.get("agent_id"), fields.get("metadata"), limits
             )
             if fields.get("id") is not None:
-                record.id = check_id(fields["id"], "id", limits)
+                record.id = check_bound(check_id(fields["id"], "id", limits), record.user_id, record.agent_id)
             created = fields.get("created_at")
             if created is not None:
                 record.created_us = to_us(_as_datetime(created))

@@ -24,6 +24,7 @@ it is defined.
 from __future__ import annotations
 
 import abc
+import json
 import time
 import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
@@ -41,6 +42,7 @@ from memkit._recall import _marks
 from memkit._recall._marks import Mark
 from memkit._recall._recording import Recall, checked_recalls
 from memkit._retrieval import _pipeline
+from memkit._retrieval._filters import lookup
 from memkit._retrieval._fusion import HybridConfig, modes_for
 
 if TYPE_CHECKING:
@@ -118,6 +120,9 @@ class Store(Declares, abc.ABC):
     capabilities: frozenset[Capability] = frozenset()
     # What a failing ``_ping`` may raise that ``health`` reports instead of raising.
     health_failures: ClassVar[tuple[type[BaseException], ...]] = (Exception,)
+    # False for a store that assigns every id itself (``add_many`` refuses items that carry one), so
+    # callers that need their own ids (memkit.langgraph) can refuse it when they open.
+    keeps_given_ids: ClassVar[bool] = True
 
     def __init__(
         self, *, limits: Limits = DEFAULT_LIMITS, hybrid: HybridConfig | None = None, record_recalls: bool = False
@@ -206,6 +211,15 @@ class Store(Declares, abc.ABC):
 
     # -- what an adapter writes per capability it declares ------------------------------------
 
+    async def _values(self, op: ops.ValuesOp) -> list[Any]:
+        found: dict[str, Any] = {}
+        listing = ops.ListOp(op.user_id, op.agent_id, op.conditions, 2**62)
+        for record in await self._list(listing):
+            present, value = lookup(record.metadata, op.path)
+            if present:
+                found.setdefault(json.dumps(value, sort_keys=True), value)
+        return list(found.values())
+
     async def _get(self, op: ops.GetOp) -> Record | None:
         raise NotImplementedError
 
@@ -279,13 +293,19 @@ class Store(Declares, abc.ABC):
 
     @_offered(Capability.ADD_MANY)
     async def add_many(
-        self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False
+        self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False, replace: bool = False
     ) -> list[str]:
-        """Validate every item, then write all of them in one transaction (or none)."""
+        """Validate every item, then write all of them in one transaction (or none).
+
+        ``replace=True``: an item whose ``id`` a memory of its namespace holds replaces it (see
+        :class:`memkit.SupportsAddMany`).
+        """
+        if not isinstance(replace, bool):
+            raise ConfigError(f"replace must be True or False, got {replace!r}")
         records = records_from_items(items, self.limits)
         if not records:
             return []
-        return await self.execute(ops.WriteOp(tuple(records), progress))
+        return await self.execute(ops.WriteOp(tuple(records), progress, replace))
 
     async def search(
         self,

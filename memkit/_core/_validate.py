@@ -7,6 +7,7 @@ failure raises :class:`~memkit.InvalidInputError` and nothing is written.
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
 import json
 import math
@@ -127,6 +128,31 @@ def check_id(value: object, name: str, limits: Limits = DEFAULT_LIMITS) -> str:
 
 def check_namespace(user_id: object, agent_id: object, limits: Limits = DEFAULT_LIMITS) -> tuple[str, str]:
     return check_id(user_id, "user_id", limits), check_id(agent_id, "agent_id", limits)
+
+
+# An id that starts with this names its namespace (see bound_id): no other namespace may hold it.
+_BOUND = "@"
+
+
+def bound_id(user_id: str, agent_id: str, local: str) -> str:
+    """An id only the namespace ``user_id``/``agent_id`` can hold: a digest of the namespace, then ``local``.
+
+    For ids a caller can compute (a LangGraph item's): any namespace could store a memory under
+    another's future id and make its write fail, so the write paths (:func:`check_bound`) refuse an
+    id bound to a namespace other than the memory's own.
+    """
+    digest = hashlib.sha256(json.dumps([user_id, agent_id]).encode()).hexdigest()[:32]
+    return f"{_BOUND}{digest}/{local}"
+
+
+def check_bound(memory_id: str, user_id: str, agent_id: str, name: str = "id") -> str:
+    """``memory_id``, refused when it is bound (:func:`bound_id`) to another namespace than ``user_id``/``agent_id``."""
+    if memory_id.startswith(_BOUND) and not memory_id.startswith(bound_id(user_id, agent_id, "")):
+        raise InvalidInputError(
+            f"{name} {memory_id!r} starts with {_BOUND!r}: such ids are bound to the namespace they were made"
+            " for (memkit's own keyed ids), and this is not it"
+        )
+    return memory_id
 
 
 def check_scope(

@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from memkit._core._errors import InvalidInputError
 
-__all__ = ["OPERATORS", "Condition", "matches", "parse_filters", "type_class"]
+__all__ = ["OPERATORS", "Condition", "lookup", "matches", "parse_filters", "type_class"]
 
 OPERATORS = ("$eq", "$ne", "$in", "$nin", "$gt", "$gte", "$lt", "$lte")
 _RANGE = ("$gt", "$gte", "$lt", "$lte")
@@ -140,7 +140,8 @@ def parse_filters(filters: object) -> tuple[Condition, ...]:
     return tuple(conditions)
 
 
-def _lookup(metadata: Mapping[str, Any], path: tuple[str, ...]) -> tuple[bool, Any]:
+def lookup(metadata: Mapping[str, Any], path: tuple[str, ...]) -> tuple[bool, Any]:
+    """``(True, value)`` at ``path`` in ``metadata``, or ``(False, None)`` where there is none."""
     node: Any = metadata
     for part in path:
         if not isinstance(node, Mapping) or part not in node:
@@ -156,7 +157,7 @@ def _equal(present: bool, actual: Any, wanted: Scalar) -> bool:
 
 
 def _holds(cond: Condition, metadata: Mapping[str, Any]) -> bool:
-    present, actual = _lookup(metadata, cond.path)
+    present, actual = lookup(metadata, cond.path)
     op, wanted = cond.op, cond.value
     if op == "$eq":
         return _equal(present, actual, wanted)

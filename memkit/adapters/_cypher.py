@@ -148,7 +148,9 @@ SELECT = (
 
 GET = f"MATCH (m:Memory {{key: $key}}) RETURN {_MEMORY_FIELDS}"
 
-EXISTING_IDS = "UNWIND $keys AS k MATCH (m:Memory {key: k}) RETURN m.id AS id"
+EXISTING_IDS = (
+    "UNWIND $keys AS k MATCH (m:Memory {key: k}) RETURN m.id AS id, m.user_id AS user_id, m.agent_id AS agent_id"
+)
 
 EXPORT = (
     "MATCH (m:Memory)"

@@ -48,6 +48,7 @@ from memkit.adapters._cypher import (
     STATS,
     TIDY,
     Dialect,
+    Statement,
 )
 from memkit.adapters._graph_search import GraphSearch, record_of
 from memkit.adapters._graph_views import read_graph, read_neighbourhood
@@ -70,6 +71,12 @@ class GraphOptions(TypedDict, total=False):
 
 _EXPORT_CHUNK = 2_000
 _WRITE_CHUNK = 2_000
+# How often a replacing write reads again after another writer stored one of its ids first.
+_REPLACE_TRIES = 50
+
+
+class _Raced(Exception):
+    """A write met an id another writer stored after this one looked."""
 
 
 def _write_params(parts: list[RecordParts]) -> dict[str, Any]:
@@ -178,10 +185,31 @@ class GraphAdapter(Store):
 
     async def _write(self, op: ops.WriteOp) -> list[str]:
         await self._ready()
+        for attempt in range(_REPLACE_TRIES):
+            try:
+                return await self._write_once(op)
+            except _Raced:
+                # Another writer stored one of these ids between our read and our write: a replacing
+                # write reads again and replaces that one (last writer wins); a plain one is refused.
+                if not op.replace or attempt == _REPLACE_TRIES - 1:
+                    raise InvalidInputError("a memory with one of these ids already exists") from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _write_once(self, op: ops.WriteOp) -> list[str]:
         ids = [r.id for r in op.records]
-        clash = await self.dialect.read(EXISTING_IDS, {"keys": [memory_key(i) for i in ids]})
+        # Neo4j reads committed data: a node another transaction is deleting can show with no id.
+        held = [h for h in await self.dialect.read(EXISTING_IDS, {"keys": [memory_key(i) for i in ids]})
+                if h["id"] is not None]
+        wanted = {r.id: (r.user_id, r.agent_id) for r in op.records}
+        clash = [h["id"] for h in held if not op.replace or wanted.get(h["id"]) != (h["user_id"], h["agent_id"])]
         if clash:
-            raise InvalidInputError(f"a memory with id {clash[0]['id']!r} already exists")
+            raise InvalidInputError(f"a memory with id {clash[0]!r} already exists")
+        # Replaced memories go in the same call as the write: one transaction on Neo4j; on FalkorDB
+        # (no multi-statement transactions) consecutive statements of this adapter's one worker.
+        replaced: list[Statement] = [
+            (DELETE, {"key": memory_key(h["id"]), "id": h["id"], "user_id": h["user_id"], "agent_id": h["agent_id"]})
+            for h in held
+        ]
         parts = [record_parts(r, self.entity_fields, seq=now_us()) for r in op.records]
         # Neo4j: UNWIND chunks inside one transaction. FalkorDB has no multi-statement
         # transactions but runs each statement atomically, so the whole batch is one statement.
@@ -195,7 +223,16 @@ class GraphAdapter(Store):
                     memory["embedding"] = vector
             query = self.dialect.write_statement(bool(params["traces"]), self._embedder is not None)
             statements.append((query, params))
-        await self.dialect.write(statements)
+        tidy: list[Statement] = [
+            (TIDY.replace("{relink}", RELINK), {"traces": [], "user_id": user, "agent_id": agent})
+            for user, agent in sorted({(h["user_id"], h["agent_id"]) for h in held})
+        ]
+        try:
+            await self.dialect.write([*replaced, *statements, *tidy])
+        except InvalidInputError:
+            raise _Raced from None
+        for user, agent in {(h["user_id"], h["agent_id"]) for h in held}:
+            self._search.forget(node_key("Namespace", user, agent))
         self._search.written(statements)
         return ids
 

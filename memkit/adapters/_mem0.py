@@ -164,6 +164,7 @@ class Mem0Adapter(Store):
         Capability.AS_OF,
     })
     health_failures = (StorageError, BackendUnavailableError)
+    keeps_given_ids = False  # mem0 assigns ids itself
 
     def __init__(
         self,
@@ -340,7 +341,7 @@ class Mem0Adapter(Store):
         return await self._run(self._add_all, op.records, op.progress)
 
     async def add_many(
-        self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False
+        self, items: Iterable[NewMemory | Mapping[str, Any]], *, progress: bool = False, replace: bool = False
     ) -> list[str]:
         """Validate every item, then add them one by one (mem0 embeds one text per add).
 
@@ -354,7 +355,7 @@ class Mem0Adapter(Store):
                 raise InvalidInputError(
                     f"item {index} of add_many has an id: mem0 assigns ids itself, leave 'id' out"
                 )
-        return await super().add_many(items, progress=progress)
+        return await super().add_many(items, progress=progress, replace=replace)
 
     def _delete_blocking(self, op: ops.DeleteOp) -> bool:
         row = self._get_blocking(op.memory_id)

@@ -39,6 +39,10 @@ class InMemoryOptions(TypedDict, total=False):
     record_recalls: bool
 
 
+def _same_namespace(a: Record, b: Record) -> bool:
+    return (a.user_id, a.agent_id) == (b.user_id, b.agent_id)
+
+
 class InMemoryAdapter(Store):
     """Keep memories in a dict; same rules and errors as every other adapter.
 
@@ -114,9 +118,12 @@ class InMemoryAdapter(Store):
                 self._embedder.embed([r.content for r in records[i : i + 1024]]) for i in range(0, len(records), 1024)
             ]).astype(np.float32)
         with self._lock:
-            clash = next((r.id for r in records if r.id in self._records), None)
+            held = [r for r in records if r.id in self._records]
+            clash = next((r.id for r in held if not op.replace or not _same_namespace(self._records[r.id], r)), None)
             if clash is not None:
                 raise InvalidInputError(f"a memory with id {clash!r} already exists")
+            for record in held:  # replaced: under the same lock as the write, so no reader sees neither
+                self._drop(record.id)
             for record in records:
                 self._records[record.id] = record
                 self._seq[record.id] = self._next_seq
@@ -135,12 +142,16 @@ class InMemoryAdapter(Store):
             record = self._records.get(op.memory_id)
             if record is None or op.user_id not in (None, record.user_id) or op.agent_id not in (None, record.agent_id):
                 return False
-            del self._records[op.memory_id]
-            seq = self._seq.pop(op.memory_id)
-            del self._by_seq[seq]
-            self._indexes[(record.user_id, record.agent_id)].remove(seq)
-            self._vectors.pop(op.memory_id, None)
+            self._drop(op.memory_id)
             return True
+
+    def _drop(self, memory_id: str) -> None:
+        """Forget one memory (the caller holds the lock)."""
+        record = self._records.pop(memory_id)
+        seq = self._seq.pop(memory_id)
+        del self._by_seq[seq]
+        self._indexes[(record.user_id, record.agent_id)].remove(seq)
+        self._vectors.pop(memory_id, None)
 
     async def _reset(self, op: ops.ResetOp) -> None:
         with self._lock:

@@ -35,6 +35,7 @@ from memkit._core._ops import (
     SearchOp,
     StatsOp,
     TraceColumnsOp,
+    ValuesOp,
     WriteOp,
 )
 from memkit._core._port import Capability
@@ -240,15 +241,17 @@ class PostgresAdapter(RecallsAndMarks, Store):
         return dict(rows)
 
     def _mismatch(self, name: str, dim: str | None) -> ConfigError:
+        from memkit.embeddings import fingerprint
+
         emb = self._embedder
         return ConfigError(
-            f"the store at {self.url} holds vectors made by embedder {name!r} (dim {dim}), not {emb.name!r}"
+            f"the store at {self.url} holds vectors made by embedder {name!r} (dim {dim}), not {fingerprint(emb)!r}"
             f" (dim {emb.dim}); memkit never mixes two embedders in one store. Open it with embedder={name!r}"
         )
 
     async def _bind(self, conn: Any) -> None:
         """Settle which embedder this handle uses, giving a store its vector column when it gets one."""
-        from memkit.embeddings import DEFAULT_EMBEDDER
+        from memkit.embeddings import DEFAULT_EMBEDDER, fingerprint, same_model
 
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (ADVISORY_LOCK,))
@@ -272,7 +275,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
                     return
             emb = self._embedder
             if name is not None:
-                if name != emb.name or dim != str(emb.dim):
+                if not same_model(name, emb) or dim != str(emb.dim):
                     raise self._mismatch(name, dim)
                 self._dim = emb.dim
                 return
@@ -286,7 +289,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
                 await cur.executemany(
                     "INSERT INTO memkit_meta (key, value) VALUES (%s, %s)"
                     " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    [("embedder_name", emb.name), ("embedder_dim", str(emb.dim))],
+                    [("embedder_name", fingerprint(emb)), ("embedder_dim", str(emb.dim))],
                 )
             await conn.execute("DELETE FROM memkit_meta WHERE key = 'keyword_only'")
             self._dim = emb.dim
@@ -334,7 +337,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
             cur = await conn.execute(sql, list(params))
             return list(await cur.fetchall())
 
-    async def _insert(self, records: list[Record]) -> list[str]:
+    async def _insert(self, records: list[Record], replace: bool = False) -> list[str]:
         if self._foreign is not None:
             raise ConfigError(
                 f"the store at {self.url} holds vectors made by embedder {self._foreign!r}; open it with"
@@ -345,7 +348,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
         metadata = [r.metadata_json or json.dumps(r.metadata, ensure_ascii=False, separators=(",", ":"))
                     for r in records]
         async with self._pool.connection() as conn:
-            await _postgres_writes.insert(conn, records, metadata, vectors)
+            await _postgres_writes.insert(conn, records, metadata, vectors, replace)
         if vectors is not None:
             await self._maybe_index()
         return [r.id for r in records]
@@ -373,7 +376,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
 
             bar = tqdm(total=len(op.records), desc="add_many", unit="mem")
         try:
-            return await self._call(self._insert(list(op.records)))
+            return await self._call(self._insert(list(op.records), op.replace))
         finally:
             if bar is not None:
                 bar.update(len(op.records))
@@ -424,6 +427,14 @@ class PostgresAdapter(RecallsAndMarks, Store):
     async def _list(self, op: ListOp) -> list[Record]:
         return await self._call(self._select(op))
 
+    async def _values(self, op: ValuesOp) -> list[Any]:
+        where, params = filter_sql(op.conditions, q.POSTGRES)
+        namespace = "m.user_id = %s AND m.agent_id = %s AND m.metadata #> %s IS NOT NULL"
+        sql = f"SELECT DISTINCT m.metadata #> %s FROM memories m WHERE {namespace} AND {where}"  # noqa: S608
+        path = list(op.path)
+        rows = await self._call(self._fetch(sql, [path, op.user_id, op.agent_id, path, *params]))
+        return [row[0] for row in rows]
+
     async def _get(self, op: GetOp) -> Record | None:
         rows = await self._call(self._fetch(f"SELECT {q.COLUMNS} FROM memories m WHERE m.id = %s", [op.memory_id]))  # noqa: S608
         return q.row_record(rows[0]) if rows else None
@@ -443,6 +454,8 @@ class PostgresAdapter(RecallsAndMarks, Store):
         return self._embedder
 
     async def _switch(self, embedder: Any) -> int:
+        from memkit.embeddings import fingerprint
+
         async with self._pool.connection() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (ADVISORY_LOCK,))
             # Dropping the column drops every vector index with it.
@@ -470,7 +483,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
                 await cur.executemany(
                     "INSERT INTO memkit_meta (key, value) VALUES (%s, %s)"
                     " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    [("embedder_name", embedder.name), ("embedder_dim", str(embedder.dim))],
+                    [("embedder_name", fingerprint(embedder)), ("embedder_dim", str(embedder.dim))],
                 )
             await conn.execute("DELETE FROM memkit_meta WHERE key = 'keyword_only'")
         had_vectors, self._dim, self._foreign = self._dim is not None, embedder.dim, None

@@ -139,11 +139,45 @@ def _stream(records: list[Record], metadata: list[str], vectors: Any) -> tuple[b
     return b"".join(out), lengths
 
 
-async def insert(conn: Any, records: list[Record], metadata: list[str], vectors: Any) -> None:
-    """Write ``records`` (their metadata as JSON text, their vectors or ``None``) in one transaction.
+async def _replace(cur: Any, records: list[Record]) -> None:
+    """Delete the memories ``records`` replace (same id, same namespace), inside the caller's transaction."""
+    wanted = {r.id: (r.user_id, r.agent_id) for r in records}
+    ids = sorted(wanted)
+    # One writer of an id at a time, each taking its ids in one order (no deadlock): the next one
+    # waits for the first's commit, then its statements see the row that one wrote and replace it.
+    await cur.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended(i, 0)) FROM (SELECT i FROM unnest(%s::text[]) AS u(i)"
+        " ORDER BY i) AS s",
+        (ids,),
+    )
+    await cur.execute("SELECT id, user_id, agent_id FROM memories WHERE id = ANY(%s)", (ids,))
+    held = await cur.fetchall()
+    if any(wanted[memory_id] != (user, agent) for memory_id, user, agent in held):
+        raise InvalidInputError("a memory with one of these ids already exists (in another namespace)")
+    if not held:
+        return
+    await cur.execute(
+        "DELETE FROM memories WHERE id = ANY(%s) RETURNING user_id, agent_id, terms_len", ([h[0] for h in held],)
+    )
+    gone: Counter[tuple[str, str]] = Counter()
+    terms: Counter[tuple[str, str]] = Counter()
+    for user, agent, length in await cur.fetchall():
+        gone[(user, agent)] += 1
+        terms[(user, agent)] += length
+    await cur.executemany(
+        "UPDATE namespace_stats SET count = count - %s, terms = terms - %s WHERE user_id = %s AND agent_id = %s",
+        [(n, terms[ns], *ns) for ns, n in sorted(gone.items())],
+    )
 
-    Raises :class:`memkit.InvalidInputError` when an id exists already or PostgreSQL refuses a
-    value; nothing of the batch is written then.
+
+async def insert(
+    conn: Any, records: list[Record], metadata: list[str], vectors: Any, replace: bool = False
+) -> None:
+    """Write ``records`` (their metadata as JSON text, their vectors or ``None``) in one transaction;
+    ``replace``: those whose ids a memory of the same namespace holds take its place.
+
+    Raises :class:`memkit.InvalidInputError` when an id exists already (without ``replace``, or in
+    another namespace) or PostgreSQL refuses a value; nothing of the batch is written then.
     """
     psycopg, _ = load_psycopg()
     data, lengths = _stream(records, metadata, vectors)
@@ -151,6 +185,8 @@ async def insert(conn: Any, records: list[Record], metadata: list[str], vectors:
     columns = _COLUMNS + (", embedding" if vectors is not None else "")
     try:
         async with conn.transaction(), conn.cursor() as cur:
+            if replace:
+                await _replace(cur, records)
             async with cur.copy(f"COPY memories ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
                 await copy.write(data)
             # Last, so that writers of one namespace insert side by side and queue only for this

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from memkit._core._errors import InvalidInputError
 from memkit._core._records import Record, from_us, new_record
 from memkit._core._stamps import json_time
-from memkit._core._validate import Limits, check_id
+from memkit._core._validate import Limits, check_bound, check_id
 from memkit.otel._spans import _Span
 
 if TYPE_CHECKING:
@@ -288,7 +288,10 @@ def _memory_of(span: _Span, user_id: str | None, agent_id: str | None, limits: L
         metadata = json.loads(raw) if isinstance(raw, str) else None
         record = new_record(a.get("input.value"), user_id or a.get("memkit.memory.user_id"),
                             agent_id or a.get("memkit.memory.agent_id"), metadata, limits)
-        record.id = check_id(a.get("memkit.memory.id"), "memkit.memory.id", limits)
+        record.id = check_bound(
+            check_id(a.get("memkit.memory.id"), "memkit.memory.id", limits), record.user_id, record.agent_id,
+            "memkit.memory.id",
+        )
     except ValueError as exc:  # InvalidInputError included
         raise InvalidInputError(f"{span.where}: {exc}") from None
     record.created_us = span.start_ns // 1_000

@@ -45,11 +45,6 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.
 # What MemkitStore does differently from LangGraph's in-memory store, by design (each is a strict
 # xfail: if MemkitStore ever passes one, the suite says so).
 _DIFFERENT = {
-    "test_vector_update_with_embedding": (
-        "memkit's hybrid search returns only the memories that match (keyword or semantic); an item that no"
-        " longer matches comes back unranked (score None), where LangGraph scores every item by cosine"
-    ),
-    "test_async_vector_update_with_embedding": "as test_vector_update_with_embedding",
     "test_embed_with_path": (
         "memkit embeds one text per item (the indexed fields joined), not one vector per field with max"
         " pooling, so two items matching in different fields do not get the same score"

@@ -39,7 +39,7 @@ from memkit.adapters._sqlite._schema import connect, write_transaction
 from memkit.adapters._sqlite._snapshots import save_stale
 from memkit.adapters._sqlite._sql import COLUMNS, row_record, select
 from memkit.adapters._sqlite._step_rows import INSERT_RECALL, MemoryRow, import_steps, memory_rows, recall_rows
-from memkit.adapters._sqlite._trace_writes import insert_memories
+from memkit.adapters._sqlite._trace_writes import delete_replaced, insert_memories
 from memkit.adapters._sqlite._traces import run_summaries, trace_columns
 from memkit.adapters._sqlite._vectors import Vectors, blob
 
@@ -224,9 +224,10 @@ class SQLiteAdapter(Store):
         return await self._worker.run(fn, *args)
 
     def _insert(
-        self, rows: list[MemoryRow], metas: list[dict[str, Any]], progress: bool = False
+        self, rows: list[MemoryRow], metas: list[dict[str, Any]], progress: bool = False, replace: bool = False
     ) -> list[str]:
-        """Insert memories' ``rows`` (``metas`` their metadata) in one transaction."""
+        """Insert memories' ``rows`` (``metas`` their metadata) in one transaction; ``replace``: those
+        whose ids a memory of the same namespace holds take its place (see :class:`memkit._core._ops.WriteOp`)."""
         db = self._db()
         self._vectors.check_writable()
         self._vectors.sync(db)
@@ -244,6 +245,8 @@ class SQLiteAdapter(Store):
                     # First, in the same transaction: the step this write stores cannot reach the
                     # disk without the recalls it made (a kill between two commits cannot split them).
                     db.executemany(INSERT_RECALL, recall_rows(recalls))
+                if replace:
+                    self._written.update(delete_replaced(db, rows))
                 # Under the write lock nobody else can insert until we commit, so our rows take
                 # the seqs right after the last one handed out, in insertion order.
                 last_seq = feed_head(db)[0]
@@ -272,7 +275,7 @@ class SQLiteAdapter(Store):
     # -- the operations --------------------------------------------------------------
 
     async def _write(self, op: ops.WriteOp) -> list[str]:
-        return await self._run(lambda: self._insert(*memory_rows(op.records), op.progress))
+        return await self._run(lambda: self._insert(*memory_rows(op.records), op.progress, op.replace))
 
     def _import(self, op: ops.ImportStepsOp) -> int:
         self._flush_recalls()  # recorded before: written first, as add_recalls does
@@ -286,9 +289,9 @@ class SQLiteAdapter(Store):
         embedder = self._vectors.embedder
         shipped = False
         if embedder is not None:
-            from memkit.embeddings import DEFAULT_EMBEDDER, StaticEmbedder  # loaded with the embedder
+            from memkit.embeddings import DEFAULT_EMBEDDER, StaticEmbedder, fingerprint  # loaded with the embedder
 
-            shipped = type(embedder) is StaticEmbedder and embedder.name == DEFAULT_EMBEDDER
+            shipped = type(embedder) is StaticEmbedder and fingerprint(embedder) == DEFAULT_EMBEDDER
         return "memkit.adapters._sqlite._trace_writes:built_rows", "default" if shipped else None
 
     def _checkpoint(self) -> None:
@@ -444,6 +447,9 @@ class SQLiteAdapter(Store):
 
     async def _namespaces(self, op: ops.NamespacesOp) -> list[NamespaceInfo]:
         return await self._query(queries.namespaces)
+
+    async def _values(self, op: ops.ValuesOp) -> list[Any]:
+        return await self._query(queries.values, op)
 
     async def _stats(self, op: ops.StatsOp) -> Stats:
         return await self._query(queries.stats, self.path)

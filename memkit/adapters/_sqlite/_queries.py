@@ -4,16 +4,18 @@ by the one-shot reads (:mod:`._reads`), which is why the models load only where 
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memkit._core._records import from_us, to_us
+from memkit.adapters._sqlbase import filter_sql
 from memkit.adapters._sqlite._schema import SCHEMA_VERSION, write_transaction
-from memkit.adapters._sqlite._sql import COLUMNS
+from memkit.adapters._sqlite._sql import COLUMNS, SQLITE
 
 if TYPE_CHECKING:
     from memkit._core._models import NamespaceInfo, Stats
-    from memkit._core._ops import ExportOp, PutMarksOp, RemoveMarksOp
+    from memkit._core._ops import ExportOp, PutMarksOp, RemoveMarksOp, ValuesOp
     from memkit._core._runs import RunScope
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "stats_fields",
     "step_mark_counts",
     "step_recall_counts",
+    "values",
 ]
 
 
@@ -64,6 +67,22 @@ def _where(sql: str, wanted: tuple[tuple[str, str | None], ...]) -> tuple[str, l
             sql += f" AND {column} = ?"
             params.append(value)
     return sql, params
+
+
+def values(db: sqlite3.Connection, op: ValuesOp) -> list[Any]:
+    """The distinct values of one metadata path among a namespace's filtered memories, read in SQLite
+    alone (each as JSON text: a boolean stays one, a list or an object whole)."""
+    where, params = filter_sql(op.conditions, SQLITE)
+    path = "$." + ".".join(op.path)  # identifiers joined by dots (parse_filters' rule), as a parameter
+    value = (
+        "CASE json_type(m.metadata, ?) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false'"
+        " WHEN 'array' THEN json_extract(m.metadata, ?) WHEN 'object' THEN json_extract(m.metadata, ?)"
+        " ELSE json_quote(json_extract(m.metadata, ?)) END"
+    )
+    namespace = "m.user_id = ? AND m.agent_id = ? AND json_type(m.metadata, ?) IS NOT NULL"
+    sql = f"SELECT DISTINCT {value} FROM memories m WHERE {namespace} AND {where}"  # noqa: S608
+    rows = db.execute(sql, [path, path, path, path, op.user_id, op.agent_id, path, *params]).fetchall()
+    return [json.loads(row[0]) for row in rows]
 
 
 def namespace_rows(db: sqlite3.Connection) -> list[tuple[str, str, int, int, int]]:

@@ -21,8 +21,8 @@ from memkit._core._records import TraceRow
 from memkit.adapters._sqlite._traces import MISSING, PACKED, step_timing_us
 
 __all__ = [
-    "BuiltRow", "Odd", "Prepared", "built_rows", "insert_memories", "prepare", "trigger_writes_steps",
-    "write_trace_steps",
+    "BuiltRow", "Odd", "Prepared", "built_rows", "delete_replaced", "insert_memories", "prepare",
+    "trigger_writes_steps", "write_trace_steps",
 ]
 
 # The body of schema 11's trace_steps_insert trigger, for one row (new.seq is the parameter).
@@ -275,6 +275,25 @@ def write_trace_steps(
 _INSERT_MEMORY = (
     "INSERT INTO memories (id, user_id, agent_id, content, metadata, created_us) VALUES (?, ?, ?, ?, ?, ?)"
 )
+
+
+def delete_replaced(db: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> list[tuple[str, str]]:
+    """Delete the memories ``rows`` replace (a row's id held in its own namespace), inside the caller's
+    write transaction (BEGIN IMMEDIATE: no other writer between this and the insert); an id held in
+    another namespace raises ``IntegrityError``, as a plain insert of it would. Returns the
+    namespaces of the rows deleted."""
+    gone: list[tuple[str, str]] = []
+    for start in range(0, len(rows), 500):
+        chunk = {row[0]: (row[1], row[2]) for row in rows[start : start + 500]}
+        marks = ",".join("?" * len(chunk))
+        held = db.execute(
+            f"SELECT id, user_id, agent_id FROM memories WHERE id IN ({marks})", list(chunk)  # noqa: S608
+        ).fetchall()
+        if any(chunk[memory_id] != (user, agent) for memory_id, user, agent in held):
+            raise sqlite3.IntegrityError("an id of this batch belongs to another namespace")
+        db.executemany("DELETE FROM memories WHERE id = ?", [(h[0],) for h in held])
+        gone.extend((user, agent) for _, user, agent in held)
+    return gone
 
 
 def insert_memories(

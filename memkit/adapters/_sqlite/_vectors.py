@@ -105,7 +105,7 @@ class Vectors:
 
     def bind(self, conn: sqlite3.Connection) -> None:
         """Settle which embedder this handle uses, recording it in a store that has none yet."""
-        from memkit.embeddings import DEFAULT_EMBEDDER, get_embedder
+        from memkit.embeddings import DEFAULT_EMBEDDER, fingerprint, get_embedder, same_model
 
         name, dim = recorded(conn)
         if self.embedder is None:
@@ -125,13 +125,13 @@ class Vectors:
                 return
         emb = self.embedder
         if name is not None:
-            if name != emb.name or dim != emb.dim:
-                raise self.mismatch(name, dim, emb.name, emb.dim)
+            if not same_model(name, emb) or dim != emb.dim:
+                raise self.mismatch(name, dim, fingerprint(emb), emb.dim)
             return
         with write_transaction(conn):
             name, dim = recorded(conn)  # another process may have bound one meanwhile
-            if name is not None and (name != emb.name or dim != emb.dim):
-                raise self.mismatch(name, dim, emb.name, emb.dim)
+            if name is not None and (not same_model(name, emb) or dim != emb.dim):
+                raise self.mismatch(name, dim, fingerprint(emb), emb.dim)
             if name is None:
                 # A keyword-only store gains vectors for what it already holds.
                 self.embed_all(conn)
@@ -139,6 +139,8 @@ class Vectors:
 
     def embed_all(self, conn: sqlite3.Connection, bar: Any = None) -> int:
         """Embed and store every memory, then record the embedder (inside the caller's transaction)."""
+        from memkit.embeddings import fingerprint
+
         assert self.embedder is not None
         conn.execute("DELETE FROM vector_snapshots")  # saved from the vectors being replaced
         after, done = -1, 0
@@ -156,7 +158,7 @@ class Vectors:
                 bar.update(len(rows))
         conn.executemany(
             "INSERT OR REPLACE INTO store_meta (key, value) VALUES (?, ?)",
-            [("embedder_name", self.embedder.name), ("embedder_dim", str(self.embedder.dim))],
+            [("embedder_name", fingerprint(self.embedder)), ("embedder_dim", str(self.embedder.dim))],
         )
         return done
 
@@ -196,11 +198,13 @@ class Vectors:
         if version == self._version:
             return
         if self.embedder is not None:
+            from memkit.embeddings import fingerprint, same_model
+
             name, dim = recorded(db)
-            if name is not None and (name != self.embedder.name or dim != self.embedder.dim):
+            if name is not None and (not same_model(name, self.embedder) or dim != self.embedder.dim):
                 # Someone re-embedded the store with another model while we had it open; keep
                 # failing (the version stays unseen) until this adapter is reopened or re-embeds.
-                raise self.mismatch(name, dim, self.embedder.name, self.embedder.dim)
+                raise self.mismatch(name, dim, fingerprint(self.embedder), self.embedder.dim)
         self._version = version
 
     def index(
