@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memkit._core._errors import InvalidInputError, MemkitError
-from memkit._display import format_duration, format_time, printable
+from memkit._display import format_duration, format_run_duration, format_time, printable
 from memkit._serve._runs import RunDetail, filter_runs, open_reads, read_run, read_runs
 from memkit._serve._terminal import cell, json_line, say, table, when
 
@@ -64,7 +64,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
         for run in shown:
             say(json_line(run.as_json()))
     elif shown:
-        rows = [[cell(r.key), when(r.started_at), r.status, cell(format_duration(r.duration_s)), str(r.step_count),
+        rows = [[cell(r.key), when(r.started_at), r.status, cell(format_run_duration(r.duration_s, r.duration_kind)),
+                 str(r.step_count),
                  str(r.failed_steps), cell(r.recalls), _marks_cell(dict(r.marks)), cell(r.first_error)]
                 for r in shown]
         for line in table(["run", "started", "status", "duration", "steps", "failed", "recalls", "marks",
@@ -114,7 +115,8 @@ def cmd_show(args: argparse.Namespace) -> int:
             "marks": [_mark_json(m) for m in detail.marks],
         }))
         return 0
-    say(f"run {cell(run.key)}: {run.status} · {len(steps)} steps · {cell(format_duration(run.duration_s))}"
+    say(f"run {cell(run.key)}: {run.status} · {len(steps)} steps · "
+        f"{cell(format_run_duration(run.duration_s, run.duration_kind))}"
         f" · started {when(run.started_at)} · {cell(run.user_id)} / {cell(run.agent_id)}")
     untimed = sum(s.timing == "none" for s in steps)
     if untimed:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,6 +28,64 @@ class ExecutionStatus(StrEnum):
     SKIPPED = "skipped"
     UNKNOWN = "unknown"
     """Read back from a stored trace whose status is missing or not one of the above."""
+
+
+# The words agents, frameworks and protocols write for a step's outcome, folded to memkit's statuses.
+# Keys are lower case with "-" and " " read as "_". A cancelled step did not deliver its result: it
+# counts as failed (its run is not a success), as an interrupted one does.
+_STATUS_WORDS: dict[str, str] = {
+    **dict.fromkeys(("success", "succeeded", "successful", "succeed", "ok", "completed", "complete", "done",
+                     "finished", "passed", "pass", "unset", "status_code_ok", "status_code_unset",
+                     "statuscode.ok", "statuscode.unset", "end", "ended", "true"), "success"),
+    **dict.fromkeys(("failed", "failure", "fail", "error", "errored", "exception", "timeout", "timed_out",
+                     "timedout", "crashed", "crash", "aborted", "abort", "cancelled", "canceled", "killed",
+                     "interrupted", "terminated", "rejected", "status_code_error", "statuscode.error", "false"),
+                    "failed"),
+    **dict.fromkeys(("running", "in_progress", "inprogress", "started", "start", "active", "executing",
+                     "processing"), "running"),
+    **dict.fromkeys(("pending", "queued", "waiting", "scheduled", "created", "submitted", "not_started"),
+                    "pending"),
+    **dict.fromkeys(("retrying", "retry", "retried", "retrying_after_error"), "retrying"),
+    **dict.fromkeys(("skipped", "skip", "ignored", "not_run"), "skipped"),
+    "unknown": "unknown",
+}
+_HTTP = re.compile(r"(?:http[ _/]?(?:status[ _])?)?([1-5])\d\d(?:\b.*)?", re.IGNORECASE)
+_HTTP_STATUS = {"1": "running", "2": "success", "3": "success", "4": "failed", "5": "failed"}
+_status_warned: set[str] = set()
+_STATUS_WARN_MAX = 1000
+
+
+def status_of(value: object, *, warn: bool = True) -> str:
+    """The status a stored word means: one of :class:`ExecutionStatus`' values, ``unknown`` for a
+    missing word or one memkit cannot read (warned about once per word). Never raises.
+
+    Reads memkit's own words, the common spellings of agents (``ok``/``error``, ``succeeded``,
+    ``failure``, ``exception``, ``timeout``, ``cancelled``, ``done``...), OTel and OpenInference status
+    codes (``OK``, ``ERROR``, ``UNSET``: a span ended without an error), LangChain/LangSmith run
+    statuses and HTTP-like codes (``200``, ``"HTTP 503"``: 2xx/3xx success, 4xx/5xx failed).
+    """
+    if value is None:
+        return "unknown"
+    if isinstance(value, bool):
+        return "success" if value else "failed"
+    if isinstance(value, int):
+        value = str(value)
+    raw = getattr(value, "value", value)
+    if not isinstance(raw, str):
+        return "unknown"
+    word = "_".join(raw.strip().lower().replace("-", " ").split())
+    shown = _STATUS_WORDS.get(word)
+    if shown is not None:
+        return shown
+    code = _HTTP.fullmatch(word.replace("_", " "))
+    if code is not None:
+        return _HTTP_STATUS[code[1]]
+    if warn and raw not in _status_warned and len(_status_warned) < _STATUS_WARN_MAX:
+        _status_warned.add(raw)
+        warnings.warn(f"memkit: trace status {raw[:80]!r} is not a status memkit knows; the step reads as "
+                      f"'unknown' (use success, failed, running, pending, retrying or skipped)", UserWarning,
+                      stacklevel=3)
+    return "unknown"
 
 
 @dataclass
