@@ -266,7 +266,9 @@ def _summary(key: RunKey, rows: list[StepRow], marks: dict[str, int], recalls_ke
         started_at=from_us(min(starts)) if starts else None, ended_at=from_us(max(ends)) if ends else None,
         duration_s=duration, duration_kind=kind, steps=len(final), failed_steps=len(failed),
         retries=sum(max(row.retry_count or 0, extra) for row, extra in final),
-        recalls=sum(r.recalls for r in rows) if recalls_kept else None,
+        # A step's recalls are counted by its index: its attempts' rows share them.
+        recalls=sum({r.step_index: r.recalls for r in rows if r.step_index is not None}.values()) + sum(
+            r.recalls for r in rows if r.step_index is None) if recalls_kept else None,
         first_error=next((row.error for row in failed if row.error is not None), None),
         tools=", ".join(sorted({r.tool for r in rows if r.tool is not None})), marks=dict(sorted(marks.items())),
         rows=len(rows),

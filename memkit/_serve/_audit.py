@@ -18,6 +18,7 @@ from memkit._core._errors import InvalidInputError, MemkitError
 from memkit._display import format_duration, format_run_duration, format_time, printable
 from memkit._serve._runs import RunDetail, filter_runs, open_reads, read_run, read_runs
 from memkit._serve._terminal import cell, json_line, say, table, when
+from memkit.traces._items import error_headline
 
 __all__ = ["NothingFound", "add_audit_commands"]
 
@@ -66,7 +67,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
     elif shown:
         rows = [[cell(r.key), when(r.started_at), r.status, cell(format_run_duration(r.duration_s, r.duration_kind)),
                  str(r.step_count),
-                 str(r.failed_steps), cell(r.recalls), _marks_cell(dict(r.marks)), cell(r.first_error)]
+                 str(r.failed_steps), cell(r.recalls), _marks_cell(dict(r.marks)),
+                 cell(r.first_error and error_headline(r.first_error))]
                 for r in shown]
         for line in table(["run", "started", "status", "duration", "steps", "failed", "recalls", "marks",
                            "first error"], rows, flex=8):

@@ -22,6 +22,7 @@ from memkit._core._records import to_us
 from memkit._sync import Memory, call, provider_of
 from memkit.frames._recalls import _with_recall_counts
 from memkit.traces import ExecutionStatus, categorize_error
+from memkit.traces._items import status_of
 from memkit.traces._timing import step_timing
 
 _provider = provider_of
@@ -120,6 +121,13 @@ def _utc(values: np.ndarray) -> pd.DatetimeIndex:
     return pd.DatetimeIndex(values.view("datetime64[us]")).tz_localize("UTC")
 
 
+def _shown_statuses(words: Any, index: pd.Index) -> pd.Series:
+    """The status each step's word means (:func:`memkit.traces._items.status_of`), read once per word."""
+    codes, uniques = pd.factorize(np.asarray(words, dtype=object), use_na_sentinel=False)
+    shown = np.array([status_of(w) for w in uniques] or ["unknown"], dtype=object)
+    return pd.Series(shown[codes] if len(codes) else [], index=index, dtype=object)
+
+
 def _trace_frame(cols: dict[str, Any]) -> pd.DataFrame:
     """Columns from ``trace_columns`` (numbers as int64 arrays, missing = int64's minimum) -> frame."""
     n = len(cols["id"])
@@ -151,7 +159,7 @@ def _trace_frame(cols: dict[str, Any]) -> pd.DataFrame:
         "step_index": _nullable_int(take(cols["step_index"])),
         "step_name": text("step_name"),
         "tool": text("tool"),
-        "status": text("status"),
+        "status": _shown_statuses(take(cols["status"]), index),
         "started_at": _utc(started),
         "ended_at": _utc(ended),
         "duration_s": np.where(duration == _NA, np.nan, duration / 1e6),
@@ -202,7 +210,10 @@ def traces_frame(
     """
     provider = provider_of(mem)
     state = None if status is None else ExecutionStatus(status).value
-    frame = _trace_frame(call(provider, _trace_columns, workflow_id, agent_id, user_id, state, _since_us(since)))
+    # Statuses are compared as shown: the store holds the agent's words (``error``, ``OK``, ``503``...).
+    frame = _trace_frame(call(provider, _trace_columns, workflow_id, agent_id, user_id, None, _since_us(since)))
+    if state is not None:
+        frame = frame[frame["status"].eq(state).to_numpy(dtype=bool)]
     return _with_recall_counts(frame, provider) if recalls else frame
 
 

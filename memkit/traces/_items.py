@@ -135,6 +135,22 @@ class ExecutionItem:
             raise InvalidInputError(f"bad execution item: {exc}") from None
 
 
+_TRACEBACK = "Traceback (most recent call last):"
+
+
+def error_headline(text: str) -> str:
+    """An error in one line: the message a framework wrote before the traceback it appended, else the
+    traceback's last line (the exception), else the text itself."""
+    at = text.find(_TRACEBACK)
+    if at < 0:
+        return text
+    head = text[:at].strip()
+    if head:
+        return head
+    lines = [line for line in text[at:].splitlines() if line.strip()]
+    return lines[-1].strip() if len(lines) > 1 else text
+
+
 def categorize_error(error: str | None) -> str:
     """The seed framework's failure categories, decided by keywords in the message."""
     if not error:

@@ -1,0 +1,174 @@
+"""Run numbers a researcher can trust, on a store written the way research agents write it.
+
+``tests/_research_runs.py`` writes 303 runs (mixed timing spellings and none, per-attempt rows, status
+vocabularies, tracebacks, two users sharing workflow and run ids, ids containing ``/``) and records
+what each run was. Every run's duration, start, status, failures, retries and recalls are checked
+against that record in ``runs_frame``, TraceReplay's model, the success-rate chart and the command
+line, on SQLite, memory://, PostgreSQL and FalkorDB.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+import warnings
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import memkit
+from memkit._core._runs import run_key
+from memkit._serve._runs import PortReads, read_run, read_runs
+from memkit.charts import success_rate_chart
+from memkit.cli import main
+from memkit.frames import run_steps, runs_frame, traces_frame
+from memkit.widgets import TraceReplay
+from tests._research_runs import ExpectedRun, write_runs
+
+BACKENDS = ["sqlite", "memory", "postgres", "falkordb"]
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def written(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
+        tuple[str, memkit.Memory, list[ExpectedRun]]]:
+    backend = request.param
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('runs') / 'runs.db'}?embedder=none"
+    elif backend == "memory":
+        url = "memory://"
+    elif backend == "postgres":
+        url = str(request.getfixturevalue("postgres_server").url(f"runs_{uuid.uuid4().hex[:8]}")) + "?embedder=none"
+    else:
+        url = str(request.getfixturevalue("falkordb_server").url(f"runs-{uuid.uuid4().hex[:8]}"))
+    with memkit.open(url) as mem, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the agents' own keys (``prompt``, ``cost``) are not timing
+        expected = write_runs(mem)
+        yield url, mem, expected
+
+
+def _by_key(expected: list[ExpectedRun]) -> dict[str, ExpectedRun]:
+    return {run_key(*run.ids): run for run in expected}
+
+
+def _moment(value: Any) -> float | None:
+    if value is None or value is pd.NaT or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return float(pd.Timestamp(value).timestamp())
+
+
+def _check(run: ExpectedRun, got: dict[str, Any], where: str) -> None:
+    """One run's figures as a view gives them, against what the generator wrote."""
+    what = f"{where}: {run_key(*run.ids)} ({run.timing}, {run.vocabulary})"
+    assert (got["status"], got["steps"], got["failed_steps"], got["retries"], got["recalls"]) == (
+        run.status, run.steps, run.failed_steps, run.retries, run.recalls), what
+    assert got["duration_kind"] == run.duration_kind, what
+    if run.duration is None:
+        assert got["duration_s"] is None or math.isnan(got["duration_s"]), what
+    else:
+        assert got["duration_s"] == pytest.approx(run.duration, abs=2e-3), what
+    start = _moment(got["started_at"])
+    assert (start is None) == (run.start is None), what
+    if run.start is not None:
+        assert start == pytest.approx(run.start, abs=2e-3), what
+    assert got["first_error"] == run.first_error, what
+
+
+def test_every_run_in_runs_frame_is_what_the_agent_wrote(written: tuple[str, memkit.Memory, list[ExpectedRun]]) \
+        -> None:
+    _, mem, expected = written
+    runs = runs_frame(mem)
+    assert len(runs) == len(expected) == 303 and runs.index.is_unique
+    for key, run in _by_key(expected).items():
+        _check(run, runs.loc[key].to_dict(), "runs_frame")
+    kinds = runs["duration_kind"].value_counts().to_dict()
+    assert kinds == pd.Series([r.duration_kind for r in expected]).value_counts().to_dict()
+    assert kinds["sum of steps"] > 60 and kinds["unknown"] > 20  # a third record no start
+    # A duration filter keeps the runs that took over an hour, however they recorded it.
+    long = runs_frame(mem, min_duration=3600)
+    wanted = {k for k, r in _by_key(expected).items() if r.duration is not None and r.duration >= 3600}
+    assert set(long.index) == wanted and any(_by_key(expected)[k].duration_kind == "sum of steps" for k in wanted)
+
+
+def test_the_command_line_lists_and_shows_the_same_runs(
+    written: tuple[str, memkit.Memory, list[ExpectedRun]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, mem, expected = written
+    by_key = _by_key(expected)
+    if url == "memory://":  # another process cannot open this store: the command's reads, on this one
+        printed = [run.as_json() for run in read_runs(PortReads(mem))]
+    else:
+        assert main(["--url", url, "runs", "--json", "--limit", "1000"]) == 0
+        printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert sorted(p["run"] for p in printed) == sorted(by_key)
+    for row in printed:
+        _check(by_key[row["run"]], row, "memkit runs")
+    # bob's runs, listed alone, keep the ids they have in the whole list, and each is shown back.
+    if url != "memory://":
+        assert main(["--url", url, "runs", "--user", "bob", "--json", "--limit", "1000"]) == 0
+        bob = [json.loads(line)["run"] for line in capsys.readouterr().out.splitlines()]
+        assert sorted(bob) == sorted(k for k, r in by_key.items() if r.user_id == "bob")
+        for key in bob[:3] + [run_key("lab/alice", "bio", "wfc", "rc")]:
+            assert main(["--url", url, "show", key, "--json"]) == 0, key
+            shown = json.loads(capsys.readouterr().out)
+            assert shown["run"] == key and len({s["step_index"] for s in shown["steps"]}) == by_key[key].steps
+
+
+def test_run_ids_with_slashes_name_one_namespace_each(written: tuple[str, memkit.Memory, list[ExpectedRun]]) \
+        -> None:
+    """issue 40: three namespaces whose ids would join to ``lab/alice/bio/wfc/rc``."""
+    _, mem, expected = written
+    slashed = expected[-3:]
+    keys = [run_key(*run.ids) for run in slashed]
+    assert len(set(keys)) == 3 and "lab/alice/bio/wfc/rc" not in keys
+    reads = PortReads(mem)
+    for key, run in zip(keys, slashed, strict=True):
+        steps = run_steps(mem, key)
+        assert set(zip(steps["user_id"], steps["agent_id"], strict=True)) == {run.ids[:2]}, key
+        assert steps["step_index"].nunique() == run.steps
+        detail = read_run(reads, key)
+        assert detail.run.key == key and {(s.user_id, s.agent_id) for s in detail.steps} == {run.ids[:2]}
+    # The text all three used to print is mallory's workflow/run_id: it names her run, and within
+    # lab/alice's namespace nothing.
+    assert read_run(reads, "lab/alice/bio/wfc/rc").run.ids == slashed[2].ids
+    with pytest.raises(memkit.InvalidInputError, match="no run"):
+        read_run(reads, "lab/alice/bio/wfc/rc", user_id="lab/alice")
+    with pytest.raises(memkit.InvalidInputError, match="no run"):  # asked within another namespace
+        read_run(reads, keys[2], user_id="bob")
+
+
+def test_trace_replay_and_the_success_rate_chart(written: tuple[str, memkit.Memory, list[ExpectedRun]]) -> None:
+    _, mem, expected = written
+    by_key = _by_key(expected)
+    panel = TraceReplay(mem)
+    rows = {row["run"]: row for row in panel.runs}
+    assert set(rows) == set(by_key) and panel.all_runs is not None
+    for key, run in by_key.items():
+        got = panel.all_runs.loc[key].to_dict()
+        _check(run, got, "TraceReplay")
+        row = rows[key]
+        assert (row["status"], row["retries"], row["failed_steps"]) == (run.status, run.retries, run.failed_steps)
+        assert row["duration"].startswith("Σ ") == (run.duration_kind == "sum of steps"), key
+        assert (row["duration"] == "") == (run.duration is None) and (row["started"] == "") == (run.start is None)
+        if run.error_headline is not None:
+            shown = row["first_error"].removesuffix("…")  # the exception, not "Traceback (most recent..."
+            assert shown and run.error_headline.startswith(shown), key
+    # Steps are counted on the day they ran (a step without a start: its run's), never the day written.
+    chart = success_rate_chart(mem)
+    counted: dict[str, list[int]] = {}
+    for run in expected:
+        for start, status in run.rows:
+            when = start if start is not None else run.start
+            if when is not None:
+                day = datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%d")
+                counted.setdefault(day, []).append(status == "success")
+    drawn = {str(p["period"])[:10]: (p["steps"], p["success_rate"]) for p in chart.spec["data"]["values"]}
+    assert drawn == {day: (len(ok), pytest.approx(sum(ok) / len(ok))) for day, ok in counted.items()}
+    steps = traces_frame(mem)
+    assert set(steps["status"]) <= {"success", "failed", "running", "pending", "retrying", "skipped"}
