@@ -31,7 +31,14 @@ from memkit._sync import Memory
 from memkit.frames import RUN_COLUMNS, filter_runs, traces_frame
 from memkit.frames._compare import _compare_steps
 from memkit.frames._recalls import _keeps_recalls
-from memkit.frames._runs import _normalised, _parent_positions, _runs_from_steps, _step_payloads, run_positions
+from memkit.frames._runs import (
+    _normalised,
+    _parent_positions,
+    _pick_run,
+    _runs_from_steps,
+    _step_payloads,
+    run_positions,
+)
 from memkit.widgets._common import Panel
 from memkit.widgets._trace_rows import (
     _jsonable,
@@ -234,8 +241,11 @@ class TraceReplay(Panel, anywidget.AnyWidget):
             self.timeline, self.steps = {}, pd.DataFrame()
             return
         if run not in self.all_runs.index:
-            self.say(f"no run {run!r} in this store", "error")
-            self.timeline, self.steps = {}, pd.DataFrame()
+            try:  # a short name (workflow/run_id, run_id) naming one run opens it under its id
+                self.run = str(_pick_run(self.all_runs, run).name)
+            except InvalidInputError as exc:
+                self.say(str(exc), "error")
+                self.timeline, self.steps = {}, pd.DataFrame()
             return
         with self.working("loading the run"):
             row = self.all_runs.loc[run]
@@ -509,7 +519,10 @@ class TraceReplay(Panel, anywidget.AnyWidget):
             self.comparison, self.diff = {}, pd.DataFrame()
             return
         if other not in self.all_runs.index:
-            self.say(f"no run {other!r} in this store", "error")
+            try:
+                self.compare_with = str(_pick_run(self.all_runs, other).name)
+            except InvalidInputError as exc:
+                self.say(str(exc), "error")
             return
         with self.working("comparing runs"):
             # The same table as compare_runs, from the rows this panel already holds for each run.
