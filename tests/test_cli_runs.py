@@ -58,7 +58,8 @@ def test_runs_lists_newest_first_and_filters(
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["run", "started", "status"]
     keys = [line.split()[0] for line in lines[1:]]
-    assert keys.index("alice/bio/align/run-2") < keys.index("alice/bio/align/run-1") < keys.index("alice/bio/align/run-0")
+    ids = [keys.index(f"alice/bio/align/run-{r}") for r in (2, 1, 0)]
+    assert ids == sorted(ids)
     assert "\\x1b]0;pwned\\x07" in out  # the error is visible, escaped
     assert main(["--url", store, "runs", "--status", "failed", "--json"]) == 0
     [row] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -239,7 +240,8 @@ def test_the_run_list_is_runs_frame_without_pandas(
     with _researchers_store(url) as mem:
         frame = runs_frame(mem)
         # "as columns": the base's reading, not SQLite's own
-        runs = [Run(s) for s in call(mem, _runs.summaries)] if backend == "sqlite, as columns" else read_runs(PortReads(mem))
+        runs = ([Run(s) for s in call(mem, _runs.summaries)] if backend == "sqlite, as columns"
+                else read_runs(PortReads(mem)))
         assert [r.key for r in runs] == list(frame.index) and len(runs) > 30
         assert all(r.key.startswith(("alice/", "bob/")) for r in runs)  # every id names its namespace
         for run, (key, row) in zip(runs, frame.iterrows(), strict=True):

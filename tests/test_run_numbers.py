@@ -15,7 +15,6 @@ import uuid
 import warnings
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -114,7 +113,7 @@ def test_the_command_line_lists_and_shows_the_same_runs(
         assert main(["--url", url, "runs", "--user", "bob", "--json", "--limit", "1000"]) == 0
         bob = [json.loads(line)["run"] for line in capsys.readouterr().out.splitlines()]
         assert sorted(bob) == sorted(k for k, r in by_key.items() if r.user_id == "bob")
-        for key in bob[:3] + [run_key("lab/alice", "bio", "wfc", "rc")]:
+        for key in [*bob[:3], run_key("lab/alice", "bio", "wfc", "rc")]:
             assert main(["--url", url, "show", key, "--json"]) == 0, key
             shown = json.loads(capsys.readouterr().out)
             assert shown["run"] == key and len({s["step_index"] for s in shown["steps"]}) == by_key[key].steps

@@ -152,7 +152,8 @@ def test_compare_runs_of_two_workflows_is_labelled(mem: memkit.Memory) -> None:
     panel.filters = {"text": "r1"}  # wf-a/r2 is filtered out of the list...
     panel.run = "u/agent/wf-a/r1"
     options = {o["run"]: o for o in panel.compare_options}
-    assert options["u/agent/wf-a/r2"]["hidden"] is True and options["u/agent/wf-a/r2"]["other_workflow"] is False  # ...yet offered
+    hidden = options["u/agent/wf-a/r2"]
+    assert hidden["hidden"] is True and hidden["other_workflow"] is False  # ...yet offered
     assert options["u/agent/wf-b/r1"]["other_workflow"] is True and "u/agent/wf-b/r2" not in options
     panel.compare_with = "u/agent/wf-b/r1"
     assert panel.comparison["workflow_note"].startswith("different workflows: A is wf-a, B is wf-b")
