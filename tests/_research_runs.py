@@ -83,6 +83,8 @@ class ExpectedRun:
     #: The agent's own payload keys on its first row.
     extra: dict[str, Any] = field(default_factory=dict)
     nested: bool = False
+    #: The tool of its failed step, and the message of its error (what the failure is about).
+    failed_tool: str | None = None
 
     @property
     def ids(self) -> tuple[str, str, str, str]:
@@ -183,6 +185,7 @@ def _write_run(mem: memkit.Memory, rng: random.Random, ids: tuple[str, str, str,
                 data["traceback"] = _traceback(message)
                 expected.first_error = error
                 expected.error_headline = message
+                expected.failed_tool = tool
             if position == 0:
                 extra = {"model": "gpt-4o-mini", "tokens": {"prompt": 120 + number, "completion": 40},
                          "prompt": f"Find papers on TP53 ({number})", "cost": round(0.001 * (number + 1), 6)}

@@ -26,9 +26,9 @@ import pytest
 import memkit
 from memkit._core._runs import run_key
 from memkit._serve._runs import PortReads, read_run, read_runs
-from memkit.charts import success_rate_chart
+from memkit.charts import failure_heatmap, success_rate_chart
 from memkit.cli import main
-from memkit.frames import run_steps, runs_frame, traces_frame
+from memkit.frames import failure_patterns, run_steps, runs_frame, traces_frame
 from memkit.widgets import TraceReplay
 from tests._research_runs import ExpectedRun, write_runs
 
@@ -201,3 +201,24 @@ def test_show_prints_retries_and_nesting_and_stops_quietly_in_a_pipe(
             shell=True, executable="/bin/bash", capture_output=True, text=True, cwd=Path(__file__).parent.parent,
             timeout=120)
         assert shell.stdout.count("\n") == 1 and shell.stderr == "" and shell.returncode == 0, shell
+
+
+# What each error the agents write is about (issue 42, item 8): the category a researcher expects.
+CATEGORIES = {"ConnectionError": "network_error", "TimeoutError": "network_error", "HTTP 429": "rate_limit_error",
+              "ValueError": "parameter_error"}
+
+
+def test_failures_are_counted_by_what_went_wrong(written: tuple[str, memkit.Memory, list[ExpectedRun]]) -> None:
+    """Every failed step counts, whatever word its agent used (``error``, ``ERROR``, ``503``, ``exception``,
+    ``timeout``, ``cancelled``), in the category its exception names, tracebacks included."""
+    _, mem, expected = written
+    wanted: dict[tuple[str, str], int] = {}
+    for run in expected:
+        if run.failed_tool is not None and run.error_headline is not None:
+            category = next(c for prefix, c in CATEGORIES.items() if run.error_headline.startswith(prefix))
+            wanted[(category, run.failed_tool)] = wanted.get((category, run.failed_tool), 0) + 1
+    got = failure_patterns(mem)
+    assert {(r.category, r.tool): r.count for r in got.itertuples()} == wanted
+    drawn = failure_heatmap(mem).spec["data"]["values"]
+    assert {(v["category"], v["tool"]): v["count"] for v in drawn} == wanted
+    assert sum(wanted.values()) == sum(r.failed_steps for r in expected)
