@@ -246,3 +246,21 @@ def test_every_key_the_agent_wrote_is_shown(written: tuple[str, memkit.Memory, l
     panel.step = len(panel.steps) - 1
     assert panel.detail["data"]["traceback"].splitlines()[-1] == failed.error_headline
     assert "(written 'ERROR')" in dict(panel.detail["facts"])["status"]
+
+
+def test_nested_steps_without_start_times_are_drawn_inside_their_parent(
+    written: tuple[str, memkit.Memory, list[ExpectedRun]]
+) -> None:
+    _, mem, expected = written
+    runs = [r for r in expected if r.nested and r.steps >= 3 and r.start is None and r.duration_kind == "sum of steps"]
+    assert runs
+    panel = TraceReplay(mem)
+    for run in runs:
+        panel.run = run_key(*run.ids)
+        timeline = panel.timeline
+        parent, start, duration = timeline["parent"], timeline["start_s"], timeline["duration_s"]
+        children = [k for k, p in enumerate(parent) if p >= 0]
+        assert children, run
+        for k in children:
+            p = parent[k]
+            assert start[p] <= start[k] < start[p] + duration[p], (run, k)  # inside, not after, its parent's bar
