@@ -264,3 +264,33 @@ def test_nested_steps_without_start_times_are_drawn_inside_their_parent(
         for k in children:
             p = parent[k]
             assert start[p] <= start[k] < start[p] + duration[p], (run, k)  # inside, not after, its parent's bar
+
+
+def test_an_agents_recall_leaves_its_own_trace_records_out(
+    written: tuple[str, memkit.Memory, list[ExpectedRun]]
+) -> None:
+    """issue 42, item 10: recall_memory (function calling, pydantic-ai) and MCP's recall return notes,
+    not the agent's logged steps, unless asked; the port's search keeps the seed's behaviour."""
+    from memkit._serve._catalogue import TOOLS
+    from memkit._sync import run_sync
+    from memkit.tools import ProviderTools
+
+    _, mem, _ = written
+    note = mem.add("pubmed strategy: search TP53 reviews first", "alice", "bio")
+    try:
+        seed = mem.search("pubmed", "alice", "bio", limit=10, mode="keyword")
+        assert sum(hit.metadata.get("type") == "trace" for hit in seed) >= 5  # the port: as the seed
+        tools = ProviderTools(mem, "alice", "bio")
+        assert [hit["id"] for hit in tools.recall_memory("pubmed", limit=10)["results"]] == [note]
+        asked = tools.recall_memory("pubmed", limit=10, include_traces=True)["results"]
+        assert len(asked) == 10 and any(hit["metadata"].get("type") == "trace" for hit in asked)
+        recall = TOOLS["recall"].run
+        assert recall is not None
+        found = run_sync(recall(mem.provider, ("alice", "bio"), "pubmed", 10, "keyword"))["results"]
+        assert [hit["id"] for hit in found] == [note]
+        steps = run_sync(recall(mem.provider, ("alice", "bio"), "pubmed", 3, "keyword", {"type": "trace"}))["results"]
+        assert len(steps) == 3  # a filter on type asks for them
+        with pytest.raises(memkit.InvalidInputError, match="include_traces"):
+            tools.recall_memory("pubmed", include_traces="yes")  # type: ignore[arg-type]
+    finally:
+        mem.delete(note, user_id="alice", agent_id="bio")
