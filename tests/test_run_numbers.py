@@ -294,3 +294,18 @@ def test_an_agents_recall_leaves_its_own_trace_records_out(
             tools.recall_memory("pubmed", include_traces="yes")  # type: ignore[arg-type]
     finally:
         mem.delete(note, user_id="alice", agent_id="bio")
+
+
+def test_an_otlp_export_marks_each_failed_step_whatever_word_its_agent_used(
+    written: tuple[str, memkit.Memory, list[ExpectedRun]]
+) -> None:
+    from memkit.otel import export_otlp
+
+    _, mem, expected = written
+    for vocabulary in ("ok/error", "otel", "http", "langchain"):
+        run = next(r for r in expected if r.vocabulary == vocabulary and r.status == "failed")
+        request = export_otlp(mem, user_id=run.user_id, agent_id=run.agent_id, workflow_id=run.workflow_id,
+                              run_id=run.run_id)
+        spans = [s for rs in request["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]
+                 if s["name"].startswith("step-")]
+        assert sum(s["status"]["code"] == 2 for s in spans) == run.failed_steps, vocabulary
