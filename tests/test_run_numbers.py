@@ -338,3 +338,15 @@ def test_a_run_id_stays_when_another_user_later_reuses_it() -> None:
         after = runs_frame(mem)
         assert before == ["alice/bio/literature-review/li-0019"] and before[0] in after.index and len(after) == 2
         assert list(runs_frame(mem, user_id="alice").index) == before
+
+
+def test_the_langgraph_store_searches_its_items_not_the_agents_trace_records() -> None:
+    from memkit.langgraph import MemkitStore
+
+    with memkit.open("memory://") as mem, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        write_runs(mem, runs=6)
+        store = MemkitStore(mem, user_id="alice", agent_id="bio")
+        store.put(("notes",), "pubmed", {"text": "pubmed strategy: TP53 reviews first"})
+        assert len(mem.search("pubmed", "alice", "bio", limit=10, mode="keyword")) > 1  # traces match too
+        assert [item.key for item in store.search(("notes",), query="pubmed")] == ["pubmed"]
