@@ -139,7 +139,7 @@ def _run_the_tour(url: str) -> None:
         lines = page.evaluate("""() => Array.from(document.querySelectorAll('table.memkit-runs tbody th')).map(th => {
             const r = document.createRange(); r.selectNodeContents(th);
             return [th.textContent, r.getClientRects().length]; })""")
-        assert any(text == "literature-review-alice/review-alice-1" for text, _ in lines), lines
+        assert any(text == "alice/bioinformatics/literature-review-alice/review-alice-1" for text, _ in lines), lines
         assert all(count == 1 for _, count in lines), lines
         table.screenshot(path=str(ROOT / ".artifacts" / "lab-runs-frame.png"))
 
