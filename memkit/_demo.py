@@ -184,7 +184,7 @@ def run_items(
     return items
 
 
-REVIEW_RUN = "literature-review-alice/review-alice-1"
+REVIEW_RUN = "alice/bioinformatics/literature-review-alice/review-alice-1"
 """The demo run whose steps recalled memories (its ``runs_frame`` id)."""
 LATE_RESULT = ("BLAST of BRCA2 against nr returned 42 hits; best hit Danio rerio at 71.3% identity"
                " (zebrafish orthologue).")

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from memkit.traces._items import status_of as shown_status
 from memkit.traces._timing import step_timing
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "UNKNOWN_STATUS",
     "format_duration",
+    "format_run_duration",
     "format_time",
     "is_trace",
     "printable",
@@ -31,7 +33,6 @@ __all__ = [
 ]
 
 UNKNOWN_STATUS = "unknown"
-_KNOWN_STATUSES = frozenset({"pending", "running", "success", "failed", "retrying", "skipped"})
 _SEP = " · "
 
 
@@ -61,9 +62,8 @@ def is_trace(item: MemoryItem) -> bool:
 
 
 def status_of(value: object) -> str:
-    """A stored status as shown: a known status, else ``"unknown"`` (never raises)."""
-    text = str(getattr(value, "value", value)).lower() if value is not None else ""
-    return text if text in _KNOWN_STATUSES else UNKNOWN_STATUS
+    """A stored status as shown (:func:`memkit.traces._items.status_of`: the vocabularies agents write)."""
+    return shown_status(value)
 
 
 def format_duration(seconds: object) -> str:
@@ -76,6 +76,13 @@ def format_duration(seconds: object) -> str:
         return f"{seconds:.1f} s"
     minutes, rest = divmod(round(seconds), 60)
     return f"{minutes} min {rest} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
+
+
+def format_run_duration(seconds: object, kind: object) -> str:
+    """A run's duration as its ``duration_kind`` says: ``2.1 s`` (wall clock), ``Σ 2.1 s`` (the sum of its
+    steps' durations: some steps recorded no start), empty when unknown."""
+    text = format_duration(seconds)
+    return f"Σ {text}" if text and kind == "sum of steps" else text
 
 
 def format_time(value: object) -> str:

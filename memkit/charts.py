@@ -148,13 +148,22 @@ def success_rate_chart(source: Source, freq: str = "D", **filters: Unpack[TraceF
     the periods that have steps, and each point says how many steps it stands for.
     """
     df = _frame(source, **filters)
-    when = df["started_at"].fillna(df["created_at"]) if len(df) else df.get("created_at", pd.Series(dtype=object))
-    ok = df["status"].map(status_of).eq("success") if len(df) else pd.Series(dtype=bool)
-    frame = pd.DataFrame({"period": when.dt.tz_convert("UTC").dt.tz_localize(None).dt.floor(freq)
-                          if len(df) else pd.Series(dtype="datetime64[ns]"), "ok": ok.to_numpy()})
+    frame = pd.DataFrame({"period": pd.Series(dtype="datetime64[ns]"), "ok": pd.Series(dtype=bool)})
+    if len(df):
+        # A step is counted when it ran: its own start, else its run's (its steps' first recorded start);
+        # never when it was stored. A step of a run that recorded no start is left out, and said so.
+        run = [df[name].astype(object).where(df[name].notna(), "") for name in ("user_id", "agent_id",
+                                                                                  "workflow_id", "run_id")]
+        when = df["started_at"].fillna(df["started_at"].groupby(run).transform("min"))
+        ok = df["status"].map(status_of).eq("success")
+        known = when.notna().to_numpy()
+        frame = pd.DataFrame({"period": when[known].dt.tz_convert("UTC").dt.tz_localize(None).dt.floor(freq),
+                              "ok": ok[known].to_numpy()})
     grouped = frame.groupby("period")["ok"]
     data = pd.DataFrame({"steps": grouped.size(), "success_rate": grouped.mean()}).reset_index()
-    title = "Success rate over time"
+    left_out = len(df) - len(frame)
+    title = "Success rate over time" + (
+        f" ({left_out:,} steps of runs that recorded no start time left out)" if left_out else "")
     y = {"field": "success_rate", "type": "quantitative", "title": "successful steps",
          "axis": {"format": "%"}, "scale": {"domain": [0, 1]}}
     x = {"field": "period", "type": "temporal", "title": None}

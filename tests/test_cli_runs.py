@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 import memkit
@@ -47,18 +48,22 @@ def _inert(text: str) -> None:
     assert not any(ch in text for ch in "\x1b\x07\u202e"), repr(text)
 
 
-def test_runs_lists_newest_first_and_filters(store: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_runs_lists_newest_first_and_filters(
+    store: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "160")  # room for the whole first error
     assert main(["--url", store, "runs"]) == 0
     out = capsys.readouterr().out
     _inert(out)
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["run", "started", "status"]
     keys = [line.split()[0] for line in lines[1:]]
-    assert keys.index("align/run-2") < keys.index("align/run-1") < keys.index("align/run-0")
+    ids = [keys.index(f"alice/bio/align/run-{r}") for r in (2, 1, 0)]
+    assert ids == sorted(ids)
     assert "\\x1b]0;pwned\\x07" in out  # the error is visible, escaped
     assert main(["--url", store, "runs", "--status", "failed", "--json"]) == 0
     [row] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert row["run"] == "align/run-1" and row["failed_steps"] == 1 and row["first_error"] == HOSTILE
+    assert row["run"] == "alice/bio/align/run-1" and row["failed_steps"] == 1 and row["first_error"] == HOSTILE
     assert row["duration_s"] == 23.0  # 20 s from first start to the last step's start, plus its 3 s
     assert main(["--url", store, "runs", "--workflow", "review", "--json"]) == 0
     [row] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -81,10 +86,12 @@ def test_runs_exit_codes_a_script_can_use(store: str, capsys: pytest.CaptureFixt
 
 
 def test_show_prints_steps_errors_and_recalls(store: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--url", store, "show", "align/run-1"]) == 0
+    assert main(["--url", store, "show", "alice/bio/align/run-1"]) == 0
     out = capsys.readouterr().out
     _inert(out)
-    assert out.startswith("run align/run-1: failed · 3 steps")
+    assert out.startswith("run alice/bio/align/run-1: failed · 3 steps")
+    assert main(["--url", store, "show", "align/run-1"]) == 0  # the short id, naming one run
+    assert capsys.readouterr().out == out
     assert "3.0 s" in out and "recorded" in out
     assert "errors:\n  step 2 step_2: boom \\x1b]0;pwned\\x07" in out
     assert main(["--url", store, "show", "rev-1"]) == 0  # a run_id naming one run
@@ -112,7 +119,7 @@ def test_namespaces(store: str, capsys: pytest.CaptureFixture[str]) -> None:
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert {(r["user_id"], r["agent_id"]) for r in rows} == {("alice", "bio"), ("bob", "bio")}
     assert main(["--url", store, "namespaces"]) == 0
-    assert capsys.readouterr().out.splitlines()[0].split() == ["user", "agent", "memories", "first", "last"]
+    assert capsys.readouterr().out.splitlines()[0].split() == ["user", "agent", "records", "first", "last"]
     assert main(["--url", "memory://", "namespaces"]) == 1
 
 
@@ -223,7 +230,7 @@ def test_the_run_list_is_runs_frame_without_pandas(
     """What ``memkit runs`` reads (no pandas) is exactly ``runs_frame``: SQLite's run summaries, the
     store base's (memory://), and the base's read of a big store's trace columns (as on Postgres)."""
     from memkit._core import _runs
-    from memkit._serve._runs import PortReads, _keys, read_runs
+    from memkit._serve._runs import PortReads, Run, read_runs
     from memkit._sync import call
     from memkit.frames import runs_frame
 
@@ -233,16 +240,21 @@ def test_the_run_list_is_runs_frame_without_pandas(
     with _researchers_store(url) as mem:
         frame = runs_frame(mem)
         # "as columns": the base's reading, not SQLite's own
-        runs = _keys(call(mem, _runs.summaries)) if backend == "sqlite, as columns" else read_runs(PortReads(mem))
+        runs = ([Run(s) for s in call(mem, _runs.summaries)] if backend == "sqlite, as columns"
+                else read_runs(PortReads(mem)))
         assert [r.key for r in runs] == list(frame.index) and len(runs) > 30
-        assert any(r.key.startswith(("alice/", "bob/")) for r in runs)  # shared workflow ids, no run_id
+        assert all(r.key.startswith(("alice/", "bob/")) for r in runs)  # every id names its namespace
         for run, (key, row) in zip(runs, frame.iterrows(), strict=True):
             got = run.as_json()
             for column in ("workflow_id", "run_id", "user_id", "agent_id", "status", "steps", "failed_steps",
                            "retries", "recalls", "first_error"):
                 assert got[column] == (None if row[column] is None else row[column]), (key, column)
-            assert run.started_at == row["started_at"] and run.ended_at == row["ended_at"], key
-            assert run.duration_s == pytest.approx(row["duration_s"], abs=1e-6) and run.tools == row["tools"], key
+            for column in ("started_at", "ended_at"):
+                assert getattr(run, column) == (None if pd.isna(row[column]) else row[column]), (key, column)
+            assert run.duration_kind == row["duration_kind"], key
+            assert run.duration_s == pytest.approx(row["duration_s"], abs=1e-6, nan_ok=True) or (
+                run.duration_s is None and pd.isna(row["duration_s"])), key
+            assert run.tools == row["tools"], key
         for user in ("alice", "bob"):
             mine = read_runs(PortReads(mem), user_id=user, agent_id="bio")
             assert [r.key for r in mine] == list(runs_frame(mem, user_id=user, agent_id="bio").index)
@@ -303,15 +315,17 @@ def test_show_finds_a_run_whose_id_another_workflow_could_also_spell(
         mem.add_trace("bio", "a", {"step_name": "run c", "status": "success", "run_id": "c"}, user_id="alice")
     assert main(["--url", url, "runs", "--json"]) == 0
     keys = sorted(json.loads(line)["run"] for line in capsys.readouterr().out.splitlines())
-    assert keys == ["a/c", "alice/bio/a/b", "bob/bio/a/b"]
+    assert keys == ["alice/bio/a%2Fb", "alice/bio/a/c", "bob/bio/a/b"]
     assert main(["--url", url, "show", "bob/bio/a/b", "--json"]) == 0
     assert [s["step_name"] for s in json.loads(capsys.readouterr().out)["steps"]] == ["run b"]
     assert main(["--url", url, "show", "a/c", "--json"]) == 0
     assert [s["step_name"] for s in json.loads(capsys.readouterr().out)["steps"]] == ["run c"]
-    assert main(["--url", url, "show", "a/b", "--json"]) == 0  # no run's id any more, but one workflow's
+    assert main(["--url", url, "show", "alice/bio/a%2Fb", "--json"]) == 0
     assert [s["step_name"] for s in json.loads(capsys.readouterr().out)["steps"]] == ["slash"]
+    assert main(["--url", url, "show", "a/b", "--json"]) == 2  # two runs' short ids: refused, both named
+    assert "'alice/bio/a%2Fb'" in capsys.readouterr().err
     assert main(["--url", url, "show", "c", "--json"]) == 0  # a run_id naming one run
-    assert json.loads(capsys.readouterr().out)["run"] == "a/c"
+    assert json.loads(capsys.readouterr().out)["run"] == "alice/bio/a/c"
 
 
 def test_sqlite_counts_run_summaries_as_the_generic_reads_do_and_within_a_namespace(tmp_path: Path) -> None:

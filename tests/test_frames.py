@@ -230,12 +230,12 @@ def test_rejects_what_is_not_a_store() -> None:
 def test_runs_frame_has_one_row_per_run_and_filters(mem: memkit.Memory) -> None:
     runs = frames.runs_frame(mem)
     assert list(runs.columns) == list(frames.RUN_COLUMNS) and runs.index.name == "run"
-    assert sorted(runs.index) == ["wf1/r1", "wf2"]
-    wf1 = runs.loc["wf1/r1"]
+    assert sorted(runs.index) == ["u1/bio/wf1/r1", "u1/chem/wf2"]
+    wf1 = runs.loc["u1/bio/wf1/r1"]
     assert (wf1["steps"], wf1["failed_steps"], wf1["retries"], wf1["status"]) == (3, 1, 1, "failed")
     assert wf1["first_error"] == "TimeoutError: network timeout" and wf1["tools"] == "blast, muscle, pdb"
     assert wf1["duration_s"] >= 0 and str(runs["started_at"].dt.tz) == "UTC"
-    assert list(frames.runs_frame(mem, agent_id="chem").index) == ["wf2"]
+    assert list(frames.runs_frame(mem, agent_id="chem").index) == ["u1/chem/wf2"]
     assert frames.runs_frame(mem, tool="nope").empty
     assert len(frames.runs_frame(mem, status=["failed", "success"])) == 2
     assert frames.runs_frame(mem, min_duration=10_000).empty
@@ -259,7 +259,7 @@ def test_runs_and_their_steps_count_recalls(tmp_path: Path) -> None:
         history.flush()
         other.flush()
         runs = frames.runs_frame(m)
-        assert runs["recalls"].to_dict() == {"wf/r1": 2, "wf/r2": 0}
+        assert runs["recalls"].to_dict() == {"system/bio/wf/r1": 2, "system/bio/wf/r2": 0}
         steps = frames.run_steps(m, "wf/r1")
         assert steps[["step_name", "recalls", "recalled"]].values.tolist() == [["plan", 2, 1], ["act", 0, 0]]
         # A frame read without recall counts says so instead of claiming zero.

@@ -81,7 +81,11 @@ def test_sqlite_reads_add_many_step_times_as_the_generic_reads(tmp_path: Path, c
     assert [(r.started_at, r.ended_at) for r in columns] == [(r.started_at, r.ended_at) for r in own]
     by_run = {(r.user_id, r.run_id): r for r in own}
     assert by_run["alice", "r1"].started_at == T0  # 10:00+02:00, not the day after
-    assert by_run["alice", "r1"].ended_at == CREATED + timedelta(minutes=2)  # the untimed step
+    # Its untimed step has no start: its duration is the sum of its steps' (30 s + 60.25 s), said so,
+    # and its end the last one recorded, never the day after, when the steps were stored.
+    assert by_run["alice", "r1"].ended_at == T0 + timedelta(minutes=2, seconds=0.25)
+    assert (by_run["alice", "r1"].duration_s, by_run["alice", "r1"].duration_kind) == (90.25, "sum of steps")
+    assert (by_run["bob", "r1"].duration_s, by_run["bob", "r1"].duration_kind) == (40 * 60, "wall")
     assert by_run["bob", "r1"].started_at == T0 - timedelta(minutes=60)
     assert by_run["bob", "r1"].ended_at == T0 - timedelta(minutes=20)  # its epoch end_time
     assert (by_run["bob", "r2"].started_at, by_run["bob", "r2"].ended_at) == (

@@ -72,7 +72,7 @@ def test_the_timing_column_says_where_timing_came_from(mem: memkit.Memory) -> No
     mem.add_trace("agent", "wf", {"step_name": "a", "step_index": 0, "run_id": "r", "duration_ms": 5}, user_id="u")
     mem.add_trace("agent", "wf", {"step_name": "b", "step_index": 1, "run_id": "r", "started_at": T0}, user_id="u")
     mem.add_trace("agent", "wf", {"step_name": "c", "step_index": 2, "run_id": "r"}, user_id="u")
-    assert run_steps(mem, "wf/r")["timing"].tolist() == ["recorded", "start only", "none"]
+    assert run_steps(mem, "u/agent/wf/r")["timing"].tolist() == ["recorded", "start only", "none"]
 
 
 def test_the_stored_trace_keeps_what_the_agent_wrote(mem: memkit.Memory) -> None:
@@ -131,11 +131,11 @@ def test_the_panel_says_when_a_run_has_no_timing(mem: memkit.Memory) -> None:
         mem.add_trace("agent", "some", {"step_name": f"s{i}", "step_index": i, "run_id": "r",
                                         **({"duration_ms": 100 * (i + 1)} if i else {})}, user_id="u")
     panel = TraceReplay(mem)
-    panel.run = "none/r"
+    panel.run = "u/agent/none/r"
     assert panel.timeline["timing_note"].startswith("No step timing recorded in this run")
     assert panel.timeline["axis"] == "steps" and panel.timeline["start_s"] == [0, 1, 2, 3]
     assert len(set(panel.timeline["duration_s"])) == 1
-    panel.run = "some/r"
+    panel.run = "u/agent/some/r"
     assert panel.timeline["timing_note"] == "1 of 4 steps recorded no duration: drawn as thin marks."
     assert panel.timeline["axis"] == "seconds" and panel.timeline["timed"] == [False, True, True, True]
 
@@ -145,18 +145,19 @@ def test_compare_runs_of_two_workflows_is_labelled(mem: memkit.Memory) -> None:
         for run in ("r1", "r2"):
             mem.add_trace("agent", wf, {"step_name": "s", "step_index": 0, "run_id": run, "duration": 1},
                           user_id="u")
-    assert compare_runs(mem, "wf-a/r1", "wf-a/r2").attrs["same_workflow"] is True
-    diff = compare_runs(mem, "wf-a/r1", "wf-b/r1")
+    assert compare_runs(mem, "u/agent/wf-a/r1", "u/agent/wf-a/r2").attrs["same_workflow"] is True
+    diff = compare_runs(mem, "u/agent/wf-a/r1", "u/agent/wf-b/r1")
     assert diff.attrs["same_workflow"] is False and diff.attrs["workflows"] == ("wf-a", "wf-b")
     panel = TraceReplay(mem)
     panel.filters = {"text": "r1"}  # wf-a/r2 is filtered out of the list...
-    panel.run = "wf-a/r1"
+    panel.run = "u/agent/wf-a/r1"
     options = {o["run"]: o for o in panel.compare_options}
-    assert options["wf-a/r2"]["hidden"] is True and options["wf-a/r2"]["other_workflow"] is False  # ...yet offered
-    assert options["wf-b/r1"]["other_workflow"] is True and "wf-b/r2" not in options
-    panel.compare_with = "wf-b/r1"
+    hidden = options["u/agent/wf-a/r2"]
+    assert hidden["hidden"] is True and hidden["other_workflow"] is False  # ...yet offered
+    assert options["u/agent/wf-b/r1"]["other_workflow"] is True and "u/agent/wf-b/r2" not in options
+    panel.compare_with = "u/agent/wf-b/r1"
     assert panel.comparison["workflow_note"].startswith("different workflows: A is wf-a, B is wf-b")
-    panel.compare_with = "wf-a/r2"
+    panel.compare_with = "u/agent/wf-a/r2"
     assert panel.comparison["workflow_note"] == ""
 
 
@@ -166,7 +167,7 @@ def test_runs_frame_duration_from_any_spelling(mem: memkit.Memory) -> None:
     mem.add_trace("agent", "wf", {"step_name": "b", "step_index": 1, "run_id": "r",
                                   "started_at": T0 + timedelta(seconds=3), "ended_at": T0 + timedelta(seconds=10)},
                   user_id="u")
-    assert runs_frame(mem).loc["wf/r", "duration_s"] == 10.0
+    assert runs_frame(mem).loc["u/agent/wf/r", "duration_s"] == 10.0
 
 
 def test_readme_timing_example_runs() -> None:

@@ -14,16 +14,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memkit._core._errors import InvalidInputError
 from memkit._core._records import from_us, to_us
+from memkit.traces._items import status_of
 from memkit.traces._timing import step_timing
 
 if TYPE_CHECKING:
     from memkit._core._port import MemoryProvider
 
-__all__ = ["STATUSES", "RunScope", "RunSummary", "Step", "run_status", "step_of", "summaries", "summarise"]
+__all__ = ["DURATION_KINDS", "STATUSES", "RunScope", "RunSummary", "Step", "StepRow", "parse_run_key", "run_key",
+           "run_status", "step_of", "summaries", "summarise", "summarise_rows", "summarise_runs"]
 
 STATUSES = ("pending", "running", "success", "failed", "retrying", "skipped")
-_RUNNING = ("running", "pending", "retrying")
+_RUNNING = frozenset(("running", "pending", "retrying"))
 #: Records from which a store's columnar trace read (with numpy's and pandas' import, about 0.5 s
 #: of CPU) costs less than reading every record (about 30 us each).
 COLUMNS_FROM = 15_000
@@ -68,6 +71,8 @@ class Step:
     duration_s: float | None
     #: Searches the step made (``None``: the store keeps no recalls).
     recalls: int | None = None
+    #: The ``step_index`` of the step it ran inside (``None``: top level, or not read).
+    parent_step_index: int | None = None
 
     @property
     def ended_at(self) -> datetime | None:
@@ -89,6 +94,7 @@ class Step:
             "step_id": self.id, "step_index": self.step_index, "step_name": self.step_name, "tool": self.tool,
             "status": self.status, "started_at": _iso(self.started_at), "duration_s": self.duration_s,
             "timing": self.timing, "retry_count": self.retry_count, "recalls": self.recalls, "error": self.error,
+            "parent_step_index": self.parent_step_index,
         }
 
 
@@ -106,13 +112,75 @@ class RunScope(Protocol):
 
 
 def run_status(statuses: Iterable[str]) -> str:
-    """A run's status from its steps': failed, else running, else unknown, else success."""
+    """A run's status from its steps' (their last attempts'): failed, else running, else unknown, else success."""
     seen = set(statuses)
     if "failed" in seen:
         return "failed"
     if seen.intersection(_RUNNING):
         return "running"
     return "unknown" if "unknown" in seen else "success"
+
+
+#: ``duration_kind`` of a run: ``wall`` (every step recorded its start: last end minus first start),
+#: ``sum of steps`` (some did not: the sum of its steps' durations) or ``unknown`` (no step's duration).
+DURATION_KINDS = ("wall", "sum of steps", "unknown")
+
+# -- run ids -------------------------------------------------------------------------------
+
+
+def _escaped(part: str) -> str:
+    return part.replace("%", "%25").replace("/", "%2F")
+
+
+def run_key(user_id: str | None, agent_id: str | None, workflow_id: str | None, run_id: str | None) -> str:
+    """A run's printed id: ``user/agent/workflow/run_id`` (``user/agent/workflow`` for a workflow without
+    run ids), each part with ``%`` and ``/`` escaped as ``%25`` and ``%2F``. It names one run of one
+    namespace, whatever else the store holds or later receives, and :func:`parse_run_key` reads it back."""
+    parts = [user_id or "", agent_id or "", workflow_id or ""] + ([] if run_id is None else [run_id])
+    return "/".join(map(_escaped, parts))
+
+
+def _unescaped(part: str) -> str:
+    return part.replace("%2F", "/").replace("%2f", "/").replace("%25", "%")
+
+
+def parse_run_key(text: str) -> RunKey | None:
+    """The ``(user_id, agent_id, workflow_id, run_id)`` a :func:`run_key` names; ``None`` for a text of
+    another shape (a bare ``run_id``, or the ``workflow/run_id`` an older version printed)."""
+    parts = text.split("/")
+    if len(parts) not in (3, 4) or not parts[0] or not parts[1]:
+        return None
+    user, agent, workflow = (_unescaped(p) for p in parts[:3])
+    return (user, agent, workflow or None, _unescaped(parts[3]) if len(parts) == 4 else None)
+
+
+def _short(ids: RunKey) -> str:
+    return (ids[2] or "") + ("" if ids[3] is None else f"/{ids[3]}")
+
+
+def _run_of(ids: RunKey) -> str | None:
+    return ids[3]
+
+
+def _workflow_of(ids: RunKey) -> str | None:
+    return ids[2]
+
+
+def pick_key(keys: Iterable[tuple[str, RunKey]], name: str) -> str:
+    """The printed id of the run ``name`` names among ``keys`` (printed id, ids): its printed id, else
+    a ``workflow/run_id``, ``run_id`` or ``workflow_id`` that names exactly one of them."""
+    if not isinstance(name, str):
+        raise InvalidInputError(f"a run is named by its printed id or run_id, got {type(name).__name__}")
+    listed = list(keys)
+    if any(key == name for key, _ in listed):
+        return name
+    for shape in (_short, _run_of, _workflow_of):
+        hits = [key for key, ids in listed if shape(ids) == name]
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) > 1:
+            raise InvalidInputError(f"{name!r} names {len(hits)} runs; use one of {sorted(hits)[:5]}")
+    raise InvalidInputError(f"no run {name!r} in this store")
 
 
 @dataclass
@@ -124,8 +192,15 @@ class RunSummary:
     workflow_id: str | None
     run_id: str | None
     status: str
-    started_at: datetime
-    ended_at: datetime
+    #: The first start its steps recorded (``None``: none recorded one; never the time they were stored).
+    started_at: datetime | None
+    #: The last end (or start) its steps recorded (``None``: none recorded one).
+    ended_at: datetime | None
+    #: Seconds, as ``duration_kind`` says (``None``: unknown).
+    duration_s: float | None
+    #: One of :data:`DURATION_KINDS`.
+    duration_kind: str
+    #: Its steps: a step written once per attempt (``retrying`` rows, then its outcome) is one step.
     steps: int
     failed_steps: int
     retries: int
@@ -136,10 +211,129 @@ class RunSummary:
     tools: str
     #: How many of its steps a researcher marked, by label (``good``, ``bad``).
     marks: dict[str, int] = field(default_factory=dict)
+    #: Its trace records (an attempt written on its own row is one).
+    rows: int = 0
 
     @property
-    def duration_s(self) -> float:
-        return (self.ended_at - self.started_at).total_seconds()
+    def key(self) -> str:
+        """Its printed id (:func:`run_key`)."""
+        return run_key(self.user_id, self.agent_id, self.workflow_id, self.run_id)
+
+
+#: What a run's summary reads of one step, a plain tuple (one is made per step: a class's
+#: constructor would cost more than the summary): ``(status as shown, step_index, step_name, tool,
+#: started_us, duration_us, retry_count, error, recalls, created_us)``, times in epoch microseconds,
+#: ``created_us`` (when it was stored) only ordering runs whose start is unknown, never read as a start.
+StepRow = tuple[str, int | None, str | None, str | None, int | None, int | None, int | None, str | None, int, int]
+
+
+def _summary(key: RunKey, rows: list[StepRow], marks: dict[str, int], recalls_kept: bool) -> RunSummary:
+    """The one place a run's figures are decided from its steps, in the order they were written.
+
+    A row that is not an outcome (``running``, ``pending``, ``retrying``) followed later by a row of the
+    same step (same ``step_name``, else ``step_index``) was an attempt: the step is its last row, and
+    its retries are at least the attempts written as ``retrying``. Timing covers every row."""
+    open_rows: dict[Any, int] = {}  # a step's unfinished row: its position in ``final``
+    attempts: Counter[Any] = Counter()
+    final: list[tuple[str, int | None, str | None, int] | None] = []  # (status, retry_count, error, attempts)
+    first = last = None
+    timed = total = durations = 0
+    tools: set[str] = set()
+    recalls: dict[Any, int] = {}
+    for status, index, name, tool, started, duration, retries, error, found, _ in rows:
+        same = name if name is not None else index
+        if same is not None:
+            before = open_rows.pop(same, None)
+            if before is not None:  # a later row of its step: that row was an attempt
+                if final[before][0] == "retrying":  # type: ignore[index]
+                    attempts[same] += 1
+                final[before] = None
+            if status in _RUNNING:
+                open_rows[same] = len(final)
+                final.append((status, retries, error, 0))
+            else:
+                final.append((status, retries, error, attempts.pop(same, 0)))
+        else:
+            final.append((status, retries, error, 0))
+        if started is not None:
+            end = started + (duration or 0)
+            first = started if first is None or started < first else first
+            last = end if last is None or end > last else last
+            timed += 1
+        if duration is not None:
+            total += duration
+            durations += 1
+        if tool is not None:
+            tools.add(tool)
+        if found and index is not None:  # recalls are kept by step index: a step's attempts share them
+            recalls[index] = found
+    for same, at in open_rows.items():  # still on an unfinished row: its earlier attempts count
+        status, retries, error, _ = final[at]  # type: ignore[misc]
+        final[at] = (status, retries, error, attempts.pop(same, 0))
+    statuses: set[str] = set()
+    steps = failed = retried = 0
+    first_error = None
+    for row in final:
+        if row is None:
+            continue
+        status, retries, error, extra = row
+        steps += 1
+        statuses.add(status)
+        if retries or extra:
+            retried += max(retries or 0, extra)
+        if status == "failed":
+            failed += 1
+            if first_error is None:
+                first_error = error
+    if timed == len(rows):
+        kind, seconds = "wall", (last - first) / 1e6  # type: ignore[operator]
+    elif durations:
+        kind, seconds = "sum of steps", total / 1e6
+    else:
+        kind, seconds = "unknown", None
+    return RunSummary(
+        *key, status=run_status(statuses),
+        started_at=None if first is None else from_us(first), ended_at=None if last is None else from_us(last),
+        duration_s=seconds, duration_kind=kind, steps=steps, failed_steps=failed, retries=retried,
+        recalls=sum(recalls.values()) if recalls_kept else None, first_error=first_error,
+        tools=", ".join(sorted(tools)), marks=dict(sorted(marks.items())), rows=len(rows),
+    )
+
+
+def summarise_rows(
+    rows: Iterable[tuple[RunKey, StepRow]], marks: dict[RunKey, Counter[str]] | dict[RunKey, dict[str, int]]
+    | None = None, *, recalls_kept: bool = True,
+) -> list[RunSummary]:
+    """One row per run of ``rows`` (each step with its run, in the order written): see :func:`summarise_runs`."""
+    grouped: dict[RunKey, list[StepRow]] = {}
+    for key, row in rows:
+        group = grouped.get(key)
+        if group is None:
+            grouped[key] = [row]
+        else:
+            group.append(row)
+    return summarise_runs(grouped.items(), marks, recalls_kept=recalls_kept)
+
+
+def summarise_runs(
+    runs: Iterable[tuple[RunKey, list[StepRow]]], marks: dict[RunKey, Counter[str]] | dict[RunKey, dict[str, int]]
+    | None = None, *, recalls_kept: bool = True,
+) -> list[RunSummary]:
+    """One row per run (its steps in the order written, runs in the order of their first steps): newest
+    start first, runs whose start is unknown last, by when their first step was stored; ties keep the
+    order given. Every run summary (the generic reads, SQLite's packed numbers,
+    :func:`memkit.frames.runs_frame`) is made here."""
+    known: list[tuple[int, RunSummary]] = []
+    unknown: list[tuple[int, RunSummary]] = []
+    for key, group in runs:
+        summary = _summary(key, group, dict((marks or {}).get(key, {})), recalls_kept)
+        if summary.started_at is None:
+            unknown.append((-group[0][9], summary))
+        else:
+            known.append((-to_us(summary.started_at), summary))
+    known.sort(key=lambda pair: pair[0])  # stable
+    unknown.sort(key=lambda pair: pair[0])
+    return [summary for _, summary in known + unknown]
 
 
 def step_of(item: Any, counts: dict[tuple[Any, ...], int] | None) -> Step:
@@ -159,9 +353,9 @@ def step_of(item: Any, counts: dict[tuple[Any, ...], int] | None) -> Step:
         id=item.id, user_id=item.user_id, agent_id=item.agent_id, workflow_id=_text(meta.get("workflow_id")),
         run_id=_text(meta.get("run_id")), step_index=_int(trace.get("step_index")),
         step_name=_text(trace.get("step_name")), tool=_text(trace.get("tool")),
-        status=status if status in STATUSES else "unknown", error=_text(trace.get("error")),
+        status=status_of(status), error=_text(trace.get("error")),
         retry_count=_int(trace.get("retry_count")), created_at=item.created_at, started_at=start,
-        duration_s=duration,
+        duration_s=duration, parent_step_index=_int(trace.get("parent_step_index")),
     )
     if counts is not None:
         step.recalls = counts.get((*step.run, step.step_index), 0)
@@ -182,7 +376,7 @@ def _steps_of_columns(columns: dict[str, Any], counts: dict[tuple[Any, ...], int
         step = Step(
             id=id_, user_id=user, agent_id=agent, workflow_id=workflow, run_id=run,
             step_index=None if index == _MISSING else index, step_name=name, tool=tool,
-            status=status if status in STATUSES else "unknown", error=error,
+            status=status_of(status), error=error,
             retry_count=None if retries == _MISSING else retries, created_at=from_us(created),
             started_at=None if started == _MISSING else from_us(started),
             duration_s=None if duration == _MISSING else duration / 1e6,
@@ -193,28 +387,20 @@ def _steps_of_columns(columns: dict[str, Any], counts: dict[tuple[Any, ...], int
     return steps
 
 
+def _us(moment: datetime | None) -> int | None:
+    return None if moment is None else to_us(moment)
+
+
 def summarise(
     steps: list[Step], marks: dict[RunKey, Counter[str]] | None = None, *, recalls_kept: bool = True
 ) -> list[RunSummary]:
     """One row per run of ``steps`` (their ``recalls`` counted already), newest first."""
     steps = sorted(steps, key=lambda s: s.created_at)  # replay order: the order they were stored
-    grouped: dict[RunKey, list[Step]] = {}
-    for step in steps:
-        grouped.setdefault(step.run, []).append(step)
-    rows = []
-    for key, group in grouped.items():
-        rows.append(RunSummary(
-            *key, status=run_status(s.status for s in group),
-            started_at=min(s.started_at or s.created_at for s in group),
-            ended_at=max(s.ended_at or s.started_at or s.created_at for s in group),
-            steps=len(group), failed_steps=sum(s.status == "failed" for s in group),
-            retries=sum(s.retry_count or 0 for s in group),
-            recalls=sum(s.recalls or 0 for s in group) if recalls_kept else None,
-            first_error=next((s.error for s in group if s.status == "failed" and s.error is not None), None),
-            tools=", ".join(sorted({s.tool for s in group if s.tool is not None})),
-            marks=dict(sorted((marks or {}).get(key, Counter()).items())),
-        ))
-    return sorted(rows, key=lambda r: r.started_at, reverse=True)  # stable: ties keep first-seen order
+    return summarise_rows(((s.run, (
+        s.status, s.step_index, s.step_name, s.tool, _us(s.started_at),
+        None if s.duration_s is None else round(s.duration_s * 1e6), s.retry_count, s.error, s.recalls or 0,
+        to_us(s.created_at)))
+        for s in steps), marks, recalls_kept=recalls_kept)
 
 
 async def _many_records(provider: MemoryProvider, user_id: str | None, agent_id: str | None) -> bool:

@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memkit._core._errors import InvalidInputError
-from memkit._core._runs import RunSummary, Step, step_of
+from memkit._core._runs import RunSummary, Step, parse_run_key, pick_key, step_of
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -38,11 +37,14 @@ def _iso(moment: datetime | None) -> str | None:
 
 @dataclass
 class Run:
-    """One run as listed: its id (``workflow/run_id``, the namespace in front where two would collide)
-    and its summary (the figures of a :func:`memkit.frames.runs_frame` row)."""
+    """One run as listed: its summary (the figures of a :func:`memkit.frames.runs_frame` row)."""
 
-    key: str
     summary: RunSummary
+
+    @property
+    def key(self) -> str:
+        """Its printed id (:func:`memkit._core._runs.run_key`), the same whatever the filters."""
+        return self.summary.key
 
     @property
     def user_id(self) -> str:
@@ -65,16 +67,20 @@ class Run:
         return self.summary.status
 
     @property
-    def started_at(self) -> datetime:
+    def started_at(self) -> datetime | None:
         return self.summary.started_at
 
     @property
-    def ended_at(self) -> datetime:
+    def ended_at(self) -> datetime | None:
         return self.summary.ended_at
 
     @property
-    def duration_s(self) -> float:
+    def duration_s(self) -> float | None:
         return self.summary.duration_s
+
+    @property
+    def duration_kind(self) -> str:
+        return self.summary.duration_kind
 
     @property
     def failed_steps(self) -> int:
@@ -113,7 +119,8 @@ class Run:
         return {
             "run": self.key, "workflow_id": s.workflow_id, "run_id": s.run_id, "user_id": s.user_id,
             "agent_id": s.agent_id, "status": s.status, "started_at": _iso(s.started_at),
-            "ended_at": _iso(s.ended_at), "duration_s": s.duration_s, "steps": s.steps,
+            "ended_at": _iso(s.ended_at), "duration_s": s.duration_s, "duration_kind": s.duration_kind,
+            "steps": s.steps,
             "failed_steps": s.failed_steps, "retries": s.retries, "recalls": s.recalls,
             "first_error": s.first_error, "marks": dict(sorted(s.marks.items())),
         }
@@ -131,14 +138,6 @@ class RunDetail:
     marks: list[Any]
 
 
-def _keys(rows: list[RunSummary]) -> list[Run]:
-    """A readable id per run: ``workflow/run_id`` (the namespace in front only where two would collide)."""
-    plain = [(r.workflow_id or "") + ("" if r.run_id is None else f"/{r.run_id}") for r in rows]
-    seen = Counter(plain)
-    return [Run(key if seen[key] == 1 else f"{row.user_id or ''}/{row.agent_id or ''}/{key}", row)
-            for row, key in zip(rows, plain, strict=True)]
-
-
 def read_runs(
     reads: OneShotReads,
     *,
@@ -147,48 +146,34 @@ def read_runs(
     workflow_id: str | None = None,
 ) -> list[Run]:
     """Every run of the store (or of one namespace or workflow), newest first."""
-    return _keys(reads.run_summaries(user_id, agent_id, workflow_id))
+    return [Run(row) for row in reads.run_summaries(user_id, agent_id, workflow_id)]
 
 
 def filter_runs(
     runs: Iterable[Run], *, status: str | None = None, since: datetime | None = None, until: datetime | None = None
 ) -> list[Run]:
+    # A run whose start is unknown is in no time window.
     return [r for r in runs if (status is None or r.status == status)
-            and (since is None or r.started_at >= since) and (until is None or r.started_at <= until)]
+            and (since is None or (r.started_at is not None and r.started_at >= since))
+            and (until is None or (r.started_at is not None and r.started_at <= until))]
 
 
 def pick_run(runs: list[Run], name: str) -> Run:
-    """The run ``name`` names: its id, or a ``run_id`` / ``workflow_id`` naming exactly one run."""
-    for run in runs:
-        if run.key == name:
-            return run
-    for attribute in ("run_id", "workflow_id"):
-        hits = [r for r in runs if getattr(r, attribute) == name]
-        if len(hits) == 1:
-            return hits[0]
-        if len(hits) > 1:
-            raise InvalidInputError(f"{name!r} names {len(hits)} runs; use one of {sorted(r.key for r in hits)[:5]}")
-    raise InvalidInputError(f"no run {name!r} in this store")
+    """The run ``name`` names: its printed id, or a ``workflow/run_id``, ``run_id`` or ``workflow_id``
+    naming exactly one run."""
+    chosen = pick_key(((run.key, run.ids) for run in runs), name)
+    return next(run for run in runs if run.key == chosen)
 
 
-def _workflows_in(name: str) -> set[str]:
-    """Every workflow id a run whose id is ``name`` can have: its id is ``[user/agent/]workflow[/run_id]``."""
-    parts = name.split("/")
-    return {"/".join(parts[i:j]) for i in range(len(parts)) for j in range(i + 1, len(parts) + 1)}
-
-
-def _runs_named(reads: OneShotReads, name: str) -> list[Run]:
-    """The runs of the workflows ``name`` can name, when one of them has that id (else every run).
-
-    Every run that could share that id (or make it need its namespace in front) belongs to one of
-    those workflows, so their ids are the ids the whole list gives them; a store reads one
-    workflow's summaries by its index."""
-    if "/" in name:
-        rows = [row for workflow in sorted(_workflows_in(name)) for row in reads.run_summaries(None, None, workflow)]
-        runs = _keys(rows)
-        if sum(run.key == name for run in runs) == 1:
+def _runs_named(reads: OneShotReads, name: str, user_id: str | None, agent_id: str | None) -> list[Run]:
+    """The runs ``name`` can name within the namespace asked for: a printed id's own run (read by
+    its namespace and workflow), else every run of that namespace."""
+    ids = parse_run_key(name)
+    if ids is not None and user_id in (None, ids[0]) and agent_id in (None, ids[1]):
+        runs = [r for r in read_runs(reads, user_id=ids[0], agent_id=ids[1], workflow_id=ids[2]) if r.key == name]
+        if runs:
             return runs
-    return read_runs(reads)
+    return read_runs(reads, user_id=user_id, agent_id=agent_id)
 
 
 def _step_namespace(recall: Any) -> tuple[str, str]:
@@ -196,12 +181,14 @@ def _step_namespace(recall: Any) -> tuple[str, str]:
     return (recall.trace_user_id or recall.user_id, recall.trace_agent_id or recall.agent_id)
 
 
-def read_run(reads: OneShotReads, name: str) -> RunDetail:
-    """One run by name (see :func:`pick_run`), with its steps, its recalls and the marks on it."""
-    runs = _runs_named(reads, name)
+def read_run(reads: OneShotReads, name: str, user_id: str | None = None, agent_id: str | None = None) -> RunDetail:
+    """One run by name (see :func:`pick_run`) within a namespace where given, with its steps, its
+    recalls and the marks on it."""
+    runs = _runs_named(reads, name, user_id, agent_id)
     run = pick_run(runs, name)
     # A run without a run_id: its workflow's steps without one (a run_id of another type included).
-    size = run.step_count if run.run_id is not None else sum(r.step_count for r in runs if r.ids[:3] == run.ids[:3])
+    size = run.summary.rows if run.run_id is not None else sum(
+        r.summary.rows for r in runs if r.ids[:3] == run.ids[:3])
     steps = reads.run_steps(run.ids, size)
     recalls: list[Any] = []
     if reads.keeps_recalls:

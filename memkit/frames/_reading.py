@@ -22,6 +22,7 @@ from memkit._core._records import to_us
 from memkit._sync import Memory, call, provider_of
 from memkit.frames._recalls import _with_recall_counts
 from memkit.traces import ExecutionStatus, categorize_error
+from memkit.traces._items import READ_KEYS, agent_keys, status_of
 from memkit.traces._timing import step_timing
 
 _provider = provider_of
@@ -31,6 +32,8 @@ TRACE_COLUMNS = (
     "workflow_id", "agent_id", "user_id", "run_id", "step_index", "step_name", "tool", "status",
     "started_at", "ended_at", "duration_s", "retry_count", "error", "created_at",
 )
+# parent_step_index is run_steps' own column
+_SHOWN_KEYS = READ_KEYS | {"parent_step_index"}
 _TEXT = ("id", "user_id", "agent_id", "workflow_id", "run_id", "step_name", "tool", "status", "error")
 _NUMBERS = ("seq", "created_us", "step_index", "started_us", "duration_us", "retry_count")
 
@@ -120,6 +123,13 @@ def _utc(values: np.ndarray) -> pd.DatetimeIndex:
     return pd.DatetimeIndex(values.view("datetime64[us]")).tz_localize("UTC")
 
 
+def _shown_statuses(words: Any, index: pd.Index) -> pd.Series:
+    """The status each step's word means (:func:`memkit.traces._items.status_of`), read once per word."""
+    codes, uniques = pd.factorize(np.asarray(words, dtype=object), use_na_sentinel=False)
+    shown = np.array([status_of(w) for w in uniques] or ["unknown"], dtype=object)
+    return pd.Series(shown[codes] if len(codes) else [], index=index, dtype=object)
+
+
 def _trace_frame(cols: dict[str, Any]) -> pd.DataFrame:
     """Columns from ``trace_columns`` (numbers as int64 arrays, missing = int64's minimum) -> frame."""
     n = len(cols["id"])
@@ -151,7 +161,7 @@ def _trace_frame(cols: dict[str, Any]) -> pd.DataFrame:
         "step_index": _nullable_int(take(cols["step_index"])),
         "step_name": text("step_name"),
         "tool": text("tool"),
-        "status": text("status"),
+        "status": _shown_statuses(take(cols["status"]), index),
         "started_at": _utc(started),
         "ended_at": _utc(ended),
         "duration_s": np.where(duration == _NA, np.nan, duration / 1e6),
@@ -180,6 +190,7 @@ def traces_frame(
     since: datetime | str | float | None = None,
     *,
     recalls: bool = False,
+    data: bool = False,
 ) -> pd.DataFrame:
     """Every stored trace step as one row, in replay order (see the module docstring).
 
@@ -194,6 +205,10 @@ def traces_frame(
     recalls
         Add ``recalls`` (searches the step made) and ``recalled`` (memories they returned)
         per step, from a store that keeps recalls (see :func:`recall_counts`).
+    data
+        Add a ``data.<key>`` column for every other key the agents wrote in their steps
+        (``model``, ``tokens``, ``prompt``, ``cost``, a ``traceback``...), read from each step's
+        record: one more pass over the store, so only on request.
 
     Examples
     --------
@@ -202,8 +217,41 @@ def traces_frame(
     """
     provider = provider_of(mem)
     state = None if status is None else ExecutionStatus(status).value
-    frame = _trace_frame(call(provider, _trace_columns, workflow_id, agent_id, user_id, state, _since_us(since)))
+    # Statuses are compared as shown: the store holds the agent's words (``error``, ``OK``, ``503``...).
+    frame = _trace_frame(call(provider, _trace_columns, workflow_id, agent_id, user_id, None, _since_us(since)))
+    if state is not None:
+        frame = frame[frame["status"].eq(state).to_numpy(dtype=bool)]
+    if data:
+        frame = with_agent_keys(frame, call(provider, _payloads, user_id, agent_id, set(frame.index)))
     return _with_recall_counts(frame, provider) if recalls else frame
+
+
+async def _payloads(provider: MemoryProvider, user_id: str | None, agent_id: str | None,
+                    wanted: set[str]) -> dict[str, Any]:
+    """Each wanted step's payload (``metadata["trace"]``), by step id, from one pass over the records."""
+    if not isinstance(provider, SupportsExport):
+        raise NotImplementedError(f"{provider!r} cannot list its records (no export()), which data=True needs")
+    found: dict[str, Any] = {}
+    async for item in provider.export(user_id, agent_id):
+        if item.id in wanted and item.metadata.get("type") == "trace":
+            found[item.id] = item.metadata.get("trace")
+    return found
+
+
+def with_agent_keys(steps: pd.DataFrame, payloads: dict[str, Any]) -> pd.DataFrame:
+    """``steps`` with a ``data.<key>`` column per key an agent wrote that no other column shows
+    (:func:`memkit.traces._items.agent_keys`), cells as written, ``None`` where a step has none."""
+    cells: dict[str, dict[int, Any]] = {}
+    for position, step_id in enumerate(steps.index):
+        payload = payloads.get(str(step_id))
+        if isinstance(payload, dict):
+            for key, value in agent_keys(payload, _SHOWN_KEYS).items():
+                cells.setdefault(f"data.{key}", {})[position] = value
+    if not cells:
+        return steps
+    extra = {name: pd.Series([column.get(i) for i in range(len(steps))], index=steps.index, dtype=object)
+             for name, column in sorted(cells.items())}
+    return pd.concat([steps, pd.DataFrame(extra, index=steps.index)], axis=1)
 
 
 async def _trace_columns(
@@ -346,7 +394,8 @@ def failure_patterns(
     source: pd.DataFrame | MemoryProvider | Memory, **filters: Unpack[TraceFilters]
 ) -> pd.DataFrame:
     """Failed steps per category (the seed framework's: network_error, validation_error,
-    parameter_error, criteria_failure, execution_error, unknown) and tool: ``category, tool, count``,
+    parameter_error, criteria_failure, execution_error, unknown; and rate_limit_error, see
+    :func:`memkit.traces.categorize_error`) and tool: ``category, tool, count``,
     most frequent first.
     """
     df = _frame(source, **filters)

@@ -8,37 +8,40 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memkit._core._errors import InvalidInputError
 from memkit._core._port import (
     MemoryProvider,
     SupportsGet,
     SupportsPaging,
 )
+from memkit._core._runs import StepRow, pick_key, run_key, summarise_runs
 from memkit._sync import Memory, call
-from memkit.frames._reading import _since_us, traces_frame
+from memkit.frames._reading import _since_us, traces_frame, with_agent_keys
 from memkit.frames._recalls import _keeps_recalls, _with_recall_counts
-from memkit.traces import ExecutionStatus
+from memkit.traces._items import status_of
 
 # -- runs --------------------------------------------------------------------------------
 
 RUN_COLUMNS = (
-    "workflow_id", "agent_id", "user_id", "run_id", "started_at", "ended_at", "duration_s", "steps",
-    "failed_steps", "retries", "first_error", "status", "tools", "recalls",
+    "workflow_id", "agent_id", "user_id", "run_id", "started_at", "ended_at", "duration_s", "duration_kind",
+    "steps", "failed_steps", "retries", "first_error", "status", "tools", "recalls",
 )
-"""Columns of :func:`runs_frame`, in order (``tools``: the tools the run used, comma-separated;
-``recalls``: the searches its steps made, ``<NA>`` on a store that keeps no recalls)."""
+"""Columns of :func:`runs_frame`, in order (``duration_kind``: ``wall``, ``sum of steps`` or ``unknown``;
+``tools``: the tools the run used, comma-separated; ``recalls``: the searches its steps made, ``<NA>`` on a
+store that keeps no recalls)."""
 
 _RUN_KEYS = ["user_id", "agent_id", "workflow_id", "run_id"]
-_SHOWN_STATUSES = [status.value for status in ExecutionStatus]
-_RUNNING = ("running", "pending", "retrying")
+_NAT = np.iinfo(np.int64).min
 
 
 def _normalised(df: pd.DataFrame) -> pd.DataFrame:
-    """The step frame with ``status`` as shown (a missing or unknown status reads ``unknown``)."""
-    status = df["status"]
-    shown = status.where(status.isin(_SHOWN_STATUSES), "unknown")
-    if not shown.equals(status):
-        df = df.assign(status=shown.astype(object))
+    """The step frame with ``status`` as shown (:func:`memkit.traces._items.status_of`, once per word)."""
+    if df.empty:
+        return df
+    codes, words = pd.factorize(df["status"].to_numpy(dtype=object), use_na_sentinel=False)
+    shown_words = np.array([status_of(w) for w in words], dtype=object)
+    shown = pd.Series(shown_words[codes], index=df.index, dtype=object)
+    if not shown.equals(df["status"]):
+        df = df.assign(status=shown)
     return df
 
 
@@ -62,14 +65,13 @@ class RunsFrame(pd.DataFrame):  # type: ignore[misc]  # pandas is untyped here
         return _ONE_LINE_INDEX + html.replace('class="dataframe"', 'class="dataframe memkit-runs"', 1)
 
 
-def _run_key(frame: pd.DataFrame) -> pd.Series:
-    """A readable id per run: ``workflow/run_id`` (namespace in front only where two would collide)."""
-    wf = frame["workflow_id"].fillna("").astype(str)
-    run = frame["run_id"]
-    key = wf.where(run.isna(), wf + "/" + run.fillna("").astype(str))
-    ns = frame["user_id"].fillna("").astype(str) + "/" + frame["agent_id"].fillna("").astype(str)
-    clash = key.duplicated(keep=False)
-    return key.where(~clash, ns + "/" + key)
+def _run_keys(frame: pd.DataFrame) -> list[str]:
+    """Each run's printed id (:func:`memkit._core._runs.run_key`: the same in every view and command)."""
+    def text(value: Any) -> str | None:
+        return value if isinstance(value, str) else None
+
+    return [run_key(text(u), text(a), text(w), text(r)) for u, a, w, r in zip(
+        frame["user_id"], frame["agent_id"], frame["workflow_id"], frame["run_id"], strict=True)]
 
 
 def _run_group_ids(steps: pd.DataFrame) -> np.ndarray:
@@ -83,61 +85,78 @@ def _run_group_ids(steps: pd.DataFrame) -> np.ndarray:
     return ids
 
 
+def _us(values: pd.Series) -> list[int | None]:
+    numbers = values.to_numpy(dtype="datetime64[us]").view("int64")
+    return [None if n == _NAT else n for n in numbers.tolist()]
+
+
+def _texts(values: pd.Series) -> list[str | None]:
+    """A column's cells, a cell that is not text read as none (checked in C when all are text)."""
+    if pd.api.types.infer_dtype(values, skipna=True) in ("string", "empty"):
+        cells: list[str | None] = values.astype(object).where(values.notna(), None).tolist()
+        return cells
+    return [v if isinstance(v, str) else None for v in values.tolist()]
+
+
+def _ints(values: pd.Series) -> list[int | None]:
+    if pd.api.types.is_integer_dtype(values.dtype):
+        return [None if n == _NAT else n for n in values.to_numpy(dtype="int64", na_value=_NAT).tolist()]
+    return [v if isinstance(v, int) and not isinstance(v, bool) else None for v in values.tolist()]
+
+
+def _empty_runs() -> pd.DataFrame:
+    empty = pd.DataFrame({c: pd.Series(dtype=object) for c in RUN_COLUMNS})
+    for c in ("started_at", "ended_at"):
+        empty[c] = pd.Series(dtype="datetime64[us, UTC]")
+    for c in ("steps", "failed_steps", "retries"):
+        empty[c] = pd.Series(dtype="int64")
+    empty["duration_s"] = pd.Series(dtype="float64")
+    empty["recalls"] = pd.Series(dtype="Int64")
+    return empty.set_axis(pd.Index([], name="run", dtype=object))
+
+
 def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per run, summarised by :func:`memkit._core._runs.summarise_runs` (as every other view)."""
     df = _normalised(df)
     if df.empty:
-        empty = pd.DataFrame({c: pd.Series(dtype=object) for c in RUN_COLUMNS})
-        for c in ("started_at", "ended_at"):
-            empty[c] = pd.Series(dtype="datetime64[us, UTC]")
-        for c in ("steps", "failed_steps", "retries"):
-            empty[c] = pd.Series(dtype="int64")
-        empty["duration_s"] = pd.Series(dtype="float64")
-        empty["recalls"] = pd.Series(dtype="Int64")
-        return empty.set_axis(pd.Index([], name="run", dtype=object))
-    gid = _run_group_ids(df)
-    firsts = np.unique(gid, return_index=True)[1]  # group g's first step is at firsts[g]
-    status = df["status"]
-    error = df["error"].where(status.eq("failed"))
-    start = df["started_at"].fillna(df["created_at"])
-    # Grouping by one int column is many times faster than by four object columns.
-    table = pd.DataFrame({
-        # tz-aware times stay Series (to_numpy would box every value as a Timestamp object)
-        "g": gid, "_start": start.reset_index(drop=True),
-        "_end": df["ended_at"].fillna(start).reset_index(drop=True),
-        "_failed": status.eq("failed").to_numpy(), "_unknown": status.eq("unknown").to_numpy(),
-        "_running": status.isin(_RUNNING).to_numpy(), "_retries": df["retry_count"].fillna(0).to_numpy("int64"),
-        "_error": error.to_numpy(dtype=object), "duration_s": df["duration_s"].to_numpy(),
-    })
+        return _empty_runs()
+    created = df["created_at"].to_numpy(dtype="datetime64[us]").view("int64")
+    df = df.iloc[np.lexsort((np.arange(len(df)), created))]  # the order written
+    # Grouped here by run (numpy), each run's steps in the order written, runs in first-seen order.
+    group = _run_group_ids(df)
+    order = np.argsort(group, kind="stable")
+    df = df.iloc[order]
     counted = "recalls" in df.columns  # a traces_frame(..., recalls=True)
-    if counted:
-        table["_recalls"] = df["recalls"].fillna(0).to_numpy("int64")
-    runs = table.groupby("g", sort=True).agg(
-        **({"recalls": ("_recalls", "sum")} if counted else {}),
-        started_at=("_start", "min"), ended_at=("_end", "max"), steps=("_failed", "size"),
-        failed_steps=("_failed", "sum"), retries=("_retries", "sum"), first_error=("_error", "first"),
-        any_unknown=("_unknown", "any"), any_running=("_running", "any"), busy=("duration_s", "sum"),
-    ).reset_index(drop=True)
-    for name in _RUN_KEYS:
-        runs[name] = df[name].to_numpy(dtype=object)[firsts]
-    used: list[set[str]] = [set() for _ in range(len(runs))]
-    for g, tool in set(zip(gid.tolist(), df["tool"].tolist(), strict=True)):
-        if isinstance(tool, str):
-            used[g].add(tool)
-    runs["tools"] = pd.Series([", ".join(sorted(u)) for u in used], index=runs.index, dtype=object)
-    wall = (runs["ended_at"] - runs["started_at"]).dt.total_seconds()
-    runs["duration_s"] = wall.where(wall.notna(), runs["busy"]).astype("float64")
-    runs["status"] = pd.Series(np.select(
-        [runs["failed_steps"] > 0, runs["any_running"], runs["any_unknown"]],
-        ["failed", "running", "unknown"], default="success",
-    ).tolist(), index=runs.index, dtype=object)
-    runs["first_error"] = runs["first_error"].astype(object).where(runs["first_error"].notna(), None)
-    for name in ("steps", "failed_steps", "retries"):
-        runs[name] = runs[name].astype("int64")
-    runs["recalls"] = runs["recalls"].astype("Int64") if counted else pd.array([pd.NA] * len(runs), dtype="Int64")
-    for name in _RUN_KEYS:
-        runs[name] = runs[name].astype(object).where(runs[name].notna(), None)
-    runs.index = pd.Index(_run_key(runs), name="run", dtype=object)
-    return runs.sort_values("started_at", ascending=False, kind="stable")[list(RUN_COLUMNS)]
+    durations = [None if d != d else round(d * 1e6) for d in df["duration_s"].astype("float64").tolist()]
+    recalls = df["recalls"].fillna(0).astype("int64").tolist() if counted else [0] * len(df)
+    rows: list[StepRow] = list(zip(
+        df["status"].tolist(), _ints(df["step_index"]), _texts(df["step_name"]), _texts(df["tool"]),
+        _us(df["started_at"]), durations, _ints(df["retry_count"]), _texts(df["error"]), recalls,
+        df["created_at"].to_numpy(dtype="datetime64[us]").view("int64").tolist(), strict=True))
+    edges = [0, *(np.flatnonzero(np.diff(group[order])) + 1).tolist(), len(df)]
+    firsts = df.iloc[edges[:-1]]
+    keys = zip(*(_texts(firsts[name]) for name in _RUN_KEYS), strict=True)
+    summaries = summarise_runs(((key, rows[lo:hi]) for key, lo, hi in zip(keys, edges, edges[1:], strict=False)),
+                               recalls_kept=counted)
+    runs = pd.DataFrame({
+        "workflow_id": pd.Series([r.workflow_id for r in summaries], dtype=object),
+        "agent_id": pd.Series([r.agent_id for r in summaries], dtype=object),
+        "user_id": pd.Series([r.user_id for r in summaries], dtype=object),
+        "run_id": pd.Series([r.run_id for r in summaries], dtype=object),
+        "started_at": pd.to_datetime([r.started_at for r in summaries], utc=True).as_unit("us"),
+        "ended_at": pd.to_datetime([r.ended_at for r in summaries], utc=True).as_unit("us"),
+        "duration_s": pd.Series([r.duration_s for r in summaries], dtype="float64"),
+        "duration_kind": pd.Series([r.duration_kind for r in summaries], dtype=object),
+        "steps": pd.Series([r.steps for r in summaries], dtype="int64"),
+        "failed_steps": pd.Series([r.failed_steps for r in summaries], dtype="int64"),
+        "retries": pd.Series([r.retries for r in summaries], dtype="int64"),
+        "first_error": pd.Series([r.first_error for r in summaries], dtype=object),
+        "status": pd.Series([r.status for r in summaries], dtype=object),
+        "tools": pd.Series([r.tools for r in summaries], dtype=object),
+        "recalls": pd.array([r.recalls if counted else pd.NA for r in summaries], dtype="Int64"),
+    })
+    runs.index = pd.Index([r.key for r in summaries], name="run", dtype=object)
+    return runs[list(RUN_COLUMNS)]
 
 
 def run_positions(steps: pd.DataFrame, runs: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -148,7 +167,7 @@ def run_positions(steps: pd.DataFrame, runs: pd.DataFrame) -> dict[str, np.ndarr
     order = np.argsort(group, kind="stable")
     chunks = np.split(order, np.flatnonzero(np.diff(group[order])) + 1)
     firsts = steps.iloc[[int(c[0]) for c in chunks]][_RUN_KEYS]
-    keys = _run_key(firsts.astype(object).where(firsts.notna(), None)).tolist()
+    keys = _run_keys(firsts.astype(object).where(firsts.notna(), None))
     found = dict(zip(keys, chunks, strict=True))
     return {run: found.get(run, np.empty(0, dtype=np.intp)) for run in runs.index}
 
@@ -213,12 +232,15 @@ def runs_frame(
     min_duration: float | None = None,
     max_duration: float | None = None,
 ) -> pd.DataFrame:
-    """One row per workflow run, newest first, indexed by a readable ``run`` id.
+    """One row per workflow run, newest first, indexed by its ``run`` id.
 
     A run is the steps sharing ``(user_id, agent_id, workflow_id, run_id)`` (a workflow
-    without ``run_id`` is one run). Columns (:data:`RUN_COLUMNS`): ``workflow_id, agent_id,
-    user_id, run_id``, ``started_at`` / ``ended_at`` (UTC; first step's start, last step's
-    end), ``duration_s`` (wall clock), ``steps``, ``failed_steps``, ``retries``,
+    without ``run_id`` is one run); its id is ``user/agent/workflow/run_id`` with ``/`` in a part
+    written ``%2F`` (:func:`memkit._core._runs.run_key`). Columns (:data:`RUN_COLUMNS`): ``workflow_id,
+    agent_id, user_id, run_id``, ``started_at`` / ``ended_at`` (UTC; the first start and last end its
+    steps recorded, ``NaT`` when none did: never when they were stored), ``duration_s`` and
+    ``duration_kind`` (``wall`` when every step recorded its start, else ``sum of steps``, else
+    ``unknown`` and ``NaN``), ``steps`` (a step written once per attempt counts once), ``failed_steps``, ``retries``,
     ``first_error``, ``status`` (``failed`` if any step failed, else ``running``,
     ``unknown`` or ``success``), ``tools`` and ``recalls`` (the searches the run's steps
     made, see :func:`recalls_frame`; ``<NA>`` when the store keeps no recalls, or when
@@ -261,17 +283,9 @@ def runs_frame(
 def _pick_run(runs: pd.DataFrame, run: str | pd.Series) -> pd.Series:
     if isinstance(run, pd.Series):
         return run
-    if not isinstance(run, str):
-        raise InvalidInputError(f"a run is named by its runs_frame id or run_id, got {type(run).__name__}")
-    if run in runs.index:
-        return runs.loc[run]
-    for column in ("run_id", "workflow_id"):
-        hits = runs[runs[column].eq(run)]
-        if len(hits) == 1:
-            return hits.iloc[0]
-        if len(hits) > 1:
-            raise InvalidInputError(f"{run!r} names {len(hits)} runs; use one of {sorted(hits.index)[:5]}")
-    raise InvalidInputError(f"no run {run!r} in this store")
+    keys = zip(runs.index, zip(runs["user_id"], runs["agent_id"], runs["workflow_id"], runs["run_id"],
+                               strict=True), strict=True)
+    return runs.loc[pick_key(keys, run)]
 
 
 def run_steps(mem: pd.DataFrame | MemoryProvider | Memory, run: str | pd.Series) -> pd.DataFrame:
@@ -280,7 +294,8 @@ def run_steps(mem: pd.DataFrame | MemoryProvider | Memory, run: str | pd.Series)
     ``run`` is a :func:`runs_frame` id (its index), a row of it, or a ``run_id`` /
     ``workflow_id`` that names exactly one run. Read from a store that keeps recalls, each
     step also has ``recalls`` (searches it made) and ``recalled`` (memories they returned).
-    The last column, ``timing``, says where each step's timing came from: ``recorded`` (its
+    Read from a store, every other key the agent wrote in a step (``model``, ``tokens``, ``cost``...)
+    is a ``data.<key>`` column. The last column, ``timing``, says where each step's timing came from: ``recorded`` (its
     data gave a duration, in any spelling memkit reads, or a start and an end), ``start only``
     or ``none`` (the trace panel then places it by step order).
     """
@@ -304,7 +319,9 @@ def run_steps(mem: pd.DataFrame | MemoryProvider | Memory, run: str | pd.Series)
     if not isinstance(mem, pd.DataFrame) and _keeps_recalls(mem) and "recalls" not in chosen.columns:
         chosen = _with_recall_counts(chosen, mem)  # one workflow's recalls: an indexed read
     if not isinstance(mem, pd.DataFrame):
-        parents = _parent_positions(chosen, _step_payloads(mem, row, chosen))
+        payloads = _step_payloads(mem, row, chosen)
+        chosen = with_agent_keys(chosen, payloads)
+        parents = _parent_positions(chosen, payloads)
         indexes = chosen["step_index"].tolist()
         chosen = chosen.assign(parent_step_index=pd.array(
             [None if p is None else indexes[p] for p in parents], dtype="Int64"))

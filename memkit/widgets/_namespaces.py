@@ -27,6 +27,7 @@ from memkit.widgets._nsgrid import (
     _recall_row,
     csv_text,
     detail_html,
+    kinds_counted,
     recalled_html,
 )
 
@@ -177,8 +178,8 @@ class NamespaceBrowser(Panel):
         self._infos = infos
         total = sum(i.count for i in infos)
         self.overview.value = (
-            f"<b>{len(infos)} namespaces, {total:,} memories</b>"
-            + table_html(["user", "agent", "memories", "last activity"],
+            f"<b>{len(infos)} namespaces, {kinds_counted(self.mem, total)}</b>"
+            + table_html(["user", "agent", "records", "last activity"],
                          [(i.user_id, i.agent_id, f"{i.count:,}", when(i.last_at)) for i in infos])
         )
         current = self.namespace.value
@@ -231,6 +232,7 @@ class NamespaceBrowser(Panel):
         return parsed
 
     def _on_kind(self) -> None:
+        self.rows.say("")  # a message about the view left ("CSV: 43 rows") is not about this one
         self.offset = 0
         self.rows.kind = self.kind.value
         self.run_search() if self.query.value.strip() and self.kind.value != "recalls" else self.show_page()

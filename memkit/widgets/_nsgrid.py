@@ -16,6 +16,7 @@ from memkit._core._errors import InvalidInputError
 from memkit._core._models import MemoryItem
 from memkit._display import format_duration, format_time, is_trace, printable, shorten, step_fields, summary
 from memkit._recall._recording import Recall, step_namespace
+from memkit._sync import Memory
 from memkit.widgets._common import Panel, esc, pretty, table_html
 
 _LEGS = ("keyword", "semantic")
@@ -118,11 +119,28 @@ def csv_text(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> str:
     return out.getvalue()
 
 
+def kinds_counted(mem: Memory, total: int) -> str:
+    """``5,049 memories and 6,739 trace steps``: the two kinds a store's records are, counted apart
+    (the namespace list's counts are records of both)."""
+    from memkit._core._port import SupportsStats
+
+    if not isinstance(mem.provider, SupportsStats):
+        return f"{total:,} records (memories and trace steps)"
+    traces = mem.stats().traces
+    return f"{total - traces:,} memories and {traces:,} trace steps"
+
+
+def recall_short_id(recall_id: str) -> str:
+    """A recall id cut to what tells it apart: a process's recall ids share their first 16 digits (a
+    random per-process part) and count up in the last 16, so both ends are kept (``5f3a…000c``)."""
+    return recall_id if len(recall_id) <= 12 else f"{recall_id[:4]}…{recall_id[-6:]}"
+
+
 def _recall_row(n: int, r: Recall) -> dict[str, Any]:
     where = " · ".join(str(x) for x in (r.workflow_id, r.run_id, r.step_name) if x) or "outside any step"
     ids = ", ".join(h.id[:8] for h in r.hits)
     return {
-        "n": n, "id": r.id, "short_id": r.id[:8], "created": format_time(r.created_at),
+        "n": n, "id": r.id, "short_id": recall_short_id(r.id), "created": format_time(r.created_at),
         "created_ts": r.created_at.timestamp() if r.created_at else None, "score": None, "legs": [],
         "text": shorten(printable(r.query), 140), "full": printable(r.query),
         # the hover text (and what a column filter reads) starts with the cell, then names the hits

@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 
 from memkit._core._models import MemoryItem
-from memkit._display import format_duration, format_time, printable, shorten, summary
+from memkit._display import format_duration, format_run_duration, format_time, printable, shorten, summary
+from memkit.traces._items import error_headline
 
 
 def _text(value: Any) -> str | None:
@@ -52,9 +53,8 @@ def _unpadded(traceback: str) -> str:
 
 
 def error_message(text: str) -> str:
-    """An error's message without the traceback a framework appended to it (for one-line cells)."""
-    at = text.find(_TRACEBACK)
-    return text[:at].rstrip() or text if at > 0 else text
+    """An error in one line (for one-line cells): :func:`memkit.traces._items.error_headline`."""
+    return error_headline(text)
 
 
 def _seconds(value: Any) -> float | None:
@@ -92,15 +92,16 @@ def run_rows(runs: pd.DataFrame) -> list[dict[str, Any]]:
     started = [format_time(v.to_pydatetime()) if pd.notna(v) else "" for v in runs["started_at"]]
     return [
         {"run": printable(key), "workflow_id": text(wf), "agent_id": text(agent), "user_id": text(user),
-         "run_id": text(run_id) or "—", "started": start, "duration": format_duration(_seconds(dur)),
+         "run_id": text(run_id) or "—", "started": start, "duration": format_run_duration(_seconds(dur), kind),
+         "duration_kind": kind,
          "steps": int(n), "failed_steps": int(failed), "retries": int(retries),
          "first_error": shorten(error_message(text(error) or ""), 90),
          "first_error_full": error_lines(text(error) or ""), "status": status,
          "recalls": None if recalls is pd.NA else int(recalls)}
-        for key, wf, agent, user, run_id, start, dur, n, failed, retries, error, status, recalls in zip(
+        for key, wf, agent, user, run_id, start, dur, kind, n, failed, retries, error, status, recalls in zip(
             runs.index, runs["workflow_id"], runs["agent_id"], runs["user_id"], runs["run_id"], started,
-            runs["duration_s"], runs["steps"], runs["failed_steps"], runs["retries"], runs["first_error"],
-            runs["status"], runs["recalls"], strict=True)
+            runs["duration_s"], runs["duration_kind"], runs["steps"], runs["failed_steps"], runs["retries"],
+            runs["first_error"], runs["status"], runs["recalls"], strict=True)
     ]
 
 
@@ -205,6 +206,32 @@ def _tree_columns(
     }
 
 
+def _steps_text(row: pd.Series, rows: int) -> str:
+    """``3 steps``, or ``2 steps in 4 rows`` when attempts were written on rows of their own."""
+    steps = row.get("steps")
+    steps = rows if steps is None or pd.isna(steps) else int(steps)
+    return f"{steps} steps" + (f" in {rows} rows (attempts on rows of their own)" if rows != steps else "")
+
+
+def _one_after_another(durations: np.ndarray, parents: list[int] | None) -> np.ndarray:
+    """Offsets of steps laid end to end in order; with ``parents`` (parents before their children),
+    each child starts where its parent's previous child ended, inside its parent's bar."""
+    if parents is None:
+        offsets: np.ndarray = durations.cumsum() - durations
+        return offsets
+    placed = np.zeros(len(durations))
+    cursor = np.zeros(len(durations))
+    top = 0.0
+    for k, p in enumerate(parents):
+        if p < 0:
+            placed[k], top = top, top + durations[k]
+        else:
+            placed[k] = cursor[p]
+            cursor[p] += durations[k]
+        cursor[k] = placed[k]
+    return placed
+
+
 def _start_offsets(starts: pd.Series) -> list[float | None]:
     """Each step's start in seconds from the run's first, ``None`` where the step recorded none."""
     if not starts.notna().any():
@@ -220,6 +247,7 @@ def timeline(run: str, row: pd.Series, steps: pd.DataFrame, parents: list[int] |
     run as a tree: ``depth``, ``children`` and each parent's ``rolled`` children's time.
     """
     n = len(steps)
+    kind = row.get("duration_kind")
     starts = steps["started_at"]
     timed = steps["duration_s"].notna().to_numpy()
     untimed = int(n - timed.sum())
@@ -235,8 +263,8 @@ def timeline(run: str, row: pd.Series, steps: pd.DataFrame, parents: list[int] |
         durations = steps["duration_s"].fillna(0.0).clip(lower=0).to_numpy(dtype=float)
         if starts.notna().all():
             offsets = (starts - starts.min()).dt.total_seconds().to_numpy(dtype=float)
-        else:  # steps without times are drawn one after another
-            offsets = durations.cumsum() - durations
+        else:  # steps without times are drawn one after another, a child inside its parent's bar
+            offsets = _one_after_another(durations, parents)
         if untimed:
             note = f"{untimed} of {n} steps recorded no duration: drawn as thin marks."
     ends = offsets + durations
@@ -268,7 +296,8 @@ def timeline(run: str, row: pd.Series, steps: pd.DataFrame, parents: list[int] |
         "statuses": sorted(set(steps["status"])), "axis": "steps" if by_order else "seconds",
         "timing_note": note, "timed": timed.tolist(),
         **({} if parents is None else _tree_columns(parents, durations, timed, _start_offsets(starts))),
-        "caption": f"{n} steps · {'no timing' if by_order else format_duration(_seconds(row['duration_s']))}"
+        "caption": f"{_steps_text(row, n)} · "
+                   f"{'no timing' if by_order else format_run_duration(_seconds(row['duration_s']), kind)}"
                    f" · started "
                    f"{format_time(row['started_at'].to_pydatetime()) if pd.notna(row['started_at']) else '?'}",
     }

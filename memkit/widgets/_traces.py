@@ -31,7 +31,15 @@ from memkit._sync import Memory
 from memkit.frames import RUN_COLUMNS, filter_runs, traces_frame
 from memkit.frames._compare import _compare_steps
 from memkit.frames._recalls import _keeps_recalls
-from memkit.frames._runs import _normalised, _parent_positions, _runs_from_steps, _step_payloads, run_positions
+from memkit.frames._runs import (
+    _normalised,
+    _parent_positions,
+    _pick_run,
+    _runs_from_steps,
+    _step_payloads,
+    run_positions,
+)
+from memkit.traces._items import READ_KEYS, agent_keys
 from memkit.widgets._common import Panel
 from memkit.widgets._trace_rows import (
     _jsonable,
@@ -54,6 +62,7 @@ _FILTER_KEYS = ("status", "agent_id", "user_id", "workflow_id", "tool", "since",
 _SORTABLE = {"status", "workflow_id", "agent_id", "user_id", "run_id", "started_at", "duration_s", "steps",
              "failed_steps", "retries", "first_error", "recalls"}
 _LEGS = ("keyword", "semantic")
+_DETAIL_READ = READ_KEYS | {"retry_errors"}  # the detail lists earlier attempts' errors itself
 # The search mode memkit.otel records for a foreign framework's retriever span. Its hits are that
 # framework's own documents: one missing from this store was never a memory here, not deleted since.
 _FOREIGN_MODE = "retriever"
@@ -89,7 +98,7 @@ class TraceReplay(Panel, anywidget.AnyWidget):
     total_runs = t.Int(0).tag(sync=True)
     runs_capped = t.Bool(False).tag(sync=True)
     options = t.Dict().tag(sync=True)
-    """Values offered by the filter menus: ``statuses``, ``agents``, ``tools``."""
+    """Values offered by the filter menus: ``statuses``, ``users``, ``agents``, ``tools``."""
     filters = t.Dict().tag(sync=True)
     """``status, agent_id, user_id, workflow_id, tool, since, until, min_duration, max_duration, text``."""
     sort = t.Dict({"column": "started_at", "descending": True}).tag(sync=True)
@@ -186,6 +195,7 @@ class TraceReplay(Panel, anywidget.AnyWidget):
             self.options = {
                 "statuses": sorted(set(runs["status"])),
                 "agents": sorted({a for a in runs["agent_id"] if isinstance(a, str)}),
+                "users": sorted({u for u in runs["user_id"] if isinstance(u, str)}),
                 "tools": sorted({x for ts in runs["tools"] for x in ts.split(", ") if x}),
             }
             self._apply()
@@ -234,8 +244,11 @@ class TraceReplay(Panel, anywidget.AnyWidget):
             self.timeline, self.steps = {}, pd.DataFrame()
             return
         if run not in self.all_runs.index:
-            self.say(f"no run {run!r} in this store", "error")
-            self.timeline, self.steps = {}, pd.DataFrame()
+            try:  # a short name (workflow/run_id, run_id) naming one run opens it under its id
+                self.run = str(_pick_run(self.all_runs, run).name)
+            except InvalidInputError as exc:
+                self.say(str(exc), "error")
+                self.timeline, self.steps = {}, pd.DataFrame()
             return
         with self.working("loading the run"):
             row = self.all_runs.loc[run]
@@ -301,9 +314,11 @@ class TraceReplay(Panel, anywidget.AnyWidget):
         index = row["step_index"]
         name, tool = _text(row["step_name"]) or "?", _text(row["tool"]) or "?"
         retries = 0 if row["retry_count"] is pd.NA else int(row["retry_count"])
+        written = payload.get("status")
         facts = [
             ("tool", tool), ("step", f"{index if index is not pd.NA else '?'} · {name}"),
-            ("status", status_of(row["status"])),
+            ("status", status_of(row["status"]) + (f" (written {written!r})" if isinstance(written, str)
+                                                   and written != status_of(row["status"]) else "")),
             ("started", format_time(row["started_at"].to_pydatetime()) if pd.notna(row["started_at"]) else ""),
             ("duration", format_duration(_seconds(row["duration_s"]))), ("retries", str(retries)),
             ("workflow", _text(row["workflow_id"]) or ""), ("run id", _text(row["run_id"]) or "—"),
@@ -316,6 +331,8 @@ class TraceReplay(Panel, anywidget.AnyWidget):
             "retry_errors": [printable(e) for e in payload.get("retry_errors") or [] if isinstance(e, str)],
             "parameters": _jsonable(payload.get("parameters")) if payload else None,
             "result": _jsonable(payload.get("result")) if payload else None,
+            # every other key the agent wrote (model, tokens, prompt, cost, its own traceback...)
+            "data": _jsonable(agent_keys(payload, _DETAIL_READ)) if payload else None,
             **self._recall_detail(None if index is pd.NA else int(index)),
             "wrote": None,
         } | self._marks_detail(row, step_id, None if index is pd.NA else int(index))
@@ -509,7 +526,10 @@ class TraceReplay(Panel, anywidget.AnyWidget):
             self.comparison, self.diff = {}, pd.DataFrame()
             return
         if other not in self.all_runs.index:
-            self.say(f"no run {other!r} in this store", "error")
+            try:
+                self.compare_with = str(_pick_run(self.all_runs, other).name)
+            except InvalidInputError as exc:
+                self.say(str(exc), "error")
             return
         with self.working("comparing runs"):
             # The same table as compare_runs, from the rows this panel already holds for each run.

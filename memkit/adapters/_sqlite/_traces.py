@@ -21,10 +21,10 @@ from operator import methodcaller
 from typing import TYPE_CHECKING, Any
 
 from memkit._core._errors import StorageError
-from memkit._core._records import from_us
-from memkit._core._runs import STATUSES, RunScope, RunSummary, run_status
+from memkit._core._runs import RunScope, RunSummary, summarise_rows
 from memkit.adapters._sqlbase import trace_filter
 from memkit.adapters._sqlite._sql import SQLITE
+from memkit.traces._items import status_of
 from memkit.traces._timing import step_timing
 
 # numpy is imported by the functions that compute with it: opening a store to read its
@@ -298,12 +298,11 @@ def run_summaries(
     marks: Callable[[RunScope], list[tuple[Any, ...]]],
 ) -> list[RunSummary]:
     """Every run in one row, newest first, from the packed numbers of its steps (no record's JSON is
-    read, no numpy is loaded); ``recalls`` lists the step index of each recall per run (see
+    read but a failed step's, no numpy is loaded), summarised by :func:`memkit._core._runs.summarise_rows`;
+    ``recalls`` lists the step index of each recall per run (see
     :func:`memkit.adapters._sqlite._queries.step_recall_counts`), ``marks`` counts them per run in SQL.
 
-    The steps are read in the table's order (sorting them in SQL costs more than the loop below):
-    what depends on the order of steps, the first error and which of two runs starting at the same
-    moment is listed first, goes by ``(created_us, seq)`` as a listing would."""
+    The steps are summarised in the order they were written, ``(created_us, seq)``, as a listing reads them."""
     where, params = ["1"], []
     for column, value in (("workflow_id", op.workflow_id), ("agent_id", op.agent_id), ("user_id", op.user_id)):
         if value is not None:
@@ -312,76 +311,42 @@ def run_summaries(
     db.execute("BEGIN")  # the steps, the dictionary and the counts from one snapshot
     try:
         words: dict[int, str | None] = dict(db.execute("SELECT code, text FROM trace_dict"))
-        failed = next((code for code, text in words.items() if text == "failed"), None)
+        failing = [code for code, text in words.items() if status_of(text, warn=False) == "failed"]
         packed = b"".join(row[0] for row in db.execute(
             f"SELECT numbers FROM trace_steps WHERE {' AND '.join(where)}", params))  # noqa: S608
         errors = db.execute(
-            f"SELECT numbers, cells FROM trace_steps WHERE status = ? AND {' AND '.join(where)}",  # noqa: S608
-            [failed, *params],
-        ).fetchall() if failed is not None else []
+            f"SELECT numbers, cells FROM trace_steps WHERE status IN (SELECT value FROM json_each(?))"  # noqa: S608
+            f" AND {' AND '.join(where)}", [json.dumps(failing), *params],
+        ).fetchall() if failing else []
         indexes = recalls(op)
         marked = marks(op)
     finally:
         db.execute("COMMIT")
     words[MISSING] = None
-    # Grouped by dictionary codes (one code per text, so the same runs as by their texts), read as
-    # words once per run: the loop below runs once per step.
-    runs: dict[tuple[int, int, int, int], list[Any]] = {}
-    for (seq, created, user, agent, workflow, run, _, tool, status, index, started, duration,
-         retries) in _PACKED.iter_unpack(packed):
-        key = (user, agent, workflow, run)
-        if started == MISSING:
-            start = end = created
-        else:
-            start = started
-            end = started if duration == MISSING else started + duration
-        acc = runs.get(key)
-        if acc is None:
-            acc = runs[key] = [0, 0, start, end, {status}, {tool}, [], created, seq]
-        else:
-            if start < acc[2]:
-                acc[2] = start
-            if end > acc[3]:
-                acc[3] = end
-            acc[4].add(status)
-            acc[5].add(tool)
-            if created < acc[7] or (created == acc[7] and seq < acc[8]):  # the run's first step
-                acc[7], acc[8] = created, seq
-        acc[0] += 1
-        if retries != MISSING:
-            acc[1] += retries
-        if index != MISSING:
-            acc[6].append(index)
-    failures: dict[tuple[int, int, int, int], list[tuple[int, int, str]]] = {}
+    states: dict[int, str] = {}  # the dictionary holds every text: only a status code's word is read as one
+    error_of: dict[int, str | None] = {}
     for numbers, cells in errors:
-        (seq, created, user, agent, workflow, run) = _PACKED.unpack(numbers)[:6]
-        failures.setdefault((user, agent, workflow, run), []).append((created, seq, cells))
-    states = {code: word if word in STATUSES else "unknown" for code, word in words.items()}
+        error = json.loads(cells.rsplit("\x1f", 3)[1])  # id, error, parameters, result
+        error_of[_PACKED.unpack(numbers)[0]] = error if isinstance(error, str) else None
+    per_index = {key: Counter(map(int, listed.split(","))) for key, listed in indexes.items() if listed}
     by_run: dict[tuple[Any, ...], dict[str, int]] = {}
     for user, agent, workflow, run, label, n in marked:
         by_run.setdefault((user, agent, workflow, run), {})[label] = n
-    listed_runs = sorted(runs.items(), key=lambda item: (-item[1][2], item[1][7], item[1][8]))
-    summaries = []
-    for codes, acc in listed_runs:
-        key = (words[codes[0]], words[codes[1]], words.get(codes[2]), words.get(codes[3]))
-        listed = indexes.get(key)
-        found = 0
-        if listed is not None and acc[6]:  # each step counts the recalls made at its index
-            per_index = Counter(map(int, listed.split(",")))
-            found = sum(per_index.get(i, 0) for i in acc[6])
-        first_error = None
-        failing = sorted(failures.get(codes, ()))
-        for _, _, cells in failing:  # the first failed step's error (a later one's if it says none)
-            error = json.loads(cells.rsplit("\x1f", 3)[1])  # id, error, parameters, result
-            if isinstance(error, str):
-                first_error = error
-                break
-        summaries.append(RunSummary(
-            user_id=key[0], agent_id=key[1], workflow_id=key[2], run_id=key[3],  # type: ignore[arg-type]
-            status=run_status(states.get(code, "unknown") for code in acc[4]),
-            started_at=from_us(acc[2]), ended_at=from_us(acc[3]), steps=acc[0],
-            failed_steps=len(failing), retries=acc[1], recalls=found, first_error=first_error,
-            tools=", ".join(sorted(words[t] for t in acc[5] if t != MISSING)),  # type: ignore[misc]
-            marks=dict(sorted(by_run.get(key, {}).items())),
-        ))
-    return summaries  # newest first; runs starting together in the order of their first steps
+    keys: dict[tuple[int, int, int, int], tuple[Any, ...]] = {}
+    rows = []
+    for (seq, created, user, agent, workflow, run, name, tool, status, index, started, duration,
+         retries) in sorted(_PACKED.iter_unpack(packed), key=lambda numbers: (numbers[1], numbers[0])):
+        codes = (user, agent, workflow, run)
+        key = keys.get(codes)
+        if key is None:
+            key = keys[codes] = (words[user], words[agent], words.get(workflow), words.get(run))
+        found = per_index.get(key)
+        state = states.get(status)
+        if state is None:
+            state = states[status] = status_of(words.get(status))
+        rows.append((key, (
+            state, None if index == MISSING else index, words.get(name),
+            words.get(tool), None if started == MISSING else started, None if duration == MISSING else duration,
+            None if retries == MISSING else retries, error_of.get(seq),
+            found.get(index, 0) if found is not None and index != MISSING else 0, created)))
+    return summarise_rows(rows, by_run)
