@@ -49,7 +49,9 @@ PUBLIC: dict[str, set[str]] = {
         "NEO4J_CURRENT", "NEO4J_LTS", "FalkorDBServer", "Neo4jServer", "PostgresServer", "ProviderConformance",
         "absence_report",
     },
-    "memkit.tools": {"MemoryTools", "ProviderTools", "ToolCall", "ToolDispatcher", "import_tinydb", "register_pydantic_ai_tools"},
+    "memkit.tools": {
+        "MemoryTools", "ProviderTools", "ToolCall", "ToolDispatcher", "import_tinydb", "register_pydantic_ai_tools",
+    },
     "memkit.traces": {
         "ExecutionHistory", "ExecutionItem", "ExecutionStatus", "REDACTED", "Redactor", "Step", "TraceWriteError",
         "categorize_error", "get_trace_redactor", "set_trace_redactor",
