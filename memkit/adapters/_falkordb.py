@@ -40,6 +40,7 @@ class FalkorDBDialect(Dialect):
 
     name = "falkordb"
     transactional = False
+    max_skip = 2**31 - 1
 
     def __init__(self, host: str, port: int, graph: str, password: str | None = None,
                  socket_timeout: float = 60.0, workers: int = 4) -> None:
