@@ -11,8 +11,10 @@ duplicate id or a value PostgreSQL refuses fails the whole batch with a memkit e
 
 from __future__ import annotations
 
+import re
 import struct
 from collections import Counter
+from decimal import Decimal
 from typing import Any
 
 from memkit._core._errors import InvalidInputError
@@ -20,7 +22,7 @@ from memkit._core._records import Record
 from memkit._retrieval._keyword import analyze, analyze_many
 from memkit.adapters._postgres_loop import load_psycopg
 
-__all__ = ["SORTED_POSTINGS", "insert", "terms_binary"]
+__all__ = ["SORTED_POSTINGS", "insert", "jsonb_text", "terms_binary"]
 
 _COLUMNS = "id, user_id, agent_id, content, metadata, created_us, terms, terms_len"
 
@@ -90,6 +92,25 @@ def terms_binary(text: str, terms: list[str] | None = None) -> tuple[bytes, int]
     return b"".join(parts), len(terms)
 
 
+# A JSON string (skipped whole) or a number with a positive exponent, the form repr() gives floats
+# from 1e16 up. jsonb keeps a number as numeric, digits and scale only: "1e+20" reads back as the
+# integer 100000000000000000000, so such a float is written with its digits and a ".0" instead.
+_BIG_FLOAT = re.compile(r'"(?:[^"\\]|\\.)*"|-?[0-9]+(?:\.[0-9]+)?[eE]\+[0-9]+')
+
+
+def _positional(match: re.Match[str]) -> str:
+    token = match.group()
+    if token[0] == '"':
+        return token
+    digits = format(Decimal(token), "f")
+    return digits if "." in digits else digits + ".0"
+
+
+def jsonb_text(text: str) -> str:
+    """JSON ``text`` with every float spelled so that jsonb reads it back as a float (see above)."""
+    return _BIG_FLOAT.sub(_positional, text) if "e+" in text else text
+
+
 def _utf8(value: str, name: str) -> bytes:
     if "\x00" in value:
         raise InvalidInputError(f"{name} must not contain NUL characters (PostgreSQL cannot store them)")
@@ -122,7 +143,7 @@ def _stream(records: list[Record], metadata: list[str], vectors: Any) -> tuple[b
     for i, r in enumerate(records):
         terms, length = terms_binary(r.content, analysed[i])
         lengths[(r.user_id, r.agent_id)] += length
-        meta = _utf8(metadata[i], "metadata")
+        meta = _utf8(jsonb_text(metadata[i]), "metadata")
         out.append(struct.pack(">h", fields))
         out.append(_text(r.id, "id"))
         out.append(_text(r.user_id, "user_id"))
