@@ -81,10 +81,19 @@ class FalkorDBDialect(Dialect):
     def _memkit_error(self, exc: Exception) -> Exception | None:
         import redis.exceptions as rex
 
-        if isinstance(exc, (rex.ConnectionError, rex.TimeoutError, ConnectionError, TimeoutError)):
+        # A write in flight when the answer does not come may have been applied: the server was
+        # seen storing one it was frozen in the middle of. Each write is one atomic statement.
+        unknown = ("if this was a write, it may or may not have been applied (each write is one atomic"
+                   " statement: whole or absent); read it back before writing it again")
+        if isinstance(exc, (rex.TimeoutError, TimeoutError)):
+            return BackendUnavailableError(
+                f"FalkorDB at {self.host}:{self.port} did not answer within the timeout ({self._socket_timeout:g} s;"
+                f" set it with ?socket_timeout= or socket_timeout=): {unknown}"
+            )
+        if isinstance(exc, (rex.ConnectionError, ConnectionError)):
             return BackendUnavailableError(
                 f"FalkorDB at {self.host}:{self.port} is unreachable or dropped the connection"
-                f" ({type(exc).__name__}); each write is one atomic statement, applied whole or not at all"
+                f" ({type(exc).__name__}): {unknown}"
             )
         if isinstance(exc, rex.AuthenticationError):
             return ConfigError(f"FalkorDB at {self.host}:{self.port} rejected the password")
