@@ -4,11 +4,11 @@ SQLite, PostgreSQL, FalkorDB and Neo4j, the same backend included.
 Each backend stores a few memories whose metadata holds the numbers JSON stores differently
 (floats spelled with an exponent, the largest and smallest doubles, 0.1, 64-bit integers at both
 ends), text in several scripts (emoji, right-to-left, combining marks) in keys, values, content and
-ids, and nesting. Its export must give back exactly what was written (a float stays a float: 1e20
-once came back from PostgreSQL as the integer 100000000000000000000 and the export then failed to
-import), and importing that file into each backend and exporting again must give the same lines.
-The one documented exception: PostgreSQL's numbers have no negative zero, so -0.0 reads back as 0.0
-from it (README, "Errors and limits").
+ids, NUL and U+FFFF in keys and values, and nesting. Its export must give back exactly what was
+written (a float stays a float: 1e20 once came back from PostgreSQL as the integer
+100000000000000000000 and the export then failed to import), and importing that file into each
+backend and exporting again must give the same lines. The one documented exception: PostgreSQL's
+numbers have no negative zero, so -0.0 reads back as 0.0 from it (README, "Errors and limits").
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ FLOATS = {"big": 1e20, "w": 3e16, "max": 1e308, "tiny": 5e-324, "negzero": -0.0,
           "whole": 123.0, "edge": 9999999999999998.0, "small": 1e-7}
 INTS = {"imax": 2**63 - 1, "imin": -(2**63 - 1), "lowest": -(2**63), "zero": 0}
 TEXT = {"emoji": "🧬🔬 DNA", "rtl": "שלום עולם مرحبا", "combining": "e\u0301 n\u0303 \u0915\u093f", "🧬 key": "value",
-        "quotes": "\"'\\ </script>", "newline": "a\nb\tc", "blank": ""}
+        "quotes": "\"'\\ </script>", "newline": "a\nb\tc", "blank": "",
+        # NUL is text in metadata on every backend (PostgreSQL and FalkorDB spell it with U+FFFF)
+        "nul": "a\x00b", "nul\x00key": "\x00", "mark": "\uffff0 \uffff1 \uffff"}
 
 
 def _metadata(n: int) -> dict[str, Any]:

@@ -216,6 +216,9 @@ class PostgresAdapter(RecallsAndMarks, Store):
         _, psycopg_pool = load_psycopg()
 
         async def configure(connection: Any) -> None:
+            from psycopg.types.json import set_json_loads
+
+            set_json_loads(_postgres_writes.jsonb_loads, connection)
             if self._dim is not None:
                 from pgvector.psycopg import register_vector_async
 
