@@ -25,6 +25,9 @@ _UNIQUE = (("Memory", "key"), ("Namespace", "key"), ("Entity", "key"), ("Workflo
 _VECTOR_INDEX = "memkit_memory_embedding"
 _INDEX_OPTIONS = "SHOW INDEXES YIELD name, options WHERE name = $name RETURN options"
 _AWAIT_INDEXES = "CALL db.awaitIndexes(300)"
+# Schema statements (run once, when a store is first used) and waiting for new indexes to fill
+# (the procedure's own 300 s) may outlast a call timeout chosen for reads and writes.
+_SCHEMA_SECONDS = 330.0
 
 
 class Neo4jDialect(Dialect):
@@ -80,10 +83,11 @@ class Neo4jDialect(Dialect):
 
     async def ensure_vector_schema(self, dim: int) -> None:
         for statement in self.vector_schema_statements(dim):
-            await self._session_run([(statement, {})], write=True)
+            await self._session_run([(statement, {})], write=True, limit=_SCHEMA_SECONDS)
         # IF NOT EXISTS keeps an index made for another embedder, which would then skip
         # every vector of this one without a word: say so instead.
-        [rows] = await self._session_run([(_INDEX_OPTIONS, {"name": _VECTOR_INDEX})], write=False)
+        [rows] = await self._session_run([(_INDEX_OPTIONS, {"name": _VECTOR_INDEX})], write=False,
+                                         limit=_SCHEMA_SECONDS)
         found = rows[0]["options"]["indexConfig"].get("vector.dimensions") if rows else None
         if found is not None and int(found) != int(dim):
             raise ConfigError(
@@ -91,7 +95,7 @@ class Neo4jDialect(Dialect):
                 f" ({_VECTOR_INDEX}) but this embedder makes {dim}-dimensional vectors;"
                 f" use the embedder the store was built with, or DROP INDEX {_VECTOR_INDEX}"
             )
-        await self._session_run([(_AWAIT_INDEXES, {})], write=False)
+        await self._session_run([(_AWAIT_INDEXES, {})], write=False, limit=_SCHEMA_SECONDS)
 
     def _driver(self) -> Any:
         from neo4j import AsyncGraphDatabase
@@ -111,13 +115,15 @@ class Neo4jDialect(Dialect):
             self._drivers[key] = driver
         return driver
 
-    async def _session_run(self, statements: Sequence[Statement], write: bool) -> list[list[dict[str, Any]]]:
+    async def _session_run(
+        self, statements: Sequence[Statement], write: bool, limit: float | None = None,
+    ) -> list[list[dict[str, Any]]]:
         """:meth:`_run` for at most the timeout. The driver has no read timeout of its own: a frozen
         server held every call for as long as it was frozen. The call is not waited for once
         cancelled (the driver's cleanup may wait on that server too)."""
         task = asyncio.ensure_future(self._run(statements, write))
         try:
-            done, _ = await asyncio.wait([task], timeout=self._timeout)
+            done, _ = await asyncio.wait([task], timeout=max(self._timeout, limit or 0.0))
         except asyncio.CancelledError:
             task.cancel()
             raise
@@ -173,9 +179,9 @@ class Neo4jDialect(Dialect):
     async def ensure_schema(self) -> None:
         # DDL cannot share a transaction with other statements in Neo4j.
         for statement in self.schema_statements():
-            await self._session_run([(statement, {})], write=True)
+            await self._session_run([(statement, {})], write=True, limit=_SCHEMA_SECONDS)
         # New indexes fill in the background; wait, so the first query after setup uses them.
-        await self._session_run([(_AWAIT_INDEXES, {})], write=False)
+        await self._session_run([(_AWAIT_INDEXES, {})], write=False, limit=_SCHEMA_SECONDS)
 
     async def aclose(self) -> None:
         self._closed = True

@@ -92,7 +92,8 @@ class PostgresAdapter(RecallsAndMarks, Store):
         Seconds a call waits for the server (``?timeout=10``; default 60) before it raises
         :class:`memkit.BackendUnavailableError`; also libpq's ``connect_timeout`` unless the URL
         sets one. A write that timed out may or may not have been applied (the error says so):
-        read it back before writing it again. ``index_vectors`` and ``reembed`` are not bounded.
+        read it back before writing it again. Opening (after connecting), ``index_vectors`` and
+        ``reembed`` are not bounded: migrations and embedding may run long.
 
     Examples
     --------
@@ -146,10 +147,8 @@ class PostgresAdapter(RecallsAndMarks, Store):
         self._indexing: asyncio.Task[int | None] | None = None
         self._loop = Loop("memkit-postgres", self.__repr__)
         try:
-            self._loop.call(self._open(), self._timeout * 2)  # connect, migrate, then the pool's first connection
-        except TimeoutError:
-            self._loop.close(self._release())
-            raise timed_out(self.url, self._timeout) from None
+            # Unbounded but for connecting (connect_timeout): a migration or a first embedding may run long.
+            self._loop.call(self._open())
         except BaseException:
             self._loop.close(self._release())
             raise

@@ -97,13 +97,8 @@ class Loop(Closing):
             raise TimeoutError
         return done.pop().result()
 
-    def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        future = self.submit(coro)
-        try:
-            return future.result(timeout)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            raise TimeoutError from None
+    def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        return self.submit(coro).result()
 
     def _start_close(self, release: Coroutine[Any, Any, None]) -> concurrent.futures.Future[None]:
         if self._closing is None:
