@@ -185,8 +185,8 @@ def _sent(value: Any) -> Any:
         if "\x00" in value or _MARK in value:
             return value.replace(_MARK, _MARK + "1").replace("\x00", _MARK + "0")
         return value
-    if isinstance(value, dict):
-        return {_sent(k): _sent(v) for k, v in value.items()}
+    if isinstance(value, dict):  # parameter maps: memkit's own keys, the caller's values
+        return {k: _sent(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         if value and type(value[0]) is float:  # a vector: numbers only
             return value
