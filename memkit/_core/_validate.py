@@ -281,6 +281,9 @@ def check_offset(offset: object) -> int:
         raise InvalidInputError(f"offset must be an integer, got {type(offset).__name__}")
     if offset < 0:
         raise InvalidInputError(f"offset must not be negative, got {offset}")
+    # Every store counts rows in 64 bits (SQLite and Neo4j raise OverflowError past that).
+    if offset >= _INT64:
+        raise InvalidInputError(f"offset must be below 2**63, got {offset}")
     return offset
 
 

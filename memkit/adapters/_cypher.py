@@ -335,6 +335,9 @@ class Dialect(abc.ABC):
     name: ClassVar[str] = "graph"
     # True when :meth:`write` runs all its statements in one transaction.
     transactional: ClassVar[bool] = False
+    #: The largest SKIP the server counts right: Neo4j adds SKIP and LIMIT in 64 bits ("long
+    #: overflow" past that), FalkorDB keeps 32 bits of it (2**32 skips nothing).
+    max_skip: ClassVar[int] = 2**62
 
     @abc.abstractmethod
     def schema_statements(self) -> list[str]:

@@ -8,6 +8,7 @@ trips quotes, backslashes, 100 KB strings and full float precision.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, Unpack
@@ -40,6 +41,7 @@ class FalkorDBDialect(Dialect):
 
     name = "falkordb"
     transactional = False
+    max_skip = 2**31 - 1
 
     def __init__(self, host: str, port: int, graph: str, password: str | None = None,
                  socket_timeout: float = 60.0, workers: int = 4) -> None:
@@ -80,10 +82,19 @@ class FalkorDBDialect(Dialect):
     def _memkit_error(self, exc: Exception) -> Exception | None:
         import redis.exceptions as rex
 
-        if isinstance(exc, (rex.ConnectionError, rex.TimeoutError, ConnectionError, TimeoutError)):
+        # A write in flight when the answer does not come may have been applied: the server was
+        # seen storing one it was frozen in the middle of. Each write is one atomic statement.
+        unknown = ("if this was a write, it may or may not have been applied (each write is one atomic"
+                   " statement: whole or absent); read it back before writing it again")
+        if isinstance(exc, (rex.TimeoutError, TimeoutError)):
+            return BackendUnavailableError(
+                f"FalkorDB at {self.host}:{self.port} did not answer within the timeout ({self._socket_timeout:g} s;"
+                f" set it with ?socket_timeout= or socket_timeout=): {unknown}"
+            )
+        if isinstance(exc, (rex.ConnectionError, ConnectionError)):
             return BackendUnavailableError(
                 f"FalkorDB at {self.host}:{self.port} is unreachable or dropped the connection"
-                f" ({type(exc).__name__}); each write is one atomic statement, applied whole or not at all"
+                f" ({type(exc).__name__}): {unknown}"
             )
         if isinstance(exc, rex.AuthenticationError):
             return ConfigError(f"FalkorDB at {self.host}:{self.port} rejected the password")
@@ -108,18 +119,18 @@ class FalkorDBDialect(Dialect):
             return self._graph_handle
 
     def _read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        result = self._graph.ro_query(query, params)
+        result = self._graph.ro_query(query, _sent(params))
         header = [h[1] if isinstance(h, (list, tuple)) else h for h in result.header]
         names = [h.decode() if isinstance(h, bytes) else str(h) for h in header]
-        return [dict(zip(names, row, strict=True)) for row in result.result_set]
+        return [dict(zip(names, _received(row), strict=True)) for row in result.result_set]
 
     def _write(self, statements: Sequence[Statement]) -> list[list[dict[str, Any]]]:
         out = []
         for query, params in statements:
-            result = self._graph.query(query, params)
+            result = self._graph.query(query, _sent(params))
             header = [h[1] if isinstance(h, (list, tuple)) else h for h in result.header]
             names = [h.decode() if isinstance(h, bytes) else str(h) for h in header]
-            out.append([dict(zip(names, row, strict=True)) for row in result.result_set])
+            out.append([dict(zip(names, _received(row), strict=True)) for row in result.result_set])
         return out
 
     async def read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -158,6 +169,43 @@ class FalkorDBDialect(Dialect):
 
     async def aclose(self) -> None:
         await self._worker.aclose(self._close)
+
+
+# FalkorDB's strings end at a NUL (the rest of the query text went with it: a StorageError), which
+# every other store keeps. So a NUL travels as U+FFFF then "0", and U+FFFF itself (a noncharacter,
+# rare in text) as U+FFFF then "1": reversible, and the same for what is stored and what is asked,
+# so equality holds. Metadata travels as JSON text, where a NUL is already "\u0000".
+_MARK = "\uffff"
+_MARKED = re.compile("\uffff([01])")
+
+
+def _sent(value: Any) -> Any:
+    """``value`` (parameters) with NUL and U+FFFF spelled as above in every string."""
+    if isinstance(value, str):
+        if "\x00" in value or _MARK in value:
+            return value.replace(_MARK, _MARK + "1").replace("\x00", _MARK + "0")
+        return value
+    if isinstance(value, dict):  # parameter maps: memkit's own keys, the caller's values
+        return {k: _sent(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        if value and type(value[0]) is float:  # a vector: numbers only
+            return value
+        return [_sent(v) for v in value]
+    return value
+
+
+def _received(value: Any) -> Any:
+    """What :func:`_sent` was given, in a result row (strings, lists, maps, nodes' properties)."""
+    if isinstance(value, str):
+        return _MARKED.sub(lambda m: "\x00" if m.group(1) == "0" else _MARK, value) if _MARK in value else value
+    if isinstance(value, dict):
+        return {_received(k): _received(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_received(v) for v in value]
+    properties = getattr(value, "properties", None)
+    if isinstance(properties, dict):
+        value.properties = _received(properties)
+    return value
 
 
 def parse_falkordb_url(url: str) -> dict[str, Any]:

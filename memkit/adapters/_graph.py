@@ -262,6 +262,8 @@ class GraphAdapter(Store):
     async def _list(self, op: ops.ListOp) -> list[Record]:
         ns = node_key("Namespace", op.user_id, op.agent_id)
         user, agent = op.user_id, op.agent_id
+        if op.offset > self.dialect.max_skip:
+            return []  # no namespace holds that many memories; the server would count the skip wrong
         if not op.conditions:
             rows = await self._read(SELECT, {"ns": ns, "skip": op.offset, "limit": op.limit, "until_us": op.until_us})
             return [r for r in map(record_of, rows) if (r.user_id, r.agent_id) == (user, agent)]

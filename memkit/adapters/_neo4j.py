@@ -9,6 +9,7 @@ from typing import Any, Unpack
 from urllib.parse import unquote, urlsplit
 
 from memkit._core._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError, missing_extra
+from memkit._core._url import query_options
 from memkit.adapters._cypher import Dialect, Statement
 from memkit.adapters._graph import GraphAdapter, GraphOptions
 
@@ -24,6 +25,9 @@ _UNIQUE = (("Memory", "key"), ("Namespace", "key"), ("Entity", "key"), ("Workflo
 _VECTOR_INDEX = "memkit_memory_embedding"
 _INDEX_OPTIONS = "SHOW INDEXES YIELD name, options WHERE name = $name RETURN options"
 _AWAIT_INDEXES = "CALL db.awaitIndexes(300)"
+# Schema statements (run once, when a store is first used) and waiting for new indexes to fill
+# (the procedure's own 300 s) may outlast a call timeout chosen for reads and writes.
+_SCHEMA_SECONDS = 330.0
 
 
 class Neo4jDialect(Dialect):
@@ -33,13 +37,16 @@ class Neo4jDialect(Dialect):
     transactional = True
 
     def __init__(self, uri: str, user: str | None, password: str | None, database: str | None,
-                 max_retry_time: float = 30.0) -> None:
+                 max_retry_time: float = 30.0, timeout: float = 60.0) -> None:
         try:
             import neo4j  # noqa: F401
         except ImportError:
             raise missing_extra("neo4j", "graph") from None
         self._uri, self.database = uri, database
         self._max_retry_time = max_retry_time
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < 1e6:
+            raise ConfigError(f"timeout must be a number of seconds above 0, got {timeout!r}")
+        self._timeout = float(timeout)
         self._user = user
         self.__auth = (user, password or "") if user is not None else None
         # The async driver belongs to the event loop that created it.
@@ -76,10 +83,11 @@ class Neo4jDialect(Dialect):
 
     async def ensure_vector_schema(self, dim: int) -> None:
         for statement in self.vector_schema_statements(dim):
-            await self._session_run([(statement, {})], write=True)
+            await self._session_run([(statement, {})], write=True, limit=_SCHEMA_SECONDS)
         # IF NOT EXISTS keeps an index made for another embedder, which would then skip
         # every vector of this one without a word: say so instead.
-        [rows] = await self._session_run([(_INDEX_OPTIONS, {"name": _VECTOR_INDEX})], write=False)
+        [rows] = await self._session_run([(_INDEX_OPTIONS, {"name": _VECTOR_INDEX})], write=False,
+                                         limit=_SCHEMA_SECONDS)
         found = rows[0]["options"]["indexConfig"].get("vector.dimensions") if rows else None
         if found is not None and int(found) != int(dim):
             raise ConfigError(
@@ -87,7 +95,7 @@ class Neo4jDialect(Dialect):
                 f" ({_VECTOR_INDEX}) but this embedder makes {dim}-dimensional vectors;"
                 f" use the embedder the store was built with, or DROP INDEX {_VECTOR_INDEX}"
             )
-        await self._session_run([(_AWAIT_INDEXES, {})], write=False)
+        await self._session_run([(_AWAIT_INDEXES, {})], write=False, limit=_SCHEMA_SECONDS)
 
     def _driver(self) -> Any:
         from neo4j import AsyncGraphDatabase
@@ -107,7 +115,30 @@ class Neo4jDialect(Dialect):
             self._drivers[key] = driver
         return driver
 
-    async def _session_run(self, statements: Sequence[Statement], write: bool) -> list[list[dict[str, Any]]]:
+    async def _session_run(
+        self, statements: Sequence[Statement], write: bool, limit: float | None = None,
+    ) -> list[list[dict[str, Any]]]:
+        """:meth:`_run` for at most the timeout. The driver has no read timeout of its own: a frozen
+        server held every call for as long as it was frozen. The call is not waited for once
+        cancelled (the driver's cleanup may wait on that server too)."""
+        task = asyncio.ensure_future(self._run(statements, write))
+        try:
+            done, _ = await asyncio.wait([task], timeout=max(self._timeout, limit or 0.0))
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        if done:
+            return task.result()
+        task.cancel()
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # nobody else reads its end
+        # A store call may read before it writes: which part hung is not known here.
+        raise BackendUnavailableError(
+            f"Neo4j at {self.describe()} did not answer within the timeout ({self._timeout:g} s; set it with"
+            " ?timeout= or timeout=): if this was a write, it may or may not have been applied (a transaction"
+            " is whole or absent); read it back before writing it again"
+        )
+
+    async def _run(self, statements: Sequence[Statement], write: bool) -> list[list[dict[str, Any]]]:
         from neo4j import exceptions as nex
 
         async def work(tx: Any) -> list[list[dict[str, Any]]]:
@@ -148,9 +179,9 @@ class Neo4jDialect(Dialect):
     async def ensure_schema(self) -> None:
         # DDL cannot share a transaction with other statements in Neo4j.
         for statement in self.schema_statements():
-            await self._session_run([(statement, {})], write=True)
+            await self._session_run([(statement, {})], write=True, limit=_SCHEMA_SECONDS)
         # New indexes fill in the background; wait, so the first query after setup uses them.
-        await self._session_run([(_AWAIT_INDEXES, {})], write=False)
+        await self._session_run([(_AWAIT_INDEXES, {})], write=False, limit=_SCHEMA_SECONDS)
 
     async def aclose(self) -> None:
         self._closed = True
@@ -177,6 +208,11 @@ def parse_neo4j_url(url: str) -> dict[str, Any]:
     database = unquote(parts.path.lstrip("/"))
     if database:
         options["database"] = database
+    if "timeout" in query_options(url):
+        try:
+            options["timeout"] = float(query_options(url)["timeout"])
+        except ValueError:
+            raise ConfigError("timeout in the Neo4j URL must be a number of seconds") from None
     return options
 
 
@@ -188,6 +224,7 @@ class Neo4jOptions(GraphOptions, total=False):
     password: str | None
     database: str | None
     max_retry_time: float
+    timeout: float
 
 
 class Neo4jAdapter(GraphAdapter):
@@ -203,6 +240,10 @@ class Neo4jAdapter(GraphAdapter):
         Neo4j database name (the server's default when ``None``).
     max_retry_time
         Seconds the driver keeps retrying a transaction on transient errors or lost connections.
+    timeout
+        Seconds a call waits for the server (``?timeout=10`` in the URL; default 60) before it raises
+        :class:`memkit.BackendUnavailableError`; a write that timed out may or may not have been
+        applied (the error says so): read it back before writing it again.
     **options
         ``limits``, ``entity_fields``.
 
@@ -215,7 +256,8 @@ class Neo4jAdapter(GraphAdapter):
 
     def __init__(
         self, uri: str = "neo4j://localhost:7687", *, user: str | None = None, password: str | None = None,
-        database: str | None = None, max_retry_time: float = 30.0, **options: Unpack[GraphOptions],
+        database: str | None = None, max_retry_time: float = 30.0, timeout: float = 60.0,
+        **options: Unpack[GraphOptions],
     ) -> None:
         if urlsplit(uri).scheme not in SCHEMES:
             raise ConfigError(f"not a Neo4j URL: use one of {', '.join(s + '://' for s in SCHEMES)}")
@@ -226,7 +268,7 @@ class Neo4jAdapter(GraphAdapter):
             password = password if password is not None else parsed.get("password")
         user = user if user is not None else os.environ.get("MEMKIT_NEO4J_USER") or None
         password = password if password is not None else os.environ.get("MEMKIT_NEO4J_PASSWORD")
-        super().__init__(Neo4jDialect(uri, user, password, database, max_retry_time), **options)
+        super().__init__(Neo4jDialect(uri, user, password, database, max_retry_time, timeout), **options)
 
     @classmethod
     def from_url(cls, url: str, **options: Unpack[Neo4jOptions]) -> Neo4jAdapter:

@@ -48,7 +48,7 @@ from memkit.adapters import _postgres_index, _postgres_schema, _postgres_writes
 from memkit.adapters import _postgres_sql as q
 from memkit.adapters._postgres_dense import SampleCache
 from memkit.adapters._postgres_keyword import Frequencies
-from memkit.adapters._postgres_loop import Loop, load_psycopg, safe_url
+from memkit.adapters._postgres_loop import Loop, conninfo, load_psycopg, safe_url, timed_out
 from memkit.adapters._postgres_recalls import RecallsAndMarks
 from memkit.adapters._postgres_schema import ADVISORY_LOCK, META_TABLE, MIGRATIONS, SCHEMA_VERSION
 from memkit.adapters._postgres_search import ranked
@@ -61,7 +61,7 @@ T = TypeVar("T")
 _UNSET: Any = object()
 _SCHEMES = ("postgresql", "postgres")
 # URL options memkit reads; every other ``?key=value`` goes to libpq (sslmode, connect_timeout, ...).
-_OWN_OPTIONS = ("embedder", "record_recalls", "durable_recalls", "pool_size", "pool_min")
+_OWN_OPTIONS = ("embedder", "record_recalls", "durable_recalls", "pool_size", "pool_min", "timeout")
 _EMBED_BATCH = 512
 
 class PostgresAdapter(RecallsAndMarks, Store):
@@ -89,6 +89,12 @@ class PostgresAdapter(RecallsAndMarks, Store):
         returns, always.
     pool_size, pool_min
         Most and fewest connections this handle keeps open (default 4 and 1).
+    timeout
+        Seconds a call waits for the server (``?timeout=10``; default 60) before it raises
+        :class:`memkit.BackendUnavailableError`; also libpq's ``connect_timeout`` unless the URL
+        sets one. A write that timed out may or may not have been applied (the error says so):
+        read it back before writing it again. Opening (after connecting), ``index_vectors`` and
+        ``reembed`` are not bounded: migrations and embedding may run long.
 
     Examples
     --------
@@ -110,6 +116,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
         durable_recalls: bool = False,
         pool_size: int = 4,
         pool_min: int = 1,
+        timeout: float = 60.0,
     ) -> None:
         super().__init__(limits=limits, hybrid=hybrid, record_recalls=record_recalls)
         if not isinstance(durable_recalls, bool):
@@ -117,6 +124,8 @@ class PostgresAdapter(RecallsAndMarks, Store):
         for name, size in (("pool_size", pool_size), ("pool_min", pool_min)):
             if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= 1_000:
                 raise ConfigError(f"{name} must be an int from 0 to 1000, got {size!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < 1e6:
+            raise ConfigError(f"timeout must be a number of seconds above 0, got {timeout!r}")
         if pool_size < max(1, pool_min):
             raise ConfigError(f"pool_size must be at least 1 and at least pool_min ({pool_min}), got {pool_size}")
         if not isinstance(url, str) or urlsplit(url).scheme.lower() not in _SCHEMES:
@@ -124,7 +133,8 @@ class PostgresAdapter(RecallsAndMarks, Store):
         load_psycopg()
         self.durable_recalls = durable_recalls
         self.url = safe_url(url)
-        self._conninfo = urlunsplit(("postgresql", *urlsplit(url)[1:]))
+        self._timeout = float(timeout)
+        self._conninfo = conninfo(url, timeout)
         self._pool_size, self._pool_min = pool_size, pool_min
         self._embedder: Any = None
         if embedder is not None and embedder is not _UNSET:
@@ -138,6 +148,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
         self._indexing: asyncio.Task[int | None] | None = None
         self._loop = Loop("memkit-postgres", self.__repr__)
         try:
+            # Unbounded but for connecting (connect_timeout): a migration or a first embedding may run long.
             self._loop.call(self._open())
         except BaseException:
             self._loop.close(self._release())
@@ -152,6 +163,11 @@ class PostgresAdapter(RecallsAndMarks, Store):
         for flag in ("record_recalls", "durable_recalls"):
             if flag in query:
                 options.setdefault(flag, bool_option(flag, query[flag]))
+        if "timeout" in query:
+            try:
+                options.setdefault("timeout", float(query["timeout"]))
+            except ValueError:
+                raise ConfigError("timeout in the URL must be a number of seconds") from None
         for size in ("pool_size", "pool_min"):
             if size in query:
                 try:
@@ -200,6 +216,9 @@ class PostgresAdapter(RecallsAndMarks, Store):
         _, psycopg_pool = load_psycopg()
 
         async def configure(connection: Any) -> None:
+            from psycopg.types.json import set_json_loads
+
+            set_json_loads(_postgres_writes.jsonb_loads, connection)
             if self._dim is not None:
                 from pgvector.psycopg import register_vector_async
 
@@ -209,10 +228,10 @@ class PostgresAdapter(RecallsAndMarks, Store):
         self._counted = Frequencies()
         self._pool = psycopg_pool.AsyncConnectionPool(
             self._conninfo, min_size=self._pool_min, max_size=self._pool_size, open=False,
-            kwargs={"autocommit": True}, configure=configure, name="memkit",
+            kwargs={"autocommit": True}, configure=configure, name="memkit", timeout=self._timeout,
         )
         try:
-            await self._pool.open(wait=True, timeout=30)
+            await self._pool.open(wait=True, timeout=self._timeout)
         except psycopg_pool.PoolTimeout as exc:
             raise BackendUnavailableError(f"PostgreSQL at {self.url} gave no connection: {exc}") from None
 
@@ -324,12 +343,14 @@ class PostgresAdapter(RecallsAndMarks, Store):
             pool, self._pool = self._pool, None
             await pool.close()
 
-    async def _call(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` on the adapter's loop; a database error becomes memkit's."""
+    async def _call(self, coro: Coroutine[Any, Any, T], bounded: bool = True) -> T:
+        """Run ``coro`` on the adapter's loop, for at most the timeout; a database error becomes memkit's."""
         psycopg, psycopg_pool = load_psycopg()
         try:
-            return await self._loop.run(coro)
-        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            return await self._loop.run(coro, self._timeout if bounded else None)
+        except (TimeoutError, psycopg_pool.PoolTimeout):  # no answer, or no connection, within the timeout
+            raise timed_out(self.url, self._timeout) from None
+        except psycopg.Error as exc:
             raise self._storage_error(exc) from None
 
     async def _fetch(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
@@ -337,14 +358,16 @@ class PostgresAdapter(RecallsAndMarks, Store):
             cur = await conn.execute(sql, list(params))
             return list(await cur.fetchall())
 
-    async def _insert(self, records: list[Record], replace: bool = False) -> list[str]:
+    async def _vectors(self, records: list[Record]) -> Any:
         if self._foreign is not None:
             raise ConfigError(
                 f"the store at {self.url} holds vectors made by embedder {self._foreign!r}; open it with"
                 " embedder=<that embedder> to write"
             )
         # One embedder call per batch: the model's per-call cost is paid once.
-        vectors = self._embed([r.content for r in records]) if self._embedder is not None else None
+        return self._embed([r.content for r in records]) if self._embedder is not None else None
+
+    async def _insert(self, records: list[Record], vectors: Any, replace: bool = False) -> list[str]:
         metadata = [r.metadata_json or json.dumps(r.metadata, ensure_ascii=False, separators=(",", ":"))
                     for r in records]
         async with self._pool.connection() as conn:
@@ -366,7 +389,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
         """
         if self._dim is None:
             return 0
-        done = await self._call(_postgres_index.build(self._conninfo, self._dim, wait=True))
+        done = await self._call(_postgres_index.build(self._conninfo, self._dim, wait=True), bounded=False)
         return int(done or 0)
 
     async def _write(self, op: WriteOp) -> list[str]:
@@ -376,7 +399,10 @@ class PostgresAdapter(RecallsAndMarks, Store):
 
             bar = tqdm(total=len(op.records), desc="add_many", unit="mem")
         try:
-            return await self._call(self._insert(list(op.records), op.replace))
+            records = list(op.records)
+            # Embedding is this process's work, not the server's: the timeout counts only the writing.
+            vectors = await self._call(self._vectors(records), bounded=False)
+            return await self._call(self._insert(records, vectors, op.replace))
         finally:
             if bar is not None:
                 bar.update(len(op.records))
@@ -504,7 +530,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
         from memkit.embeddings import get_embedder
 
         chosen = get_embedder(embedder)
-        return await self._call(self._switch(chosen))
+        return await self._call(self._switch(chosen), bounded=False)
 
     # -- capabilities -------------------------------------------------------------------------
 

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import math
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from memkit._core._errors import missing_extra
+from memkit._core._errors import BackendUnavailableError, missing_extra
+from memkit._core._url import query_options
 from memkit.adapters._plumbing import Closing
 
-__all__ = ["Loop", "load_psycopg", "safe_url"]
+__all__ = ["Loop", "conninfo", "load_psycopg", "safe_url", "timed_out"]
 
 T = TypeVar("T")
 
@@ -39,6 +41,24 @@ def safe_url(url: str) -> str:
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
+def conninfo(url: str, timeout: float) -> str:
+    """libpq's connection string for ``url``, with ``connect_timeout`` (whole seconds, at least libpq's 2)
+    from ``timeout`` unless the URL sets one: libpq's connect waits forever for a frozen server."""
+    parts = urlsplit(url)
+    if "connect_timeout" not in query_options(url):
+        wait = f"connect_timeout={max(2, math.ceil(timeout))}"
+        parts = parts._replace(query="&".join(filter(None, (parts.query, wait))))
+    return urlunsplit(("postgresql", *parts[1:]))
+
+
+def timed_out(url: str, timeout: float) -> BackendUnavailableError:
+    return BackendUnavailableError(
+        f"PostgreSQL at {url} did not answer within the timeout ({timeout:g} s; set it with ?timeout= or"
+        " timeout=): if this was a write, it may or may not have been applied (a transaction is whole or"
+        " absent); read it back before writing it again"
+    )
+
+
 class Loop(Closing):
     """One event loop on a thread of its own, where the adapter's connection pool lives.
 
@@ -58,10 +78,24 @@ class Loop(Closing):
             raise self._refuse()
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
-    async def run(self, coro: Coroutine[Any, Any, T]) -> T:
+    async def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:  # noqa: ASYNC109
+        """``coro``'s result; :class:`TimeoutError` after ``timeout`` seconds, ``coro`` then cancelled.
+
+        The caller does not wait for the cancellation: psycopg's (a cancel request, then waiting
+        for the query to end) would take up to 10 s more from a server that answers nothing.
+        """
         if threading.current_thread() is self.thread:
             return await coro
-        return await asyncio.wrap_future(self.submit(coro))
+        future = self.submit(coro)
+        try:
+            done, _ = await asyncio.wait([asyncio.wrap_future(future)], timeout=timeout)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        if not done:
+            future.cancel()
+            raise TimeoutError
+        return done.pop().result()
 
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.submit(coro).result()

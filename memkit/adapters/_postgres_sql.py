@@ -23,6 +23,7 @@ from typing import Any
 from memkit._core._records import Record
 from memkit._retrieval._filters import Condition
 from memkit._retrieval._keyword import K1, B, analyze
+from memkit.adapters._postgres_writes import text_in
 from memkit.adapters._sqlbase import Dialect, filter_sql
 
 __all__ = [
@@ -92,7 +93,8 @@ def _number(value: int | float) -> str:
 
 
 #: jsonb: a path is a text array; a number is compared as numeric (bound as its exact text) and a
-#: string under the "C" collation, by code point as UTF-8 bytes order.
+#: string under the "C" collation, by code point as UTF-8 bytes order, spelled as stored (NUL and
+#: U+FFFF as in :func:`memkit.adapters._postgres_writes.jsonb_text`).
 POSTGRES = Dialect(
     mark="%s", true="true", false="false",
     type_of="jsonb_typeof(m.metadata #> %s)",
@@ -101,7 +103,7 @@ POSTGRES = Dialect(
             "string": '(m.metadata #>> %s) COLLATE "C"'},
     operands={"bool": "%s::boolean", "number": "%s::numeric", "string": '%s::text COLLATE "C"'},
     path=lambda cond: list(cond.path),
-    binds={"number": _number},
+    binds={"number": _number, "string": text_in},
 )
 
 

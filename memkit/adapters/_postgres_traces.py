@@ -10,11 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from memkit.adapters._postgres_sql import POSTGRES
+from memkit.adapters._postgres_writes import json_out, text_in, text_out
 from memkit.adapters._sqlbase import trace_filter
 from memkit.adapters._sqlite._traces import MISSING, TRACE_NUMBERS, decode_trace_fields, gc_paused, step_timing_us
 
 __all__ = ["read"]
 
+_MARK = "\uffff"
 _TEXTS = ("user_id", "agent_id", "workflow_id", "run_id", "step_name", "tool", "status")
 
 _TESTS = {
@@ -55,7 +57,9 @@ async def read(
 ) -> dict[str, Any]:
     import numpy as np
 
-    given = {"workflow_id": workflow_id, "agent_id": agent_id, "user_id": user_id, "status": status}
+    # Metadata strings are stored with NUL and U+FFFF spelled out (see _postgres_writes.jsonb_text).
+    given = {"workflow_id": None if workflow_id is None else text_in(workflow_id), "agent_id": agent_id,
+             "user_id": user_id, "status": None if status is None else text_in(status)}
     where, params = trace_filter(POSTGRES, _TESTS, "m.created_us >= %s", given, since_us)
     async with pool.connection() as conn:
         cur = conn.cursor()
@@ -67,6 +71,8 @@ async def read(
         for j, name in enumerate(TRACE_NUMBERS):
             values = columns[j]
             if name in _TEXTS:
+                if name not in ("user_id", "agent_id") and any(v is not None and _MARK in v for v in values):
+                    values = tuple(None if v is None else text_out(v) for v in values)
                 out[name] = np.array(values, dtype=object)
             else:
                 out[name] = np.array([MISSING if v is None else v for v in values], dtype=np.int64)
@@ -75,10 +81,12 @@ async def read(
         started, duration = out["started_us"], out["duration_us"]
         for i, trace in enumerate(columns[len(TRACE_NUMBERS) + 4] if rows else ()):
             if trace is not None:
-                start_us, duration_us = step_timing_us(trace)
+                start_us, duration_us = step_timing_us(json_out(trace))
                 started[i] = MISSING if start_us is None else start_us
                 duration[i] = MISSING if duration_us is None else duration_us
-        fields = [cell for row in rows for cell in row[len(TRACE_NUMBERS):len(TRACE_NUMBERS) + 4]]
+        first = len(TRACE_NUMBERS)
+        # The memory's id, then its error, parameters and result as JSON text from the metadata.
+        fields = [cell if k == 0 else json_out(cell) for row in rows for k, cell in enumerate(row[first:first + 4])]
         if fields:
             out.update(decode_trace_fields(fields))
         else:

@@ -11,8 +11,11 @@ duplicate id or a value PostgreSQL refuses fails the whole batch with a memkit e
 
 from __future__ import annotations
 
+import json
+import re
 import struct
 from collections import Counter
+from decimal import Decimal
 from typing import Any
 
 from memkit._core._errors import InvalidInputError
@@ -20,7 +23,7 @@ from memkit._core._records import Record
 from memkit._retrieval._keyword import analyze, analyze_many
 from memkit.adapters._postgres_loop import load_psycopg
 
-__all__ = ["SORTED_POSTINGS", "insert", "terms_binary"]
+__all__ = ["SORTED_POSTINGS", "insert", "json_out", "jsonb_loads", "jsonb_text", "terms_binary", "text_in", "text_out"]
 
 _COLUMNS = "id, user_id, agent_id, content, metadata, created_us, terms, terms_len"
 
@@ -90,6 +93,66 @@ def terms_binary(text: str, terms: list[str] | None = None) -> tuple[bytes, int]
     return b"".join(parts), len(terms)
 
 
+# A JSON string (skipped whole) or a number with a positive exponent, the form repr() gives floats
+# from 1e16 up. jsonb keeps a number as numeric, digits and scale only: "1e+20" reads back as the
+# integer 100000000000000000000, so such a float is written with its digits and a ".0" instead.
+_BIG_FLOAT = re.compile(r'"(?:[^"\\]|\\.)*"|-?[0-9]+(?:\.[0-9]+)?[eE]\+[0-9]+')
+
+
+def _positional(match: re.Match[str]) -> str:
+    token = match.group()
+    if token[0] == '"':
+        return token
+    digits = format(Decimal(token), "f")
+    return digits if "." in digits else digits + ".0"
+
+
+# jsonb refuses a NUL in a string ("\u0000"), which every other store keeps. So NUL is stored as
+# U+FFFF then "0", and U+FFFF itself (a noncharacter, rare in text) as U+FFFF then "1": one
+# reversible spelling, the same for stored metadata and filter values, so equality still holds.
+_MARK = "\uffff"
+_NUL_IN_JSON = re.compile(r'\uffff|(?<!\\)((?:\\\\)*)\\u0000')
+_MARKED = re.compile("\uffff([01])")
+
+
+def _json_in(match: re.Match[str]) -> str:
+    return _MARK + "1" if match.group() == _MARK else match.group(1) + _MARK + "0"
+
+
+def jsonb_text(text: str) -> str:
+    """JSON ``text`` as jsonb can hold it: every float spelled so that it reads back as a float, and
+    NUL and U+FFFF inside strings spelled as above (:func:`json_out` reads it back)."""
+    if "e+" in text:
+        text = _BIG_FLOAT.sub(_positional, text)
+    if "\\u0000" in text or _MARK in text:
+        text = _NUL_IN_JSON.sub(_json_in, text)
+    return text
+
+
+def text_in(value: str) -> str:
+    """A string as :func:`jsonb_text` spells it inside stored JSON (a filter value compared with one)."""
+    if _MARK in value or "\x00" in value:
+        return value.replace(_MARK, _MARK + "1").replace("\x00", _MARK + "0")
+    return value
+
+
+def text_out(value: str) -> str:
+    """The string :func:`text_in` was given."""
+    return _MARKED.sub(lambda m: "\x00" if m.group(1) == "0" else _MARK, value) if _MARK in value else value
+
+
+def jsonb_loads(data: bytes | str) -> Any:
+    """psycopg's reading of a jsonb value, for the text :func:`jsonb_text` wrote."""
+    if isinstance(data, str):
+        return json.loads(json_out(data))
+    return json.loads(json_out(data.decode()) if b"\xef\xbf\xbf" in data else data)
+
+
+def json_out(text: str) -> str:
+    """The JSON text :func:`jsonb_text` was given, but for how floats are spelled."""
+    return _MARKED.sub(lambda m: "\\u0000" if m.group(1) == "0" else _MARK, text) if _MARK in text else text
+
+
 def _utf8(value: str, name: str) -> bytes:
     if "\x00" in value:
         raise InvalidInputError(f"{name} must not contain NUL characters (PostgreSQL cannot store them)")
@@ -122,7 +185,7 @@ def _stream(records: list[Record], metadata: list[str], vectors: Any) -> tuple[b
     for i, r in enumerate(records):
         terms, length = terms_binary(r.content, analysed[i])
         lengths[(r.user_id, r.agent_id)] += length
-        meta = _utf8(metadata[i], "metadata")
+        meta = _utf8(jsonb_text(metadata[i]), "metadata")
         out.append(struct.pack(">h", fields))
         out.append(_text(r.id, "id"))
         out.append(_text(r.user_id, "user_id"))

@@ -12,6 +12,7 @@ and every template holds exactly one placeholder, so the parameters follow the t
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -64,6 +65,11 @@ class Dialect:
     path: Callable[[Condition], object]
     #: The bound form of a filter value of a kind (identity unless the database wants text).
     binds: Mapping[Kind, Callable[[Any], object]] = field(default_factory=dict)
+    #: For a database whose string reading ends at a NUL (SQLite's ``json_extract``): the JSON text of
+    #: the string at the bound path, and a test, with no placeholder, true when a row holds no NUL at
+    #: all. String equality then compares JSON texts where a NUL is involved.
+    string_json: str | None = None
+    no_nul: str | None = None
 
     def __post_init__(self) -> None:
         for template in (self.type_of, *self.values.values(), *self.operands.values()):
@@ -89,6 +95,17 @@ def _test(d: Dialect, cond: Condition, op: str, value: Any, params: list[Any]) -
         params.append(path)
         return f"coalesce({d.type_of} = 'null', {d.true})"
     kind = _kind(value)
+    if kind == "string" and op == "=" and d.string_json is not None:
+        text = json.dumps(value, ensure_ascii=False)
+        whole = f"{d.string_json} = {d.mark}"
+        if "\x00" in value:
+            params.extend([path, path, text])
+            return f"coalesce(CASE WHEN {d.type_of} IN ({d.types[kind]}) THEN {whole} END, {d.false})"
+        params.extend([path, path, d.bind(kind, value), path, text])
+        return (
+            f"coalesce(CASE WHEN {d.type_of} IN ({d.types[kind]})"
+            f" THEN {d.values[kind]} = {d.operands[kind]} AND ({d.no_nul} OR {whole}) END, {d.false})"
+        )
     params.extend([path, path, d.bind(kind, value)])
     return (
         f"coalesce(CASE WHEN {d.type_of} IN ({d.types[kind]})"

@@ -92,8 +92,8 @@ class MemoryGraph:
     def to_pyvis(self, max_nodes: int = DEFAULT_VIEW_NODES, group: str | None = None) -> Any:
         """A ``pyvis.network.Network`` with memkit's captions, colours, sizes, tooltips and layout.
 
-        Customise it as any pyvis network; its ``generate_html()`` loads vis-network from a CDN
-        unless you pass ``cdn_resources="in_line"``, so for an offline page use :meth:`to_html`.
+        Customise it as any pyvis network; its ``generate_html()`` page carries vis-network inline,
+        fetches nothing and shows tooltips as text (even one holding "href", which pyvis renders as HTML).
         ``group="entity"`` draws the grouped overview GraphExplorer shows on a large store.
         """
         return _draw().pyvis(self, max_nodes, group)

@@ -7,9 +7,11 @@ embeds, read from the pyvis package: nothing is fetched.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import os
+import re
 from typing import TYPE_CHECKING, Any
 
 from memkit._core._errors import missing_extra
@@ -141,9 +143,7 @@ def page_from_payload(data: dict[str, Any], title: str) -> str:
 def to_pyvis(view: GraphView) -> Any:
     """A ``pyvis.network.Network`` of ``view`` with the same captions, colours, tooltips and layout."""
     _pyvis_dir()
-    from pyvis.network import Network
-
-    net = Network(height="720px", width="100%", directed=True, cdn_resources="in_line")
+    net = _inert_network()(height="720px", width="100%", directed=True, cdn_resources="in_line")
     data = payload(view)
     for node in data["nodes"]:
         extra = {"x": node["x"], "y": node["y"]} if "x" in node else {}
@@ -154,6 +154,46 @@ def to_pyvis(view: GraphView) -> Any:
             k: edge[k] for k in ("width", "color") if k in edge})
     net.set_options(json.dumps(_options(data)))
     return net
+
+
+# The stylesheets and scripts pyvis's template links from a CDN whatever ``cdn_resources`` says
+# (bootstrap; tom-select with a select or filter menu): the page draws without them.
+_REMOTE = re.compile(
+    r'<link\b[^>]*\bhref="https?://[^"]*"[^>]*>|<script\b[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>', re.I)
+
+
+@functools.cache
+def _inert_network() -> Any:
+    """pyvis's ``Network`` writing a page that runs no tooltip as HTML and fetches nothing.
+
+    pyvis shows every tooltip through ``innerHTML`` as soon as one title holds the word ``href``
+    (a memory saying "href <img onerror=...>" ran its script on hover); vis-network's own tooltip,
+    used otherwise, shows a title as text. So the page is rendered with the titles out of that
+    check's sight, and without the CDN links.
+    """
+    from pyvis.network import Network
+
+    class InertNetwork(Network):  # type: ignore[misc]
+        nodes: list[dict[str, Any]]
+
+        def generate_html(self, name: str = "index.html", local: bool = True, notebook: bool = False) -> str:
+            shown = self.nodes
+            self.nodes = [{k: v for k, v in node.items() if k != "title"} for node in shown]
+            self._titled = shown
+            try:
+                page: str = super().generate_html(name, local, notebook)
+            finally:
+                self.nodes = shown
+                del self._titled
+            self.html = _REMOTE.sub("", page)
+            return self.html
+
+        def get_network_data(self) -> Any:
+            # generate_html's data: the nodes with their titles
+            _, *rest = super().get_network_data()
+            return (getattr(self, "_titled", self.nodes), *rest)
+
+    return InertNetwork
 
 
 def _options(data: dict[str, Any]) -> dict[str, Any]:

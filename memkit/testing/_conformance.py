@@ -391,6 +391,48 @@ class ProviderConformance(OptionalConformance):
             await provider.search("spot", *ns, limit=limit)
 
     @pytest.mark.asyncio
+    async def test_nul_in_metadata_is_text(self, provider: Any, ns: tuple[str, str]) -> None:
+        """A NUL in metadata (keys, values, entity and trace fields) and in a filter value is text on
+        every store: read back as written, exported as written, found by a filter."""
+        odd = "a\x00b \uffff0 \uffff1 \uffff"  # U+FFFF: the mark stores that cannot hold NUL spell it with
+        meta = {"k": odd, f"key {odd}": [odd, {"n": odd}], "gene": f"TP53 {odd}", "topic": odd}
+        mem_id = await provider.add("nul in metadata", *ns, meta)
+        await provider.add("nul elsewhere", *ns, {"k": "a"})
+        trace = {"step_name": f"s {odd}", "tool": f"t {odd}", "error": odd, "run_id": f"r {odd}",
+                 "parameters": {odd: odd}}
+        trace_id = await provider.add_trace(ns[1], "wf-nul", trace, user_id=ns[0])
+        stored = {item.id: item.metadata for item in await provider.get_all(*ns)}
+        assert stored[mem_id] == meta
+        assert {k: stored[trace_id]["trace"][k] for k in trace} == trace
+        if isinstance(provider, port.SupportsExport):
+            exported = {item.id: item.metadata async for item in provider.export(*ns)}
+            assert exported == stored
+
+    @pytest.mark.asyncio
+    async def test_nul_in_trace_columns_is_text(self, provider: Any, ns: tuple[str, str]) -> None:
+        if not isinstance(provider, port.SupportsTraceColumns):
+            return
+        provider = cast(Any, provider)
+        odd = "a\x00b \uffff0 \uffff1 \uffff"
+        trace = {"step_name": f"s {odd}", "tool": f"t {odd}", "error": odd, "run_id": f"r {odd}",
+                 "parameters": {odd: odd}}
+        await provider.add_trace(ns[1], "wf-nul", trace, user_id=ns[0])
+        columns = await provider.trace_columns(workflow_id="wf-nul", user_id=ns[0])
+        assert [columns[k][0] for k in ("step_name", "tool", "run_id", "error")] == [
+            trace["step_name"], trace["tool"], trace["run_id"], odd]
+        assert list(columns[f"params.{odd}"]) == [odd]
+
+    @pytest.mark.asyncio
+    async def test_nul_in_a_filter_value_is_text(self, provider: Any, ns: tuple[str, str]) -> None:
+        odd = "a\x00b \uffff0 \uffff"
+        mem_id = await provider.add("nul in metadata", *ns, {"k": odd})
+        await provider.add("nul elsewhere", *ns, {"k": "a"})
+        assert _ids(await provider.get_all(*ns, filters={"k": odd})) == [mem_id]
+        assert _ids(await provider.get_all(*ns, filters={"k": {"$in": [odd, "zz"]}})) == [mem_id]
+        assert _ids(await provider.search("nul", *ns, filters={"k": odd})) == [mem_id]
+        assert _ids(await provider.get_all(*ns, filters={"k": "a\x00"})) == []
+
+    @pytest.mark.asyncio
     async def test_bad_query_and_ids_are_rejected(self, provider: Any, ns: tuple[str, str]) -> None:
         with pytest.raises(InvalidInputError):
             await provider.search(123, *ns)

@@ -32,6 +32,9 @@ SQLITE = Dialect(
     values=dict.fromkeys(("bool", "number", "string"), "json_extract(m.metadata, ?)"),
     operands=dict.fromkeys(("bool", "number", "string"), "?"),
     path=lambda cond: cond.json_path,
+    # json_extract ends a string at a NUL ("a\u0000b" reads as "a"): equality looks at the JSON text,
+    # which memkit wrote as json.dumps does, where a row's text holds an escaped NUL at all.
+    string_json="(m.metadata -> ?)", no_nul="instr(m.metadata, '\\u0000') = 0",
 )
 
 
