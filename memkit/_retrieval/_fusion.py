@@ -57,6 +57,9 @@ class DenseScores:
     ranked: list[Any]  # the leg's own top keys, best first
     mean: float
     std: float
+    #: What answered: ``"exact"`` (every row that can pass scored) or ``"index"`` (an approximate
+    #: pass chose the rows scored); see :func:`memkit._retrieval._config.dense_path`.
+    path: str = "exact"
 
 
 def _matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
@@ -390,6 +393,18 @@ class VectorIndex:
             return at if at < self._size and int(keys[at]) == key else None
         return self._positions().get(key)
 
+    def positions(self, keys: np.ndarray) -> np.ndarray:
+        """The positions of those of ``keys`` this index holds (others are left out)."""
+        import numpy as np
+
+        keys = np.asarray(keys, dtype=np.int64)
+        held = self._keys[: self._size]
+        if self._position is None and self._ascending():
+            at = np.minimum(np.searchsorted(held, keys), max(self._size - 1, 0))
+            return at[held[at] == keys] if self._size else np.zeros(0, dtype=np.int64)
+        where = self._positions()
+        return np.fromiter((p for k in keys.tolist() if (p := where.get(k)) is not None), dtype=np.int64)
+
     def _positions(self) -> dict[int, int]:
         if self._position is None:
             self._position = {k: i for i, k in enumerate(self._keys[: self._size].tolist())}
@@ -440,13 +455,18 @@ def dense_leg(
     depth: int,
     allowed: Any = None,
     extra: Sequence[int] = (),
+    only: np.ndarray | None = None,
+    exact: bool = False,
 ) -> DenseScores:
     """Score the namespace; return the top ``depth`` keys that pass ``allowed``.
 
     ``allowed(keys) -> set of keys`` filters candidates (metadata filters); it is
     asked for progressively larger slices so a selective filter still finds its
-    ``depth`` best matches without checking every memory up front. ``extra`` keys
-    (the keyword leg's hits) get their exact cosine too.
+    ``depth`` best matches without checking every memory up front. ``only``: the keys
+    that pass the filters, when the caller has them (a selective filter, see
+    :func:`memkit._retrieval._config.dense_path`): exactly those are scored, ``allowed``
+    unused. ``exact``: never the shortlist. ``extra`` keys (the keyword leg's hits) get
+    their exact cosine too.
     """
     import numpy as np
 
@@ -456,17 +476,24 @@ def dense_leg(
     mean, std = index.stats(query)
     ranked: list[int] = []
     cosine: dict[int, float] = {}
-    short = index.shortlist(query, max(depth * 20, _SHORTLIST))
-    if short is not None:
-        ranked, cosine = _pick(index, short, index.exact(short, query), depth, allowed)
-    if short is None or len(ranked) < depth:
-        # Small namespace, or a filter too selective for the shortlist: score everything.
-        ranked, cosine = _pick(index, np.arange(n), index.scores(query), depth, allowed)
+    path = "exact"
+    if only is not None:
+        rows = index.positions(only)
+        ranked, cosine = _pick(index, rows, index.exact(rows, query), depth, None)
+    else:
+        short = None if exact else index.shortlist(query, max(depth * 20, _SHORTLIST))
+        if short is not None:
+            ranked, cosine = _pick(index, short, index.exact(short, query), depth, allowed)
+            path = "index"
+        if short is None or len(ranked) < depth:
+            # Small namespace, or a filter too selective for the shortlist: score everything.
+            ranked, cosine = _pick(index, np.arange(n), index.scores(query), depth, allowed)
+            path = "exact"
     wanted = [(key, pos) for key in extra if key not in cosine and (pos := index.position(key)) is not None]
     if wanted:
         values = index.exact(np.array([p for _, p in wanted], dtype=np.int64), query)
         cosine.update((key, float(v)) for (key, _), v in zip(wanted, values, strict=True))
-    return DenseScores(cosine, ranked, mean, std)
+    return DenseScores(cosine, ranked, mean, std, path)
 
 
 #: ``neighbours(keys, reach)``: for each key, ``(distance, key)`` of the memories written up to
