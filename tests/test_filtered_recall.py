@@ -15,12 +15,14 @@ import multiprocessing
 import random
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import pytest_asyncio
 
+import memkit
 from memkit._core._port import MemoryProvider
 from memkit.embeddings import get_embedder
 from memkit.testing import FalkorDBServer, PostgresServer
@@ -43,10 +45,21 @@ _WORDS = ["assay", "cohort", "sample", "replicate", "culture", "probe", "primer"
           "organoid", "biopsy", "lysate", "plate", "well", "batch", "control", "dose", "timepoint"]
 
 
+def _vocabulary() -> list[str]:
+    # Varied words: whole words of the default model's own vocabulary, so each note differs from
+    # its near-duplicates in directions a coarse projection of the namespace keeps poorly.
+    path = Path(memkit.__file__).parent / "_static" / "minilm-l6-static" / "vocab.txt"
+    words = path.read_text(encoding="utf-8").split()
+    return [w for w in words if w.isascii() and w.isalpha() and len(w) >= 5][:8_000]
+
+
+_VARIED = _vocabulary()
+
+
 def _note(rng: random.Random) -> str:
     # Templated near-duplicates: the same frame, a few words varied, as lab notes are.
     return (f"{rng.choice(_GENES)} {rng.choice(_VERBS)} expression in {rng.choice(_TISSUES)} "
-            f"{rng.choice(_WORDS)} {rng.choice(_WORDS)} run {rng.randint(1, 40)}")
+            f"{rng.choice(_WORDS)} {' '.join(rng.sample(_VARIED, 3))} run {rng.randint(1, 40)}")
 
 
 def _corpus() -> list[dict[str, Any]]:
@@ -95,8 +108,6 @@ def exact() -> Iterator[Any]:
 @pytest_asyncio.fixture(scope="module", loop_scope="module",
                         params=["memory", "sqlite", "postgres", "falkordb", "neo4j"])
 async def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Any]:
-    import memkit
-
     kind = request.param
     mem: MemoryProvider
     if kind == "memory":
