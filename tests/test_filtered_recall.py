@@ -28,7 +28,7 @@ from memkit.embeddings import get_embedder
 from memkit.testing import FalkorDBServer, PostgresServer
 
 # One event loop for the module: the stores are built once and searched by every test.
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+_MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
 
 N = 20_000
 QUERIES = 50
@@ -159,6 +159,7 @@ def _recall(hits: list[Any], vectors: np.ndarray, query: np.ndarray, key: str, v
     return sum(1 for s in got if s >= tenth - TIE) / TOP, tenth
 
 
+@_MODULE_LOOP
 async def test_filtered_semantic_search_finds_the_exact_filtered_top_10(store: Any, exact: Any) -> None:
     kind, mem = store
     vectors, embedder = exact
@@ -182,9 +183,40 @@ async def test_filtered_semantic_search_finds_the_exact_filtered_top_10(store: A
     assert paths["batch"] == {"exact"}
 
 
+@_MODULE_LOOP
 async def test_filtered_hybrid_search_says_which_path_answered(store: Any) -> None:
     _, mem = store
     text, filters = QUERY_SET[-1]
     hits = await mem.search(text, *NS, limit=TOP, filters=filters, mode="hybrid")
     assert hits and {h.score_details["dense_path"] for h in hits} == {"exact"}
     assert all(h.metadata["batch"] == filters["batch"] for h in hits)
+
+
+@pytest.mark.parametrize(("keep", "path"), [(2, "index"), (20, "exact"), (200, "exact")])
+def test_the_shared_dense_leg_chooses_its_path_by_the_filters_selectivity(keep: int, path: str) -> None:
+    """60,000 vectors (past the shortlist's threshold): a filter passing half of them is answered by
+    the shortlist, widened for the filter, and still finds 0.99 of the exact filtered top 10; one
+    passing 5% or 0.5% (3,000, 300 rows) is scored exactly and finds all of it."""
+    from memkit._retrieval._fusion import VectorIndex, dense_leg
+
+    rng = np.random.default_rng(46)
+    dim, n = 96, 60_000
+    # Near-duplicates: a shared direction, a few topics, and small per-vector differences.
+    topics = rng.normal(size=(8, dim))
+    vectors = 3.0 + topics[rng.integers(0, 8, n)] + 0.6 * rng.normal(size=(n, dim))
+    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    index = VectorIndex(dim)
+    index.add(np.arange(n), vectors)
+    def allowed(keys: list[int]) -> set[int]:
+        return {k for k in keys if k % keep == 0}
+
+    shares = []
+    for _ in range(20):
+        query = vectors[rng.integers(0, n)] + 0.3 * rng.normal(size=dim).astype(np.float32)
+        query /= np.linalg.norm(query)
+        got = dense_leg(index, query, TOP, allowed)
+        assert got.path == path and len(got.ranked) == TOP and all(k % keep == 0 for k in got.ranked)
+        exact_scores = vectors[::keep] @ query
+        tenth = float(np.sort(exact_scores)[-TOP])
+        shares.append(sum(1 for k in got.ranked if float(vectors[k] @ query) >= tenth - TIE) / TOP)
+    assert float(np.mean(shares)) >= (0.99 if path == "index" else 1.0), shares

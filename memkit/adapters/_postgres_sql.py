@@ -103,6 +103,8 @@ POSTGRES = Dialect(
     operands={"bool": "%s::boolean", "number": "%s::numeric", "string": '%s::text COLLATE "C"'},
     path=lambda cond: list(cond.path),
     binds={"number": _number},
+    # memories_metadata (GIN, jsonb_path_ops) serves it: a 5% filter's rows without the namespace's.
+    contains="m.metadata @> %s::jsonb",
 )
 
 

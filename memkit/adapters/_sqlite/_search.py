@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from memkit._core._records import Record
-from memkit._retrieval._config import EXACT_MAX, dense_path
 from memkit._retrieval._filters import Condition
 from memkit._retrieval._fusion import DenseScores, dense_leg
 from memkit._retrieval._keyword import KeywordIndex, analyze_query
@@ -80,18 +79,8 @@ def _dense(
     # One read transaction: a restored index reads the vectors it rescores as of its feed position.
     with snapshot(db):
         index = vectors.index(db, user_id, agent_id, depth, bool(conditions))
-        if not conditions:
-            return dense_leg(index, query, depth, None, extra)
-        only = None
-        if not index.needs_all(depth):
-            # The shortlist would pick among every row; a selective filter's own rows are scored
-            # exactly instead (counting stops past EXACT_MAX: then the index answers).
-            where, params = filter_sql(conditions, SQLITE)
-            seqs = np.fromiter((r[0] for r in db.execute(
-                f"SELECT m.seq FROM memories m WHERE m.user_id = ? AND m.agent_id = ? AND {where}"  # noqa: S608
-                " LIMIT ?", [user_id, agent_id, *params, EXACT_MAX + 1])), dtype=np.int64)
-            only = seqs if dense_path(len(seqs) if len(seqs) <= EXACT_MAX else None) == "exact" else None
-        return dense_leg(index, query, depth, lambda seqs: allowed(db, seqs, conditions), extra, only)
+        passing = None if not conditions else (lambda seqs: allowed(db, seqs, conditions))
+        return dense_leg(index, query, depth, passing, extra)
 
 
 def ranked(
