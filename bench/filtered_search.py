@@ -7,7 +7,8 @@ The corpus of issue 46: research notes (templated sentences plus varied words) w
 ``gene`` taking 20 values, so a filter on one gene keeps 5% of the namespace; the default static
 embedder for every store. memkit's PostgreSQL store is written by 4 writer processes at once
 (bench/postgres.py's ``ingest``), then ``index_vectors()``; SQLite by one; LangGraph's
-``AsyncPostgresStore`` (HNSW over cosine, its default) on the same server, in batches of 1,000.
+``AsyncPostgresStore`` (HNSW over cosine, its default) on the same server by as many processes, in
+batches of 1,000.
 
 Then the same ``--queries`` filtered queries, the stores taking turns query by query (so the shared
 machine's load falls on all alike), after one warm-up pass: memkit semantic and hybrid on each
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
 import random
 import sys
 import tempfile
@@ -65,26 +67,49 @@ def recall(found: list[int], vectors: Any, genes: Any, query: Any, gene: str) ->
     return sum(1 for i in found if float(vectors[i] @ query) >= tenth - TIE) / TOP
 
 
-async def _langgraph(dsn: str, texts: list[tuple[str, dict[str, Any]]], embedder: Any) -> Any:
-    from langgraph.store.base import PutOp
-    from langgraph.store.postgres.aio import AsyncPostgresStore
-
+def _embed_with(embedder: Any) -> Any:
     def embed(batch: list[str]) -> list[list[float]]:
         return [list(map(float, v)) for v in embedder.embed(batch)]
 
-    manager = AsyncPostgresStore.from_conn_string(dsn, index={"dims": embedder.dim, "embed": embed,
+    return embed
+
+
+def _lg_write(args: tuple[str, list[tuple[str, dict[str, Any]]]]) -> None:
+    """One LangGraph writer process: its share, in batches of 1,000."""
+    from langgraph.store.base import PutOp
+    from langgraph.store.postgres.aio import AsyncPostgresStore
+
+    from memkit.embeddings import get_embedder
+
+    dsn, texts = args
+    embedder = get_embedder("default")
+
+    async def run() -> None:
+        async with AsyncPostgresStore.from_conn_string(
+                dsn, index={"dims": embedder.dim, "embed": _embed_with(embedder), "fields": ["text"]}) as store:
+            for at in range(0, len(texts), 1_000):
+                await store.abatch([PutOp(("lab", "bio"), str(m["i"]), {"text": t, **m})
+                                    for t, m in texts[at : at + 1_000]])
+
+    asyncio.run(run())
+
+
+async def _langgraph(dsn: str, texts: list[tuple[str, dict[str, Any]]], embedder: Any, writers: int) -> Any:
+    """LangGraph's store, written as memkit's is: ``writers`` processes at once."""
+    from langgraph.store.postgres.aio import AsyncPostgresStore
+
+    manager = AsyncPostgresStore.from_conn_string(dsn, index={"dims": embedder.dim, "embed": _embed_with(embedder),
                                                               "fields": ["text"]})
     store = await manager.__aenter__()
     await store.setup()
     start = time.time()
-    for at in range(0, len(texts), 1_000):
-        await store.abatch([PutOp(("lab", "bio"), str(m["i"]), {"text": t, **m})
-                            for t, m in texts[at : at + 1_000]])
+    with multiprocessing.get_context("spawn").Pool(writers) as pool:
+        pool.map(_lg_write, [(dsn, texts[w::writers]) for w in range(writers)])
     return manager, store, round(time.time() - start, 1)
 
 
 async def searches(urls: dict[str, str], dsn: str, texts: list[tuple[str, dict[str, Any]]],
-                   queries: list[tuple[str, str]]) -> dict[str, Any]:
+                   queries: list[tuple[str, str]], writers: int) -> dict[str, Any]:
     import numpy as np
 
     import memkit
@@ -94,7 +119,7 @@ async def searches(urls: dict[str, str], dsn: str, texts: list[tuple[str, dict[s
     vectors = np.asarray(embedder.embed([t for t, _ in texts]), dtype=np.float32)
     genes = np.array([m["gene"] for _, m in texts])
     qvec = np.asarray(embedder.embed([q for q, _ in queries]), dtype=np.float32)
-    manager, lg, lg_ingest = await _langgraph(dsn, texts, embedder)
+    manager, lg, lg_ingest = await _langgraph(dsn, texts, embedder, writers)
     stores = {name: memkit.open(url).provider for name, url in urls.items()}
     times: dict[str, list[float]] = {}
     recalls: dict[str, list[float]] = {}
@@ -153,7 +178,7 @@ def main() -> None:
                                           server.port if name == "postgres" else None)
                              for name, url in urls.items()}
         dsn = server.url("langgraph")
-        results["search"] = asyncio.run(searches(urls, dsn, texts, queries))
+        results["search"] = asyncio.run(searches(urls, dsn, texts, queries, args.writers))
     rows = [{"store mode": name, "p50 ms": r["p50_ms"], "p95 ms": r["p95_ms"], "recall": r.get("recall", "-"),
              "dense_path": ",".join(r.get("dense_path", ["-"]))}
             for name, r in results["search"].items() if isinstance(r, dict)]
