@@ -119,7 +119,7 @@ async def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
 
         server: PostgresServer = request.getfixturevalue("postgres_server")
         url = server.url(f"filt_{uuid.uuid4().hex[:10]}")
-        PostgresAdapter(url, embedder="default")  # the schema, before the writers race for it
+        await PostgresAdapter(url, embedder="default").aclose()  # the schema, before the writers race for it
         ctx = multiprocessing.get_context("spawn")
         # Four writers at once, each interleaving its batches with the others'.
         writers = [ctx.Process(target=_write, args=(url, CORPUS[w::4])) for w in range(4)]
