@@ -60,7 +60,8 @@ async def test_semantic_search_scores_cosine_and_stays_in_its_namespace(mem: Gra
     assert hits[0].score == pytest.approx(1.0, abs=1e-5)
     assert hits[0].score > hits[1].score  # type: ignore[operator]
     assert hits[0].score_details == {
-        "mode": "semantic", "found_by": ["semantic"], "semantic": {"rank": 1, "score": hits[0].score}}
+        "mode": "semantic", "found_by": ["semantic"], "semantic": {"rank": 1, "score": hits[0].score},
+        "dense_path": "exact"}
     assert all(h.user_id == "u" for h in hits)
     filtered = await mem.search("TP53 knockdown", "u", "a", mode="semantic", filters={"k": 2})
     assert [h.metadata["k"] for h in filtered] == [2]

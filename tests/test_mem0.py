@@ -116,7 +116,7 @@ async def test_search_scores_are_cosine_similarities(mem: Mem0Adapter, shared_me
     assert hits[0].score == pytest.approx(1.0, abs=1e-6)
     assert hits[1].score is not None and 0.0 <= hits[1].score < 0.9
     assert hits[0].score_details == {"mode": "semantic", "found_by": ["semantic"],
-                                     "semantic": {"rank": 1, "score": hits[0].score}}
+                                     "semantic": {"rank": 1, "score": hits[0].score}, "dense_path": "index"}
     # The threshold is mem0's: a similarity floor that drops the unrelated memory.
     strict = Mem0Adapter(tmp_path, memory=shared_mem0, threshold=0.9)
     assert [h.id for h in await strict.search(query, "u", "a", limit=2)] == [same]
@@ -235,7 +235,8 @@ async def test_a_steps_search_is_recorded_with_its_step(mem: Mem0Adapter, tmp_pa
         (h.id, rank, h.score, h.content) for rank, h in enumerate(plain, start=1)
     ]
     assert first.hits[0].id == ids[0] and first.hits[0].details == {"mode": "semantic", "found_by": ["semantic"],
-                                                                    "semantic": {"rank": 1, "score": plain[0].score}}
+                                                                    "semantic": {"rank": 1, "score": plain[0].score},
+                                                                    "dense_path": "index"}
     assert recalls[1].filters == {"nope": {"$ne": 1}} and recalls[1].hits[0].id == ids[3]
     # the frames read them like any store's
     steps = traces_frame(mem, workflow_id="wf", recalls=True)

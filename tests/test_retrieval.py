@@ -87,6 +87,7 @@ async def test_score_details_name_each_leg(mem: SQLiteAdapter) -> None:
     semantic = await mem.search("Max the dog", *NS, mode="semantic")
     assert semantic[0].score_details == {
         "mode": "semantic", "found_by": ["semantic"], "semantic": {"rank": 1, "score": semantic[0].score},
+        "dense_path": "exact",
     }
 
 

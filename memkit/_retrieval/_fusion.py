@@ -34,7 +34,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memkit._retrieval._config import MODES, HybridConfig, check_hybrid, check_mode, modes_for
+from memkit._retrieval._config import MODES, HybridConfig, check_hybrid, check_mode, dense_path, modes_for
 
 # numpy is imported by the functions that compute with it: opening a store to read its
 # counts or namespaces (the command line) never loads it.
@@ -57,6 +57,9 @@ class DenseScores:
     ranked: list[Any]  # the leg's own top keys, best first
     mean: float
     std: float
+    #: What answered: ``"exact"`` (every row that can pass scored) or ``"index"`` (an approximate
+    #: pass chose the rows scored); see :func:`memkit._retrieval._config.dense_path`.
+    path: str = "exact"
 
 
 def _matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
@@ -434,18 +437,36 @@ def _pick(
     return ranked, cosine
 
 
+#: Keys a filter is tried on to estimate how many of the namespace pass it (evenly spaced).
+_SAMPLE = 256
+
+
+def _share(index: VectorIndex, allowed: Any) -> float:
+    """The share of the namespace that passes ``allowed``, from an evenly spaced sample of it."""
+    import numpy as np
+
+    positions = np.unique(np.linspace(0, len(index) - 1, min(_SAMPLE, len(index))).astype(np.int64))
+    keys = [index.key(int(p)) for p in positions]
+    return len(allowed(keys)) / len(keys)
+
+
 def dense_leg(
     index: VectorIndex,
     query: np.ndarray,
     depth: int,
     allowed: Any = None,
     extra: Sequence[int] = (),
+    exact: bool = False,
 ) -> DenseScores:
     """Score the namespace; return the top ``depth`` keys that pass ``allowed``.
 
     ``allowed(keys) -> set of keys`` filters candidates (metadata filters); it is
     asked for progressively larger slices so a selective filter still finds its
-    ``depth`` best matches without checking every memory up front. ``extra`` keys
+    ``depth`` best matches without checking every memory up front. A namespace with a
+    shortlist first estimates from a sample how many of its rows pass: few enough
+    (:func:`memkit._retrieval._config.dense_path`) and every vector is scored exactly;
+    more, and the shortlist is widened so that about as many passing rows are rescored as
+    an unfiltered query rescores rows. ``exact``: never the shortlist. ``extra`` keys
     (the keyword leg's hits) get their exact cosine too.
     """
     import numpy as np
@@ -456,17 +477,25 @@ def dense_leg(
     mean, std = index.stats(query)
     ranked: list[int] = []
     cosine: dict[int, float] = {}
-    short = index.shortlist(query, max(depth * 20, _SHORTLIST))
+    path, short = "exact", None
+    if not exact and not index.needs_all(depth):
+        size = max(depth * 20, _SHORTLIST)
+        share = 1.0 if allowed is None else _share(index, allowed)
+        if allowed is None or dense_path(round(share * n)) == "index":
+            # Twice the rows for a filter: 8,000 rescored find 99% of the exact top 10 (docs/retrieval.md).
+            short = index.shortlist(query, size if allowed is None else min(n, math.ceil(2 * size / share)))
     if short is not None:
         ranked, cosine = _pick(index, short, index.exact(short, query), depth, allowed)
+        path = "index"
     if short is None or len(ranked) < depth:
-        # Small namespace, or a filter too selective for the shortlist: score everything.
+        # Small namespace, a selective filter, or too few passing in the shortlist: score everything.
         ranked, cosine = _pick(index, np.arange(n), index.scores(query), depth, allowed)
+        path = "exact"
     wanted = [(key, pos) for key in extra if key not in cosine and (pos := index.position(key)) is not None]
     if wanted:
         values = index.exact(np.array([p for _, p in wanted], dtype=np.int64), query)
         cosine.update((key, float(v)) for (key, _), v in zip(wanted, values, strict=True))
-    return DenseScores(cosine, ranked, mean, std)
+    return DenseScores(cosine, ranked, mean, std, path)
 
 
 #: ``neighbours(keys, reach)``: for each key, ``(distance, key)`` of the memories written up to

@@ -11,7 +11,8 @@ hits it returns. Everything else is here, so a query means the same on every ada
 2. the adapter runs its legs for the :class:`memkit._core._ops.SearchOp` (``depth`` candidates each);
 3. :func:`rank` fuses them (:func:`memkit._retrieval._fusion.fuse`, the score fusion measured in
    docs/retrieval.md), breaks ties newest first, and builds ``score_details`` with the
-   same keys on every adapter (``mode``, ``found_by`` and one entry per leg);
+   same keys on every adapter (``mode``, ``found_by``, one entry per leg and, with a semantic
+   leg, ``dense_path``: whether an exact scan or an approximate index answered it);
 4. :func:`search` runs the adapter's ranking and records the recall: the only place a
    search is recorded (:mod:`memkit._recall._recording`).
 """
@@ -100,8 +101,9 @@ def _keyword_details(rank: int, score: float) -> dict[str, Any]:
     return {"mode": "keyword", "found_by": ["keyword"], "keyword": {"rank": rank, "score": score}}
 
 
-def _semantic_details(rank: int, cosine: float) -> dict[str, Any]:
-    return {"mode": "semantic", "found_by": ["semantic"], "semantic": {"rank": rank, "score": cosine}}
+def _semantic_details(rank: int, cosine: float, path: str) -> dict[str, Any]:
+    return {"mode": "semantic", "found_by": ["semantic"], "semantic": {"rank": rank, "score": cosine},
+            "dense_path": path}
 
 
 def rank(
@@ -130,9 +132,12 @@ def rank(
         keys = dense.ranked[: request.limit]
         age = newer(keys)
         order = sorted(keys, key=lambda k: (-dense.cosine[k], -age[k][0], -age[k][1]))
-        return [(k, dense.cosine[k], _semantic_details(r, dense.cosine[k])) for r, k in enumerate(order, start=1)]
+        return [(k, dense.cosine[k], _semantic_details(r, dense.cosine[k], dense.path))
+                for r, k in enumerate(order, start=1)]
     spoken = None if speakers is None else (lambda keys: speakers(keys, request.query))
     fused = fuse(keyword, dense, request.config, neighbours, spoken)
+    for _, _, details in fused:
+        details["dense_path"] = dense.path
     age = newer([k for k, _, _ in fused])
     fused.sort(key=lambda t: (-t[1], -age[t[0]][0], -age[t[0]][1]))
     return fused[: request.limit]

@@ -158,10 +158,17 @@ class GraphSearch:
         keyword_ids = list(found)
         total = len(cache.vectors) if cache.vectors is not None else 0
         want = depth
+        # The filters are checked on the rows read back, best first: under a filter the namespace's
+        # vectors are all scored exactly (its rows that pass are not known here), so no true
+        # neighbour of a selective filter is lost to the shortlist.
+        filtered = bool(op.conditions)
+        rejected: set[str] = set()
         while True:
-            scores = cache.dense(query, want, op.until_us, keyword_ids)
-            missing = [i for i in scores.ranked if i not in found]
-            for memory_id, row in (await self._rows(ns, missing)).items():
+            scores = cache.dense(query, want, op.until_us, keyword_ids, exact=filtered)
+            missing = [i for i in scores.ranked if i not in found and i not in rejected]
+            rows = await self._rows(ns, missing)
+            rejected.update(missing)
+            for memory_id, row in rows.items():
                 # a filter's misses are read once per search: the next, wider pass skips them
                 record = record_of(row)
                 if self._in(record, op):
@@ -171,7 +178,7 @@ class GraphSearch:
                 break
             want = min(want * 4, total)  # a selective filter: look deeper
         cosine = {i: scores.cosine[i] for i in (*keyword_ids, *passing) if i in scores.cosine}
-        return DenseScores(cosine, passing, scores.mean, scores.std)
+        return DenseScores(cosine, passing, scores.mean, scores.std, scores.path)
 
     # -- reading a namespace into its cache ------------------------------------------------------
 

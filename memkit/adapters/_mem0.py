@@ -429,7 +429,7 @@ class Mem0Adapter(Store):
     async def _rank(self, op: ops.SearchOp) -> list[MemoryItem]:
         # mem0's similarity is the semantic leg; the shared pipeline ranks it and writes the details.
         rows = {r.record.id: r for r in await self._run(self._candidates, op)}
-        dense = DenseScores({k: r.score or 0.0 for k, r in rows.items()}, list(rows), 0.0, 0.0)
+        dense = DenseScores({k: r.score or 0.0 for k, r in rows.items()}, list(rows), 0.0, 0.0, "index")
         ranked = _pipeline.rank(op, [], dense, lambda keys: {k: (rows[k].record.created_us, rows[k].seq)
                                                              for k in keys})
         return [rows[k].record.to_item(score, details) for k, score, details in ranked]

@@ -20,6 +20,7 @@ from memkit._recall import _recording as _recall
 from memkit._recall._marks import Mark
 from memkit._recall._recording import Recall
 from memkit._retrieval import _pipeline
+from memkit._retrieval._config import dense_path
 from memkit._retrieval._filters import Condition, matches
 from memkit._retrieval._fusion import HybridConfig, Neighbours, VectorIndex, dense_leg
 from memkit._retrieval._keyword import KeywordIndex, analyze_query
@@ -209,7 +210,9 @@ class InMemoryAdapter(Store):
         if present:
             vectors.add([i for i, _ in present], np.stack([v for _, v in present]))
         query_vector = self._embedder.embed([op.query])[0].astype(np.float32)
-        dense = dense_leg(vectors, query_vector, depth, None, [i for i, _ in keyword])
+        # The index holds only the rows that pass: scored exactly while there are few enough.
+        dense = dense_leg(vectors, query_vector, depth, None, [i for i, _ in keyword],
+                          exact=dense_path(len(vectors)) == "exact")
         neighbours, speakers = self._neighbours(user, agent, rows)
         ranked = _pipeline.rank(op, keyword, dense, lambda keys: {i: (-i, 0) for i in keys}, neighbours, speakers)
         return [rows[i].to_item(score, details) for i, score, details in ranked]

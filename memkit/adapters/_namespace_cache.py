@@ -79,17 +79,19 @@ class NamespaceCache(Generic[F]):
         if present:
             vectors.add([k for k, _ in present], np.asarray([v for _, v in present], dtype=np.float32))
 
-    def dense(self, query: np.ndarray, depth: int, until_us: int | None, extra: Iterable[str]) -> DenseScores:
+    def dense(self, query: np.ndarray, depth: int, until_us: int | None, extra: Iterable[str],
+              exact: bool = False) -> DenseScores:
         """The ``depth`` memories (ids) nearest ``query`` created at or before ``until_us`` if
-        given, with the cosine of ``extra`` ids too (the keyword hits)."""
+        given, with the cosine of ``extra`` ids too (the keyword hits); ``exact``: every vector
+        scored, never the shortlist."""
         with self._lock:
             assert self.vectors is not None
             allowed = None if until_us is None else (
                 lambda keys: {k for k in keys if self.ages[k][0] <= until_us})
             scores = dense_leg(self.vectors, query, depth, allowed,
-                               [self.key_of[i] for i in extra if i in self.key_of])
+                               [self.key_of[i] for i in extra if i in self.key_of], exact=exact)
             return DenseScores({self.ids[k]: c for k, c in scores.cosine.items()},
-                               [self.ids[k] for k in scores.ranked], scores.mean, scores.std)
+                               [self.ids[k] for k in scores.ranked], scores.mean, scores.std, scores.path)
 
     def neighbours(self, ids: Iterable[str], reach: int) -> dict[str, list[tuple[int, str]]]:
         """For fusion's ``context``: the memories written up to ``reach`` places around each of

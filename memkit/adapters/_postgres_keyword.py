@@ -330,7 +330,7 @@ WITH w AS (SELECT * FROM unnest(%s::text[], %s::float8[]) AS w(lexeme, idf)),
 hits AS MATERIALIZED (
     SELECT m.seq, m.created_us, m.terms_len, ts_filter(setweight(m.terms, 'A', %s::text[]), '{{a}}') AS found
     FROM memories m
-    WHERE m.user_id = %s AND m.agent_id = %s AND m.seq = ANY(%s::bigint[]) AND ({where})
+    WHERE m.user_id = %s AND m.agent_id = %s AND {rows} AND ({where})
 )
 SELECT h.seq, h.created_us,
        sum(w.idf * cardinality(u.positions) * %s::float8
@@ -374,12 +374,17 @@ def _bounds(found: list[_Found], idf: dict[str, float], reach: int) -> tuple[Any
 
 
 async def _scores(conn: Any, user_id: str, agent_id: str, found: list[_Found], idf: dict[str, float],
-                  candidates: list[int], conditions: tuple[Condition, ...], limit: int) -> list[tuple[int, int, float]]:
+                  candidates: list[int] | None, conditions: tuple[Condition, ...],
+                  limit: int) -> list[tuple[int, int, float]]:
+    """The best ``limit`` of ``candidates`` (``None``: every memory that passes the filters and holds
+    a term) by their exact BM25."""
     where, params = filter_sql(conditions, q.POSTGRES)
-    used = [f.term for f in found if f.seqs]
+    used = [f.term for f in found if f.seqs or candidates is None]
+    rows = ("m.seq = ANY(%s::bigint[])", q.int_array(candidates)) if candidates is not None else (
+        "m.terms @@ %s::tsquery", q.any_query(used))
     return [(int(s), int(c), float(v)) for s, c, v in await (await conn.execute(
-        _SCORE_SQL.format(where=where),
-        [used, [idf[t] for t in used], used, user_id, agent_id, q.int_array(candidates), *params,
+        _SCORE_SQL.format(where=where, rows=rows[0]),
+        [used, [idf[t] for t in used], used, user_id, agent_id, rows[1], *params,
          K1 + 1.0, K1, B, B, found[0].avglen, limit],
         prepare=False,
     )).fetchall()]
@@ -387,7 +392,7 @@ async def _scores(conn: Any, user_id: str, agent_id: str, found: list[_Found], i
 
 async def keyword_hits(
     conn: Any, user_id: str, agent_id: str, terms: list[str], conditions: tuple[Condition, ...], limit: int,
-    counted: Frequencies | None = None,
+    counted: Frequencies | None = None, passing: int | None = None,
 ) -> list[tuple[int, int, float]]:
     """``(seq, created_us, bm25)`` of the namespace's best ``limit`` memories for ``terms``, best
     first, ties newest first, each scored exactly; the candidates are the memories among each term's
@@ -398,13 +403,19 @@ async def keyword_hits(
     from the postings' impacts (:func:`_bounds`) set aside every memory whose best possible score
     is below the ``limit``-th best sure one, which changes nothing in the result. With filters,
     the best sure ones may not pass, so every candidate is scored.
+
+    ``passing``: a filter passes only this many memories (at most
+    :data:`memkit._retrieval._config.EXACT_MAX`): those holding a term are scored, all of them
+    and no other, and no postings are read but the terms' counts.
     """
-    reach = postings_read(len(terms), limit)
+    reach = 1 if passing is not None else postings_read(len(terms), limit)
     found = await _top(conn, user_id, agent_id, terms, reach, counted)
     if not found:
         return []
     n = found[0].n
     idf = {f.term: _idf(n, f.df) for f in found}
+    if passing is not None:
+        return await _scores(conn, user_id, agent_id, found, idf, None, conditions, limit) if passing else []
     cut = any(f.got >= reach for f in found)  # else every memory holding a term was read
     scored: list[tuple[int, int, float]] = []
     if any(f.seqs for f in found):

@@ -124,6 +124,10 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # memkit.adapters._postgres_index). A memkit of an earlier schema cannot read the kinds, so it
     # refuses the upgraded store.
     6: (),
+    # A metadata equality filter finds its rows through this index (the compiled filter adds an
+    # ``@>`` test beside the exact one): a selective filter's rows are counted and scored without
+    # reading the whole namespace (see memkit._retrieval._config.dense_path).
+    7: ("CREATE INDEX IF NOT EXISTS memories_metadata ON memories USING gin (metadata jsonb_path_ops)",),
 }
 
 SCHEMA_VERSION = max(MIGRATIONS)

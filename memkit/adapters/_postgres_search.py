@@ -40,11 +40,14 @@ async def ranked(
     hits: list[tuple[int, float]] = []
     terms = q.query_terms(analyze_query(request.query)) if request.mode != "semantic" else []
     async with pool.connection() as conn:
+        # A filter's selectivity decides how both legs read: the rows that pass, counted up to
+        # EXACT_MAX, are scored exactly when there are no more (see memkit._retrieval._config).
+        passing = await q.count_passing(conn, user, agent, conditions) if conditions else None
 
         async def keyword() -> None:
             if terms:
                 for seq, created_us, score in await keyword_hits(conn, user, agent, list(dict.fromkeys(terms)),
-                                                                 conditions, depth, counted):
+                                                                 conditions, depth, counted, passing):
                     hits.append((seq, score))
                     created[seq] = created_us
 
@@ -54,13 +57,13 @@ async def ranked(
             # The two legs on two connections at once: a search waits for the slower, not for both.
             try:
                 dense = (await asyncio.gather(
-                    keyword(), _dense(other, samples, user, agent, conditions, depth, vector, created)))[1]
+                    keyword(), _dense(other, samples, user, agent, conditions, depth, vector, created, passing)))[1]
             finally:
                 await pool.putconn(other)
         else:
             await keyword()
             if vector is not None:
-                dense = await _dense(conn, samples, user, agent, conditions, depth, vector, created)
+                dense = await _dense(conn, samples, user, agent, conditions, depth, vector, created, passing)
         around: dict[int, list[tuple[int, int]]] = {}
         heads: dict[int, str] = {}
         keys = list(dict.fromkeys([*(s for s, _ in hits), *(dense.ranked if dense else [])]))
@@ -112,15 +115,17 @@ async def _spare(pool: Any) -> Any:
 
 async def _dense(
     conn: Any, samples: SampleCache, user: str, agent: str, conditions: tuple[Any, ...], depth: int, vector: Any,
-    created: dict[int, int],
+    created: dict[int, int], passing: int | None,
 ) -> DenseScores:
+    """The dense leg; ``passing``: how many of the namespace's memories pass the filters, when few
+    enough that they are scored exactly (:func:`memkit._retrieval._config.dense_path`)."""
     size, top, embedder, writer, ends = await (
         await conn.execute(VERSION_SQL, {"u": user, "a": agent})).fetchone()
     size, segments = int(size or 0), segment_bounds(ends)
     if size == 0:
         return DenseScores({}, [], 0.0, 0.0)
     mean, std = await samples.stats(conn, user, agent, (size, int(top or 0), embedder, writer), vector)
-    exact = size <= q.DENSE_EXACT_MAX or not segments
+    exact = size <= q.DENSE_EXACT_MAX or not segments or passing is not None
     # A deep leg (a hybrid search's candidates) asks each segment for about its share of them: a
     # segment's graph walk costs about the same for a tenth of the memories, so asking the small
     # ones for all 100 doubled the leg's time (at a million memories in 4 segments: 129 -> 64 ms,
@@ -157,5 +162,5 @@ async def _dense(
         ranked.append(seq)
         cosine[seq] = q.finite(float(cos))
         created[seq] = created_us
-    return DenseScores(cosine, ranked, q.finite(mean), q.finite(std))
+    return DenseScores(cosine, ranked, q.finite(mean), q.finite(std), "exact" if exact else "index")
 

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memkit._core._records import Record
+from memkit._retrieval._config import EXACT_MAX, dense_path
 from memkit._retrieval._filters import Condition
 from memkit._retrieval._keyword import K1, B, analyze
 from memkit.adapters._postgres_writes import text_in
@@ -28,8 +29,8 @@ from memkit.adapters._sqlbase import Dialect, filter_sql
 
 __all__ = [
     "COLUMNS", "DENSE_EXACT_MAX", "HALFVEC_SLACK", "HEADS_SQL", "KINDS", "POSTGRES", "SEGMENT_FLOOR", "SEGMENT_SPREAD",
-    "any_query", "check_dim", "check_kind", "dense_statements", "gaps_statement", "graph_expression", "int_array",
-    "neighbours", "row_record", "segment_limits", "terms_vector",
+    "any_query", "check_dim", "check_kind", "count_passing", "dense_statements", "gaps_statement", "graph_expression",
+    "int_array", "neighbours", "row_record", "segment_limits", "terms_vector",
 ]
 
 COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
@@ -104,6 +105,8 @@ POSTGRES = Dialect(
     operands={"bool": "%s::boolean", "number": "%s::numeric", "string": '%s::text COLLATE "C"'},
     path=lambda cond: list(cond.path),
     binds={"number": _number, "string": text_in},
+    # memories_metadata (GIN, jsonb_path_ops) serves it: a 5% filter's rows without the namespace's.
+    contains="m.metadata @> %s::jsonb",
 )
 
 
@@ -258,6 +261,16 @@ def dense_statements(
     ]
     parts.append((f"{head} AND m.seq > {ends[-1]} ORDER BY m.embedding <#> v.q, m.seq LIMIT %s", [*leg, limit], limit))
     return parts
+
+
+async def count_passing(conn: Any, user_id: str, agent_id: str, conditions: tuple[Condition, ...]) -> int | None:
+    """How many of the namespace's memories pass the filters, or ``None`` past
+    :data:`memkit._retrieval._config.EXACT_MAX` (counting stops there)."""
+    where, params = filter_sql(conditions, POSTGRES)
+    row = await (await conn.execute(
+        f"SELECT count(*) FROM (SELECT FROM memories m WHERE m.user_id = %s AND m.agent_id = %s AND {where}"  # noqa: S608
+        " LIMIT %s) c", [user_id, agent_id, *params, EXACT_MAX + 1], prepare=False)).fetchone()
+    return int(row[0]) if dense_path(int(row[0])) == "exact" else None
 
 
 COSINES_SQL = (
