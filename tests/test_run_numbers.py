@@ -180,8 +180,8 @@ def test_show_prints_retries_and_nesting_and_stops_quietly_in_a_pipe(
     written: tuple[str, memkit.Memory, list[ExpectedRun]], capsys: pytest.CaptureFixture[str]
 ) -> None:
     url, _, expected = written
-    if not url.startswith("sqlite"):
-        pytest.skip("the command's printing is the same on every store: read once, from the SQLite file")
+    if url.startswith("memory"):
+        pytest.skip("a memory:// store lives in the test's process: the command, another process, has its own")
     nested = next(r for r in expected if r.nested and r.retries and r.steps >= 4)
     key = run_key(*nested.ids)
     assert main(["--url", url, "show", key]) == 0
