@@ -16,7 +16,8 @@ PUBLIC: dict[str, set[str]] = {
     "memkit": {
         "BackendUnavailableError", "ConfigError", "ContextWindow", "ErrorCategory", "Evaluation", "Health",
         "HybridConfig", "InvalidInputError", "Limits", "Mark", "MemkitError", "Memory", "MemoryFilter",
-        "MemoryItem", "MemoryProvider", "NamespaceInfo", "NewMemory", "NotFoundError", "Recall", "RecalledMemory",
+        "MemoryItem", "MemoryProvider", "NamespaceInfo", "NewMemory", "NotFoundError", "Prices", "Recall",
+        "RecalledMemory",
         "Stats", "StorageError", "SupportsAddMany", "SupportsAsOf", "SupportsClose", "SupportsExport",
         "SupportsGet", "SupportsHealth", "SupportsMarks", "SupportsNamespaces", "SupportsPaging",
         "SupportsRecalls", "SupportsSearchModes", "SupportsStats", "SupportsTraceColumns", "build_context",

@@ -21,6 +21,7 @@ from memkit._core._port import (
 from memkit._core._records import to_us
 from memkit._sync import Memory, call, provider_of
 from memkit.frames._recalls import _with_recall_counts
+from memkit.frames._usage import STEP_USAGE_COLUMNS, PricesLike, read_step_usage, with_usage
 from memkit.traces import ExecutionStatus, categorize_error
 from memkit.traces._items import status_of
 from memkit.traces._timing import step_timing
@@ -31,6 +32,7 @@ _provider = provider_of
 TRACE_COLUMNS = (
     "workflow_id", "agent_id", "user_id", "run_id", "step_index", "step_name", "tool", "status",
     "started_at", "ended_at", "duration_s", "retry_count", "error", "created_at",
+    *STEP_USAGE_COLUMNS,
 )
 _TEXT = ("id", "user_id", "agent_id", "workflow_id", "run_id", "step_name", "tool", "status", "error")
 _NUMBERS = ("seq", "created_us", "step_index", "started_us", "duration_us", "retry_count")
@@ -188,6 +190,7 @@ def traces_frame(
     since: datetime | str | float | None = None,
     *,
     recalls: bool = False,
+    prices: PricesLike = None,
 ) -> pd.DataFrame:
     """Every stored trace step as one row, in replay order (see the module docstring).
 
@@ -202,6 +205,12 @@ def traces_frame(
     recalls
         Add ``recalls`` (searches the step made) and ``recalled`` (memories they returned)
         per step, from a store that keeps recalls (see :func:`recall_counts`).
+    prices
+        ``cost`` of a step that recorded tokens and no cost: ``memkit.Prices({"gpt-4o": (2.5, 10.0)})``
+        or a plain dict, model -> price per million input and output tokens.
+
+    The usage columns (``model, tokens_in, tokens_out, tokens_total, cost, usage_counted``) are read
+    from each step's data in any common spelling (:mod:`memkit._core._usage`; docs/traces.md).
 
     Examples
     --------
@@ -212,6 +221,7 @@ def traces_frame(
     state = None if status is None else ExecutionStatus(status).value
     # Statuses are compared as shown: the store holds the agent's words (``error``, ``OK``, ``503``...).
     frame = _trace_frame(call(provider, _trace_columns, workflow_id, agent_id, user_id, None, _since_us(since)))
+    frame = with_usage(frame, call(provider, read_step_usage, workflow_id, agent_id, user_id), prices)
     if state is not None:
         frame = frame[frame["status"].eq(state).to_numpy(dtype=bool)]
     return _with_recall_counts(frame, provider) if recalls else frame

@@ -1,0 +1,166 @@
+"""LLM usage in frames: each step's model, tokens and cost (read by :func:`memkit._core._usage.usage_of`),
+which steps a run's totals count, and the totals per run, per model and over time."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypedDict
+
+import numpy as np
+import pandas as pd
+
+from memkit._core._errors import InvalidInputError
+from memkit._core._port import MemoryProvider, SupportsExport
+from memkit._core._runs import run_key
+from memkit._core._usage import Placed, Prices, Usage, as_prices, counted_steps, place_of, usage_of
+
+__all__ = ["RUN_USAGE_COLUMNS", "STEP_USAGE_COLUMNS", "PricesLike", "UsageFilters", "run_usage", "step_usage_columns",
+           "usage_by_model", "usage_filter", "with_usage"]
+
+PricesLike = Prices | Mapping[str, tuple[float, float]] | None
+
+STEP_USAGE_COLUMNS = ("model", "tokens_in", "tokens_out", "tokens_total", "cost", "usage_counted")
+"""Usage columns of :func:`memkit.frames.traces_frame` (``usage_counted``: whether the step's usage counts
+in its run's totals: it carries usage and no step beneath it does)."""
+RUN_USAGE_COLUMNS = ("models", "tokens_in", "tokens_out", "tokens_total", "cost")
+"""Usage columns of :func:`memkit.frames.runs_frame`: the run's models (sorted, comma-separated) and the
+sums over the steps whose usage counts (``<NA>``/NaN: no step recorded it)."""
+_TOKENS = ("tokens_in", "tokens_out", "tokens_total")
+
+
+async def read_step_usage(
+    provider: MemoryProvider, workflow_id: str | None, agent_id: str | None, user_id: str | None,
+) -> dict[str, tuple[Usage, Placed]]:
+    """Each trace step's usage (unpriced) and place, by step id, read from the store's records of the
+    namespace(s) asked (the export every store offers: the trace columns hold no usage)."""
+    if not isinstance(provider, SupportsExport):
+        return {}
+    out: dict[str, tuple[Usage, Placed]] = {}
+    async for item in provider.export(user_id, agent_id):
+        meta = item.metadata
+        if meta.get("type") != "trace" or (workflow_id is not None and meta.get("workflow_id") != workflow_id):
+            continue
+        trace = meta.get("trace")
+        out[item.id] = (usage_of(trace), place_of(trace))
+    return out
+
+
+def _priced(usage: Usage, prices: Prices | None) -> Usage:
+    if usage.cost is not None or prices is None:
+        return usage
+    cost = prices.cost(usage.model, usage.tokens_in, usage.tokens_out)
+    return usage if cost is None else usage._replace(cost=cost, cost_source="priced")
+
+
+def step_usage_columns(
+    steps: pd.DataFrame, found: Mapping[str, tuple[Usage, Placed]], prices: PricesLike = None,
+) -> pd.DataFrame:
+    """:data:`STEP_USAGE_COLUMNS` for the steps of ``steps`` (a trace frame), from ``found`` (by step id)."""
+    table = as_prices(prices)
+    ids = [str(i) for i in steps.index]
+    empty = (Usage(), Placed(None, None, None, None))
+    pairs = [found.get(i, empty) for i in ids]
+    usages = [_priced(u, table) for u, _ in pairs]
+    counted = np.zeros(len(ids), dtype=bool)
+    if len(ids):
+        runs: dict[tuple[Any, ...], list[int]] = {}
+        for position, key in enumerate(zip(steps["user_id"], steps["agent_id"], steps["workflow_id"],
+                                           steps["run_id"], strict=True)):
+            runs.setdefault(tuple(None if v is None or v != v else v for v in key), []).append(position)
+        for positions in runs.values():
+            flags = counted_steps((pairs[p][1], usages[p].carried) for p in positions)
+            counted[positions] = flags
+    return pd.DataFrame({
+        "model": pd.Series([u.model for u in usages], index=steps.index, dtype=object),
+        **{name: pd.array([getattr(u, name) for u in usages], dtype="Int64") for name in _TOKENS},
+        "cost": pd.Series([np.nan if u.cost is None else u.cost for u in usages], index=steps.index,
+                          dtype="float64"),
+        "usage_counted": pd.Series(counted, index=steps.index, dtype=bool),
+    }, index=steps.index)
+
+
+def with_usage(steps: pd.DataFrame, found: Mapping[str, tuple[Usage, Placed]], prices: PricesLike = None
+               ) -> pd.DataFrame:
+    """``steps`` with :data:`STEP_USAGE_COLUMNS` (replacing any it had) after ``created_at``, before the
+    ``params.*`` and ``result.*`` columns."""
+    columns = step_usage_columns(steps, found, prices)
+    rest = [c for c in steps.columns if c not in STEP_USAGE_COLUMNS]
+    cut = rest.index("created_at") + 1 if "created_at" in rest else len(rest)
+    return pd.concat([steps[rest[:cut]], columns, steps[rest[cut:]]], axis=1)
+
+
+def run_usage(steps: pd.DataFrame) -> pd.DataFrame:
+    """:data:`RUN_USAGE_COLUMNS` per run (indexed by the run's printed id) of a trace frame with usage."""
+    index = pd.Index([], name="run", dtype=object)
+    if steps.empty or "usage_counted" not in steps.columns:
+        return pd.DataFrame({"models": pd.Series(dtype=object, index=index),
+                             **{n: pd.Series(dtype="Int64", index=index) for n in _TOKENS},
+                             "cost": pd.Series(dtype="float64", index=index)})
+
+    def text(value: Any) -> str | None:
+        return value if isinstance(value, str) else None
+
+    keys = [run_key(text(u), text(a), text(w), text(r)) for u, a, w, r in zip(
+        steps["user_id"], steps["agent_id"], steps["workflow_id"], steps["run_id"], strict=True)]
+    counted = steps["usage_counted"].to_numpy(dtype=bool)
+    frame = pd.DataFrame({"run": keys, "model": steps["model"].to_numpy(dtype=object),
+                          **{n: steps[n].where(counted) for n in (*_TOKENS, "cost")}})
+    grouped = frame.groupby("run", sort=False)
+    out = pd.DataFrame({
+        "models": grouped["model"].agg(lambda m: ", ".join(sorted({v for v in m if isinstance(v, str)}))),
+        **{n: grouped[n].sum(min_count=1).astype("Int64") for n in _TOKENS},
+        "cost": grouped["cost"].sum(min_count=1).astype("float64"),
+    })
+    out.index.name = "run"
+    return out
+
+
+class UsageFilters(TypedDict, total=False):
+    """The usage filters of :func:`memkit.frames.runs_frame` and :func:`memkit.frames.filter_runs`."""
+
+    model: str | list[str] | None
+    min_tokens: float | None
+    max_tokens: float | None
+    min_cost: float | None
+    max_cost: float | None
+
+
+def _bound(value: Any, name: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise InvalidInputError(f"{name}: a number, got {value!r}")
+    return float(value)
+
+
+def usage_filter(runs: pd.DataFrame, **wanted: Any) -> pd.Series:
+    """Which runs of a runs frame match :class:`UsageFilters` (all rows where none is given)."""
+    keep = pd.Series(True, index=runs.index)
+    unknown = set(wanted) - set(UsageFilters.__annotations__)
+    if unknown:
+        raise InvalidInputError(f"unknown run filter(s): {', '.join(sorted(unknown))}")
+    model = wanted.get("model")
+    if model is not None:
+        names = {model} if isinstance(model, str) else {str(m) for m in model}
+        keep &= runs["models"].fillna("").map(lambda m: bool(names.intersection(m.split(", "))))
+    for column, low, high in (("tokens_total", "min_tokens", "max_tokens"), ("cost", "min_cost", "max_cost")):
+        lo, hi = _bound(wanted.get(low), low), _bound(wanted.get(high), high)
+        values = runs[column].astype("float64")
+        if lo is not None:
+            keep &= values.ge(lo).fillna(False).astype(bool)
+        if hi is not None:
+            keep &= values.le(hi).fillna(False).astype(bool)
+    return keep
+
+
+def usage_by_model(steps: pd.DataFrame) -> pd.DataFrame:
+    """Per model (of the steps whose usage counts): ``steps, tokens_in, tokens_out, tokens_total, cost``."""
+    if steps.empty or "usage_counted" not in steps.columns:
+        return pd.DataFrame(columns=["steps", *_TOKENS, "cost"], index=pd.Index([], name="model"))
+    counted = steps[steps["usage_counted"].to_numpy(dtype=bool)]
+    grouped = counted.groupby(counted["model"].fillna("(unknown)"), sort=True)
+    out = pd.DataFrame({"steps": grouped.size(),
+                        **{n: grouped[n].sum(min_count=1).astype("Int64") for n in _TOKENS},
+                        "cost": grouped["cost"].sum(min_count=1)})
+    out.index.name = "model"
+    return out
