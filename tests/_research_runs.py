@@ -112,6 +112,8 @@ class ExpectedRun:
                             ("tokens_total", (tokens_in or 0) + (tokens_out or 0)), ("cost", cost)):
             if value is not None:
                 setattr(self, name, (getattr(self, name) or 0) + value)
+    #: The tool of its failed step, and the message of its error (what the failure is about).
+    failed_tool: str | None = None
 
     @property
     def ids(self) -> tuple[str, str, str, str]:
@@ -239,6 +241,7 @@ def _write_run(mem: memkit.Memory, rng: random.Random, ids: tuple[str, str, str,
                 data["traceback"] = _traceback(message)
                 expected.first_error = error
                 expected.error_headline = message
+                expected.failed_tool = tool
             if position == 0:
                 extra = {"model": "gpt-4o-mini", "tokens": {"prompt": 120 + number, "completion": 40},
                          "prompt": f"Find papers on TP53 ({number})", "cost": round(0.001 * (number + 1), 6)}

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 import uuid
 import warnings
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -23,9 +26,9 @@ import pytest
 import memkit
 from memkit._core._runs import run_key
 from memkit._serve._runs import PortReads, read_run, read_runs
-from memkit.charts import success_rate_chart
+from memkit.charts import failure_heatmap, success_rate_chart
 from memkit.cli import main
-from memkit.frames import run_steps, runs_frame, traces_frame
+from memkit.frames import failure_patterns, run_steps, runs_frame, traces_frame
 from memkit.widgets import TraceReplay
 from tests._research_runs import ExpectedRun, write_runs
 
@@ -171,3 +174,51 @@ def test_trace_replay_and_the_success_rate_chart(written: tuple[str, memkit.Memo
     assert drawn == {day: (len(ok), pytest.approx(sum(ok) / len(ok))) for day, ok in counted.items()}
     steps = traces_frame(mem)
     assert set(steps["status"]) <= {"success", "failed", "running", "pending", "retrying", "skipped"}
+
+
+def test_show_prints_retries_and_nesting_and_stops_quietly_in_a_pipe(
+    written: tuple[str, memkit.Memory, list[ExpectedRun]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, _, expected = written
+    if not url.startswith("sqlite"):
+        pytest.skip("the command's printing is the same on every store: read once, from the SQLite file")
+    nested = next(r for r in expected if r.nested and r.retries and r.steps >= 4)
+    key = run_key(*nested.ids)
+    assert main(["--url", url, "show", key]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if line.startswith("#"))
+    assert header.split()[:8] == ["#", "step", "tool", "status", "duration", "timing", "retries", "recalls"]
+    rows = [line for line in lines if line[:1].isdigit()]
+    indent = {row.split()[1]: row.index("step-") for row in rows}
+    assert indent["step-2"] == indent["step-3"] == indent["step-1"] + 2  # they ran inside step-1
+    retried = [row for row in rows if " retrying " not in row and " step-1 " in row]
+    assert retried and all(str(nested.retries) in row.split() for row in retried[-1:])
+    # `memkit ... | head -1`: the reader leaves early (here after the first of 150 kB); no "Broken pipe"
+    # on stderr, exit 0.
+    for command in (f"show '{key}'", "runs --json --limit 1000"):
+        shell = subprocess.run(
+            f"{sys.executable} -m memkit --url '{url}' {command} | head -1; exit ${{PIPESTATUS[0]}}",
+            shell=True, executable="/bin/bash", capture_output=True, text=True, cwd=Path(__file__).parent.parent,
+            timeout=120)
+        assert shell.stdout.count("\n") == 1 and shell.stderr == "" and shell.returncode == 0, shell
+
+
+# What each error the agents write is about (issue 42, item 8): the category a researcher expects.
+CATEGORIES = {"ConnectionError": "network_error", "TimeoutError": "network_error", "HTTP 429": "rate_limit_error",
+              "ValueError": "parameter_error"}
+
+
+def test_failures_are_counted_by_what_went_wrong(written: tuple[str, memkit.Memory, list[ExpectedRun]]) -> None:
+    """Every failed step counts, whatever word its agent used (``error``, ``ERROR``, ``503``, ``exception``,
+    ``timeout``, ``cancelled``), in the category its exception names, tracebacks included."""
+    _, mem, expected = written
+    wanted: dict[tuple[str, str], int] = {}
+    for run in expected:
+        if run.failed_tool is not None and run.error_headline is not None:
+            category = next(c for prefix, c in CATEGORIES.items() if run.error_headline.startswith(prefix))
+            wanted[(category, run.failed_tool)] = wanted.get((category, run.failed_tool), 0) + 1
+    got = failure_patterns(mem)
+    assert {(r.category, r.tool): r.count for r in got.itertuples()} == wanted
+    drawn = failure_heatmap(mem).spec["data"]["values"]
+    assert {(v["category"], v["tool"]): v["count"] for v in drawn} == wanted
+    assert sum(wanted.values()) == sum(r.failed_steps for r in expected)

@@ -776,8 +776,8 @@ def test_an_error_reads_apart_from_the_traceback_a_framework_ran_into_it() -> No
     assert error_message(raw) == "TimeoutError('PDB did not answer for TP53')"
     plain = "Connection reset by peer"
     assert error_lines(plain) == error_message(plain) == plain
-    only = "Traceback (most recent call last):\n  boom"  # nothing before it: kept as it is
-    assert error_lines(only) == error_message(only) == only
+    only = "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: boom\n"
+    assert error_lines(only) == only and error_message(only) == "ValueError: boom"  # its exception, issue 42
 
 
 def test_a_traceback_reads_without_the_blank_lines_a_framework_put_between_its_frames() -> None:

@@ -71,6 +71,8 @@ class Step:
     duration_s: float | None
     #: Searches the step made (``None``: the store keeps no recalls).
     recalls: int | None = None
+    #: The ``step_index`` of the step it ran inside (``None``: top level, or not read).
+    parent_step_index: int | None = None
 
     @property
     def ended_at(self) -> datetime | None:
@@ -92,6 +94,7 @@ class Step:
             "step_id": self.id, "step_index": self.step_index, "step_name": self.step_name, "tool": self.tool,
             "status": self.status, "started_at": _iso(self.started_at), "duration_s": self.duration_s,
             "timing": self.timing, "retry_count": self.retry_count, "recalls": self.recalls, "error": self.error,
+            "parent_step_index": self.parent_step_index,
         }
 
 
@@ -318,7 +321,7 @@ def step_of(item: Any, counts: dict[tuple[Any, ...], int] | None) -> Step:
         step_name=_text(trace.get("step_name")), tool=_text(trace.get("tool")),
         status=status_of(status), error=_text(trace.get("error")),
         retry_count=_int(trace.get("retry_count")), created_at=item.created_at, started_at=start,
-        duration_s=duration,
+        duration_s=duration, parent_step_index=_int(trace.get("parent_step_index")),
     )
     if counts is not None:
         step.recalls = counts.get((*step.run, step.step_index), 0)

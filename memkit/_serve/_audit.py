@@ -91,11 +91,25 @@ def _mark_json(mark: Any) -> dict[str, Any]:
             "memory_id": mark.memory_id, "created_at": mark.created_at.isoformat()}
 
 
+def _depths(steps: list[Any]) -> list[int]:
+    """How deep each step is nested (its ``parent_step_index`` chain within the run): its name is
+    indented by that much, as TraceReplay's tree does."""
+    parent = {s.step_index: s.parent_step_index for s in steps if s.step_index is not None}
+    depths = []
+    for step in steps:
+        depth, seen, at = 0, {step.step_index}, step.parent_step_index
+        while at is not None and at in parent and at not in seen:
+            depth, at = depth + 1, parent[at]
+            seen.add(at)
+        depths.append(depth)
+    return depths
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     """One run: its steps, the full text of its errors, what each step recalled and how it was marked."""
     with open_reads(args.url) as reads:
         try:
-            detail: RunDetail = read_run(reads, args.run)
+            detail: RunDetail = read_run(reads, args.run, args.user, args.agent)
         except InvalidInputError as exc:
             if str(exc).startswith("no run"):
                 raise NothingFound(f"no run {printable(args.run)!r} in this store; `memkit runs` lists them") from None
@@ -124,11 +138,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     if untimed:
         say(f"{untimed} of {len(steps)} steps recorded no timing")
     say("")
-    rows = [[cell(s.step_index), cell(s.step_name), cell(s.tool), cell(s.status), cell(format_duration(s.duration_s)),
-             cell(s.timing), cell(s.recalls), cell((m := step_marks.get(s.id)) and m.label), cell(s.error)]
-            for s in steps]
-    for line in table(["#", "step", "tool", "status", "duration", "timing", "recalls", "mark", "error"], rows,
-                      flex=8):
+    depth = _depths(steps)
+    rows = [[cell(s.step_index), "  " * d + cell(s.step_name), cell(s.tool), cell(s.status),
+             cell(format_duration(s.duration_s)), cell(s.timing), cell(s.retry_count or 0), cell(s.recalls),
+             cell((m := step_marks.get(s.id)) and m.label), cell(s.error and error_headline(s.error))]
+            for s, d in zip(steps, depth, strict=True)]
+    for line in table(["#", "step", "tool", "status", "duration", "timing", "retries", "recalls", "mark", "error"],
+                      rows, flex=9):
         say(line)
     failed = [s for s in steps if s.error is not None]
     if failed:
@@ -196,9 +212,12 @@ def add_audit_commands(sub: Any) -> None:
 
     show = sub.add_parser(
         "show", help="one run: its steps, errors, what each step recalled and the marks on them",
-        epilog="RUN is an id from `memkit runs` (workflow/run_id), a run_id or a workflow_id naming one run.",
+        epilog="RUN is an id from `memkit runs` (user/agent/workflow/run_id), or a workflow/run_id, run_id or\n"
+        "workflow_id naming one run.",
     )
     show.add_argument("run", metavar="RUN")
+    show.add_argument("--user", help="look for RUN among this user_id's runs only")
+    show.add_argument("--agent", help="look for RUN among this agent_id's runs only")
     show.add_argument("--json", action="store_true", help="the run as one JSON object")
     show.set_defaults(func=cmd_show)
 

@@ -293,6 +293,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         _one_shot()
     try:
         return func(args)
+    except BrokenPipeError:
+        # The reader left (``memkit show RUN | head``): what it read is all it wanted. Python would
+        # report the pipe again when it flushes stdout at exit, so stdout is pointed at nothing first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except NothingFound as exc:
         say(f"memkit: {exc}", file=sys.stderr)
         return 1

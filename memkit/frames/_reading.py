@@ -367,7 +367,8 @@ def failure_patterns(
     source: pd.DataFrame | MemoryProvider | Memory, **filters: Unpack[TraceFilters]
 ) -> pd.DataFrame:
     """Failed steps per category (the seed framework's: network_error, validation_error,
-    parameter_error, criteria_failure, execution_error, unknown) and tool: ``category, tool, count``,
+    parameter_error, criteria_failure, execution_error, unknown; and rate_limit_error, see
+    :func:`memkit.traces.categorize_error`) and tool: ``category, tool, count``,
     most frequent first.
     """
     df = _frame(source, **filters)

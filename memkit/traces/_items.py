@@ -13,8 +13,17 @@ from typing import Any
 from memkit._core._errors import InvalidInputError, StorageError
 
 FAILURE_CATEGORIES = (
-    "network_error", "validation_error", "parameter_error", "criteria_failure", "execution_error",
+    "network_error", "rate_limit_error", "validation_error", "parameter_error", "criteria_failure",
+    "execution_error",
 )
+# A refused request for being too many: HTTP 429, or a provider's words for it.
+_RATE_LIMIT = re.compile(r"\b429\b|too many requests|rate[ _-]?limit|quota (?:exceeded|exhausted)|throttl")
+# A failure to reach or hear from another machine: Python's and requests/httpx/aiohttp's exception
+# names, the OS's words, and the gateway statuses (502, 503, 504).
+_NETWORK = re.compile(
+    r"timeout|timed out|network|connection|connecterror|unreachable|name resolution|getaddrinfo|dns|"
+    r"\bssl\b|remote end closed|broken pipe|reset by peer|refused|\b50[234]\b|bad gateway|service unavailable|"
+    r"gateway time")
 
 
 class ExecutionStatus(StrEnum):
@@ -152,11 +161,16 @@ def error_headline(text: str) -> str:
 
 
 def categorize_error(error: str | None) -> str:
-    """The seed framework's failure categories, decided by keywords in the message."""
+    """The seed framework's failure categories, decided by words in the message, with two more kinds
+    a researcher reads apart: ``rate_limit_error`` (HTTP 429, "rate limit", "too many requests") and
+    ``network_error`` for every failure to reach a service (``ConnectionError``, timeouts, DNS, a reset
+    connection, gateway statuses 502-504), not only messages saying "timeout" or "network"."""
     if not error:
         return "unknown"
-    text = error.lower()
-    if "timeout" in text or "network" in text:
+    text = error_headline(error).lower()  # a traceback's frames name files, not what failed
+    if _RATE_LIMIT.search(text):
+        return "rate_limit_error"
+    if _NETWORK.search(text):
         return "network_error"
     if "validation" in text or "schema" in text:
         return "validation_error"

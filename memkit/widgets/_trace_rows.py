@@ -206,6 +206,13 @@ def _tree_columns(
     }
 
 
+def _steps_text(row: pd.Series, rows: int) -> str:
+    """``3 steps``, or ``2 steps in 4 rows`` when attempts were written on rows of their own."""
+    steps = row.get("steps")
+    steps = rows if steps is None or pd.isna(steps) else int(steps)
+    return f"{steps} steps" + (f" in {rows} rows (attempts on rows of their own)" if rows != steps else "")
+
+
 def _one_after_another(durations: np.ndarray, parents: list[int] | None) -> np.ndarray:
     """Offsets of steps laid end to end in order; with ``parents`` (parents before their children),
     each child starts where its parent's previous child ended, inside its parent's bar."""
@@ -289,7 +296,7 @@ def timeline(run: str, row: pd.Series, steps: pd.DataFrame, parents: list[int] |
         "statuses": sorted(set(steps["status"])), "axis": "steps" if by_order else "seconds",
         "timing_note": note, "timed": timed.tolist(),
         **({} if parents is None else _tree_columns(parents, durations, timed, _start_offsets(starts))),
-        "caption": f"{n} steps · "
+        "caption": f"{_steps_text(row, n)} · "
                    f"{'no timing' if by_order else format_run_duration(_seconds(row['duration_s']), kind)}"
                    f" · started "
                    f"{format_time(row['started_at'].to_pydatetime()) if pd.notna(row['started_at']) else '?'}",

@@ -5,7 +5,9 @@ const RUN_COLUMNS = [
   { key: "status", label: "status", render: (r) => statusBadge(r.status), title: (r) => r.status },
   { key: "workflow_id", label: "workflow" },
   { key: "started", label: "started", sortKey: "started_at" },
-  { key: "duration", label: "duration", sortKey: "duration_s" },
+  { key: "duration", label: "duration", sortKey: "duration_s",
+    title: (r) => (r.duration_kind === "sum of steps" ? "Σ: the sum of its steps' durations (some steps recorded no start time)"
+      : r.duration_kind === "unknown" ? "no step recorded a duration" : "wall clock: first start to last end") },
   { key: "steps", label: "steps" },
   { key: "failed_steps", label: "failed" },
   { key: "retries", label: "retries" },
@@ -403,7 +405,8 @@ function filterBar(model) {
   };
   return h("div", { class: "mk-filters" },
     input("text", "find run, error, tool…", "search", "170px"),
-    select("status", "status", opts.statuses), select("agent_id", "agent", opts.agents),
+    select("status", "status", opts.statuses), select("user_id", "user", opts.users),
+    select("agent_id", "agent", opts.agents),
     select("tool", "tool", opts.tools),
     h("label", { text: "from " }), input("since", "from", "date", "130px"),
     h("label", { text: "to " }), input("until", "to", "date", "130px"),

@@ -96,7 +96,7 @@ class TraceReplay(Panel, anywidget.AnyWidget):
     total_runs = t.Int(0).tag(sync=True)
     runs_capped = t.Bool(False).tag(sync=True)
     options = t.Dict().tag(sync=True)
-    """Values offered by the filter menus: ``statuses``, ``agents``, ``tools``."""
+    """Values offered by the filter menus: ``statuses``, ``users``, ``agents``, ``tools``."""
     filters = t.Dict().tag(sync=True)
     """``status, agent_id, user_id, workflow_id, tool, since, until, min_duration, max_duration, text``."""
     sort = t.Dict({"column": "started_at", "descending": True}).tag(sync=True)
@@ -193,6 +193,7 @@ class TraceReplay(Panel, anywidget.AnyWidget):
             self.options = {
                 "statuses": sorted(set(runs["status"])),
                 "agents": sorted({a for a in runs["agent_id"] if isinstance(a, str)}),
+                "users": sorted({u for u in runs["user_id"] if isinstance(u, str)}),
                 "tools": sorted({x for ts in runs["tools"] for x in ts.split(", ") if x}),
             }
             self._apply()
