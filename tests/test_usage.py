@@ -144,3 +144,47 @@ def test_every_runs_usage_is_what_the_agent_wrote(written: tuple[str, memkit.Mem
     # One user's runs carry only their own usage.
     bob = runs_frame(mem, user_id="bob", prices=PRICES)
     assert int(bob["tokens_total"].sum()) == sum(r.tokens_total or 0 for r in expected if r.user_id == "bob")
+
+
+def test_trace_replay_shows_usage_in_rows_header_detail_and_every_attribute() -> None:
+    from memkit.widgets import TraceReplay
+
+    with memkit.open("memory://") as mem:
+        mem.add_trace("bio", "wf", {"step_name": "chain", "tool": "llm", "step_index": 0, "run_id": "r",
+                                    "usage": {"prompt_tokens": 30, "completion_tokens": 12}}, user_id="u")
+        long = "x" * 400
+        mem.add_trace("bio", "wf", {"step_name": "call", "tool": "llm", "step_index": 1, "parent_step_index": 0,
+                                    "run_id": "r", "gen_ai.usage.input_tokens": 30, "gen_ai.usage.output_tokens": 12,
+                                    "gen_ai.response.model": "gpt-4o", "prompt": long,
+                                    "raw": '{"choices": [{"text": "TP53"}]}', "result": {"answer": "TP53"}},
+                      user_id="u")
+        mem.add_trace("bio", "wf", {"step_name": "plain", "tool": "fetch", "step_index": 0, "run_id": "s"},
+                      user_id="u")
+        panel = TraceReplay(mem, prices=GPT)
+        rows = {r["run"]: r for r in panel.runs}
+        assert (rows["u/bio/wf/r"]["tokens"], rows["u/bio/wf/r"]["cost"], rows["u/bio/wf/r"]["models"]) == (
+            "42", "$0.000195", "gpt-4o")
+        assert (rows["u/bio/wf/s"]["tokens"], rows["u/bio/wf/s"]["cost"]) == ("", "")
+        assert panel.options["models"] == ["gpt-4o"]
+        panel.filters = {"model": "gpt-4o"}
+        assert [r["run"] for r in panel.runs] == ["u/bio/wf/r"]
+        panel.filters = {"min_tokens": 43}
+        assert panel.runs == []
+        panel.filters = {}
+        panel.sort = {"column": "tokens_total", "descending": True}
+        assert panel.runs[0]["run"] == "u/bio/wf/r"
+        panel.run = "u/bio/wf/r"
+        assert panel.timeline["usage"] == "42 tokens (30 in / 12 out) · $0.000195 · gpt-4o"
+        assert panel.timeline["tokens"] == ["42", "42"] and panel.timeline["model"] == ["", "gpt-4o"]
+        panel.step = 0
+        facts = dict(panel.detail["facts"])
+        assert facts["in run totals"].startswith("no: a step beneath it")
+        panel.step = 1
+        facts = dict(panel.detail["facts"])
+        assert (facts["model"], facts["tokens"], facts["cost"], facts["in run totals"]) == (
+            "gpt-4o", "42 tokens (30 in / 12 out)", "$0.000195", "yes")
+        attributes = {key: (value, folded) for key, value, folded in panel.detail["attributes"]}
+        assert attributes["gen_ai.usage.input_tokens"] == ("30", False)
+        assert attributes["prompt"] == (long, True)  # long values are folded in the table
+        assert attributes["raw"][0] == '{\n  "choices": [\n    {\n      "text": "TP53"\n    }\n  ]\n}'
+        assert attributes["result.answer"] == ("TP53", False) and attributes["step_name"] == ("call", False)
