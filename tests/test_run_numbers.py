@@ -222,3 +222,27 @@ def test_failures_are_counted_by_what_went_wrong(written: tuple[str, memkit.Memo
     drawn = failure_heatmap(mem).spec["data"]["values"]
     assert {(v["category"], v["tool"]): v["count"] for v in drawn} == wanted
     assert sum(wanted.values()) == sum(r.failed_steps for r in expected)
+
+
+def test_every_key_the_agent_wrote_is_shown(written: tuple[str, memkit.Memory, list[ExpectedRun]]) -> None:
+    """An agent's own payload keys (model, tokens, prompt, cost, traceback) in run_steps, traces_frame
+    (``data=True``) and the step detail, as written."""
+    _, mem, expected = written
+    failed = next(r for r in expected if r.status == "failed" and r.vocabulary == "otel")
+    key = run_key(*failed.ids)
+    steps = run_steps(mem, key)
+    first = steps.iloc[0]
+    assert {k: first[f"data.{k}"] for k in failed.extra} == failed.extra
+    last = steps.iloc[-1]
+    assert last["data.traceback"].splitlines()[-1] == failed.error_headline and last["status"] == "failed"
+    assert list(steps.columns)[-2:] == ["parent_step_index", "timing"]
+    frame = traces_frame(mem, user_id=failed.user_id, agent_id=failed.agent_id, data=True)
+    assert {k: frame.loc[steps.index[0], f"data.{k}"] for k in failed.extra} == failed.extra
+    assert "data.model" not in traces_frame(mem, user_id=failed.user_id, agent_id=failed.agent_id).columns
+    panel = TraceReplay(mem)
+    panel.run = key
+    panel.step = 0
+    assert {k: panel.detail["data"][k] for k in failed.extra} == failed.extra
+    panel.step = len(panel.steps) - 1
+    assert panel.detail["data"]["traceback"].splitlines()[-1] == failed.error_headline
+    assert "(written 'ERROR')" in dict(panel.detail["facts"])["status"]

@@ -23,7 +23,7 @@ from memkit._sync import Memory, call, provider_of
 from memkit.frames._recalls import _with_recall_counts
 from memkit.frames._usage import STEP_USAGE_COLUMNS, PricesLike, read_step_usage, with_usage
 from memkit.traces import ExecutionStatus, categorize_error
-from memkit.traces._items import status_of
+from memkit.traces._items import READ_KEYS, agent_keys, status_of
 from memkit.traces._timing import step_timing
 
 _provider = provider_of
@@ -34,6 +34,8 @@ TRACE_COLUMNS = (
     "started_at", "ended_at", "duration_s", "retry_count", "error", "created_at",
     *STEP_USAGE_COLUMNS,
 )
+# parent_step_index is run_steps' own column
+_SHOWN_KEYS = READ_KEYS | {"parent_step_index"}
 _TEXT = ("id", "user_id", "agent_id", "workflow_id", "run_id", "step_name", "tool", "status", "error")
 _NUMBERS = ("seq", "created_us", "step_index", "started_us", "duration_us", "retry_count")
 
@@ -191,6 +193,7 @@ def traces_frame(
     *,
     recalls: bool = False,
     prices: PricesLike = None,
+    data: bool = False,
 ) -> pd.DataFrame:
     """Every stored trace step as one row, in replay order (see the module docstring).
 
@@ -211,6 +214,10 @@ def traces_frame(
 
     The usage columns (``model, tokens_in, tokens_out, tokens_total, cost, usage_counted``) are read
     from each step's data in any common spelling (:mod:`memkit._core._usage`; docs/traces.md).
+    data
+        Add a ``data.<key>`` column for every other key the agents wrote in their steps
+        (``model``, ``tokens``, ``prompt``, ``cost``, a ``traceback``...), read from each step's
+        record: one more pass over the store, so only on request.
 
     Examples
     --------
@@ -224,7 +231,37 @@ def traces_frame(
     frame = with_usage(frame, call(provider, read_step_usage, workflow_id, agent_id, user_id), prices)
     if state is not None:
         frame = frame[frame["status"].eq(state).to_numpy(dtype=bool)]
+    if data:
+        frame = with_agent_keys(frame, call(provider, _payloads, user_id, agent_id, set(frame.index)))
     return _with_recall_counts(frame, provider) if recalls else frame
+
+
+async def _payloads(provider: MemoryProvider, user_id: str | None, agent_id: str | None,
+                    wanted: set[str]) -> dict[str, Any]:
+    """Each wanted step's payload (``metadata["trace"]``), by step id, from one pass over the records."""
+    if not isinstance(provider, SupportsExport):
+        raise NotImplementedError(f"{provider!r} cannot list its records (no export()), which data=True needs")
+    found: dict[str, Any] = {}
+    async for item in provider.export(user_id, agent_id):
+        if item.id in wanted and item.metadata.get("type") == "trace":
+            found[item.id] = item.metadata.get("trace")
+    return found
+
+
+def with_agent_keys(steps: pd.DataFrame, payloads: dict[str, Any]) -> pd.DataFrame:
+    """``steps`` with a ``data.<key>`` column per key an agent wrote that no other column shows
+    (:func:`memkit.traces._items.agent_keys`), cells as written, ``None`` where a step has none."""
+    cells: dict[str, dict[int, Any]] = {}
+    for position, step_id in enumerate(steps.index):
+        payload = payloads.get(str(step_id))
+        if isinstance(payload, dict):
+            for key, value in agent_keys(payload, _SHOWN_KEYS).items():
+                cells.setdefault(f"data.{key}", {})[position] = value
+    if not cells:
+        return steps
+    extra = {name: pd.Series([column.get(i) for i in range(len(steps))], index=steps.index, dtype=object)
+             for name, column in sorted(cells.items())}
+    return pd.concat([steps, pd.DataFrame(extra, index=steps.index)], axis=1)
 
 
 async def _trace_columns(

@@ -15,7 +15,7 @@ from memkit._core._port import (
 )
 from memkit._core._runs import StepRow, pick_key, run_key, summarise_rows
 from memkit._sync import Memory, call
-from memkit.frames._reading import _since_us, traces_frame
+from memkit.frames._reading import _since_us, traces_frame, with_agent_keys
 from memkit.frames._recalls import _keeps_recalls, _with_recall_counts
 from memkit.frames._usage import RUN_USAGE_COLUMNS, PricesLike, UsageFilters, run_usage, usage_filter
 from memkit.traces._items import status_of
@@ -296,7 +296,8 @@ def run_steps(mem: pd.DataFrame | MemoryProvider | Memory, run: str | pd.Series)
     ``run`` is a :func:`runs_frame` id (its index), a row of it, or a ``run_id`` /
     ``workflow_id`` that names exactly one run. Read from a store that keeps recalls, each
     step also has ``recalls`` (searches it made) and ``recalled`` (memories they returned).
-    The last column, ``timing``, says where each step's timing came from: ``recorded`` (its
+    Read from a store, every other key the agent wrote in a step (``model``, ``tokens``, ``cost``...)
+    is a ``data.<key>`` column. The last column, ``timing``, says where each step's timing came from: ``recorded`` (its
     data gave a duration, in any spelling memkit reads, or a start and an end), ``start only``
     or ``none`` (the trace panel then places it by step order).
     """
@@ -320,7 +321,9 @@ def run_steps(mem: pd.DataFrame | MemoryProvider | Memory, run: str | pd.Series)
     if not isinstance(mem, pd.DataFrame) and _keeps_recalls(mem) and "recalls" not in chosen.columns:
         chosen = _with_recall_counts(chosen, mem)  # one workflow's recalls: an indexed read
     if not isinstance(mem, pd.DataFrame):
-        parents = _parent_positions(chosen, _step_payloads(mem, row, chosen))
+        payloads = _step_payloads(mem, row, chosen)
+        chosen = with_agent_keys(chosen, payloads)
+        parents = _parent_positions(chosen, payloads)
         indexes = chosen["step_index"].tolist()
         chosen = chosen.assign(parent_step_index=pd.array(
             [None if p is None else indexes[p] for p in parents], dtype="Int64"))

@@ -146,6 +146,19 @@ class ExecutionItem:
 
 _TRACEBACK = "Traceback (most recent call last):"
 
+#: Payload keys memkit shows in columns of their own (with the timing keys of ``_timing``): every
+#: other key an agent writes (``model``, ``tokens``, ``prompt``, ``cost``, its own ``traceback``...)
+#: is shown as it is, as ``data.<key>`` (see :func:`agent_keys`).
+READ_KEYS = frozenset(("step_name", "tool", "status", "step_index", "run_id", "workflow_id", "error",
+                       "parameters", "result", "retry_count"))
+
+
+def agent_keys(payload: Mapping[str, Any], read: frozenset[str] = READ_KEYS) -> dict[str, Any]:
+    """The keys of a step's payload that no column of memkit's shows (``read`` and timing keys aside)."""
+    from memkit.traces._timing import TIMING_KEYS
+
+    return {k: v for k, v in payload.items() if isinstance(k, str) and k not in read and k not in TIMING_KEYS}
+
 
 def error_headline(text: str) -> str:
     """An error in one line: the message a framework wrote before the traceback it appended, else the

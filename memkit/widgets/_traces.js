@@ -228,6 +228,11 @@ function drawDetail(model, box) {
     box.append(h("div", { class: "mk-section" }, part + " ", copyButton(() => JSON.stringify(d[part], null, 2))),
       h("div", { class: `mk-tree mk-${part}` }, jsonTree(d[part])));
   }
+  // The agent's own keys (model, tokens, prompt, cost, traceback...): shown as written.
+  if (d.data && Object.keys(d.data).length) {
+    box.append(h("div", { class: "mk-section" }, "also recorded ", copyButton(() => JSON.stringify(d.data, null, 2))),
+      h("div", { class: "mk-tree mk-data" }, jsonTree(d.data)));
+  }
   if (d.attributes) box.append(attributeTable(d.attributes));
 }
 

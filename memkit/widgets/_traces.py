@@ -40,6 +40,7 @@ from memkit.frames._runs import (
     run_positions,
 )
 from memkit.frames._usage import PricesLike
+from memkit.traces._items import READ_KEYS, agent_keys
 from memkit.widgets._common import Panel
 from memkit.widgets._trace_audit import attribute_rows, run_usage_cells, step_usage_facts, timeline_usage
 from memkit.widgets._trace_rows import (
@@ -63,6 +64,7 @@ _FILTER_KEYS = ("status", "agent_id", "user_id", "workflow_id", "tool", "since",
 _SORTABLE = {"status", "workflow_id", "agent_id", "user_id", "run_id", "started_at", "duration_s", "steps",
              "failed_steps", "retries", "first_error", "recalls", "tokens_total", "cost"}
 _LEGS = ("keyword", "semantic")
+_DETAIL_READ = READ_KEYS | {"retry_errors"}  # the detail lists earlier attempts' errors itself
 # The search mode memkit.otel records for a foreign framework's retriever span. Its hits are that
 # framework's own documents: one missing from this store was never a memory here, not deleted since.
 _FOREIGN_MODE = "retriever"
@@ -319,9 +321,11 @@ class TraceReplay(Panel, anywidget.AnyWidget):
         index = row["step_index"]
         name, tool = _text(row["step_name"]) or "?", _text(row["tool"]) or "?"
         retries = 0 if row["retry_count"] is pd.NA else int(row["retry_count"])
+        written = payload.get("status")
         facts = [
             ("tool", tool), ("step", f"{index if index is not pd.NA else '?'} · {name}"),
-            ("status", status_of(row["status"])),
+            ("status", status_of(row["status"]) + (f" (written {written!r})" if isinstance(written, str)
+                                                   and written != status_of(row["status"]) else "")),
             ("started", format_time(row["started_at"].to_pydatetime()) if pd.notna(row["started_at"]) else ""),
             ("duration", format_duration(_seconds(row["duration_s"]))), ("retries", str(retries)),
             ("workflow", _text(row["workflow_id"]) or ""), ("run id", _text(row["run_id"]) or "—"),
@@ -334,6 +338,8 @@ class TraceReplay(Panel, anywidget.AnyWidget):
             "retry_errors": [printable(e) for e in payload.get("retry_errors") or [] if isinstance(e, str)],
             "parameters": _jsonable(payload.get("parameters")) if payload else None,
             "result": _jsonable(payload.get("result")) if payload else None,
+            # every other key the agent wrote (model, tokens, prompt, cost, its own traceback...)
+            "data": _jsonable(agent_keys(payload, _DETAIL_READ)) if payload else None,
             **self._recall_detail(None if index is pd.NA else int(index)),
             "wrote": None, "attributes": attribute_rows(payload),
         } | self._marks_detail(row, step_id, None if index is pd.NA else int(index))
