@@ -33,8 +33,9 @@ PUBLIC: dict[str, set[str]] = {
         "DEFAULT_EMBEDDER", "Embedder", "SentenceTransformerEmbedder", "StaticEmbedder", "get_embedder",
     },
     "memkit.frames": {
-        "ANNOTATION_COLUMNS", "RECALL_COLUMNS", "REPLAY_COLUMNS", "RUN_COLUMNS", "ReplayState", "TRACE_COLUMNS",
-        "annotations_frame", "compare_runs", "failure_patterns", "filter_runs", "memories_frame",
+        "ANNOTATION_COLUMNS", "FOUND_COLUMNS", "LATENCY_COLUMNS", "RECALL_COLUMNS", "REPLAY_COLUMNS", "RUN_COLUMNS",
+        "ReplayState", "TRACE_COLUMNS", "annotations_frame", "compare_runs", "failure_patterns", "filter_runs",
+        "find_steps", "latency_stats", "memories_frame",
         "namespaces_frame", "recall_counts", "recalls_frame", "replay", "replay_recall", "run_steps", "runs_frame",
         "tool_stats", "traces_frame",
     },

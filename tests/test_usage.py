@@ -188,3 +188,22 @@ def test_trace_replay_shows_usage_in_rows_header_detail_and_every_attribute() ->
         assert attributes["prompt"] == (long, True)  # long values are folded in the table
         assert attributes["raw"][0] == '{\n  "choices": [\n    {\n      "text": "TP53"\n    }\n  ]\n}'
         assert attributes["result.answer"] == ("TP53", False) and attributes["step_name"] == ("call", False)
+
+
+def test_tool_stats_sums_each_tools_counted_usage_and_gives_p95() -> None:
+    from memkit.frames import tool_stats
+
+    with memkit.open("memory://") as mem:
+        for index, (tool, usage) in enumerate([("chain", {"usage": {"input_tokens": 10, "output_tokens": 2}}),
+                                               ("llm", {"usage": {"input_tokens": 10, "output_tokens": 2},
+                                                        "model": "gpt-4o", "parent_step_index": 0}),
+                                               ("llm", {"usage": {"input_tokens": 5, "output_tokens": 1},
+                                                        "model": "gpt-4o"}),
+                                               ("fetch", {})]):
+            mem.add_trace("bio", "wf", {"step_name": f"s{index}", "tool": tool, "step_index": index, "run_id": "r",
+                                        "duration": 1.0 + index, **usage}, user_id="u")
+        stats = tool_stats(mem, prices=GPT)
+        assert stats.loc["llm", "tokens_total"] == 18 and stats.loc["llm", "cost"] == pytest.approx(
+            (15 * 2.5 + 3 * 10.0) / 1e6)
+        assert stats.loc["chain"].isna()["tokens_total"] and stats.loc["fetch"].isna()["cost"]
+        assert stats.loc["llm", "duration_p95_s"] == pytest.approx(2.0 + 0.95)

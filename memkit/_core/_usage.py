@@ -27,6 +27,7 @@ beneath it does. Every attempt of a retried step counts (each called the model).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -34,7 +35,7 @@ from typing import Any, NamedTuple
 
 from memkit._core._errors import InvalidInputError
 
-__all__ = ["Prices", "Usage", "counted_steps", "usage_of"]
+__all__ = ["Labels", "Prices", "Usage", "counted_steps", "labels_of", "usage_of"]
 
 _CONTAINERS = frozenset(("tokens", "usage", "token_usage", "token_count", "usage_metadata"))
 _IN = frozenset(("input_tokens", "prompt_tokens", "tokens_in", "prompt_token_count", "input_token_count"))
@@ -189,6 +190,42 @@ def usage_of(data: Mapping[str, Any] | None, prices: Prices | None = None) -> Us
         cost = prices.cost(model, tokens_in, tokens_out)
         source = None if cost is None else "priced"
     return Usage(model, tokens_in, tokens_out, total, cost, source)
+
+
+_SESSION_KEYS = ("session_id", "session.id", "gen_ai.conversation.id", "conversation_id", "thread_id")
+_TAG_KEYS = ("tags", "tag.tags", "langfuse.tags")
+
+
+class Labels(NamedTuple):
+    """What a step says of its session and tags (``session.id``, ``gen_ai.conversation.id``, a
+    ``session_id`` key...; ``tags``, OpenInference's ``tag.tags``), read by :func:`labels_of`."""
+
+    session: str | None = None
+    tags: tuple[str, ...] = ()
+
+
+def labels_of(data: Mapping[str, Any] | None) -> Labels:
+    """A step's session and tags, from its own keys or its ``metadata`` / ``attributes`` mapping."""
+    if not isinstance(data, Mapping):
+        return Labels()
+    places = [data, *(v for k in ("metadata", "attributes") if isinstance(v := data.get(k), Mapping))]
+    session: str | None = None
+    tags: list[str] = []
+    for place in places:
+        for key in _SESSION_KEYS:
+            value = place.get(key)
+            if session is None and isinstance(value, (str, int)) and not isinstance(value, bool) and str(value):
+                session = str(value)
+        for key in _TAG_KEYS:
+            value = place.get(key)
+            if isinstance(value, str) and value[:1] == "[":  # OpenInference keeps a list as JSON text
+                with contextlib.suppress(ValueError):  # not a list after all: a tag as written
+                    value = json.loads(value)
+            if isinstance(value, str):
+                value = [value]
+            if isinstance(value, (list, tuple)):
+                tags += [t for t in dict.fromkeys(value) if isinstance(t, str) and t and t not in tags]
+    return Labels(session, tuple(tags))
 
 
 class Placed(NamedTuple):

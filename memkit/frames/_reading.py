@@ -36,6 +36,7 @@ TRACE_COLUMNS = (
 )
 # parent_step_index is run_steps' own column
 _SHOWN_KEYS = READ_KEYS | {"parent_step_index"}
+_USAGE_SUMS = ("tokens_in", "tokens_out", "tokens_total", "cost")
 _TEXT = ("id", "user_id", "agent_id", "workflow_id", "run_id", "step_name", "tool", "status", "error")
 _NUMBERS = ("seq", "created_us", "step_index", "started_us", "duration_us", "retry_count")
 
@@ -357,6 +358,7 @@ class StepFilters(TypedDict, total=False):
     status: str | ExecutionStatus | None
     since: datetime | str | float | None
     recalls: bool
+    prices: PricesLike
 
 
 class TraceFilters(StepFilters, total=False):
@@ -370,15 +372,18 @@ def _frame(source: pd.DataFrame | MemoryProvider | Memory, **filters: Unpack[Tra
 
 
 def tool_stats(source: pd.DataFrame | MemoryProvider | Memory, **filters: Unpack[TraceFilters]) -> pd.DataFrame:
-    """Per tool: ``steps, successes, failures, success_rate, retries`` and duration
-    ``duration_mean_s, duration_p50_s, duration_p90_s, duration_p99_s``.
+    """Per tool: ``steps, successes, failures, success_rate, retries``, duration
+    ``duration_mean_s, duration_p50_s, duration_p90_s, duration_p95_s, duration_p99_s`` and LLM usage
+    ``tokens_in, tokens_out, tokens_total, cost`` (of its steps whose usage counts in their runs'
+    totals, see :func:`memkit.frames.runs_frame`; ``prices=`` goes to :func:`traces_frame`).
 
     ``source`` is a :func:`traces_frame` or a store (``filters`` go to :func:`traces_frame`).
     """
     df = _frame(source, **filters)
     columns = [
         "steps", "successes", "failures", "success_rate", "retries",
-        "duration_mean_s", "duration_p50_s", "duration_p90_s", "duration_p99_s",
+        "duration_mean_s", "duration_p50_s", "duration_p90_s", "duration_p95_s", "duration_p99_s",
+        *_USAGE_SUMS,
     ]
     if df.empty:
         return pd.DataFrame(columns=columns, index=pd.Index([], name="tool"))
@@ -393,9 +398,17 @@ def tool_stats(source: pd.DataFrame | MemoryProvider | Memory, **filters: Unpack
             "duration_mean_s": duration.mean(),
             "duration_p50_s": duration.quantile(0.5),
             "duration_p90_s": duration.quantile(0.9),
+            "duration_p95_s": duration.quantile(0.95),
             "duration_p99_s": duration.quantile(0.99),
         }
     )
+    if "usage_counted" in df.columns:  # a frame read before usage was a column has none
+        counted = df["usage_counted"].to_numpy(dtype=bool)
+        for name in _USAGE_SUMS:
+            out[name] = df[name].where(counted).groupby(df["tool"], sort=True, dropna=False).sum(min_count=1)
+    else:
+        for name in _USAGE_SUMS:
+            out[name] = pd.NA
     out["success_rate"] = out["successes"] / out["steps"]
     return out[columns]
 

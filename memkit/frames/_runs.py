@@ -148,7 +148,8 @@ def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
     runs.index = pd.Index([r.key for r in summaries], name="run", dtype=object)
     usage = run_usage(df).reindex(runs.index)
     runs = runs.assign(**{c: usage[c] for c in RUN_USAGE_COLUMNS})
-    runs["models"] = runs["models"].fillna("")
+    for column in ("models", "sessions", "tags"):
+        runs[column] = runs[column].fillna("")
     return runs[list(RUN_COLUMNS)]
 
 
@@ -257,9 +258,11 @@ def runs_frame(
     prices
         Price table for steps that recorded tokens and no cost (:class:`memkit.Prices` or a dict
         model -> (input, output) per million tokens).
-    model, min_tokens, max_tokens, min_cost, max_cost
-        Keep runs that used this model (or any of a list) / whose ``tokens_total`` or ``cost`` is in
-        this range (a run without the figure is left out by a range).
+    model, session, tag, min_tokens, max_tokens, min_cost, max_cost
+        Keep runs that used this model, belong to this session, carry this tag (or any of a list) /
+        whose ``tokens_total`` or ``cost`` is in this range (a run without the figure is left out by a
+        range). A step's session is its ``session_id``, ``session.id`` or ``gen_ai.conversation.id``
+        key; its tags are ``tags`` or OpenInference's ``tag.tags``.
 
     Examples
     --------

@@ -12,36 +12,51 @@ import pandas as pd
 from memkit._core._errors import InvalidInputError
 from memkit._core._port import MemoryProvider, SupportsExport
 from memkit._core._runs import run_key
-from memkit._core._usage import Placed, Prices, Usage, as_prices, counted_steps, place_of, usage_of
+from memkit._core._usage import (
+    Labels,
+    Placed,
+    Prices,
+    Usage,
+    as_prices,
+    counted_steps,
+    labels_of,
+    place_of,
+    usage_of,
+)
 
 __all__ = ["RUN_USAGE_COLUMNS", "STEP_USAGE_COLUMNS", "PricesLike", "UsageFilters", "run_usage", "step_usage_columns",
            "usage_by_model", "usage_filter", "with_usage"]
 
 PricesLike = Prices | Mapping[str, tuple[float, float]] | None
 
-STEP_USAGE_COLUMNS = ("model", "tokens_in", "tokens_out", "tokens_total", "cost", "usage_counted")
+STEP_USAGE_COLUMNS = ("model", "tokens_in", "tokens_out", "tokens_total", "cost", "usage_counted", "session_id",
+                      "tags")
 """Usage columns of :func:`memkit.frames.traces_frame` (``usage_counted``: whether the step's usage counts
-in its run's totals: it carries usage and no step beneath it does)."""
-RUN_USAGE_COLUMNS = ("models", "tokens_in", "tokens_out", "tokens_total", "cost")
-"""Usage columns of :func:`memkit.frames.runs_frame`: the run's models (sorted, comma-separated) and the
-sums over the steps whose usage counts (``<NA>``/NaN: no step recorded it)."""
+in its run's totals: it carries usage and no step beneath it does), then its session and tags
+(comma-separated), read by :func:`memkit._core._usage.labels_of`."""
+RUN_USAGE_COLUMNS = ("models", "tokens_in", "tokens_out", "tokens_total", "cost", "sessions", "tags")
+"""Usage columns of :func:`memkit.frames.runs_frame`: the run's models (sorted, comma-separated), the
+sums over the steps whose usage counts (``<NA>``/NaN: no step recorded it), its sessions and tags."""
 _TOKENS = ("tokens_in", "tokens_out", "tokens_total")
+
+
+Found = tuple[Usage, Placed, Labels]
 
 
 async def read_step_usage(
     provider: MemoryProvider, workflow_id: str | None, agent_id: str | None, user_id: str | None,
-) -> dict[str, tuple[Usage, Placed]]:
+) -> dict[str, Found]:
     """Each trace step's usage (unpriced) and place, by step id, read from the store's records of the
     namespace(s) asked (the export every store offers: the trace columns hold no usage)."""
     if not isinstance(provider, SupportsExport):
         return {}
-    out: dict[str, tuple[Usage, Placed]] = {}
+    out: dict[str, Found] = {}
     async for item in provider.export(user_id, agent_id):
         meta = item.metadata
         if meta.get("type") != "trace" or (workflow_id is not None and meta.get("workflow_id") != workflow_id):
             continue
         trace = meta.get("trace")
-        out[item.id] = (usage_of(trace), place_of(trace))
+        out[item.id] = (usage_of(trace), place_of(trace), labels_of(trace))
     return out
 
 
@@ -53,14 +68,14 @@ def _priced(usage: Usage, prices: Prices | None) -> Usage:
 
 
 def step_usage_columns(
-    steps: pd.DataFrame, found: Mapping[str, tuple[Usage, Placed]], prices: PricesLike = None,
+    steps: pd.DataFrame, found: Mapping[str, Found], prices: PricesLike = None,
 ) -> pd.DataFrame:
     """:data:`STEP_USAGE_COLUMNS` for the steps of ``steps`` (a trace frame), from ``found`` (by step id)."""
     table = as_prices(prices)
     ids = [str(i) for i in steps.index]
-    empty = (Usage(), Placed(None, None, None, None))
+    empty = (Usage(), Placed(None, None, None, None), Labels())
     pairs = [found.get(i, empty) for i in ids]
-    usages = [_priced(u, table) for u, _ in pairs]
+    usages = [_priced(u, table) for u, _, _ in pairs]
     counted = np.zeros(len(ids), dtype=bool)
     if len(ids):
         runs: dict[tuple[Any, ...], list[int]] = {}
@@ -76,10 +91,12 @@ def step_usage_columns(
         "cost": pd.Series([np.nan if u.cost is None else u.cost for u in usages], index=steps.index,
                           dtype="float64"),
         "usage_counted": pd.Series(counted, index=steps.index, dtype=bool),
+        "session_id": pd.Series([labels.session for _, _, labels in pairs], index=steps.index, dtype=object),
+        "tags": pd.Series([", ".join(labels.tags) for _, _, labels in pairs], index=steps.index, dtype=object),
     }, index=steps.index)
 
 
-def with_usage(steps: pd.DataFrame, found: Mapping[str, tuple[Usage, Placed]], prices: PricesLike = None
+def with_usage(steps: pd.DataFrame, found: Mapping[str, Found], prices: PricesLike = None
                ) -> pd.DataFrame:
     """``steps`` with :data:`STEP_USAGE_COLUMNS` (replacing any it had) after ``created_at``, before the
     ``params.*`` and ``result.*`` columns."""
@@ -95,7 +112,9 @@ def run_usage(steps: pd.DataFrame) -> pd.DataFrame:
     if steps.empty or "usage_counted" not in steps.columns:
         return pd.DataFrame({"models": pd.Series(dtype=object, index=index),
                              **{n: pd.Series(dtype="Int64", index=index) for n in _TOKENS},
-                             "cost": pd.Series(dtype="float64", index=index)})
+                             "cost": pd.Series(dtype="float64", index=index),
+                             "sessions": pd.Series(dtype=object, index=index),
+                             "tags": pd.Series(dtype=object, index=index)})
 
     def text(value: Any) -> str | None:
         return value if isinstance(value, str) else None
@@ -104,12 +123,17 @@ def run_usage(steps: pd.DataFrame) -> pd.DataFrame:
         steps["user_id"], steps["agent_id"], steps["workflow_id"], steps["run_id"], strict=True)]
     counted = steps["usage_counted"].to_numpy(dtype=bool)
     frame = pd.DataFrame({"run": keys, "model": steps["model"].to_numpy(dtype=object),
+                          "session_id": steps["session_id"].to_numpy(dtype=object),
+                          "tags": steps["tags"].to_numpy(dtype=object),
                           **{n: steps[n].where(counted) for n in (*_TOKENS, "cost")}})
     grouped = frame.groupby("run", sort=False)
     out = pd.DataFrame({
         "models": grouped["model"].agg(lambda m: ", ".join(sorted({v for v in m if isinstance(v, str)}))),
         **{n: grouped[n].sum(min_count=1).astype("Int64") for n in _TOKENS},
         "cost": grouped["cost"].sum(min_count=1).astype("float64"),
+        "sessions": grouped["session_id"].agg(lambda m: ", ".join(sorted({v for v in m if isinstance(v, str)}))),
+        "tags": grouped["tags"].agg(lambda m: ", ".join(sorted({t for v in m if isinstance(v, str)
+                                                                 for t in v.split(", ") if t}))),
     })
     out.index.name = "run"
     return out
@@ -119,6 +143,8 @@ class UsageFilters(TypedDict, total=False):
     """The usage filters of :func:`memkit.frames.runs_frame` and :func:`memkit.frames.filter_runs`."""
 
     model: str | list[str] | None
+    session: str | list[str] | None
+    tag: str | list[str] | None
     min_tokens: float | None
     max_tokens: float | None
     min_cost: float | None
@@ -139,10 +165,11 @@ def usage_filter(runs: pd.DataFrame, **wanted: Any) -> pd.Series:
     unknown = set(wanted) - set(UsageFilters.__annotations__)
     if unknown:
         raise InvalidInputError(f"unknown run filter(s): {', '.join(sorted(unknown))}")
-    model = wanted.get("model")
-    if model is not None:
-        names = {model} if isinstance(model, str) else {str(m) for m in model}
-        keep &= runs["models"].fillna("").map(lambda m: bool(names.intersection(m.split(", "))))
+    for key, column in (("model", "models"), ("session", "sessions"), ("tag", "tags")):
+        value = wanted.get(key)
+        if value is not None:
+            names = {value} if isinstance(value, str) else {str(m) for m in value}
+            keep &= runs[column].fillna("").map(lambda m, names=names: bool(names.intersection(m.split(", "))))
     for column, low, high in (("tokens_total", "min_tokens", "max_tokens"), ("cost", "min_cost", "max_cost")):
         lo, hi = _bound(wanted.get(low), low), _bound(wanted.get(high), high)
         values = runs[column].astype("float64")

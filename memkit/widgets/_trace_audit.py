@@ -134,3 +134,23 @@ def attribute_rows(data: Mapping[str, Any] | None, depth: int = 3) -> list[list[
             rows.append([printable(name), text, len(text) > FOLD_CHARS or "\n" in text])
     rows.sort(key=lambda r: r[0])
     return rows
+
+
+#: Steps a payload search reads at most (the runs of the best matches are listed).
+PAYLOAD_HITS = 1000
+
+
+def payload_filter(mem: Any, runs: pd.DataFrame, words: Any) -> tuple[pd.DataFrame, str | None]:
+    """The runs of ``runs`` with a step whose inputs, outputs or error contain ``words``
+    (:func:`memkit.frames.find_steps`, best match first), and what to say of a search that failed."""
+    from memkit._core._errors import MemkitError
+    from memkit.frames._audit import find_steps
+
+    if not isinstance(words, str) or not words.strip():
+        return runs, None
+    try:
+        found = find_steps(mem, words, limit=PAYLOAD_HITS)
+    except (MemkitError, NotImplementedError) as exc:
+        return runs.iloc[:0], f"payload search failed: {exc}"
+    order = list(dict.fromkeys(found["run"]))
+    return runs[runs.index.isin(order)], None

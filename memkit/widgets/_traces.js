@@ -451,9 +451,11 @@ function filterBar(model) {
   };
   return h("div", { class: "mk-filters" },
     input("text", "find run, error, tool…", "search", "170px"),
+    input("payload", "search inside steps' inputs and outputs…", "search", "200px"),
     select("status", "status", opts.statuses), select("user_id", "user", opts.users),
     select("agent_id", "agent", opts.agents),
     select("tool", "tool", opts.tools), select("model", "model", opts.models),
+    select("session", "session", opts.sessions), select("tag", "tag", opts.tags),
     h("label", { text: "from " }), input("since", "from", "date", "130px"),
     h("label", { text: "to " }), input("until", "to", "date", "130px"),
     input("min_duration", "min s", "number", "70px"), input("max_duration", "max s", "number", "70px"),

@@ -42,7 +42,13 @@ from memkit.frames._runs import (
 from memkit.frames._usage import PricesLike
 from memkit.traces._items import READ_KEYS, agent_keys
 from memkit.widgets._common import Panel
-from memkit.widgets._trace_audit import attribute_rows, run_usage_cells, step_usage_facts, timeline_usage
+from memkit.widgets._trace_audit import (
+    attribute_rows,
+    payload_filter,
+    run_usage_cells,
+    step_usage_facts,
+    timeline_usage,
+)
 from memkit.widgets._trace_rows import (
     _jsonable,
     _seconds,
@@ -60,7 +66,8 @@ MAX_RUN_ROWS = 5000
 """Run rows sent to the browser at once; the caption says when filters should narrow the list."""
 
 _FILTER_KEYS = ("status", "agent_id", "user_id", "workflow_id", "tool", "since", "until", "min_duration",
-                "max_duration", "text", "model", "min_tokens", "max_tokens", "min_cost", "max_cost")
+                "max_duration", "text", "model", "min_tokens", "max_tokens", "min_cost", "max_cost",
+                "session", "tag", "payload")
 _SORTABLE = {"status", "workflow_id", "agent_id", "user_id", "run_id", "started_at", "duration_s", "steps",
              "failed_steps", "retries", "first_error", "recalls", "tokens_total", "cost"}
 _LEGS = ("keyword", "semantic")
@@ -105,7 +112,7 @@ class TraceReplay(Panel, anywidget.AnyWidget):
     options = t.Dict().tag(sync=True)
     """Values offered by the filter menus: ``statuses``, ``users``, ``agents``, ``tools``."""
     filters = t.Dict().tag(sync=True)
-    """``status, agent_id, user_id, workflow_id, tool, since, until, min_duration, max_duration, text``."""
+    """:data:`_FILTER_KEYS` (as :func:`~memkit.frames.runs_frame`'s; ``payload``: :func:`~memkit.frames.find_steps`)."""
     sort = t.Dict({"column": "started_at", "descending": True}).tag(sync=True)
     hidden_columns = t.List(t.Unicode()).tag(sync=True)
     run = t.Unicode("").tag(sync=True)
@@ -203,7 +210,8 @@ class TraceReplay(Panel, anywidget.AnyWidget):
                 "agents": sorted({a for a in runs["agent_id"] if isinstance(a, str)}),
                 "users": sorted({u for u in runs["user_id"] if isinstance(u, str)}),
                 "tools": sorted({x for ts in runs["tools"] for x in ts.split(", ") if x}),
-                "models": sorted({x for ms in runs["models"] for x in ms.split(", ") if x}),
+                **{key: sorted({x for ms in runs[column] for x in ms.split(", ") if x})
+                   for key, column in (("models", "models"), ("sessions", "sessions"), ("tags", "tags"))},
             }
             self._apply()
             if not len(runs):
@@ -215,7 +223,8 @@ class TraceReplay(Panel, anywidget.AnyWidget):
             return
         with self.working("filtering runs"):
             wanted = {k: v for k, v in self.filters.items() if k in _FILTER_KEYS and v not in (None, "")}
-            shown = filter_runs(self.all_runs, **wanted)
+            words = wanted.pop("payload", None)  # the store's keyword search over the steps' data
+            shown, failed_search = payload_filter(self.mem, filter_runs(self.all_runs, **wanted), words)
             column = self.sort.get("column", "started_at")
             if column in _SORTABLE:
                 shown = shown.sort_values(column, ascending=not self.sort.get("descending", True),
@@ -228,7 +237,9 @@ class TraceReplay(Panel, anywidget.AnyWidget):
             if self.run and self.run in self.all_runs.index:
                 self.compare_options = self._compare_options(self.run, self.all_runs.loc[self.run])
             failed = int(shown["status"].eq("failed").sum())
-            if len(self.all_runs):
+            if failed_search:
+                self.say(failed_search, "error")
+            elif len(self.all_runs):
                 self.say(f"{len(shown):,} of {len(self.all_runs):,} runs, {failed:,} failed",
                          "error" if failed else "ok")
 
