@@ -207,3 +207,23 @@ def test_tool_stats_sums_each_tools_counted_usage_and_gives_p95() -> None:
             (15 * 2.5 + 3 * 10.0) / 1e6)
         assert stats.loc["chain"].isna()["tokens_total"] and stats.loc["fetch"].isna()["cost"]
         assert stats.loc["llm", "duration_p95_s"] == pytest.approx(2.0 + 0.95)
+
+
+def test_usage_charts_draw_the_counted_usage(written: tuple[str, memkit.Memory, list[ExpectedRun]]) -> None:
+    from memkit.charts import usage_chart
+
+    _, mem, expected = written
+    steps = traces_frame(mem, prices=PRICES)
+    total = sum(r.tokens_total or 0 for r in expected)
+    per_run = usage_chart(steps, by="run", top=1000)
+    drawn = per_run.data.groupby("run")["tokens"].sum()
+    assert {k: int(v) for k, v in drawn.items()} == {
+        run_key(*r.ids): r.tokens_total for r in expected if r.tokens_total}
+    by_model = usage_chart(steps, by="model", measure="cost")
+    assert by_model.data["cost"].sum() == pytest.approx(sum(r.cost or 0 for r in expected))
+    assert set(by_model.data["model"]) >= {"gpt-4o-mini", "gpt-4o", "claude-3-5-sonnet-20241022"}
+    over_time = usage_chart(steps, freq="D")
+    assert over_time.spec["data"]["values"] and over_time.data["tokens"].sum() <= total
+    assert len(usage_chart(steps, by="run", top=5).data["run"].unique()) == 5
+    with pytest.raises(memkit.InvalidInputError, match="measure"):
+        usage_chart(steps, measure="joules")
