@@ -179,7 +179,7 @@ def _run_plan(rng: random.Random, number: int) -> dict[str, Any]:
         "steps": rng.randint(2, 6),
         "outcome": rng.choices(["success", "failed", "running"], [0.62, 0.33, 0.05])[0],
         "long": number % 9 == 4,  # steps of minutes: runs of over an hour
-        "per_attempt": number % 4 == 1,
+        "per_attempt": number % 4 == 1 and number % 11 != 5,  # a nested run's parent runs once
         "traceback": number % 3 == 0,
         "nested": number % 11 == 5,
     }
@@ -214,6 +214,8 @@ def _write_run(mem: memkit.Memory, rng: random.Random, ids: tuple[str, str, str,
         for attempt in range(attempts + 1):
             is_attempt = attempt < attempts
             seconds = round(rng.uniform(60, 1500) if plan["long"] else rng.uniform(0.2, 40), 3)
+            if plan["nested"] and index >= 1:  # step 1 holds steps 2 and later: it lasts as long as they do
+                seconds = round(rng.uniform(200, 250) if index == 1 else rng.uniform(0.2, 40), 3)
             status_word: Any
             if is_attempt:
                 status_word, shown = "retrying", "retrying"

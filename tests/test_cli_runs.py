@@ -119,7 +119,7 @@ def test_namespaces(store: str, capsys: pytest.CaptureFixture[str]) -> None:
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert {(r["user_id"], r["agent_id"]) for r in rows} == {("alice", "bio"), ("bob", "bio")}
     assert main(["--url", store, "namespaces"]) == 0
-    assert capsys.readouterr().out.splitlines()[0].split() == ["user", "agent", "memories", "first", "last"]
+    assert capsys.readouterr().out.splitlines()[0].split() == ["user", "agent", "records", "first", "last"]
     assert main(["--url", "memory://", "namespaces"]) == 1
 
 

@@ -129,7 +129,7 @@ def _run_the_tour(url: str) -> None:
         page.locator(".widget-tab").first.scroll_into_view_if_needed()
         page.wait_for_timeout(1500)
         text = page.locator(".widget-tab").first.inner_text()
-        assert "9 namespaces, 338 memories" in text and "best hybrid matches" in text
+        assert "9 namespaces, 271 memories and 67 trace steps" in text and "best hybrid matches" in text
         assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
         (ROOT / ".artifacts").mkdir(exist_ok=True)
         page.screenshot(path=str(ROOT / ".artifacts" / "lab.png"))

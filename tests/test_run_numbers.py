@@ -246,3 +246,66 @@ def test_every_key_the_agent_wrote_is_shown(written: tuple[str, memkit.Memory, l
     panel.step = len(panel.steps) - 1
     assert panel.detail["data"]["traceback"].splitlines()[-1] == failed.error_headline
     assert "(written 'ERROR')" in dict(panel.detail["facts"])["status"]
+
+
+def test_nested_steps_without_start_times_are_drawn_inside_their_parent(
+    written: tuple[str, memkit.Memory, list[ExpectedRun]]
+) -> None:
+    _, mem, expected = written
+    runs = [r for r in expected if r.nested and r.steps >= 3 and r.start is None and r.duration_kind == "sum of steps"]
+    assert runs
+    panel = TraceReplay(mem)
+    for run in runs:
+        panel.run = run_key(*run.ids)
+        timeline = panel.timeline
+        parent, start, duration = timeline["parent"], timeline["start_s"], timeline["duration_s"]
+        children = [k for k, p in enumerate(parent) if p >= 0]
+        assert children, run
+        for k in children:
+            p = parent[k]
+            assert start[p] <= start[k] < start[p] + duration[p], (run, k)  # inside, not after, its parent's bar
+
+
+def test_an_agents_recall_leaves_its_own_trace_records_out(
+    written: tuple[str, memkit.Memory, list[ExpectedRun]]
+) -> None:
+    """issue 42, item 10: recall_memory (function calling, pydantic-ai) and MCP's recall return notes,
+    not the agent's logged steps, unless asked; the port's search keeps the seed's behaviour."""
+    from memkit._serve._catalogue import TOOLS
+    from memkit._sync import run_sync
+    from memkit.tools import ProviderTools
+
+    _, mem, _ = written
+    note = mem.add("pubmed strategy: search TP53 reviews first", "alice", "bio")
+    try:
+        seed = mem.search("pubmed", "alice", "bio", limit=10, mode="keyword")
+        assert sum(hit.metadata.get("type") == "trace" for hit in seed) >= 5  # the port: as the seed
+        tools = ProviderTools(mem, "alice", "bio")
+        assert [hit["id"] for hit in tools.recall_memory("pubmed", limit=10)["results"]] == [note]
+        asked = tools.recall_memory("pubmed", limit=10, include_traces=True)["results"]
+        assert len(asked) == 10 and any(hit["metadata"].get("type") == "trace" for hit in asked)
+        recall = TOOLS["recall"].run
+        assert recall is not None
+        found = run_sync(recall(mem.provider, ("alice", "bio"), "pubmed", 10, "keyword"))["results"]
+        assert [hit["id"] for hit in found] == [note]
+        steps = run_sync(recall(mem.provider, ("alice", "bio"), "pubmed", 3, "keyword", {"type": "trace"}))["results"]
+        assert len(steps) == 3  # a filter on type asks for them
+        with pytest.raises(memkit.InvalidInputError, match="include_traces"):
+            tools.recall_memory("pubmed", include_traces="yes")  # type: ignore[arg-type]
+    finally:
+        mem.delete(note, user_id="alice", agent_id="bio")
+
+
+def test_an_otlp_export_marks_each_failed_step_whatever_word_its_agent_used(
+    written: tuple[str, memkit.Memory, list[ExpectedRun]]
+) -> None:
+    from memkit.otel import export_otlp
+
+    _, mem, expected = written
+    for vocabulary in ("ok/error", "otel", "http", "langchain"):
+        run = next(r for r in expected if r.vocabulary == vocabulary and r.status == "failed")
+        request = export_otlp(mem, user_id=run.user_id, agent_id=run.agent_id, workflow_id=run.workflow_id,
+                              run_id=run.run_id)
+        spans = [s for rs in request["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]
+                 if s["name"].startswith("step-")]
+        assert sum(s["status"]["code"] == 2 for s in spans) == run.failed_steps, vocabulary

@@ -850,3 +850,26 @@ def test_a_drawn_view_saying_ready_gets_the_whole_state(demo: memkit.Memory, mon
     other = {"action": "something else"}
     panel._handle_msg({"content": {"data": {"method": "custom", "content": other}}, "buffers": []})
     assert [m for m in wire.sent if m and m.get("method") == "update"] == []
+
+
+def test_the_namespace_browser_counts_kinds_apart_and_tells_recalls_apart(tmp_path: Path) -> None:
+    """issue 42, item 9: memories and trace steps counted apart; recall ids of one process told apart
+    (they share their first 16 digits); a CSV message does not outlive its view."""
+    with memkit.open(f"sqlite:///{tmp_path / 'kinds.db'}?embedder=none") as mem:
+        mem.add("TP53 knockdown raises apoptosis", "alice", "bio")
+        history = ExecutionHistory(memory_provider=mem, workflow_id="wf", agent_id="bio", user_id="alice")
+        for name in ("look_up", "again"):
+            with history.step(name, tool="memory"):
+                mem.search("TP53", "alice", "bio", mode="keyword")
+        history.close()
+        browser = NamespaceBrowser(mem)
+        assert "1 namespaces, 1 memories and 2 trace steps" in browser.overview.value
+        browser.kind.value = "recalls"
+        shown = [row["short_id"] for row in browser.rows.rows]
+        recalls = mem.recalls()
+        assert len(shown) == len(recalls) == 2 and len(set(shown)) == 2
+        assert {recall.id[:8] for recall in recalls} != set(shown)  # the first 8 digits were all alike
+        browser._on_grid_message(None, {"action": "csv", "columns": [{"key": "text", "label": "query"}]}, None)
+        assert browser.rows.message.startswith("CSV: ")
+        browser.kind.value = "memories"
+        assert browser.rows.message == ""

@@ -172,7 +172,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_namespaces(args: argparse.Namespace) -> int:
-    """Every (user_id, agent_id) with how many memories and when they were written."""
+    """Every (user_id, agent_id) with how many records (memories and trace steps) and when they were written."""
     with open_reads(args.url) as reads:
         spaces = reads.namespaces()
     if args.json:
@@ -183,7 +183,7 @@ def cmd_namespaces(args: argparse.Namespace) -> int:
     else:
         rows = [[cell(ns.user_id), cell(ns.agent_id), str(ns.count), cell(format_time(ns.first_at) or None),
                  cell(format_time(ns.last_at) or None)] for ns in spaces]
-        for line in table(["user", "agent", "memories", "first", "last"], rows):
+        for line in table(["user", "agent", "records", "first", "last"], rows):  # memories and trace steps
             say(line)
     if not spaces:
         raise NothingFound("no namespaces: this store is empty")

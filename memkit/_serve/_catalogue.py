@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
-from memkit._core._errors import ConfigError
+from memkit._core._errors import ConfigError, InvalidInputError
 from memkit._core._models import MemoryItem
 from memkit._core._port import MemoryProvider, SupportsPaging
 from memkit._display import is_trace, summary
@@ -51,7 +51,7 @@ class KeyValueTools(Protocol):
 class FunctionTools(Protocol):
     """What runs the store tools of function calling: :class:`memkit.tools.ProviderTools`."""
 
-    def recall_memory(self, query: str, limit: int = 5) -> dict[str, Any]: ...
+    def recall_memory(self, query: str, limit: int = 5, include_traces: bool = False) -> dict[str, Any]: ...
     def save_note(self, content: str, metadata: dict[str, Any] | None = None) -> dict[str, str]: ...
 
 
@@ -114,6 +114,12 @@ _FILTERS_SCHEMA: dict[str, Any] = {
 }
 
 
+_INCLUDE_TRACES: dict[str, Any] = {
+    "type": "boolean", "default": False,
+    "description": "Also return recorded workflow steps (trace records); left out unless true",
+}
+
+
 def _item(item: MemoryItem) -> dict[str, Any]:
     """A memory as an MCP tool returns it; a trace step reads as its summary, not its stored string."""
     data = item.model_dump(mode="json", exclude_none=True)
@@ -132,12 +138,32 @@ async def _remember(provider: MemoryProvider, ns: Namespace, content: Any, metad
     return {"id": await provider.add(content, ns[0], ns[1], metadata)}
 
 
+_NOT_TRACES: dict[str, Any] = {"type": {"$ne": "trace"}}
+
+
+def agent_filters(filters: Any, include_traces: Any) -> Any:
+    """What an agent's recall searches with: its filters, and no trace records (the agent's own logged
+    steps, ``[trace] workflow=... data={json}``) unless it asked for them, with ``include_traces`` or a
+    filter on ``type``. The port's ``search`` itself keeps the seed's behaviour and returns them."""
+    if not isinstance(include_traces, bool):
+        raise InvalidInputError(f"include_traces must be true or false, got {type(include_traces).__name__}")
+    if include_traces:
+        return filters
+    if filters is None:
+        return dict(_NOT_TRACES)
+    if isinstance(filters, dict) and "type" not in filters:
+        return {**filters, **_NOT_TRACES}
+    return filters  # it asks about type itself, or is not a filter (the store says so)
+
+
 async def _recall(
-    provider: MemoryProvider, ns: Namespace, query: Any, limit: Any = 5, mode: Any = None, filters: Any = None
+    provider: MemoryProvider, ns: Namespace, query: Any, limit: Any = 5, mode: Any = None, filters: Any = None,
+    include_traces: Any = False,
 ) -> dict[str, Any]:
     # The one library call a recall makes, so recording recalls in the library covers MCP too.
     search: Any = provider.search
-    hits: list[MemoryItem] = await search(query, ns[0], ns[1], limit, filters, mode=mode)
+    hits: list[MemoryItem] = await search(query, ns[0], ns[1], limit, agent_filters(filters, include_traces),
+                                          mode=mode)
     return {"results": [_item(hit) for hit in hits]}
 
 
@@ -163,8 +189,10 @@ async def _record_step(provider: MemoryProvider, ns: Namespace, workflow_id: Any
     return {"id": await provider.add_trace(ns[1], workflow_id, step, ns[0])}
 
 
-async def _recall_memory(provider: MemoryProvider, ns: Namespace, query: Any, limit: Any = 5) -> dict[str, Any]:
-    hits = await provider.search(query, ns[0], ns[1], limit=limit)
+async def _recall_memory(
+    provider: MemoryProvider, ns: Namespace, query: Any, limit: Any = 5, include_traces: Any = False
+) -> dict[str, Any]:
+    hits = await provider.search(query, ns[0], ns[1], limit=limit, filters=agent_filters(None, include_traces))
     return {"results": [hit.model_dump(mode="json", exclude_none=True) for hit in hits]}
 
 
@@ -187,9 +215,10 @@ KEY_VALUE_TOOLS: tuple[Tool[KeyValueTools], ...] = (
 
 #: The store tools of function calling (:class:`memkit.tools.ProviderTools`).
 FUNCTION_TOOLS: tuple[Tool[FunctionTools], ...] = (
-    Tool("recall_memory", "Search long-term memory for notes and past steps relevant to a query.",
+    Tool("recall_memory", "Search long-term memory for notes relevant to a query.",
          {"query": _string("What to look for"),
-          "limit": {"type": "integer", "description": "How many memories to return at most", "default": 5}},
+          "limit": {"type": "integer", "description": "How many memories to return at most", "default": 5},
+          "include_traces": _INCLUDE_TRACES},
          ("query",), run=_recall_memory, method=lambda tools: tools.recall_memory),
     Tool("save_note", "Save a note to long-term memory so it can be recalled later.",
          {"content": _string("The note to remember"),
@@ -210,7 +239,7 @@ MCP_TOOLS: tuple[Tool[None], ...] = (
           "limit": {"type": "integer", "description": "How many memories to return at most", "default": 5},
           "mode": {"type": "string", "enum": ["hybrid", "keyword", "semantic"],
                    "description": "Retrieval mode (default: hybrid if the store has an embedder, else keyword)"},
-          "filters": _FILTERS_SCHEMA},
+          "filters": _FILTERS_SCHEMA, "include_traces": _INCLUDE_TRACES},
          ("query",), run=_recall),
     Tool("forget", "Delete one memory by id. Only a memory of this namespace can be deleted.",
          {"memory_id": _string("The id remember or recall returned")}, ("memory_id",), writes=True,

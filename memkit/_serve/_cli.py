@@ -43,7 +43,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         else:
             say(f"{mem.provider!r} already holds {before.memories} memories; showing them (use --force to reload).")
         stats = mem.stats()
-        say(f"\n{stats.memories} memories ({stats.traces} trace steps) in {stats.namespaces} namespaces:")
+        say(f"\n{stats.memories - stats.traces} memories and {stats.traces} trace steps in {stats.namespaces}"
+            " namespaces:")
         say(f"  {'user':<8} {'agent':<16} {'count':>5}  last activity")
         for ns in mem.namespaces():
             last = ns.last_at.strftime("%Y-%m-%d %H:%M") if ns.last_at else "-"

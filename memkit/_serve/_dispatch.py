@@ -48,17 +48,20 @@ class ProviderTools:
         self.user_id = user_id
         self.agent_id = agent_id
 
-    async def arecall_memory(self, query: str, limit: int = 5) -> dict[str, Any]:
-        return await _run(self.provider, "recall_memory", (self.user_id, self.agent_id), query=query, limit=limit)
+    async def arecall_memory(self, query: str, limit: int = 5, include_traces: bool = False) -> dict[str, Any]:
+        return await _run(self.provider, "recall_memory", (self.user_id, self.agent_id), query=query, limit=limit,
+                          include_traces=include_traces)
 
     async def asave_note(self, content: str, metadata: dict[str, Any] | None = None) -> dict[str, str]:
         ns = (self.user_id, self.agent_id)
         saved = await _run(self.provider, "save_note", ns, content=content, metadata=metadata)
         return {"id": saved["id"]}
 
-    def recall_memory(self, query: str, limit: int = 5) -> dict[str, Any]:
-        """The best matches for ``query``: ``{"results": [memory, ...]}``."""
-        return call(self.provider, _run, "recall_memory", (self.user_id, self.agent_id), query=query, limit=limit)
+    def recall_memory(self, query: str, limit: int = 5, include_traces: bool = False) -> dict[str, Any]:
+        """The best matches for ``query``: ``{"results": [memory, ...]}``; the agent's own recorded steps
+        (trace records) only with ``include_traces=True``."""
+        return call(self.provider, _run, "recall_memory", (self.user_id, self.agent_id), query=query, limit=limit,
+                    include_traces=include_traces)
 
     def save_note(self, content: str, metadata: dict[str, Any] | None = None) -> dict[str, str]:
         """Store a note; returns ``{"id": memory_id}``."""
@@ -193,9 +196,9 @@ def register_pydantic_ai_tools(agent: Any, tools: ProviderTools) -> None:
     if not callable(getattr(agent, "tool_plain", None)):
         raise InvalidInputError(f"agent must be a pydantic-ai Agent (it has tool_plain), got {type(agent).__name__}")
 
-    async def recall_memory(query: str, limit: int = 5) -> dict[str, Any]:
-        """Search long-term memory for notes and past steps relevant to a query."""
-        return await tools.arecall_memory(query, limit)
+    async def recall_memory(query: str, limit: int = 5, include_traces: bool = False) -> dict[str, Any]:
+        """Search long-term memory for notes relevant to a query (recorded workflow steps too with include_traces)."""
+        return await tools.arecall_memory(query, limit, include_traces)
 
     async def save_note(content: str, metadata: dict[str, Any] | None = None) -> dict[str, str]:
         """Save a note to long-term memory so it can be recalled later."""

@@ -16,6 +16,7 @@ from memkit._core._records import to_us
 from memkit._recall._recording import Recall
 from memkit._sync import Memory, call
 from memkit.otel._convert import _SCOPE, _attributes, _read_attributes, _walk
+from memkit.traces._items import status_of
 
 
 def _hex(seed: str, size: int) -> str:
@@ -138,6 +139,7 @@ def _step_span(item: MemoryItem, recalls: list[Recall]) -> dict[str, Any]:
     duration = float(data.get("duration") or 0.0)
     start_ns = round(start * 1e9) or 1
     status = data.get("status")
+    failed = status_of(status, warn=False) == "failed"  # the agent's word (error, ERROR, 503...) as read
     kind = data.get("span_kind") or "TOOL"
     tool = data.get("tool")
     attrs: dict[str, Any] = {
@@ -164,11 +166,11 @@ def _step_span(item: MemoryItem, recalls: list[Recall]) -> dict[str, Any]:
         "kind": 1, "startTimeUnixNano": str(start_ns),
         "endTimeUnixNano": str(start_ns + max(0, round(duration * 1e9))),
         "attributes": _attributes(attrs),
-        "status": {"code": 2, "message": str(data.get("error") or "")} if status == "failed" else {"code": 1},
+        "status": {"code": 2, "message": str(data.get("error") or "")} if failed else {"code": 1},
     }
     if parent:
         span["parentSpanId"] = parent
-    if status == "failed" and data.get("error"):
+    if failed and data.get("error"):
         span["events"] = [{
             "name": "exception", "timeUnixNano": span["endTimeUnixNano"],
             "attributes": _attributes({"exception.message": str(data["error"])}),

@@ -38,6 +38,17 @@ def _wrap() -> w.Layout:
     return w.Layout(flex_flow="row wrap", max_width="100%")
 
 
+def _kinds(mem: Memory, total: int) -> str:
+    """``5,049 memories and 6,739 trace steps``: the two kinds a store's records are, counted apart
+    (the namespace list's counts are records of both)."""
+    from memkit._core._port import SupportsStats
+
+    if not isinstance(mem.provider, SupportsStats):
+        return f"{total:,} records (memories and trace steps)"
+    traces = mem.stats().traces
+    return f"{total - traces:,} memories and {traces:,} trace steps"
+
+
 class NamespaceBrowser(Panel):
     """Browse a store one namespace at a time.
 
@@ -177,8 +188,8 @@ class NamespaceBrowser(Panel):
         self._infos = infos
         total = sum(i.count for i in infos)
         self.overview.value = (
-            f"<b>{len(infos)} namespaces, {total:,} memories</b>"
-            + table_html(["user", "agent", "memories", "last activity"],
+            f"<b>{len(infos)} namespaces, {_kinds(self.mem, total)}</b>"
+            + table_html(["user", "agent", "records", "last activity"],
                          [(i.user_id, i.agent_id, f"{i.count:,}", when(i.last_at)) for i in infos])
         )
         current = self.namespace.value
@@ -231,6 +242,7 @@ class NamespaceBrowser(Panel):
         return parsed
 
     def _on_kind(self) -> None:
+        self.rows.say("")  # a message about the view left ("CSV: 43 rows") is not about this one
         self.offset = 0
         self.rows.kind = self.kind.value
         self.run_search() if self.query.value.strip() and self.kind.value != "recalls" else self.show_page()

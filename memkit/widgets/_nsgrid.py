@@ -118,11 +118,17 @@ def csv_text(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> str:
     return out.getvalue()
 
 
+def recall_short_id(recall_id: str) -> str:
+    """A recall id cut to what tells it apart: a process's recall ids share their first 16 digits (a
+    random per-process part) and count up in the last 16, so both ends are kept (``5f3a…000c``)."""
+    return recall_id if len(recall_id) <= 12 else f"{recall_id[:4]}…{recall_id[-6:]}"
+
+
 def _recall_row(n: int, r: Recall) -> dict[str, Any]:
     where = " · ".join(str(x) for x in (r.workflow_id, r.run_id, r.step_name) if x) or "outside any step"
     ids = ", ".join(h.id[:8] for h in r.hits)
     return {
-        "n": n, "id": r.id, "short_id": r.id[:8], "created": format_time(r.created_at),
+        "n": n, "id": r.id, "short_id": recall_short_id(r.id), "created": format_time(r.created_at),
         "created_ts": r.created_at.timestamp() if r.created_at else None, "score": None, "legs": [],
         "text": shorten(printable(r.query), 140), "full": printable(r.query),
         # the hover text (and what a column filter reads) starts with the cell, then names the hits
