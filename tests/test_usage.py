@@ -227,3 +227,39 @@ def test_usage_charts_draw_the_counted_usage(written: tuple[str, memkit.Memory, 
     assert len(usage_chart(steps, by="run", top=5).data["run"].unique()) == 5
     with pytest.raises(memkit.InvalidInputError, match="measure"):
         usage_chart(steps, measure="joules")
+
+
+def test_memkit_runs_and_show_print_each_runs_usage(
+    written: tuple[str, memkit.Memory, list[ExpectedRun]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from memkit._serve._runs import PortReads, read_run, read_runs, runs_usage
+    from memkit.cli import main
+
+    url, mem, expected = written
+    by_key = {run_key(*r.ids): r for r in expected}
+    prices = json.dumps({k: list(v) for k, v in PRICES.items()})
+    if url == "memory://":  # another process cannot open this store: the commands' reads, on this one
+        reads = PortReads(mem)
+        listed = read_runs(reads)
+        printed = [r.as_json() | u.as_json() for r, u in zip(
+            listed, runs_usage(reads, listed, listed, memkit.Prices(PRICES)), strict=True)]
+        shown = [read_run(reads, key).priced(memkit.Prices(PRICES)).as_json() for key in list(by_key)[:12]]
+    else:
+        assert main(["--url", url, "runs", "--json", "--usage", "--prices", prices, "--limit", "1000"]) == 0
+        printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        shown = []
+        for key in list(by_key)[:12]:
+            assert main(["--url", url, "show", key, "--json", "--prices", prices]) == 0
+            shown.append(json.loads(capsys.readouterr().out))
+        assert main(["--url", url, "show", next(iter(by_key)), "--prices", prices]) == 0
+        text = capsys.readouterr().out
+        first = by_key[next(iter(by_key))]
+        assert f"{first.tokens_total:,} tokens" in text.splitlines()[0] and "model" in text
+    assert len(printed) == len(expected)
+    for row in [*printed, *({"run": key, **s} for key, s in zip(list(by_key)[:12], shown, strict=True))]:
+        run = by_key[row["run"]]
+        for name in ("tokens_in", "tokens_out", "tokens_total", "cost"):
+            assert _same(row[name], getattr(run, name)), (row["run"], name)
+        assert row["models"] == sorted(run.models), row["run"]
