@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memkit._core._errors import InvalidInputError
 from memkit._core._records import from_us, to_us
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from memkit._core._port import MemoryProvider
 
 __all__ = ["DURATION_KINDS", "STATUSES", "RunScope", "RunSummary", "Step", "StepRow", "parse_run_key", "run_key",
-           "run_status", "step_of", "summaries", "summarise", "summarise_rows"]
+           "run_status", "step_of", "summaries", "summarise", "summarise_rows", "summarise_runs"]
 
 STATUSES = ("pending", "running", "success", "failed", "retrying", "skipped")
 _RUNNING = frozenset(("running", "pending", "retrying"))
@@ -225,20 +225,11 @@ class RunSummary:
         return run_key(self.user_id, self.agent_id, self.workflow_id, self.run_id)
 
 
-class StepRow(NamedTuple):
-    """What a run's summary reads of one step (times in epoch microseconds, ``status`` as shown)."""
-
-    status: str
-    step_index: int | None
-    step_name: str | None
-    tool: str | None
-    started_us: int | None
-    duration_us: int | None
-    retry_count: int | None
-    error: str | None
-    recalls: int
-    #: When it was stored: orders runs whose start is unknown (never read as a start).
-    created_us: int
+#: What a run's summary reads of one step, a plain tuple (one is made per step: a class's
+#: constructor would cost more than the summary): ``(status as shown, step_index, step_name, tool,
+#: started_us, duration_us, retry_count, error, recalls, created_us)``, times in epoch microseconds,
+#: ``created_us`` (when it was stored) only ordering runs whose start is unknown, never read as a start.
+StepRow = tuple[str, int | None, str | None, str | None, int | None, int | None, int | None, str | None, int, int]
 
 
 def _summary(key: RunKey, rows: list[StepRow], marks: dict[str, int], recalls_kept: bool) -> RunSummary:
@@ -247,39 +238,70 @@ def _summary(key: RunKey, rows: list[StepRow], marks: dict[str, int], recalls_ke
     A row that is not an outcome (``running``, ``pending``, ``retrying``) followed later by a row of the
     same step (same ``step_name``, else ``step_index``) was an attempt: the step is its last row, and
     its retries are at least the attempts written as ``retrying``. Timing covers every row."""
-    open_rows: dict[Any, StepRow] = {}
+    open_rows: dict[Any, int] = {}  # a step's unfinished row: its position in ``final``
     attempts: Counter[Any] = Counter()
-    final: list[tuple[StepRow, int]] = []
-    for row in rows:
-        same = row.step_name if row.step_name is not None else row.step_index
-        if same is not None and same in open_rows and open_rows.pop(same).status == "retrying":
-            attempts[same] += 1
-        if same is not None and row.status in _RUNNING:
-            open_rows[same] = row
+    final: list[tuple[str, int | None, str | None, int] | None] = []  # (status, retry_count, error, attempts)
+    first = last = None
+    timed = total = durations = 0
+    tools: set[str] = set()
+    recalls: dict[Any, int] = {}
+    for status, index, name, tool, started, duration, retries, error, found, _ in rows:
+        same = name if name is not None else index
+        if same is not None:
+            before = open_rows.pop(same, None)
+            if before is not None:  # a later row of its step: that row was an attempt
+                if final[before][0] == "retrying":  # type: ignore[index]
+                    attempts[same] += 1
+                final[before] = None
+            if status in _RUNNING:
+                open_rows[same] = len(final)
+                final.append((status, retries, error, 0))
+            else:
+                final.append((status, retries, error, attempts.pop(same, 0)))
         else:
-            final.append((row, attempts.pop(same, 0) if same is not None else 0))
-    final += [(row, attempts.pop(same, 0)) for same, row in open_rows.items()]
-    starts = [r.started_us for r in rows if r.started_us is not None]
-    ends = [r.started_us + (r.duration_us or 0) for r in rows if r.started_us is not None]
-    durations = [r.duration_us for r in rows if r.duration_us is not None]
-    if len(starts) == len(rows):
-        kind, duration = "wall", (max(ends) - min(starts)) / 1e6
+            final.append((status, retries, error, 0))
+        if started is not None:
+            end = started + (duration or 0)
+            first = started if first is None or started < first else first
+            last = end if last is None or end > last else last
+            timed += 1
+        if duration is not None:
+            total += duration
+            durations += 1
+        if tool is not None:
+            tools.add(tool)
+        if found and index is not None:  # recalls are kept by step index: a step's attempts share them
+            recalls[index] = found
+    for same, at in open_rows.items():  # still on an unfinished row: its earlier attempts count
+        status, retries, error, _ = final[at]  # type: ignore[misc]
+        final[at] = (status, retries, error, attempts.pop(same, 0))
+    statuses: set[str] = set()
+    steps = failed = retried = 0
+    first_error = None
+    for row in final:
+        if row is None:
+            continue
+        status, retries, error, extra = row
+        steps += 1
+        statuses.add(status)
+        if retries or extra:
+            retried += max(retries or 0, extra)
+        if status == "failed":
+            failed += 1
+            if first_error is None:
+                first_error = error
+    if timed == len(rows):
+        kind, seconds = "wall", (last - first) / 1e6  # type: ignore[operator]
     elif durations:
-        kind, duration = "sum of steps", sum(durations) / 1e6
+        kind, seconds = "sum of steps", total / 1e6
     else:
-        kind, duration = "unknown", None
-    failed = [row for row, _ in final if row.status == "failed"]
+        kind, seconds = "unknown", None
     return RunSummary(
-        *key, status=run_status(row.status for row, _ in final),
-        started_at=from_us(min(starts)) if starts else None, ended_at=from_us(max(ends)) if ends else None,
-        duration_s=duration, duration_kind=kind, steps=len(final), failed_steps=len(failed),
-        retries=sum(max(row.retry_count or 0, extra) for row, extra in final),
-        # A step's recalls are counted by its index: its attempts' rows share them.
-        recalls=sum({r.step_index: r.recalls for r in rows if r.step_index is not None}.values()) + sum(
-            r.recalls for r in rows if r.step_index is None) if recalls_kept else None,
-        first_error=next((row.error for row in failed if row.error is not None), None),
-        tools=", ".join(sorted({r.tool for r in rows if r.tool is not None})), marks=dict(sorted(marks.items())),
-        rows=len(rows),
+        *key, status=run_status(statuses),
+        started_at=None if first is None else from_us(first), ended_at=None if last is None else from_us(last),
+        duration_s=seconds, duration_kind=kind, steps=steps, failed_steps=failed, retries=retried,
+        recalls=sum(recalls.values()) if recalls_kept else None, first_error=first_error,
+        tools=", ".join(sorted(tools)), marks=dict(sorted(marks.items())), rows=len(rows),
     )
 
 
@@ -287,9 +309,7 @@ def summarise_rows(
     rows: Iterable[tuple[RunKey, StepRow]], marks: dict[RunKey, Counter[str]] | dict[RunKey, dict[str, int]]
     | None = None, *, recalls_kept: bool = True,
 ) -> list[RunSummary]:
-    """One row per run of ``rows`` (each step with its run, in the order written): newest start first,
-    runs whose start is unknown last; ties keep the order of their first steps. Every run summary
-    (the generic reads, SQLite's packed numbers, :func:`memkit.frames.runs_frame`) is made here."""
+    """One row per run of ``rows`` (each step with its run, in the order written): see :func:`summarise_runs`."""
     grouped: dict[RunKey, list[StepRow]] = {}
     for key, row in rows:
         group = grouped.get(key)
@@ -297,14 +317,28 @@ def summarise_rows(
             grouped[key] = [row]
         else:
             group.append(row)
-    out = [_summary(key, group, dict((marks or {}).get(key, {})), recalls_kept) for key, group in grouped.items()]
-    # Newest first, stable (ties keep first-seen order); a run without a start after those with one, by
-    # when its first step was stored.
-    first_stored = {key: group[0].created_us for key, group in grouped.items()}
-    unknown = sorted((r for r in out if r.started_at is None), key=lambda r: -first_stored[
-        (r.user_id, r.agent_id, r.workflow_id, r.run_id)])
-    known = sorted((r for r in out if r.started_at is not None), key=lambda r: -to_us(r.started_at))  # type: ignore[arg-type]
-    return known + unknown
+    return summarise_runs(grouped.items(), marks, recalls_kept=recalls_kept)
+
+
+def summarise_runs(
+    runs: Iterable[tuple[RunKey, list[StepRow]]], marks: dict[RunKey, Counter[str]] | dict[RunKey, dict[str, int]]
+    | None = None, *, recalls_kept: bool = True,
+) -> list[RunSummary]:
+    """One row per run (its steps in the order written, runs in the order of their first steps): newest
+    start first, runs whose start is unknown last, by when their first step was stored; ties keep the
+    order given. Every run summary (the generic reads, SQLite's packed numbers,
+    :func:`memkit.frames.runs_frame`) is made here."""
+    known: list[tuple[int, RunSummary]] = []
+    unknown: list[tuple[int, RunSummary]] = []
+    for key, group in runs:
+        summary = _summary(key, group, dict((marks or {}).get(key, {})), recalls_kept)
+        if summary.started_at is None:
+            unknown.append((-group[0][9], summary))
+        else:
+            known.append((-to_us(summary.started_at), summary))
+    known.sort(key=lambda pair: pair[0])  # stable
+    unknown.sort(key=lambda pair: pair[0])
+    return [summary for _, summary in known + unknown]
 
 
 def step_of(item: Any, counts: dict[tuple[Any, ...], int] | None) -> Step:
@@ -367,7 +401,7 @@ def summarise(
 ) -> list[RunSummary]:
     """One row per run of ``steps`` (their ``recalls`` counted already), newest first."""
     steps = sorted(steps, key=lambda s: s.created_at)  # replay order: the order they were stored
-    return summarise_rows(((s.run, StepRow(
+    return summarise_rows(((s.run, (
         s.status, s.step_index, s.step_name, s.tool, _us(s.started_at),
         None if s.duration_s is None else round(s.duration_s * 1e6), s.retry_count, s.error, s.recalls or 0,
         to_us(s.created_at)))

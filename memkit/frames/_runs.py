@@ -13,7 +13,7 @@ from memkit._core._port import (
     SupportsGet,
     SupportsPaging,
 )
-from memkit._core._runs import StepRow, pick_key, run_key, summarise_rows
+from memkit._core._runs import StepRow, pick_key, run_key, summarise_runs
 from memkit._sync import Memory, call
 from memkit.frames._reading import _since_us, traces_frame, with_agent_keys
 from memkit.frames._recalls import _keeps_recalls, _with_recall_counts
@@ -91,8 +91,18 @@ def _us(values: pd.Series) -> list[int | None]:
     return [None if n == _NAT else n for n in numbers.tolist()]
 
 
-def _optional(values: Any, kind: type) -> list[Any]:
-    return [v if isinstance(v, kind) and not isinstance(v, bool) else None for v in values]
+def _texts(values: pd.Series) -> list[str | None]:
+    """A column's cells, a cell that is not text read as none (checked in C when all are text)."""
+    if pd.api.types.infer_dtype(values, skipna=True) in ("string", "empty"):
+        cells: list[str | None] = values.astype(object).where(values.notna(), None).tolist()
+        return cells
+    return [v if isinstance(v, str) else None for v in values.tolist()]
+
+
+def _ints(values: pd.Series) -> list[int | None]:
+    if pd.api.types.is_integer_dtype(values.dtype):
+        return [None if n == _NAT else n for n in values.to_numpy(dtype="int64", na_value=_NAT).tolist()]
+    return [v if isinstance(v, int) and not isinstance(v, bool) else None for v in values.tolist()]
 
 
 def _empty_runs() -> pd.DataFrame:
@@ -110,24 +120,28 @@ def _empty_runs() -> pd.DataFrame:
 
 
 def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per run, summarised by :func:`memkit._core._runs.summarise_rows` (as every other view)."""
+    """One row per run, summarised by :func:`memkit._core._runs.summarise_runs` (as every other view)."""
     df = _normalised(df)
     if df.empty:
         return _empty_runs()
     created = df["created_at"].to_numpy(dtype="datetime64[us]").view("int64")
-    order = np.lexsort((np.arange(len(df)), created))
+    df = df.iloc[np.lexsort((np.arange(len(df)), created))]  # the order written
+    # Grouped here by run (numpy), each run's steps in the order written, runs in first-seen order.
+    group = _run_group_ids(df)
+    order = np.argsort(group, kind="stable")
     df = df.iloc[order]
     counted = "recalls" in df.columns  # a traces_frame(..., recalls=True)
     durations = [None if d != d else round(d * 1e6) for d in df["duration_s"].astype("float64").tolist()]
     recalls = df["recalls"].fillna(0).astype("int64").tolist() if counted else [0] * len(df)
-    keys = list(zip(*(_optional(df[name].tolist(), str) for name in _RUN_KEYS), strict=True))
-    rows = zip(keys, (StepRow(*row) for row in zip(
-        df["status"].tolist(), _optional(df["step_index"].tolist(), int), _optional(df["step_name"].tolist(), str),
-        _optional(df["tool"].tolist(), str), _us(df["started_at"]), durations,
-        _optional(df["retry_count"].tolist(), int), _optional(df["error"].tolist(), str), recalls,
-        created[order].tolist(), strict=True)),
-        strict=True)
-    summaries = summarise_rows(rows, recalls_kept=counted)
+    rows: list[StepRow] = list(zip(
+        df["status"].tolist(), _ints(df["step_index"]), _texts(df["step_name"]), _texts(df["tool"]),
+        _us(df["started_at"]), durations, _ints(df["retry_count"]), _texts(df["error"]), recalls,
+        df["created_at"].to_numpy(dtype="datetime64[us]").view("int64").tolist(), strict=True))
+    edges = [0, *(np.flatnonzero(np.diff(group[order])) + 1).tolist(), len(df)]
+    firsts = df.iloc[edges[:-1]]
+    keys = zip(*(_texts(firsts[name]) for name in _RUN_KEYS), strict=True)
+    summaries = summarise_runs(((key, rows[lo:hi]) for key, lo, hi in zip(keys, edges, edges[1:], strict=False)),
+                               recalls_kept=counted)
     runs = pd.DataFrame({
         "workflow_id": pd.Series([r.workflow_id for r in summaries], dtype=object),
         "agent_id": pd.Series([r.agent_id for r in summaries], dtype=object),

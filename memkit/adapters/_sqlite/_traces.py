@@ -21,7 +21,7 @@ from operator import methodcaller
 from typing import TYPE_CHECKING, Any
 
 from memkit._core._errors import StorageError
-from memkit._core._runs import RunScope, RunSummary, StepRow, summarise_rows
+from memkit._core._runs import RunScope, RunSummary, summarise_rows
 from memkit.adapters._sqlbase import trace_filter
 from memkit.adapters._sqlite._sql import SQLITE
 from memkit.traces._items import status_of
@@ -344,7 +344,7 @@ def run_summaries(
         state = states.get(status)
         if state is None:
             state = states[status] = status_of(words.get(status))
-        rows.append((key, StepRow(
+        rows.append((key, (
             state, None if index == MISSING else index, words.get(name),
             words.get(tool), None if started == MISSING else started, None if duration == MISSING else duration,
             None if retries == MISSING else retries, error_of.get(seq),
