@@ -49,6 +49,8 @@ def test_sessions_and_tags_in_every_spelling() -> None:
     assert labels_of({"gen_ai.conversation.id": 7, "tags": "solo"}) == Labels("7", ("solo",))
     assert labels_of({"metadata": {"session_id": "m", "tags": ["t", "t", 3]}}) == Labels("m", ("t",))
     assert labels_of({"session_id": True, "tags": "[broken"}) == Labels(None, ("[broken",))
+    assert labels_of({"attributes": {"conversation_id": "c", "langfuse.tags": ["lf"]}}) == Labels("c", ("lf",))
+    assert labels_of({"thread_id": "t"}) == Labels("t", ())
 
 
 def test_runs_filter_by_session_tag_and_model(mem: memkit.Memory) -> None:

@@ -43,6 +43,10 @@ GPT = {"gpt-4o": (2.5, 10.0)}
     ({"tokens": {"llm.token_count.prompt": 6, "gen_ai.usage.input_tokens": 6}, "model": "y"}, Usage("y", 6, None, 6)),
     ({"tokens": 77}, Usage(None, None, None, 77)),
     ({"llm.cost.total": 0.25}, Usage(None, None, None, None, 0.25, "recorded")),
+    ({"usage_metadata": {"prompt_token_count": 9, "candidates_token_count": 4, "total_token_count": 13},
+      "model_name": "gemini"}, Usage("gemini", 9, 4, 13)),
+    ({"cost_usd": 0.5, "tokens": {"input": 1, "output": 2, "total": 3}}, Usage(None, 1, 2, 3, 0.5, "recorded")),
+    ({"cost": {"total": 0.75, "input": 0.5}}, Usage(None, None, None, None, 0.75, "recorded")),
     # A request's max_tokens and model are not usage; a tool's own numbers are not tokens.
     ({"parameters": {"max_tokens": 500, "model": "asked"}, "result": {"total": 3, "hits": 2}}, Usage("asked")),
     ({"usage": {"input_tokens": True, "output_tokens": -1, "total_tokens": 1.5}, "cost": float("nan")}, Usage()),
@@ -263,3 +267,19 @@ def test_memkit_runs_and_show_print_each_runs_usage(
         for name in ("tokens_in", "tokens_out", "tokens_total", "cost"):
             assert _same(row[name], getattr(run, name)), (row["run"], name)
         assert row["models"] == sorted(run.models), row["run"]
+
+
+def test_the_readme_usage_example_gives_what_it_says() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    code = readme.split("<!-- readme-usage -->\n```python\n", 1)[1].split("```", 1)[0]
+    scope: dict[str, Any] = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    run = scope["runs"].iloc[0]
+    assert (run["models"], run["tokens_in"], run["tokens_out"], run["tokens_total"]) == (
+        "gpt-4o-2024-08-06", 1200, 300, 1500)
+    assert run["cost"] == pytest.approx(0.006)
+    found = scope["find_steps"](scope["mem"], "404", tool="fetch")
+    assert list(found["run"]) == ["system/bio/qa/r1"] and "404" in found["match"].iloc[0]
+    assert scope["latency_stats"](scope["mem"], by="tool").loc["fetch", "latency_p95_s"] == pytest.approx(0.3)
