@@ -27,6 +27,7 @@ from memkit.widgets._nsgrid import (
     _recall_row,
     csv_text,
     detail_html,
+    kinds_counted,
     recalled_html,
 )
 
@@ -36,17 +37,6 @@ __all__ = ["NamespaceBrowser"]
 def _wrap() -> w.Layout:
     """A row of controls that wraps onto the next line when the cell is too narrow for it."""
     return w.Layout(flex_flow="row wrap", max_width="100%")
-
-
-def _kinds(mem: Memory, total: int) -> str:
-    """``5,049 memories and 6,739 trace steps``: the two kinds a store's records are, counted apart
-    (the namespace list's counts are records of both)."""
-    from memkit._core._port import SupportsStats
-
-    if not isinstance(mem.provider, SupportsStats):
-        return f"{total:,} records (memories and trace steps)"
-    traces = mem.stats().traces
-    return f"{total - traces:,} memories and {traces:,} trace steps"
 
 
 class NamespaceBrowser(Panel):
@@ -188,7 +178,7 @@ class NamespaceBrowser(Panel):
         self._infos = infos
         total = sum(i.count for i in infos)
         self.overview.value = (
-            f"<b>{len(infos)} namespaces, {_kinds(self.mem, total)}</b>"
+            f"<b>{len(infos)} namespaces, {kinds_counted(self.mem, total)}</b>"
             + table_html(["user", "agent", "records", "last activity"],
                          [(i.user_id, i.agent_id, f"{i.count:,}", when(i.last_at)) for i in infos])
         )

@@ -16,6 +16,7 @@ from memkit._core._errors import InvalidInputError
 from memkit._core._models import MemoryItem
 from memkit._display import format_duration, format_time, is_trace, printable, shorten, step_fields, summary
 from memkit._recall._recording import Recall, step_namespace
+from memkit._sync import Memory
 from memkit.widgets._common import Panel, esc, pretty, table_html
 
 _LEGS = ("keyword", "semantic")
@@ -116,6 +117,17 @@ def csv_text(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> str:
     for row in rows:
         writer.writerow([csv_cell(row.get(_FIELDS[key])) for key, _ in columns])
     return out.getvalue()
+
+
+def kinds_counted(mem: Memory, total: int) -> str:
+    """``5,049 memories and 6,739 trace steps``: the two kinds a store's records are, counted apart
+    (the namespace list's counts are records of both)."""
+    from memkit._core._port import SupportsStats
+
+    if not isinstance(mem.provider, SupportsStats):
+        return f"{total:,} records (memories and trace steps)"
+    traces = mem.stats().traces
+    return f"{total - traces:,} memories and {traces:,} trace steps"
 
 
 def recall_short_id(recall_id: str) -> str:
