@@ -88,6 +88,7 @@ def duration_chart(source: Source, **filters: Unpack[TraceFilters]) -> Chart:
     ``source`` is a :func:`~memkit.frames.traces_frame` or a store (``filters`` go to it).
     The x axis is logarithmic, so a 0.5 s tool and a 20 min tool both read.
     """
+    filters.setdefault("usage", False)  # durations and statuses only: no usage read
     df = _frame(source, **filters)
     data = pd.DataFrame({
         "tool": df["tool"].fillna("?").astype(str).to_numpy(),
@@ -122,6 +123,7 @@ def failure_heatmap(source: Source, **filters: Unpack[TraceFilters]) -> Chart:
 
     The table is :func:`memkit.frames.failure_patterns` of the same steps.
     """
+    filters.setdefault("usage", False)
     data = failure_patterns(_frame(source, **filters))
     title = "Failures by category and tool"
     spec = _spec(title, data, {
@@ -149,6 +151,7 @@ def success_rate_chart(source: Source, freq: str = "D", **filters: Unpack[TraceF
     A step counts as successful when its status is ``success``; the line is drawn over
     the periods that have steps, and each point says how many steps it stands for.
     """
+    filters.setdefault("usage", False)  # durations and statuses only: no usage read
     df = _frame(source, **filters)
     frame = pd.DataFrame({"period": pd.Series(dtype="datetime64[ns]"), "ok": pd.Series(dtype=bool)})
     if len(df):

@@ -17,7 +17,15 @@ from memkit._core._runs import StepRow, pick_key, run_key, summarise_runs
 from memkit._sync import Memory, call
 from memkit.frames._reading import _since_us, traces_frame, with_agent_keys
 from memkit.frames._recalls import _keeps_recalls, _with_recall_counts
-from memkit.frames._usage import RUN_USAGE_COLUMNS, PricesLike, UsageFilters, run_usage, usage_filter
+from memkit.frames._usage import (
+    RUN_USAGE_COLUMNS,
+    PricesLike,
+    UsageFilters,
+    found_of,
+    run_usage,
+    usage_filter,
+    with_usage,
+)
 from memkit.traces._items import status_of
 
 # -- runs --------------------------------------------------------------------------------
@@ -241,7 +249,8 @@ def runs_frame(
     min_duration: float | None = None,
     max_duration: float | None = None,
     prices: PricesLike = None,
-    **usage: Unpack[UsageFilters],
+    usage: bool = True,
+    **wanted: Unpack[UsageFilters],
 ) -> pd.DataFrame:
     """One row per workflow run, newest first, indexed by a readable ``run`` id.
 
@@ -269,6 +278,8 @@ def runs_frame(
         Keep runs started in this window (datetime, ISO string or epoch seconds).
     min_duration, max_duration
         Keep runs whose duration in seconds is in this range.
+    usage
+        ``False`` skips reading the steps' usage (its columns stay empty; see :func:`traces_frame`).
     prices
         Price table for steps that recorded tokens and no cost (:class:`memkit.Prices` or a dict
         model -> (input, output) per million tokens).
@@ -291,11 +302,11 @@ def runs_frame(
             mem, workflow_id=workflow_id,
             agent_id=agent_id if isinstance(agent_id, str) else None,
             user_id=user_id if isinstance(user_id, str) else None,
-            recalls=_keeps_recalls(mem), prices=prices,
+            recalls=_keeps_recalls(mem), prices=prices, usage=usage,
         )
     return RunsFrame(filter_runs(
         _runs_from_steps(steps), status=status, agent_id=agent_id, user_id=user_id, workflow_id=workflow_id,
-        tool=tool, since=since, until=until, min_duration=min_duration, max_duration=max_duration, **usage,
+        tool=tool, since=since, until=until, min_duration=min_duration, max_duration=max_duration, **wanted,
     ))
 
 
@@ -325,9 +336,9 @@ def run_steps(mem: pd.DataFrame | MemoryProvider | Memory, run: str | pd.Series)
         if isinstance(run, pd.Series):
             row = run
             steps = traces_frame(mem, workflow_id=row["workflow_id"], agent_id=row["agent_id"],
-                                 user_id=row["user_id"])
+                                 user_id=row["user_id"], usage=False)
         else:
-            steps = traces_frame(mem)
+            steps = traces_frame(mem, usage=False)  # the run's usage is read from its payloads below
             row = _pick_run(_runs_from_steps(steps), run)
             steps = steps[steps["workflow_id"].eq(row["workflow_id"]).to_numpy(dtype=bool)]
     keep = np.ones(len(steps), dtype=bool)
@@ -339,7 +350,7 @@ def run_steps(mem: pd.DataFrame | MemoryProvider | Memory, run: str | pd.Series)
         chosen = _with_recall_counts(chosen, mem)  # one workflow's recalls: an indexed read
     if not isinstance(mem, pd.DataFrame):
         payloads = _step_payloads(mem, row, chosen)
-        chosen = with_agent_keys(chosen, payloads)
+        chosen = with_usage(with_agent_keys(chosen, payloads), found_of(payloads))
         parents = _parent_positions(chosen, payloads)
         indexes = chosen["step_index"].tolist()
         chosen = chosen.assign(parent_step_index=pd.array(

@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 
 from memkit._core._errors import InvalidInputError
-from memkit._core._port import MemoryProvider, SupportsExport
 from memkit._core._runs import run_key
 from memkit._core._usage import (
     Labels,
@@ -24,8 +23,8 @@ from memkit._core._usage import (
     usage_of,
 )
 
-__all__ = ["RUN_USAGE_COLUMNS", "STEP_USAGE_COLUMNS", "PricesLike", "UsageFilters", "run_usage", "step_usage_columns",
-           "usage_by_model", "usage_filter", "with_usage"]
+__all__ = ["RUN_USAGE_COLUMNS", "STEP_USAGE_COLUMNS", "PricesLike", "UsageFilters", "found_of", "run_usage",
+           "step_usage_columns", "usage_by_model", "usage_filter", "with_usage"]
 
 PricesLike = Prices | Mapping[str, tuple[float, float]] | None
 
@@ -43,21 +42,9 @@ _TOKENS = ("tokens_in", "tokens_out", "tokens_total")
 Found = tuple[Usage, Placed, Labels]
 
 
-async def read_step_usage(
-    provider: MemoryProvider, workflow_id: str | None, agent_id: str | None, user_id: str | None,
-) -> dict[str, Found]:
-    """Each trace step's usage (unpriced) and place, by step id, read from the store's records of the
-    namespace(s) asked (the export every store offers: the trace columns hold no usage)."""
-    if not isinstance(provider, SupportsExport):
-        return {}
-    out: dict[str, Found] = {}
-    async for item in provider.export(user_id, agent_id):
-        meta = item.metadata
-        if meta.get("type") != "trace" or (workflow_id is not None and meta.get("workflow_id") != workflow_id):
-            continue
-        trace = meta.get("trace")
-        out[item.id] = (usage_of(trace), place_of(trace), labels_of(trace))
-    return out
+def found_of(payloads: Mapping[str, Any]) -> dict[str, Found]:
+    """Each step's usage (unpriced), place and labels, by step id, from its trace data (by step id)."""
+    return {i: (usage_of(p), place_of(p), labels_of(p)) for i, p in payloads.items()}
 
 
 def _priced(usage: Usage, prices: Prices | None) -> Usage:
