@@ -277,10 +277,10 @@ def _check_run_list(page: Page, panel: Locator) -> None:
                            arg=panel.element_handle())
     # The header marks the sort at once; the rows come back sorted from the kernel a moment later.
     try:
-        page.wait_for_function("el => el.querySelector('.mk-runs tbody tr')?.dataset.key === 'long-run/r-10k'",
+        page.wait_for_function("el => el.querySelector('.mk-runs tbody tr')?.dataset.key === 'zed/bench/long-run/r-10k'",
                                arg=panel.element_handle(), timeout=30_000)
     finally:
-        assert _rows(panel)[0]["key"] == "long-run/r-10k"
+        assert _rows(panel)[0]["key"] == "zed/bench/long-run/r-10k"
     # Filter by status: only failed runs remain, each marked.
     panel.locator("select.mk-filter-status").select_option("failed")
     page.wait_for_function("el => [...el.querySelectorAll('.mk-runs tbody tr')].every("
@@ -313,7 +313,7 @@ def _check_run_list(page: Page, panel: Locator) -> None:
     page.wait_for_function("""el => { const t = [...el.querySelectorAll('.mk-runs tbody td.mk-col-started')]
       .map((td) => td.textContent); return t.length === 23 && t.every((v, i) => i === 0 || t[i - 1] >= v); }""",
                            arg=panel.element_handle())
-    row = panel.locator(".mk-runs tbody tr[data-key='variant-calling-alice-1/run-alice-1']")
+    row = panel.locator(".mk-runs tbody tr[data-key='alice/bioinformatics/variant-calling-alice-1/run-alice-1']")
     row.click()
     bars = panel.locator(".mk-timeline .mk-bar")
     bars.first.wait_for(timeout=30_000)
@@ -330,7 +330,7 @@ def _check_run_list(page: Page, panel: Locator) -> None:
     assert "gene" in panel.locator(".mk-detail .mk-parameters").inner_text()
     _shot(page, panel, "lab-traces.png")
     # Compare with bob's run of the same workflow: the changed step is marked.
-    panel.locator("select.mk-compare-pick").select_option("variant-calling-bob-1/run-bob-1")
+    panel.locator("select.mk-compare-pick").select_option("bob/bioinformatics/variant-calling-bob-1/run-bob-1")
     changed = panel.locator(".mk-compare tr.mk-changed")
     changed.first.wait_for(timeout=30_000)
     texts = changed.all_inner_texts()
@@ -357,7 +357,7 @@ def _check_run_list(page: Page, panel: Locator) -> None:
 def _check_big_run(page: Page, panel: Locator) -> None:
     """A 10,000-step run renders; the one-step run too. Prints how long the browser took to draw."""
     panel.locator(".mk-runs tbody tr").first.wait_for(timeout=60_000)
-    row = panel.locator(".mk-runs tbody tr[data-key='long-run/r-10k']")
+    row = panel.locator(".mk-runs tbody tr[data-key='zed/bench/long-run/r-10k']")
     took = row.evaluate(
         """r => new Promise(done => {
             const panel = r.closest('.memkit-traces');
@@ -373,7 +373,7 @@ def _check_big_run(page: Page, panel: Locator) -> None:
     rows.evaluate("r => { r.scrollTop = 96 * 20; }")  # step 96 failed (every 97th does)
     panel.locator(".mk-timeline .mk-bar[data-position='96'][data-status='failed']").wait_for(timeout=10_000)
     _shot(page, panel.locator(".mk-timeline"), "lab-timeline-10k.png")
-    panel.locator(".mk-runs tbody tr[data-key='one-step/r-1']").click()
+    panel.locator(".mk-runs tbody tr[data-key='zed/bench/one-step/r-1']").click()
     page.wait_for_function("el => el.querySelectorAll('.mk-timeline .mk-bar').length === 1",
                            arg=panel.element_handle())
 
@@ -429,7 +429,7 @@ def _check_recalls(page: Page, cell: Locator) -> None:
     panel = cell.locator(".memkit-traces")
     panel.locator(".mk-runs tbody tr").first.wait_for(timeout=60_000)
     rows = _rows(panel)
-    assert [r["key"] for r in rows] == ["recall-audit/ra-1"]
+    assert [r["key"] for r in rows] == ["rita/bio/recall-audit/ra-1"]
     headers = panel.locator(".mk-runs th").all_inner_texts()
     assert rows[0]["cells"][headers.index("recalls")] == "2"  # the run list counts the run's searches
     panel.locator(".mk-runs tbody tr").first.click()
@@ -637,14 +637,14 @@ def _check_timing(url: str) -> None:
             raise
         assert "300 of 300 runs" in panel.locator(".mk-runs .mk-caption").inner_text()
         # run-0 wrote duration_ms and failed at step 3: four bars, the failed one red, widths that differ.
-        for run, steps in (("align-genome/run-0", 4), ("align-genome/run-4", 10), ("align-genome/run-3", 10)):
+        for run, steps in (("lab/aligner/align-genome/run-0", 4), ("lab/aligner/align-genome/run-4", 10), ("lab/aligner/align-genome/run-3", 10)):
             bars = _open_run(page, panel, run)
             bars.first.wait_for(timeout=30_000)
             assert bars.count() == steps, run
             widths = _bar_widths(bars)
             assert max(widths) > 5 * min(widths), (run, widths)  # as wide as the step took, not slivers
             assert panel.locator(".mk-timeline .mk-timing-note").count() == 0, run
-        bars = _open_run(page, panel, "align-genome/run-0")
+        bars = _open_run(page, panel, "lab/aligner/align-genome/run-0")
         failed = panel.locator(".mk-timeline .mk-bar[data-status='failed']")
         assert failed.count() == 1 and failed.get_attribute("data-position") == "3"
         assert failed.evaluate("b => getComputedStyle(b).backgroundColor") == FAILED_RGB
@@ -653,7 +653,7 @@ def _check_timing(url: str) -> None:
         assert panel.locator(".mk-timeline .mk-bar[data-position='2']").get_attribute("data-status") == "unknown"
         _shot(page, panel, "lab-timing.png")
         # run-5 recorded no timing: the panel says so in words, and bars follow step order.
-        bars = _open_run(page, panel, "align-genome/run-5")
+        bars = _open_run(page, panel, "lab/aligner/align-genome/run-5")
         note = panel.locator(".mk-timeline .mk-timing-note")
         note.wait_for(timeout=30_000)
         assert note.inner_text().startswith("No step timing recorded in this run")
@@ -665,8 +665,8 @@ def _check_timing(url: str) -> None:
         box = panel.locator("input.mk-filter-text")
         box.fill("run-10")
         box.press("Enter")
-        page.wait_for_function("el => el.querySelector(\".mk-runs tbody tr[data-key='align-genome/run-10']\")",
+        page.wait_for_function("el => el.querySelector(\".mk-runs tbody tr[data-key='lab/aligner/align-genome/run-10']\")",
                                arg=panel.element_handle())
-        cell = panel.locator(".mk-runs tbody tr[data-key='align-genome/run-10'] td.mk-col-first_error")
+        cell = panel.locator(".mk-runs tbody tr[data-key='lab/aligner/align-genome/run-10'] td.mk-col-first_error")
         full = cell.get_attribute("title") or ""
         assert full.count("chromosome 7") == 4 and len(cell.inner_text()) < len(full)

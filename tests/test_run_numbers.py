@@ -309,3 +309,44 @@ def test_an_otlp_export_marks_each_failed_step_whatever_word_its_agent_used(
         spans = [s for rs in request["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]
                  if s["name"].startswith("step-")]
         assert sum(s["status"]["code"] == 2 for s in spans) == run.failed_steps, vocabulary
+
+
+def test_status_words_read_as_statuses_and_an_unknown_word_is_warned_about_once() -> None:
+    from memkit.traces._items import status_of
+
+    words = {"ok": "success", "ERROR": "failed", "UNSET": "success", "STATUS_CODE_ERROR": "failed", "503": "failed",
+             "HTTP 200": "success", "succeeded": "success", "exception": "failed", "timeout": "failed",
+             "Timed-Out": "failed", "cancelled": "failed", "skipped": "skipped", "in progress": "running",
+             "queued": "pending", "retrying": "retrying", "pending": "pending", "102": "running"}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert {word: status_of(word) for word in words} == words
+        assert status_of("frobnicated") == status_of("frobnicated") == status_of(None) == "unknown"
+    assert [str(w.message) for w in caught if "frobnicated" in str(w.message)] == [
+        "memkit: trace status 'frobnicated' is not a status memkit knows; the step reads as 'unknown' (use "
+        "success, failed, running, pending, retrying or skipped)"]
+    assert len(caught) == 1
+
+
+def test_a_run_id_stays_when_another_user_later_reuses_it() -> None:
+    with memkit.open("memory://") as mem:
+        mem.add_trace("bio", "literature-review", {"step_name": "s", "run_id": "li-0019", "status": "ok"},
+                      user_id="alice")
+        before = list(runs_frame(mem).index)
+        mem.add_trace("bio", "literature-review", {"step_name": "s", "run_id": "li-0019", "status": "ok"},
+                      user_id="bob")
+        after = runs_frame(mem)
+        assert before == ["alice/bio/literature-review/li-0019"] and before[0] in after.index and len(after) == 2
+        assert list(runs_frame(mem, user_id="alice").index) == before
+
+
+def test_the_langgraph_store_searches_its_items_not_the_agents_trace_records() -> None:
+    from memkit.langgraph import MemkitStore
+
+    with memkit.open("memory://") as mem, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        write_runs(mem, runs=6)
+        store = MemkitStore(mem, user_id="alice", agent_id="bio")
+        store.put(("notes",), "pubmed", {"text": "pubmed strategy: TP53 reviews first"})
+        assert len(mem.search("pubmed", "alice", "bio", limit=10, mode="keyword")) > 1  # traces match too
+        assert [item.key for item in store.search(("notes",), query="pubmed")] == ["pubmed"]

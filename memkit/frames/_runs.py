@@ -252,12 +252,15 @@ def runs_frame(
     usage: bool = True,
     **wanted: Unpack[UsageFilters],
 ) -> pd.DataFrame:
-    """One row per workflow run, newest first, indexed by a readable ``run`` id.
+    """One row per workflow run, newest first, indexed by its ``run`` id.
 
     A run is the steps sharing ``(user_id, agent_id, workflow_id, run_id)`` (a workflow
-    without ``run_id`` is one run). Columns (:data:`RUN_COLUMNS`): ``workflow_id, agent_id,
-    user_id, run_id``, ``started_at`` / ``ended_at`` (UTC; first step's start, last step's
-    end), ``duration_s`` (wall clock), ``steps``, ``failed_steps``, ``retries``,
+    without ``run_id`` is one run); its id is ``user/agent/workflow/run_id`` with ``/`` in a part
+    written ``%2F`` (:func:`memkit._core._runs.run_key`). Columns (:data:`RUN_COLUMNS`): ``workflow_id,
+    agent_id, user_id, run_id``, ``started_at`` / ``ended_at`` (UTC; the first start and last end its
+    steps recorded, ``NaT`` when none did: never when they were stored), ``duration_s`` and
+    ``duration_kind`` (``wall`` when every step recorded its start, else ``sum of steps``, else
+    ``unknown`` and ``NaN``), ``steps`` (a step written once per attempt counts once), ``failed_steps``, ``retries``,
     ``first_error``, ``status`` (``failed`` if any step failed, else ``running``,
     ``unknown`` or ``success``), ``tools`` and ``recalls`` (the searches the run's steps
     made, see :func:`recalls_frame`; ``<NA>`` when the store keeps no recalls, or when
