@@ -283,3 +283,18 @@ def test_the_readme_usage_example_gives_what_it_says() -> None:
     found = scope["find_steps"](scope["mem"], "404", tool="fetch")
     assert list(found["run"]) == ["system/bio/qa/r1"] and "404" in found["match"].iloc[0]
     assert scope["latency_stats"](scope["mem"], by="tool").loc["fetch", "latency_p95_s"] == pytest.approx(0.3)
+
+
+def test_sqlite_reads_only_the_steps_that_may_carry_usage_within_the_namespace_asked(tmp_path: Any) -> None:
+    from memkit._sync import run_sync
+    from memkit.frames._usage import USAGE_WORDS
+
+    with memkit.open(f"sqlite:///{tmp_path / 'p.db'}?embedder=none") as mem:
+        mem.add_trace("bio", "wf", {"step_name": "llm", "step_index": 0, "usage": {"input_tokens": 3}}, user_id="alice")
+        mem.add_trace("bio", "wf", {"step_name": "plain", "step_index": 1}, user_id="alice")
+        mem.add_trace("bio", "wf", {"step_name": "child", "step_index": 2, "parent_step_index": 1}, user_id="alice")
+        mem.add_trace("bio", "wf", {"step_name": "llm", "step_index": 0, "model": "m"}, user_id="bob")
+        mem.add("a note on token costs", "alice", "bio")  # not a trace step
+        found = run_sync(mem.provider.trace_payloads(user_id="alice", containing=USAGE_WORDS))
+        assert sorted(p["step_name"] for p in found.values()) == ["child", "llm"]
+        assert len(run_sync(mem.provider.trace_payloads())) == 4  # no words: every step

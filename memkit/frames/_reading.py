@@ -17,11 +17,12 @@ from memkit._core._port import (
     SupportsNamespaces,
     SupportsPaging,
     SupportsTraceColumns,
+    SupportsTracePayloads,
 )
 from memkit._core._records import to_us
 from memkit._sync import Memory, call, provider_of
 from memkit.frames._recalls import _with_recall_counts
-from memkit.frames._usage import STEP_USAGE_COLUMNS, PricesLike, found_of, with_usage
+from memkit.frames._usage import STEP_USAGE_COLUMNS, USAGE_WORDS, PricesLike, found_of, with_usage
 from memkit.traces import ExecutionStatus, categorize_error
 from memkit.traces._items import READ_KEYS, agent_keys, status_of
 from memkit.traces._timing import step_timing
@@ -234,14 +235,27 @@ def traces_frame(
     # Statuses are compared as shown: the store holds the agent's words (``error``, ``OK``, ``503``...).
     frame = _trace_frame(call(provider, _trace_columns, workflow_id, agent_id, user_id, None, _since_us(since)))
     # Usage and the agents' other keys are in each step's data: one more pass over the records, for both.
-    read = data or (usage and isinstance(provider, SupportsExport))
-    payloads = call(provider, _payloads, user_id, agent_id, {str(i) for i in frame.index}) if read else {}
+    wanted = {str(i) for i in frame.index}
+    if data or not usage:
+        payloads = call(provider, _payloads, user_id, agent_id, wanted) if data else {}
+    else:
+        payloads = call(provider, _usage_payloads, user_id, agent_id, wanted)
     frame = with_usage(frame, found_of(payloads) if usage else {}, prices)
     if state is not None:
         frame = frame[frame["status"].eq(state).to_numpy(dtype=bool)]
     if data:
         frame = with_agent_keys(frame, payloads)
     return _with_recall_counts(frame, provider) if recalls else frame
+
+
+async def _usage_payloads(provider: MemoryProvider, user_id: str | None, agent_id: str | None,
+                          wanted: set[str]) -> dict[str, Any]:
+    """The payloads the usage columns need: of the steps whose data may hold usage, a session, tags or a
+    parent (a store that reads only those), else every wanted step's."""
+    if isinstance(provider, SupportsTracePayloads):
+        found = await provider.trace_payloads(user_id=user_id, agent_id=agent_id, containing=USAGE_WORDS)
+        return {i: p for i, p in found.items() if i in wanted}
+    return await _payloads(provider, user_id, agent_id, wanted) if isinstance(provider, SupportsExport) else {}
 
 
 async def _payloads(provider: MemoryProvider, user_id: str | None, agent_id: str | None,

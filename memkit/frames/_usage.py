@@ -23,8 +23,19 @@ from memkit._core._usage import (
     usage_of,
 )
 
-__all__ = ["RUN_USAGE_COLUMNS", "STEP_USAGE_COLUMNS", "PricesLike", "UsageFilters", "found_of", "run_usage",
-           "step_usage_columns", "usage_by_model", "usage_filter", "with_usage"]
+__all__ = [
+    "RUN_USAGE_COLUMNS",
+    "STEP_USAGE_COLUMNS",
+    "USAGE_WORDS",
+    "PricesLike",
+    "UsageFilters",
+    "found_of",
+    "run_usage",
+    "step_usage_columns",
+    "usage_by_model",
+    "usage_filter",
+    "with_usage",
+]
 
 PricesLike = Prices | Mapping[str, tuple[float, float]] | None
 
@@ -40,6 +51,11 @@ _TOKENS = ("tokens_in", "tokens_out", "tokens_total")
 
 
 Found = tuple[Usage, Placed, Labels]
+
+#: Text every step data that :func:`found_of` reads something from holds (its keys' spellings, in
+#: :mod:`memkit._core._usage`): a store may read only the steps whose data holds one of them. A parent
+#: (``parent_step_index``, ``parent_span_id``) is read too: the roll-up walks up through it.
+USAGE_WORDS = ("token", "cost", "model", "session", "conversation", "thread_id", "tags", "parent_")
 
 
 def found_of(payloads: Mapping[str, Any]) -> dict[str, Found]:
