@@ -139,7 +139,7 @@ def _run_the_tour(url: str) -> None:
         lines = page.evaluate("""() => Array.from(document.querySelectorAll('table.memkit-runs tbody th')).map(th => {
             const r = document.createRange(); r.selectNodeContents(th);
             return [th.textContent, r.getClientRects().length]; })""")
-        assert any(text == "literature-review-alice/review-alice-1" for text, _ in lines), lines
+        assert any(text == "alice/bioinformatics/literature-review-alice/review-alice-1" for text, _ in lines), lines
         assert all(count == 1 for _, count in lines), lines
         table.screenshot(path=str(ROOT / ".artifacts" / "lab-runs-frame.png"))
 
@@ -277,7 +277,8 @@ def _check_run_list(page: Page, panel: Locator) -> None:
                            arg=panel.element_handle())
     # The header marks the sort at once; the rows come back sorted from the kernel a moment later.
     try:
-        page.wait_for_function("el => el.querySelector('.mk-runs tbody tr')?.dataset.key === 'zed/bench/long-run/r-10k'",
+        page.wait_for_function("el => el.querySelector('.mk-runs tbody tr')?.dataset.key"
+                               " === 'zed/bench/long-run/r-10k'",
                                arg=panel.element_handle(), timeout=30_000)
     finally:
         assert _rows(panel)[0]["key"] == "zed/bench/long-run/r-10k"
@@ -637,7 +638,8 @@ def _check_timing(url: str) -> None:
             raise
         assert "300 of 300 runs" in panel.locator(".mk-runs .mk-caption").inner_text()
         # run-0 wrote duration_ms and failed at step 3: four bars, the failed one red, widths that differ.
-        for run, steps in (("lab/aligner/align-genome/run-0", 4), ("lab/aligner/align-genome/run-4", 10), ("lab/aligner/align-genome/run-3", 10)):
+        for run, steps in (("lab/aligner/align-genome/run-0", 4), ("lab/aligner/align-genome/run-4", 10),
+                           ("lab/aligner/align-genome/run-3", 10)):
             bars = _open_run(page, panel, run)
             bars.first.wait_for(timeout=30_000)
             assert bars.count() == steps, run
@@ -665,8 +667,9 @@ def _check_timing(url: str) -> None:
         box = panel.locator("input.mk-filter-text")
         box.fill("run-10")
         box.press("Enter")
-        page.wait_for_function("el => el.querySelector(\".mk-runs tbody tr[data-key='lab/aligner/align-genome/run-10']\")",
-                               arg=panel.element_handle())
+        page.wait_for_function(
+            "el => el.querySelector(\".mk-runs tbody tr[data-key='lab/aligner/align-genome/run-10']\")",
+            arg=panel.element_handle())
         cell = panel.locator(".mk-runs tbody tr[data-key='lab/aligner/align-genome/run-10'] td.mk-col-first_error")
         full = cell.get_attribute("title") or ""
         assert full.count("chromosome 7") == 4 and len(cell.inner_text()) < len(full)
