@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         SupportsTraceColumns,
     )
     from memkit._core._registry import get_memory_provider
+    from memkit._core._usage import Prices
     from memkit._core._validate import Limits
     from memkit._evaluate import Evaluation, evaluate
     from memkit._io import export_jsonl, import_history, import_jsonl
@@ -62,6 +63,7 @@ __all__ = [
     "NamespaceInfo",
     "NewMemory",
     "NotFoundError",
+    "Prices",
     "Recall",
     "RecalledMemory",
     "Stats",
@@ -130,6 +132,7 @@ _LAZY: dict[str, str] = {
     "Memory": "memkit._sync",
     "open": "memkit._sync",
     "Limits": "memkit._core._validate",
+    "Prices": "memkit._core._usage",
 }
 
 

@@ -1,4 +1,5 @@
-"""Pictures of traces: per-tool durations, failure categories by tool, success rate over time.
+"""Pictures of traces: per-tool durations, failure categories by tool, success rate over time, LLM
+tokens and cost per run, over time and by model.
 
 Each function returns a :class:`Chart`: a Vega-Lite v5 specification with its data
 inlined. JupyterLab draws it with the renderer it ships (the
@@ -20,13 +21,14 @@ from typing import Any, TypeAlias, Unpack
 
 import pandas as pd
 
+from memkit._core._errors import InvalidInputError
 from memkit._core._port import MemoryProvider
 from memkit._display import status_of
 from memkit._sync import Memory
 from memkit.frames import failure_patterns
 from memkit.frames._reading import TraceFilters, _frame
 
-__all__ = ["VEGA_LITE_MIME", "Chart", "duration_chart", "failure_heatmap", "success_rate_chart"]
+__all__ = ["VEGA_LITE_MIME", "Chart", "duration_chart", "failure_heatmap", "success_rate_chart", "usage_chart"]
 
 VEGA_LITE_MIME = "application/vnd.vegalite.v5+json"
 _SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"  # an identifier; never fetched
@@ -86,6 +88,7 @@ def duration_chart(source: Source, **filters: Unpack[TraceFilters]) -> Chart:
     ``source`` is a :func:`~memkit.frames.traces_frame` or a store (``filters`` go to it).
     The x axis is logarithmic, so a 0.5 s tool and a 20 min tool both read.
     """
+    filters.setdefault("usage", False)  # durations and statuses only: no usage read
     df = _frame(source, **filters)
     data = pd.DataFrame({
         "tool": df["tool"].fillna("?").astype(str).to_numpy(),
@@ -120,6 +123,7 @@ def failure_heatmap(source: Source, **filters: Unpack[TraceFilters]) -> Chart:
 
     The table is :func:`memkit.frames.failure_patterns` of the same steps.
     """
+    filters.setdefault("usage", False)
     data = failure_patterns(_frame(source, **filters))
     title = "Failures by category and tool"
     spec = _spec(title, data, {
@@ -147,6 +151,7 @@ def success_rate_chart(source: Source, freq: str = "D", **filters: Unpack[TraceF
     A step counts as successful when its status is ``success``; the line is drawn over
     the periods that have steps, and each point says how many steps it stands for.
     """
+    filters.setdefault("usage", False)  # durations and statuses only: no usage read
     df = _frame(source, **filters)
     frame = pd.DataFrame({"period": pd.Series(dtype="datetime64[ns]"), "ok": pd.Series(dtype=bool)})
     if len(df):
@@ -175,5 +180,74 @@ def success_rate_chart(source: Source, freq: str = "D", **filters: Unpack[TraceF
             {"mark": {"type": "line", "color": "#2e7d32", "point": {"filled": True, "size": 50, "color": "#2e7d32"}},
              "encoding": {"x": x, "y": y, "tooltip": tooltip}},
         ],
+    })
+    return Chart(title, data, spec)
+
+
+_MEASURES = {"tokens": ("tokens_total", "tokens"), "cost": ("cost", "cost")}
+_USAGE_BY = ("run", "time", "model")
+
+
+def usage_chart(source: Source, by: str = "time", measure: str = "tokens", freq: str = "D", top: int = 30,
+                **filters: Unpack[TraceFilters]) -> Chart:
+    """LLM tokens (``measure="tokens"``) or cost (``"cost"``; ``prices=`` goes to the traces read) per
+    ``by``: ``"time"`` (per period, ``freq`` as :func:`success_rate_chart`'s, stacked by model),
+    ``"run"`` (the ``top`` runs that used the most, by model) or ``"model"``.
+
+    The figures are the steps whose usage counts in their runs' totals (a chain that reports its
+    calls' tokens is not counted again, as in :func:`memkit.frames.runs_frame`). A step is placed in
+    time by its own start, else by its run's first; one of a run that recorded none is left out.
+    """
+    if measure not in _MEASURES:
+        raise InvalidInputError(f"usage_chart(measure=...): tokens or cost, got {measure!r}")
+    if by not in _USAGE_BY:
+        raise InvalidInputError(f"usage_chart(by=...): one of {', '.join(_USAGE_BY)}, got {by!r}")
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise InvalidInputError(f"usage_chart(top=...): a positive integer, got {top!r}")
+    column, label = _MEASURES[measure]
+    df = _frame(source, **filters)
+    if "usage_counted" not in df.columns:
+        raise InvalidInputError("usage_chart: a traces_frame read with its usage columns (this memkit's)")
+    counted = df[df["usage_counted"].to_numpy(dtype=bool) & df[column].notna().to_numpy()]
+    value = counted[column].astype("float64")
+    model = counted["model"].astype(object).where(counted["model"].notna(), "(unknown)")
+    if by == "time":
+        run = [df[name].astype(object).where(df[name].notna(), "") for name in ("user_id", "agent_id",
+                                                                                  "workflow_id", "run_id")]
+        first = df["started_at"].groupby(run).transform("min")
+        when = counted["started_at"].fillna(first.loc[counted.index])
+        known = when.notna().to_numpy()
+        key = when[known].dt.tz_convert("UTC").dt.tz_localize(None).dt.floor(freq)
+        data = (pd.DataFrame({"period": key, "model": model[known], label: value[known]})
+                .groupby(["period", "model"], as_index=False)[label].sum())
+        x: dict[str, Any] = {"field": "period", "type": "temporal", "title": None}
+        left_out = len(counted) - int(known.sum())
+    elif by == "run":
+        from memkit.frames._runs import _run_keys
+
+        keys = pd.Series(_run_keys(counted), index=counted.index, dtype=object)
+        data = (pd.DataFrame({"run": keys, "model": model, label: value})
+                .groupby(["run", "model"], as_index=False)[label].sum())
+        order = data.groupby("run")[label].sum().sort_values(ascending=False).index[:top].tolist()
+        data = data[data["run"].isin(order)].reset_index(drop=True)
+        x = {"field": "run", "type": "nominal", "sort": order, "title": None, "axis": {"labelAngle": -40}}
+        left_out = 0
+    else:
+        data = pd.DataFrame({"model": model, label: value}).groupby("model", as_index=False)[label].sum()
+        x = {"field": "model", "type": "nominal", "sort": "-y", "title": None}
+        left_out = 0
+    title = f"LLM {label} by {by}" + (f" ({left_out:,} steps of runs that recorded no start left out)"
+                                        if left_out else "")
+    fmt = ",.0f" if measure == "tokens" else "$,.4f"
+    spec = _spec(title, data, {
+        "width": 520, "height": 220,
+        "mark": {"type": "bar"},
+        "encoding": {
+            "x": x, "y": {"field": label, "type": "quantitative", "title": label, "aggregate": "sum"},
+            "color": {"field": "model", "type": "nominal", "title": "model"},
+            "tooltip": [{"field": c, "type": "temporal" if c == "period" else "nominal"}
+                        for c in data.columns if c != label] + [{"field": label, "type": "quantitative",
+                                                                  "format": fmt}],
+        },
     })
     return Chart(title, data, spec)

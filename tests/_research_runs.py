@@ -11,6 +11,12 @@ words (``ok``/``error``, OTel's ``OK``/``ERROR``/``UNSET``, HTTP codes, ``succee
 ``timeout``, ``cancelled``, ``skipped``...), their own payload keys (``traceback``, ``model``,
 ``tokens``, ``prompt``, ``cost``), full Python tracebacks as errors, nested steps without start
 times, and two users sharing workflow and run ids.
+
+LLM usage as agents and instrumentations spell it (:func:`_usage_keys`): OTel GenAI (current and older
+names, flat and nested), OpenInference, OpenAI's response ``usage``, Anthropic's, a step's own
+``tokens``/``cost``, and none; a nested run's parent chain reports its children's tokens again. Each
+run's expected totals count a step's usage only when no step beneath it reports usage, priced with
+:data:`PRICES` where the agent recorded no cost.
 """
 
 from __future__ import annotations
@@ -41,6 +47,10 @@ VOCABULARIES: dict[str, dict[str, Any]] = {
     "cancel": {"success": "done", "failed": "cancelled", "running": "queued"},
 }
 SKIPPED_WORDS = ("skipped", "skip")
+#: Price per million input / output tokens (``llama-3-70b`` unlisted: its steps have no cost).
+PRICES = {"gpt-4o": (2.5, 10.0), "gpt-4o-mini": (0.15, 0.6), "claude-3-5-sonnet": (3.0, 15.0)}
+USAGE_SPELLINGS = ("otel-genai", "otel-genai-old", "openinference", "openai", "anthropic", "nested-genai", "none")
+_MODELS = ("gpt-4o", "claude-3-5-sonnet-20241022", "llama-3-70b", "gpt-4o-2024-08-06")
 ERRORS = (
     "ConnectionError: HTTPSConnectionPool(host='eutils.ncbi.nlm.nih.gov', port=443): Max retries exceeded",
     "TimeoutError: PDB fetch timed out after 30 s",
@@ -83,6 +93,25 @@ class ExpectedRun:
     #: The agent's own payload keys on its first row.
     extra: dict[str, Any] = field(default_factory=dict)
     nested: bool = False
+    #: LLM usage rolled up without double counting (``None``: no step recorded it).
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    tokens_total: int | None = None
+    cost: float | None = None
+    models: set[str] = field(default_factory=set)
+    usage_spelling: str = "none"
+
+    def count_usage(self, model: str | None, tokens_in: int | None, tokens_out: int | None,
+                    cost: float | None) -> None:
+        """One counted step's usage, priced with :data:`PRICES` when it recorded no cost."""
+        if cost is None and model is not None:
+            price = next((PRICES[m] for m in sorted(PRICES, key=len, reverse=True) if model.startswith(m)), None)
+            if price is not None:
+                cost = ((tokens_in or 0) * price[0] + (tokens_out or 0) * price[1]) / 1e6
+        for name, value in (("tokens_in", tokens_in), ("tokens_out", tokens_out),
+                            ("tokens_total", (tokens_in or 0) + (tokens_out or 0)), ("cost", cost)):
+            if value is not None:
+                setattr(self, name, (getattr(self, name) or 0) + value)
     #: The tool of its failed step, and the message of its error (what the failure is about).
     failed_tool: str | None = None
 
@@ -119,6 +148,30 @@ def _timing_keys(style: str, start: float, seconds: float, position: int) -> dic
     return {}
 
 
+def _usage_keys(spelling: str, model: str, tokens_in: int, tokens_out: int) -> dict[str, Any]:
+    """A step's usage as one agent or instrumentation writes it (``result`` merged into the step's own)."""
+    if spelling == "otel-genai":
+        return {"gen_ai.usage.input_tokens": tokens_in, "gen_ai.usage.output_tokens": tokens_out,
+                "gen_ai.request.model": model}
+    if spelling == "otel-genai-old":
+        return {"gen_ai.usage.prompt_tokens": tokens_in, "gen_ai.usage.completion_tokens": tokens_out,
+                "gen_ai.response.model": model}
+    if spelling == "openinference":
+        return {"llm.token_count.prompt": tokens_in, "llm.token_count.completion": tokens_out,
+                "llm.token_count.total": tokens_in + tokens_out, "llm.model_name": model}
+    if spelling == "openai":
+        return {"result": {"model": model, "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out,
+                                                     "total_tokens": tokens_in + tokens_out,
+                                                     "prompt_tokens_details": {"cached_tokens": 7}}}}
+    if spelling == "anthropic":
+        return {"model": model, "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out,
+                                          "cache_creation_input_tokens": 11}}
+    if spelling == "nested-genai":
+        return {"gen_ai": {"usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
+                           "request": {"model": "ignored-request-model"}, "response": {"model": model}}}
+    return {}
+
+
 def _run_plan(rng: random.Random, number: int) -> dict[str, Any]:
     return {
         "timing": _TIMINGS[number % len(_TIMINGS)],
@@ -144,6 +197,9 @@ def _write_run(mem: memkit.Memory, rng: random.Random, ids: tuple[str, str, str,
     durations: list[float] = []
     expected = ExpectedRun(user, agent, workflow, run_id, style, plan["vocabulary"], "success", 0, 0, 0, 0,
                            None, None, "unknown", nested=plan["nested"])
+    spelling = expected.usage_spelling = USAGE_SPELLINGS[number % len(USAGE_SPELLINGS)]
+    llm_model, llm_in, llm_out = _MODELS[number % len(_MODELS)], 200 + 3 * number, 50 + number % 17
+    llm_used = spelling != "none" and plan["steps"] > 3  # the step at index 3 is the LLM call
     last = plan["steps"] - 1
     statuses: list[str] = []
     position = 0
@@ -193,8 +249,21 @@ def _write_run(mem: memkit.Memory, rng: random.Random, ids: tuple[str, str, str,
                          "prompt": f"Find papers on TP53 ({number})", "cost": round(0.001 * (number + 1), 6)}
                 data.update(extra)
                 expected.extra = extra
+                expected.models.add("gpt-4o-mini")
+                expected.count_usage("gpt-4o-mini", 120 + number, 40, extra["cost"])
             if plan["nested"] and index >= 2:
                 data["parent_step_index"] = 1
+            if index == 3 and llm_used:
+                usage = _usage_keys(spelling, llm_model, llm_in, llm_out)
+                data.update({**usage, "result": {**data["result"], **usage.get("result", {})}})
+                expected.models.add(llm_model)
+                expected.count_usage(llm_model, llm_in, llm_out, None)
+            if index == 1 and plan["nested"] and not is_attempt:
+                if llm_used:  # the chain reports its LLM child's tokens again: not counted twice
+                    data["usage"] = {"input_tokens": llm_in, "output_tokens": llm_out}
+                else:  # nothing beneath it reports usage: its own tokens count
+                    data["tokens"] = 77
+                    expected.tokens_total = (expected.tokens_total or 0) + 77
             mem.add_trace(agent, workflow, data, user_id=user)
             row_start = clock if ("started_at" in data or "start_time" in data or "timestamp" in data) else None
             expected.rows.append((row_start, shown))

@@ -16,7 +16,8 @@ PUBLIC: dict[str, set[str]] = {
     "memkit": {
         "BackendUnavailableError", "ConfigError", "ContextWindow", "ErrorCategory", "Evaluation", "Health",
         "HybridConfig", "InvalidInputError", "Limits", "Mark", "MemkitError", "Memory", "MemoryFilter",
-        "MemoryItem", "MemoryProvider", "NamespaceInfo", "NewMemory", "NotFoundError", "Recall", "RecalledMemory",
+        "MemoryItem", "MemoryProvider", "NamespaceInfo", "NewMemory", "NotFoundError", "Prices", "Recall",
+        "RecalledMemory",
         "Stats", "StorageError", "SupportsAddMany", "SupportsAsOf", "SupportsClose", "SupportsExport",
         "SupportsGet", "SupportsHealth", "SupportsMarks", "SupportsNamespaces", "SupportsPaging",
         "SupportsRecalls", "SupportsSearchModes", "SupportsStats", "SupportsTraceColumns", "build_context",
@@ -26,14 +27,16 @@ PUBLIC: dict[str, set[str]] = {
     "memkit.adapters": {
         "FalkorDBAdapter", "InMemoryAdapter", "Mem0Adapter", "MockMemoryAdapter", "Neo4jAdapter", "SQLiteAdapter",
     },
-    "memkit.charts": {"VEGA_LITE_MIME", "Chart", "duration_chart", "failure_heatmap", "success_rate_chart"},
+    "memkit.charts": {"VEGA_LITE_MIME", "Chart", "duration_chart", "failure_heatmap", "success_rate_chart",
+                      "usage_chart"},
     "memkit.cli": {"main"},
     "memkit.embeddings": {
         "DEFAULT_EMBEDDER", "Embedder", "SentenceTransformerEmbedder", "StaticEmbedder", "get_embedder",
     },
     "memkit.frames": {
-        "ANNOTATION_COLUMNS", "RECALL_COLUMNS", "REPLAY_COLUMNS", "RUN_COLUMNS", "ReplayState", "TRACE_COLUMNS",
-        "annotations_frame", "compare_runs", "failure_patterns", "filter_runs", "memories_frame",
+        "ANNOTATION_COLUMNS", "FOUND_COLUMNS", "LATENCY_COLUMNS", "RECALL_COLUMNS", "REPLAY_COLUMNS", "RUN_COLUMNS",
+        "ReplayState", "TRACE_COLUMNS", "annotations_frame", "compare_runs", "failure_patterns", "filter_runs",
+        "find_steps", "latency_stats", "memories_frame",
         "namespaces_frame", "recall_counts", "recalls_frame", "replay", "replay_recall", "run_steps", "runs_frame",
         "tool_stats", "traces_frame",
     },

@@ -16,7 +16,7 @@ import memkit
 from memkit import frames
 from memkit.adapters._memory import InMemoryAdapter
 from memkit.adapters._sqlite import SQLiteAdapter, _schema
-from memkit.frames import _reading
+from memkit.frames import _reading, _usage
 from memkit.traces import ExecutionHistory
 
 
@@ -101,6 +101,7 @@ def test_sqlite_fast_path_equals_the_generic_path(tmp_path: Path, in_ram: bool) 
                                      "agent_id": record.agent_id, "metadata": record.metadata}]))
     fast = frames.traces_frame(store)
     slow = _reading._trace_frame(asyncio.run(_reading._export_trace_columns(store, None, None, None, None, None)))
+    slow = _usage.with_usage(slow, _usage.found_of(asyncio.run(_reading._payloads(store, None, None, set(slow.index)))))
     pd.testing.assert_frame_equal(fast, slow)
     assert fast.iloc[3]["step_name"] == "odd\x1fname"
     last = fast.iloc[-1]

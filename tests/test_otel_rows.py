@@ -340,11 +340,12 @@ def _old_step_of(span: Any, index: int, parent_index: int | None) -> dict[str, A
     }
     if isinstance(a.get("memkit.retry_errors"), str):
         data["retry_errors"] = json.loads(a["memkit.retry_errors"])
-    model = a.get("llm.model_name") or a.get("gen_ai.request.model")
+    model = a.get("llm.model_name") or a.get("gen_ai.response.model") or a.get("gen_ai.request.model")
     if model is not None:
         data["model"] = str(model)
-    tokens = {k: a[k] for k in ("llm.token_count.prompt", "llm.token_count.completion",
-                                "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens") if k in a}
+    tokens = {k: a[k] for k in ("llm.token_count.prompt", "llm.token_count.completion", "llm.token_count.total",
+                                "llm.cost.total", "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
+                                "gen_ai.usage.prompt_tokens", "gen_ai.usage.completion_tokens") if k in a}
     if tokens:
         data["tokens"] = tokens
     return {k: v for k, v in data.items() if v is not None}

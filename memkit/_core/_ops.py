@@ -53,6 +53,7 @@ __all__ = [
     "StatsOp",
     "StepsRestarted",
     "TraceColumnsOp",
+    "TracePayloadsOp",
     "ValuesOp",
     "WriteOp",
 ]
@@ -220,6 +221,19 @@ class ExportOp:
     capability: ClassVar[Capability] = Capability.EXPORT
     user_id: str | None = None
     agent_id: str | None = None
+
+
+@dataclass(frozen=True)
+class TracePayloadsOp(Op[dict[str, Any]]):
+    """Trace steps' data holding any of some words (see :class:`memkit._core._port.SupportsTracePayloads`)."""
+
+    capability: ClassVar[Capability | None] = Capability.TRACE_PAYLOADS
+    user_id: str | None = None
+    agent_id: str | None = None
+    containing: tuple[str, ...] = ()
+
+    def send(self, store: Store) -> Awaitable[dict[str, Any]]:
+        return store._trace_payloads(self)
 
 
 @dataclass(frozen=True)

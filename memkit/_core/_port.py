@@ -55,6 +55,7 @@ class Capability(enum.StrEnum):
     EXPORT = "export"
     CLOSE = "aclose"
     TRACE_COLUMNS = "trace_columns"
+    TRACE_PAYLOADS = "trace_payloads"
     RECALLS = "recalls"
     MARKS = "marks"
     AS_OF = "as_of"
@@ -240,6 +241,22 @@ class SupportsClose(Protocol, metaclass=_Declared):
 
 
 @runtime_checkable
+class SupportsTracePayloads(Protocol, metaclass=_Declared):
+    """Read the data of the trace steps whose stored data contains any of some words (a fast path for
+    the usage columns of :func:`memkit.frames.traces_frame`: a store reads only the steps that may carry
+    usage instead of every record).
+
+    Returns ``{step id: metadata["trace"]}`` for the trace steps of the namespace(s) asked whose stored
+    metadata text contains at least one of ``containing`` as written (a superset is allowed: a store
+    may return more steps, never fewer).
+    """
+
+    async def trace_payloads(
+        self, *, user_id: str | None = None, agent_id: str | None = None, containing: tuple[str, ...] = (),
+    ) -> dict[str, Any]: ...
+
+
+@runtime_checkable
 class SupportsTraceColumns(Protocol, metaclass=_Declared):
     """Read every trace step as columns (a fast path for :func:`memkit.frames.traces_frame`).
 
@@ -406,6 +423,7 @@ _CAPABILITY: dict[type, Capability | None] = {
     SupportsPaging: Capability.PAGING,
     SupportsClose: Capability.CLOSE,
     SupportsTraceColumns: Capability.TRACE_COLUMNS,
+    SupportsTracePayloads: Capability.TRACE_PAYLOADS,
     SupportsRecalls: Capability.RECALLS,
     SupportsMarks: Capability.MARKS,
     SupportsAsOf: Capability.AS_OF,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from memkit._core._errors import InvalidInputError
 from memkit._core._records import from_us, to_us
+from memkit._core._usage import Usage, usage_of
 from memkit.traces._items import status_of
 from memkit.traces._timing import step_timing
 
@@ -73,6 +74,8 @@ class Step:
     recalls: int | None = None
     #: The ``step_index`` of the step it ran inside (``None``: top level, or not read).
     parent_step_index: int | None = None
+    #: Its LLM usage (:func:`memkit._core._usage.usage_of`; empty where not read).
+    usage: Usage = field(default_factory=Usage)
 
     @property
     def ended_at(self) -> datetime | None:
@@ -94,7 +97,9 @@ class Step:
             "step_id": self.id, "step_index": self.step_index, "step_name": self.step_name, "tool": self.tool,
             "status": self.status, "started_at": _iso(self.started_at), "duration_s": self.duration_s,
             "timing": self.timing, "retry_count": self.retry_count, "recalls": self.recalls, "error": self.error,
-            "parent_step_index": self.parent_step_index,
+            "parent_step_index": self.parent_step_index, "model": self.usage.model,
+            "tokens_in": self.usage.tokens_in, "tokens_out": self.usage.tokens_out,
+            "tokens_total": self.usage.tokens_total, "cost": self.usage.cost,
         }
 
 
@@ -355,7 +360,7 @@ def step_of(item: Any, counts: dict[tuple[Any, ...], int] | None) -> Step:
         step_name=_text(trace.get("step_name")), tool=_text(trace.get("tool")),
         status=status_of(status), error=_text(trace.get("error")),
         retry_count=_int(trace.get("retry_count")), created_at=item.created_at, started_at=start,
-        duration_s=duration, parent_step_index=_int(trace.get("parent_step_index")),
+        duration_s=duration, parent_step_index=_int(trace.get("parent_step_index")), usage=usage_of(trace),
     )
     if counts is not None:
         step.recalls = counts.get((*step.run, step.step_index), 0)

@@ -92,6 +92,7 @@ _HANDLERS: dict[Capability, tuple[str, ...]] = {
     Capability.EXPORT: ("_export",),
     Capability.CLOSE: ("_close",),
     Capability.TRACE_COLUMNS: ("_trace_columns",),
+    Capability.TRACE_PAYLOADS: ("_trace_payloads",),
     Capability.RECALLS: ("_recalls", "_add_recalls", "_keep_recall"),
     Capability.MARKS: ("_marks", "_put_marks", "_remove_marks"),
     Capability.RECALL_COUNTS: ("recall_step_counts",),
@@ -236,6 +237,9 @@ class Store(Declares, abc.ABC):
         raise NotImplementedError
 
     async def _trace_columns(self, op: ops.TraceColumnsOp) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def _trace_payloads(self, op: ops.TracePayloadsOp) -> dict[str, Any]:
         raise NotImplementedError
 
     async def _run_summaries(self, op: ops.RunsOp) -> list[RunSummary]:
@@ -413,6 +417,14 @@ class Store(Declares, abc.ABC):
     ) -> dict[str, Any]:
         """Every trace step as columns (see :class:`memkit.SupportsTraceColumns`), in storage order."""
         return await self.execute(ops.TraceColumnsOp(workflow_id, agent_id, user_id, status, since_us))
+
+    @_offered(Capability.TRACE_PAYLOADS)
+    async def trace_payloads(
+        self, *, user_id: str | None = None, agent_id: str | None = None, containing: tuple[str, ...] = (),
+    ) -> dict[str, Any]:
+        """The data of the trace steps whose stored data holds any of ``containing`` (see
+        :class:`memkit._core._port.SupportsTracePayloads`)."""
+        return await self.execute(ops.TracePayloadsOp(user_id, agent_id, tuple(containing)))
 
     @_offered(Capability.EXPORT)
     async def run_summaries(

@@ -16,7 +16,7 @@ from typing import Any
 
 from memkit._core._errors import InvalidInputError, MemkitError
 from memkit._display import format_duration, format_run_duration, format_time, printable
-from memkit._serve._runs import RunDetail, filter_runs, open_reads, read_run, read_runs
+from memkit._serve._runs import RunDetail, RunUsage, filter_runs, open_reads, read_run, read_runs, runs_usage
 from memkit._serve._terminal import cell, json_line, say, table, when
 from memkit.traces._items import error_headline
 
@@ -48,6 +48,46 @@ def moment_arg(text: str | None, name: str) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def prices_arg(text: str | None) -> Any:
+    """``--prices``: a JSON object (or a file holding one) of model -> [input, output] per million tokens."""
+    if text is None:
+        return None
+    import json
+
+    from memkit._core._usage import Prices
+
+    raw = text
+    if not text.lstrip().startswith("{"):
+        try:
+            with open(text, encoding="utf-8") as fh:
+                raw = fh.read()
+        except OSError as exc:
+            raise InvalidInputError(f"--prices: cannot read {printable(text)!r}: {exc.strerror}") from None
+    try:
+        table = json.loads(raw)
+    except ValueError as exc:
+        raise InvalidInputError(f"--prices: not JSON ({exc})") from None
+    if not isinstance(table, dict):
+        raise InvalidInputError("--prices: a JSON object of model -> [input, output] price per million tokens")
+    return Prices(table)
+
+
+def _tokens(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def _cost(value: float | None) -> str:
+    return "-" if value is None else f"${value:.2f}" if value >= 1 else f"${value:.4g}"
+
+
+def _usage_line(usage: RunUsage) -> str:
+    """A run's usage in one line (empty when none of its steps recorded any)."""
+    if usage.tokens_total is None and usage.cost is None:
+        return ""
+    return (f" · {_tokens(usage.tokens_total)} tokens ({_tokens(usage.tokens_in)} in / {_tokens(usage.tokens_out)} "
+            f"out) · {_cost(usage.cost)}" + (f" · {', '.join(usage.models)}" if usage.models else ""))
+
+
 def _marks_cell(marks: dict[str, int]) -> str:
     return ", ".join(f"{n} {label.replace('_', ' ')}" for label, n in sorted(marks.items())) or "-"
 
@@ -59,19 +99,22 @@ def cmd_runs(args: argparse.Namespace) -> int:
     since, until = moment_arg(args.since, "--since"), moment_arg(args.until, "--until")
     with open_reads(args.url) as reads:
         runs = read_runs(reads, user_id=args.user, agent_id=args.agent, workflow_id=args.workflow)
-    runs = filter_runs(runs, status=args.status, since=since, until=until)
-    shown = runs[:args.limit]
+        runs = filter_runs(runs, status=args.status, since=since, until=until)
+        shown = runs[:args.limit]
+        usage = runs_usage(reads, shown, runs, prices_arg(args.prices)) if args.usage else None
     if args.json:
-        for run in shown:
-            say(json_line(run.as_json()))
+        for k, run in enumerate(shown):
+            say(json_line(run.as_json() | ({} if usage is None else usage[k].as_json())))
     elif shown:
         rows = [[cell(r.key), when(r.started_at), r.status, cell(format_run_duration(r.duration_s, r.duration_kind)),
                  str(r.step_count),
                  str(r.failed_steps), cell(r.recalls), _marks_cell(dict(r.marks)),
+                 *([] if usage is None else [_tokens(usage[k].tokens_total), _cost(usage[k].cost)]),
                  cell(r.first_error and error_headline(r.first_error))]
-                for r in shown]
-        for line in table(["run", "started", "status", "duration", "steps", "failed", "recalls", "marks",
-                           "first error"], rows, flex=8):
+                for k, r in enumerate(shown)]
+        extra = [] if usage is None else ["tokens", "cost"]
+        for line in table(["run", "started", "status", "duration", "steps", "failed", "recalls", "marks", *extra,
+                           "first error"], rows, flex=8 + len(extra)):
             say(line)
         if len(runs) > len(shown):
             say(f"({len(shown)} of {len(runs)} runs; --limit shows more)", file=sys.stderr)
@@ -115,12 +158,14 @@ def cmd_show(args: argparse.Namespace) -> int:
                 raise NothingFound(f"no run {printable(args.run)!r} in this store; `memkit runs` lists them") from None
             raise
     run, steps, recalls = detail.run, detail.steps, detail.recalls
+    usage = detail.priced(prices_arg(args.prices))
     step_marks = {m.step_id: m for m in detail.marks if m.kind == "step"}
     hit_marks = {(m.recall_id, m.memory_id): m for m in detail.marks if m.kind == "memory"}
     if args.json:
         say(json_line({
-            **run.as_json(),
-            "steps": [s.as_json() for s in steps],
+            **run.as_json(), **usage.as_json(),
+            "steps": [s.as_json() | {"cost": u.cost, "usage_counted": c}
+                      for s, u, c in zip(steps, usage.steps, usage.counted, strict=True)],
             "recalls": [{
                 "recall_id": r.id, "step_index": r.step_index, "step_name": r.step_name, "kind": r.kind,
                 "query": r.query, "mode": r.mode, "limit": r.limit, "namespace": [r.user_id, r.agent_id],
@@ -133,7 +178,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 0
     say(f"run {cell(run.key)}: {run.status} · {len(steps)} steps · "
         f"{cell(format_run_duration(run.duration_s, run.duration_kind))}"
-        f" · started {when(run.started_at)} · {cell(run.user_id)} / {cell(run.agent_id)}")
+        f" · started {when(run.started_at)} · {cell(run.user_id)} / {cell(run.agent_id)}{_usage_line(usage)}")
     untimed = sum(s.timing == "none" for s in steps)
     if untimed:
         say(f"{untimed} of {len(steps)} steps recorded no timing")
@@ -141,10 +186,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     depth = _depths(steps)
     rows = [[cell(s.step_index), "  " * d + cell(s.step_name), cell(s.tool), cell(s.status),
              cell(format_duration(s.duration_s)), cell(s.timing), cell(s.retry_count or 0), cell(s.recalls),
-             cell((m := step_marks.get(s.id)) and m.label), cell(s.error and error_headline(s.error))]
-            for s, d in zip(steps, depth, strict=True)]
-    for line in table(["#", "step", "tool", "status", "duration", "timing", "retries", "recalls", "mark", "error"],
-                      rows, flex=9):
+             cell((m := step_marks.get(s.id)) and m.label), cell(u.model or "-"),
+             _tokens(u.tokens_total) + ("" if c or u.tokens_total is None else " (in children)"), _cost(u.cost),
+             cell(s.error and error_headline(s.error))]
+            for s, d, u, c in zip(steps, depth, usage.steps, usage.counted, strict=True)]
+    for line in table(["#", "step", "tool", "status", "duration", "timing", "retries", "recalls", "mark", "model",
+                       "tokens", "cost", "error"], rows, flex=12):
         say(line)
     failed = [s for s in steps if s.error is not None]
     if failed:
@@ -190,6 +237,10 @@ def cmd_namespaces(args: argparse.Namespace) -> int:
     return 0
 
 
+_PRICES_HELP = ('cost of steps that recorded tokens and no cost: JSON (or a file of it) of model -> [input, output]'
+                ' price per million tokens, e.g. \'{"gpt-4o": [2.5, 10]}\'')
+
+
 def add_audit_commands(sub: Any) -> None:
     statuses = ["success", "failed", "running", "pending", "retrying", "skipped", "unknown"]
     runs = sub.add_parser(
@@ -208,6 +259,9 @@ def add_audit_commands(sub: Any) -> None:
     runs.add_argument("--until", help="started at or before (same forms as --since)")
     runs.add_argument("--limit", type=int, default=50, help="show at most this many runs (default: 50)")
     runs.add_argument("--json", action="store_true", help="one JSON object per run")
+    runs.add_argument("--usage", action="store_true",
+                      help="add each run's LLM tokens and cost (reads the steps of every run listed)")
+    runs.add_argument("--prices", help=_PRICES_HELP)
     runs.set_defaults(func=cmd_runs)
 
     show = sub.add_parser(
@@ -219,6 +273,7 @@ def add_audit_commands(sub: Any) -> None:
     show.add_argument("--user", help="look for RUN among this user_id's runs only")
     show.add_argument("--agent", help="look for RUN among this agent_id's runs only")
     show.add_argument("--json", action="store_true", help="the run as one JSON object")
+    show.add_argument("--prices", help=_PRICES_HELP)
     show.set_defaults(func=cmd_show)
 
     spaces = sub.add_parser("namespaces", help="every (user_id, agent_id) with its number of memories")

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memkit._core._runs import RunSummary, Step, parse_run_key, pick_key, step_of
+from memkit._core._usage import Placed, Prices, Usage, counted_steps
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -28,8 +29,8 @@ if TYPE_CHECKING:
     from memkit._core._reads import OneShotReads
     from memkit._sync import Memory
 
-__all__ = ["PortReads", "Run", "RunDetail", "Step", "filter_runs", "open_reads", "pick_run", "port_reads", "read_run",
-           "read_runs"]
+__all__ = ["PortReads", "Run", "RunDetail", "RunUsage", "Step", "filter_runs", "open_reads", "pick_run", "port_reads",
+           "read_run", "read_runs", "runs_usage"]
 
 def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment is not None else None
@@ -137,6 +138,38 @@ class RunDetail:
     #: :class:`memkit.Mark` or :class:`memkit._core._reads.MarkView`.
     marks: list[Any]
 
+    def priced(self, prices: Prices | None) -> RunUsage:
+        """Its steps' usage priced with ``prices`` (where they recorded no cost) and its totals, each LLM
+        call counted once (:func:`memkit._core._usage.counted_steps`)."""
+        steps = [s.usage if s.usage.cost is not None or prices is None else s.usage._replace(
+            cost=prices.cost(s.usage.model, s.usage.tokens_in, s.usage.tokens_out)) for s in self.steps]
+        counted = counted_steps((Placed(s.step_index, None, s.parent_step_index, None), u.carried)
+                                for s, u in zip(self.steps, steps, strict=True))
+
+        def total(name: str) -> Any:
+            values = [v for u, c in zip(steps, counted, strict=True) if c and (v := getattr(u, name)) is not None]
+            return sum(values) if values else None
+
+        return RunUsage(steps, counted, total("tokens_in"), total("tokens_out"), total("tokens_total"),
+                        total("cost"), sorted({u.model for u in steps if u.model is not None}))
+
+
+@dataclass
+class RunUsage:
+    """A run's LLM usage as ``memkit show`` prints it: per step (priced) and in total."""
+
+    steps: list[Usage]
+    counted: list[bool]
+    tokens_in: int | None
+    tokens_out: int | None
+    tokens_total: int | None
+    cost: float | None
+    models: list[str]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"tokens_in": self.tokens_in, "tokens_out": self.tokens_out, "tokens_total": self.tokens_total,
+                "cost": self.cost, "models": self.models}
+
 
 def read_runs(
     reads: OneShotReads,
@@ -181,15 +214,24 @@ def _step_namespace(recall: Any) -> tuple[str, str]:
     return (recall.trace_user_id or recall.user_id, recall.trace_agent_id or recall.agent_id)
 
 
+def _size(run: Run, runs: list[Run]) -> int:
+    """The records to read for ``run``'s steps: a run without a run_id reads its workflow's steps without
+    one (a run_id of another type included)."""
+    return run.summary.rows if run.run_id is not None else sum(
+        r.summary.rows for r in runs if r.ids[:3] == run.ids[:3])
+
+
+def runs_usage(reads: OneShotReads, shown: list[Run], runs: list[Run], prices: Prices | None) -> list[RunUsage]:
+    """The usage of each run of ``shown`` (of the listed ``runs``), its steps read one run at a time."""
+    return [RunDetail(run, reads.run_steps(run.ids, _size(run, runs)), [], []).priced(prices) for run in shown]
+
+
 def read_run(reads: OneShotReads, name: str, user_id: str | None = None, agent_id: str | None = None) -> RunDetail:
     """One run by name (see :func:`pick_run`) within a namespace where given, with its steps, its
     recalls and the marks on it."""
     runs = _runs_named(reads, name, user_id, agent_id)
     run = pick_run(runs, name)
-    # A run without a run_id: its workflow's steps without one (a run_id of another type included).
-    size = run.summary.rows if run.run_id is not None else sum(
-        r.summary.rows for r in runs if r.ids[:3] == run.ids[:3])
-    steps = reads.run_steps(run.ids, size)
+    steps = reads.run_steps(run.ids, _size(run, runs))
     recalls: list[Any] = []
     if reads.keeps_recalls:
         if run.workflow_id is not None:

@@ -102,7 +102,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
     """
 
     provider_name = "postgres"
-    capabilities = frozenset(Capability) - {Capability.GRAPH, Capability.IMPORT_STEPS}
+    capabilities = frozenset(Capability) - {Capability.GRAPH, Capability.IMPORT_STEPS, Capability.TRACE_PAYLOADS}
     health_failures: ClassVar[tuple[type[BaseException], ...]] = (StorageError, BackendUnavailableError)
 
     def __init__(

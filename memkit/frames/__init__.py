@@ -15,12 +15,14 @@ order (the order the steps were stored).
 
 One concern per module: ``_reading`` (a store read into trace, memory and namespace frames, and
 the tool and failure audits), ``_runs`` (runs from steps, their filters, one run's steps),
-``_compare`` (two runs side by side), ``_recalls`` (what steps recalled, and the marks made on
+``_compare`` (two runs side by side), ``_usage`` (LLM usage per step and run), ``_audit`` (latency
+percentiles, steps found by the words in their payloads), ``_recalls`` (what steps recalled, and the marks made on
 it) and ``_replay`` (a workflow walked step by step; a recall run again on today's store).
 """
 
 from __future__ import annotations
 
+from memkit.frames._audit import FOUND_COLUMNS, LATENCY_COLUMNS, find_steps, latency_stats
 from memkit.frames._compare import compare_runs
 from memkit.frames._reading import (
     TRACE_COLUMNS,
@@ -42,6 +44,8 @@ from memkit.frames._runs import RUN_COLUMNS, filter_runs, run_steps, runs_frame
 
 __all__ = [
     "ANNOTATION_COLUMNS",
+    "FOUND_COLUMNS",
+    "LATENCY_COLUMNS",
     "RECALL_COLUMNS",
     "REPLAY_COLUMNS",
     "RUN_COLUMNS",
@@ -51,6 +55,8 @@ __all__ = [
     "compare_runs",
     "failure_patterns",
     "filter_runs",
+    "find_steps",
+    "latency_stats",
     "memories_frame",
     "namespaces_frame",
     "recall_counts",

@@ -58,7 +58,7 @@ def compare_runs(
     """
     source: pd.DataFrame | MemoryProvider | Memory = mem
     if not isinstance(mem, pd.DataFrame) and not (isinstance(run_a, pd.Series) and isinstance(run_b, pd.Series)):
-        source = traces_frame(mem)  # one read for both runs
+        source = traces_frame(mem, usage=False)  # one read for both runs
     if isinstance(source, pd.DataFrame) and not (isinstance(run_a, pd.Series) and isinstance(run_b, pd.Series)):
         runs = _runs_from_steps(source)  # once, not once per run
         run_a, run_b = _pick_run(runs, run_a), _pick_run(runs, run_b)

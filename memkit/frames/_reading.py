@@ -17,10 +17,12 @@ from memkit._core._port import (
     SupportsNamespaces,
     SupportsPaging,
     SupportsTraceColumns,
+    SupportsTracePayloads,
 )
 from memkit._core._records import to_us
 from memkit._sync import Memory, call, provider_of
 from memkit.frames._recalls import _with_recall_counts
+from memkit.frames._usage import STEP_USAGE_COLUMNS, USAGE_WORDS, PricesLike, found_of, with_usage
 from memkit.traces import ExecutionStatus, categorize_error
 from memkit.traces._items import READ_KEYS, agent_keys, status_of
 from memkit.traces._timing import step_timing
@@ -31,9 +33,11 @@ _provider = provider_of
 TRACE_COLUMNS = (
     "workflow_id", "agent_id", "user_id", "run_id", "step_index", "step_name", "tool", "status",
     "started_at", "ended_at", "duration_s", "retry_count", "error", "created_at",
+    *STEP_USAGE_COLUMNS,
 )
 # parent_step_index is run_steps' own column
 _SHOWN_KEYS = READ_KEYS | {"parent_step_index"}
+_USAGE_SUMS = ("tokens_in", "tokens_out", "tokens_total", "cost")
 _TEXT = ("id", "user_id", "agent_id", "workflow_id", "run_id", "step_name", "tool", "status", "error")
 _NUMBERS = ("seq", "created_us", "step_index", "started_us", "duration_us", "retry_count")
 
@@ -190,7 +194,9 @@ def traces_frame(
     since: datetime | str | float | None = None,
     *,
     recalls: bool = False,
+    prices: PricesLike = None,
     data: bool = False,
+    usage: bool = True,
 ) -> pd.DataFrame:
     """Every stored trace step as one row, in replay order (see the module docstring).
 
@@ -205,6 +211,15 @@ def traces_frame(
     recalls
         Add ``recalls`` (searches the step made) and ``recalled`` (memories they returned)
         per step, from a store that keeps recalls (see :func:`recall_counts`).
+    prices
+        ``cost`` of a step that recorded tokens and no cost: ``memkit.Prices({"gpt-4o": (2.5, 10.0)})``
+        or a plain dict, model -> price per million input and output tokens.
+
+    usage
+        Read the usage columns (``model, tokens_in, tokens_out, tokens_total, cost, usage_counted,
+        session_id, tags``) from each step's data, in any common spelling (:mod:`memkit._core._usage`;
+        docs/traces.md). That reads every step's record once more (about 0.05-0.15 ms a step on a
+        2-core machine); ``False`` leaves them empty, for a quick read of a very large store.
     data
         Add a ``data.<key>`` column for every other key the agents wrote in their steps
         (``model``, ``tokens``, ``prompt``, ``cost``, a ``traceback``...), read from each step's
@@ -219,11 +234,28 @@ def traces_frame(
     state = None if status is None else ExecutionStatus(status).value
     # Statuses are compared as shown: the store holds the agent's words (``error``, ``OK``, ``503``...).
     frame = _trace_frame(call(provider, _trace_columns, workflow_id, agent_id, user_id, None, _since_us(since)))
+    # Usage and the agents' other keys are in each step's data: one more pass over the records, for both.
+    wanted = {str(i) for i in frame.index}
+    if data or not usage:
+        payloads = call(provider, _payloads, user_id, agent_id, wanted) if data else {}
+    else:
+        payloads = call(provider, _usage_payloads, user_id, agent_id, wanted)
+    frame = with_usage(frame, found_of(payloads) if usage else {}, prices)
     if state is not None:
         frame = frame[frame["status"].eq(state).to_numpy(dtype=bool)]
     if data:
-        frame = with_agent_keys(frame, call(provider, _payloads, user_id, agent_id, set(frame.index)))
+        frame = with_agent_keys(frame, payloads)
     return _with_recall_counts(frame, provider) if recalls else frame
+
+
+async def _usage_payloads(provider: MemoryProvider, user_id: str | None, agent_id: str | None,
+                          wanted: set[str]) -> dict[str, Any]:
+    """The payloads the usage columns need: of the steps whose data may hold usage, a session, tags or a
+    parent (a store that reads only those), else every wanted step's."""
+    if isinstance(provider, SupportsTracePayloads):
+        found = await provider.trace_payloads(user_id=user_id, agent_id=agent_id, containing=USAGE_WORDS)
+        return {i: p for i, p in found.items() if i in wanted}
+    return await _payloads(provider, user_id, agent_id, wanted) if isinstance(provider, SupportsExport) else {}
 
 
 async def _payloads(provider: MemoryProvider, user_id: str | None, agent_id: str | None,
@@ -347,6 +379,8 @@ class StepFilters(TypedDict, total=False):
     status: str | ExecutionStatus | None
     since: datetime | str | float | None
     recalls: bool
+    prices: PricesLike
+    usage: bool
 
 
 class TraceFilters(StepFilters, total=False):
@@ -360,15 +394,18 @@ def _frame(source: pd.DataFrame | MemoryProvider | Memory, **filters: Unpack[Tra
 
 
 def tool_stats(source: pd.DataFrame | MemoryProvider | Memory, **filters: Unpack[TraceFilters]) -> pd.DataFrame:
-    """Per tool: ``steps, successes, failures, success_rate, retries`` and duration
-    ``duration_mean_s, duration_p50_s, duration_p90_s, duration_p99_s``.
+    """Per tool: ``steps, successes, failures, success_rate, retries``, duration
+    ``duration_mean_s, duration_p50_s, duration_p90_s, duration_p95_s, duration_p99_s`` and LLM usage
+    ``tokens_in, tokens_out, tokens_total, cost`` (of its steps whose usage counts in their runs'
+    totals, see :func:`memkit.frames.runs_frame`; ``prices=`` goes to :func:`traces_frame`).
 
     ``source`` is a :func:`traces_frame` or a store (``filters`` go to :func:`traces_frame`).
     """
     df = _frame(source, **filters)
     columns = [
         "steps", "successes", "failures", "success_rate", "retries",
-        "duration_mean_s", "duration_p50_s", "duration_p90_s", "duration_p99_s",
+        "duration_mean_s", "duration_p50_s", "duration_p90_s", "duration_p95_s", "duration_p99_s",
+        *_USAGE_SUMS,
     ]
     if df.empty:
         return pd.DataFrame(columns=columns, index=pd.Index([], name="tool"))
@@ -383,9 +420,17 @@ def tool_stats(source: pd.DataFrame | MemoryProvider | Memory, **filters: Unpack
             "duration_mean_s": duration.mean(),
             "duration_p50_s": duration.quantile(0.5),
             "duration_p90_s": duration.quantile(0.9),
+            "duration_p95_s": duration.quantile(0.95),
             "duration_p99_s": duration.quantile(0.99),
         }
     )
+    if "usage_counted" in df.columns:  # a frame read before usage was a column has none
+        counted = df["usage_counted"].to_numpy(dtype=bool)
+        for name in _USAGE_SUMS:
+            out[name] = df[name].where(counted).groupby(df["tool"], sort=True, dropna=False).sum(min_count=1)
+    else:
+        for name in _USAGE_SUMS:
+            out[name] = pd.NA
     out["success_rate"] = out["successes"] / out["steps"]
     return out[columns]
 
@@ -398,6 +443,7 @@ def failure_patterns(
     :func:`memkit.traces.categorize_error`) and tool: ``category, tool, count``,
     most frequent first.
     """
+    filters.setdefault("usage", False)  # errors only: no usage read
     df = _frame(source, **filters)
     failed = df[df["status"] == "failed"]
     if failed.empty:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 import pandas as pd
@@ -17,17 +17,26 @@ from memkit._core._runs import StepRow, pick_key, run_key, summarise_runs
 from memkit._sync import Memory, call
 from memkit.frames._reading import _since_us, traces_frame, with_agent_keys
 from memkit.frames._recalls import _keeps_recalls, _with_recall_counts
+from memkit.frames._usage import (
+    RUN_USAGE_COLUMNS,
+    PricesLike,
+    UsageFilters,
+    found_of,
+    run_usage,
+    usage_filter,
+    with_usage,
+)
 from memkit.traces._items import status_of
 
 # -- runs --------------------------------------------------------------------------------
 
 RUN_COLUMNS = (
     "workflow_id", "agent_id", "user_id", "run_id", "started_at", "ended_at", "duration_s", "duration_kind",
-    "steps", "failed_steps", "retries", "first_error", "status", "tools", "recalls",
+    "steps", "failed_steps", "retries", "first_error", "status", "tools", "recalls", *RUN_USAGE_COLUMNS,
 )
 """Columns of :func:`runs_frame`, in order (``duration_kind``: ``wall``, ``sum of steps`` or ``unknown``;
 ``tools``: the tools the run used, comma-separated; ``recalls``: the searches its steps made, ``<NA>`` on a
-store that keeps no recalls)."""
+store that keeps no recalls; then the LLM usage, :data:`memkit.frames._usage.RUN_USAGE_COLUMNS`)."""
 
 _RUN_KEYS = ["user_id", "agent_id", "workflow_id", "run_id"]
 _NAT = np.iinfo(np.int64).min
@@ -112,6 +121,9 @@ def _empty_runs() -> pd.DataFrame:
         empty[c] = pd.Series(dtype="int64")
     empty["duration_s"] = pd.Series(dtype="float64")
     empty["recalls"] = pd.Series(dtype="Int64")
+    for c in ("tokens_in", "tokens_out", "tokens_total"):
+        empty[c] = pd.Series(dtype="Int64")
+    empty["cost"] = pd.Series(dtype="float64")
     return empty.set_axis(pd.Index([], name="run", dtype=object))
 
 
@@ -156,6 +168,10 @@ def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
         "recalls": pd.array([r.recalls if counted else pd.NA for r in summaries], dtype="Int64"),
     })
     runs.index = pd.Index([r.key for r in summaries], name="run", dtype=object)
+    usage = run_usage(df).reindex(runs.index)
+    runs = runs.assign(**{c: usage[c] for c in RUN_USAGE_COLUMNS})
+    for column in ("models", "sessions", "tags"):
+        runs[column] = runs[column].fillna("")
     return runs[list(RUN_COLUMNS)]
 
 
@@ -191,9 +207,10 @@ def filter_runs(
     min_duration: float | None = None,
     max_duration: float | None = None,
     text: str | None = None,
+    **usage: Unpack[UsageFilters],
 ) -> pd.DataFrame:
     """The rows of a :func:`runs_frame` that match every filter given (see :func:`runs_frame`)."""
-    keep = pd.Series(True, index=runs.index)
+    keep = usage_filter(runs, **usage)
     for column, wanted in (("status", _as_list(status)), ("agent_id", _as_list(agent_id)),
                            ("user_id", _as_list(user_id))):
         if wanted is not None:
@@ -231,6 +248,9 @@ def runs_frame(
     until: datetime | str | float | None = None,
     min_duration: float | None = None,
     max_duration: float | None = None,
+    prices: PricesLike = None,
+    usage: bool = True,
+    **wanted: Unpack[UsageFilters],
 ) -> pd.DataFrame:
     """One row per workflow run, newest first, indexed by its ``run`` id.
 
@@ -244,7 +264,10 @@ def runs_frame(
     ``first_error``, ``status`` (``failed`` if any step failed, else ``running``,
     ``unknown`` or ``success``), ``tools`` and ``recalls`` (the searches the run's steps
     made, see :func:`recalls_frame`; ``<NA>`` when the store keeps no recalls, or when
-    ``mem`` is a frame read without ``recalls=True``).
+    ``mem`` is a frame read without ``recalls=True``), then the run's LLM usage: ``models``,
+    ``tokens_in``, ``tokens_out``, ``tokens_total``, ``cost`` (summed over the steps whose usage
+    counts: a parent chain that reports its children's tokens is not counted again; see
+    docs/traces.md).
 
     Parameters
     ----------
@@ -258,6 +281,16 @@ def runs_frame(
         Keep runs started in this window (datetime, ISO string or epoch seconds).
     min_duration, max_duration
         Keep runs whose duration in seconds is in this range.
+    usage
+        ``False`` skips reading the steps' usage (its columns stay empty; see :func:`traces_frame`).
+    prices
+        Price table for steps that recorded tokens and no cost (:class:`memkit.Prices` or a dict
+        model -> (input, output) per million tokens).
+    model, session, tag, min_tokens, max_tokens, min_cost, max_cost
+        Keep runs that used this model, belong to this session, carry this tag (or any of a list) /
+        whose ``tokens_total`` or ``cost`` is in this range (a run without the figure is left out by a
+        range). A step's session is its ``session_id``, ``session.id`` or ``gen_ai.conversation.id``
+        key; its tags are ``tags`` or OpenInference's ``tag.tags``.
 
     Examples
     --------
@@ -272,11 +305,11 @@ def runs_frame(
             mem, workflow_id=workflow_id,
             agent_id=agent_id if isinstance(agent_id, str) else None,
             user_id=user_id if isinstance(user_id, str) else None,
-            recalls=_keeps_recalls(mem),
+            recalls=_keeps_recalls(mem), prices=prices, usage=usage,
         )
     return RunsFrame(filter_runs(
         _runs_from_steps(steps), status=status, agent_id=agent_id, user_id=user_id, workflow_id=workflow_id,
-        tool=tool, since=since, until=until, min_duration=min_duration, max_duration=max_duration,
+        tool=tool, since=since, until=until, min_duration=min_duration, max_duration=max_duration, **wanted,
     ))
 
 
@@ -306,9 +339,9 @@ def run_steps(mem: pd.DataFrame | MemoryProvider | Memory, run: str | pd.Series)
         if isinstance(run, pd.Series):
             row = run
             steps = traces_frame(mem, workflow_id=row["workflow_id"], agent_id=row["agent_id"],
-                                 user_id=row["user_id"])
+                                 user_id=row["user_id"], usage=False)
         else:
-            steps = traces_frame(mem)
+            steps = traces_frame(mem, usage=False)  # the run's usage is read from its payloads below
             row = _pick_run(_runs_from_steps(steps), run)
             steps = steps[steps["workflow_id"].eq(row["workflow_id"]).to_numpy(dtype=bool)]
     keep = np.ones(len(steps), dtype=bool)
@@ -320,7 +353,7 @@ def run_steps(mem: pd.DataFrame | MemoryProvider | Memory, run: str | pd.Series)
         chosen = _with_recall_counts(chosen, mem)  # one workflow's recalls: an indexed read
     if not isinstance(mem, pd.DataFrame):
         payloads = _step_payloads(mem, row, chosen)
-        chosen = with_agent_keys(chosen, payloads)
+        chosen = with_usage(with_agent_keys(chosen, payloads), found_of(payloads))
         parents = _parent_positions(chosen, payloads)
         indexes = chosen["step_index"].tolist()
         chosen = chosen.assign(parent_step_index=pd.array(

@@ -69,8 +69,10 @@ def _documents(attrs: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [docs[i] for i in sorted(docs)]
 
 
-_TOKEN_KEYS = ("llm.token_count.prompt", "llm.token_count.completion", "gen_ai.usage.input_tokens",
-               "gen_ai.usage.output_tokens")
+# Every usage spelling a span may carry, kept as written: memkit._core._usage.usage_of reads them all.
+_TOKEN_KEYS = ("llm.token_count.prompt", "llm.token_count.completion", "llm.token_count.total",
+               "llm.cost.total", "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
+               "gen_ai.usage.prompt_tokens", "gen_ai.usage.completion_tokens")
 
 
 def _step_of(span: _Span, index: int, parent_index: int | None) -> dict[str, Any]:
@@ -110,7 +112,7 @@ def _step_of(span: _Span, index: int, parent_index: int | None) -> dict[str, Any
         errors = json.loads(a["memkit.retry_errors"])
         if errors is not None:
             data["retry_errors"] = errors
-    model = a.get("llm.model_name") or a.get("gen_ai.request.model")
+    model = a.get("llm.model_name") or a.get("gen_ai.response.model") or a.get("gen_ai.request.model")
     if model is not None:
         data["model"] = str(model)
     tokens = {k: a[k] for k in _TOKEN_KEYS if k in a}

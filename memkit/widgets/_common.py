@@ -71,7 +71,7 @@ def workflows(mem: Memory, max_traces: int | None = None) -> list[tuple[str, str
     """
     from memkit.frames import traces_frame  # pandas only when a panel asks
 
-    steps = traces_frame(mem)
+    steps = traces_frame(mem, usage=False)
     keys = steps[["user_id", "agent_id", "workflow_id"]].dropna().drop_duplicates()
     return sorted((str(u), str(a), str(w)) for u, a, w in keys.itertuples(index=False, name=None))
 

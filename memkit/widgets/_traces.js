@@ -13,6 +13,9 @@ const RUN_COLUMNS = [
   { key: "retries", label: "retries" },
   { key: "recalls", label: "recalls", render: (r) => (r.recalls === null || r.recalls === undefined ? "—" : String(r.recalls)),
     title: (r) => (r.recalls === null || r.recalls === undefined ? "this store keeps no recalls" : `${r.recalls} searches made by the run's steps`) },
+  { key: "tokens", label: "tokens", sortKey: "tokens_total", title: (r) => r.tokens_title || null },
+  { key: "cost", label: "cost", sortKey: "cost", title: (r) => (r.cost ? `${r.cost_value}` : "no cost recorded or priced") },
+  { key: "models", label: "model" },
   { key: "first_error", label: "first error", title: (r) => r.first_error_full || null },
   { key: "agent_id", label: "agent" },
   { key: "user_id", label: "user" },
@@ -58,7 +61,8 @@ function drawTimeline(model, box) {
   const tl = model.get("timeline") || {};
   if (!tl.run) { box.append(h("div", { class: "mk-empty", text: "pick a run in the list to see its timeline" })); return; }
   box.append(h("div", { class: "mk-title" },
-    h("b", { text: `run ${tl.run}` }), " · ", statusBadge(tl.status), ` · ${tl.caption || ""}`));
+    h("b", { text: `run ${tl.run}` }), " · ", statusBadge(tl.status), ` · ${tl.caption || ""}`,
+    tl.usage ? h("span", { class: "mk-usage", text: ` · ${tl.usage}`, title: "LLM usage: each call counted once (a chain that reports its calls' tokens is not counted again)" }) : null));
   if (!tl.n) { box.append(h("div", { class: "mk-empty", text: "this run has no steps" })); return; }
   if (tl.timing_note) box.append(h("div", { class: "mk-timing-note", text: tl.timing_note }));
   const byOrder = tl.axis === "steps";
@@ -117,6 +121,9 @@ function drawTimeline(model, box) {
     let text = `${tl.label[i]} · ${tl.status_of[i]} · ${timed && !byOrder ? fmtOffset(tl.duration_s[i]) : "no timing recorded"}`;
     if (tl.retries[i]) text += ` · ${tl.retries[i]} retries`;
     if ((tl.recalls || [])[i]) text += ` · ${tl.recalls[i]} recalls`;
+    if ((tl.model || [])[i]) text += ` · ${tl.model[i]}`;
+    if ((tl.tokens || [])[i]) text += ` · ${tl.tokens[i]} tokens`;
+    if ((tl.cost || [])[i]) text += ` · ${tl.cost[i]}`;
     if (tl.error[i]) text += ` · "${tl.error[i]}"`;
     return text;
   };
@@ -226,6 +233,40 @@ function drawDetail(model, box) {
     box.append(h("div", { class: "mk-section" }, "also recorded ", copyButton(() => JSON.stringify(d.data, null, 2))),
       h("div", { class: "mk-tree mk-data" }, jsonTree(d.data)));
   }
+  if (d.attributes) box.append(attributeTable(d.attributes));
+}
+
+// Every key the step's data holds: a key/value table a search narrows (key or value), long values folded.
+function attributeTable(rows) {
+  const part = h("div", { class: "mk-attributes" });
+  const count = h("span", { class: "mk-recall-meta" });
+  const search = h("input", { class: "mk-attr-search", type: "search", placeholder: "search keys and values…",
+    title: "show the attributes whose key or value contains this text" });
+  const table = h("table", { class: "mk-facts mk-attr-table" });
+  const draw = () => {
+    const needle = search.value.trim().toLowerCase();
+    const shown = needle ? rows.filter(([k, v]) => k.toLowerCase().includes(needle) || v.toLowerCase().includes(needle)) : rows;
+    count.textContent = needle ? ` ${shown.length} of ${rows.length}` : ` ${rows.length}`;
+    table.replaceChildren(...shown.map(([key, value, folded]) => {
+      const cell = h("td", { class: "mk-attr-value" });
+      if (!folded) cell.append(h("pre", { class: "mk-attr-text", text: value }));
+      else {
+        const pre = h("pre", { class: "mk-attr-text mk-attr-folded", text: value });
+        const toggle = h("button", { class: "mk-attr-toggle", text: "more", title: "show the whole value" });
+        toggle.addEventListener("click", () => {
+          const open = pre.classList.toggle("mk-attr-folded");
+          toggle.textContent = open ? "more" : "less";
+        });
+        cell.append(pre, toggle);
+      }
+      return h("tr", { "data-key": key }, h("th", { text: key }), cell);
+    }));
+  };
+  search.addEventListener("input", draw);
+  search.addEventListener("keydown", (e) => e.stopPropagation());
+  part.append(h("div", { class: "mk-section" }, "attributes", count, " ", search), table);
+  draw();
+  return part;
 }
 
 // Scores of some searches are tiny (BM25 over a small namespace): keep their digits instead of "0.000".
@@ -410,12 +451,16 @@ function filterBar(model) {
   };
   return h("div", { class: "mk-filters" },
     input("text", "find run, error, tool…", "search", "170px"),
+    input("payload", "search inside steps' inputs and outputs…", "search", "200px"),
     select("status", "status", opts.statuses), select("user_id", "user", opts.users),
     select("agent_id", "agent", opts.agents),
-    select("tool", "tool", opts.tools),
+    select("tool", "tool", opts.tools), select("model", "model", opts.models),
+    select("session", "session", opts.sessions), select("tag", "tag", opts.tags),
     h("label", { text: "from " }), input("since", "from", "date", "130px"),
     h("label", { text: "to " }), input("until", "to", "date", "130px"),
     input("min_duration", "min s", "number", "70px"), input("max_duration", "max s", "number", "70px"),
+    input("min_tokens", "min tokens", "number", "90px"), input("max_tokens", "max tokens", "number", "90px"),
+    input("min_cost", "min $", "number", "70px"), input("max_cost", "max $", "number", "70px"),
     h("button", { text: "clear", onclick: () => send(model, "filters", {}) }));
 }
 

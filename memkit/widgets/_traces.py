@@ -39,8 +39,16 @@ from memkit.frames._runs import (
     _step_payloads,
     run_positions,
 )
+from memkit.frames._usage import PricesLike
 from memkit.traces._items import READ_KEYS, agent_keys
 from memkit.widgets._common import Panel
+from memkit.widgets._trace_audit import (
+    attribute_rows,
+    payload_filter,
+    run_usage_cells,
+    step_usage_facts,
+    timeline_usage,
+)
 from memkit.widgets._trace_rows import (
     _jsonable,
     _seconds,
@@ -58,9 +66,10 @@ MAX_RUN_ROWS = 5000
 """Run rows sent to the browser at once; the caption says when filters should narrow the list."""
 
 _FILTER_KEYS = ("status", "agent_id", "user_id", "workflow_id", "tool", "since", "until", "min_duration",
-                "max_duration", "text")
+                "max_duration", "text", "model", "min_tokens", "max_tokens", "min_cost", "max_cost",
+                "session", "tag", "payload")
 _SORTABLE = {"status", "workflow_id", "agent_id", "user_id", "run_id", "started_at", "duration_s", "steps",
-             "failed_steps", "retries", "first_error", "recalls"}
+             "failed_steps", "retries", "first_error", "recalls", "tokens_total", "cost"}
 _LEGS = ("keyword", "semantic")
 _DETAIL_READ = READ_KEYS | {"retry_errors"}  # the detail lists earlier attempts' errors itself
 # The search mode memkit.otel records for a foreign framework's retriever span. Its hits are that
@@ -83,6 +92,9 @@ class TraceReplay(Panel, anywidget.AnyWidget):
         column and the timeline's marks need every recall read once per refresh (about
         0.3 ms each on a 2-core machine); ``False`` skips that count on a store with very
         many recalls. A step's detail lists its recalls either way.
+    prices
+        Price table for steps that recorded tokens and no cost (:class:`memkit.Prices` or a dict
+        model -> (input, output) per million tokens): the runs' and steps' ``cost``.
 
     Examples
     --------
@@ -100,7 +112,7 @@ class TraceReplay(Panel, anywidget.AnyWidget):
     options = t.Dict().tag(sync=True)
     """Values offered by the filter menus: ``statuses``, ``users``, ``agents``, ``tools``."""
     filters = t.Dict().tag(sync=True)
-    """``status, agent_id, user_id, workflow_id, tool, since, until, min_duration, max_duration, text``."""
+    """:data:`_FILTER_KEYS` (as :func:`~memkit.frames.runs_frame`'s; ``payload``: :func:`~memkit.frames.find_steps`)."""
     sort = t.Dict({"column": "started_at", "descending": True}).tag(sync=True)
     hidden_columns = t.List(t.Unicode()).tag(sync=True)
     run = t.Unicode("").tag(sync=True)
@@ -117,11 +129,12 @@ class TraceReplay(Panel, anywidget.AnyWidget):
     memory = t.Dict().tag(sync=True)
     """The memory opened from the step detail (a recalled or written one); ``{}`` for none."""
 
-    def __init__(self, mem: Memory, *, load: bool = True, recalls: bool = True) -> None:
+    def __init__(self, mem: Memory, *, load: bool = True, recalls: bool = True, prices: PricesLike = None) -> None:
         # The comm opens once the traces are read, so the browser gets them in its first state.
         self._open_later = True
         super().__init__()
         self.mem = mem
+        self.prices = prices
         self.count_recalls = recalls and _keeps_recalls(mem)
         self.steps_all: pd.DataFrame = pd.DataFrame()
         self.all_runs: pd.DataFrame | None = None
@@ -185,18 +198,20 @@ class TraceReplay(Panel, anywidget.AnyWidget):
     def refresh(self) -> None:
         """Read the store's traces again (one columnar read) and redraw the run list."""
         with self.working("reading traces"):
-            frame = _normalised(traces_frame(self.mem, recalls=self.count_recalls))
+            frame = _normalised(traces_frame(self.mem, recalls=self.count_recalls, prices=self.prices))
             self.steps_all = frame
             self.all_runs = _runs_from_steps(frame)
             runs = self.all_runs
             self._positions = run_positions(frame, runs)
-            self._all_rows = run_rows(runs)
+            self._all_rows = [row | usage for row, usage in zip(run_rows(runs), run_usage_cells(runs), strict=True)]
             self._row_of = pd.Index(runs.index)
             self.options = {
                 "statuses": sorted(set(runs["status"])),
                 "agents": sorted({a for a in runs["agent_id"] if isinstance(a, str)}),
                 "users": sorted({u for u in runs["user_id"] if isinstance(u, str)}),
                 "tools": sorted({x for ts in runs["tools"] for x in ts.split(", ") if x}),
+                **{key: sorted({x for ms in runs[column] for x in ms.split(", ") if x})
+                   for key, column in (("models", "models"), ("sessions", "sessions"), ("tags", "tags"))},
             }
             self._apply()
             if not len(runs):
@@ -208,7 +223,8 @@ class TraceReplay(Panel, anywidget.AnyWidget):
             return
         with self.working("filtering runs"):
             wanted = {k: v for k, v in self.filters.items() if k in _FILTER_KEYS and v not in (None, "")}
-            shown = filter_runs(self.all_runs, **wanted)
+            words = wanted.pop("payload", None)  # the store's keyword search over the steps' data
+            shown, failed_search = payload_filter(self.mem, filter_runs(self.all_runs, **wanted), words)
             column = self.sort.get("column", "started_at")
             if column in _SORTABLE:
                 shown = shown.sort_values(column, ascending=not self.sort.get("descending", True),
@@ -221,7 +237,9 @@ class TraceReplay(Panel, anywidget.AnyWidget):
             if self.run and self.run in self.all_runs.index:
                 self.compare_options = self._compare_options(self.run, self.all_runs.loc[self.run])
             failed = int(shown["status"].eq("failed").sum())
-            if len(self.all_runs):
+            if failed_search:
+                self.say(failed_search, "error")
+            elif len(self.all_runs):
                 self.say(f"{len(shown):,} of {len(self.all_runs):,} runs, {failed:,} failed",
                          "error" if failed else "ok")
 
@@ -261,7 +279,7 @@ class TraceReplay(Panel, anywidget.AnyWidget):
             self.steps = steps
             self.compare_options = self._compare_options(run, row)
             self._recalls = self._run_recalls(row)
-            self.timeline = timeline(run, row, steps, parents)
+            self.timeline = timeline(run, row, steps, parents) | timeline_usage(row, steps)
 
     def _run_recalls(self, row: pd.Series) -> dict[int, list[Recall]]:
         """The recalls the run's steps made, by ``step_index`` (every namespace they searched,
@@ -322,7 +340,7 @@ class TraceReplay(Panel, anywidget.AnyWidget):
             ("started", format_time(row["started_at"].to_pydatetime()) if pd.notna(row["started_at"]) else ""),
             ("duration", format_duration(_seconds(row["duration_s"]))), ("retries", str(retries)),
             ("workflow", _text(row["workflow_id"]) or ""), ("run id", _text(row["run_id"]) or "—"),
-            ("step id", step_id),
+            ("step id", step_id), *step_usage_facts(row),
         ]
         return {
             "title": f"step {index if index is not pd.NA else '?'} · {name}", "status": status_of(row["status"]),
@@ -334,7 +352,7 @@ class TraceReplay(Panel, anywidget.AnyWidget):
             # every other key the agent wrote (model, tokens, prompt, cost, its own traceback...)
             "data": _jsonable(agent_keys(payload, _DETAIL_READ)) if payload else None,
             **self._recall_detail(None if index is pd.NA else int(index)),
-            "wrote": None,
+            "wrote": None, "attributes": attribute_rows(payload),
         } | self._marks_detail(row, step_id, None if index is pd.NA else int(index))
 
     def _recall_detail(self, index: int | None) -> dict[str, Any]:

@@ -471,6 +471,9 @@ class SQLiteAdapter(Store):
     def _columns(self, *args: Any) -> dict[str, Any]:
         return trace_columns(self._db(), self.path, *args)
 
+    async def _trace_payloads(self, op: ops.TracePayloadsOp) -> dict[str, Any]:
+        return await self._run(lambda: queries.trace_payloads(self._db(), op))
+
     async def _trace_columns(self, op: ops.TraceColumnsOp) -> dict[str, Any]:
         return await self._run(self._columns, op.workflow_id, op.agent_id, op.user_id, op.status, op.since_us)
 

@@ -15,7 +15,7 @@ from memkit.adapters._sqlite._sql import COLUMNS, SQLITE
 
 if TYPE_CHECKING:
     from memkit._core._models import NamespaceInfo, Stats
-    from memkit._core._ops import ExportOp, PutMarksOp, RemoveMarksOp, ValuesOp
+    from memkit._core._ops import ExportOp, PutMarksOp, RemoveMarksOp, TracePayloadsOp, ValuesOp
     from memkit._core._runs import RunScope
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "stats_fields",
     "step_mark_counts",
     "step_recall_counts",
+    "trace_payloads",
     "values",
 ]
 
@@ -137,6 +138,24 @@ def export_chunk(db: sqlite3.Connection, op: ExportOp, after: tuple[int, int], s
         (("m.user_id", op.user_id), ("m.agent_id", op.agent_id)),
     )
     return db.execute(sql + " ORDER BY m.created_us, m.seq LIMIT ?", [*after, *params, size]).fetchall()
+
+
+def trace_payloads(db: sqlite3.Connection, op: TracePayloadsOp) -> dict[str, Any]:
+    """The data of the trace steps whose metadata text holds any of ``op.containing`` (SQLite's instr, in
+    C): only those are parsed in Python."""
+    words = [w for w in op.containing if w]
+    sql, params = _where(
+        "SELECT m.id, m.metadata FROM memories m WHERE m.seq IN (SELECT seq FROM trace_steps)",
+        (("m.user_id", op.user_id), ("m.agent_id", op.agent_id)),
+    )
+    if words:
+        sql += " AND (" + " OR ".join("instr(m.metadata, ?) > 0" for _ in words) + ")"
+    found: dict[str, Any] = {}
+    for step_id, text in db.execute(sql, [*params, *words]):
+        trace = json.loads(text).get("trace")
+        if isinstance(trace, dict):
+            found[step_id] = trace
+    return found
 
 
 def recall_bodies(db: sqlite3.Connection, op: RecallScope) -> list[str]:
