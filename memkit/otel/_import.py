@@ -17,12 +17,13 @@ from typing import Any
 from memkit._core._errors import InvalidInputError
 from memkit._core._ops import AddRecallsOp, ImportStepsOp, WriteOp
 from memkit._core._port import MemoryProvider, SupportsAddMany, SupportsImportSteps, SupportsRecalls
-from memkit._core._records import Record, trace_record
+from memkit._core._records import Record
 from memkit._core._store import Store
 from memkit._core._validate import DEFAULT_LIMITS, Limits
 from memkit._recall._recording import Recall, checked_recalls
 from memkit._sync import Memory, call, provider_of
 from memkit.otel import _stream
+from memkit.otel._fit import record_of
 from memkit.otel._plan import _json_or_text, _memory_of, _plan, _step_of
 from memkit.otel._spans import _is_memory, _load, _parse, _Span
 
@@ -39,6 +40,9 @@ class OtlpImport:
     recalls: int = 0
     run_ids: list[str] = field(default_factory=list)
     memories: int = 0  # ``create_memory`` spans of a memkit export, written back as memories
+    # Steps whose payload was too big for the store's limits: their longest texts were cut, each
+    # ending in memkit.otel.CUT_MARK, and the step says "truncated": true.
+    truncated: int = 0
 
 
 def import_otlp(
@@ -96,22 +100,23 @@ def _import(
                                  user_id, agent_id, workflow_id, bodies=rows)
     if recalls and not isinstance(provider, SupportsRecalls):
         recalls = []
+    cut: set[int] = set()
     if rows:
 
         def general(i: int) -> Record:
             user, agent, workflow, data = steps[i]
-            return _step_record(agent, workflow, data, user, limits)
+            return _step_record(agent, workflow, data, user, limits, cut, i)
 
         written = call(provider, _write_rows, steps, recalls, general)
-        return OtlpImport(runs=len(runs), steps=len(steps), recalls=written, run_ids=runs)
-    for user, agent, workflow, data in steps:
-        records.append(_step_record(agent, workflow, data, user, limits))
+        return OtlpImport(runs=len(runs), steps=len(steps), recalls=written, run_ids=runs, truncated=len(cut))
+    for i, (user, agent, workflow, data) in enumerate(steps):
+        records.append(_step_record(agent, workflow, data, user, limits, cut, i))
     checked = checked_recalls(recalls, limits)
     if not isinstance(provider, SupportsAddMany):
         raise InvalidInputError(f"{type(provider).__name__} cannot write a batch; import_otlp needs add_many")
     call(provider, _write, records, checked)
     return OtlpImport(runs=len(runs), steps=len(records) - memories, recalls=len(checked), run_ids=runs,
-                      memories=memories)
+                      memories=memories, truncated=len(cut))
 
 
 def _import_streamed(
@@ -122,11 +127,12 @@ def _import_streamed(
     :class:`_stream.Fallback` for a file only :func:`_import` can say what to do with."""
     assert isinstance(provider, Store)
     stream = _stream.StepStream(path, user_id, agent_id, workflow_id, limits, provider._import_row_maker())
+    cut: set[int] = set()  # by index: a restarted stream asks for a step again
     try:
 
         def general(i: int) -> Record:
             user, agent, workflow, data = stream.steps[i]
-            return _step_record(agent, workflow, data, user, limits)
+            return _step_record(agent, workflow, data, user, limits, cut, i)
 
         try:
             written = call(provider, _write_rows, stream, stream.recalls, general, stream.built.__getitem__)
@@ -137,16 +143,24 @@ def _import_streamed(
                 raise _stream.Fallback from None
             raise
         assert stream.runs is not None
-        return OtlpImport(runs=len(stream.runs), steps=len(stream.steps), recalls=written, run_ids=stream.runs)
+        return OtlpImport(runs=len(stream.runs), steps=len(stream.steps), recalls=written, run_ids=stream.runs,
+                          truncated=len(cut))
     finally:
         stream.close()
 
 
-def _step_record(agent: str, workflow: str, data: dict[str, Any], user: str, limits: Limits) -> Record:
+def _step_record(
+    agent: str, workflow: str, data: dict[str, Any], user: str, limits: Limits, cut: set[int], index: int
+) -> Record:
+    """Step ``index``'s record; one the store refuses for its payload is fitted (see :mod:`._fit`),
+    and its index added to ``cut`` if a text was cut."""
     try:
-        return trace_record(agent, workflow, data, user, limits)
+        record, was_cut = record_of(agent, workflow, data, user, limits)
     except InvalidInputError as exc:
-        raise InvalidInputError(f"span {data.get('span_id')} ({data.get('step_name')!r}): {exc}") from None
+        raise InvalidInputError(f"span {data.get('span_id')} ({str(data.get('step_name'))[:60]!r}): {exc}") from None
+    if was_cut:
+        cut.add(index)
+    return record
 
 
 async def _write_rows(

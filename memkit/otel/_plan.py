@@ -32,7 +32,7 @@ def _json_or_text(value: Any) -> Any:
         # json.loads, without the exception it raises for a number followed by words ("3 hits").
         try:
             parsed, end = _DECODER.raw_decode(value, _SPACE.match(value, 0).end())  # type: ignore[union-attr]
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than Python parses: text
             return {"value": value}
         if _SPACE.match(value, end).end() != len(value):  # type: ignore[union-attr]
             return {"value": value}
@@ -69,6 +69,20 @@ def _documents(attrs: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [docs[i] for i in sorted(docs)]
 
 
+# Where a span keeps its input and output: OpenInference's values, else the OTel GenAI messages
+# (a model call) or the tool call's arguments and result (pydantic-ai, the GenAI conventions).
+_INPUT_KEYS = ("input.value", "gen_ai.input.messages", "gen_ai.tool.call.arguments")
+_OUTPUT_KEYS = ("output.value", "gen_ai.output.messages", "gen_ai.tool.call.result")
+
+
+def _first(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        value = attrs.get(key)
+        if value is not None:
+            return value
+    return None
+
+
 _TOKEN_KEYS = ("llm.token_count.prompt", "llm.token_count.completion", "gen_ai.usage.input_tokens",
                "gen_ai.usage.output_tokens")
 
@@ -87,7 +101,7 @@ def _step_of(span: _Span, index: int, parent_index: int | None) -> dict[str, Any
         data["error"] = span.error
     data["timestamp"] = span.start_ns / 1e9
     data["duration"] = (span.end_ns - span.start_ns) / 1e9
-    parameters, result = _json_or_text(a.get("input.value")), _json_or_text(a.get("output.value"))
+    parameters, result = _json_or_text(_first(a, _INPUT_KEYS)), _json_or_text(_first(a, _OUTPUT_KEYS))
     if parameters is not None:
         data["parameters"] = parameters
     if result is not None:
@@ -107,10 +121,13 @@ def _step_of(span: _Span, index: int, parent_index: int | None) -> dict[str, Any
     if parent_index is not None:
         data["parent_step_index"] = parent_index
     if isinstance(a.get("memkit.retry_errors"), str):
-        errors = json.loads(a["memkit.retry_errors"])
+        try:
+            errors = json.loads(a["memkit.retry_errors"])
+        except (ValueError, RecursionError):  # a foreign span's attribute of that name: kept as its text
+            errors = a["memkit.retry_errors"]
         if errors is not None:
             data["retry_errors"] = errors
-    model = a.get("llm.model_name") or a.get("gen_ai.request.model")
+    model = a.get("llm.model_name") or a.get("gen_ai.request.model") or a.get("gen_ai.response.model")
     if model is not None:
         data["model"] = str(model)
     tokens = {k: a[k] for k in _TOKEN_KEYS if k in a}
