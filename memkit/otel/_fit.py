@@ -71,17 +71,24 @@ def fitted_step(data: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
     return {key: value if key in _KEPT else _shaped(key, value, limits) for key, value in data.items()}
 
 
+def _kept(text: str) -> str:
+    """What is left of ``text`` before a cut's mark (all of it if it was never cut)."""
+    at = text.rfind(CUT_MARK)
+    return text[:at] if at >= 0 and text.endswith(" characters]") else text
+
+
 def _longest(data: dict[str, Any]) -> tuple[str, bool, int] | None:
-    """The field holding the longest text a cut can shorten: (key, inside ``{"value": ...}``, length)."""
+    """The field holding the longest text a cut can still shorten: (key, inside ``{"value": ...}``,
+    length kept)."""
     best: tuple[str, bool, int] | None = None
     for key, value in data.items():
         if key in _KEPT:
             continue
         boxed = isinstance(value, dict) and list(value) == ["value"] and isinstance(value["value"], str)
         if boxed:
-            size = len(value["value"])
+            size = len(_kept(value["value"]))
         elif isinstance(value, str):
-            size = len(value)
+            size = len(_kept(value))
         elif isinstance(value, (dict, list)):
             size = len(_as_text(value))
         else:
@@ -92,16 +99,12 @@ def _longest(data: dict[str, Any]) -> tuple[str, bool, int] | None:
 
 
 def _cut(data: dict[str, Any], key: str, boxed: bool) -> None:
+    """Halve the text of field ``key`` (never below :data:`_SHORTEST`), marked with its whole length."""
     value = data[key]
     text = value["value"] if boxed else value if isinstance(value, str) else _as_text(value)
-    whole = text
-    if CUT_MARK in text and text.endswith(" characters]"):  # cut before: cut again from its kept part
-        whole_count = text[text.rindex(CUT_MARK) + len(CUT_MARK):-len(" characters]")]
-        text = text[:text.rindex(CUT_MARK)]
-    else:
-        whole_count = f"{len(whole):,}"
-    kept = text[: max(_SHORTEST, len(text) // 2)]
-    cut = f"{kept}{CUT_MARK}{whole_count} characters]"
+    kept = _kept(text)
+    whole = text[len(kept) + len(CUT_MARK):-len(" characters]")] if kept != text else f"{len(text):,}"
+    cut = f"{kept[: max(_SHORTEST, len(kept) // 2)]}{CUT_MARK}{whole} characters]"
     data[key] = {"value": cut} if boxed or key in ("parameters", "result") else cut
     data["truncated"] = True
 

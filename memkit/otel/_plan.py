@@ -3,6 +3,8 @@ the memories of a memkit export."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -136,6 +138,20 @@ def _step_of(span: _Span, index: int, parent_index: int | None) -> dict[str, Any
     return data
 
 
+@functools.lru_cache(maxsize=256)
+def _namespace_key(user_id: str, agent_id: str, workflow: str) -> str:
+    where = f"{user_id}\x00{agent_id}\x00{workflow}"
+    return hashlib.sha256(where.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+
+
+def _recall_id(user_id: str, agent_id: str, workflow: str, span: _Span) -> str:
+    """A foreign retriever span's recall id: its trace and span ids, and a digest of the namespace and
+    workflow it goes to, so that the same file imported by two users gives two recalls (recall ids
+    are unique store-wide: without it, the second import would be refused, telling its user the
+    first's)."""
+    return f"otel-{_namespace_key(user_id, agent_id, workflow)}-{span.trace_id}-{span.span_id}"
+
+
 def _recall_of(
     span: _Span, step: Mapping[str, Any], workflow: str, user_id: str, agent_id: str, own: bool
 ) -> Recall | None:
@@ -186,10 +202,15 @@ def _recall_model(
 
     def loaded(key: str) -> Any:
         value = a.get(key)
-        return json.loads(value) if isinstance(value, str) else None
+        if not isinstance(value, str):
+            return None
+        try:
+            return json.loads(value)
+        except (ValueError, RecursionError):
+            raise InvalidInputError(f"{span.where}: {key} is not JSON") from None
 
     return Recall(
-        id=str(a.get("memkit.recall.id") or f"otel-{span.trace_id}-{span.span_id}"),
+        id=str(a.get("memkit.recall.id") or _recall_id(user_id, agent_id, workflow, span)),
         created_at=from_us(span.start_ns // 1_000),
         user_id=str(a.get("memkit.recall.user_id") or user_id),
         agent_id=str(a.get("memkit.recall.agent_id") or agent_id),
@@ -236,7 +257,7 @@ def _recall_body(
                      float(score) if isinstance(score, (int, float)) else None, None, str(doc.get("content") or "")])
     query = a.get("gen_ai.memory.query", a.get("input.value"))
     return {
-        "id": f"otel-{span.trace_id}-{span.span_id}", "created_at": json_time(span.start_ns // 1_000),
+        "id": _recall_id(user_id, agent_id, workflow, span), "created_at": json_time(span.start_ns // 1_000),
         "user_id": user_id, "agent_id": agent_id, "kind": "search", "query": str(query or ""),
         "mode": str(a.get("gen_ai.memory.search.mode") or "retriever"), "filters": None,
         "limit": int(a.get("gen_ai.memory.top_k") or max(len(hits), 1)), "as_of": None, "options": None,
@@ -308,5 +329,7 @@ def _memory_of(span: _Span, user_id: str | None, agent_id: str | None, limits: L
         record.id = check_id(a.get("memkit.memory.id"), "memkit.memory.id", limits)
     except ValueError as exc:  # InvalidInputError included
         raise InvalidInputError(f"{span.where}: {exc}") from None
+    except RecursionError:
+        raise InvalidInputError(f"{span.where}: memkit.memory.metadata is nested deeper than Python reads") from None
     record.created_us = span.start_ns // 1_000
     return record
