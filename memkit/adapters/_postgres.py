@@ -95,7 +95,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
     """
 
     provider_name = "postgres"
-    capabilities = frozenset(Capability) - {Capability.GRAPH, Capability.IMPORT_STEPS}
+    capabilities = frozenset(Capability) - {Capability.GRAPH}
     health_failures: ClassVar[tuple[type[BaseException], ...]] = (StorageError, BackendUnavailableError)
 
     def __init__(
@@ -334,7 +334,9 @@ class PostgresAdapter(RecallsAndMarks, Store):
             cur = await conn.execute(sql, list(params))
             return list(await cur.fetchall())
 
-    async def _insert(self, records: list[Record]) -> list[str]:
+    async def _insert(
+        self, records: list[Record], recalls: tuple[str, list[tuple[Any, ...]]] | None = None
+    ) -> list[str]:
         if self._foreign is not None:
             raise ConfigError(
                 f"the store at {self.url} holds vectors made by embedder {self._foreign!r}; open it with"
@@ -345,7 +347,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
         metadata = [r.metadata_json or json.dumps(r.metadata, ensure_ascii=False, separators=(",", ":"))
                     for r in records]
         async with self._pool.connection() as conn:
-            await _postgres_writes.insert(conn, records, metadata, vectors)
+            await _postgres_writes.insert(conn, records, metadata, vectors, recalls)
         if vectors is not None:
             await self._maybe_index()
         return [r.id for r in records]

@@ -139,8 +139,13 @@ def _stream(records: list[Record], metadata: list[str], vectors: Any) -> tuple[b
     return b"".join(out), lengths
 
 
-async def insert(conn: Any, records: list[Record], metadata: list[str], vectors: Any) -> None:
-    """Write ``records`` (their metadata as JSON text, their vectors or ``None``) in one transaction.
+async def insert(
+    conn: Any, records: list[Record], metadata: list[str], vectors: Any,
+    recalls: tuple[str, list[tuple[Any, ...]]] | None = None,
+) -> None:
+    """Write ``records`` (their metadata as JSON text, their vectors or ``None``) in one transaction,
+    and with ``recalls`` (an insert statement and its rows) those recalls in the same one: an
+    import's steps never commit without them.
 
     Raises :class:`memkit.InvalidInputError` when an id exists already or PostgreSQL refuses a
     value; nothing of the batch is written then.
@@ -158,8 +163,11 @@ async def insert(conn: Any, records: list[Record], metadata: list[str], vectors:
             # batches never wait for each other in a cycle.
             await cur.executemany(_STATS_ADD, [(u, a, n, lengths[(u, a)])
                                                for (u, a), n in sorted(per_namespace.items())])
+            if recalls is not None and recalls[1]:
+                await cur.executemany(recalls[0], recalls[1])
     except psycopg.errors.UniqueViolation as exc:
         detail = exc.diag.message_detail
-        raise InvalidInputError(f"a memory with one of these ids already exists ({detail})") from None
+        what = "recall" if exc.diag.table_name == "recalls" else "memory"
+        raise InvalidInputError(f"a {what} with one of these ids already exists ({detail})") from None
     except (psycopg.errors.UntranslatableCharacter, psycopg.errors.CharacterNotInRepertoire) as exc:
         raise InvalidInputError(f"PostgreSQL cannot store this text: {exc}") from None
