@@ -35,15 +35,15 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return made
 
 
-@pytest.fixture(params=["sqlite", "sqlite-streamed", "memory", "postgres"])
+@pytest.fixture(params=["sqlite", "sqlite-streamed", "memory", "postgres", "postgres-streamed"])
 def mem(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[memkit.Memory]:
-    if request.param == "sqlite-streamed":  # a file of any size is read by a second process
+    if request.param.endswith("-streamed"):  # a file of any size is read by a second process
         monkeypatch.setattr(_stream, "STREAM_MIN_BYTES", 0)
         monkeypatch.setattr(_stream, "_cores", lambda: 2)
         monkeypatch.setattr(_stream, "_load", lambda: 0.3)
     if request.param == "memory":
         url = "memory://"
-    elif request.param == "postgres":
+    elif request.param.startswith("postgres"):
         url = str(request.getfixturevalue("postgres_server").url(f"reimport{uuid.uuid4().hex[:8]}"))
     else:
         url = f"sqlite:///{tmp_path / 'r.db'}"
