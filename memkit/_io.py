@@ -104,14 +104,24 @@ def _read_jsonl(path: Path) -> tuple[list[NewMemory], list[_recall.Recall], list
     items: list[NewMemory] = []
     recalls: list[_recall.Recall] = []
     marks: list[_marks.Mark] = []
-    with path.open(encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
+    try:
+        f = path.open("rb")  # lines decoded one by one: a bad byte is named by its line
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
+    with f:
+        for number, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidInputError(f"{path}:{number} is not UTF-8 text (byte {exc.start + 1})") from None
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise InvalidInputError(f"{path}:{number} is not JSON: {exc}") from None
+            except RecursionError:
+                raise InvalidInputError(f"{path}:{number} is JSON nested deeper than Python can read") from None
             if isinstance(row, dict) and set(row) == {"recall"}:
                 try:
                     recalls.append(_recall.Recall.model_validate(row["recall"]))

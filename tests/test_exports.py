@@ -45,7 +45,7 @@ PUBLIC: dict[str, set[str]] = {
     },
     "memkit.langgraph": {"MemkitStore"},
     "memkit.otel": {
-        "MAX_ATTRIBUTE_CHARS", "MemkitSpanProcessor", "OtlpImport", "export_otlp", "import_otlp", "send_otlp",
+        "CUT_MARK", "MemkitSpanProcessor", "OtlpImport", "export_otlp", "import_otlp", "send_otlp",
         "spans_to_otlp",
     },
     "memkit.testing": {

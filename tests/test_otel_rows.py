@@ -204,6 +204,18 @@ def test_namespaces_never_cross_on_the_rows_path(tmp_path: Path) -> None:
 
 
 @pytest.fixture
+def unchecked_reimport(monkeypatch: pytest.MonkeyPatch) -> None:
+    """import_otlp without its re-import check (which refuses before the store is reached): the
+    store's own refusal of a recall id it holds, inside the import's transaction, is what is tested."""
+
+    async def unchecked(*args: Any) -> None:
+        return None
+
+    monkeypatch.setattr(_import, "_refuse_reimport", unchecked)
+    monkeypatch.setattr(_import, "_fresh", lambda *args: True)
+
+
+@pytest.fixture
 def sdk_request(tmp_path: Path) -> Iterator[dict[str, Any]]:
     yield json.loads(_sdk_file(tmp_path / "sdk.json", 100).read_text())
 
@@ -234,6 +246,7 @@ def test_a_step_refused_in_the_rows_path_leaves_nothing_written(
             assert mem.get_all("alice", "bio", limit=10)[0].content == "already here"
 
 
+@pytest.mark.usefixtures("unchecked_reimport")
 def test_a_recall_id_held_already_takes_the_steps_back_out(tmp_path: Path, sdk_request: dict[str, Any]) -> None:
     with _store(tmp_path / "rows.db", rows=True) as mem:
         db = mem.provider._db()  # type: ignore[attr-defined]
@@ -250,6 +263,7 @@ def test_a_recall_id_held_already_takes_the_steps_back_out(tmp_path: Path, sdk_r
             assert db.execute("SELECT count(*) FROM trace_steps").fetchone()[0] == first.steps
 
 
+@pytest.mark.usefixtures("unchecked_reimport")
 def test_an_import_copies_its_pages_into_the_file_after_it_returns(
     tmp_path: Path, sdk_request: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

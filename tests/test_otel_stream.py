@@ -34,7 +34,7 @@ from memkit.otel._plan import _json_or_text
 from memkit.otel._spans import _load
 from memkit.traces import ExecutionHistory, Redactor, set_trace_redactor
 from tests.test_graph_vector import HashEmbedder  # an embedder of the caller's own
-from tests.test_otel_rows import _odd_export, _sdk_file, _tables
+from tests.test_otel_rows import _odd_export, _sdk_file, _tables, unchecked_reimport  # noqa: F401
 
 _STREAM_MIN_BYTES = _stream.STREAM_MIN_BYTES  # before the fixture below lowers it
 
@@ -371,6 +371,7 @@ def test_a_bad_span_after_a_refused_step_is_the_error_said(
     assert "startTimeUnixNano 'soon' is not a number of nanoseconds" in both
 
 
+@pytest.mark.usefixtures("unchecked_reimport")
 def test_recalls_go_in_with_each_chunk_and_refusals_are_said_in_the_one_process_order(
     tmp_path: Path, sdk_request: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

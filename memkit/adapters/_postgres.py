@@ -102,7 +102,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
     """
 
     provider_name = "postgres"
-    capabilities = frozenset(Capability) - {Capability.GRAPH, Capability.IMPORT_STEPS, Capability.TRACE_PAYLOADS}
+    capabilities = frozenset(Capability) - {Capability.GRAPH, Capability.TRACE_PAYLOADS}
     health_failures: ClassVar[tuple[type[BaseException], ...]] = (StorageError, BackendUnavailableError)
 
     def __init__(
@@ -367,11 +367,14 @@ class PostgresAdapter(RecallsAndMarks, Store):
         # One embedder call per batch: the model's per-call cost is paid once.
         return self._embed([r.content for r in records]) if self._embedder is not None else None
 
-    async def _insert(self, records: list[Record], vectors: Any, replace: bool = False) -> list[str]:
+    async def _insert(
+        self, records: list[Record], vectors: Any, replace: bool = False,
+        recalls: tuple[str, list[tuple[Any, ...]]] | None = None,
+    ) -> list[str]:
         metadata = [r.metadata_json or json.dumps(r.metadata, ensure_ascii=False, separators=(",", ":"))
                     for r in records]
         async with self._pool.connection() as conn:
-            await _postgres_writes.insert(conn, records, metadata, vectors, replace)
+            await _postgres_writes.insert(conn, records, metadata, vectors, replace, recalls)
         if vectors is not None:
             await self._maybe_index()
         return [r.id for r in records]

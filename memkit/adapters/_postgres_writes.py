@@ -234,10 +234,13 @@ async def _replace(cur: Any, records: list[Record]) -> None:
 
 
 async def insert(
-    conn: Any, records: list[Record], metadata: list[str], vectors: Any, replace: bool = False
+    conn: Any, records: list[Record], metadata: list[str], vectors: Any, replace: bool = False,
+    recalls: tuple[str, list[tuple[Any, ...]]] | None = None,
 ) -> None:
     """Write ``records`` (their metadata as JSON text, their vectors or ``None``) in one transaction;
-    ``replace``: those whose ids a memory of the same namespace holds take its place.
+    ``replace``: those whose ids a memory of the same namespace holds take its place; ``recalls`` (an
+    insert statement and its rows): those recalls in the same transaction, so an import's steps never
+    commit without them.
 
     Raises :class:`memkit.InvalidInputError` when an id exists already (without ``replace``, or in
     another namespace) or PostgreSQL refuses a value; nothing of the batch is written then.
@@ -257,8 +260,11 @@ async def insert(
             # batches never wait for each other in a cycle.
             await cur.executemany(_STATS_ADD, [(u, a, n, lengths[(u, a)])
                                                for (u, a), n in sorted(per_namespace.items())])
+            if recalls is not None and recalls[1]:
+                await cur.executemany(recalls[0], recalls[1])
     except psycopg.errors.UniqueViolation as exc:
         detail = exc.diag.message_detail
-        raise InvalidInputError(f"a memory with one of these ids already exists ({detail})") from None
+        what = "recall" if exc.diag.table_name == "recalls" else "memory"
+        raise InvalidInputError(f"a {what} with one of these ids already exists ({detail})") from None
     except (psycopg.errors.UntranslatableCharacter, psycopg.errors.CharacterNotInRepertoire) as exc:
         raise InvalidInputError(f"PostgreSQL cannot store this text: {exc}") from None

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memkit._core._lazy import lazy_exports
-from memkit.otel._convert import MAX_ATTRIBUTE_CHARS
+from memkit.otel._fit import CUT_MARK
 
 if TYPE_CHECKING:
     from memkit.otel._export import export_otlp, send_otlp, spans_to_otlp
@@ -37,7 +37,7 @@ _LAZY = {
 }
 
 __all__ = [
-    "MAX_ATTRIBUTE_CHARS",
+    "CUT_MARK",
     "MemkitSpanProcessor",
     "OtlpImport",
     "export_otlp",

@@ -14,8 +14,6 @@ from typing import Any
 
 from memkit._core._errors import InvalidInputError
 
-#: The longest attribute value (as text) an import accepts; longer ones are refused, not cut.
-MAX_ATTRIBUTE_CHARS = 1_000_000
 _MAX_SPANS_PER_FILE = 5_000_000
 _SCOPE = {"name": "memkit", "version": "0.1.0"}
 # OTLP SpanKind (the enum's number and its JSON name).
@@ -56,7 +54,7 @@ def _read_value(value: Any, where: str) -> Any:
     if type(value) is dict and len(value) == 1:
         # The usual case, answered before the general checks: one short string.
         raw = value.get("stringValue")
-        if type(raw) is str and len(raw) <= MAX_ATTRIBUTE_CHARS:
+        if type(raw) is str:
             return raw
     if not isinstance(value, Mapping):
         raise InvalidInputError(f"{where}: an OTLP attribute value must be an object, got {type(value).__name__}")
@@ -68,10 +66,6 @@ def _read_value(value: Any, where: str) -> Any:
     if kind == "stringValue":
         if not isinstance(raw, str):
             raise InvalidInputError(f"{where}: stringValue must be a string")
-        if len(raw) > MAX_ATTRIBUTE_CHARS:
-            raise InvalidInputError(
-                f"{where} is {len(raw):,} characters; memkit.otel.MAX_ATTRIBUTE_CHARS is {MAX_ATTRIBUTE_CHARS:,}"
-            )
         return raw
     if kind == "boolValue":
         return bool(raw)
@@ -117,7 +111,7 @@ def _read_attributes(raw: Any, where: str) -> dict[str, Any]:
         if type(value) is dict and len(value) == 1:
             # The usual case, read here without a call or the text naming the attribute: one short string.
             raw = value.get("stringValue")
-            if type(raw) is str and len(raw) <= MAX_ATTRIBUTE_CHARS:
+            if type(raw) is str:
                 out[key] = raw
                 continue
         value = {} if value is None and "value" not in pair else value

@@ -16,18 +16,29 @@ from typing import Any
 
 from memkit._core._errors import InvalidInputError
 from memkit._core._ops import AddRecallsOp, ImportStepsOp, WriteOp
-from memkit._core._port import MemoryProvider, SupportsAddMany, SupportsImportSteps, SupportsRecalls
-from memkit._core._records import Record, trace_record
+from memkit._core._port import (
+    MemoryProvider,
+    SupportsAddMany,
+    SupportsImportSteps,
+    SupportsPaging,
+    SupportsRecalls,
+    SupportsStats,
+)
+from memkit._core._records import Record
 from memkit._core._store import Store
 from memkit._core._validate import DEFAULT_LIMITS, Limits
 from memkit._recall._recording import Recall, checked_recalls
 from memkit._sync import Memory, call, provider_of
 from memkit.otel import _stream
+from memkit.otel._fit import record_of
 from memkit.otel._plan import _json_or_text, _memory_of, _plan, _step_of
 from memkit.otel._spans import _is_memory, _load, _parse, _Span
 
 # Read here by older callers and tests: the parsing and planning names this module used to hold.
 __all__ = ["OtlpImport", "_json_or_text", "_parse", "_step_of", "import_otlp"]
+
+
+_NO_SPANS = "the OTLP trace file holds no span: nothing to import (is it the right file?)"
 
 
 @dataclass
@@ -39,6 +50,9 @@ class OtlpImport:
     recalls: int = 0
     run_ids: list[str] = field(default_factory=list)
     memories: int = 0  # ``create_memory`` spans of a memkit export, written back as memories
+    # Steps whose payload was too big for the store's limits: their longest texts were cut, each
+    # ending in memkit.otel.CUT_MARK, and the step says "truncated": true.
+    truncated: int = 0
 
 
 def import_otlp(
@@ -78,7 +92,7 @@ def _import(
     # Checked once, here, against the store's own limits: a memkit store then writes the records as
     # they are instead of checking every one again (any other provider gets them through add_many).
     limits = provider.limits if isinstance(provider, Store) else DEFAULT_LIMITS
-    if _stream.worth_streaming(provider, source):
+    if _stream.worth_streaming(provider, source) and _fresh(provider, user_id, agent_id):
         assert isinstance(source, (str, os.PathLike))
         try:
             return _import_streamed(provider, Path(source), user_id, agent_id, workflow_id, limits)
@@ -87,6 +101,8 @@ def _import(
     spans: list[_Span] = []
     for request in _load(source):
         spans.extend(_parse(request))
+    if not spans:
+        raise InvalidInputError(_NO_SPANS)
     records = [_memory_of(s, user_id, agent_id, limits) for s in spans if _is_memory(s)]
     memories = len(records)
     # A store that writes planned steps as rows takes them (and the recalls as bodies) in one go; a
@@ -94,24 +110,26 @@ def _import(
     rows = not memories and isinstance(provider, Store) and isinstance(provider, SupportsImportSteps)
     steps, recalls, runs = _plan([s for s in spans if not _is_memory(s)] if memories else spans,
                                  user_id, agent_id, workflow_id, bodies=rows)
+    call(provider, _refuse_reimport, steps)
     if recalls and not isinstance(provider, SupportsRecalls):
         recalls = []
+    cut: set[int] = set()
     if rows:
 
         def general(i: int) -> Record:
             user, agent, workflow, data = steps[i]
-            return _step_record(agent, workflow, data, user, limits)
+            return _step_record(agent, workflow, data, user, limits, cut, i)
 
         written = call(provider, _write_rows, steps, recalls, general)
-        return OtlpImport(runs=len(runs), steps=len(steps), recalls=written, run_ids=runs)
-    for user, agent, workflow, data in steps:
-        records.append(_step_record(agent, workflow, data, user, limits))
+        return OtlpImport(runs=len(runs), steps=len(steps), recalls=written, run_ids=runs, truncated=len(cut))
+    for i, (user, agent, workflow, data) in enumerate(steps):
+        records.append(_step_record(agent, workflow, data, user, limits, cut, i))
     checked = checked_recalls(recalls, limits)
     if not isinstance(provider, SupportsAddMany):
         raise InvalidInputError(f"{type(provider).__name__} cannot write a batch; import_otlp needs add_many")
     call(provider, _write, records, checked)
     return OtlpImport(runs=len(runs), steps=len(records) - memories, recalls=len(checked), run_ids=runs,
-                      memories=memories)
+                      memories=memories, truncated=len(cut))
 
 
 def _import_streamed(
@@ -122,11 +140,12 @@ def _import_streamed(
     :class:`_stream.Fallback` for a file only :func:`_import` can say what to do with."""
     assert isinstance(provider, Store)
     stream = _stream.StepStream(path, user_id, agent_id, workflow_id, limits, provider._import_row_maker())
+    cut: set[int] = set()  # by index: a restarted stream asks for a step again
     try:
 
         def general(i: int) -> Record:
             user, agent, workflow, data = stream.steps[i]
-            return _step_record(agent, workflow, data, user, limits)
+            return _step_record(agent, workflow, data, user, limits, cut, i)
 
         try:
             written = call(provider, _write_rows, stream, stream.recalls, general, stream.built.__getitem__)
@@ -137,16 +156,71 @@ def _import_streamed(
                 raise _stream.Fallback from None
             raise
         assert stream.runs is not None
-        return OtlpImport(runs=len(stream.runs), steps=len(stream.steps), recalls=written, run_ids=stream.runs)
+        if not stream.runs:
+            raise InvalidInputError(_NO_SPANS)
+        return OtlpImport(runs=len(stream.runs), steps=len(stream.steps), recalls=written, run_ids=stream.runs,
+                          truncated=len(cut))
     finally:
         stream.close()
 
 
-def _step_record(agent: str, workflow: str, data: dict[str, Any], user: str, limits: Limits) -> Record:
+_IN_CHUNK = 500  # run ids a filter asks for at a time (filters take at most 1,000 values)
+
+
+async def _refuse_reimport(provider: MemoryProvider, steps: list[tuple[str, str, str, dict[str, Any]]]) -> None:
+    """Refuse a file one of whose runs (traces) already has steps in the namespace and workflow it
+    would go to: imported again, its steps would be there twice."""
+    if not isinstance(provider, SupportsPaging):
+        return
+    runs: dict[tuple[str, str, str], set[str]] = {}
+    for user, agent, workflow, data in steps:
+        run_id = data.get("run_id")
+        if isinstance(run_id, str):
+            runs.setdefault((user, agent, workflow), set()).add(run_id)
+    for (user, agent, workflow), ids in runs.items():
+        ordered = sorted(ids)
+        for start in range(0, len(ordered), _IN_CHUNK):
+            found = await provider.get_page(user, agent, limit=1, filters={
+                "type": "trace", "workflow_id": workflow, "run_id": {"$in": ordered[start:start + _IN_CHUNK]}})
+            if found:
+                run_id = found[0].metadata.get("run_id")
+                raise InvalidInputError(
+                    f"run {run_id!r} of this file is already imported into user {user!r}, agent {agent!r},"
+                    f" workflow {workflow!r}: a re-import is refused (it would store its steps twice);"
+                    " delete that run's steps first, or import into another workflow_id")
+
+
+def _fresh(provider: MemoryProvider, user_id: str | None, agent_id: str | None) -> bool:
+    """Whether the import cannot meet a run already stored: the namespace it is told to write to
+    holds no step (else: the whole store is empty). A streamed import checks no run before it
+    writes, so only such an import streams (see :func:`_refuse_reimport`)."""
+    if user_id is not None and agent_id is not None and isinstance(provider, SupportsPaging):
+        return not call(provider, _any_in, user_id, agent_id)
+    return isinstance(provider, SupportsStats) and call(provider, _count) == 0
+
+
+async def _any_in(provider: MemoryProvider, user_id: str, agent_id: str) -> bool:
+    assert isinstance(provider, SupportsPaging)
+    return bool(await provider.get_page(user_id, agent_id, limit=1, filters={"type": "trace"}))
+
+
+async def _count(provider: MemoryProvider) -> int:
+    assert isinstance(provider, SupportsStats)
+    return (await provider.stats()).memories
+
+
+def _step_record(
+    agent: str, workflow: str, data: dict[str, Any], user: str, limits: Limits, cut: set[int], index: int
+) -> Record:
+    """Step ``index``'s record; one the store refuses for its payload is fitted (see :mod:`._fit`),
+    and its index added to ``cut`` if a text was cut."""
     try:
-        return trace_record(agent, workflow, data, user, limits)
+        record, was_cut = record_of(agent, workflow, data, user, limits)
     except InvalidInputError as exc:
-        raise InvalidInputError(f"span {data.get('span_id')} ({data.get('step_name')!r}): {exc}") from None
+        raise InvalidInputError(f"span {data.get('span_id')} ({str(data.get('step_name'))[:60]!r}): {exc}") from None
+    if was_cut:
+        cut.add(index)
+    return record
 
 
 async def _write_rows(

@@ -3,6 +3,8 @@ the memories of a memkit export."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -32,7 +34,7 @@ def _json_or_text(value: Any) -> Any:
         # json.loads, without the exception it raises for a number followed by words ("3 hits").
         try:
             parsed, end = _DECODER.raw_decode(value, _SPACE.match(value, 0).end())  # type: ignore[union-attr]
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than Python parses: text
             return {"value": value}
         if _SPACE.match(value, end).end() != len(value):  # type: ignore[union-attr]
             return {"value": value}
@@ -69,6 +71,20 @@ def _documents(attrs: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [docs[i] for i in sorted(docs)]
 
 
+# Where a span keeps its input and output: OpenInference's values, else the OTel GenAI messages
+# (a model call) or the tool call's arguments and result (pydantic-ai, the GenAI conventions).
+_INPUT_KEYS = ("input.value", "gen_ai.input.messages", "gen_ai.tool.call.arguments")
+_OUTPUT_KEYS = ("output.value", "gen_ai.output.messages", "gen_ai.tool.call.result")
+
+
+def _first(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        value = attrs.get(key)
+        if value is not None:
+            return value
+    return None
+
+
 # Every usage spelling a span may carry, kept as written: memkit._core._usage.usage_of reads them all.
 _TOKEN_KEYS = ("llm.token_count.prompt", "llm.token_count.completion", "llm.token_count.total",
                "llm.cost.total", "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
@@ -89,7 +105,7 @@ def _step_of(span: _Span, index: int, parent_index: int | None) -> dict[str, Any
         data["error"] = span.error
     data["timestamp"] = span.start_ns / 1e9
     data["duration"] = (span.end_ns - span.start_ns) / 1e9
-    parameters, result = _json_or_text(a.get("input.value")), _json_or_text(a.get("output.value"))
+    parameters, result = _json_or_text(_first(a, _INPUT_KEYS)), _json_or_text(_first(a, _OUTPUT_KEYS))
     if parameters is not None:
         data["parameters"] = parameters
     if result is not None:
@@ -109,7 +125,10 @@ def _step_of(span: _Span, index: int, parent_index: int | None) -> dict[str, Any
     if parent_index is not None:
         data["parent_step_index"] = parent_index
     if isinstance(a.get("memkit.retry_errors"), str):
-        errors = json.loads(a["memkit.retry_errors"])
+        try:
+            errors = json.loads(a["memkit.retry_errors"])
+        except (ValueError, RecursionError):  # a foreign span's attribute of that name: kept as its text
+            errors = a["memkit.retry_errors"]
         if errors is not None:
             data["retry_errors"] = errors
     model = a.get("llm.model_name") or a.get("gen_ai.response.model") or a.get("gen_ai.request.model")
@@ -119,6 +138,20 @@ def _step_of(span: _Span, index: int, parent_index: int | None) -> dict[str, Any
     if tokens:
         data["tokens"] = tokens
     return data
+
+
+@functools.lru_cache(maxsize=256)
+def _namespace_key(user_id: str, agent_id: str, workflow: str) -> str:
+    where = f"{user_id}\x00{agent_id}\x00{workflow}"
+    return hashlib.sha256(where.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+
+
+def _recall_id(user_id: str, agent_id: str, workflow: str, span: _Span) -> str:
+    """A foreign retriever span's recall id: its trace and span ids, and a digest of the namespace and
+    workflow it goes to, so that the same file imported by two users gives two recalls (recall ids
+    are unique store-wide: without it, the second import would be refused, telling its user the
+    first's)."""
+    return f"otel-{_namespace_key(user_id, agent_id, workflow)}-{span.trace_id}-{span.span_id}"
 
 
 def _recall_of(
@@ -171,10 +204,15 @@ def _recall_model(
 
     def loaded(key: str) -> Any:
         value = a.get(key)
-        return json.loads(value) if isinstance(value, str) else None
+        if not isinstance(value, str):
+            return None
+        try:
+            return json.loads(value)
+        except (ValueError, RecursionError):
+            raise InvalidInputError(f"{span.where}: {key} is not JSON") from None
 
     return Recall(
-        id=str(a.get("memkit.recall.id") or f"otel-{span.trace_id}-{span.span_id}"),
+        id=str(a.get("memkit.recall.id") or _recall_id(user_id, agent_id, workflow, span)),
         created_at=from_us(span.start_ns // 1_000),
         user_id=str(a.get("memkit.recall.user_id") or user_id),
         agent_id=str(a.get("memkit.recall.agent_id") or agent_id),
@@ -221,7 +259,7 @@ def _recall_body(
                      float(score) if isinstance(score, (int, float)) else None, None, str(doc.get("content") or "")])
     query = a.get("gen_ai.memory.query", a.get("input.value"))
     return {
-        "id": f"otel-{span.trace_id}-{span.span_id}", "created_at": json_time(span.start_ns // 1_000),
+        "id": _recall_id(user_id, agent_id, workflow, span), "created_at": json_time(span.start_ns // 1_000),
         "user_id": user_id, "agent_id": agent_id, "kind": "search", "query": str(query or ""),
         "mode": str(a.get("gen_ai.memory.search.mode") or "retriever"), "filters": None,
         "limit": int(a.get("gen_ai.memory.top_k") or max(len(hits), 1)), "as_of": None, "options": None,
@@ -296,5 +334,7 @@ def _memory_of(span: _Span, user_id: str | None, agent_id: str | None, limits: L
         )
     except ValueError as exc:  # InvalidInputError included
         raise InvalidInputError(f"{span.where}: {exc}") from None
+    except RecursionError:
+        raise InvalidInputError(f"{span.where}: memkit.memory.metadata is nested deeper than Python reads") from None
     record.created_us = span.start_ns // 1_000
     return record

@@ -92,6 +92,8 @@ def _read_blocks(blocks: Iterable[tuple[list[Any], dict[str, Any]]], keep: Calla
                 raise InvalidInputError(f"the file holds more than {_MAX_SPANS_PER_FILE:,} spans; split it")
             try:
                 span = _read_span(raw, n, service, trace_ids, span_ids, seen, False)
+            except RecursionError:  # an attribute value (a dict given, not a file) nested past Python's stack
+                raise InvalidInputError(f"span {n}: an attribute value is nested deeper than memkit reads") from None
             except InvalidInputError:
                 # The texts naming the span and its field are built for a refusal only: the span is
                 # read again with them (nothing was kept of it), which raises the worded error.
@@ -183,13 +185,18 @@ def _load(source: Any) -> list[Any]:
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         try:
-            text = path.read_text(encoding="utf-8")
+            data = path.read_bytes()
         except OSError as exc:
             raise InvalidInputError(f"cannot read the span file {str(path)!r}: {exc.strerror or exc}") from None
         try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            number = data.count(b"\n", 0, exc.start) + 1
+            raise InvalidInputError(f"{path.name} line {number} is not UTF-8 text (byte {exc.start + 1})") from None
+        try:
             return [json.loads(text)]
-        except ValueError:
-            pass
+        except (ValueError, RecursionError):
+            pass  # JSON lines, or a line that says what is wrong
         requests = []
         for n, line in enumerate(text.splitlines(), start=1):  # JSON lines: the collector's file exporter
             if line.strip():
@@ -197,5 +204,10 @@ def _load(source: Any) -> list[Any]:
                     requests.append(json.loads(line))
                 except ValueError as exc:
                     raise InvalidInputError(f"{path.name} line {n} is not JSON: {exc}") from None
+                except RecursionError:
+                    raise InvalidInputError(
+                        f"{path.name} line {n} is JSON nested deeper than Python can read") from None
+        if not requests:
+            raise InvalidInputError(f"{path.name} is empty: an OTLP trace file holds at least one request")
         return requests
     raise InvalidInputError(f"import_otlp takes a path or an OTLP JSON dict, got {type(source).__name__}")
