@@ -78,9 +78,9 @@ async def test_statements_list_covers_what_the_adapter_sends(request: pytest.Fix
         run = mem.dialect._session_run
 
         # Every statement the Neo4j dialect sends, schema included, goes through _session_run.
-        async def record_run(statements: Any, write: bool) -> list[list[dict[str, Any]]]:
+        async def record_run(statements: Any, write: bool, limit: float | None = None) -> list[list[dict[str, Any]]]:
             sent.extend(q for q, _ in statements)
-            return await run(statements, write)
+            return await run(statements, write, limit)
 
         mem.dialect._session_run = record_run  # type: ignore[method-assign]
         await mem.reset()
