@@ -34,7 +34,8 @@ pytest.importorskip("openinference.instrumentation.langchain", reason="needs mem
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.language_models.fake_chat_models import FakeListChatModel, GenericFakeChatModel
+from langchain_core.messages import AIMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph
@@ -59,6 +60,13 @@ class _Papers(BaseRetriever):
 
 
 _summariser = FakeListChatModel(responses=["TP53 guards the genome"], name="summarise")
+# The planner answers as a provider's chat model does: a model name among its parameters and the
+# usage on its message, which OpenInference records as llm.model_name and llm.token_count.*.
+PLANNER_MODEL, PLANNER_USAGE = "fake-planner-1", {"input_tokens": 31, "output_tokens": 4, "total_tokens": 35}
+
+
+class _Planner(GenericFakeChatModel):
+    model_name: str = PLANNER_MODEL
 
 
 @tool
@@ -83,7 +91,7 @@ class _State(TypedDict):
 
 def _graph() -> Any:
     papers = _Papers(name="papers")
-    planner = FakeListChatModel(responses=["TP53"], name="planner")
+    planner = _Planner(messages=iter([AIMessage(content="TP53", usage_metadata=PLANNER_USAGE)]), name="planner")  # type: ignore[arg-type]
 
     def retrieve(state: _State) -> dict[str, Any]:
         return {"docs": [d.page_content for d in papers.invoke(state["question"])]}
@@ -308,6 +316,17 @@ def _look(page: Page, shot: str) -> None:
     assert first_error.inner_text() == "TimeoutError('PDB did not answer for TP53')"
     assert first_error.get_attribute("title") == error
     page.screenshot(path=str(ARTIFACTS / f"{shot}-error.png"), clip=_clip(page))
+    # The LLM call: its model and tokens (and the run's total, which only it reports), what it was asked
+    # and what it answered, as the instrumentation recorded them.
+    row["planner"].click()
+    detail.locator(".mk-title").filter(has_text="planner").wait_for(timeout=30_000)
+    facts = detail.locator(".mk-facts").first
+    assert PLANNER_MODEL in facts.inner_text()
+    assert "35 tokens (31 in / 4 out)" in facts.inner_text()
+    assert "35 tokens" in page.locator(".memkit-traces .mk-timeline .mk-usage").inner_text()
+    shown = detail.inner_text()
+    assert QUESTION in shown and "TP53" in shown
+    page.screenshot(path=str(ARTIFACTS / f"{shot}-llm.png"), clip=_clip(page))
     # Folding the chain hides its four descendants (the tool's LLM too); folding the retriever's chain
     # moves the folded chain up a row; unfolding brings every row back; folding the root leaves one.
     tops = {n: row[n].bounding_box()["y"] for n, _ in TREE}  # type: ignore[index]
@@ -347,11 +366,12 @@ def _runs_fit(page: Page) -> None:
     assert table["x"] + table["width"] <= area["x"] + area["width"] + 1, (table, area)
     assert panel.locator(".mk-runs .mk-grid-wrap").evaluate("w => w.scrollWidth <= w.clientWidth + 1")
     heads = panel.locator(".mk-runs thead th")
-    assert heads.count() == 12  # every column is there: none dropped to make room
+    assert heads.count() == 15  # every column is there (tokens, cost and model too): none dropped to make room
     for head in heads.all():
         box = head.bounding_box()
         assert box is not None and box["x"] + box["width"] <= area["x"] + area["width"] + 1, (head.inner_text(), box)
-        assert head.evaluate("th => th.scrollWidth <= th.clientWidth + 1"), head.inner_text()
+        widths = heads.evaluate_all("hs => hs.map((h) => [h.textContent, h.clientWidth, h.scrollWidth])")
+        assert head.evaluate("th => th.scrollWidth <= th.clientWidth"), f"{head.inner_text()}: {widths}"
     cut = panel.locator(".mk-runs tbody td").evaluate_all(
         "tds => tds.filter((td) => td.scrollWidth > td.clientWidth + 1)"
         ".map((td) => [td.className, td.textContent, td.title])")
