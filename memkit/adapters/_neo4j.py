@@ -122,8 +122,11 @@ class Neo4jDialect(Dialect):
         server held every call for as long as it was frozen. The call is not waited for once
         cancelled (the driver's cleanup may wait on that server too)."""
         task = asyncio.ensure_future(self._run(statements, write))
+        # The timeout bounds each statement: a bulk write is many chunks in one transaction, and on a
+        # busy machine 20,000 memories with vectors take longer than one statement's wait.
+        wait = max(self._timeout * max(len(statements), 1), limit or 0.0)
         try:
-            done, _ = await asyncio.wait([task], timeout=max(self._timeout, limit or 0.0))
+            done, _ = await asyncio.wait([task], timeout=wait)
         except asyncio.CancelledError:
             task.cancel()
             raise
@@ -133,7 +136,8 @@ class Neo4jDialect(Dialect):
         task.add_done_callback(lambda t: t.cancelled() or t.exception())  # nobody else reads its end
         # A store call may read before it writes: which part hung is not known here.
         raise BackendUnavailableError(
-            f"Neo4j at {self.describe()} did not answer within the timeout ({self._timeout:g} s; set it with"
+            f"Neo4j at {self.describe()} did not answer within the timeout ({self._timeout:g} s a statement,"
+            f" {wait:g} s for these {len(statements)}; set it with"
             " ?timeout= or timeout=): if this was a write, it may or may not have been applied (a transaction"
             " is whole or absent); read it back before writing it again"
         )
