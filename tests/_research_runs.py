@@ -31,7 +31,11 @@ import memkit
 from memkit._recall._recording import Recall, RecalledMemory
 from memkit._sync import run_sync
 
-__all__ = ["ExpectedRun", "write_runs"]
+__all__ = ["BACKENDS", "ExpectedRun", "store_url", "write_runs"]
+
+# The stores the run-number and usage tests write a research store into: both embedded ones, a
+# server SQL store and a graph store.
+BACKENDS = ["sqlite", "memory", "postgres", "falkordb"]
 
 T0 = datetime(2026, 9, 1, 6, tzinfo=UTC)
 WORKFLOWS = ("literature-review", "variant-calling", "protein-fold")
@@ -296,6 +300,17 @@ def _write_run(mem: memkit.Memory, rng: random.Random, ids: tuple[str, str, str,
     else:
         expected.start = min(starts) if starts else None
     return expected
+
+
+def store_url(backend: str, request: Any, tmp_path_factory: Any, name: str) -> str:
+    """A fresh, keyword-only store of ``backend`` (one of :data:`BACKENDS`) for a test module."""
+    if backend == "sqlite":
+        return f"sqlite:///{tmp_path_factory.mktemp(name) / f'{name}.db'}?embedder=none"
+    if backend == "memory":
+        return "memory://"
+    if backend == "postgres":
+        return str(request.getfixturevalue("postgres_server").url(f"{name}_{uuid.uuid4().hex[:8]}")) + "?embedder=none"
+    return str(request.getfixturevalue("falkordb_server").url(f"{name}-{uuid.uuid4().hex[:8]}"))
 
 
 def write_runs(mem: memkit.Memory, runs: int = 300, seed: int = 42) -> list[ExpectedRun]:

@@ -13,7 +13,6 @@ import json
 import math
 import subprocess
 import sys
-import uuid
 import warnings
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -30,23 +29,13 @@ from memkit.charts import failure_heatmap, success_rate_chart
 from memkit.cli import main
 from memkit.frames import failure_patterns, run_steps, runs_frame, traces_frame
 from memkit.widgets import TraceReplay
-from tests._research_runs import ExpectedRun, write_runs
-
-BACKENDS = ["sqlite", "memory", "postgres", "falkordb"]
+from tests._research_runs import BACKENDS, ExpectedRun, store_url, write_runs
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def written(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         tuple[str, memkit.Memory, list[ExpectedRun]]]:
-    backend = request.param
-    if backend == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('runs') / 'runs.db'}?embedder=none"
-    elif backend == "memory":
-        url = "memory://"
-    elif backend == "postgres":
-        url = str(request.getfixturevalue("postgres_server").url(f"runs_{uuid.uuid4().hex[:8]}")) + "?embedder=none"
-    else:
-        url = str(request.getfixturevalue("falkordb_server").url(f"runs-{uuid.uuid4().hex[:8]}"))
+    url = store_url(request.param, request, tmp_path_factory, "runs")
     with memkit.open(url) as mem, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the agents' own keys (``prompt``, ``cost``) are not timing
         expected = write_runs(mem)

@@ -9,7 +9,6 @@ checked against what the generator wrote, on SQLite, memory://, PostgreSQL and F
 from __future__ import annotations
 
 import math
-import uuid
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -21,7 +20,7 @@ import memkit
 from memkit._core._runs import run_key
 from memkit._core._usage import Placed, Prices, Usage, counted_steps, usage_of
 from memkit.frames import runs_frame, traces_frame
-from tests._research_runs import PRICES, USAGE_SPELLINGS, ExpectedRun, write_runs
+from tests._research_runs import BACKENDS, PRICES, USAGE_SPELLINGS, ExpectedRun, store_url, write_runs
 
 GPT = {"gpt-4o": (2.5, 10.0)}
 
@@ -104,21 +103,12 @@ def test_a_chain_and_its_llm_call_roll_up_once_in_every_view() -> None:
             runs_frame(mem, min_tokens="many")  # type: ignore[arg-type]
 
 
-BACKENDS = ["sqlite", "memory", "postgres", "falkordb"]
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def written(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         tuple[str, memkit.Memory, list[ExpectedRun]]]:
-    backend = request.param
-    if backend == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('usage') / 'usage.db'}?embedder=none"
-    elif backend == "memory":
-        url = "memory://"
-    elif backend == "postgres":
-        url = str(request.getfixturevalue("postgres_server").url(f"usage_{uuid.uuid4().hex[:8]}")) + "?embedder=none"
-    else:
-        url = str(request.getfixturevalue("falkordb_server").url(f"usage-{uuid.uuid4().hex[:8]}"))
+    url = store_url(request.param, request, tmp_path_factory, "usage")
     with memkit.open(url) as mem, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the agents' own keys are not timing
         yield url, mem, write_runs(mem, runs=84)
