@@ -339,7 +339,8 @@ async def test_add_many_embeds_in_batches(tmp_path: Path) -> None:
     emb = Counting()
     mem = SQLiteAdapter(tmp_path / "b.db", embedder=emb)
     await mem.add_many([{"content": f"note {i}", "user_id": "u", "agent_id": "a"} for i in range(2500)])
-    assert emb.calls == [1024, 1024, 452]
+    # the store's fingerprint of this unversioned embedder (two probe texts), then the batches
+    assert emb.calls == [2, 1024, 1024, 452]
     assert (await mem.stats()).vectors == 2500  # type: ignore[attr-defined]
     await mem.aclose()
 

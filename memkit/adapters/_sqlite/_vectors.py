@@ -179,7 +179,8 @@ class Vectors:
     def check_writable(self) -> None:
         from memkit.embeddings import RETIRED_DEFAULTS
 
-        if self.foreign in RETIRED_DEFAULTS:
+        # the model's name, without what a fingerprint adds to it (#digest, @version)
+        if self.foreign is not None and self.foreign.split("#", 1)[0].split("@", 1)[0] in RETIRED_DEFAULTS:
             raise ConfigError(
                 f"{self.path!r} holds vectors made by {self.foreign!r}, the default model of an"
                 " earlier memkit; re-embed it with this one (a few seconds per 100k memories):"
