@@ -137,9 +137,13 @@ async def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
         falkor: FalkorDBServer = request.getfixturevalue("falkordb_server")
         mem = memkit.get_memory_provider(falkor.url(f"filt-{uuid.uuid4().hex[:8]}") + "?embedder=default")
     else:
+        from test_graph_recalls import _drop_neo4j_vector_index
+
         from memkit.adapters._neo4j import Neo4jAdapter
 
-        mem = Neo4jAdapter(request.getfixturevalue("neo4j_uri"), embedder="default")
+        uri = request.getfixturevalue("neo4j_uri")
+        await _drop_neo4j_vector_index(uri)  # an earlier test's embedder may have made it another size
+        mem = Neo4jAdapter(uri, embedder="default")
         await mem.reset()  # type: ignore[attr-defined]
     for start in range(0, N, 2_000):
         await mem.add_many(CORPUS[start : start + 2_000])

@@ -367,10 +367,8 @@ class PostgresAdapter(RecallsAndMarks, Store):
         # One embedder call per batch: the model's per-call cost is paid once.
         return self._embed([r.content for r in records]) if self._embedder is not None else None
 
-    async def _insert(
-        self, records: list[Record], vectors: Any, replace: bool = False,
-        recalls: tuple[str, list[tuple[Any, ...]]] | None = None,
-    ) -> list[str]:
+    async def _insert(self, records: list[Record], vectors: Any, replace: bool = False,
+                      recalls: tuple[str, list[tuple[Any, ...]]] | None = None) -> list[str]:
         metadata = [r.metadata_json or json.dumps(r.metadata, ensure_ascii=False, separators=(",", ":"))
                     for r in records]
         async with self._pool.connection() as conn:
