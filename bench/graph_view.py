@@ -51,11 +51,11 @@ from pathlib import Path
 from typing import Any
 
 import memkit
+from memkit._core._graph_model import graph_from_parts
+from memkit._core._graph_schema import record_parts
 from memkit._core._records import Record
 from memkit.graph import MemoryGraph, memory_graph
-from memkit.graph._model import graph_from_parts
 from memkit.graph._page import page_from_payload, payload
-from memkit.graph._schema import record_parts
 from memkit.graph._view import select
 
 CHROMIUM = "/usr/bin/chromium"

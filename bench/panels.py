@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import memkit
 from bench._util import print_table
-from memkit._recall._recording import Recall, RecalledMemory
+from memkit._core._recalls import Recall, RecalledMemory
 
 STEPS = 10
 _TIMINGS = ("duration", "duration_ms", "latency_ms", "elapsed", "span", "none")

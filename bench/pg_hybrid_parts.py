@@ -39,8 +39,6 @@ def _stats(values: list[float]) -> str:
 
 
 async def _parts(mem: Any, query: str, times: dict[str, list[float]], counts: dict[str, list[int]]) -> None:
-    from memkit._core._ops import SearchOp
-    from memkit._retrieval import _pipeline
     from memkit._retrieval._config import HybridConfig
     from memkit._retrieval._fusion import CONTEXT_REACH
     from memkit._retrieval._keyword import analyze_query
@@ -48,6 +46,8 @@ async def _parts(mem: Any, query: str, times: dict[str, list[float]], counts: di
     from memkit.adapters import _postgres_search as s
     from memkit.adapters import _postgres_sql as q
     from memkit.adapters._postgres_keyword import keyword_hits
+    from memkit.store import _search as _pipeline
+    from memkit.store._ops import SearchOp
 
     pool, samples, counted = mem._pool, mem._samples, mem._counted
     scored: list[int] = []

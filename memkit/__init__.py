@@ -33,16 +33,16 @@ if TYPE_CHECKING:
         SupportsStats,
         SupportsTraceColumns,
     )
-    from memkit._core._registry import get_memory_provider
+    from memkit._core._recalls import Mark, Recall, RecalledMemory
     from memkit._core._usage import Prices
     from memkit._core._validate import Limits
     from memkit._evaluate import Evaluation, evaluate
     from memkit._io import export_jsonl, import_history, import_jsonl
     from memkit._recall._context import ContextWindow, build_context
-    from memkit._recall._marks import Mark
-    from memkit._recall._recording import Recall, RecalledMemory, recall_scope
+    from memkit._recall._recording import recall_scope
     from memkit._retrieval._fusion import HybridConfig
     from memkit._sync import Memory, open
+    from memkit.store._registry import get_memory_provider
 
 __all__ = [
     "BackendUnavailableError",
@@ -100,7 +100,7 @@ _LAZY: dict[str, str] = {
     "build_context": "memkit._recall._context",
     "Evaluation": "memkit._evaluate",
     "evaluate": "memkit._evaluate",
-    "get_memory_provider": "memkit._core._registry",
+    "get_memory_provider": "memkit.store._registry",
     "export_jsonl": "memkit._io",
     "import_history": "memkit._io",
     "import_jsonl": "memkit._io",

@@ -15,7 +15,7 @@ from memkit._core._records import trace_record
 
 if TYPE_CHECKING:
     from memkit._core._port import MemoryProvider
-    from memkit._recall._recording import Recall
+    from memkit._core._recalls import Recall
     from memkit._sync import Memory
 
 __all__ = ["DEMO_AGENTS", "DEMO_USERS", "REVIEW_RUN", "demo_items", "load_demo"]
@@ -202,7 +202,7 @@ def load_demo(mem: Memory, *, progress: bool = False) -> None:
     """
     mem.add_many(demo_items(), progress=progress)
     from memkit._core._port import SupportsRecalls
-    from memkit._recall._recording import Recall, RecalledMemory
+    from memkit._core._recalls import Recall, RecalledMemory
     from memkit._sync import call
 
     provider = mem.provider

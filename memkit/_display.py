@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from memkit.traces._items import status_of as shown_status
-from memkit.traces._timing import step_timing
+from memkit._core._items import status_of as shown_status
+from memkit._core._timing import step_timing
 
 if TYPE_CHECKING:
     from memkit._core._models import MemoryItem
@@ -62,7 +62,7 @@ def is_trace(item: MemoryItem) -> bool:
 
 
 def status_of(value: object) -> str:
-    """A stored status as shown (:func:`memkit.traces._items.status_of`: the vocabularies agents write)."""
+    """A stored status as shown (:func:`memkit._core._items.status_of`: the vocabularies agents write)."""
     return shown_status(value)
 
 

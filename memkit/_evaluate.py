@@ -22,10 +22,10 @@ import pandas as pd
 
 from memkit._core._errors import InvalidInputError
 from memkit._core._port import MemoryProvider, SupportsMarks, SupportsRecalls
+from memkit._core._recalls import Mark, Recall
 from memkit._core._validate import check_id, check_limit
 from memkit._recall import _recording as _recall
-from memkit._recall._marks import Mark, no_recall
-from memkit._recall._recording import Recall
+from memkit._recall._marks import no_recall
 from memkit._retrieval._config import SearchOptions
 from memkit._sync import Memory, call, provider_of
 

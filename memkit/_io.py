@@ -30,6 +30,7 @@ from memkit._core._port import (
     SupportsRecalls,
     SupportsStats,
 )
+from memkit._core._recalls import Mark, Recall
 from memkit._core._records import from_us, trace_record
 from memkit._recall import _marks
 from memkit._recall import _recording as _recall
@@ -100,10 +101,10 @@ def export_jsonl(
     return call(mem, _export, Path(path), user_id, agent_id, progress)
 
 
-def _read_jsonl(path: Path) -> tuple[list[NewMemory], list[_recall.Recall], list[_marks.Mark]]:
+def _read_jsonl(path: Path) -> tuple[list[NewMemory], list[Recall], list[Mark]]:
     items: list[NewMemory] = []
-    recalls: list[_recall.Recall] = []
-    marks: list[_marks.Mark] = []
+    recalls: list[Recall] = []
+    marks: list[Mark] = []
     try:
         f = path.open("rb")  # lines decoded one by one: a bad byte is named by its line
     except OSError as exc:
@@ -124,13 +125,13 @@ def _read_jsonl(path: Path) -> tuple[list[NewMemory], list[_recall.Recall], list
                 raise InvalidInputError(f"{path}:{number} is JSON nested deeper than Python can read") from None
             if isinstance(row, dict) and set(row) == {"recall"}:
                 try:
-                    recalls.append(_recall.Recall.model_validate(row["recall"]))
+                    recalls.append(Recall.model_validate(row["recall"]))
                 except ValidationError as exc:
                     raise InvalidInputError(f"{path}:{number} is not a valid recall: {exc}") from None
                 continue
             if isinstance(row, dict) and set(row) == {"mark"}:
                 try:
-                    marks.append(_marks.Mark.model_validate(row["mark"]))
+                    marks.append(Mark.model_validate(row["mark"]))
                 except ValidationError as exc:
                     raise InvalidInputError(f"{path}:{number} is not a valid mark: {exc}") from None
                 continue
@@ -177,7 +178,7 @@ def import_jsonl(mem: MemoryProvider | Memory, path: str | os.PathLike[str], *, 
 
 
 async def _import(
-    provider: MemoryProvider, items: list[NewMemory], recalls: list[_recall.Recall], marks: list[_marks.Mark],
+    provider: MemoryProvider, items: list[NewMemory], recalls: list[Recall], marks: list[Mark],
     progress: bool,
 ) -> int:
     """Write what :func:`import_jsonl` read and checked: no recall the store already holds, then the

@@ -35,7 +35,7 @@ from memkit._core._port import (
     SupportsReembed,
     SupportsStats,
 )
-from memkit._core._registry import build_provider, default_url
+from memkit._core._recalls import Mark, Recall
 from memkit._core._validate import (
     DEFAULT_LIMITS,
     Limits,
@@ -47,9 +47,8 @@ from memkit._core._validate import (
 )
 from memkit._recall import _marks
 from memkit._recall._context import ContextOptions
-from memkit._recall._marks import Mark
-from memkit._recall._recording import Recall
 from memkit._retrieval._config import SearchOptions
+from memkit.store._registry import build_provider, default_url
 
 __all__ = ["Memory", "call", "open"]
 
@@ -132,7 +131,7 @@ P = TypeVar("P")
 
 
 def _limits_of(provider: object) -> Limits:
-    from memkit._core._store import Store  # the adapters' base: imported once a store is in use
+    from memkit.store._base import Store  # the adapters' base: imported once a store is in use
 
     return provider.limits if isinstance(provider, Store) else DEFAULT_LIMITS
 

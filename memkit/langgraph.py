@@ -37,15 +37,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memkit._core._errors import BackendUnavailableError, ConfigError, InvalidInputError
+from memkit._core._filters import parse_filters
 from memkit._core._models import MemoryItem
-from memkit._core._ops import ValuesOp, WriteOp
 from memkit._core._port import MemoryProvider, SupportsAddMany, SupportsGet, SupportsPaging
 from memkit._core._records import Record, records_from_items
-from memkit._core._store import Store
 from memkit._core._validate import DEFAULT_LIMITS, bound_id
 from memkit._recall._recording import current_scope, recall_scope
-from memkit._retrieval._filters import parse_filters
 from memkit._sync import Memory, call, provider_of, submit
+from memkit.store._base import Store
+from memkit.store._ops import ValuesOp, WriteOp
 
 try:
     from langgraph.store.base import (

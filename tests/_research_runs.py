@@ -28,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import memkit
-from memkit._recall._recording import Recall, RecalledMemory
+from memkit._core._recalls import Recall, RecalledMemory
 from memkit._sync import run_sync
 
 __all__ = ["BACKENDS", "ExpectedRun", "store_url", "write_runs"]

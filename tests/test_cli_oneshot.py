@@ -15,10 +15,10 @@ import pytest
 from test_cli_runs import _researchers_store
 
 import memkit
-from memkit._core import _registry
 from memkit._serve._runs import open_reads, read_runs
 from memkit.adapters._sqlite._reads import SQLiteReads
 from memkit.cli import main
+from memkit.store import _registry
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +109,7 @@ def test_the_commands_answered_by_one_shot_reads_are(store: str) -> None:
 def test_read_commands_load_neither_pydantic_nor_asyncio(store: str) -> None:
     """The promise the one-shot reads keep: each reading command on SQLite, in a fresh process,
     leaves pydantic, asyncio and the store's models unloaded (and numpy for all but search)."""
-    heavy = ("pydantic", "pydantic_core", "asyncio", "memkit._core._models", "memkit._sync", "memkit._core._store",
+    heavy = ("pydantic", "pydantic_core", "asyncio", "memkit._core._models", "memkit._sync", "memkit.store._base",
              "memkit.adapters._sqlite._adapter", "numpy", "pandas")
     code = ("import sys\nfrom memkit.cli import main\n"
             f"heavy = {heavy!r}\n"
@@ -197,7 +197,7 @@ def test_a_default_store_search_loads_neither_pydantic_nor_asyncio(vector_store:
     code = ("import sys\nfrom memkit.cli import main\n"
             "code = main(['--url', sys.argv[1], *sys.argv[2:]])\n"
             "print('LOADED', code, sorted(m for m in ('pydantic', 'pydantic_core', 'asyncio', 'memkit._core._models',"
-            " 'memkit._core._store', 'memkit.adapters._sqlite._adapter', 'numpy') if m in sys.modules))\n")
+            " 'memkit.store._base', 'memkit.adapters._sqlite._adapter', 'numpy') if m in sys.modules))\n")
     for mode in ("hybrid", "keyword", "semantic"):
         done = subprocess.run([sys.executable, "-c", code, vector_store, *VSEARCH, "--mode", mode],
                               capture_output=True, text=True, check=True)
@@ -230,6 +230,6 @@ def test_the_pydantic_free_mark_keeps_the_fields_of_the_model() -> None:
     from dataclasses import fields
 
     from memkit._core._reads import MarkView
-    from memkit._recall._marks import Mark
+    from memkit._core._recalls import Mark
 
     assert [f.name for f in fields(MarkView)] == list(Mark.model_fields)

@@ -170,7 +170,7 @@ def _researchers_store(url: str) -> memkit.Memory:
     none, statuses missing or unknown, retries, errors, recalls and marks: as agents write them."""
     import random
 
-    from memkit._recall._recording import Recall, RecalledMemory
+    from memkit._core._recalls import Recall, RecalledMemory
     from memkit._sync import run_sync
 
     rng = random.Random(7)

@@ -55,8 +55,8 @@ def test_the_readme_says_which_capabilities_each_adapter_lacks(tmp_path: Path) -
     import re
 
     from memkit._core import _port as _protocols
-    from memkit._core._store import Store
     from memkit.adapters import FalkorDBAdapter, Mem0Adapter, Neo4jAdapter
+    from memkit.store._base import Store
     from memkit.testing._optional import OPTIONAL, _members
 
     readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memkit import InvalidInputError, MemoryFilter
-from memkit._retrieval._filters import matches, parse_filters
+from memkit._core._filters import matches, parse_filters
 from memkit.adapters._postgres_sql import POSTGRES
 from memkit.adapters._sqlbase import filter_sql
 from memkit.adapters._sqlite._sql import SQLITE

@@ -329,9 +329,9 @@ def test_distinct_values_of_a_metadata_path_are_read_alike(
 ) -> None:
     import json
 
-    from memkit._core._ops import ValuesOp
-    from memkit._retrieval._filters import parse_filters
+    from memkit._core._filters import parse_filters
     from memkit._sync import call
+    from memkit.store._ops import ValuesOp
 
     url = "memory://" if kind == "memory" else f"sqlite:///{tmp_path}/v.db?embedder=none"
     if kind == "postgres":

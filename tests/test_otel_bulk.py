@@ -20,13 +20,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import memkit
-from memkit._core import _stamps
+from memkit._core import _stamps, _timing
 from memkit._core._records import trace_record
 from memkit._core._stamps import new_id
+from memkit._core._timing import with_timing
 from memkit.adapters._sqlite import _schema
 from memkit.otel import import_otlp
-from memkit.traces import _timing
-from memkit.traces._timing import with_timing
 
 _numbers = st.one_of(
     st.none(), st.floats(allow_nan=True, allow_infinity=True), st.integers(-(10**15), 10**15),

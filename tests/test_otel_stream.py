@@ -23,7 +23,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import memkit
-from memkit._core._ops import StepsRestarted
 from memkit._core._validate import DEFAULT_LIMITS
 from memkit.adapters import SQLiteAdapter
 from memkit.adapters._sqlite import _step_rows
@@ -32,6 +31,7 @@ from memkit.otel import _child, _incremental, _stream, export_otlp, import_otlp
 from memkit.otel._convert import _walk
 from memkit.otel._plan import _json_or_text
 from memkit.otel._spans import _load
+from memkit.store._ops import StepsRestarted
 from memkit.traces import ExecutionHistory, Redactor, set_trace_redactor
 from tests.test_graph_vector import HashEmbedder  # an embedder of the caller's own
 from tests.test_otel_rows import _odd_export, _sdk_file, _tables, unchecked_reimport  # noqa: F401
@@ -522,7 +522,7 @@ def test_the_child_imports_neither_the_otel_sdk_nor_the_store() -> None:
     # retriever's recall is built as a plain body) and numpy (only the store's row maker, later).
     code = ("import sys, memkit.otel._child; print(sorted(m for m in sys.modules if m.startswith(("
             "'opentelemetry', 'memkit.otel._import', 'memkit.otel._export', 'memkit.otel._live', 'memkit._sync',"
-            " 'memkit.otel._stream', 'memkit._core._store', 'memkit._core._ops', 'memkit._recall', 'pydantic',"
+            " 'memkit.otel._stream', 'memkit.store._base', 'memkit.store._ops', 'memkit._recall', 'pydantic',"
             " 'numpy'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "[]"

@@ -12,9 +12,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from memkit._retrieval import _pipeline
 from memkit.adapters import _postgres_dense
 from memkit.adapters._postgres import PostgresAdapter
+from memkit.store import _search as _pipeline
 from memkit.testing import PostgresServer
 
 # What a search used to compute in SQL every time: the mean and spread of the query's cosine over

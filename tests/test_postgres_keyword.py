@@ -101,7 +101,7 @@ async def test_the_top_postings_give_exact_scores_and_the_exhaustive_rows_when_n
     rejects too many candidates. Never a memory of the other namespace, which holds the same words."""
     import psycopg
 
-    from memkit._retrieval._filters import parse_filters
+    from memkit._core._filters import parse_filters
     from memkit.adapters import _postgres_keyword, _postgres_sql
 
     monkeypatch.setattr(_postgres_keyword, "TOP_POSTINGS", budget)

@@ -301,7 +301,7 @@ def test_an_otlp_export_marks_each_failed_step_whatever_word_its_agent_used(
 
 
 def test_status_words_read_as_statuses_and_an_unknown_word_is_warned_about_once() -> None:
-    from memkit.traces._items import status_of
+    from memkit._core._items import status_of
 
     words = {"ok": "success", "ERROR": "failed", "UNSET": "success", "STATUS_CODE_ERROR": "failed", "503": "failed",
              "HTTP 200": "success", "succeeded": "success", "exception": "failed", "timeout": "failed",

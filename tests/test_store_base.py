@@ -1,78 +1,84 @@
-"""The store base: a backend written as its own file only (the operations it executes), run
-through the same conformance suite as memkit's adapters; and what a declaration promises."""
+"""The store base: a backend written outside memkit with public imports only (``tests/dict_backend.py``),
+registered by an entry point and opened by URL, passes the same conformance suite as memkit's
+adapters; and what a backend offers follows from the methods it writes."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from memkit import InvalidInputError, SupportsGet, SupportsMarks, SupportsStats, SupportsTraceColumns
-from memkit._core._models import MemoryItem
-from memkit._core._ops import DeleteOp, GetOp, ListOp, MarksOp, PingOp, ResetOp, SearchOp, WriteOp
-from memkit._core._port import Capability
-from memkit._core._records import Record, new_record
-from memkit._core._store import Store
-from memkit._retrieval._filters import matches
-from memkit._retrieval._keyword import analyze_query
-from memkit._retrieval._pipeline import rank
+import memkit
+from memkit import SupportsGet, SupportsMarks, SupportsStats, SupportsTraceColumns
 from memkit.adapters import InMemoryAdapter, SQLiteAdapter
+from memkit.store import HANDLERS, Capability, ListOp, MarksOp, PingOp, Store
 from memkit.testing import ProviderConformance
+from tests.dict_backend import DictStore
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
-class DictStore(Store):
-    """The example adapter of docs: a dict, word-overlap ranking, nothing else of its own."""
+def _register(where: Path, scheme: str = "dict", target: str = "tests.dict_backend:DictStore") -> None:
+    """Install a distribution that declares the backend, as ``pip install`` of a package would."""
+    info = where / f"{scheme}_backend-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {scheme}-backend\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[memkit.backends]\n{scheme} = {target}\n")
 
-    provider_name = "dict"
-    capabilities = frozenset({Capability.ADD_MANY, Capability.GET, Capability.PAGING, Capability.AS_OF})
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._rows: dict[str, Record] = {}  # insertion order is writing order
-
-    async def _write(self, op: WriteOp) -> list[str]:
-        clash = next((r.id for r in op.records if r.id in self._rows), None)
-        if clash is not None:
-            raise InvalidInputError(f"a memory with id {clash!r} already exists")
-        self._rows.update((r.id, r) for r in op.records)
-        return [r.id for r in op.records]
-
-    async def _list(self, op: ListOp) -> list[Record]:
-        rows = [r for r in self._rows.values() if (r.user_id, r.agent_id) == (op.user_id, op.agent_id)
-                and matches(op.conditions, r.metadata) and (op.until_us is None or r.created_us <= op.until_us)]
-        order = {r.id: i for i, r in enumerate(self._rows.values())}
-        rows.sort(key=lambda r: (r.created_us, order[r.id]), reverse=True)
-        return rows[op.offset : op.offset + op.limit]
-
-    async def _rank(self, op: SearchOp) -> list[MemoryItem]:
-        terms = set(analyze_query(op.query))
-        rows = await self._list(ListOp(op.user_id, op.agent_id, op.conditions, len(self._rows) + 1,
-                                       until_us=op.until_us))  # newest first: a stable sort keeps ties so
-        scored = sorted(((r, float(len(terms & set(analyze_query(r.content))))) for r in rows), key=lambda t: -t[1])
-        found = {r.id: r for r, score in scored if score > 0}
-        keyword = [(r.id, score) for r, score in scored if score > 0][: op.depth]
-        return [found[k].to_item(score, details) for k, score, details in rank(op, keyword, None, lambda keys: {})]
-
-    async def _get(self, op: GetOp) -> Record | None:
-        return self._rows.get(op.memory_id)
-
-    async def _delete(self, op: DeleteOp) -> bool:
-        row = self._rows.get(op.memory_id)
-        if row is None or op.user_id not in (None, row.user_id) or op.agent_id not in (None, row.agent_id):
-            return False
-        del self._rows[op.memory_id]
-        return True
-
-    async def _reset(self, op: ResetOp) -> None:
-        self._rows.clear()
+@pytest.fixture
+def registered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _register(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
 
 
 class TestDictStore(ProviderConformance):
-    """A backend written against the base alone passes the whole suite."""
+    """A backend written against the public base alone, opened by its URL, passes the whole suite."""
 
     @pytest.fixture
-    def make_provider(self) -> Callable[[], DictStore]:
-        return DictStore
+    def make_provider(self, registered: None) -> Callable[[], object]:
+        return lambda: memkit.get_memory_provider("dict://")
+
+
+def test_an_entry_point_backend_opens_by_url_and_name(registered: None) -> None:
+    assert type(memkit.get_memory_provider("dict://")) is DictStore
+    assert type(memkit.get_memory_provider({"provider": "dict"})) is DictStore
+    assert "dict" in memkit.store._registry.provider_names()
+    with memkit.open("dict://") as mem:
+        mem.add("kinase screen", "u", "a")
+        assert [m.content for m in mem.search("kinase", "u", "a")] == ["kinase screen"]
+
+
+def test_an_entry_point_backend_is_found_in_a_fresh_interpreter(tmp_path: Path) -> None:
+    _register(tmp_path)
+    code = "import memkit; print(type(memkit.get_memory_provider('dict://')).__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
+                         env={"PYTHONPATH": f"{tmp_path}:{ROOT}", "PATH": "/usr/bin:/bin"})
+    assert out.stdout.strip() == "DictStore"
+
+
+def test_a_backend_that_cannot_load_or_clashes_is_told(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _register(tmp_path / "a", "broken", "tests.no_such_module:Nothing")
+    _register(tmp_path / "b", "sqlite", "tests.dict_backend:DictStore")  # memkit's own scheme wins
+    monkeypatch.syspath_prepend(str(tmp_path / "a"))
+    monkeypatch.syspath_prepend(str(tmp_path / "b"))
+    with pytest.raises(memkit.ConfigError, match=r"the 'broken' backend .* cannot be loaded"):
+        memkit.get_memory_provider("broken://")
+    with pytest.raises(memkit.ConfigError, match=r"unknown memory URL scheme nope://"):
+        memkit.get_memory_provider("nope://")
+    assert type(memkit.get_memory_provider("sqlite://")).__name__ == "SQLiteAdapter"
+
+
+def test_the_public_base_needs_no_private_import() -> None:
+    source = (ROOT / "tests" / "dict_backend.py").read_text()
+    imports = [line for line in source.splitlines() if line.startswith(("import ", "from "))]
+    assert imports and all(" memkit._" not in line and "memkit._" not in line.split()[1] for line in imports), imports
+    code = [line for line in source.splitlines() if line.strip() and not line.lstrip().startswith(("#", '"""'))]
+    assert len(code) <= 45, len(code)
+    assert {Capability.GET, Capability.AS_OF, Capability.ADD_MANY, Capability.PAGING} == DictStore.capabilities
 
 
 def test_isinstance_answers_from_the_declaration() -> None:
@@ -112,14 +118,23 @@ def test_a_forwarding_wrapper_offers_what_the_store_declares() -> None:
     assert not isinstance(_Forwarding(DictStore()), SupportsStats)
 
 
-def test_a_declaration_without_its_methods_fails_at_class_definition() -> None:
-    with pytest.raises(TypeError, match="declares MARKS but does not define _marks, _put_marks, _remove_marks"):
-        type("Half", (DictStore,), {"capabilities": frozenset({Capability.MARKS})})
+def test_half_a_capability_fails_at_class_definition() -> None:
+    async def _marks(self: Store, op: MarksOp) -> list[memkit.Mark]:
+        return []
+
+    with pytest.raises(TypeError, match="writes _marks but not _put_marks, _remove_marks: MARKS is offered whole"):
+        type("Half", (DictStore,), {"_marks": _marks})
+    with pytest.raises(TypeError, match="sets capabilities: a backend offers one by writing its methods"):
+        type("Declared", (DictStore,), {"capabilities": frozenset({Capability.MARKS})})
+
+
+def test_every_operation_has_one_backend_method() -> None:
+    names = [name for name, _ in HANDLERS.values()]
+    assert len(names) == len(set(names))
+    assert all(callable(getattr(Store, name)) for name in names)
 
 
 class FailingPing(DictStore):
-    capabilities = DictStore.capabilities | {Capability.HEALTH}
-
     async def _ping(self, op: PingOp) -> str:
         raise ConnectionError("the server went away")
 
@@ -136,7 +151,7 @@ async def test_health_is_timed_and_a_failure_reported_not_raised() -> None:
 @pytest.mark.asyncio
 async def test_execute_runs_an_operation_value() -> None:
     store = DictStore()
-    [memory_id] = await store.execute(WriteOp((new_record("kinase screen", "u", "a", None, store.limits),)))
+    memory_id = await store.add("kinase screen", "u", "a")
     assert [r.id for r in await store.execute(ListOp("u", "a", (), limit=10))] == [memory_id]
     with pytest.raises(NotImplementedError, match="does not support marks"):
         await store.execute(MarksOp(user_id="u"))

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import memkit
-import memkit.traces._timing
+import memkit._core._timing
 from memkit._display import summary
 from memkit.charts import duration_chart
 from memkit.frames import compare_runs, run_steps, runs_frame, traces_frame
@@ -39,7 +39,7 @@ SPELLINGS: list[tuple[dict[str, object], float | None]] = [
 
 @pytest.fixture(autouse=True)
 def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(memkit.traces._timing, "_warned", set())
+    monkeypatch.setattr(memkit._core._timing, "_warned", set())
 
 
 @pytest.fixture(params=["sqlite", "memory"])
@@ -184,11 +184,11 @@ def test_readme_timing_example_runs() -> None:
 @pytest.mark.parametrize("key", ["took_ms", "wall_time", "finished_at", "completed_at", "runtime_s", "end"])
 def test_timing_like_keys_are_named(key: str) -> None:
     with pytest.warns(UserWarning, match=f"'{key}' looks like step timing"):
-        memkit.traces._timing.step_timing({key: 1})
+        memkit._core._timing.step_timing({key: 1})
 
 
 @pytest.mark.parametrize("key", ["stop_codon", "end_reason", "start_gene", "timeout_ms", "updated_at", "n_items"])
 def test_bioinformatics_keys_are_not_mistaken_for_timing(key: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        memkit.traces._timing.step_timing({key: 1})
+        memkit._core._timing.step_timing({key: 1})

@@ -3,7 +3,7 @@ declares them.
 
 Each capability is its own small protocol so callers can ask
 ``isinstance(provider, SupportsStats)`` instead of catching ``AttributeError``. A store built
-on memkit's base (:class:`memkit._core._store.Store`) *declares* what it offers as a set of
+on memkit's base (:class:`memkit.store._base.Store`) *declares* what it offers as a set of
 :class:`Capability` values, and for such a store ``isinstance`` answers from that declaration
 alone (the base writes every method once, so its shape says nothing); any other provider is
 checked by its shape, as ``typing.Protocol`` does.
@@ -67,7 +67,7 @@ class Capability(enum.StrEnum):
 
 class Declares:
     """A store that says what it offers: ``capabilities`` is the whole answer to
-    ``isinstance(store, SupportsX)`` (see :class:`memkit._core._store.Store`)."""
+    ``isinstance(store, SupportsX)`` (see :class:`memkit.store._base.Store`)."""
 
     capabilities: frozenset[Capability] = frozenset()
 
@@ -75,9 +75,8 @@ class Declares:
 if TYPE_CHECKING:
     from abc import ABCMeta as _ProtocolMeta
 
-    from memkit._recall._marks import Mark
-    from memkit._recall._recording import Recall
-    from memkit.graph._model import MemoryGraph
+    from memkit._core._graph_model import MemoryGraph
+    from memkit._core._recalls import Mark, Recall
 else:
     _ProtocolMeta = type(Protocol)
 
@@ -395,7 +394,7 @@ class SupportsGraph(Protocol, metaclass=_Declared):
 @runtime_checkable
 class SupportsImportSteps(Protocol, metaclass=_Declared):
     """Write a bulk import's trace steps and recalls straight into rows, in one transaction (given a
-    :class:`memkit._core._ops.ImportStepsOp`): a store that can skips the records and recall models
+    :class:`memkit.store._ops.ImportStepsOp`): a store that can skips the records and recall models
     the general path builds for each step. Internal: imports use it, users never call it."""
 
     async def _import_steps(self, op: Any) -> int: ...

@@ -1,6 +1,6 @@
 """One-shot reads: what a command that reads a little and exits asks of a store, on the caller's thread.
 
-A store whose registry entry names a ``reads`` opener (see :mod:`memkit._core._registry`) answers
+A store whose registry entry names a ``reads`` opener (see :mod:`memkit.store._registry`) answers
 the command line's reads (``memkit runs``, ``show``, ``namespaces``, ``stats``, and a keyword
 ``search`` where that is what the store would run) through
 :class:`OneShotReads` without the models, pydantic or an event loop, which are most of such a
@@ -156,7 +156,7 @@ class OneShotReads(Protocol):
     def run_summaries(
         self, user_id: str | None = None, agent_id: str | None = None, workflow_id: str | None = None
     ) -> list[RunSummary]:
-        """What :meth:`memkit._core._store.Store.run_summaries` answers."""
+        """What :meth:`memkit.store._base.Store.run_summaries` answers."""
         ...
 
     def run_steps(self, ids: tuple[str, str, str | None, str | None], size: int) -> list[Step]:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 from memkit._core._encoding import TINY_FLOAT, content_text, encode_metadata_once
 from memkit._core._errors import InvalidInputError
 from memkit._core._stamps import from_us, new_id, now_us, to_us
+from memkit._core._timing import with_timing
 from memkit._core._validate import (
     DEFAULT_LIMITS,
     Limits,
@@ -24,7 +25,6 @@ from memkit._core._validate import (
     check_namespace,
     encode_metadata,
 )
-from memkit.traces._timing import with_timing
 
 # The models (and pydantic) load with the first record made into an item: the command line's
 # one-shot reads use records' times and never make one.
@@ -390,7 +390,7 @@ def trace_record(
     ``workflow_id``, the scalar audit fields of :data:`TRACE_FIELDS` when present,
     the caller's ``trace_data["metadata"]``, and the whole payload under ``trace``
     so replay never has to parse content; step timing in any spelling memkit reads
-    (see :mod:`memkit.traces._timing`) is also stored as ``timestamp``/``duration``.
+    (see :mod:`memkit._core._timing`) is also stored as ``timestamp``/``duration``.
     ``type`` and ``workflow_id`` cannot be overridden by the payload. The process-wide redactor (see
     :func:`set_trace_redactor`) runs first, so secrets reach neither content nor
     metadata.
@@ -504,7 +504,7 @@ def _checked_trace_record(
     extra = data.get("metadata") or {}
     if not isinstance(extra, dict):
         extra = {"metadata": extra}
-    # Any timing spelling becomes the canonical timestamp/duration too (see memkit.traces._timing).
+    # Any timing spelling becomes the canonical timestamp/duration too (see memkit._core._timing).
     payload = with_timing({k: v for k, v in data.items() if k != "metadata"})
     payload = check_metadata(payload, limits)  # JSON-safe before it is rendered
     meta: dict[str, Any] = dict(extra)

@@ -1,4 +1,4 @@
-"""Workflow runs as one row each: what :meth:`memkit._core._store.Store.run_summaries` answers.
+"""Workflow runs as one row each: what :meth:`memkit.store._base.Store.run_summaries` answers.
 
 A run is the trace steps sharing ``(user_id, agent_id, workflow_id, run_id)``; its row has the
 figures of a :func:`memkit.frames.runs_frame` row (status, steps, failed steps, first error,
@@ -15,10 +15,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memkit._core._errors import InvalidInputError
+from memkit._core._items import status_of
 from memkit._core._records import from_us, to_us
+from memkit._core._timing import step_timing
 from memkit._core._usage import Usage, usage_of
-from memkit.traces._items import status_of
-from memkit.traces._timing import step_timing
 
 if TYPE_CHECKING:
     from memkit._core._port import MemoryProvider
@@ -422,7 +422,7 @@ async def _many_records(provider: MemoryProvider, user_id: str | None, agent_id:
 async def recall_counts(provider: MemoryProvider, workflow_id: str | None) -> dict[tuple[Any, ...], int] | None:
     """Searches per step, keyed by the step's namespace, workflow, run and index (``None``: none kept)."""
     from memkit._core._port import SupportsRecallCounts, SupportsRecalls
-    from memkit._recall._recording import step_namespace
+    from memkit._core._recalls import step_namespace
 
     if isinstance(provider, SupportsRecallCounts):
         rows = await provider.recall_step_counts(workflow_id)

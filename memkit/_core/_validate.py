@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
 from memkit._core._errors import ConfigError, InvalidInputError
-from memkit._retrieval._filters import Condition, parse_filters
+from memkit._core._filters import Condition, parse_filters
 
 __all__ = ["DEFAULT_LIMITS", "Limits", "check_forwarded", "checked", "checked_as", "checked_methods"]
 

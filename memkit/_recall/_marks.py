@@ -16,21 +16,18 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable
-from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 import pydantic_core
-from pydantic import BaseModel, ConfigDict
 
 from memkit._core._errors import InvalidInputError, NotFoundError
 from memkit._core._models import MemoryItem
+from memkit._core._recalls import Mark, Recall
 from memkit._core._records import from_us, now_us
 from memkit._core._validate import DEFAULT_LIMITS, Limits, check_id, check_namespace, check_text
-from memkit._recall._recording import Recall
 
 __all__ = [
     "MAX_NOTE_CHARS",
-    "Mark",
     "check_flag",
     "check_note",
     "check_reads",
@@ -56,38 +53,6 @@ STEP_LABELS = ("good", "bad")
 
 # Newlines and tabs are text; other control characters (a terminal escape, a NUL) are not.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-
-
-class Mark(BaseModel):
-    """A researcher's mark on a recalled memory (``label`` relevant / not_relevant) or on a step (good / bad).
-
-    A memory mark names ``recall_id`` and ``memory_id`` and copies the recall's ``query``;
-    a step mark names ``step_id``, the id of the step's trace record. Both copy where the
-    step is (``workflow_id, run_id, step_index, step_name``) so marks can be read per run.
-    ``note`` is the researcher's own text, kept as given and shown as text.
-    """
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    id: str
-    created_at: datetime
-    user_id: str
-    agent_id: str
-    label: Literal["relevant", "not_relevant", "good", "bad"]
-    note: str = ""
-    recall_id: str | None = None
-    memory_id: str | None = None
-    step_id: str | None = None
-    query: str | None = None
-    workflow_id: str | None = None
-    run_id: str | None = None
-    step_index: int | None = None
-    step_name: str | None = None
-
-    @property
-    def kind(self) -> Literal["memory", "step"]:
-        """``"memory"`` for a mark on a recalled memory, ``"step"`` for one on a step."""
-        return "step" if self.step_id is not None else "memory"
 
 
 def mark_id(user_id: str, agent_id: str, recall_id: str | None, memory_id: str | None, step_id: str | None) -> str:

@@ -39,20 +39,18 @@ from types import TracebackType
 from typing import Any, Literal
 
 import pydantic_core
-from pydantic import BaseModel, ConfigDict, Field
 
 from memkit._core._errors import InvalidInputError
 from memkit._core._models import MemoryFilter, MemoryItem
 from memkit._core._port import RecallKeeper
+from memkit._core._recalls import Recall
 from memkit._core._records import from_us, now_us, to_us
 from memkit._core._stamps import iso_us as _iso
 from memkit._core._stamps import json_time
 from memkit._core._validate import DEFAULT_LIMITS, Limits, check_id, check_namespace
 
 __all__ = [
-    "Recall",
     "RecallScope",
-    "RecalledMemory",
     "body_of",
     "check_as_of",
     "checked_bodies",
@@ -67,69 +65,8 @@ __all__ = [
     "recall_scope",
     "record",
     "settle",
-    "step_namespace",
     "step_scope",
 ]
-
-
-class RecalledMemory(BaseModel):
-    """One memory a recall returned: its rank (1 = best), score, legs and text at the time."""
-
-    model_config = ConfigDict(defer_build=True)
-
-    id: str
-    rank: int
-    score: float | None = None
-    details: dict[str, Any] | None = None
-    content: str
-
-
-class Recall(BaseModel):
-    """One recorded ``search`` (``kind="search"``) or ``build_context`` (``kind="context"``).
-
-    ``mode`` is the mode the search ran in (``"keyword"``, ``"semantic"``, ``"hybrid"``),
-    ``filters`` the metadata filters as given. For a context recall, ``hits`` are the
-    memories that went into the prompt (with their rank among the candidates) and
-    ``options`` its budget and candidate count. ``workflow_id``, ``run_id``,
-    ``step_index``, ``step_name`` and ``attempt`` say which step recalled it (``None``
-    outside a step); ``trace_user_id`` and ``trace_agent_id`` the namespace that step's
-    trace is stored in, when the step said so (``None``: the namespace searched; see
-    :func:`step_namespace`).
-    """
-
-    model_config = ConfigDict(defer_build=True)
-
-    id: str
-    created_at: datetime
-    user_id: str
-    agent_id: str
-    kind: Literal["search", "context"] = "search"
-    query: str
-    mode: str
-    filters: dict[str, Any] | None = None
-    limit: int
-    as_of: datetime | None = None
-    options: dict[str, Any] | None = None
-    workflow_id: str | None = None
-    run_id: str | None = None
-    step_index: int | None = None
-    step_name: str | None = None
-    attempt: int | None = None
-    trace_user_id: str | None = None
-    trace_agent_id: str | None = None
-    hits: list[RecalledMemory] = Field(default_factory=list)
-
-
-def step_namespace(recall: Recall) -> tuple[str, str]:
-    """The namespace of the trace whose step made ``recall``: a step belongs to one namespace's run.
-
-    Runs are told apart by namespace (two users may run the same ``workflow_id`` without a
-    ``run_id``), so a recall counts only for the step of its own namespace. A step of
-    :class:`memkit.traces.ExecutionHistory` records its history's namespace; a recall that
-    names none (made in a :func:`recall_scope` without ``user_id``, or recorded before
-    recalls kept it) belongs to the step in the namespace it searched.
-    """
-    return (recall.trace_user_id or recall.user_id, recall.trace_agent_id or recall.agent_id)
 
 
 _HIT_FIELDS = ("id", "rank", "score", "details", "content")

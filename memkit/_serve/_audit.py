@@ -15,10 +15,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memkit._core._errors import InvalidInputError, MemkitError
+from memkit._core._items import error_headline
 from memkit._display import format_duration, format_run_duration, format_time, printable
 from memkit._serve._runs import RunDetail, RunUsage, filter_runs, open_reads, read_run, read_runs, runs_usage
 from memkit._serve._terminal import cell, json_line, say, table, when
-from memkit.traces._items import error_headline
 
 __all__ = ["NothingFound", "add_audit_commands"]
 

@@ -37,13 +37,13 @@ from memkit._core._errors import (
 )
 from memkit._core._models import MemoryItem
 from memkit._core._port import MemoryProvider, SupportsClose, SupportsMarks, SupportsRecalls
-from memkit._core._registry import build_provider, default_url
+from memkit._core._recalls import Mark
 from memkit._core._validate import DEFAULT_LIMITS, Limits, check_namespace
 from memkit._display import format_time, printable, shorten, summary
-from memkit._recall._marks import Mark
 from memkit._serve._catalogue import KEY_VALUE_TOOLS, MCP_TOOLS, Namespace, Tool
 from memkit._serve._kv import MemoryTools, kv_path
 from memkit._serve._stdio import stdio
+from memkit.store._registry import build_provider, default_url
 
 if TYPE_CHECKING:
     from mcp.server import Server, ServerRequestContext

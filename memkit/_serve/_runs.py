@@ -210,7 +210,7 @@ def _runs_named(reads: OneShotReads, name: str, user_id: str | None, agent_id: s
 
 
 def _step_namespace(recall: Any) -> tuple[str, str]:
-    """:func:`memkit._recall._recording.step_namespace` of a recall or its view."""
+    """:func:`memkit._core._recalls.step_namespace` of a recall or its view."""
     return (recall.trace_user_id or recall.user_id, recall.trace_agent_id or recall.agent_id)
 
 
@@ -251,7 +251,7 @@ def read_run(reads: OneShotReads, name: str, user_id: str | None = None, agent_i
 def open_reads(url: str | None) -> OneShotReads:
     """What the command line reads ``url`` (``None``: the default store) through: the store's own
     one-shot reads where its adapter offers them for this file, else its port (:class:`PortReads`)."""
-    from memkit._core._registry import default_url, one_shot_reads
+    from memkit.store._registry import default_url, one_shot_reads
 
     reads = one_shot_reads(url if url is not None else default_url())
     return reads if reads is not None else port_reads(url)
@@ -325,7 +325,7 @@ async def _summaries(
 ) -> list[RunSummary]:
     from memkit._core._port import SupportsExport
     from memkit._core._runs import summaries
-    from memkit._core._store import Store
+    from memkit.store._base import Store
 
     if isinstance(provider, Store) and isinstance(provider, SupportsExport):
         return await provider.run_summaries(user_id=user_id, agent_id=agent_id, workflow_id=workflow_id)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from memkit._core._registry import adapter_modules
+from memkit.store._registry import adapter_modules
 
 if TYPE_CHECKING:
     from memkit.adapters._falkordb import FalkorDBAdapter

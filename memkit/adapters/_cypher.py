@@ -10,7 +10,7 @@ DDL text, lives beside its adapter (:mod:`memkit.adapters._falkordb`,
 :mod:`memkit.adapters._neo4j`).
 
 Every value is a parameter; labels and property names come from the schema
-(:mod:`memkit.graph._schema`), never from input.
+(:mod:`memkit._core._graph_schema`), never from input.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import abc
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from memkit.graph._schema import NODE_LABELS
+from memkit._core._graph_schema import NODE_LABELS
 
 __all__ = ["PAGE", "Dialect", "Statement"]
 

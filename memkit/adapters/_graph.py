@@ -4,7 +4,7 @@ The Cypher text and the :class:`~memkit.adapters._cypher.Dialect` seam live in
 :mod:`memkit.adapters._cypher`; ranked search and its per-namespace caches in
 :mod:`memkit.adapters._graph_search`; reading the graph back for the views in
 :mod:`memkit.adapters._graph_views`. Metadata is stored as one JSON string and filtered in
-Python with :func:`memkit._retrieval._filters.matches`, the reference semantics, after Cypher has
+Python with :func:`memkit._core._filters.matches`, the reference semantics, after Cypher has
 narrowed the candidates to one namespace.
 """
 
@@ -13,18 +13,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Iterable
 from typing import Any, TypedDict
 
-from memkit._core import _ops as ops
 from memkit._core._errors import ConfigError, InvalidInputError
+from memkit._core._filters import matches
+from memkit._core._graph_model import MemoryGraph
+from memkit._core._graph_schema import DEFAULT_ENTITY_FIELDS, RecordParts, edge_id, memory_key, node_key, record_parts
 from memkit._core._models import MemoryItem, NamespaceInfo, Stats
-from memkit._core._port import Capability
+from memkit._core._recalls import Mark, Recall
 from memkit._core._records import Record, from_us, now_us, to_us
-from memkit._core._store import Store
 from memkit._core._validate import DEFAULT_LIMITS, Limits, check_id, check_limit
 from memkit._recall import _marks
 from memkit._recall import _recording as _recall
-from memkit._recall._marks import Mark
-from memkit._recall._recording import Recall
-from memkit._retrieval._filters import matches
 from memkit._retrieval._fusion import HybridConfig
 from memkit.adapters._cypher import (
     DELETE,
@@ -53,8 +51,8 @@ from memkit.adapters._cypher import (
 from memkit.adapters._graph_search import GraphSearch, record_of
 from memkit.adapters._graph_views import read_graph, read_neighbourhood
 from memkit.embeddings import Embedder
-from memkit.graph._model import MemoryGraph
-from memkit.graph._schema import DEFAULT_ENTITY_FIELDS, RecordParts, edge_id, memory_key, node_key, record_parts
+from memkit.store import _ops as ops
+from memkit.store._base import Store
 
 __all__ = ["GraphAdapter", "GraphOptions"]
 
@@ -121,11 +119,7 @@ class GraphAdapter(Store):
     """
 
     provider_name = "graph"
-    capabilities = frozenset({
-        Capability.ADD_MANY, Capability.GET, Capability.PAGING, Capability.NAMESPACES, Capability.STATS,
-        Capability.HEALTH, Capability.EXPORT, Capability.CLOSE, Capability.RECALLS, Capability.MARKS,
-        Capability.AS_OF, Capability.GRAPH,
-    })
+    supports_as_of = True
 
     def __init__(
         self,

@@ -2,7 +2,7 @@
 
 The database narrows to one namespace and hands back rows; memkit's BM25 and the namespace's
 own vectors (a :class:`~memkit.adapters._namespace_cache.NamespaceCache` per namespace) rank
-them, and :func:`memkit._retrieval._pipeline.rank` fuses the legs as on every other backend.
+them, and :func:`memkit.store._search.rank` fuses the legs as on every other backend.
 
 A cache is valid while the database's :data:`~memkit.adapters._cypher.NS_FINGERPRINT` of the
 namespace (count, newest ``seq``, checksum of every ``seq``) equals the cache's, checked before
@@ -19,17 +19,17 @@ from typing import Any
 
 import numpy as np
 
-from memkit._core import _ops as ops
+from memkit._core._filters import matches
+from memkit._core._graph_schema import memory_key, node_key
 from memkit._core._models import MemoryItem
 from memkit._core._records import Record
-from memkit._retrieval import _pipeline
 from memkit._retrieval._cache import IndexCache
-from memkit._retrieval._filters import matches
 from memkit._retrieval._fusion import DenseScores, VectorIndex
 from memkit._retrieval._keyword import analyze_query
 from memkit.adapters._cypher import CHECKSUM, NS_FINGERPRINT, NS_PAGE, PAGE, Statement
 from memkit.adapters._namespace_cache import NamespaceCache
-from memkit.graph._schema import memory_key, node_key
+from memkit.store import _ops as ops
+from memkit.store import _search as _pipeline
 
 __all__ = ["Fingerprint", "GraphSearch", "record_of"]
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from memkit._core._graph_model import GraphBuilder, MemoryGraph
+from memkit._core._graph_schema import NODE_LABELS, memory_key
 from memkit.adapters._cypher import AROUND, EXPAND, GRAPH_SEEDS, LOOKUP, NODE_AT, NODES, PAGE
-from memkit.graph._model import GraphBuilder, MemoryGraph
-from memkit.graph._schema import NODE_LABELS, memory_key
 
 __all__ = ["read_graph", "read_neighbourhood"]
 

@@ -9,9 +9,9 @@ the Mem0 platform through mem0's ``MemoryClient``.
 How the port maps onto mem0 (see docs/mem0.md):
 
 - Ids and payloads: see :mod:`memkit.adapters._mem0_backend`, which holds every call into mem0.
-- Search runs the shared pipeline (:mod:`memkit._retrieval._pipeline`): mem0's similarity is the one
+- Search runs the shared pipeline (:mod:`memkit.store._search`): mem0's similarity is the one
   (semantic) leg, so scores, ties and ``score_details`` are those of every other store.
-- Filters use the reference semantics (:func:`memkit._retrieval._filters.matches`) on
+- Filters use the reference semantics (:func:`memkit._core._filters.matches`) on
   mem0's results; ordering is done here, because mem0's listing is unordered.
 - mem0's calls are blocking; each adapter runs them on its own worker thread.
 """
@@ -27,18 +27,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
 from urllib.parse import urlsplit
 
-from memkit._core import _ops as ops
 from memkit._core._errors import BackendUnavailableError, ConfigError, InvalidInputError, MemkitError, StorageError
+from memkit._core._filters import Condition, matches
 from memkit._core._models import MemoryItem, NamespaceInfo, NewMemory, Stats
-from memkit._core._port import Capability
+from memkit._core._recalls import Mark, Recall
 from memkit._core._records import Record, namespace_infos, now_us
-from memkit._core._store import Store
 from memkit._core._url import bool_option, query_options
 from memkit._core._validate import DEFAULT_LIMITS, Limits
-from memkit._recall._marks import Mark
-from memkit._recall._recording import Recall
-from memkit._retrieval import _pipeline
-from memkit._retrieval._filters import Condition, matches
 from memkit._retrieval._fusion import DenseScores
 from memkit.adapters._mem0_backend import (
     DEFAULT_COLLECTION,
@@ -56,6 +51,9 @@ from memkit.adapters._mem0_backend import (
 from memkit.adapters._mem0_seed import seed_options
 from memkit.adapters._plumbing import Worker
 from memkit.embeddings import Embedder
+from memkit.store import _ops as ops
+from memkit.store import _search as _pipeline
+from memkit.store._base import Store
 
 if TYPE_CHECKING:
     from memkit.adapters._sqlite import SQLiteAdapter
@@ -158,11 +156,7 @@ class Mem0Adapter(Store):
 
     provider_name = "mem0"
     # Recalls and marks live in the recall file (``recalls_path``); without one they read as none.
-    capabilities = frozenset({
-        Capability.ADD_MANY, Capability.GET, Capability.PAGING, Capability.NAMESPACES, Capability.STATS,
-        Capability.HEALTH, Capability.EXPORT, Capability.CLOSE, Capability.RECALLS, Capability.MARKS,
-        Capability.AS_OF,
-    })
+    supports_as_of = True
     health_failures = (StorageError, BackendUnavailableError)
     keeps_given_ids = False  # mem0 assigns ids itself
 

@@ -8,22 +8,20 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import numpy as np
 
-from memkit._core import _ops as ops
 from memkit._core._errors import ConfigError, InvalidInputError
+from memkit._core._filters import Condition, matches
 from memkit._core._models import MemoryItem, NamespaceInfo, Stats
-from memkit._core._port import Capability
+from memkit._core._recalls import Mark, Recall
 from memkit._core._records import Record, namespace_infos
-from memkit._core._store import Store
 from memkit._core._validate import DEFAULT_LIMITS, Limits
 from memkit._recall import _marks
 from memkit._recall import _recording as _recall
-from memkit._recall._marks import Mark
-from memkit._recall._recording import Recall
-from memkit._retrieval import _pipeline
 from memkit._retrieval._config import dense_path
-from memkit._retrieval._filters import Condition, matches
 from memkit._retrieval._fusion import HybridConfig, Neighbours, VectorIndex, dense_leg
 from memkit._retrieval._keyword import KeywordIndex, analyze_query
+from memkit.store import _ops as ops
+from memkit.store import _search as _pipeline
+from memkit.store._base import Store
 
 if TYPE_CHECKING:
     from memkit.embeddings import Embedder
@@ -57,11 +55,7 @@ class InMemoryAdapter(Store):
     """
 
     provider_name = "memory"
-    capabilities = frozenset({
-        Capability.ADD_MANY, Capability.GET, Capability.PAGING, Capability.NAMESPACES, Capability.STATS,
-        Capability.HEALTH, Capability.EXPORT, Capability.CLOSE, Capability.RECALLS, Capability.MARKS,
-        Capability.AS_OF,
-    })
+    supports_as_of = True
 
     def __init__(
         self,

@@ -1,6 +1,6 @@
 """The threads an adapter runs its blocking client calls on (SQLite's connection, the FalkorDB
 client, mem0), and the one way to close them: :class:`Worker`. Everything else adapters share
-is the store base's (:class:`memkit._core._store.Store`).
+is the store base's (:class:`memkit.store._base.Store`).
 """
 
 from __future__ import annotations

@@ -23,7 +23,21 @@ from urllib.parse import urlsplit, urlunsplit
 
 from memkit._core._errors import BackendUnavailableError, ConfigError, StorageError
 from memkit._core._models import MemoryItem, NamespaceInfo, Stats
-from memkit._core._ops import (
+from memkit._core._records import Record, from_us
+from memkit._core._url import bool_option, embedder_option, query_options
+from memkit._core._validate import DEFAULT_LIMITS, Limits
+from memkit._retrieval._fusion import HybridConfig
+from memkit.adapters import _postgres_index, _postgres_schema, _postgres_writes
+from memkit.adapters import _postgres_sql as q
+from memkit.adapters._postgres_dense import SampleCache
+from memkit.adapters._postgres_keyword import Frequencies
+from memkit.adapters._postgres_loop import Loop, conninfo, load_psycopg, safe_url, timed_out
+from memkit.adapters._postgres_recalls import RecallsAndMarks
+from memkit.adapters._postgres_schema import ADVISORY_LOCK, META_TABLE, MIGRATIONS, SCHEMA_VERSION
+from memkit.adapters._postgres_search import ranked
+from memkit.adapters._sqlbase import created_by, embedded, filter_sql
+from memkit.store._base import Store
+from memkit.store._ops import (
     CloseOp,
     DeleteOp,
     ExportOp,
@@ -38,21 +52,6 @@ from memkit._core._ops import (
     ValuesOp,
     WriteOp,
 )
-from memkit._core._port import Capability
-from memkit._core._records import Record, from_us
-from memkit._core._store import Store
-from memkit._core._url import bool_option, embedder_option, query_options
-from memkit._core._validate import DEFAULT_LIMITS, Limits
-from memkit._retrieval._fusion import HybridConfig
-from memkit.adapters import _postgres_index, _postgres_schema, _postgres_writes
-from memkit.adapters import _postgres_sql as q
-from memkit.adapters._postgres_dense import SampleCache
-from memkit.adapters._postgres_keyword import Frequencies
-from memkit.adapters._postgres_loop import Loop, conninfo, load_psycopg, safe_url, timed_out
-from memkit.adapters._postgres_recalls import RecallsAndMarks
-from memkit.adapters._postgres_schema import ADVISORY_LOCK, META_TABLE, MIGRATIONS, SCHEMA_VERSION
-from memkit.adapters._postgres_search import ranked
-from memkit.adapters._sqlbase import created_by, embedded, filter_sql
 
 __all__ = ["PostgresAdapter"]
 
@@ -102,7 +101,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
     """
 
     provider_name = "postgres"
-    capabilities = frozenset(Capability) - {Capability.GRAPH, Capability.TRACE_PAYLOADS}
+    supports_as_of = True
     health_failures: ClassVar[tuple[type[BaseException], ...]] = (StorageError, BackendUnavailableError)
 
     def __init__(

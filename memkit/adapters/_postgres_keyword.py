@@ -45,7 +45,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from memkit._retrieval._filters import Condition
+from memkit._core._filters import Condition
 from memkit._retrieval._keyword import K1, B
 from memkit.adapters import _postgres_sql as q
 from memkit.adapters._sqlbase import filter_sql

@@ -10,14 +10,13 @@ from collections.abc import Awaitable, Coroutine, Iterable
 from typing import Any, TypeVar
 
 from memkit._core._errors import InvalidInputError
-from memkit._core._ops import AddRecallsOp, ImportStepsOp, MarksOp, PutMarksOp, RecallsOp, RemoveMarksOp, StepsRestarted
+from memkit._core._recalls import Mark, Recall
 from memkit._core._records import Record, now_us, to_us
 from memkit._core._validate import Limits, check_id
 from memkit._recall import _marks
 from memkit._recall import _recording as _recall
-from memkit._recall._marks import Mark
-from memkit._recall._recording import Recall
 from memkit.adapters._postgres_loop import load_psycopg
+from memkit.store._ops import AddRecallsOp, ImportStepsOp, MarksOp, PutMarksOp, RecallsOp, RemoveMarksOp, StepsRestarted
 
 __all__ = ["RecallsAndMarks"]
 

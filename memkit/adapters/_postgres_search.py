@@ -8,8 +8,6 @@ import asyncio
 from typing import Any
 
 from memkit._core._models import MemoryItem
-from memkit._core._ops import SearchOp
-from memkit._retrieval import _pipeline
 from memkit._retrieval._fusion import CONTEXT_REACH, DenseScores
 from memkit._retrieval._keyword import analyze_query, named_speakers
 from memkit.adapters import _postgres_sql as q
@@ -17,6 +15,8 @@ from memkit.adapters._postgres_dense import VERSION_SQL, SampleCache
 from memkit.adapters._postgres_keyword import Frequencies, keyword_hits
 from memkit.adapters._postgres_loop import load_psycopg
 from memkit.adapters._postgres_schema import segment_bounds, segment_kinds
+from memkit.store import _search as _pipeline
+from memkit.store._ops import SearchOp
 
 __all__ = ["ranked"]
 

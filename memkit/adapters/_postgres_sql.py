@@ -20,9 +20,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from memkit._core._filters import Condition
 from memkit._core._records import Record
 from memkit._retrieval._config import EXACT_MAX, dense_path
-from memkit._retrieval._filters import Condition
 from memkit._retrieval._keyword import K1, B, analyze
 from memkit.adapters._postgres_writes import text_in
 from memkit.adapters._sqlbase import Dialect, filter_sql

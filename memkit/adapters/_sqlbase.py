@@ -1,7 +1,7 @@
 """What the SQL stores (SQLite, PostgreSQL) share: the metadata-filter compiler, the trace
 filters' predicate and the embedder's shape check. A :class:`Dialect` carries every difference.
 
-The filter compiler owns the meaning (:mod:`memkit._retrieval._filters`: types never mix, a missing key
+The filter compiler owns the meaning (:mod:`memkit._core._filters`: types never mix, a missing key
 is ``None``, ``$ne``/``$nin`` are exact negations, every test is true or false, never NULL). A
 dialect owns only text: its placeholder, its boolean literals, the expression that names a JSON
 value's type, the type names of each kind, and how a value of a kind is read and compared.
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from memkit._core._errors import ConfigError
-from memkit._retrieval._filters import Condition, type_class
+from memkit._core._filters import Condition, type_class
 
 if TYPE_CHECKING:
     import numpy as np

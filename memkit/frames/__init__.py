@@ -9,7 +9,7 @@ Columns of :func:`traces_frame`, in this order: ``workflow_id, agent_id, user_id
 run_id, step_index, step_name, tool, status, started_at, ended_at, duration_s,
 retry_count, error, created_at``, then ``params.*`` and ``result.*`` sorted by name (and
 ``data.*``, every other key the agents wrote, with ``data=True``). ``status`` reads as shown
-(an agent's ``ok``, ``ERROR`` or ``503`` as ``success``/``failed``: :func:`memkit.traces._items.status_of`).
+(an agent's ``ok``, ``ERROR`` or ``503`` as ``success``/``failed``: :func:`memkit._core._items.status_of`).
 ``started_at``/``ended_at``/``created_at`` are tz-aware UTC; rows are in replay
 order (the order the steps were stored).
 

@@ -10,6 +10,7 @@ from typing import Any, TypedDict, Unpack
 import numpy as np
 import pandas as pd
 
+from memkit._core._items import READ_KEYS, agent_keys, status_of
 from memkit._core._models import NamespaceInfo
 from memkit._core._port import (
     MemoryProvider,
@@ -20,12 +21,11 @@ from memkit._core._port import (
     SupportsTracePayloads,
 )
 from memkit._core._records import to_us
+from memkit._core._timing import step_timing
 from memkit._sync import Memory, call, provider_of
 from memkit.frames._recalls import _with_recall_counts
 from memkit.frames._usage import STEP_USAGE_COLUMNS, USAGE_WORDS, PricesLike, found_of, with_usage
 from memkit.traces import ExecutionStatus, categorize_error
-from memkit.traces._items import READ_KEYS, agent_keys, status_of
-from memkit.traces._timing import step_timing
 
 _provider = provider_of
 
@@ -128,7 +128,7 @@ def _utc(values: np.ndarray) -> pd.DatetimeIndex:
 
 
 def _shown_statuses(words: Any, index: pd.Index) -> pd.Series:
-    """The status each step's word means (:func:`memkit.traces._items.status_of`), read once per word."""
+    """The status each step's word means (:func:`memkit._core._items.status_of`), read once per word."""
     codes, uniques = pd.factorize(np.asarray(words, dtype=object), use_na_sentinel=False)
     shown = np.array([status_of(w) for w in uniques] or ["unknown"], dtype=object)
     return pd.Series(shown[codes] if len(codes) else [], index=index, dtype=object)
@@ -272,7 +272,7 @@ async def _payloads(provider: MemoryProvider, user_id: str | None, agent_id: str
 
 def with_agent_keys(steps: pd.DataFrame, payloads: dict[str, Any]) -> pd.DataFrame:
     """``steps`` with a ``data.<key>`` column per key an agent wrote that no other column shows
-    (:func:`memkit.traces._items.agent_keys`), cells as written, ``None`` where a step has none."""
+    (:func:`memkit._core._items.agent_keys`), cells as written, ``None`` where a step has none."""
     cells: dict[str, dict[int, Any]] = {}
     for position, step_id in enumerate(steps.index):
         payload = payloads.get(str(step_id))

@@ -13,9 +13,7 @@ from memkit._core._port import (
     SupportsRecallCounts,
     SupportsRecalls,
 )
-from memkit._recall import _recording as _recall
-from memkit._recall._marks import Mark
-from memkit._recall._recording import Recall, RecalledMemory
+from memkit._core._recalls import Mark, Recall, RecalledMemory, step_namespace
 from memkit._sync import Memory, call, provider_of
 
 RECALL_COLUMNS = (
@@ -142,7 +140,7 @@ def recall_counts(
             "recalled": pd.Series([r[6] or 0 for r in rows], dtype="int64"),
         })
     recalls = [r for r in call(provider, _recalls_of, workflow_id=workflow_id) if r.step_index is not None]
-    spaces = [_recall.step_namespace(r) for r in recalls]
+    spaces = [step_namespace(r) for r in recalls]
     if user_id is not None or agent_id is not None:
         keep = [(user_id is None or u == user_id) and (agent_id is None or a == agent_id) for u, a in spaces]
         recalls = [r for r, k in zip(recalls, keep, strict=True) if k]

@@ -15,9 +15,9 @@ from memkit._core._port import (
     SupportsGet,
     SupportsRecalls,
 )
+from memkit._core._recalls import Recall
 from memkit._display import status_of
 from memkit._recall import _recording as _recall
-from memkit._recall._recording import Recall
 from memkit._sync import Memory, call
 from memkit.frames._reading import StepFilters, _missing, traces_frame
 from memkit.traces import ExecutionHistory, ExecutionItem, ExecutionStatus

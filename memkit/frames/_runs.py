@@ -8,6 +8,7 @@ from typing import Any, Unpack
 import numpy as np
 import pandas as pd
 
+from memkit._core._items import status_of
 from memkit._core._port import (
     MemoryProvider,
     SupportsGet,
@@ -26,7 +27,6 @@ from memkit.frames._usage import (
     usage_filter,
     with_usage,
 )
-from memkit.traces._items import status_of
 
 # -- runs --------------------------------------------------------------------------------
 
@@ -43,7 +43,7 @@ _NAT = np.iinfo(np.int64).min
 
 
 def _normalised(df: pd.DataFrame) -> pd.DataFrame:
-    """The step frame with ``status`` as shown (:func:`memkit.traces._items.status_of`, once per word)."""
+    """The step frame with ``status`` as shown (:func:`memkit._core._items.status_of`, once per word)."""
     if df.empty:
         return df
     codes, words = pd.factorize(df["status"].to_numpy(dtype=object), use_na_sentinel=False)

@@ -12,9 +12,9 @@ which only the widgets and ``_draw`` import; ``_draw`` hands ``MemoryGraph`` its
 
 from __future__ import annotations
 
+from memkit._core._graph_model import MemoryGraph
+from memkit._core._graph_parts import GraphEdge, GraphNode
 from memkit.graph import _draw  # noqa: F401  (registers the drawn forms with MemoryGraph)
-from memkit.graph._model import MemoryGraph
-from memkit.graph._parts import GraphEdge, GraphNode
 from memkit.graph._read import amemory_graph, aneighbourhood, memory_graph, neighbourhood
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 ``MemoryGraph`` (domain: the graph adapters store it) cannot import the view above it, so the
 view hands it these when the package loads (``memkit.graph`` imports this module, and importing
-``memkit.graph._model`` always runs the package first). The view modules themselves load on the
+``memkit._core._graph_model`` always runs the package first). The view modules themselves load on the
 first call, so opening a store that never draws pays nothing for them.
 """
 
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from memkit.graph._model import register_drawing
+from memkit._core._graph_model import register_drawing
 
 if TYPE_CHECKING:
     import networkx
 
-    from memkit.graph._model import MemoryGraph
+    from memkit._core._graph_model import MemoryGraph
 
 
 class _Drawing:

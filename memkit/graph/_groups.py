@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memkit._core._errors import InvalidInputError
+from memkit._core._graph_parts import GraphEdge, GraphNode
 from memkit.graph._layout import _chain
-from memkit.graph._parts import GraphEdge, GraphNode
 
 if TYPE_CHECKING:
-    from memkit.graph._model import MemoryGraph
+    from memkit._core._graph_model import MemoryGraph
 
 
 GROUP_KINDS = ("entity",)

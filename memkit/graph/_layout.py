@@ -8,7 +8,7 @@ import zlib
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from memkit.graph._parts import GraphEdge, GraphNode
+from memkit._core._graph_parts import GraphEdge, GraphNode
 
 if TYPE_CHECKING:
     pass

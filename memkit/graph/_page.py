@@ -15,8 +15,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from memkit._core._errors import missing_extra
+from memkit._core._graph_parts import GraphEdge, GraphNode
 from memkit.graph._groups import MEMBERS_SHOWN
-from memkit.graph._parts import GraphEdge, GraphNode
 from memkit.graph._style import edge_legend, legend, style_edges, style_nodes
 from memkit.graph._view import GraphView, expansion
 

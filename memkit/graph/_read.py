@@ -9,12 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from memkit._core._errors import InvalidInputError
-from memkit._core._port import SupportsExport, SupportsGet, SupportsGraph, SupportsNamespaces, SupportsPaging
-from memkit._core._records import Record
-from memkit._core._validate import check_id
-from memkit.graph._model import MemoryGraph, graph_from_parts
-from memkit.graph._parts import GraphEdge, GraphNode, _record
-from memkit.graph._schema import (
+from memkit._core._graph_model import MemoryGraph, graph_from_parts
+from memkit._core._graph_parts import GraphEdge, GraphNode, _record
+from memkit._core._graph_schema import (
     DEFAULT_ENTITY_FIELDS,
     NODE_LABELS,
     RecordParts,
@@ -22,6 +19,9 @@ from memkit.graph._schema import (
     node_key,
     record_parts,
 )
+from memkit._core._port import SupportsExport, SupportsGet, SupportsGraph, SupportsNamespaces, SupportsPaging
+from memkit._core._records import Record
+from memkit._core._validate import check_id
 
 if TYPE_CHECKING:
     from memkit._core._port import MemoryProvider

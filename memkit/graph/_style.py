@@ -15,14 +15,14 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from memkit._core._graph_parts import GraphEdge, GraphNode
 from memkit._core._models import MemoryItem
 from memkit._core._records import from_us
 from memkit._display import format_time, is_trace, printable, shorten, status_of, step_fields, summary
 from memkit.graph._groups import GraphIndex, Grouping
-from memkit.graph._parts import GraphEdge, GraphNode
 
 if TYPE_CHECKING:
-    from memkit.graph._model import MemoryGraph
+    from memkit._core._graph_model import MemoryGraph
 
 
 # Okabe & Ito's palette: distinguishable with every common colour-vision deficiency. Shapes differ too.

@@ -24,16 +24,16 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from memkit._core._errors import InvalidInputError
+from memkit._core._graph_parts import GraphEdge, GraphNode, _record, node_properties
+from memkit._core._graph_schema import edge_id, record_parts
 from memkit._core._models import MemoryItem
-from memkit._recall._recording import Recall, step_namespace
+from memkit._core._recalls import Recall, step_namespace
 from memkit.graph._groups import MEMBERS_SHOWN, UNLINKED, GraphIndex, Grouping, _check_group, grouping
 from memkit.graph._layout import _force_start, _workflow_layout
-from memkit.graph._parts import GraphEdge, GraphNode, _record, node_properties
-from memkit.graph._schema import edge_id, record_parts
 from memkit.graph._style import _ORDER, _plural, caption
 
 if TYPE_CHECKING:
-    from memkit.graph._model import MemoryGraph
+    from memkit._core._graph_model import MemoryGraph
 
 
 # Co-mention edges kept per entity (the strongest), so a hub does not draw a star to every other.

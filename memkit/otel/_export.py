@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from memkit._core._errors import BackendUnavailableError, InvalidInputError
+from memkit._core._items import status_of
 from memkit._core._models import MemoryItem
 from memkit._core._port import MemoryProvider, SupportsNamespaces, SupportsPaging, SupportsRecalls
+from memkit._core._recalls import Recall
 from memkit._core._records import to_us
-from memkit._recall._recording import Recall
 from memkit._sync import Memory, call
 from memkit.otel._convert import _SCOPE, _attributes, _read_attributes, _walk
-from memkit.traces._items import status_of
 
 
 def _hex(seed: str, size: int) -> str:

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from memkit._core._errors import InvalidInputError
-from memkit._core._ops import AddRecallsOp, ImportStepsOp, WriteOp
 from memkit._core._port import (
     MemoryProvider,
     SupportsAddMany,
@@ -24,15 +23,17 @@ from memkit._core._port import (
     SupportsRecalls,
     SupportsStats,
 )
+from memkit._core._recalls import Recall
 from memkit._core._records import Record
-from memkit._core._store import Store
 from memkit._core._validate import DEFAULT_LIMITS, Limits
-from memkit._recall._recording import Recall, checked_recalls
+from memkit._recall._recording import checked_recalls
 from memkit._sync import Memory, call, provider_of
 from memkit.otel import _stream
 from memkit.otel._fit import record_of
 from memkit.otel._plan import _json_or_text, _memory_of, _plan, _step_of
 from memkit.otel._spans import _is_memory, _load, _parse, _Span
+from memkit.store._base import Store
+from memkit.store._ops import AddRecallsOp, ImportStepsOp, WriteOp
 
 # Read here by older callers and tests: the parsing and planning names this module used to hold.
 __all__ = ["OtlpImport", "_json_or_text", "_parse", "_step_of", "import_otlp"]

@@ -17,13 +17,13 @@ from typing import Any
 
 from memkit._core._errors import BackendUnavailableError, InvalidInputError, StorageError
 from memkit._core._port import MemoryProvider, SupportsRecalls
-from memkit._core._store import Store
 from memkit._core._validate import DEFAULT_LIMITS, Limits
 from memkit._sync import Memory, call, provider_of
 from memkit.otel._export import spans_to_otlp
 from memkit.otel._fit import fitted_record
 from memkit.otel._plan import _plan
 from memkit.otel._spans import _parse
+from memkit.store._base import Store
 
 _ProcessorBase: Any
 try:

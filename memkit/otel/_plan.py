@@ -17,7 +17,7 @@ from memkit._core._validate import Limits, check_bound, check_id
 from memkit.otel._spans import _Span
 
 if TYPE_CHECKING:
-    from memkit._recall._recording import Recall, RecalledMemory
+    from memkit._core._recalls import Recall, RecalledMemory
 
 _DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*")  # what json.loads skips around a text
@@ -161,7 +161,7 @@ def _recall_of(
     # streamed import builds foreign retrievers' bodies without them (see _recall_body).
     from pydantic import ValidationError
 
-    from memkit._recall._recording import RecalledMemory
+    from memkit._core._recalls import RecalledMemory
 
     a = span.attrs
     docs = _documents(a)
@@ -200,7 +200,7 @@ def _recall_model(
     a: Mapping[str, Any], span: _Span, query: Any, workflow: str, step: Mapping[str, Any], user_id: str,
     agent_id: str, attempt: Any, hits: list[RecalledMemory],
 ) -> Recall:
-    from memkit._recall._recording import Recall
+    from memkit._core._recalls import Recall
 
     def loaded(key: str) -> Any:
         value = a.get(key)

@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from memkit._core import _records
-from memkit._core._ops import StepsRestarted
 from memkit._core._port import MemoryProvider, SupportsImportSteps, SupportsRecalls
 from memkit._core._records import Redactor
-from memkit._core._store import Store
 from memkit._core._validate import Limits
 from memkit.otel._child import HEAD
+from memkit.store._base import Store
+from memkit.store._ops import StepsRestarted
 
 __all__ = ["FREE_CORE_LOAD", "STREAM_MIN_BYTES", "Fallback", "StepStream", "worth_streaming"]
 

@@ -20,8 +20,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from memkit._core import _port as port
 from memkit._core._errors import InvalidInputError
-from memkit._core._store import Store
-from memkit._retrieval._filters import matches, parse_filters
+from memkit._core._filters import matches, parse_filters
+from memkit.store._base import Store
 from memkit.testing._cases import BAD_FILTERS, FILTER_CASES, FILTER_ROWS, HOSTILE
 from memkit.testing._cases import ids as _ids
 from memkit.testing._optional import OptionalConformance, absence_report

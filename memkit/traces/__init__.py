@@ -39,9 +39,9 @@ from typing import TYPE_CHECKING
 from memkit._core._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from memkit._core._items import ExecutionItem, ExecutionStatus, TraceWriteError, categorize_error
     from memkit._core._records import REDACTED, Redactor, get_trace_redactor, set_trace_redactor
     from memkit.traces._history import ExecutionHistory
-    from memkit.traces._items import ExecutionItem, ExecutionStatus, TraceWriteError, categorize_error
     from memkit.traces._step import Step
 
 __all__ = [
@@ -63,8 +63,8 @@ _HOME = {
     "REDACTED": "memkit._core._records", "Redactor": "memkit._core._records",
     "get_trace_redactor": "memkit._core._records", "set_trace_redactor": "memkit._core._records",
     "ExecutionHistory": "memkit.traces._history",
-    "ExecutionItem": "memkit.traces._items", "ExecutionStatus": "memkit.traces._items",
-    "TraceWriteError": "memkit.traces._items", "categorize_error": "memkit.traces._items",
+    "ExecutionItem": "memkit._core._items", "ExecutionStatus": "memkit._core._items",
+    "TraceWriteError": "memkit._core._items", "categorize_error": "memkit._core._items",
     "Step": "memkit.traces._step",
 }
 

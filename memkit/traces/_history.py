@@ -20,9 +20,9 @@ from types import TracebackType
 from typing import Any, TypedDict, Unpack
 
 from memkit._core._errors import InvalidInputError, StorageError
+from memkit._core._items import ExecutionItem, ExecutionStatus, TraceWriteError, categorize_error
 from memkit._core._port import MemoryProvider
 from memkit._sync import Memory, on_loop_thread, provider_of, submit
-from memkit.traces._items import ExecutionItem, ExecutionStatus, TraceWriteError, categorize_error
 from memkit.traces._step import _RESERVED_INDEX, Step
 
 __all__ = ["ExecutionHistory"]

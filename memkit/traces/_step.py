@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from memkit._core._items import ExecutionItem, ExecutionStatus, TraceWriteError
 from memkit._recall._recording import RecallScope, current_scope, step_scope
-from memkit.traces._items import ExecutionItem, ExecutionStatus, TraceWriteError
 
 if TYPE_CHECKING:
     from memkit.traces._history import ExecutionHistory

@@ -20,7 +20,7 @@ import traitlets
 
 from memkit._core._errors import InvalidInputError, MemkitError
 from memkit._core._port import SupportsRecalls
-from memkit._recall._recording import step_namespace
+from memkit._core._recalls import step_namespace
 from memkit._sync import Memory
 from memkit.graph import GraphNode, MemoryGraph, memory_graph, neighbourhood
 from memkit.graph._groups import MEMBERS_SHOWN, _check_group

@@ -11,8 +11,8 @@ import ipywidgets as w
 from memkit._core._errors import InvalidInputError, MemkitError
 from memkit._core._models import MemoryItem, NamespaceInfo
 from memkit._core._port import SupportsRecalls
+from memkit._core._recalls import Recall
 from memkit._display import is_trace, shorten, summary
-from memkit._recall._recording import Recall
 from memkit._sync import Memory
 from memkit.widgets._common import Panel, T, esc, search_modes, table_html, when
 from memkit.widgets._nsgrid import (

@@ -14,8 +14,8 @@ import traitlets as t
 
 from memkit._core._errors import InvalidInputError
 from memkit._core._models import MemoryItem
+from memkit._core._recalls import Recall, step_namespace
 from memkit._display import format_duration, format_time, is_trace, printable, shorten, step_fields, summary
-from memkit._recall._recording import Recall, step_namespace
 from memkit._sync import Memory
 from memkit.widgets._common import Panel, esc, pretty, table_html
 

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from memkit._core._items import error_headline
 from memkit._core._models import MemoryItem
 from memkit._display import format_duration, format_run_duration, format_time, printable, shorten, summary
-from memkit.traces._items import error_headline
 
 
 def _text(value: Any) -> str | None:
@@ -53,7 +53,7 @@ def _unpadded(traceback: str) -> str:
 
 
 def error_message(text: str) -> str:
-    """An error in one line (for one-line cells): :func:`memkit.traces._items.error_headline`."""
+    """An error in one line (for one-line cells): :func:`memkit._core._items.error_headline`."""
     return error_headline(text)
 
 

@@ -21,12 +21,12 @@ import pandas as pd
 import traitlets as t
 
 from memkit._core._errors import InvalidInputError, MemkitError, NotFoundError
+from memkit._core._items import READ_KEYS, agent_keys
 from memkit._core._models import MemoryItem
 from memkit._core._port import SupportsMarks
+from memkit._core._recalls import Mark, Recall, step_namespace
 from memkit._display import format_duration, format_time, printable, shorten, status_of, summary
 from memkit._recall import _marks
-from memkit._recall._marks import Mark
-from memkit._recall._recording import Recall, step_namespace
 from memkit._sync import Memory
 from memkit.frames import RUN_COLUMNS, filter_runs, traces_frame
 from memkit.frames._compare import _compare_steps
@@ -40,7 +40,6 @@ from memkit.frames._runs import (
     run_positions,
 )
 from memkit.frames._usage import PricesLike
-from memkit.traces._items import READ_KEYS, agent_keys
 from memkit.widgets._common import Panel
 from memkit.widgets._trace_audit import (
     attribute_rows,

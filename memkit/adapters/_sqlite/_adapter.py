@@ -17,19 +17,15 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
 
-from memkit._core import _ops as ops
 from memkit._core._errors import ConfigError, InvalidInputError, StorageError
 from memkit._core._models import MemoryItem, NamespaceInfo, Stats
-from memkit._core._port import Capability
+from memkit._core._recalls import Mark, Recall
 from memkit._core._records import Record
 from memkit._core._runs import RunSummary
-from memkit._core._store import Store
 from memkit._core._url import bool_option, embedder_option, query_options, sqlite_path
 from memkit._core._validate import DEFAULT_LIMITS, Limits, check_id, check_read
 from memkit._recall import _marks
 from memkit._recall import _recording as _recall
-from memkit._recall._marks import Mark
-from memkit._recall._recording import Recall
 from memkit._retrieval._fusion import HybridConfig
 from memkit.adapters._plumbing import Worker
 from memkit.adapters._sqlbase import created_by
@@ -42,6 +38,8 @@ from memkit.adapters._sqlite._step_rows import INSERT_RECALL, MemoryRow, import_
 from memkit.adapters._sqlite._trace_writes import delete_replaced, insert_memories
 from memkit.adapters._sqlite._traces import run_summaries, trace_columns
 from memkit.adapters._sqlite._vectors import Vectors, blob
+from memkit.store import _ops as ops
+from memkit.store._base import Store
 
 if TYPE_CHECKING:
     import numpy as np
@@ -140,7 +138,7 @@ class SQLiteAdapter(Store):
     """
 
     provider_name = "sqlite"
-    capabilities = frozenset(Capability) - {Capability.GRAPH}
+    supports_as_of = True
     health_failures = (StorageError,)
 
     def __init__(
@@ -227,7 +225,7 @@ class SQLiteAdapter(Store):
         self, rows: list[MemoryRow], metas: list[dict[str, Any]], progress: bool = False, replace: bool = False
     ) -> list[str]:
         """Insert memories' ``rows`` (``metas`` their metadata) in one transaction; ``replace``: those
-        whose ids a memory of the same namespace holds take its place (see :class:`memkit._core._ops.WriteOp`)."""
+        whose ids a memory of the same namespace holds take its place (see :class:`memkit.store._ops.WriteOp`)."""
         db = self._db()
         self._vectors.check_writable()
         self._vectors.sync(db)

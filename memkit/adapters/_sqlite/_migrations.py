@@ -360,7 +360,7 @@ CREATE INDEX marks_workflow ON marks (workflow_id, run_id);
 """
 
 def _recall_step_columns(conn: sqlite3.Connection) -> None:
-    """The namespace of the step each recall belongs to (:func:`memkit._recall._recording.step_namespace`)
+    """The namespace of the step each recall belongs to (:func:`memkit._core._recalls.step_namespace`)
     as columns, indexed with the step's workflow, run and index: counting every step's recalls
     then reads that index alone, never the bodies (most of the table's bytes). The columns are
     added only where missing (a store marked older than it is keeps them) and filled from the bodies."""
@@ -383,7 +383,7 @@ MIGRATIONS[10] = _recall_step_columns
 
 # A step's start and duration as the generic reads take them (memkit._core._runs.step_of): the
 # numeric ``timestamp``/``duration`` add_trace stores; when it has neither (a step written with
-# add_many, its times spelt ``started_at``/``ended_at``, ISO or epoch), whatever memkit.traces._timing
+# add_many, its times spelt ``started_at``/``ended_at``, ISO or epoch), whatever memkit._core._timing
 # reads, handed to the packing function as the trace's JSON. A non-numeric ``timestamp`` was read as
 # a number by migration 3's view (an ISO string as its year).
 _TIMING_V11 = """

@@ -15,8 +15,8 @@ from memkit.adapters._sqlite._sql import COLUMNS, SQLITE
 
 if TYPE_CHECKING:
     from memkit._core._models import NamespaceInfo, Stats
-    from memkit._core._ops import ExportOp, PutMarksOp, RemoveMarksOp, TracePayloadsOp, ValuesOp
     from memkit._core._runs import RunScope
+    from memkit.store._ops import ExportOp, PutMarksOp, RemoveMarksOp, TracePayloadsOp, ValuesOp
 
 __all__ = [
     "export_chunk",

@@ -25,13 +25,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memkit._core._errors import ConfigError, MemkitError, StorageError
+from memkit._core._filters import parse_filters
 from memkit._core._reads import FoundView, MarkView, NamespaceView, RecallView, mark_view, recall_view
 from memkit._core._records import Record, from_us
 from memkit._core._runs import RunSummary, Step, step_of
 from memkit._core._url import embedder_option, query_options, sqlite_path
 from memkit._core._validate import DEFAULT_LIMITS, check_query, check_read
 from memkit._retrieval._config import HybridConfig, check_mode, leg_depth, modes_for
-from memkit._retrieval._filters import parse_filters
 from memkit.adapters._sqlite import _queries as queries
 from memkit.adapters._sqlite._schema import SCHEMA_VERSION
 from memkit.adapters._sqlite._sql import select
@@ -40,7 +40,7 @@ from memkit.adapters._sqlite._traces import run_summaries
 if TYPE_CHECKING:
     from types import TracebackType
 
-    from memkit._retrieval._filters import Condition
+    from memkit._core._filters import Condition
     from memkit.adapters._sqlite._vectors import Vectors
 
 __all__ = ["SQLiteReads", "open_reads"]

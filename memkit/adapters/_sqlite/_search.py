@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from memkit._core._filters import Condition
 from memkit._core._records import Record
-from memkit._retrieval._filters import Condition
 from memkit._retrieval._fusion import DenseScores, dense_leg
 from memkit._retrieval._keyword import KeywordIndex, analyze_query
-from memkit._retrieval._pipeline import Ranking, rank
 from memkit.adapters._sqlbase import created_by, filter_sql
 from memkit.adapters._sqlite._keywords import KeywordCache, snapshot
 from memkit.adapters._sqlite._sql import SQLITE, allowed, records_by_seq
 from memkit.adapters._sqlite._vectors import Vectors
+from memkit.store._search import Ranking, rank
 
 if TYPE_CHECKING:  # the models load with a store's search; the one-shot keyword search needs none
     from memkit._core._models import MemoryItem
@@ -25,7 +25,7 @@ __all__ = ["Legs", "ranked", "ranked_records"]
 
 
 class Legs(Ranking, Protocol):
-    """What :func:`ranked_records` reads of a search (a :class:`memkit._core._ops.SearchOp` is one)."""
+    """What :func:`ranked_records` reads of a search (a :class:`memkit.store._ops.SearchOp` is one)."""
 
     @property
     def user_id(self) -> str: ...
@@ -87,7 +87,7 @@ def ranked(
     db: sqlite3.Connection, keywords: KeywordCache, vectors: Vectors, request: Legs,
     vector: np.ndarray | None = None,
 ) -> list[MemoryItem]:
-    """The SQLite legs of :func:`memkit._retrieval._pipeline.rank` (the index and connection live on this thread)."""
+    """The SQLite legs of :func:`memkit.store._search.rank` (the index and connection live on this thread)."""
     return [record.to_item(score, details) for record, score, details in
             ranked_records(db, keywords, vectors, request, vector)]
 

@@ -7,8 +7,8 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
+from memkit._core._filters import Condition
 from memkit._core._records import Record
-from memkit._retrieval._filters import Condition
 from memkit.adapters._sqlbase import Dialect, filter_sql
 
 __all__ = ["COLUMNS", "SQLITE", "allowed", "records_by_seq", "row_record", "select"]

@@ -2,7 +2,7 @@
 planned steps and recall bodies.
 
 The general path builds a :class:`~memkit._core._records.Record` per step, a pydantic ``Recall`` per
-recall, then reads each back to make its rows. An import (:class:`memkit._core._ops.ImportStepsOp`)
+recall, then reads each back to make its rows. An import (:class:`memkit.store._ops.ImportStepsOp`)
 hands the SQLite store the steps as ``add_trace`` takes them and the recalls as stored bodies: each
 step's memories row comes from :func:`~memkit._core._records.trace_row` (the same texts
 ``trace_record`` gives) and its trace_steps row from the same code as any other write
@@ -19,7 +19,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, cast
 
 from memkit._core._errors import InvalidInputError
-from memkit._core._ops import ImportStepsOp, StepsRestarted
 from memkit._core._records import Record, now_us, trace_row
 from memkit._core._validate import Limits
 from memkit._recall import _recording as _recall
@@ -27,6 +26,7 @@ from memkit.adapters._sqlite._keywords import feed_head
 from memkit.adapters._sqlite._schema import write_transaction
 from memkit.adapters._sqlite._trace_writes import Odd, insert_memories, prepare
 from memkit.adapters._sqlite._vectors import Vectors, blob
+from memkit.store._ops import ImportStepsOp, StepsRestarted
 
 __all__ = ["INSERT_RECALL", "import_steps", "memory_rows", "recall_rows", "step_rows"]
 
@@ -61,7 +61,7 @@ def import_steps(
 
     ``op.steps`` may be a stream still arriving (a span file another process plans): each chunk of
     steps is built, embedded and inserted as it comes, the write lock held meanwhile. A refusal from
-    the stream rolls everything back; a :class:`~memkit._core._ops.StepsRestarted` rolls back and
+    the stream rolls everything back; a :class:`~memkit.store._ops.StepsRestarted` rolls back and
     writes the steps the stream gives again. Steps already at hand (a list) are built and embedded
     first, so that the lock is held only for the inserts."""
     vectors.check_writable()

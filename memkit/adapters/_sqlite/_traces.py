@@ -21,11 +21,11 @@ from operator import methodcaller
 from typing import TYPE_CHECKING, Any
 
 from memkit._core._errors import StorageError
+from memkit._core._items import status_of
 from memkit._core._runs import RunScope, RunSummary, summarise_rows
+from memkit._core._timing import step_timing
 from memkit.adapters._sqlbase import trace_filter
 from memkit.adapters._sqlite._sql import SQLITE
-from memkit.traces._items import status_of
-from memkit.traces._timing import step_timing
 
 # numpy is imported by the functions that compute with it: opening a store to read its
 # counts or namespaces (the command line) never loads it.

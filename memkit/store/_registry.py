@@ -1,7 +1,9 @@
 """Turn a URL, a dict, or a config object into a provider.
 
 One registry maps provider names and URL schemes to adapter classes, imported
-lazily so a missing optional dependency only matters when that provider is asked for, and,
+lazily so a missing optional dependency only matters when that provider is asked for: memkit's
+own backends are the table below, any other is an entry point of the group ``memkit.backends``
+(its name the URL scheme, its value ``"module:Class"``) that an installed package declares, and,
 for a store that offers them, to its one-shot reads (:mod:`memkit._core._reads`): what the
 command line reads without building the store.
 """
@@ -9,6 +11,7 @@ command line reads without building the store.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_URL",
+    "ENTRY_POINT_GROUP",
     "MOCK_URL",
     "adapter_modules",
     "build_provider",
@@ -37,6 +41,8 @@ __all__ = [
 DEFAULT_URL = "sqlite:///data/memory.db"
 #: What :func:`get_memory_provider` builds by default: the in-memory mock adapter.
 MOCK_URL = "memory://"
+#: Where an installed package registers a backend: entry point name = URL scheme (and provider name).
+ENTRY_POINT_GROUP = "memkit.backends"
 
 
 @dataclass(frozen=True)
@@ -75,14 +81,26 @@ def adapter_modules() -> dict[str, str]:
     return out
 
 
+def _entries(wanted: str | None = None) -> tuple[_Entry, ...]:
+    """memkit's own backends, then those installed packages register (read at each lookup, so a
+    package installed while the interpreter runs is found; memkit's own names win a clash).
+    ``wanted``: a name or scheme; one of memkit's own is answered without reading any package's metadata."""
+    taken = {n for e in _REGISTRY for n in (e.name, *e.aliases, *e.schemes)}
+    if wanted in taken:
+        return _REGISTRY
+    found = [_Entry(ep.name.lower(), ep.value, (ep.name.lower(),))
+             for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name.lower() not in taken]
+    return (*_REGISTRY, *sorted(found, key=lambda e: e.name))
+
+
 def provider_names() -> list[str]:
     """Every provider name the factory accepts."""
-    return [e.name for e in _REGISTRY]
+    return [e.name for e in _entries()]
 
 
 def _entry_by_name(name: object) -> _Entry:
     wanted = str(name).strip().lower()
-    for entry in _REGISTRY:
+    for entry in _entries(wanted):
         if wanted == entry.name or wanted in entry.aliases:
             return entry
     raise ConfigError(f"unknown memory provider {name!r}; valid providers: {', '.join(provider_names())}")
@@ -90,10 +108,11 @@ def _entry_by_name(name: object) -> _Entry:
 
 def _entry_by_url(url: str) -> _Entry:
     scheme = urlsplit(url).scheme.lower()
-    for entry in _REGISTRY:
+    entries = _entries(scheme)
+    for entry in entries:
         if scheme in entry.schemes:
             return entry
-    schemes = sorted(s for e in _REGISTRY for s in e.schemes)
+    schemes = sorted(s for e in entries for s in e.schemes)
     raise ConfigError(
         f"unknown memory URL scheme {scheme + '://' if scheme else repr(url)};"
         f" valid schemes: {', '.join(s + '://' for s in schemes)}"
@@ -107,7 +126,10 @@ def _load(entry: _Entry) -> Any:
         except ImportError:
             raise missing_extra(entry.requires, entry.extra or entry.name) from None
     module_name, _, attr = entry.target.partition(":")
-    return getattr(importlib.import_module(module_name), attr)
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"the {entry.name!r} backend ({entry.target}) cannot be loaded: {exc}") from exc
 
 
 def one_shot_reads(url: str) -> OneShotReads | None:
@@ -148,7 +170,8 @@ def _build(entry: _Entry, options: dict[str, Any], url: str | None) -> MemoryPro
 
     cls = _load(entry)
     try:
-        provider = cls.from_url(url, **options) if url is not None else cls(**options)
+        from_url = getattr(cls, "from_url", None)
+        provider = from_url(url, **options) if url is not None and from_url is not None else cls(**options)
     except TypeError as exc:
         raise ConfigError(f"bad options for the {entry.name!r} provider: {exc}") from None
     if not isinstance(provider, MemoryProvider):  # pragma: no cover - guards the registry

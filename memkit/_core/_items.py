@@ -155,7 +155,7 @@ READ_KEYS = frozenset(("step_name", "tool", "status", "step_index", "run_id", "w
 
 def agent_keys(payload: Mapping[str, Any], read: frozenset[str] = READ_KEYS) -> dict[str, Any]:
     """The keys of a step's payload that no column of memkit's shows (``read`` and timing keys aside)."""
-    from memkit.traces._timing import TIMING_KEYS
+    from memkit._core._timing import TIMING_KEYS
 
     return {k: v for k, v in payload.items() if isinstance(k, str) and k not in read and k not in TIMING_KEYS}
 

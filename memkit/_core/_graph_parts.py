@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memkit._core._models import MemoryItem
-from memkit._core._records import Record, to_us
-from memkit.graph._schema import (
+from memkit._core._graph_schema import (
     EDGE_PROPERTIES,
     NODE_PROPERTIES,
 )
+from memkit._core._models import MemoryItem
+from memkit._core._records import Record, to_us
 
 if TYPE_CHECKING:
     pass

@@ -1,13 +1,13 @@
 """THE store base: every public method of the port written once, over operations as values.
 
 A public method (``add``, ``search``, ``get_page``, ``put_marks``, ...) checks its arguments
-into an operation (:mod:`memkit._core._ops`), which :meth:`Store.execute` hands to the one
+into an operation (:mod:`memkit.store._ops`), which :meth:`Store.execute` hands to the one
 adapter method that executes it. Validation, limits, the empty-query listing, recall
-recording (through :mod:`memkit._retrieval._pipeline`), ``health`` timing and the refusal of what a
+recording (through :mod:`memkit.store._search`), ``health`` timing and the refusal of what a
 store does not offer live here, once. An adapter holds only what differs:
 
 * required: ``_write`` (store records, all or none), ``_rank`` (find the candidates of a
-  query and rank them with :func:`memkit._retrieval._pipeline.rank`), ``_list`` (a namespace newest
+  query and rank them with :func:`memkit.store._search.rank`), ``_list`` (a namespace newest
   first), ``_delete`` and ``_reset``;
 * per declared :class:`~memkit._core._port.Capability`: ``_get``, ``_namespaces``, ``_stats``,
   ``_ping``, ``_export`` (and ``_run_summaries``, which the base reads from it), ``_trace_columns``,
@@ -31,19 +31,19 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
-from memkit._core import _ops as ops
 from memkit._core._errors import ConfigError
+from memkit._core._filters import lookup
 from memkit._core._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._core._port import Capability, Declares
+from memkit._core._recalls import Mark, Recall
 from memkit._core._records import Record, new_record, records_from_items, trace_record
 from memkit._core._runs import RunSummary, summaries
 from memkit._core._validate import DEFAULT_LIMITS, Limits, check_id, check_namespace, check_read, check_scope
 from memkit._recall import _marks
-from memkit._recall._marks import Mark
-from memkit._recall._recording import Recall, checked_recalls
-from memkit._retrieval import _pipeline
-from memkit._retrieval._filters import lookup
+from memkit._recall._recording import checked_recalls
 from memkit._retrieval._fusion import HybridConfig, modes_for
+from memkit.store import _ops as ops
+from memkit.store import _search as _pipeline
 
 if TYPE_CHECKING:
     from memkit.embeddings import Embedder
@@ -83,23 +83,54 @@ def _offered(capability: Capability) -> Callable[[F], F]:
 
     return mark
 
-# The adapter methods each capability needs (a declaration without them is refused at class definition).
-_HANDLERS: dict[Capability, tuple[str, ...]] = {
-    Capability.GET: ("_get",),
-    Capability.NAMESPACES: ("_namespaces",),
-    Capability.STATS: ("_stats",),
-    Capability.HEALTH: ("_ping",),
-    Capability.EXPORT: ("_export",),
-    Capability.CLOSE: ("_close",),
-    Capability.TRACE_COLUMNS: ("_trace_columns",),
-    Capability.TRACE_PAYLOADS: ("_trace_payloads",),
-    Capability.RECALLS: ("_recalls", "_add_recalls", "_keep_recall"),
-    Capability.MARKS: ("_marks", "_put_marks", "_remove_marks"),
-    Capability.RECALL_COUNTS: ("recall_step_counts",),
-    Capability.REEMBED: ("reembed",),
-    Capability.GRAPH: ("graph", "neighbourhood"),
-    Capability.IMPORT_STEPS: ("_import_steps",),
+C = Capability
+# The one table: each operation, the backend method that executes it, and the capability a backend
+# offers by writing that method (None: every backend writes it, or the base answers it).
+HANDLERS: dict[type[Any], tuple[str, Capability | None]] = {
+    ops.WriteOp: ("_write", None),
+    ops.SearchOp: ("_rank", None),
+    ops.ListOp: ("_list", None),
+    ops.ValuesOp: ("_values", None),
+    ops.DeleteOp: ("_delete", None),
+    ops.ResetOp: ("_reset", None),
+    ops.RunsOp: ("_run_summaries", None),
+    ops.GetOp: ("_get", C.GET),
+    ops.NamespacesOp: ("_namespaces", C.NAMESPACES),
+    ops.StatsOp: ("_stats", C.STATS),
+    ops.PingOp: ("_ping", C.HEALTH),
+    ops.ExportOp: ("_export", C.EXPORT),
+    ops.CloseOp: ("_close", C.CLOSE),
+    ops.TraceColumnsOp: ("_trace_columns", C.TRACE_COLUMNS),
+    ops.TracePayloadsOp: ("_trace_payloads", C.TRACE_PAYLOADS),
+    ops.RecallsOp: ("_recalls", C.RECALLS),
+    ops.AddRecallsOp: ("_add_recalls", C.RECALLS),
+    ops.ImportStepsOp: ("_import_steps", C.IMPORT_STEPS),
+    ops.MarksOp: ("_marks", C.MARKS),
+    ops.PutMarksOp: ("_put_marks", C.MARKS),
+    ops.RemoveMarksOp: ("_remove_marks", C.MARKS),
 }
+# Capabilities a backend offers by writing a method that is not an operation's.
+_OWN_METHODS: dict[Capability, tuple[str, ...]] = {
+    C.RECALLS: ("_keep_recall",),
+    C.RECALL_COUNTS: ("recall_step_counts",),
+    C.REEMBED: ("reembed",),
+    C.GRAPH: ("graph", "neighbourhood"),
+}
+# What the base itself gives every backend: batches (add_many) and pages over ``_list``.
+_ALWAYS = frozenset({C.ADD_MANY, C.PAGING})
+
+
+def _needs() -> dict[Capability, tuple[str, ...]]:
+    needs: dict[Capability, list[str]] = {}
+    for name, capability in HANDLERS.values():
+        if capability is not None:
+            needs.setdefault(capability, []).append(name)
+    for capability, names in _OWN_METHODS.items():
+        needs.setdefault(capability, []).extend(names)
+    return {capability: tuple(names) for capability, names in needs.items()}
+
+
+_NEEDS = _needs()
 
 
 class Store(Declares, abc.ABC):
@@ -118,7 +149,10 @@ class Store(Declares, abc.ABC):
     """
 
     provider_name: ClassVar[str] = "store"
-    capabilities: frozenset[Capability] = frozenset()
+    # Derived when a subclass is defined, from the methods it writes (never set by hand).
+    capabilities: frozenset[Capability] = _ALWAYS
+    # True for a backend whose ``_rank`` and ``_list`` leave out what was written after ``until_us``.
+    supports_as_of: ClassVar[bool] = False
     # What a failing ``_ping`` may raise that ``health`` reports instead of raising.
     health_failures: ClassVar[tuple[type[BaseException], ...]] = (Exception,)
     # False for a store that assigns every id itself (``add_many`` refuses items that carry one), so
@@ -138,11 +172,22 @@ class Store(Declares, abc.ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if "capabilities" in vars(cls):
+            raise TypeError(f"{cls.__name__} sets capabilities: a backend offers one by writing its methods"
+                            " (see memkit.store), and as_of by setting supports_as_of = True")
         own = cls.__mro__[: cls.__mro__.index(Store)]
-        for capability in cls.capabilities:
-            missing = [name for name in _HANDLERS.get(capability, ()) if not any(name in vars(k) for k in own)]
-            if missing:
-                raise TypeError(f"{cls.__name__} declares {capability.name} but does not define {', '.join(missing)}")
+        offered = set(_ALWAYS)
+        for capability, names in _NEEDS.items():
+            written = [name for name in names if any(name in vars(k) for k in own)]
+            if written and len(written) < len(names):
+                missing = sorted(set(names) - set(written))
+                raise TypeError(f"{cls.__name__} writes {', '.join(written)} but not {', '.join(missing)}:"
+                                f" {capability.name} is offered whole or not at all")
+            if written:
+                offered.add(capability)
+        if cls.supports_as_of:
+            offered.add(C.AS_OF)
+        cls.capabilities = frozenset(offered)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -183,10 +228,13 @@ class Store(Declares, abc.ABC):
             raise NotImplementedError(f"{self!r} does not support {capability.value}()")
 
     async def execute(self, op: ops.Op[R]) -> R:
-        """Execute one checked operation (refused when the store does not declare what it needs)."""
-        if op.capability is not None:
-            self._require(op.capability)
-        return await op.send(self)
+        """Execute one checked operation by the backend method :data:`HANDLERS` names for it (refused
+        when the backend does not write that method)."""
+        name, capability = HANDLERS[type(op)]
+        if capability is not None:
+            self._require(capability)
+        result: R = await getattr(self, name)(op)
+        return result
 
     # -- what every adapter writes ------------------------------------------------------
 

@@ -8,7 +8,7 @@ hits it returns. Everything else is here, so a query means the same on every ada
 
 1. :func:`prepare` checks the arguments (query, namespace, limit, filters, mode,
    ``hybrid=``, ``as_of``) with the same errors everywhere;
-2. the adapter runs its legs for the :class:`memkit._core._ops.SearchOp` (``depth`` candidates each);
+2. the adapter runs its legs for the :class:`memkit.store._ops.SearchOp` (``depth`` candidates each);
 3. :func:`rank` fuses them (:func:`memkit._retrieval._fusion.fuse`, the score fusion measured in
    docs/retrieval.md), breaks ties newest first, and builds ``score_details`` with the
    same keys on every adapter (``mode``, ``found_by``, one entry per leg and, with a semantic
@@ -31,7 +31,7 @@ from memkit._retrieval._fusion import DenseScores, HybridConfig, Neighbours, che
 # line's one-shot keyword search) needs none of them.
 if TYPE_CHECKING:
     from memkit._core._models import MemoryItem
-    from memkit._core._ops import SearchOp
+    from memkit.store._ops import SearchOp
 
 __all__ = ["Ranked", "Ranking", "Searcher", "prepare", "rank", "search"]
 
@@ -52,7 +52,7 @@ class Searcher(Protocol):
 
 
 class Ranking(Protocol):
-    """What :func:`rank` reads of a search (a :class:`memkit._core._ops.SearchOp` is one)."""
+    """What :func:`rank` reads of a search (a :class:`memkit.store._ops.SearchOp` is one)."""
 
     @property
     def query(self) -> str: ...
@@ -79,9 +79,9 @@ def prepare(
     as_of: object = None,
 ) -> SearchOp:
     """Check a search's arguments against ``store`` (its ``limits``, ``search_modes`` and ``hybrid``)."""
-    from memkit._core._ops import SearchOp
     from memkit._core._port import SupportsAsOf
     from memkit._recall._recording import check_as_of
+    from memkit.store._ops import SearchOp
 
     text = check_query(query, store.limits)
     user, agent, checked_limit, _, conditions = check_read(user_id, agent_id, limit, filters, store.limits)

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memkit.graph._schema import (
+from memkit._core._graph_schema import (
     RecordParts,
     edge_id,
 )
@@ -20,7 +20,7 @@ from memkit.graph._schema import (
 if TYPE_CHECKING:
     import networkx
     import pandas
-from memkit.graph._parts import GraphEdge, GraphNode, edge_properties, node_properties
+from memkit._core._graph_parts import GraphEdge, GraphNode, edge_properties, node_properties
 
 # Nodes the drawn views keep unless told otherwise (see MemoryGraph.to_html).
 DEFAULT_VIEW_NODES = 300

@@ -1,36 +1,30 @@
 """The operations a store executes, as values.
 
-Each public method of :class:`memkit._core._store.Store` checks its arguments into one of
+Each public method of :class:`memkit.store._base.Store` checks its arguments into one of
 these (so a bad argument fails before the store is touched), then hands it to
-:meth:`~memkit._core._store.Store.execute`, as LangGraph's ``BaseStore.batch`` takes
+:meth:`~memkit.store._base.Store.execute`, as LangGraph's ``BaseStore.batch`` takes
 ``GetOp``/``SearchOp``/``PutOp`` values and an httpx transport takes a request. An operation
 is checked input only: every field already holds what the adapter may trust.
 
-``Op[R]`` says what the operation returns; :meth:`Op.send` picks the adapter method that
-executes it (one per operation, named in each class's docstring), so the base and every
-adapter stay typed end to end. ``capability`` is the declaration a store needs for it
-(``None``: every store executes it).
+``Op[R]`` says what the operation returns. An operation holds data only: which backend method
+executes it is one table in the store base (:data:`memkit.store._base.HANDLERS`), and a backend
+offers an optional operation by writing that method, nothing else.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
+from memkit._core._filters import Condition
 from memkit._core._models import MemoryItem, NamespaceInfo, Stats
-from memkit._core._port import Capability
+from memkit._core._recalls import Mark, Recall
 from memkit._core._records import Record
 from memkit._core._runs import RunSummary
-from memkit._recall._marks import Mark
-from memkit._recall._recording import Recall
 from memkit._retrieval._config import leg_depth
-from memkit._retrieval._filters import Condition
 from memkit._retrieval._fusion import HybridConfig
-
-if TYPE_CHECKING:
-    from memkit._core._store import Store
 
 __all__ = [
     "AddRecallsOp",
@@ -62,14 +56,9 @@ R = TypeVar("R")
 
 
 class Op(Generic[R]):
-    """One checked operation whose result is an ``R``."""
+    """One checked operation whose result is an ``R``: a plain value the store executes."""
 
     __slots__ = ()
-    capability: ClassVar[Capability | None] = None
-
-    def send(self, store: Store) -> Awaitable[R]:
-        """The adapter's execution of this operation (not awaited)."""
-        raise NotImplementedError
 
 
 @dataclass(frozen=True)
@@ -85,8 +74,6 @@ class WriteOp(Op[list[str]]):
     progress: bool = False  # show a progress bar (add_many)
     replace: bool = False
 
-    def send(self, store: Store) -> Awaitable[list[str]]:
-        return store._write(self)
 
 
 @dataclass(frozen=True)
@@ -94,7 +81,7 @@ class SearchOp(Op[list[MemoryItem]]):
     """Rank one namespace's memories against a non-empty query: ``Store._rank``.
 
     The adapter finds candidates (its keyword and semantic legs) and hands them to
-    :func:`memkit._retrieval._pipeline.rank`; the base records the recall. An empty query never reaches
+    :func:`memkit.store._search.rank`; the base records the recall. An empty query never reaches
     the adapter as a search: the base lists the namespace newest first (:class:`ListOp`).
     """
 
@@ -114,8 +101,6 @@ class SearchOp(Op[list[MemoryItem]]):
         """How many candidates each leg contributes (hybrid: ``config.candidates``; else the limit)."""
         return leg_depth(self.mode, self.config, self.limit)
 
-    def send(self, store: Store) -> Awaitable[list[MemoryItem]]:
-        return store._rank(self)
 
 
 @dataclass(frozen=True)
@@ -130,8 +115,6 @@ class ListOp(Op[list[Record]]):
     offset: int = 0
     until_us: int | None = None  # leave out memories created later (search's as_of)
 
-    def send(self, store: Store) -> Awaitable[list[Record]]:
-        return store._list(self)
 
 
 @dataclass(frozen=True)
@@ -145,19 +128,14 @@ class ValuesOp(Op[list[Any]]):
     conditions: tuple[Condition, ...]
     path: tuple[str, ...]
 
-    def send(self, store: Store) -> Awaitable[list[Any]]:
-        return store._values(self)
 
 
 @dataclass(frozen=True)
 class GetOp(Op["Record | None"]):
     """One memory by id, whatever its namespace (``None``: no such memory): ``Store._get``."""
 
-    capability: ClassVar[Capability | None] = Capability.GET
     memory_id: str
 
-    def send(self, store: Store) -> Awaitable[Record | None]:
-        return store._get(self)
 
 
 @dataclass(frozen=True)
@@ -168,36 +146,26 @@ class DeleteOp(Op[bool]):
     user_id: str | None = None
     agent_id: str | None = None
 
-    def send(self, store: Store) -> Awaitable[bool]:
-        return store._delete(self)
 
 
 @dataclass(frozen=True)
 class ResetOp(Op[None]):
     """Delete everything the store holds (memories, recalls, marks): ``Store._reset``."""
 
-    def send(self, store: Store) -> Awaitable[None]:
-        return store._reset(self)
 
 
 @dataclass(frozen=True)
 class NamespacesOp(Op[list[NamespaceInfo]]):
     """Every namespace with its count and activity, sorted: ``Store._namespaces``."""
 
-    capability: ClassVar[Capability | None] = Capability.NAMESPACES
 
-    def send(self, store: Store) -> Awaitable[list[NamespaceInfo]]:
-        return store._namespaces(self)
 
 
 @dataclass(frozen=True)
 class StatsOp(Op[Stats]):
     """How much the store holds: ``Store._stats``."""
 
-    capability: ClassVar[Capability | None] = Capability.STATS
 
-    def send(self, store: Store) -> Awaitable[Stats]:
-        return store._stats(self)
 
 
 @dataclass(frozen=True)
@@ -205,10 +173,7 @@ class PingOp(Op[str]):
     """Reach the store and say where it is (the detail line of ``health``); the base times it
     and reports a failure: ``Store._ping``."""
 
-    capability: ClassVar[Capability | None] = Capability.HEALTH
 
-    def send(self, store: Store) -> Awaitable[str]:
-        return store._ping(self)
 
 
 @dataclass(frozen=True)
@@ -218,7 +183,6 @@ class ExportOp:
     Not an :class:`Op`: its answer is a stream (an async iterator), read while it is produced.
     """
 
-    capability: ClassVar[Capability] = Capability.EXPORT
     user_id: str | None = None
     agent_id: str | None = None
 
@@ -227,28 +191,22 @@ class ExportOp:
 class TracePayloadsOp(Op[dict[str, Any]]):
     """Trace steps' data holding any of some words (see :class:`memkit._core._port.SupportsTracePayloads`)."""
 
-    capability: ClassVar[Capability | None] = Capability.TRACE_PAYLOADS
     user_id: str | None = None
     agent_id: str | None = None
     containing: tuple[str, ...] = ()
 
-    def send(self, store: Store) -> Awaitable[dict[str, Any]]:
-        return store._trace_payloads(self)
 
 
 @dataclass(frozen=True)
 class TraceColumnsOp(Op[dict[str, Any]]):
     """Every trace step as columns (see :class:`memkit.SupportsTraceColumns`): ``Store._trace_columns``."""
 
-    capability: ClassVar[Capability | None] = Capability.TRACE_COLUMNS
     workflow_id: str | None = None
     agent_id: str | None = None
     user_id: str | None = None
     status: str | None = None
     since_us: int | None = None
 
-    def send(self, store: Store) -> Awaitable[dict[str, Any]]:
-        return store._trace_columns(self)
 
 
 @dataclass(frozen=True)
@@ -257,13 +215,10 @@ class RunsOp(Op[list[RunSummary]]):
     ``Store._run_summaries`` (the base reads them from the store's public reads; a store that
     can count in place overrides it). Needs what the base reads them from: ``export``."""
 
-    capability: ClassVar[Capability | None] = Capability.EXPORT
     user_id: str | None = None
     agent_id: str | None = None
     workflow_id: str | None = None
 
-    def send(self, store: Store) -> Awaitable[list[RunSummary]]:
-        return store._run_summaries(self)
 
 
 @dataclass(frozen=True)
@@ -271,15 +226,12 @@ class RecallsOp(Op[list[Recall]]):
     """Stored recalls, oldest first, those matching every field given (``recalls``,
     ``get_recall``): ``Store._recalls``."""
 
-    capability: ClassVar[Capability | None] = Capability.RECALLS
     user_id: str | None = None
     agent_id: str | None = None
     workflow_id: str | None = None
     run_id: str | None = None
     recall_id: str | None = None
 
-    def send(self, store: Store) -> Awaitable[list[Recall]]:
-        return store._recalls(self)
 
 
 @dataclass(frozen=True)
@@ -287,11 +239,8 @@ class AddRecallsOp(Op[int]):
     """Store recalls as given (an import), all or none; an id held already refuses them all:
     ``Store._add_recalls``."""
 
-    capability: ClassVar[Capability | None] = Capability.RECALLS
     recalls: tuple[Recall, ...]
 
-    def send(self, store: Store) -> Awaitable[int]:
-        return store._add_recalls(self)
 
 
 class StepsRestarted(Exception):
@@ -313,7 +262,6 @@ class ImportStepsOp(Op[int]):
     (:func:`~memkit._recall._recording.checked_bodies`), as ``add_recalls`` would check them.
     """
 
-    capability: ClassVar[Capability | None] = Capability.IMPORT_STEPS
     steps: Iterable[tuple[str, str, str, dict[str, Any]]]
     recalls: Sequence[dict[str, Any]]
     general: Callable[[int], Record]
@@ -321,8 +269,6 @@ class ImportStepsOp(Op[int]):
     # made of that row in another process.
     built: Callable[[int], Any] | None = None
 
-    def send(self, store: Store) -> Awaitable[int]:
-        return store._import_steps(self)
 
 
 @dataclass(frozen=True)
@@ -330,14 +276,11 @@ class MarksOp(Op[list[Mark]]):
     """Stored marks, oldest first; the base keeps those matching every field given:
     ``Store._marks``."""
 
-    capability: ClassVar[Capability | None] = Capability.MARKS
     user_id: str | None = None
     agent_id: str | None = None
     workflow_id: str | None = None
     run_id: str | None = None
 
-    def send(self, store: Store) -> Awaitable[list[Mark]]:
-        return store._marks(self)
 
 
 @dataclass(frozen=True)
@@ -345,11 +288,8 @@ class PutMarksOp(Op[int]):
     """Store marks, each replacing the one on the same target (same id), all or none:
     ``Store._put_marks``."""
 
-    capability: ClassVar[Capability | None] = Capability.MARKS
     marks: tuple[Mark, ...]
 
-    def send(self, store: Store) -> Awaitable[int]:
-        return store._put_marks(self)
 
 
 @dataclass(frozen=True)
@@ -357,13 +297,10 @@ class RemoveMarksOp(Op[int]):
     """Delete the marks with these ids that live in ``user_id``/``agent_id``; how many:
     ``Store._remove_marks``."""
 
-    capability: ClassVar[Capability | None] = Capability.MARKS
     mark_ids: tuple[str, ...]
     user_id: str
     agent_id: str
 
-    def send(self, store: Store) -> Awaitable[int]:
-        return store._remove_marks(self)
 
 
 @dataclass(frozen=True)
@@ -371,7 +308,4 @@ class CloseOp(Op[None]):
     """Release connections, files and threads, once (the base makes a second close a no-op):
     ``Store._close``."""
 
-    capability: ClassVar[Capability | None] = Capability.CLOSE
 
-    def send(self, store: Store) -> Awaitable[None]:
-        return store._close(self)
