@@ -48,6 +48,12 @@ PUBLIC: dict[str, set[str]] = {
         "CUT_MARK", "MemkitSpanProcessor", "OtlpImport", "export_otlp", "import_otlp", "send_otlp",
         "spans_to_otlp",
     },
+    "memkit.store": {
+        "ENTRY_POINT_GROUP", "HANDLERS", "AddRecallsOp", "Capability", "CloseOp", "DeleteOp", "ExportOp", "GetOp",
+        "ImportStepsOp", "ListOp", "MarksOp", "NamespacesOp", "Op", "PingOp", "PutMarksOp", "RecallsOp", "Record",
+        "RemoveMarksOp", "ResetOp", "RunsOp", "SearchOp", "StatsOp", "Store", "TraceColumnsOp", "TracePayloadsOp",
+        "ValuesOp", "WriteOp", "matches", "rank",
+    },
     "memkit.testing": {
         "NEO4J_CURRENT", "NEO4J_LTS", "FalkorDBServer", "Neo4jServer", "PostgresServer", "ProviderConformance",
         "absence_report",
