@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._util import percentiles, time_each
 from memkit import frames
 from memkit._core._records import trace_record
-from memkit.adapters._memory import InMemoryAdapter
+from memkit.adapters._memory._adapter import InMemoryAdapter
 from memkit.adapters._sqlite import SQLiteAdapter
 
 TOOLS = ("blast", "fetch_pdb", "align", "summarize", "search_pubmed")

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._util import percentiles
 from memkit.adapters import FalkorDBAdapter, Neo4jAdapter, SQLiteAdapter
-from memkit.adapters._graph import GraphAdapter
+from memkit.adapters._graph._store import GraphAdapter
 from memkit.embeddings import get_embedder
 from memkit.graph import amemory_graph
 from memkit.testing import FalkorDBServer, Neo4jServer

@@ -179,7 +179,7 @@ def main() -> None:
             continue
         name = f"pgdense_k{kinds.index(kind)}"
         if args.adoptable and kind == "halfvec":
-            from memkit.adapters._postgres_schema import index_name
+            from memkit.adapters._postgres._schema import index_name
 
             name = index_name(lo, hi, "halfvec")
         conn.execute(f"DROP INDEX IF EXISTS {name}")

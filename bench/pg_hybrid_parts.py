@@ -42,10 +42,10 @@ async def _parts(mem: Any, query: str, times: dict[str, list[float]], counts: di
     from memkit._retrieval._config import HybridConfig
     from memkit._retrieval._fusion import CONTEXT_REACH
     from memkit._retrieval._keyword import analyze_query
-    from memkit.adapters import _postgres_keyword as kw
-    from memkit.adapters import _postgres_search as s
-    from memkit.adapters import _postgres_sql as q
-    from memkit.adapters._postgres_keyword import keyword_hits
+    from memkit.adapters._postgres import _keyword as kw
+    from memkit.adapters._postgres import _search as s
+    from memkit.adapters._postgres import _sql as q
+    from memkit.adapters._postgres._keyword import keyword_hits
     from memkit.store import _search as _pipeline
     from memkit.store._ops import SearchOp
 

@@ -54,6 +54,11 @@ _LAYER_OF: dict[str, str] = {
     **dict.fromkeys(("_serve", "cli", "tools", "__main__", "langgraph", "otel"), "serve"),
 }
 GROUND = "memkit._core"
+# Each backend is a folder of its own and imports no other backend; what two share sits beside them
+# (``_graph``: the Cypher store FalkorDB and Neo4j both extend; ``_sqlbase``: the SQL dialects).
+BACKENDS = ("_memory", "_sqlite", "_postgres", "_falkordb", "_neo4j", "_mem0")
+# Composition, not a shared part: Mem0 keeps the recalls and marks mem0 has no place for in a SQLite file.
+USES_ANOTHER_BACKEND = {("_mem0", "_sqlite")}
 _BESIDE = ("testing",)  # may import every layer, like the package's face
 
 
@@ -242,6 +247,29 @@ def ground_floor_imports() -> dict[str, str]:
     return found
 
 
+def backends_importing_backends() -> dict[str, str]:
+    """Modules of one backend's folder that import another backend's."""
+    def backend(name: str) -> str | None:
+        parts = name.split(".")
+        return parts[2] if len(parts) > 2 and parts[1] == "adapters" and parts[2] in BACKENDS else None
+
+    found: dict[str, str] = {}
+    for name, module in MODULES.items():
+        mine = backend(name)
+        if mine is None:
+            continue
+        other = [f"{target} ({_where(module, line)})" for target, line in sorted(module.anywhere.items())
+                 if backend(target) not in (None, mine) and (mine, backend(target)) not in USES_ANOTHER_BACKEND]
+        if other:
+            found[name] = f"{name} (backend {mine}) imports " + ", ".join(other)
+    return found
+
+
+def test_every_backend_is_a_folder() -> None:
+    adapters = PACKAGE / "adapters"
+    assert {p.name for p in adapters.iterdir() if p.is_dir() and (p / "__init__.py").exists()} >= set(BACKENDS)
+
+
 def looks_up(layer: str) -> dict[str, str]:
     """Modules of ``layer`` that import a module of a higher layer (anywhere in the file)."""
     rank = LAYERS.index(layer)
@@ -293,6 +321,7 @@ CONTRACTS = {
     "no import cycle": import_cycles,
     "no two packages import each other": package_cycles,
     "the ground floor imports nothing of memkit": ground_floor_imports,
+    "no backend imports another": backends_importing_backends,
     **{f"{layer} imports nothing above it": (lambda layer=layer: looks_up(layer)) for layer in LAYERS[:-1]},
     "only memkit._sync calls run_sync": run_sync_outside_the_boundary,
     f"no module over {MAX_LINES} lines": long_modules,

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from memkit.adapters import FalkorDBAdapter, Neo4jAdapter
-from memkit.adapters._graph import GraphAdapter
-from memkit.adapters._neo4j import Neo4jDialect
+from memkit.adapters._graph._store import GraphAdapter
+from memkit.adapters._neo4j._adapter import Neo4jDialect
 from memkit.testing import FalkorDBServer
 
 LINT_DIR = Path(__file__).parent / "cypher"

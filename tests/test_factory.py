@@ -111,7 +111,7 @@ def test_bad_configs_raise_config_error(cfg: object, message: str) -> None:
 def test_missing_optional_dependency_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     from memkit.store import _registry as _factory
 
-    entry = _factory._Entry("fancy", "memkit.adapters._memory:InMemoryAdapter", ("fancy",), extra="fancy",
+    entry = _factory._Entry("fancy", "memkit.adapters._memory._adapter:InMemoryAdapter", ("fancy",), extra="fancy",
                             requires="memkit_not_installed_pkg")
     monkeypatch.setattr(_factory, "_REGISTRY", (*_factory._REGISTRY, entry))
     with pytest.raises(memkit.BackendUnavailableError, match=r"pip install 'memkit\[fancy\]'"):

@@ -85,7 +85,7 @@ QUERY_SET = _queries()
 
 
 def _write(url: str, items: list[dict[str, Any]]) -> None:
-    from memkit.adapters._postgres import PostgresAdapter
+    from memkit.adapters._postgres._adapter import PostgresAdapter
 
     async def run() -> None:
         mem = PostgresAdapter(url, embedder="default")
@@ -115,7 +115,7 @@ async def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
     elif kind == "sqlite":
         mem = memkit.get_memory_provider(f"sqlite:///{tmp_path_factory.mktemp('filt') / 'notes.db'}")
     elif kind == "postgres":
-        from memkit.adapters._postgres import PostgresAdapter
+        from memkit.adapters._postgres._adapter import PostgresAdapter
 
         server: PostgresServer = request.getfixturevalue("postgres_server")
         url = server.url(f"filt_{uuid.uuid4().hex[:10]}")
@@ -139,7 +139,7 @@ async def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
     else:
         from test_graph_recalls import _drop_neo4j_vector_index
 
-        from memkit.adapters._neo4j import Neo4jAdapter
+        from memkit.adapters._neo4j._adapter import Neo4jAdapter
 
         uri = request.getfixturevalue("neo4j_uri")
         await _drop_neo4j_vector_index(uri)  # an earlier test's embedder may have made it another size

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from memkit import InvalidInputError, MemoryFilter
 from memkit._core._filters import matches, parse_filters
-from memkit.adapters._postgres_sql import POSTGRES
+from memkit.adapters._postgres._sql import POSTGRES
 from memkit.adapters._sqlbase import filter_sql
 from memkit.adapters._sqlite._sql import SQLITE
 from memkit.testing import PostgresServer

@@ -14,7 +14,7 @@ import pytest
 
 import memkit
 from memkit import frames
-from memkit.adapters._memory import InMemoryAdapter
+from memkit.adapters._memory._adapter import InMemoryAdapter
 from memkit.adapters._sqlite import SQLiteAdapter, _schema
 from memkit.frames import _reading, _usage
 from memkit.traces import ExecutionHistory

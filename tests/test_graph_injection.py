@@ -9,7 +9,7 @@ import pytest
 
 from memkit import InvalidInputError
 from memkit.adapters import FalkorDBAdapter, Neo4jAdapter
-from memkit.adapters._graph import GraphAdapter
+from memkit.adapters._graph._store import GraphAdapter
 from memkit.graph import amemory_graph
 from memkit.testing import FalkorDBServer
 

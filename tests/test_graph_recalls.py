@@ -13,7 +13,7 @@ from test_recalls import FACTS, NS
 
 import memkit
 from memkit.adapters import FalkorDBAdapter, Neo4jAdapter
-from memkit.adapters._memory import InMemoryAdapter
+from memkit.adapters._memory._adapter import InMemoryAdapter
 from memkit.adapters._sqlite import SQLiteAdapter
 from memkit.testing import FalkorDBServer
 from memkit.traces import ExecutionHistory

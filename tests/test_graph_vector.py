@@ -19,7 +19,7 @@ import pytest
 import memkit
 from memkit import ConfigError, InvalidInputError
 from memkit.adapters import FalkorDBAdapter, Neo4jAdapter
-from memkit.adapters._graph import GraphAdapter
+from memkit.adapters._graph._store import GraphAdapter
 from memkit.testing import FalkorDBServer
 
 

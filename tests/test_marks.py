@@ -15,7 +15,7 @@ import memkit
 from memkit import InvalidInputError, NotFoundError, SupportsMarks
 from memkit._sync import run_sync
 from memkit.adapters import Mem0Adapter
-from memkit.adapters._memory import InMemoryAdapter
+from memkit.adapters._memory._adapter import InMemoryAdapter
 from memkit.adapters._sqlite import SQLiteAdapter
 from memkit.adapters._sqlite._schema import MIGRATIONS, SCHEMA_VERSION, statements
 from memkit.frames import ANNOTATION_COLUMNS, annotations_frame

@@ -26,7 +26,7 @@ import memkit
 from memkit import ConfigError, InvalidInputError, StorageError, get_memory_provider
 from memkit._recall import _recording as _recall
 from memkit.adapters import Mem0Adapter, SQLiteAdapter
-from memkit.adapters._mem0_backend import decode_id, encode_id, oss_config
+from memkit.adapters._mem0._backend import decode_id, encode_id, oss_config
 from memkit.embeddings import DEFAULT_EMBEDDER
 from memkit.frames import recalls_frame, replay_recall, traces_frame
 from memkit.testing import ProviderConformance

@@ -27,7 +27,7 @@ pytest.importorskip("mem0", reason="the mem0 extra is not installed: pip install
 
 from memkit import BackendUnavailableError, StorageError, get_memory_provider
 from memkit.adapters import Mem0Adapter
-from memkit.adapters import _mem0_backend as mem0_module
+from memkit.adapters._mem0 import _backend as mem0_module
 
 API_KEY = "m0-test-secret-key-0123456789"
 

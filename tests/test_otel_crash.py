@@ -28,7 +28,7 @@ _ROOT = Path(__file__).resolve().parents[1]
 _DYING = textwrap.dedent("""
     import os, signal, sys
     import memkit
-    from memkit.adapters import _postgres_writes
+    from memkit.adapters._postgres import _writes as _postgres_writes
     from memkit.otel import import_otlp
 
     original = _postgres_writes.insert

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memkit.adapters._postgres import PostgresAdapter
+from memkit.adapters._postgres._adapter import PostgresAdapter
 from memkit.testing import PostgresServer, ProviderConformance
 
 
@@ -71,7 +71,7 @@ async def test_a_newer_schema_is_refused_and_an_older_one_is_migrated(postgres_s
     import psycopg
 
     from memkit import ConfigError
-    from memkit.adapters._postgres_schema import SCHEMA_VERSION
+    from memkit.adapters._postgres._schema import SCHEMA_VERSION
 
     url = postgres_server.url(f"t_{uuid.uuid4().hex[:12]}")
     await PostgresAdapter(url, embedder=None).aclose()
@@ -133,7 +133,8 @@ async def test_locomo_dev_scores_like_sqlite(
     through the HNSW index."""
     from test_retrieval_backends import METRICS, MODES, _dev_conversations, _harness, _scores
 
-    from memkit.adapters import SQLiteAdapter, _postgres_sql
+    from memkit.adapters import SQLiteAdapter
+    from memkit.adapters._postgres import _sql as _postgres_sql
 
     class Indexed(PostgresAdapter):
         async def add_many(self, *args: Any, **kwargs: Any) -> list[str]:
@@ -161,7 +162,7 @@ async def test_the_binary_copy_stores_the_terms_the_text_form_spells(postgres_se
     """Writes send each memory's terms in tsvector's binary form: what is stored equals the tsvector
     input text the keyword leg was written against, for quotes, backslashes, repeats past 256
     positions, words too long to index, dates and non-ASCII words."""
-    from memkit.adapters._postgres_sql import terms_vector
+    from memkit.adapters._postgres._sql import terms_vector
 
     texts = [
         "O'Brien's lab: 'quoted' and \"double\" words, back\\slash",

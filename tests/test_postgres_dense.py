@@ -12,8 +12,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from memkit.adapters import _postgres_dense
-from memkit.adapters._postgres import PostgresAdapter
+from memkit.adapters._postgres import _dense as _postgres_dense
+from memkit.adapters._postgres._adapter import PostgresAdapter
 from memkit.store import _search as _pipeline
 from memkit.testing import PostgresServer
 

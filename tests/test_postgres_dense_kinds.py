@@ -16,9 +16,10 @@ import pytest
 from test_postgres_dense_segments import _database, _state, _until
 
 from memkit._core._errors import ConfigError
-from memkit.adapters import _postgres, _postgres_sql
-from memkit.adapters._postgres import PostgresAdapter
-from memkit.adapters._postgres_schema import SCHEMA_VERSION
+from memkit.adapters._postgres import _adapter as _postgres
+from memkit.adapters._postgres import _sql as _postgres_sql
+from memkit.adapters._postgres._adapter import PostgresAdapter
+from memkit.adapters._postgres._schema import SCHEMA_VERSION
 from memkit.testing import PostgresServer
 
 _TOPICS = ["golden retriever puppy", "quarterly tax filing", "kinase assay buffer", "sourdough starter",
@@ -116,7 +117,7 @@ async def test_a_halfvec_graph_picks_the_rows_and_the_full_vectors_score_them(
 
 _REBUILD = """
 import asyncio, sys
-from memkit.adapters._postgres import PostgresAdapter
+from memkit.adapters._postgres._adapter import PostgresAdapter
 
 async def main():
     mem = PostgresAdapter(sys.argv[1])

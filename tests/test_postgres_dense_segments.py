@@ -11,8 +11,9 @@ import uuid
 import psycopg
 import pytest
 
-from memkit.adapters import _postgres_index, _postgres_sql
-from memkit.adapters._postgres import PostgresAdapter
+from memkit.adapters._postgres import _index as _postgres_index
+from memkit.adapters._postgres import _sql as _postgres_sql
+from memkit.adapters._postgres._adapter import PostgresAdapter
 from memkit.testing import PostgresServer
 
 _TOPICS = ["golden retriever puppy", "quarterly tax filing", "kinase assay buffer", "sourdough starter"]
@@ -117,8 +118,8 @@ async def test_a_schema_4_store_keeps_its_vector_index_as_the_first_segment(post
     opened by this memkit: the upgrade keeps the index as is (same oid) as the first segment, a
     ``vector`` one, and searches use it and the rest; the next build adds a segment beside it and
     rebuilds it as a ``halfvec`` graph."""
-    from memkit.adapters._postgres_schema import META_TABLE, MIGRATIONS, SCHEMA_VERSION, vector_statements
-    from memkit.adapters._postgres_sql import terms_vector
+    from memkit.adapters._postgres._schema import META_TABLE, MIGRATIONS, SCHEMA_VERSION, vector_statements
+    from memkit.adapters._postgres._sql import terms_vector
     from memkit.embeddings import get_embedder
 
     embedder = get_embedder("default")

@@ -19,7 +19,7 @@ import uuid
 import pytest
 
 from memkit import BackendUnavailableError, StorageError
-from memkit.adapters._postgres import PostgresAdapter
+from memkit.adapters._postgres._adapter import PostgresAdapter
 from memkit.testing import PostgresServer
 
 _WRITER = """

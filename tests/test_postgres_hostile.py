@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from memkit import InvalidInputError
-from memkit.adapters._postgres import PostgresAdapter
+from memkit.adapters._postgres._adapter import PostgresAdapter
 from memkit.testing import PostgresServer
 
 HOSTILE = [

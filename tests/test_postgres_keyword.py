@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from memkit.adapters._postgres import PostgresAdapter
+from memkit.adapters._postgres._adapter import PostgresAdapter
 from memkit.testing import PostgresServer
 
 # Postings as the triggers should have them: one per (memory, term), from the memories themselves.
@@ -102,7 +102,8 @@ async def test_the_top_postings_give_exact_scores_and_the_exhaustive_rows_when_n
     import psycopg
 
     from memkit._core._filters import parse_filters
-    from memkit.adapters import _postgres_keyword, _postgres_sql
+    from memkit.adapters._postgres import _keyword as _postgres_keyword
+    from memkit.adapters._postgres import _sql as _postgres_sql
 
     monkeypatch.setattr(_postgres_keyword, "TOP_POSTINGS", budget)
     monkeypatch.setattr(_postgres_keyword, "PER_CANDIDATE", 1)
@@ -145,8 +146,8 @@ async def test_a_schema_3_store_upgrades_to_integer_postings(postgres_server: Po
     searches, writes and deletes go on with the new triggers; namespaces stay apart."""
     import psycopg
 
-    from memkit.adapters._postgres_schema import META_TABLE, MIGRATIONS, SCHEMA_VERSION
-    from memkit.adapters._postgres_sql import terms_vector
+    from memkit.adapters._postgres._schema import META_TABLE, MIGRATIONS, SCHEMA_VERSION
+    from memkit.adapters._postgres._sql import terms_vector
 
     url = postgres_server.url(f"t_{uuid.uuid4().hex[:12]}")
     rng = random.Random(4)
@@ -198,7 +199,8 @@ async def test_kept_document_frequencies_never_outlive_a_write_from_elsewhere(
     too) and reset, and a repeated search in an unchanged namespace counts nothing again."""
     import psycopg
 
-    from memkit.adapters import _postgres_keyword, _postgres_sql
+    from memkit.adapters._postgres import _keyword as _postgres_keyword
+    from memkit.adapters._postgres import _sql as _postgres_sql
 
     monkeypatch.setattr(_postgres_keyword, "TOP_POSTINGS", 20)  # every common term's list is cut
     url = postgres_server.url(f"t_{uuid.uuid4().hex[:12]}")
@@ -260,7 +262,8 @@ async def test_memories_that_cannot_make_the_list_are_not_scored(
     rows are still the exhaustive statement's."""
     import psycopg
 
-    from memkit.adapters import _postgres_keyword, _postgres_sql
+    from memkit.adapters._postgres import _keyword as _postgres_keyword
+    from memkit.adapters._postgres import _sql as _postgres_sql
 
     url = postgres_server.url(f"t_{uuid.uuid4().hex[:12]}")
     rng = random.Random(5)
@@ -295,7 +298,7 @@ async def test_memory_numbers_travel_as_one_bigint_array_literal(postgres_server
     import numpy as np
     import psycopg
 
-    from memkit.adapters._postgres_sql import int_array
+    from memkit.adapters._postgres._sql import int_array
 
     url = postgres_server.url(f"t_{uuid.uuid4().hex[:12]}")
     cases: list[list[int]] = [[], [7], [3, 1, 3, 2**40 + 1, 0], [int(x) for x in np.arange(5_000, 7_000)]]

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from memkit.adapters._postgres import PostgresAdapter
+from memkit.adapters._postgres._adapter import PostgresAdapter
 from memkit.testing import PostgresServer
 
 _WORDS = ["sample", "cohort", "variant", "align", "reads", "tp53", "brca1", "coverage", "report", "plan"]
@@ -53,7 +53,7 @@ async def test_candidates_find_their_neighbours_among_each_other_across_interlea
     import psycopg
 
     from memkit._retrieval._fusion import CONTEXT_REACH
-    from memkit.adapters import _postgres_sql as q
+    from memkit.adapters._postgres import _sql as q
 
     url = postgres_server.url(f"t_{uuid.uuid4().hex[:12]}")
     rng = random.Random(3)

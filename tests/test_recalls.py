@@ -21,7 +21,7 @@ import pytest
 import memkit
 from memkit import InvalidInputError, Recall, SupportsAsOf, SupportsRecalls
 from memkit.adapters import FalkorDBAdapter, Neo4jAdapter
-from memkit.adapters._memory import InMemoryAdapter
+from memkit.adapters._memory._adapter import InMemoryAdapter
 from memkit.adapters._sqlite import SQLiteAdapter
 from memkit.frames import recalls_frame, replay_recall, traces_frame
 from memkit.testing import FalkorDBServer

@@ -16,7 +16,7 @@ import pytest
 import memkit
 from memkit._core._runs import RunSummary, _steps_of_columns, summaries, summarise
 from memkit._sync import run_sync
-from memkit.adapters._postgres import PostgresAdapter
+from memkit.adapters._postgres._adapter import PostgresAdapter
 from memkit.adapters._sqlite import _schema
 from memkit.cli import main
 from memkit.testing import PostgresServer

@@ -14,7 +14,7 @@ from unittest.mock import Mock
 import pytest
 
 import memkit
-from memkit.adapters._memory import InMemoryAdapter
+from memkit.adapters._memory._adapter import InMemoryAdapter
 from memkit.tools import MemoryTools, ProviderTools, ToolDispatcher, register_pydantic_ai_tools
 
 

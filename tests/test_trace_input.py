@@ -18,7 +18,7 @@ from memkit import ConfigError, InvalidInputError, Limits, frames
 from memkit._serve._mcp import Access, McpMemory
 from memkit._sync import run_sync
 from memkit.adapters import FalkorDBAdapter, Neo4jAdapter
-from memkit.adapters._memory import InMemoryAdapter
+from memkit.adapters._memory._adapter import InMemoryAdapter
 from memkit.adapters._sqlite import SQLiteAdapter
 from memkit.traces import Redactor, set_trace_redactor
 

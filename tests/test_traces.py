@@ -17,7 +17,7 @@ import pytest
 
 import memkit
 from memkit import Limits
-from memkit.adapters._memory import InMemoryAdapter, MockMemoryAdapter
+from memkit.adapters._memory._adapter import InMemoryAdapter, MockMemoryAdapter
 from memkit.adapters._sqlite import SQLiteAdapter
 from memkit.traces import (
     REDACTED,

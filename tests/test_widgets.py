@@ -429,7 +429,7 @@ def test_modes_a_provider_declares_are_offered_and_passed_through() -> None:
     """No adapter on this branch has an embedder yet, so a subclass declares hybrid and records the call."""
     from typing import ClassVar
 
-    from memkit.adapters._memory import InMemoryAdapter
+    from memkit.adapters._memory._adapter import InMemoryAdapter
 
     class Hybrid(InMemoryAdapter):
         search_modes = ("keyword", "hybrid")

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 from memkit.store._registry import adapter_modules
 
 if TYPE_CHECKING:
-    from memkit.adapters._falkordb import FalkorDBAdapter
-    from memkit.adapters._mem0 import Mem0Adapter
-    from memkit.adapters._memory import InMemoryAdapter, MockMemoryAdapter
-    from memkit.adapters._neo4j import Neo4jAdapter
+    from memkit.adapters._falkordb._adapter import FalkorDBAdapter
+    from memkit.adapters._mem0._adapter import Mem0Adapter
+    from memkit.adapters._memory._adapter import InMemoryAdapter, MockMemoryAdapter
+    from memkit.adapters._neo4j._adapter import Neo4jAdapter
     from memkit.adapters._sqlite import SQLiteAdapter
 
 __all__ = ["FalkorDBAdapter", "InMemoryAdapter", "Mem0Adapter", "MockMemoryAdapter", "Neo4jAdapter", "SQLiteAdapter"]

@@ -59,16 +59,16 @@ class _Entry:
 
 
 _REGISTRY: tuple[_Entry, ...] = (
-    _Entry("memory", "memkit.adapters._memory:InMemoryAdapter", ("memory",), ("mock", "in_memory", "inmemory"),
+    _Entry("memory", "memkit.adapters._memory._adapter:InMemoryAdapter", ("memory",), ("mock", "in_memory", "inmemory"),
            also=("MockMemoryAdapter",)),
     _Entry("sqlite", "memkit.adapters._sqlite:SQLiteAdapter", ("sqlite",),
            reads="memkit.adapters._sqlite._reads:open_reads"),
-    _Entry("falkordb", "memkit.adapters._falkordb:FalkorDBAdapter", ("falkordb",), (), "graph", "falkordb"),
-    _Entry("neo4j", "memkit.adapters._neo4j:Neo4jAdapter",
+    _Entry("falkordb", "memkit.adapters._falkordb._adapter:FalkorDBAdapter", ("falkordb",), (), "graph", "falkordb"),
+    _Entry("neo4j", "memkit.adapters._neo4j._adapter:Neo4jAdapter",
            ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc"), (), "graph", "neo4j"),
-    _Entry("mem0", "memkit.adapters._mem0:Mem0Adapter", ("mem0", "mem0+cloud"), extra="mem0", requires="mem0"),
-    _Entry("postgres", "memkit.adapters._postgres:PostgresAdapter", ("postgresql", "postgres"), ("postgresql",),
-           "postgres", "psycopg"),
+    _Entry("mem0", "memkit.adapters._mem0._adapter:Mem0Adapter", ("mem0", "mem0+cloud"), extra="mem0", requires="mem0"),
+    _Entry("postgres", "memkit.adapters._postgres._adapter:PostgresAdapter", ("postgresql", "postgres"),
+           ("postgresql",), "postgres", "psycopg"),
 )
 
 

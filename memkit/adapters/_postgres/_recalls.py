@@ -15,7 +15,7 @@ from memkit._core._records import Record, now_us, to_us
 from memkit._core._validate import Limits, check_id
 from memkit._recall import _marks
 from memkit._recall import _recording as _recall
-from memkit.adapters._postgres_loop import load_psycopg
+from memkit.adapters._postgres._loop import load_psycopg
 from memkit.store._ops import AddRecallsOp, ImportStepsOp, MarksOp, PutMarksOp, RecallsOp, RemoveMarksOp, StepsRestarted
 
 __all__ = ["RecallsAndMarks"]

@@ -1,5 +1,5 @@
 """Search in the PostgreSQL store: the keyword and dense legs run in the database, in one
-connection, and memkit's shared pipeline fuses them (see :mod:`memkit.adapters._postgres_sql`).
+connection, and memkit's shared pipeline fuses them (see :mod:`memkit.adapters._postgres._sql`).
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from typing import Any
 from memkit._core._models import MemoryItem
 from memkit._retrieval._fusion import CONTEXT_REACH, DenseScores
 from memkit._retrieval._keyword import analyze_query, named_speakers
-from memkit.adapters import _postgres_sql as q
-from memkit.adapters._postgres_dense import VERSION_SQL, SampleCache
-from memkit.adapters._postgres_keyword import Frequencies, keyword_hits
-from memkit.adapters._postgres_loop import load_psycopg
-from memkit.adapters._postgres_schema import segment_bounds, segment_kinds
+from memkit.adapters._postgres import _sql as q
+from memkit.adapters._postgres._dense import VERSION_SQL, SampleCache
+from memkit.adapters._postgres._keyword import Frequencies, keyword_hits
+from memkit.adapters._postgres._loop import load_psycopg
+from memkit.adapters._postgres._schema import segment_bounds, segment_kinds
 from memkit.store import _search as _pipeline
 from memkit.store._ops import SearchOp
 
@@ -34,7 +34,7 @@ async def ranked(
     counted: Frequencies | None = None,
 ) -> list[MemoryItem]:
     """The top memories for ``request``: the database's legs, memkit's fusion (``samples``: this
-    store's cosine statistics, see :mod:`memkit.adapters._postgres_dense`)."""
+    store's cosine statistics, see :mod:`memkit.adapters._postgres._dense`)."""
     user, agent, depth = request.user_id, request.agent_id, request.depth
     created: dict[int, int] = {}
     hits: list[tuple[int, float]] = []

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import re
 
-from memkit.adapters._postgres_keyword import MIGRATION as _POSTINGS
-from memkit.adapters._postgres_keyword import MIGRATION_4 as _INTEGER_POSTINGS
-from memkit.adapters._postgres_sql import check_dim as _dim
-from memkit.adapters._postgres_sql import check_kind as _kind
-from memkit.adapters._postgres_writes import SORTED_POSTINGS as _SORTED_POSTINGS
+from memkit.adapters._postgres._keyword import MIGRATION as _POSTINGS
+from memkit.adapters._postgres._keyword import MIGRATION_4 as _INTEGER_POSTINGS
+from memkit.adapters._postgres._sql import check_dim as _dim
+from memkit.adapters._postgres._sql import check_kind as _kind
+from memkit.adapters._postgres._writes import SORTED_POSTINGS as _SORTED_POSTINGS
 
 __all__ = [
     "ADVISORY_LOCK", "INDEX_LOCK", "MIGRATIONS", "SCHEMA_VERSION", "index_name", "segment_bounds",
@@ -101,16 +101,16 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # built in bulk over the memories up to a recorded ``seq`` (see ``vector_index_statement``).
     2: ("DROP INDEX IF EXISTS memories_embedding",),
     # Impact-ordered postings for the keyword leg, kept by triggers, filled from the memories
-    # already stored (see memkit.adapters._postgres_keyword).
+    # already stored (see memkit.adapters._postgres._keyword).
     3: _POSTINGS,
     # The postings keyed by a namespace number and a term hash instead of three texts (see
-    # memkit.adapters._postgres_keyword.MIGRATION_4).
+    # memkit.adapters._postgres._keyword.MIGRATION_4).
     4: _INTEGER_POSTINGS,
     # The vector index becomes segments, each over a range of ``seq`` and built once (see
-    # memkit.adapters._postgres_index): the one index a store has is the first segment, so only
+    # memkit.adapters._postgres._index): the one index a store has is the first segment, so only
     # its reach is recorded anew, as the list of segment ends. A memkit of an earlier schema, which
     # rebuilds one index over everything, refuses the upgraded store instead of mixing the two.
-    # And a batch's postings go into their index sorted (see memkit.adapters._postgres_writes).
+    # And a batch's postings go into their index sorted (see memkit.adapters._postgres._writes).
     5: (
         _SORTED_POSTINGS,
         "INSERT INTO memkit_meta (key, value) SELECT 'vector_segments', value FROM memkit_meta"
@@ -121,7 +121,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # a bare end is a ``vector`` graph, as every segment before): new segments are ``halfvec`` graphs.
     # The segments a store has are kept as they are here, so the upgrade itself is instant; builds
     # then rebuild them as ``halfvec`` graphs beside the old ones and swap them in (see
-    # memkit.adapters._postgres_index). A memkit of an earlier schema cannot read the kinds, so it
+    # memkit.adapters._postgres._index). A memkit of an earlier schema cannot read the kinds, so it
     # refuses the upgraded store.
     6: (),
     # A metadata equality filter finds its rows through this index (the compiled filter adds an
@@ -148,7 +148,7 @@ def vector_statements(dim: int) -> tuple[str, ...]:
     )
 
 
-#: What a new segment is built as (see :mod:`memkit.adapters._postgres_index`).
+#: What a new segment is built as (see :mod:`memkit.adapters._postgres._index`).
 NEW_KIND = "halfvec"
 
 _INDEX_NAME = re.compile(r"memories_embedding_(?:(\d+)_)?(\d+)(?:_(halfvec))?")

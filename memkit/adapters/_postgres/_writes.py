@@ -21,7 +21,7 @@ from typing import Any
 from memkit._core._errors import InvalidInputError
 from memkit._core._records import Record
 from memkit._retrieval._keyword import analyze, analyze_many
-from memkit.adapters._postgres_loop import load_psycopg
+from memkit.adapters._postgres._loop import load_psycopg
 
 __all__ = ["SORTED_POSTINGS", "insert", "json_out", "jsonb_loads", "jsonb_text", "terms_binary", "text_in", "text_out"]
 
@@ -77,7 +77,7 @@ def terms_binary(text: str, terms: list[str] | None = None) -> tuple[bytes, int]
     """``(tsvector in binary form, length)`` for ``text`` (whose analysis, :func:`analyze`, is
     ``terms`` when given): a term's uses as positions 1..tf.
 
-    The same value :func:`memkit.adapters._postgres_sql.terms_vector` spells as tsvector input text.
+    The same value :func:`memkit.adapters._postgres._sql.terms_vector` spells as tsvector input text.
     """
     if terms is None:
         terms = analyze(text)

@@ -6,8 +6,8 @@ A dialect supplies only what truly differs: index DDL, the vector index
 procedure and its score scale, and how statements are executed (Neo4j runs a
 batch in one transaction; FalkorDB runs each statement atomically, so every
 logical write is a single statement). Each database's dialect, with its own
-DDL text, lives beside its adapter (:mod:`memkit.adapters._falkordb`,
-:mod:`memkit.adapters._neo4j`).
+DDL text, lives beside its adapter (:mod:`memkit.adapters._falkordb._adapter`,
+:mod:`memkit.adapters._neo4j._adapter`).
 
 Every value is a parameter; labels and property names come from the schema
 (:mod:`memkit._core._graph_schema`), never from input.
@@ -160,7 +160,7 @@ EXPORT = (
     " ORDER BY m.created_us, m.seq LIMIT $limit"
 )
 
-# A namespace's state for the search cache (:mod:`memkit.adapters._graph_search`): how many memories, the
+# A namespace's state for the search cache (:mod:`memkit.adapters._graph._search`): how many memories, the
 # newest write, and a checksum of every write (so another process deleting one memory and adding
 # one, which leaves the count alone, still changes it). One small aggregate per search.
 CHECKSUM = 1_000_000_007

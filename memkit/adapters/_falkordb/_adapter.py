@@ -16,8 +16,8 @@ from urllib.parse import unquote, urlsplit
 
 from memkit._core._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError, missing_extra
 from memkit._core._url import bool_option, embedder_option, query_options
-from memkit.adapters._cypher import Dialect, Statement
-from memkit.adapters._graph import GraphAdapter, GraphOptions
+from memkit.adapters._graph._cypher import Dialect, Statement
+from memkit.adapters._graph._store import GraphAdapter, GraphOptions
 from memkit.adapters._plumbing import Worker
 
 __all__ = ["FalkorDBAdapter", "FalkorDBDialect"]
@@ -257,7 +257,7 @@ class FalkorDBAdapter(GraphAdapter):
     password
         Redis password; defaults to ``$MEMKIT_FALKORDB_PASSWORD``. Never shown in reprs or errors.
     **options
-        ``limits``, ``entity_fields`` (see :class:`~memkit.adapters._graph.GraphAdapter`), ``socket_timeout``.
+        ``limits``, ``entity_fields`` (see :class:`~memkit.adapters._graph._store.GraphAdapter`), ``socket_timeout``.
 
     Examples
     --------

@@ -3,7 +3,7 @@
 Writers never maintain an HNSW graph. The index is a list of partial indexes, *segments*, each
 over the memories of one range of ``seq`` (``lo < seq <= hi``); ``memkit_meta.vector_segments``
 records their ends. Searches walk every segment's graph and score the memories written after the
-last one exactly (see :func:`memkit.adapters._postgres_sql.dense_statements`). A write that leaves
+last one exactly (see :func:`memkit.adapters._postgres._sql.dense_statements`). A write that leaves
 enough memories outside the segments starts, in the background of the writing process, a build of
 one new segment over just those: a vector is built into a graph once and never again. (Schema 4
 rebuilt one index over everything each time, so each vector was built about twice, and in ever
@@ -19,8 +19,8 @@ import contextlib
 import logging
 from typing import Any
 
-from memkit.adapters._postgres_loop import load_psycopg
-from memkit.adapters._postgres_schema import (
+from memkit.adapters._postgres._loop import load_psycopg
+from memkit.adapters._postgres._schema import (
     INDEX_LOCK,
     NEW_KIND,
     index_name,

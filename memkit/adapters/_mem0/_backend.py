@@ -1,6 +1,6 @@
 """Talking to mem0 (``mem0ai==2.2.1``): its environment, its config, its two clients, its rows.
 
-Everything here is blocking and knows mem0's shapes; :mod:`memkit.adapters._mem0` runs it on
+Everything here is blocking and knows mem0's shapes; :mod:`memkit.adapters._mem0._adapter` runs it on
 a worker thread behind the port.
 
 - Namespaces are mem0's ``user_id`` + ``agent_id``. mem0 trims ids and rejects

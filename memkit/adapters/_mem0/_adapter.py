@@ -8,7 +8,7 @@ the Mem0 platform through mem0's ``MemoryClient``.
 
 How the port maps onto mem0 (see docs/mem0.md):
 
-- Ids and payloads: see :mod:`memkit.adapters._mem0_backend`, which holds every call into mem0.
+- Ids and payloads: see :mod:`memkit.adapters._mem0._backend`, which holds every call into mem0.
 - Search runs the shared pipeline (:mod:`memkit.store._search`): mem0's similarity is the one
   (semantic) leg, so scores, ties and ``score_details`` are those of every other store.
 - Filters use the reference semantics (:func:`memkit._core._filters.matches`) on
@@ -35,7 +35,7 @@ from memkit._core._records import Record, namespace_infos, now_us
 from memkit._core._url import bool_option, query_options
 from memkit._core._validate import DEFAULT_LIMITS, Limits
 from memkit._retrieval._fusion import DenseScores
-from memkit.adapters._mem0_backend import (
+from memkit.adapters._mem0._backend import (
     DEFAULT_COLLECTION,
     PAYLOAD_KEY,
     Backend,
@@ -48,7 +48,7 @@ from memkit.adapters._mem0_backend import (
     redact,
     row_of,
 )
-from memkit.adapters._mem0_seed import seed_options
+from memkit.adapters._mem0._seed import seed_options
 from memkit.adapters._plumbing import Worker
 from memkit.embeddings import Embedder
 from memkit.store import _ops as ops

@@ -10,8 +10,8 @@ from urllib.parse import unquote, urlsplit
 
 from memkit._core._errors import BackendUnavailableError, ConfigError, InvalidInputError, StorageError, missing_extra
 from memkit._core._url import query_options
-from memkit.adapters._cypher import Dialect, Statement
-from memkit.adapters._graph import GraphAdapter, GraphOptions
+from memkit.adapters._graph._cypher import Dialect, Statement
+from memkit.adapters._graph._store import GraphAdapter, GraphOptions
 
 __all__ = ["Neo4jAdapter", "Neo4jDialect"]
 

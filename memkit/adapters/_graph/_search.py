@@ -4,7 +4,7 @@ The database narrows to one namespace and hands back rows; memkit's BM25 and the
 own vectors (a :class:`~memkit.adapters._namespace_cache.NamespaceCache` per namespace) rank
 them, and :func:`memkit.store._search.rank` fuses the legs as on every other backend.
 
-A cache is valid while the database's :data:`~memkit.adapters._cypher.NS_FINGERPRINT` of the
+A cache is valid while the database's :data:`~memkit.adapters._graph._cypher.NS_FINGERPRINT` of the
 namespace (count, newest ``seq``, checksum of every ``seq``) equals the cache's, checked before
 every search: another process's writes are read in, anything else (a delete, a reset) rebuilds
 the cache. This process's writes fold in; its deletes and resets drop the cache.
@@ -26,7 +26,7 @@ from memkit._core._records import Record
 from memkit._retrieval._cache import IndexCache
 from memkit._retrieval._fusion import DenseScores, VectorIndex
 from memkit._retrieval._keyword import analyze_query
-from memkit.adapters._cypher import CHECKSUM, NS_FINGERPRINT, NS_PAGE, PAGE, Statement
+from memkit.adapters._graph._cypher import CHECKSUM, NS_FINGERPRINT, NS_PAGE, PAGE, Statement
 from memkit.adapters._namespace_cache import NamespaceCache
 from memkit.store import _ops as ops
 from memkit.store import _search as _pipeline

@@ -29,7 +29,7 @@ terms, the top 10 held 84.7% of the exhaustive top 10 (44 of 60 queries exactly)
 p50 / p95; 1,000 postings per term held 94.3% (52 of 60) at 66 / 155 ms. For the 100 a hybrid
 search asks of the leg: 79.5% of the exhaustive top 100 at 41 / 70 ms, against 94.8% at 105 / 173 ms. When fewer than
 ``limit`` candidates pass the filters (a filter that rejects most of them), the exhaustive
-statement of :mod:`memkit.adapters._postgres_sql` runs instead, so a filtered search never comes
+statement of :mod:`memkit.adapters._postgres._sql` runs instead, so a filtered search never comes
 back short.
 
 Postings are kept by triggers on ``memories`` (statement-level for inserts and deletes, so one
@@ -47,7 +47,7 @@ import numpy as np
 
 from memkit._core._filters import Condition
 from memkit._retrieval._keyword import K1, B
-from memkit.adapters import _postgres_sql as q
+from memkit.adapters._postgres import _sql as q
 from memkit.adapters._sqlbase import filter_sql
 
 __all__ = ["MIGRATION", "MIGRATION_4", "REFERENCE_LENGTH", "TOP_POSTINGS", "Frequencies", "keyword_hits",

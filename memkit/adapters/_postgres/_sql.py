@@ -7,7 +7,7 @@ in come from fixed sets here. Every statement that reads a namespace names ``use
 
 The keyword leg scores with memkit's BM25 (:mod:`memkit._retrieval._keyword`) inside the database:
 memories are stored with memkit's own analysis as a ``tsvector`` (a term's positions
-``1..tf`` count its uses), the keyword postings (:mod:`memkit.adapters._postgres_keyword`)
+``1..tf`` count its uses), the keyword postings (:mod:`memkit.adapters._postgres._keyword`)
 find the namespace's memories that hold any query term, and the score sums
 ``idf * tf (k1 + 1) / (tf + k1 (1 - b + b len / avglen))`` with the namespace's N, average
 length and document frequencies, so it ranks as SQLite does.
@@ -24,7 +24,7 @@ from memkit._core._filters import Condition
 from memkit._core._records import Record
 from memkit._retrieval._config import EXACT_MAX, dense_path
 from memkit._retrieval._keyword import K1, B, analyze
-from memkit.adapters._postgres_writes import text_in
+from memkit.adapters._postgres._writes import text_in
 from memkit.adapters._sqlbase import Dialect, filter_sql
 
 __all__ = [
@@ -95,7 +95,7 @@ def _number(value: int | float) -> str:
 
 #: jsonb: a path is a text array; a number is compared as numeric (bound as its exact text) and a
 #: string under the "C" collation, by code point as UTF-8 bytes order, spelled as stored (NUL and
-#: U+FFFF as in :func:`memkit.adapters._postgres_writes.jsonb_text`).
+#: U+FFFF as in :func:`memkit.adapters._postgres._writes.jsonb_text`).
 POSTGRES = Dialect(
     mark="%s", true="true", false="false",
     type_of="jsonb_typeof(m.metadata #> %s)",
@@ -236,7 +236,7 @@ def dense_statements(
     ``exact`` orders every vector of the namespace by the inner product (no index serves it): one
     statement. Otherwise one statement per segment of the vector index (``segments``: their ends,
     ``kinds``: what each one's graph is over, default ``vector``, see
-    :mod:`memkit.adapters._postgres_index`), asked for ``limits`` rows each (default ``limit``),
+    :mod:`memkit.adapters._postgres._index`), asked for ``limits`` rows each (default ``limit``),
     each served in its range of ``seq`` by the order its graph serves (the range is spliced as
     ``int`` constants so the planner can prove the segment's predicate), and one for the memories
     written after the last segment, which no index holds yet, scored exactly through the

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from memkit.adapters._postgres_sql import POSTGRES
-from memkit.adapters._postgres_writes import json_out, text_in, text_out
+from memkit.adapters._postgres._sql import POSTGRES
+from memkit.adapters._postgres._writes import json_out, text_in, text_out
 from memkit.adapters._sqlbase import trace_filter
 from memkit.adapters._sqlite._traces import MISSING, TRACE_NUMBERS, decode_trace_fields, gc_paused, step_timing_us
 

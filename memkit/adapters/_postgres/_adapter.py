@@ -27,14 +27,14 @@ from memkit._core._records import Record, from_us
 from memkit._core._url import bool_option, embedder_option, query_options
 from memkit._core._validate import DEFAULT_LIMITS, Limits
 from memkit._retrieval._fusion import HybridConfig
-from memkit.adapters import _postgres_index, _postgres_schema, _postgres_writes
-from memkit.adapters import _postgres_sql as q
-from memkit.adapters._postgres_dense import SampleCache
-from memkit.adapters._postgres_keyword import Frequencies
-from memkit.adapters._postgres_loop import Loop, conninfo, load_psycopg, safe_url, timed_out
-from memkit.adapters._postgres_recalls import RecallsAndMarks
-from memkit.adapters._postgres_schema import ADVISORY_LOCK, META_TABLE, MIGRATIONS, SCHEMA_VERSION
-from memkit.adapters._postgres_search import ranked
+from memkit.adapters._postgres import _index, _schema, _writes
+from memkit.adapters._postgres import _sql as q
+from memkit.adapters._postgres._dense import SampleCache
+from memkit.adapters._postgres._keyword import Frequencies
+from memkit.adapters._postgres._loop import Loop, conninfo, load_psycopg, safe_url, timed_out
+from memkit.adapters._postgres._recalls import RecallsAndMarks
+from memkit.adapters._postgres._schema import ADVISORY_LOCK, META_TABLE, MIGRATIONS, SCHEMA_VERSION
+from memkit.adapters._postgres._search import ranked
 from memkit.adapters._sqlbase import created_by, embedded, filter_sql
 from memkit.store._base import Store
 from memkit.store._ops import (
@@ -217,7 +217,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
         async def configure(connection: Any) -> None:
             from psycopg.types.json import set_json_loads
 
-            set_json_loads(_postgres_writes.jsonb_loads, connection)
+            set_json_loads(_writes.jsonb_loads, connection)
             if self._dim is not None:
                 from pgvector.psycopg import register_vector_async
 
@@ -297,7 +297,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
                     raise self._mismatch(name, dim)
                 self._dim = emb.dim
                 return
-            for statement in _postgres_schema.vector_statements(emb.dim):
+            for statement in _schema.vector_statements(emb.dim):
                 await conn.execute(statement)
             from pgvector.psycopg import register_vector_async
 
@@ -371,14 +371,14 @@ class PostgresAdapter(RecallsAndMarks, Store):
         metadata = [r.metadata_json or json.dumps(r.metadata, ensure_ascii=False, separators=(",", ":"))
                     for r in records]
         async with self._pool.connection() as conn:
-            await _postgres_writes.insert(conn, records, metadata, vectors, replace, recalls)
+            await _writes.insert(conn, records, metadata, vectors, replace, recalls)
         if vectors is not None:
             await self._maybe_index()
         return [r.id for r in records]
 
     async def _maybe_index(self) -> None:
         if self._indexing is None or self._indexing.done():
-            self._indexing = await _postgres_index.maybe_start(self._pool, self._conninfo, self._dim or 0)
+            self._indexing = await _index.maybe_start(self._pool, self._conninfo, self._dim or 0)
 
     async def index_vectors(self) -> int:
         """Bring the HNSW index up to date with every memory written so far, waiting for it.
@@ -389,7 +389,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
         """
         if self._dim is None:
             return 0
-        done = await self._call(_postgres_index.build(self._conninfo, self._dim, wait=True), bounded=False)
+        done = await self._call(_index.build(self._conninfo, self._dim, wait=True), bounded=False)
         return int(done or 0)
 
     async def _write(self, op: WriteOp) -> list[str]:
@@ -486,7 +486,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (ADVISORY_LOCK,))
             # Dropping the column drops every vector index with it.
             await conn.execute("ALTER TABLE memories DROP COLUMN IF EXISTS embedding")
-            add_extension, add_column = _postgres_schema.vector_statements(embedder.dim)
+            add_extension, add_column = _schema.vector_statements(embedder.dim)
             await conn.execute(add_extension)
             await conn.execute(add_column)
             from pgvector.psycopg import register_vector_async
@@ -501,10 +501,10 @@ class PostgresAdapter(RecallsAndMarks, Store):
             top = (await (await conn.execute("SELECT coalesce(max(seq), 0) FROM memories")).fetchone())[0]
             await conn.execute("DELETE FROM memkit_meta WHERE key = 'vector_segments'")
             if top:  # one segment over every vector, built at once: faster than row by row
-                await conn.execute(_postgres_schema.vector_index_statement(
-                    0, int(top), concurrently=False, kind=_postgres_schema.NEW_KIND, dim=embedder.dim))
+                await conn.execute(_schema.vector_index_statement(
+                    0, int(top), concurrently=False, kind=_schema.NEW_KIND, dim=embedder.dim))
                 await conn.execute("INSERT INTO memkit_meta (key, value) VALUES ('vector_segments', %s)",
-                                   (_postgres_schema.segments_text([int(top)], [_postgres_schema.NEW_KIND]),))
+                                   (_schema.segments_text([int(top)], [_schema.NEW_KIND]),))
             async with conn.cursor() as cur:
                 await cur.executemany(
                     "INSERT INTO memkit_meta (key, value) VALUES (%s, %s)"
@@ -582,7 +582,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
             after = (rows[-1][6], rows[-1][0])
 
     async def _trace_columns(self, op: TraceColumnsOp) -> dict[str, Any]:
-        from memkit.adapters import _postgres_traces
+        from memkit.adapters._postgres import _traces as _postgres_traces
 
         return await self._call(_postgres_traces.read(
             self._pool, workflow_id=op.workflow_id, agent_id=op.agent_id, user_id=op.user_id, status=op.status,

@@ -1,9 +1,9 @@
 """The memkit port over a graph database: what FalkorDB and Neo4j share.
 
-The Cypher text and the :class:`~memkit.adapters._cypher.Dialect` seam live in
-:mod:`memkit.adapters._cypher`; ranked search and its per-namespace caches in
-:mod:`memkit.adapters._graph_search`; reading the graph back for the views in
-:mod:`memkit.adapters._graph_views`. Metadata is stored as one JSON string and filtered in
+The Cypher text and the :class:`~memkit.adapters._graph._cypher.Dialect` seam live in
+:mod:`memkit.adapters._graph._cypher`; ranked search and its per-namespace caches in
+:mod:`memkit.adapters._graph._search`; reading the graph back for the views in
+:mod:`memkit.adapters._graph._views`. Metadata is stored as one JSON string and filtered in
 Python with :func:`memkit._core._filters.matches`, the reference semantics, after Cypher has
 narrowed the candidates to one namespace.
 """
@@ -24,7 +24,7 @@ from memkit._core._validate import DEFAULT_LIMITS, Limits, check_id, check_limit
 from memkit._recall import _marks
 from memkit._recall import _recording as _recall
 from memkit._retrieval._fusion import HybridConfig
-from memkit.adapters._cypher import (
+from memkit.adapters._graph._cypher import (
     DELETE,
     EXISTING_IDS,
     EXPORT,
@@ -48,8 +48,8 @@ from memkit.adapters._cypher import (
     Dialect,
     Statement,
 )
-from memkit.adapters._graph_search import GraphSearch, record_of
-from memkit.adapters._graph_views import read_graph, read_neighbourhood
+from memkit.adapters._graph._search import GraphSearch, record_of
+from memkit.adapters._graph._views import read_graph, read_neighbourhood
 from memkit.embeddings import Embedder
 from memkit.store import _ops as ops
 from memkit.store._base import Store
@@ -93,7 +93,7 @@ def _write_params(parts: list[RecordParts]) -> dict[str, Any]:
 
 
 class GraphAdapter(Store):
-    """The memkit port over a graph database; subclasses pick a :class:`~memkit.adapters._cypher.Dialect`.
+    """The memkit port over a graph database; subclasses pick a :class:`~memkit.adapters._graph._cypher.Dialect`.
 
     Parameters
     ----------

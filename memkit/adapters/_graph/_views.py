@@ -1,6 +1,6 @@
 """Reading the stored graph back for the graph views: a scope's graph, a node's neighbourhood.
 
-Both walk the graph a hop at a time with the statements of :mod:`memkit.adapters._cypher`
+Both walk the graph a hop at a time with the statements of :mod:`memkit.adapters._graph._cypher`
 (labels come from the schema, never from input) and assemble a :class:`memkit.graph.MemoryGraph`.
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from memkit._core._graph_model import GraphBuilder, MemoryGraph
 from memkit._core._graph_schema import NODE_LABELS, memory_key
-from memkit.adapters._cypher import AROUND, EXPAND, GRAPH_SEEDS, LOOKUP, NODE_AT, NODES, PAGE
+from memkit.adapters._graph._cypher import AROUND, EXPAND, GRAPH_SEEDS, LOOKUP, NODE_AT, NODES, PAGE
 
 __all__ = ["read_graph", "read_neighbourhood"]
 

@@ -1,0 +1,1 @@
+"""The in-memory store (``memory://``): everything in dicts of this process, nothing written anywhere."""
