@@ -6,7 +6,7 @@ views work without a graph server. See ``docs/graph.md`` for the schema.
 
 The package: ``_schema`` (node and edge ids and properties, shared with the graph adapters),
 ``_parts`` and ``_model`` (the graph), ``_read`` (reading it from a store), and the view
-(``_layout``, ``_groups``, ``_style``, ``_view``, ``_page`` and ``_graph.js``/``_graph.css``),
+(``_layout``, ``_groups``, ``_style``, ``_view``, ``_page``, the ``_graph*.js`` scripts and ``_graph.css``),
 which only the widgets and ``_draw`` import; ``_draw`` hands ``MemoryGraph`` its drawing methods.
 """
 

@@ -1,8 +1,8 @@
-"""What the browser gets: the JSON payload ``_graph.js`` draws, the widget's ES module and css, the
+"""What the browser gets: the JSON payload the graph scripts draw, the widget's ES module and css, the
 standalone offline page (``MemoryGraph.to_html``, ``memkit graph --html``) and the pyvis export.
 
-``_graph.js`` (one file for the widget and the page) runs on vis-network 9.1.2, the engine pyvis
-embeds, read from the pyvis package: nothing is fetched.
+The graph scripts (``SCRIPTS``, one script for the widget and the page) run on vis-network 9.1.2, the
+engine pyvis embeds, read from the pyvis package: nothing is fetched.
 """
 
 from __future__ import annotations
@@ -39,8 +39,12 @@ SETTLE_MS = 1500
 ITERATIONS = 100
 
 
+# The view's JavaScript, joined in this order into one script (the last defines ``memkitGraph``).
+SCRIPTS = ("_graph_layout.js", "_graph_panel.js", "_graph.js")
+
+
 def payload(view: GraphView, title: str = "") -> dict[str, Any]:
-    """Everything ``_graph.js`` draws, as JSON-ready data."""
+    """Everything the graph scripts draw, as JSON-ready data."""
     return {
         "title": title,
         "message": view.message,
@@ -72,13 +76,17 @@ def _asset(name: str) -> str:
         return fh.read()
 
 
+def _scripts() -> str:
+    return "\n".join(_asset(name) for name in SCRIPTS)
+
+
 def widget_esm() -> str:
-    """vis-network (its UMD build, given a private ``module`` to fill) and ``_graph.js`` as one ES module."""
+    """vis-network (its UMD build, given a private ``module`` to fill) and the graph scripts as one ES module."""
     return (
         "const module = { exports: {} };\nconst exports = module.exports;\n"
         + _asset("vis-network.min.js")
         + "\nconst vis = module.exports;\n"
-        + _asset("_graph.js")
+        + _scripts()
         + "\nexport default { render({ model, el }) { return memkitGraph(vis, el, model); } };\n"
     )
 
@@ -97,7 +105,7 @@ def script_json(data: object) -> str:
 
 
 def page_html(view: GraphView, title: str = "memkit graph") -> str:
-    """A whole offline HTML document: vis-network, ``_graph.js`` and the data, nothing fetched.
+    """A whole offline HTML document: vis-network, the graph scripts and the data, nothing fetched.
 
     A grouped view carries the first page of every drawn group, so a click opens it without a kernel.
     """
@@ -134,7 +142,7 @@ def page_from_payload(data: dict[str, Any], title: str) -> str:
         '<body><div id="memkit-graph-root"></div>'
         f'<script type="application/json" id="memkit-graph-data">{script_json(data)}</script>'
         f"<script>{_asset('vis-network.min.js')}</script>"
-        f"<script>{_asset('_graph.js')}\nmemkitGraph(vis, document.getElementById('memkit-graph-root'),"
+        f"<script>{_scripts()}\nmemkitGraph(vis, document.getElementById('memkit-graph-root'),"
         " memkitStaticModel(JSON.parse(document.getElementById('memkit-graph-data').textContent)));</script>"
         "</body></html>\n"
     )
@@ -197,7 +205,7 @@ def _inert_network() -> Any:
 
 
 def _options(data: dict[str, Any]) -> dict[str, Any]:
-    """vis-network options; the same object ``_graph.js`` builds."""
+    """vis-network options; the same object ``memkitOptions`` in ``_graph_layout.js`` builds."""
     return {
         "layout": {"improvedLayout": False},
         "physics": {

@@ -1,7 +1,7 @@
 """``GraphExplorer``: a namespace's or a workflow's graph as a live, explorable widget.
 
 The drawing is an anywidget (``GraphView``) whose JavaScript ships in the package
-(``memkit/graph/_graph.js`` on the vis-network build pyvis embeds): nothing is fetched.
+(``memkit/graph/_graph*.js`` on the vis-network build pyvis embeds): nothing is fetched.
 Click a node for its properties (``explorer.selected`` in Python), double-click to
 fetch its neighbours from the store, search by caption, toggle types in the legend.
 A workflow's graph also shows what its steps recalled (dashed purple ``RECALLED`` edges),
