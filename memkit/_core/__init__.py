@@ -1,3 +1,3 @@
-"""The ground floor: models, errors, limits and validation, records, the port with its
-declared capabilities, the operations and the one store base every adapter extends,
-and the adapter registry. Nothing here imports a backend, a view or a server."""
+"""The ground floor: the models (memories, records, recalls, marks, runs, usage, the graph), errors,
+limits and argument checks, filter conditions, and the port with its capability protocols. It imports
+nothing of memkit outside itself; every other package builds on it."""

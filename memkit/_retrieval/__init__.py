@@ -1,3 +1,3 @@
-"""Finding memories: the one search pipeline (arguments, legs, fusion, tie-break,
-score details), BM25 keyword indexing, dense scoring, filters and date cues.
-Backends supply candidates; everything else about ranking lives here."""
+"""Ranking: BM25 keyword scoring, the fusion of keyword and semantic legs, dates in queries, and the
+hybrid knobs. Pure functions over the ground floor's types; the search pipeline that runs them for a
+store is :mod:`memkit.store._search`."""
