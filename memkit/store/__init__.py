@@ -27,36 +27,40 @@ Then run :class:`memkit.testing.ProviderConformance` on it: the suite is the spe
 
 from __future__ import annotations
 
-from memkit._core._filters import matches
-from memkit._core._port import Capability
-from memkit._core._records import Record
-from memkit.store._base import HANDLERS, Store
-from memkit.store._ops import (
-    AddRecallsOp,
-    CloseOp,
-    DeleteOp,
-    ExportOp,
-    GetOp,
-    ImportStepsOp,
-    ListOp,
-    MarksOp,
-    NamespacesOp,
-    Op,
-    PingOp,
-    PutMarksOp,
-    RecallsOp,
-    RemoveMarksOp,
-    ResetOp,
-    RunsOp,
-    SearchOp,
-    StatsOp,
-    TraceColumnsOp,
-    TracePayloadsOp,
-    ValuesOp,
-    WriteOp,
-)
-from memkit.store._registry import ENTRY_POINT_GROUP
-from memkit.store._search import rank
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memkit._core._filters import matches
+    from memkit._core._port import Capability
+    from memkit._core._records import Record
+    from memkit.store._base import HANDLERS, Store
+    from memkit.store._ops import (
+        AddRecallsOp,
+        CloseOp,
+        DeleteOp,
+        ExportOp,
+        GetOp,
+        ImportStepsOp,
+        ListOp,
+        MarksOp,
+        NamespacesOp,
+        Op,
+        PingOp,
+        PutMarksOp,
+        RecallsOp,
+        RemoveMarksOp,
+        ResetOp,
+        RunsOp,
+        SearchOp,
+        StatsOp,
+        TraceColumnsOp,
+        TracePayloadsOp,
+        ValuesOp,
+        WriteOp,
+    )
+    from memkit.store._registry import ENTRY_POINT_GROUP
+    from memkit.store._search import rank
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -89,3 +93,50 @@ __all__ = [
     "matches",
     "rank",
 ]
+
+# Loaded on first use: the registry (``memkit.store._registry``) serves the command line's reads,
+# which must not pay for the models that the base and the operations import.
+_LAZY: dict[str, str] = {
+    "ENTRY_POINT_GROUP": "memkit.store._registry",
+    "HANDLERS": "memkit.store._base",
+    "AddRecallsOp": "memkit.store._ops",
+    "Capability": "memkit._core._port",
+    "CloseOp": "memkit.store._ops",
+    "DeleteOp": "memkit.store._ops",
+    "ExportOp": "memkit.store._ops",
+    "GetOp": "memkit.store._ops",
+    "ImportStepsOp": "memkit.store._ops",
+    "ListOp": "memkit.store._ops",
+    "MarksOp": "memkit.store._ops",
+    "NamespacesOp": "memkit.store._ops",
+    "Op": "memkit.store._ops",
+    "PingOp": "memkit.store._ops",
+    "PutMarksOp": "memkit.store._ops",
+    "RecallsOp": "memkit.store._ops",
+    "Record": "memkit._core._records",
+    "RemoveMarksOp": "memkit.store._ops",
+    "ResetOp": "memkit.store._ops",
+    "RunsOp": "memkit.store._ops",
+    "SearchOp": "memkit.store._ops",
+    "StatsOp": "memkit.store._ops",
+    "Store": "memkit.store._base",
+    "TraceColumnsOp": "memkit.store._ops",
+    "TracePayloadsOp": "memkit.store._ops",
+    "ValuesOp": "memkit.store._ops",
+    "WriteOp": "memkit.store._ops",
+    "matches": "memkit._core._filters",
+    "rank": "memkit.store._search",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memkit.store' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
