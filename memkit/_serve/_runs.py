@@ -200,12 +200,13 @@ def pick_run(runs: list[Run], name: str) -> Run:
 
 
 def _runs_named(reads: OneShotReads, name: str, user_id: str | None, agent_id: str | None) -> list[Run]:
-    """The runs ``name`` can name within the namespace asked for: a printed id's own run (read by
-    its namespace and workflow), else every run of that namespace."""
+    """The runs ``name`` can name within the namespace asked for: the runs of a printed id's workflow
+    (read by its namespace and workflow; a run without a run_id is read among them), else every run
+    of that namespace."""
     ids = parse_run_key(name)
     if ids is not None and user_id in (None, ids[0]) and agent_id in (None, ids[1]):
-        runs = [r for r in read_runs(reads, user_id=ids[0], agent_id=ids[1], workflow_id=ids[2]) if r.key == name]
-        if runs:
+        runs = read_runs(reads, user_id=ids[0], agent_id=ids[1], workflow_id=ids[2])
+        if any(r.key == name for r in runs):
             return runs
     return read_runs(reads, user_id=user_id, agent_id=agent_id)
 
