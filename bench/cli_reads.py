@@ -64,6 +64,8 @@ def build(path: Path, runs: int, memories: int) -> str:
     asyncio.run(store.search("TP53 result", "lab", "bio"))  # saves the keyword index, as a used store has
     store.close()
     part.rename(path)
+    for leftover in path.parent.glob(part.name + "*"):  # the store's lock file, named after the file built
+        leftover.unlink()
     return f"sqlite:///{path}"
 
 
