@@ -57,8 +57,13 @@ def shorten(text: object, width: int = 80) -> str:
     return flat if len(flat) <= width else flat[: max(width - 1, 0)].rstrip() + "…"
 
 
-def is_trace(item: MemoryItem) -> bool:
-    return item.metadata.get("type") == "trace"
+def _metadata(item: MemoryItem | Mapping[str, Any]) -> Mapping[str, Any]:
+    """A memory's metadata, of the model or of its fields as a dict (what the command line reads)."""
+    return item["metadata"] if isinstance(item, Mapping) else item.metadata
+
+
+def is_trace(item: MemoryItem | Mapping[str, Any]) -> bool:
+    return _metadata(item).get("type") == "trace"
 
 
 def status_of(value: object) -> str:
@@ -101,13 +106,13 @@ def format_time(value: object) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S") + " UTC"
 
 
-def step_fields(item: MemoryItem) -> dict[str, Any]:
+def step_fields(item: MemoryItem | Mapping[str, Any]) -> dict[str, Any]:
     """A trace memory's step as a flat dict: step_index, step_name, tool, status, duration, error, …
 
     Reads the payload kept under ``metadata["trace"]`` (never the content string);
     ``status`` is normalised by :func:`status_of`.
     """
-    meta = item.metadata
+    meta = _metadata(item)
     raw = meta.get("trace")
     payload: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
 
@@ -133,10 +138,11 @@ def step_fields(item: MemoryItem) -> dict[str, Any]:
     }
 
 
-def summary(item: MemoryItem, width: int = 120) -> str:
-    """One readable line for any memory: a step for a trace, the text otherwise."""
+def summary(item: MemoryItem | Mapping[str, Any], width: int = 120) -> str:
+    """One readable line for any memory (the model or its fields as a dict): a step for a trace, the
+    text otherwise."""
     if not is_trace(item):
-        return printable(shorten(item.content, width))
+        return printable(shorten(item["content"] if isinstance(item, Mapping) else item.content, width))
     step = step_fields(item)
     parts: list[str] = []
     if step["step_index"] is not None:

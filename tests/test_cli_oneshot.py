@@ -1,6 +1,6 @@
 """The command line's one-shot reads: on SQLite, ``runs``, ``show``, ``namespaces``, ``stats`` and ``search``
-(every mode, keyword-only or default-embedder store) load neither pydantic nor asyncio, and print byte for
-byte what reading through the store prints."""
+(every mode, keyword-only or default-embedder store) load neither pydantic nor asyncio; what the store
+must do itself (open a new file, search vectors of another embedder, refuse an argument) it does."""
 
 from __future__ import annotations
 
@@ -46,53 +46,83 @@ def _printed(url: str, args: list[str], capsys: pytest.CaptureFixture[str]) -> t
     return code, out, err
 
 
-def _through_the_store(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every read through the store's port, as any store without one-shot reads is read."""
-    monkeypatch.setattr(_registry, "one_shot_reads", lambda url: None)
-
-
 SEARCH = ["search", "TP53", "--user", "alice", "--agent", "bio"]
-COMMANDS = [
-    ["runs"], ["runs", "--json"], ["runs", "--status", "failed"], ["runs", "--status", "failed", "--json"],
-    ["runs", "--user", "alice", "--agent", "bio", "--json"], ["runs", "--workflow", "wf-1"],
-    ["runs", "--since", "2026-10-01T03:00", "--until", "2026-10-01T06:00", "--json"], ["runs", "--limit", "3"],
-    ["namespaces"], ["namespaces", "--json"], ["stats"],
-    SEARCH, [*SEARCH, "--json"], [*SEARCH, "--limit", "50", "--json"], [*SEARCH, "--mode", "keyword"],
-    [*SEARCH, "--filters", '{"gene": "BRCA1"}', "--json"], [*SEARCH, "--filters", '{"n": {"$gte": 20}}'],
-    ["search", "TP53 note", "--user", "bob", "--agent", "bio", "--json"],
-    ["search", "nothing like it", "--user", "alice", "--agent", "bio"],
-    # what the store refuses or finds nothing for: the same message and exit code
-    ["show", "no-such-run"], ["show", "wf-1"], ["runs", "--workflow", "none"], ["runs", "--limit", "0"],
-    ["runs", "--since", "yesterday"], [*SEARCH, "--mode", "semantic"], [*SEARCH, "--limit", "0"],
-    ["search", "", "--user", "alice", "--agent", "bio"], ["search", "TP53", "--user", "", "--agent", "bio"],
-    [*SEARCH, "--filters", '{"gene": {"$regex": "x"}}'], [*SEARCH, "--filters", "{bad"],
-]
 
 
-@pytest.mark.parametrize("args", COMMANDS, ids=[" ".join(a) for a in COMMANDS])
-def test_one_shot_reads_print_what_the_store_prints(
-    args: list[str], store: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("way", ["file", "port"])
+def test_show_prints_a_runs_own_recalls_and_the_marks_on_them(
+    way: str, store: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    fast = _printed(store, args, capsys)
-    _through_the_store(monkeypatch)
-    assert fast == _printed(store, args, capsys)
+    """Each run, read from the file or through the store's port: the recalls its steps made in its own
+    namespace (two users run the same workflows), each hit as recorded, and the marks on its steps and hits."""
+    url = store if way == "file" else store + "&record_recalls=true"  # an option only the store itself takes
+    assert (_registry.one_shot_reads(url) is None) == (way == "port")
+    code, out, _ = _printed(url, ["runs", "--json", "--limit", "1000"], capsys)
+    runs = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and len(runs) > 30
+    with memkit.open(store) as mem:
+        recalls = {r.id: r for r in mem.recalls()}
+        marks = {m.id: m for m in mem.marks()}
+    shown_recalls, shown_marks = set(), set()
+    for run in runs:
+        code, out, _ = _printed(url, ["show", run["run"], "--json"], capsys)
+        detail = json.loads(out)
+        assert code == 0 and len(detail["steps"]) == run["steps"]
+        steps = {s["step_id"] for s in detail["steps"]}
+        for shown in detail["recalls"]:
+            kept = recalls[shown["recall_id"]]
+            assert (kept.workflow_id, kept.run_id) == (run["workflow_id"], run["run_id"])
+            assert (kept.trace_user_id, kept.trace_agent_id) == (run["user_id"], run["agent_id"])
+            assert shown["created_at"] == kept.created_at.isoformat() and shown["query"] == kept.query
+            assert [(h["rank"], h["memory_id"], h["score"], h["content"]) for h in shown["hits"]] == [
+                (h.rank, h.id, h.score, h.content) for h in kept.hits]
+            shown_recalls.add(kept.id)
+        for shown in detail["marks"]:
+            kept_mark = marks[shown["mark_id"]]
+            assert kept_mark.step_id in steps or kept_mark.recall_id in {r["recall_id"] for r in detail["recalls"]}
+            assert (shown["label"], shown["kind"], shown["note"]) == (kept_mark.label, kept_mark.kind, kept_mark.note)
+            assert shown["created_at"] == kept_mark.created_at.isoformat()
+            shown_marks.add(kept_mark.id)
+        for hit in (h for r in detail["recalls"] for h in r["hits"] if h["mark"] is not None):
+            assert hit["mark"] in ("relevant", "not_relevant")
+        code, text, _ = _printed(url, ["show", run["run"]], capsys)
+        assert code == 0 and text.count("\n    ") >= sum(len(r["hits"]) for r in detail["recalls"])
+        assert ("checked 1" in text) == any(m["note"] == "checked 1" for m in detail["marks"])
+    # every recall made within a run, and every mark on one, is shown with its run
+    assert shown_recalls == {r.id for r in recalls.values() if r.run_id is not None or r.workflow_id is not None}
+    assert shown_marks == set(marks)
 
 
-def test_every_run_shows_the_same_through_both_reads(
-    store: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("way", ["file", "port"])
+def test_namespaces_stats_and_search_print_the_stores_answers(
+    way: str, store: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Each run, text and JSON: its steps, timings, recalls and marks, two users' runs of one workflow apart."""
-    code, out, _ = _printed(store, ["runs", "--json", "--limit", "1000"], capsys)
-    keys = [json.loads(line)["run"] for line in out.splitlines()]
-    assert code == 0 and len(keys) > 30 and any(k.startswith(("alice/", "bob/")) for k in keys)
-    fast = [_printed(store, ["show", key, *flag], capsys) for key in keys for flag in ([], ["--json"])]
-    shown = [json.loads(out) for code, out, _ in fast[1::2]]
-    assert any(run["recalls"] for run in shown) and any(run["marks"] for run in shown)
-    for run in shown:  # a run shows its own namespace's recalls only
-        assert all(r["namespace"][0] == run["user_id"] for r in run["recalls"])
-        assert all(h["content"].startswith(run["user_id"]) for r in run["recalls"] for h in r["hits"])
-    _through_the_store(monkeypatch)
-    assert fast == [_printed(store, ["show", key, *flag], capsys) for key in keys for flag in ([], ["--json"])]
+    url = store if way == "file" else store + "&record_recalls=true"
+    with memkit.open(store) as mem:
+        spaces, stats = mem.namespaces(), mem.stats()
+    code, out, _ = _printed(url, ["namespaces", "--json"], capsys)
+    assert code == 0 and [json.loads(line) for line in out.splitlines()] == [
+        {**ns.model_dump(), "first_at": ns.first_at and ns.first_at.isoformat(),
+         "last_at": ns.last_at and ns.last_at.isoformat()} for ns in spaces]
+    code, out, _ = _printed(url, ["stats"], capsys)
+    assert code == 0 and json.loads(out) == json.loads(stats.model_dump_json())
+    code, out, _ = _printed(url, [*SEARCH, "--limit", "50", "--json", "--filters", '{"gene": "BRCA1"}'], capsys)
+    hits = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and len(hits) > 5 and all(h["metadata"]["gene"] == "BRCA1" for h in hits)
+    assert all((h["user_id"], h["agent_id"]) == ("alice", "bio") and "TP53" in h["content"] for h in hits)
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+    assert all(h["created_at"].endswith("Z") and h["score_details"]["mode"] == "keyword" for h in hits)
+    naive = next(h for h in hits if "naïve" in h["content"])
+    assert naive["metadata"]["nested"] == {"x": 1.5, "flag": True, "none": None, "big": 2**62}
+    code, out, _ = _printed(url, [*SEARCH, "--limit", "3"], capsys)
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 3 and all(line.split()[1] in {h["id"] for h in hits} or "BRCA1" not in line
+                                                 for line in lines)
+    assert "\\u202e" in _printed(url, ["search", "naïve", "--user", "alice", "--agent", "bio"], capsys)[1]
+    for refused, said in ((["--limit", "0"], "limit"), (["--mode", "semantic"], "semantic"),
+                          (["--filters", '{"gene": {"$regex": "x"}}'], "$regex")):
+        code, out, err = _printed(url, [*SEARCH, *refused], capsys)
+        assert (code, out) == (2, "") and said in err, refused
 
 
 def test_the_commands_answered_by_one_shot_reads_are(store: str) -> None:
@@ -178,7 +208,7 @@ VECTOR_SEARCHES = [
 
 @pytest.mark.parametrize("args", VECTOR_SEARCHES, ids=[" ".join(a[1:]) for a in VECTOR_SEARCHES])
 def test_a_default_store_is_searched_in_every_mode_as_the_store_searches(
-    args: list[str], vector_store: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    args: list[str], vector_store: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     user, mode = args[3], args[args.index("--mode") + 1] if "--mode" in args else None
     with open_reads(vector_store) as reads:  # answered by the one-shot reads, not handed to the store
@@ -189,8 +219,6 @@ def test_a_default_store_is_searched_in_every_mode_as_the_store_searches(
         hits = [json.loads(line) for line in fast[1].splitlines()]
         assert all(h["user_id"] == user and h["content"].startswith(user) for h in hits)  # never the other's
         assert {h["score_details"]["mode"] for h in hits} == {mode or "hybrid"}
-    _through_the_store(monkeypatch)
-    assert fast == _printed(vector_store, args, capsys)
 
 
 def test_a_default_store_search_loads_neither_pydantic_nor_asyncio(vector_store: str) -> None:
@@ -205,7 +233,7 @@ def test_a_default_store_search_loads_neither_pydantic_nor_asyncio(vector_store:
 
 
 def test_vectors_of_another_embedder_are_searched_by_the_store(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Opening binds the embedder the file names: one the one-shot reads do not load goes to the store."""
     url = f"sqlite:///{tmp_path / 'vectors.db'}"
@@ -220,16 +248,4 @@ def test_vectors_of_another_embedder_are_searched_by_the_store(
     with open_reads(url) as reads:
         assert reads.search("TP53", "alice", "bio", 5, None, None) is None
     fast = _printed(url, [*SEARCH, "--json"], capsys)
-    assert fast[0] == 2 and "dim 7" in fast[2]  # the store's own refusal
-    _through_the_store(monkeypatch)
-    assert fast == _printed(url, [*SEARCH, "--json"], capsys)
-
-
-def test_the_pydantic_free_mark_keeps_the_fields_of_the_model() -> None:
-    """The one-shot reads mirror ``Mark`` without pydantic: a field added to one must reach the other."""
-    from dataclasses import fields
-
-    from memkit._core._reads import MarkView
-    from memkit._core._recalls import Mark
-
-    assert [f.name for f in fields(MarkView)] == list(Mark.model_fields)
+    assert fast[:2] == (2, "") and "dim 7" in fast[2]  # the store's own refusal

@@ -160,22 +160,20 @@ class Record:
     def created_at(self) -> datetime:
         return from_us(self.created_us)
 
+    def item_fields(self, score: float | None = None, details: dict[str, Any] | None = None) -> dict[str, Any]:
+        """:class:`memkit.MemoryItem`'s fields, in its order (what ``to_item(...).model_dump()`` gives):
+        what validation would do is done here, the dicts copied (a caller changing its item never
+        changes the store) and the score made a float."""
+        return {"id": self.id, "content": self.content, "score": None if score is None else float(score),
+                "metadata": dict(self.metadata), "created_at": self.created_at, "agent_id": self.agent_id,
+                "user_id": self.user_id, "score_details": None if details is None else dict(details)}
+
     def to_item(self, score: float | None = None, details: dict[str, Any] | None = None) -> MemoryItem:
         # A record holds what its store validated: constructing skips building MemoryItem's validator
-        # (~20 ms in a one-shot command). What validation would do is done here: the dicts are
-        # copied (a caller changing its item never changes the store) and the score made a float.
+        # (~20 ms in a one-shot command).
         from memkit._core._models import MemoryItem
 
-        return MemoryItem.model_construct(
-            id=self.id,
-            content=self.content,
-            score=None if score is None else float(score),
-            metadata=dict(self.metadata),
-            created_at=self.created_at,
-            agent_id=self.agent_id,
-            user_id=self.user_id,
-            score_details=None if details is None else dict(details),
-        )
+        return MemoryItem.model_construct(**self.item_fields(score, details))
 
 
 def new_record(

@@ -2,8 +2,8 @@
 
 Readable tables on a terminal, ``--json`` for scripts, exit code 1 when nothing matched (so
 ``memkit runs --status failed && ...`` reads naturally). Runs come from :mod:`._runs`, which
-reads the store through its one-shot reads (:mod:`memkit._core._reads`): these commands never
-load pandas or numpy, and on SQLite neither pydantic nor asyncio.
+reads the store through :mod:`memkit._core._reads`: these commands never load pandas or numpy, and
+on SQLite neither pydantic nor asyncio.
 """
 
 from __future__ import annotations
@@ -127,11 +127,26 @@ def _filtered(args: argparse.Namespace) -> bool:
     return any(getattr(args, k) is not None for k in ("status", "workflow", "agent", "user", "since", "until"))
 
 
-def _mark_json(mark: Any) -> dict[str, Any]:
-    """A :class:`memkit.Mark` (or its view) as ``show --json`` prints it."""
-    return {"mark_id": mark.id, "kind": mark.kind, "label": mark.label, "note": mark.note,
-            "step_id": mark.step_id, "step_index": mark.step_index, "recall_id": mark.recall_id,
-            "memory_id": mark.memory_id, "created_at": mark.created_at.isoformat()}
+def _kind(mark: dict[str, Any]) -> str:
+    """:attr:`memkit.Mark.kind` of a mark as stores keep it."""
+    return "step" if mark.get("step_id") is not None else "memory"
+
+
+def _score(score: Any) -> float | None:
+    """A stored score as the model reads it (a float)."""
+    return None if score is None else float(score)
+
+
+def _iso(text: str) -> str:
+    """A stored time as Python writes it (``+00:00``, where pydantic writes ``Z``)."""
+    return datetime.fromisoformat(text).isoformat()
+
+
+def _mark_json(mark: dict[str, Any]) -> dict[str, Any]:
+    """A mark as ``show --json`` prints it."""
+    return {"mark_id": mark["id"], "kind": _kind(mark), "label": mark["label"], "note": mark.get("note", ""),
+            "step_id": mark.get("step_id"), "step_index": mark.get("step_index"), "recall_id": mark.get("recall_id"),
+            "memory_id": mark.get("memory_id"), "created_at": _iso(mark["created_at"])}
 
 
 def _depths(steps: list[Any]) -> list[int]:
@@ -159,19 +174,20 @@ def cmd_show(args: argparse.Namespace) -> int:
             raise
     run, steps, recalls = detail.run, detail.steps, detail.recalls
     usage = detail.priced(prices_arg(args.prices))
-    step_marks = {m.step_id: m for m in detail.marks if m.kind == "step"}
-    hit_marks = {(m.recall_id, m.memory_id): m for m in detail.marks if m.kind == "memory"}
+    step_marks = {m["step_id"]: m for m in detail.marks if _kind(m) == "step"}
+    hit_marks = {(m.get("recall_id"), m.get("memory_id")): m for m in detail.marks if _kind(m) == "memory"}
     if args.json:
         say(json_line({
             **run.as_json(), **usage.as_json(),
             "steps": [s.as_json() | {"cost": u.cost, "usage_counted": c}
                       for s, u, c in zip(steps, usage.steps, usage.counted, strict=True)],
             "recalls": [{
-                "recall_id": r.id, "step_index": r.step_index, "step_name": r.step_name, "kind": r.kind,
-                "query": r.query, "mode": r.mode, "limit": r.limit, "namespace": [r.user_id, r.agent_id],
-                "created_at": r.created_at.isoformat(),
-                "hits": [{"rank": h.rank, "memory_id": h.id, "score": h.score, "content": h.content,
-                          "mark": (m := hit_marks.get((r.id, h.id))) and m.label} for h in r.hits],
+                "recall_id": r["id"], "step_index": r.get("step_index"), "step_name": r.get("step_name"),
+                "kind": r.get("kind", "search"), "query": r["query"], "mode": r["mode"], "limit": r["limit"],
+                "namespace": [r["user_id"], r["agent_id"]], "created_at": _iso(r["created_at"]),
+                "hits": [{"rank": rank, "memory_id": hit, "score": _score(score), "content": content,
+                          "mark": (m := hit_marks.get((r["id"], hit))) and m["label"]}
+                         for hit, rank, score, _, content in r.get("hits") or ()],
             } for r in recalls],
             "marks": [_mark_json(m) for m in detail.marks],
         }))
@@ -186,7 +202,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     depth = _depths(steps)
     rows = [[cell(s.step_index), "  " * d + cell(s.step_name), cell(s.tool), cell(s.status),
              cell(format_duration(s.duration_s)), cell(s.timing), cell(s.retry_count or 0), cell(s.recalls),
-             cell((m := step_marks.get(s.id)) and m.label), cell(u.model or "-"),
+             cell((m := step_marks.get(s.id)) and m["label"]), cell(u.model or "-"),
              _tokens(u.tokens_total) + ("" if c or u.tokens_total is None else " (in children)"), _cost(u.cost),
              cell(s.error and error_headline(s.error))]
             for s, d, u, c in zip(steps, depth, usage.steps, usage.counted, strict=True)]
@@ -202,19 +218,21 @@ def cmd_show(args: argparse.Namespace) -> int:
     if noted:
         say("\nmarks:")
         for s, m in noted:
-            note = f": {printable(m.note)}" if m.note else ""
-            say(f"  step {cell(s.step_index)} {cell(s.step_name)}: {m.label}{note}")
+            note = f": {printable(m['note'])}" if m.get("note") else ""
+            say(f"  step {cell(s.step_index)} {cell(s.step_name)}: {m['label']}{note}")
     if recalls:
         say("\nrecalls:")
         for r in recalls:
-            say(f"  step {r.step_index} {cell(r.step_name)}: {r.kind} {printable(r.query)!r} ({r.mode}, "
-                f"{r.user_id} / {r.agent_id}) -> {len(r.hits)} memories  [{r.id}]")
-            for h in r.hits:
-                score = f"{h.score:.3f}" if h.score is not None else "-"
-                mark = hit_marks.get((r.id, h.id))
-                verdict = "" if mark is None else f"  [{mark.label.replace('_', ' ')}" + (
-                    f": {cell(mark.note, 60)}]" if mark.note else "]")
-                say(f"    {h.rank:>2}. {score:>7}  {cell(h.content, 100)}{verdict}")
+            hits = r.get("hits") or []
+            say(f"  step {r.get('step_index')} {cell(r.get('step_name'))}: {r.get('kind', 'search')} "
+                f"{printable(r['query'])!r} ({r['mode']}, {r['user_id']} / {r['agent_id']}) -> {len(hits)} memories"
+                f"  [{r['id']}]")
+            for hit, rank, score, _, content in hits:
+                shown = f"{score:.3f}" if score is not None else "-"
+                mark = hit_marks.get((r["id"], hit))
+                verdict = "" if mark is None else f"  [{mark['label'].replace('_', ' ')}" + (
+                    f": {cell(mark['note'], 60)}]" if mark.get("note") else "]")
+                say(f"    {rank:>2}. {shown:>7}  {cell(content, 100)}{verdict}")
     return 0
 
 
@@ -224,12 +242,12 @@ def cmd_namespaces(args: argparse.Namespace) -> int:
         spaces = reads.namespaces()
     if args.json:
         for ns in spaces:
-            say(json_line({"user_id": ns.user_id, "agent_id": ns.agent_id, "count": ns.count,
-                           "first_at": ns.first_at.isoformat() if ns.first_at else None,
-                           "last_at": ns.last_at.isoformat() if ns.last_at else None}))
+            say(json_line({"user_id": ns["user_id"], "agent_id": ns["agent_id"], "count": ns["count"],
+                           "first_at": ns["first_at"].isoformat() if ns["first_at"] else None,
+                           "last_at": ns["last_at"].isoformat() if ns["last_at"] else None}))
     else:
-        rows = [[cell(ns.user_id), cell(ns.agent_id), str(ns.count), cell(format_time(ns.first_at) or None),
-                 cell(format_time(ns.last_at) or None)] for ns in spaces]
+        rows = [[cell(ns["user_id"]), cell(ns["agent_id"]), str(ns["count"]), cell(format_time(ns["first_at"]) or None),
+                 cell(format_time(ns["last_at"]) or None)] for ns in spaces]
         for line in table(["user", "agent", "records", "first", "last"], rows):  # memories and trace steps
             say(line)
     if not spaces:

@@ -85,17 +85,17 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_hits(hits: list[Any], args: argparse.Namespace) -> None:
-    from memkit._core._reads import found_json
-
+def _print_hits(hits: list[dict[str, Any]], args: argparse.Namespace) -> None:
     if not hits and not args.json:
         say(f"no matches in {args.user}/{args.agent}", file=sys.stderr)
     for hit in hits:
         if args.json:
-            say(json_line(found_json(hit)))
+            # As pydantic writes a MemoryItem: a UTC time ends in "Z"; the rest is the plain JSON the store validated.
+            when = hit["created_at"] and hit["created_at"].isoformat()
+            say(json_line({**hit, "created_at": when[:-6] + "Z" if when and when.endswith("+00:00") else when}))
         else:
-            score = f"{hit.score:6.2f}" if hit.score is not None else "     -"
-            say(f"{score}  {hit.id}  {summary(hit, 110)}")
+            score = f"{hit['score']:6.2f}" if hit["score"] is not None else "     -"
+            say(f"{score}  {hit['id']}  {summary(hit, 110)}")
     sys.stdout.flush()
 
 

@@ -8,7 +8,8 @@ records), so a command pays neither pandas' nor numpy's import; ``show`` then re
 the one run it shows.
 
 Everything is read through :class:`memkit._core._reads.OneShotReads`: a store's own one-shot reads
-where it offers them (SQLite: no models, no event loop), else :class:`PortReads` over its port.
+where it offers them (SQLite: no models, no event loop), else :class:`PortReads` over its port; both
+answer in the same types (a recall and a mark as stores keep them, a model's fields as a dict).
 """
 
 from __future__ import annotations
@@ -133,10 +134,10 @@ class RunDetail:
 
     run: Run
     steps: list[Step]
-    #: :class:`memkit.Recall` or its view (:class:`memkit._core._reads.RecallView`): the same fields.
-    recalls: list[Any]
-    #: :class:`memkit.Mark` or :class:`memkit._core._reads.MarkView`.
-    marks: list[Any]
+    #: Its recalls as stores keep them (:func:`memkit._recall._recording.body_of`), oldest first.
+    recalls: list[dict[str, Any]]
+    #: The marks on its steps and recalls (``Mark``'s JSON), oldest first.
+    marks: list[dict[str, Any]]
 
     def priced(self, prices: Prices | None) -> RunUsage:
         """Its steps' usage priced with ``prices`` (where they recorded no cost) and its totals, each LLM
@@ -199,19 +200,20 @@ def pick_run(runs: list[Run], name: str) -> Run:
 
 
 def _runs_named(reads: OneShotReads, name: str, user_id: str | None, agent_id: str | None) -> list[Run]:
-    """The runs ``name`` can name within the namespace asked for: a printed id's own run (read by
-    its namespace and workflow), else every run of that namespace."""
+    """The runs ``name`` can name within the namespace asked for: the runs of a printed id's workflow
+    (read by its namespace and workflow; a run without a run_id is read among them), else every run
+    of that namespace."""
     ids = parse_run_key(name)
     if ids is not None and user_id in (None, ids[0]) and agent_id in (None, ids[1]):
-        runs = [r for r in read_runs(reads, user_id=ids[0], agent_id=ids[1], workflow_id=ids[2]) if r.key == name]
-        if runs:
+        runs = read_runs(reads, user_id=ids[0], agent_id=ids[1], workflow_id=ids[2])
+        if any(r.key == name for r in runs):
             return runs
     return read_runs(reads, user_id=user_id, agent_id=agent_id)
 
 
-def _step_namespace(recall: Any) -> tuple[str, str]:
-    """:func:`memkit._core._recalls.step_namespace` of a recall or its view."""
-    return (recall.trace_user_id or recall.user_id, recall.trace_agent_id or recall.agent_id)
+def _step_namespace(recall: dict[str, Any]) -> tuple[str, str]:
+    """:func:`memkit._core._recalls.step_namespace` of a recall as stores keep it."""
+    return (recall.get("trace_user_id") or recall["user_id"], recall.get("trace_agent_id") or recall["agent_id"])
 
 
 def _size(run: Run, runs: list[Run]) -> int:
@@ -232,19 +234,20 @@ def read_run(reads: OneShotReads, name: str, user_id: str | None = None, agent_i
     runs = _runs_named(reads, name, user_id, agent_id)
     run = pick_run(runs, name)
     steps = reads.run_steps(run.ids, _size(run, runs))
-    recalls: list[Any] = []
+    recalls: list[dict[str, Any]] = []
     if reads.keeps_recalls:
         if run.workflow_id is not None:
             recalls = [r for r in reads.recalls(run.workflow_id, run.run_id)
-                       if r.run_id == run.run_id and _step_namespace(r) == (run.user_id, run.agent_id)]
-        per_step = Counter(r.step_index for r in recalls if r.step_index is not None)
+                       if r.get("run_id") == run.run_id and _step_namespace(r) == (run.user_id, run.agent_id)]
+        per_step = Counter(r.get("step_index") for r in recalls if r.get("step_index") is not None)
         for step in steps:
             step.recalls = 0 if step.step_index is None else per_step[step.step_index]
-    marks: list[Any] = []
+    marks: list[dict[str, Any]] = []
     if run.workflow_id is not None:
         ids = {s.id for s in steps}
-        recalled = {r.id for r in recalls}
-        marks = [m for m in reads.marks(run.workflow_id, run.run_id) if m.step_id in ids or m.recall_id in recalled]
+        recalled = {r["id"] for r in recalls}
+        marks = [m for m in reads.marks(run.workflow_id, run.run_id)
+                 if m.get("step_id") in ids or m.get("recall_id") in recalled]
     return RunDetail(run, steps, recalls, marks)
 
 
@@ -299,25 +302,30 @@ class PortReads:
 
         return call(self.memory, _steps, ids, size)
 
-    def recalls(self, workflow_id: str, run_id: str | None) -> list[Any]:
+    def recalls(self, workflow_id: str, run_id: str | None) -> list[dict[str, Any]]:
+        from memkit._recall._recording import body_of
+
         if not self.keeps_recalls:
             return []
-        return list(self.memory.recalls(workflow_id=workflow_id, run_id=run_id))
+        return [body_of(r) for r in self.memory.recalls(workflow_id=workflow_id, run_id=run_id)]
 
-    def marks(self, workflow_id: str, run_id: str | None) -> list[Any]:
-        return list(self.memory.marks(workflow_id=workflow_id, run_id=run_id)) if self._keeps_marks else []
+    def marks(self, workflow_id: str, run_id: str | None) -> list[dict[str, Any]]:
+        if not self._keeps_marks:
+            return []
+        return [m.model_dump(mode="json") for m in self.memory.marks(workflow_id=workflow_id, run_id=run_id)]
 
-    def namespaces(self) -> list[Any]:
-        return list(self.memory.namespaces())
+    def namespaces(self) -> list[dict[str, Any]]:
+        return [ns.model_dump() for ns in self.memory.namespaces()]
 
     def stats(self) -> dict[str, Any]:
         return self.memory.stats().model_dump()
 
     def search(
         self, query: str, user_id: str, agent_id: str, limit: int, filters: Any, mode: str | None
-    ) -> list[Any]:
+    ) -> list[dict[str, Any]]:
         options = {"mode": mode} if mode else {}
-        return list(self.memory.search(query, user_id, agent_id, limit, filters, **options))  # type: ignore[arg-type]
+        found = self.memory.search(query, user_id, agent_id, limit, filters, **options)  # type: ignore[arg-type]
+        return [item.model_dump() for item in found]
 
 
 async def _summaries(

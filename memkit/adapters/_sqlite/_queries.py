@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "export_chunk",
     "mark_bodies",
-    "namespace_rows",
+    "namespace_fields",
     "namespaces",
     "put_marks",
     "recall_bodies",
@@ -86,21 +86,18 @@ def values(db: sqlite3.Connection, op: ValuesOp) -> list[Any]:
     return [json.loads(row[0]) for row in rows]
 
 
-def namespace_rows(db: sqlite3.Connection) -> list[tuple[str, str, int, int, int]]:
-    """``(user_id, agent_id, memories, first created_us, last created_us)`` per namespace, sorted."""
-    return db.execute(
-        "SELECT user_id, agent_id, count(*), min(created_us), max(created_us)"
-        " FROM memories GROUP BY user_id, agent_id ORDER BY user_id, agent_id"
-    ).fetchall()
+def namespace_fields(db: sqlite3.Connection) -> list[dict[str, Any]]:
+    """:class:`memkit.NamespaceInfo`'s fields per namespace, sorted (the command line prints these)."""
+    return [{"user_id": u, "agent_id": a, "count": c, "first_at": from_us(lo), "last_at": from_us(hi)}
+            for u, a, c, lo, hi in db.execute(
+                "SELECT user_id, agent_id, count(*), min(created_us), max(created_us)"
+                " FROM memories GROUP BY user_id, agent_id ORDER BY user_id, agent_id")]
 
 
 def namespaces(db: sqlite3.Connection) -> list[NamespaceInfo]:
     from memkit._core._models import NamespaceInfo
 
-    return [
-        NamespaceInfo(user_id=u, agent_id=a, count=c, first_at=from_us(lo), last_at=from_us(hi))
-        for u, a, c, lo, hi in namespace_rows(db)
-    ]
+    return [NamespaceInfo(**fields) for fields in namespace_fields(db)]
 
 
 def stats_fields(db: sqlite3.Connection, path: str) -> dict[str, Any]:

@@ -18,16 +18,17 @@ do so, and a file it cannot write is only read.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memkit._core._errors import ConfigError, MemkitError, StorageError
 from memkit._core._filters import parse_filters
-from memkit._core._reads import FoundView, MarkView, NamespaceView, RecallView, mark_view, recall_view
-from memkit._core._records import Record, from_us
+from memkit._core._records import Record
 from memkit._core._runs import RunSummary, Step, step_of
 from memkit._core._url import embedder_option, query_options, sqlite_path
 from memkit._core._validate import DEFAULT_LIMITS, check_query, check_read
@@ -143,27 +144,26 @@ class SQLiteReads:
         steps.sort(key=lambda s: s.created_at)
         return steps
 
-    def recalls(self, workflow_id: str, run_id: str | None) -> list[RecallView]:
+    def recalls(self, workflow_id: str, run_id: str | None) -> list[dict[str, Any]]:
         scope = _RecallScope(None, None, workflow_id, run_id, None)
-        return [recall_view(body) for body in self._read(queries.recall_bodies, scope)]
+        return [json.loads(body) for body in self._read(queries.recall_bodies, scope)]
 
-    def marks(self, workflow_id: str, run_id: str | None) -> list[MarkView]:
+    def marks(self, workflow_id: str, run_id: str | None) -> list[dict[str, Any]]:
         scope = _RecallScope(None, None, workflow_id, run_id, None)
-        kept = [mark_view(body) for body in self._read(queries.mark_bodies, scope)]
+        kept = [json.loads(body) for body in self._read(queries.mark_bodies, scope)]
         # Exact comparison after the index's, oldest first: as the store's marks() answers.
-        return sorted((m for m in kept if m.workflow_id == workflow_id and run_id in (None, m.run_id)),
-                      key=lambda m: (m.created_at, m.id))
+        return sorted((m for m in kept if m["workflow_id"] == workflow_id and run_id in (None, m["run_id"])),
+                      key=lambda m: (datetime.fromisoformat(m["created_at"]), m["id"]))
 
-    def namespaces(self) -> list[NamespaceView]:
-        return [NamespaceView(u, a, c, from_us(lo), from_us(hi)) for u, a, c, lo, hi in
-                self._read(queries.namespace_rows)]
+    def namespaces(self) -> list[dict[str, Any]]:
+        return self._read(queries.namespace_fields)
 
     def stats(self) -> dict[str, Any]:
         return self._read(queries.stats_fields, self.path)
 
     def search(
         self, query: str, user_id: str, agent_id: str, limit: int, filters: Any, mode: str | None
-    ) -> list[FoundView] | None:
+    ) -> list[dict[str, Any]] | None:
         """A search as :class:`SQLiteAdapter` runs it (the same checks, legs and ranking: :func:`._search.ranked`)
         in any mode of a keyword-only store or of one with the default embedder's vectors; ``None`` for any
         other (see the module docstring)."""
@@ -182,9 +182,7 @@ class SQLiteReads:
         self._searched = vectors
         request = _Search(text, checked, resolved, config, user, agent, conditions, None,
                           leg_depth(resolved, config, checked))
-        return [FoundView(r.id, r.content, float(score), dict(r.metadata), r.created_at, r.agent_id, r.user_id,
-                          dict(details))
-                for r, score, details in self._read(self._ranked, vectors, request)]
+        return [r.item_fields(score, details) for r, score, details in self._read(self._ranked, vectors, request)]
 
     def _vectors(self, db: sqlite3.Connection) -> Vectors | None:
         """The store's vectors as the adapter would bind them when opening, or ``None`` where opening
