@@ -13,7 +13,8 @@ from memkit._core._port import (
     SupportsGet,
     SupportsPaging,
 )
-from memkit._core._runs import StepRow, pick_key, run_key, summarise_runs
+from memkit._core._runs import StepRow, StepUsage, pick_key, run_key, summarise_runs, timing_word
+from memkit._core._usage import Usage
 from memkit._sync import Memory, call
 from memkit.frames._reading import _since_us, traces_frame, with_agent_keys
 from memkit.frames._recalls import _keeps_recalls, _with_recall_counts
@@ -22,7 +23,6 @@ from memkit.frames._usage import (
     PricesLike,
     UsageFilters,
     found_of,
-    run_usage,
     usage_filter,
     with_usage,
 )
@@ -113,6 +113,20 @@ def _ints(values: pd.Series) -> list[int | None]:
     return [v if isinstance(v, int) and not isinstance(v, bool) else None for v in values.tolist()]
 
 
+def _usages(df: pd.DataFrame) -> list[StepUsage | None]:
+    """Each step's usage as its run's totals read it, from the usage columns of a trace frame (``None``
+    for every step of a frame read without them)."""
+    if "usage_counted" not in df.columns:
+        return [None] * len(df)
+    costs = [None if c != c else c for c in df["cost"].astype("float64").tolist()]
+    return [StepUsage(Usage(model, tokens_in, tokens_out, total, cost), counted, session,
+                      tuple(t for t in tags.split(", ") if t) if tags else ())
+            for model, tokens_in, tokens_out, total, cost, counted, session, tags in zip(
+                _texts(df["model"]), _ints(df["tokens_in"]), _ints(df["tokens_out"]), _ints(df["tokens_total"]),
+                costs, df["usage_counted"].to_numpy(dtype=bool).tolist(), _texts(df["session_id"]),
+                _texts(df["tags"]), strict=True)]
+
+
 def _empty_runs() -> pd.DataFrame:
     empty = pd.DataFrame({c: pd.Series(dtype=object) for c in RUN_COLUMNS})
     for c in ("started_at", "ended_at"):
@@ -144,7 +158,7 @@ def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
     rows: list[StepRow] = list(zip(
         df["status"].tolist(), _ints(df["step_index"]), _texts(df["step_name"]), _texts(df["tool"]),
         _us(df["started_at"]), durations, _ints(df["retry_count"]), _texts(df["error"]), recalls,
-        df["created_at"].to_numpy(dtype="datetime64[us]").view("int64").tolist(), strict=True))
+        df["created_at"].to_numpy(dtype="datetime64[us]").view("int64").tolist(), _usages(df), strict=True))
     edges = [0, *(np.flatnonzero(np.diff(group[order])) + 1).tolist(), len(df)]
     firsts = df.iloc[edges[:-1]]
     keys = zip(*(_texts(firsts[name]) for name in _RUN_KEYS), strict=True)
@@ -166,13 +180,15 @@ def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
         "status": pd.Series([r.status for r in summaries], dtype=object),
         "tools": pd.Series([r.tools for r in summaries], dtype=object),
         "recalls": pd.array([r.recalls if counted else pd.NA for r in summaries], dtype="Int64"),
+        "models": pd.Series([", ".join(r.models) for r in summaries], dtype=object),
+        **{name: pd.array([getattr(r, name) for r in summaries], dtype="Int64")
+           for name in ("tokens_in", "tokens_out", "tokens_total")},
+        "cost": pd.Series([r.cost for r in summaries], dtype="float64"),
+        "sessions": pd.Series([", ".join(r.sessions) for r in summaries], dtype=object),
+        "tags": pd.Series([", ".join(r.tags) for r in summaries], dtype=object),
     })
     runs.index = pd.Index([r.key for r in summaries], name="run", dtype=object)
-    usage = run_usage(df).reindex(runs.index)
-    runs = runs.assign(**{c: usage[c] for c in RUN_USAGE_COLUMNS})
-    for column in ("models", "sessions", "tags"):
-        runs[column] = runs[column].fillna("")
-    return runs[list(RUN_COLUMNS)]
+    return runs
 
 
 def run_positions(steps: pd.DataFrame, runs: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -419,9 +435,7 @@ def _parent_positions(steps: pd.DataFrame, payloads: dict[str, Any]) -> list[int
 
 
 def _timing_of(steps: pd.DataFrame) -> pd.Series:
-    """Where each step's timing came from: ``recorded`` (its data gave a duration, in any spelling
-    memkit reads, or a start and an end), ``start only`` (a start time, no duration) or ``none``
-    (no timing at all: the trace panel places it by step order)."""
-    labels = np.select([steps["duration_s"].notna().to_numpy(), steps["started_at"].notna().to_numpy()],
-                       ["recorded", "start only"], default="none")
-    return pd.Series(labels.tolist(), index=steps.index, dtype=object)
+    """Where each step's timing came from (:func:`memkit._core._runs.timing_word`)."""
+    return pd.Series([timing_word(started, duration) for started, duration in zip(
+        steps["started_at"].notna().tolist(), steps["duration_s"].notna().tolist(), strict=True)],
+        index=steps.index, dtype=object)
