@@ -191,6 +191,16 @@ def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
     return runs
 
 
+def run_starts(steps: pd.DataFrame) -> pd.Series:
+    """Each step's run's start (its :func:`runs_frame` ``started_at``), by step: where a step that recorded
+    no start of its own is placed in time."""
+    if steps.empty:
+        return pd.Series(pd.NaT, index=steps.index, dtype="datetime64[us, UTC]")
+    keys = pd.Series(_run_keys(steps), index=steps.index, dtype=object)
+    # Without its usage columns: a start needs no usage roll-up.
+    return keys.map(_runs_from_steps(steps.drop(columns="usage_counted", errors="ignore"))["started_at"])
+
+
 def run_positions(steps: pd.DataFrame, runs: pd.DataFrame) -> dict[str, np.ndarray]:
     """Row positions in ``steps`` of each run of ``runs`` (a :func:`runs_frame` of those steps), by run id."""
     if steps.empty:
