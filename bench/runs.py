@@ -12,7 +12,8 @@ measurement runs in a fresh process with ``PYTHONPATH`` set to the tree measured
 
 * ``memkit runs``: the whole command's wall time (``--limit 50``; ``--usage`` also reads and rolls up
   the usage of the runs shown);
-* ``runs_frame``: the call alone, on the SQLite store and on a ``memory://`` copy of a tenth of it.
+* ``runs_frame``: the call alone, on the SQLite store and on a ``memory://`` copy of a tenth of it;
+* ``success_rate_chart``: the call alone (it places a step without a start at its run's start).
 """
 
 from __future__ import annotations
@@ -78,17 +79,19 @@ _FRAME = """
 import sys, time, warnings
 warnings.simplefilter("ignore")
 import memkit
+from memkit.charts import success_rate_chart
 from memkit.frames import runs_frame
-url, runs = sys.argv[1], int(sys.argv[2])
+url, runs, what = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+call = runs_frame if what == "runs_frame" else lambda mem: success_rate_chart(mem).data
 with memkit.open(url) as mem:
     if url == "memory://":
         from bench.runs import _steps
         for run in range(runs):
             for data in _steps(run):
                 mem.add_trace("agent", f"wf{run % 20}", data, user_id=f"user{run % 3}")
-    runs_frame(mem)  # imports and first reads out of the timing
+    call(mem)  # imports and first reads out of the timing
     start = time.perf_counter()
-    frame = runs_frame(mem)
+    frame = call(mem)
     print(time.perf_counter() - start, len(frame))
 """
 
@@ -104,8 +107,8 @@ def _command(tree: Path, url: str, *extra: str) -> float:
     return time.perf_counter() - start
 
 
-def _frame(tree: Path, url: str, runs: int) -> float:
-    done = subprocess.run([sys.executable, "-c", _FRAME, url, str(runs)], env=_env(tree), check=True,
+def _frame(tree: Path, url: str, runs: int, what: str = "runs_frame") -> float:
+    done = subprocess.run([sys.executable, "-c", _FRAME, url, str(runs), what], env=_env(tree), check=True,
                           capture_output=True, text=True, cwd=tree)
     return float(done.stdout.split()[0])
 
@@ -128,6 +131,7 @@ def main() -> None:
         "memkit runs --usage": lambda tree: _command(tree, url, "--usage"),
         "runs_frame (sqlite)": lambda tree: _frame(tree, url, args.runs),
         f"runs_frame (memory://, {args.runs // 10} runs)": lambda tree: _frame(tree, "memory://", args.runs // 10),
+        "success_rate_chart (sqlite)": lambda tree: _frame(tree, url, args.runs, "chart"),
     }
     samples: dict[tuple[str, Path], list[float]] = {}
     for _ in range(args.repeat):

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memkit._core._errors import InvalidInputError
 from memkit._core._records import from_us, to_us
@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from memkit._core._port import MemoryProvider
 
 __all__ = ["DURATION_KINDS", "STATUSES", "RunScope", "RunSummary", "Step", "StepRow", "StepUsage", "parse_run_key",
-           "run_key", "run_status", "step_of", "summaries", "summarise", "summarise_rows", "summarise_runs",
-           "timing_word"]
+           "run_key", "run_status", "step_of", "step_usage", "summaries", "summarise", "summarise_rows",
+           "summarise_runs", "timing_word"]
 
 STATUSES = ("pending", "running", "success", "failed", "retrying", "skipped")
 _RUNNING = frozenset(("running", "pending", "retrying"))
@@ -270,15 +270,15 @@ class RunSummary:
                 "cost": self.cost, "models": list(self.models)}
 
 
-class StepUsage(NamedTuple):
-    """A step's LLM usage as its run's totals read it."""
+#: A step's LLM usage as its run's totals read it, a plain tuple as :data:`StepRow` is: ``(model,
+#: tokens_in, tokens_out, tokens_total, cost, counted, session, tags)``, ``cost`` priced where the
+#: caller had prices, ``counted`` whether it counts in its run's totals
+#: (:func:`memkit._core._usage.counted_steps`).
+StepUsage = tuple[str | None, int | None, int | None, int | None, float | None, bool, str | None, tuple[str, ...]]
 
-    #: Priced where the caller had prices.
-    usage: Usage
-    #: Whether it counts in the run's totals (:func:`memkit._core._usage.counted_steps`).
-    counted: bool
-    session: str | None = None
-    tags: tuple[str, ...] = ()
+
+def step_usage(usage: Usage, counted: bool) -> StepUsage:
+    return (usage.model, usage.tokens_in, usage.tokens_out, usage.tokens_total, usage.cost, counted, None, ())
 
 
 #: What a run's summary reads of one step, a plain tuple (one is made per step: a class's
@@ -335,15 +335,14 @@ def _summary(key: RunKey, rows: list[StepRow], marks: dict[str, int], recalls_ke
         if found and index is not None:  # recalls are kept by step index: a step's attempts share them
             recalls[index] = found
         if use is not None:  # every attempt counts: each called the model
-            usage = use.usage
-            if usage.model is not None:
-                models.add(usage.model)
-            if use.session is not None:
-                sessions.add(use.session)
-            tags.update(use.tags)
-            if use.counted:
-                for k, value in enumerate(usage[1:5]):
-                    if value is not None:
+            if use[0] is not None:
+                models.add(use[0])
+            if use[6] is not None:
+                sessions.add(use[6])
+            tags.update(use[7])
+            if use[5]:
+                for k in range(4):
+                    if (value := use[k + 1]) is not None:
                         sums[k] = value if sums[k] is None else sums[k] + value
     for same, at in open_rows.items():  # still on an unfinished row: its earlier attempts count
         status, retries, error, _ = final[at]  # type: ignore[misc]

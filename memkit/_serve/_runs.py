@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memkit._core._runs import RunSummary, Step, StepUsage, parse_run_key, pick_key, step_of, summarise_rows
+from memkit._core._runs import RunSummary, Step, parse_run_key, pick_key, step_of, step_usage, summarise_rows
 from memkit._core._usage import Prices, Usage, counted_steps
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ class RunDetail:
         call counted once (:func:`memkit._core._usage.counted_steps`)."""
         steps = [s.usage.priced(prices) for s in self.steps]
         counted = counted_steps((s.place, u.carried) for s, u in zip(self.steps, steps, strict=True))
-        rows = ((s.run, s.row(StepUsage(u, c))) for s, u, c in zip(self.steps, steps, counted, strict=True))
+        rows = ((s.run, s.row(step_usage(u, c))) for s, u, c in zip(self.steps, steps, counted, strict=True))
         return RunUsage(steps, counted, next(iter(summarise_rows(rows)), self.run))
 
 

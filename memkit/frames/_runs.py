@@ -14,7 +14,6 @@ from memkit._core._port import (
     SupportsPaging,
 )
 from memkit._core._runs import StepRow, StepUsage, pick_key, run_key, summarise_runs, timing_word
-from memkit._core._usage import Usage
 from memkit._sync import Memory, call
 from memkit.frames._reading import _since_us, traces_frame, with_agent_keys
 from memkit.frames._recalls import _keeps_recalls, _with_recall_counts
@@ -115,16 +114,23 @@ def _ints(values: pd.Series) -> list[int | None]:
 
 def _usages(df: pd.DataFrame) -> list[StepUsage | None]:
     """Each step's usage as its run's totals read it, from the usage columns of a trace frame (``None``
-    for every step of a frame read without them)."""
+    for a step that names none: every step of a frame read without them)."""
     if "usage_counted" not in df.columns:
         return [None] * len(df)
-    costs = [None if c != c else c for c in df["cost"].astype("float64").tolist()]
-    return [StepUsage(Usage(model, tokens_in, tokens_out, total, cost), counted, session,
-                      tuple(t for t in tags.split(", ") if t) if tags else ())
-            for model, tokens_in, tokens_out, total, cost, counted, session, tags in zip(
-                _texts(df["model"]), _ints(df["tokens_in"]), _ints(df["tokens_out"]), _ints(df["tokens_total"]),
-                costs, df["usage_counted"].to_numpy(dtype=bool).tolist(), _texts(df["session_id"]),
-                _texts(df["tags"]), strict=True)]
+    tags = df["tags"].fillna("").astype(str)
+    named = (df["usage_counted"].to_numpy(dtype=bool) | df["model"].notna().to_numpy()
+             | df["session_id"].notna().to_numpy() | tags.ne("").to_numpy())
+    used: list[StepUsage | None] = [None] * len(df)
+    if named.any():
+        some = df[named]
+        costs = [None if c != c else c for c in some["cost"].astype("float64").tolist()]
+        for position, use in zip(np.flatnonzero(named).tolist(), zip(
+                _texts(some["model"]), _ints(some["tokens_in"]), _ints(some["tokens_out"]),
+                _ints(some["tokens_total"]), costs, some["usage_counted"].to_numpy(dtype=bool).tolist(),
+                _texts(some["session_id"]), [tuple(t.split(", ")) if t else () for t in tags[named].tolist()],
+                strict=True), strict=True):
+            used[position] = use
+    return used
 
 
 def _empty_runs() -> pd.DataFrame:
