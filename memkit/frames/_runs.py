@@ -197,14 +197,17 @@ def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
     return runs
 
 
-def run_starts(steps: pd.DataFrame) -> pd.Series:
-    """Each step's run's start (its :func:`runs_frame` ``started_at``), by step: where a step that recorded
-    no start of its own is placed in time."""
-    if steps.empty:
-        return pd.Series(pd.NaT, index=steps.index, dtype="datetime64[us, UTC]")
+def step_starts(steps: pd.DataFrame) -> pd.Series:
+    """Each step's start, else its run's (its :func:`runs_frame` ``started_at``): where a chart places it
+    in time. Only the runs of steps without a start are summarised (a start needs no usage roll-up)."""
+    starts = steps["started_at"]
+    untimed = starts.isna().to_numpy()
+    if not untimed.any():
+        return starts
     keys = pd.Series(_run_keys(steps), index=steps.index, dtype=object)
-    # Without its usage columns: a start needs no usage roll-up.
-    return keys.map(_runs_from_steps(steps.drop(columns="usage_counted", errors="ignore"))["started_at"])
+    theirs = keys.isin(set(keys[untimed])).to_numpy()
+    runs = _runs_from_steps(steps[theirs].drop(columns="usage_counted", errors="ignore"))
+    return starts.fillna(keys[untimed].map(runs["started_at"]))
 
 
 def run_positions(steps: pd.DataFrame, runs: pd.DataFrame) -> dict[str, np.ndarray]:
