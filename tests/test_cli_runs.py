@@ -164,6 +164,65 @@ def test_lazy_names_are_the_same_objects() -> None:
     assert done.stdout.strip() == "module 'memkit' has no attribute 'no_such_name'"
 
 
+def _researchers_store(url: str) -> memkit.Memory:
+    """Two users running the same workflow ids (some runs without run_id), timing in six spellings or
+    none, statuses missing or unknown, retries, errors, recalls and marks: as agents write them (the
+    one-shot reads' tests read it)."""
+    import random
+
+    from memkit._recall._recording import Recall, RecalledMemory
+    from memkit._sync import run_sync
+
+    rng = random.Random(7)
+    mem = memkit.open(url)
+    note = {user: mem.add(f"{user}'s note on TP53", user, "bio") for user in ("alice", "bob")}
+    recalls: list[Recall] = []
+    for r in range(40):
+        user = ("alice", "bob")[r % 2]
+        workflow = f"wf-{r % 5}"
+        run_id = None if r % 7 == 0 else f"run-{r // 4}"
+        clock = T0 + timedelta(minutes=13 * r)
+        for i in range(rng.randrange(1, 6)):
+            tool = rng.choice(["bwa", "blast", None])
+            data: dict[str, object] = {"step_name": f"s{i}", "step_index": i, "tool": tool}
+            if run_id is not None:
+                data["run_id"] = run_id
+            status = rng.choice(["success", "success", "failed", "running", "weird", None])
+            if status is not None:
+                data["status"] = status
+            if status == "failed" and rng.random() < 0.8:
+                data["error"] = f"exit {r}{i}"
+            if rng.random() < 0.3:
+                data["retry_count"] = rng.randrange(3)
+            seconds = round(rng.uniform(0.1, 90), 3)
+            spelling = rng.randrange(7)
+            if spelling == 0:
+                data.update(duration=seconds, timestamp=clock.timestamp())
+            elif spelling == 1:
+                data.update(duration_ms=seconds * 1000, started_at=clock.isoformat())
+            elif spelling == 2:
+                data.update(latency_ms=seconds * 1000)
+            elif spelling == 3:
+                data.update(elapsed=seconds, start_time=clock.timestamp())
+            elif spelling == 4:
+                data.update(started_at=clock, ended_at=clock + timedelta(seconds=seconds))
+            elif spelling == 5:
+                data.update(started_at=clock.isoformat())
+            step = mem.add_trace("bio" if r % 3 else "planner", workflow, data, user_id=user)
+            if r % 5 == 1 and i == 0:
+                mem.mark_step(step, good=r % 2 == 1, user_id=user, agent_id="bio" if r % 3 else "planner", note="ok")
+            for _ in range(rng.randrange(3)):
+                recalls.append(Recall(
+                    id=uuid.uuid4().hex, created_at=clock, user_id=user, agent_id="bio", query="TP53", mode="keyword",
+                    limit=5, workflow_id=workflow, run_id=run_id, step_index=i, step_name=f"s{i}", attempt=1,
+                    trace_user_id=user, trace_agent_id="bio" if r % 3 else "planner",
+                    hits=[RecalledMemory(id=note[user], rank=1, score=1.0, content=f"{user}'s note on TP53")],
+                ))
+            clock += timedelta(seconds=seconds + 1)
+    run_sync(mem.provider.add_recalls(recalls))  # type: ignore[attr-defined]
+    return mem
+
+
 @pytest.mark.parametrize("columns", [False, True], ids=["records", "columns"])
 def test_show_keeps_two_users_runs_of_one_workflow_apart_and_shows_marks(
     columns: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
