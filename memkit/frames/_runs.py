@@ -13,7 +13,7 @@ from memkit._core._port import (
     SupportsGet,
     SupportsPaging,
 )
-from memkit._core._runs import StepRow, StepUsage, pick_key, run_key, summarise_runs, timing_word
+from memkit._core._runs import RunSummary, StepRow, StepUsage, pick_key, run_key, summarise_runs, timing_word
 from memkit._sync import Memory, call
 from memkit.frames._reading import _since_us, traces_frame, with_agent_keys
 from memkit.frames._recalls import _keeps_recalls, _with_recall_counts
@@ -133,32 +133,14 @@ def _usages(df: pd.DataFrame) -> list[StepUsage | None]:
     return used
 
 
-def _empty_runs() -> pd.DataFrame:
-    empty = pd.DataFrame({c: pd.Series(dtype=object) for c in RUN_COLUMNS})
-    for c in ("started_at", "ended_at"):
-        empty[c] = pd.Series(dtype="datetime64[us, UTC]")
-    for c in ("steps", "failed_steps", "retries"):
-        empty[c] = pd.Series(dtype="int64")
-    empty["duration_s"] = pd.Series(dtype="float64")
-    empty["recalls"] = pd.Series(dtype="Int64")
-    for c in ("tokens_in", "tokens_out", "tokens_total"):
-        empty[c] = pd.Series(dtype="Int64")
-    empty["cost"] = pd.Series(dtype="float64")
-    return empty.set_axis(pd.Index([], name="run", dtype=object))
-
-
-def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per run, summarised by :func:`memkit._core._runs.summarise_runs` (as every other view)."""
-    df = _normalised(df)
-    if df.empty:
-        return _empty_runs()
+def _summaries(df: pd.DataFrame, counted: bool) -> list[RunSummary]:
+    """Each run of a step frame (status as shown), summarised by :func:`memkit._core._runs.summarise_runs`."""
     created = df["created_at"].to_numpy(dtype="datetime64[us]").view("int64")
     df = df.iloc[np.lexsort((np.arange(len(df)), created))]  # the order written
     # Grouped here by run (numpy), each run's steps in the order written, runs in first-seen order.
     group = _run_group_ids(df)
     order = np.argsort(group, kind="stable")
     df = df.iloc[order]
-    counted = "recalls" in df.columns  # a traces_frame(..., recalls=True)
     durations = [None if d != d else round(d * 1e6) for d in df["duration_s"].astype("float64").tolist()]
     recalls = df["recalls"].fillna(0).astype("int64").tolist() if counted else [0] * len(df)
     rows: list[StepRow] = list(zip(
@@ -168,8 +150,15 @@ def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
     edges = [0, *(np.flatnonzero(np.diff(group[order])) + 1).tolist(), len(df)]
     firsts = df.iloc[edges[:-1]]
     keys = zip(*(_texts(firsts[name]) for name in _RUN_KEYS), strict=True)
-    summaries = summarise_runs(((key, rows[lo:hi]) for key, lo, hi in zip(keys, edges, edges[1:], strict=False)),
-                               recalls_kept=counted)
+    return summarise_runs(((key, rows[lo:hi]) for key, lo, hi in zip(keys, edges, edges[1:], strict=False)),
+                          recalls_kept=counted)
+
+
+def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per run, as :func:`runs_frame` shows it (an empty frame: its columns, typed)."""
+    df = _normalised(df)
+    counted = "recalls" in df.columns  # a traces_frame(..., recalls=True)
+    summaries = _summaries(df, counted) if len(df) else []
     runs = pd.DataFrame({
         "workflow_id": pd.Series([r.workflow_id for r in summaries], dtype=object),
         "agent_id": pd.Series([r.agent_id for r in summaries], dtype=object),
