@@ -8,10 +8,11 @@ The store (SQLite, built once in ``bench/.cache/``) holds ``--runs`` runs of 8 s
 steps (a third of the runs record durations and no start) with LLM usage in two spellings, a nested
 chain that reports its call's tokens again, a retried step written once per attempt and one failed
 run in ten. Each figure is the median of ``--repeat``
-rounds; the trees are alternated within each round, so a busy machine slows both alike. Every
+rounds; the trees are alternated within each round, so a busy machine slows both alike; the times
+are CPU times (of the process, all its threads), which a busy machine blurs less than wall time. Every
 measurement runs in a fresh process with ``PYTHONPATH`` set to the tree measured:
 
-* ``memkit runs``: the whole command's wall time (``--limit 50``; ``--usage`` also reads and rolls up
+* ``memkit runs``: the whole command's CPU time (``--limit 50``; ``--usage`` also reads and rolls up
   the usage of the runs shown);
 * ``runs_frame``: the call alone, on the SQLite store and on a ``memory://`` copy of a tenth of it;
 * ``success_rate_chart``: the call alone (it places a step without a start at its run's start).
@@ -21,10 +22,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -93,9 +94,9 @@ with memkit.open(url) as mem:
             for data in _steps(run):
                 mem.add_trace("agent", f"wf{run % 20}", data, user_id=f"user{run % 3}")
     call(mem)  # imports and first reads out of the timing
-    start = time.perf_counter()
+    start = time.process_time()
     frame = call(mem)
-    print(time.perf_counter() - start, len(frame))
+    print(time.process_time() - start, len(frame))
 """
 
 
@@ -104,10 +105,11 @@ def _env(tree: Path) -> dict[str, str]:
 
 
 def _command(tree: Path, url: str, *extra: str) -> float:
-    start = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run([sys.executable, "-m", "memkit", "--url", url, "runs", "--limit", "50", *extra], env=_env(tree),
                    check=True, capture_output=True, cwd=tree)
-    return time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 def _frame(tree: Path, url: str, runs: int, what: str = "runs_frame") -> float:
@@ -141,7 +143,8 @@ def main() -> None:
         for name, measure in measures.items():
             for tree in trees:
                 samples.setdefault((name, tree), []).append(measure(tree))
-    print(f"{args.runs:,} runs x {STEPS} steps, median of {args.repeat} alternated rounds, load {load_average()}")
+    print(f"{args.runs:,} runs x {STEPS} steps, CPU time, median of {args.repeat} alternated rounds, "
+          f"load {load_average()}")
     for name in measures:
         medians = [statistics.median(samples[(name, tree)]) for tree in trees]
         ratio = f"  ({medians[-1] / medians[0]:.2f}x of the first)" if len(trees) > 1 else ""
