@@ -27,6 +27,7 @@ from memkit._display import status_of
 from memkit._sync import Memory
 from memkit.frames import failure_patterns
 from memkit.frames._reading import TraceFilters, _frame
+from memkit.frames._runs import _run_keys, step_starts
 
 __all__ = ["VEGA_LITE_MIME", "Chart", "duration_chart", "failure_heatmap", "success_rate_chart", "usage_chart"]
 
@@ -157,9 +158,7 @@ def success_rate_chart(source: Source, freq: str = "D", **filters: Unpack[TraceF
     if len(df):
         # A step is counted when it ran: its own start, else its run's (its steps' first recorded start);
         # never when it was stored. A step of a run that recorded no start is left out, and said so.
-        run = [df[name].astype(object).where(df[name].notna(), "") for name in ("user_id", "agent_id",
-                                                                                  "workflow_id", "run_id")]
-        when = df["started_at"].fillna(df["started_at"].groupby(run).transform("min"))
+        when = step_starts(df)
         ok = df["status"].map(status_of).eq("success")
         known = when.notna().to_numpy()
         frame = pd.DataFrame({"period": when[known].dt.tz_convert("UTC").dt.tz_localize(None).dt.floor(freq),
@@ -212,10 +211,7 @@ def usage_chart(source: Source, by: str = "time", measure: str = "tokens", freq:
     value = counted[column].astype("float64")
     model = counted["model"].astype(object).where(counted["model"].notna(), "(unknown)")
     if by == "time":
-        run = [df[name].astype(object).where(df[name].notna(), "") for name in ("user_id", "agent_id",
-                                                                                  "workflow_id", "run_id")]
-        first = df["started_at"].groupby(run).transform("min")
-        when = counted["started_at"].fillna(first.loc[counted.index])
+        when = step_starts(df).loc[counted.index]
         known = when.notna().to_numpy()
         key = when[known].dt.tz_convert("UTC").dt.tz_localize(None).dt.floor(freq)
         data = (pd.DataFrame({"period": key, "model": model[known], label: value[known]})
@@ -223,8 +219,6 @@ def usage_chart(source: Source, by: str = "time", measure: str = "tokens", freq:
         x: dict[str, Any] = {"field": "period", "type": "temporal", "title": None}
         left_out = len(counted) - int(known.sum())
     elif by == "run":
-        from memkit.frames._runs import _run_keys
-
         keys = pd.Series(_run_keys(counted), index=counted.index, dtype=object)
         data = (pd.DataFrame({"run": keys, "model": model, label: value})
                 .groupby(["run", "model"], as_index=False)[label].sum())

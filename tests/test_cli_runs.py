@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
 
 import memkit
@@ -167,7 +166,8 @@ def test_lazy_names_are_the_same_objects() -> None:
 
 def _researchers_store(url: str) -> memkit.Memory:
     """Two users running the same workflow ids (some runs without run_id), timing in six spellings or
-    none, statuses missing or unknown, retries, errors, recalls and marks: as agents write them."""
+    none, statuses missing or unknown, retries, errors, recalls and marks: as agents write them (the
+    one-shot reads' tests read it)."""
     import random
 
     from memkit._core._recalls import Recall, RecalledMemory
@@ -221,45 +221,6 @@ def _researchers_store(url: str) -> memkit.Memory:
             clock += timedelta(seconds=seconds + 1)
     run_sync(mem.provider.add_recalls(recalls))  # type: ignore[attr-defined]
     return mem
-
-
-@pytest.mark.parametrize("backend", ["sqlite", "sqlite, as columns", "memory"])
-def test_the_run_list_is_runs_frame_without_pandas(
-    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """What ``memkit runs`` reads (no pandas) is exactly ``runs_frame``: SQLite's run summaries, the
-    store base's (memory://), and the base's read of a big store's trace columns (as on Postgres)."""
-    from memkit._core import _runs
-    from memkit._serve._runs import PortReads, Run, read_runs
-    from memkit._sync import call
-    from memkit.frames import runs_frame
-
-    if backend == "sqlite, as columns":  # as a store of more than COLUMNS_FROM records is read
-        monkeypatch.setattr(_runs, "COLUMNS_FROM", 0)
-    url = f"sqlite:///{tmp_path / 'r.db'}?embedder=none" if backend.startswith("sqlite") else "memory://"
-    with _researchers_store(url) as mem:
-        frame = runs_frame(mem)
-        # "as columns": the base's reading, not SQLite's own
-        runs = ([Run(s) for s in call(mem, _runs.summaries)] if backend == "sqlite, as columns"
-                else read_runs(PortReads(mem)))
-        assert [r.key for r in runs] == list(frame.index) and len(runs) > 30
-        assert all(r.key.startswith(("alice/", "bob/")) for r in runs)  # every id names its namespace
-        for run, (key, row) in zip(runs, frame.iterrows(), strict=True):
-            got = run.as_json()
-            for column in ("workflow_id", "run_id", "user_id", "agent_id", "status", "steps", "failed_steps",
-                           "retries", "recalls", "first_error"):
-                assert got[column] == (None if row[column] is None else row[column]), (key, column)
-            for column in ("started_at", "ended_at"):
-                assert getattr(run, column) == (None if pd.isna(row[column]) else row[column]), (key, column)
-            assert run.duration_kind == row["duration_kind"], key
-            assert run.duration_s == pytest.approx(row["duration_s"], abs=1e-6, nan_ok=True) or (
-                run.duration_s is None and pd.isna(row["duration_s"])), key
-            assert run.tools == row["tools"], key
-        for user in ("alice", "bob"):
-            mine = read_runs(PortReads(mem), user_id=user, agent_id="bio")
-            assert [r.key for r in mine] == list(runs_frame(mem, user_id=user, agent_id="bio").index)
-        marked = {r.key: dict(r.marks) for r in runs if r.marks}
-        assert marked and all(set(m) <= {"good", "bad"} for m in marked.values())
 
 
 @pytest.mark.parametrize("columns", [False, True], ids=["records", "columns"])
@@ -328,21 +289,43 @@ def test_show_finds_a_run_whose_id_another_workflow_could_also_spell(
     assert json.loads(capsys.readouterr().out)["run"] == "alice/bio/a/c"
 
 
-def test_sqlite_counts_run_summaries_as_the_generic_reads_do_and_within_a_namespace(tmp_path: Path) -> None:
-    """SQLite's run summaries (packed step numbers, recall counts from an index) equal what any store's
-    public reads give, for the whole store, one namespace and one workflow; another namespace never shows."""
-    from memkit._core._runs import summaries
+@pytest.mark.parametrize("backend", ["sqlite", "memory"])
+def test_run_summaries_of_a_namespace_or_workflow_hold_its_runs_with_their_recalls_and_marks(
+    backend: str, tmp_path: Path
+) -> None:
+    """alice and bob run the same workflow and run ids: a store's run summaries (SQLite's, read in
+    place; memory://'s, from its records) within a namespace or workflow hold that scope's runs only,
+    each with its own recalls and marks; an empty id is refused."""
+    from memkit._core._recalls import Recall
     from memkit._sync import run_sync
 
-    with _researchers_store(f"sqlite:///{tmp_path / 's.db'}?embedder=none") as mem:
+    url = f"sqlite:///{tmp_path / 's.db'}?embedder=none" if backend == "sqlite" else "memory://"
+    with memkit.open(url) as mem:
+        for user, runs in (("alice", 2), ("bob", 1)):
+            for r in range(runs):
+                for i in range(2):
+                    step = mem.add_trace("bio", "wf-1", {"step_index": i, "run_id": f"r{r}", "status": "success",
+                                                         "timestamp": (T0 + timedelta(minutes=r)).timestamp()},
+                                         user_id=user)
+                    if (user, r, i) == ("bob", 0, 1):
+                        mem.mark_step(step, good=False, user_id=user, agent_id="bio")
+        mem.add_trace("bio", "wf-2", {"step_index": 0, "status": "failed", "error": "boom"}, user_id="alice")
+        run_sync(mem.provider.add_recalls([Recall(  # type: ignore[attr-defined]
+            id=uuid.uuid4().hex, created_at=T0, user_id="alice", agent_id="bio", query="TP53", mode="keyword",
+            limit=5, workflow_id="wf-1", run_id="r1", step_index=i, step_name=None, attempt=1) for i in (0, 0, 1)]))
         store = mem.provider
-        for scope in ({}, {"user_id": "alice"}, {"user_id": "bob", "agent_id": "bio"}, {"workflow_id": "wf-1"}):
-            fast = run_sync(store.run_summaries(**scope))  # type: ignore[attr-defined]
-            slow = run_sync(summaries(store, scope.get("user_id"), scope.get("agent_id"), scope.get("workflow_id")))
-            assert fast == slow and fast, scope
-            assert all(r.recalls is not None for r in fast) and any(r.recalls for r in fast)
-            assert any(r.marks for r in fast) or scope.get("workflow_id")
-        assert {r.user_id for r in run_sync(store.run_summaries(user_id="alice"))} == {"alice"}  # type: ignore[attr-defined]
+
+        def listed(**scope: str) -> list[tuple[Any, ...]]:
+            return [(r.key, r.steps, r.status, r.recalls, r.marks, r.first_error)
+                    for r in run_sync(store.run_summaries(**scope))]  # type: ignore[attr-defined]
+
+        alice = [("alice/bio/wf-1/r1", 2, "success", 3, {}, None), ("alice/bio/wf-1/r0", 2, "success", 0, {}, None),
+                 ("alice/bio/wf-2", 1, "failed", 0, {}, "boom")]
+        bob = [("bob/bio/wf-1/r0", 2, "success", 0, {"bad": 1}, None)]
+        assert sorted(listed()) == sorted(alice + bob)
+        assert listed(user_id="alice") == alice and listed(user_id="bob", agent_id="bio") == bob
+        assert sorted(listed(workflow_id="wf-1")) == sorted(alice[:2] + bob)
+        assert listed(user_id="carol") == []
         with pytest.raises(memkit.InvalidInputError, match="user_id"):
             run_sync(store.run_summaries(user_id=""))  # type: ignore[attr-defined]
 
@@ -418,14 +401,10 @@ def test_run_summaries_follow_when_steps_happened_not_the_order_they_were_import
         step("a", 0, 60),  # a starts with b; its first step written after b's
         step("late", 2, 45, "failed", "the first error"),
     ]
-    got = []
     for url in (f"sqlite:///{tmp_path / 'o.db'}?embedder=none", "memory://"):
         with memkit.open(url) as mem:
             mem.add_many(rows)
             store = mem.provider
-            slow = run_sync(summaries(store, None, None, None))
-            if url != "memory://":
-                assert run_sync(store.run_summaries()) == slow  # type: ignore[attr-defined]
-            got.append([(r.run_id, r.first_error, r.failed_steps, r.steps) for r in slow])
-    assert got[0] == got[1]
-    assert got[0] == [("b", None, 0, 1), ("a", None, 0, 2), ("late", "the first error", 3, 3)]
+            for read in (store.run_summaries(), summaries(store)):  # type: ignore[attr-defined]
+                got = [(r.run_id, r.first_error, r.failed_steps, r.steps) for r in run_sync(read)]
+                assert got == [("b", None, 0, 1), ("a", None, 0, 2), ("late", "the first error", 3, 3)], url

@@ -111,6 +111,23 @@ def test_the_command_line_lists_and_shows_the_same_runs(
             assert shown["run"] == key and len({s["step_index"] for s in shown["steps"]}) == by_key[key].steps
 
 
+def test_a_big_stores_runs_are_what_the_agent_wrote(
+    written: tuple[str, memkit.Memory, list[ExpectedRun]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every store's runs as its public reads give them, read as a store of more records than
+    ``COLUMNS_FROM`` is: from its trace columns where it offers them (SQLite, PostgreSQL)."""
+    from memkit._core import _runs
+    from memkit._sync import call
+
+    _, mem, expected = written
+    monkeypatch.setattr(_runs, "COLUMNS_FROM", 0)
+    by_key = _by_key(expected)
+    summaries = call(mem, _runs.summaries)
+    assert sorted(r.key for r in summaries) == sorted(by_key)
+    for summary in summaries:
+        _check(by_key[summary.key], summary.__dict__, "runs read as columns")
+
+
 def test_run_ids_with_slashes_name_one_namespace_each(written: tuple[str, memkit.Memory, list[ExpectedRun]]) \
         -> None:
     """issue 40: three namespaces whose ids would join to ``lab/alice/bio/wfc/rc``."""

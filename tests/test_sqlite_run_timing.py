@@ -1,5 +1,6 @@
 """Run start and end times of trace steps an agent wrote with ``add_many`` (its own timing keys, not
-``add_trace``'s): SQLite's run summaries and trace columns read them as the generic reads do."""
+``add_trace``'s), as every reader gives them: SQLite's run summaries and trace columns, the generic
+reads of SQLite, memory:// and PostgreSQL, and the command line."""
 
 from __future__ import annotations
 
@@ -53,8 +54,20 @@ ROWS = [
 ]
 
 
-def _runs(summary: list[RunSummary]) -> list[tuple[Any, ...]]:
-    return [(r.user_id, r.workflow_id, r.run_id, r.started_at, r.ended_at, r.steps) for r in summary]
+M = timedelta(minutes=1)
+#: What each run's steps recorded: (user, run) -> (start, end, steps).
+TIMES = {
+    ("alice", "r1"): (T0, T0 + 2 * M + timedelta(seconds=0.25), 3),  # 10:00+02:00, not the day after
+    ("bob", "r1"): (T0 - 60 * M, T0 - 20 * M, 2),  # naive: UTC; its epoch end_time
+    ("bob", "r2"): (T0 + 10 * M, T0 + 20 * M + timedelta(seconds=2.5), 2),
+    ("alice", "r2"): (T0 + 30 * M, T0 + 31 * M + timedelta(seconds=4), 2),
+    ("alice", "r3"): (T0 + 59 * M, T0 + 60 * M, 2),  # an end and a duration; an unreadable start
+}
+
+
+def _times(summary: list[RunSummary]) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+    assert {r.workflow_id for r in summary} == {"wf"}
+    return {(r.user_id, r.run_id): (r.started_at, r.ended_at, r.steps) for r in summary}
 
 
 def _sqlite_reads(mem: memkit.Memory) -> tuple[list[RunSummary], list[RunSummary], list[RunSummary]]:
@@ -77,25 +90,19 @@ def test_sqlite_reads_add_many_step_times_as_the_generic_reads(tmp_path: Path, c
     with memkit.open("memory://") as mem:
         mem.add_many(ROWS)
         memory = run_sync(summaries(mem.provider))
-    assert _runs(own) == _runs(generic) == _runs(memory)
-    assert [(r.started_at, r.ended_at) for r in columns] == [(r.started_at, r.ended_at) for r in own]
-    by_run = {(r.user_id, r.run_id): r for r in own}
-    assert by_run["alice", "r1"].started_at == T0  # 10:00+02:00, not the day after
-    # Its untimed step has no start: its duration is the sum of its steps' (30 s + 60.25 s), said so,
-    # and its end the last one recorded, never the day after, when the steps were stored.
-    assert by_run["alice", "r1"].ended_at == T0 + timedelta(minutes=2, seconds=0.25)
-    assert (by_run["alice", "r1"].duration_s, by_run["alice", "r1"].duration_kind) == (90.25, "sum of steps")
-    assert (by_run["bob", "r1"].duration_s, by_run["bob", "r1"].duration_kind) == (40 * 60, "wall")
-    assert by_run["bob", "r1"].started_at == T0 - timedelta(minutes=60)
-    assert by_run["bob", "r1"].ended_at == T0 - timedelta(minutes=20)  # its epoch end_time
-    assert (by_run["bob", "r2"].started_at, by_run["bob", "r2"].ended_at) == (
-        T0 + timedelta(minutes=10), T0 + timedelta(minutes=20, seconds=2.5))
-    assert by_run["alice", "r3"].started_at == T0 + timedelta(minutes=59)
-    # What a script reads: the command line prints the same moments.
+    for read in (own, generic, memory):
+        assert _times(read) == TIMES
+        by_run = {(r.user_id, r.run_id): r for r in read}
+        # Its untimed step has no start: its duration is the sum of its steps' (30 s + 60.25 s), said so,
+        # and its end the last one recorded, never the day after, when the steps were stored.
+        assert (by_run["alice", "r1"].duration_s, by_run["alice", "r1"].duration_kind) == (90.25, "sum of steps")
+        assert (by_run["bob", "r1"].duration_s, by_run["bob", "r1"].duration_kind) == (40 * 60, "wall")
+    assert {key: times[:2] for key, times in _times(columns).items()} == {k: t[:2] for k, t in TIMES.items()}
+    # What a script reads: the command line prints these moments.
     assert main(["--url", url, "runs", "--json"]) == 0
     printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [(p["user_id"], p["run_id"], p["started_at"], p["ended_at"]) for p in printed] == [
-        (r.user_id, r.run_id, r.started_at.isoformat(), r.ended_at.isoformat()) for r in memory]
+    assert {(p["user_id"], p["run_id"]): (p["started_at"], p["ended_at"]) for p in printed} == {
+        key: (start.isoformat(), end.isoformat()) for key, (start, end, _) in TIMES.items()}
 
 
 def test_add_many_refuses_datetime_objects_in_a_trace(tmp_path: Path) -> None:
@@ -113,18 +120,17 @@ def test_migration_11_repacks_steps_written_at_schema_10(tmp_path: Path, monkeyp
         old.setattr(_schema, "SCHEMA_VERSION", 10)
         with memkit.open(url) as mem:
             mem.add_many(ROWS)
-            before, generic, _ = _sqlite_reads(mem)
-            assert _runs(before) != _runs(generic)  # what schema 10 got wrong
+            before, _, _ = _sqlite_reads(mem)
+            assert _times(before) != TIMES  # what schema 10 got wrong
     with memkit.open(url) as mem:
         with closing(sqlite3.connect(path)) as plain:
             assert plain.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION
-        own, generic, columns = _sqlite_reads(mem)
-        assert _runs(own) == _runs(generic)
-        assert [(r.started_at, r.ended_at) for r in columns] == [(r.started_at, r.ended_at) for r in own]
+        own, _, columns = _sqlite_reads(mem)
+        assert _times(own) == TIMES
+        assert {key: times[:2] for key, times in _times(columns).items()} == {k: t[:2] for k, t in TIMES.items()}
         mem.add_many([_step("carol", "r1", 0, 0, started_at="2026-10-01T08:00:00Z")])  # the new trigger
-        own, generic, _ = _sqlite_reads(mem)
-        assert _runs(own) == _runs(generic)
-        assert [r.started_at for r in own if r.user_id == "carol"] == [T0]
+        own, _, _ = _sqlite_reads(mem)
+        assert _times(own) == {**TIMES, ("carol", "r1"): (T0, T0, 1)}
 
 
 @pytest.mark.filterwarnings("ignore:memkit. trace key")
@@ -135,7 +141,6 @@ async def test_postgres_trace_columns_read_add_many_step_times(postgres_server: 
         await store.add_many(ROWS)
         generic = await summaries(store)  # from its records: a store this small is not read as columns
         columns = summarise(_steps_of_columns(await store.trace_columns(), None), recalls_kept=False)
-        assert _runs(columns) == _runs(generic)
-        assert {(r.user_id, r.run_id): r.started_at for r in columns}["alice", "r1"] == T0
+        assert _times(generic) == _times(columns) == TIMES
     finally:
         await store.aclose()

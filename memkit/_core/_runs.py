@@ -1,9 +1,12 @@
-"""Workflow runs as one row each: what :meth:`memkit.store._base.Store.run_summaries` answers.
+"""Workflow runs as one row each: the one place a run's figures are decided.
 
-A run is the trace steps sharing ``(user_id, agent_id, workflow_id, run_id)``; its row has the
-figures of a :func:`memkit.frames.runs_frame` row (status, steps, failed steps, first error,
-start, end, recalls, marks). A store that can count in place answers in one query (SQLite);
-:func:`summaries` is the answer of any other store, read from its public reads.
+A run is the trace steps sharing ``(user_id, agent_id, workflow_id, run_id)``. Whoever reads its
+steps (a store's :meth:`memkit.store._base.Store.run_summaries`, :func:`memkit.frames.runs_frame`,
+TraceReplay, the charts, ``memkit runs`` and ``show``) hands them to :func:`summarise_rows` as
+:data:`StepRow` tuples and shows the :class:`RunSummary` it returns: status, duration and its kind,
+start, end, steps, failures, retries, first error, recalls, marks and the LLM usage totals. A store
+that can read the rows in place answers in one query (SQLite); :func:`summaries` reads them from
+any other store's public reads.
 """
 
 from __future__ import annotations
@@ -18,13 +21,14 @@ from memkit._core._errors import InvalidInputError
 from memkit._core._items import status_of
 from memkit._core._records import from_us, to_us
 from memkit._core._timing import step_timing
-from memkit._core._usage import Usage, usage_of
+from memkit._core._usage import Placed, Usage, place_of, usage_of
 
 if TYPE_CHECKING:
     from memkit._core._port import MemoryProvider
 
-__all__ = ["DURATION_KINDS", "STATUSES", "RunScope", "RunSummary", "Step", "StepRow", "parse_run_key", "run_key",
-           "run_status", "step_of", "summaries", "summarise", "summarise_rows", "summarise_runs"]
+__all__ = ["DURATION_KINDS", "STATUSES", "RunScope", "RunSummary", "Step", "StepRow", "StepUsage", "parse_run_key",
+           "run_key", "run_status", "step_of", "step_usage", "summaries", "summarise", "summarise_rows",
+           "summarise_runs", "timing_word"]
 
 STATUSES = ("pending", "running", "success", "failed", "retrying", "skipped")
 _RUNNING = frozenset(("running", "pending", "retrying"))
@@ -76,6 +80,8 @@ class Step:
     parent_step_index: int | None = None
     #: Its LLM usage (:func:`memkit._core._usage.usage_of`; empty where not read).
     usage: Usage = field(default_factory=Usage)
+    #: Where it sits in its run's tree (:func:`memkit._core._usage.place_of`; unknown where not read).
+    place: Placed = field(default_factory=Placed)
 
     @property
     def ended_at(self) -> datetime | None:
@@ -85,12 +91,17 @@ class Step:
 
     @property
     def timing(self) -> str:
-        """``recorded``, ``start only`` or ``none`` (as :func:`memkit.frames.run_steps` says)."""
-        return "recorded" if self.duration_s is not None else "start only" if self.started_at is not None else "none"
+        return timing_word(self.started_at is not None, self.duration_s is not None)
 
     @property
     def run(self) -> RunKey:
         return (self.user_id, self.agent_id, self.workflow_id, self.run_id)
+
+    def row(self, usage: StepUsage | None = None) -> StepRow:
+        """What its run's summary reads of it (``usage``: as its run's totals count it; ``None``: not read)."""
+        return (self.status, self.step_index, self.step_name, self.tool, _us(self.started_at),
+                None if self.duration_s is None else round(self.duration_s * 1e6), self.retry_count, self.error,
+                self.recalls or 0, to_us(self.created_at), usage)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -114,6 +125,12 @@ class RunScope(Protocol):
 
     @property
     def workflow_id(self) -> str | None: ...
+
+
+def timing_word(started: bool, duration: bool) -> str:
+    """Where a step's timing came from: ``recorded`` (a duration, in any spelling memkit reads, or a start
+    and an end), ``start only`` or ``none`` (the trace panel then places it by step order)."""
+    return "recorded" if duration else "start only" if started else "none"
 
 
 def run_status(statuses: Iterable[str]) -> str:
@@ -218,18 +235,59 @@ class RunSummary:
     marks: dict[str, int] = field(default_factory=dict)
     #: Its trace records (an attempt written on its own row is one).
     rows: int = 0
+    #: Its LLM usage, where its steps' usage was read (else empty and ``None``): the models its steps
+    #: named, sorted; the sums over the steps whose usage counts (``None``: none recorded the figure);
+    #: the sessions and tags its steps named, sorted.
+    models: tuple[str, ...] = ()
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    tokens_total: int | None = None
+    cost: float | None = None
+    sessions: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
         """Its printed id (:func:`run_key`)."""
         return run_key(self.user_id, self.agent_id, self.workflow_id, self.run_id)
 
+    @property
+    def ids(self) -> RunKey:
+        return (self.user_id, self.agent_id, self.workflow_id, self.run_id)
+
+    def as_json(self) -> dict[str, Any]:
+        """Its figures as ``memkit runs --json`` prints them (its usage apart: :meth:`usage_json`)."""
+        return {
+            "run": self.key, "workflow_id": self.workflow_id, "run_id": self.run_id, "user_id": self.user_id,
+            "agent_id": self.agent_id, "status": self.status, "started_at": _iso(self.started_at),
+            "ended_at": _iso(self.ended_at), "duration_s": self.duration_s, "duration_kind": self.duration_kind,
+            "steps": self.steps, "failed_steps": self.failed_steps, "retries": self.retries,
+            "recalls": self.recalls, "first_error": self.first_error, "marks": dict(sorted(self.marks.items())),
+        }
+
+    def usage_json(self) -> dict[str, Any]:
+        return {"tokens_in": self.tokens_in, "tokens_out": self.tokens_out, "tokens_total": self.tokens_total,
+                "cost": self.cost, "models": list(self.models)}
+
+
+#: A step's LLM usage as its run's totals read it, a plain tuple as :data:`StepRow` is: ``(model,
+#: tokens_in, tokens_out, tokens_total, cost, counted, session, tags)``, ``cost`` priced where the
+#: caller had prices, ``counted`` whether it counts in its run's totals
+#: (:func:`memkit._core._usage.counted_steps`).
+StepUsage = tuple[str | None, int | None, int | None, int | None, float | None, bool, str | None, tuple[str, ...]]
+
+
+def step_usage(usage: Usage, counted: bool) -> StepUsage:
+    return (usage.model, usage.tokens_in, usage.tokens_out, usage.tokens_total, usage.cost, counted, None, ())
+
 
 #: What a run's summary reads of one step, a plain tuple (one is made per step: a class's
 #: constructor would cost more than the summary): ``(status as shown, step_index, step_name, tool,
-#: started_us, duration_us, retry_count, error, recalls, created_us)``, times in epoch microseconds,
-#: ``created_us`` (when it was stored) only ordering runs whose start is unknown, never read as a start.
-StepRow = tuple[str, int | None, str | None, str | None, int | None, int | None, int | None, str | None, int, int]
+#: started_us, duration_us, retry_count, error, recalls, created_us, usage)``, times in epoch
+#: microseconds, ``created_us`` (when it was stored) only ordering runs whose start is unknown, never
+#: read as a start; ``usage`` ``None`` where it was not read.
+StepRow = tuple[str, int | None, str | None, str | None, int | None, int | None, int | None, str | None, int, int,
+                StepUsage | None]
 
 
 def _summary(key: RunKey, rows: list[StepRow], marks: dict[str, int], recalls_kept: bool) -> RunSummary:
@@ -245,7 +303,11 @@ def _summary(key: RunKey, rows: list[StepRow], marks: dict[str, int], recalls_ke
     timed = total = durations = 0
     tools: set[str] = set()
     recalls: dict[Any, int] = {}
-    for status, index, name, tool, started, duration, retries, error, found, _ in rows:
+    models: set[str] = set()
+    sessions: set[str] = set()
+    tags: set[str] = set()
+    sums: list[Any] = [None, None, None, None]  # tokens in, out, total, cost of the steps that count
+    for status, index, name, tool, started, duration, retries, error, found, _, use in rows:
         same = name if name is not None else index
         if same is not None:
             before = open_rows.pop(same, None)
@@ -272,6 +334,16 @@ def _summary(key: RunKey, rows: list[StepRow], marks: dict[str, int], recalls_ke
             tools.add(tool)
         if found and index is not None:  # recalls are kept by step index: a step's attempts share them
             recalls[index] = found
+        if use is not None:  # every attempt counts: each called the model
+            if use[0] is not None:
+                models.add(use[0])
+            if use[6] is not None:
+                sessions.add(use[6])
+            tags.update(use[7])
+            if use[5]:
+                for k in range(4):
+                    if (value := use[k + 1]) is not None:
+                        sums[k] = value if sums[k] is None else sums[k] + value
     for same, at in open_rows.items():  # still on an unfinished row: its earlier attempts count
         status, retries, error, _ = final[at]  # type: ignore[misc]
         final[at] = (status, retries, error, attempts.pop(same, 0))
@@ -302,6 +374,8 @@ def _summary(key: RunKey, rows: list[StepRow], marks: dict[str, int], recalls_ke
         duration_s=seconds, duration_kind=kind, steps=steps, failed_steps=failed, retries=retried,
         recalls=sum(recalls.values()) if recalls_kept else None, first_error=first_error,
         tools=", ".join(sorted(tools)), marks=dict(sorted(marks.items())), rows=len(rows),
+        models=tuple(sorted(models)), tokens_in=sums[0], tokens_out=sums[1], tokens_total=sums[2], cost=sums[3],
+        sessions=tuple(sorted(sessions)), tags=tuple(sorted(tags)),
     )
 
 
@@ -361,6 +435,7 @@ def step_of(item: Any, counts: dict[tuple[Any, ...], int] | None) -> Step:
         status=status_of(status), error=_text(trace.get("error")),
         retry_count=_int(trace.get("retry_count")), created_at=item.created_at, started_at=start,
         duration_s=duration, parent_step_index=_int(trace.get("parent_step_index")), usage=usage_of(trace),
+        place=place_of(trace),
     )
     if counts is not None:
         step.recalls = counts.get((*step.run, step.step_index), 0)
@@ -401,11 +476,7 @@ def summarise(
 ) -> list[RunSummary]:
     """One row per run of ``steps`` (their ``recalls`` counted already), newest first."""
     steps = sorted(steps, key=lambda s: s.created_at)  # replay order: the order they were stored
-    return summarise_rows(((s.run, (
-        s.status, s.step_index, s.step_name, s.tool, _us(s.started_at),
-        None if s.duration_s is None else round(s.duration_s * 1e6), s.retry_count, s.error, s.recalls or 0,
-        to_us(s.created_at)))
-        for s in steps), marks, recalls_kept=recalls_kept)
+    return summarise_rows(((s.run, s.row()) for s in steps), marks, recalls_kept=recalls_kept)
 
 
 async def _many_records(provider: MemoryProvider, user_id: str | None, agent_id: str | None) -> bool:

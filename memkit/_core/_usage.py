@@ -62,6 +62,14 @@ class Usage(NamedTuple):
         """Whether the step reported any tokens or cost (a model name alone is not usage)."""
         return any(v is not None for v in (self.tokens_in, self.tokens_out, self.tokens_total, self.cost))
 
+    def priced(self, prices: Prices | None) -> Usage:
+        """This usage with the cost ``prices`` gives where the step recorded none (``cost_source``
+        ``priced``); as it is where it did, where ``prices`` is ``None`` or does not list its model."""
+        if self.cost is not None or prices is None:
+            return self
+        cost = prices.cost(self.model, self.tokens_in, self.tokens_out)
+        return self if cost is None else self._replace(cost=cost, cost_source="priced")
+
 
 class Prices:
     """What a model costs, in currency per million input and output tokens: ``Prices({"gpt-4o": (2.5,
@@ -185,11 +193,8 @@ def usage_of(data: Mapping[str, Any] | None, prices: Prices | None = None) -> Us
     model = models.get("response") or models.get("own") or models.get("request")
     if model is None and isinstance(params := data.get("parameters"), Mapping):
         model = params.get("model") if isinstance(params.get("model"), str) and params.get("model") else None
-    cost, source = found.get("cost"), "recorded" if "cost" in found else None
-    if cost is None and prices is not None:
-        cost = prices.cost(model, tokens_in, tokens_out)
-        source = None if cost is None else "priced"
-    return Usage(model, tokens_in, tokens_out, total, cost, source)
+    cost = found.get("cost")
+    return Usage(model, tokens_in, tokens_out, total, cost, None if cost is None else "recorded").priced(prices)
 
 
 _SESSION_KEYS = ("session_id", "session.id", "gen_ai.conversation.id", "conversation_id", "thread_id")
@@ -231,15 +236,15 @@ def labels_of(data: Mapping[str, Any] | None) -> Labels:
 class Placed(NamedTuple):
     """Where a step sits in its run's tree: its index and span, and its parent's (any may be unknown)."""
 
-    step_index: int | None
-    span_id: str | None
-    parent_step_index: int | None
-    parent_span_id: str | None
+    step_index: int | None = None
+    span_id: str | None = None
+    parent_step_index: int | None = None
+    parent_span_id: str | None = None
 
 
 def place_of(data: Mapping[str, Any] | None) -> Placed:
     if not isinstance(data, Mapping):
-        return Placed(None, None, None, None)
+        return Placed()
 
     def index(key: str) -> int | None:
         value = data.get(key)

@@ -82,10 +82,11 @@ def _cost(value: float | None) -> str:
 
 def _usage_line(usage: RunUsage) -> str:
     """A run's usage in one line (empty when none of its steps recorded any)."""
-    if usage.tokens_total is None and usage.cost is None:
+    total = usage.total
+    if total.tokens_total is None and total.cost is None:
         return ""
-    return (f" · {_tokens(usage.tokens_total)} tokens ({_tokens(usage.tokens_in)} in / {_tokens(usage.tokens_out)} "
-            f"out) · {_cost(usage.cost)}" + (f" · {', '.join(usage.models)}" if usage.models else ""))
+    return (f" · {_tokens(total.tokens_total)} tokens ({_tokens(total.tokens_in)} in / {_tokens(total.tokens_out)} "
+            f"out) · {_cost(total.cost)}" + (f" · {', '.join(total.models)}" if total.models else ""))
 
 
 def _marks_cell(marks: dict[str, int]) -> str:
@@ -107,9 +108,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
             say(json_line(run.as_json() | ({} if usage is None else usage[k].as_json())))
     elif shown:
         rows = [[cell(r.key), when(r.started_at), r.status, cell(format_run_duration(r.duration_s, r.duration_kind)),
-                 str(r.step_count),
+                 str(r.steps),
                  str(r.failed_steps), cell(r.recalls), _marks_cell(dict(r.marks)),
-                 *([] if usage is None else [_tokens(usage[k].tokens_total), _cost(usage[k].cost)]),
+                 *([] if usage is None else [_tokens(usage[k].total.tokens_total), _cost(usage[k].total.cost)]),
                  cell(r.first_error and error_headline(r.first_error))]
                 for k, r in enumerate(shown)]
         extra = [] if usage is None else ["tokens", "cost"]

@@ -1,11 +1,9 @@
 """Workflow runs read straight from a store, without pandas: what ``memkit runs`` and ``show`` print.
 
-A run is the trace steps sharing ``(user_id, agent_id, workflow_id, run_id)``, with the ids,
-figures and status of :func:`memkit.frames.runs_frame` (a test holds the two equal on a store
-written the way an agent writes it). The list comes from the store's run summaries (one row per
-run: SQLite counts them without reading a record's JSON; any other store reads them from its
-records), so a command pays neither pandas' nor numpy's import; ``show`` then reads the steps of
-the one run it shows.
+A run is listed as its :class:`memkit._core._runs.RunSummary`, the store's run summaries (one row
+per run: SQLite reads them without reading a record's JSON; any other store from its records), so a
+command pays neither pandas' nor numpy's import; ``show`` (and ``runs --usage``) then read the steps
+of the runs they show and summarise them again, with their usage.
 
 Everything is read through :class:`memkit._core._reads.OneShotReads`: a store's own one-shot reads
 where it offers them (SQLite: no models, no event loop), else :class:`PortReads` over its port; both
@@ -20,8 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memkit._core._runs import RunSummary, Step, parse_run_key, pick_key, step_of
-from memkit._core._usage import Placed, Prices, Usage, counted_steps
+from memkit._core._runs import RunSummary, Step, parse_run_key, pick_key, step_of, step_usage, summarise_rows
+from memkit._core._usage import Prices, Usage, counted_steps
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -30,109 +28,14 @@ if TYPE_CHECKING:
     from memkit._core._reads import OneShotReads
     from memkit._sync import Memory
 
-__all__ = ["PortReads", "Run", "RunDetail", "RunUsage", "Step", "filter_runs", "open_reads", "pick_run", "port_reads",
+__all__ = ["PortReads", "RunDetail", "RunUsage", "Step", "filter_runs", "open_reads", "pick_run", "port_reads",
            "read_run", "read_runs", "runs_usage"]
-
-def _iso(moment: datetime | None) -> str | None:
-    return moment.isoformat() if moment is not None else None
-
-
-@dataclass
-class Run:
-    """One run as listed: its summary (the figures of a :func:`memkit.frames.runs_frame` row)."""
-
-    summary: RunSummary
-
-    @property
-    def key(self) -> str:
-        """Its printed id (:func:`memkit._core._runs.run_key`), the same whatever the filters."""
-        return self.summary.key
-
-    @property
-    def user_id(self) -> str:
-        return self.summary.user_id
-
-    @property
-    def agent_id(self) -> str:
-        return self.summary.agent_id
-
-    @property
-    def workflow_id(self) -> str | None:
-        return self.summary.workflow_id
-
-    @property
-    def run_id(self) -> str | None:
-        return self.summary.run_id
-
-    @property
-    def status(self) -> str:
-        return self.summary.status
-
-    @property
-    def started_at(self) -> datetime | None:
-        return self.summary.started_at
-
-    @property
-    def ended_at(self) -> datetime | None:
-        return self.summary.ended_at
-
-    @property
-    def duration_s(self) -> float | None:
-        return self.summary.duration_s
-
-    @property
-    def duration_kind(self) -> str:
-        return self.summary.duration_kind
-
-    @property
-    def failed_steps(self) -> int:
-        return self.summary.failed_steps
-
-    @property
-    def retries(self) -> int:
-        return self.summary.retries
-
-    @property
-    def recalls(self) -> int | None:
-        return self.summary.recalls
-
-    @property
-    def first_error(self) -> str | None:
-        return self.summary.first_error
-
-    @property
-    def tools(self) -> str:
-        return self.summary.tools
-
-    @property
-    def marks(self) -> dict[str, int]:
-        return self.summary.marks
-
-    @property
-    def step_count(self) -> int:
-        return self.summary.steps
-
-    @property
-    def ids(self) -> tuple[str, str, str | None, str | None]:
-        return (self.summary.user_id, self.summary.agent_id, self.summary.workflow_id, self.summary.run_id)
-
-    def as_json(self) -> dict[str, Any]:
-        s = self.summary
-        return {
-            "run": self.key, "workflow_id": s.workflow_id, "run_id": s.run_id, "user_id": s.user_id,
-            "agent_id": s.agent_id, "status": s.status, "started_at": _iso(s.started_at),
-            "ended_at": _iso(s.ended_at), "duration_s": s.duration_s, "duration_kind": s.duration_kind,
-            "steps": s.steps,
-            "failed_steps": s.failed_steps, "retries": s.retries, "recalls": s.recalls,
-            "first_error": s.first_error, "marks": dict(sorted(s.marks.items())),
-        }
-
 
 @dataclass
 class RunDetail:
     """One run with its steps in replay order, what they recalled and the marks on them."""
 
-    run: Run
+    run: RunSummary
     steps: list[Step]
     #: Its recalls as stores keep them (:func:`memkit._recall._recording.body_of`), oldest first.
     recalls: list[dict[str, Any]]
@@ -142,34 +45,23 @@ class RunDetail:
     def priced(self, prices: Prices | None) -> RunUsage:
         """Its steps' usage priced with ``prices`` (where they recorded no cost) and its totals, each LLM
         call counted once (:func:`memkit._core._usage.counted_steps`)."""
-        steps = [s.usage if s.usage.cost is not None or prices is None else s.usage._replace(
-            cost=prices.cost(s.usage.model, s.usage.tokens_in, s.usage.tokens_out)) for s in self.steps]
-        counted = counted_steps((Placed(s.step_index, None, s.parent_step_index, None), u.carried)
-                                for s, u in zip(self.steps, steps, strict=True))
-
-        def total(name: str) -> Any:
-            values = [v for u, c in zip(steps, counted, strict=True) if c and (v := getattr(u, name)) is not None]
-            return sum(values) if values else None
-
-        return RunUsage(steps, counted, total("tokens_in"), total("tokens_out"), total("tokens_total"),
-                        total("cost"), sorted({u.model for u in steps if u.model is not None}))
+        steps = [s.usage.priced(prices) for s in self.steps]
+        counted = counted_steps((s.place, u.carried) for s, u in zip(self.steps, steps, strict=True))
+        rows = ((s.run, s.row(step_usage(u, c))) for s, u, c in zip(self.steps, steps, counted, strict=True))
+        return RunUsage(steps, counted, next(iter(summarise_rows(rows)), self.run))
 
 
 @dataclass
 class RunUsage:
-    """A run's LLM usage as ``memkit show`` prints it: per step (priced) and in total."""
+    """A run's LLM usage as ``memkit show`` prints it: per step (priced), and in total: the summary of
+    its steps read with their usage (the run as listed, without usage, when none was read)."""
 
     steps: list[Usage]
     counted: list[bool]
-    tokens_in: int | None
-    tokens_out: int | None
-    tokens_total: int | None
-    cost: float | None
-    models: list[str]
+    total: RunSummary
 
     def as_json(self) -> dict[str, Any]:
-        return {"tokens_in": self.tokens_in, "tokens_out": self.tokens_out, "tokens_total": self.tokens_total,
-                "cost": self.cost, "models": self.models}
+        return self.total.usage_json()
 
 
 def read_runs(
@@ -178,28 +70,29 @@ def read_runs(
     user_id: str | None = None,
     agent_id: str | None = None,
     workflow_id: str | None = None,
-) -> list[Run]:
+) -> list[RunSummary]:
     """Every run of the store (or of one namespace or workflow), newest first."""
-    return [Run(row) for row in reads.run_summaries(user_id, agent_id, workflow_id)]
+    return reads.run_summaries(user_id, agent_id, workflow_id)
 
 
 def filter_runs(
-    runs: Iterable[Run], *, status: str | None = None, since: datetime | None = None, until: datetime | None = None
-) -> list[Run]:
+    runs: Iterable[RunSummary], *, status: str | None = None, since: datetime | None = None,
+    until: datetime | None = None,
+) -> list[RunSummary]:
     # A run whose start is unknown is in no time window.
     return [r for r in runs if (status is None or r.status == status)
             and (since is None or (r.started_at is not None and r.started_at >= since))
             and (until is None or (r.started_at is not None and r.started_at <= until))]
 
 
-def pick_run(runs: list[Run], name: str) -> Run:
+def pick_run(runs: list[RunSummary], name: str) -> RunSummary:
     """The run ``name`` names: its printed id, or a ``workflow/run_id``, ``run_id`` or ``workflow_id``
     naming exactly one run."""
     chosen = pick_key(((run.key, run.ids) for run in runs), name)
     return next(run for run in runs if run.key == chosen)
 
 
-def _runs_named(reads: OneShotReads, name: str, user_id: str | None, agent_id: str | None) -> list[Run]:
+def _runs_named(reads: OneShotReads, name: str, user_id: str | None, agent_id: str | None) -> list[RunSummary]:
     """The runs ``name`` can name within the namespace asked for: the runs of a printed id's workflow
     (read by its namespace and workflow; a run without a run_id is read among them), else every run
     of that namespace."""
@@ -216,14 +109,15 @@ def _step_namespace(recall: dict[str, Any]) -> tuple[str, str]:
     return (recall.get("trace_user_id") or recall["user_id"], recall.get("trace_agent_id") or recall["agent_id"])
 
 
-def _size(run: Run, runs: list[Run]) -> int:
+def _size(run: RunSummary, runs: list[RunSummary]) -> int:
     """The records to read for ``run``'s steps: a run without a run_id reads its workflow's steps without
     one (a run_id of another type included)."""
-    return run.summary.rows if run.run_id is not None else sum(
-        r.summary.rows for r in runs if r.ids[:3] == run.ids[:3])
+    return run.rows if run.run_id is not None else sum(r.rows for r in runs if r.ids[:3] == run.ids[:3])
 
 
-def runs_usage(reads: OneShotReads, shown: list[Run], runs: list[Run], prices: Prices | None) -> list[RunUsage]:
+def runs_usage(
+    reads: OneShotReads, shown: list[RunSummary], runs: list[RunSummary], prices: Prices | None
+) -> list[RunUsage]:
     """The usage of each run of ``shown`` (of the listed ``runs``), its steps read one run at a time."""
     return [RunDetail(run, reads.run_steps(run.ids, _size(run, runs)), [], []).priced(prices) for run in shown]
 

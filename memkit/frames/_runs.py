@@ -14,7 +14,7 @@ from memkit._core._port import (
     SupportsGet,
     SupportsPaging,
 )
-from memkit._core._runs import StepRow, pick_key, run_key, summarise_runs
+from memkit._core._runs import RunSummary, StepRow, StepUsage, pick_key, run_key, summarise_runs, timing_word
 from memkit._sync import Memory, call
 from memkit.frames._reading import _since_us, traces_frame, with_agent_keys
 from memkit.frames._recalls import _keeps_recalls, _with_recall_counts
@@ -23,7 +23,6 @@ from memkit.frames._usage import (
     PricesLike,
     UsageFilters,
     found_of,
-    run_usage,
     usage_filter,
     with_usage,
 )
@@ -113,43 +112,53 @@ def _ints(values: pd.Series) -> list[int | None]:
     return [v if isinstance(v, int) and not isinstance(v, bool) else None for v in values.tolist()]
 
 
-def _empty_runs() -> pd.DataFrame:
-    empty = pd.DataFrame({c: pd.Series(dtype=object) for c in RUN_COLUMNS})
-    for c in ("started_at", "ended_at"):
-        empty[c] = pd.Series(dtype="datetime64[us, UTC]")
-    for c in ("steps", "failed_steps", "retries"):
-        empty[c] = pd.Series(dtype="int64")
-    empty["duration_s"] = pd.Series(dtype="float64")
-    empty["recalls"] = pd.Series(dtype="Int64")
-    for c in ("tokens_in", "tokens_out", "tokens_total"):
-        empty[c] = pd.Series(dtype="Int64")
-    empty["cost"] = pd.Series(dtype="float64")
-    return empty.set_axis(pd.Index([], name="run", dtype=object))
+def _usages(df: pd.DataFrame) -> list[StepUsage | None]:
+    """Each step's usage as its run's totals read it, from the usage columns of a trace frame (``None``
+    for a step that names none: every step of a frame read without them)."""
+    if "usage_counted" not in df.columns:
+        return [None] * len(df)
+    tags = df["tags"].fillna("").astype(str)
+    named = (df["usage_counted"].to_numpy(dtype=bool) | df["model"].notna().to_numpy()
+             | df["session_id"].notna().to_numpy() | tags.ne("").to_numpy())
+    used: list[StepUsage | None] = [None] * len(df)
+    if named.any():
+        some = df[named]
+        costs = [None if c != c else c for c in some["cost"].astype("float64").tolist()]
+        for position, use in zip(np.flatnonzero(named).tolist(), zip(
+                _texts(some["model"]), _ints(some["tokens_in"]), _ints(some["tokens_out"]),
+                _ints(some["tokens_total"]), costs, some["usage_counted"].to_numpy(dtype=bool).tolist(),
+                _texts(some["session_id"]), [tuple(t.split(", ")) if t else () for t in tags[named].tolist()],
+                strict=True), strict=True):
+            used[position] = use
+    return used
 
 
-def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per run, summarised by :func:`memkit._core._runs.summarise_runs` (as every other view)."""
-    df = _normalised(df)
-    if df.empty:
-        return _empty_runs()
+def _summaries(df: pd.DataFrame, counted: bool) -> list[RunSummary]:
+    """Each run of a step frame (status as shown), summarised by :func:`memkit._core._runs.summarise_runs`."""
     created = df["created_at"].to_numpy(dtype="datetime64[us]").view("int64")
     df = df.iloc[np.lexsort((np.arange(len(df)), created))]  # the order written
     # Grouped here by run (numpy), each run's steps in the order written, runs in first-seen order.
     group = _run_group_ids(df)
     order = np.argsort(group, kind="stable")
     df = df.iloc[order]
-    counted = "recalls" in df.columns  # a traces_frame(..., recalls=True)
     durations = [None if d != d else round(d * 1e6) for d in df["duration_s"].astype("float64").tolist()]
     recalls = df["recalls"].fillna(0).astype("int64").tolist() if counted else [0] * len(df)
     rows: list[StepRow] = list(zip(
         df["status"].tolist(), _ints(df["step_index"]), _texts(df["step_name"]), _texts(df["tool"]),
         _us(df["started_at"]), durations, _ints(df["retry_count"]), _texts(df["error"]), recalls,
-        df["created_at"].to_numpy(dtype="datetime64[us]").view("int64").tolist(), strict=True))
+        df["created_at"].to_numpy(dtype="datetime64[us]").view("int64").tolist(), _usages(df), strict=True))
     edges = [0, *(np.flatnonzero(np.diff(group[order])) + 1).tolist(), len(df)]
     firsts = df.iloc[edges[:-1]]
     keys = zip(*(_texts(firsts[name]) for name in _RUN_KEYS), strict=True)
-    summaries = summarise_runs(((key, rows[lo:hi]) for key, lo, hi in zip(keys, edges, edges[1:], strict=False)),
-                               recalls_kept=counted)
+    return summarise_runs(((key, rows[lo:hi]) for key, lo, hi in zip(keys, edges, edges[1:], strict=False)),
+                          recalls_kept=counted)
+
+
+def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per run, as :func:`runs_frame` shows it (an empty frame: its columns, typed)."""
+    df = _normalised(df)
+    counted = "recalls" in df.columns  # a traces_frame(..., recalls=True)
+    summaries = _summaries(df, counted) if len(df) else []
     runs = pd.DataFrame({
         "workflow_id": pd.Series([r.workflow_id for r in summaries], dtype=object),
         "agent_id": pd.Series([r.agent_id for r in summaries], dtype=object),
@@ -166,13 +175,28 @@ def _runs_from_steps(df: pd.DataFrame) -> pd.DataFrame:
         "status": pd.Series([r.status for r in summaries], dtype=object),
         "tools": pd.Series([r.tools for r in summaries], dtype=object),
         "recalls": pd.array([r.recalls if counted else pd.NA for r in summaries], dtype="Int64"),
+        "models": pd.Series([", ".join(r.models) for r in summaries], dtype=object),
+        **{name: pd.array([getattr(r, name) for r in summaries], dtype="Int64")
+           for name in ("tokens_in", "tokens_out", "tokens_total")},
+        "cost": pd.Series([r.cost for r in summaries], dtype="float64"),
+        "sessions": pd.Series([", ".join(r.sessions) for r in summaries], dtype=object),
+        "tags": pd.Series([", ".join(r.tags) for r in summaries], dtype=object),
     })
     runs.index = pd.Index([r.key for r in summaries], name="run", dtype=object)
-    usage = run_usage(df).reindex(runs.index)
-    runs = runs.assign(**{c: usage[c] for c in RUN_USAGE_COLUMNS})
-    for column in ("models", "sessions", "tags"):
-        runs[column] = runs[column].fillna("")
-    return runs[list(RUN_COLUMNS)]
+    return runs
+
+
+def step_starts(steps: pd.DataFrame) -> pd.Series:
+    """Each step's start, else its run's (its :func:`runs_frame` ``started_at``): where a chart places it
+    in time. Only the runs of steps without a start are summarised (a start needs no usage roll-up)."""
+    starts = steps["started_at"]
+    untimed = starts.isna().to_numpy()
+    if not untimed.any():
+        return starts
+    keys = pd.Series(_run_keys(steps), index=steps.index, dtype=object)
+    theirs = keys.isin(set(keys[untimed])).to_numpy()
+    runs = _runs_from_steps(steps[theirs].drop(columns="usage_counted", errors="ignore"))
+    return starts.fillna(keys[untimed].map(runs["started_at"]))
 
 
 def run_positions(steps: pd.DataFrame, runs: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -419,9 +443,7 @@ def _parent_positions(steps: pd.DataFrame, payloads: dict[str, Any]) -> list[int
 
 
 def _timing_of(steps: pd.DataFrame) -> pd.Series:
-    """Where each step's timing came from: ``recorded`` (its data gave a duration, in any spelling
-    memkit reads, or a start and an end), ``start only`` (a start time, no duration) or ``none``
-    (no timing at all: the trace panel places it by step order)."""
-    labels = np.select([steps["duration_s"].notna().to_numpy(), steps["started_at"].notna().to_numpy()],
-                       ["recorded", "start only"], default="none")
-    return pd.Series(labels.tolist(), index=steps.index, dtype=object)
+    """Where each step's timing came from (:func:`memkit._core._runs.timing_word`)."""
+    return pd.Series([timing_word(started, duration) for started, duration in zip(
+        steps["started_at"].notna().tolist(), steps["duration_s"].notna().tolist(), strict=True)],
+        index=steps.index, dtype=object)

@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 
 from memkit._core._errors import InvalidInputError
-from memkit._core._runs import run_key
 from memkit._core._usage import (
     Labels,
     Placed,
@@ -30,7 +29,6 @@ __all__ = [
     "PricesLike",
     "UsageFilters",
     "found_of",
-    "run_usage",
     "step_usage_columns",
     "usage_by_model",
     "usage_filter",
@@ -46,7 +44,8 @@ in its run's totals: it carries usage and no step beneath it does), then its ses
 (comma-separated), read by :func:`memkit._core._usage.labels_of`."""
 RUN_USAGE_COLUMNS = ("models", "tokens_in", "tokens_out", "tokens_total", "cost", "sessions", "tags")
 """Usage columns of :func:`memkit.frames.runs_frame`: the run's models (sorted, comma-separated), the
-sums over the steps whose usage counts (``<NA>``/NaN: no step recorded it), its sessions and tags."""
+sums over the steps whose usage counts (``<NA>``/NaN: no step recorded it), its sessions and tags
+(:class:`memkit._core._runs.RunSummary`'s usage, summed there)."""
 _TOKENS = ("tokens_in", "tokens_out", "tokens_total")
 
 
@@ -63,22 +62,15 @@ def found_of(payloads: Mapping[str, Any]) -> dict[str, Found]:
     return {i: (usage_of(p), place_of(p), labels_of(p)) for i, p in payloads.items()}
 
 
-def _priced(usage: Usage, prices: Prices | None) -> Usage:
-    if usage.cost is not None or prices is None:
-        return usage
-    cost = prices.cost(usage.model, usage.tokens_in, usage.tokens_out)
-    return usage if cost is None else usage._replace(cost=cost, cost_source="priced")
-
-
 def step_usage_columns(
     steps: pd.DataFrame, found: Mapping[str, Found], prices: PricesLike = None,
 ) -> pd.DataFrame:
     """:data:`STEP_USAGE_COLUMNS` for the steps of ``steps`` (a trace frame), from ``found`` (by step id)."""
     table = as_prices(prices)
     ids = [str(i) for i in steps.index]
-    empty = (Usage(), Placed(None, None, None, None), Labels())
+    empty = (Usage(), Placed(), Labels())
     pairs = [found.get(i, empty) for i in ids]
-    usages = [_priced(u, table) for u, _, _ in pairs]
+    usages = [u.priced(table) for u, _, _ in pairs]
     counted = np.zeros(len(ids), dtype=bool)
     if len(ids):
         runs: dict[tuple[Any, ...], list[int]] = {}
@@ -107,39 +99,6 @@ def with_usage(steps: pd.DataFrame, found: Mapping[str, Found], prices: PricesLi
     rest = [c for c in steps.columns if c not in STEP_USAGE_COLUMNS]
     cut = rest.index("created_at") + 1 if "created_at" in rest else len(rest)
     return pd.concat([steps[rest[:cut]], columns, steps[rest[cut:]]], axis=1)
-
-
-def run_usage(steps: pd.DataFrame) -> pd.DataFrame:
-    """:data:`RUN_USAGE_COLUMNS` per run (indexed by the run's printed id) of a trace frame with usage."""
-    index = pd.Index([], name="run", dtype=object)
-    if steps.empty or "usage_counted" not in steps.columns:
-        return pd.DataFrame({"models": pd.Series(dtype=object, index=index),
-                             **{n: pd.Series(dtype="Int64", index=index) for n in _TOKENS},
-                             "cost": pd.Series(dtype="float64", index=index),
-                             "sessions": pd.Series(dtype=object, index=index),
-                             "tags": pd.Series(dtype=object, index=index)})
-
-    def text(value: Any) -> str | None:
-        return value if isinstance(value, str) else None
-
-    keys = [run_key(text(u), text(a), text(w), text(r)) for u, a, w, r in zip(
-        steps["user_id"], steps["agent_id"], steps["workflow_id"], steps["run_id"], strict=True)]
-    counted = steps["usage_counted"].to_numpy(dtype=bool)
-    frame = pd.DataFrame({"run": keys, "model": steps["model"].to_numpy(dtype=object),
-                          "session_id": steps["session_id"].to_numpy(dtype=object),
-                          "tags": steps["tags"].to_numpy(dtype=object),
-                          **{n: steps[n].where(counted) for n in (*_TOKENS, "cost")}})
-    grouped = frame.groupby("run", sort=False)
-    out = pd.DataFrame({
-        "models": grouped["model"].agg(lambda m: ", ".join(sorted({v for v in m if isinstance(v, str)}))),
-        **{n: grouped[n].sum(min_count=1).astype("Int64") for n in _TOKENS},
-        "cost": grouped["cost"].sum(min_count=1).astype("float64"),
-        "sessions": grouped["session_id"].agg(lambda m: ", ".join(sorted({v for v in m if isinstance(v, str)}))),
-        "tags": grouped["tags"].agg(lambda m: ", ".join(sorted({t for v in m if isinstance(v, str)
-                                                                 for t in v.split(", ") if t}))),
-    })
-    out.index.name = "run"
-    return out
 
 
 class UsageFilters(TypedDict, total=False):

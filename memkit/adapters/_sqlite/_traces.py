@@ -348,5 +348,5 @@ def run_summaries(
             state, None if index == MISSING else index, words.get(name),
             words.get(tool), None if started == MISSING else started, None if duration == MISSING else duration,
             None if retries == MISSING else retries, error_of.get(seq),
-            found.get(index, 0) if found is not None and index != MISSING else 0, created)))
+            found.get(index, 0) if found is not None and index != MISSING else 0, created, None)))
     return summarise_rows(rows, by_run)
