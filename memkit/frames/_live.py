@@ -1,0 +1,97 @@
+"""The trace steps a store gained since the last look: what a live view reads each time it looks again.
+
+A SQLite store hands out each memory's ``seq`` inside its one writer's transaction, so the steps
+past the highest ``seq`` seen are exactly the new ones. PostgreSQL hands out ``seq`` when a row is
+inserted, not when it commits: a transaction that took a lower ``seq`` can commit after a higher
+one was read, so there the read reaches back over the ``seq``s seen in the last few seconds and the
+steps already held are dropped. Any other store is read whole (it keeps no such order) and the same
+rule keeps only the steps not seen before.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import Any
+
+import pandas as pd
+
+from memkit._sync import Memory, call, provider_of
+from memkit.frames._reading import _payloads, _trace_columns, _trace_frame
+from memkit.frames._recalls import _with_recall_counts
+from memkit.frames._runs import _normalised
+from memkit.frames._usage import PricesLike, found_of, with_usage
+
+__all__ = ["StepFeed"]
+
+LATE_COMMIT_S = 5.0
+"""How far back (in seconds of reads) a PostgreSQL read reaches for steps whose transaction committed late."""
+
+
+async def _columns_after(provider: Any, after: int | None) -> tuple[dict[str, Any], bool]:
+    """The columns of the steps past ``after`` and whether the read was one (else: every step)."""
+    from memkit.adapters import SQLiteAdapter
+    from memkit.adapters._postgres import PostgresAdapter
+
+    if isinstance(provider, SQLiteAdapter):
+        from memkit.adapters._sqlite._traces import trace_columns
+
+        return await provider._run(
+            lambda: trace_columns(provider._db(), provider.path, None, None, None, None, None, after or 0)), True
+    if isinstance(provider, PostgresAdapter):
+        from memkit.adapters import _postgres_traces
+
+        return await provider._call(_postgres_traces.read(
+            provider._pool, workflow_id=None, agent_id=None, user_id=None, status=None, since_us=None,
+            after_seq=after or 0)), True
+    return await _trace_columns(provider, None, None, None, None, None), False
+
+
+class StepFeed:
+    """Reads a store's new trace steps, each time :meth:`read` is called, as :func:`traces_frame` rows.
+
+    ``known`` is the index of the steps the caller already holds: the first read returns every step
+    (as :func:`traces_frame` would), each later one only those not in ``known``.
+    """
+
+    def __init__(self, mem: Memory, *, prices: PricesLike = None, recalls: bool = False) -> None:
+        self.mem, self.prices, self.recalls = mem, prices, recalls
+        self._seen: deque[tuple[float, int]] = deque()  # (when read, highest seq then), newest last
+        self.position: int | None = None  # the highest seq read (None before the first read)
+
+    def _from(self) -> int | None:
+        """The ``seq`` to read past: the newest seen, or on PostgreSQL the newest seen before the late-commit window."""
+        from memkit.adapters._postgres import PostgresAdapter
+
+        if self.position is None:
+            return None
+        if not isinstance(provider_of(self.mem), PostgresAdapter):
+            return self.position
+        cutoff = time.monotonic() - LATE_COMMIT_S
+        while len(self._seen) > 1 and self._seen[1][0] <= cutoff:
+            self._seen.popleft()
+        return self._seen[0][1] if self._seen[0][0] <= cutoff else min(s for _, s in self._seen)
+
+    def read(self, known: pd.Index | None = None) -> pd.DataFrame:
+        """The steps written since the last read (and not in ``known``), with usage (and recall counts)."""
+        provider = provider_of(self.mem)
+        cols, ordered = call(provider, _columns_after, self._from())
+        seqs = cols["seq"]
+        if ordered and len(seqs):
+            self.position = max(self.position or 0, int(seqs.max()))
+        elif ordered and self.position is None:
+            self.position = 0
+        self._seen.append((time.monotonic(), self.position or 0))
+        frame = _trace_frame(cols)
+        if known is not None and len(known):
+            frame = frame[~frame.index.isin(known)]
+        if frame.empty:
+            return _normalised(frame)
+        # Usage is in each new step's record: read those records only, not every step's.
+        payloads = call(provider, _payloads, None, None, {str(i) for i in frame.index}) if not ordered else {
+            str(i): item.metadata.get("trace") for i in frame.index
+            if (item := self.mem.get(str(i))) is not None and item.metadata.get("type") == "trace"}
+        frame = with_usage(frame, found_of(payloads), self.prices)
+        if self.recalls:
+            frame = _with_recall_counts(frame, provider)
+        return _normalised(frame)

@@ -1,0 +1,123 @@
+"""Following a store in :class:`~memkit.widgets.TraceReplay`: runs and steps another process writes appear
+as they are written.
+
+A thread looks at the store every ``interval`` seconds and reads only the steps written since its
+last look (:class:`memkit.frames._live.StepFeed`); when there are some, the run list is summarised
+again from the steps held (no store read) and the open run's timeline grows. The thread is the
+panel's own: :meth:`LiveMixin.unfollow` and closing the panel stop it and wait for it to end.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+import traitlets as t
+
+from memkit._core._errors import InvalidInputError, MemkitError
+from memkit.frames._live import StepFeed
+from memkit.frames._runs import _run_keys
+
+if TYPE_CHECKING:
+    from memkit._sync import Memory
+    from memkit.frames._usage import PricesLike
+
+__all__ = ["LIVE_FOR_S", "LiveMixin"]
+
+LIVE_FOR_S = 10.0
+"""A followed run that gained a step this recently is marked live in the run list."""
+
+
+class LiveMixin(t.HasTraits):
+    """``follow()``/``unfollow()``/``poll()`` for ``TraceReplay`` (which holds the steps and draws them)."""
+
+    following = t.Bool(False).tag(sync=True)
+    """Whether the panel is following the store (the browser shows it)."""
+    live_runs = t.List(t.Unicode()).tag(sync=True)
+    """The runs that gained a step in the last :data:`LIVE_FOR_S` seconds of following."""
+
+    mem: Memory
+    prices: PricesLike
+    count_recalls: bool
+    steps_all: pd.DataFrame
+    run: str
+    step: int
+    detail: dict[str, Any]
+
+    if TYPE_CHECKING:
+        def say(self, message: str, kind: str = "info") -> None: ...
+        def ensure_loaded(self) -> None: ...
+        def _show_steps(self, frame: pd.DataFrame) -> None: ...
+        def _draw_run(self, run: str) -> None: ...
+        def open_step(self, position: int) -> None: ...
+
+    _follower: threading.Thread | None = None
+    _stop: threading.Event | None = None
+    _feed: StepFeed | None = None
+    _grew: dict[str, float]
+    _poll_lock = threading.Lock()
+
+    def follow(self, interval: float = 0.5) -> None:
+        """Show new runs and steps as another process (or a span processor) writes them, looking every
+        ``interval`` seconds; :meth:`unfollow` or closing the panel stops it."""
+        if isinstance(interval, bool) or not isinstance(interval, int | float) or not 0.05 <= interval <= 3600:
+            raise InvalidInputError(f"interval must be a number of seconds from 0.05 to 3600, got {interval!r}")
+        self.unfollow()
+        self.ensure_loaded()
+        self._poll_lock = threading.Lock()
+        self._grew = {}
+        self._feed = StepFeed(self.mem, prices=self.prices, recalls=self.count_recalls)
+        self.poll()  # the steps written since the panel read them
+        self._stop = stop = threading.Event()
+        self._follower = threading.Thread(target=self._follow, args=(stop, float(interval)),
+                                          name=f"memkit-follow-{id(self):x}", daemon=True)
+        self._follower.start()
+        self.following = True
+
+    def unfollow(self) -> None:
+        """Stop following the store and wait for the following thread to end."""
+        follower, stop = self._follower, self._stop
+        self._follower = self._stop = None
+        if stop is not None:
+            stop.set()
+        if follower is not None and follower is not threading.current_thread():
+            follower.join()
+        self.following = False
+
+    def _follow(self, stop: threading.Event, interval: float) -> None:
+        while not stop.wait(interval):
+            try:
+                self.poll()
+            except MemkitError as exc:  # a store briefly unavailable: said, and tried again next time
+                self.say(f"following: {type(exc).__name__}: {exc}", "error")
+
+    def poll(self) -> int:
+        """Look at the store once: add the steps written since the last look and redraw; the number added."""
+        if self._feed is None:
+            self._feed = StepFeed(self.mem, prices=self.prices, recalls=self.count_recalls)
+            self._grew = {}
+        with self._poll_lock:
+            new = self._feed.read(self.steps_all.index)
+            now = time.monotonic()
+            if not new.empty:
+                for run in set(_run_keys(new)):
+                    self._grew[run] = now
+                held = self.steps_all
+                self._show_steps(pd.concat([held, new]) if len(held) else new)
+                if self.run and self.run in self._grew and self._grew[self.run] == now:
+                    step, detail = self.step, self.detail
+                    self._draw_run(self.run)
+                    if detail and step >= 0:
+                        self.detail = {}  # redrawn from the grown run
+                        self.open_step(step)
+            live = sorted(r for r, at in self._grew.items() if now - at <= LIVE_FOR_S)
+            if live != self.live_runs:
+                self.live_runs = live
+            return len(new)
+
+    def close(self) -> None:
+        """Stop following, then close the panel's view."""
+        self.unfollow()
+        super().close()  # type: ignore[misc]
