@@ -59,7 +59,9 @@ PUBLIC: dict[str, set[str]] = {
         "ExecutionHistory", "ExecutionItem", "ExecutionStatus", "REDACTED", "Redactor", "Step", "TraceWriteError",
         "categorize_error", "get_trace_redactor", "set_trace_redactor",
     },
-    "memkit.widgets": {"Dashboard", "GraphExplorer", "NamespaceBrowser", "TraceReplay"},
+    "memkit.widgets": {
+        "Dashboard", "GraphExplorer", "Grid", "NamespaceBrowser", "TraceReplay", "interactive_frames", "show",
+    },
 }
 
 

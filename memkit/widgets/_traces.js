@@ -415,15 +415,17 @@ function drawRuns(model, box) {
   box.replaceChildren();
   const rows = model.get("runs") || [];
   const hidden = model.get("hidden_columns") || [];
+  const live = new Set(model.get("live_runs") || []);  // runs that gained a step a moment ago
   box.append(h("div", { class: "mk-caption" },
     `${rows.length.toLocaleString()} of ${(model.get("total_runs") || 0).toLocaleString()} runs`,
-    model.get("runs_capped") ? " (first rows shown; narrow the filters)" : "", " ",
+    model.get("runs_capped") ? " (first rows shown; narrow the filters)" : "",
+    model.get("following") ? h("span", { class: "mk-following", title: "new runs and steps appear as they are written", text: " · ● following the store" }) : "", " ",
     columnPicker(RUN_COLUMNS, hidden, (now) => send(model, "hidden_columns", now))));
   if (!rows.length) { box.append(h("div", { class: "mk-empty", text: model.get("total_runs") ? "no run matches these filters" : "no traces in this store" })); return; }
   box.append(dataGrid({
     columns: RUN_COLUMNS, rows, hidden, sort: model.get("sort"),
     keyOf: (r) => r.run, selectedKey: model.get("run"),
-    rowClass: (r) => `mk-run-${r.status}`,
+    rowClass: (r) => `mk-run-${r.status}${live.has(r.run) ? " mk-live" : ""}`,
     onSort: (column) => {
       const s = model.get("sort") || {};
       send(model, "sort", { column, descending: s.column === column ? !s.descending : true });
@@ -477,7 +479,7 @@ function render({ model, el }) {
   drawRuns(model, runs); drawTimeline(model, timeline); drawDetail(model, detail); drawCompare(model, compare);
   model.on("change:options", redrawFilters);
   model.on("change:filters", redrawFilters);
-  for (const name of ["runs", "sort", "hidden_columns", "total_runs"]) model.on(`change:${name}`, () => { drawRuns(model, runs); drawCompare(model, compare); });
+  for (const name of ["runs", "sort", "hidden_columns", "total_runs", "following", "live_runs"]) model.on(`change:${name}`, () => { drawRuns(model, runs); drawCompare(model, compare); });
   model.on("change:run", () => drawRuns(model, runs));
   model.on("change:timeline", () => drawTimeline(model, timeline));
   model.on("change:step", () => {
