@@ -2,7 +2,8 @@
 // Python computes every row (memkit.frames); this module draws them and reports clicks.
 
 const RUN_COLUMNS = [
-  { key: "status", label: "status", render: (r) => statusBadge(r.status), title: (r) => r.status },
+  { key: "status", label: "status", title: (r) => (r.live ? `${r.status}; gained a step a moment ago` : r.status),
+    render: (r) => (r.live ? h("span", {}, statusBadge(r.status), h("span", { class: "mk-live-dot", text: "● live" })) : statusBadge(r.status)) },
   { key: "workflow_id", label: "workflow" },
   { key: "started", label: "started", sortKey: "started_at" },
   { key: "duration", label: "duration", sortKey: "duration_s",
@@ -413,9 +414,9 @@ function drawCompare(model, box) {
 
 function drawRuns(model, box) {
   box.replaceChildren();
-  const rows = model.get("runs") || [];
-  const hidden = model.get("hidden_columns") || [];
   const live = new Set(model.get("live_runs") || []);  // runs that gained a step a moment ago
+  const rows = (model.get("runs") || []).map((r) => (live.has(r.run) ? { ...r, live: true } : r));
+  const hidden = model.get("hidden_columns") || [];
   box.append(h("div", { class: "mk-caption" },
     `${rows.length.toLocaleString()} of ${(model.get("total_runs") || 0).toLocaleString()} runs`,
     model.get("runs_capped") ? " (first rows shown; narrow the filters)" : "",
@@ -425,7 +426,7 @@ function drawRuns(model, box) {
   box.append(dataGrid({
     columns: RUN_COLUMNS, rows, hidden, sort: model.get("sort"),
     keyOf: (r) => r.run, selectedKey: model.get("run"),
-    rowClass: (r) => `mk-run-${r.status}${live.has(r.run) ? " mk-live" : ""}`,
+    rowClass: (r) => `mk-run-${r.status}${r.live ? " mk-live" : ""}`,
     onSort: (column) => {
       const s = model.get("sort") || {};
       send(model, "sort", { column, descending: s.column === column ? !s.descending : true });
