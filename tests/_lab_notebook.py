@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from weakref import WeakKeyDictionary
 
 import nbformat
 from playwright.sync_api import Browser, Locator, Page
@@ -50,6 +51,9 @@ def notebook_page(browser: Browser, lab: tuple[str, Path], name: str, *cells: st
     write_notebook(root, name, *cells)
     outside: list[str] = []
     page = _guarded_page(browser, outside)
+    sent: list[str | bytes] = []
+    _SENT[page] = sent
+    page.on("websocket", lambda ws: ws.on("framesent", lambda frame: sent.append(frame)))
     page.set_viewport_size({"width": 1500, "height": 1100})
     ARTIFACTS.mkdir(exist_ok=True)
     _run_all(page, url.replace("graph.ipynb", f"{name}.ipynb"))
@@ -62,6 +66,14 @@ def notebook_page(browser: Browser, lab: tuple[str, Path], name: str, *cells: st
     assert outside == []
     memkit_from = page.locator(".jp-OutputArea-output").filter(has_text="memkit from").first.inner_text()
     assert str(ROOT / "memkit") in memkit_from  # the kernel ran this tree's memkit
+
+
+_SENT: WeakKeyDictionary[Page, list[str | bytes]] = WeakKeyDictionary()
+
+
+def comm_messages_sent(page: Page) -> int:
+    """How many widget messages the page has sent its kernels so far (a click or keystroke a panel reports)."""
+    return sum(b"comm_msg" in (f if isinstance(f, bytes) else f.encode()) for f in _SENT.get(page, []))
 
 
 def shot(page: Page, name: str) -> None:
