@@ -47,6 +47,20 @@ async def _columns_after(provider: Any, after: int | None) -> tuple[dict[str, An
     return await _trace_columns(provider, None, None, None, None, None), False
 
 
+async def _by_id(provider: Any, ids: list[str]) -> dict[str, Any]:
+    """The trace payloads of the steps ``ids``, each read by its id (a few new steps of a large store)."""
+    found = {}
+    for step_id in ids:
+        item = await provider.get(step_id)
+        if item is not None and item.metadata.get("type") == "trace":
+            found[step_id] = item.metadata.get("trace")
+    return found
+
+
+async def _payloads_of(provider: Any, ids: list[str]) -> dict[str, Any]:
+    return await _payloads(provider, None, None, set(ids))
+
+
 class StepFeed:
     """Reads a store's new trace steps, each time :meth:`read` is called, as :func:`traces_frame` rows.
 
@@ -88,9 +102,8 @@ class StepFeed:
         if frame.empty:
             return _normalised(frame)
         # Usage is in each new step's record: read those records only, not every step's.
-        payloads = call(provider, _payloads, None, None, {str(i) for i in frame.index}) if not ordered else {
-            str(i): item.metadata.get("trace") for i in frame.index
-            if (item := self.mem.get(str(i))) is not None and item.metadata.get("type") == "trace"}
+        wanted = [str(i) for i in frame.index]
+        payloads = call(provider, _by_id if ordered else _payloads_of, wanted)
         frame = with_usage(frame, found_of(payloads), self.prices)
         if self.recalls:
             frame = _with_recall_counts(frame, provider)

@@ -13,12 +13,13 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 import traitlets as t
 
 from memkit._core._errors import InvalidInputError, MemkitError
 from memkit.frames._live import StepFeed
-from memkit.frames._runs import _run_keys
+from memkit.frames._runs import _run_keys, _runs_from_steps, run_positions
 
 if TYPE_CHECKING:
     from memkit._sync import Memory
@@ -42,6 +43,10 @@ class LiveMixin(t.HasTraits):
     prices: PricesLike
     count_recalls: bool
     steps_all: pd.DataFrame
+    all_runs: pd.DataFrame | None
+    _positions: dict[str, Any]
+    _all_rows: list[dict[str, Any]]
+    _row_of: pd.Index
     run: str
     step: int
     detail: dict[str, Any]
@@ -49,7 +54,10 @@ class LiveMixin(t.HasTraits):
     if TYPE_CHECKING:
         def say(self, message: str, kind: str = "info") -> None: ...
         def ensure_loaded(self) -> None: ...
-        def _show_steps(self, frame: pd.DataFrame) -> None: ...
+        def _show_steps(self, frame: pd.DataFrame, runs: pd.DataFrame | None = None,
+                        positions: dict[str, Any] | None = None, rows: list[dict[str, Any]] | None = None) -> None: ...
+        @staticmethod
+        def row_cells(runs: pd.DataFrame) -> list[dict[str, Any]]: ...
         def _draw_run(self, run: str) -> None: ...
         def open_step(self, position: int) -> None: ...
 
@@ -104,8 +112,7 @@ class LiveMixin(t.HasTraits):
             if not new.empty:
                 for run in set(_run_keys(new)):
                     self._grew[run] = now
-                held = self.steps_all
-                self._show_steps(pd.concat([held, new]) if len(held) else new)
+                self._grow(new)
                 if self.run and self.run in self._grew and self._grew[self.run] == now:
                     step, detail = self.step, self.detail
                     self._draw_run(self.run)
@@ -116,6 +123,28 @@ class LiveMixin(t.HasTraits):
             if live != self.live_runs:
                 self.live_runs = live
             return len(new)
+
+    def _grow(self, new: pd.DataFrame) -> None:
+        """Add ``new`` steps to those held; only the runs they belong to are summarised again."""
+        held, runs = self.steps_all, self.all_runs
+        if runs is None or not len(held):
+            self._show_steps(new)
+            return
+        frame = pd.concat([held, new])
+        grown = list(dict.fromkeys(_run_keys(new)))
+        # Where each grown run's steps are: its held rows, then its new ones after every held row.
+        empty = np.empty(0, dtype=np.intp)
+        new_positions = run_positions(new, pd.DataFrame(index=pd.Index(grown)))
+        where = {run: np.concatenate([self._positions.get(run, empty), len(held) + new_positions[run]])
+                 for run in grown}
+        order = np.concatenate([where[run] for run in grown])
+        summarised = _runs_from_steps(frame.iloc[order])
+        kept = runs[~runs.index.isin(summarised.index)]
+        rows = dict(zip(self._row_of, self._all_rows, strict=True))
+        rows.update(zip(summarised.index, self.row_cells(summarised), strict=True))
+        all_runs = pd.concat([kept, summarised]) if len(kept) else summarised
+        positions = self._positions | {run: np.sort(where[run]) for run in summarised.index}
+        self._show_steps(frame, all_runs, positions, [rows[run] for run in all_runs.index])
 
     def close(self) -> None:
         """Stop following, then close the panel's view."""

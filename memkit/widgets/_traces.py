@@ -203,13 +203,14 @@ class TraceReplay(Panel, MarksMixin, LiveMixin, anywidget.AnyWidget):
         with self.working("reading traces"):
             self._show_steps(_normalised(traces_frame(self.mem, recalls=self.count_recalls, prices=self.prices)))
 
-    def _show_steps(self, frame: pd.DataFrame) -> None:
-        """Summarise ``frame`` (every step held) into the run list and redraw it."""
+    def _show_steps(self, frame: pd.DataFrame, runs: pd.DataFrame | None = None,
+                    positions: dict[str, Any] | None = None, rows: list[dict[str, Any]] | None = None) -> None:
+        """Show ``frame`` (every step held) as the run list; ``runs``, their ``positions`` in it and their
+        ``rows``: already summarised (a followed store's runs, only those that grew summarised again)."""
         self.steps_all = frame
-        self.all_runs = _runs_from_steps(frame)
-        runs = self.all_runs
-        self._positions = run_positions(frame, runs)
-        self._all_rows = [row | usage for row, usage in zip(run_rows(runs), run_usage_cells(runs), strict=True)]
+        self.all_runs = runs = _runs_from_steps(frame) if runs is None else runs
+        self._positions = run_positions(frame, runs) if positions is None else positions
+        self._all_rows = self.row_cells(runs) if rows is None else rows
         self._row_of = pd.Index(runs.index)
         self.options = {
             "statuses": sorted(set(runs["status"])),
@@ -222,6 +223,11 @@ class TraceReplay(Panel, MarksMixin, LiveMixin, anywidget.AnyWidget):
         self._apply()
         if not len(runs):
             self.say("no traces in this store")
+
+    @staticmethod
+    def row_cells(runs: pd.DataFrame) -> list[dict[str, Any]]:
+        """The run list's row of each of ``runs``, as sent to the browser."""
+        return [row | usage for row, usage in zip(run_rows(runs), run_usage_cells(runs), strict=True)]
 
     def _apply(self) -> None:
         if self.all_runs is None:
