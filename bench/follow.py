@@ -141,8 +141,12 @@ def main() -> None:
                 return statistics.median(row[key] for row in rows)
             print(f"  {way:8} write->shown p50 {med('p50_ms'):7.0f} ms  p95 {med('p95_ms'):7.0f} ms  "
                   f"kernel CPU {med('cpu_pct'):5.1f} % of a core")
-        f, s = (statistics.median(row["cpu_pct"] for row in results[w]) for w in ("follow", "refresh"))
-        print(f"refresh / follow kernel CPU: {s / f:.1f}x; load average after {load_average()}")
+        def ratio(key: str) -> float:
+            f, s = (statistics.median(row[key] for row in results[w]) for w in ("follow", "refresh"))
+            return s / f
+
+        print(f"refresh / follow: delay p50 {ratio('p50_ms'):.1f}x, p95 {ratio('p95_ms'):.1f}x, kernel CPU "
+              f"{ratio('cpu_pct'):.1f}x; load average after {load_average()}")
     finally:
         if server is not None:
             server.stop()

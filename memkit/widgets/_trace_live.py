@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -65,7 +66,9 @@ class LiveMixin(t.HasTraits):
     _stop: threading.Event | None = None
     _feed: StepFeed | None = None
     _grew: dict[str, float]
-    _poll_lock = threading.Lock()
+    # Held while the panel's state changes (a poll, a filter, opening a run or a step): the following
+    # thread and the kernel's own never interleave. Reentrant: a change's observers change state too.
+    _state_lock = threading.RLock()
 
     def follow(self, interval: float = 0.5) -> None:
         """Show new runs and steps as another process (or a span processor) writes them, looking every
@@ -74,7 +77,6 @@ class LiveMixin(t.HasTraits):
             raise InvalidInputError(f"interval must be a number of seconds from 0.05 to 3600, got {interval!r}")
         self.unfollow()
         self.ensure_loaded()
-        self._poll_lock = threading.Lock()
         self._grew = {}
         self._feed = StepFeed(self.mem, prices=self.prices, recalls=self.count_recalls)
         self.poll()  # the steps written since the panel read them
@@ -106,7 +108,7 @@ class LiveMixin(t.HasTraits):
         if self._feed is None:
             self._feed = StepFeed(self.mem, prices=self.prices, recalls=self.count_recalls)
             self._grew = {}
-        with self._poll_lock:
+        with self._state_lock:
             new = self._feed.read(self.steps_all.index)
             now = time.monotonic()
             if not new.empty:
@@ -123,6 +125,10 @@ class LiveMixin(t.HasTraits):
             if live != self.live_runs:
                 self.live_runs = live
             return len(new)
+
+    def _locked(self, act: Callable[[], object]) -> None:
+        with self._state_lock:
+            act()
 
     def _grow(self, new: pd.DataFrame) -> None:
         """Add ``new`` steps to those held; only the runs they belong to are summarised again."""

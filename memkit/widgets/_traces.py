@@ -146,10 +146,11 @@ class TraceReplay(Panel, MarksMixin, LiveMixin, anywidget.AnyWidget):
         self.steps: pd.DataFrame = pd.DataFrame()
         self.diff: pd.DataFrame = pd.DataFrame()
         self._recalls: dict[int, list[Recall]] = {}  # the open run's recalls, by step_index
-        self.observe(lambda _: self._apply(), names=["filters", "sort"])
-        self.observe(lambda c: self.open_run(c["new"]), names="run")
-        self.observe(lambda c: self.open_step(c["new"]), names="step")
-        self.observe(lambda c: self.compare(c["new"]), names="compare_with")
+        # One change at a time: a followed store's new steps are added from the following thread.
+        self.observe(lambda _: self._locked(self._apply), names=["filters", "sort"])
+        self.observe(lambda c: self._locked(lambda: self.open_run(c["new"])), names="run")
+        self.observe(lambda c: self._locked(lambda: self.open_step(c["new"])), names="step")
+        self.observe(lambda c: self._locked(lambda: self.compare(c["new"])), names="compare_with")
         self.on_msg(self._on_message)
         self.answer_ready()
         if load:
