@@ -47,7 +47,7 @@ mem = memkit.open(url)
 start, n, out = time.monotonic(), 0, []
 while time.monotonic() - start < seconds:
     mem.add_trace("bot", "live", {"step_name": f"{tag}-{n}", "tool": "fetch", "status": "success",
-                  "step_index": n % 20, "run_id": f"{tag}-{n // 20}", "duration": 0.01,
+                  "step_index": n % 20, "run_id": f"{tag}-{n // 20}", "duration": 0.01, "timestamp": time.time(),
                   "usage": {"input_tokens": 10, "output_tokens": 2}}, user_id="bench")
     out.append([n, time.time()])
     n += 1

@@ -48,6 +48,7 @@ class LiveMixin(t.HasTraits):
     _positions: dict[str, Any]
     _all_rows: list[dict[str, Any]]
     _row_of: pd.Index
+    options: dict[str, Any]
     run: str
     step: int
     detail: dict[str, Any]
@@ -56,7 +57,8 @@ class LiveMixin(t.HasTraits):
         def say(self, message: str, kind: str = "info") -> None: ...
         def ensure_loaded(self) -> None: ...
         def _show_steps(self, frame: pd.DataFrame, runs: pd.DataFrame | None = None,
-                        positions: dict[str, Any] | None = None, rows: list[dict[str, Any]] | None = None) -> None: ...
+                        positions: dict[str, Any] | None = None, rows: list[dict[str, Any]] | None = None,
+                        grown: pd.DataFrame | None = None) -> None: ...
         @staticmethod
         def row_cells(runs: pd.DataFrame) -> list[dict[str, Any]]: ...
         def _draw_run(self, run: str) -> None: ...
@@ -150,7 +152,7 @@ class LiveMixin(t.HasTraits):
         rows.update(zip(summarised.index, self.row_cells(summarised), strict=True))
         all_runs = pd.concat([kept, summarised]) if len(kept) else summarised
         positions = self._positions | {run: np.sort(where[run]) for run in summarised.index}
-        self._show_steps(frame, all_runs, positions, [rows[run] for run in all_runs.index])
+        self._show_steps(frame, all_runs, positions, [rows[run] for run in all_runs.index], summarised)
 
     def close(self) -> None:
         """Stop following, then close the panel's view."""

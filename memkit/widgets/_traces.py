@@ -205,22 +205,26 @@ class TraceReplay(Panel, MarksMixin, LiveMixin, anywidget.AnyWidget):
             self._show_steps(_normalised(traces_frame(self.mem, recalls=self.count_recalls, prices=self.prices)))
 
     def _show_steps(self, frame: pd.DataFrame, runs: pd.DataFrame | None = None,
-                    positions: dict[str, Any] | None = None, rows: list[dict[str, Any]] | None = None) -> None:
+                    positions: dict[str, Any] | None = None, rows: list[dict[str, Any]] | None = None,
+                    grown: pd.DataFrame | None = None) -> None:
         """Show ``frame`` (every step held) as the run list; ``runs``, their ``positions`` in it and their
-        ``rows``: already summarised (a followed store's runs, only those that grew summarised again)."""
+        ``rows``: already summarised (a followed store's runs, where only the ``grown`` ones changed)."""
         self.steps_all = frame
         self.all_runs = runs = _runs_from_steps(frame) if runs is None else runs
         self._positions = run_positions(frame, runs) if positions is None else positions
         self._all_rows = self.row_cells(runs) if rows is None else rows
         self._row_of = pd.Index(runs.index)
-        self.options = {
-            "statuses": sorted(set(runs["status"])),
-            "agents": sorted({a for a in runs["agent_id"] if isinstance(a, str)}),
-            "users": sorted({u for u in runs["user_id"] if isinstance(u, str)}),
-            "tools": sorted({x for ts in runs["tools"] for x in ts.split(", ") if x}),
-            **{key: sorted({x for ms in runs[column] for x in ms.split(", ") if x})
-               for key, column in (("models", "models"), ("sessions", "sessions"), ("tags", "tags"))},
+        of = runs if grown is None else grown  # a run that grew can only add values to the menus
+        offered = {
+            "statuses": set(of["status"]),
+            "agents": {a for a in of["agent_id"] if isinstance(a, str)},
+            "users": {u for u in of["user_id"] if isinstance(u, str)},
+            **{key: {x for ms in of[column] for x in ms.split(", ") if x}
+               for key, column in (("tools", "tools"), ("models", "models"), ("sessions", "sessions"),
+                                   ("tags", "tags"))},
         }
+        kept = {} if grown is None else self.options
+        self.options = {key: sorted(values | set(kept.get(key, ()))) for key, values in offered.items()}
         self._apply()
         if not len(runs):
             self.say("no traces in this store")
