@@ -104,6 +104,10 @@ class LiveMixin(t.HasTraits):
                 self.poll()
             except MemkitError as exc:  # a store briefly unavailable: said, and tried again next time
                 self.say(f"following: {type(exc).__name__}: {exc}", "error")
+            except Exception as exc:  # nobody else would see it: said, and following stops
+                self.say(f"stopped following: {type(exc).__name__}: {exc}", "error")
+                self.following = False
+                return
 
     def poll(self) -> int:
         """Look at the store once: add the steps written since the last look and redraw; the number added."""
