@@ -164,3 +164,14 @@ def test_a_bad_interval_is_refused_and_follows_nothing(interval: Any, tmp_path: 
 def _no_thread_left() -> Iterator[None]:
     yield
     assert _followers() == []
+
+
+def test_a_store_that_goes_away_is_said_in_the_panel_and_closing_still_stops(tmp_path: Path) -> None:
+    mem = memkit.open(f"sqlite:///{tmp_path / 'gone.db'}?embedder=none")
+    mem.add_trace("bot", "review", _step(0), user_id="alice")
+    panel = TraceReplay(mem, follow=True)
+    mem.close()
+    assert _until(lambda: panel.message.startswith("following: StorageError") and panel.message_kind == "error", 5)
+    assert panel.following and panel.total_runs == 1  # what was shown stays
+    panel.close()
+    assert not panel.following
