@@ -82,23 +82,27 @@ class StepFeed:
         if not isinstance(provider_of(self.mem), PostgresAdapter):
             return self.position
         cutoff = time.monotonic() - LATE_COMMIT_S
-        while len(self._seen) > 1 and self._seen[1][0] <= cutoff:
-            self._seen.popleft()
         return self._seen[0][1] if self._seen[0][0] <= cutoff else min(s for _, s in self._seen)
 
     def read(self, known: pd.Index | None = None) -> pd.DataFrame:
         """The steps written since the last read (and not in ``known``), with usage (and recall counts)."""
         provider = provider_of(self.mem)
-        cols, ordered = call(provider, _columns_after, self._from())
+        after = self._from()
+        cols, ordered = call(provider, _columns_after, after)
+        # Past the newest seq seen in commit order, every step read is new: nothing to look up.
+        exact = ordered and after is not None and after == self.position
         seqs = cols["seq"]
         if ordered and len(seqs):
             self.position = max(self.position or 0, int(seqs.max()))
         elif ordered and self.position is None:
             self.position = 0
-        self._seen.append((time.monotonic(), self.position or 0))
+        now = time.monotonic()
+        self._seen.append((now, self.position or 0))
+        while len(self._seen) > 1 and self._seen[1][0] <= now - LATE_COMMIT_S:  # only the newest past the window
+            self._seen.popleft()
         frame = _trace_frame(cols)
-        if known is not None and len(known):
-            frame = frame[~frame.index.isin(known)]
+        if known is not None and len(known) and len(frame) and not exact:
+            frame = frame[known.get_indexer_for(frame.index) < 0]
         if frame.empty:
             return _normalised(frame)
         # Usage is in each new step's record: read those records only, not every step's.
