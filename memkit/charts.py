@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from typing import Any, TypeAlias, Unpack
 
 import pandas as pd
@@ -25,6 +26,7 @@ import pandas as pd
 from memkit._core._errors import InvalidInputError
 from memkit._core._port import MemoryProvider
 from memkit._display import status_of
+from memkit._evaluate import Evaluation
 from memkit._sync import Memory, call, provider_of
 from memkit.frames import failure_patterns
 from memkit.frames._reading import TraceFilters, _frame
@@ -326,8 +328,8 @@ def marks_chart(mem: Memory | MemoryProvider, by: str = "time", freq: str = "D",
     return Chart(title, data, _spec(title, data, {"width": 520, "height": 220, **body}))
 
 
-def evaluation_chart(results: Any, by: str = "config", *, mem: Memory | MemoryProvider | None = None,
-                     freq: str = "D") -> Chart:
+def evaluation_chart(results: Evaluation | Mapping[str, Evaluation], by: str = "config", *,
+                     mem: Memory | MemoryProvider | None = None, freq: str = "D") -> Chart:
     """Retrieval scores of :func:`memkit.evaluate` results, to see whether a change helped.
 
     ``results`` is one :class:`~memkit.Evaluation` or a dict of them by configuration name
@@ -336,10 +338,8 @@ def evaluation_chart(results: Any, by: str = "config", *, mem: Memory | MemoryPr
     ``by="time"``: each configuration's mean scores per period (``freq``) of the recalls' times
     (``mem``, the store that keeps the recalls, says when each was made).
     """
-    from memkit._evaluate import Evaluation
-
     named = {"evaluation": results} if isinstance(results, Evaluation) else results
-    if not isinstance(named, dict) or not named or not all(
+    if not isinstance(named, Mapping) or not named or not all(
             isinstance(k, str) and isinstance(v, Evaluation) for k, v in named.items()):
         raise InvalidInputError("evaluation_chart: an Evaluation, or a dict of them by configuration name")
     if by not in ("config", "time"):

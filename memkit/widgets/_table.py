@@ -106,9 +106,9 @@ class Grid(Panel, anywidget.AnyWidget):
         return f"Grid: {rows:,} rows × {columns} columns"
 
 
-def show(frame: pd.DataFrame, **options: Any) -> Grid:
+def show(frame: pd.DataFrame, *, page_size: int = 25, max_rows: int = MAX_ROWS) -> Grid:
     """``frame`` as a :class:`Grid` (sortable, filterable and paged in the browser)."""
-    return Grid(frame, **options)
+    return Grid(frame, page_size=page_size, max_rows=max_rows)
 
 
 def _bundle(frame: pd.DataFrame, include: Any = None, exclude: Any = None) -> Any:
