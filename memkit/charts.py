@@ -1,5 +1,6 @@
 """Pictures of traces: per-tool durations, failure categories by tool, success rate over time, LLM
-tokens and cost per run, over time and by model.
+tokens and cost per run, over time and by model; and scores: the researcher's marks and retrieval
+evaluations over time, by model and by configuration.
 
 Each function returns a :class:`Chart`: a Vega-Lite v5 specification with its data
 inlined. JupyterLab draws it with the renderer it ships (the
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from typing import Any, TypeAlias, Unpack
 
 import pandas as pd
@@ -24,12 +26,14 @@ import pandas as pd
 from memkit._core._errors import InvalidInputError
 from memkit._core._port import MemoryProvider
 from memkit._display import status_of
-from memkit._sync import Memory
+from memkit._evaluate import Evaluation
+from memkit._sync import Memory, call, provider_of
 from memkit.frames import failure_patterns
 from memkit.frames._reading import TraceFilters, _frame
 from memkit.frames._runs import _run_keys, step_starts
 
-__all__ = ["VEGA_LITE_MIME", "Chart", "duration_chart", "failure_heatmap", "success_rate_chart", "usage_chart"]
+__all__ = ["VEGA_LITE_MIME", "Chart", "duration_chart", "evaluation_chart", "failure_heatmap", "marks_chart",
+           "success_rate_chart", "usage_chart"]
 
 VEGA_LITE_MIME = "application/vnd.vegalite.v5+json"
 _SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"  # an identifier; never fetched
@@ -245,3 +249,134 @@ def usage_chart(source: Source, by: str = "time", measure: str = "tokens", freq:
         },
     })
     return Chart(title, data, spec)
+
+
+# -- scores: the researcher's marks and retrieval evaluations ---------------------------------
+
+_MARK_SCORE = {"good": 1.0, "bad": 0.0, "relevant": 1.0, "not_relevant": 0.0}
+_MARK_SERIES = {"step": "good steps", "memory": "relevant recalled memories"}
+_MARKS_BY = ("time", "model", "workflow")
+
+
+def _step_models(mem: Memory | MemoryProvider, marks: pd.DataFrame) -> pd.Series:
+    """The model of the step each mark is about (a step mark's step; a memory mark's recalling step)."""
+    from memkit.frames import traces_frame
+
+    steps = traces_frame(mem)
+    by_id = steps["model"]
+    place = steps.dropna(subset=["workflow_id", "step_index"]).astype({"step_index": "int64"})
+    by_place = place.groupby(["workflow_id", place["run_id"].astype(object).fillna(""), "step_index"])["model"].first()
+    models: list[object] = []
+    for m in marks.itertuples(index=False):
+        if m.kind == "step" and isinstance(m.step_id, str) and m.step_id in by_id.index:
+            models.append(by_id.get(m.step_id))
+        elif isinstance(m.workflow_id, str) and m.step_index is not pd.NA and m.step_index is not None:
+            models.append(by_place.get((m.workflow_id, m.run_id if isinstance(m.run_id, str) else "",
+                                        int(m.step_index))))
+        else:
+            models.append(None)
+    return pd.Series(models, index=marks.index, dtype=object).where(lambda s: s.notna(), "(unknown)")
+
+
+def marks_chart(mem: Memory | MemoryProvider, by: str = "time", freq: str = "D", *,
+                workflow_id: str | None = None, user_id: str | None = None, agent_id: str | None = None) -> Chart:
+    """The researcher's verdicts as scores: the share of marked steps that are good and of marked recalled
+    memories that are relevant, per ``by``: ``"time"`` (per period, ``freq`` as :func:`success_rate_chart`'s,
+    one line per kind of mark and model), ``"model"`` (the model of the step marked, or of the step that
+    recalled the memory) or ``"workflow"``. Each point says how many marks it stands for.
+    """
+    from memkit.frames import annotations_frame
+
+    if by not in _MARKS_BY:
+        raise InvalidInputError(f"marks_chart(by=...): one of {', '.join(_MARKS_BY)}, got {by!r}")
+    marks = annotations_frame(mem, workflow_id, user_id=user_id, agent_id=agent_id)
+    marks = marks[marks["label"].isin(_MARK_SCORE)]
+    score = marks["label"].map(_MARK_SCORE).astype("float64")
+    series = marks["kind"].map(_MARK_SERIES)
+    if by == "workflow":
+        group = marks["workflow_id"].astype(object).where(marks["workflow_id"].notna(), "(none)")
+    else:
+        group = _step_models(mem, marks) if len(marks) else pd.Series(dtype=object)
+    table = pd.DataFrame({"score": score, "marks": 1, "series": series, by: group})
+    if by == "time":
+        table["period"] = marks["created_at"].dt.tz_convert("UTC").dt.tz_localize(None).dt.floor(freq)
+        table["series"] = table["series"] + " · " + table.pop("time").astype(str)
+        keys = ["period", "series"]
+    else:
+        keys = [by, "series"]
+    data = (table.groupby(keys, as_index=False).agg(share=("score", "mean"), marks=("marks", "sum"))
+            if len(table) else pd.DataFrame(columns=[*keys, "share", "marks"]))
+    y = {"field": "share", "type": "quantitative", "title": "share good / relevant", "axis": {"format": "%"},
+         "scale": {"domain": [0, 1]}}
+    tooltip = [{"field": k, "type": "temporal" if k == "period" else "nominal"} for k in keys] + [
+        {"field": "share", "type": "quantitative", "format": ".0%"}, {"field": "marks", "type": "quantitative"}]
+    color = {"field": "series", "type": "nominal", "title": None}
+    if by == "time":
+        body: dict[str, Any] = {"mark": {"type": "line", "point": {"filled": True, "size": 50}}, "encoding": {
+            "x": {"field": "period", "type": "temporal", "title": None}, "y": y, "color": color, "tooltip": tooltip}}
+    else:
+        body = {"mark": {"type": "bar"}, "encoding": {
+            "x": {"field": by, "type": "nominal", "title": None}, "xOffset": {"field": "series"},
+            "y": y, "color": color, "tooltip": tooltip}}
+    title = f"Marks by {by}: good steps and relevant memories"
+    return Chart(title, data, _spec(title, data, {"width": 520, "height": 220, **body}))
+
+
+def evaluation_chart(results: Evaluation | Mapping[str, Evaluation], by: str = "config", *,
+                     mem: Memory | MemoryProvider | None = None, freq: str = "D") -> Chart:
+    """Retrieval scores of :func:`memkit.evaluate` results, to see whether a change helped.
+
+    ``results`` is one :class:`~memkit.Evaluation` or a dict of them by configuration name
+    (``{"keyword": evaluate(mem, mode="keyword"), "hybrid": evaluate(mem, mode="hybrid")}``).
+    ``by="config"``: recall@k and MRR of each configuration beside the recalls as they were recorded;
+    ``by="time"``: each configuration's mean scores per period (``freq``) of the recalls' times
+    (``mem``, the store that keeps the recalls, says when each was made).
+    """
+    named = {"evaluation": results} if isinstance(results, Evaluation) else results
+    if not isinstance(named, Mapping) or not named or not all(
+            isinstance(k, str) and isinstance(v, Evaluation) for k, v in named.items()):
+        raise InvalidInputError("evaluation_chart: an Evaluation, or a dict of them by configuration name")
+    if by not in ("config", "time"):
+        raise InvalidInputError(f"evaluation_chart(by=...): config or time, got {by!r}")
+    k = next(iter(named.values())).k
+    rows: list[dict[str, Any]] = []
+    if by == "config":
+        first = next(iter(named.values()))
+        for name, scores in [("as recorded", (first.recall_at_k_then, first.mrr_then, first)),
+                             *((n, (e.recall_at_k, e.mrr, e)) for n, e in named.items())]:
+            recall, mrr, evaluation = scores
+            rows += [{"config": name, "score": f"recall@{k}", "value": recall, "queries": len(evaluation.queries)},
+                     {"config": name, "score": "MRR", "value": mrr, "queries": len(evaluation.queries)}]
+        data = pd.DataFrame(rows, columns=["config", "score", "value", "queries"])
+        body: dict[str, Any] = {"mark": {"type": "bar"}, "encoding": {
+            "x": {"field": "config", "type": "nominal", "title": None, "sort": None}, "xOffset": {"field": "score"},
+            "y": {"field": "value", "type": "quantitative", "title": "score", "scale": {"domain": [0, 1]}},
+            "color": {"field": "score", "type": "nominal", "title": None},
+            "tooltip": [{"field": "config"}, {"field": "score"}, {"field": "value", "format": ".3f"},
+                        {"field": "queries"}]}}
+    else:
+        if mem is None:
+            raise InvalidInputError("evaluation_chart(by='time') needs mem=, the store that keeps the recalls")
+        from memkit.frames._recalls import _recalls_of
+
+        made = {r.id: r.created_at for r in call(provider_of(mem), _recalls_of)}
+        for name, evaluation in named.items():
+            for q in evaluation.queries:
+                if q.recall_id in made:
+                    rows.append({"period": pd.Timestamp(made[q.recall_id]).tz_convert("UTC").tz_localize(None),
+                                 "config": name, f"recall@{k}": q.recall_at_k, "MRR": q.rr})
+        table = pd.DataFrame(rows, columns=["period", "config", f"recall@{k}", "MRR"])
+        table["period"] = pd.to_datetime(table["period"]).dt.floor(freq)
+        data = (table.melt(id_vars=["period", "config"], var_name="score", value_name="value")
+                .groupby(["period", "config", "score"], as_index=False).agg(value=("value", "mean"),
+                                                                              queries=("value", "size")))
+        body = {"mark": {"type": "line", "point": {"filled": True, "size": 50}}, "encoding": {
+            "x": {"field": "period", "type": "temporal", "title": None},
+            "y": {"field": "value", "type": "quantitative", "title": "score", "scale": {"domain": [0, 1]}},
+            "color": {"field": "config", "type": "nominal", "title": None},
+            "strokeDash": {"field": "score", "type": "nominal", "title": None},
+            "tooltip": [{"field": "period", "type": "temporal"}, {"field": "config"}, {"field": "score"},
+                        {"field": "value", "format": ".3f"}, {"field": "queries"}]}}
+    title = f"Retrieval scores by {'configuration' if by == 'config' else 'time'} (k={k})"
+    return Chart(title, data, _spec(title, data, {"width": 520, "height": 220, **body}))
+

@@ -13,13 +13,13 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-import nbformat
 from playwright.sync_api import Browser, Page
-from test_browser import ARTIFACTS, _guarded_page, _pwned, browser  # noqa: F401
-from test_browser_graph import _run_all, lab, pytestmark  # noqa: F401
+from test_browser import ARTIFACTS, browser  # noqa: F401
+from test_browser_graph import lab, pytestmark  # noqa: F401
 
 import memkit
 from memkit._core._runs import run_key
+from tests._lab_notebook import notebook_page, row_cells
 from tests._research_runs import ExpectedRun, write_runs
 
 TESTS = Path(__file__).parent
@@ -27,20 +27,15 @@ RUNS = 40
 WORD = "GENE_NOT_FOUND_4O4"
 
 BUILD = f'''
-import sys, warnings
-sys.path.insert(0, {str(TESTS.parent)!r})
-import memkit
 from memkit.widgets import TraceReplay
 from tests._research_runs import PRICES, write_runs
 
-warnings.simplefilter("ignore")
 mem = memkit.open("sqlite:///audit.db?embedder=none")
 mem.reset()
 write_runs(mem, runs={RUNS})
 mem.add_trace("bio", "lookup", {{"step_name": "fetch gene", "tool": "fetch", "step_index": 0, "run_id": "needle",
     "status": "failed", "error": "HTTP 404", "duration": 0.4,
     "result": {{"status": 404, "body": "{WORD}: no record for BRCA3"}}}}, user_id="carol")
-print("memkit from", memkit.__file__)
 panel = TraceReplay(mem, prices=PRICES)
 panel
 '''
@@ -52,16 +47,8 @@ def _expected() -> list[ExpectedRun]:
         return write_runs(mem, runs=RUNS)  # the same seed: the runs the notebook writes
 
 
-def _notebook(root: Path) -> None:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(BUILD)])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, root / "audit.ipynb")
-
-
 def _cells(page: Page, row_index: int = 0) -> dict[str, str]:
-    labels = page.locator(".memkit-traces .mk-runs thead th").all_inner_texts()
-    texts = page.locator(".memkit-traces .mk-runs tbody tr").nth(row_index).locator("td").all_inner_texts()
-    return {label.strip().split("\n")[0].strip(" ▲▼"): text.strip() for label, text in zip(labels, texts, strict=True)}
+    return row_cells(page.locator(".memkit-traces .mk-runs tbody tr").nth(row_index))
 
 
 def _only(page: Page, text: str) -> None:
@@ -123,20 +110,6 @@ def _look(page: Page, expected: list[ExpectedRun]) -> None:
 
 
 def test_usage_attributes_and_payload_search_in_jupyterlab(browser: Browser, lab: tuple[str, Path]) -> None:  # noqa: F811
-    url, root = lab
-    _notebook(root)
     expected = _expected()
-    outside: list[str] = []
-    page = _guarded_page(browser, outside)
-    page.set_viewport_size({"width": 1500, "height": 1100})
-    ARTIFACTS.mkdir(exist_ok=True)
-    _run_all(page, url.replace("graph.ipynb", "audit.ipynb"))
-    try:
+    with notebook_page(browser, lab, "audit", BUILD) as page:
         _look(page, expected)
-    except Exception:
-        page.screenshot(path=str(ARTIFACTS / "lab-audit-failed.png"), full_page=True)
-        raise
-    assert _pwned(page) == [None] * len(page.frames)
-    assert outside == []
-    memkit_from = page.locator(".jp-OutputArea-output").filter(has_text="memkit from").inner_text()
-    assert str(TESTS.parent / "memkit") in memkit_from  # the kernel ran this tree's memkit

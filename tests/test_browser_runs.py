@@ -11,29 +11,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
 from playwright.sync_api import Browser, Locator, Page
-from test_browser import ARTIFACTS, _guarded_page, _pwned, browser  # noqa: F401
-from test_browser_graph import _run_all, lab, pytestmark  # noqa: F401
+from test_browser import ARTIFACTS, browser  # noqa: F401
+from test_browser_graph import lab, pytestmark  # noqa: F401
 
 import memkit
 from memkit._core._runs import run_key
+from tests._lab_notebook import notebook_page, row_cells
 from tests._research_runs import ExpectedRun, write_runs
 
 TESTS = Path(__file__).parent
 
-BUILD = f'''
-import sys, warnings
-sys.path.insert(0, {str(TESTS.parent)!r})
-import memkit
+BUILD = '''
 from memkit.widgets import TraceReplay
 from tests._research_runs import write_runs
 
-warnings.simplefilter("ignore")
 mem = memkit.open("sqlite:///runs.db?embedder=none")
 mem.reset()
 write_runs(mem)
-print("memkit from", memkit.__file__)
 panel = TraceReplay(mem)
 panel
 '''
@@ -45,20 +40,6 @@ def _expected() -> list[ExpectedRun]:
     with memkit.open("memory://") as mem, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return write_runs(mem)  # the same seed: the runs the notebook writes
-
-
-def _notebook(root: Path) -> None:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(BUILD)])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, root / "runs.ipynb")
-
-
-def _cells(row: Locator) -> dict[str, str]:
-    """A run-list row's cells by column label."""
-    page = row.page
-    labels = page.locator(".memkit-traces .mk-runs thead th").all_inner_texts()
-    texts = row.locator("td").all_inner_texts()
-    return {label.strip().split("\n")[0].strip(" ▲▼"): text.strip() for label, text in zip(labels, texts, strict=True)}
 
 
 def _find(page: Page, run: ExpectedRun) -> Locator:
@@ -87,7 +68,7 @@ def _look(page: Page, expected: list[ExpectedRun]) -> None:
     }
     for name, run in picks.items():
         row = _find(page, run)
-        cells = _cells(row)
+        cells = row_cells(row)
         assert cells["status"] == run.status, (name, cells)
         assert cells["retries"] == str(run.retries) and cells["failed"] == str(run.failed_steps), (name, cells)
         if run.duration_kind == "sum of steps":
@@ -110,20 +91,6 @@ def _look(page: Page, expected: list[ExpectedRun]) -> None:
 
 
 def test_the_run_list_of_a_research_store_in_jupyterlab(browser: Browser, lab: tuple[str, Path]) -> None:  # noqa: F811
-    url, root = lab
-    _notebook(root)
     expected = _expected()
-    outside: list[str] = []
-    page = _guarded_page(browser, outside)
-    page.set_viewport_size({"width": 1500, "height": 1100})
-    ARTIFACTS.mkdir(exist_ok=True)
-    _run_all(page, url.replace("graph.ipynb", "runs.ipynb"))
-    try:
+    with notebook_page(browser, lab, "runs", BUILD) as page:
         _look(page, expected)
-    except Exception:
-        page.screenshot(path=str(ARTIFACTS / "lab-runs-failed.png"), full_page=True)
-        raise
-    assert _pwned(page) == [None] * len(page.frames)
-    assert outside == []
-    memkit_from = page.locator(".jp-OutputArea-output").filter(has_text="memkit from").inner_text()
-    assert str(TESTS.parent / "memkit") in memkit_from  # the kernel ran this tree's memkit

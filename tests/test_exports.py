@@ -27,8 +27,8 @@ PUBLIC: dict[str, set[str]] = {
     "memkit.adapters": {
         "FalkorDBAdapter", "InMemoryAdapter", "Mem0Adapter", "MockMemoryAdapter", "Neo4jAdapter", "SQLiteAdapter",
     },
-    "memkit.charts": {"VEGA_LITE_MIME", "Chart", "duration_chart", "failure_heatmap", "success_rate_chart",
-                      "usage_chart"},
+    "memkit.charts": {"VEGA_LITE_MIME", "Chart", "duration_chart", "evaluation_chart", "failure_heatmap",
+                      "marks_chart", "success_rate_chart", "usage_chart"},
     "memkit.cli": {"main"},
     "memkit.embeddings": {
         "DEFAULT_EMBEDDER", "Embedder", "SentenceTransformerEmbedder", "StaticEmbedder", "get_embedder",
@@ -65,7 +65,9 @@ PUBLIC: dict[str, set[str]] = {
         "ExecutionHistory", "ExecutionItem", "ExecutionStatus", "REDACTED", "Redactor", "Step", "TraceWriteError",
         "categorize_error", "get_trace_redactor", "set_trace_redactor",
     },
-    "memkit.widgets": {"Dashboard", "GraphExplorer", "NamespaceBrowser", "TraceReplay"},
+    "memkit.widgets": {
+        "Dashboard", "GraphExplorer", "Grid", "NamespaceBrowser", "TraceReplay", "interactive_frames", "show",
+    },
 }
 
 

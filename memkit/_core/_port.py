@@ -266,7 +266,13 @@ class SupportsTraceColumns(Protocol, metaclass=_Declared):
     ``agent_id``, ``workflow_id``, ``run_id``, ``step_name``, ``tool``, ``status``,
     ``error``. Then one object column ``params.<key>`` / ``result.<key>`` per key of the
     steps returned.
+
+    ``after_seq``: only the steps whose ``seq`` is greater (what a live view reads each time it
+    looks again). A store hands out ``seq`` in commit order, or, where ``late_commit_s`` is above 0,
+    a step may commit up to that many seconds after a higher ``seq`` was read.
     """
+
+    late_commit_s: float
 
     async def trace_columns(
         self,
@@ -276,6 +282,7 @@ class SupportsTraceColumns(Protocol, metaclass=_Declared):
         user_id: str | None = None,
         status: str | None = None,
         since_us: int | None = None,
+        after_seq: int | None = None,
     ) -> dict[str, Any]: ...
 
 

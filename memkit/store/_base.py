@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
-from memkit._core._errors import ConfigError
+from memkit._core._errors import ConfigError, InvalidInputError
 from memkit._core._filters import lookup
 from memkit._core._models import Health, MemoryItem, NamespaceInfo, NewMemory, Stats
 from memkit._core._port import Capability, Declares
@@ -153,6 +153,9 @@ class Store(Declares, abc.ABC):
     capabilities: frozenset[Capability] = _ALWAYS
     # True for a backend whose ``_rank`` and ``_list`` leave out what was written after ``until_us``.
     supports_as_of: ClassVar[bool] = False
+    # How long after a higher ``seq`` was read a step with a lower one may still commit (see
+    # ``trace_columns(after_seq=)``); 0: seqs are handed out in commit order.
+    late_commit_s: ClassVar[float] = 0.0
     # What a failing ``_ping`` may raise that ``health`` reports instead of raising.
     health_failures: ClassVar[tuple[type[BaseException], ...]] = (Exception,)
     # False for a store that assigns every id itself (``add_many`` refuses items that carry one), so
@@ -462,9 +465,13 @@ class Store(Declares, abc.ABC):
         user_id: str | None = None,
         status: str | None = None,
         since_us: int | None = None,
+        after_seq: int | None = None,
     ) -> dict[str, Any]:
-        """Every trace step as columns (see :class:`memkit.SupportsTraceColumns`), in storage order."""
-        return await self.execute(ops.TraceColumnsOp(workflow_id, agent_id, user_id, status, since_us))
+        """Every trace step as columns (see :class:`memkit.SupportsTraceColumns`), in storage order;
+        ``after_seq``: only the steps past it."""
+        if after_seq is not None and (type(after_seq) is not int or not 0 <= after_seq < 2**63):
+            raise InvalidInputError(f"after_seq must be a whole number from 0, got {after_seq!r}")
+        return await self.execute(ops.TraceColumnsOp(workflow_id, agent_id, user_id, status, since_us, after_seq))
 
     @_offered(Capability.TRACE_PAYLOADS)
     async def trace_payloads(

@@ -206,6 +206,7 @@ class TraceColumnsOp(Op[dict[str, Any]]):
     user_id: str | None = None
     status: str | None = None
     since_us: int | None = None
+    after_seq: int | None = None  # only the steps past this seq (a live view's next look)
 
 
 

@@ -1,7 +1,9 @@
 """Jupyter panels over any memkit store (needs ``pip install 'memkit[notebook]'``).
 
 ``NamespaceBrowser``, ``TraceReplay`` and ``GraphExplorer`` each take an open
-store (``memkit.open(...)``); ``Dashboard`` shows the three in tabs.
+store (``memkit.open(...)``); ``Dashboard`` shows the three in tabs. ``Grid`` (or ``show(df)``)
+draws any DataFrame as a table sorted, filtered and paged in the browser;
+``interactive_frames()`` draws every frame a notebook shows that way.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 from memkit.widgets._dashboard import Dashboard
 from memkit.widgets._graph import GraphExplorer
 from memkit.widgets._namespaces import NamespaceBrowser
+from memkit.widgets._table import Grid, interactive_frames, show
 from memkit.widgets._traces import TraceReplay
 
-__all__ = ["Dashboard", "GraphExplorer", "NamespaceBrowser", "TraceReplay"]
+__all__ = ["Dashboard", "GraphExplorer", "Grid", "NamespaceBrowser", "TraceReplay", "interactive_frames", "show"]

@@ -2,7 +2,8 @@
 // Python computes every row (memkit.frames); this module draws them and reports clicks.
 
 const RUN_COLUMNS = [
-  { key: "status", label: "status", render: (r) => statusBadge(r.status), title: (r) => r.status },
+  { key: "status", label: "status", title: (r) => (r.live ? `${r.status}; gained a step a moment ago` : r.status),
+    render: (r) => (r.live ? h("span", {}, statusBadge(r.status), h("span", { class: "mk-live-dot", text: "● live" })) : statusBadge(r.status)) },
   { key: "workflow_id", label: "workflow" },
   { key: "started", label: "started", sortKey: "started_at" },
   { key: "duration", label: "duration", sortKey: "duration_s",
@@ -413,17 +414,19 @@ function drawCompare(model, box) {
 
 function drawRuns(model, box) {
   box.replaceChildren();
-  const rows = model.get("runs") || [];
+  const live = new Set(model.get("live_runs") || []);  // runs that gained a step a moment ago
+  const rows = (model.get("runs") || []).map((r) => (live.has(r.run) ? { ...r, live: true } : r));
   const hidden = model.get("hidden_columns") || [];
   box.append(h("div", { class: "mk-caption" },
     `${rows.length.toLocaleString()} of ${(model.get("total_runs") || 0).toLocaleString()} runs`,
-    model.get("runs_capped") ? " (first rows shown; narrow the filters)" : "", " ",
+    model.get("runs_capped") ? " (first rows shown; narrow the filters)" : "",
+    model.get("following") ? h("span", { class: "mk-following", title: "new runs and steps appear as they are written", text: " · ● following the store" }) : "", " ",
     columnPicker(RUN_COLUMNS, hidden, (now) => send(model, "hidden_columns", now))));
   if (!rows.length) { box.append(h("div", { class: "mk-empty", text: model.get("total_runs") ? "no run matches these filters" : "no traces in this store" })); return; }
   box.append(dataGrid({
     columns: RUN_COLUMNS, rows, hidden, sort: model.get("sort"),
     keyOf: (r) => r.run, selectedKey: model.get("run"),
-    rowClass: (r) => `mk-run-${r.status}`,
+    rowClass: (r) => `mk-run-${r.status}${r.live ? " mk-live" : ""}`,
     onSort: (column) => {
       const s = model.get("sort") || {};
       send(model, "sort", { column, descending: s.column === column ? !s.descending : true });
@@ -477,7 +480,7 @@ function render({ model, el }) {
   drawRuns(model, runs); drawTimeline(model, timeline); drawDetail(model, detail); drawCompare(model, compare);
   model.on("change:options", redrawFilters);
   model.on("change:filters", redrawFilters);
-  for (const name of ["runs", "sort", "hidden_columns", "total_runs"]) model.on(`change:${name}`, () => { drawRuns(model, runs); drawCompare(model, compare); });
+  for (const name of ["runs", "sort", "hidden_columns", "total_runs", "following", "live_runs"]) model.on(`change:${name}`, () => { drawRuns(model, runs); drawCompare(model, compare); });
   model.on("change:run", () => drawRuns(model, runs));
   model.on("change:timeline", () => drawTimeline(model, timeline));
   model.on("change:step", () => {

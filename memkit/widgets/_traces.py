@@ -12,21 +12,17 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import anywidget
 import pandas as pd
 import traitlets as t
 
-from memkit._core._errors import InvalidInputError, MemkitError, NotFoundError
+from memkit._core._errors import InvalidInputError, MemkitError
 from memkit._core._items import READ_KEYS, agent_keys
 from memkit._core._models import MemoryItem
-from memkit._core._port import SupportsMarks
-from memkit._core._recalls import Mark, Recall, step_namespace
+from memkit._core._recalls import Recall, step_namespace
 from memkit._display import format_duration, format_time, printable, shorten, status_of, summary
-from memkit._recall import _marks
 from memkit._sync import Memory
 from memkit.frames import RUN_COLUMNS, filter_runs, traces_frame
 from memkit.frames._compare import _compare_steps
@@ -48,6 +44,8 @@ from memkit.widgets._trace_audit import (
     step_usage_facts,
     timeline_usage,
 )
+from memkit.widgets._trace_live import LiveMixin
+from memkit.widgets._trace_marks import MarksMixin
 from memkit.widgets._trace_rows import (
     _jsonable,
     _seconds,
@@ -76,7 +74,7 @@ _DETAIL_READ = READ_KEYS | {"retry_errors"}  # the detail lists earlier attempts
 _FOREIGN_MODE = "retriever"
 
 
-class TraceReplay(Panel, anywidget.AnyWidget):
+class TraceReplay(Panel, MarksMixin, LiveMixin, anywidget.AnyWidget):
     """Audit workflow runs: a sortable, filterable run list; a run's timeline; a step's detail; two runs compared.
 
     Parameters
@@ -94,6 +92,9 @@ class TraceReplay(Panel, anywidget.AnyWidget):
     prices
         Price table for steps that recorded tokens and no cost (:class:`memkit.Prices` or a dict
         model -> (input, output) per million tokens): the runs' and steps' ``cost``.
+    follow
+        Show runs and steps as another process writes them, within about a second
+        (:meth:`follow`; closing the panel stops it).
 
     Examples
     --------
@@ -128,7 +129,8 @@ class TraceReplay(Panel, anywidget.AnyWidget):
     memory = t.Dict().tag(sync=True)
     """The memory opened from the step detail (a recalled or written one); ``{}`` for none."""
 
-    def __init__(self, mem: Memory, *, load: bool = True, recalls: bool = True, prices: PricesLike = None) -> None:
+    def __init__(self, mem: Memory, *, load: bool = True, recalls: bool = True, prices: PricesLike = None,
+                 follow: bool = False) -> None:
         # The comm opens once the traces are read, so the browser gets them in its first state.
         self._open_later = True
         super().__init__()
@@ -144,10 +146,11 @@ class TraceReplay(Panel, anywidget.AnyWidget):
         self.steps: pd.DataFrame = pd.DataFrame()
         self.diff: pd.DataFrame = pd.DataFrame()
         self._recalls: dict[int, list[Recall]] = {}  # the open run's recalls, by step_index
-        self.observe(lambda _: self._apply(), names=["filters", "sort"])
-        self.observe(lambda c: self.open_run(c["new"]), names="run")
-        self.observe(lambda c: self.open_step(c["new"]), names="step")
-        self.observe(lambda c: self.compare(c["new"]), names="compare_with")
+        # One change at a time: a followed store's new steps are added from the following thread.
+        self.observe(lambda _: self._locked(self._apply), names=["filters", "sort"])
+        self.observe(lambda c: self._locked(lambda: self.open_run(c["new"])), names="run")
+        self.observe(lambda c: self._locked(lambda: self.open_step(c["new"])), names="step")
+        self.observe(lambda c: self._locked(lambda: self.compare(c["new"])), names="compare_with")
         self.on_msg(self._on_message)
         self.answer_ready()
         if load:
@@ -156,6 +159,8 @@ class TraceReplay(Panel, anywidget.AnyWidget):
             self.say("the traces are read when this panel is first used")
         self._open_later = False
         self.open()
+        if follow:
+            self.follow()
 
     def open(self) -> None:
         """Open the comm to the browser (held back while the constructor reads the traces)."""
@@ -197,24 +202,37 @@ class TraceReplay(Panel, anywidget.AnyWidget):
     def refresh(self) -> None:
         """Read the store's traces again (one columnar read) and redraw the run list."""
         with self.working("reading traces"):
-            frame = _normalised(traces_frame(self.mem, recalls=self.count_recalls, prices=self.prices))
-            self.steps_all = frame
-            self.all_runs = _runs_from_steps(frame)
-            runs = self.all_runs
-            self._positions = run_positions(frame, runs)
-            self._all_rows = [row | usage for row, usage in zip(run_rows(runs), run_usage_cells(runs), strict=True)]
-            self._row_of = pd.Index(runs.index)
-            self.options = {
-                "statuses": sorted(set(runs["status"])),
-                "agents": sorted({a for a in runs["agent_id"] if isinstance(a, str)}),
-                "users": sorted({u for u in runs["user_id"] if isinstance(u, str)}),
-                "tools": sorted({x for ts in runs["tools"] for x in ts.split(", ") if x}),
-                **{key: sorted({x for ms in runs[column] for x in ms.split(", ") if x})
-                   for key, column in (("models", "models"), ("sessions", "sessions"), ("tags", "tags"))},
-            }
-            self._apply()
-            if not len(runs):
-                self.say("no traces in this store")
+            self._show_steps(_normalised(traces_frame(self.mem, recalls=self.count_recalls, prices=self.prices)))
+
+    def _show_steps(self, frame: pd.DataFrame, runs: pd.DataFrame | None = None,
+                    positions: dict[str, Any] | None = None, rows: list[dict[str, Any]] | None = None,
+                    grown: pd.DataFrame | None = None) -> None:
+        """Show ``frame`` (every step held) as the run list; ``runs``, their ``positions`` in it and their
+        ``rows``: already summarised (a followed store's runs, where only the ``grown`` ones changed)."""
+        self.steps_all = frame
+        self.all_runs = runs = _runs_from_steps(frame) if runs is None else runs
+        self._positions = run_positions(frame, runs) if positions is None else positions
+        self._all_rows = self.row_cells(runs) if rows is None else rows
+        self._row_of = pd.Index(runs.index)
+        of = runs if grown is None else grown  # a run that grew can only add values to the menus
+        offered = {
+            "statuses": set(of["status"]),
+            "agents": {a for a in of["agent_id"] if isinstance(a, str)},
+            "users": {u for u in of["user_id"] if isinstance(u, str)},
+            **{key: {x for ms in of[column] for x in ms.split(", ") if x}
+               for key, column in (("tools", "tools"), ("models", "models"), ("sessions", "sessions"),
+                                   ("tags", "tags"))},
+        }
+        kept = {} if grown is None else self.options
+        self.options = {key: sorted(values | set(kept.get(key, ()))) for key, values in offered.items()}
+        self._apply()
+        if not len(runs):
+            self.say("no traces in this store")
+
+    @staticmethod
+    def row_cells(runs: pd.DataFrame) -> list[dict[str, Any]]:
+        """The run list's row of each of ``runs``, as sent to the browser."""
+        return [row | usage for row, usage in zip(run_rows(runs), run_usage_cells(runs), strict=True)]
 
     def _apply(self) -> None:
         if self.all_runs is None:
@@ -268,17 +286,22 @@ class TraceReplay(Panel, anywidget.AnyWidget):
                 self.timeline, self.steps = {}, pd.DataFrame()
             return
         with self.working("loading the run"):
-            row = self.all_runs.loc[run]
-            steps = self.steps_all.iloc[self._positions[run]]
-            tree = step_tree(_parent_positions(steps, _step_payloads(self.mem, row, steps)))
-            parents = None
-            if tree is not None:  # a nested run: shown (and exported) parent first, children under it
-                order, parents = tree
-                steps = steps.iloc[order]
-            self.steps = steps
-            self.compare_options = self._compare_options(run, row)
-            self._recalls = self._run_recalls(row)
-            self.timeline = timeline(run, row, steps, parents) | timeline_usage(row, steps)
+            self._draw_run(run)
+
+    def _draw_run(self, run: str) -> None:
+        """The open run's steps, timeline and recalls, from the steps held (opened or grown)."""
+        assert self.all_runs is not None
+        row = self.all_runs.loc[run]
+        steps = self.steps_all.iloc[self._positions[run]]
+        tree = step_tree(_parent_positions(steps, _step_payloads(self.mem, row, steps)))
+        parents = None
+        if tree is not None:  # a nested run: shown (and exported) parent first, children under it
+            order, parents = tree
+            steps = steps.iloc[order]
+        self.steps = steps
+        self.compare_options = self._compare_options(run, row)
+        self._recalls = self._run_recalls(row)
+        self.timeline = timeline(run, row, steps, parents) | timeline_usage(row, steps)
 
     def _run_recalls(self, row: pd.Series) -> dict[int, list[Recall]]:
         """The recalls the run's steps made, by ``step_index`` (every namespace they searched,
@@ -382,96 +405,6 @@ class TraceReplay(Panel, anywidget.AnyWidget):
         documents = sum(hit.id in gone for r in recalls if r.mode == _FOREIGN_MODE for hit in r.hits)
         return {"recalls": shown, "recalled": sum(len(r.hits) for r in recalls), "documents": documents,
                 "keeps_recalls": _keeps_recalls(self.mem)}
-
-    # -- marks: the researcher's verdicts ------------------------------------------------
-
-    def _keeps_marks(self) -> bool:
-        return isinstance(self.mem.provider, SupportsMarks)
-
-    def _marks_detail(self, row: pd.Series, step_id: str, index: int | None) -> dict[str, Any]:
-        """The marks on this step and on what it recalled, each read in its own namespace."""
-        if not self._keeps_marks():
-            return {"keeps_marks": False, "step_mark": None}
-        recalls = self._recalls.get(index, []) if index is not None else []
-        workflow = _text(row["workflow_id"])
-        spaces = {(r.user_id, r.agent_id) for r in recalls}
-        step_space = (row["user_id"], row["agent_id"])
-        if all(isinstance(part, str) for part in step_space):
-            spaces.add(step_space)
-        marks: list[Mark] = []
-        for user, agent in sorted(spaces):
-            marks += self.mem.marks(user_id=user, agent_id=agent, workflow_id=workflow)
-        on_hits = {(m.user_id, m.agent_id, m.recall_id, m.memory_id): m for m in marks if m.kind == "memory"}
-        on_step = next((m for m in marks if m.step_id == step_id and (m.user_id, m.agent_id) == step_space), None)
-        return {
-            "keeps_marks": True,
-            "step_mark": {"label": on_step.label if on_step else None, "note": on_step.note if on_step else ""},
-            "hit_marks": {
-                f"{r.id} {hit.id}": {"label": m.label, "note": m.note}
-                for r in recalls for hit in r.hits
-                if (m := on_hits.get((r.user_id, r.agent_id, r.id, hit.id))) is not None
-            },
-        }
-
-    def _open_step_row(self) -> tuple[pd.Series, str]:
-        if self.step < 0 or self.step >= len(self.steps) or not self.detail:
-            raise InvalidInputError("open a step first: marks are made in the step detail")
-        return self.steps.iloc[self.step], str(self.steps.index[self.step])
-
-    @contextmanager
-    def _saving(self) -> Iterator[None]:
-        # Busy like working(), but a refusal reaches a Python caller (a click shows it: _guarded).
-        self.busy = True
-        try:
-            yield
-        finally:
-            self.busy = False
-
-    def _redraw_marks(self) -> None:
-        row, step_id = self._open_step_row()
-        index = None if row["step_index"] is pd.NA else int(row["step_index"])
-        self.detail = {**self.detail, **self._marks_detail(row, step_id, index)}
-
-    def mark_memory(self, recall_id: str, memory_id: str, *, relevant: bool | None, note: str = "") -> Mark | None:
-        """Mark a memory the open step recalled as relevant (or not) to the step; the same as its button.
-
-        ``relevant=None`` clears the mark (a click on the pressed button). Only the open step's
-        recalls can be marked here, each in the namespace it searched.
-        """
-        row, _ = self._open_step_row()
-        made = self._recalls.get(int(row["step_index"]), []) if row["step_index"] is not pd.NA else []
-        recall = next((r for r in made if r.id == recall_id), None)
-        if recall is None:
-            raise NotFoundError(f"the open step made no recall {printable(str(recall_id))!r}")
-        with self._saving():
-            if relevant is None:
-                self.mem.unmark(_marks.mark_id(recall.user_id, recall.agent_id, recall.id, memory_id, None),
-                                user_id=recall.user_id, agent_id=recall.agent_id)
-                mark = None
-            else:
-                mark = self.mem.mark_memory(recall.id, memory_id, relevant=relevant, note=note,
-                                            user_id=recall.user_id, agent_id=recall.agent_id)
-            self._redraw_marks()
-        short = printable(str(memory_id))[:8]
-        self.say(f"unmarked memory {short}" if mark is None else
-                 f"marked memory {short} {mark.label.replace('_', ' ')}", "ok")
-        return mark
-
-    def mark_step(self, *, good: bool | None, note: str = "") -> Mark | None:
-        """Mark the open step good or bad, with an optional note; the same as its buttons (``None`` clears)."""
-        row, step_id = self._open_step_row()
-        user, agent = row["user_id"], row["agent_id"]
-        if not isinstance(user, str) or not isinstance(agent, str):
-            raise NotFoundError("the open step has no namespace to keep a mark in")
-        with self._saving():
-            if good is None:
-                self.mem.unmark(_marks.mark_id(user, agent, None, None, step_id), user_id=user, agent_id=agent)
-                mark = None
-            else:
-                mark = self.mem.mark_step(step_id, good=good, note=note, user_id=user, agent_id=agent)
-            self._redraw_marks()
-        self.say("unmarked the step" if mark is None else f"marked the step {mark.label}", "ok")
-        return mark
 
     def open_memory(self, memory_id: str) -> dict[str, Any]:
         """Show a memory the open step recalled or wrote; one deleted since shows as the step recalled it."""

@@ -102,6 +102,8 @@ class PostgresAdapter(RecallsAndMarks, Store):
 
     provider_name = "postgres"
     supports_as_of = True
+    # seq comes from a sequence at insert time: a transaction holding a lower one may commit later.
+    late_commit_s = 5.0
     health_failures: ClassVar[tuple[type[BaseException], ...]] = (StorageError, BackendUnavailableError)
 
     def __init__(
@@ -586,7 +588,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
 
         return await self._call(_postgres_traces.read(
             self._pool, workflow_id=op.workflow_id, agent_id=op.agent_id, user_id=op.user_id, status=op.status,
-            since_us=op.since_us,
+            since_us=op.since_us, after_seq=op.after_seq,
         ))
 
     # -- closing --------------------------------------------------------------------------------

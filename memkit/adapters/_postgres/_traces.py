@@ -53,14 +53,17 @@ ORDER BY m.seq
 
 async def read(
     pool: Any, *, workflow_id: str | None, agent_id: str | None, user_id: str | None, status: str | None,
-    since_us: int | None,
+    since_us: int | None, after_seq: int | None = None,
 ) -> dict[str, Any]:
+    """The matching steps' columns; ``after_seq``: only the steps written after that ``seq`` (a follower's read)."""
     import numpy as np
 
     # Metadata strings are stored with NUL and U+FFFF spelled out (see _postgres_writes.jsonb_text).
     given = {"workflow_id": None if workflow_id is None else text_in(workflow_id), "agent_id": agent_id,
              "user_id": user_id, "status": None if status is None else text_in(status)}
     where, params = trace_filter(POSTGRES, _TESTS, "m.created_us >= %s", given, since_us)
+    if after_seq is not None:
+        where, params = f"{where} AND m.seq > %s", [*params, after_seq]
     async with pool.connection() as conn:
         cur = conn.cursor()
         await cur.execute(_SQL.format(where=where), params)

@@ -473,7 +473,8 @@ class SQLiteAdapter(Store):
         return await self._run(lambda: queries.trace_payloads(self._db(), op))
 
     async def _trace_columns(self, op: ops.TraceColumnsOp) -> dict[str, Any]:
-        return await self._run(self._columns, op.workflow_id, op.agent_id, op.user_id, op.status, op.since_us)
+        return await self._run(self._columns, op.workflow_id, op.agent_id, op.user_id, op.status, op.since_us,
+                               op.after_seq)
 
     def _summaries(self, op: ops.RunsOp) -> list[RunSummary]:
         self._flush_recalls()  # recorded recalls count too

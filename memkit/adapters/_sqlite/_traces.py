@@ -209,10 +209,14 @@ def trace_columns(
     user_id: str | None,
     status: str | None,
     since_us: int | None,
+    after_seq: int | None = None,
 ) -> dict[str, Any]:
-    """Every trace step that matches, as columns (see :class:`memkit.SupportsTraceColumns`)."""
+    """Every trace step that matches, as columns (see :class:`memkit.SupportsTraceColumns`); ``after_seq``:
+    only the steps written after that ``seq`` (one writer at a time hands seqs out in commit order)."""
     values = {"workflow_id": workflow_id, "agent_id": agent_id, "user_id": user_id, "status": status}
     where, params = trace_filter(SQLITE, _TRACE_TESTS, "created_us >= ?", values, since_us)
+    if after_seq is not None:
+        where, params = f"{where} AND seq > ?", [*params, after_seq]
     with gc_paused():
         return _read(db, path, where, params)
 
