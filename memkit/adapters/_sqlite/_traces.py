@@ -2,8 +2,8 @@
 
 What costs time at a million steps is the number of values that leave SQLite and the Python
 objects made from them, so each step is stored as one packed blob of integers (see
-:func:`pack_trace_numbers`) and one text of JSON cells joined by the unit separator; see
-``docs/traces.md``.
+:data:`TRACE_NUMBERS`; rows are written by :mod:`._trace_writes`) and one text of JSON cells joined by
+the unit separator; see ``docs/traces.md``.
 """
 
 from __future__ import annotations
@@ -32,9 +32,7 @@ from memkit.traces._timing import step_timing
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["MISSING", "PACKED", "TRACE_NUMBERS", "pack_trace_numbers", "pack_trace_step", "run_summaries",
-           "step_timing_us", "trace_columns",
-           "unpack_trace_numbers"]
+__all__ = ["MISSING", "PACKED", "TRACE_NUMBERS", "run_summaries", "step_timing_us", "trace_columns"]
 
 # The packed numbers of a trace step, in this order, as little-endian int64; a missing value
 # is int64's minimum, which is also numpy's NaT, so timestamps need no extra pass.
@@ -50,18 +48,6 @@ _copy = methodcaller("copy")
 _NO_KEYS: dict[str, Any] = {}
 
 
-def pack_trace_numbers(*values: object) -> bytes:
-    """SQL function for the trace trigger; must never raise (that would abort the write)."""
-    return _PACKED.pack(*(v if type(v) is int and MISSING < v < 2**63 else MISSING for v in values))
-
-
-def unpack_trace_numbers(packed: bytes) -> tuple[int, ...]:
-    return _PACKED.unpack(packed)
-
-
-_STARTED, _DURATION = TRACE_NUMBERS.index("started_us"), TRACE_NUMBERS.index("duration_us")
-
-
 def step_timing_us(trace_json: str) -> tuple[int | None, int | None]:
     """(start, duration) in microseconds of a step whose trace has no numeric ``timestamp`` nor
     ``duration`` (written by ``add_many``, not ``add_trace``), read as the generic reads read it
@@ -75,19 +61,6 @@ def step_timing_us(trace_json: str) -> tuple[int | None, int | None]:
     start = None if timing.start is None else round(timing.start * 1e6)
     duration = None if timing.duration is None else round(timing.duration * 1e6)
     return start, duration
-
-
-def pack_trace_step(*values: object) -> bytes:
-    """SQL function for the trace trigger: :func:`pack_trace_numbers` of the first values; the last is
-    the step's trace as JSON when its timing must be read in Python (else NULL). Must never raise."""
-    numbers = list(values[:-1])
-    trace_json = values[-1]
-    if isinstance(trace_json, str):
-        try:
-            numbers[_STARTED], numbers[_DURATION] = step_timing_us(trace_json)
-        except Exception:  # a step without readable timing is still stored
-            numbers[_STARTED] = numbers[_DURATION] = None
-    return pack_trace_numbers(*numbers)
 
 
 @contextmanager
