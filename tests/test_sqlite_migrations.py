@@ -11,33 +11,40 @@ import json
 import sqlite3
 import struct
 from contextlib import closing
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-import memkit
 from memkit import frames
-from memkit._core._records import trace_record
+from memkit._core._records import Record, trace_record
+from memkit._core._stamps import new_id
 from memkit._sync import run_sync
 from memkit.adapters._sqlite import _schema
 from memkit.adapters._sqlite._adapter import SQLiteAdapter
 
 NUL = "a\x00b"
+T0 = datetime(2026, 10, 1, 8, tzinfo=UTC)
 
 
-def _steps() -> list[memkit._core._records.Record]:
+def _steps() -> list[Record]:
     steps = [
         trace_record("bio", "wf", {"step_name": f"s{i}", "tool": "bwa", "run_id": "r1", "step_index": i,
                                    "timestamp": 1.7e9 + i, "duration": 0.5, "status": "failed" if i == 2 else "success",
                                    **({"error": "boom"} if i == 2 else {}), "parameters": {"k": i}}, user_id="alice")
         for i in range(3)
     ]
+    # Timing as an agent's add_many spells it: read from the JSON by Python, not SQL, since migration 13.
+    steps.append(Record(id=new_id(), user_id="alice", agent_id="bio", content="agent-written", created_us=1,
+                        metadata={"type": "trace", "workflow_id": "wf", "run_id": "r3", "trace": {
+                            "step_name": "x", "started_at": "2026-10-01T10:00:00+02:00",
+                            "ended_at": "2026-10-01T10:00:30+02:00"}}))
     steps.append(trace_record("bio", "wf", {"step_name": f"s {NUL}", "tool": NUL, "run_id": f"r {NUL}",
                                             "step_index": 0, "error": NUL, "parameters": {NUL: NUL}}, user_id="bob"))
     return steps
 
 
-def _old_file(path: Path, version: int) -> list[memkit._core._records.Record]:
+def _old_file(path: Path, version: int) -> list[Record]:
     records = _steps()
     with closing(sqlite3.connect(path, isolation_level=None)) as conn:
         for target in range(1, version + 1):
@@ -79,12 +86,13 @@ def test_an_old_file_upgrades_with_its_steps_intact(tmp_path: Path, version: int
         bob = df.loc[records[-1].id]
         assert (bob["step_name"], bob["tool"], bob["run_id"], bob["error"]) == (f"s {NUL}", NUL, f"r {NUL}", NUL)
         assert bob[f"params.{NUL}"] == NUL
-        alice = df[df["user_id"] == "alice"].sort_values("step_index")
+        alice = df[(df["user_id"] == "alice") & (df["run_id"] == "r1")].sort_values("step_index")
         assert list(alice["tool"]) == ["bwa"] * 3 and list(alice["params.k"]) == [0, 1, 2]
         assert list(alice["duration_s"]) == [0.5] * 3
         runs = {(r.user_id, r.run_id): r for r in run_sync(store.run_summaries())}
         assert runs[("alice", "r1")].steps == 3 and runs[("alice", "r1")].first_error == "boom"
         assert runs[("bob", f"r {NUL}")].steps == 1
+        assert (runs[("alice", "r3")].started_at, runs[("alice", "r3")].duration_s) == (T0, 30.0)
         # Writes after the upgrade read back beside the migrated steps; a filter finds the NUL text.
         run_sync(store.add_trace("bio", "wf", {"step_name": "new", "tool": NUL, "run_id": "r2"}, user_id="bob"))
         assert len(frames.traces_frame(store, user_id="bob")) == 2

@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import uuid
-from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,7 +15,6 @@ import memkit
 from memkit._core._runs import RunSummary, _steps_of_columns, summaries, summarise
 from memkit._sync import run_sync
 from memkit.adapters._postgres import PostgresAdapter
-from memkit.adapters._sqlite import _schema
 from memkit.cli import main
 from memkit.testing import PostgresServer
 
@@ -103,28 +100,6 @@ def test_add_many_refuses_datetime_objects_in_a_trace(tmp_path: Path) -> None:
         with pytest.raises(memkit.InvalidInputError, match=r"metadata\.trace\.started_at is a datetime"):
             mem.add_many([ROWS[0], _step("alice", "r9", 0, 0, started_at=T0)])
         assert run_sync(mem.provider.run_summaries()) == []  # type: ignore[attr-defined]
-
-
-@pytest.mark.filterwarnings("ignore:memkit. trace key")
-def test_migration_11_repacks_steps_written_at_schema_10(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "old.db"
-    url = f"sqlite:///{path}?embedder=none"
-    with monkeypatch.context() as old:
-        old.setattr(_schema, "SCHEMA_VERSION", 10)
-        with memkit.open(url) as mem:
-            mem.add_many(ROWS)
-            before, generic, _ = _sqlite_reads(mem)
-            assert _runs(before) != _runs(generic)  # what schema 10 got wrong
-    with memkit.open(url) as mem:
-        with closing(sqlite3.connect(path)) as plain:
-            assert plain.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION
-        own, generic, columns = _sqlite_reads(mem)
-        assert _runs(own) == _runs(generic)
-        assert [(r.started_at, r.ended_at) for r in columns] == [(r.started_at, r.ended_at) for r in own]
-        mem.add_many([_step("carol", "r1", 0, 0, started_at="2026-10-01T08:00:00Z")])  # the new trigger
-        own, generic, _ = _sqlite_reads(mem)
-        assert _runs(own) == _runs(generic)
-        assert [r.started_at for r in own if r.user_id == "carol"] == [T0]
 
 
 @pytest.mark.filterwarnings("ignore:memkit. trace key")
