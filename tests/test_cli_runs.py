@@ -329,7 +329,7 @@ def test_show_finds_a_run_whose_id_another_workflow_could_also_spell(
 
 
 def test_sqlite_counts_run_summaries_as_the_generic_reads_do_and_within_a_namespace(tmp_path: Path) -> None:
-    """SQLite's run summaries (packed step numbers, recall counts from an index) equal what any store's
+    """SQLite's run summaries (step columns, recall counts from an index) equal what any store's
     public reads give, for the whole store, one namespace and one workflow; another namespace never shows."""
     from memkit._core._runs import summaries
     from memkit._sync import run_sync

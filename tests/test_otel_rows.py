@@ -159,9 +159,8 @@ def test_steps_and_recalls_the_rows_path_hands_back_give_the_same_tables(tmp_pat
     _odd_export(source, tmp_path)
     got = _import_both(tmp_path, source)
     tables = got["tables"]
-    # The cases are there: a NUL in a step's name (whole in the dictionary), a redacted secret, both
-    # users' recalls.
-    assert "log\x00in" in {text for _, text in tables["trace_dict"]}
+    # The cases are there: a NUL in a step's name (whole), a redacted secret, both users' recalls.
+    assert "log\x00in" in {row[7] for row in tables["trace_steps"]}
     contents = [row[4] for row in tables["memories"]]
     assert any("[REDACTED]" in c for c in contents) and not any("hunter2" in c for c in contents)
     assert {row[3] for row in tables["recalls"]} == {"alice", "bob"}

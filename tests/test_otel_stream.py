@@ -233,8 +233,8 @@ def test_rows_the_child_builds_carry_the_trace_steps_fields(tmp_path: Path, monk
     built = got["stream"].built
     assert built and all(row is not None for row in built)
     assert all(len(row) == 3 and row[2] is None for row in built)  # no vectors: a keyword-only store
-    assert all(len(columns) == 6 and len(fields) == 6 for columns, fields, _ in built)
-    names = [fields[0][4] for _, fields, _ in built]
+    assert all(len(columns) == 6 and len(fields) == 12 for columns, fields, _ in built)
+    names = [fields[2] for _, fields, _ in built]
     assert names.count("log\x00in") == 2  # alice's and bob's
 
 

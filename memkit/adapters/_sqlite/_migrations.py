@@ -131,13 +131,10 @@ MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
     INSERT OR IGNORE INTO trace_keys SELECT 'params', j.key FROM trace_steps t, json_each(t.parameters) j;
     INSERT OR IGNORE INTO trace_keys SELECT 'result', j.key FROM trace_steps t, json_each(t.result) j;
     """,
-    # A million steps must become a frame in a second or two. What leaves SQLite
-    # fast is few values: so each step keeps its numbers and text codes packed in one blob
-    # (see memkit.adapters._sqlite._traces) and its id, error, parameters and result as JSON texts
-    # joined by the unit separator in one cell; reading is one pass with two group_concat()s. Only
-    # the columns filters need stay as columns. params/result keys come from the JSON: trace_keys goes.
-    # The rows themselves are built by migration 13 (this one once copied them through an SQL
-    # function and re-created the insert trigger; 13 discards whatever earlier steps wrote).
+    # Each step's numbers and text codes packed in one blob and its id, error, parameters and result
+    # joined in one cell, for fewer values to leave SQLite; params/result keys come from the JSON:
+    # trace_keys goes. Migration 13 replaces this layout and builds every row (this one once copied
+    # the rows through an SQL function and re-created the insert trigger).
     4: """
     DROP TRIGGER trace_steps_insert;
     DROP TRIGGER trace_steps_delete;
@@ -355,24 +352,53 @@ MIGRATIONS[10] = _recall_step_columns
 MIGRATIONS[11] = MIGRATIONS[12] = "DROP TRIGGER IF EXISTS trace_steps_insert;"
 
 
+# Trace steps as plain columns, texts as texts, built in Python by the one builder memkit writes with
+# (memkit.adapters._sqlite._trace_writes). Schema 4's packed numbers, dictionary codes and joined cells
+# made a frame of 100k-1M steps and the run list only 1.0-1.4x faster to read (docs/benchmarks.md), short
+# of what a second layout and its packing code must buy; and the SQL that filled them from the JSON ended
+# a text at a NUL. The delete trigger (migration 4's) stays. IF EXISTS: a store marked older than it is
+# runs this again.
+_PLAIN_STEPS = """
+DROP VIEW IF EXISTS trace_source;
+DROP TABLE IF EXISTS trace_steps;
+DROP TABLE IF EXISTS trace_dict;
+CREATE TABLE trace_steps (
+    seq         INTEGER PRIMARY KEY,     -- memories.seq
+    id          TEXT NOT NULL,           -- memories.id, created_us, user_id and agent_id
+    created_us  INTEGER NOT NULL,
+    user_id     TEXT NOT NULL,
+    agent_id    TEXT NOT NULL,
+    workflow_id TEXT,
+    run_id      TEXT,
+    step_name   TEXT,
+    tool        TEXT,
+    status      TEXT,
+    step_index  INTEGER,
+    started_us  INTEGER,                 -- microseconds since the epoch
+    duration_us INTEGER,
+    retry_count INTEGER,
+    error       TEXT,
+    parameters  TEXT,                    -- JSON objects
+    result      TEXT
+);
+CREATE INDEX trace_steps_workflow ON trace_steps (workflow_id);
+"""
+
+
 def _steps_built_in_python(conn: sqlite3.Connection) -> None:
-    """Build every trace step's row again with the one builder memkit writes with
-    (:mod:`memkit.adapters._sqlite._trace_writes`). Rows of older files came from SQL whose JSON
-    reading ended a text at a NUL (and read a number where a name belongs as text); each step now
-    reads as its record does on any backend. The dictionary is built again with them."""
-    conn.execute("DROP VIEW IF EXISTS trace_source")
-    conn.execute("DELETE FROM trace_steps")
-    conn.execute("DELETE FROM trace_dict")
+    """Every trace step's row in the plain table, built from its memory as memkit builds a new one."""
+    for statement in statements(_PLAIN_STEPS):
+        conn.execute(statement)
     rows = conn.execute(
-        "SELECT seq, created_us, id, user_id, agent_id, metadata FROM memories"
+        "SELECT seq, id, created_us, user_id, agent_id, metadata FROM memories"
         " WHERE json_extract(metadata, '$.type') = 'trace' ORDER BY seq"
     )
     while chunk := rows.fetchmany(10_000):
         steps = []
-        for seq, created_us, memory_id, user_id, agent_id, metadata in chunk:
-            fields = step_fields(memory_id, user_id, agent_id, json.loads(metadata))
+        for *columns, metadata in chunk:
+            fields = step_fields(json.loads(metadata))
             if fields is not None:
-                steps.append((seq, created_us, fields))
+                steps.append((*columns, *fields))
         write_steps(conn, steps)
 
 

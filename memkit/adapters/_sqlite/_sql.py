@@ -51,7 +51,7 @@ def select(
         # its (text) workflow_id, so that index names every row that can pass; the namespace index
         # would test the filters on each of the namespace's rows (unary + keeps the planner off it).
         namespace = ("+m.user_id = ? AND +m.agent_id = ? AND m.seq IN (SELECT seq FROM trace_steps"
-                     " WHERE workflow_id = (SELECT code FROM trace_dict WHERE text = ?))")
+                     " WHERE workflow_id = ?)")
         narrowed = [tests[("workflow_id",)]]
     sql = (
         f"SELECT {COLUMNS} FROM memories m WHERE {namespace} AND {where}"  # noqa: S608

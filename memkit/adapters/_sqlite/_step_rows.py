@@ -216,13 +216,13 @@ def step_rows(
             more, meta = memory_rows((record,))
             add_row(more[0])
             add_meta(meta[0])
-            add_fields(step_fields(record.id, record.user_id, record.agent_id, record.metadata))
+            add_fields(step_fields(record.metadata))
         else:
             add_row(row[:6])
             add_meta(row[6])
             # Built now: while a stream's next steps are being planned by the other process, the
             # write left with the least.
-            add_fields(step_fields(row[0], row[1], row[2], row[6], row[7:]))
+            add_fields(step_fields(row[6], row[7:]))
     return rows, metas, fields, made
 
 

@@ -16,67 +16,64 @@ from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 from memkit._core._records import TraceRow
-from memkit.adapters._sqlite._traces import MISSING, PACKED
 from memkit.traces._timing import step_timing
 
 __all__ = ["BuiltRow", "Fields", "built_rows", "delete_replaced", "insert_memories", "step_fields", "write_steps"]
 
 _INSERT_STEP = (
-    "INSERT INTO trace_steps (seq, created_us, user_id, agent_id, workflow_id, status, numbers, cells)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO trace_steps (seq, id, created_us, user_id, agent_id, workflow_id, run_id, step_name, tool, status,"
+    " step_index, started_us, duration_us, retry_count, error, parameters, result)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_MEMORY = (
     "INSERT INTO memories (id, user_id, agent_id, content, metadata, created_us) VALUES (?, ?, ?, ?, ?, ?)"
 )
-# The form trace_row's texts of parameters and result have (so a cell is the same text either way);
-# control characters, the unit separator between cells included, are escaped by JSON.
+# The form trace_row's texts of parameters and result have (so a cell is the same text either way).
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-_QUOTE = json.JSONEncoder(ensure_ascii=False)
 
-# A step's trace_steps row but for its seq, write time and dictionary codes: its seven texts (user,
-# agent, workflow, run, step name, tool, status), its cells, and step index, start, duration and retries.
-Fields = tuple[tuple[str | None, ...], str, int, int, int, int]
+# A step's trace_steps row after its seq, id, write time and namespace: workflow, run, step name, tool,
+# status, step index, start and duration (microseconds), retries, error, and parameters and result as
+# JSON objects; None where the step has none.
+Fields = tuple[Any, ...]
 
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _integer(value: Any) -> int:
-    if isinstance(value, int) and not isinstance(value, bool) and MISSING < value < 2**63:
+def _integer(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and -(2**63) < value < 2**63:
         return value
-    return MISSING
+    return None
 
 
 def _seconds(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _micros(seconds: float | None) -> int:
+def _micros(seconds: float | None) -> int | None:
     if seconds is None:
-        return MISSING
+        return None
     try:
         return _integer(round(seconds * 1e6))
     except (OverflowError, ValueError):  # an infinite or NaN time is no time
-        return MISSING
+        return None
 
 
-def _object(value: Any) -> str:
-    return _COMPACT.encode(value) if isinstance(value, dict) else "null"
+def _object(value: Any) -> str | None:
+    return _COMPACT.encode(value) if isinstance(value, dict) else None
 
 
 def step_fields(
-    record_id: str, user_id: str, agent_id: str, meta: dict[str, Any], objects: Sequence[str] | None = None
+    meta: dict[str, Any], objects: Sequence[str] | None = None
 ) -> Fields | None:
     """The fields of one memory's trace_steps row (None when it is not a trace step). ``objects``: its
-    parameters' and result's cells when the caller has them already (trace_row's texts)."""
+    parameters' and result's JSON texts when the caller has them already (trace_row's, "null" for none)."""
     if meta.get("type") != "trace":
         return None
     trace = meta.get("trace")
     if not isinstance(trace, dict):
         trace = {}
-    texts = (user_id, agent_id, _text(meta.get("workflow_id")), _text(meta.get("run_id")),
-             _text(trace.get("step_name")), _text(trace.get("tool")), _text(trace.get("status")))
     start, duration = _seconds(trace.get("timestamp")), _seconds(trace.get("duration"))
     if start is None and duration is None:  # timing spelt otherwise (add_many): read as the reads read it
         with warnings.catch_warnings():  # the reads warn about unreadable times; a write stays silent
@@ -86,38 +83,20 @@ def step_fields(
                 start, duration = timing.start, timing.duration
             except Exception:  # a step without readable timing is still stored
                 pass
-    error = trace.get("error")
-    quoted = _QUOTE.encode(error) if isinstance(error, str) else "null"
     if objects is None:
-        objects = (_object(trace.get("parameters")), _object(trace.get("result")))
-    cells = "\x1f".join((record_id, quoted, *objects))
-    return (texts, cells, _integer(trace.get("step_index")), _micros(start), _micros(duration),
-            _integer(trace.get("retry_count")))
+        parameters, result = _object(trace.get("parameters")), _object(trace.get("result"))
+    else:
+        parameters, result = (None if text == "null" else text for text in objects)
+    return (_text(meta.get("workflow_id")), _text(meta.get("run_id")), _text(trace.get("step_name")),
+            _text(trace.get("tool")), _text(trace.get("status")), _integer(trace.get("step_index")),
+            _micros(start), _micros(duration), _integer(trace.get("retry_count")), _text(trace.get("error")),
+            parameters, result)
 
 
-def write_steps(db: sqlite3.Connection, steps: Iterable[tuple[int, int, Fields]]) -> None:
-    """Write the trace_steps rows of ``(seq, created_us, fields)`` (and the new texts of trace_dict),
-    inside the caller's write transaction."""
-    known: dict[str, int] = {}
-
-    def code(text: str | None) -> int:
-        if text is None:
-            return MISSING
-        found = known.get(text)
-        if found is None:
-            row = db.execute("SELECT code FROM trace_dict WHERE text = ?", (text,)).fetchone()
-            found = row[0] if row is not None else db.execute(
-                "INSERT INTO trace_dict (text) VALUES (?)", (text,)).lastrowid
-            known[text] = cast(int, found)
-        return cast(int, found)
-
-    rows = []
-    for seq, created_us, (texts, cells, step_index, started, lasted, retries) in steps:
-        codes = [code(text) for text in texts]
-        numbers = PACKED.pack(seq, created_us, *codes, step_index, started, lasted, retries)
-        rows.append((seq, created_us, codes[0], codes[1], None if codes[2] == MISSING else codes[2],
-                     None if codes[6] == MISSING else codes[6], numbers, cells))
-    db.executemany(_INSERT_STEP, rows)
+def write_steps(db: sqlite3.Connection, steps: Iterable[tuple[Any, ...]]) -> None:
+    """Write the trace_steps rows ``(seq, id, created_us, user_id, agent_id, *fields)``, inside the
+    caller's write transaction."""
+    db.executemany(_INSERT_STEP, steps)
 
 
 def insert_memories(
@@ -130,8 +109,9 @@ def insert_memories(
     :func:`step_fields` where the caller made them already (a bulk import)."""
     db.executemany(_INSERT_MEMORY, rows)
     if fields is None:
-        fields = [step_fields(row[0], row[1], row[2], meta) for row, meta in zip(rows, metas, strict=True)]
-    write_steps(db, ((first_seq + i, rows[i][5], f) for i, f in enumerate(fields) if f is not None))
+        fields = [step_fields(meta) for row, meta in zip(rows, metas, strict=True)]
+    write_steps(db, ((first_seq + i, row[0], row[5], row[1], row[2], *f)
+                     for i, (row, f) in enumerate(zip(rows, fields, strict=True)) if f is not None))
 
 
 # What a streamed import's other process sends of a step (see built_rows): the memories columns, the
@@ -146,7 +126,7 @@ def built_rows(rows: Sequence[TraceRow | None], embedder: str | None) -> list[Bu
     with ``embedder`` (a name :func:`memkit.embeddings.get_embedder` resolves to the same model in every
     process) the content's vector as the store keeps it, so the store embeds none."""
     built: list[BuiltRow | None] = [
-        None if row is None else (row[:6], step_fields(row[0], row[1], row[2], row[6], row[7:]), None)
+        None if row is None else (row[:6], step_fields(row[6], row[7:]), None)
         for row in rows
     ]
     if embedder is None:
