@@ -1,6 +1,6 @@
 """Trace steps' rows, built in Python in the transaction that inserts their memories: the one place
-``trace_steps`` and ``trace_dict`` are written (add_trace, add_many, replacing writes, bulk imports and
-the migration that builds an older file's rows again).
+``trace_steps`` is written (add_trace, add_many, replacing writes, bulk imports and the migration that
+builds an older file's rows again).
 
 A step's fields are read as the generic reads read a stored record (:func:`memkit._core._runs.step_of`):
 a text field that is not a string, an index that is not an integer, is no value; so a step reads the
