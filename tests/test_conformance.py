@@ -10,12 +10,6 @@ import pytest
 from memkit.adapters import InMemoryAdapter, SQLiteAdapter
 from memkit.testing import ProviderConformance
 
-# SQLite's JSON functions (3.40) end a string at a NUL: its trace table, filled by json_extract, holds
-# "a\x00b" as "a". Declared (strict xfail) until the SQLite store extracts such strings whole.
-SQLITE_NUL = {
-    "test_nul_in_trace_columns_is_text": "SQLite's trace table is filled by json_extract, which ends a string at NUL",
-}
-
 
 class TestInMemoryAdapter(ProviderConformance):
     @pytest.fixture
@@ -25,7 +19,6 @@ class TestInMemoryAdapter(ProviderConformance):
 
 class TestSQLiteAdapter(ProviderConformance):
     persistent = True
-    differences = SQLITE_NUL
 
     @pytest.fixture
     def make_provider(self, tmp_path: Path) -> Callable[[], SQLiteAdapter]:
@@ -36,7 +29,6 @@ class TestSQLiteAdapterWithEmbeddings(ProviderConformance):
     """The same contract with the default static embedder on (searches run in hybrid mode)."""
 
     persistent = True
-    differences = SQLITE_NUL
 
     @pytest.fixture
     def make_provider(self, tmp_path: Path) -> Callable[[], SQLiteAdapter]:

@@ -89,7 +89,7 @@ def test_sqlite_fast_path_equals_the_generic_path(tmp_path: Path, in_ram: bool) 
     history = ExecutionHistory(memory_provider=store, workflow_id="wf", agent_id="a")
     _record(history)
     history.add_item(history.items[0].__class__(step_name="odd\x1fname", tool="t", status="skipped"))  # type: ignore[arg-type]
-    # Odd values the packed numbers and joined cells must survive: a separator inside an
+    # Odd values the trace columns must survive: a separator inside an
     # error, int64's minimum (the missing marker) and a fractional count (missing in
     # both paths; add_trace refuses one now, an older memkit stored it), nested containers twice.
     odd = {"step_name": "s", "tool": "t", "status": "failed", "error": "bad\x1fsep\x1e", "step_index": -(2**63),

@@ -363,7 +363,6 @@ def test_evaluate_with_another_setting(tmp_path: Path) -> None:
 def test_a_version_7_store_migrates_and_keeps_its_recalls(tmp_path: Path) -> None:
     path = tmp_path / "v7.db"
     conn = sqlite3.connect(path, isolation_level=None)
-    conn.create_function("memkit_pack_trace_numbers", -1, lambda *a: b"")
     for target in range(1, 8):
         step = MIGRATIONS[target]
         if callable(step):

@@ -8,10 +8,8 @@ from __future__ import annotations
 import gc
 import json
 import os
-import sqlite3
 import uuid
 import warnings
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,6 @@ from memkit._core import _stamps, _timing
 from memkit._core._records import trace_record
 from memkit._core._stamps import new_id
 from memkit._core._timing import with_timing
-from memkit.adapters._sqlite import _schema
 from memkit.otel import import_otlp
 
 _numbers = st.one_of(
@@ -166,29 +163,3 @@ def test_the_import_leaves_the_cyclic_gc_as_it_found_it(tmp_path: Path) -> None:
         (gc.enable if was else gc.disable)()
 
 
-def test_imported_steps_are_the_rows_schema_11s_trigger_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The import through schema 12's Python rows and through schema 11's trigger: the same trace_steps
-    and trace_dict, so every view reads an imported run as before."""
-    spans = _bench_like_file(tmp_path / "spans.json", 150)
-    files = {}
-    for schema in (11, _schema.SCHEMA_VERSION):
-        files[schema] = tmp_path / f"v{schema}.db"
-        with monkeypatch.context() as patch:
-            patch.setattr(_schema, "SCHEMA_VERSION", schema)
-            mem = memkit.open(f"sqlite:///{files[schema]}?embedder=none")
-        with mem:
-            import_otlp(mem, spans, user_id="u", agent_id="a")
-    rows = {}
-    for schema, path in files.items():
-        with closing(sqlite3.connect(path)) as db:
-            rows[schema] = (
-                db.execute("SELECT t.created_us, t.user_id, t.agent_id, t.workflow_id, t.status,"
-                           " substr(t.numbers, 17), substr(t.cells, instr(t.cells, char(31)))"
-                           " FROM trace_steps t ORDER BY seq").fetchall(),
-                db.execute("SELECT * FROM trace_dict ORDER BY code").fetchall(),
-            )
-    assert len(rows[11][0]) == 150
-    assert rows[_schema.SCHEMA_VERSION][1] == rows[11][1]
-    # Ids and write times differ between two imports: each row without them (seq and created_us lead
-    # the packed numbers, the id leads the cells).
-    assert [r[1:] for r in rows[_schema.SCHEMA_VERSION][0]] == [r[1:] for r in rows[11][0]]

@@ -223,11 +223,9 @@ def test_a_memkit_export_by_two_users_streamed(tmp_path: Path, monkeypatch: pyte
             assert not any(m.user_id == other for m in steps)
 
 
-def test_rows_the_child_builds_carry_the_trace_steps_row_and_leave_odd_steps_whole(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The store's row maker: a plain step crosses as its columns and prepared trace_steps row (no
-    # metadata to pickle), a step only the trigger's SQL can write (a NUL in its name) as the whole row.
+def test_rows_the_child_builds_carry_the_trace_steps_fields(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The store's row maker: every step crosses as its columns and trace_steps fields (no metadata to
+    # pickle), a NUL in a step's name included.
     source = tmp_path / "odd.json"
     _odd_export(source, tmp_path)
     monkeypatch.setattr(_stream, "ROWS_BEHIND", 0)
@@ -235,10 +233,9 @@ def test_rows_the_child_builds_carry_the_trace_steps_row_and_leave_odd_steps_who
     built = got["stream"].built
     assert built and all(row is not None for row in built)
     assert all(len(row) == 3 and row[2] is None for row in built)  # no vectors: a keyword-only store
-    whole = [row for row, prepared, _ in built if prepared is None]
-    assert [row[6]["step_name"] for row in whole] == ["log\x00in", "log\x00in"]  # alice's and bob's
-    slim = [(columns, prepared) for columns, prepared, _ in built if prepared is not None]
-    assert len(slim) == len(built) - 2 and all(len(columns) == 6 and len(prepared) == 6 for columns, prepared in slim)
+    assert all(len(columns) == 6 and len(fields) == 12 for columns, fields, _ in built)
+    names = [fields[2] for _, fields, _ in built]
+    assert names.count("log\x00in") == 2  # alice's and bob's
 
 
 @pytest.mark.parametrize("embedder", ["default", "own"])
@@ -248,7 +245,7 @@ def test_the_child_embeds_the_rows_it_builds_with_the_shipped_model_only(
     # With the shipped model the child appends each row's vector (every process makes the same), and
     # the store embeds none of them; another embedder's vectors are all made by the store.
     monkeypatch.setattr(_stream, "ROWS_BEHIND", 0)
-    source = _odd_export(tmp_path / "odd.json", tmp_path)  # a step only the trigger's SQL writes too
+    source = _odd_export(tmp_path / "odd.json", tmp_path)
     path = tmp_path / "odd.json"
     path.write_text(json.dumps(source))
     embedded: list[int] = []
@@ -264,7 +261,7 @@ def test_the_child_embeds_the_rows_it_builds_with_the_shipped_model_only(
     assert len(vectors) == len(got["tables"]["memories"]) > 0  # and byte for byte as one process made them
     built = got["stream"].built
     assert built and all(row is not None for row in built)
-    assert sum(prepared is None for _, prepared, _ in built) == 2  # the steps sent whole
+    assert all(fields is not None for _, fields, _ in built)
     if embedder == "default":
         assert all(type(vector) is bytes and len(vector) == 384 * 4 for _, _, vector in built)
         assert sum(embedded) == len(vectors)  # all in the one-process import, none streamed

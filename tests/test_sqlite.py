@@ -28,7 +28,7 @@ async def test_file_is_wal_with_schema_version(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
     assert tables == {
-        "memories", "store_meta", "memory_vectors", "trace_steps", "trace_dict", "trace_source",
+        "memories", "store_meta", "memory_vectors", "trace_steps",
         "memory_deletions", "sqlite_sequence", "keyword_snapshots", "recalls", "vector_snapshots", "marks",
     }
 

@@ -62,7 +62,6 @@ def test_another_process_deleting_and_adding_is_seen(tmp_path: Path) -> None:
 async def test_a_version_4_store_migrates_and_stops_reusing_seqs(tmp_path: Path) -> None:
     path = tmp_path / "v4.db"
     conn = sqlite3.connect(path, isolation_level=None)
-    conn.create_function("memkit_pack_trace_numbers", -1, lambda *a: b"")
     for target in range(1, 5):
         step = MIGRATIONS[target]
         assert isinstance(step, str)

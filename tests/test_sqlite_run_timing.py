@@ -5,9 +5,7 @@ reads of SQLite, memory:// and PostgreSQL, and the command line."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import uuid
-from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,6 @@ import memkit
 from memkit._core._runs import RunSummary, _steps_of_columns, summaries, summarise
 from memkit._sync import run_sync
 from memkit.adapters._postgres._adapter import PostgresAdapter
-from memkit.adapters._sqlite import _schema
 from memkit.cli import main
 from memkit.testing import PostgresServer
 
@@ -110,27 +107,6 @@ def test_add_many_refuses_datetime_objects_in_a_trace(tmp_path: Path) -> None:
         with pytest.raises(memkit.InvalidInputError, match=r"metadata\.trace\.started_at is a datetime"):
             mem.add_many([ROWS[0], _step("alice", "r9", 0, 0, started_at=T0)])
         assert run_sync(mem.provider.run_summaries()) == []  # type: ignore[attr-defined]
-
-
-@pytest.mark.filterwarnings("ignore:memkit. trace key")
-def test_migration_11_repacks_steps_written_at_schema_10(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "old.db"
-    url = f"sqlite:///{path}?embedder=none"
-    with monkeypatch.context() as old:
-        old.setattr(_schema, "SCHEMA_VERSION", 10)
-        with memkit.open(url) as mem:
-            mem.add_many(ROWS)
-            before, _, _ = _sqlite_reads(mem)
-            assert _times(before) != TIMES  # what schema 10 got wrong
-    with memkit.open(url) as mem:
-        with closing(sqlite3.connect(path)) as plain:
-            assert plain.execute("PRAGMA user_version").fetchone()[0] == _schema.SCHEMA_VERSION
-        own, _, columns = _sqlite_reads(mem)
-        assert _times(own) == TIMES
-        assert {key: times[:2] for key, times in _times(columns).items()} == {k: t[:2] for k, t in TIMES.items()}
-        mem.add_many([_step("carol", "r1", 0, 0, started_at="2026-10-01T08:00:00Z")])  # the new trigger
-        own, _, _ = _sqlite_reads(mem)
-        assert _times(own) == {**TIMES, ("carol", "r1"): (T0, T0, 1)}
 
 
 @pytest.mark.filterwarnings("ignore:memkit. trace key")

@@ -213,7 +213,6 @@ async def test_a_snapshot_of_another_embedder_is_ignored(tmp_path: Path) -> None
 async def test_a_version_6_store_migrates_and_saves_vector_snapshots(tmp_path: Path) -> None:
     path = tmp_path / "v6.db"
     conn = sqlite3.connect(path, isolation_level=None)
-    conn.create_function("memkit_pack_trace_numbers", -1, lambda *a: b"")
     for target in range(1, 7):
         step = MIGRATIONS[target]
         if callable(step):

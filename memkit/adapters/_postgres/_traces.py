@@ -12,7 +12,7 @@ from typing import Any
 from memkit.adapters._postgres._sql import POSTGRES
 from memkit.adapters._postgres._writes import json_out, text_in, text_out
 from memkit.adapters._sqlbase import trace_filter
-from memkit.adapters._sqlite._traces import MISSING, TRACE_NUMBERS, decode_trace_fields, gc_paused, step_timing_us
+from memkit.adapters._trace_columns import MISSING, TRACE_NUMBERS, decode_trace_fields, gc_paused, step_timing_us
 
 __all__ = ["read"]
 

@@ -422,7 +422,6 @@ class SQLiteAdapter(Store):
         db = self._db()
         with write_transaction(db):
             db.execute("DELETE FROM memories")
-            db.execute("DELETE FROM trace_dict")  # names of users, workflows and tools go too
             db.execute("DELETE FROM keyword_snapshots")
             db.execute("DELETE FROM vector_snapshots")
             db.execute("DELETE FROM recalls")

@@ -3,10 +3,11 @@ version (:func:`memkit.adapters._sqlite._schema.migrate` runs them in one write 
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable, Iterator
 
-from memkit.adapters._sqlite._traces import TRACE_NUMBERS, pack_trace_step, unpack_trace_numbers
+from memkit.adapters._sqlite._trace_writes import step_fields, write_steps
 
 __all__ = ["MIGRATIONS", "statements"]
 
@@ -130,20 +131,15 @@ MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
     INSERT OR IGNORE INTO trace_keys SELECT 'params', j.key FROM trace_steps t, json_each(t.parameters) j;
     INSERT OR IGNORE INTO trace_keys SELECT 'result', j.key FROM trace_steps t, json_each(t.result) j;
     """,
-    # A million steps must become a frame in a second or two. What leaves SQLite
-    # fast is few values: so each step keeps its numbers and text codes packed in one blob
-    # (see pack_trace_numbers) and its id, error, parameters and result as JSON texts joined
-    # by the unit separator in one cell; reading is one pass with two group_concat()s. Only
-    # the columns filters need stay as columns. The trigger calls a function that each
-    # memkit connection registers, so trace memories must be written through memkit (plain
-    # sqlite3 gets "no such function"). params/result keys come from the JSON: trace_keys goes.
-    # The new trigger repeats part of migration 3's on purpose: a shipped migration is history,
-    # so neither shares text with a later one.
+    # Each step's numbers and text codes packed in one blob and its id, error, parameters and result
+    # joined in one cell, for fewer values to leave SQLite; params/result keys come from the JSON:
+    # trace_keys goes. Migration 13 replaces this layout and builds every row (this one once copied
+    # the rows through an SQL function and re-created the insert trigger).
     4: """
     DROP TRIGGER trace_steps_insert;
     DROP TRIGGER trace_steps_delete;
     DROP TABLE trace_keys;
-    ALTER TABLE trace_steps RENAME TO trace_steps_v3;
+    DROP TABLE trace_steps;
     CREATE TABLE trace_steps (
         seq         INTEGER PRIMARY KEY,     -- memories.seq
         created_us  INTEGER NOT NULL,        -- memories.created_us
@@ -154,39 +150,7 @@ MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
         numbers     BLOB NOT NULL,           -- TRACE_NUMBERS as little-endian int64
         cells       TEXT NOT NULL            -- id, then error, parameters, result as JSON; char(31) between
     );
-    INSERT INTO trace_steps
-        SELECT seq, created_us, user_id, agent_id, workflow_id, status,
-            memkit_pack_trace_numbers(seq, created_us, user_id, agent_id, workflow_id, run_id, step_name,
-                tool, status, step_index, started_us, duration_us, retry_count),
-            id || char(31) || json_quote(error) || char(31) || coalesce(parameters, 'null') || char(31)
-                || coalesce(result, 'null')
-        FROM trace_steps_v3;
-    DROP TABLE trace_steps_v3;
     CREATE INDEX trace_steps_workflow ON trace_steps (workflow_id);
-    CREATE TRIGGER trace_steps_insert AFTER INSERT ON memories
-    WHEN json_extract(new.metadata, '$.type') = 'trace' BEGIN
-        INSERT OR IGNORE INTO trace_dict (text)
-            SELECT value FROM trace_source s, json_each(json_array(
-                s.user_id, s.agent_id, s.workflow_id, s.run_id, s.step_name, s.tool, s.status))
-            WHERE s.seq = new.seq AND json_each.type = 'text';
-        INSERT INTO trace_steps
-            SELECT seq, created_us, user_id, agent_id, workflow_id, status,
-                memkit_pack_trace_numbers(seq, created_us, user_id, agent_id, workflow_id, run_id, step_name,
-                    tool, status, step_index, started_us, duration_us, retry_count),
-                cells
-            FROM (SELECT seq, created_us,
-                (SELECT code FROM trace_dict WHERE text = s.user_id) AS user_id,
-                (SELECT code FROM trace_dict WHERE text = s.agent_id) AS agent_id,
-                (SELECT code FROM trace_dict WHERE text = s.workflow_id) AS workflow_id,
-                (SELECT code FROM trace_dict WHERE text = s.run_id) AS run_id,
-                (SELECT code FROM trace_dict WHERE text = s.step_name) AS step_name,
-                (SELECT code FROM trace_dict WHERE text = s.tool) AS tool,
-                (SELECT code FROM trace_dict WHERE text = s.status) AS status,
-                step_index, started_us, duration_us, retry_count,
-                id || char(31) || json_quote(error) || char(31) || coalesce(parameters, 'null') || char(31)
-                    || coalesce(result, 'null') AS cells
-            FROM trace_source s WHERE s.seq = new.seq);
-    END;
     CREATE TRIGGER trace_steps_delete AFTER DELETE ON memories BEGIN
         DELETE FROM trace_steps WHERE seq = old.seq;
     END;
@@ -381,87 +345,64 @@ def _recall_step_columns(conn: sqlite3.Connection) -> None:
 
 MIGRATIONS[10] = _recall_step_columns
 
-# A step's start and duration as the generic reads take them (memkit._core._runs.step_of): the
-# numeric ``timestamp``/``duration`` add_trace stores; when it has neither (a step written with
-# add_many, its times spelt ``started_at``/``ended_at``, ISO or epoch), whatever memkit._core._timing
-# reads, handed to the packing function as the trace's JSON. A non-numeric ``timestamp`` was read as
-# a number by migration 3's view (an ISO string as its year).
-_TIMING_V11 = """
-DROP TRIGGER IF EXISTS trace_steps_insert;
-DROP VIEW trace_source;
-CREATE VIEW trace_source AS SELECT
-    seq, id, created_us, user_id, agent_id,
-    json_extract(metadata, '$.workflow_id') AS workflow_id,
-    json_extract(metadata, '$.run_id') AS run_id,
-    json_extract(metadata, '$.trace.step_name') AS step_name,
-    json_extract(metadata, '$.trace.tool') AS tool,
-    json_extract(metadata, '$.trace.status') AS status,
-    json_extract(metadata, '$.trace.step_index') AS step_index,
-    CASE WHEN json_type(metadata, '$.trace.timestamp') IN ('integer', 'real')
-        THEN CAST(round(json_extract(metadata, '$.trace.timestamp') * 1e6) AS INTEGER) END AS started_us,
-    CASE WHEN json_type(metadata, '$.trace.duration') IN ('integer', 'real')
-        THEN CAST(round(json_extract(metadata, '$.trace.duration') * 1e6) AS INTEGER) END AS duration_us,
-    CASE WHEN coalesce(json_type(metadata, '$.trace.timestamp'), '') NOT IN ('integer', 'real')
-        AND coalesce(json_type(metadata, '$.trace.duration'), '') NOT IN ('integer', 'real')
-        THEN metadata -> '$.trace' END AS timing,
-    json_extract(metadata, '$.trace.retry_count') AS retry_count,
-    json_extract(metadata, '$.trace.error') AS error,
-    CASE json_type(metadata, '$.trace.parameters') WHEN 'object' THEN metadata -> '$.trace.parameters' END
-        AS parameters,
-    CASE json_type(metadata, '$.trace.result') WHEN 'object' THEN metadata -> '$.trace.result' END AS result
-FROM memories WHERE json_extract(metadata, '$.type') = 'trace';
-CREATE TRIGGER trace_steps_insert AFTER INSERT ON memories
-WHEN json_extract(new.metadata, '$.type') = 'trace' BEGIN
-    INSERT OR IGNORE INTO trace_dict (text)
-        SELECT value FROM trace_source s, json_each(json_array(
-            s.user_id, s.agent_id, s.workflow_id, s.run_id, s.step_name, s.tool, s.status))
-        WHERE s.seq = new.seq AND json_each.type = 'text';
-    INSERT INTO trace_steps
-        SELECT seq, created_us, user_id, agent_id, workflow_id, status,
-            memkit_pack_trace_numbers(seq, created_us, user_id, agent_id, workflow_id, run_id, step_name,
-                tool, status, step_index, started_us, duration_us, retry_count, timing),
-            cells
-        FROM (SELECT seq, created_us,
-            (SELECT code FROM trace_dict WHERE text = s.user_id) AS user_id,
-            (SELECT code FROM trace_dict WHERE text = s.agent_id) AS agent_id,
-            (SELECT code FROM trace_dict WHERE text = s.workflow_id) AS workflow_id,
-            (SELECT code FROM trace_dict WHERE text = s.run_id) AS run_id,
-            (SELECT code FROM trace_dict WHERE text = s.step_name) AS step_name,
-            (SELECT code FROM trace_dict WHERE text = s.tool) AS tool,
-            (SELECT code FROM trace_dict WHERE text = s.status) AS status,
-            step_index, started_us, duration_us, timing, retry_count,
-            id || char(31) || json_quote(error) || char(31) || coalesce(parameters, 'null') || char(31)
-                || coalesce(result, 'null') AS cells
-        FROM trace_source s WHERE s.seq = new.seq);
-END;
+# 11 re-created the insert trigger to read a step's timing as the generic reads do and re-packed the
+# steps it read otherwise, and 12 dropped the trigger for rows written from Python: migration 13 now
+# builds every row again, so neither has anything left to do but drop a trigger a file still has
+# (IF EXISTS: a store marked older than it is runs them again).
+MIGRATIONS[11] = MIGRATIONS[12] = "DROP TRIGGER IF EXISTS trace_steps_insert;"
+
+
+# Trace steps as plain columns, texts as texts, built in Python by the one builder memkit writes with
+# (memkit.adapters._sqlite._trace_writes). Schema 4's packed numbers, dictionary codes and joined cells
+# made a frame of 100k-1M steps and the run list only 1.0-1.4x faster to read (docs/benchmarks.md), short
+# of what a second layout and its packing code must buy; and the SQL that filled them from the JSON ended
+# a text at a NUL. The delete trigger (migration 4's) stays. IF EXISTS: a store marked older than it is
+# runs this again.
+_PLAIN_STEPS = """
+DROP VIEW IF EXISTS trace_source;
+DROP TABLE IF EXISTS trace_steps;
+DROP TABLE IF EXISTS trace_dict;
+CREATE TABLE trace_steps (
+    seq         INTEGER PRIMARY KEY,     -- memories.seq
+    id          TEXT NOT NULL,           -- memories.id, created_us, user_id and agent_id
+    created_us  INTEGER NOT NULL,
+    user_id     TEXT NOT NULL,
+    agent_id    TEXT NOT NULL,
+    workflow_id TEXT,
+    run_id      TEXT,
+    step_name   TEXT,
+    tool        TEXT,
+    status      TEXT,
+    step_index  INTEGER,
+    started_us  INTEGER,                 -- microseconds since the epoch
+    duration_us INTEGER,
+    retry_count INTEGER,
+    error       TEXT,
+    parameters  TEXT,                    -- JSON objects
+    result      TEXT
+);
+CREATE INDEX trace_steps_workflow ON trace_steps (workflow_id);
 """
 
 
-def _step_timing_read_alike(conn: sqlite3.Connection) -> None:
-    """Re-create the trace trigger to read timing as the generic reads do, and re-pack the stored steps
-    whose timing is not two numbers (only those can differ)."""
-    for statement in statements(_TIMING_V11):
+def _steps_built_in_python(conn: sqlite3.Connection) -> None:
+    """Every trace step's row in the plain table, built from its memory as memkit builds a new one."""
+    for statement in statements(_PLAIN_STEPS):
         conn.execute(statement)
-    stale = conn.execute(
-        "SELECT t.seq, t.numbers, s.started_us, s.duration_us, s.timing FROM trace_source s"
-        " JOIN trace_steps t ON t.seq = s.seq"
-        " WHERE s.timing IS NOT NULL OR s.started_us IS NULL OR s.duration_us IS NULL"
-    ).fetchall()
-    for seq, numbers, started, duration, timing in stale:
-        values: list[object] = list(unpack_trace_numbers(numbers))
-        values[TRACE_NUMBERS.index("started_us")] = started
-        values[TRACE_NUMBERS.index("duration_us")] = duration
-        packed = pack_trace_step(*values, timing)
-        if packed != numbers:
-            conn.execute("UPDATE trace_steps SET numbers = ? WHERE seq = ?", (packed, seq))
+    rows = conn.execute(
+        "SELECT seq, id, created_us, user_id, agent_id, metadata FROM memories"
+        " WHERE json_extract(metadata, '$.type') = 'trace' ORDER BY seq"
+    )
+    while chunk := rows.fetchmany(10_000):
+        steps = []
+        for *columns, metadata in chunk:
+            fields = step_fields(json.loads(metadata))
+            if fields is not None:
+                steps.append((*columns, *fields))
+        write_steps(conn, steps)
 
 
-MIGRATIONS[11] = _step_timing_read_alike
-
-# The insert trigger parsed a step's metadata once per field; memkit now writes the same rows from
-# Python in the inserting transaction (memkit.adapters._sqlite._trace_writes). IF EXISTS (here and
-# in 11, which has no other effect): a store marked older than it is runs them again.
-MIGRATIONS[12] = "DROP TRIGGER IF EXISTS trace_steps_insert;"
+MIGRATIONS[13] = _steps_built_in_python
 
 
 def statements(script: str) -> Iterator[str]:

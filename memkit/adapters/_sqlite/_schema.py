@@ -12,11 +12,10 @@ from pathlib import Path
 from memkit._core._errors import ConfigError
 from memkit.adapters._sqlite._foreign import not_a_database
 from memkit.adapters._sqlite._migrations import MIGRATIONS, statements
-from memkit.adapters._sqlite._traces import TRACE_NUMBERS, pack_trace_numbers, pack_trace_step
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "migrate", "statements", "write_transaction", "write_unless_busy"]
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 
 @contextmanager
@@ -76,13 +75,6 @@ def connect(
         # NORMAL is durable across application crashes in WAL mode; only a power
         # cut can lose the last commits, and it makes small writes ~10x faster.
         conn.execute("PRAGMA synchronous = NORMAL")
-        # Migrations before 11 pack without the trace's timing; the trigger since then passes it last.
-        conn.create_function(
-            "memkit_pack_trace_numbers", len(TRACE_NUMBERS), pack_trace_numbers, deterministic=True
-        )
-        conn.create_function(
-            "memkit_pack_trace_numbers", len(TRACE_NUMBERS) + 1, pack_trace_step, deterministic=True
-        )
         migrate(conn)
         prepare(conn)
     except sqlite3.DatabaseError as exc:

@@ -47,11 +47,11 @@ def select(
     namespace, narrowed = "m.user_id = ? AND m.agent_id = ?", []
     tests = {c.path: c.value for c in conditions if c.op == "$eq" and isinstance(c.value, str)}
     if tests.get(("type",)) == "trace" and isinstance(tests.get(("workflow_id",)), str):
-        # One workflow's steps: the trigger files every trace memory in trace_steps under the code of
+        # One workflow's steps: every trace memory has its trace_steps row, under the code of
         # its (text) workflow_id, so that index names every row that can pass; the namespace index
         # would test the filters on each of the namespace's rows (unary + keeps the planner off it).
         namespace = ("+m.user_id = ? AND +m.agent_id = ? AND m.seq IN (SELECT seq FROM trace_steps"
-                     " WHERE workflow_id = (SELECT code FROM trace_dict WHERE text = ?))")
+                     " WHERE workflow_id = ?)")
         narrowed = [tests[("workflow_id",)]]
     sql = (
         f"SELECT {COLUMNS} FROM memories m WHERE {namespace} AND {where}"  # noqa: S608

@@ -24,7 +24,7 @@ from memkit._core._validate import Limits
 from memkit._recall import _recording as _recall
 from memkit.adapters._sqlite._keywords import feed_head
 from memkit.adapters._sqlite._schema import write_transaction
-from memkit.adapters._sqlite._trace_writes import Odd, insert_memories, prepare
+from memkit.adapters._sqlite._trace_writes import Fields, insert_memories, step_fields
 from memkit.adapters._sqlite._vectors import Vectors, blob
 from memkit.store._ops import ImportStepsOp, StepsRestarted
 
@@ -39,7 +39,7 @@ INSERT_RECALL = (
 )
 
 MemoryRow = tuple[str, str, str, str, str, int]
-_UNREAD: dict[str, Any] = {}  # the metadata of a step whose trace_steps row came prepared: never read
+_UNREAD: dict[str, Any] = {}  # the metadata of a step whose fields came made: never read
 
 
 def memory_rows(records: Sequence[Record]) -> tuple[list[MemoryRow], list[dict[str, Any]]]:
@@ -94,7 +94,7 @@ def _chunks(op: ImportStepsOp, limits: Limits, vectors: Vectors) -> Iterator[tup
         def general(i: int, base: int = done) -> Record:
             return op.general(base + i)  # general's index counts from the first step
 
-        rows, metas, objects, made = step_rows(chunk, general, limits, op.built, done)
+        rows, metas, fields, made = step_rows(chunk, general, limits, op.built, done)
         blobs: list[bytes] = []
         if vectors.embedder is not None:
             # The vectors the other process made (the same model's) are taken as they came.
@@ -103,7 +103,7 @@ def _chunks(op: ImportStepsOp, limits: Limits, vectors: Vectors) -> Iterator[tup
             for i, vector in zip(missing, () if embedded is None else embedded, strict=True):
                 made[i] = blob(vector)
             blobs = cast(list[bytes], made)
-        yield rows, metas, objects, blobs
+        yield rows, metas, fields, blobs
         done += len(rows)
 
 
@@ -121,8 +121,8 @@ def _import_once(
             # Under the write lock nobody else can insert until we commit, so our rows take the seqs
             # right after the last one handed out, in insertion order.
             seq = feed_head(db)[0] + 1
-            for rows, metas, objects, blobs in chunks:
-                insert_memories(db, rows, metas, seq, objects)
+            for rows, metas, fields, blobs in chunks:
+                insert_memories(db, rows, metas, seq, fields)
                 if blobs:
                     db.executemany("INSERT OR REPLACE INTO memory_vectors (seq, vector) VALUES (?, ?)",
                                    [(seq + i, b) for i, b in enumerate(blobs)])
@@ -181,32 +181,29 @@ class _Recalls:
 def step_rows(
     steps: Iterable[tuple[str, str, str, dict[str, Any]]], general: Callable[[int], Record], limits: Limits,
     built: Callable[[int], Any] | None = None, base: int = 0,
-) -> tuple[list[MemoryRow], list[dict[str, Any]], list[Any], list[bytes | None]]:
+) -> tuple[list[MemoryRow], list[dict[str, Any]], list[Fields | None], list[bytes | None]]:
     """The memories columns and metadata of each planned ``(user, agent, workflow, trace_data)`` step,
-    checked as ``add_trace`` checks them, and for its trace_steps row what
-    :func:`~memkit.adapters._sqlite._trace_writes.prepare` gives (else its parameters' and result's
-    cells, the texts the metadata holds, encoded once); ``general(i)`` makes (or refuses, naming the
-    step) the record of a step :func:`trace_row` does not take. ``built(base + i)``: step i's row if another
-    process already made it, as trace_row gives it or in :func:`~._trace_writes.built_rows`' form (its
-    write time is taken here, so that times follow the seqs); last, each step's vector if that
-    process made it."""
+    checked as ``add_trace`` checks them, and its trace_steps fields
+    (:func:`~memkit.adapters._sqlite._trace_writes.step_fields`, the parameters and result encoded once
+    for both); ``general(i)`` makes (or refuses, naming the step) the record of a step :func:`trace_row`
+    does not take. ``built(base + i)``: step i's row if another process already made it, as trace_row
+    gives it or in :func:`~._trace_writes.built_rows`' form (its write time is taken here, so that times
+    follow the seqs); last, each step's vector if that process made it."""
     rows: list[MemoryRow] = []
     metas: list[dict[str, Any]] = []
-    objects: list[Any] = []  # each step's cells (a pair), what prepare() gave, or None
+    fields: list[Fields | None] = []
     made: list[bytes | None] = []  # each step's vector if the other process made it
-    add_row, add_meta, add_objects, add_made = rows.append, metas.append, objects.append, made.append
+    add_row, add_meta, add_fields, add_made = rows.append, metas.append, fields.append, made.append
     for i, (user, agent, workflow, data) in enumerate(steps):
         row = None if built is None else built(base + i)
-        if row is not None and len(row) == 3:  # built_rows' form
-            row, prepared, vector = row
+        if row is not None and len(row) == 3:  # built_rows' form: the columns and the fields, all it needs
+            columns, made_fields, vector = row
             add_made(vector)
-            if prepared is not None:  # the columns and the prepared step: all it needs
-                add_row((*row[:5], now_us()))
-                add_meta(_UNREAD)
-                add_objects(prepared)
-                continue
-        else:
-            add_made(None)
+            add_row((*columns[:5], now_us()))
+            add_meta(_UNREAD)
+            add_fields(made_fields)
+            continue
+        add_made(None)
         if row is not None:
             row = (*row[:5], now_us(), *row[6:])
         else:
@@ -219,17 +216,14 @@ def step_rows(
             more, meta = memory_rows((record,))
             add_row(more[0])
             add_meta(meta[0])
-            add_objects(None)
+            add_fields(step_fields(record.metadata))
         else:
             add_row(row[:6])
             add_meta(row[6])
-            try:
-                # Its trace_steps row but for the seq and codes, now: built while a stream's next
-                # steps are being planned by the other process, the write left with the least.
-                add_objects(prepare(row[0], row[1], row[2], row[6], row[7:]))
-            except Odd:
-                add_objects(row[7:])  # written by the trigger's SQL, which _row decides again
-    return rows, metas, objects, made
+            # Built now: while a stream's next steps are being planned by the other process, the
+            # write left with the least.
+            add_fields(step_fields(row[6], row[7:]))
+    return rows, metas, fields, made
 
 
 def recall_rows(bodies: Sequence[dict[str, Any]]) -> list[tuple[Any, ...]]:

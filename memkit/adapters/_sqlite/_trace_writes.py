@@ -1,12 +1,10 @@
-"""Trace steps' rows written from Python, in the transaction that inserts their memories.
+"""Trace steps' rows, built in Python in the transaction that inserts their memories: the one place
+``trace_steps`` is written (add_trace, add_many, replacing writes, bulk imports and the migration that
+builds an older file's rows again).
 
-Up to schema 11 a trigger filled ``trace_steps`` and ``trace_dict`` on every insert into
-``memories``; SQLite 3.40 parses the metadata JSON once per ``json_extract`` (some 27 times a row),
-which cost more than the insert itself. Since schema 12 :func:`write_trace_steps` writes the same
-rows, byte for byte: a step whose fields have the types memkit's writes give them is packed here
-from the record's metadata; any other step (a number where a name belongs, a bool as an index, a NUL
-in a text, a time too large to round like SQLite) is written by the trigger's own SQL for that row,
-in its place in the order, so dictionary codes are handed out in the order the trigger gave them.
+A step's fields are read as the generic reads read a stored record (:func:`memkit._core._runs.step_of`):
+a text field that is not a string, an index that is not an integer, is no value; so a step reads the
+same from these rows as from its record on any backend, whatever an agent's ``add_many`` wrote.
 """
 
 from __future__ import annotations
@@ -14,200 +12,123 @@ from __future__ import annotations
 import json
 import sqlite3
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 from memkit._core._records import TraceRow
-from memkit.adapters._sqlite._traces import MISSING, PACKED, step_timing_us
+from memkit._core._timing import step_timing
 
-__all__ = [
-    "BuiltRow", "Odd", "Prepared", "built_rows", "delete_replaced", "insert_memories", "prepare",
-    "trigger_writes_steps", "write_trace_steps",
-]
+__all__ = ["BuiltRow", "Fields", "built_rows", "delete_replaced", "insert_memories", "step_fields", "write_steps"]
 
-# The body of schema 11's trace_steps_insert trigger, for one row (new.seq is the parameter).
-_TRIGGER_SQL = (
-    """INSERT OR IGNORE INTO trace_dict (text)
-        SELECT value FROM trace_source s, json_each(json_array(
-            s.user_id, s.agent_id, s.workflow_id, s.run_id, s.step_name, s.tool, s.status))
-        WHERE s.seq = ? AND json_each.type = 'text'""",
-    """INSERT INTO trace_steps
-        SELECT seq, created_us, user_id, agent_id, workflow_id, status,
-            memkit_pack_trace_numbers(seq, created_us, user_id, agent_id, workflow_id, run_id, step_name,
-                tool, status, step_index, started_us, duration_us, retry_count, timing),
-            cells
-        FROM (SELECT seq, created_us,
-            (SELECT code FROM trace_dict WHERE text = s.user_id) AS user_id,
-            (SELECT code FROM trace_dict WHERE text = s.agent_id) AS agent_id,
-            (SELECT code FROM trace_dict WHERE text = s.workflow_id) AS workflow_id,
-            (SELECT code FROM trace_dict WHERE text = s.run_id) AS run_id,
-            (SELECT code FROM trace_dict WHERE text = s.step_name) AS step_name,
-            (SELECT code FROM trace_dict WHERE text = s.tool) AS tool,
-            (SELECT code FROM trace_dict WHERE text = s.status) AS status,
-            step_index, started_us, duration_us, timing, retry_count,
-            id || char(31) || json_quote(error) || char(31) || coalesce(parameters, 'null') || char(31)
-                || coalesce(result, 'null') AS cells
-        FROM trace_source s WHERE s.seq = ?)""",
-)
 _INSERT_STEP = (
-    "INSERT INTO trace_steps (seq, created_us, user_id, agent_id, workflow_id, status, numbers, cells)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO trace_steps (seq, id, created_us, user_id, agent_id, workflow_id, run_id, step_name, tool, status,"
+    " step_index, started_us, duration_us, retry_count, error, parameters, result)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-# The compact form SQLite's ``->`` copies out of a metadata text memkit encoded (it copies tokens as
-# written), and json_quote's escapes (the same as json.dumps without ensure_ascii).
+_INSERT_MEMORY = (
+    "INSERT INTO memories (id, user_id, agent_id, content, metadata, created_us) VALUES (?, ?, ?, ?, ?, ?)"
+)
+# The form trace_row's texts of parameters and result have (so a cell is the same text either way).
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-_QUOTE = json.JSONEncoder(ensure_ascii=False)
-_EXACT = 4503599627370496.0  # 2**52: SQLite's round() leaves a double this large as it is
-_ROUNDABLE = 2.0**62
+
+# A step's trace_steps row after its seq, id, write time and namespace: workflow, run, step name, tool,
+# status, step index, start and duration (microseconds), retries, error, and parameters and result as
+# JSON objects; None where the step has none.
+Fields = tuple[Any, ...]
 
 
-class Odd(Exception):
-    """A step the trigger's SQL must write: its fields are not of the types packed here."""
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
-def trigger_writes_steps(db: sqlite3.Connection) -> bool:
-    """Whether the file still has schema 11's trigger (a store opened by a test as an older schema)."""
-    return db.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'trace_steps_insert'"
-    ).fetchone() is not None
+def _integer(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and -(2**63) < value < 2**63:
+        return value
+    return None
 
 
-class _Codes:
-    """trace_dict codes by text, handing out new ones as the trigger's INSERT OR IGNORE did (max + 1)."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-        self.known: dict[str, int] = {}
-
-    def __call__(self, text: str) -> int:
-        code = self.known.get(text)
-        if code is None:
-            row = self.db.execute("SELECT code FROM trace_dict WHERE text = ?", (text,)).fetchone()
-            if row is None:
-                cursor = self.db.execute("INSERT INTO trace_dict (text) VALUES (?)", (text,))
-                code = cursor.lastrowid
-                assert code is not None
-            else:
-                code = row[0]
-            self.known[text] = code
-        return code
+def _seconds(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _integer(value: Any) -> Any:
-    kind = type(value)
-    if kind is int:
-        return value if MISSING < value < 2**63 else MISSING
-    if kind is float or kind is str or value is None:
-        return MISSING  # a real or a text is not packed
-    raise Odd  # JSON true reads as the integer 1; a subclass or a container: let SQLite say
-
-
-def _number(value: Any) -> bool:
-    """Whether ``value`` is a JSON number (the trigger's 'integer'/'real'); Odd for a bool or a subclass."""
-    kind = type(value)
-    if kind is int or kind is float:
-        return True
-    if value is None or kind is str:
-        return False
-    raise Odd
-
-
-def _object(value: Any) -> str:
-    """What SQLite's ``->`` gives for a JSON object, else 'null' (as the trigger's coalesce)."""
-    if type(value) is dict:
-        return _COMPACT.encode(value)
-    if value is None or type(value) in (str, int, float, list):
-        return "null"
-    raise Odd
-
-
-def _micros(value: Any) -> int:
-    """SQLite's ``CAST(round(value * 1e6) AS INTEGER)`` of a JSON number."""
-    x = value * 1e6
-    if not -_ROUNDABLE < x < _ROUNDABLE:
-        raise Odd
-    if -_EXACT <= x <= _EXACT:
-        x = float(int(x + 0.5)) if x >= 0 else -float(int(-x + 0.5))
-    return int(x)
-
-
-# A step's trace_steps row but for its seq and dictionary codes: its seven texts (user, agent,
-# workflow, run, step name, tool, status), its cells, and step index, start, duration and retries.
-Prepared = tuple[tuple[Any, ...], str, int, int, int, int]
-
-
-def prepare(
-    record_id: str, user_id: Any, agent_id: Any, meta: dict[str, Any], objects: tuple[str, str] | None = None
-) -> Prepared | None:
-    """What :func:`_row` makes of one memory before it needs the database (None when it is not a trace
-    step); Odd when only the trigger's SQL can say. ``objects``: the parameters' and result's cells
-    when the caller has them already (the texts their metadata encoding holds)."""
-    kind = meta.get("type")
-    if kind != "trace":
-        if type(kind) is str and kind.startswith("trace\x00"):
-            raise Odd
+def _micros(seconds: float | None) -> int | None:
+    if seconds is None:
         return None
-    if type(kind) is not str:
-        raise Odd
+    try:
+        return _integer(round(seconds * 1e6))
+    except (OverflowError, ValueError):  # an infinite or NaN time is no time
+        return None
+
+
+def _object(value: Any) -> str | None:
+    return _COMPACT.encode(value) if isinstance(value, dict) else None
+
+
+def step_fields(
+    meta: dict[str, Any], objects: Sequence[str] | None = None
+) -> Fields | None:
+    """The fields of one memory's trace_steps row (None when it is not a trace step). ``objects``: its
+    parameters' and result's JSON texts when the caller has them already (trace_row's, "null" for none)."""
+    if meta.get("type") != "trace":
+        return None
     trace = meta.get("trace")
-    if type(trace) is not dict:
-        raise Odd
-    texts = (user_id, agent_id, meta.get("workflow_id"), meta.get("run_id"), trace.get("step_name"),
-             trace.get("tool"), trace.get("status"))
-    for text in texts:
-        if text is not None and (type(text) is not str or "\x00" in text):
-            raise Odd  # SQLite's JSON reads a NUL as the end of the text; numbers compare as texts
-    stamp, duration = trace.get("timestamp"), trace.get("duration")
-    stamp_number, duration_number = _number(stamp), _number(duration)
-    if stamp_number or duration_number:
-        started = _micros(stamp) if stamp_number else MISSING
-        lasted = _micros(duration) if duration_number else MISSING
-    else:
-        with warnings.catch_warnings():
+    if not isinstance(trace, dict):
+        trace = {}
+    start, duration = _seconds(trace.get("timestamp")), _seconds(trace.get("duration"))
+    if start is None and duration is None:  # timing spelt otherwise (add_many): read as the reads read it
+        with warnings.catch_warnings():  # the reads warn about unreadable times; a write stays silent
             warnings.simplefilter("ignore")
             try:
-                started_or_none, lasted_or_none = step_timing_us(_COMPACT.encode(trace))
-            except Exception:  # as the trigger's function: a step without readable timing is still stored
-                started_or_none = lasted_or_none = None
-        started = _integer(started_or_none)
-        lasted = _integer(lasted_or_none)
-    error = trace.get("error")
-    if error is None:
-        quoted = "null"
-    elif type(error) is str and "\x00" not in error:
-        quoted = _QUOTE.encode(error)
-    else:
-        raise Odd
-    if "\x00" in record_id:
-        raise Odd
+                timing = step_timing(trace, warn=False)
+                start, duration = timing.start, timing.duration
+            except Exception:  # a step without readable timing is still stored
+                pass
     if objects is None:
-        objects = (_object(trace.get("parameters")), _object(trace.get("result")))
-    cells = "\x1f".join((record_id, quoted, *objects))
-    return texts, cells, _integer(trace.get("step_index")), started, lasted, _integer(trace.get("retry_count"))
+        parameters, result = _object(trace.get("parameters")), _object(trace.get("result"))
+    else:
+        parameters, result = (None if text == "null" else text for text in objects)
+    return (_text(meta.get("workflow_id")), _text(meta.get("run_id")), _text(trace.get("step_name")),
+            _text(trace.get("tool")), _text(trace.get("status")), _integer(trace.get("step_index")),
+            _micros(start), _micros(duration), _integer(trace.get("retry_count")), _text(trace.get("error")),
+            parameters, result)
 
 
-# What a streamed import's other process sends of a step (see built_rows): the memories columns and
-# the prepared trace_steps row (or the whole row and None), and the step's vector if it made it.
-BuiltRow = tuple[tuple[Any, ...], Prepared | None, bytes | None]
+def write_steps(db: sqlite3.Connection, steps: Iterable[tuple[Any, ...]]) -> None:
+    """Write the trace_steps rows ``(seq, id, created_us, user_id, agent_id, *fields)``, inside the
+    caller's write transaction."""
+    db.executemany(_INSERT_STEP, steps)
+
+
+def insert_memories(
+    db: sqlite3.Connection, rows: Sequence[tuple[Any, ...]], metas: Sequence[dict[str, Any]], first_seq: int,
+    fields: Sequence[Fields | None] | None = None,
+) -> None:
+    """Insert ``rows`` (memories' columns: id, user_id, agent_id, content, metadata text, created_us;
+    ``metas`` their metadata) taking seqs from ``first_seq`` on, and the trace steps among them, inside
+    the caller's write transaction: the only place memkit inserts memories. ``fields``: each row's
+    :func:`step_fields` where the caller made them already (a bulk import)."""
+    db.executemany(_INSERT_MEMORY, rows)
+    if fields is None:
+        fields = [step_fields(meta) for row, meta in zip(rows, metas, strict=True)]
+    write_steps(db, ((first_seq + i, row[0], row[5], row[1], row[2], *f)
+                     for i, (row, f) in enumerate(zip(rows, fields, strict=True)) if f is not None))
+
+
+# What a streamed import's other process sends of a step (see built_rows): the memories columns, the
+# step's fields, and the step's vector if it made it.
+BuiltRow = tuple[tuple[Any, ...], Fields | None, bytes | None]
 
 
 def built_rows(rows: Sequence[TraceRow | None], embedder: str | None) -> list[BuiltRow | None]:
     """What a streamed import's other process makes of a chunk of steps' rows (the SQLite store's
-    ``_import_row_maker()``; None stays None): each step's memories columns and its trace_steps row as
-    :func:`prepare` gives it, so that the metadata (needed here only to prepare it) is neither pickled
-    nor prepared by the writer, or the whole row and None when only the trigger's SQL can write the
-    step; and with ``embedder`` (a name :func:`memkit.embeddings.get_embedder` resolves to the same
-    model in every process) the content's vector as the store keeps it, so the store embeds none."""
-    built: list[BuiltRow | None] = []
-    for row in rows:
-        if row is None:
-            built.append(None)
-            continue
-        try:
-            prepared = prepare(row[0], row[1], row[2], row[6], row[7:])
-        except Odd:
-            prepared = None
-        built.append((row, None, None) if prepared is None else (row[:6], prepared, None))
+    ``_import_row_maker()``; None stays None): each step's memories columns and its :func:`step_fields`,
+    so that the metadata (needed here only for them) is neither pickled nor read by the writer; and
+    with ``embedder`` (a name :func:`memkit.embeddings.get_embedder` resolves to the same model in every
+    process) the content's vector as the store keeps it, so the store embeds none."""
+    built: list[BuiltRow | None] = [
+        None if row is None else (row[:6], step_fields(row[6], row[7:]), None)
+        for row in rows
+    ]
     if embedder is None:
         return built
     from memkit.adapters._sqlbase import embedded
@@ -220,68 +141,16 @@ def built_rows(rows: Sequence[TraceRow | None], embedder: str | None) -> list[Bu
         part = made[start:start + EMBED_BATCH]
         texts = [cast(TraceRow, rows[i])[3] for i in part]
         for i, vector in zip(part, embedded(model, texts), strict=True):
-            columns, prepared, _ = cast(BuiltRow, built[i])
-            built[i] = (columns, prepared, blob(vector))
+            columns, fields, _ = cast(BuiltRow, built[i])
+            built[i] = (columns, fields, blob(vector))
     return built
-
-
-def _row(
-    memory: Sequence[Any], meta: dict[str, Any], seq: int, codes: _Codes,
-    objects: tuple[str, str] | Prepared | None = None,
-) -> tuple[Any, ...] | None:
-    """The trace_steps row of one memory (its memories columns and its metadata; None when it is not
-    a trace step); Odd when only the trigger's SQL can say. ``objects``: what :func:`prepare` gave
-    for it, or the parameters' and result's cells."""
-    if objects is None or len(objects) == 2:
-        prepared = prepare(memory[0], memory[1], memory[2], meta, objects)
-        if prepared is None:
-            return None
-    else:
-        prepared = objects
-    texts, cells, step_index, started, lasted, retries = prepared
-    known = codes.known
-    numbered = [MISSING if text is None else known.get(text) or codes(text) for text in texts]
-    created_us = memory[5]
-    numbers = PACKED.pack(seq, created_us, *numbered, step_index, started, lasted, retries)
-    status = numbered[6]
-    return (seq, created_us, numbered[0], numbered[1], None if numbered[2] == MISSING else numbered[2],
-            None if status == MISSING else status, numbers, cells)
-
-
-def write_trace_steps(
-    db: sqlite3.Connection, memories: Sequence[Sequence[Any]], metas: Sequence[dict[str, Any]], first_seq: int,
-    objects: Sequence[tuple[str, str] | Prepared | None] | None = None,
-) -> None:
-    """Write the trace_steps rows (and new trace_dict texts) of ``memories`` (their columns as inserted,
-    and their metadata), just inserted with seqs from ``first_seq`` on, inside the caller's write
-    transaction. ``objects``: each step's parameters and result cells where known (see :func:`_row`)."""
-    codes = _Codes(db)
-    rows: list[tuple[Any, ...]] = []
-    for i, memory in enumerate(memories):
-        seq = first_seq + i
-        try:
-            row = _row(memory, metas[i], seq, codes, None if objects is None else objects[i])
-        except Odd:
-            db.executemany(_INSERT_STEP, rows)  # the rows before it first: codes stay in order
-            rows = []
-            db.execute(_TRIGGER_SQL[0], (seq,))
-            db.execute(_TRIGGER_SQL[1], (seq,))
-            continue
-        if row is not None:
-            rows.append(row)
-    db.executemany(_INSERT_STEP, rows)
-
-
-_INSERT_MEMORY = (
-    "INSERT INTO memories (id, user_id, agent_id, content, metadata, created_us) VALUES (?, ?, ?, ?, ?, ?)"
-)
 
 
 def delete_replaced(db: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> list[tuple[str, str]]:
     """Delete the memories ``rows`` replace (a row's id held in its own namespace), inside the caller's
     write transaction (BEGIN IMMEDIATE: no other writer between this and the insert); an id held in
     another namespace raises ``IntegrityError``, as a plain insert of it would. Returns the
-    namespaces of the rows deleted."""
+    namespaces of the rows deleted (their steps go with them: trace_steps_delete)."""
     gone: list[tuple[str, str]] = []
     for start in range(0, len(rows), 500):
         chunk = {row[0]: (row[1], row[2]) for row in rows[start : start + 500]}
@@ -294,15 +163,3 @@ def delete_replaced(db: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> 
         db.executemany("DELETE FROM memories WHERE id = ?", [(h[0],) for h in held])
         gone.extend((user, agent) for _, user, agent in held)
     return gone
-
-
-def insert_memories(
-    db: sqlite3.Connection, rows: Sequence[tuple[Any, ...]], metas: Sequence[dict[str, Any]], first_seq: int,
-    objects: Sequence[tuple[str, str] | Prepared | None] | None = None,
-) -> None:
-    """Insert ``rows`` (memories' columns: id, user_id, agent_id, content, metadata text, created_us;
-    ``metas`` their metadata) taking seqs from ``first_seq`` on, and the trace steps among them, inside
-    the caller's write transaction: the only place memkit inserts memories."""
-    db.executemany(_INSERT_MEMORY, rows)
-    if not trigger_writes_steps(db):
-        write_trace_steps(db, rows, metas, first_seq, objects)
