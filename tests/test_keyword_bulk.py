@@ -30,7 +30,7 @@ from memkit._core._validate import check_content
 from memkit._retrieval._dates import date_terms
 from memkit._retrieval._keyword import _TOKEN, KeywordIndex, _tokens, analyze_query, stemmed_words
 from memkit.adapters import SQLiteAdapter
-from memkit.adapters._sqlite._traces import gc_paused
+from memkit.adapters._trace_columns import gc_paused
 
 SPEAKERS = ["Caroline", "Nate", "John Smith", "Dr. Émile Zola", "o'brien"]
 DATES = ["8 May, 2023", "May 8th 2023", "2023-05-08", "January 2022", "the 3rd of March 2021", "Sept. 3, 2020",

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from memkit._retrieval._cache import IndexCache
 from memkit.adapters._sqlite._schema import write_unless_busy
-from memkit.adapters._sqlite._traces import gc_paused
+from memkit.adapters._trace_columns import gc_paused
 
 if TYPE_CHECKING:
     from memkit._retrieval._keyword import KeywordIndex
