@@ -60,7 +60,8 @@ def corpus(kind: str, n: int, seed: int = 7) -> list[str]:
         if i % 50 == 0:
             run = f"{rng.getrandbits(128):032x}"
         data = {"duration": rng.random() / 1000, "parent_span_id": f"{rng.getrandbits(64):016x}", "run_id": run,
-                "span_id": f"{rng.getrandbits(64):016x}", "span_kind": rng.choice(["TOOL", "LLM", "CHAIN", "RETRIEVER"]),
+                "span_id": f"{rng.getrandbits(64):016x}",
+                "span_kind": rng.choice(["TOOL", "LLM", "CHAIN", "RETRIEVER"]),
                 "start_time": 1_764_000_000 + i * 0.013 + rng.random(), "step_index": i % 50,
                 "parameters": {"query": f"step {i % 7} of tool {rng.choice(['search', 'fetch', 'rank'])}",
                                "tokens": rng.randint(10, 4000)},
@@ -79,7 +80,7 @@ def _replace_line(owner: Any, name: str, old: str, new: str) -> None:
     assert source.count(old) == 1, (name, old)
     module = sys.modules[function.__module__]
     scope: dict[str, Any] = {}
-    exec(compile(source.replace(old, new), f"<{name} without a shortcut>", "exec"), module.__dict__, scope)  # noqa: S102
+    exec(compile(source.replace(old, new), f"<{name} without a shortcut>", "exec"), module.__dict__, scope)
     setattr(owner, name, scope[name])
 
 
@@ -139,7 +140,7 @@ VARIANTS: dict[str, dict[str, Callable[[], None] | None]] = {
                                             owner="KeywordIndex"),
         "no GC pause": _gc_off,
     },
-    "catchup": {"all": None, "no one-batch catch-up": _catchup_off, "no GC pause": _gc_off},
+    "catchup": {"all": None, "no one-batch catch-up": _catchup_off},
     "embed": {
         "all": None,
         "no chunk cache": _embed_off("encode", "if _DROPPED_SPACES.search(text):", "if True:", owner="_WordPiece"),
@@ -219,6 +220,7 @@ def main() -> None:
     parser.add_argument("--corpus", choices=["notes", "traces", "all"], default="all")
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--variants", nargs="*", help="only these variants (and `all`)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -232,7 +234,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for scenario in scenarios:
             for kind in kinds:
-                names = list(VARIANTS[scenario])
+                names = [name for name in VARIANTS[scenario] if name == "all" or not args.variants
+                         or name in args.variants]
                 runs: dict[str, list[dict[str, float]]] = {name: [] for name in names}
                 for round_ in range(args.rounds):
                     shift = round_ % len(names)

@@ -15,7 +15,6 @@ import random
 import numpy as np
 import pytest
 
-import memkit.embeddings as embeddings
 from memkit.embeddings import StaticEmbedder
 
 # Texts that take each path of the tokenizer: control characters it drops (some of which str.split
