@@ -24,7 +24,6 @@ replaced before the run); ``all`` is the code as it is.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import inspect
 import json
@@ -88,14 +87,6 @@ def _set(module: str, name: str, value: Any) -> Callable[[], None]:
     return lambda: setattr(importlib.import_module(module), name, value)
 
 
-def _keyword(name: str, old: str, new: str, owner: str | None = None) -> Callable[[], None]:
-    def apply() -> None:
-        from memkit._retrieval import _keyword as module
-
-        _replace_line(getattr(module, owner) if owner else module, name, old, new)
-    return apply
-
-
 def _dates_off() -> None:
     from memkit._retrieval import _dates
 
@@ -106,12 +97,6 @@ def _catchup_off() -> None:
     from memkit.adapters._sqlite import _keywords
 
     _replace_line(_keywords.KeywordCache, "_catch_up", "index.add_many(texts)", "[index.add(*row) for row in texts]")
-
-
-def _gc_off() -> None:
-    from memkit.adapters._sqlite import _keywords
-
-    _keywords.gc_paused = contextlib.nullcontext  # type: ignore[assignment]
 
 
 def _embed_off(name: str, old: str, new: str, owner: str | None = None) -> Callable[[], None]:
@@ -130,16 +115,7 @@ def _sums_off() -> None:
 
 
 VARIANTS: dict[str, dict[str, Callable[[], None] | None]] = {
-    "close": {
-        "all": None,
-        "no ASCII table": _keyword("_tokens", "if text.isascii():", "if False:"),
-        "no date-word check": _dates_off,
-        "no number stems": _keyword("learn", "numbers = [t for t in unknown if t.isdigit() and t.isascii()]",
-                                    "numbers = []", owner="_Stemmer"),
-        "no packed bulk postings": _keyword("add_many", "empty = not first and", "empty = False and",
-                                            owner="KeywordIndex"),
-        "no GC pause": _gc_off,
-    },
+    "close": {"all": None, "no date-word check": _dates_off},
     "catchup": {"all": None, "no one-batch catch-up": _catchup_off},
     "embed": {
         "all": None,
