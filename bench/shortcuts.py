@@ -27,6 +27,7 @@ this file as of commit b390427.
 from __future__ import annotations
 
 import argparse
+import importlib
 import inspect
 import json
 import os
@@ -85,6 +86,10 @@ def _replace_line(owner: Any, name: str, old: str, new: str) -> None:
     setattr(owner, name, scope[name])
 
 
+def _set(module: str, name: str, value: Any) -> Callable[[], None]:
+    return lambda: setattr(importlib.import_module(module), name, value)
+
+
 def _dates_off() -> None:
     from memkit._retrieval import _dates
 
@@ -100,7 +105,7 @@ def _catchup_off() -> None:
 VARIANTS: dict[str, dict[str, Callable[[], None] | None]] = {
     "close": {"all": None, "no date-word check": _dates_off},
     "catchup": {"all": None, "no one-batch catch-up": _catchup_off},
-    "embed": {"all": None},  # every embedder shortcut went: compare with --before
+    "embed": {"all": None, "no prefix table": _set("memkit.embeddings", "_SCAN_AFTER", 1 << 62)},
 }
 
 

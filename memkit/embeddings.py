@@ -46,6 +46,8 @@ _STATIC_DIR = Path(__file__).parent / "_static" / "minilm-l6-static"
 _FEW_TEXTS = 16
 #: Texts whose token vectors are gathered and summed at a time.
 _GROUP = 64
+#: Words the tokenizer has not seen before it builds a table that spells new words faster.
+_SCAN_AFTER = 20_000
 
 #: The name stored in a database made with the shipped static model.
 DEFAULT_EMBEDDER = "static-minilm-l6-cls-d384"
@@ -113,6 +115,8 @@ class _WordPiece:
         # No piece is longer than the longest vocabulary entry: the greedy search starts there.
         self.longest = max(map(len, vocab), default=0)
         self.word_ids = lru_cache(maxsize=200_000)(self._word_ids)
+        self._misses = 0
+        self._prefixes: dict[str, int] | None = None
 
     @staticmethod
     def _normalise(text: str) -> str:
@@ -145,9 +149,21 @@ class _WordPiece:
         return words
 
     def _word_ids(self, word: str) -> tuple[int, ...]:
-        """Greedy longest-match-first WordPiece, trying each piece from the longest possible down."""
         if len(word) > self.max_chars:
             return ()
+        if self._prefixes is None:
+            self._misses += 1
+            if self._misses <= _SCAN_AFTER:
+                return self._longest_first(word)
+            # Every prefix of a vocabulary entry, with its id (or -1): about 0.1 s to build,
+            # which a bulk write's new words (ids, numbers) win back many times over.
+            prefixes = dict.fromkeys((t[:k] for t in self.ids for k in range(1, len(t))), -1)
+            prefixes.update(self.ids)
+            self._prefixes = prefixes
+        return self._scan(word, self._prefixes)
+
+    def _longest_first(self, word: str) -> tuple[int, ...]:
+        """Greedy longest-match-first WordPiece, trying each piece from the longest possible down."""
         pieces: list[int] = []
         start = 0
         while start < len(word):
@@ -161,6 +177,26 @@ class _WordPiece:
                 end -= 1
             if found is None:
                 return ()  # the whole word is [UNK], which the static model drops
+            pieces.append(found)
+            start = end
+        return tuple(pieces)
+
+    @staticmethod
+    def _scan(word: str, prefixes: dict[str, int]) -> tuple[int, ...]:
+        """The same pieces, each grown while it is still the start of a vocabulary entry."""
+        pieces: list[int] = []
+        start, size = 0, len(word)
+        while start < size:
+            mark = "" if start == 0 else "##"
+            found, end = -1, start
+            for stop in range(start + 1, size + 1):
+                known = prefixes.get(mark + word[start:stop])
+                if known is None:
+                    break  # no entry starts so: none is longer either
+                if known >= 0:
+                    found, end = known, stop
+            if found < 0:
+                return ()
             pieces.append(found)
             start = end
         return tuple(pieces)
