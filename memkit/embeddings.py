@@ -20,8 +20,9 @@ import json
 import os
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
+from itertools import chain, islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -44,8 +45,13 @@ _STATIC_DIR = Path(__file__).parent / "_static" / "minilm-l6-static"
 
 #: A batch of at most this many texts unpacks only its tokens' rows of a static table.
 _FEW_TEXTS = 16
-#: Texts whose token vectors are gathered and summed at a time.
-_GROUP = 64
+#: Texts summed side by side, one token position at a time (their sums fit in the CPU's cache).
+_GROUP = 256
+#: A group of fewer texts is gathered whole and summed in one call (fewer calls than positions).
+_GATHER_BELOW = 32
+#: Whitespace-separated chunks remembered with their token ids, and the longest one remembered.
+_CHUNKS = 1 << 15
+_CHUNK_CHARS = 64
 #: Words the tokenizer has not seen before it builds a table that spells new words faster.
 _SCAN_AFTER = 20_000
 
@@ -85,6 +91,9 @@ def _normalise(matrix: np.ndarray) -> np.ndarray:
 
 _ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _ASCII_WORD = re.compile(r"[a-z0-9]+|[^a-z0-9\s]")
+# The characters str.split() splits at that the tokenizer drops instead (control characters that
+# count as white space): words run across them, so a text holding one is not split into chunks.
+_DROPPED_SPACES = re.compile("[\x0b\x0c\x1c-\x1f\x85]")
 
 
 def _is_punctuation(char: str) -> bool:
@@ -102,11 +111,34 @@ def _is_cjk(code: int) -> bool:
     )
 
 
+class _Chunks(dict[str, tuple[int, ...]]):
+    """Token ids of whitespace-separated chunks of text, computed on a miss.
+
+    A text's ids are its chunks' ids one after the other (no word crosses white space), and
+    chunks repeat far more than whole texts do: a trace step's JSON keys, the ids its run's
+    steps share, a chat's names and punctuated words. Bounded: a long chunk is not kept, and
+    when full the oldest half is forgotten.
+    """
+
+    def __init__(self, encode: Callable[[str], tuple[int, ...]]) -> None:
+        super().__init__()
+        self._encode = encode
+
+    def __missing__(self, chunk: str) -> tuple[int, ...]:
+        ids = self._encode(chunk)
+        if len(chunk) <= _CHUNK_CHARS:
+            if len(self) >= _CHUNKS:
+                for old in list(islice(self, _CHUNKS // 2)):
+                    self.pop(old, None)  # pop: another thread may be forgetting it too
+            self[chunk] = ids
+        return ids
+
+
 class _WordPiece:
     """The tokenizer of bert-base-uncased (BertNormalizer + BertPreTokenizer + WordPiece).
 
-    Matches the ``tokenizers`` implementation on ordinary text; words are cached because
-    conversational text and trace steps repeat them constantly.
+    Matches the ``tokenizers`` implementation on ordinary text; words and whitespace-separated
+    chunks are cached because conversational text and trace steps repeat them constantly.
     """
 
     def __init__(self, vocab: Sequence[str], max_chars: int = 100) -> None:
@@ -115,6 +147,7 @@ class _WordPiece:
         # No piece is longer than the longest vocabulary entry: the greedy search starts there.
         self.longest = max(map(len, vocab), default=0)
         self.word_ids = lru_cache(maxsize=200_000)(self._word_ids)
+        self.chunks = _Chunks(self._chunk_ids)
         self._misses = 0
         self._prefixes: dict[str, int] | None = None
 
@@ -202,7 +235,7 @@ class _WordPiece:
         return tuple(pieces)
 
     def words(self, text: str) -> list[str]:
-        if text.isascii():  # in ASCII every printable that is not a letter or digit is punctuation
+        if text.isascii():
             return _ASCII_WORD.findall(_ASCII_CONTROL.sub("", text).lower())
         return self._split(self._normalise(text))
 
@@ -211,8 +244,26 @@ class _WordPiece:
         return sum(len(self.word_ids(w)) or 1 for w in self.words(text))
 
     def encode(self, text: str) -> list[int]:
+        if _DROPPED_SPACES.search(text):
+            return self._encode(text)
+        return list(chain.from_iterable(map(self.chunks.__getitem__, text.split())))
+
+    def _chunk_ids(self, chunk: str) -> tuple[int, ...]:
+        if chunk.isascii() and chunk.isalnum():  # one plain word (most of them): no pattern to run
+            return self.word_ids(chunk.lower())
+        return tuple(self._encode(chunk))
+
+    def _encode(self, text: str) -> list[int]:
+        if text.isascii():
+            # Fast path, same result: in ASCII every non-alphanumeric printable is punctuation.
+            words = _ASCII_WORD.findall(_ASCII_CONTROL.sub("", text).lower())
+        else:
+            words = self._split(self._normalise(text))
+        ids: list[int] = []
         word_ids = self.word_ids
-        return [piece for word in self.words(text) for piece in word_ids(word)]
+        for word in words:
+            ids.extend(word_ids(word))
+        return ids
 
 
 class StaticEmbedder:
@@ -296,8 +347,16 @@ class StaticEmbedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        limit = self.max_tokens
-        ids = [row if len(row) <= limit else row[:limit] for row in map(self._tokenizer.encode, texts)]
+        distinct = dict.fromkeys(texts)
+        if len(distinct) < len(texts):  # each text once (a text's vector never depends on the batch)
+            unique = list(distinct)
+            where = {text: i for i, text in enumerate(unique)}
+            return self.embed(unique)[[where[text] for text in texts]]
+        # A few texts (a query, one memory) are split whole, as before: the chunk cache pays off
+        # on batches, whose texts share most of their chunks.
+        tokenizer, limit = self._tokenizer, self.max_tokens
+        encode = tokenizer.encode if len(texts) > _FEW_TEXTS else tokenizer._encode
+        ids = [row if len(row) <= limit else row[:limit] for row in map(encode, texts)]
         vectors = self._table
         if vectors is None and len(texts) <= _FEW_TEXTS:  # the rows of these tokens, renumbered
             # sorted(set()) rather than np.unique, which imports numpy.ma (~20 ms) on first use
@@ -311,22 +370,52 @@ class StaticEmbedder:
 
 def _token_means(ids: list[list[int]], table: np.ndarray) -> np.ndarray:
     """Each row of ``ids``' mean of its tokens' ``table`` rows (zero for none), float32; the
-    table's last row is all zeros, which pads the shorter texts of a group."""
+    table's last row is all zeros.
+
+    Every sum runs in token order. Many texts are summed one position at a time: the very sums
+    of a gather padded with the zero row and summed along the tokens (as a few texts are), without
+    the gathered array (a text's tokens times the dimension), which costs more to write and read
+    back than the sums.
+    """
     import numpy as np
 
-    out = np.zeros((len(ids), table.shape[1]), dtype=np.float32)
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # texts of like lengths pad little
-    for start in range(0, len(order), _GROUP):
-        group = order[start : start + _GROUP]
-        lengths = [len(ids[i]) for i in group]
-        if not lengths[-1]:
+    count, dim = len(ids), table.shape[1]
+    out = np.zeros((count, dim), dtype=np.float32)
+    if count == 1:  # a query, or one memory added: the fewest calls
+        if ids[0]:
+            out[0] = np.take(table, ids[0], axis=0, mode="clip").sum(axis=0) / np.float32(len(ids[0]))
+        return out
+    lengths = np.fromiter(map(len, ids), dtype=np.int64, count=count)
+    order = np.argsort(-lengths, kind="stable")  # longest first
+    ranked = lengths[order]
+    total = int(ranked.sum())
+    if not total:
+        return out
+    flat = np.fromiter(chain.from_iterable(map(ids.__getitem__, order.tolist())), dtype=np.int64, count=total)
+    width = int(ranked[0])
+    index = np.full((count, width), table.shape[0] - 1, dtype=np.int64)
+    index[np.arange(width) < ranked[:, None]] = flat
+    sums = np.empty((min(count, _GROUP), dim), dtype=np.float32)
+    rows = np.empty_like(sums)
+    for start in range(0, count, _GROUP):
+        group = ranked[start : start + _GROUP]
+        if not group[0]:
+            break  # these and the rest have no known token: zero vectors
+        rows_in = slice(start, start + len(group))
+        if len(group) < _GATHER_BELOW:
+            gathered = np.take(table, index[rows_in, : int(group[0])], axis=0, mode="clip")
+            out[order[rows_in]] = gathered.sum(axis=1) / np.maximum(group, 1).astype(np.float32)[:, None]
             continue
-        index = np.full((len(group), lengths[-1]), table.shape[0] - 1, dtype=np.int64)
-        for row, i in enumerate(group):
-            index[row, : lengths[row]] = ids[i]
-        # mode="clip": the ids are in range, and the default mode buffers (3x slower)
-        sums = np.take(table, index, axis=0, mode="clip").sum(axis=1)
-        out[group] = sums / np.maximum(lengths, 1).astype(np.float32)[:, None]
+        acc = sums[: len(group)]
+        acc.fill(0.0)
+        # how many of the group's texts are still going at each position (longest first)
+        going = np.searchsorted(-group, -np.arange(int(group[0])), side="left").tolist()
+        at = index[rows_in]
+        for position, many in enumerate(going):
+            # mode="clip": the ids are in range, and the default mode buffers (3x slower)
+            np.take(table, at[:many, position], axis=0, out=rows[:many], mode="clip")
+            acc[:many] += rows[:many]
+        out[order[rows_in]] = acc / np.maximum(group, 1).astype(np.float32)[:, None]
     return out
 
 
