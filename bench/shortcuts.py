@@ -1,8 +1,7 @@
-"""The speed-only shortcuts of keyword indexing and of the static embedder, each on and off, side by side.
+"""Each speed-only shortcut of keyword indexing and of the static embedder, on and off, side by side.
 
     python bench/shortcuts.py                          # every scenario, 100k memories, 3 alternated rounds
     python bench/shortcuts.py --scenario close --size 20000 --rounds 5
-    python bench/shortcuts.py --scenario embed --variants none --before /path/to/an/earlier/checkout
 
 What a user waits for, per scenario, in a fresh process per run (CPU time of the process, all
 threads, and wall time; medians over the rounds; each round runs every variant once, in an order
@@ -19,14 +18,13 @@ rotated from round to round, so load drifts hit them alike):
 Two corpora: ``notes`` (bench/run.py's Zipf notes) and ``traces`` (step texts shaped like an OTel
 import's: JSON with timestamps, durations and hex ids shared by a trace's steps). A variant is the
 code as it is with one shortcut switched off (a module constant changed, or one line of a function
-replaced before the run); ``all`` is the code as it is; ``before`` is ``all`` of the checkout given
-with ``--before``. The shortcuts measured and removed (docs/benchmarks.md) have their variants in
-this file as of commit b390427.
+replaced before the run); ``all`` is the code as it is.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import inspect
 import json
@@ -90,6 +88,14 @@ def _set(module: str, name: str, value: Any) -> Callable[[], None]:
     return lambda: setattr(importlib.import_module(module), name, value)
 
 
+def _keyword(name: str, old: str, new: str, owner: str | None = None) -> Callable[[], None]:
+    def apply() -> None:
+        from memkit._retrieval import _keyword as module
+
+        _replace_line(getattr(module, owner) if owner else module, name, old, new)
+    return apply
+
+
 def _dates_off() -> None:
     from memkit._retrieval import _dates
 
@@ -102,10 +108,47 @@ def _catchup_off() -> None:
     _replace_line(_keywords.KeywordCache, "_catch_up", "index.add_many(texts)", "[index.add(*row) for row in texts]")
 
 
+def _gc_off() -> None:
+    from memkit.adapters._sqlite import _keywords
+
+    _keywords.gc_paused = contextlib.nullcontext  # type: ignore[assignment]
+
+
+def _embed_off(name: str, old: str, new: str, owner: str | None = None) -> Callable[[], None]:
+    def apply() -> None:
+        from memkit import embeddings
+
+        _replace_line(getattr(embeddings, owner) if owner else embeddings, name, old, new)
+    return apply
+
+
+def _sums_off() -> None:
+    from memkit import embeddings
+
+    embeddings._GATHER_BELOW = 1 << 30  # type: ignore[attr-defined]  # every group gathered whole ...
+    embeddings._GROUP = 64  # type: ignore[attr-defined]  # ... 64 texts at a time, as before
+
+
 VARIANTS: dict[str, dict[str, Callable[[], None] | None]] = {
-    "close": {"all": None, "no date-word check": _dates_off},
+    "close": {
+        "all": None,
+        "no ASCII table": _keyword("_tokens", "if text.isascii():", "if False:"),
+        "no date-word check": _dates_off,
+        "no number stems": _keyword("learn", "numbers = [t for t in unknown if t.isdigit() and t.isascii()]",
+                                    "numbers = []", owner="_Stemmer"),
+        "no packed bulk postings": _keyword("add_many", "empty = not first and", "empty = False and",
+                                            owner="KeywordIndex"),
+        "no GC pause": _gc_off,
+    },
     "catchup": {"all": None, "no one-batch catch-up": _catchup_off},
-    "embed": {"all": None, "no prefix table": _set("memkit.embeddings", "_SCAN_AFTER", 1 << 62)},
+    "embed": {
+        "all": None,
+        "no chunk cache": _embed_off("encode", "if _DROPPED_SPACES.search(text):", "if True:", owner="_WordPiece"),
+        "no prefix table": _set("memkit.embeddings", "_SCAN_AFTER", 1 << 62),
+        "no batch de-duplication": _embed_off("embed", "if len(distinct) < len(texts):", "if False:",
+                                              owner="StaticEmbedder"),
+        "no per-position sums": _sums_off,
+    },
 }
 
 
@@ -158,20 +201,15 @@ def _made(kind: str, size: int, folder: Path) -> Path:
     return path
 
 
-def run_once(scenario: str, variant: str, kind: str, size: int, folder: Path, before: Path | None = None
-             ) -> dict[str, float]:
-    """One run in a fresh process; variant ``before``: ``all`` of the tree at ``before``."""
+def run_once(scenario: str, variant: str, kind: str, size: int, folder: Path) -> dict[str, float]:
     work = folder / "run.db"
     for leftover in folder.glob("run.db*"):
         leftover.unlink()
     if scenario == "close":
         shutil.copyfile(_made(kind, size, folder), work)
-    tree = before if variant == "before" and before is not None else ROOT
-    script = tree / "bench" / "shortcuts.py"
     out = subprocess.run(
-        [sys.executable, str(script), "--child", scenario, "all" if variant == "before" else variant, kind,
-         str(size), str(work)],
-        check=True, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(tree)},
+        [sys.executable, __file__, "--child", scenario, variant, kind, str(size), str(work)],
+        check=True, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
     ).stdout
     return dict(json.loads(out.strip().splitlines()[-1]))
 
@@ -183,7 +221,6 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--variants", nargs="*", help="only these variants (and `all`)")
-    parser.add_argument("--before", type=Path, help="a checkout of an earlier version: its `all` is a variant")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -198,12 +235,12 @@ def main() -> None:
         for scenario in scenarios:
             for kind in kinds:
                 names = [name for name in VARIANTS[scenario] if name == "all" or not args.variants
-                         or name in args.variants] + (["before"] if args.before else [])
+                         or name in args.variants]
                 runs: dict[str, list[dict[str, float]]] = {name: [] for name in names}
                 for round_ in range(args.rounds):
                     shift = round_ % len(names)
                     for name in names[shift:] + names[:shift]:
-                        runs[name].append(run_once(scenario, name, kind, args.size, Path(tmp), args.before))
+                        runs[name].append(run_once(scenario, name, kind, args.size, Path(tmp)))
                 base = {m: statistics.median(r[m] for r in runs["all"]) for m in ("cpu", "wall")}
                 for name in names:
                     cpu = statistics.median(r["cpu"] for r in runs[name])

@@ -5,6 +5,7 @@ then finds (CJK, diacritics, numbers, trace ids, dates), namespace by namespace.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import random
@@ -13,6 +14,7 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +22,7 @@ from memkit import InvalidInputError
 from memkit._core._validate import check_content
 from memkit._retrieval._keyword import KeywordIndex, analyze, analyze_many, analyze_query, stemmed_words
 from memkit.adapters import SQLiteAdapter
+from memkit.adapters._sqlite._traces import gc_paused
 
 SPEAKERS = ["Caroline", "Nate", "John Smith", "Dr. Émile Zola", "o'brien"]
 DATES = ["8 May, 2023", "May 8th 2023", "2023-05-08", "January 2022", "the 3rd of March 2021", "Sept. 3, 2020",
@@ -216,7 +219,20 @@ async def test_a_namespace_indexed_whole_finds_its_odd_memories(tmp_path: Path) 
         await reopened.aclose()
 
 
-async def test_a_failing_build_at_close_warns(tmp_path: Path) -> None:
+@pytest.mark.parametrize("enabled", [True, False])
+async def test_closing_leaves_the_gc_as_the_caller_had_it(tmp_path: Path, enabled: bool) -> None:
+    store = SQLiteAdapter(tmp_path / "gc.db", embedder=None)
+    await store.add_many(_items(corpus(1_200, seed=5), "u"))
+    (gc.enable if enabled else gc.disable)()
+    try:
+        await store.aclose()
+        assert gc.isenabled() is enabled
+        assert _saved(tmp_path / "gc.db", "u")  # the close did build and save the index
+    finally:
+        gc.enable()
+
+
+async def test_a_failing_build_at_close_warns_and_leaves_the_gc_on(tmp_path: Path) -> None:
     # another tool wrote a blob where a memory's text belongs: analysing it fails half-way
     path = tmp_path / "broken.db"
     store = SQLiteAdapter(path, embedder=None)
@@ -225,8 +241,21 @@ async def test_a_failing_build_at_close_warns(tmp_path: Path) -> None:
     conn.execute("UPDATE memories SET content = CAST(content AS BLOB) WHERE seq = 700")
     conn.commit()
     conn.close()
+    assert gc.isenabled()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         await store.aclose()
     assert any("search snapshots not saved on close" in str(w.message) for w in caught)
-    assert _saved(path, "u") is None
+    assert gc.isenabled()
+
+
+def test_gc_paused_restores_the_state_on_error() -> None:
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            with pytest.raises(ZeroDivisionError), gc_paused():
+                assert not gc.isenabled()
+                _ = 1 / 0
+            assert gc.isenabled() is enabled
+        finally:
+            gc.enable()

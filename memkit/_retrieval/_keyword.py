@@ -60,6 +60,8 @@ STOPWORDS = frozenset(
 )
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+# The same split of an ASCII text: letters lower-cased, digits kept, any other character a space.
+_ASCII_WORDS = str.maketrans({chr(c): chr(c).lower() if chr(c).isalnum() else " " for c in range(128)})
 K1, B = 0.9, 0.4
 
 # A chat line's speaker: an optional "[timestamp]" prefix, then one to three capitalised words and a
@@ -101,6 +103,8 @@ class _Stemmer:
 
     Unknown tokens are inserted into a scratch FTS5 table and read back through
     ``fts5vocab``; results are cached, so each distinct word is stemmed once per process.
+    ASCII digits are their own stem (unicode61 keeps them, Porter's rules end in letters): a trace
+    step's numbers and timestamps are half of its distinct tokens, and skip SQLite.
     """
 
     def __init__(self) -> None:
@@ -117,18 +121,22 @@ class _Stemmer:
         unknown = {t for t in tokens if t not in cache}
         if not unknown:
             return
-        words = list(unknown)
+        numbers = [t for t in unknown if t.isdigit() and t.isascii()]
+        words = list(unknown.difference(numbers)) if numbers else list(unknown)
         with self._lock:
-            db = self._db
-            db.execute("BEGIN")
-            db.executemany("INSERT INTO words (rowid, word) VALUES (?, ?)", enumerate(words))
-            found = dict(db.execute("SELECT doc, term FROM terms WHERE offset = 0"))
-            db.execute("INSERT INTO words (words) VALUES ('delete-all')")
-            db.execute("COMMIT")
+            found: dict[int, str] = {}
+            if words:
+                db = self._db
+                db.execute("BEGIN")
+                db.executemany("INSERT INTO words (rowid, word) VALUES (?, ?)", enumerate(words))
+                found = dict(db.execute("SELECT doc, term FROM terms WHERE offset = 0"))
+                db.execute("INSERT INTO words (words) VALUES ('delete-all')")
+                db.execute("COMMIT")
             if len(cache) > 2_000_000:  # bound memory on pathological vocabularies
                 cache.clear()
             for row, token in enumerate(words):
                 cache[token] = found.get(row, token)
+            cache.update({number: number for number in numbers})
 
 
 _stemmer = _Stemmer()
@@ -136,6 +144,8 @@ _stemmer = _Stemmer()
 
 def _tokens(text: str) -> list[str]:
     """The lower-cased runs of letters and digits of ``text`` (no underscores), in order."""
+    if text.isascii():  # the usual text: one C pass, where the pattern tests each character's class
+        return text.translate(_ASCII_WORDS).split()
     return _TOKEN.findall(text.lower())
 
 
@@ -273,7 +283,12 @@ class KeywordIndex:
         self._arrays = None
 
     def add_many(self, rows: Iterable[tuple[int, str, int]]) -> None:
-        """Index many documents: new words are stemmed in one batch, postings built with numpy."""
+        """Index many documents: new words are stemmed in one batch, postings built with numpy.
+
+        Into an empty index (a namespace indexed whole, as when a store closes after an import)
+        the postings go straight into the packed arrays a loaded index has, which :meth:`to_bytes`
+        writes as they are: no list per term is made only to be packed again.
+        """
         self._thaw()
         # Each distinct token of the batch gets an id when first seen, by C-level lookups (no
         # Python call per word). A date or speaker term is keyed with a leading space, which no
@@ -307,6 +322,7 @@ class KeywordIndex:
         cache = _stemmer.cache
         terms = [name[1:] if name[0] == " " else cache[name] for name in names]
         first = len(self._keys)
+        empty = not first and not self._postings and not self._base_terms.ends
         self._slot.update(zip(keys, range(first, first + len(keys)), strict=True))
         self._keys.extend(keys)
         self._order.extend(orders)
@@ -331,6 +347,11 @@ class KeywordIndex:
         pairs = pairs[starts]
         pair_terms, pair_docs = np.divmod(pairs, width)
         ends = np.cumsum(np.bincount(pair_terms, minlength=len(distinct)))
+        if empty:
+            self._base_terms = _SavedTerms(distinct, ends.tolist())
+            self._base_slots, self._base_tfs = pair_docs.astype(np.int32), pair_tfs.astype(np.int32)
+            self._frozen.clear()
+            return
         postings, frozen = self._postings, self._frozen
         all_slots, all_tfs = pair_docs.tolist(), pair_tfs.tolist()
         lo = 0

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from memkit._retrieval._cache import IndexCache
 from memkit.adapters._sqlite._schema import write_unless_busy
+from memkit.adapters._sqlite._traces import gc_paused
 
 if TYPE_CHECKING:
     from memkit._retrieval._keyword import KeywordIndex
@@ -74,7 +75,8 @@ class KeywordCache:
             for (user, agent), texts in added.items():  # one batch a namespace: thousands after a bulk write
                 index = self._indexes.peek((user, agent))
                 assert index is not None
-                index.add_many(texts)
+                with gc_paused():
+                    index.add_many(texts)
         if self._indexes and change > self._change:
             for key, user, agent in db.execute(
                 "SELECT seq, user_id, agent_id FROM memory_deletions WHERE change > ? AND change <= ?",
@@ -94,10 +96,12 @@ class KeywordCache:
             index = self._indexes.get(key)
             if index is not None:
                 return index
-            index, replayed = self._load(db, user_id, agent_id)
+            with gc_paused():  # analysing a namespace makes millions of objects, none in a cycle
+                index, replayed = self._load(db, user_id, agent_id)
             position = (self._seq, self._change)
         if replayed and replayed >= max(self.resave_min, len(index) // 4):
-            _save(db, user_id, agent_id, position, index)
+            with gc_paused():
+                _save(db, user_id, agent_id, position, index)
         self._indexes.put(key, index)
         return index
 
