@@ -87,7 +87,7 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _one(path: Path, db: Path, n: int, streamed: bool) -> tuple[dict[str, Any], list[tuple[float, str, str, int]]]:
+def _one(path: Path, db: Path, n: int, streamed: bool, query: str = "?embedder=none") -> tuple[dict[str, Any], list[tuple[float, str, str, int]]]:
     timeline: list[tuple[float, str, str, int]] = []
     _WRITER.clear()
     previous = _stream.STREAM_MIN_BYTES
@@ -99,7 +99,7 @@ def _one(path: Path, db: Path, n: int, streamed: bool) -> tuple[dict[str, Any], 
     if streamed and load is not None:
         _stream._load = lambda: 0.0  # streamed whatever the load: this compares the two ways
     try:
-        mem = memkit.open(f"sqlite:///{db}?embedder=none")
+        mem = memkit.open(query if query.startswith("postgresql") else f"sqlite:///{db}{query}")
         start, cpu, child = time.perf_counter(), time.process_time(), _children_cpu()
         report = import_otlp(mem, path, user_id="bench", agent_id="agent")
         end = time.perf_counter()
@@ -172,23 +172,33 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--timeline", action="store_true", help="print every event of each streamed import")
     parser.add_argument("--streamed-only", action="store_true")
+    parser.add_argument("--embedder", action="store_true", help="the default embedder instead of keyword-only")
+    parser.add_argument("--postgres", action="store_true", help="into a PostgreSQL store (default embedder)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     _instrument()
     table: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        server = None
+        if args.postgres:
+            from memkit.testing import PostgresServer
+
+            server = stack.enter_context(PostgresServer())
         path = Path(tmp) / "spans.otlp.json"
         n = make_file(path, args.spans)
         for pair in range(args.pairs):
             order = (True,) if args.streamed_only else (True, False) if pair % 2 == 0 else (False, True)
             for stream in order:
                 db = Path(tmp) / f"import-{pair}-{stream}.db"
-                row, events = _one(path, db, n, stream)
+                query = "" if args.embedder else "?embedder=none"
+                if server is not None:
+                    query = server.url(f"import{pair}{int(stream)}")
+                row, events = _one(path, db, n, stream, query)
                 table.append({"pair": pair, **row})
                 if stream and args.timeline and not args.json:
                     for t, who, what, k in events:
                         print(f"{t * 1e3:9.1f} ms  {who:6}  {what}{f' ({k})' if k else ''}")
-                db.unlink()
+                db.unlink(missing_ok=True)
     if args.json:
         print(dump(table))
         return
