@@ -212,7 +212,6 @@ def unchecked_reimport(monkeypatch: pytest.MonkeyPatch) -> None:
         return None
 
     monkeypatch.setattr(_import, "_refuse_reimport", unchecked)
-    monkeypatch.setattr(_import, "_fresh", lambda *args: True)
 
 
 @pytest.fixture

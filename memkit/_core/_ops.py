@@ -14,7 +14,7 @@ adapter stay typed end to end. ``capability`` is the declaration a store needs f
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
@@ -51,7 +51,6 @@ __all__ = [
     "RunsOp",
     "SearchOp",
     "StatsOp",
-    "StepsRestarted",
     "TraceColumnsOp",
     "TracePayloadsOp",
     "ValuesOp",
@@ -294,12 +293,6 @@ class AddRecallsOp(Op[int]):
         return store._add_recalls(self)
 
 
-class StepsRestarted(Exception):
-    """Raised by an :class:`ImportStepsOp`'s ``steps`` while they are iterated: the steps given so far
-    are void and a new iteration gives them all again (a span file planned as it was read, whose
-    traces turned out not to come one after the other)."""
-
-
 @dataclass(frozen=True)
 class ImportStepsOp(Op[int]):
     """Store a bulk import's trace steps and then its recalls in one transaction, all or none; returns
@@ -314,12 +307,9 @@ class ImportStepsOp(Op[int]):
     """
 
     capability: ClassVar[Capability | None] = Capability.IMPORT_STEPS
-    steps: Iterable[tuple[str, str, str, dict[str, Any]]]
+    steps: Sequence[tuple[str, str, str, dict[str, Any]]]
     recalls: Sequence[dict[str, Any]]
     general: Callable[[int], Record]
-    # Step i's row if already made: as trace_row gave it, or what the store's ``_import_row_maker()``
-    # made of that row in another process.
-    built: Callable[[int], Any] | None = None
 
     def send(self, store: Store) -> Awaitable[int]:
         return store._import_steps(self)

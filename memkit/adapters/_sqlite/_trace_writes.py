@@ -15,13 +15,12 @@ import json
 import sqlite3
 import warnings
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
-from memkit._core._records import TraceRow
 from memkit.adapters._sqlite._traces import MISSING, PACKED, step_timing_us
 
 __all__ = [
-    "BuiltRow", "Odd", "Prepared", "built_rows", "delete_replaced", "insert_memories", "prepare",
+    "Odd", "Prepared", "delete_replaced", "insert_memories", "prepare",
     "trigger_writes_steps", "write_trace_steps",
 ]
 
@@ -184,45 +183,6 @@ def prepare(
         objects = (_object(trace.get("parameters")), _object(trace.get("result")))
     cells = "\x1f".join((record_id, quoted, *objects))
     return texts, cells, _integer(trace.get("step_index")), started, lasted, _integer(trace.get("retry_count"))
-
-
-# What a streamed import's other process sends of a step (see built_rows): the memories columns and
-# the prepared trace_steps row (or the whole row and None), and the step's vector if it made it.
-BuiltRow = tuple[tuple[Any, ...], Prepared | None, bytes | None]
-
-
-def built_rows(rows: Sequence[TraceRow | None], embedder: str | None) -> list[BuiltRow | None]:
-    """What a streamed import's other process makes of a chunk of steps' rows (the SQLite store's
-    ``_import_row_maker()``; None stays None): each step's memories columns and its trace_steps row as
-    :func:`prepare` gives it, so that the metadata (needed here only to prepare it) is neither pickled
-    nor prepared by the writer, or the whole row and None when only the trigger's SQL can write the
-    step; and with ``embedder`` (a name :func:`memkit.embeddings.get_embedder` resolves to the same
-    model in every process) the content's vector as the store keeps it, so the store embeds none."""
-    built: list[BuiltRow | None] = []
-    for row in rows:
-        if row is None:
-            built.append(None)
-            continue
-        try:
-            prepared = prepare(row[0], row[1], row[2], row[6], row[7:])
-        except Odd:
-            prepared = None
-        built.append((row, None, None) if prepared is None else (row[:6], prepared, None))
-    if embedder is None:
-        return built
-    from memkit.adapters._sqlbase import embedded
-    from memkit.adapters._sqlite._vectors import EMBED_BATCH, blob
-    from memkit.embeddings import get_embedder
-
-    model = get_embedder(embedder)
-    made = [i for i, row in enumerate(rows) if row is not None]
-    for start in range(0, len(made), EMBED_BATCH):
-        part = made[start:start + EMBED_BATCH]
-        texts = [cast(TraceRow, rows[i])[3] for i in part]
-        for i, vector in zip(part, embedded(model, texts), strict=True):
-            columns, prepared, _ = cast(BuiltRow, built[i])
-            built[i] = (columns, prepared, blob(vector))
-    return built
 
 
 def _row(
