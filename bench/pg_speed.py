@@ -15,10 +15,6 @@ Then, query by query, each variant in turn (the order rotating), each mode timed
 * ``plain stats``: the dense leg's cosine mean and spread scored in SQL on every search (no
   per-process sample of vectors);
 * ``plain vector index``: one HNSW graph over the whole table instead of the segments;
-* ``legs in turn``: the keyword and dense legs one after the other on one connection instead of at
-  once on two;
-* ``no df cache``: the keyword leg counts every query term's document frequency on every search
-  instead of reusing the counts of an unchanged namespace;
 
 and the modes: hybrid, hybrid with a metadata filter (``{"gene": "TP53"}``), keyword, semantic.
 Reported: p50 / p95 in ms per variant and mode, and each variant's ratio to ``as is`` (p50), with
@@ -62,20 +58,7 @@ def _variant(name: str, top: int, dim: int) -> Iterator[None]:
     from memkit.adapters import _postgres_sql as q
     from memkit.adapters._sqlbase import filter_sql
 
-    saved = (s.keyword_hits, d.SampleCache.stats, s.segment_bounds, s.segment_kinds, s._spare)
-    if name == "legs in turn":
-        async def none(pool: Any) -> None:
-            return None
-
-        s._spare = none  # type: ignore[assignment]
-    if name == "no df cache":
-        inner = s.keyword_hits
-
-        async def uncounted(conn: Any, user: str, agent: str, terms: list[str], conditions: Any, limit: int,
-                            counted: Any = None, passing: Any = None) -> list[tuple[int, int, float]]:
-            return await inner(conn, user, agent, terms, conditions, limit, None, passing)
-
-        s.keyword_hits = uncounted  # type: ignore[assignment]
+    saved = (s.keyword_hits, d.SampleCache.stats, s.segment_bounds, s.segment_kinds)
     if name in ("plain keyword", "all plain"):
         sql = _plain_keyword_sql()
 
@@ -101,7 +84,7 @@ def _variant(name: str, top: int, dim: int) -> Iterator[None]:
     try:
         yield
     finally:
-        s.keyword_hits, d.SampleCache.stats, s.segment_bounds, s.segment_kinds, s._spare = saved  # type: ignore[method-assign]
+        s.keyword_hits, d.SampleCache.stats, s.segment_bounds, s.segment_kinds = saved  # type: ignore[method-assign]
 
 
 async def run(
