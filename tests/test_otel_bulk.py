@@ -5,7 +5,6 @@ with_timing's canonical fast path, the encoders trace_record keeps, and the id b
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sqlite3
@@ -121,19 +120,6 @@ def test_the_benchmarks_reference_loop_times_each_core_and_unpins_this_thread() 
     times = core_loop_ms()
     assert len(times) == len(cores) and all(t > 0 for t in times)
     assert os.sched_getaffinity(0) == cores
-
-
-def test_the_import_leaves_the_cyclic_gc_as_it_found_it(tmp_path: Path) -> None:
-    spans = _bench_like_file(tmp_path / "spans.json", 100)
-    was = gc.isenabled()
-    try:
-        for enabled in (True, False):
-            (gc.enable if enabled else gc.disable)()
-            with memkit.open(f"sqlite:///{tmp_path / f'{enabled}.db'}?embedder=none") as mem:
-                assert import_otlp(mem, spans, user_id="u", agent_id="a").steps == 100
-            assert gc.isenabled() is enabled
-    finally:
-        (gc.enable if was else gc.disable)()
 
 
 def test_imported_steps_are_the_rows_schema_11s_trigger_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,7 +6,6 @@ Reading and checking the spans is :mod:`._spans`, planning them as steps and rec
 
 from __future__ import annotations
 
-import gc
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -67,23 +66,6 @@ def import_otlp(
     first; any bad span (a huge attribute, a parent cycle, an unknown kind, a bad timestamp) is an
     :class:`memkit.InvalidInputError` naming it, and nothing is written.
     """
-    # A file's spans become millions of small dicts and lists, none in a cycle: the cyclic GC's
-    # passes over them, which grow with the heap, cost a third of the import. Paused (process-wide,
-    # the store's writer thread included) until the import ends; anything it would have freed is
-    # collected on the next pass after.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return _import(mem, source, user_id, agent_id, workflow_id)
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def _import(
-    mem: Memory | MemoryProvider, source: str | os.PathLike[str] | Mapping[str, Any], user_id: str | None,
-    agent_id: str | None, workflow_id: str | None,
-) -> OtlpImport:
     provider = provider_of(mem)
     # Checked once, here, against the store's own limits: a memkit store then writes the records as
     # they are instead of checking every one again (any other provider gets them through add_many).
