@@ -6,29 +6,25 @@
 The span file is made once by the real OTel SDK (TracerProvider + in-memory exporter, encoded to
 OTLP JSON by memkit.otel.spans_to_otlp): traces of 50 spans each, an agent span over chains over
 tools, LLM calls and retrievers with three documents each (every fifth tool span failed).
-Each round imports the whole file into a fresh SQLite file with ``import_otlp``. The file (69 MB at
-100k spans) is over ``memkit.otel._stream.STREAM_MIN_BYTES``, so a second Python process reads,
-decodes, checks and plans it trace by trace and sends the planned steps and recall bodies over a
-pipe, while the store's writer thread here builds their rows and inserts them, and the recalls
-that came with them, as they arrive, in one write transaction. What is timed: from the call (the
-child's start included) to that commit. The checkpoint that then copies the import from the WAL
+Each round imports the whole file (69 MB at 100k spans) into a fresh SQLite file with
+``import_otlp``, in this process: read, decoded, checked and planned, then the store's writer
+thread builds the rows and inserts them and the recalls in one write transaction. What is timed:
+from the call to that commit. The checkpoint that then copies the import from the WAL
 into the database file runs in the store's writer thread after the import has returned: the close
 waits for it, so it is in ``close_cpu_us_per_span``.
-Inside: the child's reading, JSON decoding, span checks and planning, the rows (step texts, their
+Inside: the reading, JSON decoding, span checks and planning, the rows (step texts, their
 JSON, trace_steps cells), SQLite's writes (memories, trace_steps, recalls) and, in the "default
 embedder" flavour, embedding every step's text. Outside (not in the rate): the store's keyword
 index, which is built and saved when the store closes after the import; its CPU time is reported on
 its own (``close_cpu_us_per_span``). Reported: the median rate over rounds, per store flavour, by
-wall time and by CPU time (all of this process's threads, SQLite's writer included, plus the
-child's): on the shared 2-core machine the wall time follows the neighbours' load, the CPU time
-does not; with two processes the wall time can be below the CPU time.
+wall time and by CPU time (all of this process's threads, SQLite's writer included): on the
+shared 2-core machine the wall time follows the neighbours' load, the CPU time does not.
 
 The host's speed: before and after each round a fixed pure-Python loop is timed on each core this
 process may run on (``core_loop_ms``, best of 3 on each, the round's before and after side by side).
 On the shared 2-core machine a core's speed jumps between two levels about 1.6 times apart, from one
-second to the next and for each core on its own, whatever this benchmark does; a streamed import,
-one process a core, goes at about the pace of the slower core. The per-round table shows each round's
-rate beside those loops, so that runs of different hours can be compared.
+second to the next and for each core on its own, whatever this benchmark does. The per-round table
+shows each round's rate beside those loops, so that runs of different hours can be compared.
 """
 
 from __future__ import annotations
@@ -36,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import sys
 import tempfile
@@ -124,17 +119,11 @@ def core_loop_ms() -> list[float]:
     times = []
     try:
         for core in sorted(cores):
-            os.sched_setaffinity(0, {core})  # this thread only; the child, started later, gets all again
+            os.sched_setaffinity(0, {core})  # this thread only
             times.append(round(min(_loop_s() for _ in range(3)) * 1e3, 1))
     finally:
         os.sched_setaffinity(0, cores)
     return times
-
-
-def _children_cpu() -> float:
-    """CPU seconds of the child processes that have ended (the import's parse process)."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -157,10 +146,10 @@ def main() -> None:
                 url = f"sqlite:///{tmp}/import-{flavour[:3]}-{r}.db{query}"
                 mem = memkit.open(url)
                 before = core_loop_ms()
-                start, cpu = time.perf_counter(), time.process_time() + _children_cpu()
+                start, cpu = time.perf_counter(), time.process_time()
                 report = import_otlp(mem, path, user_id="bench", agent_id="agent")
                 rates.append(n / (time.perf_counter() - start))
-                cpu_rates.append(n / (time.process_time() + _children_cpu() - cpu))
+                cpu_rates.append(n / (time.process_time() - cpu))
                 after = core_loop_ms()
                 loops.extend(before + after)
                 each_round.append({"store": f"sqlite {flavour}", "round": r, "spans_per_s": round(rates[-1]),

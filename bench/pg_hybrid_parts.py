@@ -49,7 +49,7 @@ async def _parts(mem: Any, query: str, times: dict[str, list[float]], counts: di
     from memkit.store import _search as _pipeline
     from memkit.store._ops import SearchOp
 
-    pool, samples, counted = mem._pool, mem._samples, mem._counted
+    pool, samples = mem._pool, mem._samples
     scored: list[int] = []
     original = kw._scores
 
@@ -76,14 +76,14 @@ async def _parts(mem: Any, query: str, times: dict[str, list[float]], counts: di
         for d in (depth, 10):
             start, cpu[0] = time.perf_counter(), _cpu(pids)
             scored.clear()
-            hits = await keyword_hits(conn, "lab", "bio", terms, (), d, counted)
+            hits = await keyword_hits(conn, "lab", "bio", terms, (), d)
             timed(f"keyword leg, depth {d}", start)
             counts.setdefault(f"keyword memories scored, depth {d}", []).append(sum(scored))
             start, cpu[0] = time.perf_counter(), _cpu(pids)
             dense = await s._dense(conn, samples, "lab", "bio", (), d, vector, {})
             timed(f"dense leg, depth {d}", start)
         start, cpu[0] = time.perf_counter(), _cpu(pids)
-        hits, dense = await asyncio.gather(keyword_hits(conn, "lab", "bio", terms, (), depth, counted),
+        hits, dense = await asyncio.gather(keyword_hits(conn, "lab", "bio", terms, (), depth),
                                            s._dense(other, samples, "lab", "bio", (), depth, vector, {}))
         timed("both legs at once, depth 100", start)
         counts.setdefault("keyword hits", []).append(len(hits))

@@ -107,8 +107,8 @@ def test_a_submodule_not_imported_yet_loads_as_an_attribute() -> None:
 
     # A fresh process: here the test run has imported every submodule already.
     code = ("import sys, memkit, memkit.otel\n"
-            "assert 'memkit.otel._stream' not in sys.modules\n"
-            "assert memkit.otel._stream is sys.modules['memkit.otel._stream']\n"
+            "assert 'memkit.otel._export' not in sys.modules\n"
+            "assert memkit.otel._export is sys.modules['memkit.otel._export']\n"
             "assert memkit.frames is sys.modules['memkit.frames']\n"
             "try:\n    memkit.otel._no_such_module\nexcept AttributeError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -5,10 +5,8 @@ with_timing's canonical fast path, the encoders trace_record keeps, and the id b
 
 from __future__ import annotations
 
-import gc
 import json
 import os
-import uuid
 import warnings
 from pathlib import Path
 from typing import Any
@@ -18,9 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import memkit
-from memkit._core import _stamps, _timing
+from memkit._core import _timing
 from memkit._core._records import trace_record
-from memkit._core._stamps import new_id
 from memkit._core._timing import with_timing
 from memkit.otel import import_otlp
 
@@ -84,34 +81,6 @@ def test_trace_record_encodes_as_json_dumps_does() -> None:
     rendered = json.dumps(payload, ensure_ascii=False, sort_keys=True)
     assert record.content == f"[trace] workflow=wf agent=agent data={rendered}"
     assert record.metadata_json == json.dumps(record.metadata, ensure_ascii=False, separators=(",", ":"))
-
-
-def test_ids_are_version_4_uuids_and_unique() -> None:
-    ids = [new_id() for _ in range(3 * _stamps._ID_BLOCK + 7)]
-    assert len(set(ids)) == len(ids)
-    for text in ids:
-        parsed = uuid.UUID(text)
-        assert str(parsed) == text and parsed.version == 4 and parsed.variant == uuid.RFC_4122
-    # Every random bit is used: across many ids each hex digit outside the fixed ones varies.
-    digits = {i: {t[i] for t in ids} for i in range(36) if i not in (8, 13, 14, 18, 19, 23)}
-    assert all(len(seen) > 8 for seen in digits.values())
-    assert {t[19] for t in ids} == set("89ab")
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
-def test_a_forked_child_does_not_reuse_its_parents_ids() -> None:
-    new_id()  # the parent now holds a block
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os.write(write, new_id().encode())
-        os._exit(0)
-    os.waitpid(pid, 0)
-    child = os.read(read, 64).decode()
-    os.close(read)
-    os.close(write)
-    assert child not in _stamps._ids and child != new_id()
-    assert uuid.UUID(child).version == 4
 
 
 def test_a_known_key_set_is_still_redacted_and_depth_checked_below() -> None:

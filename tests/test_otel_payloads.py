@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Status, StatusCode
 
 import memkit
-from memkit.otel import CUT_MARK, MemkitSpanProcessor, _stream, import_otlp
+from memkit.otel import CUT_MARK, MemkitSpanProcessor, import_otlp
 from memkit.testing import FalkorDBServer
 
 _TRACE = "5b8efff798038103d269b633813fc60c"
@@ -73,12 +73,8 @@ _PAYLOADS = (
 )
 
 
-@pytest.fixture(params=["sqlite", "memory", "sqlite-streamed"])
-def mem(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[memkit.Memory]:
-    if request.param == "sqlite-streamed":  # the second-process import, as tests/test_otel_stream.py runs it
-        monkeypatch.setattr(_stream, "STREAM_MIN_BYTES", 0)
-        monkeypatch.setattr(_stream, "_cores", lambda: 2)
-        monkeypatch.setattr(_stream, "_load", lambda: 0.3)
+@pytest.fixture(params=["sqlite", "memory"])
+def mem(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[memkit.Memory]:
     url = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path / 'p.db'}"
     with memkit.open(url) as opened:
         yield opened

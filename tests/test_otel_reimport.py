@@ -19,7 +19,7 @@ pytest.importorskip("openinference.instrumentation.langchain", reason="needs mem
 pytest.importorskip("openinference.instrumentation.openai", reason="needs memkit[dev]")
 
 import memkit
-from memkit.otel import _stream, import_otlp, spans_to_otlp
+from memkit.otel import import_otlp, spans_to_otlp
 from tests.otel_corpus import make_spans
 
 
@@ -35,12 +35,8 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return made
 
 
-@pytest.fixture(params=["sqlite", "sqlite-streamed", "memory", "postgres", "postgres-streamed"])
-def mem(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[memkit.Memory]:
-    if request.param.endswith("-streamed"):  # a file of any size is read by a second process
-        monkeypatch.setattr(_stream, "STREAM_MIN_BYTES", 0)
-        monkeypatch.setattr(_stream, "_cores", lambda: 2)
-        monkeypatch.setattr(_stream, "_load", lambda: 0.3)
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
+def mem(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[memkit.Memory]:
     if request.param == "memory":
         url = "memory://"
     elif request.param.startswith("postgres"):

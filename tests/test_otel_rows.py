@@ -12,7 +12,6 @@ metadata), written by two users sharing workflow and run ids.
 
 from __future__ import annotations
 
-import gc
 import json
 import sqlite3
 from collections.abc import Iterator
@@ -25,8 +24,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import memkit
-from memkit._core import _encoding
-from memkit._core._encoding import encode_metadata_once
 from memkit._core._port import Capability
 from memkit.adapters import SQLiteAdapter
 from memkit.otel import _import, export_otlp, import_otlp
@@ -104,7 +101,6 @@ def test_sdk_spans_give_the_same_tables_both_ways(tmp_path: Path) -> None:
     got = _import_both(tmp_path, source, user_id="alice", agent_id="bio")
     assert got["report"].steps == 400 and got["report"].recalls > 100
     assert len(got["tables"]["trace_steps"]) == 400 and len(got["tables"]["recalls"]) == got["report"].recalls
-    assert gc.isenabled()
 
 
 def test_with_vectors_the_same_tables_both_ways(tmp_path: Path) -> None:
@@ -206,7 +202,6 @@ def unchecked_reimport(monkeypatch: pytest.MonkeyPatch) -> None:
         return None
 
     monkeypatch.setattr(_import, "_refuse_reimport", unchecked)
-    monkeypatch.setattr(_import, "_fresh", lambda *args: True)
 
 
 @pytest.fixture
@@ -236,7 +231,7 @@ def test_a_step_refused_in_the_rows_path_leaves_nothing_written(
             mem.add("already here", "alice", "bio")
             with pytest.raises(memkit.InvalidInputError, match=message):
                 import_otlp(mem, sdk_request, user_id="alice", agent_id="bio")
-            assert mem.stats().memories == 1 and mem.recalls() == [] and gc.isenabled()
+            assert mem.stats().memories == 1 and mem.recalls() == []
             assert mem.get_all("alice", "bio", limit=10)[0].content == "already here"
 
 
@@ -288,38 +283,7 @@ def test_an_import_copies_its_pages_into_the_file_after_it_returns(
         assert db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 10 and len(sizes) == 4
 
 
-_SLOTLIKE = st.sampled_from(["\x00memkit.parameters", "\x00memkit.result", "x", "\u2028", "🧬"])
-_json = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=5) | _SLOTLIKE,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3) | _SLOTLIKE, inner, max_size=3),
-    max_leaves=12,
-)
-
-
-@pytest.mark.parametrize("slots_from", [0, _encoding._SLOT_MIN_CHARS])
-@settings(max_examples=200, deadline=None)
-@given(parameters=st.none() | st.dictionaries(st.text(max_size=3), _json, max_size=3),
-       result=st.none() | _json, other=_json, extra=st.dictionaries(st.text(max_size=3), _json, max_size=2))
-def test_metadata_encoded_once_is_json_dumps(
-    slots_from: int, parameters: Any, result: Any, other: Any, extra: dict[str, Any]
-) -> None:
-    """The parameters and result encoded apart and put in their slots (from ``slots_from`` characters
-    on; all of them when 0): the text json.dumps gives, even when a step's own strings are the slots'
-    (memkit then encodes it all again)."""
-    payload = {"step_name": "s", "other": other, "parameters": parameters, "result": result}
-    meta = {**extra, "trace": payload, "type": "trace"}
-    before = json.dumps(meta)
-    kept, _encoding._SLOT_MIN_CHARS = _encoding._SLOT_MIN_CHARS, slots_from
-    try:
-        encoded, objects = encode_metadata_once(meta, payload)
-    finally:
-        _encoding._SLOT_MIN_CHARS = kept
-    assert encoded == json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
-    assert json.dumps(meta) == before  # the payload is handed back as it was
-    for text, value in zip(objects, (parameters, result), strict=True):
-        assert text == (json.dumps(value, ensure_ascii=False, separators=(",", ":")) if type(value) is dict else "null")
-
+_ODD_TEXT = st.sampled_from(["\x00memkit.parameters", "\x00memkit.result", "x", "\u2028", "🧬"])
 
 
 # The step data as the import built it before it was built key by key: the spec the faster one keeps.
@@ -390,13 +354,13 @@ def test_ids_checked_for_the_step_before_are_still_held_to_the_limits_given() ->
         trace_record("bio", "wf", step, "u\x07", memkit.Limits())
 
 
-# Floats of every magnitude: pydantic-core writes those below 1e-4 unlike json (0.000064 for 6.4e-05).
+# Floats of every magnitude, the tiny ones among them.
 _floats = st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(
     [6.4e-05, -8.372e-06, 1e-4, 9.999999999999999e-05, 5e-324, -0.0, 1e16, 1.7976931348623157e308, 1795693267.97])
 _plain = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | _floats | st.text(max_size=5) | _SLOTLIKE
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | _floats | st.text(max_size=5) | _ODD_TEXT
     | st.sampled_from(["\x00memkit.timestamp", "\x00memkit.duration", "\x00\x1f\x7f\"\\\n\u2028"]),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3) | _SLOTLIKE, inner, max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3) | _ODD_TEXT, inner, max_size=3),
     max_leaves=12,
 )
 
@@ -408,10 +372,8 @@ _plain = st.recursive(
 def test_a_trace_rows_texts_are_json_dumps_whichever_encoder_wrote_them(
     step: dict[str, Any], timestamp: float | None, duration: float | None
 ) -> None:
-    """The content's data is json.dumps(sort_keys=True) of the payload. trace_row encodes the metadata
-    with pydantic-core when its walk found no float json writes
-    otherwise (the step's timing aside, put in slots): the text and the objects are json.dumps's all the
-    same, tiny floats at any depth, slot-like strings and odd characters included."""
+    """The content's data is json.dumps(sort_keys=True) of the payload, the metadata and the objects
+    json.dumps's compact text: tiny floats at any depth and odd characters included."""
     from memkit._core._records import trace_row
 
     if timestamp is not None:
@@ -425,7 +387,6 @@ def test_a_trace_rows_texts_are_json_dumps_whichever_encoder_wrote_them(
     if row is None:  # a number where a text belongs: the general path says so
         return
     meta = row[6]
-    # The content's JSON (json's C encoder, made once, without its cycle check) is json.dumps's too.
     data = json.dumps(meta["trace"], ensure_ascii=False, sort_keys=True)
     assert row[3] == f"[trace] workflow=wf agent=bio data={data}"
     assert row[4] == json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
@@ -433,31 +394,3 @@ def test_a_trace_rows_texts_are_json_dumps_whichever_encoder_wrote_them(
     for text, key in zip(row[7:], ("parameters", "result"), strict=True):
         value = meta["trace"].get(key)
         assert text == (json.dumps(value, ensure_ascii=False, separators=(",", ":")) if type(value) is dict else "null")
-
-
-def test_pydantic_core_writes_the_benchmarks_metadata(tmp_path: Path) -> None:
-    """The import's plain steps, tiny durations included, take pydantic-core's encoder (not json's)."""
-    from memkit._core._records import trace_row
-
-    assert _encoding._fast_encoder()  # the installed pydantic-core writes what json writes
-    calls: list[Any] = []
-    encode = _encoding._encode_plain
-
-    def spy(*args: Any) -> Any:
-        calls.append(encode(*args))
-        return calls[-1]
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_encoding, "_encode_plain", spy)
-        step = {"step_name": "tool-1", "tool": "blast", "timestamp": 1795693267.973682, "duration": 8.372e-06,
-                "parameters": {"query": "seq 0 1"}, "result": {"value": "3 hits"}, "retry_count": 0}
-        row = trace_row("agent", "wf", step, "bench", memkit.Limits())
-    assert row is not None and len(calls) == 1 and calls[0] is not None
-    assert '"duration":8.372e-06' in row[4] and row[7:] == ('{"query":"seq 0 1"}', '{"value":"3 hits"}')
-    # A step's own text that is the duration's slot: json writes that step.
-    step["parameters"] = {"q": "\x00memkit.duration"}
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_encoding, "_encode_plain", spy)
-        row = trace_row("agent", "wf", step, "bench", memkit.Limits())
-    assert row is not None and len(calls) == 2 and calls[1] is None
-    assert row[4] == json.dumps(row[6], ensure_ascii=False, separators=(",", ":")) and "8.372e-06" in row[4]

@@ -71,7 +71,7 @@ def test_plain_steps_take_the_one_walk() -> None:
     step = {"step_name": "blast", "tool": "blast", "status": "success", "timestamp": 1.7e9, "duration": 0.4,
             "parameters": {"query": "seq 1", "k": [1, 2], "api_key": "sk-1"}, "result": {"hits": 3},
             "run_id": "r1", "step_index": 3, "span_id": "ab", "parent_step_index": None}
-    assert _records._plain_copy(step, 2, DEFAULT_LIMITS.max_metadata_depth, _records.Redactor(), []) is not None
+    assert _records._plain_copy(step, 2, DEFAULT_LIMITS.max_metadata_depth, _records.Redactor()) is not None
     record = _records.trace_record("bio", "triage", step, "u1")
     assert record.metadata["trace"]["parameters"]["api_key"] == _records.REDACTED
     assert "sk-1" not in record.content and "sk-1" not in (record.metadata_json or "")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from memkit._core._encoding import TINY_FLOAT, content_text, encode_metadata_once
+from memkit._core._encoding import content_text, encode_metadata_once
 from memkit._core._errors import InvalidInputError
 from memkit._core._stamps import from_us, new_id, now_us, to_us
 from memkit._core._timing import with_timing
@@ -293,20 +293,16 @@ _CLEAN_WITHOUT_REDACTOR: set[tuple[Any, ...]] = set()  # _plain_copy's known key
 _CLEAN_KEYS_MAX = 64  # longer key tuples are not remembered: hashing them would cost what it saves
 
 
-_TIMING = ("timestamp", "duration")
-
-
 class _NotPlain(Exception):
     """Raised inside :func:`_plain_copy` for anything it does not take; the general path then decides."""
 
 
-def _plain_copy(value: Any, depth: int, limit: int, redactor: Redactor | None, tiny: list[float]) -> Any:
+def _plain_copy(value: Any, depth: int, limit: int, redactor: Redactor | None) -> Any:
     """A private copy of plain JSON (exact dicts, lists, tuples, str, finite float, 64-bit int, bool,
     None) no deeper than ``limit`` (``depth`` counts as in stored metadata), with ``redactor``
     applied on the way; :class:`_NotPlain` at anything else (a datetime, a secret dict, a lone
     surrogate...), so that the general path, which knows every case and says what is wrong,
     handles it. Valid steps, nearly all of them, are then walked once instead of five times.
-    Floats of magnitude below :data:`TINY_FLOAT` (but 0) are appended to ``tiny``.
     """
     if depth > limit:
         raise _NotPlain
@@ -329,11 +325,11 @@ def _plain_copy(value: Any, depth: int, limit: int, redactor: Redactor | None, t
             for key, item in value.items():
                 kind = type(item)
                 if inline and ((kind is str and item.isascii()) or item is None or kind is bool or (
-                        kind is float and (item == 0.0 or not -TINY_FLOAT < item < TINY_FLOAT) and item - item == 0.0)
+                        kind is float and item - item == 0.0)
                     or (kind is int and -(2**63) <= item < 2**63)):
                     out[key] = item
                 else:
-                    out[key] = _plain_copy(item, depth + 1, limit, redactor, tiny)
+                    out[key] = _plain_copy(item, depth + 1, limit, redactor)
             return out
         secret = False
         for key, item in value.items():
@@ -347,23 +343,21 @@ def _plain_copy(value: Any, depth: int, limit: int, redactor: Redactor | None, t
             kind = type(item)
             # Most values are short ASCII text or numbers: kept here without a call per value.
             if inline and ((kind is str and item.isascii()) or item is None or kind is bool or (
-                    kind is float and (item == 0.0 or not -TINY_FLOAT < item < TINY_FLOAT) and item - item == 0.0)
+                    kind is float and item - item == 0.0)
                     or (kind is int and -(2**63) <= item < 2**63)):
                 out[key] = item
             else:
-                out[key] = _plain_copy(item, depth + 1, limit, redactor, tiny)
+                out[key] = _plain_copy(item, depth + 1, limit, redactor)
         if not secret and len(keys) <= _CLEAN_KEYS_MAX:
             if len(clean) >= _KNOWN_KEYS:
                 clean.clear()
             clean.add(keys)
         return out
     if kind is list or kind is tuple:
-        return [_plain_copy(item, depth + 1, limit, redactor, tiny) for item in value]
+        return [_plain_copy(item, depth + 1, limit, redactor) for item in value]
     if kind is float:
         if value - value != 0.0:  # inf or nan
             raise _NotPlain
-        if value != 0.0 and -TINY_FLOAT < value < TINY_FLOAT:
-            tiny.append(value)
         return value
     if kind is int:
         if not -(2**63) <= value < 2**63:
@@ -438,18 +432,11 @@ def trace_row(
     redactor = _redactor
     if redactor is not None and type(redactor) is not Redactor:
         return None
-    tiny: list[float] = []
     try:
         # The payload sits at depth 2 of the metadata (under "trace"), hence the start at 2.
-        payload = _plain_copy(data, 2, limits.max_metadata_depth, redactor, tiny)
+        payload = _plain_copy(data, 2, limits.max_metadata_depth, redactor)
     except _NotPlain:
         return None
-    # pydantic-core may encode the metadata when no tiny float is left but the step's own timing
-    # (see encode_metadata_once), which with_timing below may only replace by another number.
-    for key in _TIMING:
-        value = payload.get(key)
-        if type(value) is float and value != 0.0 and -TINY_FLOAT < value < TINY_FLOAT:
-            tiny.pop()
     extra = payload.pop("metadata", None) or {}
     if not isinstance(extra, dict):
         extra = {"metadata": extra}
@@ -470,7 +457,7 @@ def trace_row(
         # Only the length can be wrong: the text is not blank, the ids were checked, the copy took
         # valid Unicode only and JSON escapes a NUL.
         check_content(content, limits)
-    encoded, objects = encode_metadata_once(meta, payload, not tiny)
+    encoded, objects = encode_metadata_once(meta, payload)
     size = len(encoded) if encoded.isascii() else len(encoded.encode("utf-8"))
     if size > limits.max_metadata_bytes:
         raise InvalidInputError(f"metadata is {size} bytes as JSON; the limit is {limits.max_metadata_bytes}")

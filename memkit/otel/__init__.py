@@ -28,8 +28,7 @@ if TYPE_CHECKING:
     from memkit.otel._import import OtlpImport, import_otlp
     from memkit.otel._live import MemkitSpanProcessor
 
-# Loaded when first asked for, as in memkit/__init__.py: the second process of a streamed import
-# (memkit.otel._child) then imports only what it uses, not the OTel SDK and the store (half its start).
+# Loaded when first asked for, as in memkit/__init__.py: importing memkit.otel costs nothing until used.
 _LAZY = {
     "export_otlp": "memkit.otel._export", "send_otlp": "memkit.otel._export", "spans_to_otlp": "memkit.otel._export",
     "OtlpImport": "memkit.otel._import", "import_otlp": "memkit.otel._import",

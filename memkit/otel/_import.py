@@ -1,17 +1,14 @@
 """In: OTLP JSON span files as memkit runs (:func:`import_otlp`), checked whole before anything is written.
 
 Reading and checking the spans is :mod:`._spans`, planning them as steps and recalls :mod:`._plan`
-(both reused by the live processor); a big file is read and planned by a second process
-(:mod:`._stream`).
+(both reused by the live processor).
 """
 
 from __future__ import annotations
 
-import gc
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from memkit._core._errors import InvalidInputError
@@ -21,14 +18,12 @@ from memkit._core._port import (
     SupportsImportSteps,
     SupportsPaging,
     SupportsRecalls,
-    SupportsStats,
 )
 from memkit._core._recalls import Recall
 from memkit._core._records import Record
 from memkit._core._validate import DEFAULT_LIMITS, Limits
 from memkit._recall._recording import checked_recalls
 from memkit._sync import Memory, call, provider_of
-from memkit.otel import _stream
 from memkit.otel._fit import record_of
 from memkit.otel._plan import _json_or_text, _memory_of, _plan, _step_of
 from memkit.otel._spans import _is_memory, _load, _parse, _Span
@@ -72,33 +67,10 @@ def import_otlp(
     first; any bad span (a huge attribute, a parent cycle, an unknown kind, a bad timestamp) is an
     :class:`memkit.InvalidInputError` naming it, and nothing is written.
     """
-    # A file's spans become millions of small dicts and lists, none in a cycle: the cyclic GC's
-    # passes over them, which grow with the heap, cost a third of the import. Paused (process-wide,
-    # the store's writer thread included) until the import ends; anything it would have freed is
-    # collected on the next pass after.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return _import(mem, source, user_id, agent_id, workflow_id)
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def _import(
-    mem: Memory | MemoryProvider, source: str | os.PathLike[str] | Mapping[str, Any], user_id: str | None,
-    agent_id: str | None, workflow_id: str | None,
-) -> OtlpImport:
     provider = provider_of(mem)
     # Checked once, here, against the store's own limits: a memkit store then writes the records as
     # they are instead of checking every one again (any other provider gets them through add_many).
     limits = provider.limits if isinstance(provider, Store) else DEFAULT_LIMITS
-    if _stream.worth_streaming(provider, source) and _fresh(provider, user_id, agent_id):
-        assert isinstance(source, (str, os.PathLike))
-        try:
-            return _import_streamed(provider, Path(source), user_id, agent_id, workflow_id, limits)
-        except _stream.Fallback:
-            pass  # refused, or memories in it: the ordinary import says what and does it
     spans: list[_Span] = []
     for request in _load(source):
         spans.extend(_parse(request))
@@ -133,38 +105,6 @@ def _import(
                       memories=memories, truncated=len(cut))
 
 
-def _import_streamed(
-    provider: MemoryProvider, path: Path, user_id: str | None, agent_id: str | None, workflow_id: str | None,
-    limits: Limits,
-) -> OtlpImport:
-    """:func:`_import` of a file parsed and planned in a second process (see :mod:`._stream`); raises
-    :class:`_stream.Fallback` for a file only :func:`_import` can say what to do with."""
-    assert isinstance(provider, Store)
-    stream = _stream.StepStream(path, user_id, agent_id, workflow_id, limits, provider._import_row_maker())
-    cut: set[int] = set()  # by index: a restarted stream asks for a step again
-    try:
-
-        def general(i: int) -> Record:
-            user, agent, workflow, data = stream.steps[i]
-            return _step_record(agent, workflow, data, user, limits, cut, i)
-
-        try:
-            written = call(provider, _write_rows, stream, stream.recalls, general, stream.built.__getitem__)
-        except InvalidInputError:
-            # A step refused here, before the child read the whole file: a bad span after it
-            # is the error to report, which the ordinary import finds first.
-            if not stream.finish():
-                raise _stream.Fallback from None
-            raise
-        assert stream.runs is not None
-        if not stream.runs:
-            raise InvalidInputError(_NO_SPANS)
-        return OtlpImport(runs=len(stream.runs), steps=len(stream.steps), recalls=written, run_ids=stream.runs,
-                          truncated=len(cut))
-    finally:
-        stream.close()
-
-
 _IN_CHUNK = 500  # run ids a filter asks for at a time (filters take at most 1,000 values)
 
 
@@ -191,25 +131,6 @@ async def _refuse_reimport(provider: MemoryProvider, steps: list[tuple[str, str,
                     " delete that run's steps first, or import into another workflow_id")
 
 
-def _fresh(provider: MemoryProvider, user_id: str | None, agent_id: str | None) -> bool:
-    """Whether the import cannot meet a run already stored: the namespace it is told to write to
-    holds no step (else: the whole store is empty). A streamed import checks no run before it
-    writes, so only such an import streams (see :func:`_refuse_reimport`)."""
-    if user_id is not None and agent_id is not None and isinstance(provider, SupportsPaging):
-        return not call(provider, _any_in, user_id, agent_id)
-    return isinstance(provider, SupportsStats) and call(provider, _count) == 0
-
-
-async def _any_in(provider: MemoryProvider, user_id: str, agent_id: str) -> bool:
-    assert isinstance(provider, SupportsPaging)
-    return bool(await provider.get_page(user_id, agent_id, limit=1, filters={"type": "trace"}))
-
-
-async def _count(provider: MemoryProvider) -> int:
-    assert isinstance(provider, SupportsStats)
-    return (await provider.stats()).memories
-
-
 def _step_record(
     agent: str, workflow: str, data: dict[str, Any], user: str, limits: Limits, cut: set[int], index: int
 ) -> Record:
@@ -225,12 +146,12 @@ def _step_record(
 
 
 async def _write_rows(
-    provider: MemoryProvider, steps: Iterable[tuple[str, str, str, dict[str, Any]]], recalls: list[dict[str, Any]],
-    general: Callable[[int], Record], built: Callable[[int], Any] | None = None,
+    provider: MemoryProvider, steps: list[tuple[str, str, str, dict[str, Any]]], recalls: list[dict[str, Any]],
+    general: Callable[[int], Record],
 ) -> int:
     """Steps and recalls in one transaction, by the store's own rows (see ImportStepsOp)."""
     assert isinstance(provider, Store)
-    return await provider.execute(ImportStepsOp(steps, recalls, general, built))
+    return await provider.execute(ImportStepsOp(steps, recalls, general))
 
 
 async def _write(provider: MemoryProvider, records: list[Record], recalls: list[Recall]) -> None:

@@ -6,37 +6,24 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from pydantic import ValidationError
 
 from memkit._core._errors import InvalidInputError
+from memkit._core._recalls import Recall, RecalledMemory
 from memkit._core._records import Record, from_us, new_record
-from memkit._core._stamps import json_time
 from memkit._core._validate import Limits, check_bound, check_id
+from memkit._recall._recording import body_of
 from memkit.otel._spans import _Span
-
-if TYPE_CHECKING:
-    from memkit._core._recalls import Recall, RecalledMemory
-
-_DECODER = json.JSONDecoder()
-_SPACE = re.compile(r"[ \t\n\r]*")  # what json.loads skips around a text
-_JSON_STARTS = frozenset('{["-0123456789tfnNI')  # what a JSON text (as Python reads it) can start with
 
 
 def _json_or_text(value: Any) -> Any:
     if isinstance(value, str):
-        # Prose ("plan the assay") is not sent through the JSON parser to fail there: an
-        # exception per span costs more than the parse.
-        first = value[:1]
-        if first not in _JSON_STARTS and (not first.isspace() or value.lstrip()[:1] not in _JSON_STARTS):
-            return {"value": value}
-        # json.loads, without the exception it raises for a number followed by words ("3 hits").
         try:
-            parsed, end = _DECODER.raw_decode(value, _SPACE.match(value, 0).end())  # type: ignore[union-attr]
+            parsed = json.loads(value)
         except (ValueError, RecursionError):  # not JSON, or nested deeper than Python parses: text
-            return {"value": value}
-        if _SPACE.match(value, end).end() != len(value):  # type: ignore[union-attr]
             return {"value": value}
         return parsed if isinstance(parsed, dict) else {"value": parsed}
     return None if value is None else {"value": value}
@@ -157,12 +144,6 @@ def _recall_id(user_id: str, agent_id: str, workflow: str, span: _Span) -> str:
 def _recall_of(
     span: _Span, step: Mapping[str, Any], workflow: str, user_id: str, agent_id: str, own: bool
 ) -> Recall | None:
-    # The recall models (and pydantic) load with the first recall that needs them: the child of a
-    # streamed import builds foreign retrievers' bodies without them (see _recall_body).
-    from pydantic import ValidationError
-
-    from memkit._core._recalls import RecalledMemory
-
     a = span.attrs
     docs = _documents(a)
     query = a.get("gen_ai.memory.query", a.get("input.value"))
@@ -201,7 +182,6 @@ def _recall_model(
     agent_id: str, attempt: Any, hits: list[RecalledMemory],
 ) -> Recall:
     from memkit._core._recalls import Recall
-
     def loaded(key: str) -> Any:
         value = a.get(key)
         if not isinstance(value, str):
@@ -228,46 +208,6 @@ def _recall_model(
     )
 
 
-# The attributes of a recall memkit exported; a span with none of them is read by _recall_body itself.
-_RECALL_KEYS = frozenset((
-    "memkit.recall.id", "memkit.recall.user_id", "memkit.recall.agent_id", "memkit.recall.kind",
-    "memkit.recall.filters", "memkit.recall.options", "memkit.recall.attempt",
-))
-
-
-def _recall_body(
-    span: _Span, step: Mapping[str, Any], workflow: str, user_id: str, agent_id: str, own: bool
-) -> dict[str, Any] | None:
-    """``body_of(_recall_of(...))``: the recall as stores keep it. A foreign retriever's (the usual
-    case) is built here without the pydantic models, field for field what they would give; any other
-    goes through them."""
-    a = span.attrs
-    run_id, step_index = step.get("run_id"), step.get("step_index")
-    docs = _documents(a)
-    if own or not a.keys().isdisjoint(_RECALL_KEYS) or type(step_index) is not int or not (
-            run_id is None or type(run_id) is str) or any("metadata" in doc for doc in docs):
-        from memkit._recall._recording import body_of
-
-        recall = _recall_of(span, step, workflow, user_id, agent_id, own)
-        return None if recall is None else body_of(recall)
-    if not docs:
-        return None
-    hits = []
-    for rank, doc in enumerate(docs, start=1):
-        score = doc.get("score")
-        hits.append([str(doc.get("id") or f"{span.span_id}-{rank}"), rank,
-                     float(score) if isinstance(score, (int, float)) else None, None, str(doc.get("content") or "")])
-    query = a.get("gen_ai.memory.query", a.get("input.value"))
-    return {
-        "id": _recall_id(user_id, agent_id, workflow, span), "created_at": json_time(span.start_ns // 1_000),
-        "user_id": user_id, "agent_id": agent_id, "kind": "search", "query": str(query or ""),
-        "mode": str(a.get("gen_ai.memory.search.mode") or "retriever"), "filters": None,
-        "limit": int(a.get("gen_ai.memory.top_k") or max(len(hits), 1)), "as_of": None, "options": None,
-        "workflow_id": workflow, "run_id": run_id, "step_index": step_index, "step_name": step.get("step_name"),
-        "attempt": None, "trace_user_id": user_id, "trace_agent_id": agent_id, "hits": hits,
-    }
-
-
 def _plan(
     spans: list[_Span], user_id: str | None, agent_id: str | None, workflow_id: str | None, bodies: bool = False
 ) -> tuple[list[tuple[str, str, str, dict[str, Any]]], list[Any], list[str]]:
@@ -288,7 +228,10 @@ def _plan_trace(
     steps: list[tuple[str, str, str, dict[str, Any]]], recalls: list[Any],
 ) -> None:
     """One trace's steps and recalls (all its spans, in file order), appended to ``steps`` and ``recalls``."""
-    recall_of = _recall_body if bodies else _recall_of
+    def recall_of(span: _Span, data: dict[str, Any], workflow: str, user: str, agent: str, own: bool) -> Any:
+        recall = _recall_of(span, data, workflow, user, agent, own)
+        return body_of(recall) if bodies and recall is not None else recall
+
     members.sort(key=lambda s: (s.start_ns, s.end_ns))
     own_recalls = [s for s in members if "memkit.recall.id" in s.attrs]
     step_spans = [s for s in members if "memkit.recall.id" not in s.attrs]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,17 +72,11 @@ def _parse(request: Any) -> list[_Span]:
 
 def _read_spans(request: Any, keep: Callable[[_Span], object]) -> None:
     """Each span of ``request`` checked, in file order, to ``keep``; the first bad one is an error."""
-    _read_blocks(_walk(request), keep)
-
-
-def _read_blocks(blocks: Iterable[tuple[list[Any], dict[str, Any]]], keep: Callable[[_Span], object]) -> None:
-    """:func:`_read_spans` of one request's ``(raw spans, resource attributes)`` as :func:`_walk` gives
-    them (or as they are decoded, see :mod:`._incremental`)."""
     spans: list[_Span] = []
     seen: set[tuple[str, str]] = set()
     trace_ids: dict[str, str] = {}  # as written -> hex, so each distinct id is decoded once
     span_ids: dict[str, str] = {}
-    for raw_spans, resource in blocks:
+    for raw_spans, resource in _walk(request):
         service = resource.get("service.name")
         if not isinstance(service, str):
             service = None

@@ -311,13 +311,6 @@ class Store(Declares, abc.ABC):
         """A bulk import's steps and recalls in one transaction (no public method: imports call it)."""
         raise NotImplementedError
 
-    def _import_row_maker(self) -> tuple[str, Any] | None:
-        """For a store with IMPORT_STEPS: ``("module:function", argument)``, which another process may
-        call as ``function(rows, argument)`` on a chunk of steps' rows as trace_row gives them (None
-        where it gave none) to hand the store, for each, the form it writes (see
-        ``ImportStepsOp.built``); None: the rows as they are. The argument must pickle."""
-        return None
-
     async def _marks(self, op: ops.MarksOp) -> list[Mark]:
         raise NotImplementedError
 

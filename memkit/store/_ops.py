@@ -13,7 +13,7 @@ offers an optional operation by writing that method, nothing else.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -45,7 +45,6 @@ __all__ = [
     "RunsOp",
     "SearchOp",
     "StatsOp",
-    "StepsRestarted",
     "TraceColumnsOp",
     "TracePayloadsOp",
     "ValuesOp",
@@ -244,12 +243,6 @@ class AddRecallsOp(Op[int]):
 
 
 
-class StepsRestarted(Exception):
-    """Raised by an :class:`ImportStepsOp`'s ``steps`` while they are iterated: the steps given so far
-    are void and a new iteration gives them all again (a span file planned as it was read, whose
-    traces turned out not to come one after the other)."""
-
-
 @dataclass(frozen=True)
 class ImportStepsOp(Op[int]):
     """Store a bulk import's trace steps and then its recalls in one transaction, all or none; returns
@@ -263,12 +256,9 @@ class ImportStepsOp(Op[int]):
     (:func:`~memkit._recall._recording.checked_bodies`), as ``add_recalls`` would check them.
     """
 
-    steps: Iterable[tuple[str, str, str, dict[str, Any]]]
+    steps: Sequence[tuple[str, str, str, dict[str, Any]]]
     recalls: Sequence[dict[str, Any]]
     general: Callable[[int], Record]
-    # Step i's row if already made: as trace_row gave it, or what the store's ``_import_row_maker()``
-    # made of that row in another process.
-    built: Callable[[int], Any] | None = None
 
 
 

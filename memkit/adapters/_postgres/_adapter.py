@@ -30,7 +30,6 @@ from memkit._retrieval._fusion import HybridConfig
 from memkit.adapters._postgres import _index, _schema, _writes
 from memkit.adapters._postgres import _sql as q
 from memkit.adapters._postgres._dense import SampleCache
-from memkit.adapters._postgres._keyword import Frequencies
 from memkit.adapters._postgres._loop import Loop, conninfo, load_psycopg, safe_url, timed_out
 from memkit.adapters._postgres._recalls import RecallsAndMarks
 from memkit.adapters._postgres._schema import ADVISORY_LOCK, META_TABLE, MIGRATIONS, SCHEMA_VERSION
@@ -226,7 +225,6 @@ class PostgresAdapter(RecallsAndMarks, Store):
                 await register_vector_async(connection)
 
         self._samples = SampleCache()
-        self._counted = Frequencies()
         self._pool = psycopg_pool.AsyncConnectionPool(
             self._conninfo, min_size=self._pool_min, max_size=self._pool_size, open=False,
             kwargs={"autocommit": True}, configure=configure, name="memkit", timeout=self._timeout,
@@ -474,7 +472,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
         if op.until_us is not None:
             conditions = (*conditions, created_by(op.until_us))
         vector = None if op.mode == "keyword" else self._embed([op.query])[0]
-        return await self._call(ranked(self._pool, op, conditions, vector, self._samples, self._counted))
+        return await self._call(ranked(self._pool, op, conditions, vector, self._samples))
 
     @property
     def embedder(self) -> Any:

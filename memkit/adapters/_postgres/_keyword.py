@@ -40,7 +40,6 @@ without its postings, in any process.
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -50,8 +49,7 @@ from memkit._retrieval._keyword import K1, B
 from memkit.adapters._postgres import _sql as q
 from memkit.adapters._sqlbase import filter_sql
 
-__all__ = ["MIGRATION", "MIGRATION_4", "REFERENCE_LENGTH", "TOP_POSTINGS", "Frequencies", "keyword_hits",
-           "postings_read"]
+__all__ = ["MIGRATION", "MIGRATION_4", "REFERENCE_LENGTH", "TOP_POSTINGS", "keyword_hits", "postings_read"]
 
 #: The document length the stored impacts are computed for (close to short notes and chat lines).
 REFERENCE_LENGTH = 32
@@ -234,14 +232,13 @@ MIGRATION_4: tuple[str, ...] = (
 )
 
 # Per query term: its highest-impact postings and its document frequency in the namespace
-# (counted from the index alone, unless the postings read were all it has, or the caller knows
-# it for this version of the namespace); with the namespace's N, average length and version.
+# (counted from the index alone, unless the postings read were all it has); with the namespace's
+# N and average length.
 # A term in at least half the namespace has the floored idf whatever its exact count, so
 # counting stops there (the commonest terms of a big namespace are the longest to count).
 _TOP_SQL = """
-SELECT s.count, CASE WHEN s.terms > 0 THEN s.terms::float8 / s.count ELSE 1 END, s.xmin::text, t.term,
+SELECT s.count, CASE WHEN s.terms > 0 THEN s.terms::float8 / s.count ELSE 1 END, t.term,
        CASE WHEN top.n < %(reach)s THEN top.n
-            WHEN t.term = ANY(%(known)s::text[]) THEN NULL
             ELSE (SELECT count(*) FROM (SELECT FROM postings p WHERE p.ns = ns.id AND p.term = t.hash
                                         LIMIT ceil(s.count / 2.0)::bigint) c) END,
        top.seqs, top.n, top.impacts
@@ -257,38 +254,6 @@ WHERE s.user_id = %(u)s AND s.agent_id = %(a)s AND s.count > 0
 """
 
 
-class Frequencies:
-    """The document frequencies of common terms one store has counted, per namespace, tagged with
-    the namespace's version: its ``namespace_stats`` row's writing transaction (``xmin``: every
-    insert and delete updates that row in its own transaction; a reset removes it) and count.
-
-    A search names the terms it knows for its namespace; the statement that reads the postings
-    returns the version they were read at, in the same snapshot, and known counts are used only
-    when that version is the one they were counted at. Otherwise the statement runs again,
-    counting everything, so a search never uses a count another process's write has changed.
-    """
-
-    _NAMESPACES = 256
-    _TERMS = 50_000
-
-    def __init__(self) -> None:
-        self._kept: OrderedDict[tuple[str, str], tuple[tuple[int, str], dict[str, int]]] = OrderedDict()
-
-    def known(self, key: tuple[str, str]) -> tuple[tuple[int, str] | None, dict[str, int]]:
-        kept = self._kept.get(key)
-        return (None, {}) if kept is None else kept
-
-    def keep(self, key: tuple[str, str], version: tuple[int, str], counts: dict[str, int]) -> None:
-        kept = self._kept.get(key)
-        merged = {**kept[1], **counts} if kept is not None and kept[0] == version else dict(counts)
-        if len(merged) > self._TERMS:
-            merged = dict(counts)
-        self._kept[key] = (version, merged)
-        self._kept.move_to_end(key)
-        while len(self._kept) > self._NAMESPACES:
-            self._kept.popitem(last=False)
-
-
 class _Found(NamedTuple):
     """One query term's top postings, as :func:`_top` reads them."""
 
@@ -301,27 +266,15 @@ class _Found(NamedTuple):
     got: int  # how many were read
 
 
-async def _top(conn: Any, user_id: str, agent_id: str, terms: list[str], reach: int,
-               counted: Frequencies | None) -> list[_Found]:
+async def _top(conn: Any, user_id: str, agent_id: str, terms: list[str], reach: int) -> list[_Found]:
     """Per term: N, the average length, the term, its document frequency, its top postings and
     how many were read."""
-    key = (user_id, agent_id)
-    version, known = counted.known(key) if counted is not None else (None, {})
-    args = {"reach": reach, "terms": terms, "u": user_id, "a": agent_id}
     # Binary results: each term's top seqs and impacts arrive as arrays, which psycopg reads four
     # times faster in binary than as text (1,000 per term).
-    rows = await (await conn.execute(_TOP_SQL, {**args, "known": [t for t in terms if t in known]},
+    rows = await (await conn.execute(_TOP_SQL, {"reach": reach, "terms": terms, "u": user_id, "a": agent_id},
                                      prepare=False, binary=True)).fetchall()
-    if rows and any(r[4] is None for r in rows) and (int(rows[0][0]), rows[0][2]) != version:
-        rows = await (await conn.execute(_TOP_SQL, {**args, "known": []}, prepare=False, binary=True)).fetchall()
-    if not rows:
-        return []
-    now = (int(rows[0][0]), str(rows[0][2]))
-    if counted is not None:
-        counted.keep(key, now, {r[3]: int(r[4]) for r in rows if r[4] is not None and r[6] >= reach})
-    return [_Found(float(n), float(avglen), t, int(known[t] if df is None else df), seqs or [], impacts or [],
-                   int(got))
-            for n, avglen, _, t, df, seqs, got, impacts in rows]
+    return [_Found(float(n), float(avglen), t, int(df), seqs or [], impacts or [], int(got))
+            for n, avglen, t, df, seqs, got, impacts in rows]
 
 
 # The exact BM25 of the candidate memories that pass the filters, with the idf given per term.
@@ -392,12 +345,11 @@ async def _scores(conn: Any, user_id: str, agent_id: str, found: list[_Found], i
 
 async def keyword_hits(
     conn: Any, user_id: str, agent_id: str, terms: list[str], conditions: tuple[Condition, ...], limit: int,
-    counted: Frequencies | None = None, passing: int | None = None,
+    passing: int | None = None,
 ) -> list[tuple[int, int, float]]:
     """``(seq, created_us, bm25)`` of the namespace's best ``limit`` memories for ``terms``, best
     first, ties newest first, each scored exactly; the candidates are the memories among each term's
-    top postings (see the module's note on what that cut can miss). ``counted``: the store's
-    document frequencies counted before (see :class:`Frequencies`).
+    top postings (see the module's note on what that cut can miss).
 
     Only the candidates that can still make the list are scored from their ``tsvector``: bounds
     from the postings' impacts (:func:`_bounds`) set aside every memory whose best possible score
@@ -409,7 +361,7 @@ async def keyword_hits(
     and no other, and no postings are read but the terms' counts.
     """
     reach = 1 if passing is not None else postings_read(len(terms), limit)
-    found = await _top(conn, user_id, agent_id, terms, reach, counted)
+    found = await _top(conn, user_id, agent_id, terms, reach)
     if not found:
         return []
     n = found[0].n

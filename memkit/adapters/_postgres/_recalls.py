@@ -11,12 +11,12 @@ from typing import Any, TypeVar
 
 from memkit._core._errors import InvalidInputError
 from memkit._core._recalls import Mark, Recall
-from memkit._core._records import Record, now_us, to_us
+from memkit._core._records import Record, to_us
 from memkit._core._validate import Limits, check_id
 from memkit._recall import _marks
 from memkit._recall import _recording as _recall
 from memkit.adapters._postgres._loop import load_psycopg
-from memkit.store._ops import AddRecallsOp, ImportStepsOp, MarksOp, PutMarksOp, RecallsOp, RemoveMarksOp, StepsRestarted
+from memkit.store._ops import AddRecallsOp, ImportStepsOp, MarksOp, PutMarksOp, RecallsOp, RemoveMarksOp
 
 __all__ = ["RecallsAndMarks"]
 
@@ -52,19 +52,7 @@ class RecallsAndMarks:
     async def _import_steps(self, op: ImportStepsOp) -> int:
         """An OTel import's steps and recalls in one transaction (a crash between two writes would
         leave steps without their recalls)."""
-        while True:
-            try:
-                records = []
-                for i, _ in enumerate(op.steps):
-                    row = op.built(i) if op.built is not None else None
-                    if row is None:
-                        records.append(op.general(i))
-                    else:  # trace_row's texts, made by the other process of a streamed import
-                        records.append(Record(id=row[0], user_id=row[1], agent_id=row[2], content=row[3],
-                                              metadata=row[6], created_us=now_us(), metadata_json=row[4]))
-                break
-            except StepsRestarted:  # the stream starts over: its steps come again, from the first
-                continue
+        records = [op.general(i) for i in range(len(op.steps))]
         rows = [self._recall_row(body) for body in _recall.checked_bodies(op.recalls, self.limits)]
         # embedding is this process's work: the timeout counts only the writing
         vectors = await self._call(self._vectors(records), bounded=False)

@@ -1,10 +1,9 @@
-"""Search in the PostgreSQL store: the keyword and dense legs run in the database, in one
-connection, and memkit's shared pipeline fuses them (see :mod:`memkit.adapters._postgres._sql`).
+"""Search in the PostgreSQL store: the keyword and dense legs run in the database, one after the
+other on one connection, and memkit's shared pipeline fuses them (see :mod:`memkit.adapters._postgres._sql`).
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from memkit._core._models import MemoryItem
@@ -12,16 +11,12 @@ from memkit._retrieval._fusion import CONTEXT_REACH, DenseScores
 from memkit._retrieval._keyword import analyze_query, named_speakers
 from memkit.adapters._postgres import _sql as q
 from memkit.adapters._postgres._dense import VERSION_SQL, SampleCache
-from memkit.adapters._postgres._keyword import Frequencies, keyword_hits
-from memkit.adapters._postgres._loop import load_psycopg
+from memkit.adapters._postgres._keyword import keyword_hits
 from memkit.adapters._postgres._schema import segment_bounds, segment_kinds
 from memkit.store import _search as _pipeline
 from memkit.store._ops import SearchOp
 
 __all__ = ["ranked"]
-
-#: How long a search waits for a second connection (seconds): only for one the pool is opening.
-_SPARE_WAIT_S = 0.005
 
 _HNSW_SETTINGS = (
     "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true),"
@@ -31,7 +26,6 @@ _HNSW_SETTINGS = (
 
 async def ranked(
     pool: Any, request: SearchOp, conditions: tuple[Any, ...], vector: Any, samples: SampleCache,
-    counted: Frequencies | None = None,
 ) -> list[MemoryItem]:
     """The top memories for ``request``: the database's legs, memkit's fusion (``samples``: this
     store's cosine statistics, see :mod:`memkit.adapters._postgres._dense`)."""
@@ -44,26 +38,14 @@ async def ranked(
         # EXACT_MAX, are scored exactly when there are no more (see memkit._retrieval._config).
         passing = await q.count_passing(conn, user, agent, conditions) if conditions else None
 
-        async def keyword() -> None:
-            if terms:
-                for seq, created_us, score in await keyword_hits(conn, user, agent, list(dict.fromkeys(terms)),
-                                                                 conditions, depth, counted, passing):
-                    hits.append((seq, score))
-                    created[seq] = created_us
-
+        if terms:
+            for seq, created_us, score in await keyword_hits(conn, user, agent, list(dict.fromkeys(terms)),
+                                                             conditions, depth, passing):
+                hits.append((seq, score))
+                created[seq] = created_us
         dense = None
-        other = await _spare(pool) if vector is not None and terms else None
-        if other is not None:
-            # The two legs on two connections at once: a search waits for the slower, not for both.
-            try:
-                dense = (await asyncio.gather(
-                    keyword(), _dense(other, samples, user, agent, conditions, depth, vector, created, passing)))[1]
-            finally:
-                await pool.putconn(other)
-        else:
-            await keyword()
-            if vector is not None:
-                dense = await _dense(conn, samples, user, agent, conditions, depth, vector, created, passing)
+        if vector is not None:
+            dense = await _dense(conn, samples, user, agent, conditions, depth, vector, created, passing)
         around: dict[int, list[tuple[int, int]]] = {}
         heads: dict[int, str] = {}
         keys = list(dict.fromkeys([*(s for s, _ in hits), *(dense.ranked if dense else [])]))
@@ -99,19 +81,6 @@ async def ranked(
         )).fetchall() if wanted else []
     records = {r[0]: q.row_record(r) for r in rows}
     return [records[s].to_item(score, details) for s, score, details in top if s in records]
-
-async def _spare(pool: Any) -> Any:
-    """A second connection if the pool can give one at once, else None. Never waiting for one: a
-    search holding a connection while it waits for another could wait forever on searches doing
-    the same (a pool of two and two searches at once), so a busy pool runs the legs in turn."""
-    if pool.max_size < 2:
-        return None
-    _, psycopg_pool = load_psycopg()
-    try:
-        return await pool.getconn(timeout=_SPARE_WAIT_S)
-    except psycopg_pool.PoolTimeout:
-        return None
-
 
 async def _dense(
     conn: Any, samples: SampleCache, user: str, agent: str, conditions: tuple[Any, ...], depth: int, vector: Any,

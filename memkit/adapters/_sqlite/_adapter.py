@@ -282,16 +282,6 @@ class SQLiteAdapter(Store):
         finally:
             self._worker.submit(self._checkpoint)
 
-    def _import_row_maker(self) -> tuple[str, Any] | None:
-        # The shipped model gives every process the same vectors; any other embedder's stay here.
-        embedder = self._vectors.embedder
-        shipped = False
-        if embedder is not None:
-            from memkit.embeddings import DEFAULT_EMBEDDER, StaticEmbedder, fingerprint  # loaded with the embedder
-
-            shipped = type(embedder) is StaticEmbedder and fingerprint(embedder) == DEFAULT_EMBEDDER
-        return "memkit.adapters._sqlite._trace_writes:built_rows", "default" if shipped else None
-
     def _checkpoint(self) -> None:
         if self._conn is not None:
             self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")

@@ -13,12 +13,11 @@ import json
 import sqlite3
 import warnings
 from collections.abc import Iterable, Sequence
-from typing import Any, cast
+from typing import Any
 
-from memkit._core._records import TraceRow
 from memkit._core._timing import step_timing
 
-__all__ = ["BuiltRow", "Fields", "built_rows", "delete_replaced", "insert_memories", "step_fields", "write_steps"]
+__all__ = ["Fields", "delete_replaced", "insert_memories", "step_fields", "write_steps"]
 
 _INSERT_STEP = (
     "INSERT INTO trace_steps (seq, id, created_us, user_id, agent_id, workflow_id, run_id, step_name, tool, status,"
@@ -112,38 +111,6 @@ def insert_memories(
         fields = [step_fields(meta) for row, meta in zip(rows, metas, strict=True)]
     write_steps(db, ((first_seq + i, row[0], row[5], row[1], row[2], *f)
                      for i, (row, f) in enumerate(zip(rows, fields, strict=True)) if f is not None))
-
-
-# What a streamed import's other process sends of a step (see built_rows): the memories columns, the
-# step's fields, and the step's vector if it made it.
-BuiltRow = tuple[tuple[Any, ...], Fields | None, bytes | None]
-
-
-def built_rows(rows: Sequence[TraceRow | None], embedder: str | None) -> list[BuiltRow | None]:
-    """What a streamed import's other process makes of a chunk of steps' rows (the SQLite store's
-    ``_import_row_maker()``; None stays None): each step's memories columns and its :func:`step_fields`,
-    so that the metadata (needed here only for them) is neither pickled nor read by the writer; and
-    with ``embedder`` (a name :func:`memkit.embeddings.get_embedder` resolves to the same model in every
-    process) the content's vector as the store keeps it, so the store embeds none."""
-    built: list[BuiltRow | None] = [
-        None if row is None else (row[:6], step_fields(row[6], row[7:]), None)
-        for row in rows
-    ]
-    if embedder is None:
-        return built
-    from memkit.adapters._sqlbase import embedded
-    from memkit.adapters._sqlite._vectors import EMBED_BATCH, blob
-    from memkit.embeddings import get_embedder
-
-    model = get_embedder(embedder)
-    made = [i for i, row in enumerate(rows) if row is not None]
-    for start in range(0, len(made), EMBED_BATCH):
-        part = made[start:start + EMBED_BATCH]
-        texts = [cast(TraceRow, rows[i])[3] for i in part]
-        for i, vector in zip(part, embedded(model, texts), strict=True):
-            columns, fields, _ = cast(BuiltRow, built[i])
-            built[i] = (columns, fields, blob(vector))
-    return built
 
 
 def delete_replaced(db: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> list[tuple[str, str]]:
