@@ -15,11 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import memkit
 from memkit._core import _timing
 from memkit._core._records import trace_record
 from memkit._core._timing import with_timing
-from memkit.otel import import_otlp
 
 _numbers = st.one_of(
     st.none(), st.floats(allow_nan=True, allow_infinity=True), st.integers(-(10**15), 10**15),
@@ -117,18 +115,3 @@ def test_the_benchmarks_reference_loop_times_each_core_and_unpins_this_thread() 
     times = core_loop_ms()
     assert len(times) == len(cores) and all(t > 0 for t in times)
     assert os.sched_getaffinity(0) == cores
-
-
-def test_the_import_leaves_the_cyclic_gc_as_it_found_it(tmp_path: Path) -> None:
-    spans = _bench_like_file(tmp_path / "spans.json", 100)
-    was = gc.isenabled()
-    try:
-        for enabled in (True, False):
-            (gc.enable if enabled else gc.disable)()
-            with memkit.open(f"sqlite:///{tmp_path / f'{enabled}.db'}?embedder=none") as mem:
-                assert import_otlp(mem, spans, user_id="u", agent_id="a").steps == 100
-            assert gc.isenabled() is enabled
-    finally:
-        (gc.enable if was else gc.disable)()
-
-
