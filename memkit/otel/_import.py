@@ -7,7 +7,7 @@ Reading and checking the spans is :mod:`._spans`, planning them as steps and rec
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,16 +87,11 @@ def import_otlp(
     if recalls and not isinstance(provider, SupportsRecalls):
         recalls = []
     cut: set[int] = set()
-    if rows:
-
-        def general(i: int) -> Record:
-            user, agent, workflow, data = steps[i]
-            return _step_record(agent, workflow, data, user, limits, cut, i)
-
-        written = call(provider, _write_rows, steps, recalls, general)
-        return OtlpImport(runs=len(runs), steps=len(steps), recalls=written, run_ids=runs, truncated=len(cut))
     for i, (user, agent, workflow, data) in enumerate(steps):
         records.append(_step_record(agent, workflow, data, user, limits, cut, i))
+    if rows:
+        written = call(provider, _import_steps, ImportStepsOp(tuple(records), tuple(recalls)))
+        return OtlpImport(runs=len(runs), steps=len(steps), recalls=written, run_ids=runs, truncated=len(cut))
     checked = checked_recalls(recalls, limits)
     if not isinstance(provider, SupportsAddMany):
         raise InvalidInputError(f"{type(provider).__name__} cannot write a batch; import_otlp needs add_many")
@@ -145,13 +140,10 @@ def _step_record(
     return record
 
 
-async def _write_rows(
-    provider: MemoryProvider, steps: list[tuple[str, str, str, dict[str, Any]]], recalls: list[dict[str, Any]],
-    general: Callable[[int], Record],
-) -> int:
+async def _import_steps(provider: MemoryProvider, op: ImportStepsOp) -> int:
     """Steps and recalls in one transaction, by the store's own rows (see ImportStepsOp)."""
     assert isinstance(provider, Store)
-    return await provider.execute(ImportStepsOp(steps, recalls, general))
+    return await provider.execute(op)
 
 
 async def _write(provider: MemoryProvider, records: list[Record], recalls: list[Recall]) -> None:

@@ -13,7 +13,6 @@ offers an optional operation by writing that method, nothing else.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -248,18 +247,13 @@ class ImportStepsOp(Op[int]):
     """Store a bulk import's trace steps and then its recalls in one transaction, all or none; returns
     how many recalls: ``Store._import_steps``.
 
-    ``steps`` are ``(user_id, agent_id, workflow_id, trace_data)`` as ``add_trace`` takes them, not yet
-    checked: the store builds each one's row as :func:`memkit._core._records.trace_row` gives it, and
-    takes ``general(i)`` (the step's :class:`Record` by :func:`~memkit._core._records.trace_record`,
-    whose error names the step) for a step that function does not take. ``recalls`` are bodies as
-    :func:`memkit._recall._recording.body_of` gives them, checked by the store after the steps
-    (:func:`~memkit._recall._recording.checked_bodies`), as ``add_recalls`` would check them.
+    ``records`` are the steps as :func:`memkit._core._records.trace_record` made them (checked);
+    ``recalls`` are bodies as :func:`memkit._recall._recording.body_of` gives them, checked by the store
+    after the steps (:func:`~memkit._recall._recording.checked_bodies`), as ``add_recalls`` would.
     """
 
-    steps: Sequence[tuple[str, str, str, dict[str, Any]]]
-    recalls: Sequence[dict[str, Any]]
-    general: Callable[[int], Record]
-
+    records: tuple[Record, ...]
+    recalls: tuple[dict[str, Any], ...]
 
 
 @dataclass(frozen=True)

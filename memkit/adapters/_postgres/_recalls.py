@@ -52,7 +52,7 @@ class RecallsAndMarks:
     async def _import_steps(self, op: ImportStepsOp) -> int:
         """An OTel import's steps and recalls in one transaction (a crash between two writes would
         leave steps without their recalls)."""
-        records = [op.general(i) for i in range(len(op.steps))]
+        records = list(op.records)
         rows = [self._recall_row(body) for body in _recall.checked_bodies(op.recalls, self.limits)]
         # embedding is this process's work: the timeout counts only the writing
         vectors = await self._call(self._vectors(records), bounded=False)

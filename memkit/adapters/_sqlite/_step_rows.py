@@ -1,12 +1,10 @@
 """The rows a bulk import writes: memories (with their trace steps) and recalls, straight from the
 planned steps and recall bodies.
 
-The general path builds a :class:`~memkit._core._records.Record` per step, a pydantic ``Recall`` per
-recall, then reads each back to make its rows. An import (:class:`memkit.store._ops.ImportStepsOp`)
-hands the SQLite store the steps as ``add_trace`` takes them and the recalls as stored bodies: each
-step's memories row comes from :func:`~memkit._core._records.trace_row` (the same texts
-``trace_record`` gives) and its trace_steps row from the same code as any other write
-(:mod:`._trace_writes`), so an import writes the bytes ``add_trace`` + ``add_recalls`` would.
+An import (:class:`memkit.store._ops.ImportStepsOp`) hands the SQLite store the steps' records and
+the recalls as stored bodies: each step's memories row and trace_steps row come from the same code as
+any other write (:mod:`._trace_writes`), and the recalls' rows from the bodies without a pydantic
+``Recall`` each, all in one transaction.
 """
 
 from __future__ import annotations
@@ -14,20 +12,20 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from memkit._core._errors import InvalidInputError
-from memkit._core._records import Record, trace_row
+from memkit._core._records import Record
 from memkit._core._validate import Limits
 from memkit._recall import _recording as _recall
 from memkit.adapters._sqlite._keywords import feed_head
 from memkit.adapters._sqlite._schema import write_transaction
-from memkit.adapters._sqlite._trace_writes import Fields, insert_memories, step_fields
+from memkit.adapters._sqlite._trace_writes import insert_memories, step_fields
 from memkit.adapters._sqlite._vectors import Vectors, blob
 from memkit.store._ops import ImportStepsOp
 
-__all__ = ["INSERT_RECALL", "import_steps", "memory_rows", "recall_rows", "step_rows"]
+__all__ = ["INSERT_RECALL", "import_steps", "memory_rows", "recall_rows"]
 
 _CHUNK = 2_000  # steps built, embedded and inserted at a time
 _IMPORT_CACHE = -32_768  # KiB (32 MiB): the page cache an import's connection holds meanwhile
@@ -98,43 +96,12 @@ def import_steps(
 
 
 def _chunks(op: ImportStepsOp, limits: Limits, vectors: Vectors) -> Iterator[tuple[list[Any], ...]]:
-    for done in range(0, len(op.steps), _CHUNK):
-
-        def general(i: int, base: int = done) -> Record:
-            return op.general(base + i)  # general's index counts from the first step
-
-        rows, metas, fields = step_rows(op.steps[done:done + _CHUNK], general, limits)
+    for done in range(0, len(op.records), _CHUNK):
+        chunk = op.records[done:done + _CHUNK]
+        rows, metas = memory_rows(chunk)
+        fields = [step_fields(meta) for meta in metas]
         embedded = vectors.embed_contents([row[3] for row in rows])
         yield rows, metas, fields, [] if embedded is None else [blob(vector) for vector in embedded]
-
-
-def step_rows(
-    steps: Iterable[tuple[str, str, str, dict[str, Any]]], general: Callable[[int], Record], limits: Limits,
-) -> tuple[list[MemoryRow], list[dict[str, Any]], list[Fields | None]]:
-    """The memories columns and metadata of each planned ``(user, agent, workflow, trace_data)`` step,
-    checked as ``add_trace`` checks them, and its trace_steps fields
-    (:func:`~memkit.adapters._sqlite._trace_writes.step_fields`, the parameters and result encoded once
-    for both); ``general(i)`` makes (or refuses, naming the step) the record of a step :func:`trace_row`
-    does not take."""
-    rows: list[MemoryRow] = []
-    metas: list[dict[str, Any]] = []
-    fields: list[Fields | None] = []
-    for i, (user, agent, workflow, data) in enumerate(steps):
-        try:
-            row = trace_row(agent, workflow, data, user, limits)
-        except InvalidInputError:
-            row = None  # general(i) says so, naming the step
-        if row is None:
-            record = general(i)
-            more, meta = memory_rows((record,))
-            rows.append(more[0])
-            metas.append(meta[0])
-            fields.append(step_fields(record.metadata))
-            continue
-        rows.append(row[:6])
-        metas.append(row[6])
-        fields.append(step_fields(row[6], row[7:]))
-    return rows, metas, fields
 
 
 def recall_rows(bodies: Sequence[dict[str, Any]]) -> list[tuple[Any, ...]]:
