@@ -272,8 +272,6 @@ class SupportsTraceColumns(Protocol, metaclass=_Declared):
     a step may commit up to that many seconds after a higher ``seq`` was read.
     """
 
-    late_commit_s: float
-
     async def trace_columns(
         self,
         *,
