@@ -159,6 +159,15 @@ def _pushed(filter_: Mapping[str, Any] | None, path: tuple[str, ...] = ("lg_valu
     return pushed
 
 
+def _path_range(prefix: tuple[str, ...]) -> dict[str, Any]:
+    """A filter on ``lg_path`` keeping every item under ``prefix`` (its path, or its path and a dot
+    and more) and few others; the stores find those through their index of ``lg_path``."""
+    if not prefix:
+        return {}
+    path = ".".join(prefix)
+    return {"lg_path": {"$gte": path, "$lt": path + "/"}}  # "/" is the character after "."
+
+
 def _does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
     path = tuple(condition.path)
     if len(namespace) < len(path):
@@ -379,6 +388,12 @@ class MemkitStore(BaseStore):
         """The memory a put writes, and it checked as memkit checks it (``None``: a delete)."""
         if len(namespace) > _MAX_DEPTH:
             raise ConfigError(f"namespace {namespace!r} is deeper than {_MAX_DEPTH} labels")
+        if not namespace or any(not isinstance(x, str) or not x or "." in x or "\x00" in x for x in namespace):
+            # LangGraph's put refuses these too; its path (labels joined by dots) is then the namespace.
+            raise InvalidInputError(
+                f"put {namespace!r}, {key!r} refused: a namespace is one or more non-empty labels"
+                " without '.' or NUL"
+            )
         if op.value is None:
             return None
         if not isinstance(op.value, dict):
@@ -430,7 +445,7 @@ class MemkitStore(BaseStore):
             await provider.add_many([row for row, _ in written], replace=True)
 
     def _prefix_filter(self, prefix: tuple[str, ...]) -> dict[str, Any]:
-        found: dict[str, Any] = {"type": _KIND}
+        found: dict[str, Any] = {"type": _KIND, **_path_range(prefix)}
         found.update({f"lg_ns_{i}": label for i, label in enumerate(prefix)})
         return found
 
@@ -509,13 +524,15 @@ class MemkitStore(BaseStore):
         for condition in op.match_conditions or ():
             if condition.match_type == "prefix":
                 filters.update({f"lg_ns_{i}": label for i, label in enumerate(condition.path) if label != "*"})
+                leading = tuple(condition.path)[: [*condition.path, "*"].index("*")]
+                filters.update(_path_range(leading))
         provider = self._provider
         if isinstance(provider, Store):
-            # Only the namespaces, distinct, from the database: not every item made into a memory.
+            # The distinct paths, from the store's index of them (labels hold no dot: see _row).
             found = await provider.execute(
-                ValuesOp(self.user_id, self.agent_id, parse_filters(filters), ("lg_ns",))
+                ValuesOp(self.user_id, self.agent_id, parse_filters(filters), ("lg_path",))
             )
-            seen = {tuple(ns) for ns in found if isinstance(ns, list)}
+            seen = {tuple(path.split(".")) for path in found if isinstance(path, str)}
         else:
             seen = {tuple(m.metadata["lg_ns"]) for m in await self._listed(filters, (), None, 2**62, set())}
         namespaces = [ns for ns in seen if all(_does_match(c, ns) for c in op.match_conditions or ())]

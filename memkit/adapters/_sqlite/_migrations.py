@@ -463,6 +463,15 @@ MIGRATIONS[11] = _step_timing_read_alike
 # in 11, which has no other effect): a store marked older than it is runs them again.
 MIGRATIONS[12] = "DROP TRIGGER IF EXISTS trace_steps_insert;"
 
+# The LangGraph store's namespaces, newest first within each (memkit.langgraph): listing one, or
+# every distinct one, is then a few index seeks, not a test of each memory of the memkit namespace.
+# Partial, so memories that are not LangGraph items (traces) neither pay for it nor take room in it.
+MIGRATIONS[13] = """
+CREATE INDEX IF NOT EXISTS memories_listed ON memories
+    (user_id, agent_id, json_extract(metadata, '$.lg_path'), created_us DESC, seq DESC)
+    WHERE json_extract(metadata, '$.lg_path') IS NOT NULL;
+"""
+
 
 def statements(script: str) -> Iterator[str]:
     """Split a script into statements (trigger bodies included) without executescript's implicit COMMIT."""

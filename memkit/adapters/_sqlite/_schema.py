@@ -16,7 +16,7 @@ from memkit.adapters._sqlite._traces import TRACE_NUMBERS, pack_trace_numbers, p
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "migrate", "statements", "write_transaction", "write_unless_busy"]
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 
 @contextmanager
