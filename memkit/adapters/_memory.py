@@ -179,9 +179,8 @@ class InMemoryAdapter(Store):
 
     async def _reset(self, op: ops.ResetOp) -> None:
         with self._lock:
-            for kept in (self._records, self._seq, self._by_seq, self._indexes, self._vectors, self._listed, self._order,
-                         self._latest, self._disordered,
-                         self._recall_bodies, self._mark_bodies):
+            for kept in (self._records, self._seq, self._by_seq, self._indexes, self._vectors, self._listed,
+                         self._order, self._latest, self._disordered, self._recall_bodies, self._mark_bodies):
                 kept.clear()
 
     # -- reads ----------------------------------------------------------------
@@ -237,7 +236,8 @@ class InMemoryAdapter(Store):
                     if len(out) == want:
                         break
                     record = self._records[memory_id]
-                    if matches(op.conditions, record.metadata) and (op.until_us is None or record.created_us <= op.until_us):
+                    early = op.until_us is None or record.created_us <= op.until_us
+                    if early and matches(op.conditions, record.metadata):
                         out.append(record)
                 return out[op.offset :]
         return self._newest_first(op.user_id, op.agent_id, op.conditions, op.until_us)[op.offset : want]

