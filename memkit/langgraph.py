@@ -32,7 +32,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -220,6 +220,10 @@ class MemkitStore(BaseStore):
         URL (a store already open keeps its own, and ``embed`` is then refused).
     workflow_id
         What searches made outside any memkit step are recorded under in the recall audit.
+    search_mode
+        How ``search(query=...)`` ranks: ``"hybrid"`` (keyword and semantic legs fused, the
+        default where the store has an embedder), ``"semantic"`` (vectors only, as LangGraph's own
+        stores rank, and cheaper: no keyword leg) or ``"keyword"``.
     """
 
     supports_ttl: bool = False
@@ -233,6 +237,7 @@ class MemkitStore(BaseStore):
         index: IndexConfig | None = None,
         workflow_id: str = "langgraph",
         ttl: Any = None,
+        search_mode: str | None = None,
     ) -> None:
         if ttl is not None:
             raise ConfigError(
@@ -273,10 +278,17 @@ class MemkitStore(BaseStore):
 
         self.user_id, self.agent_id = check_namespace(user_id, agent_id)
         self.workflow_id = workflow_id
+        modes = getattr(self._provider, "search_modes", ("keyword", "semantic", "hybrid"))
+        if search_mode is not None and search_mode not in modes:
+            if self._owns:
+                self._memory.close()
+            raise ConfigError(f"search_mode must be one of {', '.join(modes)} for this store, got {search_mode!r}")
+        self.search_mode = search_mode
         fields = list((index or {}).get("fields") or ["$"])
         self.index_config = index
         self._fields = [(f, tokenize_path(f) if f != "$" else f) for f in fields]
         self._limit = int(getattr(getattr(self._provider, "limits", None), "max_limit", 10_000))
+        self._get_now: Callable[[str], Record | None] | None = getattr(self._provider, "get_now", None)
 
     def __repr__(self) -> str:
         return f"MemkitStore({type(self._provider).__name__}, user_id={self.user_id!r}, agent_id={self.agent_id!r})"
@@ -295,7 +307,16 @@ class MemkitStore(BaseStore):
     # -- LangGraph's two entry points ----------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        return call(self._provider, _run_batch, self, list(ops))
+        ops = list(ops)
+        gets = [op for op in ops if isinstance(op, GetOp)]
+        if self._get_now is not None and ops and len(gets) == len(ops):
+            # Gets only (LangGraph's store.get): read in this thread where the store can, since the
+            # hand-over to memkit's loop and back costs several times the read.
+            try:
+                return [self._got(self._get_now(self._id(tuple(op.namespace), str(op.key)))) for op in gets]
+            except NotImplementedError:
+                pass
+        return call(self._provider, _run_batch, self, ops)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         # The provider lives on memkit's loop (the graph drivers are bound to it): run there.
@@ -366,6 +387,9 @@ class MemkitStore(BaseStore):
     async def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
         found = await self._fetch(namespace, key)
         return None if found is None else self._item(found)
+
+    def _got(self, found: Record | None) -> Item | None:
+        return self._item(found) if self._mine(found) else None  # type: ignore[arg-type]
 
     def _text(self, value: dict[str, Any], index: Any) -> str:
         if index is None:
@@ -478,11 +502,12 @@ class MemkitStore(BaseStore):
         """memkit's ranking of ``query`` within the filters, the first ``want`` that pass ``filter_``."""
         limit = min(self._limit, max(want, 10))
         while True:
+            mode = {} if self.search_mode is None else {"mode": self.search_mode}
             if current_scope() is None:
                 with recall_scope(self.workflow_id, step="store.search"):
-                    hits = await self._provider.search(query, self.user_id, self.agent_id, limit, filters)
+                    hits = await self._provider.search(query, self.user_id, self.agent_id, limit, filters, **mode)
             else:
-                hits = await self._provider.search(query, self.user_id, self.agent_id, limit, filters)
+                hits = await self._provider.search(query, self.user_id, self.agent_id, limit, filters, **mode)
             kept = self._kept(hits, prefix, filter_, set())
             # A part of the filter memkit could not take (a list, an odd key) may drop hits: ask for more.
             if len(kept) >= want or len(hits) < limit or limit >= self._limit:

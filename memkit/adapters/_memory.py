@@ -309,6 +309,10 @@ class InMemoryAdapter(Store):
     async def _get(self, op: ops.GetOp) -> Record | None:
         return self._records.get(op.memory_id)
 
+    def get_now(self, memory_id: str) -> Record | None:
+        """One memory by id, read in the calling thread: no event loop needed."""
+        return self._records.get(memory_id)
+
     async def _namespaces(self, op: ops.NamespacesOp) -> list[NamespaceInfo]:
         with self._lock:
             records = list(self._records.values())
