@@ -28,6 +28,7 @@ Needs ``pip install 'memkit[langgraph]'``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import math
@@ -342,7 +343,7 @@ class MemkitStore(BaseStore):
             elif not isinstance(op, (GetOp, SearchOp, ListNamespacesOp)):
                 raise ConfigError(f"unknown LangGraph operation {type(op).__name__}")
         now = _now().isoformat()
-        olds = {place: await self._fetch(*place) for place in puts}
+        olds = {place: await self._fetch(*place) for place in puts} if puts else {}
         rows = {place: self._row(place[0], place[1], op, now, olds[place]) for place, op in puts.items()}
         for i, op in enumerate(ops):
             if isinstance(op, GetOp):
@@ -355,7 +356,7 @@ class MemkitStore(BaseStore):
             await self._apply_puts(rows, olds)
         return results
 
-    def _item(self, memory: MemoryItem, score: float | None = None, *, search: bool = False) -> Item:
+    def _item(self, memory: MemoryItem | Record, score: float | None = None, *, search: bool = False) -> Item:
         meta = memory.metadata
         kwargs = {
             "namespace": tuple(meta["lg_ns"]),
@@ -366,7 +367,7 @@ class MemkitStore(BaseStore):
         }
         return SearchItem(**kwargs, score=score) if search else Item(**kwargs)
 
-    def _mine(self, memory: MemoryItem | None) -> bool:
+    def _mine(self, memory: MemoryItem | Record | None) -> bool:
         return (
             memory is not None
             and memory.user_id == self.user_id
@@ -374,8 +375,14 @@ class MemkitStore(BaseStore):
             and memory.metadata.get("type") == _KIND
         )
 
-    async def _fetch(self, namespace: tuple[str, ...], key: str) -> MemoryItem | None:
+    async def _fetch(self, namespace: tuple[str, ...], key: str) -> MemoryItem | Record | None:
         provider = self._provider
+        if self._get_now is not None:
+            # Read here: a put reads the item it replaces, and a batch of puts would otherwise wait
+            # for the store's worker once per item.
+            with contextlib.suppress(NotImplementedError):
+                now = self._get_now(self._id(namespace, key))
+                return now if self._mine(now) else None
         if isinstance(provider, SupportsGet):
             found = await provider.get(self._id(namespace, key))
             return found if self._mine(found) else None
@@ -389,7 +396,7 @@ class MemkitStore(BaseStore):
         return None if found is None else self._item(found)
 
     def _got(self, found: Record | None) -> Item | None:
-        return self._item(found) if self._mine(found) else None  # type: ignore[arg-type]
+        return self._item(found) if found is not None and self._mine(found) else None
 
     def _text(self, value: dict[str, Any], index: Any) -> str:
         if index is None:
@@ -407,7 +414,7 @@ class MemkitStore(BaseStore):
         return "\n".join(t for t in texts if t)
 
     def _row(
-        self, namespace: tuple[str, ...], key: str, op: PutOp, now: str, old: MemoryItem | None
+        self, namespace: tuple[str, ...], key: str, op: PutOp, now: str, old: MemoryItem | Record | None
     ) -> tuple[dict[str, Any], Record] | None:
         """The memory a put writes, and it checked as memkit checks it (``None``: a delete)."""
         if len(namespace) > _MAX_DEPTH:
@@ -452,7 +459,7 @@ class MemkitStore(BaseStore):
     async def _apply_puts(
         self,
         rows: dict[tuple[tuple[str, ...], str], tuple[dict[str, Any], Record] | None],
-        olds: dict[tuple[tuple[str, ...], str], MemoryItem | None],
+        olds: dict[tuple[tuple[str, ...], str], MemoryItem | Record | None],
     ) -> None:
         provider = self._provider
         for place, row in rows.items():

@@ -76,6 +76,9 @@ def connect(
         # NORMAL is durable across application crashes in WAL mode; only a power
         # cut can lose the last commits, and it makes small writes ~10x faster.
         conn.execute("PRAGMA synchronous = NORMAL")
+        # A checkpointed WAL holds nothing a reader needs: cut it back to 4 MiB then (SQLite otherwise
+        # keeps it at the largest size any write grew it to; a bulk load left as much again as the data).
+        conn.execute("PRAGMA journal_size_limit = 4194304")
         # Migrations before 11 pack without the trace's timing; the trigger since then passes it last.
         conn.create_function(
             "memkit_pack_trace_numbers", len(TRACE_NUMBERS), pack_trace_numbers, deterministic=True
