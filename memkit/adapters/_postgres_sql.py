@@ -142,16 +142,14 @@ async def listed_values(
 async def select(
     fetch: Fetch, user_id: str, agent_id: str, conditions: tuple[Condition, ...], limit: int, offset: int
 ) -> list[Record]:
-    """One namespace's memories that pass the filters, newest first; a range of :data:`LISTED` that
-    holds one value (a LangGraph namespace without sub-namespaces) is read in its index's order."""
+    """One namespace's memories that pass the filters, newest first; a range of :data:`LISTED` is
+    also stated as the index can read it, and the planner (which keeps statistics) picks the index
+    of that range or the namespace's newest-first one."""
     where, params = filter_sql(conditions, POSTGRES)
     narrowed, extra = "", []
     if (bounds := listed_bounds(conditions)) is not None:
-        found = await listed_values(fetch, user_id, agent_id, "true", [], *bounds, 2)
-        if not found:
-            return []
-        if len(found) == 1:
-            narrowed, extra = f" AND {LISTED_SQL} IS NOT NULL AND {LISTED_SQL} = %s", [text_in(found[0])]
+        narrowed = f" AND {LISTED_SQL} IS NOT NULL AND {LISTED_SQL} >= %s AND {LISTED_SQL} < %s"
+        extra = [text_in(bounds[0]), text_in(bounds[1])]
     sql = (
         f"SELECT {COLUMNS} FROM memories m WHERE m.user_id = %s AND m.agent_id = %s{narrowed} AND {where}"  # noqa: S608
         " ORDER BY m.created_us DESC, m.seq DESC LIMIT %s OFFSET %s"
