@@ -71,6 +71,10 @@ _STORE_OPS = [
     ("get", "get one item, ms"),
     ("search", "search with a query, ms"),
     ("search_filter", "query + equality filter, ms"),
+    # memkit's hybrid ranking (keyword + semantic) is what the peers do not do; with
+    # MemkitStore(search_mode="semantic") it ranks as they do, vectors only
+    ("search_semantic", "search with a query, memkit semantic-only, ms"),
+    ("search_filter_semantic", "query + filter, memkit semantic-only, ms"),
     ("filter_only", "filter, no query, ms"),
     ("list10", "list 10 of a namespace, ms"),
     ("list_namespaces", "list_namespaces, ms"),
@@ -114,15 +118,20 @@ def _shipped_embed(texts: Sequence[str]) -> list[list[float]]:
 
 
 @contextmanager
-def open_system(backend: str, system: str, where: str) -> Iterator[tuple[Any, Callable[[], float]]]:
-    """The store, and a function giving its storage in MB (0 where it keeps nothing on disk)."""
+def open_system(backend: str, system: str, where: str) -> Iterator[tuple[Any, Callable[[], float], Any]]:
+    """The store, a function giving its storage in MB (0 where it keeps nothing on disk), and the
+    store ranking vectors only (memkit's ``search_mode="semantic"`` over the same items; the peer itself)."""
     if system == "memkit":
         from memkit.langgraph import MemkitStore
 
         url = {"memory": "memory://", "sqlite": f"sqlite:///{where}"}.get(backend, where)
         store = MemkitStore(url, index={"fields": ["text"]}, user_id="bench", agent_id="peers")
+        # memory:// has no embedder unless given one: keyword-only there, on both of memkit's rows
+        mode = "semantic" if "semantic" in getattr(store._provider, "search_modes", ()) else None
+        semantic = MemkitStore(store._memory, index={"fields": ["text"]}, user_id="bench", agent_id="peers",
+                               search_mode=mode)
         try:
-            yield store, lambda: _storage_mb(backend, where)
+            yield store, lambda: _storage_mb(backend, where), semantic
         finally:
             store.close()
         return
@@ -130,7 +139,8 @@ def open_system(backend: str, system: str, where: str) -> Iterator[tuple[Any, Ca
     if backend == "memory":
         from langgraph.store.memory import InMemoryStore
 
-        yield InMemoryStore(index=index), lambda: 0.0
+        peer = InMemoryStore(index=index)
+        yield peer, lambda: 0.0, peer
     elif backend == "sqlite":
         from langgraph.store.sqlite import SqliteStore
 
@@ -138,7 +148,7 @@ def open_system(backend: str, system: str, where: str) -> Iterator[tuple[Any, Ca
         try:
             peer = SqliteStore(conn, index=index)
             peer.setup()
-            yield peer, lambda: _storage_mb(backend, where)
+            yield peer, lambda: _storage_mb(backend, where), peer
         finally:
             conn.close()
     else:
@@ -146,7 +156,7 @@ def open_system(backend: str, system: str, where: str) -> Iterator[tuple[Any, Ca
 
         with PostgresStore.from_conn_string(where, index=index) as peer:
             peer.setup()
-            yield peer, lambda: _storage_mb(backend, where)
+            yield peer, lambda: _storage_mb(backend, where), peer
 
 
 def _extension_sqlite() -> Any:
@@ -202,7 +212,7 @@ def run_worker(backend: str, system: str, size: int, samples: int, where: str) -
     queries = make_queries(samples, seed=size + 1)
     rng = random.Random(size + 2)
     out: dict[str, Any] = {}
-    with open_system(backend, system, where) as (store, storage_mb):
+    with open_system(backend, system, where) as (store, storage_mb, semantic):
         batches = [
             [PutOp(namespace=ns, key=key, value=value) for ns, key, value in items[i : i + 500]]
             for i in range(0, len(items), 500)
@@ -215,6 +225,13 @@ def run_worker(backend: str, system: str, size: int, samples: int, where: str) -
         genes = [rng.choice(GENES) for _ in queries]
         out["search_filter"] = _latency(*_timed([
             lambda q=q, g=g: store.search(("notes",), query=q, filter={"gene": g}, limit=10)
+            for q, g in zip(queries, genes, strict=True)
+        ]))
+        out["search_semantic"] = _latency(*_timed([
+            lambda q=q: semantic.search(("notes",), query=q, limit=10) for q in queries
+        ]))
+        out["search_filter_semantic"] = _latency(*_timed([
+            lambda q=q, g=g: semantic.search(("notes",), query=q, filter={"gene": g}, limit=10)
             for q, g in zip(queries, genes, strict=True)
         ]))
         out["filter_only"] = _latency(*_timed([

@@ -28,11 +28,12 @@ Needs ``pip install 'memkit[langgraph]'``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -159,6 +160,15 @@ def _pushed(filter_: Mapping[str, Any] | None, path: tuple[str, ...] = ("lg_valu
     return pushed
 
 
+def _path_range(prefix: tuple[str, ...]) -> dict[str, Any]:
+    """A filter on ``lg_path`` keeping every item under ``prefix`` (its path, or its path and a dot
+    and more) and few others; the stores find those through their index of ``lg_path``."""
+    if not prefix:
+        return {}
+    path = ".".join(prefix)
+    return {"lg_path": {"$gte": path, "$lt": path + "/"}}  # "/" is the character after "."
+
+
 def _does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
     path = tuple(condition.path)
     if len(namespace) < len(path):
@@ -211,6 +221,10 @@ class MemkitStore(BaseStore):
         URL (a store already open keeps its own, and ``embed`` is then refused).
     workflow_id
         What searches made outside any memkit step are recorded under in the recall audit.
+    search_mode
+        How ``search(query=...)`` ranks: ``"hybrid"`` (keyword and semantic legs fused, the
+        default where the store has an embedder), ``"semantic"`` (vectors only, as LangGraph's own
+        stores rank, and cheaper: no keyword leg) or ``"keyword"``.
     """
 
     supports_ttl: bool = False
@@ -224,6 +238,7 @@ class MemkitStore(BaseStore):
         index: IndexConfig | None = None,
         workflow_id: str = "langgraph",
         ttl: Any = None,
+        search_mode: str | None = None,
     ) -> None:
         if ttl is not None:
             raise ConfigError(
@@ -264,10 +279,17 @@ class MemkitStore(BaseStore):
 
         self.user_id, self.agent_id = check_namespace(user_id, agent_id)
         self.workflow_id = workflow_id
+        modes = getattr(self._provider, "search_modes", ("keyword", "semantic", "hybrid"))
+        if search_mode is not None and search_mode not in modes:
+            if self._owns:
+                self._memory.close()
+            raise ConfigError(f"search_mode must be one of {', '.join(modes)} for this store, got {search_mode!r}")
+        self.search_mode = search_mode
         fields = list((index or {}).get("fields") or ["$"])
         self.index_config = index
         self._fields = [(f, tokenize_path(f) if f != "$" else f) for f in fields]
         self._limit = int(getattr(getattr(self._provider, "limits", None), "max_limit", 10_000))
+        self._get_now: Callable[[str], Record | None] | None = getattr(self._provider, "get_now", None)
 
     def __repr__(self) -> str:
         return f"MemkitStore({type(self._provider).__name__}, user_id={self.user_id!r}, agent_id={self.agent_id!r})"
@@ -286,7 +308,16 @@ class MemkitStore(BaseStore):
     # -- LangGraph's two entry points ----------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        return call(self._provider, _run_batch, self, list(ops))
+        ops = list(ops)
+        gets = [op for op in ops if isinstance(op, GetOp)]
+        if self._get_now is not None and ops and len(gets) == len(ops):
+            # Gets only (LangGraph's store.get): read in this thread where the store can, since the
+            # hand-over to memkit's loop and back costs several times the read.
+            try:
+                return [self._got(self._get_now(self._id(tuple(op.namespace), str(op.key)))) for op in gets]
+            except NotImplementedError:
+                pass
+        return call(self._provider, _run_batch, self, ops)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         # The provider lives on memkit's loop (the graph drivers are bound to it): run there.
@@ -312,7 +343,7 @@ class MemkitStore(BaseStore):
             elif not isinstance(op, (GetOp, SearchOp, ListNamespacesOp)):
                 raise ConfigError(f"unknown LangGraph operation {type(op).__name__}")
         now = _now().isoformat()
-        olds = {place: await self._fetch(*place) for place in puts}
+        olds = {place: await self._fetch(*place) for place in puts} if puts else {}
         rows = {place: self._row(place[0], place[1], op, now, olds[place]) for place, op in puts.items()}
         for i, op in enumerate(ops):
             if isinstance(op, GetOp):
@@ -325,7 +356,7 @@ class MemkitStore(BaseStore):
             await self._apply_puts(rows, olds)
         return results
 
-    def _item(self, memory: MemoryItem, score: float | None = None, *, search: bool = False) -> Item:
+    def _item(self, memory: MemoryItem | Record, score: float | None = None, *, search: bool = False) -> Item:
         meta = memory.metadata
         kwargs = {
             "namespace": tuple(meta["lg_ns"]),
@@ -336,7 +367,7 @@ class MemkitStore(BaseStore):
         }
         return SearchItem(**kwargs, score=score) if search else Item(**kwargs)
 
-    def _mine(self, memory: MemoryItem | None) -> bool:
+    def _mine(self, memory: MemoryItem | Record | None) -> bool:
         return (
             memory is not None
             and memory.user_id == self.user_id
@@ -344,8 +375,14 @@ class MemkitStore(BaseStore):
             and memory.metadata.get("type") == _KIND
         )
 
-    async def _fetch(self, namespace: tuple[str, ...], key: str) -> MemoryItem | None:
+    async def _fetch(self, namespace: tuple[str, ...], key: str) -> MemoryItem | Record | None:
         provider = self._provider
+        if self._get_now is not None:
+            # Read here: a put reads the item it replaces, and a batch of puts would otherwise wait
+            # for the store's worker once per item.
+            with contextlib.suppress(NotImplementedError):
+                now = self._get_now(self._id(namespace, key))
+                return now if self._mine(now) else None
         if isinstance(provider, SupportsGet):
             found = await provider.get(self._id(namespace, key))
             return found if self._mine(found) else None
@@ -357,6 +394,9 @@ class MemkitStore(BaseStore):
     async def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
         found = await self._fetch(namespace, key)
         return None if found is None else self._item(found)
+
+    def _got(self, found: Record | None) -> Item | None:
+        return self._item(found) if found is not None and self._mine(found) else None
 
     def _text(self, value: dict[str, Any], index: Any) -> str:
         if index is None:
@@ -374,11 +414,17 @@ class MemkitStore(BaseStore):
         return "\n".join(t for t in texts if t)
 
     def _row(
-        self, namespace: tuple[str, ...], key: str, op: PutOp, now: str, old: MemoryItem | None
+        self, namespace: tuple[str, ...], key: str, op: PutOp, now: str, old: MemoryItem | Record | None
     ) -> tuple[dict[str, Any], Record] | None:
         """The memory a put writes, and it checked as memkit checks it (``None``: a delete)."""
         if len(namespace) > _MAX_DEPTH:
             raise ConfigError(f"namespace {namespace!r} is deeper than {_MAX_DEPTH} labels")
+        if not namespace or any(not isinstance(x, str) or not x or "." in x or "\x00" in x for x in namespace):
+            # LangGraph's put refuses these too; its path (labels joined by dots) is then the namespace.
+            raise InvalidInputError(
+                f"put {namespace!r}, {key!r} refused: a namespace is one or more non-empty labels"
+                " without '.' or NUL"
+            )
         if op.value is None:
             return None
         if not isinstance(op.value, dict):
@@ -413,7 +459,7 @@ class MemkitStore(BaseStore):
     async def _apply_puts(
         self,
         rows: dict[tuple[tuple[str, ...], str], tuple[dict[str, Any], Record] | None],
-        olds: dict[tuple[tuple[str, ...], str], MemoryItem | None],
+        olds: dict[tuple[tuple[str, ...], str], MemoryItem | Record | None],
     ) -> None:
         provider = self._provider
         for place, row in rows.items():
@@ -430,7 +476,7 @@ class MemkitStore(BaseStore):
             await provider.add_many([row for row, _ in written], replace=True)
 
     def _prefix_filter(self, prefix: tuple[str, ...]) -> dict[str, Any]:
-        found: dict[str, Any] = {"type": _KIND}
+        found: dict[str, Any] = {"type": _KIND, **_path_range(prefix)}
         found.update({f"lg_ns_{i}": label for i, label in enumerate(prefix)})
         return found
 
@@ -463,11 +509,12 @@ class MemkitStore(BaseStore):
         """memkit's ranking of ``query`` within the filters, the first ``want`` that pass ``filter_``."""
         limit = min(self._limit, max(want, 10))
         while True:
+            mode = {} if self.search_mode is None else {"mode": self.search_mode}
             if current_scope() is None:
                 with recall_scope(self.workflow_id, step="store.search"):
-                    hits = await self._provider.search(query, self.user_id, self.agent_id, limit, filters)
+                    hits = await self._provider.search(query, self.user_id, self.agent_id, limit, filters, **mode)
             else:
-                hits = await self._provider.search(query, self.user_id, self.agent_id, limit, filters)
+                hits = await self._provider.search(query, self.user_id, self.agent_id, limit, filters, **mode)
             kept = self._kept(hits, prefix, filter_, set())
             # A part of the filter memkit could not take (a list, an odd key) may drop hits: ask for more.
             if len(kept) >= want or len(hits) < limit or limit >= self._limit:
@@ -509,13 +556,15 @@ class MemkitStore(BaseStore):
         for condition in op.match_conditions or ():
             if condition.match_type == "prefix":
                 filters.update({f"lg_ns_{i}": label for i, label in enumerate(condition.path) if label != "*"})
+                leading = tuple(condition.path)[: [*condition.path, "*"].index("*")]
+                filters.update(_path_range(leading))
         provider = self._provider
         if isinstance(provider, Store):
-            # Only the namespaces, distinct, from the database: not every item made into a memory.
+            # The distinct paths, from the store's index of them (labels hold no dot: see _row).
             found = await provider.execute(
-                ValuesOp(self.user_id, self.agent_id, parse_filters(filters), ("lg_ns",))
+                ValuesOp(self.user_id, self.agent_id, parse_filters(filters), ("lg_path",))
             )
-            seen = {tuple(ns) for ns in found if isinstance(ns, list)}
+            seen = {tuple(path.split(".")) for path in found if isinstance(path, str)}
         else:
             seen = {tuple(m.metadata["lg_ns"]) for m in await self._listed(filters, (), None, 2**62, set())}
         namespaces = [ns for ns in seen if all(_does_match(c, ns) for c in op.match_conditions or ())]

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from memkit.embeddings import Embedder
 
-__all__ = ["CREATED_BY", "Dialect", "created_by", "embedded", "filter_sql", "trace_filter"]
+__all__ = ["CREATED_BY", "LISTED", "Dialect", "created_by", "embedded", "filter_sql", "listed_bounds", "trace_filter"]
 
 Kind = Literal["bool", "number", "string"]
 
@@ -34,6 +34,29 @@ Kind = Literal["bool", "number", "string"]
 CREATED_BY = "$created_by"
 
 _RANGE_SQL = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+
+#: The one metadata key the stores index beside the memkit namespace: the LangGraph store's
+#: namespace path (:mod:`memkit.langgraph`). Listing one LangGraph namespace, or every one, then
+#: reads that index instead of testing each memory of the memkit namespace.
+LISTED = "lg_path"
+
+
+def listed_bounds(conditions: tuple[Condition, ...]) -> tuple[str, str] | None:
+    """``(lo, hi)``: the conditions keep :data:`LISTED` a string in ``[lo, hi)``, or ``None`` when
+    they do not bound it. The bound is for finding rows in an index only; the conditions are still
+    tested on each row found."""
+    lo: str | None = None
+    hi: str | None = None
+    for cond in conditions:
+        if cond.path != (LISTED,) or not isinstance(cond.value, str) or "\x00" in cond.value:
+            continue
+        if cond.op == "$eq":
+            return cond.value, cond.value + "\x00"  # the next string after it
+        if cond.op == "$gte":
+            lo = cond.value if lo is None else max(lo, cond.value)
+        elif cond.op == "$lt":
+            hi = cond.value if hi is None else min(hi, cond.value)
+    return (lo, hi) if lo is not None and hi is not None else None
 
 
 def created_by(until_us: int) -> Condition:

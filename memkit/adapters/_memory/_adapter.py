@@ -19,6 +19,7 @@ from memkit._recall import _recording as _recall
 from memkit._retrieval._config import dense_path
 from memkit._retrieval._fusion import HybridConfig, Neighbours, VectorIndex, dense_leg
 from memkit._retrieval._keyword import KeywordIndex, analyze_query
+from memkit.adapters._sqlbase import LISTED, listed_bounds
 from memkit.store import _ops as ops
 from memkit.store import _search as _pipeline
 from memkit.store._base import Store
@@ -76,6 +77,13 @@ class InMemoryAdapter(Store):
         self._seq: dict[str, int] = {}
         self._by_seq: dict[int, Record] = {}
         self._indexes: dict[tuple[str, str], KeywordIndex] = {}
+        # Per namespace: its memory ids in writing order, the newest created_us written, whether one
+        # was written older than that (then writing order is not newest-first order), and each LISTED
+        # value's ids (what the SQL stores' index of it holds).
+        self._order: dict[tuple[str, str], dict[str, None]] = {}
+        self._latest: dict[tuple[str, str], int] = {}
+        self._disordered: set[tuple[str, str]] = set()
+        self._listed: dict[tuple[str, str], dict[str, dict[str, None]]] = {}
         self._next_seq = 0
         # A thread lock, not an asyncio one: the adapter may be driven from
         # several event loops (sync facade, notebooks, worker threads).
@@ -127,6 +135,14 @@ class InMemoryAdapter(Store):
                 if index is None:  # not setdefault: building an index to throw away costs more than the add
                     index = self._indexes[(record.user_id, record.agent_id)] = KeywordIndex()
                 index.add(self._next_seq, record.content, record.created_us)
+                key = (record.user_id, record.agent_id)
+                self._order.setdefault(key, {})[record.id] = None
+                if record.created_us < self._latest.setdefault(key, record.created_us):
+                    self._disordered.add(key)
+                self._latest[key] = max(self._latest[key], record.created_us)
+                listed = record.metadata.get(LISTED)
+                if isinstance(listed, str):
+                    self._listed.setdefault(key, {}).setdefault(listed, {})[record.id] = None
                 self._next_seq += 1
             if vectors is not None:
                 self._vectors.update((r.id, v) for r, v in zip(records, vectors, strict=True))
@@ -147,11 +163,18 @@ class InMemoryAdapter(Store):
         del self._by_seq[seq]
         self._indexes[(record.user_id, record.agent_id)].remove(seq)
         self._vectors.pop(memory_id, None)
+        del self._order[(record.user_id, record.agent_id)][memory_id]
+        listed = record.metadata.get(LISTED)
+        if isinstance(listed, str):
+            ids = self._listed[(record.user_id, record.agent_id)][listed]
+            del ids[memory_id]
+            if not ids:
+                del self._listed[(record.user_id, record.agent_id)][listed]
 
     async def _reset(self, op: ops.ResetOp) -> None:
         with self._lock:
-            for kept in (self._records, self._seq, self._by_seq, self._indexes, self._vectors,
-                         self._recall_bodies, self._mark_bodies):
+            for kept in (self._records, self._seq, self._by_seq, self._indexes, self._vectors, self._listed,
+                         self._order, self._latest, self._disordered, self._recall_bodies, self._mark_bodies):
                 kept.clear()
 
     # -- reads ----------------------------------------------------------------
@@ -162,16 +185,56 @@ class InMemoryAdapter(Store):
         with self._lock:
             rows = [
                 r
-                for r in self._records.values()
+                for r in self._candidates(user, agent, conditions)
                 if r.user_id == user and r.agent_id == agent and matches(conditions, r.metadata)
                 and (until_us is None or r.created_us <= until_us)
             ]
-            seq = dict(self._seq)
-        rows.sort(key=lambda r: (r.created_us, seq[r.id]), reverse=True)
+            seq = self._seq
+            rows.sort(key=lambda r: (r.created_us, seq[r.id]), reverse=True)
         return rows
 
+    def _candidates(self, user: str, agent: str, conditions: tuple[Condition, ...]) -> Iterable[Record]:
+        """Every memory that may pass: those of the LISTED values the conditions bound, else all
+        (the caller holds the lock)."""
+        bounds = listed_bounds(conditions)
+        if bounds is None:
+            return self._records.values()
+        lo, hi = bounds
+        listed = self._listed.get((user, agent), {})
+        return [self._records[i] for value, ids in listed.items() if lo <= value < hi for i in ids]
+
+    async def _values(self, op: ops.ValuesOp) -> list[object]:
+        if op.path != (LISTED,):
+            return await super()._values(op)
+        lo, hi = listed_bounds(op.conditions) or ("", None)
+        with self._lock:
+            listed = self._listed.get((op.user_id, op.agent_id), {})
+            return [
+                value for value, ids in listed.items()
+                if lo <= value and (hi is None or value < hi)
+                and any(matches(op.conditions, self._records[i].metadata) for i in ids)
+            ]
+
     async def _list(self, op: ops.ListOp) -> list[Record]:
-        return self._newest_first(op.user_id, op.agent_id, op.conditions, op.until_us)[op.offset : op.offset + op.limit]
+        key, want = (op.user_id, op.agent_id), op.offset + op.limit
+        with self._lock:
+            if key not in self._disordered:
+                # Writing order is newest-first order read backwards: stop at the page's end.
+                bounds = listed_bounds(op.conditions)
+                listed = self._listed.get(key, {})
+                values = [v for v in listed if bounds[0] <= v < bounds[1]] if bounds else None
+                ids = self._order.get(key, {}) if values is None or len(values) > 1 else (
+                    listed[values[0]] if values else {})
+                out: list[Record] = []
+                for memory_id in reversed(ids):
+                    if len(out) == want:
+                        break
+                    record = self._records[memory_id]
+                    early = op.until_us is None or record.created_us <= op.until_us
+                    if early and matches(op.conditions, record.metadata):
+                        out.append(record)
+                return out[op.offset :]
+        return self._newest_first(op.user_id, op.agent_id, op.conditions, op.until_us)[op.offset : want]
 
     async def _rank(self, op: ops.SearchOp) -> list[MemoryItem]:
         user, agent, conditions, until_us = op.user_id, op.agent_id, op.conditions, op.until_us
@@ -239,6 +302,10 @@ class InMemoryAdapter(Store):
 
     async def _get(self, op: ops.GetOp) -> Record | None:
         return self._records.get(op.memory_id)
+
+    def get_now(self, memory_id: str) -> Record | None:
+        """One memory by id, read in the calling thread: no event loop needed."""
+        return self._records.get(memory_id)
 
     async def _namespaces(self, op: ops.NamespacesOp) -> list[NamespaceInfo]:
         with self._lock:

@@ -34,7 +34,7 @@ from memkit.adapters._postgres._loop import Loop, conninfo, load_psycopg, safe_u
 from memkit.adapters._postgres._recalls import RecallsAndMarks
 from memkit.adapters._postgres._schema import ADVISORY_LOCK, META_TABLE, MIGRATIONS, SCHEMA_VERSION
 from memkit.adapters._postgres._search import ranked
-from memkit.adapters._sqlbase import created_by, embedded, filter_sql
+from memkit.adapters._sqlbase import LISTED, created_by, embedded, filter_sql, listed_bounds
 from memkit.store._base import Store
 from memkit.store._ops import (
     CloseOp,
@@ -442,19 +442,16 @@ class PostgresAdapter(RecallsAndMarks, Store):
         conditions = op.conditions
         if op.until_us is not None:
             conditions = (*conditions, created_by(op.until_us))
-        where, params = filter_sql(conditions, q.POSTGRES)
-        sql = (
-            f"SELECT {q.COLUMNS} FROM memories m WHERE m.user_id = %s AND m.agent_id = %s AND {where}"  # noqa: S608
-            " ORDER BY m.created_us DESC, m.seq DESC LIMIT %s OFFSET %s"
-        )
-        rows = await self._fetch(sql, [op.user_id, op.agent_id, *params, op.limit, op.offset])
-        return [q.row_record(r) for r in rows]
+        return await q.select(self._fetch, op.user_id, op.agent_id, conditions, op.limit, op.offset)
 
     async def _list(self, op: ListOp) -> list[Record]:
         return await self._call(self._select(op))
 
     async def _values(self, op: ValuesOp) -> list[Any]:
         where, params = filter_sql(op.conditions, q.POSTGRES)
+        if op.path == (LISTED,):  # indexed: a seek per distinct value, not a read of every memory
+            lo, hi = listed_bounds(op.conditions) or ("", None)
+            return await self._call(q.listed_values(self._fetch, op.user_id, op.agent_id, where, params, lo, hi, 2**62))
         namespace = "m.user_id = %s AND m.agent_id = %s AND m.metadata #> %s IS NOT NULL"
         sql = f"SELECT DISTINCT m.metadata #> %s FROM memories m WHERE {namespace} AND {where}"  # noqa: S608
         path = list(op.path)

@@ -128,6 +128,13 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # ``@>`` test beside the exact one): a selective filter's rows are counted and scored without
     # reading the whole namespace (see memkit._retrieval._config.dense_path).
     7: ("CREATE INDEX IF NOT EXISTS memories_metadata ON memories USING gin (metadata jsonb_path_ops)",),
+    # The LangGraph store's namespaces, newest first within each (memkit.langgraph): listing one, or
+    # every distinct one, is a few index seeks (see memkit.adapters._postgres._sql.listed_values).
+    8: (
+        "CREATE INDEX IF NOT EXISTS memories_listed ON memories (user_id, agent_id,"
+        " ((metadata ->> 'lg_path') COLLATE \"C\"), created_us DESC, seq DESC)"
+        " WHERE (metadata ->> 'lg_path') IS NOT NULL",
+    ),
 }
 
 SCHEMA_VERSION = max(MIGRATIONS)

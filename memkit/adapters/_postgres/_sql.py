@@ -17,20 +17,20 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from memkit._core._filters import Condition
 from memkit._core._records import Record
 from memkit._retrieval._config import EXACT_MAX, dense_path
 from memkit._retrieval._keyword import K1, B, analyze
-from memkit.adapters._postgres._writes import text_in
-from memkit.adapters._sqlbase import Dialect, filter_sql
+from memkit.adapters._postgres._writes import text_in, text_out
+from memkit.adapters._sqlbase import LISTED, Dialect, filter_sql
 
 __all__ = [
     "COLUMNS", "DENSE_EXACT_MAX", "HALFVEC_SLACK", "HEADS_SQL", "KINDS", "POSTGRES", "SEGMENT_FLOOR", "SEGMENT_SPREAD",
     "any_query", "check_dim", "check_kind", "count_passing", "dense_statements", "gaps_statement", "graph_expression",
-    "int_array", "neighbours", "row_record", "segment_limits", "terms_vector",
+    "int_array", "listed_values", "neighbours", "row_record", "segment_limits", "select", "terms_vector",
 ]
 
 COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
@@ -108,6 +108,50 @@ POSTGRES = Dialect(
     # memories_metadata (GIN, jsonb_path_ops) serves it: a 5% filter's rows without the namespace's.
     contains="m.metadata @> %s::jsonb",
 )
+
+
+# The expression the ``memories_listed`` index holds (spelled as it is there, or PostgreSQL does not use it).
+LISTED_SQL = f"((m.metadata ->> '{LISTED}') COLLATE \"C\")"
+
+Fetch = Callable[[str, list[Any]], Awaitable[list[tuple[Any, ...]]]]
+
+
+async def listed_values(
+    fetch: Fetch, user_id: str, agent_id: str, where: str, params: list[Any], lo: str, hi: str | None, limit: int
+) -> list[str]:
+    """The distinct :data:`LISTED` values in ``[lo, hi)`` (``hi`` ``None``: from ``lo`` on) of the
+    namespace's memories that pass ``where``, ascending, at most ``limit``: one index seek a value."""
+    bound, bounds = ("", []) if hi is None else (f" AND {LISTED_SQL} < %s", [text_in(hi)])
+
+    def step(after: str) -> str:
+        return (
+            f"SELECT {LISTED_SQL} FROM memories m WHERE m.user_id = %s AND m.agent_id = %s"  # noqa: S608
+            f" AND {LISTED_SQL} IS NOT NULL AND {LISTED_SQL} {after}{bound} AND {where} ORDER BY {LISTED_SQL} LIMIT 1"
+        )
+
+    sql = (
+        f"WITH RECURSIVE seen(v, n) AS (SELECT ({step('>= %s')}), 1"  # noqa: S608
+        f" UNION ALL SELECT ({step('> seen.v')}), n + 1 FROM seen WHERE v IS NOT NULL AND n < %s)"
+        " SELECT v FROM seen WHERE v IS NOT NULL"
+    )
+    once = [*bounds, *params]
+    rows = await fetch(sql, [user_id, agent_id, text_in(lo), *once, user_id, agent_id, *once, min(limit, 2**62)])
+    return [text_out(row[0]) for row in rows]
+
+
+async def select(
+    fetch: Fetch, user_id: str, agent_id: str, conditions: tuple[Condition, ...], limit: int, offset: int
+) -> list[Record]:
+    """One namespace's memories that pass the filters, newest first. A range of :data:`LISTED` is not
+    handed to its index here: the planner, without statistics on the path, read a whole-namespace
+    range through it and sorted, and asking first which paths the range holds cost a round trip more
+    than walking the namespace newest first (bench/peers.py: list 10 and filter-only both slower)."""
+    where, params = filter_sql(conditions, POSTGRES)
+    sql = (
+        f"SELECT {COLUMNS} FROM memories m WHERE m.user_id = %s AND m.agent_id = %s AND {where}"  # noqa: S608
+        " ORDER BY m.created_us DESC, m.seq DESC LIMIT %s OFFSET %s"
+    )
+    return [row_record(r) for r in await fetch(sql, [user_id, agent_id, *params, limit, offset])]
 
 
 # -- the keyword leg ----------------------------------------------------------------------

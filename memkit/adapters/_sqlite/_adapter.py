@@ -31,9 +31,10 @@ from memkit.adapters._plumbing import Worker
 from memkit.adapters._sqlbase import created_by
 from memkit.adapters._sqlite import _queries as queries
 from memkit.adapters._sqlite._keywords import KeywordCache, feed_head
+from memkit.adapters._sqlite._reader import ThreadReads, row_by_id
 from memkit.adapters._sqlite._schema import connect, write_transaction
 from memkit.adapters._sqlite._snapshots import save_stale
-from memkit.adapters._sqlite._sql import COLUMNS, row_record, select
+from memkit.adapters._sqlite._sql import row_record, select
 from memkit.adapters._sqlite._step_rows import INSERT_RECALL, MemoryRow, import_steps, memory_rows, recall_rows
 from memkit.adapters._sqlite._trace_writes import delete_replaced, insert_memories
 from memkit.adapters._sqlite._traces import run_summaries, trace_columns
@@ -167,6 +168,8 @@ class SQLiteAdapter(Store):
         self._vectors = Vectors(self.path, chosen, unset=embedder is _UNSET)
         self._keywords = KeywordCache(max_indexed)
         self._worker = Worker("memkit-sqlite", self.__repr__, translate=self._storage_error)
+        self._reads = ThreadReads(self.path, busy_timeout_ms)
+        self.get_now = self._reads.get  # one memory by id, read in the calling thread (see ThreadReads)
         self._conn: sqlite3.Connection | None = None
         self._settling = False  # a Vectors.settle step is queued on the worker
         # Rows this handle wrote per namespace since it last saved their snapshots (worker thread only).
@@ -384,12 +387,8 @@ class SQLiteAdapter(Store):
 
         return await self._run(self._reembed, get_embedder(embedder), progress)
 
-    def _row_of(self, memory_id: str) -> Record | None:
-        row = self._db().execute(f"SELECT {COLUMNS} FROM memories m WHERE m.id = ?", (memory_id,)).fetchone()  # noqa: S608
-        return None if row is None else row_record(row)
-
     async def _get(self, op: ops.GetOp) -> Record | None:
-        return await self._run(self._row_of, op.memory_id)
+        return await self._query(row_by_id, op.memory_id)
 
     def _delete_rows(self, memory_id: str, user_id: str | None, agent_id: str | None) -> bool:
         sql = "DELETE FROM memories WHERE id = ?"
@@ -569,6 +568,7 @@ class SQLiteAdapter(Store):
 
     def _release(self) -> None:
         self._recall_wake.set()  # the recall thread sees the store closing and ends
+        self._reads.close()
         if self._conn is not None:
             self._flush_recalls()
             written, self._written = self._written, Counter()

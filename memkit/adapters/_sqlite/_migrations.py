@@ -404,6 +404,15 @@ def _steps_built_in_python(conn: sqlite3.Connection) -> None:
 
 MIGRATIONS[13] = _steps_built_in_python
 
+# The LangGraph store's namespaces, newest first within each (memkit.langgraph): listing one, or
+# every distinct one, is then a few index seeks, not a test of each memory of the memkit namespace.
+# Partial, so memories that are not LangGraph items (traces) neither pay for it nor take room in it.
+MIGRATIONS[14] = """
+CREATE INDEX IF NOT EXISTS memories_listed ON memories
+    (user_id, agent_id, json_extract(metadata, '$.lg_path'), created_us DESC, seq DESC)
+    WHERE json_extract(metadata, '$.lg_path') IS NOT NULL;
+"""
+
 
 def statements(script: str) -> Iterator[str]:
     """Split a script into statements (trigger bodies included) without executescript's implicit COMMIT."""

@@ -9,9 +9,9 @@ import sqlite3
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memkit._core._records import from_us, to_us
-from memkit.adapters._sqlbase import filter_sql
+from memkit.adapters._sqlbase import LISTED, filter_sql, listed_bounds
 from memkit.adapters._sqlite._schema import SCHEMA_VERSION, write_transaction
-from memkit.adapters._sqlite._sql import COLUMNS, SQLITE
+from memkit.adapters._sqlite._sql import COLUMNS, SQLITE, listed_values
 
 if TYPE_CHECKING:
     from memkit._core._models import NamespaceInfo, Stats
@@ -74,6 +74,9 @@ def values(db: sqlite3.Connection, op: ValuesOp) -> list[Any]:
     """The distinct values of one metadata path among a namespace's filtered memories, read in SQLite
     alone (each as JSON text: a boolean stays one, a list or an object whole)."""
     where, params = filter_sql(op.conditions, SQLITE)
+    if op.path == (LISTED,):  # indexed: a seek per distinct value, not a read of every memory
+        lo, hi = listed_bounds(op.conditions) or ("", None)
+        return listed_values(db, op.user_id, op.agent_id, where, params, lo, hi, 2**62)
     path = "$." + ".".join(op.path)  # identifiers joined by dots (parse_filters' rule), as a parameter
     value = (
         "CASE json_type(m.metadata, ?) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false'"

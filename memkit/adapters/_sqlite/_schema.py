@@ -15,7 +15,7 @@ from memkit.adapters._sqlite._migrations import MIGRATIONS, statements
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "migrate", "statements", "write_transaction", "write_unless_busy"]
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 
 @contextmanager
@@ -75,6 +75,9 @@ def connect(
         # NORMAL is durable across application crashes in WAL mode; only a power
         # cut can lose the last commits, and it makes small writes ~10x faster.
         conn.execute("PRAGMA synchronous = NORMAL")
+        # A checkpointed WAL holds nothing a reader needs: cut it back to 4 MiB then (SQLite otherwise
+        # keeps it at the largest size any write grew it to; a bulk load left as much again as the data).
+        conn.execute("PRAGMA journal_size_limit = 4194304")
         migrate(conn)
         prepare(conn)
     except sqlite3.DatabaseError as exc:

@@ -9,11 +9,13 @@ from typing import Any
 
 from memkit._core._filters import Condition
 from memkit._core._records import Record
-from memkit.adapters._sqlbase import Dialect, filter_sql
+from memkit.adapters._sqlbase import LISTED, Dialect, filter_sql, listed_bounds
 
-__all__ = ["COLUMNS", "SQLITE", "allowed", "records_by_seq", "row_record", "select"]
+__all__ = ["COLUMNS", "LISTED_SQL", "SQLITE", "allowed", "listed_values", "records_by_seq", "row_record", "select"]
 
 COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
+# The expression the ``memories_listed`` index holds (spelled as it is there, or SQLite does not use it).
+LISTED_SQL = f"json_extract(m.metadata, '$.{LISTED}')"
 
 
 def row_record(row: tuple[Any, ...]) -> Record:
@@ -53,12 +55,45 @@ def select(
         namespace = ("+m.user_id = ? AND +m.agent_id = ? AND m.seq IN (SELECT seq FROM trace_steps"
                      " WHERE workflow_id = ?)")
         narrowed = [tests[("workflow_id",)]]
+    elif (bounds := listed_bounds(conditions)) is not None:
+        # A range that holds one value (a LangGraph namespace without sub-namespaces) reads that
+        # value's rows in the index's newest-first order; one that holds several is read as before.
+        found = listed_values(db, user_id, agent_id, "1", [], *bounds, 2)
+        if not found:
+            return []
+        if len(found) == 1:
+            namespace = f"m.user_id = ? AND m.agent_id = ? AND {LISTED_SQL} = ?"
+            narrowed = found
     sql = (
         f"SELECT {COLUMNS} FROM memories m WHERE {namespace} AND {where}"  # noqa: S608
         " ORDER BY m.created_us DESC, m.seq DESC LIMIT ? OFFSET ?"
     )
     rows = db.execute(sql, [user_id, agent_id, *narrowed, *params, limit, offset]).fetchall()
     return [row_record(r) for r in rows]
+
+
+def listed_values(
+    db: sqlite3.Connection, user_id: str, agent_id: str, where: str, params: list[Any], lo: str, hi: str | None,
+    limit: int,
+) -> list[str]:
+    """The distinct :data:`LISTED` values in ``[lo, hi)`` (``hi`` ``None``: from ``lo`` on) of the
+    namespace's memories that pass ``where``, ascending, at most ``limit``: one index seek a value."""
+    bound, bounds = ("", []) if hi is None else (f" AND {LISTED_SQL} < ?", [hi])
+
+    def step(after: str) -> str:
+        return (
+            f"SELECT {LISTED_SQL} FROM memories m WHERE m.user_id = ? AND m.agent_id = ? AND {LISTED_SQL} {after}"  # noqa: S608
+            f"{bound} AND {where} ORDER BY {LISTED_SQL} LIMIT 1"
+        )
+
+    sql = (
+        f"WITH RECURSIVE seen(v, n) AS (SELECT ({step('>= ?')}), 1"  # noqa: S608
+        f" UNION ALL SELECT ({step('> seen.v')}), n + 1 FROM seen WHERE v IS NOT NULL AND n < ?)"
+        " SELECT v FROM seen WHERE v IS NOT NULL"
+    )
+    once = [*bounds, *params]
+    rows = db.execute(sql, [user_id, agent_id, lo, *once, user_id, agent_id, *once, limit]).fetchall()
+    return [row[0] for row in rows]
 
 
 def records_by_seq(db: sqlite3.Connection, seqs: Iterable[int]) -> dict[int, Record]:
