@@ -14,7 +14,8 @@ from memkit._core._port import SupportsRecalls
 from memkit._core._recalls import Recall
 from memkit._display import is_trace, shorten, summary
 from memkit._sync import Memory
-from memkit.widgets._common import Panel, T, esc, search_modes, table_html, when
+from memkit.widgets._common import Panel, T, esc, search_modes
+from memkit.widgets._ns_live import NamespacesLive
 from memkit.widgets._nsgrid import (
     _CHUNK,
     _FILTERABLE,
@@ -27,7 +28,6 @@ from memkit.widgets._nsgrid import (
     _recall_row,
     csv_text,
     detail_html,
-    kinds_counted,
     recalled_html,
 )
 
@@ -39,7 +39,7 @@ def _wrap() -> w.Layout:
     return w.Layout(flex_flow="row wrap", max_width="100%")
 
 
-class NamespaceBrowser(Panel):
+class NamespaceBrowser(Panel, NamespacesLive):
     """Browse a store one namespace at a time.
 
     Pick a namespace to page through its memories newest first (``get_page``,
@@ -52,6 +52,9 @@ class NamespaceBrowser(Panel):
         An open store (``memkit.open(...)``).
     page_size
         Rows per page and search results per query.
+    follow
+        Show memories and namespaces other processes write as they are written (:meth:`follow`;
+        :meth:`close` stops it).
 
     Examples
     --------
@@ -59,7 +62,7 @@ class NamespaceBrowser(Panel):
     >>> browser  # doctest: +SKIP
     """
 
-    def __init__(self, mem: Memory, page_size: int = 20) -> None:
+    def __init__(self, mem: Memory, page_size: int = 20, follow: bool = False) -> None:
         super().__init__()
         self.mem = mem
         self.page_size = page_size
@@ -141,6 +144,8 @@ class NamespaceBrowser(Panel):
         self.confirm_button.on_click(lambda _: self._do_delete())
         self.cancel_button.on_click(lambda _: self._hide_confirm())
         self.refresh()
+        if follow:
+            self.follow()
 
     def _submitted(self, change: dict[str, Any]) -> None:
         # Only a value typed in the browser (Enter) searches; Python sets values and clicks search.
@@ -169,30 +174,10 @@ class NamespaceBrowser(Panel):
     # -- namespaces ---------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Reload the namespace list (keeping the current choice) and the current page."""
+        """Reload the namespace list (keeping the current choice) and the current page or search."""
         infos = self._guard(self.mem.namespaces)
-        if infos is None:
-            return
-        self._recalled = {}
-        self._matched = None
-        self._infos = infos
-        total = sum(i.count for i in infos)
-        self.overview.value = (
-            f"<b>{len(infos)} namespaces, {kinds_counted(self.mem, total)}</b>"
-            + table_html(["user", "agent", "records", "last activity"],
-                         [(i.user_id, i.agent_id, f"{i.count:,}", when(i.last_at)) for i in infos])
-        )
-        current = self.namespace.value
-        options = [(f"{i.user_id} / {i.agent_id}  ({i.count:,})", (i.user_id, i.agent_id)) for i in infos]
-        self.namespace.options = options
-        values = [v for _, v in options]
-        if current in values:
-            self.namespace.value = current
-            self.show_page()
-        elif values:
-            self.namespace.value = values[0]  # fires _on_namespace
-        else:
-            self._show([], "the store is empty")
+        if infos is not None:
+            self._reload(infos)
 
     def _on_namespace(self, change: dict[str, Any]) -> None:
         if change["new"] is None:

@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 import traitlets as t
 
-from memkit._core._errors import InvalidInputError, MemkitError
 from memkit.frames._live import StepFeed
 from memkit.frames._runs import _run_keys, _runs_from_steps, run_positions
+from memkit.widgets._follow import Follower, checked_interval
 
 if TYPE_CHECKING:
     from memkit._sync import Memory
@@ -64,8 +64,7 @@ class LiveMixin(t.HasTraits):
         def _draw_run(self, run: str) -> None: ...
         def open_step(self, position: int) -> None: ...
 
-    _follower: threading.Thread | None = None
-    _stop: threading.Event | None = None
+    _follower: Follower | None = None
     _feed: StepFeed | None = None
     _grew: dict[str, float]
     # Held while the panel's state changes (a poll, a filter, opening a run or a step): the following
@@ -75,39 +74,21 @@ class LiveMixin(t.HasTraits):
     def follow(self, interval: float = 0.5) -> None:
         """Show new runs and steps as another process (or a span processor) writes them, looking every
         ``interval`` seconds; :meth:`unfollow` or closing the panel stops it."""
-        if isinstance(interval, bool) or not isinstance(interval, int | float) or not 0.05 <= interval <= 3600:
-            raise InvalidInputError(f"interval must be a number of seconds from 0.05 to 3600, got {interval!r}")
+        seconds = checked_interval(interval)
         self.unfollow()
         self.ensure_loaded()
         self._grew = {}
         self._feed = StepFeed(self.mem, prices=self.prices, recalls=self.count_recalls)
         self.poll()  # the steps written since the panel read them
-        self._stop = stop = threading.Event()
-        self._follower = threading.Thread(target=self._follow, args=(stop, float(interval)),
-                                          name=f"memkit-follow-{id(self):x}", daemon=True)
-        self._follower.start()
+        self._follower = Follower(self, seconds, self.poll, self.say, lambda: setattr(self, "following", False))
         self.following = True
 
     def unfollow(self) -> None:
         """Stop following the store and wait for the following thread to end."""
-        follower, stop = self._follower, self._stop
-        self._follower = self._stop = None
-        if stop is not None:
-            stop.set()
-        if follower is not None and follower is not threading.current_thread():
-            follower.join()
+        follower, self._follower = self._follower, None
+        if follower is not None:
+            follower.stop()
         self.following = False
-
-    def _follow(self, stop: threading.Event, interval: float) -> None:
-        while not stop.wait(interval):
-            try:
-                self.poll()
-            except MemkitError as exc:  # a store briefly unavailable: said, and tried again next time
-                self.say(f"following: {type(exc).__name__}: {exc}", "error")
-            except Exception as exc:  # nobody else would see it: said, and following stops
-                self.say(f"stopped following: {type(exc).__name__}: {exc}", "error")
-                self.following = False
-                return
 
     def poll(self) -> int:
         """Look at the store once: add the steps written since the last look and redraw; the number added."""
