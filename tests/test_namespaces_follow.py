@@ -6,6 +6,7 @@ the browser is open; the browser is read as a notebook reads it (its widgets' va
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import textwrap
@@ -137,3 +138,27 @@ def test_a_store_that_goes_away_is_said_and_closing_still_stops(tmp_path: Path) 
     assert browser.following and _contents(browser) == ["a note"]  # what was shown stays
     browser.close()
     assert not browser.following
+
+
+def test_in_a_notebook_the_redraw_waits_for_the_kernel(tmp_path: Path) -> None:
+    """Under a running event loop (a kernel's), a change is only drawn when the loop's thread is free:
+    never in the middle of what the user's own action is changing."""
+    url = f"sqlite:///{tmp_path / 'k.db'}?embedder=none"
+
+    async def kernel() -> None:
+        with memkit.open(url) as mem:
+            mem.add("a note", "alice", "bot")
+            browser = NamespaceBrowser(mem, follow=True)
+            try:
+                with memkit.open(url) as other:
+                    other.add("a later note", "alice", "bot")
+                time.sleep(1.5)  # noqa: ASYNC251 (the kernel busy on purpose: the thread saw the change, the page waits)
+                assert _contents(browser) == ["a note"]
+                end = time.monotonic() + 3
+                while _contents(browser) != ["a later note", "a note"] and time.monotonic() < end:  # noqa: ASYNC110
+                    await asyncio.sleep(0.02)  # the kernel free: drawn
+                assert _contents(browser) == ["a later note", "a note"]
+            finally:
+                browser.close()
+
+    asyncio.run(kernel())

@@ -8,7 +8,7 @@ or the search, at the same place) read again, and the memory open in the detail 
 
 from __future__ import annotations
 
-import threading
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
@@ -20,6 +20,8 @@ from memkit.widgets._follow import Follower, checked_interval
 from memkit.widgets._nsgrid import NamespaceGrid, kinds_counted
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from memkit._core._recalls import Recall
     from memkit._sync import Memory
 
@@ -48,11 +50,11 @@ class NamespacesLive(t.HasTraits):
     _matched: Any
     _recalled: dict[tuple[str, str], dict[str, list[tuple[Recall, int]]]]
     _follower: Follower | None = None
-    # Held while a look redraws: the following thread redraws one look at a time.
-    _look_lock = threading.Lock()
+    _pending = False  # a redraw is waiting for the kernel's thread
 
     if TYPE_CHECKING:
         def say(self, message: str, kind: str = "info") -> None: ...
+        def working(self, what: str) -> AbstractContextManager[None]: ...
         def show_page(self) -> None: ...
         def run_search(self) -> None: ...
         def _show(self, items: list[MemoryItem], where: str) -> None: ...
@@ -97,7 +99,12 @@ class NamespacesLive(t.HasTraits):
         seconds = checked_interval(interval)
         self.unfollow()
         self.poll()
-        self._follower = Follower(self, seconds, self.poll, self.say, lambda: setattr(self, "following", False))
+        try:  # in a notebook, redraw on the kernel's thread: never in the middle of the user's own change
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        self._follower = Follower(self, seconds, lambda: self._look(loop), self.say,
+                                  lambda: setattr(self, "following", False))
         self.following = True
 
     def unfollow(self) -> None:
@@ -109,12 +116,28 @@ class NamespacesLive(t.HasTraits):
 
     def poll(self) -> bool:
         """Look at the store once and redraw if it changed since the last look; whether it had."""
-        with self._look_lock:
-            infos = self.mem.namespaces()
-            if _signature(infos) == _signature(self._infos):
-                return False
+        infos = self.mem.namespaces()
+        changed = _signature(infos) != _signature(self._infos)
+        if changed:
             self._reload(infos)
-            return True
+        return changed
+
+    def _look(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        """The following thread's look: the check here, the redraw where the user's changes are made."""
+        infos = self.mem.namespaces()
+        if _signature(infos) == _signature(self._infos) or self._pending:
+            return
+        if loop is None:
+            self._reload(infos)
+            return
+        self._pending = True
+        loop.call_soon_threadsafe(self._redraw, infos)
+
+    def _redraw(self, infos: list[NamespaceInfo]) -> None:
+        self._pending = False
+        if self._follower is not None:  # not after unfollow() or close()
+            with self.working("following"):
+                self._reload(infos)
 
     def close(self) -> None:
         """Stop following, then close the browser's view."""
