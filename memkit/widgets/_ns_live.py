@@ -3,7 +3,9 @@ process writes appear as they are written.
 
 Each look reads the namespace list (a count and the newest write per namespace, what the overview
 shows anyway); only when it differs from the one shown are the list and the open view (the page,
-or the search, at the same place) read again, and the memory open in the detail stays open.
+or the search, at the same place) read again, and the memory open in the detail stays open. The
+thread only looks; in a notebook the redraw is handed to the kernel's own thread (its event loop), so
+it never lands in the middle of a change the user is making.
 """
 
 from __future__ import annotations
