@@ -183,3 +183,28 @@ async def test_a_namespace_changing_faster_than_reads_is_scored_in_sql_exactly(
     finally:
         await searcher.aclose()
         await writer.aclose()
+
+
+def _noise(n: int) -> str:
+    return "".join(uuid.uuid4().hex for _ in range(n))
+
+
+def test_a_memory_row_keeps_its_vector_inline(postgres_server: PostgresServer) -> None:
+    """A row past PostgreSQL's default 2 kB target (a 384-dimension vector is 1.5 kB) stays in the
+    table: an exact dense scan reads each vector with its row, not from the TOAST table."""
+    import memkit
+
+    url = postgres_server.url(f"t_{uuid.uuid4().hex[:12]}")
+    with memkit.open(url) as mem:
+        # Random hex does not compress, so the row cannot be brought under the target that way.
+        mem.add_many([{"content": f"sourdough starter feeding schedule {i} rye flour " + _noise(8),
+                       "user_id": "u", "agent_id": "a", "metadata": {"note": _noise(12)}}
+                      for i in range(50)])
+        assert mem.search("rye flour", user_id="u", agent_id="a", limit=3, mode="semantic")
+    with psycopg.connect(url) as conn:
+        row_bytes, toast_bytes = conn.execute(
+            "SELECT (SELECT min(octet_length(m.content) + octet_length(m.metadata::text) + pg_column_size(m.embedding))"
+            " FROM memories m),"
+            " pg_relation_size(c.reltoastrelid) FROM pg_class c WHERE c.relname = 'memories'").fetchone()
+    assert row_bytes > 2_032  # past the default target: without the setting the vectors went to TOAST
+    assert toast_bytes == 0
