@@ -195,6 +195,8 @@ class GraphAdapter(Store):
         held = [h for h in await self.dialect.read(EXISTING_IDS, {"keys": [memory_key(i) for i in ids]})
                 if h["id"] is not None]
         wanted = {r.id: (r.user_id, r.agent_id) for r in op.records}
+        if op.replace and any(h["user_id"] is None or h["agent_id"] is None for h in held):
+            raise _Raced  # a node another transaction is replacing, read half gone: read again
         clash = [h["id"] for h in held if not op.replace or wanted.get(h["id"]) != (h["user_id"], h["agent_id"])]
         if clash:
             raise InvalidInputError(f"a memory with id {clash[0]!r} already exists")
