@@ -53,6 +53,7 @@ try:
         BaseStore,
         GetOp,
         IndexConfig,
+        InvalidNamespaceError,
         Item,
         ListNamespacesOp,
         MatchCondition,
@@ -78,6 +79,30 @@ _MAX_DEPTH = 32
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _PAGE = 1_000
 _FILTER_DEPTH = 8  # memkit's deepest filter path
+
+
+class _InvalidNamespace(InvalidInputError, InvalidNamespaceError):
+    """A namespace label memkit refuses: memkit's error and LangGraph's, so either ``except`` holds."""
+
+
+def _check_labels(ops: list[Op]) -> None:
+    """Refuse, before anything runs, an op whose labels could name another namespace: the labels
+    of a path are joined by dots (``("a.b",)`` would read ``("a", "b")``), as LangGraph's stores
+    refuse them in ``batch`` too."""
+    for op in ops:
+        if isinstance(op, (GetOp, PutOp)):
+            paths: Iterable[tuple[Any, ...]] = (tuple(op.namespace),)
+        elif isinstance(op, SearchOp):
+            paths = (tuple(op.namespace_prefix),)
+        elif isinstance(op, ListNamespacesOp):
+            paths = (tuple(c.path) for c in op.match_conditions or ())
+        else:
+            continue
+        for path in paths:
+            if any(not isinstance(x, str) or not x or "." in x or "\x00" in x for x in path):
+                raise _InvalidNamespace(
+                    f"namespace {path!r} refused: a namespace label is a non-empty str without '.' or NUL"
+                )
 
 
 def _now() -> datetime:
@@ -124,9 +149,12 @@ def _equal_to(value: Any) -> Any:
 
 
 def _scalar(value: Any) -> bool:
+    """Whether memkit's filters can hold ``value`` (others stay unpushed, checked by :func:`_compare`)."""
     if isinstance(value, float):
         return math.isfinite(value)
-    return value is None or isinstance(value, (str, int))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return -(2**63) <= value < 2**63
+    return value is None or isinstance(value, (str, bool))
 
 
 def _pushed(filter_: Mapping[str, Any] | None, path: tuple[str, ...] = ("lg_value",)) -> dict[str, Any]:
@@ -309,6 +337,7 @@ class MemkitStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
+        _check_labels(ops)
         gets = [op for op in ops if isinstance(op, GetOp)]
         if self._get_now is not None and ops and len(gets) == len(ops):
             # Gets only (LangGraph's store.get): read in this thread where the store can, since the
@@ -320,8 +349,10 @@ class MemkitStore(BaseStore):
         return call(self._provider, _run_batch, self, ops)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        _check_labels(ops)
         # The provider lives on memkit's loop (the graph drivers are bound to it): run there.
-        return await asyncio.wrap_future(submit(self._batch(list(ops))))
+        return await asyncio.wrap_future(submit(self._batch(ops)))
 
     # -- the operations ------------------------------------------------------------------------
 
@@ -419,12 +450,8 @@ class MemkitStore(BaseStore):
         """The memory a put writes, and it checked as memkit checks it (``None``: a delete)."""
         if len(namespace) > _MAX_DEPTH:
             raise ConfigError(f"namespace {namespace!r} is deeper than {_MAX_DEPTH} labels")
-        if not namespace or any(not isinstance(x, str) or not x or "." in x or "\x00" in x for x in namespace):
-            # LangGraph's put refuses these too; its path (labels joined by dots) is then the namespace.
-            raise InvalidInputError(
-                f"put {namespace!r}, {key!r} refused: a namespace is one or more non-empty labels"
-                " without '.' or NUL"
-            )
+        if not namespace:  # the labels are checked already (_check_labels)
+            raise _InvalidNamespace(f"put {namespace!r}, {key!r} refused: a namespace has one label or more")
         if op.value is None:
             return None
         if not isinstance(op.value, dict):
