@@ -82,27 +82,24 @@ _FILTER_DEPTH = 8  # memkit's deepest filter path
 
 
 class _InvalidNamespace(InvalidInputError, InvalidNamespaceError):
-    """A namespace label memkit refuses: memkit's error and LangGraph's, so either ``except`` holds."""
+    """memkit's error and LangGraph's, so either ``except`` holds."""
 
 
-def _check_labels(ops: list[Op]) -> None:
-    """Refuse, before anything runs, an op whose labels could name another namespace: the labels
-    of a path are joined by dots (``("a.b",)`` would read ``("a", "b")``), as LangGraph's stores
-    refuse them in ``batch`` too."""
+def _checked(ops: Iterable[Op]) -> list[Op]:
+    """``ops``, refused before anything runs if one has a label that could name another namespace (a
+    path is its labels joined by dots: ``("a.b",)`` would read ``("a", "b")``), as LangGraph's stores do."""
+    ops = list(ops)
     for op in ops:
-        if isinstance(op, (GetOp, PutOp)):
-            paths: Iterable[tuple[Any, ...]] = (tuple(op.namespace),)
-        elif isinstance(op, SearchOp):
-            paths = (tuple(op.namespace_prefix),)
-        elif isinstance(op, ListNamespacesOp):
-            paths = (tuple(c.path) for c in op.match_conditions or ())
-        else:
-            continue
+        if isinstance(op, ListNamespacesOp):
+            paths = [c.path for c in op.match_conditions or ()]
+        else:  # GetOp and PutOp have a namespace, SearchOp a prefix
+            paths = [getattr(op, "namespace", getattr(op, "namespace_prefix", ()))]
         for path in paths:
             if any(not isinstance(x, str) or not x or "." in x or "\x00" in x for x in path):
                 raise _InvalidNamespace(
-                    f"namespace {path!r} refused: a namespace label is a non-empty str without '.' or NUL"
+                    f"namespace {tuple(path)!r} refused: a label is a non-empty str without '.' or NUL"
                 )
+    return ops
 
 
 def _now() -> datetime:
@@ -149,12 +146,10 @@ def _equal_to(value: Any) -> Any:
 
 
 def _scalar(value: Any) -> bool:
-    """Whether memkit's filters can hold ``value`` (others stay unpushed, checked by :func:`_compare`)."""
     if isinstance(value, float):
         return math.isfinite(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return -(2**63) <= value < 2**63
-    return value is None or isinstance(value, (str, bool))
+    # An int memkit's filters cannot hold (beyond 64 bits) stays unpushed, compared by _compare.
+    return value is None or isinstance(value, (str, bool)) or (isinstance(value, int) and -(2**63) <= value < 2**63)
 
 
 def _pushed(filter_: Mapping[str, Any] | None, path: tuple[str, ...] = ("lg_value",)) -> dict[str, Any]:
@@ -336,8 +331,7 @@ class MemkitStore(BaseStore):
     # -- LangGraph's two entry points ----------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = list(ops)
-        _check_labels(ops)
+        ops = _checked(ops)
         gets = [op for op in ops if isinstance(op, GetOp)]
         if self._get_now is not None and ops and len(gets) == len(ops):
             # Gets only (LangGraph's store.get): read in this thread where the store can, since the
@@ -349,10 +343,8 @@ class MemkitStore(BaseStore):
         return call(self._provider, _run_batch, self, ops)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = list(ops)
-        _check_labels(ops)
         # The provider lives on memkit's loop (the graph drivers are bound to it): run there.
-        return await asyncio.wrap_future(submit(self._batch(ops)))
+        return await asyncio.wrap_future(submit(self._batch(_checked(ops))))
 
     # -- the operations ------------------------------------------------------------------------
 
@@ -450,7 +442,7 @@ class MemkitStore(BaseStore):
         """The memory a put writes, and it checked as memkit checks it (``None``: a delete)."""
         if len(namespace) > _MAX_DEPTH:
             raise ConfigError(f"namespace {namespace!r} is deeper than {_MAX_DEPTH} labels")
-        if not namespace:  # the labels are checked already (_check_labels)
+        if not namespace:  # the labels are checked already (_checked)
             raise _InvalidNamespace(f"put {namespace!r}, {key!r} refused: a namespace has one label or more")
         if op.value is None:
             return None
