@@ -92,13 +92,14 @@ def _checked(ops: Iterable[Op]) -> list[Op]:
     for op in ops:
         if isinstance(op, ListNamespacesOp):
             paths = [c.path for c in op.match_conditions or ()]
-        else:  # GetOp and PutOp have a namespace, SearchOp a prefix
-            paths = [getattr(op, "namespace", getattr(op, "namespace_prefix", ()))]
+        else:  # GetOp and PutOp have a namespace, SearchOp a prefix (a loop: store.get runs this)
+            paths = [op.namespace_prefix if isinstance(op, SearchOp) else getattr(op, "namespace", ())]
         for path in paths:
-            if any(not isinstance(x, str) or not x or "." in x or "\x00" in x for x in path):
-                raise _InvalidNamespace(
-                    f"namespace {tuple(path)!r} refused: a label is a non-empty str without '.' or NUL"
-                )
+            for x in path:
+                if not isinstance(x, str) or not x or "." in x or "\x00" in x:
+                    raise _InvalidNamespace(
+                        f"namespace {tuple(path)!r} refused: a label is a non-empty str without '.' or NUL"
+                    )
     return ops
 
 
