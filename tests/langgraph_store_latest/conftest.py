@@ -14,7 +14,7 @@ not recurse into this folder (pyproject's ``norecursedirs``).
 Each test module's ``InMemoryStore``, ``SqliteStore`` and ``AsyncSqliteStore`` is replaced by a
 MemkitStore over a fresh memkit store, once over ``memory://`` and once over a SQLite file (the
 ``backend`` parameter). ``SqliteStore.from_conn_string(conn, index=...)`` opens that store whatever
-``conn`` names (so a test the suite runs on ``:memory:`` and on a file runs twice on each backend),
+``conn`` names (a test the suite runs on ``:memory:`` and on a file runs once: its ``:memory:`` variant),
 with SqliteStore's ``text_fields`` passed as LangGraph's ``fields``; ``setup()`` does nothing, as memkit
 makes its schema when it opens a store.
 """
@@ -133,6 +133,11 @@ _NOT_A_STORE = {
 }
 
 
+# SqliteStore's own parameters choosing ":memory:" or a file for SqliteStore's data: MemkitStore's store
+# is the ``backend`` parameter's, so a test's "file" variant would run its ":memory:" variant again.
+_WHERE_SQLITE_KEEPS_DATA = ("store", "conn_type", "conn_string")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     kept, dropped = [], []
     for item in items:
@@ -140,7 +145,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             kept.append(item)
             continue
         key = (item.path.relative_to(_HERE).as_posix(), getattr(item, "originalname", item.name))
-        if key in _NOT_A_STORE:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if key in _NOT_A_STORE or "file" in (params.get(name) for name in _WHERE_SQLITE_KEEPS_DATA):
             dropped.append(item)
             continue
         reason = _DIFFERENT.get(key)
