@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: bench-peers demo lab lab-serve test lint typecheck pytest nbval nb-lab bench clean install install-notebook install-test chromium bench-minilm bench-rerank neo4j
+.PHONY: bench-peers demo lab lab-serve test langgraph-latest lint typecheck pytest nbval nb-lab bench clean install install-notebook install-test chromium bench-minilm bench-rerank neo4j
 
 # The browser check drives Debian's chromium through Playwright (never `playwright install`).
 CHROMIUM ?= /usr/bin/chromium
@@ -112,7 +112,20 @@ nb-lab: $(LAB_VENV)/bin/python
 		$(LAB_VENV)/bin/jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=600 \
 			--stdout "$$nb" > /dev/null || exit 1; done
 
-test: install-test lint typecheck pytest nbval nb-lab
+test: install-test lint typecheck pytest langgraph-latest nbval nb-lab
+
+# The newest LangGraph store suites (tests/langgraph_store_latest, vendored unchanged) against MemkitStore.
+# They need langchain-core 1.x, which does not install beside the [mem0] extra's langchain 0.3: a venv
+# of their own with memkit and nothing but what they import. Pinned; bump the pins and the vendored files together.
+LANGGRAPH_VENV ?= .venv-langgraph
+LANGGRAPH_PINS := langgraph==1.2.24 langgraph-checkpoint==4.3.2 langgraph-checkpoint-sqlite==3.1.2 \
+	langchain-core==1.8.3 pytest==9.2.0 pytest-asyncio==1.5.0 pytest-mock==3.17.0
+$(LANGGRAPH_VENV)/bin/python:
+	$(PYTHON) -m venv $(LANGGRAPH_VENV)
+	$(LANGGRAPH_VENV)/bin/python -m pip --disable-pip-version-check -q install --upgrade pip
+langgraph-latest: $(LANGGRAPH_VENV)/bin/python
+	$(LANGGRAPH_VENV)/bin/python -m pip --disable-pip-version-check -q install -e . $(LANGGRAPH_PINS)
+	$(LANGGRAPH_VENV)/bin/python -m pytest -p no:cacheprovider -q tests/langgraph_store_latest
 
 bench: install
 	$(BIN)/python bench/run.py
@@ -128,4 +141,4 @@ bench-peers: $(BIN)/python $(PHOENIX_VENV)/bin/python
 	$(BIN)/python bench/peers.py --sizes 10000 100000 --rounds 3 --phoenix $(PHOENIX_VENV)/bin/python --write-readme
 
 clean:
-	rm -rf $(VENV) $(LAB_VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) $(LAB_VENV) $(LANGGRAPH_VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -53,6 +53,7 @@ try:
         BaseStore,
         GetOp,
         IndexConfig,
+        InvalidNamespaceError,
         Item,
         ListNamespacesOp,
         MatchCondition,
@@ -78,6 +79,28 @@ _MAX_DEPTH = 32
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _PAGE = 1_000
 _FILTER_DEPTH = 8  # memkit's deepest filter path
+
+
+class _InvalidNamespace(InvalidInputError, InvalidNamespaceError):
+    """memkit's error and LangGraph's, so either ``except`` holds."""
+
+
+def _checked(ops: Iterable[Op]) -> list[Op]:
+    """``ops``, refused before anything runs if one has a label that could name another namespace (a
+    path is its labels joined by dots: ``("a.b",)`` would read ``("a", "b")``), as LangGraph's stores do."""
+    ops = list(ops)
+    for op in ops:
+        if isinstance(op, ListNamespacesOp):
+            paths = [c.path for c in op.match_conditions or ()]
+        else:  # GetOp and PutOp have a namespace, SearchOp a prefix (a loop: store.get runs this)
+            paths = [op.namespace_prefix if isinstance(op, SearchOp) else getattr(op, "namespace", ())]
+        for path in paths:
+            for x in path:
+                if not isinstance(x, str) or not x or "." in x or "\x00" in x:
+                    raise _InvalidNamespace(
+                        f"namespace {tuple(path)!r} refused: a label is a non-empty str without '.' or NUL"
+                    )
+    return ops
 
 
 def _now() -> datetime:
@@ -126,7 +149,8 @@ def _equal_to(value: Any) -> Any:
 def _scalar(value: Any) -> bool:
     if isinstance(value, float):
         return math.isfinite(value)
-    return value is None or isinstance(value, (str, int))
+    # An int memkit's filters cannot hold (beyond 64 bits) stays unpushed, compared by _compare.
+    return value is None or isinstance(value, (str, bool)) or (isinstance(value, int) and -(2**63) <= value < 2**63)
 
 
 def _pushed(filter_: Mapping[str, Any] | None, path: tuple[str, ...] = ("lg_value",)) -> dict[str, Any]:
@@ -308,7 +332,7 @@ class MemkitStore(BaseStore):
     # -- LangGraph's two entry points ----------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = list(ops)
+        ops = _checked(ops)
         gets = [op for op in ops if isinstance(op, GetOp)]
         if self._get_now is not None and ops and len(gets) == len(ops):
             # Gets only (LangGraph's store.get): read in this thread where the store can, since the
@@ -321,7 +345,7 @@ class MemkitStore(BaseStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         # The provider lives on memkit's loop (the graph drivers are bound to it): run there.
-        return await asyncio.wrap_future(submit(self._batch(list(ops))))
+        return await asyncio.wrap_future(submit(self._batch(_checked(ops))))
 
     # -- the operations ------------------------------------------------------------------------
 
@@ -419,12 +443,8 @@ class MemkitStore(BaseStore):
         """The memory a put writes, and it checked as memkit checks it (``None``: a delete)."""
         if len(namespace) > _MAX_DEPTH:
             raise ConfigError(f"namespace {namespace!r} is deeper than {_MAX_DEPTH} labels")
-        if not namespace or any(not isinstance(x, str) or not x or "." in x or "\x00" in x for x in namespace):
-            # LangGraph's put refuses these too; its path (labels joined by dots) is then the namespace.
-            raise InvalidInputError(
-                f"put {namespace!r}, {key!r} refused: a namespace is one or more non-empty labels"
-                " without '.' or NUL"
-            )
+        if not namespace:  # the labels are checked already (_checked)
+            raise _InvalidNamespace(f"put {namespace!r}, {key!r} refused: a namespace has one label or more")
         if op.value is None:
             return None
         if not isinstance(op.value, dict):
