@@ -134,6 +134,38 @@ def test_concurrent_puts_of_one_key_are_upserts(opener: Callable[[], memkit.Memo
     assert [i.key for i in stores[0].search(("ns",))] == ["k"]
 
 
+def test_concurrent_puts_on_fresh_falkordb_graphs_read_back_whole(falkordb_server: Any) -> None:
+    # A fresh FalkorDB graph learns each property name at its first use; writers and readers on two
+    # connections racing there once stored a node whose properties read back under other names
+    # (a get then failed on every later call). The race is at the start, so many fresh graphs.
+    for attempt in range(30):
+        url = falkordb_server.url(f"lgfresh_{uuid.uuid4().hex[:8]}_{attempt}")
+        stores = [MemkitStore(memkit.open(url), user_id="alice", agent_id="a") for _ in range(2)]
+        errors: list[BaseException] = []
+        start = threading.Barrier(8)
+
+        def writer(n: int, store: MemkitStore, start: threading.Barrier, errors: list[BaseException]) -> None:
+            start.wait()
+            for i in range(4):
+                try:
+                    store.put(("ns",), "k", {"n": n * 100 + i})
+                except BaseException as exc:
+                    errors.append(exc)
+
+        threads = [threading.Thread(target=writer, args=(n, stores[n % 2], start, errors)) for n in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        try:
+            assert errors == [], (attempt, errors[:2])
+            item = stores[1].get(("ns",), "k")
+            assert item is not None and item.value["n"] % 100 < 4
+        finally:
+            for store in stores:
+                store.close()
+
+
 class _State(TypedDict):
     n: int
 

@@ -34,6 +34,8 @@ _INDEXES = (
 
 
 _UNIQUE = (("Memory", "key"), ("Step", "id"), ("Recall", "key"), ("Mark", "key"))
+# A property name memkit's statements use (``m.key``, ``{id: ...}``).
+_PROPERTY = re.compile(r"\b[A-Za-z_]\w*\.([a-z_][a-z0-9_]*)\b(?!\()|[{,]\s*([a-z_][a-z0-9_]*)\s*:")
 
 
 class FalkorDBDialect(Dialect):
@@ -157,6 +159,12 @@ class FalkorDBDialect(Dialect):
                 except rex.ResponseError as exc:
                     if "already exists" not in str(exc):
                         raise
+            # A fresh graph learns each property name at its first use; two connections writing
+            # and reading it at once then (seen with 8 threads over 2 stores) could store a node
+            # whose properties read back under other names. Every name is learnt here, before
+            # anything else runs, by a node created and deleted in one statement.
+            names = sorted({a or b for s in self.statements() for a, b in _PROPERTY.findall(s)})
+            self._graph.query("CREATE (x {" + ", ".join(f"{n}: 0" for n in names) + "}) DELETE x")
 
     async def ensure_schema(self) -> None:
         await self._call(self._ensure, self.schema_statements())
