@@ -372,7 +372,7 @@ async def keyword_hits(
     scored: list[tuple[int, int, float]] = []
     if any(f.seqs for f in found):
         candidates, lower, upper = _bounds(found, idf, reach)
-        if not conditions and len(candidates) > limit:
+        if len(candidates) > limit:
             floor = float(np.partition(lower, len(lower) - limit)[len(lower) - limit])
             kept = candidates[upper >= floor]
             scored = await _scores(conn, user_id, agent_id, found, idf, kept.tolist(), (), limit)
