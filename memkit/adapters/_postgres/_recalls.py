@@ -1,7 +1,8 @@
 """Recalls and marks in the PostgreSQL store: a mixin over the adapter's pool and loop.
 
-A recall is committed before its search returns (on disk too with ``durable_recalls``); marks are upserted by id. Every read names
-its namespace, workflow or run as parameters, never in the statement's text.
+A recall is committed before its search returns (on disk too with ``durable_recalls``); marks
+are upserted by id. Every read names its namespace, workflow or run as parameters, never in the
+statement's text.
 """
 
 from __future__ import annotations

@@ -22,15 +22,16 @@ from typing import Any
 
 from memkit._core._filters import Condition
 from memkit._core._records import Record
-from memkit._retrieval._config import EXACT_MAX, dense_path
+from memkit._retrieval._config import dense_path
 from memkit._retrieval._keyword import K1, B, analyze
 from memkit.adapters._postgres._writes import text_in, text_out
 from memkit.adapters._sqlbase import LISTED, Dialect, filter_sql
 
 __all__ = [
     "COLUMNS", "DENSE_EXACT_MAX", "HALFVEC_SLACK", "HEADS_SQL", "KINDS", "POSTGRES", "SEGMENT_FLOOR", "SEGMENT_SPREAD",
-    "any_query", "check_dim", "check_kind", "count_passing", "dense_statements", "gaps_statement", "graph_expression",
-    "int_array", "listed_values", "neighbours", "row_record", "segment_limits", "select", "terms_vector",
+    "any_query", "check_dim", "check_kind", "dense_statements", "filtered_exactly", "gaps_statement",
+    "graph_expression", "int_array", "listed_values", "neighbours", "row_record", "segment_limits", "select",
+    "terms_vector",
 ]
 
 COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
@@ -307,38 +308,37 @@ def dense_statements(
     return parts
 
 
-#: How many of a namespace's memories (its lowest ``sample`` keys: a fixed random choice) a filter is
-#: tried on before its rows are counted.
+#: How many of a namespace's memories (those of lowest ``sample`` key: a fixed random choice) a
+#: filter is tried on, to estimate how many pass it.
 FILTER_SAMPLE = 256
 
 #: A filter that at least this share of that sample passes is searched as the namespace itself is
 #: (an approximate index walk that tests the filter on the rows it meets, the keyword postings cut
-#: as unfiltered): it rejects too few rows to make the index miss neighbours, and counting the rows
-#: that pass read the whole namespace (a LangGraph prefix that covers it: 17 of 51 ms at 10,000).
+#: as unfiltered): it rejects too few rows to make the walk miss neighbours.
 LOOSE_SHARE = 0.5
 
-# The sample's share that passes, and, only when that share is below LOOSE_SHARE (a scalar subquery
-# is run when its value is first needed), the rows that pass counted up to a limit.
-_PASSING_SQL = """
-WITH s AS (
-    SELECT count(*) FILTER (WHERE {where}) AS passed, count(*) AS tried FROM (
-        SELECT * FROM memories m WHERE m.user_id = %s AND m.agent_id = %s ORDER BY m.sample LIMIT %s) m
-)
-SELECT CASE WHEN s.passed < %s * s.tried THEN (
-    SELECT count(*) FROM (SELECT FROM memories m WHERE m.user_id = %s AND m.agent_id = %s AND {where} LIMIT %s) c)
-END FROM s
+# The namespace's size, and how many of its sample pass the filters and were tried.
+_SHARE_SQL = """
+SELECT (SELECT count FROM namespace_stats WHERE user_id = %s AND agent_id = %s),
+       count(*) FILTER (WHERE {where}), count(*)
+FROM (SELECT * FROM memories m WHERE m.user_id = %s AND m.agent_id = %s ORDER BY m.sample LIMIT %s) m
 """
 
 
-async def count_passing(conn: Any, user_id: str, agent_id: str, conditions: tuple[Condition, ...]) -> int | None:
-    """How many of the namespace's memories pass the filters, or ``None`` when the filters are loose
-    (:data:`LOOSE_SHARE`) or more than :data:`memkit._retrieval._config.EXACT_MAX` pass (counting
-    stops there)."""
+async def filtered_exactly(conn: Any, user_id: str, agent_id: str, conditions: tuple[Condition, ...]) -> bool:
+    """Whether the filters pass few enough of the namespace's memories (estimated from a sample of
+    :data:`FILTER_SAMPLE`, as :func:`memkit._retrieval._fusion.dense_leg` estimates it) that both
+    legs score every one that passes (:func:`memkit._retrieval._config.dense_path`); never a loose
+    filter (:data:`LOOSE_SHARE`). Counting the rows that pass read every one of them, and a
+    LangGraph prefix covering the namespace made that most of a search (17 of 51 ms at 10,000)."""
     where, params = filter_sql(conditions, POSTGRES)
-    row = await (await conn.execute(_PASSING_SQL.format(where=where), [
-        *params, user_id, agent_id, FILTER_SAMPLE, LOOSE_SHARE, user_id, agent_id, *params, EXACT_MAX + 1,
+    size, passed, tried = await (await conn.execute(_SHARE_SQL.format(where=where), [
+        user_id, agent_id, *params, user_id, agent_id, FILTER_SAMPLE,
     ], prepare=False)).fetchone()
-    return int(row[0]) if row[0] is not None and dense_path(int(row[0])) == "exact" else None
+    if not tried:
+        return True
+    share = int(passed) / int(tried)
+    return share < LOOSE_SHARE and dense_path(round(share * max(int(size or 0), int(tried)))) == "exact"
 
 
 COSINES_SQL = (
