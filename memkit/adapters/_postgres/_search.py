@@ -119,7 +119,8 @@ async def _dense(
                 # at the same search list their merged top is closer to the exact one than one
                 # graph's (60,000 memories, 5 segments, top 100: 0.86 of the exact top 100 at 100
                 # against 0.80 for one graph at 200), for about 1.5 times the server's work.
-                ef = max(40, 2 * asked) if len(segments) == 1 else max(40, asked)
+                # pgvector takes at most 1,000; the iterative scan goes on past it for a deeper leg.
+                ef = min(1_000, max(40, 2 * asked) if len(segments) == 1 else max(40, asked))
                 await conn.execute(_HNSW_SETTINGS, (str(ef), sort))
             # Never a prepared statement: a generic plan, not knowing the LIMIT, scores the whole
             # namespace through its seq index instead of walking the HNSW graph (seen at 100k: 1-2 s).
