@@ -90,7 +90,8 @@ async def test_a_filter_most_of_a_namespace_passes_walks_the_index_and_a_selecti
 ) -> None:
     """A filter that nine in ten memories pass is searched as the namespace is, through the HNSW
     index (the walk tests the filter on the rows it meets), without counting the rows that pass;
-    one that one in twenty pass scores every passing memory, so its top 10 is the exact one. Both
+    one that one in twenty pass scores every passing memory, so its top 10 is the exact one. The
+    memories written after the index are scored exactly under the loose filter too. All of them
     return only the namespace's memories that pass, though another namespace holds the same texts."""
     from memkit.adapters._postgres import _sql as _postgres_sql
 
@@ -115,9 +116,18 @@ async def test_a_filter_most_of_a_namespace_passes_walks_the_index_and_a_selecti
             rare = await mem.search(query, "u", "a", limit=10, filters={"rare": True}, mode=mode)
             assert len(rare) == 10 and {h.score_details["dense_path"] for h in rare} == {"exact"}
             assert all(h.user_id == "u" and h.metadata["rare"] is True for h in rare)
+        # Memories written after the index: a loose filter's walk scores them exactly, best first.
+        await mem.add_many([{"content": f"{query} {text}", "user_id": user, "agent_id": "a",
+                             "metadata": {"i": 800 + i, "kind": "memo" if i % 10 == 0 else "note", "rare": False}}
+                            for user in ("other", "u") for i, text in enumerate(texts[:60])])
+        loose = await mem.search(query, "u", "a", limit=10, filters={"kind": "note"}, mode="semantic")
         monkeypatch.setattr(_postgres_sql, "DENSE_EXACT_MAX", 10_000)
-        every = await mem.search(query, "u", "a", limit=800, mode="semantic")
-        assert len(every) == 800 and {h.score_details["dense_path"] for h in every} == {"exact"}
+        every = await mem.search(query, "u", "a", limit=860, mode="semantic")
+        assert len(every) == 860 and {h.score_details["dense_path"] for h in every} == {"exact"}
+        top = [h for h in every if h.metadata["kind"] == "note"][:10]
+        late = {h.id for h in top if h.metadata["i"] >= 800}
+        assert late and late <= {h.id for h in loose}
+        assert all(h.user_id == "u" and h.metadata["kind"] == "note" for h in loose)
         rare = await mem.search(query, "u", "a", limit=10, filters={"rare": True}, mode="semantic")
         assert [h.id for h in rare] == [h.id for h in every if h.metadata["rare"]][:10]
     finally:
