@@ -83,3 +83,52 @@ async def test_candidates_find_their_neighbours_among_each_other_across_interlea
                     if len(keys) > 1 else []
                 got = q.neighbours(keys, gaps, reach)
                 assert {k: sorted(v) for k, v in got.items()} == {k: v for k, v in expected.items() if v}
+
+
+async def test_a_filter_most_of_a_namespace_passes_walks_the_index_and_a_selective_one_scores_exactly(
+    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A filter that nine in ten memories pass is searched as the namespace is, through the HNSW
+    index (the walk tests the filter on the rows it meets), without counting the rows that pass;
+    one that one in twenty pass scores every passing memory, so its top 10 is the exact one. The
+    memories written after the index are scored exactly under the loose filter too. All of them
+    return only the namespace's memories that pass, though another namespace holds the same texts."""
+    from memkit.adapters._postgres import _sql as _postgres_sql
+
+    monkeypatch.setattr(_postgres_sql, "DENSE_EXACT_MAX", 0)  # namespaces this small go through HNSW too
+    url = postgres_server.url(f"t_{uuid.uuid4().hex[:12]}")
+    rng = random.Random(11)
+    texts = [" ".join(rng.choices(_WORDS, k=rng.randint(3, 12))) for _ in range(800)]
+    mem = PostgresAdapter(url, embedder="default")
+    try:
+        for user in ("u", "other"):
+            await mem.add_many([{"content": text, "user_id": user, "agent_id": "a",
+                                 "metadata": {"i": i, "kind": "memo" if i % 10 == 0 else "note", "rare": i % 20 == 0}}
+                                for i, text in enumerate(texts)])
+        assert await mem.index_vectors() > 0
+        query = "coverage reads plan"
+        deep = await mem.search(query, "u", "a", limit=800, mode="semantic")  # past pgvector's ef_search
+        assert len(deep) == 800 and {h.score_details["dense_path"] for h in deep} == {"index"}
+        for mode in ("semantic", "hybrid"):
+            loose = await mem.search(query, "u", "a", limit=10, filters={"kind": "note"}, mode=mode)
+            assert len(loose) == 10 and {h.score_details["dense_path"] for h in loose} == {"index"}
+            assert all(h.user_id == "u" and h.metadata["kind"] == "note" for h in loose)
+            rare = await mem.search(query, "u", "a", limit=10, filters={"rare": True}, mode=mode)
+            assert len(rare) == 10 and {h.score_details["dense_path"] for h in rare} == {"exact"}
+            assert all(h.user_id == "u" and h.metadata["rare"] is True for h in rare)
+        # Memories written after the index: a loose filter's walk scores them exactly, best first.
+        await mem.add_many([{"content": f"{query} {text}", "user_id": user, "agent_id": "a",
+                             "metadata": {"i": 800 + i, "kind": "memo" if i % 10 == 0 else "note", "rare": False}}
+                            for user in ("other", "u") for i, text in enumerate(texts[:60])])
+        loose = await mem.search(query, "u", "a", limit=10, filters={"kind": "note"}, mode="semantic")
+        monkeypatch.setattr(_postgres_sql, "DENSE_EXACT_MAX", 10_000)
+        every = await mem.search(query, "u", "a", limit=860, mode="semantic")
+        assert len(every) == 860 and {h.score_details["dense_path"] for h in every} == {"exact"}
+        top = [h for h in every if h.metadata["kind"] == "note"][:10]
+        late = {h.id for h in top if h.metadata["i"] >= 800}
+        assert late and late <= {h.id for h in loose}
+        assert all(h.user_id == "u" and h.metadata["kind"] == "note" for h in loose)
+        rare = await mem.search(query, "u", "a", limit=10, filters={"rare": True}, mode="semantic")
+        assert [h.id for h in rare] == [h.id for h in every if h.metadata["rare"]][:10]
+    finally:
+        await mem.aclose()

@@ -345,7 +345,7 @@ async def _scores(conn: Any, user_id: str, agent_id: str, found: list[_Found], i
 
 async def keyword_hits(
     conn: Any, user_id: str, agent_id: str, terms: list[str], conditions: tuple[Condition, ...], limit: int,
-    passing: int | None = None,
+    exact: bool = False,
 ) -> list[tuple[int, int, float]]:
     """``(seq, created_us, bm25)`` of the namespace's best ``limit`` memories for ``terms``, best
     first, ties newest first, each scored exactly; the candidates are the memories among each term's
@@ -354,32 +354,34 @@ async def keyword_hits(
     Only the candidates that can still make the list are scored from their ``tsvector``: bounds
     from the postings' impacts (:func:`_bounds`) set aside every memory whose best possible score
     is below the ``limit``-th best sure one, which changes nothing in the result. With filters,
-    the best sure ones may not pass, so every candidate is scored.
+    the best sure ones may not pass: when the ones that do score below that bound, every candidate
+    is scored.
 
-    ``passing``: a filter passes only this many memories (at most
-    :data:`memkit._retrieval._config.EXACT_MAX`): those holding a term are scored, all of them
-    and no other, and no postings are read but the terms' counts.
+    ``exact``: the filters pass few memories (:func:`memkit.adapters._postgres._sql.filtered_exactly`):
+    those holding a term are scored, all of them and no other, and no postings are read but the
+    terms' counts.
     """
-    reach = 1 if passing is not None else postings_read(len(terms), limit)
+    reach = 1 if exact else postings_read(len(terms), limit)
     found = await _top(conn, user_id, agent_id, terms, reach)
     if not found:
         return []
     n = found[0].n
     idf = {f.term: _idf(n, f.df) for f in found}
-    if passing is not None:
-        return await _scores(conn, user_id, agent_id, found, idf, None, conditions, limit) if passing else []
+    if exact:
+        return await _scores(conn, user_id, agent_id, found, idf, None, conditions, limit)
     cut = any(f.got >= reach for f in found)  # else every memory holding a term was read
     scored: list[tuple[int, int, float]] = []
     if any(f.seqs for f in found):
         candidates, lower, upper = _bounds(found, idf, reach)
-        if not conditions and len(candidates) > limit:
+        if len(candidates) > limit:
             floor = float(np.partition(lower, len(lower) - limit)[len(lower) - limit])
             kept = candidates[upper >= floor]
-            scored = await _scores(conn, user_id, agent_id, found, idf, kept.tolist(), (), limit)
-            # Each of the sure ones scores at least its lower bound, so the list's last does too;
-            # only two terms sharing a hash (one list holding both) could break the bound.
+            scored = await _scores(conn, user_id, agent_id, found, idf, kept.tolist(), conditions, limit)
+            # A memory set aside scores below the floor: when the list's last reaches it (without
+            # filters it does, each sure one scoring at least its lower bound), none belonged. Only
+            # two terms sharing a hash (one list holding both) could break the bound.
             if len(scored) < limit or scored[limit - 1][2] < floor:
-                scored = await _scores(conn, user_id, agent_id, found, idf, candidates.tolist(), (), limit)
+                scored = await _scores(conn, user_id, agent_id, found, idf, candidates.tolist(), conditions, limit)
         else:
             scored = await _scores(conn, user_id, agent_id, found, idf, candidates.tolist(), conditions, limit)
     if not cut or len(scored) >= limit:

@@ -1,7 +1,8 @@
 """Recalls and marks in the PostgreSQL store: a mixin over the adapter's pool and loop.
 
-A recall is committed before its search returns; marks are upserted by id. Every read names
-its namespace, workflow or run as parameters, never in the statement's text.
+A recall is committed before its search returns (on disk too with ``durable_recalls``); marks
+are upserted by id. Every read names its namespace, workflow or run as parameters, never in the
+statement's text.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class RecallsAndMarks:
     """The recall and mark handlers of :class:`memkit.adapters.PostgresAdapter`."""
 
     limits: Limits
+    durable_recalls: bool
     _pool: Any
 
     async def _call(self, coro: Coroutine[Any, Any, T], bounded: bool = True) -> T:
@@ -70,7 +72,11 @@ class RecallsAndMarks:
     async def _insert_recalls(self, rows: list[tuple[Any, ...]]) -> int:
         psycopg, _ = load_psycopg()
         try:
-            async with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            async with self._pool.connection() as conn, conn.pipeline(), conn.transaction(), conn.cursor() as cur:
+                if not self.durable_recalls:
+                    # Committed (every process reads it at once) without waiting for the disk: a
+                    # server crash can lose the last moment of recalls, as SQLite's batches can.
+                    await cur.execute("SET LOCAL synchronous_commit TO off")
                 await cur.executemany(_INSERT_RECALL, rows)
         except psycopg.errors.UniqueViolation as exc:
             detail = exc.diag.message_detail

@@ -34,18 +34,18 @@ async def ranked(
     hits: list[tuple[int, float]] = []
     terms = q.query_terms(analyze_query(request.query)) if request.mode != "semantic" else []
     async with pool.connection() as conn:
-        # A filter's selectivity decides how both legs read: the rows that pass, counted up to
-        # EXACT_MAX, are scored exactly when there are no more (see memkit._retrieval._config).
-        passing = await q.count_passing(conn, user, agent, conditions) if conditions else None
+        # A filter's selectivity decides how both legs read: the rows that pass are scored
+        # exactly when few enough do (see memkit._retrieval._config).
+        exact = await q.filtered_exactly(conn, user, agent, conditions) if conditions else False
 
         if terms:
             for seq, created_us, score in await keyword_hits(conn, user, agent, list(dict.fromkeys(terms)),
-                                                             conditions, depth, passing):
+                                                             conditions, depth, exact):
                 hits.append((seq, score))
                 created[seq] = created_us
         dense = None
         if vector is not None:
-            dense = await _dense(conn, samples, user, agent, conditions, depth, vector, created, passing)
+            dense = await _dense(conn, samples, user, agent, conditions, depth, vector, created, exact)
         around: dict[int, list[tuple[int, int]]] = {}
         heads: dict[int, str] = {}
         keys = list(dict.fromkeys([*(s for s, _ in hits), *(dense.ranked if dense else [])]))
@@ -84,17 +84,17 @@ async def ranked(
 
 async def _dense(
     conn: Any, samples: SampleCache, user: str, agent: str, conditions: tuple[Any, ...], depth: int, vector: Any,
-    created: dict[int, int], passing: int | None,
+    created: dict[int, int], filtered_exactly: bool,
 ) -> DenseScores:
-    """The dense leg; ``passing``: how many of the namespace's memories pass the filters, when few
-    enough that they are scored exactly (:func:`memkit._retrieval._config.dense_path`)."""
+    """The dense leg; ``filtered_exactly``: few enough of the namespace's memories pass the filters
+    that every one is scored (:func:`memkit._retrieval._config.dense_path`)."""
     size, top, embedder, writer, ends = await (
         await conn.execute(VERSION_SQL, {"u": user, "a": agent})).fetchone()
     size, segments = int(size or 0), segment_bounds(ends)
     if size == 0:
         return DenseScores({}, [], 0.0, 0.0)
     mean, std = await samples.stats(conn, user, agent, (size, int(top or 0), embedder, writer), vector)
-    exact = size <= q.DENSE_EXACT_MAX or not segments or passing is not None
+    exact = size <= q.DENSE_EXACT_MAX or not segments or filtered_exactly
     # A deep leg (a hybrid search's candidates) asks each segment for about its share of them: a
     # segment's graph walk costs about the same for a tenth of the memories, so asking the small
     # ones for all 100 doubled the leg's time (at a million memories in 4 segments: 129 -> 64 ms,
@@ -119,7 +119,8 @@ async def _dense(
                 # at the same search list their merged top is closer to the exact one than one
                 # graph's (60,000 memories, 5 segments, top 100: 0.86 of the exact top 100 at 100
                 # against 0.80 for one graph at 200), for about 1.5 times the server's work.
-                ef = max(40, 2 * asked) if len(segments) == 1 else max(40, asked)
+                # pgvector takes at most 1,000; the iterative scan goes on past it for a deeper leg.
+                ef = min(1_000, max(40, 2 * asked) if len(segments) == 1 else max(40, asked))
                 await conn.execute(_HNSW_SETTINGS, (str(ef), sort))
             # Never a prepared statement: a generic plan, not knowing the LIMIT, scores the whole
             # namespace through its seq index instead of walking the HNSW graph (seen at 100k: 1-2 s).
