@@ -523,8 +523,9 @@ class MemkitStore(BaseStore):
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
-        filters = self._prefix_filter(prefix)
-        filters.update(_pushed(op.filter))
+        # The caller's filter first: the stores test conditions in order, and it, not the prefix
+        # every item under the namespace passes, is what drops most rows.
+        filters = {**_pushed(op.filter), **self._prefix_filter(prefix)}
         want = op.offset + op.limit
         found = await self._ranked(op.query, filters, prefix, op.filter, want) if op.query else []
         scored = {m.id for m in found}
