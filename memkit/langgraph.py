@@ -343,7 +343,7 @@ class MemkitStore(BaseStore):
             elif not isinstance(op, (GetOp, SearchOp, ListNamespacesOp)):
                 raise ConfigError(f"unknown LangGraph operation {type(op).__name__}")
         now = _now().isoformat()
-        olds = {place: await self._fetch(*place) for place in puts} if puts else {}
+        olds = await self._fetch_all(list(puts)) if puts else {}
         rows = {place: self._row(place[0], place[1], op, now, olds[place]) for place, op in puts.items()}
         for i, op in enumerate(ops):
             if isinstance(op, GetOp):
@@ -390,6 +390,18 @@ class MemkitStore(BaseStore):
             self.user_id, self.agent_id, 1, {"type": _KIND, "lg_id": self._id(namespace, key)}
         )
         return hits[0] if hits else None
+
+    async def _fetch_all(
+        self, places: list[tuple[tuple[str, ...], str]]
+    ) -> dict[tuple[tuple[str, ...], str], MemoryItem | Record | None]:
+        many: Callable[[list[str]], dict[str, Record]] | None = getattr(self._provider, "get_many_now", None)
+        if many is not None:
+            # One read for a batch of puts (a store that reads in this thread): one a put costs more.
+            with contextlib.suppress(NotImplementedError):
+                ids = {place: self._id(*place) for place in places}
+                found = many(list(ids.values()))
+                return {place: now if self._mine(now := found.get(ids[place])) else None for place in places}
+        return {place: await self._fetch(*place) for place in places}
 
     async def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
         found = await self._fetch(namespace, key)
