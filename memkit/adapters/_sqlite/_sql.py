@@ -123,7 +123,7 @@ class Passing:
         self._seen: dict[int, bool] = {}
 
     def __call__(self, seqs: list[int]) -> set[int]:
-        new = [s for s in seqs if s not in self._seen]
+        new = sorted(s for s in seqs if s not in self._seen)  # in seq order: neighbours share a page
         if new:
             passed = {row[0] for row in self._db.execute(self._sql, [json.dumps(new), *self._params])}
             self._seen.update((s, s in passed) for s in new)
