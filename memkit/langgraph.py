@@ -35,7 +35,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from memkit._core._errors import BackendUnavailableError, ConfigError, InvalidInputError
 from memkit._core._filters import parse_filters
@@ -79,6 +79,7 @@ _MAX_DEPTH = 32
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _PAGE = 1_000
 _FILTER_DEPTH = 8  # memkit's deepest filter path
+_Place = tuple[tuple[str, ...], str]  # an item's (namespace, key)
 
 
 class _InvalidNamespace(InvalidInputError, InvalidNamespaceError):
@@ -101,10 +102,6 @@ def _checked(ops: Iterable[Op]) -> list[Op]:
                         f"namespace {tuple(path)!r} refused: a label is a non-empty str without '.' or NUL"
                     )
     return ops
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 def _compare(item_value: Any, filter_value: Any) -> bool:
@@ -360,14 +357,14 @@ class MemkitStore(BaseStore):
         # from the store as it was before the batch, then the puts (the last one per key) are
         # written together, replacing, never deleting first.
         results: list[Result] = [None] * len(ops)
-        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        puts: dict[_Place, PutOp] = {}
         for op in ops:
             if isinstance(op, PutOp):
                 puts[(tuple(op.namespace), str(op.key))] = op
             elif not isinstance(op, (GetOp, SearchOp, ListNamespacesOp)):
                 raise ConfigError(f"unknown LangGraph operation {type(op).__name__}")
-        now = _now().isoformat()
-        olds = {place: await self._fetch(*place) for place in puts} if puts else {}
+        now = datetime.now(UTC).isoformat()
+        olds = await self._fetch_all(list(puts)) if puts else {}
         rows = {place: self._row(place[0], place[1], op, now, olds[place]) for place, op in puts.items()}
         for i, op in enumerate(ops):
             if isinstance(op, GetOp):
@@ -399,24 +396,27 @@ class MemkitStore(BaseStore):
             and memory.metadata.get("type") == _KIND
         )
 
-    async def _fetch(self, namespace: tuple[str, ...], key: str) -> MemoryItem | Record | None:
-        provider = self._provider
-        if self._get_now is not None:
-            # Read here: a put reads the item it replaces, and a batch of puts would otherwise wait
-            # for the store's worker once per item.
-            with contextlib.suppress(NotImplementedError):
-                now = self._get_now(self._id(namespace, key))
-                return now if self._mine(now) else None
-        if isinstance(provider, SupportsGet):
-            found = await provider.get(self._id(namespace, key))
-            return found if self._mine(found) else None
-        hits = await provider.get_all(
-            self.user_id, self.agent_id, 1, {"type": _KIND, "lg_id": self._id(namespace, key)}
-        )
-        return hits[0] if hits else None
+    async def _fetch_all(self, places: list[_Place]) -> dict[_Place, MemoryItem | Record | None]:
+        ids = {place: self._id(*place) for place in places}
+        provider, found = self._provider, cast("dict[str, MemoryItem | Record] | None", None)
+        many: Callable[[list[str]], dict[str, MemoryItem | Record]] | None = getattr(provider, "get_many_now", None)
+        with contextlib.suppress(NotImplementedError):
+            # Read here where the store can, in one read for a batch of puts: a put reads the item
+            # it replaces, and waiting for the store's worker once an item costs more than the read.
+            if many is not None:
+                found = many(list(ids.values()))
+            elif self._get_now is not None:
+                found = {i: now for i in ids.values() if (now := self._get_now(i)) is not None}
+        if found is None:
+            if isinstance(provider, SupportsGet):
+                found = {i: item for i in ids.values() if (item := await provider.get(i)) is not None}
+            else:
+                found = {i: hits[0] for i in ids.values() if (hits := await provider.get_all(
+                    self.user_id, self.agent_id, 1, {"type": _KIND, "lg_id": i}))}
+        return {place: got if self._mine(got := found.get(i)) else None for place, i in ids.items()}
 
     async def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
-        found = await self._fetch(namespace, key)
+        found = (await self._fetch_all([place := (namespace, key)]))[place]
         return None if found is None else self._item(found)
 
     def _got(self, found: Record | None) -> Item | None:
@@ -477,9 +477,7 @@ class MemkitStore(BaseStore):
         return row, record
 
     async def _apply_puts(
-        self,
-        rows: dict[tuple[tuple[str, ...], str], tuple[dict[str, Any], Record] | None],
-        olds: dict[tuple[tuple[str, ...], str], MemoryItem | Record | None],
+        self, rows: dict[_Place, tuple[dict[str, Any], Record] | None], olds: dict[_Place, MemoryItem | Record | None]
     ) -> None:
         provider = self._provider
         for place, row in rows.items():
@@ -543,8 +541,9 @@ class MemkitStore(BaseStore):
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
-        filters = self._prefix_filter(prefix)
-        filters.update(_pushed(op.filter))
+        # The caller's filter first: the stores test conditions in order, and it, not the prefix
+        # every item under the namespace passes, is what drops most rows.
+        filters = {**_pushed(op.filter), **self._prefix_filter(prefix)}
         want = op.offset + op.limit
         found = await self._ranked(op.query, filters, prefix, op.filter, want) if op.query else []
         scored = {m.id for m in found}

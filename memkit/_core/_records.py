@@ -182,13 +182,15 @@ def new_record(
     agent_id: object,
     metadata: object = None,
     limits: Limits = DEFAULT_LIMITS,
+    memory_id: str | None = None,
 ) -> Record:
-    """Validate one memory and stamp it with an id and a time; raise before any write."""
+    """Validate one memory and stamp it with a time and an id (a new one unless ``memory_id``, which
+    the caller checks); raise before any write."""
     user, agent = check_namespace(user_id, agent_id, limits)
     text = check_content(content, limits)
     meta, encoded = encode_metadata(metadata, limits)
     return Record(
-        id=new_id(), user_id=user, agent_id=agent, content=text, metadata=meta,
+        id=new_id() if memory_id is None else memory_id, user_id=user, agent_id=agent, content=text, metadata=meta,
         created_us=now_us(), metadata_json=encoded,
     )
 
@@ -533,11 +535,13 @@ def records_from_items(items: Iterable[NewMemory | Mapping[str, Any]], limits: L
         else:
             raise InvalidInputError(f"item {index} of add_many must be a dict or NewMemory, got {type(raw).__name__}")
         try:
+            given = fields.get("id")
             record = new_record(
-                fields.get("content"), fields.get("user_id"), fields.get("agent_id"), fields.get("metadata"), limits
+                fields.get("content"), fields.get("user_id"), fields.get("agent_id"), fields.get("metadata"), limits,
+                given if isinstance(given, str) else None,
             )
-            if fields.get("id") is not None:
-                record.id = check_bound(check_id(fields["id"], "id", limits), record.user_id, record.agent_id)
+            if given is not None:
+                record.id = check_bound(check_id(given, "id", limits), record.user_id, record.agent_id)
             created = fields.get("created_at")
             if created is not None:
                 record.created_us = to_us(_as_datetime(created))

@@ -141,8 +141,13 @@ def bound_id(user_id: str, agent_id: str, local: str) -> str:
     another's future id and make its write fail, so the write paths (:func:`check_bound`) refuse an
     id bound to a namespace other than the memory's own.
     """
+    return f"{_bound_prefix(user_id, agent_id)}{local}"
+
+
+@functools.lru_cache(maxsize=64)  # a write checks every id against its namespace's: one digest a batch
+def _bound_prefix(user_id: str, agent_id: str) -> str:
     digest = hashlib.sha256(json.dumps([user_id, agent_id]).encode()).hexdigest()[:32]
-    return f"{_BOUND}{digest}/{local}"
+    return f"{_BOUND}{digest}/"
 
 
 def check_bound(memory_id: str, user_id: str, agent_id: str, name: str = "id") -> str:
@@ -181,46 +186,49 @@ def check_content(content: object, limits: Limits = DEFAULT_LIMITS) -> str:
     return check_text(content, "content")
 
 
-def _check_json(value: Any, depth: int, limits: Limits, where: str) -> None:
+def _json_copy(value: Any, depth: int, limits: Limits, where: str) -> Any:
+    """``value`` checked as metadata and copied as JSON reads it back: dicts, lists and plain str, int
+    and float (tuples, other mappings and subclasses made so), in one walk."""
     if depth > limits.max_metadata_depth:
         raise InvalidInputError(f"metadata is nested deeper than {limits.max_metadata_depth} levels at {where}")
+    kind = type(value)
+    if kind is str:
+        return value if value.isascii() else check_text(value, f"metadata value at {where}")
+    if value is None or kind is bool:
+        return value
+    if kind is dict or isinstance(value, Mapping):
+        copy: dict[str, Any] = {}
+        leaves = depth < limits.max_metadata_depth  # a scalar below may be taken as it is
+        for key, item in value.items():
+            if type(key) is not str:
+                if not isinstance(key, str):
+                    raise InvalidInputError(f"metadata keys must be strings; {key!r} at {where} is not")
+                key = str.__str__(key)
+            if not key.isascii():
+                check_text(key, f"metadata key at {where}")
+            sort = type(item)
+            if leaves and (item is None or sort is bool or (sort is str and item.isascii())
+                           or (sort is int and -_INT64 <= item < _INT64)):
+                copy[key] = item
+            else:
+                copy[key] = _json_copy(item, depth + 1, limits, f"{where}.{key}")
+        return copy
+    if kind is list or isinstance(value, (list, tuple)):
+        return [_json_copy(item, depth + 1, limits, f"{where}[{index}]") for index, item in enumerate(value)]
     if isinstance(value, str):
-        check_text(value, f"metadata value at {where}")
-        return
-    if value is None or isinstance(value, bool):
-        return
+        return check_text(str.__str__(value), f"metadata value at {where}")
     if isinstance(value, int):
         if not -_INT64 <= value < _INT64:
             raise InvalidInputError(f"metadata integer at {where} does not fit in 64 bits")
-        return
+        return int.__int__(value)
     if isinstance(value, float):
         if not math.isfinite(value):
             raise InvalidInputError(f"metadata value at {where} is {value}, which JSON cannot hold")
-        return
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise InvalidInputError(f"metadata keys must be strings; {key!r} at {where} is not")
-            check_text(key, f"metadata key at {where}")
-            _check_json(item, depth + 1, limits, f"{where}.{key}")
-        return
-    if isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            _check_json(item, depth + 1, limits, f"{where}[{index}]")
-        return
+        return float.__float__(value)
     raise InvalidInputError(
         f"metadata value at {where} is a {type(value).__name__}, which is not JSON-serialisable"
         " (use str, int, float, bool, None, list or dict)"
     )
-
-
-def _plain(value: Any) -> Any:
-    """Mappings as dicts and sequences as lists, recursively (json.dumps takes no other kinds)."""
-    if isinstance(value, Mapping):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    return value
 
 
 def _flat_scalars(metadata: Mapping[Any, Any]) -> bool:
@@ -249,17 +257,15 @@ def encode_metadata(metadata: object, limits: Limits = DEFAULT_LIMITS) -> tuple[
         return {}, "{}"
     if not isinstance(metadata, Mapping):
         raise InvalidInputError(f"metadata must be a dict, got {type(metadata).__name__}")
+    # The common case (string keys, scalar values) needs no deep walk, only a shallow copy; anything
+    # else is checked and copied in one walk (stops at the depth limit: it never recurses far).
+    # Either copy is private: scalars are immutable, and nothing else holds the walk's dicts and lists.
     flat = _flat_scalars(metadata)
-    if not flat:
-        _check_json(metadata, 1, limits, "metadata")  # stops at the depth limit: it never recurses far
-    # A read-only or custom mapping (MappingProxyType, ...) as a dict: json writes dicts only.
-    plain: dict[str, Any] = _plain(metadata) if not flat or type(metadata) is not dict else metadata
-    encoded = json.dumps(plain, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    result: dict[str, Any] = dict(metadata) if flat else _json_copy(metadata, 1, limits, "metadata")
+    encoded = json.dumps(result, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     size = len(encoded) if encoded.isascii() else len(encoded.encode("utf-8"))
     if size > limits.max_metadata_bytes:
         raise InvalidInputError(f"metadata is {size} bytes as JSON; the limit is {limits.max_metadata_bytes}")
-    # Scalars are immutable, so a shallow copy is already private; anything nested is rebuilt from JSON.
-    result: dict[str, Any] = dict(plain) if flat else json.loads(encoded)
     return result, encoded
 
 

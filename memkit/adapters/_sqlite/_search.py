@@ -10,11 +10,11 @@ import numpy as np
 
 from memkit._core._filters import Condition
 from memkit._core._records import Record
-from memkit._retrieval._fusion import DenseScores, dense_leg
+from memkit._retrieval._fusion import DenseScores, dense_leg, widened
 from memkit._retrieval._keyword import KeywordIndex, analyze_query
-from memkit.adapters._sqlbase import created_by, filter_sql
+from memkit.adapters._sqlbase import created_by
 from memkit.adapters._sqlite._keywords import KeywordCache, snapshot
-from memkit.adapters._sqlite._sql import SQLITE, allowed, records_by_seq
+from memkit.adapters._sqlite._sql import Passing, records_by_seq
 from memkit.adapters._sqlite._vectors import Vectors
 from memkit.store._search import Ranking, rank
 
@@ -44,42 +44,32 @@ class Legs(Ranking, Protocol):
 
 
 def keyword_ranked(
-    db: sqlite3.Connection, keywords: KeywordCache, text: str, user_id: str, agent_id: str,
-    conditions: tuple[Condition, ...], limit: int, index: KeywordIndex | None = None,
+    index: KeywordIndex, text: str, limit: int, passing: Passing | None,
 ) -> list[tuple[int, float]]:
-    """The keyword leg: ``(seq, bm25)`` of the best ``limit`` memories that pass the filters
-    (``index``: the namespace's keyword index if the caller holds it already)."""
+    """The keyword leg: ``(seq, bm25)`` of the best ``limit`` memories of ``index`` that pass the filters."""
     terms = analyze_query(text)
     if not terms:
         return []
-    if index is None:
-        index = keywords.index(db, user_id, agent_id)
-    where, params = filter_sql(conditions, SQLITE)
-    sql = (
-        "SELECT m.seq FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?))"  # noqa: S608
-        # unary + keeps the planner on the seq primary key: the namespace index would scan it all
-        f" AND +m.user_id = ? AND +m.agent_id = ? AND {where}"
-    )
     want = limit
     while True:
         # Filters are checked on the best candidates first, widening until enough pass; only the
         # seqs come back from that check, full rows are read for the hits alone.
-        seqs, scores = index.top(terms, want if conditions else limit)
-        passed = {row[0] for row in db.execute(sql, [json.dumps(seqs.tolist()), user_id, agent_id, *params])}
-        hits = [(s, float(score)) for s, score in zip(seqs.tolist(), scores, strict=True) if s in passed]
-        if len(hits) >= limit or len(seqs) < want or not conditions:
+        seqs, scores = index.top(terms, want)
+        keys = seqs.tolist()
+        passed = set(keys) if passing is None else passing(keys)
+        hits = [(s, float(score)) for s, score in zip(keys, scores, strict=True) if s in passed]
+        if len(hits) >= limit or len(keys) < want or passing is None:
             return hits[:limit]
-        want *= 8
+        want = widened(want, len(hits), limit)
 
 
 def _dense(
     db: sqlite3.Connection, vectors: Vectors, query: np.ndarray, user_id: str, agent_id: str,
-    conditions: tuple[Condition, ...], depth: int, extra: list[int],
+    passing: Passing | None, depth: int, extra: list[int],
 ) -> DenseScores:
     # One read transaction: a restored index reads the vectors it rescores as of its feed position.
     with snapshot(db):
-        index = vectors.index(db, user_id, agent_id, depth, bool(conditions))
-        passing = None if not conditions else (lambda seqs: allowed(db, seqs, conditions))
+        index = vectors.index(db, user_id, agent_id, depth, passing is not None)
         return dense_leg(index, query, depth, passing, extra)
 
 
@@ -103,13 +93,14 @@ def ranked_records(
         conditions = (*conditions, created_by(request.until_us))
     depth = request.depth
     index = None if request.mode == "semantic" else keywords.index(db, user_id, agent_id)
-    hits = [] if index is None else keyword_ranked(db, keywords, text, user_id, agent_id, conditions, depth, index)
+    passing = Passing(db, user_id, agent_id, conditions) if conditions else None
+    hits = [] if index is None else keyword_ranked(index, text, depth, passing)
     dense = None
     records: dict[int, Record] = {}
     if request.mode != "keyword":
         if vector is None:
             vector = vectors.embed([text])[0]
-        dense = _dense(db, vectors, vector, user_id, agent_id, conditions, depth, [q for q, _ in hits])
+        dense = _dense(db, vectors, vector, user_id, agent_id, passing, depth, [q for q, _ in hits])
 
     def newer(seqs: list[int]) -> dict[int, tuple[int, int]]:
         if request.mode == "semantic":  # few candidates: read their rows now, they are all returned

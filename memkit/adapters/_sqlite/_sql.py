@@ -11,7 +11,7 @@ from memkit._core._filters import Condition
 from memkit._core._records import Record
 from memkit.adapters._sqlbase import LISTED, Dialect, filter_sql, listed_bounds
 
-__all__ = ["COLUMNS", "LISTED_SQL", "SQLITE", "allowed", "listed_values", "records_by_seq", "row_record", "select"]
+__all__ = ["COLUMNS", "LISTED_SQL", "SQLITE", "Passing", "listed_values", "records_by_seq", "row_record", "select"]
 
 COLUMNS = "m.seq, m.id, m.user_id, m.agent_id, m.content, m.metadata, m.created_us"
 # The expression the ``memories_listed`` index holds (spelled as it is there, or SQLite does not use it).
@@ -37,6 +37,7 @@ SQLITE = Dialect(
     # json_extract ends a string at a NUL ("a\u0000b" reads as "a"): equality looks at the JSON text,
     # which memkit wrote as json.dumps does, where a row's text holds an escaped NUL at all.
     string_json="(m.metadata -> ?)", no_nul="instr(m.metadata, '\\u0000') = 0",
+    quoted="instr(m.metadata, ?) > 0",
 )
 
 
@@ -108,13 +109,22 @@ def records_by_seq(db: sqlite3.Connection, seqs: Iterable[int]) -> dict[int, Rec
     return found
 
 
-def allowed(db: sqlite3.Connection, seqs: list[int], conditions: tuple[Condition, ...]) -> set[int]:
-    """Those of ``seqs`` whose memory passes the filters."""
-    where, params = filter_sql(conditions, SQLITE)
-    passing: set[int] = set()
-    for start in range(0, len(seqs), 500):
-        chunk = seqs[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        sql = f"SELECT m.seq FROM memories m WHERE m.seq IN ({marks}) AND {where}"  # noqa: S608
-        passing.update(int(r[0]) for r in db.execute(sql, [*chunk, *params]))
-    return passing
+class Passing:
+    """Which memories of one namespace pass a search's filters: each memory is tested once, however
+    many legs (and widening windows) ask about it."""
+
+    def __init__(self, db: sqlite3.Connection, user_id: str, agent_id: str, conditions: tuple[Condition, ...]) -> None:
+        where, params = filter_sql(conditions, SQLITE)
+        self._db = db
+        # unary + keeps the planner on the seq primary key: the namespace index would scan it all
+        self._sql = ("SELECT m.seq FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?))"  # noqa: S608
+                     f" AND +m.user_id = ? AND +m.agent_id = ? AND {where}")
+        self._params = [user_id, agent_id, *params]
+        self._seen: dict[int, bool] = {}
+
+    def __call__(self, seqs: list[int]) -> set[int]:
+        new = sorted(s for s in seqs if s not in self._seen)  # in seq order: neighbours share a page
+        if new:
+            passed = {row[0] for row in self._db.execute(self._sql, [json.dumps(new), *self._params])}
+            self._seen.update((s, s in passed) for s in new)
+        return {s for s in seqs if self._seen[s]}
