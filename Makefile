@@ -136,9 +136,21 @@ PHOENIX_VENV ?= .venv-phoenix
 $(PHOENIX_VENV)/bin/python:
 	$(PYTHON) -m venv $(PHOENIX_VENV)
 	$(PHOENIX_VENV)/bin/python -m pip --disable-pip-version-check -q install arize-phoenix==20.26.1
+# In parts, merged into one table: at 100k, one round of 20 calls a latency (InMemoryStore's search
+# scans every item: 100 calls would take most of an hour), and Phoenix at 10,000 spans (it stores
+# about 100 spans a second here: 100,000 took most of an hour in one round).
+PEERS_OUT ?= bench/results/peers
 bench-peers: $(BIN)/python $(PHOENIX_VENV)/bin/python
 	$(PIP) install -e '.[langgraph,postgres,dev,mem0,peers]'
-	$(BIN)/python bench/peers.py --sizes 10000 100000 --rounds 3 --phoenix $(PHOENIX_VENV)/bin/python --write-readme
+	mkdir -p $(PEERS_OUT)
+	$(BIN)/python bench/peers.py --backends memory sqlite postgres --sizes 10000 --rounds 3 --json $(PEERS_OUT)/10k.json
+	$(BIN)/python bench/peers.py --backends memory sqlite postgres --sizes 100000 --rounds 1 --samples 20 \
+		--json $(PEERS_OUT)/100k.json
+	$(BIN)/python bench/peers.py --backends mem0 --rounds 3 --json $(PEERS_OUT)/mem0.json
+	$(BIN)/python bench/peers.py --backends otlp --spans 10000 --rounds 3 --phoenix $(PHOENIX_VENV)/bin/python \
+		--json $(PEERS_OUT)/otlp.json
+	$(BIN)/python bench/peers.py --merge $(PEERS_OUT)/10k.json $(PEERS_OUT)/100k.json $(PEERS_OUT)/mem0.json \
+		$(PEERS_OUT)/otlp.json --write-readme
 
 clean:
 	rm -rf $(VENV) $(LAB_VENV) $(LANGGRAPH_VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
