@@ -118,8 +118,8 @@ Fetch = Callable[[str, list[Any]], Awaitable[list[tuple[Any, ...]]]]
 
 
 def _seen(where: str, bound: str, cap: str) -> str:
-    """A recursive CTE ``seen(v, n)``: the distinct :data:`LISTED` values from the bound ``lo`` on (and
-    below ``bound``'s), ascending, of the namespace's memories passing ``where``, until ``n`` reaches ``cap``."""
+    """A recursive CTE ``seen(v, n)``: the distinct :data:`LISTED` values of the namespace's memories
+    that pass ``where``, ascending from the one bound ``lo`` and within ``bound``, ``cap`` of them at most."""
 
     def step(after: str) -> str:
         return (
