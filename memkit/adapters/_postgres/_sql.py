@@ -25,7 +25,7 @@ from memkit._core._records import Record
 from memkit._retrieval._config import dense_path
 from memkit._retrieval._keyword import K1, B, analyze
 from memkit.adapters._postgres._writes import text_in, text_out
-from memkit.adapters._sqlbase import LISTED, Dialect, filter_sql
+from memkit.adapters._sqlbase import LISTED, Dialect, filter_sql, listed_bounds
 
 __all__ = [
     "COLUMNS", "DENSE_EXACT_MAX", "HALFVEC_SLACK", "HEADS_SQL", "KINDS", "POSTGRES", "SEGMENT_FLOOR", "SEGMENT_SPREAD",
@@ -117,12 +117,9 @@ LISTED_SQL = f"((m.metadata ->> '{LISTED}') COLLATE \"C\")"
 Fetch = Callable[[str, list[Any]], Awaitable[list[tuple[Any, ...]]]]
 
 
-async def listed_values(
-    fetch: Fetch, user_id: str, agent_id: str, where: str, params: list[Any], lo: str, hi: str | None, limit: int
-) -> list[str]:
-    """The distinct :data:`LISTED` values in ``[lo, hi)`` (``hi`` ``None``: from ``lo`` on) of the
-    namespace's memories that pass ``where``, ascending, at most ``limit``: one index seek a value."""
-    bound, bounds = ("", []) if hi is None else (f" AND {LISTED_SQL} < %s", [text_in(hi)])
+def _seen(where: str, bound: str, cap: str) -> str:
+    """A recursive CTE ``seen(v, n)``: the distinct :data:`LISTED` values of the namespace's memories
+    that pass ``where``, ascending from the one bound ``lo`` and within ``bound``, ``cap`` of them at most."""
 
     def step(after: str) -> str:
         return (
@@ -130,29 +127,76 @@ async def listed_values(
             f" AND {LISTED_SQL} IS NOT NULL AND {LISTED_SQL} {after}{bound} AND {where} ORDER BY {LISTED_SQL} LIMIT 1"
         )
 
-    sql = (
-        f"WITH RECURSIVE seen(v, n) AS (SELECT ({step('>= %s')}), 1"  # noqa: S608
-        f" UNION ALL SELECT ({step('> seen.v')}), n + 1 FROM seen WHERE v IS NOT NULL AND n < %s)"
-        " SELECT v FROM seen WHERE v IS NOT NULL"
+    return (
+        f"seen(v, n) AS (SELECT ({step('>= %s')}), 1"  # noqa: S608
+        f" UNION ALL SELECT ({step('> seen.v')}), n + 1 FROM seen WHERE v IS NOT NULL AND n < {cap})"
     )
+
+
+async def listed_values(
+    fetch: Fetch, user_id: str, agent_id: str, where: str, params: list[Any], lo: str, hi: str | None, limit: int
+) -> list[str]:
+    """The distinct :data:`LISTED` values in ``[lo, hi)`` (``hi`` ``None``: from ``lo`` on) of the
+    namespace's memories that pass ``where``, ascending, at most ``limit``: one index seek a value."""
+    bound, bounds = ("", []) if hi is None else (f" AND {LISTED_SQL} < %s", [text_in(hi)])
+    sql = f"WITH RECURSIVE {_seen(where, bound, '%s')} SELECT v FROM seen WHERE v IS NOT NULL"  # noqa: S608
     once = [*bounds, *params]
     rows = await fetch(sql, [user_id, agent_id, text_in(lo), *once, user_id, agent_id, *once, min(limit, 2**62)])
     return [text_out(row[0]) for row in rows]
 
 
+_NEWEST = "ORDER BY m.created_us DESC, m.seq DESC"
+#: How many of the namespace's newest memories a listing over several :data:`LISTED` values walks,
+#: per memory asked for, before it asks the metadata index instead: a filter one memory in a hundred
+#: passes is found by the walk; a rarer one is found through the index, whose rows are then sorted.
+WALK = 100
+
+
 async def select(
     fetch: Fetch, user_id: str, agent_id: str, conditions: tuple[Condition, ...], limit: int, offset: int
 ) -> list[Record]:
-    """One namespace's memories that pass the filters, newest first. A range of :data:`LISTED` is not
-    handed to its index here: the planner, without statistics on the path, read a whole-namespace
-    range through it and sorted, and asking first which paths the range holds cost a round trip more
-    than walking the namespace newest first (bench/peers.py: list 10 and filter-only both slower)."""
+    """One namespace's memories that pass the filters, newest first."""
     where, params = filter_sql(conditions, POSTGRES)
+    namespace = "m.user_id = %s AND m.agent_id = %s"
+    if (bounds := listed_bounds(conditions)) is None:
+        sql = f"SELECT {COLUMNS} FROM memories m WHERE {namespace} AND {where} {_NEWEST} LIMIT %s OFFSET %s"  # noqa: S608
+        return [row_record(r) for r in await fetch(sql, [user_id, agent_id, *params, limit, offset])]
+    return [row_record(r) for r in await fetch(*_listed(user_id, agent_id, where, params, bounds, limit, offset))]
+
+
+def _listed(
+    user_id: str, agent_id: str, where: str, params: list[Any], bounds: tuple[str, str], limit: int, offset: int
+) -> tuple[str, list[Any]]:
+    """The statement of a listing bounded to a range of :data:`LISTED` (a LangGraph namespace and the
+    ones under it). Left to the planner, it read every memory of the range through the metadata
+    index and sorted them, its estimate of the ``@>`` tests being far too low, and a generic plan
+    did the same for the filter-only listing it had walked. So the order is fixed here, each walk
+    newest first and stopping once the page is full: a range holding one path walks that path's
+    entries of ``memories_listed``; a range holding several walks the namespace, for at most
+    :data:`WALK` memories per memory asked for, and only a filter rarer than that is left to the
+    planner. At most one of the three parts gives rows. The limits are written as numbers so that a
+    prepared statement's plan knows them."""
+    limit, offset = min(int(limit), 2**62), min(int(offset), 2**62)
+    want = min(limit + offset, 2**62)
+    page = f"LIMIT {limit} OFFSET {offset}"
+    namespace = "m.user_id = %s AND m.agent_id = %s"
     sql = (
-        f"SELECT {COLUMNS} FROM memories m WHERE m.user_id = %s AND m.agent_id = %s AND {where}"  # noqa: S608
-        " ORDER BY m.created_us DESC, m.seq DESC LIMIT %s OFFSET %s"
+        f"WITH RECURSIVE {_seen('true', f' AND {LISTED_SQL} < %s', '2')},"  # noqa: S608
+        " paths AS MATERIALIZED (SELECT min(v) AS one, count(v) AS many FROM seen),"
+        f" walked AS MATERIALIZED (SELECT {COLUMNS} FROM (SELECT * FROM memories m WHERE {namespace} {_NEWEST}"
+        f" LIMIT {min(WALK * want, 2**62)}) m WHERE (SELECT many FROM paths) > 1 AND {where} {_NEWEST} LIMIT {want})"
+        # OFFSET 0 keeps the outer filters out of the walk, so the planner cannot trade it for the
+        # metadata index
+        f" (SELECT {COLUMNS} FROM (SELECT * FROM memories m WHERE {namespace} AND {LISTED_SQL} IS NOT NULL"
+        f" AND {LISTED_SQL} = (SELECT one FROM paths) {_NEWEST} OFFSET 0) m"
+        f" WHERE (SELECT many FROM paths) = 1 AND {where} {_NEWEST} {page})"
+        f" UNION ALL (SELECT * FROM walked m WHERE (SELECT count(*) FROM walked) >= {want} {_NEWEST} {page})"
+        f" UNION ALL (SELECT {COLUMNS} FROM memories m WHERE (SELECT many FROM paths) > 1"
+        f" AND (SELECT count(*) FROM walked) < {want} AND {namespace} AND {where} {_NEWEST} {page})"
     )
-    return [row_record(r) for r in await fetch(sql, [user_id, agent_id, *params, limit, offset])]
+    lo, hi = text_in(bounds[0]), text_in(bounds[1])
+    ns = [user_id, agent_id]
+    return sql, [*ns, lo, hi, *ns, hi, *ns, *params, *ns, *params, *ns, *params]
 
 
 # -- the keyword leg ----------------------------------------------------------------------
