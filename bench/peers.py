@@ -491,10 +491,15 @@ def run(backends: Sequence[str], sizes: Sequence[int], rounds: int, samples: int
                 row["cpu_ratio"] = (statistics.median(r[op]["cpu"] for r in results)
                                     / max(statistics.median(r[op]["cpu"] for r in peers), 1e-9))
             rows.append(row)
-    part = {"what": ", ".join(dict.fromkeys(b for b, _ in plan)), "rounds": rounds, "samples": samples,
-            "load": load_average()}
+    part = {"what": _what(rows), "rounds": rounds, "samples": samples, "load": load_average()}
     return {"rows": rows, "parts": [part],
             "checks": {f"{b}/{s}/{sy}": [r["check"] for r in rs] for (b, s, sy), rs in runs.items()}}
+
+
+def _what(rows: Sequence[dict[str, Any]]) -> str:
+    """What a run measured, for the caption: its backends and sizes."""
+    sizes = ", ".join(f"{n:,}" for n in sorted({row["size"] for row in rows}))
+    return f"{', '.join(dict.fromkeys(row['backend'] for row in rows))} at {sizes}"
 
 
 def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -503,7 +508,10 @@ def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     rows = [row for result in results for row in result["rows"]]
     order = {b: i for i, b in enumerate(BACKENDS)}
     rows.sort(key=lambda row: (order[row["backend"]], row["size"]))
-    return {"rows": rows, "parts": [part for result in results for part in result["parts"]],
+    # a part saved before captions named their sizes is named from its rows
+    parts = [{**part, "what": _what(result["rows"])} if " at " not in part["what"] else part
+             for result in results for part in result["parts"]]
+    return {"rows": rows, "parts": parts,
             "checks": {k: v for result in results for k, v in result["checks"].items()}}
 
 

@@ -67,5 +67,5 @@ def test_runs_made_apart_merge_into_one_table_in_backend_order(tmp_path: Path) -
     assert peers.main(["--merge", *map(str, parts), "--readme", str(readme), "--write-readme"]) == 0
     body = readme.read_text()
     assert body.index("| sqlite | 10,000 |") < body.index("| otlp | 100,000 |")
-    assert "otlp: 1 alternated round, 10 calls a latency, load average at the end 9.0 9.0 9.0" in body
-    assert "sqlite: 1 alternated round" in body
+    assert "otlp at 100,000: 1 alternated round, 10 calls a latency, load average at the end 9.0 9.0 9.0" in body
+    assert "sqlite at 10,000: 1 alternated round" in body
