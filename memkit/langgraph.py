@@ -399,13 +399,10 @@ class MemkitStore(BaseStore):
     async def _fetch_all(self, places: list[_Place]) -> dict[_Place, MemoryItem | Record | None]:
         ids = {place: self._id(*place) for place in places}
         provider, found = self._provider, cast("dict[str, MemoryItem | Record] | None", None)
-        many: Callable[[list[str]], dict[str, MemoryItem | Record]] | None = getattr(provider, "get_many_now", None)
-        with contextlib.suppress(NotImplementedError):
-            # Read here where the store can, in one read for a batch of puts: a put reads the item
-            # it replaces, and waiting for the store's worker once an item costs more than the read.
-            if many is not None:
-                found = many(list(ids.values()))
-            elif self._get_now is not None:
+        if self._get_now is not None:
+            # Read here where the store can: a put reads the item it replaces, and waiting for the
+            # store's worker once an item costs more than the read.
+            with contextlib.suppress(NotImplementedError):
                 found = {i: now for i in ids.values() if (now := self._get_now(i)) is not None}
         if found is None:
             if isinstance(provider, SupportsGet):

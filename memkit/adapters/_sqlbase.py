@@ -97,14 +97,10 @@ class Dialect:
     #: equality implies; it is added beside the exact test, never instead of it, so an index on it
     #: can find a selective filter's rows without reading every row of the namespace.
     contains: str | None = None
-    #: Optional, for a database that reads the JSON text on every test (SQLite): "the metadata's text
-    #: holds this" (bound to a string's JSON text), tried before an equality with a plain ASCII string,
-    #: which json.dumps spells one way (with or without ensure_ascii): most rows fail it unread.
-    quoted: str | None = None
 
     def __post_init__(self) -> None:
         for template in (self.type_of, *self.values.values(), *self.operands.values(),
-                         *([self.contains] if self.contains else []), *([self.quoted] if self.quoted else [])):
+                         *([self.contains] if self.contains else [])):
             if template.count(self.mark) != 1:
                 raise ValueError(f"SQL dialect template {template!r} must hold exactly one {self.mark!r}")
 
@@ -145,12 +141,6 @@ def _test(d: Dialect, cond: Condition, op: str, value: Any, params: list[Any]) -
     )
 
 
-def _plain(value: Any) -> bool:
-    """A string json.dumps writes as itself in quotes (printable ASCII, no quote, backslash or slash,
-    which some writers escape): a row's text holds that wherever the string is one of its values."""
-    return isinstance(value, str) and all(" " <= c <= "~" and c not in '"\\/' for c in value)
-
-
 def _holding(path: tuple[str, ...], value: Any) -> str:
     """The JSON object that holds ``value`` at ``path``."""
     import json
@@ -174,9 +164,6 @@ def filter_sql(conditions: tuple[Condition, ...], d: Dialect) -> tuple[str, list
             spell = d.binds.get("string") if isinstance(cond.value, str) else None
             params.append(_holding(cond.path, spell(cond.value) if spell else cond.value))
             parts.append(f"{d.contains} AND {_test(d, cond, '=', cond.value, params)}")
-        elif cond.op == "$eq" and d.quoted is not None and _plain(cond.value):
-            params.append(f'"{cond.value}"')
-            parts.append(f"{d.quoted} AND {_test(d, cond, '=', cond.value, params)}")
         elif cond.op in ("$eq", "$ne"):
             expr = _test(d, cond, "=", cond.value, params)
             parts.append(expr if cond.op == "$eq" else f"NOT {expr}")

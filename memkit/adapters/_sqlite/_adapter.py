@@ -170,7 +170,6 @@ class SQLiteAdapter(Store):
         self._worker = Worker("memkit-sqlite", self.__repr__, translate=self._storage_error)
         self._reads = ThreadReads(self.path, busy_timeout_ms)
         self.get_now = self._reads.get  # one memory by id, read in the calling thread (see ThreadReads)
-        self.get_many_now = self._reads.get_many  # and many, by id
         self._conn: sqlite3.Connection | None = None
         self._settling = False  # a Vectors.settle step is queued on the worker
         # Rows this handle wrote per namespace since it last saved their snapshots (worker thread only).

@@ -37,20 +37,6 @@ class ThreadReads:
         except sqlite3.Error as exc:
             raise StorageError(f"SQLite failed on {self._path!r}: {exc}") from exc
 
-    def get_many(self, memory_ids: list[str]) -> dict[str, Record]:
-        """The memories of ``memory_ids`` that exist, by id (a batch of puts reads what it replaces)."""
-        conn = self._connection()
-        found: dict[str, Record] = {}
-        try:
-            for start in range(0, len(memory_ids), 500):
-                chunk = memory_ids[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows = conn.execute(f"SELECT {COLUMNS} FROM memories m WHERE m.id IN ({marks})", chunk)  # noqa: S608
-                found.update((row[1], row_record(row)) for row in rows)
-        except sqlite3.Error as exc:
-            raise StorageError(f"SQLite failed on {self._path!r}: {exc}") from exc
-        return found
-
     def _connection(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:

@@ -37,7 +37,6 @@ SQLITE = Dialect(
     # json_extract ends a string at a NUL ("a\u0000b" reads as "a"): equality looks at the JSON text,
     # which memkit wrote as json.dumps does, where a row's text holds an escaped NUL at all.
     string_json="(m.metadata -> ?)", no_nul="instr(m.metadata, '\\u0000') = 0",
-    quoted="instr(m.metadata, ?) > 0",
 )
 
 
