@@ -192,3 +192,53 @@ def test_a_deep_leg_asks_each_segment_for_its_share_and_a_shallow_one_for_everyt
     parts = _postgres_sql.dense_statements("u", "a", (), 100, False, [0.0], ends, [20, 20, 49, 100])
     assert [asked for _, _, asked in parts] == [20, 20, 49, 100, 100]  # the unindexed rest: all of them
     assert [params[-1] for _, params, _ in parts] == [20, 20, 49, 100, 100]
+
+
+def test_an_idle_build_keeps_each_kept_segment_larger_than_what_follows_it() -> None:
+    # ends 5k, 10k, 20k, 40k, 80k; 20k more: the 40k segment (80k - 40k) is larger than those, kept
+    assert _postgres_index.kept(100_000, [5_000, 10_000, 20_000, 40_000, 80_000]) == 5
+    # 5k after segments of 20k and 5k: the 5k one is merged, the 20k one is larger than the 10k after it
+    assert _postgres_index.kept(110_000, [80_000, 100_000, 105_000]) == 2
+    # a run of small segments collapses into one, as a binary counter carries
+    assert _postgres_index.kept(40, [10, 20, 30]) == 0
+    assert _postgres_index.kept(50, []) == 0
+
+
+async def test_writes_that_stop_get_a_segment_merged_with_the_small_ones_before_it(
+    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bulk load leaves up to half its memories outside the segments (the doubling rule): once the
+    writer has written nothing for ``IDLE_S``, they get a segment, and trailing segments no larger than
+    what follows them are built into it (their graphs dropped), so searches walk few graphs."""
+    monkeypatch.setattr(_postgres_sql, "DENSE_EXACT_MAX", 0)
+    monkeypatch.setattr(_postgres_index, "INDEX_DELTA", 50)
+    monkeypatch.setattr(_postgres_index, "IDLE_S", 0.3)
+    url = _database(postgres_server)
+    writer = PostgresAdapter(url)
+    try:
+        def notes(n: int, word: str) -> list[dict[str, str]]:
+            return [{"content": f"{_TOPICS[i % 4]} {word} {i}", "user_id": "u", "agent_id": "a"} for i in range(n)]
+
+        first = await writer.add_many(notes(200, "first"))  # 200 outside >= max(50, 0): due at once
+        await _until(url, "200:halfvec")
+        second = await writer.add_many(notes(55, "second"))  # 55 < 200: not due; idle, 55 >= 50: built
+        indexes = await _until(url, "200:halfvec 255:halfvec")
+        assert sorted(indexes) == ["memories_embedding_0_200_halfvec", "memories_embedding_200_255_halfvec"]
+        kept_oid = indexes["memories_embedding_0_200_halfvec"]
+
+        third = await writer.add_many(notes(10, "third"))  # 10 < 50: no segment even when idle
+        await asyncio.sleep(1.0)
+        assert _state(url)[0] == "200:halfvec 255:halfvec"
+        # 60 past 255, idle: 200..255 (55 <= 60) is built into the new segment; 0..200 (200 > 115) is kept
+        fourth = await writer.add_many(notes(50, "fourth"))
+        indexes = await _until(url, "200:halfvec 315:halfvec")
+        assert indexes == {"memories_embedding_0_200_halfvec": kept_oid,
+                           "memories_embedding_200_315_halfvec": indexes["memories_embedding_200_315_halfvec"]}
+
+        found = await writer.search("note", "u", "a", mode="semantic", limit=500)
+        assert {m.id for m in found} == {*first, *second, *third, *fourth}
+        assert (await writer.search("kinase assay buffer fourth 6", "u", "a", mode="semantic", limit=3))[0].id \
+            == fourth[6]
+    finally:
+        await writer.aclose()
+

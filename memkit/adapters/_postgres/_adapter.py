@@ -14,8 +14,6 @@ store can be used from any thread or event loop, as the other stores can.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 from collections.abc import AsyncIterator, Coroutine, Iterable
 from typing import Any, ClassVar, TypeVar
@@ -146,7 +144,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
         self._foreign: str | None = None  # vectors made by an embedder this handle cannot load
         self._dim: int | None = None
         self._pool: Any = None
-        self._indexing: asyncio.Task[int | None] | None = None
+        self._builds = _index.Builds(self._conninfo)
         self._loop = Loop("memkit-postgres", self.__repr__)
         try:
             # Unbounded but for connecting (connect_timeout): a migration or a first embedding may run long.
@@ -332,13 +330,7 @@ class PostgresAdapter(RecallsAndMarks, Store):
         return embedded(self._embedder, texts)
 
     async def _release(self) -> None:
-        task, self._indexing = self._indexing, None
-        if task is not None and not task.done():
-            # The next writer past the threshold builds again; an interrupted build leaves at
-            # most an unused index, which that build drops first.
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+        await self._builds.aclose()
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await pool.close()
@@ -374,12 +366,8 @@ class PostgresAdapter(RecallsAndMarks, Store):
         async with self._pool.connection() as conn:
             await _writes.insert(conn, records, metadata, vectors, replace, recalls)
         if vectors is not None:
-            await self._maybe_index()
+            await self._builds.written(self._pool, self._dim or 0)
         return [r.id for r in records]
-
-    async def _maybe_index(self) -> None:
-        if self._indexing is None or self._indexing.done():
-            self._indexing = await _index.maybe_start(self._pool, self._conninfo, self._dim or 0)
 
     async def index_vectors(self) -> int:
         """Bring the HNSW index up to date with every memory written so far, waiting for it.
