@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
 import psycopg
 import pytest
@@ -213,6 +214,14 @@ async def test_writes_that_stop_get_a_segment_merged_with_the_small_ones_before_
     monkeypatch.setattr(_postgres_sql, "DENSE_EXACT_MAX", 0)
     monkeypatch.setattr(_postgres_index, "INDEX_DELTA", 50)
     monkeypatch.setattr(_postgres_index, "IDLE_S", 0.3)
+    builds: list[bool] = []  # each build started, True for an idle one: a spy around the real build
+    real_build = _postgres_index.build
+
+    async def counted(*args: Any, **kwargs: Any) -> int | None:
+        builds.append(bool(kwargs.get("idle")))
+        return await real_build(*args, **kwargs)
+
+    monkeypatch.setattr(_postgres_index, "build", counted)
     url = _database(postgres_server)
     writer = PostgresAdapter(url)
     try:
@@ -226,9 +235,11 @@ async def test_writes_that_stop_get_a_segment_merged_with_the_small_ones_before_
         assert sorted(indexes) == ["memories_embedding_0_200_halfvec", "memories_embedding_200_255_halfvec"]
         kept_oid = indexes["memories_embedding_0_200_halfvec"]
 
+        started = len(builds)
         third = await writer.add_many(notes(10, "third"))  # 10 < 50: no segment even when idle
         await asyncio.sleep(1.0)
         assert _state(url)[0] == "200:halfvec 255:halfvec"
+        assert len(builds) == started  # and no build connected only to find that out
         # 60 past 255, idle: 200..255 (55 <= 60) is built into the new segment; 0..200 (200 > 115) is kept
         fourth = await writer.add_many(notes(50, "fourth"))
         indexes = await _until(url, "200:halfvec 315:halfvec")

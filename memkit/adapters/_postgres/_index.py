@@ -86,13 +86,17 @@ def _stale(kinds: list[str]) -> int | None:
     return next((i for i, kind in enumerate(kinds) if kind != NEW_KIND), None)
 
 
-async def _wanted(pool: Any) -> bool:
-    """Whether enough memories are outside the segments, or a segment's graph is of an older kind."""
+async def _wanted(pool: Any, *, idle: bool = False) -> bool:
+    """Whether enough memories are outside the segments (``idle``: at least ``INDEX_DELTA``), or a
+    segment's graph is of an older kind: asked on the pool, so that no build connects for nothing."""
     async with pool.connection() as conn:
         top, ends = await (await conn.execute(
             f"SELECT (SELECT coalesce(max(seq), 0) FROM memories), ({_SEGMENTS})"  # noqa: S608
         )).fetchone()
-    return due(int(top), segment_bounds(ends)) or _stale(segment_kinds(ends)) is not None
+    bounds = segment_bounds(ends)
+    outside = int(top) - (bounds[-1] if bounds else 0)
+    return (due(int(top), bounds) or (idle and outside >= INDEX_DELTA)
+            or _stale(segment_kinds(ends)) is not None)
 
 
 class Builds:
@@ -101,6 +105,7 @@ class Builds:
 
     def __init__(self, conninfo: str) -> None:
         self._conninfo = conninfo
+        self._pool: Any = None
         self._task: asyncio.Task[int | None] | None = None
         self._idle: asyncio.TimerHandle | None = None
         self._dim = 0
@@ -108,7 +113,7 @@ class Builds:
 
     async def written(self, pool: Any, dim: int) -> None:
         """After a write of vectors: start a build if one is due, and wait again for writes to stop."""
-        self._dim = dim
+        self._pool, self._dim = pool, dim
         if (self._task is None or self._task.done()) and await _wanted(pool):
             self._start(build(self._conninfo, dim, wait=False))
         if self._idle is not None:
@@ -126,6 +131,8 @@ class Builds:
         if running is not None:  # a build the last write started: the rest once it is done
             with contextlib.suppress(Exception):
                 await running
+        if not await _wanted(self._pool, idle=True):
+            return None  # a few writes: what they left is scored exactly, as cheaply as a graph walk
         return await build(self._conninfo, self._dim, wait=False, idle=True)
 
     def _start(self, coro: Coroutine[Any, Any, int | None]) -> None:
