@@ -1,7 +1,8 @@
-"""The PostgreSQL vector index in segments: writes stay out of every HNSW graph, each build adds one
-segment over the memories written since the last and never rebuilds an older one, and every search,
-in any process, reads every segment plus the memories no segment holds yet. A schema-4 store's one
-index becomes the first segment, unchanged."""
+"""The PostgreSQL vector index in segments: writes stay out of every HNSW graph, each build a write
+starts adds one segment over the memories written since the last and never rebuilds an older one
+(a build once writes stop may merge the small trailing ones), and every search, in any process,
+reads every segment plus the memories no segment holds yet. A schema-4 store's one index becomes
+the first segment, unchanged."""
 
 from __future__ import annotations
 

@@ -106,7 +106,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # The postings keyed by a namespace number and a term hash instead of three texts (see
     # memkit.adapters._postgres._keyword.MIGRATION_4).
     4: _INTEGER_POSTINGS,
-    # The vector index becomes segments, each over a range of ``seq`` and built once (see
+    # The vector index becomes segments, each over a range of ``seq`` and built in bulk (see
     # memkit.adapters._postgres._index): the one index a store has is the first segment, so only
     # its reach is recorded anew, as the list of segment ends. A memkit of an earlier schema, which
     # rebuilds one index over everything, refuses the upgraded store instead of mixing the two.
