@@ -17,6 +17,7 @@ from test_postgres_dense_segments import _database, _state, _until
 
 from memkit._core._errors import ConfigError
 from memkit.adapters._postgres import _adapter as _postgres
+from memkit.adapters._postgres import _index as _postgres_index
 from memkit.adapters._postgres import _sql as _postgres_sql
 from memkit.adapters._postgres._adapter import PostgresAdapter
 from memkit.adapters._postgres._schema import SCHEMA_VERSION
@@ -73,7 +74,9 @@ async def test_an_upgraded_store_keeps_its_vector_segments_until_builds_rebuild_
             with pytest.raises(ConfigError, match=f"schema version {SCHEMA_VERSION}"):
                 PostgresAdapter(url)
 
-        # A write starts a background build: nothing new is due, so it rebuilds the first old segment.
+        # A write starts a background build: nothing new is due, so it rebuilds the first old segment
+        # (and only it: the build once writes stop, which would rebuild the next, is put off here).
+        monkeypatch.setattr(_postgres_index, "IDLE_S", 3_600.0)
         await mem.add("a newt in the pond", "u", "b")
         indexes = await _until(url, "300:halfvec 480")
         assert sorted(indexes) == ["memories_embedding_0_300_halfvec", "memories_embedding_300_480"]

@@ -16,6 +16,7 @@ import pytest
 from memkit.adapters._postgres import _index as _postgres_index
 from memkit.adapters._postgres import _sql as _postgres_sql
 from memkit.adapters._postgres._adapter import PostgresAdapter
+from memkit.adapters._postgres._schema import index_name, segment_bounds, segment_kinds
 from memkit.testing import PostgresServer
 
 _TOPICS = ["golden retriever puppy", "quarterly tax filing", "kinase assay buffer", "sourdough starter"]
@@ -35,9 +36,13 @@ def _state(url: str) -> tuple[str | None, dict[str, int]]:
 
 
 async def _until(url: str, ends: str) -> dict[str, int]:
+    """The indexes once the segments recorded are ``ends`` and the graphs they replaced are dropped
+    (a build records its segment first, then drops what it merged or rebuilt: searches never wait)."""
+    bounds, kinds = segment_bounds(ends), segment_kinds(ends)
+    names = {index_name(lo, hi, kind) for lo, hi, kind in zip([0, *bounds], bounds, kinds, strict=False)}
     for _ in range(1_200):  # a background build on a loaded machine: up to two minutes
         recorded, indexes = _state(url)
-        if recorded == ends:
+        if recorded == ends and set(indexes) == names:
             return indexes
         await asyncio.sleep(0.1)
     raise AssertionError(f"segments never reached {ends!r}: {_state(url)}")
